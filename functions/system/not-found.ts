@@ -1,0 +1,3 @@
+import { notFoundHandler } from '#lib/http/handler';
+
+export const handler = notFoundHandler();

@@ -1,0 +1,56 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { now } from '#lib/clock';
+import { config } from '#lib/config';
+import { db, tableName } from '#lib/db/client';
+import { keys, type Key } from '#lib/db/keys';
+import { formatTimestamp } from '#lib/shared/time';
+
+export type RateState = { limit: number; remaining: number; reset: number; exceeded: boolean };
+
+/**
+ * Fixed-window counter in DynamoDB: one atomic ADD per request, so every function instance
+ * shares the count. The merchant window also records `last_used_at` for the token view.
+ */
+const hit = async (key: Key, limit: number, windowSeconds: number, windowStart: number, stampUse: boolean): Promise<RateState> => {
+  const reset = windowStart + windowSeconds;
+  const { Attributes } = await db().send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: key,
+      UpdateExpression: stampUse
+        ? 'ADD #count :one SET expires_at = :exp, last_used_at = :now'
+        : 'ADD #count :one SET expires_at = :exp',
+      ExpressionAttributeNames: { '#count': 'count' },
+      ExpressionAttributeValues: {
+        ':one': 1,
+        ':exp': reset + 3600,
+        ...(stampUse ? { ':now': formatTimestamp(now()) } : {}),
+      },
+      ReturnValues: 'UPDATED_NEW',
+    }),
+  );
+  const count = Number(Attributes?.count ?? 1);
+  return { limit, remaining: Math.max(0, limit - count), reset, exceeded: count > limit };
+};
+
+const windowStart = (seconds: number): number => Math.floor(now().getTime() / 1000 / seconds) * seconds;
+
+/** Authenticated requests: per merchant, per clock hour. */
+export const hitMerchant = (merchantId: string): Promise<RateState> => {
+  const start = windowStart(3600);
+  return hit(keys.merchantRateWindow(merchantId, start), config.rateLimitPerHour(), 3600, start, true);
+};
+
+/** Unauthenticated requests: per source IP, per clock minute. */
+export const hitIp = (ip: string): Promise<RateState> => {
+  const start = windowStart(60);
+  return hit(keys.ipRateWindow(ip, start), config.unauthenticatedRateLimitPerMinute(), 60, start, false);
+};
+
+export const rateHeaders = (s: RateState): Record<string, string> => ({
+  'X-RateLimit-Limit': String(s.limit),
+  'X-RateLimit-Remaining': String(s.remaining),
+  'X-RateLimit-Reset': String(s.reset),
+});
+
+export const retryAfter = (s: RateState): number => Math.max(1, s.reset - Math.floor(now().getTime() / 1000));

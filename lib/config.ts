@@ -1,0 +1,17 @@
+/** Runtime configuration, read from the environment on every call so tests can change it per file. */
+const int = (name: string, fallback: number): number => {
+  const raw = process.env[name];
+  const n = raw === undefined || raw === '' ? NaN : Number(raw);
+  return Number.isInteger(n) && n > 0 ? n : fallback;
+};
+
+export const config = {
+  tableName: (): string => process.env.TABLE_NAME ?? 'revenue-analytics',
+  dynamoEndpoint: (): string | undefined => process.env.DYNAMODB_ENDPOINT || undefined,
+  region: (): string => process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
+  rateLimitPerHour: (): number => int('RATE_LIMIT_PER_HOUR', 3600),
+  unauthenticatedRateLimitPerMinute: (): number => int('UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE', 10),
+  defaultReportingCurrency: (): string => (process.env.REPORTING_CURRENCY ?? 'TWD').toUpperCase(),
+  /** Local stack only: lets webhook endpoints use http://localhost (decisions §8). */
+  isLocal: (): boolean => process.env.STAGE === 'local',
+};

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import { email, metadata, pageQuery } from '#lib/http/fields';
+
+const optionalText = (max: number) => z.string().max(max).nullish();
+
+/** Writable customer fields (decisions §5). */
+export const customerCreateBody = z.object({
+  email: email(),
+  name: optionalText(255),
+  phone: optionalText(50),
+  external_id: z.string().min(1).max(255).nullish(),
+  metadata: metadata().nullish(),
+});
+export type CustomerCreate = z.output<typeof customerCreateBody>;
+
+/** PUT updates the given fields; null clears an optional one. */
+export const customerUpdateBody = customerCreateBody.partial();
+export type CustomerUpdate = z.output<typeof customerUpdateBody>;
+
+export const customerListQuery = z.object({ ...pageQuery, search: z.string().max(255).optional() });
+
+export const customerPathParams = z.object({
+  idOrExternalId: z.string().min(1).meta({ description: 'Customer id (all digits) or external_id' }),
+});
+
+export const onConflict = z.enum(['skip', 'update']);
+export const customerBatchBody = z.object({
+  customers: z.array(z.unknown()).min(1).max(100),
+  on_conflict: onConflict.optional(),
+});
+export const customerBatchQuery = z.object({ on_conflict: onConflict.optional() });
+
+export const customerSchema = z
+  .object({
+    id: z.int(),
+    email: z.string(),
+    name: z.string().nullable(),
+    phone: z.string().nullable(),
+    external_id: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()).nullable(),
+    ltv: z.string().meta({ example: '1200.00' }),
+    ltv_by_currency: z.record(z.string(), z.string()),
+    order_count: z.int(),
+    first_payment_at: z.string().nullable(),
+    last_payment_at: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'Customer' });

@@ -1,0 +1,55 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { config } from '#lib/config';
+
+/**
+ * Counts DynamoDB API calls made through the shared client (one per command, whatever the SDK retries).
+ * Tests read it to assert each endpoint's request budget.
+ */
+export const requestCounter = {
+  total: 0,
+  byCommand: {} as Record<string, number>,
+  reset(): void {
+    this.total = 0;
+    this.byCommand = {};
+  },
+};
+
+/** Integers stay numbers; decimals and huge integers come back as exact strings (money is summed by DynamoDB). */
+const wrapNumbers = (text: string): number | string => {
+  if (/^-?\d+$/.test(text)) {
+    const n = Number(text);
+    if (Number.isSafeInteger(n)) return n;
+  }
+  return text;
+};
+
+const create = (): DynamoDBDocumentClient => {
+  const endpoint = config.dynamoEndpoint();
+  const base = new DynamoDBClient({
+    region: config.region(),
+    ...(endpoint
+      ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+      : {}),
+    maxAttempts: 4,
+  });
+  base.middlewareStack.add(
+    (next, context) => async (args) => {
+      requestCounter.total += 1;
+      const name = String(context.commandName ?? 'unknown');
+      requestCounter.byCommand[name] = (requestCounter.byCommand[name] ?? 0) + 1;
+      return next(args);
+    },
+    { step: 'initialize', name: 'requestCounter' },
+  );
+  return DynamoDBDocumentClient.from(base, {
+    marshallOptions: { removeUndefinedValues: true },
+    unmarshallOptions: { wrapNumbers },
+  });
+};
+
+let client: DynamoDBDocumentClient | undefined;
+
+/** The shared document client, created on first use from the environment. */
+export const db = (): DynamoDBDocumentClient => (client ??= create());
+export const tableName = (): string => config.tableName();

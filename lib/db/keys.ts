@@ -1,0 +1,105 @@
+/**
+ * The table design, in one place. One table, every key prefixed by the merchant (`M#<id>`),
+ * except the token-hash lookup (the merchant is not known until it is read) and the per-IP
+ * rate window of unauthenticated requests.
+ *
+ * | item                      | pk                                  | sk              | indexes (sparse)                                        |
+ * |---------------------------|-------------------------------------|-----------------|---------------------------------------------------------|
+ * | token (by hash)           | TOKEN#<sha256>                      | TOKEN           |                                                         |
+ * | merchant                  | M#<m>                               | MERCHANT        |                                                         |
+ * | merchant's token pointer  | M#<m>                               | TOKEN           |                                                         |
+ * | id sequences              | M#<m>                               | SEQ             |                                                         |
+ * | list totals (counters)    | M#<m>                               | TOTALS          |                                                         |
+ * | rate window (merchant)    | M#<m>#RATE                          | <window start>  |                                                         |
+ * | rate window (IP)          | IP#<ip>#RATE                        | <window start>  |                                                         |
+ * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi1 list newest first; gsi2 by external_id (live only) |
+ * | email marker (unique)     | M#<m>#CUSTOMER_EMAIL#<email>        | MARKER          |                                                         |
+ * | external_id marker        | M#<m>#CUSTOMER_EXT#<external_id>    | MARKER          |                                                         |
+ * | order                     | M#<m>#ORDER#<order_no>              | ORDER           | gsi1 all; gsi2 by status; gsi3 by customer              |
+ * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
+ * | stats (day / month)       | M#<m>#STATS                         | D#<yyyy-mm-dd> / M#<yyyy-mm> |                                            |
+ * | outbox event              | M#<m>#OUTBOX                        | <created>#<evt> |                                                         |
+ * | activity log              | M#<m>#ACTIVITY                      | <created>#<id>  |                                                         |
+ *
+ * Index sort keys are `<created_at>#<id, 15 digits>` so lists come out newest first, then id desc.
+ */
+export type Key = { pk: string; sk: string };
+
+const m = (merchantId: string): string => `M#${merchantId}`;
+const pad = (id: number): string => String(id).padStart(15, '0');
+
+export const keys = {
+  token: (hash: string): Key => ({ pk: `TOKEN#${hash}`, sk: 'TOKEN' }),
+  merchant: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'MERCHANT' }),
+  merchantToken: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'TOKEN' }),
+  sequences: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'SEQ' }),
+  totals: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'TOTALS' }),
+  merchantRateWindow: (merchantId: string, windowStart: number): Key => ({
+    pk: `${m(merchantId)}#RATE`,
+    sk: String(windowStart),
+  }),
+  ipRateWindow: (ip: string, windowStart: number): Key => ({ pk: `IP#${ip}#RATE`, sk: String(windowStart) }),
+  customer: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${id}`, sk: 'CUSTOMER' }),
+  customerEmail: (merchantId: string, email: string): Key => ({
+    pk: `${m(merchantId)}#CUSTOMER_EMAIL#${email.toLowerCase()}`,
+    sk: 'MARKER',
+  }),
+  customerExternalId: (merchantId: string, externalId: string): Key => ({
+    pk: `${m(merchantId)}#CUSTOMER_EXT#${externalId}`,
+    sk: 'MARKER',
+  }),
+  order: (merchantId: string, orderNo: string): Key => ({ pk: `${m(merchantId)}#ORDER#${orderNo}`, sk: 'ORDER' }),
+  idempotency: (merchantId: string, key: string): Key => ({
+    pk: `${m(merchantId)}#IDEMPOTENCY#${key}`,
+    sk: 'IDEMPOTENCY',
+  }),
+  statsDay: (merchantId: string, day: string): Key => ({ pk: `${m(merchantId)}#STATS`, sk: `D#${day}` }),
+  statsMonth: (merchantId: string, month: string): Key => ({ pk: `${m(merchantId)}#STATS`, sk: `M#${month}` }),
+  outbox: (merchantId: string, createdAt: string, eventId: string): Key => ({
+    pk: `${m(merchantId)}#OUTBOX`,
+    sk: `${createdAt}#${eventId}`,
+  }),
+  activity: (merchantId: string, createdAt: string, id: string): Key => ({
+    pk: `${m(merchantId)}#ACTIVITY`,
+    sk: `${createdAt}#${id}`,
+  }),
+};
+
+/** Index attributes written on items (sparse: removed when an item leaves a list). */
+export const indexes = {
+  customersByCreated: (merchantId: string, createdAt: string, id: number) => ({
+    gsi1pk: `${m(merchantId)}#CUSTOMERS`,
+    gsi1sk: `${createdAt}#${pad(id)}`,
+  }),
+  customerByExternalId: (merchantId: string, externalId: string) => ({
+    gsi2pk: `${m(merchantId)}#CUSTOMER_EXT#${externalId}`,
+    gsi2sk: 'CUSTOMER',
+  }),
+  ordersByCreated: (merchantId: string, createdAt: string, id: number) => ({
+    gsi1pk: `${m(merchantId)}#ORDERS`,
+    gsi1sk: `${createdAt}#${pad(id)}`,
+  }),
+  ordersByStatus: (merchantId: string, status: string, createdAt: string, id: number) => ({
+    gsi2pk: `${m(merchantId)}#ORDERS#STATUS#${status}`,
+    gsi2sk: `${createdAt}#${pad(id)}`,
+  }),
+  ordersByCustomer: (merchantId: string, customerId: number, createdAt: string, id: number) => ({
+    gsi3pk: `${m(merchantId)}#ORDERS#CUSTOMER#${customerId}`,
+    gsi3sk: `${createdAt}#${pad(id)}`,
+  }),
+};
+
+/** Partition values of the list indexes, for queries. */
+export const indexPartitions = {
+  customers: (merchantId: string) => `${m(merchantId)}#CUSTOMERS`,
+  customerByExternalId: (merchantId: string, externalId: string) => `${m(merchantId)}#CUSTOMER_EXT#${externalId}`,
+  orders: (merchantId: string) => `${m(merchantId)}#ORDERS`,
+  ordersByStatus: (merchantId: string, status: string) => `${m(merchantId)}#ORDERS#STATUS#${status}`,
+  ordersByCustomer: (merchantId: string, customerId: number) => `${m(merchantId)}#ORDERS#CUSTOMER#${customerId}`,
+};
+
+/** Sort-key bounds for a created_at range on the list indexes (inclusive). */
+export const createdRange = (from?: string, to?: string) => ({
+  from: from ? `${from}#` : undefined,
+  to: to ? `${to}#~` : undefined,
+});

@@ -1,0 +1,128 @@
+import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '#lib/db/client';
+import { GSIS, type IndexName } from '#lib/db/table';
+import type { Condition } from '#lib/db/writes';
+
+export type IndexQuery = {
+  index: IndexName;
+  partition: string;
+  /** Inclusive sort-key bounds. */
+  from?: string;
+  to?: string;
+  filter?: Condition;
+  /** Newest first unless false. */
+  descending?: boolean;
+};
+
+const indexDef = (name: IndexName) => GSIS.find((g) => g.indexName === name)!;
+
+const baseInput = (q: IndexQuery): QueryCommandInput => {
+  const g = indexDef(q.index);
+  const names: Record<string, string> = { '#ipk': g.partitionKey, ...(q.filter?.names ?? {}) };
+  const values: Record<string, unknown> = { ':ipk': q.partition, ...(q.filter?.values ?? {}) };
+  let keyCond = '#ipk = :ipk';
+  if (q.from !== undefined || q.to !== undefined) {
+    names['#isk'] = g.sortKey;
+    if (q.from !== undefined && q.to !== undefined) {
+      keyCond += ' AND #isk BETWEEN :ifrom AND :ito';
+      values[':ifrom'] = q.from;
+      values[':ito'] = q.to;
+    } else if (q.from !== undefined) {
+      keyCond += ' AND #isk >= :ifrom';
+      values[':ifrom'] = q.from;
+    } else {
+      keyCond += ' AND #isk <= :ito';
+      values[':ito'] = q.to;
+    }
+  }
+  return {
+    TableName: tableName(),
+    IndexName: q.index,
+    KeyConditionExpression: keyCond,
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+    ...(q.filter ? { FilterExpression: q.filter.expression } : {}),
+    ScanIndexForward: q.descending === false,
+  };
+};
+
+const keyOf = (q: IndexQuery, item: Record<string, unknown>) => {
+  const g = indexDef(q.index);
+  return { pk: item.pk, sk: item.sk, [g.partitionKey]: item[g.partitionKey], [g.sortKey]: item[g.sortKey] };
+};
+
+/**
+ * One offset page of an index. Skipped items are read as keys only (deep pages stay cheap in
+ * bytes); page 1 of an unfiltered index is a single Query.
+ */
+export const queryPage = async <T>(q: IndexQuery, offset: number, limit: number): Promise<T[]> => {
+  const g = indexDef(q.index);
+  const input = baseInput(q);
+  let startKey: Record<string, unknown> | undefined;
+  let skipped = 0;
+  while (skipped < offset) {
+    const res = await db().send(
+      new QueryCommand({
+        ...input,
+        ExpressionAttributeNames: { ...input.ExpressionAttributeNames, '#kpk': 'pk', '#ksk': 'sk', '#kgpk': g.partitionKey, '#kgsk': g.sortKey },
+        ProjectionExpression: '#kpk, #ksk, #kgpk, #kgsk',
+        ...(q.filter ? {} : { Limit: offset - skipped }),
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    const items = res.Items ?? [];
+    const need = offset - skipped;
+    if (items.length >= need) {
+      if (need > 0) startKey = keyOf(q, items[need - 1]);
+      skipped = offset;
+      if (items.length === need && !res.LastEvaluatedKey) return [];
+      break;
+    }
+    skipped += items.length;
+    if (!res.LastEvaluatedKey) return [];
+    startKey = res.LastEvaluatedKey;
+  }
+  const out: T[] = [];
+  while (out.length < limit) {
+    const res = await db().send(
+      new QueryCommand({ ...input, Limit: q.filter ? undefined : limit - out.length, ExclusiveStartKey: startKey }),
+    );
+    out.push(...((res.Items ?? []) as T[]));
+    if (!res.LastEvaluatedKey) break;
+    startKey = res.LastEvaluatedKey;
+  }
+  return out.slice(0, limit);
+};
+
+/** Number of matching items (reads the range; used only where no counter keeps the total). */
+export const countQuery = async (q: IndexQuery): Promise<number> => {
+  const input = baseInput(q);
+  let total = 0;
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const res = await db().send(new QueryCommand({ ...input, Select: 'COUNT', ExclusiveStartKey: startKey }));
+    total += res.Count ?? 0;
+    startKey = res.LastEvaluatedKey;
+  } while (startKey);
+  return total;
+};
+
+/** Every matching item with a projection (for in-memory search over a merchant's list). */
+export const queryAll = async <T>(q: IndexQuery, projection: string[]): Promise<T[]> => {
+  const input = baseInput(q);
+  const names = { ...input.ExpressionAttributeNames };
+  const proj = projection.map((attr, i) => {
+    names[`#p${i}`] = attr;
+    return `#p${i}`;
+  });
+  const out: T[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const res = await db().send(
+      new QueryCommand({ ...input, ExpressionAttributeNames: names, ProjectionExpression: proj.join(', '), ExclusiveStartKey: startKey }),
+    );
+    out.push(...((res.Items ?? []) as T[]));
+    startKey = res.LastEvaluatedKey;
+  } while (startKey);
+  return out;
+};

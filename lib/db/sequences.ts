@@ -1,0 +1,38 @@
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '#lib/db/client';
+import { keys } from '#lib/db/keys';
+
+export type Sequence = 'customer' | 'order' | 'subscription' | 'subscription_event' | 'webhook_endpoint';
+
+/**
+ * Allocates ids from the merchant's per-resource sequences in one atomic ADD (transactions return
+ * no values, so ids are taken before the write; a gap after a failed write is harmless).
+ * Returns the first id of each requested block.
+ */
+export const allocateIds = async (
+  merchantId: string,
+  counts: Partial<Record<Sequence, number>>,
+): Promise<Partial<Record<Sequence, number>>> => {
+  const wanted = Object.entries(counts).filter(([, n]) => (n ?? 0) > 0) as [Sequence, number][];
+  if (!wanted.length) return {};
+  const names: Record<string, string> = {};
+  const values: Record<string, number> = {};
+  const adds = wanted.map(([seq, n], i) => {
+    names[`#s${i}`] = seq;
+    values[`:n${i}`] = n;
+    return `#s${i} :n${i}`;
+  });
+  const { Attributes } = await db().send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: keys.sequences(merchantId),
+      UpdateExpression: `ADD ${adds.join(', ')}`,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ReturnValues: 'UPDATED_NEW',
+    }),
+  );
+  const out: Partial<Record<Sequence, number>> = {};
+  for (const [seq, n] of wanted) out[seq] = Number(Attributes![seq]) - n + 1;
+  return out;
+};

@@ -1,0 +1,108 @@
+import { z } from 'zod';
+import { parseAmount } from '#lib/shared/money';
+import { isCurrency } from '#lib/shared/currency';
+import { formatTimestamp, parseDate, parseTimestamp } from '#lib/shared/time';
+
+/**
+ * Reusable field schemas. Custom messages use `:field`, replaced by the field's name when the
+ * 422 body is built, so every schema words its errors the same way.
+ */
+
+/** Decimal amount: JSON string or number, ≤ 13 integer and ≤ 2 fraction digits, ≥ 0 → "1200.00". */
+export const amount = () =>
+  z
+    .union([z.string(), z.number()], { error: 'The :field field must be a number.' })
+    .transform((v, ctx) => {
+      const r = parseAmount(v, ':field');
+      if (r.ok) return r.value;
+      ctx.addIssue({ code: 'custom', message: r.message });
+      return z.NEVER;
+    })
+    .meta({ description: 'Decimal amount as a string ("1200.00"), at most 2 fraction digits', example: '1200.00' });
+
+/** ISO 8601 date-time with `Z` or an offset → `YYYY-MM-DDTHH:MM:SSZ`. */
+export const timestamp = () =>
+  z
+    .string({ error: 'The :field field must be a valid date-time.' })
+    .transform((v, ctx) => {
+      const d = parseTimestamp(v);
+      if (d) return formatTimestamp(d);
+      ctx.addIssue({ code: 'custom', message: 'The :field field must be a valid ISO 8601 date-time with a time zone.' });
+      return z.NEVER;
+    })
+    .meta({ format: 'date-time', example: '2026-01-31T12:00:00Z' });
+
+/** A filter bound: `YYYY-MM-DD` or a date-time → an ISO instant; `end` makes a bare date inclusive to the day's end. */
+export const dateBound = (end: boolean) =>
+  z
+    .string()
+    .transform((v, ctx) => {
+      const day = parseDate(v);
+      if (day) return formatTimestamp(end ? new Date(day.getTime() + 86_399_000) : day);
+      const d = parseTimestamp(v);
+      if (d) return formatTimestamp(d);
+      ctx.addIssue({ code: 'custom', message: 'The :field field must be a date (YYYY-MM-DD) or an ISO 8601 date-time.' });
+      return z.NEVER;
+    })
+    .meta({ description: 'YYYY-MM-DD or ISO 8601 date-time (inclusive)', example: '2026-01-31' });
+
+export const currency = () =>
+  z
+    .string({ error: 'The :field field must be a string.' })
+    .refine(isCurrency, { message: 'The :field field must be a valid ISO 4217 currency code.' })
+    .transform((v) => v.toUpperCase())
+    .meta({ example: 'TWD' });
+
+export const email = () =>
+  z
+    .email({ error: 'The :field field must be a valid email address.' })
+    .max(255)
+    .transform((v) => v.toLowerCase());
+
+/** Free-form metadata object: ≤ 50 keys, ≤ 16 KiB as JSON (decisions §5). */
+export const metadata = () =>
+  z
+    .record(z.string(), z.unknown(), { error: 'The :field field must be an object.' })
+    .refine((o) => Object.keys(o).length <= 50, { message: 'The :field field must not have more than 50 keys.' })
+    .refine((o) => Buffer.byteLength(JSON.stringify(o)) <= 16 * 1024, {
+      message: 'The :field field must not be larger than 16 KiB.',
+    });
+
+/** An integer query parameter with bounds and a default. */
+export const intParam = (min: number, max: number | undefined, fallback: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return fallback;
+      if (!/^\d+$/.test(v)) {
+        ctx.addIssue({ code: 'custom', message: 'The :field field must be an integer.' });
+        return z.NEVER;
+      }
+      const n = Number(v);
+      if (n < min || (max !== undefined && n > max) || !Number.isSafeInteger(n)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: max === undefined ? `The :field field must be at least ${min}.` : `The :field field must be between ${min} and ${max}.`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    })
+    .meta({ type: 'integer' } as never);
+
+/** `page` and `per_page` (decisions §4). */
+export const pageQuery = {
+  page: intParam(1, undefined, 1),
+  per_page: intParam(1, 100, 20),
+};
+
+/** An optional id-like positive integer query filter. */
+export const idParam = () =>
+  z
+    .string()
+    .regex(/^[1-9]\d{0,15}$/, { message: 'The :field field must be a positive integer.' })
+    .transform(Number);
+
+/** Optional string field where null means "not given". */
+export const nullish = <T extends z.ZodType>(schema: T) => schema.nullish();

@@ -1,0 +1,172 @@
+import middy from '@middy/core';
+import httpHeaderNormalizer from '@middy/http-header-normalizer';
+import httpJsonBodyParser from '@middy/http-json-body-parser';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { z } from 'zod';
+import { authenticate, bearerToken, type AuthContext } from '#lib/auth/tokens';
+import { hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
+import { HttpError, forbidden, invalidJson, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
+import { parseOr422 } from '#lib/http/validation';
+import type { RouteDef } from '#lib/http/route';
+import { logger } from '#lib/logger';
+
+export type ApiResult = { status: number; body?: unknown; headers?: Record<string, string> };
+
+type Out<S> = S extends z.ZodType ? z.output<S> : Record<string, never>;
+export type ApiRequest<R extends RouteDef> = {
+  auth: R['ability'] extends null ? AuthContext | null : AuthContext;
+  params: Out<NonNullable<R['request']>['params']>;
+  query: Out<NonNullable<R['request']>['query']>;
+  body: Out<NonNullable<R['request']>['body']>;
+  headers: Record<string, string | undefined>;
+  requestId: string;
+};
+
+type Event = APIGatewayProxyEventV2;
+type Result = APIGatewayProxyStructuredResultV2;
+type Request = middy.Request<Event, Result, Error, Context>;
+
+/** Per-invocation pipeline state, kept beside the event. */
+type State = { requestId: string; started: number; auth: AuthContext | null; rate?: RateState };
+const states = new WeakMap<Event, State>();
+const state = (request: Request): State => states.get(request.event)!;
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+const baseHeaders = (s: State | undefined): Record<string, string> => ({
+  'Content-Type': 'application/json',
+  ...(s ? { 'X-Request-Id': s.requestId } : {}),
+  ...(s?.rate ? rateHeaders(s.rate) : {}),
+});
+
+/** Outermost: request id and logging in, headers and error bodies out (decisions §1–2). */
+const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> => ({
+  before: (request) => {
+    const requestId = request.event.requestContext?.requestId ?? request.context.awsRequestId;
+    states.set(request.event, { requestId, started: Date.now(), auth: null });
+    logger.addContext(request.context);
+    logger.appendKeys({ request_id: requestId, route: route ? `${route.method} ${route.path}` : 'unmatched' });
+  },
+  after: (request) => {
+    const s = state(request);
+    const res = request.response ?? { statusCode: 204 };
+    request.response = { ...res, headers: { ...baseHeaders(s), ...(res.headers ?? {}) } };
+    logger.info('request', { method: request.event.requestContext?.http?.method, status: request.response.statusCode, ms: Date.now() - s.started });
+    logger.resetKeys();
+  },
+  onError: (request) => {
+    const s = states.get(request.event);
+    const err = request.error;
+    let http: HttpError;
+    if (err instanceof HttpError) {
+      http = err;
+    } else {
+      logger.error('unhandled error', err as Error);
+      http = serverError();
+    }
+    request.response = {
+      statusCode: http.status,
+      headers: { ...baseHeaders(s), ...http.headers },
+      body: JSON.stringify(http.body),
+    };
+    logger.info('request', { status: http.status, ms: s ? Date.now() - s.started : undefined });
+    logger.resetKeys();
+  },
+});
+
+/**
+ * Token lookup, then the rate counter, then the ability. Unauthenticated and invalid-token requests are
+ * counted per source IP and get 429 past that limit instead of 401.
+ */
+const authAndRateLimit = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> => ({
+  before: async (request) => {
+    const s = state(request);
+    const token = bearerToken(request.event.headers?.authorization);
+    const auth = token ? await authenticate(token) : null;
+    if (auth) {
+      s.auth = auth;
+      s.rate = await hitMerchant(auth.merchantId);
+    } else {
+      s.rate = await hitIp(request.event.requestContext?.http?.sourceIp ?? 'unknown');
+    }
+    if (s.rate.exceeded) throw tooManyAttempts(retryAfter(s.rate));
+    const ability = route?.ability;
+    if (ability === undefined || ability === null) return;
+    if (!auth) throw unauthenticated();
+    if (!auth.abilities.includes(ability)) throw forbidden();
+  },
+});
+
+/** JSON bodies (middy's parser), with the spec's 400 and 413; empty bodies read as `{}`. */
+const jsonBody = (route: RouteDef): middy.MiddlewareObj<Event, Result> => {
+  const parser = httpJsonBodyParser({ disableContentTypeCheck: true });
+  return {
+    before: async (request) => {
+      if (!route.request?.body) return;
+      const raw = request.event.body ?? '';
+      const size = request.event.isBase64Encoded ? Math.floor((raw.length * 3) / 4) : Buffer.byteLength(raw);
+      if (size > MAX_BODY_BYTES) throw tooLarge();
+      if (raw.trim() === '') {
+        (request.event as { body: unknown }).body = {};
+        return;
+      }
+      try {
+        await parser.before!(request as never);
+      } catch {
+        throw invalidJson();
+      }
+    },
+  };
+};
+
+const decodeParams = (params: Record<string, string | undefined> | undefined): Record<string, string> => {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(params ?? {})) {
+    if (v === undefined) continue;
+    try {
+      out[k] = decodeURIComponent(v);
+    } catch {
+      out[k] = v;
+    }
+  }
+  return out;
+};
+
+/**
+ * Wraps a route's handler in the shared pipeline. The handler gets the validated params, query and
+ * body, and returns a status and a body; everything HTTP lives here.
+ */
+export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>) => Promise<ApiResult>) =>
+  middy<Event, Result>()
+    .use(responder(route))
+    .use(httpHeaderNormalizer())
+    .use(authAndRateLimit(route))
+    .use(jsonBody(route))
+    .handler(async (event, context) => {
+      const s = states.get(event)!;
+      const req = {
+        auth: s.auth,
+        params: route.request?.params ? parseOr422(route.request.params, decodeParams(event.pathParameters)) : {},
+        query: route.request?.query ? parseOr422(route.request.query, event.queryStringParameters ?? {}) : {},
+        body: route.request?.body ? parseOr422(route.request.body, event.body) : {},
+        headers: event.headers ?? {},
+        requestId: s.requestId,
+      } as ApiRequest<R>;
+      void context;
+      const result = await fn(req);
+      return {
+        statusCode: result.status,
+        headers: result.headers,
+        body: result.body === undefined ? '' : JSON.stringify(result.body),
+      };
+    });
+
+/** The catch-all for unknown routes: counted like any request, then 404. */
+export const notFoundHandler = () =>
+  middy<Event, Result>()
+    .use(responder(null))
+    .use(httpHeaderNormalizer())
+    .use(authAndRateLimit(null))
+    .handler(async () => {
+      throw new HttpError(404, { message: 'Resource not found' });
+    });

@@ -1,0 +1,42 @@
+import type { z } from 'zod';
+
+export const ABILITIES = [
+  'customers:read',
+  'customers:write',
+  'orders:read',
+  'orders:write',
+  'subscriptions:read',
+  'subscriptions:write',
+  'webhooks:read',
+  'webhooks:write',
+  'analytics:read',
+] as const;
+export type Ability = (typeof ABILITIES)[number];
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** One API endpoint: the single source for the CDK API, the local server and the OpenAPI document. */
+export type RouteDef = {
+  method: HttpMethod;
+  /** Path below the `/v1` base, with `{param}` segments as API Gateway writes them. */
+  path: string;
+  /** Handler module, relative to the project root; it exports `handler`. */
+  handler: string;
+  /** Ability the token must carry; `null` for public routes (no token needed). */
+  ability: Ability | null;
+  summary: string;
+  tags: string[];
+  /** Whether the function writes data (drives its IAM grant). */
+  writes: boolean;
+  request?: {
+    params?: z.ZodObject;
+    query?: z.ZodObject;
+    body?: z.ZodType;
+    headers?: z.ZodObject;
+  };
+  responses: Record<number, { description: string; schema?: z.ZodType }>;
+};
+
+export const defineRoute = <R extends RouteDef>(route: R): R => route;
+
+export const BASE_PATH = '/v1';

@@ -1,0 +1,114 @@
+import { randomBytes } from 'node:crypto';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { now } from '#lib/clock';
+import { config } from '#lib/config';
+import { db, tableName } from '#lib/db/client';
+import { keys } from '#lib/db/keys';
+import { WriteConflict, WriteSet } from '#lib/db/writes';
+import { generateToken, hashToken, type TokenItem } from '#lib/auth/tokens';
+import { ABILITIES, type Ability } from '#lib/http/route';
+import { conflict, notFound } from '#lib/http/errors';
+import { formatTimestamp } from '#lib/shared/time';
+
+/** Merchants and their single API token (spec: Authentication; decisions §3). */
+export type Merchant = { merchant_id: string; name: string; reporting_currency: string; created_at: string };
+
+export const createMerchant = async (name: string, reportingCurrency = config.defaultReportingCurrency()): Promise<Merchant> => {
+  const merchant: Merchant = {
+    merchant_id: `mer_${randomBytes(10).toString('hex')}`,
+    name,
+    reporting_currency: reportingCurrency.toUpperCase(),
+    created_at: formatTimestamp(now()),
+  };
+  await new WriteSet()
+    .put('merchant', { ...keys.merchant(merchant.merchant_id), ...merchant }, { expression: 'attribute_not_exists(pk)' })
+    .commit();
+  return merchant;
+};
+
+export const getMerchant = async (merchantId: string): Promise<Merchant | null> => {
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.merchant(merchantId), ConsistentRead: true }));
+  return (Item as Merchant | undefined) ?? null;
+};
+
+type TokenPointer = { token_hash: string; status: 'active' | 'revoked' } & Omit<TokenItem, 'merchant_id' | 'status'>;
+
+const getPointer = async (merchantId: string): Promise<TokenPointer | null> => {
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.merchantToken(merchantId), ConsistentRead: true }));
+  return (Item as TokenPointer | undefined) ?? null;
+};
+
+const requireMerchant = async (merchantId: string): Promise<Merchant> => {
+  const merchant = await getMerchant(merchantId);
+  if (!merchant) throw notFound();
+  return merchant;
+};
+
+const tokenItems = (merchant: Merchant, token: string, abilities: Ability[]) => {
+  const hash = hashToken(token);
+  const details = {
+    abilities,
+    prefix: token.slice(0, 8),
+    last_four: token.slice(-4),
+    created_at: formatTimestamp(now()),
+    reporting_currency: merchant.reporting_currency,
+  };
+  return {
+    hash,
+    token: { ...keys.token(hash), merchant_id: merchant.merchant_id, status: 'active' as const, ...details },
+    pointer: { ...keys.merchantToken(merchant.merchant_id), token_hash: hash, status: 'active' as const, ...details },
+  };
+};
+
+/** Creates the merchant's token; refused (409) while a valid one exists. The plain token is returned once. */
+export const createToken = async (merchantId: string, abilities: Ability[] = [...ABILITIES]) => {
+  const merchant = await requireMerchant(merchantId);
+  const token = generateToken();
+  const items = tokenItems(merchant, token, abilities);
+  try {
+    await new WriteSet()
+      .put('pointer', items.pointer, {
+        expression: 'attribute_not_exists(pk) OR #st = :revoked',
+        names: { '#st': 'status' },
+        values: { ':revoked': 'revoked' },
+      })
+      .put('token', items.token, { expression: 'attribute_not_exists(pk)' })
+      .commit();
+  } catch (err) {
+    if (err instanceof WriteConflict && err.tags.includes('pointer')) {
+      throw conflict('A valid token already exists. Revoke it before creating a new one.');
+    }
+    throw err;
+  }
+  return { token, merchant_id: merchantId, abilities, created_at: items.token.created_at };
+};
+
+/** Replaces the valid token atomically: the old one is refused from the next request on. */
+export const regenerateToken = async (merchantId: string) => {
+  const merchant = await requireMerchant(merchantId);
+  const current = await getPointer(merchantId);
+  if (!current || current.status !== 'active') throw notFound();
+  const token = generateToken();
+  const items = tokenItems(merchant, token, current.abilities);
+  await new WriteSet()
+    .put('pointer', items.pointer, { expression: 'token_hash = :old', values: { ':old': current.token_hash } })
+    .delete('old-token', keys.token(current.token_hash))
+    .put('token', items.token, { expression: 'attribute_not_exists(pk)' })
+    .commit();
+  return { token, merchant_id: merchantId, abilities: current.abilities, created_at: items.token.created_at };
+};
+
+/** Revokes the valid token, irreversibly. */
+export const revokeToken = async (merchantId: string) => {
+  const current = await getPointer(merchantId);
+  if (!current || current.status !== 'active') throw notFound();
+  const revokedAt = formatTimestamp(now());
+  const ws = new WriteSet();
+  ws.update('pointer', keys.merchantToken(merchantId))
+    .set('status', 'revoked')
+    .set('revoked_at', revokedAt)
+    .when({ expression: 'token_hash = :h', values: { ':h': current.token_hash } });
+  ws.update('token', keys.token(current.token_hash)).set('status', 'revoked').set('revoked_at', revokedAt);
+  await ws.commit();
+  return { merchant_id: merchantId, revoked_at: revokedAt };
+};

@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import { amount, currency, dateBound, email, idParam, metadata, pageQuery, timestamp } from '#lib/http/fields';
+
+export const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'] as const;
+export type OrderStatus = (typeof ORDER_STATUSES)[number];
+export const PAYMENT_METHODS = ['credit_card', 'atm', 'cvs', 'wallet_a_pay', 'wallet_b_pay', 'wallet_c_pay'] as const;
+export const BILLING_CYCLES = ['monthly', 'quarterly', 'semi-annual', 'yearly', 'one-time'] as const;
+export const ORDER_SOURCES = ['api', 'import', 'manual', 'webhook'] as const;
+
+export const orderNo = () =>
+  z
+    .string()
+    .min(1)
+    .max(100)
+    .regex(/^[^\s/]+$/, { message: 'The :field field must not contain whitespace or "/".' });
+
+/** Order creation fields; defaults are applied by the domain (batch upserts must not invent them). */
+export const orderFields = z.object({
+  order_no: orderNo(),
+  amount: amount(),
+  customer_email: email(),
+  status: z.enum(ORDER_STATUSES).nullish(),
+  customer_name: z.string().max(255).nullish(),
+  currency: currency().nullish(),
+  payment_method: z.enum(PAYMENT_METHODS).nullish(),
+  billing_cycle: z.enum(BILLING_CYCLES).nullish(),
+  paid_at: timestamp().nullish(),
+  refunded_at: timestamp().nullish(),
+  failed_at: timestamp().nullish(),
+  metadata: metadata().nullish(),
+});
+export type OrderInput = z.output<typeof orderFields>;
+
+export const orderCreateBody = orderFields;
+export const orderCreateHeaders = z.object({
+  'x-idempotency-key': z.string().min(1).max(255).optional(),
+});
+
+export const orderPatchBody = z.object({
+  status: z.enum(ORDER_STATUSES),
+  paid_at: timestamp().nullish(),
+  failed_at: timestamp().nullish(),
+  refunded_at: timestamp().nullish(),
+  metadata: metadata().nullish(),
+});
+export type OrderPatch = z.output<typeof orderPatchBody>;
+
+export const orderPathParams = z.object({ orderNo: z.string().min(1) });
+
+export const orderListQuery = z.object({
+  ...pageQuery,
+  status: z.enum(ORDER_STATUSES).optional(),
+  customer_id: idParam().optional(),
+  customer_email: email().optional(),
+  start_date: dateBound(false).optional(),
+  end_date: dateBound(true).optional(),
+});
+export type OrderListQuery = z.output<typeof orderListQuery>;
+
+export const orderBatchBody = z.object({ orders: z.array(z.unknown()).min(1).max(100) });
+
+export const orderStatsQuery = z.object({ currency: currency().optional() });
+
+export const orderSchema = z
+  .object({
+    id: z.int(),
+    order_no: z.string(),
+    amount: z.string().meta({ example: '1200.00' }),
+    currency: z.string(),
+    status: z.enum(ORDER_STATUSES),
+    payment_method: z.enum(PAYMENT_METHODS).nullable(),
+    source: z.enum(ORDER_SOURCES),
+    billing_cycle: z.enum(BILLING_CYCLES),
+    paid_at: z.string().nullable(),
+    refunded_at: z.string().nullable(),
+    failed_at: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()).nullable(),
+    customer_id: z.int(),
+    customer_email: z.string().nullable(),
+    customer_name: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'Order' });
+
+export const orderStatsSchema = z
+  .object({
+    today_revenue: z.string(),
+    monthly_revenue: z.string(),
+    today_count: z.int(),
+    today_success_rate: z.number(),
+  })
+  .meta({ id: 'OrderStats' });

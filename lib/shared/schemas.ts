@@ -1,0 +1,69 @@
+import { z } from 'zod';
+
+/** Response schemas shared by several resources (OpenAPI only; responses are built by presenters). */
+export const messageBody = z.object({ message: z.string() }).meta({ id: 'Message' });
+export const validationBody = z
+  .object({ message: z.string(), errors: z.record(z.string(), z.array(z.string())) })
+  .meta({ id: 'ValidationError' });
+
+export const pageMetaSchema = z
+  .object({
+    current_page: z.int(),
+    from: z.int().nullable(),
+    last_page: z.int(),
+    per_page: z.int(),
+    to: z.int().nullable(),
+    total: z.int(),
+  })
+  .meta({ id: 'PageMeta' });
+
+export const listOf = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), meta: pageMetaSchema });
+export const dataOf = <T extends z.ZodType>(item: T) => z.object({ data: item });
+
+const batchRef = z.object({ index: z.int(), id: z.int(), identifier: z.string() });
+export const batchResultSchema = z
+  .object({
+    total: z.int(),
+    created: z.int(),
+    updated: z.int(),
+    skipped: z.int(),
+    failed: z.int(),
+    results: z.object({
+      created: z.array(batchRef),
+      updated: z.array(batchRef),
+      skipped: z.array(z.object({ index: z.int(), reason: z.string(), identifier: z.string() })),
+      failed: z.array(z.object({ index: z.int(), reason: z.string(), message: z.string(), identifier: z.string() })),
+    }),
+  })
+  .meta({ id: 'BatchResult' });
+
+export type BatchResult = z.infer<typeof batchResultSchema>;
+
+/** Collects per-item outcomes in the spec's batch result shape. */
+export const batchCollector = (total: number) => {
+  const results: BatchResult['results'] = { created: [], updated: [], skipped: [], failed: [] };
+  return {
+    created: (index: number, id: number, identifier: string) => results.created.push({ index, id, identifier }),
+    updated: (index: number, id: number, identifier: string) => results.updated.push({ index, id, identifier }),
+    skipped: (index: number, reason: string, identifier: string) => results.skipped.push({ index, reason, identifier }),
+    failed: (index: number, reason: string, message: string, identifier: string) =>
+      results.failed.push({ index, reason, message, identifier }),
+    result: (): BatchResult => {
+      for (const list of Object.values(results)) list.sort((a, b) => a.index - b.index);
+      return {
+        total,
+        created: results.created.length,
+        updated: results.updated.length,
+        skipped: results.skipped.length,
+        failed: results.failed.length,
+        results,
+      };
+    },
+  };
+};
+
+/** A batch item's identifier: its business key when it is a string, else "". */
+export const identifierOf = (item: unknown, field: string): string => {
+  const v = item && typeof item === 'object' ? (item as Record<string, unknown>)[field] : undefined;
+  return typeof v === 'string' ? v : v === undefined || v === null ? '' : String(v);
+};

@@ -1,0 +1,77 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
+import { createLocalServer } from '../../infra/local/server.ts';
+import { createMerchant, createToken } from '#lib/merchants/store';
+import type { Ability } from '#lib/http/route';
+import { requestCounter } from '#lib/db/client';
+
+export type ApiResponse<T = any> = { status: number; headers: Headers; body: T };
+
+/**
+ * Starts the local server (the real handlers through the route table) on 127.0.0.1 for one test
+ * file, and returns a small client.
+ */
+export const useApi = () => {
+  let server: Server;
+  let base = '';
+  beforeAll(async () => {
+    server = await createLocalServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => server.close(r));
+  });
+
+  const request = async <T = any>(
+    method: string,
+    path: string,
+    opts: { token?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  ): Promise<ApiResponse<T>> => {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let body: string | undefined = opts.rawBody;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(`${base}${path}`, { method, headers, body });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: keep the text so the assertion shows it */
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T };
+  };
+
+  /** Counts the DynamoDB requests one API call makes (the server runs in this process). */
+  const counted = async <T = any>(...args: Parameters<typeof request>) => {
+    requestCounter.reset();
+    const res = await request<T>(...args);
+    return { res, requests: requestCounter.total, byCommand: { ...requestCounter.byCommand } };
+  };
+
+  return {
+    get base() {
+      return base;
+    },
+    request,
+    counted,
+    get: <T = any>(path: string, token?: string | null, headers?: Record<string, string>) => request<T>('GET', path, { token, headers }),
+    post: <T = any>(path: string, token: string | null, body?: unknown, headers?: Record<string, string>) =>
+      request<T>('POST', path, { token, body, headers }),
+    put: <T = any>(path: string, token: string | null, body?: unknown) => request<T>('PUT', path, { token, body }),
+    patch: <T = any>(path: string, token: string | null, body?: unknown) => request<T>('PATCH', path, { token, body }),
+    del: <T = any>(path: string, token: string | null) => request<T>('DELETE', path, { token }),
+  };
+};
+
+/** A fresh merchant with a token (all abilities unless given): tests isolate by merchant. */
+export const newMerchant = async (abilities?: Ability[], reportingCurrency?: string) => {
+  const merchant = await createMerchant(`test ${Math.random().toString(36).slice(2, 8)}`, reportingCurrency);
+  const { token } = await createToken(merchant.merchant_id, abilities);
+  return { merchantId: merchant.merchant_id, token };
+};
