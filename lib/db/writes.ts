@@ -1,5 +1,5 @@
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { NumberValue, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { NumberValue, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import type Decimal from 'decimal.js';
 import { db, tableName } from '#lib/db/client';
 import type { Key } from '#lib/db/keys';
@@ -117,8 +117,8 @@ export class WriteSet {
     if (this.ops.has(id(key))) throw new Error(`${tag}: item ${id(key)} written twice in one transaction`);
   }
 
-  toTransactItems(table = tableName()) {
-    return [...this.ops.values()].flatMap((op) => {
+  toTransactItems(table = tableName()): NonNullable<TransactWriteCommandInput['TransactItems']> {
+    return [...this.ops.values()].flatMap((op): NonNullable<TransactWriteCommandInput['TransactItems']> => {
       const cond = mergeConditions(op.conditions);
       switch (op.kind) {
         case 'put':

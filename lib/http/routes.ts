@@ -18,7 +18,7 @@ import {
   orderStatsQuery,
   orderStatsSchema,
 } from '#lib/orders/schemas';
-import { defineRoute } from '#lib/http/route';
+import { defineRoute, type RouteDef } from '#lib/http/route';
 import { batchResultSchema, dataOf, listOf, messageBody, validationBody } from '#lib/shared/schemas';
 
 const errors = {
@@ -181,7 +181,10 @@ export const routes = {
 };
 
 export type RouteName = keyof typeof routes;
-export const routeList = Object.entries(routes).map(([name, route]) => ({ name, ...route }));
+export const routeList: (RouteDef & { name: RouteName })[] = Object.entries(routes).map(([name, route]) => ({
+  name: name as RouteName,
+  ...(route as RouteDef),
+}));
 
 /** The catch-all handler for unknown paths (API Gateway `$default`). */
 export const NOT_FOUND_HANDLER = 'functions/system/not-found.ts';

@@ -33,8 +33,10 @@ export type OrderInput = z.output<typeof orderFields>;
 
 export const orderCreateBody = orderFields;
 export const orderCreateHeaders = z.object({
-  'x-idempotency-key': z.string().min(1).max(255).optional(),
+  'x-idempotency-key': z.string().min(1).max(255).optional().meta({ description: 'Replays the first response for 24 hours' }),
 });
+/** The same header, validated under the field name the 422 uses (decisions §6). */
+export const idempotencyKeyHeader = z.object({ idempotency_key: z.string().min(1).max(255).optional() });
 
 export const orderPatchBody = z.object({
   status: z.enum(ORDER_STATUSES),
@@ -91,3 +93,7 @@ export const orderStatsSchema = z
     today_success_rate: z.number(),
   })
   .meta({ id: 'OrderStats' });
+
+/** A batch item: only order_no is always required; a new order_no also needs amount and customer_email. */
+export const orderBatchItem = orderFields.partial().extend({ order_no: orderNo() });
+export type OrderBatchItem = z.output<typeof orderBatchItem>;

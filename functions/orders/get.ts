@@ -1,0 +1,10 @@
+import { notFound } from '#lib/http/errors';
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { findOrder } from '#lib/orders/read';
+
+export const handler = apiHandler(routes.ordersGet, async ({ auth, params }) => {
+  const order = await findOrder(auth.merchantId, params.orderNo);
+  if (!order) throw notFound();
+  return { status: 200, body: { data: order } };
+});

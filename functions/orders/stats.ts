@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { orderStats } from '#lib/orders/read';
+
+export const handler = apiHandler(routes.ordersStats, async ({ auth, query }) => ({
+  status: 200,
+  body: { data: await orderStats(auth.merchantId, query.currency ?? auth.reportingCurrency) },
+}));

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { changeOrderStatus } from '#lib/orders/update-status';
+
+export const handler = apiHandler(routes.ordersUpdateStatus, async ({ auth, params, body }) => ({
+  status: 200,
+  body: { data: await changeOrderStatus(auth, params.orderNo, body) },
+}));

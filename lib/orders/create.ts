@@ -1,0 +1,134 @@
+import { now } from '#lib/clock';
+import type { AuthContext } from '#lib/auth/tokens';
+import { keys } from '#lib/db/keys';
+import { allocateIds } from '#lib/db/sequences';
+import { WriteConflict, WriteSet } from '#lib/db/writes';
+import { addCustomerCreate, batchGet, getCustomerById } from '#lib/customers/store';
+import type { CustomerItem } from '#lib/customers/model';
+import { invalidField } from '#lib/http/errors';
+import { addAggregateDeltas, addCustomerFigureUpdate, applyPlanToNewCustomer, planCustomerFigures } from '#lib/orders/figures';
+import { addOutboxEvent } from '#lib/orders/events';
+import { addIdempotencyRecord, isLive, requestHash, type IdempotencyRecord } from '#lib/orders/idempotency';
+import { presentOrder, type Order, type OrderItem } from '#lib/orders/model';
+import type { OrderInput } from '#lib/orders/schemas';
+import { orderIndexAttributes, otherPaymentTimes } from '#lib/orders/store';
+import { fillStatusTimestamp } from '#lib/orders/transitions';
+import { formatTimestamp } from '#lib/shared/time';
+
+export type CreateResult = { status: number; body: { data: Order }; replayed: boolean };
+
+const MAX_ATTEMPTS = 8;
+export const ORDER_NO_TAKEN = 'The order no has already been taken.';
+export const IDEMPOTENCY_MISMATCH = 'The idempotency key has already been used with a different request.';
+
+const replay = (record: IdempotencyRecord, hash: string): CreateResult => {
+  if (record.request_hash !== hash) throw invalidField('idempotency_key', IDEMPOTENCY_MISMATCH);
+  return { status: Number(record.status), body: JSON.parse(record.body), replayed: true };
+};
+
+/** The order a creation request describes, with the defaults of decisions §6. */
+export const newOrderItem = (
+  merchantId: string,
+  id: number,
+  customerId: number,
+  input: OrderInput,
+  source: OrderItem['source'],
+  at: string,
+): OrderItem => {
+  const base = {
+    id,
+    order_no: input.order_no,
+    amount: input.amount,
+    currency: input.currency ?? 'TWD',
+    status: input.status ?? 'pending',
+    payment_method: input.payment_method ?? null,
+    source,
+    billing_cycle: input.billing_cycle ?? 'one-time',
+    paid_at: input.paid_at ?? null,
+    refunded_at: input.refunded_at ?? null,
+    failed_at: input.failed_at ?? null,
+    metadata: input.metadata ?? null,
+    customer_id: customerId,
+    created_at: at,
+    updated_at: at,
+    version: 1,
+  };
+  const filled = fillStatusTimestamp(base, at);
+  return { ...keys.order(merchantId, input.order_no), ...orderIndexAttributes(merchantId, filled), ...filled } as OrderItem;
+};
+
+/**
+ * POST /orders: one transaction writes the order (unique order_no), the idempotency record, the
+ * customer (created, or its figures moved), the stats and totals, and the outbox events.
+ * Reads before it: one BatchGetItem (idempotency record, email marker, order_no), one id
+ * allocation, and the existing customer.
+ */
+export const createOrder = async (
+  auth: AuthContext,
+  input: OrderInput,
+  opts: { idempotencyKey?: string; rawBody: unknown },
+): Promise<CreateResult> => {
+  const { merchantId } = auth;
+  const hash = opts.idempotencyKey ? requestHash(opts.rawBody) : '';
+  const emailKey = keys.customerEmail(merchantId, input.customer_email);
+  const orderKey = keys.order(merchantId, input.order_no);
+  const idemKey = opts.idempotencyKey ? keys.idempotency(merchantId, opts.idempotencyKey) : null;
+  let orderId: number | undefined;
+
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > MAX_ATTEMPTS) throw new Error('order creation kept conflicting with concurrent writers');
+    const found = await batchGet([...(idemKey ? [idemKey] : []), emailKey, orderKey]);
+    const at = formatTimestamp(now());
+    const record = idemKey ? (found.get(`${idemKey.pk}|${idemKey.sk}`) as IdempotencyRecord | undefined) : undefined;
+    if (isLive(record)) return replay(record, hash);
+    if (found.has(`${orderKey.pk}|${orderKey.sk}`)) throw invalidField('order_no', ORDER_NO_TAKEN);
+    const marker = found.get(`${emailKey.pk}|${emailKey.sk}`) as { customer_id: number } | undefined;
+
+    const ids = await allocateIds(merchantId, { order: orderId ? 0 : 1, customer: marker ? 0 : 1 });
+    orderId ??= ids.order!;
+
+    const ws = new WriteSet();
+    let customer: Pick<CustomerItem, 'id' | 'email' | 'name'>;
+    let order: OrderItem;
+    if (marker) {
+      const existing = await getCustomerById(merchantId, Number(marker.customer_id));
+      if (!existing) continue; // deleted meanwhile: the marker is gone on the next read
+      customer = existing;
+      order = newOrderItem(merchantId, orderId, existing.id, input, 'api', at);
+      const plan = await planCustomerFigures(existing, [{ before: null, after: order }], () =>
+        otherPaymentTimes(merchantId, existing.id, new Set()),
+      );
+      ws.put('order', order, { expression: 'attribute_not_exists(pk)' });
+      addCustomerFigureUpdate(ws, keys.customer(merchantId, existing.id), existing, plan);
+      ws.update('customer-figures', keys.customer(merchantId, existing.id)).when({
+        expression: 'attribute_exists(pk) AND attribute_not_exists(deleted_at)',
+      });
+    } else {
+      const created = addCustomerCreate(ws, merchantId, ids.customer!, { email: input.customer_email, name: input.customer_name ?? null }, at);
+      customer = created;
+      order = newOrderItem(merchantId, orderId, created.id, input, 'api', at);
+      applyPlanToNewCustomer(created, await planCustomerFigures(created, [{ before: null, after: order }], async () => []));
+      ws.put('order', order, { expression: 'attribute_not_exists(pk)' });
+    }
+    addAggregateDeltas(ws, merchantId, null, order);
+    const presented = presentOrder(order, customer);
+    addOutboxEvent(ws, merchantId, 'order.created', presented, at);
+    if (order.status === 'paid') addOutboxEvent(ws, merchantId, 'order.paid', presented, at);
+    const body = { data: presented };
+    if (opts.idempotencyKey) {
+      addIdempotencyRecord(ws, merchantId, opts.idempotencyKey, { request_hash: hash, status: 201, body: JSON.stringify(body), created_at: at });
+    }
+    try {
+      await ws.commit();
+      return { status: 201, body, replayed: false };
+    } catch (err) {
+      if (!(err instanceof WriteConflict)) throw err;
+      // A concurrent request with the same key won: the next read replays it (or reports the mismatch).
+      if (err.tags.includes('idempotency')) continue;
+      if (err.tags.includes('order')) throw invalidField('order_no', ORDER_NO_TAKEN);
+      // The customer changed under us (created, deleted, or its payment times moved): read again.
+      await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
+    }
+  }
+};
+

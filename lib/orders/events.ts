@@ -1,0 +1,30 @@
+import { randomBytes } from 'node:crypto';
+import { keys } from '#lib/db/keys';
+import type { WriteSet } from '#lib/db/writes';
+import type { Order } from '#lib/orders/model';
+
+/**
+ * Webhook events are recorded as outbox items in the order's own transaction (an order committed
+ * is an event recorded); the relay publishes them to EventBridge from the table's stream.
+ */
+export type OrderEventType = 'order.created' | 'order.paid' | 'order.failed' | 'order.refunded' | 'order.cancelled';
+
+export const newEventId = (): string => `evt_${randomBytes(12).toString('hex')}`;
+
+export const addOutboxEvent = (ws: WriteSet, merchantId: string, type: OrderEventType, order: Order, at: string) => {
+  const id = newEventId();
+  ws.put(
+    'outbox',
+    {
+      ...keys.outbox(merchantId, at, id),
+      id,
+      type,
+      merchant_id: merchantId,
+      created_at: at,
+      data: { object: order },
+      published: false,
+    },
+    { expression: 'attribute_not_exists(pk)' },
+  );
+  return id;
+};

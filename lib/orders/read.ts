@@ -1,0 +1,92 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import Decimal from 'decimal.js';
+import { now } from '#lib/clock';
+import { db, tableName } from '#lib/db/client';
+import { createdRange, indexPartitions, keys } from '#lib/db/keys';
+import { countQuery, queryPage, type IndexQuery } from '#lib/db/query';
+import { batchGet, customerIdsByEmail, customersByIds } from '#lib/customers/store';
+import { paginated } from '#lib/http/pagination';
+import { presentOrder, type OrderItem } from '#lib/orders/model';
+import type { OrderListQuery } from '#lib/orders/schemas';
+import { revenueAttr } from '#lib/orders/figures';
+import { getOrder } from '#lib/orders/store';
+import { money } from '#lib/shared/money';
+import { utcDay, utcMonth, formatTimestamp } from '#lib/shared/time';
+
+/** GET /orders/{orderNo}: the order and its customer (two GetItems). */
+export const findOrder = async (merchantId: string, orderNo: string) => {
+  const order = await getOrder(merchantId, orderNo);
+  if (!order) return null;
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.customer(merchantId, order.customer_id) }));
+  return presentOrder(order, Item as { email: string; name: string | null } | undefined);
+};
+
+/** Presents a page of orders with their customers (one BatchGetItem). */
+export const presentOrders = async (merchantId: string, orders: OrderItem[]) => {
+  const customers = await customersByIds(merchantId, orders.map((o) => o.customer_id));
+  return orders.map((o) => presentOrder(o, customers.get(o.customer_id)));
+};
+
+/**
+ * GET /orders. Index choice: by customer (gsi3) when a customer filter is given, else by status
+ * (gsi2), else all (gsi1); the created_at range narrows the sort key. Totals come from the TOTALS
+ * counters when no range or customer filter applies, so page 1 stays flat in the order count.
+ */
+export const listOrders = async (merchantId: string, q: OrderListQuery) => {
+  let customerId = q.customer_id;
+  if (q.customer_email !== undefined) {
+    const byEmail = (await customerIdsByEmail(merchantId, [q.customer_email])).get(q.customer_email);
+    if (byEmail === undefined || (customerId !== undefined && customerId !== byEmail)) {
+      return paginated([], q.page, q.per_page, 0);
+    }
+    customerId = byEmail;
+  }
+  const range = createdRange(q.start_date, q.end_date);
+  let query: IndexQuery;
+  if (customerId !== undefined) {
+    query = {
+      index: 'gsi3',
+      partition: indexPartitions.ordersByCustomer(merchantId, customerId),
+      ...(q.status ? { filter: { expression: '#fst = :fst', names: { '#fst': 'status' }, values: { ':fst': q.status } } } : {}),
+    };
+  } else if (q.status) {
+    query = { index: 'gsi2', partition: indexPartitions.ordersByStatus(merchantId, q.status) };
+  } else {
+    query = { index: 'gsi1', partition: indexPartitions.orders(merchantId) };
+  }
+  query = { ...query, from: range.from, to: range.to };
+
+  const countedByTotals = customerId === undefined && range.from === undefined && range.to === undefined;
+  const [total, items] = await Promise.all([
+    countedByTotals ? totalOrders(merchantId, q.status) : countQuery(query),
+    queryPage<OrderItem>(query, (q.page - 1) * q.per_page, q.per_page),
+  ]);
+  return paginated(await presentOrders(merchantId, items), q.page, q.per_page, total);
+};
+
+const totalOrders = async (merchantId: string, status?: string): Promise<number> => {
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.totals(merchantId) }));
+  return Number(Item?.[status ? `orders_${status}` : 'orders'] ?? 0);
+};
+
+/**
+ * GET /orders/stats from the pre-aggregated day and month items (one BatchGetItem, whatever the
+ * number of orders). Revenue by `paid_at`, counts by `created_at`, UTC (decisions §6).
+ */
+export const orderStats = async (merchantId: string, currency: string) => {
+  const today = formatTimestamp(now());
+  const dayKey = keys.statsDay(merchantId, utcDay(today));
+  const monthKey = keys.statsMonth(merchantId, utcMonth(today));
+  const found = await batchGet([dayKey, monthKey]);
+  const day = found.get(`${dayKey.pk}|${dayKey.sk}`) ?? {};
+  const month = found.get(`${monthKey.pk}|${monthKey.sk}`) ?? {};
+  const created = Number(day.created ?? 0);
+  const createdPaid = Number(day.created_paid ?? 0);
+  return {
+    today_revenue: money(day[revenueAttr(currency)]),
+    monthly_revenue: money(month[revenueAttr(currency)]),
+    today_count: created,
+    today_success_rate: created ? new Decimal(createdPaid).times(100).div(created).toDecimalPlaces(1, Decimal.ROUND_HALF_UP).toNumber() : 0,
+  };
+};
+
