@@ -3,12 +3,25 @@ import { email, metadata, pageQuery } from '#lib/http/fields';
 
 const optionalText = (max: number) => z.string().max(max).nullish();
 
+/**
+ * external_id doubles as the path segment of GET/PUT/DELETE /customers/{idOrExternalId}, where an
+ * all-digit segment is read as an id: an all-digit external_id (or one with "/") could not be
+ * addressed, or worse would address another customer, so it is refused.
+ */
+const externalId = () =>
+  z
+    .string()
+    .min(1)
+    .max(255)
+    .refine((v) => !/^\d+$/.test(v), { message: 'The :field field must not consist of digits only.' })
+    .refine((v) => !v.includes('/'), { message: 'The :field field must not contain "/".' });
+
 /** Writable customer fields (decisions §5). */
 export const customerCreateBody = z.object({
   email: email(),
   name: optionalText(255),
   phone: optionalText(50),
-  external_id: z.string().min(1).max(255).nullish(),
+  external_id: externalId().nullish(),
   metadata: metadata().nullish(),
 });
 export type CustomerCreate = z.output<typeof customerCreateBody>;

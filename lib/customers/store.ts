@@ -3,7 +3,8 @@ import Decimal from 'decimal.js';
 import { db, tableName } from '#lib/db/client';
 import { indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
 import type { WriteSet } from '#lib/db/writes';
-import type { CustomerCreate } from '#lib/customers/schemas';
+import { queryAll, queryPage } from '#lib/db/query';
+import type { CustomerCreate, CustomerUpdate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
 
 /** Customer persistence: reads and the write actions other modules add to their transactions. */
@@ -114,3 +115,127 @@ export const addCustomerCreate = (
 
 /** Guard: the customer is still live. */
 export const liveCondition = { expression: 'attribute_exists(pk) AND attribute_not_exists(deleted_at)' };
+
+/** The profile fields a create or update may write; derived figures are never among them. */
+export const PROFILE_FIELDS = ['email', 'name', 'phone', 'external_id', 'metadata'] as const;
+export type ProfileChanges = Partial<Pick<CustomerItem, (typeof PROFILE_FIELDS)[number]>>;
+
+/** The given fields of `input` that differ from `current` (null clears; email is never null here). */
+export const profileChanges = (current: CustomerItem, input: CustomerUpdate): ProfileChanges => {
+  const out: Record<string, unknown> = {};
+  for (const field of PROFILE_FIELDS) {
+    const value = input[field];
+    if (value === undefined) continue;
+    const next = field === 'email' ? String(value).toLowerCase() : value;
+    if (JSON.stringify(next) !== JSON.stringify(current[field] ?? null)) out[field] = next;
+  }
+  return out as ProfileChanges;
+};
+
+/** A marker may be removed only by the customer that holds it (a missing one is fine). */
+const markerOwnedBy = (id: number) => ({
+  expression: 'attribute_not_exists(pk) OR customer_id = :owner',
+  values: { ':owner': id },
+});
+
+/** The customer still has the email (and external_id) whose markers the write moves. */
+const holdsEmail = (email: string) => ({ expression: '#c_email = :c_email', names: { '#c_email': 'email' }, values: { ':c_email': email } });
+const holdsExternalId = (externalId: string | null) =>
+  externalId
+    ? { expression: '#c_ext = :c_ext', names: { '#c_ext': 'external_id' }, values: { ':c_ext': externalId } }
+    : { expression: 'attribute_not_exists(#c_ext) OR attribute_type(#c_ext, :c_null)', names: { '#c_ext': 'external_id' }, values: { ':c_null': 'NULL' } };
+
+/**
+ * Adds a profile update to `ws`: SETs only the changed profile fields (derived figures written by
+ * orders are left alone) and moves the email / external_id markers in the same transaction.
+ * Tags: `customer` (gone, or its email/external_id changed meanwhile), `email`, `external_id` (taken).
+ */
+export const addCustomerUpdate = (
+  ws: WriteSet,
+  merchantId: string,
+  current: CustomerItem,
+  changes: ProfileChanges,
+  at: string,
+): CustomerItem => {
+  const update = ws
+    .update('customer', keys.customer(merchantId, current.id))
+    .when(liveCondition)
+    .when(holdsEmail(current.email));
+  for (const [field, value] of Object.entries(changes)) update.set(field, value);
+  update.set('updated_at', at);
+  if (changes.email !== undefined && changes.email !== current.email) {
+    ws.put('email', { ...keys.customerEmail(merchantId, changes.email), customer_id: current.id }, notExists);
+    ws.delete('old_email', keys.customerEmail(merchantId, current.email), markerOwnedBy(current.id));
+  }
+  if (changes.external_id !== undefined) {
+    update.when(holdsExternalId(current.external_id ?? null));
+    if (current.external_id) {
+      ws.delete('old_external_id', keys.customerExternalId(merchantId, current.external_id), markerOwnedBy(current.id));
+      update.remove('gsi2pk').remove('gsi2sk');
+    }
+    if (changes.external_id) {
+      ws.put('external_id', { ...keys.customerExternalId(merchantId, changes.external_id), customer_id: current.id }, notExists);
+      update.setAll(indexes.customerByExternalId(merchantId, changes.external_id));
+    }
+  }
+  return { ...current, ...changes, updated_at: at };
+};
+
+/** Actions `addCustomerUpdate` would add (for packing transactions). */
+export const customerUpdateActions = (current: CustomerItem, changes: ProfileChanges): number => {
+  if (!Object.keys(changes).length) return 0;
+  let n = 1;
+  if (changes.email !== undefined && changes.email !== current.email) n += 2;
+  if (changes.external_id !== undefined) n += (current.external_id ? 1 : 0) + (changes.external_id ? 1 : 0);
+  return n;
+};
+
+/** Actions `addCustomerCreate` adds, besides the shared totals update. */
+export const customerCreateActions = (input: CustomerCreate): number => (input.external_id ? 3 : 2);
+
+/**
+ * Adds a soft delete to `ws`: stamps deleted_at, leaves the list and external_id indexes, frees the
+ * email and external_id for reuse, and decrements the live total. Email, name and the figures stay
+ * on the item because orders still show them.
+ */
+export const addCustomerDelete = (ws: WriteSet, merchantId: string, current: CustomerItem, at: string): void => {
+  ws.update('customer', keys.customer(merchantId, current.id))
+    .when(liveCondition)
+    .when(holdsEmail(current.email))
+    .when(holdsExternalId(current.external_id ?? null))
+    .set('deleted_at', at)
+    .set('updated_at', at)
+    .remove('gsi1pk')
+    .remove('gsi1sk')
+    .remove('gsi2pk')
+    .remove('gsi2sk');
+  ws.delete('email', keys.customerEmail(merchantId, current.email), markerOwnedBy(current.id));
+  if (current.external_id) {
+    ws.delete('external_id', keys.customerExternalId(merchantId, current.external_id), markerOwnedBy(current.id));
+  }
+  ws.update('totals', keys.totals(merchantId)).add('customers', new Decimal(-1));
+};
+
+/** Live customers of the merchant, from the TOTALS counter (kept by the create/delete transactions). */
+export const customerTotal = async (merchantId: string): Promise<number> => {
+  const { Item } = await db().send(
+    new GetCommand({
+      TableName: tableName(),
+      Key: keys.totals(merchantId),
+      ConsistentRead: true,
+      ProjectionExpression: '#c',
+      ExpressionAttributeNames: { '#c': 'customers' },
+    }),
+  );
+  return Math.max(0, Number(Item?.customers ?? 0));
+};
+
+/** One page of live customers, newest first (gsi1); page 1 is a single Query. */
+export const customersPage = (merchantId: string, offset: number, limit: number): Promise<CustomerItem[]> =>
+  queryPage<CustomerItem>({ index: 'gsi1', partition: indexPartitions.customers(merchantId) }, offset, limit);
+
+export type CustomerSearchRow = { id: number; email: string; name?: string | null };
+
+/** id, email and name of every live customer, newest first (for in-memory search). */
+export const customerSearchRows = (merchantId: string): Promise<CustomerSearchRow[]> =>
+  queryAll<CustomerSearchRow>({ index: 'gsi1', partition: indexPartitions.customers(merchantId) }, ['id', 'email', 'name']);

@@ -1,15 +1,16 @@
 import { z } from 'zod';
 import { validationFailed, type FieldErrors } from '#lib/http/errors';
 
-/** Human wording of a field name, as Laravel-style messages write it ("per page"). */
-const label = (path: PropertyKey[]): string => String(path[path.length - 1] ?? 'input').replace(/_/g, ' ');
+/** Human wording of a field name, as Laravel-style messages write it ("per page"); the root is the body. */
+const label = (path: PropertyKey[]): string => String(path[path.length - 1] ?? 'body').replace(/_/g, ' ');
 
 /** One message per zod issue, worded like the rest of the API's validation messages. */
 export const issueMessage = (issue: z.core.$ZodIssue): string => {
   const field = label(issue.path);
   switch (issue.code) {
     case 'invalid_type':
-      if ((issue as { input?: unknown }).input === undefined) return `The ${field} field is required.`;
+      // `input` is present because parses run with reportInput (zod strips it otherwise).
+      if ((issue as { input?: unknown }).input == null) return `The ${field} field is required.`;
       if (issue.expected === 'int' || issue.expected === 'number') return `The ${field} field must be an integer.`;
       if (issue.expected === 'object' || issue.expected === 'record') return `The ${field} field must be an object.`;
       if (issue.expected === 'array') return `The ${field} field must be an array.`;
@@ -50,7 +51,7 @@ export const toFieldErrors = (issues: z.core.$ZodIssue[]): FieldErrors => {
 
 /** Parses with a schema or throws the 422. */
 export const parseOr422 = <S extends z.ZodType>(schema: S, input: unknown): z.output<S> => {
-  const result = schema.safeParse(input);
+  const result = schema.safeParse(input, { reportInput: true });
   if (!result.success) throw validationFailed(toFieldErrors(result.error.issues));
   return result.data;
 };

@@ -50,7 +50,7 @@ export const importOrders = async (auth: AuthContext, rawItems: unknown[]): Prom
       collector.failed(index, 'validation_error', 'The item must be an object.', identifier);
       return;
     }
-    const parsed = orderBatchItem.safeParse(dropEmpty(raw as Record<string, unknown>));
+    const parsed = orderBatchItem.safeParse(dropEmpty(raw as Record<string, unknown>), { reportInput: true });
     if (!parsed.success) collector.failed(index, 'validation_error', issueMessage(parsed.error.issues[0]), identifier);
     else valid.push({ index, input: parsed.data });
   });
@@ -210,7 +210,7 @@ const applyItems = async (
     try {
       await ws.commit();
     } catch (err) {
-      if (!(err instanceof WriteConflict) && !isCanceled(err)) throw err;
+      if (!(err instanceof WriteConflict)) throw err;
       await redoOneByOne(auth, chunks.slice(c), items, collector, at, attempt);
       return false;
     }
@@ -222,7 +222,6 @@ const applyItems = async (
 
 type CustomerState = { item: CustomerItem; created: boolean; email?: string; name?: string | null; pendingItem?: CustomerItem };
 
-const isCanceled = (err: unknown) => (err as Error)?.name === 'TransactionCanceledException';
 
 /** Records the outcomes of a committed chunk and carries the customers' new state forward. */
 const settle = (chunk: Draft[], applied: [CustomerState, CustomerFigurePlan][], collector: Collector) => {

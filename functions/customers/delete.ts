@@ -1,0 +1,8 @@
+import { deleteCustomer } from '#lib/customers/service';
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+
+export const handler = apiHandler(routes.customersDelete, async ({ auth, params }) => {
+  await deleteCustomer(auth.merchantId, params.idOrExternalId);
+  return { status: 204 };
+});

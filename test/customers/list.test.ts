@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { newMerchant, useApi } from '../support/api.ts';
+import { fixedClock, resetClock } from '#lib/clock';
+
+const api = useApi();
+const INVALID = 'The given data was invalid.';
+
+afterEach(() => resetClock());
+
+type Row = { id: number; email: string; name: string | null };
+const ids = (body: { data: Row[] }) => body.data.map((c) => c.id);
+
+/** Creates customers through the batch endpoint (≤ 100 per call); returns their ids in array order. */
+const seed = async (token: string, items: Record<string, unknown>[]): Promise<number[]> => {
+  const out: number[] = [];
+  for (let i = 0; i < items.length; i += 100) {
+    const r = await api.post('/customers/batch', token, { customers: items.slice(i, i + 100) });
+    expect(r.status).toBe(200);
+    expect(r.body.data.created).toBe(Math.min(100, items.length - i));
+    out.push(...r.body.data.results.created.map((c: { id: number }) => c.id));
+  }
+  return out;
+};
+const people = (n: number, prefix = 'p') =>
+  Array.from({ length: n }, (_, i) => ({ email: `${prefix}${i}@example.com`, name: `Person ${i}` }));
+
+describe('GET /customers', () => {
+  it('an empty list: data [], total 0, last_page 1, from/to null', async () => {
+    const { token } = await newMerchant();
+    const r = await api.get('/customers', token);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0 } });
+  });
+
+  it('pages newest first with correct meta; a page past the end is empty with correct meta', async () => {
+    const { token } = await newMerchant();
+    const created = await seed(token, people(5));
+    const newestFirst = [...created].reverse();
+
+    const p1 = await api.get('/customers?per_page=2', token);
+    expect(ids(p1.body)).toEqual(newestFirst.slice(0, 2));
+    expect(p1.body.meta).toEqual({ current_page: 1, from: 1, last_page: 3, per_page: 2, to: 2, total: 5 });
+    const p2 = await api.get('/customers?per_page=2&page=2', token);
+    expect(ids(p2.body)).toEqual(newestFirst.slice(2, 4));
+    expect(p2.body.meta).toMatchObject({ current_page: 2, from: 3, to: 4 });
+    const p3 = await api.get('/customers?per_page=2&page=3', token);
+    expect(ids(p3.body)).toEqual(newestFirst.slice(4));
+    expect(p3.body.meta).toEqual({ current_page: 3, from: 5, last_page: 3, per_page: 2, to: 5, total: 5 });
+    const past = await api.get('/customers?per_page=2&page=4', token);
+    expect(past.body).toEqual({ data: [], meta: { current_page: 4, from: null, last_page: 3, per_page: 2, to: null, total: 5 } });
+    const far = await api.get('/customers?page=9007199254740991', token);
+    expect(far.status).toBe(200);
+    expect(far.body.data).toEqual([]);
+
+    const all = await api.get('/customers?per_page=100', token);
+    expect(ids(all.body)).toEqual(newestFirst);
+    expect(all.body.data[0]).toEqual((await api.get(`/customers/${newestFirst[0]}`, token)).body.data);
+  });
+
+  it('orders by created_at desc before id desc', async () => {
+    const { token } = await newMerchant();
+    const clock = fixedClock('2026-03-01T10:00:00Z');
+    const later = (await api.post('/customers', token, { email: 'later@example.com' })).body.data;
+    clock.set('2026-01-01T10:00:00Z');
+    const earlier = (await api.post('/customers', token, { email: 'earlier@example.com' })).body.data;
+    expect(earlier.id).toBeGreaterThan(later.id);
+    expect(ids((await api.get('/customers', token)).body)).toEqual([later.id, earlier.id]);
+  });
+
+  const bad: [string, string, string][] = [
+    ['per_page=0', 'per_page', 'The per page field must be between 1 and 100.'],
+    ['per_page=101', 'per_page', 'The per page field must be between 1 and 100.'],
+    ['per_page=abc', 'per_page', 'The per page field must be an integer.'],
+    ['per_page=2.5', 'per_page', 'The per page field must be an integer.'],
+    ['page=0', 'page', 'The page field must be at least 1.'],
+    ['page=-1', 'page', 'The page field must be an integer.'],
+    ['page=abc', 'page', 'The page field must be an integer.'],
+    [`search=${'x'.repeat(256)}`, 'search', 'The search field must not be greater than 255 characters.'],
+  ];
+  it.each(bad)('422 for %s', async (qs, field, message) => {
+    const { token } = await newMerchant();
+    const r = await api.get(`/customers?${qs}`, token);
+    expect(r.status).toBe(422);
+    expect(r.body).toEqual({ message: INVALID, errors: { [field]: [message] } });
+  });
+
+  it('search: case-insensitive substring of email or name, paginated, deleted customers excluded', async () => {
+    const { token } = await newMerchant();
+    const [ann, bob, carol, dan] = await seed(token, [
+      { email: 'ann@shop.example', name: 'Ann Lee' },
+      { email: 'bob@other.example', name: 'Bobby Tables' },
+      { email: 'carol@shop.example', name: null },
+      { email: 'dan@elsewhere.example', name: 'Dan SHOPper' },
+    ]);
+    const q = async (qs: string) => (await api.get(`/customers?${qs}`, token)).body;
+
+    const shop = await q('search=SHOP');
+    expect(ids(shop)).toEqual([dan, carol, ann]);
+    expect(shop.meta).toMatchObject({ total: 3, last_page: 1, from: 1, to: 3 });
+    expect(ids(await q('search=bobby%20t'))).toEqual([bob]);
+    expect(ids(await q('search=ann%40shop'))).toEqual([ann]);
+
+    const p2 = await q('search=shop&per_page=2&page=2');
+    expect(ids(p2)).toEqual([ann]);
+    expect(p2.meta).toEqual({ current_page: 2, from: 3, last_page: 2, per_page: 2, to: 3, total: 3 });
+    const past = await q('search=shop&per_page=2&page=3');
+    expect(past).toEqual({ data: [], meta: { current_page: 3, from: null, last_page: 2, per_page: 2, to: null, total: 3 } });
+    expect(await q('search=zzz')).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0 } });
+    // an empty search is no filter
+    expect((await q('search=')).meta.total).toBe(4);
+
+    expect((await api.del(`/customers/${carol}`, token)).status).toBe(204);
+    expect(ids(await q('search=shop'))).toEqual([dan, ann]);
+    expect((await q('search=shop')).meta.total).toBe(2);
+  });
+
+  it('page 1 costs ≤ 4 DynamoDB requests, the same with 150 customers as with 5', async () => {
+    const small = await newMerchant();
+    const large = await newMerchant();
+    await seed(small.token, people(5));
+    await seed(large.token, people(150));
+
+    const a = await api.counted('GET', '/customers', { token: small.token });
+    const b = await api.counted('GET', '/customers', { token: large.token });
+    const c = await api.counted('GET', '/customers?per_page=100', { token: large.token });
+    expect(a.res.body.meta.total).toBe(5);
+    expect(b.res.body.meta).toMatchObject({ total: 150, last_page: 8 });
+    expect(b.res.body.data).toHaveLength(20);
+    expect(c.res.body.data).toHaveLength(100);
+    expect(a.requests).toBeLessThanOrEqual(4);
+    expect(b.requests).toBe(a.requests);
+    expect(c.requests).toBe(a.requests);
+
+    // a deep page is still right
+    const last = await api.get('/customers?per_page=20&page=8', large.token);
+    expect(last.body.data).toHaveLength(10);
+    expect(last.body.data.at(-1).email).toBe('p0@example.com');
+  });
+});
