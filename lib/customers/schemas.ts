@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { email, metadata, pageQuery } from '#lib/http/fields';
 
 const optionalText = (max: number) => z.string().max(max).nullish();

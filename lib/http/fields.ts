@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseAmount } from '#lib/shared/money';
 import { isCurrency } from '#lib/shared/currency';
 import { formatTimestamp, parseDate, parseTimestamp } from '#lib/shared/time';
@@ -75,7 +75,7 @@ export const intParam = (min: number, max: number | undefined, fallback: number)
     .optional()
     .transform((v, ctx) => {
       if (v === undefined) return fallback;
-      if (!/^\d+$/.test(v)) {
+      if (!/^-?\d+$/.test(v)) {
         ctx.addIssue({ code: 'custom', message: 'The :field field must be an integer.' });
         return z.NEVER;
       }
@@ -89,7 +89,7 @@ export const intParam = (min: number, max: number | undefined, fallback: number)
       }
       return n;
     })
-    .meta({ type: 'integer' } as never);
+    .meta({ type: 'integer', minimum: min, ...(max === undefined ? {} : { maximum: max }), description: `Defaults to ${fallback}` } as never);
 
 /** `page` and `per_page` (decisions §4). */
 export const pageQuery = {

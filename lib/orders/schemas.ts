@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { amount, currency, dateBound, email, idParam, metadata, pageQuery, timestamp } from '#lib/http/fields';
 
 export const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'] as const;
@@ -49,14 +49,20 @@ export type OrderPatch = z.output<typeof orderPatchBody>;
 
 export const orderPathParams = z.object({ orderNo: z.string().min(1) });
 
-export const orderListQuery = z.object({
-  ...pageQuery,
-  status: z.enum(ORDER_STATUSES).optional(),
-  customer_id: idParam().optional(),
-  customer_email: email().optional(),
-  start_date: dateBound(false).optional(),
-  end_date: dateBound(true).optional(),
-});
+export const orderListQuery = z
+  .object({
+    ...pageQuery,
+    status: z.enum(ORDER_STATUSES).optional(),
+    customer_id: idParam().optional(),
+    customer_email: email().optional(),
+    start_date: dateBound(false).optional(),
+    end_date: dateBound(true).optional(),
+  })
+  // An inverted range would reach DynamoDB as an invalid BETWEEN (a 500).
+  .refine((q) => !q.start_date || !q.end_date || q.start_date <= q.end_date, {
+    path: ['end_date'],
+    message: 'The :field field must be a date after or equal to the start date.',
+  });
 export type OrderListQuery = z.output<typeof orderListQuery>;
 
 export const orderBatchBody = z.object({ orders: z.array(z.unknown()).min(1).max(100) });

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Response schemas shared by several resources (OpenAPI only; responses are built by presenters). */
 export const messageBody = z.object({ message: z.string() }).meta({ id: 'Message' });

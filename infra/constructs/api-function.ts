@@ -1,0 +1,98 @@
+import { join } from 'node:path';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { keys } from '#lib/db/keys';
+
+export const SERVICE_NAME = 'revenue-analytics-api';
+
+/** Partition keys of the rate-window items, as IAM patterns built from the key module. */
+export const RATE_WINDOW_PK_PATTERNS = [keys.merchantRateWindow('*', 0).pk, keys.ipRateWindow('*', 0).pk];
+
+export type ApiFunctionProps = Omit<NodejsFunctionProps, 'entry' | 'projectRoot' | 'depsLockFilePath' | 'code'> & {
+  /** Directory holding package.json, package-lock.json and the handler modules. */
+  projectRoot: string;
+  /** Handler module relative to `projectRoot` (as written in the route table); it exports `handler`. */
+  handlerPath: string;
+  /** Retention of the function's own log group (30 days unless told). */
+  logRetention?: RetentionDays;
+};
+
+/**
+ * A Lambda function for one API handler: ESM bundle built locally by esbuild (no Docker), with
+ * the project's runtime defaults and its own log group.
+ */
+export class ApiFunction extends NodejsFunction {
+  readonly handlerPath: string;
+
+  constructor(scope: Construct, id: string, props: ApiFunctionProps) {
+    const { projectRoot, handlerPath, logRetention, environment, bundling, ...rest } = props;
+    // A sibling of the function because `this` cannot be used before super(); passing it in means
+    // the function depends on it, so Lambda never creates an unmanaged group first.
+    const logGroup =
+      props.logGroup ??
+      new LogGroup(scope, `${id}LogGroup`, {
+        retention: logRetention ?? RetentionDays.ONE_MONTH,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
+    super(scope, id, {
+      runtime: Runtime.NODEJS_22_X,
+      architecture: Architecture.ARM_64,
+      memorySize: 512,
+      timeout: Duration.seconds(10),
+      tracing: Tracing.ACTIVE,
+      logGroup,
+      ...rest,
+      entry: join(projectRoot, handlerPath),
+      projectRoot,
+      depsLockFilePath: join(projectRoot, 'package-lock.json'),
+      environment: {
+        LOG_LEVEL: 'INFO',
+        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+        NODE_OPTIONS: '--enable-source-maps',
+        ...environment,
+      },
+      bundling: {
+        forceDockerBundling: false,
+        target: 'node22',
+        format: OutputFormat.ESM,
+        // ESM entry points of the SDK and middy tree-shake better.
+        mainFields: ['module', 'main'],
+        // CommonJS dependencies bundled into ESM still call require() for Node built-ins.
+        banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+        minify: true,
+        sourceMap: true,
+        sourcesContent: false,
+        // Ship the SDK version the tests ran against instead of the runtime's.
+        bundleAwsSDK: true,
+        ...bundling,
+      },
+    });
+    this.handlerPath = handlerPath;
+  }
+
+  /**
+   * Least-privilege table access. Read routes still count requests: they may UpdateItem only the
+   * rate-window items (merchant and IP), never data items.
+   */
+  bindTable(table: ITable, access: 'read' | 'readWrite'): this {
+    this.addEnvironment('TABLE_NAME', table.tableName);
+    if (access === 'readWrite') {
+      table.grantReadWriteData(this);
+      return this;
+    }
+    table.grantReadData(this);
+    this.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:UpdateItem'],
+        resources: [table.tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': RATE_WINDOW_PK_PATTERNS } },
+      }),
+    );
+    return this;
+  }
+}

@@ -1,0 +1,221 @@
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Annotations, CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import {
+  HttpApi,
+  HttpMethod,
+  HttpRoute,
+  HttpRouteKey,
+  HttpStage,
+  LogGroupLogDestination,
+  PayloadFormatVersion,
+  type ThrottleSettings,
+} from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { EventBus } from 'aws-cdk-lib/aws-events';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct, Node } from 'constructs';
+import { BASE_PATH } from '#lib/http/route';
+import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
+import { ApiFunction, SERVICE_NAME } from './constructs/api-function.ts';
+import { DataTable } from './constructs/data-table.ts';
+
+export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const STACK_BASE_NAME = 'RevenueAnalyticsApi';
+export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'] as const;
+
+export type ApiStackProps = StackProps & {
+  /** Deployment stage; names the event bus and is passed to the functions as STAGE. */
+  stage?: string;
+  /** decisions §3: 3,600 per merchant per hour. */
+  rateLimitPerHour?: number;
+  /** decisions §3: 10 per source IP per minute. */
+  unauthenticatedRateLimitPerMinute?: number;
+  logLevel?: (typeof LOG_LEVELS)[number];
+  /** Account-level guard in front of the per-merchant limits. */
+  throttle?: Required<ThrottleSettings>;
+  /** Keep the table when the stack (or the table) is deleted; true unless told otherwise. */
+  retainTable?: boolean;
+  /** Where package.json and the handler modules live (tests point it elsewhere). */
+  projectRoot?: string;
+  /**
+   * For `sam local start-api` only: point every function at a DynamoDB Local table (the
+   * functions' TABLE_NAME otherwise resolves to a logical id there). Never deploy such a template.
+   */
+  localDynamo?: { endpoint: string; tableName: string };
+};
+
+export const DEFAULTS = {
+  stage: 'prod',
+  rateLimitPerHour: 3600,
+  unauthenticatedRateLimitPerMinute: 10,
+  logLevel: 'INFO',
+  throttle: { rateLimit: 100, burstLimit: 200 },
+  retainTable: true,
+  /** The table `npm start` creates in DynamoDB Local. */
+  localTableName: 'revenue-analytics',
+} as const;
+
+/** PascalCase construct id from a route name: customersList → CustomersList. */
+export const constructIdFor = (routeName: string) => routeName.charAt(0).toUpperCase() + routeName.slice(1);
+
+/**
+ * The API: one DynamoDB table, one Lambda function per entry of the route table behind an HTTP
+ * API at /v1, a catch-all 404 function, and the event bus for webhook events.
+ */
+export class ApiStack extends Stack {
+  readonly table: DataTable;
+  readonly api: HttpApi;
+  readonly eventBus: EventBus;
+  readonly functions: Record<RouteName, ApiFunction>;
+  readonly notFoundFunction: ApiFunction;
+
+  constructor(scope: Construct, id: string, props: ApiStackProps = {}) {
+    super(scope, id, props);
+    const stage = props.stage ?? DEFAULTS.stage;
+    if (stage === 'local') throw new Error('stage "local" is reserved for the local stack (it relaxes webhook URL rules)');
+    const projectRoot = props.projectRoot ?? PROJECT_ROOT;
+
+    this.table = new DataTable(this, 'Table', {
+      removalPolicy: (props.retainTable ?? DEFAULTS.retainTable) ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+
+    const environment = {
+      STAGE: stage,
+      LOG_LEVEL: props.logLevel ?? DEFAULTS.logLevel,
+      RATE_LIMIT_PER_HOUR: String(props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour),
+      UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: String(props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute),
+    };
+    const apiFunction = (fnId: string, handlerPath: string, description: string, writes: boolean) =>
+      new ApiFunction(this, fnId, { projectRoot, handlerPath, description, environment }).bindTable(
+        this.table,
+        writes ? 'readWrite' : 'read',
+      );
+
+    this.notFoundFunction = apiFunction('NotFoundFunction', NOT_FOUND_HANDLER, `$default (${NOT_FOUND_HANDLER})`, false);
+    this.api = new HttpApi(this, 'HttpApi', {
+      apiName: `${SERVICE_NAME}-${stage}`,
+      description: 'Revenue analytics API',
+      createDefaultStage: false,
+      defaultIntegration: new HttpLambdaIntegration('NotFoundIntegration', this.notFoundFunction, {
+        payloadFormatVersion: PayloadFormatVersion.VERSION_2_0,
+      }),
+    });
+
+    const functions: Partial<Record<RouteName, ApiFunction>> = {};
+    for (const route of routeList) {
+      const name = constructIdFor(route.name);
+      const routeKey = `${route.method} ${BASE_PATH}${route.path}`;
+      const fn = apiFunction(`${name}Function`, route.handler, `${routeKey} (${route.handler})`, route.writes);
+      new HttpRoute(this, `${name}Route`, {
+        httpApi: this.api,
+        routeKey: HttpRouteKey.with(`${BASE_PATH}${route.path}`, HttpMethod[route.method]),
+        integration: new HttpLambdaIntegration(`${name}Integration`, fn, {
+          payloadFormatVersion: PayloadFormatVersion.VERSION_2_0,
+        }),
+      });
+      functions[route.name as RouteName] = fn;
+    }
+    this.functions = functions as Record<RouteName, ApiFunction>;
+
+    if (props.localDynamo) {
+      for (const fn of [this.notFoundFunction, ...Object.values(this.functions)]) {
+        fn.addEnvironment('DYNAMODB_ENDPOINT', props.localDynamo.endpoint);
+        fn.addEnvironment('TABLE_NAME', props.localDynamo.tableName);
+      }
+      Annotations.of(this).addWarningV2(
+        'revenue-analytics:localDynamo',
+        `Functions use DynamoDB at ${props.localDynamo.endpoint}: this template is for sam local, do not deploy it.`,
+      );
+    }
+
+    const accessLogs = new LogGroup(this, 'AccessLogs', {
+      retention: RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    new HttpStage(this, 'DefaultStage', {
+      httpApi: this.api,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: props.throttle ?? DEFAULTS.throttle,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(accessLogs),
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            ip: '$context.identity.sourceIp',
+            requestTime: '$context.requestTime',
+            method: '$context.httpMethod',
+            path: '$context.path',
+            routeKey: '$context.routeKey',
+            status: '$context.status',
+            protocol: '$context.protocol',
+            responseLength: '$context.responseLength',
+            latency: '$context.responseLatency',
+            integrationLatency: '$context.integrationLatency',
+            integrationError: '$context.integrationErrorMessage',
+          }),
+        ),
+      },
+    });
+
+    // Webhook events (decisions §8) are published here; the publisher and consumers come later.
+    this.eventBus = new EventBus(this, 'EventBus', { eventBusName: `${SERVICE_NAME}-${stage}` });
+
+    new CfnOutput(this, 'ApiUrl', { value: `${this.api.apiEndpoint}${BASE_PATH}` });
+    new CfnOutput(this, 'TableName', { value: this.table.tableName });
+    new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
+    new CfnOutput(this, 'EventBusArn', { value: this.eventBus.eventBusArn });
+  }
+}
+
+/** Stack props from `cdk -c key=value` (values arrive as strings); bad values fail the synth. */
+export const propsFromContext = (node: Node): ApiStackProps => {
+  const ctx = (key: string): string | undefined => {
+    const v = node.tryGetContext(key);
+    return v === undefined || v === null || v === '' ? undefined : String(v);
+  };
+  const positiveInt = (key: string): number | undefined => {
+    const raw = ctx(key);
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n <= 0) throw new Error(`context ${key} must be a positive integer, got "${raw}"`);
+    return n;
+  };
+  const stage = ctx('stage');
+  if (stage !== undefined && !/^[a-z][a-z0-9-]{0,19}$/.test(stage)) {
+    throw new Error(`context stage must be lowercase letters, digits and dashes (max 20), got "${stage}"`);
+  }
+  const logLevel = ctx('logLevel')?.toUpperCase();
+  if (logLevel !== undefined && !(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new Error(`context logLevel must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const retain = ctx('retainTable');
+  if (retain !== undefined && retain !== 'true' && retain !== 'false') {
+    throw new Error(`context retainTable must be true or false, got "${retain}"`);
+  }
+  const localEndpoint = ctx('localDynamoEndpoint');
+  if (localEndpoint !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(localEndpoint)) {
+    throw new Error(`context localDynamoEndpoint must be an http(s) URL such as http://host.docker.internal:8000, got "${localEndpoint}"`);
+  }
+  const rateLimit = positiveInt('throttleRateLimit');
+  const burstLimit = positiveInt('throttleBurstLimit');
+  return {
+    stage,
+    rateLimitPerHour: positiveInt('rateLimitPerHour'),
+    unauthenticatedRateLimitPerMinute: positiveInt('unauthenticatedRateLimitPerMinute'),
+    logLevel: logLevel as ApiStackProps['logLevel'],
+    retainTable: retain === undefined ? undefined : retain === 'true',
+    throttle:
+      rateLimit === undefined && burstLimit === undefined
+        ? undefined
+        : { rateLimit: rateLimit ?? DEFAULTS.throttle.rateLimit, burstLimit: burstLimit ?? DEFAULTS.throttle.burstLimit },
+    localDynamo:
+      localEndpoint === undefined ? undefined : { endpoint: localEndpoint, tableName: ctx('localTableName') ?? DEFAULTS.localTableName },
+  };
+};
+
+/** `RevenueAnalyticsApi` for prod, `RevenueAnalyticsApi-<stage>` otherwise. */
+export const stackNameFor = (stage: string | undefined) =>
+  !stage || stage === DEFAULTS.stage ? STACK_BASE_NAME : `${STACK_BASE_NAME}-${stage}`;

@@ -1,0 +1,289 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTableInput, TTL_ATTRIBUTE } from '#lib/db/table';
+import { BASE_PATH } from '#lib/http/route';
+import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
+import { ApiStack, DEFAULTS, PROJECT_ROOT, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
+import type { ApiFunction } from '../../infra/constructs/api-function.ts';
+
+/** The same feature flags `cdk synth` runs with. */
+const cdkJsonContext = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
+
+/**
+ * A stand-in project root where every handler module of the route table exists (empty), so these
+ * tests do not depend on which handlers are written yet. Bundling is skipped, so nothing reads them.
+ */
+let fixtureRoot: string;
+beforeAll(() => {
+  fixtureRoot = mkdtempSync(join(tmpdir(), 'infra-stack-'));
+  writeFileSync(join(fixtureRoot, 'package.json'), '{"type":"module"}');
+  writeFileSync(join(fixtureRoot, 'package-lock.json'), '{}');
+  for (const file of [...routeList.map((r) => r.handler), NOT_FOUND_HANDLER]) {
+    mkdirSync(dirname(join(fixtureRoot, file)), { recursive: true });
+    writeFileSync(join(fixtureRoot, file), 'export const handler = () => undefined;\n');
+  }
+});
+afterAll(() => rmSync(fixtureRoot, { recursive: true, force: true }));
+
+/** Only the default stack runs CDK's CloudFormation validation (seconds per synth); variants skip it. */
+const synth = (props: ApiStackProps = {}, validate = false) => {
+  const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: validate });
+  const stack = new ApiStack(app, 'TestApi', { projectRoot: fixtureRoot, ...props });
+  return { stack, template: Template.fromStack(stack) };
+};
+
+let defaults: ReturnType<typeof synth>;
+/** Every prop set away from its default, in one synth. */
+let variant: ReturnType<typeof synth>;
+beforeAll(() => {
+  defaults = synth({}, true);
+  variant = synth({
+    rateLimitPerHour: 120,
+    unauthenticatedRateLimitPerMinute: 3,
+    logLevel: 'DEBUG',
+    stage: 'dev',
+    throttle: { rateLimit: 5, burstLimit: 7 },
+    retainTable: false,
+    localDynamo: { endpoint: 'http://host.docker.internal:8000', tableName: 'local-table' },
+  });
+});
+
+const logicalId = (stack: Stack, fn: ApiFunction) => stack.getLogicalId(fn.node.defaultChild as CfnFunction);
+type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
+const resources = (template: Template, type: string) => template.findResources(type) as Record<string, Resource>;
+
+/** The function a route's integration invokes, followed through the template's references. */
+const functionBehindRoute = (template: Template, routeKey: string) => {
+  const routes = Object.values(resources(template, 'AWS::ApiGatewayV2::Route')).filter((r) => r.Properties.RouteKey === routeKey);
+  expect(routes, `route ${routeKey}`).toHaveLength(1);
+  const target = routes[0].Properties.Target as { 'Fn::Join': [string, [string, { Ref: string }]] };
+  expect(target['Fn::Join'][1][0]).toBe('integrations/');
+  const integration = resources(template, 'AWS::ApiGatewayV2::Integration')[target['Fn::Join'][1][1].Ref];
+  expect(integration.Properties).toMatchObject({ IntegrationType: 'AWS_PROXY', PayloadFormatVersion: '2.0' });
+  const fnId = integration.Properties.IntegrationUri['Fn::GetAtt'][0] as string;
+  return { fnId, fn: resources(template, 'AWS::Lambda::Function')[fnId] };
+};
+
+/** Every action the function's role may perform on the table, with the statement's condition. */
+const dynamoStatements = (stack: Stack, template: Template, fn: ApiFunction) => {
+  const roleId = stack.getLogicalId(fn.role!.node.defaultChild as never);
+  const policies = Object.values(resources(template, 'AWS::IAM::Policy')).filter((p) =>
+    (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId),
+  );
+  expect(policies.length).toBeGreaterThan(0);
+  return policies
+    .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Condition?: unknown }[])
+    .flatMap((s) => [s.Action].flat().map((action) => ({ action, condition: s.Condition })))
+    .filter((s) => s.action.startsWith('dynamodb:'));
+};
+
+describe('routes', () => {
+  it('every route-table entry has its own route, integration and function at METHOD /v1<path>', () => {
+    const { stack, template } = defaults;
+    const seen = new Set<string>();
+    for (const route of routeList) {
+      const { fnId, fn } = functionBehindRoute(template, `${route.method} ${BASE_PATH}${route.path}`);
+      const construct = stack.functions[route.name as RouteName];
+      expect(fnId).toBe(logicalId(stack, construct));
+      expect(construct.handlerPath).toBe(route.handler);
+      expect(fn.Properties.Description).toContain(route.handler);
+      expect(fn.Properties.Handler).toBe('index.handler');
+      seen.add(fnId);
+    }
+    expect(seen.size).toBe(routeList.length);
+  });
+
+  it('unmatched requests ($default) go to the not-found function', () => {
+    const { stack, template } = defaults;
+    const { fnId, fn } = functionBehindRoute(template, '$default');
+    expect(fnId).toBe(logicalId(stack, stack.notFoundFunction));
+    expect(fn.Properties.Description).toContain(NOT_FOUND_HANDLER);
+    template.resourceCountIs('AWS::ApiGatewayV2::Route', routeList.length + 1);
+    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 1);
+  });
+
+  it('the $default stage deploys itself, is throttled and writes access logs', () => {
+    const stage = Object.values(resources(defaults.template, 'AWS::ApiGatewayV2::Stage'));
+    expect(stage).toHaveLength(1);
+    expect(stage[0].Properties).toMatchObject({
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: {
+        ThrottlingRateLimit: DEFAULTS.throttle.rateLimit,
+        ThrottlingBurstLimit: DEFAULTS.throttle.burstLimit,
+      },
+    });
+    const { DestinationArn, Format } = stage[0].Properties.AccessLogSettings;
+    expect(DestinationArn['Fn::GetAtt'][1]).toBe('Arn');
+    expect(resources(defaults.template, 'AWS::Logs::LogGroup')[DestinationArn['Fn::GetAtt'][0]]).toBeDefined();
+    expect(JSON.parse(Format)).toMatchObject({ requestId: '$context.requestId', routeKey: '$context.routeKey', status: '$context.status' });
+  });
+
+  it('outputs the API URL under /v1, the table name and the event bus', () => {
+    const { stack, template } = defaults;
+    const outputs = template.findOutputs('*');
+    const apiId = stack.getLogicalId(stack.api.node.defaultChild as never);
+    expect(outputs.ApiUrl.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, BASE_PATH]] });
+    expect(outputs.TableName.Value).toEqual({ Ref: stack.getLogicalId(stack.table.node.defaultChild as never) });
+    const busId = stack.getLogicalId(stack.eventBus.node.defaultChild as never);
+    expect(outputs.EventBusName.Value).toEqual({ Ref: busId });
+    template.hasResourceProperties('AWS::Events::EventBus', { Name: `revenue-analytics-api-${DEFAULTS.stage}` });
+    expect(template.findResources('AWS::Events::Rule')).toEqual({});
+  });
+});
+
+describe('table', () => {
+  const byName = <T extends { AttributeName?: string; IndexName?: string }>(list: T[]) =>
+    [...list].sort((a, b) => String(a.AttributeName ?? a.IndexName).localeCompare(String(b.AttributeName ?? b.IndexName)));
+
+  it('has the keys, indexes, TTL and stream lib/db/table.ts defines for DynamoDB Local', () => {
+    const expected = createTableInput('unused');
+    const tables = Object.values(resources(defaults.template, 'AWS::DynamoDB::Table'));
+    expect(tables).toHaveLength(1);
+    const p = tables[0].Properties;
+    expect(p.KeySchema).toEqual(expected.KeySchema);
+    expect(byName(p.AttributeDefinitions)).toEqual(byName(expected.AttributeDefinitions));
+    expect(byName(p.GlobalSecondaryIndexes)).toEqual(byName(expected.GlobalSecondaryIndexes));
+    expect(p.BillingMode).toBe(expected.BillingMode);
+    expect(p.StreamSpecification).toEqual({ StreamViewType: expected.StreamSpecification.StreamViewType });
+    expect(p.TimeToLiveSpecification).toEqual({ AttributeName: TTL_ATTRIBUTE, Enabled: true });
+    expect(p.PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: true });
+    expect(tables[0].DeletionPolicy).toBe('Retain');
+  });
+
+  it('is deleted with the stack only when retainTable is false', () => {
+    const { template } = variant;
+    expect(Object.values(resources(template, 'AWS::DynamoDB::Table'))[0].DeletionPolicy).toBe('Delete');
+  });
+});
+
+describe('functions', () => {
+  it('run nodejs22.x on arm64 with tracing, a 30-day log group and the configuration env', () => {
+    const { stack, template } = defaults;
+    const tableRef = { Ref: stack.getLogicalId(stack.table.node.defaultChild as never) };
+    const logGroups = resources(template, 'AWS::Logs::LogGroup');
+    for (const fn of Object.values(resources(template, 'AWS::Lambda::Function'))) {
+      expect(fn.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Architectures: ['arm64'],
+        MemorySize: 512,
+        Timeout: 10,
+        TracingConfig: { Mode: 'Active' },
+      });
+      expect(fn.Properties.Environment.Variables).toEqual({
+        TABLE_NAME: tableRef,
+        STAGE: DEFAULTS.stage,
+        LOG_LEVEL: 'INFO',
+        RATE_LIMIT_PER_HOUR: '3600',
+        UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '10',
+        POWERTOOLS_SERVICE_NAME: 'revenue-analytics-api',
+        NODE_OPTIONS: '--enable-source-maps',
+      });
+      expect(logGroups[fn.Properties.LoggingConfig.LogGroup.Ref].Properties.RetentionInDays).toBe(30);
+    }
+  });
+
+  it('take rate limits, log level and throttling from stack props', () => {
+    const { template } = variant;
+    const fns = Object.values(resources(template, 'AWS::Lambda::Function'));
+    expect(fns).toHaveLength(routeList.length + 1);
+    for (const fn of fns) {
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        RATE_LIMIT_PER_HOUR: '120',
+        UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '3',
+        LOG_LEVEL: 'DEBUG',
+        STAGE: 'dev',
+      });
+    }
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      DefaultRouteSettings: { ThrottlingRateLimit: 5, ThrottlingBurstLimit: 7 },
+    });
+    template.hasResourceProperties('AWS::Events::EventBus', { Name: 'revenue-analytics-api-dev' });
+  });
+
+  it('point at DynamoDB Local only in a template synthesized for sam local', () => {
+    const { template } = variant;
+    const fns = Object.values(resources(template, 'AWS::Lambda::Function'));
+    expect(fns).toHaveLength(routeList.length + 1);
+    for (const fn of fns) {
+      expect(fn.Properties.Environment.Variables).toMatchObject({ DYNAMODB_ENDPOINT: 'http://host.docker.internal:8000', TABLE_NAME: 'local-table' });
+    }
+  });
+});
+
+describe('table grants', () => {
+  const writeActions = ['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'];
+
+  it('read routes may read, and update only the rate-window items; write routes may write', () => {
+    const { stack, template } = defaults;
+    const readRoutes = routeList.filter((r) => !r.writes);
+    const writeRoutes = routeList.filter((r) => r.writes);
+    expect(readRoutes.map((r) => r.name)).toContain('customersList');
+    expect(writeRoutes.length).toBeGreaterThan(0);
+
+    for (const route of readRoutes) {
+      const statements = dynamoStatements(stack, template, stack.functions[route.name as RouteName]);
+      const actions = statements.map((s) => s.action);
+      expect(actions, route.name).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem']));
+      for (const action of writeActions) expect(actions, route.name).not.toContain(action);
+      const updates = statements.filter((s) => s.action === 'dynamodb:UpdateItem');
+      expect(updates, route.name).toHaveLength(1);
+      expect(updates[0].condition).toEqual({
+        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['M#*#RATE', 'IP#*#RATE'] },
+      });
+    }
+    for (const route of writeRoutes) {
+      const statements = dynamoStatements(stack, template, stack.functions[route.name as RouteName]);
+      const unconditioned = statements.filter((s) => !s.condition).map((s) => s.action);
+      expect(unconditioned, route.name).toEqual(expect.arrayContaining([...writeActions, 'dynamodb:UpdateItem', 'dynamodb:GetItem']));
+    }
+  });
+
+  it('the not-found function reads tokens and counts requests but cannot write data', () => {
+    const { stack, template } = defaults;
+    const actions = dynamoStatements(stack, template, stack.notFoundFunction).map((s) => s.action);
+    expect(actions).toContain('dynamodb:GetItem');
+    for (const action of writeActions) expect(actions).not.toContain(action);
+  });
+});
+
+describe('app context', () => {
+  const contextProps = (context: Record<string, unknown>) => propsFromContext(new App({ context }).node);
+
+  it('parses -c values (strings) into stack props and names the stack after the stage', () => {
+    expect(
+      contextProps({ stage: 'dev', rateLimitPerHour: '100', unauthenticatedRateLimitPerMinute: '5', logLevel: 'debug', retainTable: 'false', throttleRateLimit: '9' }),
+    ).toEqual({
+      stage: 'dev',
+      rateLimitPerHour: 100,
+      unauthenticatedRateLimitPerMinute: 5,
+      logLevel: 'DEBUG',
+      retainTable: false,
+      throttle: { rateLimit: 9, burstLimit: DEFAULTS.throttle.burstLimit },
+    });
+    expect(contextProps({ localDynamoEndpoint: 'http://host.docker.internal:8000' }).localDynamo).toEqual({
+      endpoint: 'http://host.docker.internal:8000',
+      tableName: DEFAULTS.localTableName,
+    });
+    expect(contextProps({}).localDynamo).toBeUndefined();
+    expect(stackNameFor(undefined)).toBe('RevenueAnalyticsApi');
+    expect(stackNameFor('prod')).toBe('RevenueAnalyticsApi');
+    expect(stackNameFor('dev')).toBe('RevenueAnalyticsApi-dev');
+  });
+
+  it('refuses bad values instead of deploying them', () => {
+    expect(() => contextProps({ rateLimitPerHour: '0' })).toThrow(/rateLimitPerHour/);
+    expect(() => contextProps({ rateLimitPerHour: '1.5' })).toThrow(/rateLimitPerHour/);
+    expect(() => contextProps({ logLevel: 'LOUD' })).toThrow(/logLevel/);
+    expect(() => contextProps({ stage: 'Prod_1' })).toThrow(/stage/);
+    expect(() => contextProps({ retainTable: 'yes' })).toThrow(/retainTable/);
+    expect(() => contextProps({ localDynamoEndpoint: 'host.docker.internal:8000' })).toThrow(/localDynamoEndpoint/);
+    // "local" relaxes webhook URL rules in the functions, so a deployed stack may not use it.
+    expect(() => synth({ stage: 'local' })).toThrow(/local/);
+  });
+});
