@@ -8,6 +8,7 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    env: { LOG_LEVEL: 'SILENT', AWS_REGION: 'us-east-1', STAGE: 'local' },
+    // Files share 127.0.0.1: the per-IP limit is tested where it is set small on purpose.
+    env: { LOG_LEVEL: 'SILENT', AWS_REGION: 'us-east-1', STAGE: 'local', UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '100000' },
   },
 });

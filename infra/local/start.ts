@@ -39,59 +39,72 @@ const seedDemo = async (): Promise<string> => {
   }
 };
 
-const main = async () => {
-  process.env.STAGE ??= 'local';
-  process.env.TABLE_NAME ??= 'revenue-analytics';
-  process.env.AWS_REGION ??= 'us-east-1';
-  const port = Number(process.env.PORT ?? 3000);
-  let stopDynamo: (() => void) | undefined;
-  if (!process.env.DYNAMODB_ENDPOINT) {
-    const dataDir = process.env.DATA_DIR;
-    if (dataDir) mkdirSync(dataDir, { recursive: true });
-    const dynamo = await startDynamoDbLocal({ port: Number(process.env.DYNAMODB_PORT ?? 8000), dataDir });
-    process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
-    stopDynamo = dynamo.stop;
-  }
-  const endpoint = process.env.DYNAMODB_ENDPOINT;
-  await ensureTable(endpoint, tableName());
-  const token = await seedDemo();
+let stopDynamo: (() => Promise<void>) | undefined;
+const servers: Server[] = [];
+let stopping = false;
 
-  const { createLocalServer } = await import('./server.ts');
-  const servers: Server[] = [];
-  const hosts = process.env.HOST ? [process.env.HOST] : ['127.0.0.1', '::1'];
-  for (const host of hosts) {
-    const server = await createLocalServer();
-    await new Promise<void>((resolveListen) => {
+/** Stops what this process started (servers, then DynamoDB Local, awaited) and exits. */
+const shutdown = async (code: number) => {
+  if (stopping) return;
+  stopping = true;
+  for (const s of servers) {
+    s.close();
+    s.closeAllConnections();
+  }
+  await stopDynamo?.();
+  process.exit(code);
+};
+
+const listen = (port: number, host: string): Promise<void> =>
+  new Promise((resolveListen, reject) => {
+    void createLocalServerLazy().then((server) => {
       server.once('error', (err: NodeJS.ErrnoException) => {
+        // No IPv6 loopback on this machine: IPv4 alone is enough.
         if (host === '::1' && (err.code === 'EADDRNOTAVAIL' || err.code === 'EAFNOSUPPORT')) return resolveListen();
-        console.error(`cannot listen on ${host}:${port}: ${err.message}`);
-        stopDynamo?.();
-        process.exit(1);
+        reject(new Error(`cannot listen on ${host}:${port}: ${err.message}`));
       });
       server.listen(port, host, () => {
         servers.push(server);
         resolveListen();
       });
-    });
+    }, reject);
+  });
+
+/** The server module is imported after the environment is settled (DYNAMODB_ENDPOINT, TABLE_NAME). */
+const createLocalServerLazy = async () => (await import('./server.ts')).createLocalServer();
+
+const main = async () => {
+  // Registered first, so Ctrl-C during start-up also stops DynamoDB Local.
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+  process.env.STAGE ??= 'local';
+  process.env.TABLE_NAME ??= 'revenue-analytics';
+  process.env.AWS_REGION ??= 'us-east-1';
+  const port = Number(process.env.PORT ?? 3000);
+  if (!process.env.DYNAMODB_ENDPOINT) {
+    const dataDir = process.env.DATA_DIR;
+    if (dataDir) mkdirSync(dataDir, { recursive: true });
+    const dynamo = await startDynamoDbLocal({ port: Number(process.env.DYNAMODB_PORT ?? 8000), dataDir });
+    stopDynamo = dynamo.stop;
+    process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
   }
+  const endpoint = process.env.DYNAMODB_ENDPOINT;
+  await ensureTable(endpoint, tableName());
+  const token = await seedDemo();
+
+  const storage = !stopDynamo ? '' : process.env.DATA_DIR ? `, data in ${process.env.DATA_DIR}` : ', in memory';
+  const hosts = process.env.HOST ? [process.env.HOST] : ['127.0.0.1', '::1'];
+  for (const host of hosts) await listen(port, host);
 
   console.log(`Revenue Analytics API   http://localhost:${port}${BASE_PATH}`);
   console.log(`OpenAPI document        http://localhost:${port}${BASE_PATH}/openapi.json`);
-  console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${process.env.DATA_DIR ? `, data in ${process.env.DATA_DIR}` : ', in memory'})`);
+  console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);
   console.log(`Demo merchant           ${DEMO_MERCHANT}`);
   console.log(`Demo token              ${token}`);
   console.log(`\ncurl -H "Authorization: Bearer ${token}" http://localhost:${port}${BASE_PATH}/customers`);
-
-  const shutdown = () => {
-    for (const s of servers) s.close();
-    stopDynamo?.();
-    process.exit(0);
-  };
-  process.on('SIGINT', shutdown);
-  process.on('SIGTERM', shutdown);
 };
 
 main().catch((err) => {
-  console.error(err);
-  process.exit(1);
+  console.error(err instanceof Error ? err.message : err);
+  void shutdown(1);
 });

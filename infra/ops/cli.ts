@@ -1,7 +1,11 @@
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ABILITIES, type Ability } from '#lib/http/route';
 import { HttpError } from '#lib/http/errors';
-import { createMerchant, createToken, regenerateToken, revokeToken } from '#lib/merchants/store';
+import { isCurrency } from '#lib/shared/currency';
+
+/** Loaded only for a well-formed command: usage errors answer at once, without the AWS SDK. */
+const store = () => import('#lib/merchants/store');
 
 /**
  * Operator tooling: `npm run ops -- <resource> <action> [options]`. Talks to the DynamoDB named by
@@ -14,16 +18,7 @@ const USAGE = `usage:
   ops token revoke --merchant ID`;
 
 export const runOps = async (argv: string[]): Promise<unknown> => {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' },
-      currency: { type: 'string' },
-      merchant: { type: 'string' },
-      abilities: { type: 'string' },
-    },
-  });
+  const { positionals, values } = parseOptions(argv);
   const [resource, action] = positionals;
   const need = (v: string | undefined, flag: string): string => {
     if (!v) throw new UsageError(`--${flag} is required`);
@@ -31,23 +26,69 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
   };
   switch (`${resource} ${action}`) {
     case 'merchant create':
-      return createMerchant(need(values.name, 'name'), values.currency);
+      if (values.currency !== undefined && !isCurrency(values.currency)) {
+        throw new UsageError(`--currency must be an ISO 4217 code, got ${values.currency}`);
+      }
+      return (await store()).createMerchant(need(values.name, 'name'), values.currency);
     case 'token create': {
-      const abilities = values.abilities?.split(',').map((a) => a.trim()).filter(Boolean);
-      const unknown = abilities?.filter((a) => !(ABILITIES as readonly string[]).includes(a));
-      if (unknown?.length) throw new UsageError(`unknown abilities: ${unknown.join(', ')} (known: ${ABILITIES.join(', ')})`);
-      return createToken(need(values.merchant, 'merchant'), abilities as Ability[] | undefined);
+      const merchantId = need(values.merchant, 'merchant');
+      const abilities = parseAbilities(values.abilities);
+      return explainNotFound(merchantId, (await store()).createToken(merchantId, abilities));
     }
-    case 'token regenerate':
-      return regenerateToken(need(values.merchant, 'merchant'));
-    case 'token revoke':
-      return revokeToken(need(values.merchant, 'merchant'));
+    case 'token regenerate': {
+      const merchantId = need(values.merchant, 'merchant');
+      return explainNotFound(merchantId, (await store()).regenerateToken(merchantId));
+    }
+    case 'token revoke': {
+      const merchantId = need(values.merchant, 'merchant');
+      return explainNotFound(merchantId, (await store()).revokeToken(merchantId));
+    }
     default:
       throw new UsageError(`unknown command: ${positionals.join(' ') || '(none)'}`);
   }
 };
 
 class UsageError extends Error {}
+
+const parseOptions = (argv: string[]) => {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        name: { type: 'string' },
+        currency: { type: 'string' },
+        merchant: { type: 'string' },
+        abilities: { type: 'string' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+};
+
+/** `--abilities a,b` → a checked, de-duplicated list; absent → every ability. */
+const parseAbilities = (raw: string | undefined): Ability[] | undefined => {
+  if (raw === undefined) return undefined;
+  const abilities = [...new Set(raw.split(',').map((a) => a.trim()).filter(Boolean))];
+  if (!abilities.length) throw new UsageError(`--abilities needs at least one of: ${ABILITIES.join(', ')}`);
+  const unknown = abilities.filter((a) => !(ABILITIES as readonly string[]).includes(a));
+  if (unknown.length) throw new UsageError(`unknown abilities: ${unknown.join(', ')} (known: ${ABILITIES.join(', ')})`);
+  return abilities as Ability[];
+};
+
+/** The store answers a bare 404; the operator needs to know whether the merchant or its token is missing. */
+const explainNotFound = async <T>(merchantId: string, op: Promise<T>): Promise<T> => {
+  try {
+    return await op;
+  } catch (err) {
+    if (!(err instanceof HttpError) || err.status !== 404) throw err;
+    const merchant = await (await store()).getMerchant(merchantId);
+    throw new HttpError(404, {
+      message: merchant ? `Merchant ${merchantId} has no valid token.` : `Merchant ${merchantId} does not exist.`,
+    });
+  }
+};
 
 const main = async () => {
   try {
@@ -67,4 +108,4 @@ const main = async () => {
   }
 };
 
-if (import.meta.url === `file://${process.argv[1]}`) void main();
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) void main();

@@ -1,7 +1,7 @@
 import { now } from '#lib/clock';
 import { allocateIds } from '#lib/db/sequences';
-import { WriteConflict, WriteSet } from '#lib/db/writes';
-import { HttpError, notFound, validationFailed, type FieldErrors } from '#lib/http/errors';
+import { backoff, WriteConflict, WriteSet } from '#lib/db/writes';
+import { contended, HttpError, notFound, validationFailed, type FieldErrors } from '#lib/http/errors';
 import { formatTimestamp } from '#lib/shared/time';
 import type { CustomerCreate, CustomerUpdate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
@@ -53,7 +53,7 @@ export const createCustomer = async (merchantId: string, input: CustomerCreate, 
 };
 
 /** Retries when the customer changed between read and write (another update moved its email). */
-const MAX_ATTEMPTS = 4;
+const MAX_ATTEMPTS = 10;
 
 /**
  * Applies the given fields to a live customer. A `customer` condition failure means it was
@@ -78,7 +78,8 @@ export const applyCustomerUpdate = async (
       if (!(err instanceof WriteConflict)) throw err;
       const taken = takenError(err.tags);
       if (taken) throw taken;
-      if (attempt >= MAX_ATTEMPTS) throw err;
+      if (attempt >= MAX_ATTEMPTS) throw contended();
+      await backoff(attempt);
       customer = await getCustomerById(merchantId, customer.id);
     }
   }
@@ -101,7 +102,9 @@ export const deleteCustomer = async (merchantId: string, idOrExternalId: string)
       await ws.commit();
       return;
     } catch (err) {
-      if (!(err instanceof WriteConflict) || attempt >= MAX_ATTEMPTS) throw err;
+      if (!(err instanceof WriteConflict)) throw err;
+      if (attempt >= MAX_ATTEMPTS) throw contended();
+      await backoff(attempt);
       customer = await getCustomerById(merchantId, customer.id);
     }
   }

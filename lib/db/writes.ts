@@ -61,11 +61,16 @@ export class UpdateBuilder {
 
 const id = (key: Key): string => `${key.pk}\u0000${key.sk}`;
 
+/** A transaction refused: `tags` name the actions whose condition failed (empty: contention only). */
 export class WriteConflict extends Error {
   constructor(public readonly tags: string[]) {
-    super(`conditional write failed: ${tags.join(', ')}`);
+    super(tags.length ? `conditional write failed: ${tags.join(', ')}` : 'transaction kept conflicting with concurrent writers');
   }
 }
+
+/** Jittered exponential pause before re-reading after a lost race (capped at 1 s). */
+export const backoff = (attempt: number): Promise<void> =>
+  new Promise((r) => setTimeout(r, Math.random() * Math.min(1000, 10 * 2 ** attempt)));
 
 export class WriteSet {
   private readonly ops = new Map<string, Op>();
@@ -166,8 +171,10 @@ export class WriteSet {
         const reasons = err.CancellationReasons ?? [];
         const failed = reasons.flatMap((r, i) => (r.Code === 'ConditionalCheckFailed' ? [tags[i]] : []));
         if (failed.length) throw new WriteConflict(failed);
-        // TransactionConflict: another transaction holds one of the items; retry with jitter.
-        if (attempt >= 6) throw err;
+        if (reasons.some((r) => r.Code && r.Code !== 'None' && r.Code !== 'TransactionConflict')) throw err;
+        // TransactionConflict: another transaction holds one of the items; retry with jitter,
+        // then report it as a conflict without a failed condition (callers re-read and retry).
+        if (attempt >= 6) throw new WriteConflict([]);
         await new Promise((r) => setTimeout(r, 10 * 2 ** attempt + Math.random() * 20));
       }
     }

@@ -17,6 +17,8 @@ export const notFound = () => new HttpError(404, { message: 'Resource not found'
 export const invalidJson = () => new HttpError(400, { message: 'The request body is not valid JSON.' });
 export const tooLarge = () => new HttpError(413, { message: 'The request body is too large.' });
 export const conflict = (message: string) => new HttpError(409, { message });
+/** Concurrent writers kept winning every retry: the client may simply try again. */
+export const contended = () => conflict('The resource was changed by concurrent requests. Try again.');
 export const tooManyAttempts = (retryAfterSeconds: number) =>
   new HttpError(429, { message: 'Too Many Attempts.' }, { 'Retry-After': String(retryAfterSeconds) });
 export const validationFailed = (errors: FieldErrors) =>

@@ -75,7 +75,7 @@ export const intParam = (min: number, max: number | undefined, fallback: number)
     .optional()
     .transform((v, ctx) => {
       if (v === undefined) return fallback;
-      if (!/^-?\d+$/.test(v)) {
+      if (!/^\d+$/.test(v)) {
         ctx.addIssue({ code: 'custom', message: 'The :field field must be an integer.' });
         return z.NEVER;
       }

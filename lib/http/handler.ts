@@ -19,6 +19,8 @@ export type ApiRequest<R extends RouteDef> = {
   query: Out<NonNullable<R['request']>['query']>;
   body: Out<NonNullable<R['request']>['body']>;
   headers: Record<string, string | undefined>;
+  /** The JSON body as sent, before validation (idempotency compares it). */
+  rawBody: unknown;
   requestId: string;
 };
 
@@ -69,7 +71,7 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
       headers: { ...baseHeaders(s), ...http.headers },
       body: JSON.stringify(http.body),
     };
-    logger.info('request', { status: http.status, ms: s ? Date.now() - s.started : undefined });
+    logger.info('request', { method: request.event.requestContext?.http?.method, status: http.status, ms: s ? Date.now() - s.started : undefined });
     logger.resetKeys();
   },
 });
@@ -99,7 +101,8 @@ const authAndRateLimit = (route: RouteDef | null): middy.MiddlewareObj<Event, Re
 
 /** JSON bodies (middy's parser), with the spec's 400 and 413; empty bodies read as `{}`. */
 const jsonBody = (route: RouteDef): middy.MiddlewareObj<Event, Result> => {
-  const parser = httpJsonBodyParser({ disableContentTypeCheck: true });
+  // Any content type is read as JSON; the option exists at runtime but not in the package's typings.
+  const parser = httpJsonBodyParser({ disableContentTypeCheck: true } as Parameters<typeof httpJsonBodyParser>[0]);
   return {
     before: async (request) => {
       if (!route.request?.body) return;
@@ -119,16 +122,10 @@ const jsonBody = (route: RouteDef): middy.MiddlewareObj<Event, Result> => {
   };
 };
 
-const decodeParams = (params: Record<string, string | undefined> | undefined): Record<string, string> => {
+/** API Gateway HTTP APIs hand path parameters over already URL-decoded; they are used as given. */
+const pathParams = (params: Record<string, string | undefined> | undefined): Record<string, string> => {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(params ?? {})) {
-    if (v === undefined) continue;
-    try {
-      out[k] = decodeURIComponent(v);
-    } catch {
-      out[k] = v;
-    }
-  }
+  for (const [k, v] of Object.entries(params ?? {})) if (v !== undefined) out[k] = v;
   return out;
 };
 
@@ -146,10 +143,11 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
       const s = states.get(event)!;
       const req = {
         auth: s.auth,
-        params: route.request?.params ? parseOr422(route.request.params, decodeParams(event.pathParameters)) : {},
+        params: route.request?.params ? parseOr422(route.request.params, pathParams(event.pathParameters)) : {},
         query: route.request?.query ? parseOr422(route.request.query, event.queryStringParameters ?? {}) : {},
         body: route.request?.body ? parseOr422(route.request.body, event.body) : {},
         headers: event.headers ?? {},
+        rawBody: event.body,
         requestId: s.requestId,
       } as ApiRequest<R>;
       void context;

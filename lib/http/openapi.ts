@@ -1,36 +1,90 @@
-import { createDocument } from 'zod-openapi';
+import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { routeList } from '#lib/http/routes';
-import { BASE_PATH } from '#lib/http/route';
+import { BASE_PATH, type RouteDef } from '#lib/http/route';
+import { messageBody } from '#lib/shared/schemas';
+
+/** Headers every response carries (decisions §1), declared once and referenced by each response. */
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+const integerHeader = (description: string) => ({ description, required: true, schema: { type: 'integer' as const } });
+const commonHeaders = {
+  'X-Request-Id': headerRef('XRequestId'),
+  'X-RateLimit-Limit': headerRef('XRateLimitLimit'),
+  'X-RateLimit-Remaining': headerRef('XRateLimitRemaining'),
+  'X-RateLimit-Reset': headerRef('XRateLimitReset'),
+};
+
+const rateLimitedHeaders = { ...commonHeaders, 'Retry-After': headerRef('RetryAfter') };
+
+const message = (description: string, headers: typeof commonHeaders = commonHeaders) => ({
+  description,
+  headers,
+  content: { 'application/json': { schema: messageBody } },
+});
+
+/** Errors any operation can answer, whatever its route declares. */
+const pipelineResponses = (route: RouteDef) => ({
+  ...(route.request?.body
+    ? { 400: message('The request body is not valid JSON'), 413: message('The request body is larger than 1 MiB') }
+    : {}),
+  429: message('Too many requests', rateLimitedHeaders),
+  500: message('Server error'),
+});
+
+const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObject => {
+  const declared = Object.fromEntries(
+    Object.entries(route.responses).map(([status, r]) => [
+      status,
+      {
+        description: r.description,
+        headers: status === '429' ? rateLimitedHeaders : commonHeaders,
+        ...(r.schema ? { content: { 'application/json': { schema: r.schema } } } : {}),
+      },
+    ]),
+  );
+  return {
+    operationId: route.name,
+    summary: route.summary,
+    tags: route.tags,
+    // An empty list marks a public operation; otherwise the bearer token and its ability.
+    ...(route.ability ? { security: [{ bearerAuth: [] }], 'x-required-ability': route.ability } : { security: [] }),
+    requestParams: {
+      ...(route.request?.params ? { path: route.request.params } : {}),
+      ...(route.request?.query ? { query: route.request.query } : {}),
+      ...(route.request?.headers ? { header: route.request.headers } : {}),
+    },
+    ...(route.request?.body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: route.request.body } } } }
+      : {}),
+    responses: { ...pipelineResponses(route), ...declared },
+  };
+};
 
 /** The OpenAPI 3.1 document, generated from the route table's zod schemas. */
 export const openApiDocument = () => {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of routeList) {
-    const operation = {
-      operationId: route.name,
-      summary: route.summary,
-      tags: route.tags,
-      ...(route.ability ? { security: [{ bearerAuth: [] }], 'x-required-ability': route.ability } : { security: [] }),
-      requestParams: {
-        ...(route.request?.params ? { path: route.request.params } : {}),
-        ...(route.request?.query ? { query: route.request.query } : {}),
-        ...(route.request?.headers ? { header: route.request.headers } : {}),
-      },
-      ...(route.request?.body ? { requestBody: { content: { 'application/json': { schema: route.request.body } } } } : {}),
-      responses: Object.fromEntries(
-        Object.entries(route.responses).map(([status, r]) => [
-          status,
-          { description: r.description, ...(r.schema ? { content: { 'application/json': { schema: r.schema } } } : {}) },
-        ]),
-      ),
-    };
-    (paths[route.path] ??= {})[route.method.toLowerCase()] = operation;
+  const paths: ZodOpenApiPathsObject = {};
+  for (const route of routeList as (RouteDef & { name: string })[]) {
+    const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+    (paths[route.path] ??= {})[method] = operation(route);
   }
   return createDocument({
     openapi: '3.1.0',
-    info: { title: 'Revenue Analytics API', version: '1.0.0' },
+    info: {
+      title: 'Revenue Analytics API',
+      version: '1.0.0',
+      description:
+        'Every response is JSON and carries X-Request-Id and X-RateLimit-*. Unknown routes answer 404 {"message": "Resource not found"}.',
+    },
     servers: [{ url: BASE_PATH }],
-    components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'ras_… API token' } } },
-    paths: paths as never,
+    components: {
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API token: ras_ followed by 40+ base62 characters' } },
+      headers: {
+        XRequestId: { description: 'Identifier of this request (quote it when reporting a problem)', required: true, schema: { type: 'string' } },
+        XRateLimitLimit: integerHeader('Requests allowed in the current window'),
+        XRateLimitRemaining: integerHeader('Requests left in the current window'),
+        XRateLimitReset: integerHeader('Unix time at which the current window ends'),
+        RetryAfter: integerHeader('Seconds until the window resets'),
+      },
+    },
+    paths,
   });
 };

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { validationFailed, type FieldErrors } from '#lib/http/errors';
 
 /** Human wording of a field name, as Laravel-style messages write it ("per page"); the root is the body. */

@@ -90,11 +90,21 @@ export const regenerateToken = async (merchantId: string) => {
   if (!current || current.status !== 'active') throw notFound();
   const token = generateToken();
   const items = tokenItems(merchant, token, current.abilities);
-  await new WriteSet()
-    .put('pointer', items.pointer, { expression: 'token_hash = :old', values: { ':old': current.token_hash } })
-    .delete('old-token', keys.token(current.token_hash))
-    .put('token', items.token, { expression: 'attribute_not_exists(pk)' })
-    .commit();
+  try {
+    // The old token must still be the valid one: a concurrent revoke or regenerate wins.
+    await new WriteSet()
+      .put('pointer', items.pointer, {
+        expression: 'token_hash = :old AND #st = :active',
+        names: { '#st': 'status' },
+        values: { ':old': current.token_hash, ':active': 'active' },
+      })
+      .delete('old-token', keys.token(current.token_hash))
+      .put('token', items.token, { expression: 'attribute_not_exists(pk)' })
+      .commit();
+  } catch (err) {
+    if (err instanceof WriteConflict) throw conflict('The token changed while it was being regenerated. Try again.');
+    throw err;
+  }
   return { token, merchant_id: merchantId, abilities: current.abilities, created_at: items.token.created_at };
 };
 
@@ -107,8 +117,13 @@ export const revokeToken = async (merchantId: string) => {
   ws.update('pointer', keys.merchantToken(merchantId))
     .set('status', 'revoked')
     .set('revoked_at', revokedAt)
-    .when({ expression: 'token_hash = :h', values: { ':h': current.token_hash } });
+    .when({ expression: 'token_hash = :h AND #st = :active', names: { '#st': 'status' }, values: { ':h': current.token_hash, ':active': 'active' } });
   ws.update('token', keys.token(current.token_hash)).set('status', 'revoked').set('revoked_at', revokedAt);
-  await ws.commit();
+  try {
+    await ws.commit();
+  } catch (err) {
+    if (err instanceof WriteConflict) throw conflict('The token changed while it was being revoked. Try again.');
+    throw err;
+  }
   return { merchant_id: merchantId, revoked_at: revokedAt };
 };

@@ -240,10 +240,11 @@ const settle = (chunk: Draft[], applied: [CustomerState, CustomerFigurePlan][], 
 
 /** A transaction lost a race: redo each remaining order from fresh reads, on its own. */
 const redoOneByOne = async (auth: AuthContext, chunks: Draft[][], items: Item[], collector: Collector, at: string, attempt: number) => {
-  const remaining = new Set(chunks.flat().map((d) => d.order.order_no));
+  // Only the items of the unwritten drafts: items already reported (failed while folding) stay reported once.
+  const remaining = new Set(chunks.flat().flatMap((d) => d.outcomes.map((o) => o.index)));
   const byOrder = new Map<string, Item[]>();
   for (const it of items) {
-    if (remaining.has(it.input.order_no)) byOrder.set(it.input.order_no, [...(byOrder.get(it.input.order_no) ?? []), it]);
+    if (remaining.has(it.index)) byOrder.set(it.input.order_no, [...(byOrder.get(it.input.order_no) ?? []), it]);
   }
   for (const [orderNo, group] of byOrder) {
     if (attempt >= MAX_ATTEMPTS) {

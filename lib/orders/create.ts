@@ -2,10 +2,10 @@ import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
-import { WriteConflict, WriteSet } from '#lib/db/writes';
+import { backoff, WriteConflict, WriteSet } from '#lib/db/writes';
 import { addCustomerCreate, batchGet, getCustomerById } from '#lib/customers/store';
 import type { CustomerItem } from '#lib/customers/model';
-import { invalidField } from '#lib/http/errors';
+import { contended, invalidField } from '#lib/http/errors';
 import { addAggregateDeltas, addCustomerFigureUpdate, applyPlanToNewCustomer, planCustomerFigures } from '#lib/orders/figures';
 import { addOutboxEvent } from '#lib/orders/events';
 import { addIdempotencyRecord, isLive, requestHash, type IdempotencyRecord } from '#lib/orders/idempotency';
@@ -17,7 +17,8 @@ import { formatTimestamp } from '#lib/shared/time';
 
 export type CreateResult = { status: number; body: { data: Order }; replayed: boolean };
 
-const MAX_ATTEMPTS = 8;
+// Writers racing on one customer's payment times retry until each wins a round (N writers: ~N rounds).
+const MAX_ATTEMPTS = 20;
 export const ORDER_NO_TAKEN = 'The order no has already been taken.';
 export const IDEMPOTENCY_MISMATCH = 'The idempotency key has already been used with a different request.';
 
@@ -76,7 +77,7 @@ export const createOrder = async (
   let orderId: number | undefined;
 
   for (let attempt = 1; ; attempt++) {
-    if (attempt > MAX_ATTEMPTS) throw new Error('order creation kept conflicting with concurrent writers');
+    if (attempt > MAX_ATTEMPTS) throw contended();
     const found = await batchGet([...(idemKey ? [idemKey] : []), emailKey, orderKey]);
     const at = formatTimestamp(now());
     const record = idemKey ? (found.get(`${idemKey.pk}|${idemKey.sk}`) as IdempotencyRecord | undefined) : undefined;
@@ -127,7 +128,7 @@ export const createOrder = async (
       if (err.tags.includes('idempotency')) continue;
       if (err.tags.includes('order')) throw invalidField('order_no', ORDER_NO_TAKEN);
       // The customer changed under us (created, deleted, or its payment times moved): read again.
-      await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
+      await backoff(attempt);
     }
   }
 };

@@ -48,8 +48,11 @@ export type CustomerOrderChange = { before: OrderFigures | null; after: OrderFig
 export type CustomerFigurePlan = {
   ltv: Map<string, Decimal>;
   orderCount: Decimal;
-  /** Present when the payment times change: the new first/last and the version they were computed from. */
-  payments?: { first: string | null; last: string | null };
+  /**
+   * Present when the set of payment times changes: the new first/last, and what they were computed
+   * from — the stored first/last (`extremes`), or the customer's other orders (`recomputed`).
+   */
+  payments?: { first: string | null; last: string | null; from: 'extremes' | 'recomputed'; read: { first: string | null; last: string | null } };
 };
 
 const minMax = (times: string[]) => ({
@@ -71,6 +74,8 @@ export const planCustomerFigures = async (
   let orderCount = new Decimal(0);
   const removed: string[] = [];
   const added: string[] = [];
+  // Unchanged times of the changed orders: `otherPaymentTimes` leaves those orders out.
+  const kept: string[] = [];
   for (const { before, after } of changes) {
     for (const [o, negative] of [[before, true], [after, false]] as const) {
       if (o?.status === 'paid') {
@@ -83,21 +88,34 @@ export const planCustomerFigures = async (
     if (b !== a) {
       if (b) removed.push(b);
       if (a) added.push(a);
+    } else if (a) {
+      kept.push(a);
     }
   }
   const plan: CustomerFigurePlan = { ltv, orderCount };
   if (!removed.length && !added.length) return plan;
   const first = customer.first_payment_at ?? null;
   const last = customer.last_payment_at ?? null;
+  const read = { first, last };
   if (removed.some((t) => t === first || t === last)) {
-    plan.payments = minMax([...(await otherPaymentTimes()), ...added]);
+    plan.payments = { ...minMax([...(await otherPaymentTimes()), ...added, ...kept]), from: 'recomputed', read };
   } else {
-    plan.payments = minMax([...(first ? [first] : []), ...(last ? [last] : []), ...added]);
+    plan.payments = { ...minMax([...(first ? [first] : []), ...(last ? [last] : []), ...added]), from: 'extremes', read };
   }
   return plan;
 };
 
-/** Writes a plan onto an existing customer, guarded by the payment version it was computed from. */
+const sameTime = (attr: 'first_payment_at' | 'last_payment_at', value: string | null, placeholder: string) =>
+  value === null
+    ? { expression: `attribute_not_exists(${attr}) OR attribute_type(${attr}, :nullType)`, values: { ':nullType': 'NULL' } }
+    : { expression: `${attr} = ${placeholder}`, values: { [placeholder]: value } };
+
+/**
+ * Writes a plan onto an existing customer. Every change to the set of payment times bumps
+ * `payment_version`. Incremental first/last are guarded by the stored first/last they were computed
+ * from (so writers that leave them alone don't contend); a recomputation is guarded by the version,
+ * so any concurrent payment change sends it round again.
+ */
 export const addCustomerFigureUpdate = (
   ws: WriteSet,
   key: { pk: string; sk: string },
@@ -107,14 +125,22 @@ export const addCustomerFigureUpdate = (
   const u = ws.update('customer-figures', key);
   for (const [currency, delta] of plan.ltv) u.add(ltvAttr(currency), delta);
   u.add('order_count', plan.orderCount);
-  if (plan.payments) {
-    u.set('first_payment_at', plan.payments.first).set('last_payment_at', plan.payments.last);
-    u.add('payment_version', ONE);
+  const p = plan.payments;
+  if (!p) return;
+  u.add('payment_version', ONE);
+  for (const [attr, value] of [['first_payment_at', p.first], ['last_payment_at', p.last]] as const) {
+    if (value === null) u.remove(attr);
+    else u.set(attr, value);
+  }
+  if (p.from === 'recomputed') {
     u.when(
       customer.payment_version === undefined
         ? { expression: 'attribute_not_exists(payment_version)' }
         : { expression: 'payment_version = :pv', values: { ':pv': customer.payment_version } },
     );
+  } else {
+    u.when(sameTime('first_payment_at', p.read.first, ':pf'));
+    u.when(sameTime('last_payment_at', p.read.last, ':pl'));
   }
 };
 
@@ -127,8 +153,8 @@ export const applyPlanToNewCustomer = (item: CustomerItem, plan: CustomerFigureP
   }
   item.order_count = Number(new Decimal(item.order_count ?? 0).plus(plan.orderCount));
   if (plan.payments) {
-    item.first_payment_at = plan.payments.first;
-    item.last_payment_at = plan.payments.last;
+    item.first_payment_at = plan.payments.first ?? undefined;
+    item.last_payment_at = plan.payments.last ?? undefined;
     item.payment_version = (item.payment_version ?? 0) + 1;
   }
 };

@@ -1,0 +1,98 @@
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { useApi } from '../support/api.ts';
+import { isolatedClock } from '../pipeline/support.ts';
+
+/** `npm run ops -- …`, run as operators run it: a child process against the run's DynamoDB Local. */
+process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
+isolatedClock();
+const api = useApi();
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
+
+type Run = { code: number; stdout: string; stderr: string; json: any };
+const ops = (...args: string[]): Promise<Run> =>
+  new Promise((done) => {
+    execFile(
+      TSX,
+      ['infra/ops/cli.ts', ...args],
+      { cwd: ROOT, env: { ...process.env, NODE_NO_WARNINGS: '1' }, timeout: 30_000 },
+      (err, stdout, stderr) => {
+        let json: unknown;
+        try {
+          json = JSON.parse(stdout);
+        } catch {
+          json = undefined;
+        }
+        done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr, json });
+      },
+    );
+  });
+
+const ok = async (...args: string[]) => {
+  const r = await ops(...args);
+  expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+  return r.json;
+};
+
+const merchant = async (name = 'CLI shop') => (await ok('merchant', 'create', '--name', name)).merchant_id as string;
+
+describe('ops CLI', () => {
+  it('creates a merchant and a token the API accepts, with the abilities asked for', async () => {
+    const created = await ok('merchant', 'create', '--name', 'Corner Shop', '--currency', 'usd');
+    expect(created).toMatchObject({ merchant_id: expect.stringMatching(/^mer_/), name: 'Corner Shop', reporting_currency: 'USD' });
+    const { token, abilities } = await ok('token', 'create', '--merchant', created.merchant_id, '--abilities', 'customers:read, orders:read,customers:read');
+    expect(token).toMatch(/^ras_[0-9A-Za-z]{40,}$/);
+    expect(abilities).toEqual(['customers:read', 'orders:read']);
+    expect((await api.get('/customers/1', token)).status).toBe(404);
+    expect((await api.get('/customers', token)).status).toBe(200);
+    expect((await api.post('/customers', token, { email: 'a@example.com' })).status).toBe(403);
+  });
+
+  it('refuses a second token while one is valid (409), then regenerates and revokes', async () => {
+    const id = await merchant();
+    const first = (await ok('token', 'create', '--merchant', id)).token as string;
+
+    const again = await ops('token', 'create', '--merchant', id);
+    expect(again.code).toBe(1);
+    expect(again.stdout).toBe('');
+    expect(JSON.parse(again.stderr)).toEqual({ error: 'A valid token already exists. Revoke it before creating a new one.', status: 409 });
+    expect((await api.get('/customers/1', first)).status).toBe(404);
+
+    const regenerated = await ok('token', 'regenerate', '--merchant', id);
+    expect(regenerated.token).not.toBe(first);
+    expect(regenerated.abilities).toContain('customers:write'); // new tokens carry every ability
+    expect((await api.get('/customers/1', first)).status).toBe(401);
+    expect((await api.get('/customers/1', regenerated.token)).status).toBe(404);
+
+    expect(await ok('token', 'revoke', '--merchant', id)).toMatchObject({ merchant_id: id, revoked_at: expect.any(String) });
+    expect((await api.get('/customers/1', regenerated.token)).status).toBe(401);
+
+    const regenerateRevoked = await ops('token', 'regenerate', '--merchant', id);
+    expect(regenerateRevoked.code).toBe(1);
+    expect(JSON.parse(regenerateRevoked.stderr)).toEqual({ error: `Merchant ${id} has no valid token.`, status: 404 });
+  });
+
+  it('explains mistakes: usage errors exit 2, unknown merchants exit 1', async () => {
+    const [unknownCmd, noMerchant, badAbility, badCurrency, missing] = await Promise.all([
+      ops('merchant', 'delete'),
+      ops('token', 'create'),
+      ops('token', 'create', '--merchant', 'mer_x', '--abilities', 'customers:read,everything'),
+      ops('merchant', 'create', '--name', 'x', '--currency', 'ABC'),
+      ops('token', 'create', '--merchant', 'mer_does_not_exist'),
+    ]);
+    for (const r of [unknownCmd, noMerchant, badAbility, badCurrency]) {
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain('usage:');
+    }
+    expect(unknownCmd.stderr).toContain('unknown command: merchant delete');
+    expect(noMerchant.stderr).toContain('--merchant is required');
+    expect(badAbility.stderr).toContain('unknown abilities: everything');
+    expect(badCurrency.stderr).toContain('--currency must be an ISO 4217 code');
+    expect(missing.code).toBe(1);
+    expect(JSON.parse(missing.stderr)).toEqual({ error: 'Merchant mer_does_not_exist does not exist.', status: 404 });
+  });
+});

@@ -1,0 +1,123 @@
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import Decimal from 'decimal.js';
+import { expect } from 'vitest';
+import { db, tableName } from '#lib/db/client';
+import { indexPartitions, keys } from '#lib/db/keys';
+import type { useApi } from '../support/api.ts';
+
+/** Shared helpers of the orders tests: request bodies and direct reads of what is stored. */
+
+export type Api = ReturnType<typeof useApi>;
+
+export const INVALID = 'The given data was invalid.';
+export const NOT_FOUND = { message: 'Resource not found' };
+
+let seq = 0;
+export const uniqueNo = (prefix = 'ORD') => `${prefix}-${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 7)}`;
+
+export const orderBody = (over: Record<string, unknown> = {}) => ({
+  order_no: uniqueNo(),
+  amount: '1200.00',
+  customer_email: 'buyer@example.com',
+  ...over,
+});
+
+/** POST /orders that must succeed. */
+export const createOrder = async (api: Api, token: string, over: Record<string, unknown> = {}, headers?: Record<string, string>) => {
+  const r = await api.post('/orders', token, orderBody(over), headers);
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body.data;
+};
+
+const queryAllItems = async (input: { pk?: string; index?: string; partition?: string }) => {
+  const out: Record<string, any>[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const res = await db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        ...(input.index
+          ? { IndexName: input.index, KeyConditionExpression: `${input.index}pk = :p`, ExpressionAttributeValues: { ':p': input.partition } }
+          : { KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': input.pk }, ConsistentRead: true }),
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    out.push(...(res.Items ?? []));
+    startKey = res.LastEvaluatedKey;
+  } while (startKey);
+  return out;
+};
+
+/** The merchant's outbox (webhook events recorded in the order transactions), oldest first. */
+export const outboxEvents = (merchantId: string) => queryAllItems({ pk: keys.outbox(merchantId, '', '').pk });
+export const outboxFor = async (merchantId: string, orderNo: string) =>
+  (await outboxEvents(merchantId)).filter((e) => e.data?.object?.order_no === orderNo);
+
+/** The merchant's activity-log records. */
+export const activityRecords = (merchantId: string) => queryAllItems({ pk: keys.activity(merchantId, '', '').pk });
+
+/** Orders and (live) customers as stored, read from the list indexes. */
+export const storedOrders = (merchantId: string) => queryAllItems({ index: 'gsi1', partition: indexPartitions.orders(merchantId) });
+export const storedCustomers = (merchantId: string) => queryAllItems({ index: 'gsi1', partition: indexPartitions.customers(merchantId) });
+
+/** Orders, customers and outbox events stored for a merchant (for "nothing stored" checks). */
+export const storedCounts = async (merchantId: string) => {
+  const [orders, customers, outbox] = await Promise.all([storedOrders(merchantId), storedCustomers(merchantId), outboxEvents(merchantId)]);
+  return { orders: orders.length, customers: customers.length, outbox: outbox.length };
+};
+
+/** Every order of the merchant through GET /orders, all pages. */
+export const listAll = async (api: Api, token: string, query = '') => {
+  const out: any[] = [];
+  for (let page = 1; ; page++) {
+    const r = await api.get(`/orders?per_page=100&page=${page}${query ? `&${query}` : ''}`, token);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    out.push(...r.body.data);
+    if (page >= r.body.meta.last_page) return { orders: out, total: r.body.meta.total as number };
+  }
+};
+
+export const expect422 = (res: { status: number; body: any }, field: string) => {
+  expect(res.status, JSON.stringify(res.body)).toBe(422);
+  expect(res.body.message).toBe(INVALID);
+  expect(Object.keys(res.body.errors)).toEqual([field]);
+  expect(res.body.errors[field].length).toBeGreaterThan(0);
+  for (const m of res.body.errors[field]) expect(typeof m).toBe('string');
+};
+
+/** A customer's derived figures recomputed from its orders (decisions §5). */
+export const figuresFromOrders = (orders: any[], reportingCurrency = 'TWD') => {
+  const paid = orders.filter((o) => o.status === 'paid');
+  const byCurrency = new Map<string, Decimal>();
+  for (const o of paid) byCurrency.set(o.currency, (byCurrency.get(o.currency) ?? new Decimal(0)).plus(o.amount));
+  const ltvByCurrency = Object.fromEntries(
+    [...byCurrency].filter(([, v]) => !v.isZero()).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, v.toFixed(2)]),
+  );
+  const times = orders.filter((o) => (o.status === 'paid' || o.status === 'refunded') && o.paid_at).map((o) => o.paid_at as string).sort();
+  return {
+    ltv: (byCurrency.get(reportingCurrency) ?? new Decimal(0)).toFixed(2),
+    ltv_by_currency: ltvByCurrency,
+    order_count: paid.length,
+    first_payment_at: times[0] ?? null,
+    last_payment_at: times.at(-1) ?? null,
+  };
+};
+
+/** The derived figures of a customer as the API returns them (toEqual: nested objects compare exactly). */
+export const pickFigures = (c: any) => ({
+  ltv: c.ltv,
+  ltv_by_currency: c.ltv_by_currency,
+  order_count: c.order_count,
+  first_payment_at: c.first_payment_at,
+  last_payment_at: c.last_payment_at,
+});
+
+/** Asserts the stored figures of a customer equal those recomputed from its orders (read through the API). */
+export const expectFiguresMatchOrders = async (api: Api, token: string, customerId: number, reportingCurrency = 'TWD') => {
+  const { orders } = await listAll(api, token, `customer_id=${customerId}`);
+  const c = await api.get(`/customers/${customerId}`, token);
+  expect(c.status).toBe(200);
+  const expected = figuresFromOrders(orders, reportingCurrency);
+  expect(pickFigures(c.body.data), `customer ${customerId}`).toEqual(expected);
+  return expected;
+};

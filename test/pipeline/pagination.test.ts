@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { newMerchant, useApi } from '../support/api.ts';
+import { HttpError } from '#lib/http/errors';
+import { pageQuery } from '#lib/http/fields';
+import { pageMeta, paginated } from '#lib/http/pagination';
+import { parseOr422 } from '#lib/http/validation';
+
+/** decisions §4: the list envelope's meta, and page / per_page validation. */
+describe('pageMeta', () => {
+  it('empty list: one last page, from and to null', () => {
+    expect(pageMeta(1, 20, 0, 0)).toEqual({ current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0 });
+  });
+
+  it('a full first page, a partial last page', () => {
+    expect(pageMeta(1, 20, 45, 20)).toEqual({ current_page: 1, from: 1, last_page: 3, per_page: 20, to: 20, total: 45 });
+    expect(pageMeta(3, 20, 45, 5)).toEqual({ current_page: 3, from: 41, last_page: 3, per_page: 20, to: 45, total: 45 });
+  });
+
+  it('a total that is an exact multiple of per_page adds no empty page', () => {
+    expect(pageMeta(2, 10, 20, 10)).toEqual({ current_page: 2, from: 11, last_page: 2, per_page: 10, to: 20, total: 20 });
+    expect(pageMeta(1, 100, 100, 100).last_page).toBe(1);
+    expect(pageMeta(1, 1, 1, 1)).toEqual({ current_page: 1, from: 1, last_page: 1, per_page: 1, to: 1, total: 1 });
+  });
+
+  it('a page past the end keeps current_page and total, with from and to null', () => {
+    expect(pageMeta(7, 10, 20, 0)).toEqual({ current_page: 7, from: null, last_page: 2, per_page: 10, to: null, total: 20 });
+  });
+
+  it('paginated wraps data with the meta of its length', () => {
+    expect(paginated(['a', 'b'], 2, 2, 4)).toEqual({
+      data: ['a', 'b'],
+      meta: { current_page: 2, from: 3, last_page: 2, per_page: 2, to: 4, total: 4 },
+    });
+    expect(paginated([], 3, 2, 4)).toEqual({ data: [], meta: { current_page: 3, from: null, last_page: 2, per_page: 2, to: null, total: 4 } });
+  });
+});
+
+describe('pageQuery', () => {
+  const schema = z.object(pageQuery);
+  const errorsOf = (query: Record<string, string>) => {
+    try {
+      parseOr422(schema, query);
+    } catch (err) {
+      expect(err).toBeInstanceOf(HttpError);
+      expect((err as HttpError).status).toBe(422);
+      return (err as HttpError).body.errors;
+    }
+    throw new Error(`accepted ${JSON.stringify(query)}`);
+  };
+
+  it('defaults to page 1 of 20 and accepts the bounds', () => {
+    expect(parseOr422(schema, {})).toEqual({ page: 1, per_page: 20 });
+    expect(parseOr422(schema, { page: '1', per_page: '1' })).toEqual({ page: 1, per_page: 1 });
+    expect(parseOr422(schema, { page: '123456', per_page: '100' })).toEqual({ page: 123456, per_page: 100 });
+  });
+
+  it('refuses out-of-range and non-integer values with a 422 on that parameter', () => {
+    expect(errorsOf({ page: '0' })).toEqual({ page: ['The page field must be at least 1.'] });
+    expect(errorsOf({ page: '-1' })).toEqual({ page: ['The page field must be an integer.'] });
+    expect(errorsOf({ per_page: '0' })).toEqual({ per_page: ['The per page field must be between 1 and 100.'] });
+    expect(errorsOf({ per_page: '101' })).toEqual({ per_page: ['The per page field must be between 1 and 100.'] });
+    expect(errorsOf({ per_page: '-1' })).toEqual({ per_page: ['The per page field must be an integer.'] });
+    for (const bad of ['1.5', 'abc', '', ' 2', '1e2', '0x10', '2,3']) {
+      expect(errorsOf({ page: bad }), bad).toEqual({ page: ['The page field must be an integer.'] });
+      expect(errorsOf({ per_page: bad }), bad).toEqual({ per_page: ['The per page field must be an integer.'] });
+    }
+    expect(errorsOf({ page: 'abc', per_page: '101' })).toEqual({
+      page: ['The page field must be an integer.'],
+      per_page: ['The per page field must be between 1 and 100.'],
+    });
+  });
+});
+
+describe('over HTTP', () => {
+  const api = useApi();
+
+  it('GET /customers answers 422 on the parameter, and a page past the end with empty data', async () => {
+    const { token } = await newMerchant();
+    const bad = await api.get('/customers?page=0&per_page=abc', token);
+    expect(bad.status).toBe(422);
+    expect(bad.body).toEqual({
+      message: 'The given data was invalid.',
+      errors: { page: ['The page field must be at least 1.'], per_page: ['The per page field must be an integer.'] },
+    });
+    // A repeated parameter arrives joined ("1,2"), as API Gateway sends it, and is refused.
+    expect((await api.get('/customers?page=1&page=2', token)).body.errors).toEqual({ page: ['The page field must be an integer.'] });
+    const empty = await api.get('/customers?page=5&per_page=10', token);
+    expect(empty.status).toBe(200);
+    expect(empty.body).toEqual({ data: [], meta: { current_page: 5, from: null, last_page: 1, per_page: 10, to: null, total: 0 } });
+  });
+});

@@ -1,0 +1,46 @@
+import { BatchWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '#lib/db/client';
+import { keys } from '#lib/db/keys';
+import { newOrderItem } from '#lib/orders/create';
+import type { OrderStatus } from '#lib/orders/schemas';
+import { formatTimestamp } from '#lib/shared/time';
+
+/**
+ * Writes `count` orders for one customer straight to the table (BatchWriteItem, 25 a call), with
+ * the same item builder the API uses and the TOTALS counters the lists read. For request-budget
+ * tests that need a large merchant fast; behaviour tests go through the API.
+ */
+export const seedOrders = async (merchantId: string, customerId: number, count: number, status: OrderStatus = 'pending') => {
+  const base = Date.parse('2025-01-01T00:00:00Z');
+  const items = Array.from({ length: count }, (_, i) =>
+    newOrderItem(
+      merchantId,
+      1_000_000 + i,
+      customerId,
+      { order_no: `SEED-${i}`, amount: '10.00', customer_email: 'seed@example.com', status },
+      'import',
+      formatTimestamp(new Date(base + i * 60_000)),
+    ),
+  );
+  const batches: (typeof items)[] = [];
+  for (let i = 0; i < items.length; i += 25) batches.push(items.slice(i, i + 25));
+  const worker = async () => {
+    for (let batch = batches.shift(); batch; batch = batches.shift()) {
+      let pending: Record<string, unknown>[] = batch.map((Item) => ({ PutRequest: { Item } }));
+      while (pending.length) {
+        const res = await db().send(new BatchWriteCommand({ RequestItems: { [tableName()]: pending as never } }));
+        pending = (res.UnprocessedItems?.[tableName()] ?? []) as Record<string, unknown>[];
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+  await db().send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: keys.totals(merchantId),
+      UpdateExpression: 'ADD orders :n, #s :n',
+      ExpressionAttributeNames: { '#s': `orders_${status}` },
+      ExpressionAttributeValues: { ':n': count },
+    }),
+  );
+};
