@@ -9,6 +9,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Files share 127.0.0.1: the per-IP limit is tested where it is set small on purpose.
-    env: { LOG_LEVEL: 'SILENT', AWS_REGION: 'us-east-1', STAGE: 'local', UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '100000' },
+    env: { LOG_LEVEL: 'SILENT', AWS_REGION: 'us-east-1', STAGE: 'local', UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '100000', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
   },
 });

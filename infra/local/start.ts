@@ -78,6 +78,8 @@ const main = async () => {
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
   process.env.STAGE ??= 'local';
+  // Lambda runs Node 22; the lockfile pins SDK versions that still support the Node 20 used locally.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   process.env.TABLE_NAME ??= 'revenue-analytics';
   process.env.AWS_REGION ??= 'us-east-1';
   const port = Number(process.env.PORT ?? 3000);

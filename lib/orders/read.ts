@@ -17,7 +17,7 @@ import { utcDay, utcMonth, formatTimestamp } from '#lib/shared/time';
 export const findOrder = async (merchantId: string, orderNo: string) => {
   const order = await getOrder(merchantId, orderNo);
   if (!order) return null;
-  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.customer(merchantId, order.customer_id) }));
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.customer(merchantId, order.customer_id), ConsistentRead: true }));
   return presentOrder(order, Item as { email: string; name: string | null } | undefined);
 };
 
@@ -65,7 +65,7 @@ export const listOrders = async (merchantId: string, q: OrderListQuery) => {
 };
 
 const totalOrders = async (merchantId: string, status?: string): Promise<number> => {
-  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.totals(merchantId) }));
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.totals(merchantId), ConsistentRead: true }));
   return Number(Item?.[status ? `orders_${status}` : 'orders'] ?? 0);
 };
 

@@ -2,6 +2,7 @@ import { ensureTable, freePort, startDynamoDbLocal } from '../../infra/local/dyn
 
 /** One DynamoDB Local for the whole run; test files isolate themselves by merchant. */
 export default async function setup() {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const tableName = 'revenue-analytics-test';
   const dynamo = await startDynamoDbLocal({ port: await freePort() });
   await ensureTable(dynamo.endpoint, tableName);
