@@ -5,7 +5,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import type { z } from 'zod';
 import { authenticate, bearerToken, type AuthContext } from '#lib/auth/tokens';
 import { hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
-import { HttpError, forbidden, invalidJson, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
+import { HttpError, forbidden, invalidJson, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
 import { parseOr422 } from '#lib/http/validation';
 import type { RouteDef } from '#lib/http/route';
 import { logger } from '#lib/logger';
@@ -41,6 +41,13 @@ const baseHeaders = (s: State | undefined): Record<string, string> => ({
   ...(s?.rate ? rateHeaders(s.rate) : {}),
 });
 
+/** One access-log line per request; the logger's per-request keys end with it. */
+const logRequest = (request: Request, status: number | undefined) => {
+  const s = states.get(request.event);
+  logger.info('request', { method: request.event.requestContext?.http?.method, status, ms: s ? Date.now() - s.started : undefined });
+  logger.resetKeys();
+};
+
 /** Outermost: request id and logging in, headers and error bodies out (decisions §1–2). */
 const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> => ({
   before: (request) => {
@@ -53,8 +60,7 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
     const s = state(request);
     const res = request.response ?? { statusCode: 204 };
     request.response = { ...res, headers: { ...baseHeaders(s), ...(res.headers ?? {}) } };
-    logger.info('request', { method: request.event.requestContext?.http?.method, status: request.response.statusCode, ms: Date.now() - s.started });
-    logger.resetKeys();
+    logRequest(request, request.response.statusCode);
   },
   onError: (request) => {
     const s = states.get(request.event);
@@ -71,8 +77,7 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
       headers: { ...baseHeaders(s), ...http.headers },
       body: JSON.stringify(http.body),
     };
-    logger.info('request', { method: request.event.requestContext?.http?.method, status: http.status, ms: s ? Date.now() - s.started : undefined });
-    logger.resetKeys();
+    logRequest(request, http.status);
   },
 });
 
@@ -139,7 +144,7 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
     .use(httpHeaderNormalizer())
     .use(authAndRateLimit(route))
     .use(jsonBody(route))
-    .handler(async (event, context) => {
+    .handler(async (event) => {
       const s = states.get(event)!;
       const req = {
         auth: s.auth,
@@ -150,7 +155,6 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
         rawBody: event.body,
         requestId: s.requestId,
       } as ApiRequest<R>;
-      void context;
       const result = await fn(req);
       return {
         statusCode: result.status,
@@ -166,5 +170,5 @@ export const notFoundHandler = () =>
     .use(httpHeaderNormalizer())
     .use(authAndRateLimit(null))
     .handler(async () => {
-      throw new HttpError(404, { message: 'Resource not found' });
+      throw notFound();
     });
