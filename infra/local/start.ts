@@ -9,6 +9,7 @@ import { WriteSet } from '#lib/db/writes';
 import { now } from '#lib/clock';
 import { formatTimestamp } from '#lib/shared/time';
 import { ensureTable, startDynamoDbLocal } from './dynamodb.ts';
+import { removeLocalStack, writeLocalStack } from './stack-file.ts';
 
 /**
  * `npm start`: DynamoDB Local (unless DYNAMODB_ENDPOINT names one), the table, a demo merchant and
@@ -51,6 +52,7 @@ const shutdown = async (code: number) => {
     s.close();
     s.closeAllConnections();
   }
+  removeLocalStack();
   await stopDynamo?.();
   process.exit(code);
 };
@@ -98,6 +100,7 @@ const main = async () => {
   const hosts = process.env.HOST ? [process.env.HOST] : ['127.0.0.1', '::1'];
   for (const host of hosts) await listen(port, host);
 
+  writeLocalStack({ dynamodbEndpoint: endpoint!, tableName: tableName(), apiUrl: `http://localhost:${port}${BASE_PATH}` });
   console.log(`Revenue Analytics API   http://localhost:${port}${BASE_PATH}`);
   console.log(`OpenAPI document        http://localhost:${port}${BASE_PATH}/openapi.json`);
   console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);

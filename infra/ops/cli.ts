@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { ABILITIES, type Ability } from '#lib/http/route';
 import { HttpError } from '#lib/http/errors';
 import { isCurrency } from '#lib/shared/currency';
+import { awsCredentialsConfigured, readLocalStack } from '../local/stack-file.ts';
 
 /** Loaded only for a well-formed command: usage errors answer at once, without the AWS SDK. */
 const store = () => import('#lib/merchants/store');
@@ -90,8 +91,22 @@ const explainNotFound = async <T>(merchantId: string, op: Promise<T>): Promise<T
   }
 };
 
+/** With no endpoint and no AWS credentials, use the local stack `npm start` is running, if any. */
+const useLocalStackWhenUnconfigured = () => {
+  if (process.env.DYNAMODB_ENDPOINT || awsCredentialsConfigured()) return;
+  const stack = readLocalStack();
+  if (!stack) return;
+  process.env.DYNAMODB_ENDPOINT = stack.dynamodbEndpoint;
+  process.env.TABLE_NAME ??= stack.tableName;
+  process.env.AWS_REGION ??= 'us-east-1';
+  process.stderr.write(`using the local stack: ${stack.dynamodbEndpoint} (table ${process.env.TABLE_NAME})\n`);
+};
+
 const main = async () => {
+  // Lambda runs Node 22; the lockfile pins SDK versions that still support the Node 20 used locally.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   try {
+    useLocalStackWhenUnconfigured();
     const result = await runOps(process.argv.slice(2));
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   } catch (err) {

@@ -1,5 +1,8 @@
 import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { getMerchant } from '#lib/merchants/store';
 import { describe, expect, it } from 'vitest';
 import { useApi } from '../support/api.ts';
 import { isolatedClock } from '../pipeline/support.ts';
@@ -94,5 +97,38 @@ describe('ops CLI', () => {
     expect(badCurrency.stderr).toContain('--currency must be an ISO 4217 code');
     expect(missing.code).toBe(1);
     expect(JSON.parse(missing.stderr)).toEqual({ error: 'Merchant mer_does_not_exist does not exist.', status: 404 });
+  });
+});
+
+describe('ops CLI finding the local stack', () => {
+  const run = (env: Record<string, string | undefined>): Promise<Run> =>
+    new Promise((done) => {
+      execFile(TSX, ['infra/ops/cli.ts', 'merchant', 'create', '--name', 'Found'], { cwd: ROOT, env: env as NodeJS.ProcessEnv, timeout: 30_000 }, (err, stdout, stderr) => {
+        let json: unknown;
+        try {
+          json = JSON.parse(stdout);
+        } catch {
+          json = undefined;
+        }
+        done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr, json });
+      });
+    });
+
+  it('uses the running local stack when no endpoint and no AWS credentials are configured', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ops-'));
+    const stackFile = join(dir, 'stack.json');
+    // The test process stands in for a running `npm start` (the file names a live pid).
+    writeFileSync(stackFile, JSON.stringify({ pid: process.pid, dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT, tableName: process.env.TABLE_NAME, apiUrl: api.base }));
+    const { DYNAMODB_ENDPOINT: _e, TABLE_NAME: _t, AWS_PROFILE: _p, AWS_ACCESS_KEY_ID: _k, ...rest } = process.env;
+    const env = { ...rest, HOME: dir, LOCAL_STACK_FILE: stackFile };
+    const found = await run(env);
+    expect(found.code, found.stderr).toBe(0);
+    expect(found.stderr).toContain(`using the local stack: ${process.env.DYNAMODB_ENDPOINT}`);
+    expect(await getMerchant(found.json.merchant_id)).toMatchObject({ name: 'Found' });
+
+    // With AWS credentials configured the CLI never falls back to the local stack.
+    const withAws = await run({ ...env, AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y', AWS_EC2_METADATA_DISABLED: 'true', AWS_MAX_ATTEMPTS: '1' , AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:9' });
+    expect(withAws.code).not.toBe(0);
+    expect(withAws.stderr).not.toContain('using the local stack');
   });
 });

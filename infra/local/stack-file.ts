@@ -1,0 +1,53 @@
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * While `npm start` runs it leaves `.local/stack.json` (its DynamoDB endpoint and table), so the
+ * operator CLI can find the local stack when no AWS credentials are configured.
+ */
+export type LocalStack = { pid: number; dynamodbEndpoint: string; tableName: string; apiUrl: string };
+
+const FILE = process.env.LOCAL_STACK_FILE ?? resolve(dirname(fileURLToPath(import.meta.url)), '../../.local/stack.json');
+
+export const writeLocalStack = (stack: Omit<LocalStack, 'pid'>): void => {
+  mkdirSync(dirname(FILE), { recursive: true });
+  writeFileSync(FILE, `${JSON.stringify({ pid: process.pid, ...stack }, null, 2)}\n`);
+};
+
+/** Removes the file if this process wrote it. */
+export const removeLocalStack = (): void => {
+  if (readLocalStack()?.pid === process.pid) rmSync(FILE, { force: true });
+};
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** The running local stack, if any. */
+export const readLocalStack = (): LocalStack | null => {
+  try {
+    const stack = JSON.parse(readFileSync(FILE, 'utf8')) as LocalStack;
+    return alive(stack.pid) ? stack : null;
+  } catch {
+    return null;
+  }
+};
+
+/** Whether the environment names AWS credentials (then the CLI never falls back to the local stack). */
+export const awsCredentialsConfigured = (env = process.env): boolean =>
+  Boolean(
+    env.AWS_ACCESS_KEY_ID ||
+      env.AWS_PROFILE ||
+      env.AWS_WEB_IDENTITY_TOKEN_FILE ||
+      env.AWS_CONTAINER_CREDENTIALS_RELATIVE_URI ||
+      env.AWS_CONTAINER_CREDENTIALS_FULL_URI ||
+      existsSync(env.AWS_SHARED_CREDENTIALS_FILE ?? join(homedir(), '.aws', 'credentials')) ||
+      existsSync(env.AWS_CONFIG_FILE ?? join(homedir(), '.aws', 'config')),
+  );
