@@ -16,12 +16,12 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
 
 type Run = { code: number; stdout: string; stderr: string; json: any };
-const ops = (...args: string[]): Promise<Run> =>
+const runCli = (args: string[], env: NodeJS.ProcessEnv): Promise<Run> =>
   new Promise((done) => {
     execFile(
       TSX,
       ['infra/ops/cli.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, NODE_NO_WARNINGS: '1' }, timeout: 30_000 },
+      { cwd: ROOT, env: { ...env, NODE_NO_WARNINGS: '1' }, timeout: 30_000 },
       (err, stdout, stderr) => {
         let json: unknown;
         try {
@@ -33,6 +33,7 @@ const ops = (...args: string[]): Promise<Run> =>
       },
     );
   });
+const ops = (...args: string[]) => runCli(args, process.env);
 
 const ok = async (...args: string[]) => {
   const r = await ops(...args);
@@ -101,18 +102,7 @@ describe('ops CLI', () => {
 });
 
 describe('ops CLI finding the local stack', () => {
-  const run = (env: Record<string, string | undefined>): Promise<Run> =>
-    new Promise((done) => {
-      execFile(TSX, ['infra/ops/cli.ts', 'merchant', 'create', '--name', 'Found'], { cwd: ROOT, env: env as NodeJS.ProcessEnv, timeout: 30_000 }, (err, stdout, stderr) => {
-        let json: unknown;
-        try {
-          json = JSON.parse(stdout);
-        } catch {
-          json = undefined;
-        }
-        done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr, json });
-      });
-    });
+  const run = (env: NodeJS.ProcessEnv) => runCli(['merchant', 'create', '--name', 'Found'], env);
 
   it('uses the running local stack when no endpoint and no AWS credentials are configured', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ops-'));
