@@ -4,9 +4,9 @@ import { parseOr422 } from '#lib/http/validation';
 import { createOrder } from '#lib/orders/create';
 import { idempotencyKeyHeader } from '#lib/orders/schemas';
 
-export const handler = apiHandler(routes.ordersCreate, async ({ auth, body, rawBody, headers }) => {
+export const handler = apiHandler(routes.ordersCreate, async ({ auth, body, headers }) => {
   const { idempotency_key } = parseOr422(idempotencyKeyHeader, { idempotency_key: headers['x-idempotency-key'] });
-  const result = await createOrder(auth, body, { idempotencyKey: idempotency_key, rawBody });
+  const result = await createOrder(auth, body, { idempotencyKey: idempotency_key });
   return {
     status: result.status,
     body: result.body,

@@ -1,4 +1,5 @@
 import Decimal from 'decimal.js';
+import { decodeMetadata } from '#lib/shared/metadata';
 import { money } from '#lib/shared/money';
 
 /**
@@ -14,7 +15,8 @@ export type CustomerItem = {
   name: string | null;
   phone: string | null;
   external_id: string | null;
-  metadata: Record<string, unknown> | null;
+  /** JSON text of the metadata object. */
+  metadata: string | null;
   order_count?: number;
   first_payment_at?: string | null;
   last_payment_at?: string | null;
@@ -46,7 +48,7 @@ export const presentCustomer = (item: CustomerItem, reportingCurrency: string) =
   name: item.name ?? null,
   phone: item.phone ?? null,
   external_id: item.external_id ?? null,
-  metadata: item.metadata ?? null,
+  metadata: decodeMetadata(item.metadata),
   ltv: money(item[ltvAttr(reportingCurrency) as `ltv_${string}`]),
   ltv_by_currency: ltvByCurrency(item),
   order_count: Number(item.order_count ?? 0),

@@ -39,7 +39,7 @@ export const customerPathParams = z.object({
 export const onConflict = z.enum(['skip', 'update']);
 export const customerBatchBody = z.object({
   customers: z.array(z.unknown()).min(1).max(100),
-  on_conflict: onConflict.optional(),
+  on_conflict: onConflict.nullish(),
 });
 export const customerBatchQuery = z.object({ on_conflict: onConflict.optional() });
 

@@ -59,14 +59,40 @@ export const email = () =>
     .max(255)
     .transform((v) => v.toLowerCase());
 
-/** Free-form metadata object: ≤ 50 keys, ≤ 16 KiB as JSON (decisions §5). */
+/**
+ * Free-form metadata object: ≤ 50 keys, ≤ 16 KiB as JSON (decisions §5). Its output is the JSON
+ * text, stored as a string: any JSON the client sends (huge numbers, empty keys, deep nesting)
+ * round-trips, where a DynamoDB map would refuse some of it. Presenters decode it.
+ */
 export const metadata = () =>
   z
     .record(z.string(), z.unknown(), { error: 'The :field field must be an object.' })
     .refine((o) => Object.keys(o).length <= 50, { message: 'The :field field must not have more than 50 keys.' })
+    // Checked before anything recursive (JSON.stringify) walks a pathologically deep value.
+    .refine((o) => nestingDepth(o) <= METADATA_MAX_DEPTH, {
+      message: `The :field field must not be nested more than ${METADATA_MAX_DEPTH} levels deep.`,
+      abort: true,
+    })
     .refine((o) => Buffer.byteLength(JSON.stringify(o)) <= 16 * 1024, {
       message: 'The :field field must not be larger than 16 KiB.',
-    });
+    })
+    .transform((o) => JSON.stringify(o));
+
+export const METADATA_MAX_DEPTH = 64;
+
+/** Depth of nested objects/arrays, iteratively (no recursion, whatever the input). */
+const nestingDepth = (value: unknown): number => {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > max) max = depth;
+    if (max > METADATA_MAX_DEPTH) return max;
+    for (const child of Object.values(v as object)) stack.push([child, depth + 1]);
+  }
+  return max;
+};
 
 /** An integer query parameter with bounds and a default. */
 export const intParam = (min: number, max: number | undefined, fallback: number) =>

@@ -19,8 +19,6 @@ export type ApiRequest<R extends RouteDef> = {
   query: Out<NonNullable<R['request']>['query']>;
   body: Out<NonNullable<R['request']>['body']>;
   headers: Record<string, string | undefined>;
-  /** The JSON body as sent, before validation (idempotency compares it). */
-  rawBody: unknown;
   requestId: string;
 };
 
@@ -152,7 +150,6 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
         query: route.request?.query ? parseOr422(route.request.query, event.queryStringParameters ?? {}) : {},
         body: route.request?.body ? parseOr422(route.request.body, event.body) : {},
         headers: event.headers ?? {},
-        rawBody: event.body,
         requestId: s.requestId,
       } as ApiRequest<R>;
       const result = await fn(req);

@@ -7,10 +7,14 @@ const label = (path: PropertyKey[]): string => String(path[path.length - 1] ?? '
 /** One message per zod issue, worded like the rest of the API's validation messages. */
 export const issueMessage = (issue: z.core.$ZodIssue): string => {
   const field = label(issue.path);
+  // `input` is present because parses run with reportInput (zod strips it otherwise). A missing or
+  // null value is "required" whichever check caught it first (type, union, enum).
+  const missing = 'input' in issue && (issue as { input?: unknown }).input == null;
+  if (missing && (issue.code === 'invalid_type' || issue.code === 'invalid_union' || issue.code === 'invalid_value')) {
+    return `The ${field} field is required.`;
+  }
   switch (issue.code) {
     case 'invalid_type':
-      // `input` is present because parses run with reportInput (zod strips it otherwise).
-      if ((issue as { input?: unknown }).input == null) return `The ${field} field is required.`;
       if (issue.expected === 'int' || issue.expected === 'number') return `The ${field} field must be an integer.`;
       if (issue.expected === 'object' || issue.expected === 'record') return `The ${field} field must be an object.`;
       if (issue.expected === 'array') return `The ${field} field must be an array.`;
@@ -24,7 +28,9 @@ export const issueMessage = (issue: z.core.$ZodIssue): string => {
       if (issue.origin === 'string') {
         return Number(issue.minimum) <= 1 ? `The ${field} field is required.` : `The ${field} field must be at least ${issue.minimum} characters.`;
       }
-      if (issue.origin === 'array') return `The ${field} field must have at least ${issue.minimum} items.`;
+      if (issue.origin === 'array') {
+        return Number(issue.minimum) <= 1 ? `The ${field} field is required.` : `The ${field} field must have at least ${issue.minimum} items.`;
+      }
       return `The ${field} field must be at least ${issue.minimum}.`;
     case 'invalid_format':
       if (issue.format === 'email') return `The ${field} field must be a valid email address.`;

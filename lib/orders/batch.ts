@@ -47,7 +47,7 @@ export const importOrders = async (auth: AuthContext, rawItems: unknown[]): Prom
   rawItems.forEach((raw, index) => {
     const identifier = identifierOf(raw, 'order_no');
     if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
-      collector.failed(index, 'validation_error', 'The item must be an object.', identifier);
+      collector.failed(index, 'validation_error', `The orders.${index} field must be an object.`, identifier);
       return;
     }
     const parsed = orderBatchItem.safeParse(dropEmpty(raw as Record<string, unknown>), { reportInput: true });

@@ -67,10 +67,11 @@ export const newOrderItem = (
 export const createOrder = async (
   auth: AuthContext,
   input: OrderInput,
-  opts: { idempotencyKey?: string; rawBody: unknown },
+  opts: { idempotencyKey?: string },
 ): Promise<CreateResult> => {
   const { merchantId } = auth;
-  const hash = opts.idempotencyKey ? requestHash(opts.rawBody) : '';
+  // The validated request: unknown fields are ignored (decisions §1), so they do not make a body "different".
+  const hash = opts.idempotencyKey ? requestHash(input) : '';
   const emailKey = keys.customerEmail(merchantId, input.customer_email);
   const orderKey = keys.order(merchantId, input.order_no);
   const idemKey = opts.idempotencyKey ? keys.idempotency(merchantId, opts.idempotencyKey) : null;

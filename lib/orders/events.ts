@@ -21,7 +21,8 @@ export const addOutboxEvent = (ws: WriteSet, merchantId: string, type: OrderEven
       type,
       merchant_id: merchantId,
       created_at: at,
-      data: { object: order },
+      // JSON text: the order's metadata may hold values a DynamoDB map cannot.
+      data: JSON.stringify({ object: order }),
       published: false,
     },
     { expression: 'attribute_not_exists(pk)' },

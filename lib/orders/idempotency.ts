@@ -28,7 +28,7 @@ const canonical = (v: unknown): string => {
   return JSON.stringify(v) ?? 'null';
 };
 
-/** Hash of the body as sent, independent of key order. */
+/** Hash of the validated request, independent of key order. */
 export const requestHash = (body: unknown): string => createHash('sha256').update(canonical(body)).digest('hex');
 
 const nowSeconds = () => Math.floor(now().getTime() / 1000);

@@ -1,4 +1,5 @@
 import type { CustomerItem } from '#lib/customers/model';
+import { decodeMetadata } from '#lib/shared/metadata';
 import type { BILLING_CYCLES, ORDER_SOURCES, OrderStatus, PAYMENT_METHODS } from '#lib/orders/schemas';
 
 /** A stored order. `version` guards every change (optimistic concurrency). */
@@ -17,7 +18,8 @@ export type OrderItem = {
   paid_at: string | null;
   refunded_at: string | null;
   failed_at: string | null;
-  metadata: Record<string, unknown> | null;
+  /** JSON text of the metadata object. */
+  metadata: string | null;
   customer_id: number;
   created_at: string;
   updated_at: string;
@@ -38,7 +40,7 @@ export const presentOrder = (order: OrderItem, customer: Pick<CustomerItem, 'ema
   paid_at: order.paid_at ?? null,
   refunded_at: order.refunded_at ?? null,
   failed_at: order.failed_at ?? null,
-  metadata: order.metadata ?? null,
+  metadata: decodeMetadata(order.metadata),
   customer_id: order.customer_id,
   customer_email: customer?.email ?? null,
   customer_name: customer?.name ?? null,

@@ -7,12 +7,17 @@ export const PAYMENT_METHODS = ['credit_card', 'atm', 'cvs', 'wallet_a_pay', 'wa
 export const BILLING_CYCLES = ['monthly', 'quarterly', 'semi-annual', 'yearly', 'one-time'] as const;
 export const ORDER_SOURCES = ['api', 'import', 'manual', 'webhook'] as const;
 
+const RESERVED_ORDER_NOS = new Set(['.', '..', 'stats']);
+
 export const orderNo = () =>
   z
     .string()
     .min(1)
     .max(100)
-    .regex(/^[^\s/]+$/, { message: 'The :field field must not contain whitespace or "/".' });
+    .regex(/^[^\s/]+$/, { message: 'The :field field must not contain whitespace or "/".' })
+    // Unreachable by GET /orders/{orderNo}: "." and ".." are collapsed by URL handling and
+    // "stats" is GET /orders/stats.
+    .refine((v) => !RESERVED_ORDER_NOS.has(v), { message: 'The :field field must not be ".", ".." or "stats".' });
 
 /** Order creation fields; defaults are applied by the domain (batch upserts must not invent them). */
 export const orderFields = z.object({

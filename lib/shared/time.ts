@@ -5,8 +5,15 @@ const ISO_DATETIME =
   /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i;
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 
+/** Date.UTC maps years 0–99 to 1900–1999, so the year is set on its own. */
+const utc = (y: number, mo: number, d: number, h = 0, mi = 0, s = 0): Date => {
+  const date = new Date(Date.UTC(2000, 0, 1, h, mi, s));
+  date.setUTCFullYear(y, mo - 1, d);
+  return date;
+};
+
 const validParts = (y: number, mo: number, d: number, h = 0, mi = 0, s = 0): boolean => {
-  const probe = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+  const probe = utc(y, mo, d, h, mi, s);
   return (
     probe.getUTCFullYear() === y &&
     probe.getUTCMonth() === mo - 1 &&
@@ -24,7 +31,10 @@ export const parseTimestamp = (value: string): Date | null => {
   const [y, mo, d, h, mi, s] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '0'].map(Number);
   if (!validParts(y, mo, d, h, mi, s)) return null;
   const ms = Date.parse(value);
-  return Number.isNaN(ms) ? null : new Date(ms);
+  if (Number.isNaN(ms)) return null;
+  const date = new Date(ms);
+  // The wire format has four year digits: an offset may not carry the instant out of 0000–9999.
+  return date.getUTCFullYear() >= 0 && date.getUTCFullYear() <= 9999 ? date : null;
 };
 
 /** `YYYY-MM-DD` as the start of that UTC day, or null. */
@@ -32,7 +42,7 @@ export const parseDate = (value: string): Date | null => {
   const m = ISO_DATE.exec(value);
   if (!m) return null;
   const [y, mo, d] = [m[1], m[2], m[3]].map(Number);
-  return validParts(y, mo, d) ? new Date(Date.UTC(y, mo - 1, d)) : null;
+  return validParts(y, mo, d) ? utc(y, mo, d) : null;
 };
 
 export const isDateOnly = (value: string): boolean => ISO_DATE.test(value);

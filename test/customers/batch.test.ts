@@ -161,7 +161,7 @@ describe('POST /customers/batch', () => {
     expect(tooMany.body).toEqual({ message: INVALID, errors: { customers: ['The customers field must not have more than 100 items.'] } });
     expect(await batch(token, { customers: [] })).toMatchObject({
       status: 422,
-      body: { message: INVALID, errors: { customers: ['The customers field must have at least 1 items.'] } },
+      body: { message: INVALID, errors: { customers: ['The customers field is required.'] } },
     });
     expect(await batch(token, {})).toMatchObject({ status: 422, body: { errors: { customers: ['The customers field is required.'] } } });
     expect(await batch(token, { customers: { email: 'a@example.com' } })).toMatchObject({

@@ -49,9 +49,10 @@ const queryAllItems = async (input: { pk?: string; index?: string; partition?: s
 };
 
 /** The merchant's outbox (webhook events recorded in the order transactions), oldest first. */
-export const outboxEvents = (merchantId: string) => queryAllItems({ pk: keys.outbox(merchantId, '', '').pk });
+export const outboxEvents = async (merchantId: string): Promise<Record<string, any>[]> =>
+  (await queryAllItems({ pk: keys.outbox(merchantId, '', '').pk })).map((e) => ({ ...e, data: JSON.parse(e.data as string) }));
 export const outboxFor = async (merchantId: string, orderNo: string) =>
-  (await outboxEvents(merchantId)).filter((e) => e.data?.object?.order_no === orderNo);
+  (await outboxEvents(merchantId)).filter((e) => e.data.object.order_no === orderNo);
 
 /** The merchant's activity-log records. */
 export const activityRecords = (merchantId: string) => queryAllItems({ pk: keys.activity(merchantId, '', '').pk });

@@ -164,3 +164,18 @@ describe('POST /orders: concurrent creates of one order_no', () => {
     });
   });
 });
+
+describe('idempotency compares the validated request', () => {
+  it('an ignored unknown field, however deep, neither changes the request nor breaks the hash', async () => {
+    const { token } = await newMerchant();
+    const body = { order_no: 'IDK-1', amount: '7', customer_email: 'k@example.com' };
+    const first = await api.post('/orders', token, body, { 'x-idempotency-key': 'deep' });
+    expect(first.status).toBe(201);
+    const n = 100_000;
+    const rawBody = `{"order_no":"IDK-1","amount":"7","customer_email":"k@example.com","junk":${'['.repeat(n)}${']'.repeat(n)}}`;
+    const again = await api.request('POST', '/orders', { token, rawBody, headers: { 'content-type': 'application/json', 'x-idempotency-key': 'deep' } });
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+  });
+});

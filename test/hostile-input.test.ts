@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { newMerchant, useApi } from './support/api.ts';
+
+/** Inputs a black-box pass found answering 5xx or breaking the wire format; each must be a 2xx or a 422. */
+const api = useApi();
+
+const deep = (levels: number): Record<string, unknown> => {
+  let o: Record<string, unknown> = { leaf: true };
+  for (let i = 0; i < levels; i++) o = { a: o };
+  return o;
+};
+
+const awkwardMetadata: [string, Record<string, unknown>][] = [
+  ['numbers beyond the safe-integer range', { big: 1e300, neg: -1e20, exact: 12345678901234567890 }],
+  ['an empty key, top level and nested', { '': 1, k: { '': 2 } }],
+  ['constructor keys', { constructor: 1, x: { constructor: {} } }],
+  ['60 levels of nesting', deep(60)],
+];
+
+describe('metadata round-trips whatever JSON the client sends', () => {
+  it.each(awkwardMetadata)('%s: customers, orders, PATCH and both batches', async (_name, metadata) => {
+    const { token } = await newMerchant();
+    const expected = JSON.parse(JSON.stringify(metadata));
+    const c = await api.post('/customers', token, { email: 'm@example.com', metadata });
+    expect(c.status, JSON.stringify(c.body).slice(0, 200)).toBe(201);
+    expect(c.body.data.metadata).toEqual(expected);
+    expect((await api.put(`/customers/${c.body.data.id}`, token, { metadata })).status).toBe(200);
+    const o = await api.post('/orders', token, { order_no: 'M-1', amount: '1', customer_email: 'm@example.com', metadata });
+    expect(o.status).toBe(201);
+    expect((await api.get('/orders/M-1', token)).body.data.metadata).toEqual(expected);
+    expect((await api.patch('/orders/M-1', token, { status: 'paid', metadata })).status).toBe(200);
+    const batch = await api.post('/orders/batch', token, {
+      orders: [
+        { order_no: 'M-2', amount: '1', customer_email: 'm@example.com', metadata },
+        { order_no: 'M-3', amount: '2', customer_email: 'n@example.com' },
+      ],
+    });
+    expect(batch.body.data).toMatchObject({ created: 2, failed: 0 });
+    const customers = await api.post('/customers/batch', token, { customers: [{ email: 'b@example.com', metadata }, { email: 'c@example.com' }] });
+    expect(customers.body.data).toMatchObject({ created: 2, failed: 0 });
+  });
+});
+
+describe('pathological metadata is a 422, never a crash', () => {
+  it('refuses nesting past 64 levels, even 200,000 levels in a 400 KB body', async () => {
+    const { token } = await newMerchant();
+    const tooDeep = await api.post('/customers', token, { email: 'd@example.com', metadata: deep(65) });
+    expect(tooDeep.status).toBe(422);
+    expect(tooDeep.body.errors.metadata).toEqual(['The metadata field must not be nested more than 64 levels deep.']);
+    const n = 200_000;
+    const rawBody = `{"order_no":"D-1","amount":"1","customer_email":"d@example.com","metadata":{"a":${'['.repeat(n)}${']'.repeat(n)}}}`;
+    const res = await api.request('POST', '/orders', { token, rawBody, headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(422);
+    expect(res.body.errors.metadata).toHaveLength(1);
+    expect((await api.get('/orders', token)).body.meta.total).toBe(0);
+  });
+});
+
+describe('timestamps stay in the four-digit-year wire format', () => {
+  it('accepts year 0001 and refuses an instant an offset carries past 9999', async () => {
+    const { token } = await newMerchant();
+    const early = await api.post('/orders', token, { order_no: 'T-1', amount: '1', customer_email: 't@example.com', status: 'paid', paid_at: '0001-01-01T00:00:00Z' });
+    expect(early.status).toBe(201);
+    expect(early.body.data.paid_at).toBe('0001-01-01T00:00:00Z');
+    const late = await api.post('/orders', token, { order_no: 'T-2', amount: '1', customer_email: 't@example.com', status: 'paid', paid_at: '9999-12-31T23:59:59-01:00' });
+    expect(late.status).toBe(422);
+    expect(late.body.errors.paid_at).toHaveLength(1);
+    expect((await api.get('/orders?start_date=9999-12-31T23:59:59-01:00', token)).status).toBe(422);
+    expect((await api.get('/orders?start_date=0001-01-01', token)).body.meta.total).toBe(1);
+  });
+});
+
+describe('messages and reserved values', () => {
+  it('a missing amount or status is "required"; unreachable order numbers are refused', async () => {
+    const { token } = await newMerchant();
+    const noAmount = await api.post('/orders', token, { order_no: 'R-1', customer_email: 'r@example.com' });
+    expect(noAmount.body.errors.amount).toEqual(['The amount field is required.']);
+    await api.post('/orders', token, { order_no: 'R-1', amount: '1', customer_email: 'r@example.com' });
+    expect((await api.patch('/orders/R-1', token, {})).body.errors.status).toEqual(['The status field is required.']);
+    for (const orderNo of ['.', '..', 'stats']) {
+      const r = await api.post('/orders', token, { order_no: orderNo, amount: '1', customer_email: 'r@example.com' });
+      expect(r.status, orderNo).toBe(422);
+      expect(r.body.errors.order_no).toHaveLength(1);
+    }
+    const batch = await api.post('/orders/batch', token, { orders: ['nope'] });
+    expect(batch.body.data.results.failed[0]).toMatchObject({ reason: 'validation_error', message: 'The orders.0 field must be an object.' });
+  });
+
+  it('on_conflict null means the default (skip)', async () => {
+    const { token } = await newMerchant();
+    await api.post('/customers', token, { email: 'dup@example.com' });
+    const r = await api.post('/customers/batch', token, { customers: [{ email: 'dup@example.com' }], on_conflict: null });
+    expect(r.status).toBe(200);
+    expect(r.body.data.results.skipped).toEqual([{ index: 0, reason: 'duplicate_email', identifier: 'dup@example.com' }]);
+  });
+});
