@@ -4,17 +4,11 @@ import { email, metadata, pageQuery } from '#lib/http/fields';
 const optionalText = (max: number) => z.string().max(max).nullish();
 
 /**
- * external_id doubles as the path segment of GET/PUT/DELETE /customers/{idOrExternalId}, where an
- * all-digit segment is read as an id: an all-digit external_id (or one with "/") could not be
- * addressed, or worse would address another customer, so it is refused.
+ * Any external_id is accepted (decisions §5 sets no format). In the path of
+ * GET/PUT/DELETE /customers/{idOrExternalId} an all-digit segment always means the id, so an
+ * all-digit external_id is reached through the list, search or batch, not the path.
  */
-const externalId = () =>
-  z
-    .string()
-    .min(1)
-    .max(255)
-    .refine((v) => !/^\d+$/.test(v), { message: 'The :field field must not consist of digits only.' })
-    .refine((v) => !v.includes('/'), { message: 'The :field field must not contain "/".' });
+const externalId = () => z.string().min(1).max(255);
 
 /** Writable customer fields (decisions §5). */
 export const customerCreateBody = z.object({

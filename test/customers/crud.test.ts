@@ -93,8 +93,6 @@ describe('POST /customers', () => {
     ['name over 255', { email: 'a@example.com', name: long(256) }, 'name', 'The name field must not be greater than 255 characters.'],
     ['phone over 50', { email: 'a@example.com', phone: long(51) }, 'phone', 'The phone field must not be greater than 50 characters.'],
     ['empty external_id', { email: 'a@example.com', external_id: '' }, 'external_id', 'The external id field is required.'],
-    ['all-digit external_id', { email: 'a@example.com', external_id: '12345' }, 'external_id', 'The external id field must not consist of digits only.'],
-    ['external_id with a slash', { email: 'a@example.com', external_id: 'a/b' }, 'external_id', 'The external id field must not contain "/".'],
     ['external_id over 255', { email: 'a@example.com', external_id: long(256) }, 'external_id', 'The external id field must not be greater than 255 characters.'],
     ['metadata an array', { email: 'a@example.com', metadata: [1] }, 'metadata', 'The metadata field must be an object.'],
     ['metadata a string', { email: 'a@example.com', metadata: 'x' }, 'metadata', 'The metadata field must be an object.'],
@@ -159,6 +157,16 @@ describe('GET /customers/{idOrExternalId}', () => {
     const { res, requests } = await api.counted('GET', `/customers/${c.id}`, { token });
     expect(res.status).toBe(200);
     expect(requests).toBeLessThanOrEqual(3);
+  });
+
+  it('accepts any external_id; an all-digit path segment always means the id', async () => {
+    const { token } = await newMerchant();
+    const first = await create(token, { email: 'one@example.com' });
+    const numeric = await create(token, { email: 'num@example.com', external_id: String(first.id) });
+    const slashed = await create(token, { email: 'slash@example.com', external_id: 'erp/42' });
+    expect(numeric.external_id).toBe(String(first.id));
+    expect((await api.get(`/customers/${first.id}`, token)).body.data.email).toBe('one@example.com');
+    expect((await api.get(`/customers/${encodeURIComponent('erp/42')}`, token)).body.data.id).toBe(slashed.id);
   });
 });
 
