@@ -2,7 +2,7 @@ import { BatchGetCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb
 import Decimal from 'decimal.js';
 import { db, tableName } from '#lib/db/client';
 import { indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
-import type { WriteSet } from '#lib/db/writes';
+import { itemAbsent, type WriteSet } from '#lib/db/writes';
 import { queryAll, queryPage } from '#lib/db/query';
 import type { CustomerCreate, CustomerUpdate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
@@ -79,7 +79,6 @@ export const batchGet = async <T extends Record<string, unknown>>(list: Key[]): 
   return out;
 };
 
-const notExists = { expression: 'attribute_not_exists(pk)' };
 
 /** Adds a new customer (with its unique email and external_id markers and the live total) to `ws`. */
 export const addCustomerCreate = (
@@ -104,10 +103,10 @@ export const addCustomerCreate = (
     created_at: at,
     updated_at: at,
   };
-  ws.put('customer', item, notExists);
-  ws.put('email', { ...keys.customerEmail(merchantId, item.email), customer_id: id }, notExists);
+  ws.put('customer', item, itemAbsent);
+  ws.put('email', { ...keys.customerEmail(merchantId, item.email), customer_id: id }, itemAbsent);
   if (item.external_id) {
-    ws.put('external_id', { ...keys.customerExternalId(merchantId, item.external_id), customer_id: id }, notExists);
+    ws.put('external_id', { ...keys.customerExternalId(merchantId, item.external_id), customer_id: id }, itemAbsent);
   }
   ws.update('totals', keys.totals(merchantId)).add('customers', new Decimal(1));
   return item;
@@ -164,7 +163,7 @@ export const addCustomerUpdate = (
   for (const [field, value] of Object.entries(changes)) update.set(field, value);
   update.set('updated_at', at);
   if (changes.email !== undefined && changes.email !== current.email) {
-    ws.put('email', { ...keys.customerEmail(merchantId, changes.email), customer_id: current.id }, notExists);
+    ws.put('email', { ...keys.customerEmail(merchantId, changes.email), customer_id: current.id }, itemAbsent);
     ws.delete('old_email', keys.customerEmail(merchantId, current.email), markerOwnedBy(current.id));
   }
   if (changes.external_id !== undefined) {
@@ -174,7 +173,7 @@ export const addCustomerUpdate = (
       update.remove('gsi2pk').remove('gsi2sk');
     }
     if (changes.external_id) {
-      ws.put('external_id', { ...keys.customerExternalId(merchantId, changes.external_id), customer_id: current.id }, notExists);
+      ws.put('external_id', { ...keys.customerExternalId(merchantId, changes.external_id), customer_id: current.id }, itemAbsent);
       update.setAll(indexes.customerByExternalId(merchantId, changes.external_id));
     }
   }

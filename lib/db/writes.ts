@@ -68,6 +68,11 @@ export class WriteConflict extends Error {
   }
 }
 
+/** Condition for a put that creates: the item must not exist yet (uniqueness by key). */
+export const itemAbsent: Condition = { expression: 'attribute_not_exists(pk)' };
+/** Condition for an update guarded by the version it was computed from (optimistic concurrency). */
+export const versionIs = (version: number): Condition => ({ expression: 'version = :v', values: { ':v': version } });
+
 /** Jittered exponential pause before re-reading after a lost race (capped at 1 s). */
 export const backoff = (attempt: number): Promise<void> =>
   new Promise((r) => setTimeout(r, Math.random() * Math.min(1000, 10 * 2 ** attempt)));

@@ -4,7 +4,7 @@ import { now } from '#lib/clock';
 import { config } from '#lib/config';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
-import { WriteConflict, WriteSet } from '#lib/db/writes';
+import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
 import { generateToken, hashToken, type TokenItem } from '#lib/auth/tokens';
 import { ABILITIES, type Ability } from '#lib/http/route';
 import { conflict, notFound } from '#lib/http/errors';
@@ -21,7 +21,7 @@ export const createMerchant = async (name: string, reportingCurrency = config.de
     created_at: formatTimestamp(now()),
   };
   await new WriteSet()
-    .put('merchant', { ...keys.merchant(merchant.merchant_id), ...merchant }, { expression: 'attribute_not_exists(pk)' })
+    .put('merchant', { ...keys.merchant(merchant.merchant_id), ...merchant }, itemAbsent)
     .commit();
   return merchant;
 };
@@ -72,7 +72,7 @@ export const createToken = async (merchantId: string, abilities: Ability[] = [..
         names: { '#st': 'status' },
         values: { ':revoked': 'revoked' },
       })
-      .put('token', items.token, { expression: 'attribute_not_exists(pk)' })
+      .put('token', items.token, itemAbsent)
       .commit();
   } catch (err) {
     if (err instanceof WriteConflict && err.tags.includes('pointer')) {
@@ -99,7 +99,7 @@ export const regenerateToken = async (merchantId: string) => {
         values: { ':old': current.token_hash, ':active': 'active' },
       })
       .delete('old-token', keys.token(current.token_hash))
-      .put('token', items.token, { expression: 'attribute_not_exists(pk)' })
+      .put('token', items.token, itemAbsent)
       .commit();
   } catch (err) {
     if (err instanceof WriteConflict) throw conflict('The token changed while it was being regenerated. Try again.');

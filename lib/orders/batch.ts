@@ -2,7 +2,7 @@ import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
-import { WriteConflict, WriteSet } from '#lib/db/writes';
+import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
 import { addCustomerCreate, batchGet, customersByIds } from '#lib/customers/store';
 import type { CustomerItem } from '#lib/customers/model';
 import { issueMessage } from '#lib/http/validation';
@@ -176,7 +176,7 @@ const applyItems = async (
     const changesByCustomer = new Map<number, CustomerOrderChange[]>();
     const push = (id: number, change: CustomerOrderChange) => changesByCustomer.set(id, [...(changesByCustomer.get(id) ?? []), change]);
     for (const d of chunks[c]) {
-      ws.put('order', d.order, d.stored ? { expression: 'version = :v', values: { ':v': d.stored.version } } : { expression: 'attribute_not_exists(pk)' });
+      ws.put('order', d.order, d.stored ? versionIs(d.stored.version) : itemAbsent);
       addAggregateDeltas(ws, merchantId, d.stored, d.order);
       if (d.stored && d.stored.customer_id !== d.order.customer_id) {
         push(d.stored.customer_id, { before: d.stored, after: null });

@@ -2,8 +2,8 @@ import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
-import { backoff, WriteConflict, WriteSet } from '#lib/db/writes';
-import { addCustomerCreate, batchGet, getCustomerById } from '#lib/customers/store';
+import { backoff, itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
+import { addCustomerCreate, batchGet, getCustomerById, liveCondition } from '#lib/customers/store';
 import type { CustomerItem } from '#lib/customers/model';
 import { contended, invalidField } from '#lib/http/errors';
 import { addAggregateDeltas, addCustomerFigureUpdate, applyPlanToNewCustomer, planCustomerFigures } from '#lib/orders/figures';
@@ -100,17 +100,16 @@ export const createOrder = async (
       const plan = await planCustomerFigures(existing, [{ before: null, after: order }], () =>
         otherPaymentTimes(merchantId, existing.id, new Set()),
       );
-      ws.put('order', order, { expression: 'attribute_not_exists(pk)' });
+      ws.put('order', order, itemAbsent);
       addCustomerFigureUpdate(ws, keys.customer(merchantId, existing.id), existing, plan);
-      ws.update('customer-figures', keys.customer(merchantId, existing.id)).when({
-        expression: 'attribute_exists(pk) AND attribute_not_exists(deleted_at)',
-      });
+      // Still live at commit: a customer deleted meanwhile sends us round again (a new one is created).
+      ws.update('customer-figures', keys.customer(merchantId, existing.id)).when(liveCondition);
     } else {
       const created = addCustomerCreate(ws, merchantId, ids.customer!, { email: input.customer_email, name: input.customer_name ?? null }, at);
       customer = created;
       order = newOrderItem(merchantId, orderId, created.id, input, 'api', at);
       applyPlanToNewCustomer(created, await planCustomerFigures(created, [{ before: null, after: order }], async () => []));
-      ws.put('order', order, { expression: 'attribute_not_exists(pk)' });
+      ws.put('order', order, itemAbsent);
     }
     addAggregateDeltas(ws, merchantId, null, order);
     const presented = presentOrder(order, customer);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { keys } from '#lib/db/keys';
-import type { WriteSet } from '#lib/db/writes';
+import { itemAbsent, type WriteSet } from '#lib/db/writes';
 import type { Order } from '#lib/orders/model';
 
 /**
@@ -25,7 +25,7 @@ export const addOutboxEvent = (ws: WriteSet, merchantId: string, type: OrderEven
       data: JSON.stringify({ object: order }),
       published: false,
     },
-    { expression: 'attribute_not_exists(pk)' },
+    itemAbsent,
   );
   return id;
 };

@@ -1,7 +1,7 @@
 import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
 import { keys } from '#lib/db/keys';
-import { backoff, WriteConflict, WriteSet } from '#lib/db/writes';
+import { backoff, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
 import { customersByIds } from '#lib/customers/store';
 import { contended, invalidField, notFound } from '#lib/http/errors';
 import { addAggregateDeltas, addCustomerFigureUpdate, planCustomerFigures } from '#lib/orders/figures';
@@ -42,7 +42,7 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
 
     const customer = (await customersByIds(merchantId, [order.customer_id])).get(order.customer_id);
     const ws = new WriteSet();
-    ws.put('order', after, { expression: 'version = :v', values: { ':v': order.version } });
+    ws.put('order', after, versionIs(order.version));
     if (customer) {
       const plan = await planCustomerFigures(customer, [{ before: order, after }], () =>
         otherPaymentTimes(merchantId, customer.id, new Set([order.order_no])),
