@@ -83,7 +83,7 @@ export const freePort = (): Promise<number> =>
     });
   });
 
-const isPortFree = (port: number): Promise<boolean> =>
+export const isPortFree = (port: number): Promise<boolean> =>
   new Promise((done) => {
     const srv = createServer();
     srv.once('error', () => done(false));

@@ -8,7 +8,7 @@ import { createToken, regenerateToken, revokeToken } from '#lib/merchants/store'
 import { WriteSet } from '#lib/db/writes';
 import { now } from '#lib/clock';
 import { formatTimestamp } from '#lib/shared/time';
-import { ensureTable, startDynamoDbLocal } from './dynamodb.ts';
+import { ensureTable, freePort, isPortFree, startDynamoDbLocal } from './dynamodb.ts';
 import { removeLocalStack, writeLocalStack } from './stack-file.ts';
 
 /**
@@ -88,7 +88,9 @@ const main = async () => {
   if (!process.env.DYNAMODB_ENDPOINT) {
     const dataDir = process.env.DATA_DIR;
     if (dataDir) mkdirSync(dataDir, { recursive: true });
-    const dynamo = await startDynamoDbLocal({ port: Number(process.env.DYNAMODB_PORT ?? 8000), dataDir });
+    // The default port yields to whatever already holds it; a port asked for explicitly does not.
+    const dynamoPort = process.env.DYNAMODB_PORT ? Number(process.env.DYNAMODB_PORT) : (await isPortFree(8000)) ? 8000 : await freePort();
+    const dynamo = await startDynamoDbLocal({ port: dynamoPort, dataDir });
     stopDynamo = dynamo.stop;
     process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
   }
