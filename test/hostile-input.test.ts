@@ -94,3 +94,40 @@ describe('messages and reserved values', () => {
     expect(r.body.data.results.skipped).toEqual([{ index: 0, reason: 'duplicate_email', identifier: 'dup@example.com' }]);
   });
 });
+
+describe('second black-box pass', () => {
+  it('an order_no path segment longer than any order_no is a 404, not a 500', async () => {
+    const { token } = await newMerchant();
+    const long = 'x'.repeat(2100);
+    const get = await api.get(`/orders/${long}`, token);
+    expect(get.status).toBe(404);
+    expect(get.body).toEqual({ message: 'Resource not found' });
+    expect((await api.patch(`/orders/${long}`, token, { status: 'paid' })).status).toBe(404);
+  });
+
+  it('year 0000 is outside the wire format, even through an offset', async () => {
+    const { token } = await newMerchant();
+    for (const paid_at of ['0000-12-31T23:59:59Z', '0001-01-01T00:00:00+01:00']) {
+      const r = await api.post('/orders', token, { order_no: `Y-${paid_at.length}${paid_at.slice(-3)}`, amount: '1', customer_email: 'y@example.com', status: 'paid', paid_at });
+      expect(r.status, paid_at).toBe(422);
+      expect(r.body.errors.paid_at).toHaveLength(1);
+    }
+  });
+
+  it('a batch names a new customer from the first item naming its email; {} metadata leaves the stored one', async () => {
+    const { token } = await newMerchant();
+    const r = await api.post('/orders/batch', token, {
+      orders: [
+        { order_no: 'N-1', amount: '1', customer_email: 'n1@example.com' },
+        { order_no: 'N-2', amount: '2', customer_email: 'n1@example.com', customer_name: 'Later' },
+        { order_no: 'N-3', amount: '3', customer_email: 'n2@example.com', customer_name: 'First', metadata: { k: 2 } },
+        { order_no: 'N-3', customer_email: 'n3@example.com', metadata: {} },
+      ],
+    });
+    expect(r.body.data).toMatchObject({ created: 3, updated: 1, failed: 0 });
+    const n3 = await api.get('/orders/N-3', token);
+    expect(n3.body.data).toMatchObject({ customer_email: 'n3@example.com', customer_name: null, metadata: { k: 2 } });
+    const n1 = await api.get('/orders/N-1', token);
+    expect(n1.body.data.customer_name).toBeNull();
+  });
+});

@@ -37,9 +37,10 @@ const FIELDS = ['amount', 'currency', 'status', 'payment_method', 'billing_cycle
 const MAX_ACTIONS = 99; // one left for the activity-log record
 const MAX_ATTEMPTS = 5;
 
-/** Absent, null and empty-string fields leave the stored value alone (decisions §6: accumulate). */
-const dropEmpty = (raw: Record<string, unknown>) =>
-  Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== null && v !== undefined && v !== ''));
+/** Absent, null, empty-string and empty-object fields leave the stored value alone (decisions §6: accumulate). */
+const isEmpty = (v: unknown) =>
+  v === null || v === undefined || v === '' || (typeof v === 'object' && !Array.isArray(v) && Object.keys(v as object).length === 0);
+const dropEmpty = (raw: Record<string, unknown>) => Object.fromEntries(Object.entries(raw).filter(([, v]) => !isEmpty(v)));
 
 export const importOrders = async (auth: AuthContext, rawItems: unknown[]): Promise<BatchResult> => {
   const collector = batchCollector(rawItems.length);
@@ -75,7 +76,7 @@ export const importOrders = async (auth: AuthContext, rawItems: unknown[]): Prom
   return collector.result();
 };
 
-type Draft = { order: OrderItem; stored: OrderItem | null; email?: string; name?: string; outcomes: { index: number; kind: 'created' | 'updated' }[] };
+type Draft = { order: OrderItem; stored: OrderItem | null; email?: string; outcomes: { index: number; kind: 'created' | 'updated' }[] };
 
 /**
  * Plans and writes `items`. With `activity`, the import's activity record rides in the last
@@ -122,7 +123,6 @@ const applyItems = async (
         order: newOrderItem(merchantId, 0, 0, { ...input, amount: input.amount!, customer_email: input.customer_email! }, 'import', at),
         stored: null,
         email: input.customer_email,
-        name: input.customer_name ?? undefined,
         outcomes: [{ index, kind: 'created' }],
       });
     } else {
@@ -130,16 +130,19 @@ const applyItems = async (
       for (const f of FIELDS) if (input[f] !== undefined) (changes as Record<string, unknown>)[f] = input[f];
       const draft: Draft = prev ?? { order: base, stored: base, outcomes: [] };
       draft.order = fillStatusTimestamp({ ...draft.order, ...changes } as OrderItem, at);
-      if (input.customer_email) {
-        draft.email = input.customer_email;
-        draft.name = input.customer_name ?? draft.name;
-      }
+      if (input.customer_email) draft.email = input.customer_email;
       draft.outcomes.push({ index, kind: 'updated' });
       drafts.set(input.order_no, draft);
     }
   }
+  // A customer created by the batch is named by the first item that names its email (later items
+  // address an existing customer, whose name an order never changes).
+  const firstName = new Map<string, string | undefined>();
+  for (const { input } of items) {
+    if (input.customer_email && !firstName.has(input.customer_email)) firstName.set(input.customer_email, input.customer_name ?? undefined);
+  }
   for (const d of drafts.values()) {
-    if (d.email && markerId(d.email) === undefined && !needNewCustomer.get(d.email)) needNewCustomer.set(d.email, d.name);
+    if (d.email && markerId(d.email) === undefined) needNewCustomer.set(d.email, firstName.get(d.email));
   }
 
   const ids = await allocateIds(merchantId, { order: newOrders, customer: needNewCustomer.size });

@@ -7,6 +7,8 @@ import { paymentTime } from '#lib/orders/figures';
 import { indexPartitions } from '#lib/db/keys';
 
 export const getOrder = async (merchantId: string, orderNo: string): Promise<OrderItem | null> => {
+  // No stored order_no is longer than 100 characters (a longer key would not even be a valid DynamoDB key).
+  if (orderNo.length > 100) return null;
   const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.order(merchantId, orderNo), ConsistentRead: true }));
   return (Item as OrderItem | undefined) ?? null;
 };

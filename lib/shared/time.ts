@@ -33,8 +33,8 @@ export const parseTimestamp = (value: string): Date | null => {
   const ms = Date.parse(value);
   if (Number.isNaN(ms)) return null;
   const date = new Date(ms);
-  // The wire format has four year digits: an offset may not carry the instant out of 0000–9999.
-  return date.getUTCFullYear() >= 0 && date.getUTCFullYear() <= 9999 ? date : null;
+  // The wire format has four year digits: an offset may not carry the instant out of 0001–9999.
+  return date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999 ? date : null;
 };
 
 /** `YYYY-MM-DD` as the start of that UTC day, or null. */
