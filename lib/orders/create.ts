@@ -1,4 +1,6 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { now } from '#lib/clock';
+import { db, tableName } from '#lib/db/client';
 import type { AuthContext } from '#lib/auth/tokens';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
@@ -77,13 +79,26 @@ export const createOrder = async (
   const idemKey = opts.idempotencyKey ? keys.idempotency(merchantId, opts.idempotencyKey) : null;
   let orderId: number | undefined;
 
+  /**
+   * The order_no exists. BatchGetItem reads items one by one, not as of one transaction, so it can
+   * see a concurrent same-key request's order before its idempotency record: read the record again
+   * (the two were committed together) before calling the order_no taken.
+   */
+  const orderNoTaken = async (): Promise<CreateResult> => {
+    if (idemKey) {
+      const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: idemKey, ConsistentRead: true }));
+      if (isLive(Item as IdempotencyRecord | undefined)) return replay(Item as IdempotencyRecord, hash);
+    }
+    throw invalidField('order_no', ORDER_NO_TAKEN);
+  };
+
   for (let attempt = 1; ; attempt++) {
     if (attempt > MAX_ATTEMPTS) throw contended();
     const found = await batchGet([...(idemKey ? [idemKey] : []), emailKey, orderKey]);
     const at = formatTimestamp(now());
     const record = idemKey ? (found.get(`${idemKey.pk}|${idemKey.sk}`) as IdempotencyRecord | undefined) : undefined;
     if (isLive(record)) return replay(record, hash);
-    if (found.has(`${orderKey.pk}|${orderKey.sk}`)) throw invalidField('order_no', ORDER_NO_TAKEN);
+    if (found.has(`${orderKey.pk}|${orderKey.sk}`)) return orderNoTaken();
     const marker = found.get(`${emailKey.pk}|${emailKey.sk}`) as { customer_id: number } | undefined;
 
     const ids = await allocateIds(merchantId, { order: orderId ? 0 : 1, customer: marker ? 0 : 1 });
@@ -126,7 +141,7 @@ export const createOrder = async (
       if (!(err instanceof WriteConflict)) throw err;
       // A concurrent request with the same key won: the next read replays it (or reports the mismatch).
       if (err.tags.includes('idempotency')) continue;
-      if (err.tags.includes('order')) throw invalidField('order_no', ORDER_NO_TAKEN);
+      if (err.tags.includes('order')) return orderNoTaken();
       // The customer changed under us (created, deleted, or its payment times moved): read again.
       await backoff(attempt);
     }
