@@ -163,14 +163,19 @@ const applyItems = async (
   }
 
   // Existing customers whose figures move (read once, deleted ones included: their history still counts).
+  const newIds = new Set(newCustomerIds.values());
   const existingIds = new Set<number>();
   for (const d of finals) {
     if (d.stored) existingIds.add(d.stored.customer_id);
-    if (![...newCustomerIds.values()].includes(d.order.customer_id)) existingIds.add(d.order.customer_id);
+    if (!newIds.has(d.order.customer_id)) existingIds.add(d.order.customer_id);
   }
   const customers = new Map<number, CustomerState>();
   for (const [id, c] of await customersByIds(merchantId, [...existingIds])) customers.set(id, { item: c, created: true });
-  const newNames = new Map([...needNewCustomer.entries()]);
+  // Customers this batch creates: put by the first chunk that touches them.
+  for (const [email, id] of newCustomerIds) {
+    const item = { email, first_payment_at: null, last_payment_at: null, payment_version: 0 } as CustomerItem;
+    customers.set(id, { item, created: false, email, name: needNewCustomer.get(email) ?? null });
+  }
 
   // Write in chunks; customer state carries over between chunks in memory.
   const chunks = chunkFinals(finals, newCustomerIds);
@@ -191,13 +196,8 @@ const applyItems = async (
     const exclude = new Set(chunks[c].map((d) => d.order.order_no));
     const applied: [CustomerState, CustomerFigurePlan][] = [];
     for (const [customerId, changes] of changesByCustomer) {
-      let state = customers.get(customerId);
-      if (!state) {
-        const email = [...newCustomerIds.entries()].find(([, id]) => id === customerId)?.[0];
-        if (!email) continue; // unknown customer (should not happen): figures cannot be kept
-        state = { item: { email, first_payment_at: null, last_payment_at: null, payment_version: 0 } as CustomerItem, created: false, email, name: newNames.get(email) ?? null };
-        customers.set(customerId, state);
-      }
+      const state = customers.get(customerId);
+      if (!state) continue; // an order whose customer item is missing (should not happen): no figures to keep
       const plan = await planCustomerFigures(state.item, changes, () => otherPaymentTimes(merchantId, customerId, exclude));
       if (!state.created) {
         const created = addCustomerCreate(ws, merchantId, customerId, { email: state.email!, name: state.name ?? null }, at);
