@@ -7,6 +7,7 @@ import { NodejsFunction, OutputFormat, type NodejsFunctionProps } from 'aws-cdk-
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { keys } from '#lib/db/keys';
+import { FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
 
 export const SERVICE_NAME = 'revenue-analytics-api';
 
@@ -43,7 +44,7 @@ export class ApiFunction extends NodejsFunction {
       runtime: Runtime.NODEJS_22_X,
       architecture: Architecture.ARM_64,
       memorySize: 512,
-      timeout: Duration.seconds(10),
+      timeout: Duration.seconds(FUNCTION_TIMEOUT_SECONDS),
       tracing: Tracing.ACTIVE,
       logGroup,
       ...rest,

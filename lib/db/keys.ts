@@ -10,8 +10,8 @@
  * | merchant's token pointer  | M#<m>                               | TOKEN           |                                                         |
  * | id sequences              | M#<m>                               | SEQ             |                                                         |
  * | list totals (counters)    | M#<m>                               | TOTALS          |                                                         |
- * | rate window (merchant)    | M#<m>#RATE                          | <window start>  |                                                         |
- * | rate window (IP)          | IP#<ip>#RATE                        | <window start>  |                                                         |
+ * | rate window (merchant)    | RATE#M#<m>                          | <window start>  |                                                         |
+ * | rate window (IP)          | RATE#IP#<ip>                        | <window start>  |                                                         |
  * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi1 list newest first; gsi2 by external_id (live only) |
  * | email marker (unique)     | M#<m>#CUSTOMER_EMAIL#<email>        | MARKER          |                                                         |
  * | external_id marker        | M#<m>#CUSTOMER_EXT#<external_id>    | MARKER          |                                                         |
@@ -26,6 +26,8 @@
 export type Key = { pk: string; sk: string };
 
 const m = (merchantId: string): string => `M#${merchantId}`;
+/** Leading prefix of the rate-window items only (the IAM `LeadingKeys` pattern of read functions). */
+export const RATE_PREFIX = 'RATE#';
 const pad = (id: number): string => String(id).padStart(15, '0');
 
 export const keys = {
@@ -34,11 +36,12 @@ export const keys = {
   merchantToken: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'TOKEN' }),
   sequences: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'SEQ' }),
   totals: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'TOTALS' }),
+  // Rate windows lead with `RATE#`, a prefix no data key can take (IAM lets read functions update only these).
   merchantRateWindow: (merchantId: string, windowStart: number): Key => ({
-    pk: `${m(merchantId)}#RATE`,
+    pk: `${RATE_PREFIX}${m(merchantId)}`,
     sk: String(windowStart),
   }),
-  ipRateWindow: (ip: string, windowStart: number): Key => ({ pk: `IP#${ip}#RATE`, sk: String(windowStart) }),
+  ipRateWindow: (ip: string, windowStart: number): Key => ({ pk: `${RATE_PREFIX}IP#${ip}`, sk: String(windowStart) }),
   customer: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${id}`, sk: 'CUSTOMER' }),
   customerEmail: (merchantId: string, email: string): Key => ({
     pk: `${m(merchantId)}#CUSTOMER_EMAIL#${email.toLowerCase()}`,

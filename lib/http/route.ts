@@ -40,3 +40,6 @@ export type RouteDef = {
 export const defineRoute = <R extends RouteDef>(route: R): R => route;
 
 export const BASE_PATH = '/v1';
+
+/** Every API function's timeout (CDK) and the deadline the local server gives each invocation. */
+export const FUNCTION_TIMEOUT_SECONDS = 10;

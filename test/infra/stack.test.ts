@@ -234,7 +234,7 @@ describe('table grants', () => {
       const updates = statements.filter((s) => s.action === 'dynamodb:UpdateItem');
       expect(updates, route.name).toHaveLength(1);
       expect(updates[0].condition).toEqual({
-        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['M#*#RATE', 'IP#*#RATE'] },
+        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#M#*', 'RATE#IP#*'] },
       });
     }
     for (const route of writeRoutes) {
