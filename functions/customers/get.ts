@@ -1,11 +1,11 @@
 import { findCustomer } from '#lib/customers/store';
 import { presentCustomer } from '#lib/customers/model';
-import { notFound } from '#lib/http/errors';
+import { NotFoundError } from '#lib/errors';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/http/routes';
 
 export const handler = apiHandler(routes.customersGet, async ({ auth, params }) => {
   const customer = await findCustomer(auth.merchantId, params.idOrExternalId);
-  if (!customer) throw notFound();
+  if (!customer) throw new NotFoundError();
   return { status: 200, body: { data: presentCustomer(customer, auth.reportingCurrency) } };
 });

@@ -1,10 +1,10 @@
-import { notFound } from '#lib/http/errors';
+import { NotFoundError } from '#lib/errors';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/http/routes';
 import { findOrder } from '#lib/orders/read';
 
 export const handler = apiHandler(routes.ordersGet, async ({ auth, params }) => {
   const order = await findOrder(auth.merchantId, params.orderNo);
-  if (!order) throw notFound();
+  if (!order) throw new NotFoundError();
   return { status: 200, body: { data: order } };
 });

@@ -1,7 +1,8 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ABILITIES, type Ability } from '#lib/http/route';
-import { HttpError } from '#lib/http/errors';
+import { HttpError, toHttpError } from '#lib/http/errors';
+import { NotFoundError } from '#lib/errors';
 import { isCurrency } from '#lib/shared/currency';
 import { awsCredentialsConfigured, readLocalStack } from '../local/stack-file.ts';
 
@@ -83,7 +84,7 @@ const explainNotFound = async <T>(merchantId: string, op: Promise<T>): Promise<T
   try {
     return await op;
   } catch (err) {
-    if (!(err instanceof HttpError) || err.status !== 404) throw err;
+    if (!(err instanceof NotFoundError)) throw err;
     const merchant = await (await store()).getMerchant(merchantId);
     throw new HttpError(404, {
       message: merchant ? `Merchant ${merchantId} has no valid token.` : `Merchant ${merchantId} does not exist.`,
@@ -113,8 +114,9 @@ const main = async () => {
     if (err instanceof UsageError) {
       process.stderr.write(`${err.message}\n${USAGE}\n`);
       process.exitCode = 2;
-    } else if (err instanceof HttpError) {
-      process.stderr.write(`${JSON.stringify({ error: err.body.message, status: err.status })}\n`);
+    } else if (toHttpError(err)) {
+      const http = toHttpError(err)!;
+      process.stderr.write(`${JSON.stringify({ error: http.body.message, status: http.status })}\n`);
       process.exitCode = 1;
     } else {
       process.stderr.write(`${(err as Error).message}\n`);

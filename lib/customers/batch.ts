@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { now } from '#lib/clock';
 import { keys, type Key } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
-import { WriteConflict, WriteSet } from '#lib/db/writes';
-import { HttpError } from '#lib/http/errors';
-import { issueMessage } from '#lib/http/validation';
+import { runBatch } from '#lib/db/batch';
+import { retrying } from '#lib/db/retry';
+import { WriteSet } from '#lib/db/writes';
+import { ThrottledError } from '#lib/errors';
+import { issueMessage } from '#lib/shared/validation';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
 import { formatTimestamp } from '#lib/shared/time';
 import { customerCreateBody, type CustomerCreate, type CustomerUpdate } from '#lib/customers/schemas';
@@ -13,14 +15,12 @@ import {
   addCustomerCreate,
   addCustomerUpdate,
   batchGet,
-  customerCreateActions,
   customersByIds,
-  customerUpdateActions,
   getCustomerById,
   customerIdsByEmail,
   profileChanges,
 } from '#lib/customers/store';
-import { EXTERNAL_ID_TAKEN, applyCustomerUpdate, createCustomer, takenFields } from '#lib/customers/service';
+import { EXTERNAL_ID_TAKEN, takenError } from '#lib/customers/service';
 
 export type OnConflict = 'skip' | 'update';
 
@@ -34,8 +34,6 @@ type Plan =
   | { kind: 'create'; items: Item[]; input: CustomerCreate; id: number }
   | { kind: 'update'; items: Item[]; input: CustomerUpdate; current: CustomerItem };
 
-/** Room left in a transaction for the TOTALS update and the activity-log item. */
-const ACTIONS_PER_TRANSACTION = 100 - 2;
 
 /** The given (non-undefined) fields of `next` over `base`. */
 const overlay = <T extends Record<string, unknown>>(base: T, next: Record<string, unknown>): T => {
@@ -44,8 +42,6 @@ const overlay = <T extends Record<string, unknown>>(base: T, next: Record<string
   return out as T;
 };
 
-const planActions = (plan: Plan): number =>
-  plan.kind === 'create' ? customerCreateActions(plan.input) : customerUpdateActions(plan.current, profileChanges(plan.current, plan.input));
 
 /**
  * POST /customers/batch. Items are validated like POST /customers; the existing email and
@@ -157,122 +153,102 @@ export const importCustomers = async (merchantId: string, rawItems: unknown[], o
   // 4. New ids in one allocation, in array order.
   const creates = plans.filter((p): p is Extract<Plan, { kind: 'create' }> => p.kind === 'create');
   if (creates.length) {
-    const first = (await allocateIds(merchantId, { customer: creates.length })).customer!;
+    const first = (await retrying(() => allocateIds(merchantId, { customer: creates.length }))).customer!;
     creates.forEach((p, i) => (p.id = first + i));
   }
 
-  // 5. Pack the plans into transactions.
-  const chunks: Plan[][] = [];
-  let room = 0;
-  for (const plan of plans) {
-    const n = planActions(plan);
-    if (!chunks.length || n > room) {
-      chunks.push([]);
-      room = ACTIONS_PER_TRANSACTION;
-    }
-    chunks[chunks.length - 1].push(plan);
-    room -= n;
-  }
-
-  const outcomes = (plan: Plan) => {
-    if (plan.kind === 'create') {
-      const [first, ...rest] = plan.items;
-      created(first.index, plan.id, first.identifier);
-      for (const v of rest) updated(v.index, plan.id, v.identifier);
-    } else {
-      for (const v of plan.items) updated(v.index, plan.current.id, v.identifier);
-    }
+  // 5. Pack, commit and report through the batch engine.
+  const outcomes = (plan: Plan, id: number) => {
+    const [first, ...rest] = plan.items;
+    if (plan.kind === 'create') created(first.index, id, first.identifier);
+    else updated(first.index, id, first.identifier);
+    for (const v of rest) updated(v.index, id, v.identifier);
   };
-  const counts = (chunk: Plan[]) => {
-    const c = { ...tally };
-    for (const plan of chunk) {
-      if (plan.kind === 'create') c.created++;
-      c.updated += plan.items.length - (plan.kind === 'create' ? 1 : 0);
-    }
-    return c;
-  };
-  const activity = (c: typeof tally, at: string) => ({
-    ...keys.activity(merchantId, at, randomUUID()),
-    type: 'customers.import',
-    total: rawItems.length,
-    ...c,
-    created_at: at,
-  });
-
-  let logged = false;
-  for (const [i, chunk] of chunks.entries()) {
-    const at = formatTimestamp(now());
-    const last = i === chunks.length - 1;
-    const ws = new WriteSet();
-    for (const plan of chunk) {
-      if (plan.kind === 'create') {
-        addCustomerCreate(ws, merchantId, plan.id, plan.input, at);
-      } else {
-        const changes = profileChanges(plan.current, plan.input);
-        if (Object.keys(changes).length) addCustomerUpdate(ws, merchantId, plan.current, changes, at);
-      }
-    }
-    if (last) ws.put('activity', activity(counts(chunk), at));
-    try {
-      await ws.commit();
-      chunk.forEach(outcomes);
-      logged ||= last;
-    } catch (err) {
-      if (!(err instanceof WriteConflict)) throw err;
-      const items = chunk.flatMap((plan) => plan.items.map((v) => ({ v, id: plan.kind === 'create' && v === plan.items[0] ? plan.id : undefined })));
-      items.sort((a, b) => a.v.index - b.v.index);
-      for (const { v, id } of items) await importOne(merchantId, v, onConflict, id, { created, updated, skipped, failed });
-    }
-  }
-  if (!logged) {
-    const at = formatTimestamp(now());
-    await new WriteSet().put('activity', activity({ ...tally }, at)).commit();
-  }
+  const at = formatTimestamp(now());
+  await runBatch(
+    plans,
+    {
+      write: async (ws, chunk) => {
+        for (const plan of chunk) {
+          if (plan.kind === 'create') {
+            addCustomerCreate(ws, merchantId, plan.id, plan.input, at);
+          } else {
+            const changes = profileChanges(plan.current, plan.input);
+            if (Object.keys(changes).length) addCustomerUpdate(ws, merchantId, plan.current, changes, at);
+          }
+        }
+        return () => chunk.forEach((plan) => outcomes(plan, plan.kind === 'create' ? plan.id : plan.current.id));
+      },
+      alone: (plan) => importAlone(merchantId, plan, onConflict, { outcomes, skipped, failed }),
+      failed: (plan, err) => {
+        const message = err instanceof ThrottledError ? 'The service was busy; retry the item.' : 'The customer was changed concurrently; retry the item.';
+        for (const v of plan.items) {
+          results.failed(v.index, err instanceof ThrottledError ? 'throttled' : 'conflict', message, v.identifier);
+          tally.failed++;
+        }
+      },
+    },
+    {
+      finish: (ws, pending) => {
+        const c = { ...tally };
+        for (const plan of plans.slice(plans.length - pending)) {
+          if (plan.kind === 'create') c.created++;
+          c.updated += plan.items.length - (plan.kind === 'create' ? 1 : 0);
+        }
+        ws.put('activity', {
+          ...keys.activity(merchantId, at, randomUUID()),
+          type: 'customers.import',
+          total: rawItems.length,
+          ...c,
+          created_at: at,
+        });
+      },
+    },
+  );
   return results.result();
 };
 
-type Sink = {
-  created: (index: number, id: number, identifier: string) => void;
-  updated: (index: number, id: number, identifier: string) => void;
-  skipped: (index: number, identifier: string) => void;
-  failed: (index: number, message: string, identifier: string) => void;
-};
-
 /**
- * One item on its own, as POST /customers (or PUT, for an existing email with on_conflict
- * update) would do it: the fallback when a chunk's transaction lost to a concurrent writer.
+ * One plan on its own from fresh reads (the fallback when its transaction lost a race): the email
+ * is looked up again and the folded input created, skipped or applied, as separate requests would.
  */
-const importOne = async (merchantId: string, v: Item, onConflict: OnConflict, preallocatedId: number | undefined, sink: Sink) => {
-  const { email } = v.input;
-  const id = preallocatedId;
-  for (let attempt = 1; ; attempt++) {
-    const ownerId = (await customerIdsByEmail(merchantId, [email])).get(email);
-    try {
-      if (ownerId === undefined) {
-        const item = await createCustomer(merchantId, v.input, id);
-        sink.created(v.index, item.id, v.identifier);
-        return;
-      }
-      if (onConflict === 'skip') {
-        sink.skipped(v.index, v.identifier);
-        return;
-      }
-      const current = await getCustomerById(merchantId, ownerId);
-      if (current) {
-        const item = await applyCustomerUpdate(merchantId, current, v.input);
-        sink.updated(v.index, item.id, v.identifier);
-        return;
-      }
-    } catch (err) {
-      const fields = takenFields(err);
-      // The email was taken (or its customer deleted) meanwhile: classify again. An id whose
-      // transaction failed was never written, so it is kept.
-      if (!fields?.email && fields?.external_id) {
-        sink.failed(v.index, EXTERNAL_ID_TAKEN, v.identifier);
-        return;
-      }
-      if (!fields?.email && !(err instanceof HttpError && err.status === 404)) throw err;
-    }
-    if (attempt >= 4) throw new Error(`customer import of item ${v.index} kept conflicting`);
+const importAlone = async (
+  merchantId: string,
+  plan: Plan,
+  onConflict: OnConflict,
+  sink: { outcomes: (plan: Plan, id: number) => void; skipped: (index: number, identifier: string) => void; failed: (index: number, message: string, identifier: string) => void },
+) => {
+  const email = plan.items[0].input.email;
+  const ownerId = (await customerIdsByEmail(merchantId, [email])).get(email);
+  const current = ownerId === undefined ? null : await getCustomerById(merchantId, ownerId);
+  if (current && onConflict === 'skip') {
+    for (const v of plan.items) sink.skipped(v.index, v.identifier);
+    return;
   }
+  const ws = new WriteSet();
+  const at = formatTimestamp(now());
+  let id: number;
+  if (current) {
+    id = current.id;
+    const input = plan.kind === 'create' ? plan.input : plan.input;
+    const changes = profileChanges(current, input);
+    if (Object.keys(changes).length) addCustomerUpdate(ws, merchantId, current, changes, at);
+  } else {
+    // An id allocated for a transaction that failed was never written, so it is kept.
+    id = plan.kind === 'create' ? plan.id : (await allocateIds(merchantId, { customer: 1 })).customer!;
+    const input = plan.kind === 'create' ? plan.input : { ...plan.current, ...plan.input, email };
+    addCustomerCreate(ws, merchantId, id, input as CustomerCreate, at);
+  }
+  try {
+    await ws.commit();
+  } catch (err) {
+    // The external_id was taken meanwhile: final. Anything else (email taken, customer changed): read again.
+    const taken = takenError(err);
+    if (taken && !taken.fields.email && taken.fields.external_id) {
+      for (const v of plan.items) sink.failed(v.index, EXTERNAL_ID_TAKEN, v.identifier);
+      return;
+    }
+    throw err;
+  }
+  sink.outcomes(current ? { ...plan, kind: 'update', current } as Plan : plan, id);
 };

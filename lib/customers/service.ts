@@ -1,7 +1,8 @@
 import { now } from '#lib/clock';
 import { allocateIds } from '#lib/db/sequences';
-import { backoff, WriteConflict, WriteSet } from '#lib/db/writes';
-import { contended, HttpError, notFound, validationFailed, type FieldErrors } from '#lib/http/errors';
+import { retrying } from '#lib/db/retry';
+import { WriteConflict, WriteSet } from '#lib/db/writes';
+import { InvalidError, NotFoundError, type FieldErrors } from '#lib/errors';
 import { formatTimestamp } from '#lib/shared/time';
 import type { CustomerCreate, CustomerUpdate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
@@ -13,102 +14,72 @@ import {
   customersByIds,
   customersPage,
   customerTotal,
-  findCustomer,
-  getCustomerById,
   profileChanges,
+  resolveForWrite,
 } from '#lib/customers/store';
 
-/** Customer use cases behind the handlers (decisions §5). */
+/** Customer use cases behind the handlers (decisions §5). Each write attempt runs through `retrying`. */
 
 export const EMAIL_TAKEN = 'The email has already been taken.';
 export const EXTERNAL_ID_TAKEN = 'The external id has already been taken.';
 
 /** The 422 for unique fields whose marker write failed, or null when the conflict was something else. */
-const takenError = (tags: string[]): HttpError | null => {
+export const takenError = (err: unknown): InvalidError | null => {
+  if (!(err instanceof WriteConflict)) return null;
   const errors: FieldErrors = {};
-  if (tags.includes('email')) errors.email = [EMAIL_TAKEN];
-  if (tags.includes('external_id')) errors.external_id = [EXTERNAL_ID_TAKEN];
-  return Object.keys(errors).length ? validationFailed(errors) : null;
+  if (err.tags.includes('email')) errors.email = [EMAIL_TAKEN];
+  if (err.tags.includes('external_id')) errors.external_id = [EXTERNAL_ID_TAKEN];
+  return Object.keys(errors).length ? new InvalidError(errors) : null;
 };
 
-/** The field errors of a 422 thrown by this module (the batch import classifies items by them). */
-export const takenFields = (err: unknown): FieldErrors | null =>
-  err instanceof HttpError && err.status === 422 ? ((err.body.errors as FieldErrors) ?? null) : null;
+/** A write whose uniqueness markers were taken answers 422; any other lost race is retried. */
+const commitOr422 = async (ws: WriteSet): Promise<void> => {
+  try {
+    await ws.commit();
+  } catch (err) {
+    throw takenError(err) ?? err;
+  }
+};
 
 /**
  * Creates a customer. Uniqueness is enforced by the marker puts inside the one transaction, so
  * concurrent creates of one email cannot both succeed. `id` may be pre-allocated (batch import).
  */
 export const createCustomer = async (merchantId: string, input: CustomerCreate, id?: number): Promise<CustomerItem> => {
-  const customerId = id ?? (await allocateIds(merchantId, { customer: 1 })).customer!;
-  const ws = new WriteSet();
-  const item = addCustomerCreate(ws, merchantId, customerId, input, formatTimestamp(now()));
-  try {
-    await ws.commit();
-  } catch (err) {
-    if (err instanceof WriteConflict) throw takenError(err.tags) ?? err;
-    throw err;
-  }
-  return item;
+  const customerId = id ?? (await retrying(() => allocateIds(merchantId, { customer: 1 }))).customer!;
+  return retrying(async () => {
+    const ws = new WriteSet();
+    const item = addCustomerCreate(ws, merchantId, customerId, input, formatTimestamp(now()));
+    await commitOr422(ws);
+    return item;
+  });
 };
 
-/** Retries when the customer changed between read and write (another update moved its email). */
-const MAX_ATTEMPTS = 10;
-
 /**
- * Applies the given fields to a live customer. A `customer` condition failure means it was
- * deleted or its email/external_id changed meanwhile: re-read and try again; gone → 404.
+ * PUT /customers/{idOrExternalId}: the customer is resolved by key (marker for external_id) on
+ * every attempt, so a lost race (deleted, or its email/external_id moved) is judged afresh.
  */
-export const applyCustomerUpdate = async (
-  merchantId: string,
-  current: CustomerItem,
-  input: CustomerUpdate,
-): Promise<CustomerItem> => {
-  let customer: CustomerItem | null = current;
-  for (let attempt = 1; ; attempt++) {
-    if (!customer) throw notFound();
+export const updateCustomer = async (merchantId: string, idOrExternalId: string, input: CustomerUpdate): Promise<CustomerItem> =>
+  retrying(async () => {
+    const customer = await resolveForWrite(merchantId, idOrExternalId);
+    if (!customer) throw new NotFoundError();
     const changes = profileChanges(customer, input);
     if (!Object.keys(changes).length) return customer;
     const ws = new WriteSet();
     const updated = addCustomerUpdate(ws, merchantId, customer, changes, formatTimestamp(now()));
-    try {
-      await ws.commit();
-      return updated;
-    } catch (err) {
-      if (!(err instanceof WriteConflict)) throw err;
-      const taken = takenError(err.tags);
-      if (taken) throw taken;
-      if (attempt >= MAX_ATTEMPTS) throw contended();
-      await backoff(attempt);
-      customer = await getCustomerById(merchantId, customer.id);
-    }
-  }
-};
+    await commitOr422(ws);
+    return updated;
+  });
 
-export const updateCustomer = async (merchantId: string, idOrExternalId: string, input: CustomerUpdate): Promise<CustomerItem> => {
-  const current = await findCustomer(merchantId, idOrExternalId);
-  if (!current) throw notFound();
-  return applyCustomerUpdate(merchantId, current, input);
-};
-
-/** Soft delete (see addCustomerDelete); a customer already deleted is 404. */
-export const deleteCustomer = async (merchantId: string, idOrExternalId: string): Promise<void> => {
-  let customer = await findCustomer(merchantId, idOrExternalId);
-  for (let attempt = 1; ; attempt++) {
-    if (!customer) throw notFound();
+/** Soft delete (see addCustomerDelete); resolved again by key on every attempt; already deleted → 404. */
+export const deleteCustomer = async (merchantId: string, idOrExternalId: string): Promise<void> =>
+  retrying(async () => {
+    const customer = await resolveForWrite(merchantId, idOrExternalId);
+    if (!customer) throw new NotFoundError();
     const ws = new WriteSet();
     addCustomerDelete(ws, merchantId, customer, formatTimestamp(now()));
-    try {
-      await ws.commit();
-      return;
-    } catch (err) {
-      if (!(err instanceof WriteConflict)) throw err;
-      if (attempt >= MAX_ATTEMPTS) throw contended();
-      await backoff(attempt);
-      customer = await getCustomerById(merchantId, customer.id);
-    }
-  }
-};
+    await ws.commit();
+  });
 
 export type CustomerListQuery = { page: number; per_page: number; search?: string };
 

@@ -1,5 +1,7 @@
-import { BatchGetCommand, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
+import { batchGet, keyId } from '#lib/db/batch-get';
+import { addTotal, readTotals } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
 import { indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
 import { itemAbsent, type WriteSet } from '#lib/db/writes';
@@ -17,7 +19,10 @@ export const getCustomerById = async (merchantId: string, id: number): Promise<C
   return live(Item);
 };
 
-/** By external_id through the sparse index (live customers only). */
+/**
+ * By external_id for reads (GET): the sparse index, one request, eventually consistent on AWS like
+ * the lists. Writes never use it: they resolve through the marker (`resolveForWrite`).
+ */
 export const getCustomerByExternalId = async (merchantId: string, externalId: string): Promise<CustomerItem | null> => {
   const { Items } = await db().send(
     new QueryCommand({
@@ -28,12 +33,30 @@ export const getCustomerByExternalId = async (merchantId: string, externalId: st
       Limit: 1,
     }),
   );
-  return live(Items?.[0]);
+  const item = live(Items?.[0]);
+  return item && item.external_id === externalId ? item : null;
 };
+
+/**
+ * The customer a write addresses: by id, or by external_id through its uniqueness marker — a
+ * strongly consistent GetItem of the marker, then of the customer, which must still hold that
+ * external_id. Never an index (it can be stale on AWS and name the previous holder).
+ */
+export const resolveForWrite = async (merchantId: string, idOrExternalId: string): Promise<CustomerItem | null> => {
+  if (isIdSegment(idOrExternalId)) return getCustomerById(merchantId, Number(idOrExternalId));
+  const { Item: marker } = await db().send(
+    new GetCommand({ TableName: tableName(), Key: keys.customerExternalId(merchantId, idOrExternalId), ConsistentRead: true }),
+  );
+  if (!marker) return null;
+  const customer = await getCustomerById(merchantId, Number(marker.customer_id));
+  return customer && customer.external_id === idOrExternalId ? customer : null;
+};
+
+const isIdSegment = (segment: string) => /^\d{1,15}$/.test(segment);
 
 /** The path segment is an id when it is all digits, else an external_id (decisions §5). */
 export const findCustomer = (merchantId: string, idOrExternalId: string): Promise<CustomerItem | null> =>
-  /^\d{1,15}$/.test(idOrExternalId)
+  isIdSegment(idOrExternalId)
     ? getCustomerById(merchantId, Number(idOrExternalId))
     : getCustomerByExternalId(merchantId, idOrExternalId);
 
@@ -45,7 +68,7 @@ export const customerIdsByEmail = async (merchantId: string, emails: string[]): 
   const out = new Map<string, number>();
   for (const email of emails) {
     const k = keys.customerEmail(merchantId, email);
-    const marker = found.get(`${k.pk}|${k.sk}`);
+    const marker = found.get(keyId(k));
     if (marker) out.set(email.toLowerCase(), Number(marker.customer_id));
   }
   return out;
@@ -60,25 +83,7 @@ export const customersByIds = async (merchantId: string, ids: number[]): Promise
   return out;
 };
 
-/** Strongly consistent BatchGetItem over any number of keys, retrying unprocessed keys. */
-export const batchGet = async <T extends Record<string, unknown>>(list: Key[]): Promise<Map<string, T>> => {
-  const out = new Map<string, T>();
-  const seen = new Set<string>();
-  const uniq = list.filter((k) => !seen.has(`${k.pk}|${k.sk}`) && seen.add(`${k.pk}|${k.sk}`));
-  for (let i = 0; i < uniq.length; i += 100) {
-    let pending: Key[] = uniq.slice(i, i + 100);
-    for (let attempt = 0; pending.length; attempt++) {
-      const res = await db().send(
-        new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: pending, ConsistentRead: true } } }),
-      );
-      for (const item of res.Responses?.[tableName()] ?? []) out.set(`${item.pk}|${item.sk}`, item as T);
-      pending = (res.UnprocessedKeys?.[tableName()]?.Keys ?? []) as Key[];
-      if (pending.length) await new Promise((r) => setTimeout(r, 20 * 2 ** Math.min(attempt, 5)));
-    }
-  }
-  return out;
-};
-
+export { batchGet, keyId };
 
 /** Adds a new customer (with its unique email and external_id markers and the live total) to `ws`. */
 export const addCustomerCreate = (
@@ -108,7 +113,7 @@ export const addCustomerCreate = (
   if (item.external_id) {
     ws.put('external_id', { ...keys.customerExternalId(merchantId, item.external_id), customer_id: id }, itemAbsent);
   }
-  ws.update('totals', keys.totals(merchantId)).add('customers', new Decimal(1));
+  addTotal(ws, merchantId, 'CUSTOMERS', 'customers', new Decimal(1));
   return item;
 };
 
@@ -170,27 +175,16 @@ export const addCustomerUpdate = (
     update.when(holdsExternalId(current.external_id ?? null));
     if (current.external_id) {
       ws.delete('old_external_id', keys.customerExternalId(merchantId, current.external_id), markerOwnedBy(current.id));
-      update.remove('gsi2pk').remove('gsi2sk');
     }
     if (changes.external_id) {
       ws.put('external_id', { ...keys.customerExternalId(merchantId, changes.external_id), customer_id: current.id }, itemAbsent);
       update.setAll(indexes.customerByExternalId(merchantId, changes.external_id));
+    } else if (current.external_id) {
+      update.remove('gsi2pk').remove('gsi2sk');
     }
   }
   return { ...current, ...changes, updated_at: at };
 };
-
-/** Actions `addCustomerUpdate` would add (for packing transactions). */
-export const customerUpdateActions = (current: CustomerItem, changes: ProfileChanges): number => {
-  if (!Object.keys(changes).length) return 0;
-  let n = 1;
-  if (changes.email !== undefined && changes.email !== current.email) n += 2;
-  if (changes.external_id !== undefined) n += (current.external_id ? 1 : 0) + (changes.external_id ? 1 : 0);
-  return n;
-};
-
-/** Actions `addCustomerCreate` adds, besides the shared totals update. */
-export const customerCreateActions = (input: CustomerCreate): number => (input.external_id ? 3 : 2);
 
 /**
  * Adds a soft delete to `ws`: stamps deleted_at, leaves the list and external_id indexes, frees the
@@ -212,22 +206,12 @@ export const addCustomerDelete = (ws: WriteSet, merchantId: string, current: Cus
   if (current.external_id) {
     ws.delete('external_id', keys.customerExternalId(merchantId, current.external_id), markerOwnedBy(current.id));
   }
-  ws.update('totals', keys.totals(merchantId)).add('customers', new Decimal(-1));
+  addTotal(ws, merchantId, 'CUSTOMERS', 'customers', new Decimal(-1));
 };
 
-/** Live customers of the merchant, from the TOTALS counter (kept by the create/delete transactions). */
-export const customerTotal = async (merchantId: string): Promise<number> => {
-  const { Item } = await db().send(
-    new GetCommand({
-      TableName: tableName(),
-      Key: keys.totals(merchantId),
-      ConsistentRead: true,
-      ProjectionExpression: '#c',
-      ExpressionAttributeNames: { '#c': 'customers' },
-    }),
-  );
-  return Math.max(0, Number(Item?.customers ?? 0));
-};
+/** Live customers of the merchant, from the sharded totals (kept by the create/delete transactions). */
+export const customerTotal = async (merchantId: string): Promise<number> =>
+  Math.max(0, (await readTotals(merchantId, 'CUSTOMERS')).customers?.toNumber() ?? 0);
 
 /** One page of live customers, newest first (gsi1); page 1 is a single Query. */
 export const customersPage = (merchantId: string, offset: number, limit: number): Promise<CustomerItem[]> =>

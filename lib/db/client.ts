@@ -31,7 +31,8 @@ const create = (): DynamoDBDocumentClient => {
     ...(endpoint
       ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
       : {}),
-    maxAttempts: 4,
+    // Retries live in one layer (lib/db/retry.ts), bounded by the invocation's deadline.
+    maxAttempts: 1,
   });
   base.middlewareStack.add(
     (next, context) => async (args) => {

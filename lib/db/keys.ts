@@ -9,17 +9,23 @@
  * | merchant                  | M#<m>                               | MERCHANT        |                                                         |
  * | merchant's token pointer  | M#<m>                               | TOKEN           |                                                         |
  * | id sequences              | M#<m>                               | SEQ             |                                                         |
- * | list totals (counters)    | M#<m>                               | TOTALS          |                                                         |
+ * | list totals (sharded)     | M#<m>#TOTALS                        | <RESOURCE>#<nn> |                                                         |
  * | rate window (merchant)    | RATE#M#<m>                          | <window start>  |                                                         |
  * | rate window (IP)          | RATE#IP#<ip>                        | <window start>  |                                                         |
- * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi1 list newest first; gsi2 by external_id (live only) |
+ * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi1 list newest first; gsi2 by external_id (GET only) |
  * | email marker (unique)     | M#<m>#CUSTOMER_EMAIL#<email>        | MARKER          |                                                         |
  * | external_id marker        | M#<m>#CUSTOMER_EXT#<external_id>    | MARKER          |                                                         |
  * | order                     | M#<m>#ORDER#<order_no>              | ORDER           | gsi1 all; gsi2 by status; gsi3 by customer              |
  * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
- * | stats (day / month)       | M#<m>#STATS                         | D#<yyyy-mm-dd> / M#<yyyy-mm> |                                            |
- * | outbox event              | M#<m>#OUTBOX                        | <created>#<evt> |                                                         |
+ * | stats (day / month)       | M#<m>#STATS                         | D#<yyyy-mm-dd>#<nn> / M#<yyyy-mm>#<nn>  (sharded)                         |
+ * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
+ * | outbox event              | M#<m>#OUTBOX                        | <created>#<evt> | entity "outbox", TTL expires_at (stream filter)       |
  * | activity log              | M#<m>#ACTIVITY                      | <created>#<id>  |                                                         |
+ *
+ * Hot counters (totals, stats) are written to one of COUNTER_SHARDS shards (`<nn>`, chosen per
+ * transaction) and summed on read in one request, so a merchant's concurrent writers rarely meet.
+ * Customer payment-time items live under the customer's own partition: first/last_payment_at are
+ * recomputed from them with a strongly consistent Query, never from an index.
  *
  * Index sort keys are `<created_at>#<id, 15 digits>` so lists come out newest first, then id desc.
  */
@@ -29,13 +35,22 @@ const m = (merchantId: string): string => `M#${merchantId}`;
 /** Leading prefix of the rate-window items only (the IAM `LeadingKeys` pattern of read functions). */
 export const RATE_PREFIX = 'RATE#';
 const pad = (id: number): string => String(id).padStart(15, '0');
+const pad2 = (shard: number): string => String(shard).padStart(2, '0');
+
+export type TotalsResource = 'ORDERS' | 'CUSTOMERS';
+export const PAYMENT_PREFIX = 'PAY#';
+/** Partition of a merchant's sharded list totals (read with one Query). */
+export const totalsPartition = (merchantId: string): string => `${m(merchantId)}#TOTALS`;
 
 export const keys = {
   token: (hash: string): Key => ({ pk: `TOKEN#${hash}`, sk: 'TOKEN' }),
   merchant: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'MERCHANT' }),
   merchantToken: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'TOKEN' }),
   sequences: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'SEQ' }),
-  totals: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'TOTALS' }),
+  totals: (merchantId: string, resource: TotalsResource, shard: number): Key => ({
+    pk: `${m(merchantId)}#TOTALS`,
+    sk: `${resource}#${pad2(shard)}`,
+  }),
   // Rate windows lead with `RATE#`, a prefix no data key can take (IAM lets read functions update only these).
   merchantRateWindow: (merchantId: string, windowStart: number): Key => ({
     pk: `${RATE_PREFIX}${m(merchantId)}`,
@@ -56,8 +71,13 @@ export const keys = {
     pk: `${m(merchantId)}#IDEMPOTENCY#${key}`,
     sk: 'IDEMPOTENCY',
   }),
-  statsDay: (merchantId: string, day: string): Key => ({ pk: `${m(merchantId)}#STATS`, sk: `D#${day}` }),
-  statsMonth: (merchantId: string, month: string): Key => ({ pk: `${m(merchantId)}#STATS`, sk: `M#${month}` }),
+  statsDay: (merchantId: string, day: string, shard: number): Key => ({ pk: `${m(merchantId)}#STATS`, sk: `D#${day}#${pad2(shard)}` }),
+  statsMonth: (merchantId: string, month: string, shard: number): Key => ({ pk: `${m(merchantId)}#STATS`, sk: `M#${month}#${pad2(shard)}` }),
+  /** One paid order's payment time, under its customer's partition (first/last_payment_at). */
+  customerPayment: (merchantId: string, customerId: number, paidAt: string, orderNo: string): Key => ({
+    pk: `${m(merchantId)}#CUSTOMER#${customerId}`,
+    sk: `${PAYMENT_PREFIX}${paidAt}#${orderNo}`,
+  }),
   outbox: (merchantId: string, createdAt: string, eventId: string): Key => ({
     pk: `${m(merchantId)}#OUTBOX`,
     sk: `${createdAt}#${eventId}`,

@@ -3,6 +3,7 @@ import { NumberValue, TransactWriteCommand, type TransactWriteCommandInput } fro
 import type Decimal from 'decimal.js';
 import { db, tableName } from '#lib/db/client';
 import type { Key } from '#lib/db/keys';
+import { RetryableError } from '#lib/db/retry';
 
 /**
  * One atomic write group (a TransactWriteItems call). Changes to the same item are merged into
@@ -26,17 +27,30 @@ type Op =
       conditions: Condition[];
     };
 
+/** Which kind of change an attribute already has in one update (one kind per attribute). */
+const kindOf = (op: Extract<Op, { kind: 'update' }>, attr: string): string | null =>
+  op.add.has(attr) ? 'ADD' : op.set.has(attr) ? 'SET' : op.setIfAbsent.has(attr) ? 'SET if_not_exists' : op.remove.has(attr) ? 'REMOVE' : null;
+
 export class UpdateBuilder {
   constructor(private readonly op: Extract<Op, { kind: 'update' }>) {}
+  /** Two contributors changing one attribute in different ways would silently override each other. */
+  private claim(attr: string, kind: string): void {
+    const existing = kindOf(this.op, attr);
+    if (existing && existing !== kind) throw new Error(`${this.op.tag}: attribute ${attr} is both ${existing} and ${kind} in one update`);
+  }
   /** Adds an exact decimal (or integer) delta; deltas to one attribute are summed. */
   add(attr: string, delta: Decimal): this {
+    this.claim(attr, 'ADD');
     const prev = this.op.add.get(attr);
     this.op.add.set(attr, prev ? prev.plus(delta) : delta);
     return this;
   }
   set(attr: string, value: unknown): this {
     if (value === undefined) return this;
-    this.op.remove.delete(attr);
+    this.claim(attr, 'SET');
+    if (this.op.set.has(attr) && JSON.stringify(this.op.set.get(attr)) !== JSON.stringify(value)) {
+      throw new Error(`${this.op.tag}: attribute ${attr} is set to two different values in one update`);
+    }
     this.op.set.set(attr, value);
     return this;
   }
@@ -45,11 +59,12 @@ export class UpdateBuilder {
     return this;
   }
   setIfAbsent(attr: string, value: unknown): this {
+    this.claim(attr, 'SET if_not_exists');
     this.op.setIfAbsent.set(attr, value);
     return this;
   }
   remove(attr: string): this {
-    this.op.set.delete(attr);
+    this.claim(attr, 'REMOVE');
     this.op.remove.add(attr);
     return this;
   }
@@ -61,10 +76,14 @@ export class UpdateBuilder {
 
 const id = (key: Key): string => `${key.pk}\u0000${key.sk}`;
 
-/** A transaction refused: `tags` name the actions whose condition failed (empty: contention only). */
-export class WriteConflict extends Error {
+/**
+ * A transaction refused because a condition failed: `tags` name the actions whose condition
+ * failed. Retryable as contention (a read went stale) unless the caller turns it into a domain
+ * answer first (a uniqueness marker taken → 422).
+ */
+export class WriteConflict extends RetryableError {
   constructor(public readonly tags: string[]) {
-    super(tags.length ? `conditional write failed: ${tags.join(', ')}` : 'transaction kept conflicting with concurrent writers');
+    super('contention', `conditional write failed: ${tags.join(', ')}`);
   }
 }
 
@@ -73,15 +92,25 @@ export const itemAbsent: Condition = { expression: 'attribute_not_exists(pk)' };
 /** Condition for an update guarded by the version it was computed from (optimistic concurrency). */
 export const versionIs = (version: number): Condition => ({ expression: 'version = :v', values: { ':v': version } });
 
-/** Jittered exponential pause before re-reading after a lost race (capped at 1 s). */
-export const backoff = (attempt: number): Promise<void> =>
-  new Promise((r) => setTimeout(r, Math.random() * Math.min(1000, 10 * 2 ** attempt)));
+/** Hot counters (totals, stats) are spread over this many items, summed on read (one request). */
+export const COUNTER_SHARDS = 32;
 
 export class WriteSet {
   private readonly ops = new Map<string, Op>();
+  /** The counter shard this transaction writes (one per transaction, so its counter updates merge). */
+  readonly shard: number;
+
+  constructor(shard = Math.floor(Math.random() * COUNTER_SHARDS)) {
+    this.shard = shard;
+  }
 
   get size(): number {
     return this.ops.size;
+  }
+
+  /** Actions the transaction will send (updates that change nothing and check nothing send none). */
+  get actions(): number {
+    return this.toTransactItems('').length;
   }
 
   put(tag: string, item: Key & Record<string, unknown>, condition?: Condition): this {
@@ -161,30 +190,34 @@ export class WriteSet {
     return [...this.ops.values()].map((op) => op.tag);
   }
 
-  /** Commits atomically. Throws WriteConflict naming the tags whose condition failed. */
+  /**
+   * Commits atomically, once. Throws WriteConflict naming the tags whose condition failed, or a
+   * RetryableError for a transaction conflict or throttling; `retrying` decides about another try.
+   */
   async commit(): Promise<void> {
     const items = this.toTransactItems();
     if (items.length === 0) return;
-    if (items.length > 100) throw new Error(`transaction of ${items.length} actions exceeds 100`);
+    if (items.length > MAX_ACTIONS) throw new Error(`transaction of ${items.length} actions exceeds ${MAX_ACTIONS}`);
     const tags = [...this.ops.values()].filter((op) => op.kind !== 'update' || renderUpdate(op) || op.conditions.length).map((op) => op.tag);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await db().send(new TransactWriteCommand({ TransactItems: items }));
-        return;
-      } catch (err) {
-        if (!(err instanceof TransactionCanceledException)) throw err;
-        const reasons = err.CancellationReasons ?? [];
-        const failed = reasons.flatMap((r, i) => (r.Code === 'ConditionalCheckFailed' ? [tags[i]] : []));
-        if (failed.length) throw new WriteConflict(failed);
-        if (reasons.some((r) => r.Code && r.Code !== 'None' && r.Code !== 'TransactionConflict')) throw err;
-        // TransactionConflict: another transaction holds one of the items; retry with jitter,
-        // then report it as a conflict without a failed condition (callers re-read and retry).
-        if (attempt >= 6) throw new WriteConflict([]);
-        await new Promise((r) => setTimeout(r, 10 * 2 ** attempt + Math.random() * 20));
+    try {
+      await db().send(new TransactWriteCommand({ TransactItems: items }));
+    } catch (err) {
+      if (!(err instanceof TransactionCanceledException)) throw err;
+      const reasons = err.CancellationReasons ?? [];
+      const codes = new Set(reasons.map((r) => r.Code ?? 'None'));
+      const failed = reasons.flatMap((r, i) => (r.Code === 'ConditionalCheckFailed' ? [tags[i]] : []));
+      if (failed.length) throw new WriteConflict(failed);
+      if (codes.has('ThrottlingError') || codes.has('ProvisionedThroughputExceeded') || codes.has('RequestLimitExceeded')) {
+        throw new RetryableError('throttle', 'transaction throttled');
       }
+      if (codes.has('TransactionConflict')) throw new RetryableError('contention', 'transaction conflict');
+      throw err;
     }
   }
 }
+
+/** DynamoDB's limit of actions per TransactWriteItems. */
+export const MAX_ACTIONS = 100;
 
 const emptyToUndefined = <T extends Record<string, unknown>>(o: T): T | undefined =>
   Object.keys(o).length ? o : undefined;
@@ -227,12 +260,25 @@ const renderUpdate = (op: Extract<Op, { kind: 'update' }>) => {
   return parts.length ? { expression: parts.join(' '), names, values } : null;
 };
 
-const mergeConditions = (conditions: Condition[]) => {
+/**
+ * ANDs the conditions of one action. Each condition's placeholders are renamed into its own
+ * namespace (`:c0_v`, `#c1_n`), so two contributors using the same placeholder never overwrite
+ * each other's values.
+ */
+export const mergeConditions = (conditions: Condition[]) => {
   if (!conditions.length) return {} as { ConditionExpression?: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Record<string, unknown> };
-  const names = Object.assign({}, ...conditions.map((c) => c.names ?? {}));
-  const values = Object.assign({}, ...conditions.map((c) => c.values ?? {}));
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = {};
+  const parts = conditions.map((c, i) => {
+    const rename = (p: string) => `${p[0]}c${i}_${p.slice(1)}`;
+    for (const [k, v] of Object.entries(c.names ?? {})) names[rename(k)] = v;
+    for (const [k, v] of Object.entries(c.values ?? {})) values[rename(k)] = v;
+    const own = new Set([...Object.keys(c.names ?? {}), ...Object.keys(c.values ?? {})]);
+    const expression = c.expression.replace(/[:#][A-Za-z0-9_]+/g, (p) => (own.has(p) ? rename(p) : p));
+    return `(${expression})`;
+  });
   return {
-    ConditionExpression: conditions.map((c) => `(${c.expression})`).join(' AND '),
+    ConditionExpression: parts.join(' AND '),
     ...(Object.keys(names).length ? { ExpressionAttributeNames: names } : {}),
     ...(Object.keys(values).length ? { ExpressionAttributeValues: values } : {}),
   };

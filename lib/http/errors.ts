@@ -1,3 +1,5 @@
+import { ConflictError, InvalidError, NotFoundError, ThrottledError, type FieldErrors } from '#lib/errors';
+
 /** Errors with their exact bodies from decisions.md §2. Thrown anywhere; rendered once by the pipeline. */
 export class HttpError extends Error {
   constructor(
@@ -9,7 +11,7 @@ export class HttpError extends Error {
   }
 }
 
-export type FieldErrors = Record<string, string[]>;
+export type { FieldErrors };
 
 export const unauthenticated = () => new HttpError(401, { message: 'Unauthenticated.' });
 export const forbidden = () => new HttpError(403, { message: 'This action is unauthorized.' });
@@ -17,8 +19,6 @@ export const notFound = () => new HttpError(404, { message: 'Resource not found'
 export const invalidJson = () => new HttpError(400, { message: 'The request body is not valid JSON.' });
 export const tooLarge = () => new HttpError(413, { message: 'The request body is too large.' });
 export const conflict = (message: string) => new HttpError(409, { message });
-/** Concurrent writers kept winning every retry: the client may simply try again. */
-export const contended = () => conflict('The resource was changed by concurrent requests. Try again.');
 export const tooManyAttempts = (retryAfterSeconds: number) =>
   new HttpError(429, { message: 'Too Many Attempts.' }, { 'Retry-After': String(retryAfterSeconds) });
 export const validationFailed = (errors: FieldErrors) =>
@@ -26,3 +26,19 @@ export const validationFailed = (errors: FieldErrors) =>
 /** A 422 on one field. */
 export const invalidField = (field: string, message: string) => validationFailed({ [field]: [message] });
 export const serverError = () => new HttpError(500, { message: 'Server Error' });
+
+export const serviceBusy = (retryAfterSeconds: number, message: string) =>
+  new HttpError(503, { message }, { 'Retry-After': String(retryAfterSeconds) });
+
+/**
+ * The one mapping from domain errors to HTTP (decisions §2): not found 404, invalid 422, conflict
+ * and contention 409, throttling 503 with Retry-After. Anything else is not an HttpError (→ 500).
+ */
+export const toHttpError = (err: unknown): HttpError | null => {
+  if (err instanceof HttpError) return err;
+  if (err instanceof NotFoundError) return notFound();
+  if (err instanceof InvalidError) return validationFailed(err.fields);
+  if (err instanceof ConflictError) return conflict(err.message);
+  if (err instanceof ThrottledError) return serviceBusy(err.retryAfterSeconds, err.message);
+  return null;
+};

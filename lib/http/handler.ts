@@ -5,10 +5,11 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import type { z } from 'zod';
 import { authenticate, bearerToken, type AuthContext } from '#lib/auth/tokens';
 import { hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
-import { HttpError, forbidden, invalidJson, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
+import { toHttpError, forbidden, invalidJson, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
 import { parseOr422 } from '#lib/http/validation';
 import type { RouteDef } from '#lib/http/route';
 import { logger } from '#lib/logger';
+import { DEADLINE_MARGIN_MS, withDeadline } from '#lib/db/retry';
 
 export type ApiResult = { status: number; body?: unknown; headers?: Record<string, string> };
 
@@ -63,10 +64,8 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
   onError: (request) => {
     const s = states.get(request.event);
     const err = request.error;
-    let http: HttpError;
-    if (err instanceof HttpError) {
-      http = err;
-    } else {
+    let http = toHttpError(err);
+    if (!http) {
       logger.error('unhandled error', err as Error);
       http = serverError();
     }
@@ -137,7 +136,7 @@ const pathParams = (params: Record<string, string | undefined> | undefined): Rec
  * body, and returns a status and a body; everything HTTP lives here.
  */
 export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>) => Promise<ApiResult>) =>
-  middy<Event, Result>()
+  withInvocationDeadline(middy<Event, Result>()
     .use(responder(route))
     .use(httpHeaderNormalizer())
     .use(authAndRateLimit(route))
@@ -158,14 +157,25 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
         headers: result.headers,
         body: result.body === undefined ? '' : JSON.stringify(result.body),
       };
-    });
+    }));
 
 /** The catch-all for unknown routes: counted like any request, then 404. */
 export const notFoundHandler = () =>
-  middy<Event, Result>()
-    .use(responder(null))
-    .use(httpHeaderNormalizer())
-    .use(authAndRateLimit(null))
-    .handler(async () => {
-      throw notFound();
-    });
+  withInvocationDeadline(
+    middy<Event, Result>()
+      .use(responder(null))
+      .use(httpHeaderNormalizer())
+      .use(authAndRateLimit(null))
+      .handler(async () => {
+        throw notFound();
+      }),
+  );
+
+/**
+ * Every DynamoDB retry of the invocation (lib/db/retry.ts) stops in time to answer: the deadline is
+ * the Lambda's remaining time less a margin for the answer and its log line.
+ */
+const withInvocationDeadline =
+  (handler: (event: Event, context: Context) => Promise<Result>) =>
+  (event: Event, context: Context): Promise<Result> =>
+    withDeadline(Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS, () => handler(event, context));

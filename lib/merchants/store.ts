@@ -7,7 +7,7 @@ import { keys } from '#lib/db/keys';
 import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
 import { generateToken, hashToken, type TokenItem } from '#lib/auth/tokens';
 import { ABILITIES, type Ability } from '#lib/http/route';
-import { conflict, notFound } from '#lib/http/errors';
+import { ConflictError, NotFoundError } from '#lib/errors';
 import { formatTimestamp } from '#lib/shared/time';
 
 /** Merchants and their single API token (spec: Authentication; decisions §3). */
@@ -40,7 +40,7 @@ const getPointer = async (merchantId: string): Promise<TokenPointer | null> => {
 
 const requireMerchant = async (merchantId: string): Promise<Merchant> => {
   const merchant = await getMerchant(merchantId);
-  if (!merchant) throw notFound();
+  if (!merchant) throw new NotFoundError();
   return merchant;
 };
 
@@ -76,7 +76,7 @@ export const createToken = async (merchantId: string, abilities: Ability[] = [..
       .commit();
   } catch (err) {
     if (err instanceof WriteConflict && err.tags.includes('pointer')) {
-      throw conflict('A valid token already exists. Revoke it before creating a new one.');
+      throw new ConflictError('A valid token already exists. Revoke it before creating a new one.');
     }
     throw err;
   }
@@ -87,7 +87,7 @@ export const createToken = async (merchantId: string, abilities: Ability[] = [..
 export const regenerateToken = async (merchantId: string) => {
   const merchant = await requireMerchant(merchantId);
   const current = await getPointer(merchantId);
-  if (!current || current.status !== 'active') throw notFound();
+  if (!current || current.status !== 'active') throw new NotFoundError();
   const token = generateToken();
   const items = tokenItems(merchant, token, current.abilities);
   try {
@@ -102,7 +102,7 @@ export const regenerateToken = async (merchantId: string) => {
       .put('token', items.token, itemAbsent)
       .commit();
   } catch (err) {
-    if (err instanceof WriteConflict) throw conflict('The token changed while it was being regenerated. Try again.');
+    if (err instanceof WriteConflict) throw new ConflictError('The token changed while it was being regenerated. Try again.');
     throw err;
   }
   return { token, merchant_id: merchantId, abilities: current.abilities, created_at: items.token.created_at };
@@ -111,7 +111,7 @@ export const regenerateToken = async (merchantId: string) => {
 /** Revokes the valid token, irreversibly. */
 export const revokeToken = async (merchantId: string) => {
   const current = await getPointer(merchantId);
-  if (!current || current.status !== 'active') throw notFound();
+  if (!current || current.status !== 'active') throw new NotFoundError();
   const revokedAt = formatTimestamp(now());
   const ws = new WriteSet();
   ws.update('pointer', keys.merchantToken(merchantId))
@@ -122,7 +122,7 @@ export const revokeToken = async (merchantId: string) => {
   try {
     await ws.commit();
   } catch (err) {
-    if (err instanceof WriteConflict) throw conflict('The token changed while it was being revoked. Try again.');
+    if (err instanceof WriteConflict) throw new ConflictError('The token changed while it was being revoked. Try again.');
     throw err;
   }
   return { merchant_id: merchantId, revoked_at: revokedAt };

@@ -4,30 +4,44 @@ import { db, tableName } from '#lib/db/client';
 import type { AuthContext } from '#lib/auth/tokens';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
-import { backoff, itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
-import { addCustomerCreate, batchGet, getCustomerById, liveCondition } from '#lib/customers/store';
+import { batchGet, keyId } from '#lib/db/batch-get';
+import { retrying, RetryableError } from '#lib/db/retry';
+import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
+import { InvalidError } from '#lib/errors';
+import { addCustomerCreate, getCustomerById, liveCondition } from '#lib/customers/store';
 import type { CustomerItem } from '#lib/customers/model';
-import { contended, invalidField } from '#lib/http/errors';
-import { addAggregateDeltas, addCustomerFigureUpdate, applyPlanToNewCustomer, planCustomerFigures } from '#lib/orders/figures';
+import { addAggregateDeltas, addCustomerFigures } from '#lib/orders/figures';
 import { addOutboxEvent } from '#lib/orders/events';
 import { addIdempotencyRecord, isLive, requestHash, type IdempotencyRecord } from '#lib/orders/idempotency';
 import { presentOrder, type Order, type OrderItem } from '#lib/orders/model';
 import type { OrderInput } from '#lib/orders/schemas';
-import { orderIndexAttributes, otherPaymentTimes } from '#lib/orders/store';
+import { orderIndexAttributes } from '#lib/orders/store';
 import { fillStatusTimestamp } from '#lib/orders/transitions';
 import { formatTimestamp } from '#lib/shared/time';
 
 export type CreateResult = { status: number; body: { data: Order }; replayed: boolean };
 
-// Writers racing on one customer's payment times retry until each wins a round (N writers: ~N rounds).
-const MAX_ATTEMPTS = 20;
 export const ORDER_NO_TAKEN = 'The order no has already been taken.';
 export const IDEMPOTENCY_MISMATCH = 'The idempotency key has already been used with a different request.';
 
 const replay = (record: IdempotencyRecord, hash: string): CreateResult => {
-  if (record.request_hash !== hash) throw invalidField('idempotency_key', IDEMPOTENCY_MISMATCH);
+  if (record.request_hash !== hash) throw InvalidError.field('idempotency_key', IDEMPOTENCY_MISMATCH);
   return { status: Number(record.status), body: JSON.parse(record.body), replayed: true };
 };
+
+/** A creation request with the defaults of decisions §6 applied (null means the default). */
+export const withOrderDefaults = (input: OrderInput) => ({
+  ...input,
+  status: input.status ?? 'pending',
+  currency: input.currency ?? 'TWD',
+  billing_cycle: input.billing_cycle ?? 'one-time',
+  customer_name: input.customer_name ?? null,
+  payment_method: input.payment_method ?? null,
+  paid_at: input.paid_at ?? null,
+  refunded_at: input.refunded_at ?? null,
+  failed_at: input.failed_at ?? null,
+  metadata: input.metadata ?? null,
+});
 
 /** The order a creation request describes, with the defaults of decisions §6. */
 export const newOrderItem = (
@@ -64,7 +78,7 @@ export const newOrderItem = (
  * POST /orders: one transaction writes the order (unique order_no), the idempotency record, the
  * customer (created, or its figures moved), the stats and totals, and the outbox events.
  * Reads before it: one BatchGetItem (idempotency record, email marker, order_no), one id
- * allocation, and the existing customer.
+ * allocation, and the existing customer. Each attempt re-reads; `retrying` bounds the attempts.
  */
 export const createOrder = async (
   auth: AuthContext,
@@ -72,8 +86,8 @@ export const createOrder = async (
   opts: { idempotencyKey?: string },
 ): Promise<CreateResult> => {
   const { merchantId } = auth;
-  // The validated request: unknown fields are ignored (decisions §1), so they do not make a body "different".
-  const hash = opts.idempotencyKey ? requestHash(input) : '';
+  // The validated request with its defaults: equal requests hash equally (decisions §6).
+  const hash = opts.idempotencyKey ? requestHash(withOrderDefaults(input)) : '';
   const emailKey = keys.customerEmail(merchantId, input.customer_email);
   const orderKey = keys.order(merchantId, input.order_no);
   const idemKey = opts.idempotencyKey ? keys.idempotency(merchantId, opts.idempotencyKey) : null;
@@ -89,17 +103,16 @@ export const createOrder = async (
       const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: idemKey, ConsistentRead: true }));
       if (isLive(Item as IdempotencyRecord | undefined)) return replay(Item as IdempotencyRecord, hash);
     }
-    throw invalidField('order_no', ORDER_NO_TAKEN);
+    throw InvalidError.field('order_no', ORDER_NO_TAKEN);
   };
 
-  for (let attempt = 1; ; attempt++) {
-    if (attempt > MAX_ATTEMPTS) throw contended();
+  return retrying(async () => {
     const found = await batchGet([...(idemKey ? [idemKey] : []), emailKey, orderKey]);
     const at = formatTimestamp(now());
-    const record = idemKey ? (found.get(`${idemKey.pk}|${idemKey.sk}`) as IdempotencyRecord | undefined) : undefined;
+    const record = idemKey ? (found.get(keyId(idemKey)) as IdempotencyRecord | undefined) : undefined;
     if (isLive(record)) return replay(record, hash);
-    if (found.has(`${orderKey.pk}|${orderKey.sk}`)) return orderNoTaken();
-    const marker = found.get(`${emailKey.pk}|${emailKey.sk}`) as { customer_id: number } | undefined;
+    if (found.has(keyId(orderKey))) return orderNoTaken();
+    const marker = found.get(keyId(emailKey)) as { customer_id: number } | undefined;
 
     const ids = await allocateIds(merchantId, { order: orderId ? 0 : 1, customer: marker ? 0 : 1 });
     orderId ??= ids.order!;
@@ -109,22 +122,20 @@ export const createOrder = async (
     let order: OrderItem;
     if (marker) {
       const existing = await getCustomerById(merchantId, Number(marker.customer_id));
-      if (!existing) continue; // deleted meanwhile: the marker is gone on the next read
+      // Deleted meanwhile: the marker is gone on the next read, and a new customer is created.
+      if (!existing) throw new RetryableError('contention', 'customer deleted meanwhile');
       customer = existing;
       order = newOrderItem(merchantId, orderId, existing.id, input, 'api', at);
-      const plan = await planCustomerFigures(existing, [{ before: null, after: order }], () =>
-        otherPaymentTimes(merchantId, existing.id, new Set()),
-      );
       ws.put('order', order, itemAbsent);
-      addCustomerFigureUpdate(ws, keys.customer(merchantId, existing.id), existing, plan);
-      // Still live at commit: a customer deleted meanwhile sends us round again (a new one is created).
+      await addCustomerFigures(ws, merchantId, existing, [{ before: null, after: order }]);
+      // Still live at commit: a customer deleted meanwhile sends us round again.
       ws.update('customer-figures', keys.customer(merchantId, existing.id)).when(liveCondition);
     } else {
       const created = addCustomerCreate(ws, merchantId, ids.customer!, { email: input.customer_email, name: input.customer_name ?? null }, at);
       customer = created;
       order = newOrderItem(merchantId, orderId, created.id, input, 'api', at);
-      applyPlanToNewCustomer(created, await planCustomerFigures(created, [{ before: null, after: order }], async () => []));
       ws.put('order', order, itemAbsent);
+      await addCustomerFigures(ws, merchantId, created, [{ before: null, after: order }], created);
     }
     addAggregateDeltas(ws, merchantId, null, order);
     const presented = presentOrder(order, customer);
@@ -138,13 +149,10 @@ export const createOrder = async (
       await ws.commit();
       return { status: 201, body, replayed: false };
     } catch (err) {
-      if (!(err instanceof WriteConflict)) throw err;
-      // A concurrent request with the same key won: the next read replays it (or reports the mismatch).
-      if (err.tags.includes('idempotency')) continue;
-      if (err.tags.includes('order')) return orderNoTaken();
-      // The customer changed under us (created, deleted, or its payment times moved): read again.
-      await backoff(attempt);
+      // The order_no was taken meanwhile (a same-key racer is told apart by its record).
+      if (err instanceof WriteConflict && err.tags.includes('order') && !err.tags.includes('idempotency')) return orderNoTaken();
+      // Otherwise (same key won, customer created/deleted/changed): read again.
+      throw err;
     }
-  }
+  });
 };
-

@@ -9,6 +9,9 @@ import type { Order } from '#lib/orders/model';
  */
 export type OrderEventType = 'order.created' | 'order.paid' | 'order.failed' | 'order.refunded' | 'order.cancelled';
 
+export const OUTBOX_ENTITY = 'outbox';
+export const OUTBOX_TTL_SECONDS = 3 * 24 * 3600;
+
 export const newEventId = (): string => `evt_${randomBytes(12).toString('hex')}`;
 
 export const addOutboxEvent = (ws: WriteSet, merchantId: string, type: OrderEventType, order: Order, at: string) => {
@@ -23,7 +26,10 @@ export const addOutboxEvent = (ws: WriteSet, merchantId: string, type: OrderEven
       created_at: at,
       // JSON text: the order's metadata may hold values a DynamoDB map cannot.
       data: JSON.stringify({ object: order }),
-      published: false,
+      // What the stream's event-source filter matches, so rate counters and data writes never reach the relay.
+      entity: OUTBOX_ENTITY,
+      // Published within seconds by the relay; kept a few days for replay, then expired by TTL.
+      expires_at: Math.floor(Date.parse(at) / 1000) + OUTBOX_TTL_SECONDS,
     },
     itemAbsent,
   );

@@ -1,7 +1,9 @@
-import { NumberValue } from '@aws-sdk/lib-dynamodb';
+import { NumberValue, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
-import { keys } from '#lib/db/keys';
-import type { WriteSet } from '#lib/db/writes';
+import { addTotal } from '#lib/db/counters';
+import { db, tableName } from '#lib/db/client';
+import { keys, PAYMENT_PREFIX } from '#lib/db/keys';
+import type { Condition, WriteSet } from '#lib/db/writes';
 import { ltvAttr, type CustomerItem } from '#lib/customers/model';
 import type { OrderItem } from '#lib/orders/model';
 import { utcDay, utcMonth } from '#lib/shared/time';
@@ -11,7 +13,7 @@ import { utcDay, utcMonth } from '#lib/shared/time';
  * state (`before`, null when new) and the new state (`after`) into ADD deltas in the same
  * transaction as the order, so figures and orders never disagree.
  */
-export type OrderFigures = Pick<OrderItem, 'amount' | 'currency' | 'status' | 'paid_at' | 'created_at' | 'customer_id'>;
+export type OrderFigures = Pick<OrderItem, 'order_no' | 'amount' | 'currency' | 'status' | 'paid_at' | 'created_at' | 'customer_id'>;
 
 const ONE = new Decimal(1);
 const sign = (d: Decimal, negative: boolean) => (negative ? d.negated() : d);
@@ -22,60 +24,85 @@ export const revenueAttr = (currency: string) => `rev_${currency}`;
 export const paymentTime = (o: Pick<OrderItem, 'status' | 'paid_at'> | null): string | null =>
   o && (o.status === 'paid' || o.status === 'refunded') && o.paid_at ? o.paid_at : null;
 
-/** Stats (per UTC day and month, per currency) and list totals. */
+/** Stats (per UTC day and month, per currency) and list totals, in this transaction's counter shard. */
 export const addAggregateDeltas = (ws: WriteSet, merchantId: string, before: OrderFigures | null, after: OrderFigures | null) => {
+  const day = (d: string) => ws.update('stats', keys.statsDay(merchantId, utcDay(d), ws.shard));
   const apply = (o: OrderFigures, negative: boolean) => {
     if (o.status === 'paid' && o.paid_at) {
       const amount = sign(new Decimal(o.amount), negative);
-      ws.update('stats', keys.statsDay(merchantId, utcDay(o.paid_at))).add(revenueAttr(o.currency), amount);
-      ws.update('stats', keys.statsMonth(merchantId, utcMonth(o.paid_at))).add(revenueAttr(o.currency), amount);
+      day(o.paid_at).add(revenueAttr(o.currency), amount);
+      ws.update('stats', keys.statsMonth(merchantId, utcMonth(o.paid_at), ws.shard)).add(revenueAttr(o.currency), amount);
     }
-    const createdDay = ws.update('stats', keys.statsDay(merchantId, utcDay(o.created_at)));
-    if (o.status === 'paid') createdDay.add('created_paid', sign(ONE, negative));
-    ws.update('totals', keys.totals(merchantId)).add(`orders_${o.status}`, sign(ONE, negative));
+    if (o.status === 'paid') day(o.created_at).add('created_paid', sign(ONE, negative));
+    addTotal(ws, merchantId, 'ORDERS', `orders_${o.status}`, sign(ONE, negative));
   };
   if (before) apply(before, true);
   if (after) apply(after, false);
   if (!before && after) {
-    ws.update('stats', keys.statsDay(merchantId, utcDay(after.created_at))).add('created', ONE);
-    ws.update('totals', keys.totals(merchantId)).add('orders', ONE);
+    day(after.created_at).add('created', ONE);
+    addTotal(ws, merchantId, 'ORDERS', 'orders', ONE);
   }
 };
 
 /** A change of one order as seen by one customer (null: not this customer's order before/after). */
 export type CustomerOrderChange = { before: OrderFigures | null; after: OrderFigures | null };
 
-export type CustomerFigurePlan = {
-  ltv: Map<string, Decimal>;
-  orderCount: Decimal;
-  /**
-   * Present when the set of payment times changes: the new first/last, and what they were computed
-   * from — the stored first/last (`extremes`), or the customer's other orders (`recomputed`).
-   */
-  payments?: { first: string | null; last: string | null; from: 'extremes' | 'recomputed'; read: { first: string | null; last: string | null } };
-};
+/** The payment-time fields of a customer, as read (or as a transaction leaves them). */
+export type PaymentState = Pick<CustomerItem, 'first_payment_at' | 'last_payment_at' | 'payment_version'>;
 
-const minMax = (times: string[]) => ({
-  first: times.length ? times.reduce((a, b) => (b < a ? b : a)) : null,
-  last: times.length ? times.reduce((a, b) => (b > a ? b : a)) : null,
-});
+const minOf = (times: string[]) => (times.length ? times.reduce((a, b) => (b < a ? b : a)) : null);
+const maxOf = (times: string[]) => (times.length ? times.reduce((a, b) => (b > a ? b : a)) : null);
 
 /**
- * The customer's figure changes for a set of order changes. first/last_payment_at move incrementally;
- * only when a removed payment was the first or the last does `otherPaymentTimes` (the customer's
- * other orders) get called to recompute them.
+ * Payment times of the customer's paid orders other than the `excluded` payment items, nearest
+ * each end: a strongly consistent Query on the customer's own partition (never an index, which
+ * can be stale on AWS). `k` items from each end are enough when at most k − 1 are excluded.
  */
-export const planCustomerFigures = async (
-  customer: Pick<CustomerItem, 'first_payment_at' | 'last_payment_at'>,
+const paymentExtremes = async (merchantId: string, customerId: number, excluded: Set<string>) => {
+  const k = excluded.size + 1;
+  const ends = await Promise.all(
+    [true, false].map((forward) =>
+      db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :pay)',
+          ExpressionAttributeValues: { ':pk': keys.customer(merchantId, customerId).pk, ':pay': PAYMENT_PREFIX },
+          ConsistentRead: true,
+          ScanIndexForward: forward,
+          Limit: k,
+        }),
+      ),
+    ),
+  );
+  const times = (items: Record<string, unknown>[] | undefined) =>
+    (items ?? []).filter((i) => !excluded.has(String(i.sk))).map((i) => String(i.paid_at));
+  return { first: times(ends[0].Items)[0] ?? null, last: times(ends[1].Items)[0] ?? null };
+};
+
+const exists = (attr: string): Condition => ({ expression: `attribute_exists(${attr})` });
+
+/**
+ * Moves one customer's figures for a set of order changes inside `ws`: ltv and order_count by ADD,
+ * payment-time items put/deleted under the customer's key, and first/last_payment_at:
+ * - only additions (or removals strictly inside the range): monotone guards — the stored first is
+ *   still ≤ what we keep (or ≥ what we lower it to), likewise the last — so concurrent payers of
+ *   one customer never invalidate each other;
+ * - a removal of the first or last: recomputed from the payment items (consistent Query), guarded
+ *   by `payment_version`, which every payment change bumps.
+ * `created` is the customer item being put in the same transaction (figures applied to it).
+ * Returns the payment state the transaction leaves, for callers carrying state between transactions.
+ */
+export const addCustomerFigures = async (
+  ws: WriteSet,
+  merchantId: string,
+  customer: CustomerItem,
   changes: CustomerOrderChange[],
-  otherPaymentTimes: () => Promise<string[]>,
-): Promise<CustomerFigurePlan> => {
+  created?: CustomerItem,
+): Promise<PaymentState> => {
   const ltv = new Map<string, Decimal>();
   let orderCount = new Decimal(0);
-  const removed: string[] = [];
-  const added: string[] = [];
-  // Unchanged times of the changed orders: `otherPaymentTimes` leaves those orders out.
-  const kept: string[] = [];
+  const removed: { at: string; sk: string }[] = [];
+  const added: { at: string; sk: string; order_no: string }[] = [];
   for (const { before, after } of changes) {
     for (const [o, negative] of [[before, true], [after, false]] as const) {
       if (o?.status === 'paid') {
@@ -85,76 +112,83 @@ export const planCustomerFigures = async (
     }
     const b = paymentTime(before);
     const a = paymentTime(after);
-    if (b !== a) {
-      if (b) removed.push(b);
-      if (a) added.push(a);
-    } else if (a) {
-      kept.push(a);
+    if (b === a && before?.order_no === after?.order_no) continue;
+    if (b) removed.push({ at: b, sk: keys.customerPayment(merchantId, customer.id, b, before!.order_no).sk });
+    if (a) added.push({ at: a, sk: keys.customerPayment(merchantId, customer.id, a, after!.order_no).sk, order_no: after!.order_no });
+  }
+  const key = keys.customer(merchantId, customer.id);
+  for (const r of removed) ws.delete('payment', { pk: key.pk, sk: r.sk }, exists('pk'));
+  for (const a of added) ws.put('payment', { pk: key.pk, sk: a.sk, paid_at: a.at, order_no: a.order_no });
+
+  const state: PaymentState = {
+    first_payment_at: customer.first_payment_at ?? null,
+    last_payment_at: customer.last_payment_at ?? null,
+    payment_version: customer.payment_version ?? 0,
+  };
+  const paymentsMove = removed.length > 0 || added.length > 0;
+  const addedTimes = added.map((a) => a.at);
+
+  if (created) {
+    for (const [currency, delta] of ltv) {
+      if (delta.isZero()) continue;
+      const sum = new Decimal(String(created[ltvAttr(currency) as `ltv_${string}`] ?? 0)).plus(delta);
+      (created as Record<string, unknown>)[ltvAttr(currency)] = NumberValue.from(sum.toFixed());
     }
+    created.order_count = Number(new Decimal(created.order_count ?? 0).plus(orderCount));
+    if (paymentsMove) {
+      created.first_payment_at = minOf(addedTimes) ?? undefined;
+      created.last_payment_at = maxOf(addedTimes) ?? undefined;
+      created.payment_version = (created.payment_version ?? 0) + 1;
+    }
+    return { first_payment_at: created.first_payment_at ?? null, last_payment_at: created.last_payment_at ?? null, payment_version: created.payment_version };
   }
-  const plan: CustomerFigurePlan = { ltv, orderCount };
-  if (!removed.length && !added.length) return plan;
-  const first = customer.first_payment_at ?? null;
-  const last = customer.last_payment_at ?? null;
-  const read = { first, last };
-  if (removed.some((t) => t === first || t === last)) {
-    plan.payments = { ...minMax([...(await otherPaymentTimes()), ...added, ...kept]), from: 'recomputed', read };
-  } else {
-    plan.payments = { ...minMax([...(first ? [first] : []), ...(last ? [last] : []), ...added]), from: 'extremes', read };
-  }
-  return plan;
-};
 
-const sameTime = (attr: 'first_payment_at' | 'last_payment_at', value: string | null, placeholder: string) =>
-  value === null
-    ? { expression: `attribute_not_exists(${attr}) OR attribute_type(${attr}, :nullType)`, values: { ':nullType': 'NULL' } }
-    : { expression: `${attr} = ${placeholder}`, values: { [placeholder]: value } };
-
-/**
- * Writes a plan onto an existing customer. Every change to the set of payment times bumps
- * `payment_version`. Incremental first/last are guarded by the stored first/last they were computed
- * from (so writers that leave them alone don't contend); a recomputation is guarded by the version,
- * so any concurrent payment change sends it round again.
- */
-export const addCustomerFigureUpdate = (
-  ws: WriteSet,
-  key: { pk: string; sk: string },
-  customer: Pick<CustomerItem, 'payment_version'>,
-  plan: CustomerFigurePlan,
-) => {
   const u = ws.update('customer-figures', key);
-  for (const [currency, delta] of plan.ltv) u.add(ltvAttr(currency), delta);
-  u.add('order_count', plan.orderCount);
-  const p = plan.payments;
-  if (!p) return;
+  for (const [currency, delta] of ltv) u.add(ltvAttr(currency), delta);
+  u.add('order_count', orderCount);
+  if (!paymentsMove) return state;
   u.add('payment_version', ONE);
-  for (const [attr, value] of [['first_payment_at', p.first], ['last_payment_at', p.last]] as const) {
-    if (value === null) u.remove(attr);
-    else u.set(attr, value);
-  }
-  if (p.from === 'recomputed') {
+  const next: PaymentState = { ...state, payment_version: (state.payment_version ?? 0) + 1 };
+  const first = state.first_payment_at ?? null;
+  const last = state.last_payment_at ?? null;
+
+  if (removed.some((r) => r.at === first || r.at === last)) {
+    const others = await paymentExtremes(merchantId, customer.id, new Set(removed.map((r) => r.sk)));
+    next.first_payment_at = minOf([...(others.first ? [others.first] : []), ...addedTimes]);
+    next.last_payment_at = maxOf([...(others.last ? [others.last] : []), ...addedTimes]);
     u.when(
       customer.payment_version === undefined
         ? { expression: 'attribute_not_exists(payment_version)' }
         : { expression: 'payment_version = :pv', values: { ':pv': customer.payment_version } },
     );
-  } else {
-    u.when(sameTime('first_payment_at', p.read.first, ':pf'));
-    u.when(sameTime('last_payment_at', p.read.last, ':pl'));
+    for (const [attr, value] of [['first_payment_at', next.first_payment_at], ['last_payment_at', next.last_payment_at]] as const) {
+      if (value === null || value === undefined) u.remove(attr);
+      else u.set(attr, value);
+    }
+    return next;
   }
-};
 
-/** Applies a plan to a customer item that is being created in the same transaction. */
-export const applyPlanToNewCustomer = (item: CustomerItem, plan: CustomerFigurePlan) => {
-  const target = item as unknown as Record<string, unknown>;
-  for (const [currency, delta] of plan.ltv) {
-    const sum = new Decimal(String(target[ltvAttr(currency)] ?? 0)).plus(delta);
-    if (!delta.isZero()) target[ltvAttr(currency)] = NumberValue.from(sum.toFixed());
+  // Monotone guards: additions can only lower the first and raise the last.
+  const minAdded = minOf(addedTimes);
+  const maxAdded = maxOf(addedTimes);
+  for (const [attr, read, cand, better] of [
+    ['first_payment_at', first, minAdded, (x: string, y: string) => x < y],
+    ['last_payment_at', last, maxAdded, (x: string, y: string) => x > y],
+  ] as const) {
+    const op = attr === 'first_payment_at' ? '>=' : '<=';
+    const keep = attr === 'first_payment_at' ? '<=' : '>=';
+    if (cand !== null && (read === null || better(cand, read))) {
+      // Ours becomes the extreme unless a concurrent writer already went past it.
+      u.set(attr, cand);
+      u.when({ expression: `attribute_not_exists(#a) OR attribute_type(#a, :null) OR #a ${op} :t`, names: { '#a': attr }, values: { ':t': cand, ':null': 'NULL' } });
+      next[attr] = cand;
+    } else if (read !== null) {
+      // The stored extreme stays: it must not have moved inwards (only a recomputation can do that).
+      u.when({ expression: `#a ${keep} :t`, names: { '#a': attr }, values: { ':t': read } });
+    } else {
+      // Nothing stored and nothing added on this side (only removals of unknown times): stay empty.
+      u.when({ expression: 'attribute_not_exists(#a) OR attribute_type(#a, :null)', names: { '#a': attr }, values: { ':null': 'NULL' } });
+    }
   }
-  item.order_count = Number(new Decimal(item.order_count ?? 0).plus(plan.orderCount));
-  if (plan.payments) {
-    item.first_payment_at = plan.payments.first ?? undefined;
-    item.last_payment_at = plan.payments.last ?? undefined;
-    item.payment_version = (item.payment_version ?? 0) + 1;
-  }
+  return next;
 };

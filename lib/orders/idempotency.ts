@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import { now } from '#lib/clock';
 import { keys } from '#lib/db/keys';
 import type { WriteSet } from '#lib/db/writes';
@@ -17,19 +18,14 @@ export type IdempotencyRecord = {
   expires_at: number;
 };
 
-const canonical = (v: unknown): string => {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object') {
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v) ?? 'null';
+/**
+ * Hash of the validated request (defaults applied by the caller) in RFC 8785 canonical JSON, so
+ * key order — nested `metadata` included, which is held as JSON text — never makes a retry differ.
+ */
+export const requestHash = (request: Record<string, unknown>): string => {
+  const metadata = typeof request.metadata === 'string' ? JSON.parse(request.metadata) : request.metadata;
+  return createHash('sha256').update(canonicalize({ ...request, metadata }) ?? '').digest('hex');
 };
-
-/** Hash of the validated request, independent of key order. */
-export const requestHash = (body: unknown): string => createHash('sha256').update(canonical(body)).digest('hex');
 
 const nowSeconds = () => Math.floor(now().getTime() / 1000);
 

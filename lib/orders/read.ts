@@ -4,7 +4,8 @@ import { now } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { createdRange, indexPartitions, keys } from '#lib/db/keys';
 import { countQuery, queryPage, type IndexQuery } from '#lib/db/query';
-import { batchGet, customerIdsByEmail, customersByIds } from '#lib/customers/store';
+import { customerIdsByEmail, customersByIds } from '#lib/customers/store';
+import { readShardedCounters, readTotals } from '#lib/db/counters';
 import { paginated } from '#lib/http/pagination';
 import { presentOrder, type OrderItem } from '#lib/orders/model';
 import type { OrderListQuery } from '#lib/orders/schemas';
@@ -64,10 +65,8 @@ export const listOrders = async (merchantId: string, q: OrderListQuery) => {
   return paginated(await presentOrders(merchantId, items), q.page, q.per_page, total);
 };
 
-const totalOrders = async (merchantId: string, status?: string): Promise<number> => {
-  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.totals(merchantId), ConsistentRead: true }));
-  return Number(Item?.[status ? `orders_${status}` : 'orders'] ?? 0);
-};
+const totalOrders = async (merchantId: string, status?: string): Promise<number> =>
+  (await readTotals(merchantId, 'ORDERS'))[status ? `orders_${status}` : 'orders']?.toNumber() ?? 0;
 
 /**
  * GET /orders/stats from the pre-aggregated day and month items (one BatchGetItem, whatever the
@@ -75,13 +74,12 @@ const totalOrders = async (merchantId: string, status?: string): Promise<number>
  */
 export const orderStats = async (merchantId: string, currency: string) => {
   const today = formatTimestamp(now());
-  const dayKey = keys.statsDay(merchantId, utcDay(today));
-  const monthKey = keys.statsMonth(merchantId, utcMonth(today));
-  const found = await batchGet([dayKey, monthKey]);
-  const day = found.get(`${dayKey.pk}|${dayKey.sk}`) ?? {};
-  const month = found.get(`${monthKey.pk}|${monthKey.sk}`) ?? {};
-  const created = Number(day.created ?? 0);
-  const createdPaid = Number(day.created_paid ?? 0);
+  const [day, month] = await readShardedCounters([
+    (shard) => keys.statsDay(merchantId, utcDay(today), shard),
+    (shard) => keys.statsMonth(merchantId, utcMonth(today), shard),
+  ]);
+  const created = day.created?.toNumber() ?? 0;
+  const createdPaid = day.created_paid?.toNumber() ?? 0;
   return {
     today_revenue: money(day[revenueAttr(currency)]),
     monthly_revenue: money(month[revenueAttr(currency)]),

@@ -37,7 +37,7 @@ export const seedOrders = async (merchantId: string, customerId: number, count: 
   await db().send(
     new UpdateCommand({
       TableName: tableName(),
-      Key: keys.totals(merchantId),
+      Key: keys.totals(merchantId, 'ORDERS', 0),
       UpdateExpression: 'ADD orders :n, #s :n',
       ExpressionAttributeNames: { '#s': `orders_${status}` },
       ExpressionAttributeValues: { ':n': count },

@@ -1,0 +1,28 @@
+import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '#lib/db/client';
+import type { Key } from '#lib/db/keys';
+import { pauseOrGiveUp } from '#lib/db/retry';
+
+/** The map key `batchGet` files an item under. */
+export const keyId = (k: Key): string => `${k.pk}|${k.sk}`;
+
+/**
+ * Strongly consistent BatchGetItem over any number of keys (100 a request). Unprocessed keys
+ * (DynamoDB's partial answer under throttling) are asked again with the retry policy's pause,
+ * within the invocation's deadline.
+ */
+export const batchGet = async <T extends Record<string, unknown>>(list: Key[]): Promise<Map<string, T>> => {
+  const out = new Map<string, T>();
+  const seen = new Set<string>();
+  const uniq = list.filter((k) => !seen.has(keyId(k)) && seen.add(keyId(k)));
+  for (let i = 0; i < uniq.length; i += 100) {
+    let pending: Key[] = uniq.slice(i, i + 100);
+    for (let attempt = 1; pending.length; attempt++) {
+      const res = await db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: pending, ConsistentRead: true } } }));
+      for (const item of res.Responses?.[tableName()] ?? []) out.set(keyId(item as Key), item as T);
+      pending = (res.UnprocessedKeys?.[tableName()]?.Keys ?? []) as Key[];
+      if (pending.length) await pauseOrGiveUp(attempt, 'throttle');
+    }
+  }
+  return out;
+};

@@ -1,0 +1,89 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { ContentionError, ThrottledError } from '#lib/errors';
+
+/**
+ * The one retry layer. Domain operations run each attempt (read → plan → commit) through
+ * `retrying`; a lost race or a throttled request sends the attempt round again after a
+ * full-jitter pause, until the invocation's deadline. Past it the caller gets a ContentionError
+ * (409) or a ThrottledError (503 + Retry-After); nothing partial is stored because each attempt
+ * commits in one transaction or not at all. The SDK itself does not retry (maxAttempts 1).
+ */
+
+/** Time kept back from the Lambda timeout to answer (and log) before the runtime kills us. */
+export const DEADLINE_MARGIN_MS = 1500;
+/** Deadline outside an invocation (operator CLI, scripts): as if a function had just started. */
+const DEFAULT_BUDGET_MS = 10_000 - DEADLINE_MARGIN_MS;
+
+const invocation = new AsyncLocalStorage<{ deadline: number }>();
+
+/** Runs `fn` with a deadline (epoch ms); the pipeline passes the Lambda's remaining time. */
+export const withDeadline = <T>(deadline: number, fn: () => Promise<T>): Promise<T> => invocation.run({ deadline }, fn);
+
+export const deadline = (): number => invocation.getStore()?.deadline ?? Date.now() + DEFAULT_BUDGET_MS;
+
+/** A failure worth another attempt: contention (lost a race, stale read) or throttling. */
+export class RetryableError extends Error {
+  constructor(
+    public readonly kind: 'contention' | 'throttle',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const THROTTLE_NAMES = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'ServiceUnavailableException',
+]);
+const CONTENTION_NAMES = new Set(['TransactionConflictException', 'TransactionInProgressException']);
+
+/** How an error may be retried, or null when it is final. */
+export const retryKind = (err: unknown): 'contention' | 'throttle' | null => {
+  if (err instanceof RetryableError) return err.kind;
+  const name = (err as { name?: string } | null)?.name;
+  if (!name) return null;
+  if (THROTTLE_NAMES.has(name)) return 'throttle';
+  if (CONTENTION_NAMES.has(name)) return 'contention';
+  return null;
+};
+
+const BASE_MS = 15;
+const CAP_MS = 400;
+/** Full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"). */
+export const backoffMs = (attempt: number): number => Math.random() * Math.min(CAP_MS, BASE_MS * 2 ** attempt);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export const retryStats = { retries: 0, byKind: { contention: 0, throttle: 0 } as Record<'contention' | 'throttle', number> };
+
+/**
+ * Runs `attempt` until it succeeds, fails finally, or the deadline leaves no room for another
+ * pause; `attempt` gets its 1-based number.
+ */
+export const retrying = async <T>(attempt: (n: number) => Promise<T>): Promise<T> => {
+  const end = deadline();
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt(n);
+    } catch (err) {
+      const kind = retryKind(err);
+      if (!kind) throw err;
+      const pause = backoffMs(n);
+      if (Date.now() + pause >= end) throw kind === 'throttle' ? new ThrottledError(1) : new ContentionError();
+      retryStats.retries++;
+      retryStats.byKind[kind]++;
+      await sleep(pause);
+    }
+  }
+};
+
+/** One pause of the policy, for loops that must wait without failing (unprocessed batch keys). */
+export const pauseOrGiveUp = async (n: number, kind: 'contention' | 'throttle'): Promise<void> => {
+  const pause = backoffMs(n);
+  if (Date.now() + pause >= deadline()) throw kind === 'throttle' ? new ThrottledError(1) : new ContentionError();
+  await sleep(pause);
+};

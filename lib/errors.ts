@@ -1,0 +1,41 @@
+/**
+ * Domain errors. `lib/` modules throw these; the HTTP pipeline maps them to the bodies of
+ * decisions.md §2 in one place (`lib/http/errors.ts`), so domain code knows nothing of HTTP.
+ */
+export type FieldErrors = Record<string, string[]>;
+
+export class DomainError extends Error {}
+
+/** The resource does not exist for this merchant (or is deleted). */
+export class NotFoundError extends DomainError {
+  constructor() {
+    super('Resource not found');
+  }
+}
+
+/** Invalid input, per field (dot paths for nested fields). */
+export class InvalidError extends DomainError {
+  constructor(public readonly fields: FieldErrors) {
+    super('The given data was invalid.');
+  }
+  static field(field: string, message: string): InvalidError {
+    return new InvalidError({ [field]: [message] });
+  }
+}
+
+/** A state conflict the client must resolve (e.g. a token already exists). */
+export class ConflictError extends DomainError {}
+
+/** Concurrent writers kept winning until the deadline: nothing was written, the client may retry. */
+export class ContentionError extends ConflictError {
+  constructor() {
+    super('The resource was changed by concurrent requests. Try again.');
+  }
+}
+
+/** DynamoDB kept throttling until the deadline: nothing was written, retry after `retryAfterSeconds`. */
+export class ThrottledError extends DomainError {
+  constructor(public readonly retryAfterSeconds = 1) {
+    super('The service is busy. Try again shortly.');
+  }
+}
