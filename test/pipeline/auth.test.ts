@@ -6,6 +6,8 @@ import { authenticate, bearerToken, generateToken, hashToken } from '#lib/auth/t
 import { createCustomer } from '#lib/customers/service';
 import { db, tableName } from '#lib/db/client';
 import { createMerchant, createToken, regenerateToken, revokeToken } from '#lib/merchants/store';
+import { ConflictError, DomainError, NotFoundError } from '#lib/errors';
+import { toHttpError } from '#lib/http/errors';
 
 /** decisions §3: who may call, and what a refusal looks like. */
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
@@ -147,16 +149,15 @@ describe('tokens', () => {
   it('one valid token per merchant: a second create is refused with 409 until the first is revoked', async () => {
     const merchant = await createMerchant('two tokens');
     const first = await createToken(merchant.merchant_id);
-    await expect(createToken(merchant.merchant_id)).rejects.toMatchObject({
-      status: 409,
-      body: { message: 'A valid token already exists. Revoke it before creating a new one.' },
-    });
+    const refused = await createToken(merchant.merchant_id).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ConflictError);
+    expect(toHttpError(refused)).toMatchObject({ status: 409, body: { message: 'A valid token already exists. Revoke it before creating a new one.' } });
     expect(await authenticate(first.token)).not.toBeNull();
     await revokeToken(merchant.merchant_id);
     const second = await createToken(merchant.merchant_id);
     expect(await authenticate(second.token)).toMatchObject({ merchantId: merchant.merchant_id });
-    await expect(revokeToken('mer_missing')).rejects.toMatchObject({ status: 404 });
-    await expect(regenerateToken('mer_missing')).rejects.toMatchObject({ status: 404 });
+    await expect(revokeToken('mer_missing')).rejects.toBeInstanceOf(NotFoundError);
+    await expect(regenerateToken('mer_missing')).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it('concurrent creates leave exactly one token', async () => {
@@ -164,7 +165,7 @@ describe('tokens', () => {
     const results = await Promise.allSettled(Array.from({ length: 5 }, () => createToken(merchant.merchant_id)));
     const made = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value.token] : []));
     expect(made).toHaveLength(1);
-    for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ status: 409 });
+    for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(ConflictError);
     expect(await authenticate(made[0])).not.toBeNull();
   });
 
@@ -180,7 +181,7 @@ describe('tokens', () => {
         // Both succeeded, so the revoke came second and took the regenerated token with it.
         expect(live).toHaveLength(0);
       }
-      for (const r of [regen, revoke]) if (r.status === 'rejected') expect(r.reason).toMatchObject({ status: expect.any(Number) });
+      for (const r of [regen, revoke]) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(DomainError);
     }
   });
 });
