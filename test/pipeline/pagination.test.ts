@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { newMerchant, useApi } from '../support/api.ts';
+import { db } from '#lib/db/client';
+import { indexPartitions } from '#lib/db/keys';
+import { MAX_QUERY_LIMIT, queryPage } from '#lib/db/query';
 import { HttpError } from '#lib/http/errors';
 import { pageQuery } from '#lib/http/fields';
 import { pageMeta, paginated } from '#lib/http/pagination';
@@ -88,5 +91,38 @@ describe('over HTTP', () => {
     const empty = await api.get('/customers?page=5&per_page=10', token);
     expect(empty.status).toBe(200);
     expect(empty.body).toEqual({ data: [], meta: { current_page: 5, from: null, last_page: 1, per_page: 10, to: null, total: 0 } });
+  });
+});
+
+describe('queryPage', () => {
+  const api = useApi();
+
+  it('never sends a Limit DynamoDB refuses (≥ 2^31), however deep the offset', async () => {
+    const { token, merchantId } = await newMerchant();
+    for (let i = 1; i <= 3; i++) expect((await api.post('/customers', token, { email: `q${i}@example.com` })).status).toBe(201);
+    const limits: number[] = [];
+    const stack = db().middlewareStack;
+    stack.add(
+      (next, context) => async (args) => {
+        const limit = (args.input as { Limit?: number }).Limit;
+        if (context.commandName === 'QueryCommand' && limit !== undefined) limits.push(limit);
+        return next(args);
+      },
+      { step: 'initialize', name: 'queryLimitSpy' },
+    );
+    try {
+      const q = { index: 'gsi1' as const, partition: indexPartitions.customers(merchantId) };
+      for (const offset of [2 ** 31 - 1, 2 ** 31, 2 ** 40, Number.MAX_SAFE_INTEGER]) {
+        expect(await queryPage(q, offset, 100), String(offset)).toEqual([]);
+      }
+      const page = await queryPage<{ email: string }>(q, 1, 100);
+      expect(page.map((c) => c.email)).toEqual(['q2@example.com', 'q1@example.com']);
+      expect(await queryPage(q, 3, 100)).toEqual([]);
+    } finally {
+      stack.remove('queryLimitSpy');
+    }
+    expect(limits.length).toBeGreaterThan(0);
+    expect(Math.max(...limits)).toBeLessThanOrEqual(MAX_QUERY_LIMIT);
+    expect(MAX_QUERY_LIMIT).toBeLessThan(2 ** 31);
   });
 });
