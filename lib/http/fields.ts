@@ -130,5 +130,13 @@ export const idParam = () =>
     .regex(/^[1-9]\d{0,15}$/, { message: 'The :field field must be a positive integer.' })
     .transform(Number);
 
+/**
+ * A lone UTF-16 surrogate (a JSON `"\ud800"` escape) is not Unicode text: it has no UTF-8 form,
+ * so it cannot be put in a URL, and DynamoDB keys do not keep two such strings apart.
+ */
+const LONE_SURROGATE = /\p{Cs}/u;
+export const isWellFormed = (v: string): boolean => !LONE_SURROGATE.test(v);
+export const WELL_FORMED_MESSAGE = 'The :field field must be valid Unicode text.';
+
 /** Optional string field where null means "not given". */
 export const nullish = <T extends z.ZodType>(schema: T) => schema.nullish();
