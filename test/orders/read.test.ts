@@ -215,6 +215,17 @@ describe('GET /orders', () => {
     expect(inside.byCommand.QueryCommand).toBe(2); // skip 5 keys, then the page
   });
 
+  it('numbers too large to be exact are refused with their bound, not "at least 1"', async () => {
+    const page = await api.get('/orders?page=99999999999999999999', token);
+    expect(page.status).toBe(422);
+    expect(page.body.errors).toEqual({ page: ['The page field must not be greater than 2147483647.'] });
+    const perPage = await api.get('/orders?per_page=99999999999999999999', token);
+    expect(perPage.body.errors).toEqual({ per_page: ['The per page field must be between 1 and 100.'] });
+    const customer = await api.get('/orders?customer_id=99999999999999999999', token);
+    expect(customer.body.errors).toEqual({ customer_id: ['The customer id field must not be greater than 9007199254740991.'] });
+    expect((await api.get(`/orders?customer_id=${Number.MAX_SAFE_INTEGER}`, token)).body.meta.total).toBe(0);
+  });
+
   it('bad filter and page values are a 422 on that parameter', async () => {
     const cases: [string, string][] = [
       ['status=shipped', 'status'],

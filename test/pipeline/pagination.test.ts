@@ -5,7 +5,7 @@ import { db } from '#lib/db/client';
 import { indexPartitions } from '#lib/db/keys';
 import { MAX_QUERY_LIMIT, queryPage } from '#lib/db/query';
 import { HttpError } from '#lib/http/errors';
-import { pageQuery } from '#lib/http/fields';
+import { idParam, MAX_PAGE, pageQuery } from '#lib/http/fields';
 import { pageMeta, paginated } from '#lib/http/pagination';
 import { parseOr422 } from '#lib/http/validation';
 
@@ -72,6 +72,36 @@ describe('pageQuery', () => {
       page: ['The page field must be an integer.'],
       per_page: ['The per page field must be between 1 and 100.'],
     });
+  });
+
+  it('a number too large for a double is "not greater than" its maximum, not "at least 1"', () => {
+    expect(MAX_PAGE).toBe(2 ** 31 - 1);
+    // The deepest offset stays an exact integer.
+    expect(Number.isSafeInteger((MAX_PAGE - 1) * 100)).toBe(true);
+    expect(parseOr422(schema, { page: String(MAX_PAGE), per_page: '100' })).toEqual({ page: MAX_PAGE, per_page: 100 });
+    for (const huge of [String(MAX_PAGE + 1), '99999999999999999999', '9'.repeat(400)]) {
+      expect(errorsOf({ page: huge }), huge).toEqual({ page: ['The page field must not be greater than 2147483647.'] });
+      expect(errorsOf({ per_page: huge }), huge).toEqual({ per_page: ['The per page field must be between 1 and 100.'] });
+    }
+  });
+
+  it('an id filter beyond the exact integers is "not greater than", not "a positive integer"', () => {
+    const ids = z.object({ customer_id: idParam().optional() });
+    const idErrors = (v: string) => {
+      try {
+        parseOr422(ids, { customer_id: v });
+      } catch (err) {
+        return (err as HttpError).body.errors;
+      }
+      throw new Error(`accepted ${v}`);
+    };
+    expect(parseOr422(ids, { customer_id: String(Number.MAX_SAFE_INTEGER) })).toEqual({ customer_id: Number.MAX_SAFE_INTEGER });
+    for (const huge of ['9007199254740992', '99999999999999999999', '9'.repeat(400)]) {
+      expect(idErrors(huge), huge).toEqual({ customer_id: ['The customer id field must not be greater than 9007199254740991.'] });
+    }
+    for (const bad of ['0', '-1', 'abc', '01', '1.5', '']) {
+      expect(idErrors(bad), bad).toEqual({ customer_id: ['The customer id field must be a positive integer.'] });
+    }
   });
 });
 
