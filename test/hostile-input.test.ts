@@ -193,4 +193,14 @@ describe('third black-box pass', () => {
     const search = await api.get('/customers?search=y', token);
     expect(search.body.data.map((r: { name: string }) => r.name)).toEqual(['x\ud801y', 'x\ud800y']);
   });
+
+  it('query date bounds refuse year 0000 like body timestamps do', async () => {
+    const { token } = await newMerchant();
+    for (const [param, value] of [['start_date', '0000-01-01'], ['end_date', '0000-12-31'], ['start_date', '0000-02-29'], ['end_date', '0000-12-31T23:59:59Z']]) {
+      const r = await api.get(`/orders?${param}=${value}`, token);
+      expect(r.status, `${param}=${value}`).toBe(422);
+      expect(Object.keys(r.body.errors), `${param}=${value}`).toEqual([param]);
+    }
+    expect((await api.get('/orders?start_date=0001-01-01&end_date=9999-12-31', token)).status).toBe(200);
+  });
 });
