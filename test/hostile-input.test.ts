@@ -131,3 +131,76 @@ describe('second black-box pass', () => {
     expect(n1.body.data.customer_name).toBeNull();
   });
 });
+
+describe('third black-box pass', () => {
+  const rawPost = (path: string, token: string, rawBody: string) =>
+    api.request('POST', path, { token, rawBody, headers: { 'content-type': 'application/json' } });
+  const rawPut = (path: string, token: string, rawBody: string) =>
+    api.request('PUT', path, { token, rawBody, headers: { 'content-type': 'application/json' } });
+  const UNICODE = (field: string) => [`The ${field} field must be valid Unicode text.`];
+
+  it('an order_no with a lone surrogate is refused: no URL reaches it and DynamoDB keys do not keep such numbers apart', async () => {
+    const { token } = await newMerchant();
+    for (const orderNo of ['\\ud800', 'A-\\udc00', 'B-\\ud83d', '\\ude00x']) {
+      const r = await rawPost('/orders', token, `{"order_no":"${orderNo}","amount":"1","customer_email":"u@example.com"}`);
+      expect(r.status, orderNo).toBe(422);
+      expect(r.body.errors, orderNo).toEqual({ order_no: UNICODE('order no') });
+    }
+    const batch = await rawPost('/orders/batch', token, '{"orders":[{"order_no":"C-\\ud800","amount":"1","customer_email":"u@example.com"},{"order_no":"C-\\ud801","amount":"1","customer_email":"u@example.com"}]}');
+    expect(batch.status).toBe(200);
+    expect(batch.body.data).toMatchObject({ created: 0, failed: 2 });
+    expect(batch.body.data.results.failed[0]).toMatchObject({ reason: 'validation_error', message: 'The order no field must be valid Unicode text.', identifier: 'C-\ud800' });
+    // A surrogate pair (an emoji) is valid text, accepted and reachable.
+    const emoji = await rawPost('/orders', token, '{"order_no":"E-\\ud83d\\ude00","amount":"1","customer_email":"u@example.com"}');
+    expect(emoji.status).toBe(201);
+    expect((await api.get(`/orders/${encodeURIComponent('E-😀')}`, token)).body.data.order_no).toBe('E-😀');
+    expect((await api.get('/orders', token)).body.meta.total).toBe(1);
+  });
+
+  it('an external_id that no path can reach is refused: a lone surrogate, "." or ".."', async () => {
+    const { token } = await newMerchant();
+    const dots = ['The external id field must not be "." or "..".'];
+    for (const [externalId, errors] of [['.', dots], ['..', dots], ['\\ud800', UNICODE('external id')], ['x\\udfff', UNICODE('external id')]] as const) {
+      const r = await rawPost('/customers', token, `{"email":"e@example.com","external_id":"${externalId}"}`);
+      expect(r.status, externalId).toBe(422);
+      expect(r.body.errors, externalId).toEqual({ external_id: errors });
+    }
+    const c = await api.post('/customers', token, { email: 'e@example.com', external_id: '...' });
+    expect(c.status).toBe(201);
+    expect((await api.get('/customers/...', token)).body.data.id).toBe(c.body.data.id);
+    const put = await rawPut(`/customers/${c.body.data.id}`, token, '{"external_id":".."}');
+    expect(put.status).toBe(422);
+    expect(put.body.errors).toEqual({ external_id: dots });
+    const putSurrogate = await rawPut(`/customers/${c.body.data.id}`, token, '{"external_id":"\\udc00"}');
+    expect(putSurrogate.body.errors).toEqual({ external_id: UNICODE('external id') });
+    const batch = await rawPost('/customers/batch', token, '{"customers":[{"email":"b1@example.com","external_id":"."},{"email":"b2@example.com","external_id":"\\ud800"}]}');
+    expect(batch.body.data).toMatchObject({ created: 0, failed: 2 });
+    expect(batch.body.data.results.failed.map((f: { message: string }) => f.message)).toEqual([dots[0], UNICODE('external id')[0]]);
+    expect((await api.get('/customers', token)).body.meta.total).toBe(1);
+  });
+
+  it('free text with a lone surrogate (name, phone, customer_name) is stored and returned as sent', async () => {
+    const { token } = await newMerchant();
+    const c = await rawPost('/customers', token, '{"email":"t1@example.com","name":"x\\ud800y","phone":"\\udc00"}');
+    expect(c.status).toBe(201);
+    const c2 = await rawPost('/customers', token, '{"email":"t2@example.com","name":"x\\ud801y"}');
+    expect(c2.status).toBe(201);
+    expect((await api.get(`/customers/${c.body.data.id}`, token)).body.data).toMatchObject({ name: 'x\ud800y', phone: '\udc00' });
+    expect((await api.get(`/customers/${c2.body.data.id}`, token)).body.data.name).toBe('x\ud801y');
+    const o = await rawPost('/orders', token, '{"order_no":"T-1","amount":"1","customer_email":"t3@example.com","customer_name":"n\\udfff"}');
+    expect(o.status).toBe(201);
+    expect((await api.get('/orders/T-1', token)).body.data.customer_name).toBe('n\udfff');
+    const search = await api.get('/customers?search=y', token);
+    expect(search.body.data.map((r: { name: string }) => r.name)).toEqual(['x\ud801y', 'x\ud800y']);
+  });
+
+  it('query date bounds refuse year 0000 like body timestamps do', async () => {
+    const { token } = await newMerchant();
+    for (const [param, value] of [['start_date', '0000-01-01'], ['end_date', '0000-12-31'], ['start_date', '0000-02-29'], ['end_date', '0000-12-31T23:59:59Z']]) {
+      const r = await api.get(`/orders?${param}=${value}`, token);
+      expect(r.status, `${param}=${value}`).toBe(422);
+      expect(Object.keys(r.body.errors), `${param}=${value}`).toEqual([param]);
+    }
+    expect((await api.get('/orders?start_date=0001-01-01&end_date=9999-12-31', token)).status).toBe(200);
+  });
+});

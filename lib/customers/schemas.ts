@@ -1,14 +1,21 @@
 import * as z from 'zod';
-import { email, metadata, pageQuery } from '#lib/http/fields';
+import { email, isWellFormed, metadata, pageQuery, WELL_FORMED_MESSAGE } from '#lib/http/fields';
 
 const optionalText = (max: number) => z.string().max(max).nullish();
 
 /**
- * Any external_id is accepted (decisions §5 sets no format). In the path of
+ * Decisions §5 sets no format for external_id. Refused are only values no path can address: a
+ * lone surrogate (no URL form) and "." / ".." (collapsed by URL handling). In the path of
  * GET/PUT/DELETE /customers/{idOrExternalId} an all-digit segment always means the id, so an
  * all-digit external_id is reached through the list, search or batch, not the path.
  */
-const externalId = () => z.string().min(1).max(255);
+const externalId = () =>
+  z
+    .string()
+    .min(1)
+    .max(255)
+    .refine(isWellFormed, { message: WELL_FORMED_MESSAGE })
+    .refine((v) => v !== '.' && v !== '..', { message: 'The :field field must not be "." or "..".' });
 
 /** Writable customer fields (decisions §5). */
 export const customerCreateBody = z.object({

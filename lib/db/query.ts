@@ -52,8 +52,15 @@ const keyOf = (q: IndexQuery, item: Record<string, unknown>) => {
 };
 
 /**
+ * The largest `Limit` a skip Query sends. DynamoDB refuses a Limit of 2^31 or more; a 1 MB Query
+ * page of our items holds far fewer than this, so the cap never costs an extra request.
+ */
+export const MAX_QUERY_LIMIT = 10_000;
+
+/**
  * One offset page of an index. Skipped items are read as keys only (deep pages stay cheap in
- * bytes); page 1 of an unfiltered index is a single Query.
+ * bytes, but cost O(offset) reads: callers that know the total skip pages past the end);
+ * page 1 of an unfiltered index is a single Query.
  */
 export const queryPage = async <T>(q: IndexQuery, offset: number, limit: number): Promise<T[]> => {
   const g = indexDef(q.index);
@@ -66,7 +73,7 @@ export const queryPage = async <T>(q: IndexQuery, offset: number, limit: number)
         ...input,
         ExpressionAttributeNames: { ...input.ExpressionAttributeNames, '#kpk': 'pk', '#ksk': 'sk', '#kgpk': g.partitionKey, '#kgsk': g.sortKey },
         ProjectionExpression: '#kpk, #ksk, #kgpk, #kgsk',
-        ...(q.filter ? {} : { Limit: offset - skipped }),
+        ...(q.filter ? {} : { Limit: Math.min(offset - skipped, MAX_QUERY_LIMIT) }),
         ExclusiveStartKey: startKey,
       }),
     );

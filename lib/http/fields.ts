@@ -94,8 +94,12 @@ const nestingDepth = (value: unknown): number => {
   return max;
 };
 
-/** An integer query parameter with bounds and a default. */
-export const intParam = (min: number, max: number | undefined, fallback: number) =>
+/**
+ * An integer query parameter in min..max with a default. A number too long for a double
+ * (`99999999999999999999`) is above `max`, so it gets the maximum's message, never the minimum's.
+ * `between` words both sides with the two bounds (per_page's contract range, decisions §4).
+ */
+export const intParam = (min: number, max: number, fallback: number, { between = false } = {}) =>
   z
     .string()
     .optional()
@@ -106,29 +110,56 @@ export const intParam = (min: number, max: number | undefined, fallback: number)
         return z.NEVER;
       }
       const n = Number(v);
-      if (n < min || (max !== undefined && n > max) || !Number.isSafeInteger(n)) {
-        ctx.addIssue({
-          code: 'custom',
-          message: max === undefined ? `The :field field must be at least ${min}.` : `The :field field must be between ${min} and ${max}.`,
-        });
+      if (n < min || n > max) {
+        const message = between
+          ? `The :field field must be between ${min} and ${max}.`
+          : n < min
+            ? `The :field field must be at least ${min}.`
+            : `The :field field must not be greater than ${max}.`;
+        ctx.addIssue({ code: 'custom', message });
         return z.NEVER;
       }
       return n;
     })
-    .meta({ type: 'integer', minimum: min, ...(max === undefined ? {} : { maximum: max }), description: `Defaults to ${fallback}` } as never);
+    .meta({ type: 'integer', minimum: min, maximum: max, description: `Defaults to ${fallback}` } as never);
+
+/**
+ * The deepest page: 2^31 − 1, so the offset (page − 1) × per_page stays an exact integer
+ * (below 2^38) and no page number overflows a 32-bit signed integer in a client.
+ */
+export const MAX_PAGE = 2 ** 31 - 1;
 
 /** `page` and `per_page` (decisions §4). */
 export const pageQuery = {
-  page: intParam(1, undefined, 1),
-  per_page: intParam(1, 100, 20),
+  page: intParam(1, MAX_PAGE, 1),
+  per_page: intParam(1, 100, 20, { between: true }),
 };
 
-/** An optional id-like positive integer query filter. */
+/** An optional id-like positive integer query filter; ids are exact integers (≤ 2^53 − 1). */
 export const idParam = () =>
   z
     .string()
-    .regex(/^[1-9]\d{0,15}$/, { message: 'The :field field must be a positive integer.' })
-    .transform(Number);
+    .transform((v, ctx) => {
+      if (!/^[1-9]\d*$/.test(v)) {
+        ctx.addIssue({ code: 'custom', message: 'The :field field must be a positive integer.' });
+        return z.NEVER;
+      }
+      const n = Number(v);
+      if (!Number.isSafeInteger(n)) {
+        ctx.addIssue({ code: 'custom', message: `The :field field must not be greater than ${Number.MAX_SAFE_INTEGER}.` });
+        return z.NEVER;
+      }
+      return n;
+    })
+    .meta({ type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as never);
+
+/**
+ * A lone UTF-16 surrogate (a JSON `"\ud800"` escape) is not Unicode text: it has no UTF-8 form,
+ * so it cannot be put in a URL, and DynamoDB keys do not keep two such strings apart.
+ */
+const LONE_SURROGATE = /\p{Cs}/u;
+export const isWellFormed = (v: string): boolean => !LONE_SURROGATE.test(v);
+export const WELL_FORMED_MESSAGE = 'The :field field must be valid Unicode text.';
 
 /** Optional string field where null means "not given". */
 export const nullish = <T extends z.ZodType>(schema: T) => schema.nullish();

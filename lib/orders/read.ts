@@ -58,10 +58,18 @@ export const listOrders = async (merchantId: string, q: OrderListQuery) => {
   query = { ...query, from: range.from, to: range.to };
 
   const countedByTotals = customerId === undefined && range.from === undefined && range.to === undefined;
-  const [total, items] = await Promise.all([
-    countedByTotals ? totalOrders(merchantId, q.status) : countQuery(query),
-    queryPage<OrderItem>(query, (q.page - 1) * q.per_page, q.per_page),
-  ]);
+  const count = () => (countedByTotals ? totalOrders(merchantId, q.status) : countQuery(query));
+  const offset = (q.page - 1) * q.per_page;
+  if (offset === 0) {
+    // Page 1: the total and the page in parallel (the budgeted request count).
+    const [total, items] = await Promise.all([count(), queryPage<OrderItem>(query, 0, q.per_page)]);
+    return paginated(await presentOrders(merchantId, items), q.page, q.per_page, total);
+  }
+  // Deeper pages skip `offset` keys, so the total comes first: a page past the end reads nothing
+  // more, and the skip is bounded by the total.
+  const total = await count();
+  if (offset >= total) return paginated([], q.page, q.per_page, total);
+  const items = await queryPage<OrderItem>(query, offset, q.per_page);
   return paginated(await presentOrders(merchantId, items), q.page, q.per_page, total);
 };
 

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { amount, currency, dateBound, email, idParam, metadata, pageQuery, timestamp } from '#lib/http/fields';
+import { amount, currency, dateBound, email, idParam, isWellFormed, metadata, pageQuery, timestamp, WELL_FORMED_MESSAGE } from '#lib/http/fields';
 
 export const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
@@ -15,8 +15,9 @@ export const orderNo = () =>
     .min(1)
     .max(100)
     .regex(/^[^\s/]+$/, { message: 'The :field field must not contain whitespace or "/".' })
-    // Unreachable by GET /orders/{orderNo}: "." and ".." are collapsed by URL handling and
-    // "stats" is GET /orders/stats.
+    // Unreachable by GET /orders/{orderNo}: a lone surrogate has no URL form, "." and ".." are
+    // collapsed by URL handling and "stats" is GET /orders/stats.
+    .refine(isWellFormed, { message: WELL_FORMED_MESSAGE })
     .refine((v) => !RESERVED_ORDER_NOS.has(v), { message: 'The :field field must not be ".", ".." or "stats".' });
 
 /** Order creation fields; defaults are applied by the domain (batch upserts must not invent them). */

@@ -37,12 +37,12 @@ export const parseTimestamp = (value: string): Date | null => {
   return date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999 ? date : null;
 };
 
-/** `YYYY-MM-DD` as the start of that UTC day, or null. */
+/** `YYYY-MM-DD` (years 0001–9999, as timestamps) as the start of that UTC day, or null. */
 export const parseDate = (value: string): Date | null => {
   const m = ISO_DATE.exec(value);
   if (!m) return null;
   const [y, mo, d] = [m[1], m[2], m[3]].map(Number);
-  return validParts(y, mo, d) ? utc(y, mo, d) : null;
+  return y >= 1 && validParts(y, mo, d) ? utc(y, mo, d) : null;
 };
 
 export const isDateOnly = (value: string): boolean => ISO_DATE.test(value);

@@ -48,9 +48,10 @@ describe('GET /customers', () => {
     expect(p3.body.meta).toEqual({ current_page: 3, from: 5, last_page: 3, per_page: 2, to: 5, total: 5 });
     const past = await api.get('/customers?per_page=2&page=4', token);
     expect(past.body).toEqual({ data: [], meta: { current_page: 4, from: null, last_page: 3, per_page: 2, to: null, total: 5 } });
-    const far = await api.get('/customers?page=9007199254740991', token);
+    const far = await api.get('/customers?page=2147483647', token);
     expect(far.status).toBe(200);
     expect(far.body.data).toEqual([]);
+    expect((await api.get('/customers?page=9007199254740991', token)).body.errors).toEqual({ page: ['The page field must not be greater than 2147483647.'] });
 
     const all = await api.get('/customers?per_page=100', token);
     expect(ids(all.body)).toEqual(newestFirst);

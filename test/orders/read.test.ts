@@ -170,6 +170,62 @@ describe('GET /orders', () => {
     expect(orders).toEqual(all);
   });
 
+  it('a page whose offset reaches 2^31 is an empty page with its meta, not a 500, with or without filters', async () => {
+    const cases: [string, number][] = [
+      ['', 7],
+      ['status=paid&', 3],
+      [`customer_id=${ann.id}&`, 4],
+      ['customer_email=bob%40example.com&', 3],
+      ['start_date=2026-01-01&end_date=2026-12-31&', 7],
+      ['end_date=2026-01-31&', 5],
+      [`status=paid&customer_id=${ann.id}&start_date=2026-01-31&`, 1],
+    ];
+    for (const [filter, total] of cases) {
+      for (const [page, perPage] of [[21474838, 100], [2 ** 31 - 1, 100], [2 ** 31 - 1, 1]]) {
+        const r = await api.get(`/orders?${filter}page=${page}&per_page=${perPage}`, token);
+        expect(r.status, `${filter} page ${page}`).toBe(200);
+        expect(r.body, `${filter} page ${page}`).toEqual({
+          data: [],
+          meta: { current_page: page, from: null, last_page: Math.max(1, Math.ceil(total / perPage)), per_page: perPage, to: null, total },
+        });
+      }
+    }
+  });
+
+  it('a page past the end costs no page query', async () => {
+    // Unfiltered or by status the total is one GetItem, so no Query at all.
+    for (const query of ['page=3&per_page=5', 'status=paid&page=2&per_page=3', 'page=1000000&per_page=100']) {
+      const { res, byCommand } = await api.counted('GET', `/orders?${query}`, { token });
+      expect(res.body.data, query).toEqual([]);
+      expect(byCommand.QueryCommand ?? 0, query).toBe(0);
+    }
+    // With a customer or date filter the total is one counting Query, and that is all.
+    for (const query of [`customer_id=${ann.id}&page=3&per_page=2`, 'start_date=2026-02-01&page=2&per_page=5']) {
+      const { res, byCommand } = await api.counted('GET', `/orders?${query}`, { token });
+      expect(res.body.data, query).toEqual([]);
+      expect(byCommand.QueryCommand, query).toBe(1);
+    }
+    // Page 1 is unchanged (token, rate, total and page in parallel, customers); a page inside the list still reads it.
+    const first = await api.counted('GET', '/orders?per_page=5', { token });
+    expect(nos(first.res)).toEqual(['L-7', 'L-6', 'L-5', 'L-4', 'L-3']);
+    expect(first.requests).toBe(5);
+    const inside = await api.counted('GET', '/orders?page=2&per_page=5', { token });
+    expect(nos(inside.res)).toEqual(['L-2', 'L-1']);
+    expect(inside.res.body.meta).toEqual({ current_page: 2, from: 6, last_page: 2, per_page: 5, to: 7, total: 7 });
+    expect(inside.byCommand.QueryCommand).toBe(2); // skip 5 keys, then the page
+  });
+
+  it('numbers too large to be exact are refused with their bound, not "at least 1"', async () => {
+    const page = await api.get('/orders?page=99999999999999999999', token);
+    expect(page.status).toBe(422);
+    expect(page.body.errors).toEqual({ page: ['The page field must not be greater than 2147483647.'] });
+    const perPage = await api.get('/orders?per_page=99999999999999999999', token);
+    expect(perPage.body.errors).toEqual({ per_page: ['The per page field must be between 1 and 100.'] });
+    const customer = await api.get('/orders?customer_id=99999999999999999999', token);
+    expect(customer.body.errors).toEqual({ customer_id: ['The customer id field must not be greater than 9007199254740991.'] });
+    expect((await api.get(`/orders?customer_id=${Number.MAX_SAFE_INTEGER}`, token)).body.meta.total).toBe(0);
+  });
+
   it('bad filter and page values are a 422 on that parameter', async () => {
     const cases: [string, string][] = [
       ['status=shipped', 'status'],

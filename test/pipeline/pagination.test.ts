@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { newMerchant, useApi } from '../support/api.ts';
+import { db } from '#lib/db/client';
+import { indexPartitions } from '#lib/db/keys';
+import { MAX_QUERY_LIMIT, queryPage } from '#lib/db/query';
 import { HttpError } from '#lib/http/errors';
-import { pageQuery } from '#lib/http/fields';
+import { idParam, MAX_PAGE, pageQuery } from '#lib/http/fields';
 import { pageMeta, paginated } from '#lib/http/pagination';
 import { parseOr422 } from '#lib/http/validation';
 
@@ -70,6 +73,36 @@ describe('pageQuery', () => {
       per_page: ['The per page field must be between 1 and 100.'],
     });
   });
+
+  it('a number too large for a double is "not greater than" its maximum, not "at least 1"', () => {
+    expect(MAX_PAGE).toBe(2 ** 31 - 1);
+    // The deepest offset stays an exact integer.
+    expect(Number.isSafeInteger((MAX_PAGE - 1) * 100)).toBe(true);
+    expect(parseOr422(schema, { page: String(MAX_PAGE), per_page: '100' })).toEqual({ page: MAX_PAGE, per_page: 100 });
+    for (const huge of [String(MAX_PAGE + 1), '99999999999999999999', '9'.repeat(400)]) {
+      expect(errorsOf({ page: huge }), huge).toEqual({ page: ['The page field must not be greater than 2147483647.'] });
+      expect(errorsOf({ per_page: huge }), huge).toEqual({ per_page: ['The per page field must be between 1 and 100.'] });
+    }
+  });
+
+  it('an id filter beyond the exact integers is "not greater than", not "a positive integer"', () => {
+    const ids = z.object({ customer_id: idParam().optional() });
+    const idErrors = (v: string) => {
+      try {
+        parseOr422(ids, { customer_id: v });
+      } catch (err) {
+        return (err as HttpError).body.errors;
+      }
+      throw new Error(`accepted ${v}`);
+    };
+    expect(parseOr422(ids, { customer_id: String(Number.MAX_SAFE_INTEGER) })).toEqual({ customer_id: Number.MAX_SAFE_INTEGER });
+    for (const huge of ['9007199254740992', '99999999999999999999', '9'.repeat(400)]) {
+      expect(idErrors(huge), huge).toEqual({ customer_id: ['The customer id field must not be greater than 9007199254740991.'] });
+    }
+    for (const bad of ['0', '-1', 'abc', '01', '1.5', '']) {
+      expect(idErrors(bad), bad).toEqual({ customer_id: ['The customer id field must be a positive integer.'] });
+    }
+  });
 });
 
 describe('over HTTP', () => {
@@ -88,5 +121,38 @@ describe('over HTTP', () => {
     const empty = await api.get('/customers?page=5&per_page=10', token);
     expect(empty.status).toBe(200);
     expect(empty.body).toEqual({ data: [], meta: { current_page: 5, from: null, last_page: 1, per_page: 10, to: null, total: 0 } });
+  });
+});
+
+describe('queryPage', () => {
+  const api = useApi();
+
+  it('never sends a Limit DynamoDB refuses (≥ 2^31), however deep the offset', async () => {
+    const { token, merchantId } = await newMerchant();
+    for (let i = 1; i <= 3; i++) expect((await api.post('/customers', token, { email: `q${i}@example.com` })).status).toBe(201);
+    const limits: number[] = [];
+    const stack = db().middlewareStack;
+    stack.add(
+      (next, context) => async (args) => {
+        const limit = (args.input as { Limit?: number }).Limit;
+        if (context.commandName === 'QueryCommand' && limit !== undefined) limits.push(limit);
+        return next(args);
+      },
+      { step: 'initialize', name: 'queryLimitSpy' },
+    );
+    try {
+      const q = { index: 'gsi1' as const, partition: indexPartitions.customers(merchantId) };
+      for (const offset of [2 ** 31 - 1, 2 ** 31, 2 ** 40, Number.MAX_SAFE_INTEGER]) {
+        expect(await queryPage(q, offset, 100), String(offset)).toEqual([]);
+      }
+      const page = await queryPage<{ email: string }>(q, 1, 100);
+      expect(page.map((c) => c.email)).toEqual(['q2@example.com', 'q1@example.com']);
+      expect(await queryPage(q, 3, 100)).toEqual([]);
+    } finally {
+      stack.remove('queryLimitSpy');
+    }
+    expect(limits.length).toBeGreaterThan(0);
+    expect(Math.max(...limits)).toBeLessThanOrEqual(MAX_QUERY_LIMIT);
+    expect(MAX_QUERY_LIMIT).toBeLessThan(2 ** 31);
   });
 });
