@@ -1,4 +1,5 @@
-import { ConflictError, InvalidError, NotFoundError, ThrottledError, type FieldErrors } from '#lib/errors';
+import { ConflictError, ContentionError, InvalidError, NotFoundError, ThrottledError, type FieldErrors } from '#lib/errors';
+import { retryKind } from '#lib/db/retry';
 
 /** Errors with their exact bodies from decisions.md §2. Thrown anywhere; rendered once by the pipeline. */
 export class HttpError extends Error {
@@ -40,5 +41,9 @@ export const toHttpError = (err: unknown): HttpError | null => {
   if (err instanceof InvalidError) return validationFailed(err.fields);
   if (err instanceof ConflictError) return conflict(err.message);
   if (err instanceof ThrottledError) return serviceBusy(err.retryAfterSeconds, err.message);
+  // A read outside `retrying` that DynamoDB throttled (or a lost race that escaped it): still 503 / 409.
+  const kind = retryKind(err);
+  if (kind === 'throttle') return serviceBusy(1, new ThrottledError().message);
+  if (kind === 'contention') return conflict(new ContentionError().message);
   return null;
 };

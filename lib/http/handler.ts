@@ -9,7 +9,7 @@ import { toHttpError, forbidden, invalidJson, notFound, serverError, tooLarge, t
 import { parseOr422 } from '#lib/http/validation';
 import type { RouteDef } from '#lib/http/route';
 import { logger } from '#lib/logger';
-import { DEADLINE_MARGIN_MS, withDeadline } from '#lib/db/retry';
+import { DEADLINE_MARGIN_MS, retrying, withDeadline } from '#lib/db/retry';
 
 export type ApiResult = { status: number; body?: unknown; headers?: Record<string, string> };
 
@@ -86,12 +86,12 @@ const authAndRateLimit = (route: RouteDef | null): middy.MiddlewareObj<Event, Re
   before: async (request) => {
     const s = state(request);
     const token = bearerToken(request.event.headers?.authorization);
-    const auth = token ? await authenticate(token) : null;
+    const auth = token ? await retrying(() => authenticate(token)) : null;
     if (auth) {
       s.auth = auth;
-      s.rate = await hitMerchant(auth.merchantId);
+      s.rate = await retrying(() => hitMerchant(auth.merchantId));
     } else {
-      s.rate = await hitIp(request.event.requestContext?.http?.sourceIp ?? 'unknown');
+      s.rate = await retrying(() => hitIp(request.event.requestContext?.http?.sourceIp ?? 'unknown'));
     }
     if (s.rate.exceeded) throw tooManyAttempts(retryAfter(s.rate));
     const ability = route?.ability;

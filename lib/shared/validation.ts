@@ -33,6 +33,8 @@ export const issueMessage = (issue: z.core.$ZodIssue): string => {
       return `The ${field} field must be at least ${issue.minimum}.`;
     case 'invalid_format':
       if (issue.format === 'email') return `The ${field} field must be a valid email address.`;
+      // A schema's own wording (regex checks) wins over the generic one.
+      if (issue.message.includes(':field')) return issue.message.replace(/:field/g, field);
       return `The ${field} field format is invalid.`;
     case 'invalid_value':
       return `The selected ${field} is invalid.`;
