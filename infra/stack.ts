@@ -16,9 +16,9 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct, Node } from 'constructs';
-import { BASE_PATH } from '#lib/http/route';
+import { BASE_PATH, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
-import { ApiFunction, SERVICE_NAME } from './constructs/api-function.ts';
+import { ApiFunction, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
 import { DataTable } from './constructs/data-table.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -57,6 +57,13 @@ export const DEFAULTS = {
   localTableName: 'revenue-analytics',
 } as const;
 
+/**
+ * Table access of a route's function: write routes write; public routes (no ability, such as the
+ * OpenAPI document) read no data, only the token and rate-window items every request touches.
+ */
+export const tableAccessFor = (route: Pick<RouteDef, 'writes' | 'ability'>): TableAccess =>
+  route.writes ? 'write' : route.ability === null ? 'pipeline' : 'read';
+
 /** PascalCase construct id from a route name: customersList → CustomersList. */
 export const constructIdFor = (routeName: string) => routeName.charAt(0).toUpperCase() + routeName.slice(1);
 
@@ -87,13 +94,10 @@ export class ApiStack extends Stack {
       RATE_LIMIT_PER_HOUR: String(props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour),
       UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: String(props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute),
     };
-    const apiFunction = (fnId: string, handlerPath: string, description: string, writes: boolean) =>
-      new ApiFunction(this, fnId, { projectRoot, handlerPath, description, environment }).bindTable(
-        this.table,
-        writes ? 'readWrite' : 'read',
-      );
+    const apiFunction = (fnId: string, handlerPath: string, description: string, access: TableAccess) =>
+      new ApiFunction(this, fnId, { projectRoot, handlerPath, description, environment }).bindTable(this.table, access);
 
-    this.notFoundFunction = apiFunction('NotFoundFunction', NOT_FOUND_HANDLER, `$default (${NOT_FOUND_HANDLER})`, false);
+    this.notFoundFunction = apiFunction('NotFoundFunction', NOT_FOUND_HANDLER, `$default (${NOT_FOUND_HANDLER})`, 'pipeline');
     this.api = new HttpApi(this, 'HttpApi', {
       apiName: `${SERVICE_NAME}-${stage}`,
       description: 'Revenue analytics API',
@@ -107,7 +111,7 @@ export class ApiStack extends Stack {
     for (const route of routeList) {
       const name = constructIdFor(route.name);
       const routeKey = `${route.method} ${BASE_PATH}${route.path}`;
-      const fn = apiFunction(`${name}Function`, route.handler, `${routeKey} (${route.handler})`, route.writes);
+      const fn = apiFunction(`${name}Function`, route.handler, `${routeKey} (${route.handler})`, tableAccessFor(route));
       new HttpRoute(this, `${name}Route`, {
         httpApi: this.api,
         routeKey: HttpRouteKey.with(`${BASE_PATH}${route.path}`, HttpMethod[route.method]),

@@ -13,6 +13,50 @@ export const SERVICE_NAME = 'revenue-analytics-api';
 
 /** Partition keys of the rate-window items, as IAM patterns built from the key module. */
 export const RATE_WINDOW_PK_PATTERNS = [keys.merchantRateWindow('*', 0).pk, keys.ipRateWindow('*', 0).pk];
+/** Partition keys of the token-hash lookup items (`TOKEN#<sha256>`). */
+export const TOKEN_PK_PATTERNS = [keys.token('*').pk];
+
+/**
+ * How a function uses the table:
+ * - `pipeline`: only what every request does (token lookup, rate counter): the 404 function and
+ *   public routes such as the OpenAPI document;
+ * - `read`: read routes (`writes: false`), which still count requests;
+ * - `write`: write routes.
+ */
+export type TableAccess = 'pipeline' | 'read' | 'write';
+
+type Action =
+  | 'GetItem'
+  | 'BatchGetItem'
+  | 'Query'
+  | 'PutItem'
+  | 'UpdateItem'
+  | 'DeleteItem'
+  | 'ConditionCheckItem';
+
+/**
+ * The DynamoDB actions of each kind, and nothing the code does not call (`grep -rn "Command(" lib
+ * functions`: Get, BatchGet, Query, Update, TransactWrite). TransactWriteItems is no IAM action:
+ * each Put/Update/Delete/ConditionCheck inside a transaction is authorised as PutItem, UpdateItem,
+ * DeleteItem or ConditionCheckItem. No Scan, BatchWriteItem, DescribeTable or stream actions.
+ *
+ * - `table`:   on any item of the table;
+ * - `keyed`:   only on the items the request pipeline touches, by an IAM `dynamodb:LeadingKeys`
+ *              condition: GetItem of `TOKEN#…` (token lookup), UpdateItem of `RATE#…` (rate windows);
+ * - `indexes`: on the table's global secondary indexes (`<table arn>/index/*`).
+ */
+export const TABLE_ACCESS: Record<TableAccess, { table: Action[]; keyed: ('GetItem' | 'UpdateItem')[]; indexes: Action[] }> = {
+  pipeline: { table: [], keyed: ['GetItem', 'UpdateItem'], indexes: [] },
+  read: { table: ['GetItem', 'BatchGetItem', 'Query'], keyed: ['UpdateItem'], indexes: ['Query'] },
+  write: {
+    table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'],
+    keyed: [],
+    indexes: ['Query'],
+  },
+};
+
+/** The partition-key patterns a keyed action is limited to. */
+const KEYED_PATTERNS = { GetItem: TOKEN_PK_PATTERNS, UpdateItem: RATE_WINDOW_PK_PATTERNS };
 
 export type ApiFunctionProps = Omit<NodejsFunctionProps, 'entry' | 'projectRoot' | 'depsLockFilePath' | 'code'> & {
   /** Directory holding package.json, package-lock.json and the handler modules. */
@@ -76,24 +120,26 @@ export class ApiFunction extends NodejsFunction {
     this.handlerPath = handlerPath;
   }
 
-  /**
-   * Least-privilege table access. Read routes still count requests: they may UpdateItem only the
-   * rate-window items (merchant and IP), never data items.
-   */
-  bindTable(table: ITable, access: 'read' | 'readWrite'): this {
+  /** Least-privilege table access: exactly the actions `TABLE_ACCESS` lists for this kind of function. */
+  bindTable(table: ITable, access: TableAccess): this {
     this.addEnvironment('TABLE_NAME', table.tableName);
-    if (access === 'readWrite') {
-      table.grantReadWriteData(this);
-      return this;
+    const grant = TABLE_ACCESS[access];
+    const dynamodb = (actions: Action[]) => actions.map((a) => `dynamodb:${a}`);
+    if (grant.table.length) {
+      this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(grant.table), resources: [table.tableArn] }));
     }
-    table.grantReadData(this);
-    this.addToRolePolicy(
-      new PolicyStatement({
-        actions: ['dynamodb:UpdateItem'],
-        resources: [table.tableArn],
-        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': RATE_WINDOW_PK_PATTERNS } },
-      }),
-    );
+    for (const action of grant.keyed) {
+      this.addToRolePolicy(
+        new PolicyStatement({
+          actions: dynamodb([action]),
+          resources: [table.tableArn],
+          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': KEYED_PATTERNS[action] } },
+        }),
+      );
+    }
+    if (grant.indexes.length) {
+      this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(grant.indexes), resources: [`${table.tableArn}/index/*`] }));
+    }
     return this;
   }
 }

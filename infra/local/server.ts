@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { BASE_PATH, type RouteDef } from '#lib/http/route';
+import { BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
 
 /**
@@ -14,6 +15,12 @@ type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIG
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const MAX_PAYLOAD = 10 * 1024 * 1024; // API Gateway's own limit; the pipeline enforces 1 MiB
+/**
+ * Request line plus headers. API Gateway HTTP APIs take 10,240 bytes of request line and header
+ * values; Node also counts header names, so 16 KiB accepts everything API Gateway would (set here so
+ * NODE_OPTIONS=--max-http-header-size cannot change it). Beyond it: a JSON 431 or 414 (clientError).
+ */
+export const MAX_HEADER_SIZE = 16 * 1024;
 
 /** Imported on first use, like a Lambda cold start, and cached. */
 const lazyHandler = (file: string): Handler => {
@@ -107,21 +114,73 @@ const toEvent = (req: IncomingMessage, url: URL, body: Buffer, routeKey: string,
   };
 };
 
-const lambdaContext = (name: string, requestId: string): Context =>
-  ({
+/** Milliseconds an invocation may run: FUNCTION_TIMEOUT_SECONDS, or LOCAL_FUNCTION_TIMEOUT_MS (read at each request). */
+export const functionTimeoutMs = (env = process.env): number => {
+  const override = Number(env.LOCAL_FUNCTION_TIMEOUT_MS);
+  return env.LOCAL_FUNCTION_TIMEOUT_MS && Number.isFinite(override) && override > 0 ? override : FUNCTION_TIMEOUT_SECONDS * 1000;
+};
+
+/** The Lambda context of one invocation starting now: its deadline is the function timeout from now. */
+export const lambdaContext = (name: string, requestId: string, startedAt = Date.now()): Context => {
+  const deadline = startedAt + functionTimeoutMs();
+  return {
     callbackWaitsForEmptyEventLoop: false,
     functionName: name,
     functionVersion: '$LATEST',
     invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${name}`,
-    memoryLimitInMB: '256',
+    memoryLimitInMB: '512',
     awsRequestId: requestId,
     logGroupName: `/aws/lambda/${name}`,
     logStreamName: 'local',
-    getRemainingTimeInMillis: () => 30_000,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
     done: () => undefined,
     fail: () => undefined,
     succeed: () => undefined,
-  }) as Context;
+  } as Context;
+};
+
+const ERROR_MESSAGES: Record<number, string> = {
+  400: 'The request is not valid HTTP.',
+  408: 'The request took too long to arrive.',
+  413: 'The request body is too large.',
+  414: 'The request URI is too long.',
+  431: 'Request header fields too large.',
+};
+
+/**
+ * A request Node refuses before any handler runs (oversized head, malformed HTTP) still gets a JSON
+ * body and an X-Request-Id (decisions §1). No X-RateLimit-* headers: such a request is not counted.
+ */
+const answerClientError = (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  let status = 400;
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    // 414 when the chunk that overflowed starts a request whose request line alone is too long.
+    const raw = err.rawPacket?.toString('latin1') ?? '';
+    const lineEnd = raw.indexOf('\r\n');
+    const startsRequest = /^[A-Z]+ /.test(raw);
+    status = startsRequest && (lineEnd < 0 ? raw.length : lineEnd) > MAX_HEADER_SIZE ? 414 : 431;
+  } else if (err.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') status = 413;
+  else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') status = 408;
+  const body = JSON.stringify({ message: ERROR_MESSAGES[status] });
+  socket.end(
+    [
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+      'Content-Type: application/json',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      `X-Request-Id: ${randomUUID()}`,
+      'Connection: close',
+      '',
+      body,
+    ].join('\r\n'),
+  );
+  // The client may still be sending the rest of its head; the parser drains it. Close in any case.
+  setTimeout(() => socket.destroy(), 5_000).unref();
+};
 
 /** Builds the server (not yet listening). Handlers are loaded once, up front. */
 export const createLocalServer = async (): Promise<Server> => {
@@ -133,7 +192,7 @@ export const createLocalServer = async (): Promise<Server> => {
   compiled.sort((a, b) => specificity(a.segments).localeCompare(specificity(b.segments)));
   const notFound = lazyHandler(NOT_FOUND_HANDLER);
 
-  return createServer(async (req, res) => {
+  const server = createServer({ maxHeaderSize: MAX_HEADER_SIZE }, async (req, res) => {
     try {
       const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
       const body = await readBody(req);
@@ -147,7 +206,8 @@ export const createLocalServer = async (): Promise<Server> => {
       const routeKey = found ? `${found.c.route.method} ${BASE_PATH}${found.c.route.path}` : '$default';
       const event = toEvent(req, url, body, routeKey, found?.params);
       const handler = found ? found.c.handler : notFound;
-      const result = await handler(event, lambdaContext(found?.c.route.name ?? 'notFound', event.requestContext.requestId));
+      const context = lambdaContext(found?.c.route.name ?? 'notFound', event.requestContext.requestId);
+      const result = await handler(event, context);
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(result.headers ?? {})) headers[k] = String(v);
       res.writeHead(result.statusCode ?? 200, headers);
@@ -158,4 +218,12 @@ export const createLocalServer = async (): Promise<Server> => {
       res.end(JSON.stringify({ message: 'Server Error' }));
     }
   });
+  // Node emits clientError for every further chunk of a refused request: answer the first only.
+  const answered = new WeakSet<Duplex>();
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (answered.has(socket)) return;
+    answered.add(socket);
+    answerClientError(err, socket);
+  });
+  return server;
 };

@@ -5,11 +5,14 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * While `npm start` runs it leaves `.local/stack.json` (its DynamoDB endpoint and table), so the
- * operator CLI can find the local stack when no AWS credentials are configured.
+ * operator CLI can find the local stack when no AWS credentials are configured. It also records the
+ * pid of the DynamoDB Local it started, so the next `npm start` can stop it if this one was killed.
  */
-export type LocalStack = { pid: number; dynamodbEndpoint: string; tableName: string; apiUrl: string };
+export type LocalStack = { pid: number; dynamodbPid?: number; dynamodbEndpoint: string; tableName: string; apiUrl: string };
 
 const FILE = process.env.LOCAL_STACK_FILE ?? resolve(dirname(fileURLToPath(import.meta.url)), '../../.local/stack.json');
+/** The file as messages name it. */
+export const LOCAL_STACK_FILE_LABEL = process.env.LOCAL_STACK_FILE ?? '.local/stack.json';
 
 export const writeLocalStack = (stack: Omit<LocalStack, 'pid'>): void => {
   mkdirSync(dirname(FILE), { recursive: true });
@@ -18,26 +21,39 @@ export const writeLocalStack = (stack: Omit<LocalStack, 'pid'>): void => {
 
 /** Removes the file if this process wrote it. */
 export const removeLocalStack = (): void => {
-  if (readLocalStack()?.pid === process.pid) rmSync(FILE, { force: true });
+  if (readLocalStackFile()?.stack.pid === process.pid) rmSync(FILE, { force: true });
 };
 
 const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
     return true;
-  } catch {
-    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'; // exists, owned by someone else
   }
+};
+
+/** The recorded stack, and whether the `npm start` that wrote it is still running. */
+export const readLocalStackFile = (): { stack: LocalStack; running: boolean } | null => {
+  let stack: LocalStack;
+  try {
+    stack = JSON.parse(readFileSync(FILE, 'utf8')) as LocalStack;
+  } catch {
+    return null;
+  }
+  if (!Number.isInteger(stack?.pid)) return null;
+  return { stack, running: alive(stack.pid) };
 };
 
 /** The running local stack, if any. */
 export const readLocalStack = (): LocalStack | null => {
-  try {
-    const stack = JSON.parse(readFileSync(FILE, 'utf8')) as LocalStack;
-    return alive(stack.pid) ? stack : null;
-  } catch {
-    return null;
-  }
+  const found = readLocalStackFile();
+  return found?.running ? found.stack : null;
+};
+
+/** Removes the file of an `npm start` that is no longer running (never a live one's). */
+export const removeStaleLocalStack = (): void => {
+  if (readLocalStackFile()?.running === false) rmSync(FILE, { force: true });
 };
 
 /** Whether the environment names AWS credentials (then the CLI never falls back to the local stack). */

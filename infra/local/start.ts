@@ -8,8 +8,8 @@ import { createToken, regenerateToken, revokeToken } from '#lib/merchants/store'
 import { WriteSet } from '#lib/db/writes';
 import { now } from '#lib/clock';
 import { formatTimestamp } from '#lib/shared/time';
-import { ensureTable, freePort, isPortFree, startDynamoDbLocal } from './dynamodb.ts';
-import { removeLocalStack, writeLocalStack } from './stack-file.ts';
+import { ensureTable, freePort, isDynamoDbLocalProcess, isPortFree, startDynamoDbLocal, stopDynamoDbLocalProcess } from './dynamodb.ts';
+import { LOCAL_STACK_FILE_LABEL, readLocalStackFile, removeLocalStack, removeStaleLocalStack, writeLocalStack } from './stack-file.ts';
 
 /**
  * `npm start`: DynamoDB Local (unless DYNAMODB_ENDPOINT names one), the table, a demo merchant and
@@ -40,7 +40,32 @@ const seedDemo = async (): Promise<string> => {
   }
 };
 
+/**
+ * A previous `npm start` that was killed (kill -9) left its stack file and, possibly, its DynamoDB
+ * Local running: stop that (only if the pid is still DynamoDB Local) and remove the file.
+ */
+const cleanUpAfterKilledStart = async () => {
+  const found = readLocalStackFile();
+  if (!found || found.running) return;
+  const { pid, dynamodbPid, dynamodbEndpoint } = found.stack;
+  let dynamo = '';
+  if (dynamodbPid !== undefined) {
+    const port = Number(new URL(dynamodbEndpoint).port) || undefined;
+    const check = isDynamoDbLocalProcess(dynamodbPid, port);
+    if (check === 'yes') {
+      await stopDynamoDbLocalProcess(dynamodbPid, port);
+      dynamo = `stopped its orphaned DynamoDB Local (pid ${dynamodbPid}), `;
+    } else if (check === 'unknown') {
+      dynamo = `could not check its DynamoDB Local (pid ${dynamodbPid}; stop it if it still runs), `;
+    }
+  }
+  removeStaleLocalStack();
+  console.log(`A previous npm start (pid ${pid}) was not stopped cleanly: ${dynamo}removed its ${LOCAL_STACK_FILE_LABEL}`);
+};
+
 let stopDynamo: (() => Promise<void>) | undefined;
+/** The DynamoDB Local being started (before `stopDynamo` exists). */
+let startingDynamo: { pid: number; port: number } | undefined;
 const servers: Server[] = [];
 let stopping = false;
 
@@ -53,7 +78,8 @@ const shutdown = async (code: number) => {
     s.closeAllConnections();
   }
   removeLocalStack();
-  await stopDynamo?.();
+  if (stopDynamo) await stopDynamo();
+  else if (startingDynamo) await stopDynamoDbLocalProcess(startingDynamo.pid, startingDynamo.port).catch(() => undefined);
   process.exit(code);
 };
 
@@ -84,15 +110,28 @@ const main = async () => {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   process.env.TABLE_NAME ??= 'revenue-analytics';
   process.env.AWS_REGION ??= 'us-east-1';
+  await cleanUpAfterKilledStart();
   const port = Number(process.env.PORT ?? 3000);
+  const apiUrl = `http://localhost:${port}${BASE_PATH}`;
+  let dynamodbPid: number | undefined;
   if (!process.env.DYNAMODB_ENDPOINT) {
     const dataDir = process.env.DATA_DIR;
     if (dataDir) mkdirSync(dataDir, { recursive: true });
     // The default port yields to whatever already holds it; a port asked for explicitly does not.
     const dynamoPort = process.env.DYNAMODB_PORT ? Number(process.env.DYNAMODB_PORT) : (await isPortFree(8000)) ? 8000 : await freePort();
-    const dynamo = await startDynamoDbLocal({ port: dynamoPort, dataDir });
+    const dynamo = await startDynamoDbLocal({
+      port: dynamoPort,
+      dataDir,
+      // Recorded as soon as the process exists: if this one is killed, the next start stops it.
+      onSpawn: (pid) => {
+        startingDynamo = { pid, port: dynamoPort };
+        writeLocalStack({ dynamodbEndpoint: `http://127.0.0.1:${dynamoPort}`, tableName: tableName(), apiUrl, dynamodbPid: pid });
+      },
+    });
     stopDynamo = dynamo.stop;
+    dynamodbPid = dynamo.pid;
     process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
+    if (dynamo.warning) console.warn(`Warning: ${dynamo.warning}`);
   }
   const endpoint = process.env.DYNAMODB_ENDPOINT;
   await ensureTable(endpoint, tableName());
@@ -102,7 +141,7 @@ const main = async () => {
   const hosts = process.env.HOST ? [process.env.HOST] : ['127.0.0.1', '::1'];
   for (const host of hosts) await listen(port, host);
 
-  writeLocalStack({ dynamodbEndpoint: endpoint!, tableName: tableName(), apiUrl: `http://localhost:${port}${BASE_PATH}` });
+  writeLocalStack({ dynamodbEndpoint: endpoint!, tableName: tableName(), apiUrl, dynamodbPid });
   console.log(`Revenue Analytics API   http://localhost:${port}${BASE_PATH}`);
   console.log(`OpenAPI document        http://localhost:${port}${BASE_PATH}/openapi.json`);
   console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);

@@ -4,7 +4,7 @@ import { ABILITIES, type Ability } from '#lib/http/route';
 import { HttpError, toHttpError } from '#lib/http/errors';
 import { NotFoundError } from '#lib/errors';
 import { isCurrency } from '#lib/shared/currency';
-import { awsCredentialsConfigured, readLocalStack } from '../local/stack-file.ts';
+import { awsCredentialsConfigured, LOCAL_STACK_FILE_LABEL, readLocalStackFile } from '../local/stack-file.ts';
 
 /** Loaded only for a well-formed command: usage errors answer at once, without the AWS SDK. */
 const store = () => import('#lib/merchants/store');
@@ -92,11 +92,21 @@ const explainNotFound = async <T>(merchantId: string, op: Promise<T>): Promise<T
   }
 };
 
-/** With no endpoint and no AWS credentials, use the local stack `npm start` is running, if any. */
+/**
+ * With no endpoint and no AWS credentials, use the local stack `npm start` is running, if any. A
+ * stack file left by a killed `npm start` is an error here, not a fall-through to AWS (which would
+ * only complain about credentials).
+ */
 const useLocalStackWhenUnconfigured = () => {
   if (process.env.DYNAMODB_ENDPOINT || awsCredentialsConfigured()) return;
-  const stack = readLocalStack();
-  if (!stack) return;
+  const found = readLocalStackFile();
+  if (!found) return;
+  if (!found.running) {
+    throw new Error(
+      `the local stack recorded in ${LOCAL_STACK_FILE_LABEL} is not running (npm start was killed?); start it again or set DYNAMODB_ENDPOINT`,
+    );
+  }
+  const { stack } = found;
   process.env.DYNAMODB_ENDPOINT = stack.dynamodbEndpoint;
   process.env.TABLE_NAME ??= stack.tableName;
   process.env.AWS_REGION ??= 'us-east-1';

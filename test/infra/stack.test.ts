@@ -5,6 +5,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys, RATE_PREFIX } from '#lib/db/keys';
 import { createTableInput, TTL_ATTRIBUTE } from '#lib/db/table';
 import { BASE_PATH } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
@@ -67,19 +68,6 @@ const functionBehindRoute = (template: Template, routeKey: string) => {
   expect(integration.Properties).toMatchObject({ IntegrationType: 'AWS_PROXY', PayloadFormatVersion: '2.0' });
   const fnId = integration.Properties.IntegrationUri['Fn::GetAtt'][0] as string;
   return { fnId, fn: resources(template, 'AWS::Lambda::Function')[fnId] };
-};
-
-/** Every action the function's role may perform on the table, with the statement's condition. */
-const dynamoStatements = (stack: Stack, template: Template, fn: ApiFunction) => {
-  const roleId = stack.getLogicalId(fn.role!.node.defaultChild as never);
-  const policies = Object.values(resources(template, 'AWS::IAM::Policy')).filter((p) =>
-    (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId),
-  );
-  expect(policies.length).toBeGreaterThan(0);
-  return policies
-    .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Condition?: unknown }[])
-    .flatMap((s) => [s.Action].flat().map((action) => ({ action, condition: s.Condition })))
-    .filter((s) => s.action.startsWith('dynamodb:'));
 };
 
 describe('routes', () => {
@@ -217,38 +205,134 @@ describe('functions', () => {
 });
 
 describe('table grants', () => {
-  const writeActions = ['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:BatchWriteItem'];
+  type Grant = { action: string; resource: unknown; condition?: unknown };
 
-  it('read routes may read, and update only the rate-window items; write routes may write', () => {
+  /** Every DynamoDB grant of a function's role, one per action and resource. */
+  const dynamoGrants = (stack: Stack, template: Template, fn: ApiFunction): Grant[] => {
+    const roleId = stack.getLogicalId(fn.role!.node.defaultChild as never);
+    const policies = Object.values(resources(template, 'AWS::IAM::Policy')).filter((p) =>
+      (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId),
+    );
+    expect(policies.length).toBeGreaterThan(0);
+    return policies
+      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown; Condition?: unknown }[])
+      .flatMap((s) =>
+        [s.Action].flat().flatMap((action) => [s.Resource].flat().map((resource) => ({ action, resource, condition: s.Condition }))),
+      )
+      .filter((g) => g.action.startsWith('dynamodb:'));
+  };
+
+  const RATE = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#M#*', 'RATE#IP#*'] } };
+  const TOKEN = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TOKEN#*'] } };
+  /** Grants written as `Action on table|index [condition]`, so a failure reads as a policy. */
+  const describeGrants = (stack: ApiStack, grants: Grant[]) => {
+    const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.table.node.defaultChild as never), 'Arn'] };
+    const indexArn = { 'Fn::Join': ['', [tableArn, '/index/*']] };
+    return grants
+      .map(({ action, resource, condition }) => {
+        const on = JSON.stringify(resource) === JSON.stringify(tableArn) ? 'table' : JSON.stringify(resource) === JSON.stringify(indexArn) ? 'index' : JSON.stringify(resource);
+        const when = condition === undefined ? '' : JSON.stringify(condition) === JSON.stringify(RATE) ? ' RATE#' : JSON.stringify(condition) === JSON.stringify(TOKEN) ? ' TOKEN#' : ` ${JSON.stringify(condition)}`;
+        return `${action.replace(/^dynamodb:/, '')} on ${on}${when}`;
+      })
+      .sort();
+  };
+
+  /** The exact grants per kind, written out (not derived from api-function.ts) so a change shows here. */
+  const expected = {
+    // Token lookup and rate counter only: no Query, no index, no data item.
+    pipeline: ['GetItem on table TOKEN#', 'UpdateItem on table RATE#'],
+    read: ['BatchGetItem on table', 'GetItem on table', 'Query on index', 'Query on table', 'UpdateItem on table RATE#'],
+    // TransactWriteItems is authorised per contained action (no IAM action of its own).
+    write: [
+      'BatchGetItem on table',
+      'ConditionCheckItem on table',
+      'DeleteItem on table',
+      'GetItem on table',
+      'PutItem on table',
+      'Query on index',
+      'Query on table',
+      'UpdateItem on table',
+    ],
+  };
+
+  it('every function gets exactly the DynamoDB actions its kind calls, and no more', () => {
     const { stack, template } = defaults;
-    const readRoutes = routeList.filter((r) => !r.writes);
-    const writeRoutes = routeList.filter((r) => r.writes);
-    expect(readRoutes.map((r) => r.name)).toContain('customersList');
-    expect(writeRoutes.length).toBeGreaterThan(0);
-
-    for (const route of readRoutes) {
-      const statements = dynamoStatements(stack, template, stack.functions[route.name as RouteName]);
-      const actions = statements.map((s) => s.action);
-      expect(actions, route.name).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:BatchGetItem']));
-      for (const action of writeActions) expect(actions, route.name).not.toContain(action);
-      const updates = statements.filter((s) => s.action === 'dynamodb:UpdateItem');
-      expect(updates, route.name).toHaveLength(1);
-      expect(updates[0].condition).toEqual({
-        'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#M#*', 'RATE#IP#*'] },
-      });
+    const kinds = new Map<ApiFunction, keyof typeof expected>([[stack.notFoundFunction, 'pipeline']]);
+    for (const route of routeList) {
+      const kind = route.writes ? 'write' : route.ability === null ? 'pipeline' : 'read';
+      kinds.set(stack.functions[route.name as RouteName], kind);
     }
-    for (const route of writeRoutes) {
-      const statements = dynamoStatements(stack, template, stack.functions[route.name as RouteName]);
-      const unconditioned = statements.filter((s) => !s.condition).map((s) => s.action);
-      expect(unconditioned, route.name).toEqual(expect.arrayContaining([...writeActions, 'dynamodb:UpdateItem', 'dynamodb:GetItem']));
+    // The OpenAPI document and the 404 function only authenticate and count.
+    expect(kinds.get(stack.functions.openapi)).toBe('pipeline');
+    expect([...kinds.values()]).toEqual(expect.arrayContaining(['read', 'write']));
+    expect(kinds.size).toBe(Object.keys(resources(template, 'AWS::Lambda::Function')).length);
+    for (const [fn, kind] of kinds) {
+      expect(describeGrants(stack, dynamoGrants(stack, template, fn)), `${fn.handlerPath} (${kind})`).toEqual(expected[kind]);
     }
   });
 
-  it('the not-found function reads tokens and counts requests but cannot write data', () => {
-    const { stack, template } = defaults;
-    const actions = dynamoStatements(stack, template, stack.notFoundFunction).map((s) => s.action);
+  it('no policy in the stack grants Scan, BatchWriteItem, DescribeTable, stream reads or wildcards', () => {
+    const actions = Object.values(resources(defaults.template, 'AWS::IAM::Policy'))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[] }[])
+      .flatMap((s) => [s.Action].flat());
     expect(actions).toContain('dynamodb:GetItem');
-    for (const action of writeActions) expect(actions).not.toContain(action);
+    for (const forbidden of [
+      'dynamodb:Scan',
+      'dynamodb:BatchWriteItem',
+      'dynamodb:DescribeTable',
+      'dynamodb:GetRecords',
+      'dynamodb:GetShardIterator',
+      'dynamodb:DescribeStream',
+      'dynamodb:ListStreams',
+      'dynamodb:TransactWriteItems',
+    ]) {
+      expect(actions).not.toContain(forbidden);
+    }
+    expect(actions.filter((a) => a.startsWith('dynamodb:') && a.includes('*'))).toEqual([]);
+  });
+
+  it('LeadingKeys conditions name only the rate-window and token prefixes, which no data key can match', () => {
+    const conditions = Object.values(resources(defaults.template, 'AWS::IAM::Policy'))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Condition?: Record<string, Record<string, string[]>> }[])
+      .flatMap((s) => (s.Condition ? [s.Condition] : []));
+    expect(conditions.length).toBeGreaterThan(0);
+    const patterns = new Set<string>();
+    for (const condition of conditions) {
+      expect(Object.keys(condition)).toEqual(['ForAllValues:StringLike']);
+      expect(Object.keys(condition['ForAllValues:StringLike'])).toEqual(['dynamodb:LeadingKeys']);
+      for (const p of condition['ForAllValues:StringLike']['dynamodb:LeadingKeys']) patterns.add(p);
+    }
+    expect([...patterns].sort()).toEqual(['RATE#IP#*', 'RATE#M#*', 'TOKEN#*']);
+    expect([...patterns].filter((p) => !p.startsWith('TOKEN#')).every((p) => p.startsWith(RATE_PREFIX))).toBe(true);
+
+    // IAM StringLike: `*` is any run of characters, `?` one character.
+    const like = (pattern: string) => {
+      const escaped = pattern.replace(/[.+^$(){}|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+      return new RegExp(`^${escaped}$`);
+    };
+    const matching = (pk: string) => [...patterns].filter((p) => like(p).test(pk));
+    expect(matching(keys.merchantRateWindow('mer_1', 3600).pk)).toEqual(['RATE#M#*']);
+    expect(matching(keys.ipRateWindow('203.0.113.9', 60).pk)).toEqual(['RATE#IP#*']);
+    expect(matching(keys.token('ab12').pk)).toEqual(['TOKEN#*']);
+    // Merchant ids and external ids are free text in keys: none can reach a pattern.
+    for (const tricky of ['RATE#M#x', 'TOKEN#x', '*']) {
+      const dataKeys = [
+        keys.merchant(tricky),
+        keys.merchantToken(tricky),
+        keys.sequences(tricky),
+        keys.totals(tricky),
+        keys.customer(tricky, 1),
+        keys.customerEmail(tricky, 'a@example.com'),
+        keys.customerExternalId(tricky, 'RATE#M#x'),
+        keys.order(tricky, 'TOKEN#1'),
+        keys.idempotency(tricky, 'k'),
+        keys.statsDay(tricky, '2025-01-01'),
+        keys.statsMonth(tricky, '2025-01'),
+        keys.outbox(tricky, '2025-01-01T00:00:00Z', 'evt_1'),
+        keys.activity(tricky, '2025-01-01T00:00:00Z', '1'),
+      ];
+      for (const key of dataKeys) expect(matching(key.pk), key.pk).toEqual([]);
+    }
   });
 });
 

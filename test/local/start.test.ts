@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { resolve } from 'node:path';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../infra/local/dynamodb.ts';
@@ -15,9 +16,17 @@ const ROOT = resolve(import.meta.dirname, '../..');
 
 type Stack = { child: ChildProcess; token: string; base: string; output: () => string };
 const started: ChildProcess[] = [];
+/** DynamoDB Local processes a test orphaned on purpose: killed after a failure. */
+const orphans: number[] = [];
 
 const start = async (env: Record<string, string | undefined>): Promise<Stack> => {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, NODE_NO_WARNINGS: '1', HOST: '127.0.0.1', ...env };
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_NO_WARNINGS: '1',
+    HOST: '127.0.0.1',
+    LOCAL_STACK_FILE: join(mkdtempSync(join(tmpdir(), 'start-')), 'stack.json'),
+    ...env,
+  };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete childEnv[k];
   const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start.ts'], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(child);
@@ -56,11 +65,18 @@ afterEach(async () => {
     await stop(child);
     clearTimeout(force);
   }
+  for (const pid of orphans.splice(0)) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('DynamoDBLocal')) process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
 });
 
-const portOpen = (port: number): Promise<boolean> =>
+const portOpen = (port: number, host = '127.0.0.1'): Promise<boolean> =>
   new Promise((done) => {
-    const socket = connect(port, '127.0.0.1');
+    const socket = connect(port, host);
     socket.once('connect', () => {
       socket.destroy();
       done(true);
@@ -68,7 +84,7 @@ const portOpen = (port: number): Promise<boolean> =>
     socket.once('error', () => done(false));
   });
 
-/** Processes whose command line names `-port <port>` (DynamoDB Local's jar), from /proc. */
+/** Java processes running DynamoDB Local (the jar, or our loopback launcher) with `-port <port>`, from /proc. */
 const dynamoProcesses = (port: number): number[] =>
   readdirSync('/proc')
     .filter((p) => /^\d+$/.test(p))
@@ -76,12 +92,25 @@ const dynamoProcesses = (port: number): number[] =>
       try {
         const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
         const at = args.indexOf('-port');
-        return args.some((a) => a.endsWith('DynamoDBLocal.jar')) && at >= 0 && args[at + 1] === String(port);
+        return args[0].endsWith('java') && args.some((a) => a.includes('DynamoDBLocal')) && at >= 0 && args[at + 1] === String(port);
       } catch {
         return false;
       }
     })
     .map(Number);
+
+/** Local addresses (hex, as /proc/net/tcp{,6} writes them) of the sockets listening on `port`. */
+const listeningAddresses = (port: number): string[] =>
+  ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((file) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      .filter((f) => f.length > 3 && f[3] === '0A' && parseInt(f[1].split(':')[1], 16) === port)
+      .map((f) => f[1].split(':')[0]),
+  );
+/** 127.0.0.1 in /proc/net/tcp, and as ::ffff:127.0.0.1 or ::1 in /proc/net/tcp6. */
+const LOOPBACK = ['0100007F', '0000000000000000FFFF00000100007F', '00000000000000000000000001000000'];
 
 const get = async (base: string, path: string, token?: string) => {
   const res = await fetch(`${base}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
@@ -94,6 +123,13 @@ describe('npm start', () => {
     const stack = await start({ PORT: String(port), DYNAMODB_PORT: String(dynamoPort), DYNAMODB_ENDPOINT: undefined, TABLE_NAME: undefined });
     expect(stack.output()).toContain(`http://127.0.0.1:${dynamoPort}`);
     expect(dynamoProcesses(dynamoPort)).toHaveLength(1);
+    // DynamoDB Local answers on loopback only, not on the machine's other addresses.
+    expect(stack.output()).not.toContain('all interfaces');
+    const listening = listeningAddresses(dynamoPort);
+    expect(listening.length).toBeGreaterThan(0);
+    expect(listening.filter((a) => !LOOPBACK.includes(a))).toEqual([]);
+    const external = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal);
+    if (external) expect(await portOpen(dynamoPort, external.address)).toBe(false);
 
     const list = await get(stack.base, '/customers', stack.token);
     expect(list.status).toBe(200);
@@ -132,5 +168,46 @@ describe('npm start', () => {
 
     // The endpoint it was given is not its to stop.
     expect((await client.send(new DescribeTableCommand({ TableName: table }))).Table?.TableName).toBe(table);
+  });
+
+  it('after kill -9, the ops CLI says the stack is gone and the next start stops the orphaned DynamoDB Local', { timeout: 180_000 }, async () => {
+    const stackFile = join(mkdtempSync(join(tmpdir(), 'killed-')), 'stack.json');
+    const [port, dynamoPort] = [await freePort(), await freePort()];
+    const env = { PORT: String(port), DYNAMODB_PORT: String(dynamoPort), DYNAMODB_ENDPOINT: undefined, TABLE_NAME: undefined, LOCAL_STACK_FILE: stackFile };
+    const first = await start(env);
+    const [orphan] = dynamoProcesses(dynamoPort);
+    orphans.push(orphan);
+    expect(JSON.parse(readFileSync(stackFile, 'utf8'))).toMatchObject({ pid: first.child.pid, dynamodbPid: orphan });
+
+    expect(await stop(first.child, 'SIGKILL')).toBe(null);
+    // Nothing stopped DynamoDB Local, and the stack file is stale.
+    expect(dynamoProcesses(dynamoPort)).toEqual([orphan]);
+    expect(existsSync(stackFile)).toBe(true);
+
+    // The operator CLI (no endpoint, no AWS credentials) names the problem instead of a credentials error.
+    const { DYNAMODB_ENDPOINT: _e, TABLE_NAME: _t, AWS_PROFILE: _p, AWS_ACCESS_KEY_ID: _k, ...rest } = process.env;
+    const cli = await new Promise<{ code: number; stdout: string; stderr: string }>((done) =>
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', 'infra/ops/cli.ts', 'merchant', 'create', '--name', 'x'],
+        { cwd: ROOT, env: { ...rest, NODE_NO_WARNINGS: '1', HOME: tmpdir(), LOCAL_STACK_FILE: stackFile }, timeout: 30_000 },
+        (err, stdout, stderr) => done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      ),
+    );
+    expect(cli.code).toBe(1);
+    expect(cli.stdout).toBe('');
+    expect(cli.stderr).toContain(`the local stack recorded in ${stackFile} is not running (npm start was killed?); start it again or set DYNAMODB_ENDPOINT`);
+
+    // The same ports again: the next start stops the orphan (freeing its port) and replaces the file.
+    const second = await start(env);
+    expect(second.output()).toContain(`A previous npm start (pid ${first.child.pid}) was not stopped cleanly: stopped its orphaned DynamoDB Local (pid ${orphan}), removed its ${stackFile}`);
+    const [fresh] = dynamoProcesses(dynamoPort);
+    expect(fresh).not.toBe(orphan);
+    expect(dynamoProcesses(dynamoPort)).toEqual([fresh]);
+    expect(JSON.parse(readFileSync(stackFile, 'utf8'))).toMatchObject({ pid: second.child.pid, dynamodbPid: fresh });
+    expect((await get(second.base, '/customers', second.token)).status).toBe(200);
+    expect(await stop(second.child)).toBe(0);
+    expect(existsSync(stackFile)).toBe(false);
+    expect(dynamoProcesses(dynamoPort)).toEqual([]);
   });
 });

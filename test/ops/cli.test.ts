@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -120,5 +120,25 @@ describe('ops CLI finding the local stack', () => {
     const withAws = await run({ ...env, AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y', AWS_EC2_METADATA_DISABLED: 'true', AWS_MAX_ATTEMPTS: '1' , AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:9' });
     expect(withAws.code).not.toBe(0);
     expect(withAws.stderr).not.toContain('using the local stack');
+  });
+
+  it('refuses a stack file left by a killed npm start, instead of failing on AWS credentials', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ops-'));
+    const stackFile = join(dir, 'stack.json');
+    const deadPid = spawnSync(process.execPath, ['-e', '']).pid;
+    writeFileSync(stackFile, JSON.stringify({ pid: deadPid, dynamodbPid: deadPid, dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT, tableName: process.env.TABLE_NAME, apiUrl: api.base }));
+    const { DYNAMODB_ENDPOINT: _e, TABLE_NAME: _t, AWS_PROFILE: _p, AWS_ACCESS_KEY_ID: _k, ...rest } = process.env;
+    const stale = await run({ ...rest, HOME: dir, LOCAL_STACK_FILE: stackFile });
+    expect(stale.code).toBe(1);
+    expect(stale.stdout).toBe('');
+    expect(stale.stderr.trim()).toBe(
+      `the local stack recorded in ${stackFile} is not running (npm start was killed?); start it again or set DYNAMODB_ENDPOINT`,
+    );
+    expect(stale.stderr).not.toMatch(/credential/i);
+
+    // An endpoint named explicitly is used as before.
+    const explicit = await run({ ...rest, HOME: dir, LOCAL_STACK_FILE: stackFile, DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT, TABLE_NAME: process.env.TABLE_NAME });
+    expect(explicit.code, explicit.stderr).toBe(0);
+    expect(await getMerchant(explicit.json.merchant_id)).toMatchObject({ name: 'Found' });
   });
 });
