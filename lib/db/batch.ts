@@ -1,4 +1,5 @@
 import { retrying } from '#lib/db/retry';
+import { leaseShard, releaseShard } from '#lib/db/shards';
 import { MAX_ACTIONS, WriteSet } from '#lib/db/writes';
 import { logger } from '#lib/logger';
 
@@ -37,10 +38,11 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
   while (start < units.length) {
     // Pack: grow the chunk while its transaction fits.
     let end = start + 1;
-    let ws = new WriteSet();
+    const shard = leaseShard();
+    let ws = new WriteSet(shard);
     let onCommit = await plan.write(ws, units.slice(start, end));
     while (end < units.length) {
-      const trial = new WriteSet(ws.shard);
+      const trial = new WriteSet(shard);
       const trialCommit = await plan.write(trial, units.slice(start, end + 1));
       if (trial.actions > limit) break;
       ws = trial;
@@ -55,8 +57,10 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
     }
     try {
       await ws.commit();
+      releaseShard(shard, true);
       onCommit();
     } catch (err) {
+      releaseShard(shard, false);
       finished = false;
       logger.debug('batch chunk lost a race; redoing its units one by one', { units: chunk.length, error: (err as Error).message });
       for (const unit of chunk) {

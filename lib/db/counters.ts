@@ -1,16 +1,13 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { db, tableName } from '#lib/db/client';
-import { keys, totalsPartition, type Key, type TotalsResource } from '#lib/db/keys';
-import { batchGet, keyId } from '#lib/db/batch-get';
-import { COUNTER_SHARDS, type WriteSet } from '#lib/db/writes';
+import { keys, statsPartition, totalsPartition, type TotalsResource } from '#lib/db/keys';
+import type { WriteSet } from '#lib/db/writes';
 
 /**
  * Sharded counters. A write adds its deltas to the shard its transaction drew (`ws.shard`); a
  * read sums every shard in one request. The sums are exact: DynamoDB numbers are decimals.
  */
-
-const shards = Array.from({ length: COUNTER_SHARDS }, (_, i) => i);
 
 /** Adds `delta` to a list total (orders, orders_<status>, customers) in this transaction's shard. */
 export const addTotal = (ws: WriteSet, merchantId: string, resource: TotalsResource, attr: string, delta: Decimal) =>
@@ -43,12 +40,29 @@ export const readTotals = async (merchantId: string, resource: TotalsResource): 
   return sumShards(Items ?? []);
 };
 
-/** Every shard key of the counters named by `counterKey(shard)`. */
-export const shardKeys = (counterKey: (shard: number) => Key): Key[] => shards.map(counterKey);
-
-/** Several sharded counters in one BatchGetItem (≤ 100 keys), each summed. */
-export const readShardedCounters = async (counters: ((shard: number) => Key)[]): Promise<Record<string, Decimal>[]> => {
-  const lists = counters.map(shardKeys);
-  const found = await batchGet<Record<string, unknown>>(lists.flat());
-  return lists.map((list) => sumShards(list.flatMap((k) => { const item = found.get(keyId(k)); return item ? [item] : []; })));
+/**
+ * A day's and its month's stats, summed over their shards: one strongly consistent Query over the
+ * month's partition from that day on (later days of the month only exist for future-dated writes).
+ */
+export const readDayAndMonth = async (merchantId: string, day: string) => {
+  const items: Record<string, unknown>[] = [];
+  let startKey: Record<string, unknown> | undefined;
+  do {
+    const res = await db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+        ExpressionAttributeValues: { ':pk': statsPartition(merchantId, day.slice(0, 7)), ':from': `D#${day.slice(8, 10)}#`, ':to': 'M#~' },
+        ConsistentRead: true,
+        ExclusiveStartKey: startKey,
+      }),
+    );
+    items.push(...((res.Items ?? []) as Record<string, unknown>[]));
+    startKey = res.LastEvaluatedKey;
+  } while (startKey);
+  const dayKey = keys.statsDay(merchantId, day, 0).sk.slice(0, 5);
+  return {
+    day: sumShards(items.filter((i) => String(i.sk).startsWith(dayKey))),
+    month: sumShards(items.filter((i) => String(i.sk).startsWith('M#'))),
+  };
 };

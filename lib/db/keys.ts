@@ -9,7 +9,7 @@
  * | merchant                  | M#<m>                               | MERCHANT        |                                                         |
  * | merchant's token pointer  | M#<m>                               | TOKEN           |                                                         |
  * | id sequences              | M#<m>                               | SEQ             |                                                         |
- * | list totals (sharded)     | M#<m>#TOTALS                        | <RESOURCE>#<nn> |                                                         |
+ * | list totals (sharded)     | M#<m>#TOTALS                        | <RESOURCE>#<nnn>|                                                         |
  * | rate window (merchant)    | RATE#M#<m>                          | <window start>  |                                                         |
  * | rate window (IP)          | RATE#IP#<ip>                        | <window start>  |                                                         |
  * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi1 list newest first; gsi2 by external_id (GET only) |
@@ -17,7 +17,7 @@
  * | external_id marker        | M#<m>#CUSTOMER_EXT#<external_id>    | MARKER          |                                                         |
  * | order                     | M#<m>#ORDER#<order_no>              | ORDER           | gsi1 all; gsi2 by status; gsi3 by customer              |
  * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
- * | stats (day / month)       | M#<m>#STATS                         | D#<yyyy-mm-dd>#<nn> / M#<yyyy-mm>#<nn>  (sharded)                         |
+ * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>               | D#<dd>#<nnn> / M#<nnn>  (sharded; one Query reads today + month) |
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
  * | outbox event              | M#<m>#OUTBOX                        | <created>#<evt> | entity "outbox", TTL expires_at (stream filter)       |
  * | activity log              | M#<m>#ACTIVITY                      | <created>#<id>  |                                                         |
@@ -35,12 +35,14 @@ const m = (merchantId: string): string => `M#${merchantId}`;
 /** Leading prefix of the rate-window items only (the IAM `LeadingKeys` pattern of read functions). */
 export const RATE_PREFIX = 'RATE#';
 const pad = (id: number): string => String(id).padStart(15, '0');
-const pad2 = (shard: number): string => String(shard).padStart(2, '0');
+const padShard = (shard: number): string => String(shard).padStart(3, '0');
 
 export type TotalsResource = 'ORDERS' | 'CUSTOMERS';
 export const PAYMENT_PREFIX = 'PAY#';
 /** Partition of a merchant's sharded list totals (read with one Query). */
 export const totalsPartition = (merchantId: string): string => `${m(merchantId)}#TOTALS`;
+/** Partition of a merchant's stats of one month (day shards `D#<dd>#<nnn>`, month shards `M#<nnn>`). */
+export const statsPartition = (merchantId: string, month: string): string => `${m(merchantId)}#STATS#${month}`;
 
 export const keys = {
   token: (hash: string): Key => ({ pk: `TOKEN#${hash}`, sk: 'TOKEN' }),
@@ -49,7 +51,7 @@ export const keys = {
   sequences: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'SEQ' }),
   totals: (merchantId: string, resource: TotalsResource, shard: number): Key => ({
     pk: `${m(merchantId)}#TOTALS`,
-    sk: `${resource}#${pad2(shard)}`,
+    sk: `${resource}#${padShard(shard)}`,
   }),
   // Rate windows lead with `RATE#`, a prefix no data key can take (IAM lets read functions update only these).
   merchantRateWindow: (merchantId: string, windowStart: number): Key => ({
@@ -71,8 +73,15 @@ export const keys = {
     pk: `${m(merchantId)}#IDEMPOTENCY#${key}`,
     sk: 'IDEMPOTENCY',
   }),
-  statsDay: (merchantId: string, day: string, shard: number): Key => ({ pk: `${m(merchantId)}#STATS`, sk: `D#${day}#${pad2(shard)}` }),
-  statsMonth: (merchantId: string, month: string, shard: number): Key => ({ pk: `${m(merchantId)}#STATS`, sk: `M#${month}#${pad2(shard)}` }),
+  // One partition per month: today's day shards and the month's shards come back in one Query.
+  statsDay: (merchantId: string, day: string, shard: number): Key => ({
+    pk: statsPartition(merchantId, day.slice(0, 7)),
+    sk: `D#${day.slice(8, 10)}#${padShard(shard)}`,
+  }),
+  statsMonth: (merchantId: string, month: string, shard: number): Key => ({
+    pk: statsPartition(merchantId, month),
+    sk: `M#${padShard(shard)}`,
+  }),
   /** One paid order's payment time, under its customer's partition (first/last_payment_at). */
   customerPayment: (merchantId: string, customerId: number, paidAt: string, orderNo: string): Key => ({
     pk: `${m(merchantId)}#CUSTOMER#${customerId}`,

@@ -4,6 +4,8 @@ import type Decimal from 'decimal.js';
 import { db, tableName } from '#lib/db/client';
 import type { Key } from '#lib/db/keys';
 import { RetryableError } from '#lib/db/retry';
+import { leaseShard, releaseShard } from '#lib/db/shards';
+import { COUNTER_SHARDS } from '#lib/db/writes-constants';
 
 /**
  * One atomic write group (a TransactWriteItems call). Changes to the same item are merged into
@@ -92,16 +94,18 @@ export const itemAbsent: Condition = { expression: 'attribute_not_exists(pk)' };
 /** Condition for an update guarded by the version it was computed from (optimistic concurrency). */
 export const versionIs = (version: number): Condition => ({ expression: 'version = :v', values: { ':v': version } });
 
-/** Hot counters (totals, stats) are spread over this many items, summed on read (one request). */
-export const COUNTER_SHARDS = 32;
+export { COUNTER_SHARDS };
 
 export class WriteSet {
   private readonly ops = new Map<string, Op>();
   /** The counter shard this transaction writes (one per transaction, so its counter updates merge). */
   readonly shard: number;
+  private readonly leased: boolean;
 
-  constructor(shard = Math.floor(Math.random() * COUNTER_SHARDS)) {
-    this.shard = shard;
+  /** `shard` given: a trial or a copy that never commits on its own lease. */
+  constructor(shard?: number) {
+    this.leased = shard === undefined;
+    this.shard = shard ?? leaseShard();
   }
 
   get size(): number {
@@ -196,11 +200,16 @@ export class WriteSet {
    */
   async commit(): Promise<void> {
     const items = this.toTransactItems();
-    if (items.length === 0) return;
+    if (items.length === 0) {
+      if (this.leased) releaseShard(this.shard, false);
+      return;
+    }
     if (items.length > MAX_ACTIONS) throw new Error(`transaction of ${items.length} actions exceeds ${MAX_ACTIONS}`);
     const tags = [...this.ops.values()].filter((op) => op.kind !== 'update' || renderUpdate(op) || op.conditions.length).map((op) => op.tag);
+    let committed = false;
     try {
       await db().send(new TransactWriteCommand({ TransactItems: items }));
+      committed = true;
     } catch (err) {
       if (!(err instanceof TransactionCanceledException)) throw err;
       const reasons = err.CancellationReasons ?? [];
@@ -212,6 +221,8 @@ export class WriteSet {
       }
       if (codes.has('TransactionConflict')) throw new RetryableError('contention', 'transaction conflict');
       throw err;
+    } finally {
+      if (this.leased) releaseShard(this.shard, committed);
     }
   }
 }

@@ -5,7 +5,7 @@ import { db, tableName } from '#lib/db/client';
 import { createdRange, indexPartitions, keys } from '#lib/db/keys';
 import { countQuery, queryPage, type IndexQuery } from '#lib/db/query';
 import { customerIdsByEmail, customersByIds } from '#lib/customers/store';
-import { readShardedCounters, readTotals } from '#lib/db/counters';
+import { readDayAndMonth, readTotals } from '#lib/db/counters';
 import { paginated } from '#lib/http/pagination';
 import { presentOrder, type OrderItem } from '#lib/orders/model';
 import type { OrderListQuery } from '#lib/orders/schemas';
@@ -82,10 +82,7 @@ const totalOrders = async (merchantId: string, status?: string): Promise<number>
  */
 export const orderStats = async (merchantId: string, currency: string) => {
   const today = formatTimestamp(now());
-  const [day, month] = await readShardedCounters([
-    (shard) => keys.statsDay(merchantId, utcDay(today), shard),
-    (shard) => keys.statsMonth(merchantId, utcMonth(today), shard),
-  ]);
+  const { day, month } = await readDayAndMonth(merchantId, utcDay(today));
   const created = day.created?.toNumber() ?? 0;
   const createdPaid = day.created_paid?.toNumber() ?? 0;
   return {

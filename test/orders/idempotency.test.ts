@@ -178,4 +178,42 @@ describe('idempotency compares the validated request', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(first.body);
   });
+
+  it('replays when nested metadata keys come in another order (canonical JSON of the validated request)', async () => {
+    const { token } = await newMerchant();
+    const body = orderBody({ metadata: { b: 1, a: { y: 2, x: [{ q: 1, p: 2 }] } } });
+    const first = await api.post('/orders', token, body, key('K-nested'));
+    expect(first.status).toBe(201);
+    const again = await api.post('/orders', token, { ...body, metadata: { a: { x: [{ p: 2, q: 1 }], y: 2 }, b: 1 } }, key('K-nested'));
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    // Array order is data: a different order is a different request.
+    const other = await api.post('/orders', token, { ...body, metadata: { b: 1, a: { y: 2, x: [{ q: 1, p: 2 }, 3] } } }, key('K-nested'));
+    expect(other.status).toBe(422);
+    expect(Object.keys(other.body.errors)).toEqual(['idempotency_key']);
+  });
+
+  it('values equal to the defaults (null, TWD, one-time, pending) are the same request', async () => {
+    const { token } = await newMerchant();
+    const body = orderBody();
+    const first = await api.post('/orders', token, body, key('K-defaults'));
+    expect(first.status).toBe(201);
+    for (const extra of [
+      { currency: null },
+      { currency: 'TWD' },
+      { currency: 'twd' },
+      { metadata: null },
+      { billing_cycle: 'one-time' },
+      { status: 'pending' },
+      { payment_method: null, customer_name: null, paid_at: null },
+      { amount: 1200 },
+    ]) {
+      const again = await api.post('/orders', token, { ...body, ...extra }, key('K-defaults'));
+      expect(again.status, `${JSON.stringify(extra)} → ${JSON.stringify(again.body)}`).toBe(201);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+    }
+    const changed = await api.post('/orders', token, { ...body, currency: 'USD' }, key('K-defaults'));
+    expect(changed.status).toBe(422);
+  });
 });

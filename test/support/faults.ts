@@ -169,6 +169,15 @@ export type TransactionConflictStats = {
   conflicts: number;
   /** PutItem/UpdateItem/DeleteItem refused here with TransactionConflictException. */
   singleWriteConflicts: number;
+  /** Conflicts by the kind of item held (merchant, ids and numbers masked: `M#m#STATS D#N-N-N#N`). */
+  conflictsByItem: Record<string, number>;
+};
+
+/** An item id with its merchant, numbers and emails masked, to see which kind of item is hot. */
+const itemClass = (id: string): string => {
+  const [, pk, sk] = JSON.parse(id) as string[];
+  const mask = (v: string) => v.replace(/M#[^#]+/g, 'M#m').replace(/[^#]+@[^#]+/g, 'EMAIL').replace(/\d+/g, 'N');
+  return `${mask(pk)} ${mask(sk)}`;
 };
 
 export type TransactionConflictModel = Installed<TransactionConflictStats> & {
@@ -203,7 +212,7 @@ const SINGLE_WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem']);
 export const transactionConflictModel = (opts: { holdMs?: number; keyAttributes?: string[] } = {}): TransactionConflictModel => {
   const holdMs = opts.holdMs ?? 0;
   const keyAttributes = opts.keyAttributes ?? ['pk', 'sk'];
-  const stats: TransactionConflictStats = { transactions: 0, conflicts: 0, singleWriteConflicts: 0 };
+  const stats: TransactionConflictStats = { transactions: 0, conflicts: 0, singleWriteConflicts: 0, conflictsByItem: {} };
   const held = new Map<string, number>();
 
   const actionId = (action: Input): string => {
@@ -220,6 +229,10 @@ export const transactionConflictModel = (opts: { holdMs?: number; keyAttributes?
       const ids = ((args.input.TransactItems ?? []) as Input[]).map(actionId);
       if (ids.some((id) => held.has(id))) {
         stats.conflicts += 1;
+        for (const id of ids.filter((i) => held.has(i))) {
+          const kind = itemClass(id);
+          stats.conflictsByItem[kind] = (stats.conflictsByItem[kind] ?? 0) + 1;
+        }
         throw awsErrors.transactionCanceled(ids.map((id) => (held.has(id) ? awsErrors.conflictReason() : awsErrors.noneReason())));
       }
       const mine = [...new Set(ids)];
