@@ -5,7 +5,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import type { z } from 'zod';
 import { authenticate, bearerToken, type AuthContext } from '#lib/auth/tokens';
 import { hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
-import { toHttpError, forbidden, invalidJson, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
+import { toHttpError, validationFailed, forbidden, invalidJson, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
 import { parseOr422 } from '#lib/http/validation';
 import type { RouteDef } from '#lib/http/route';
 import { logger } from '#lib/logger';
@@ -19,7 +19,7 @@ export type ApiRequest<R extends RouteDef> = {
   params: Out<NonNullable<R['request']>['params']>;
   query: Out<NonNullable<R['request']>['query']>;
   body: Out<NonNullable<R['request']>['body']>;
-  headers: Record<string, string | undefined>;
+  headers: Out<NonNullable<R['request']>['headers']>;
   requestId: string;
 };
 
@@ -124,6 +124,21 @@ const jsonBody = (route: RouteDef): middy.MiddlewareObj<Event, Result> => {
   };
 };
 
+/** Headers validated by the route's schema; a 422 names `X-Idempotency-Key` as `idempotency_key`. */
+const parseHeaders = (schema: z.ZodObject, headers: Record<string, string | undefined>) => {
+  try {
+    return parseOr422(schema, headers);
+  } catch (err) {
+    const http = toHttpError(err);
+    const errors = http?.body.errors as Record<string, string[]> | undefined;
+    if (!http || !errors) throw err;
+    const field = (h: string) => h.replace(/^x-/, '').replace(/-/g, '_');
+    throw validationFailed(
+      Object.fromEntries(Object.entries(errors).map(([k, v]) => [field(k), v.map((m) => m.replace(k.replace(/_/g, ' '), field(k).replace(/_/g, ' ')))])),
+    );
+  }
+};
+
 /** API Gateway HTTP APIs hand path parameters over already URL-decoded; they are used as given. */
 const pathParams = (params: Record<string, string | undefined> | undefined): Record<string, string> => {
   const out: Record<string, string> = {};
@@ -148,7 +163,7 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
         params: route.request?.params ? parseOr422(route.request.params, pathParams(event.pathParameters)) : {},
         query: route.request?.query ? parseOr422(route.request.query, event.queryStringParameters ?? {}) : {},
         body: route.request?.body ? parseOr422(route.request.body, event.body) : {},
-        headers: event.headers ?? {},
+        headers: route.request?.headers ? parseHeaders(route.request.headers, event.headers ?? {}) : {},
         requestId: s.requestId,
       } as ApiRequest<R>;
       const result = await fn(req);

@@ -27,7 +27,12 @@ const pipelineResponses = (route: RouteDef) => ({
     ? { 400: message('The request body is not valid JSON'), 413: message('The request body is larger than 1 MiB') }
     : {}),
   429: message('Too many requests', rateLimitedHeaders),
+  ...(route.writes ? { 409: message('Concurrent requests kept changing the resource until the deadline; nothing was stored, retry') } : {}),
   500: message('Server error'),
+  503: message('DynamoDB kept throttling until the deadline; nothing was stored, retry after Retry-After seconds', {
+    ...commonHeaders,
+    'Retry-After': headerRef('RetryAfter'),
+  } as typeof commonHeaders),
 });
 
 const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObject => {
@@ -36,7 +41,10 @@ const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObjec
       status,
       {
         description: r.description,
-        headers: status === '429' ? rateLimitedHeaders : commonHeaders,
+        headers: {
+          ...(status === '429' ? rateLimitedHeaders : commonHeaders),
+          ...Object.fromEntries(Object.entries(r.headers ?? {}).map(([name, description]) => [name, { description, schema: { type: 'string' as const } }])),
+        },
         ...(r.schema ? { content: { 'application/json': { schema: r.schema } } } : {}),
       },
     ]),
@@ -82,7 +90,7 @@ export const openApiDocument = () => {
         XRateLimitLimit: integerHeader('Requests allowed in the current window'),
         XRateLimitRemaining: integerHeader('Requests left in the current window'),
         XRateLimitReset: integerHeader('Unix time at which the current window ends'),
-        RetryAfter: integerHeader('Seconds until the window resets'),
+        RetryAfter: integerHeader('Seconds to wait before retrying'),
       },
     },
     paths,

@@ -32,9 +32,11 @@ export type RouteDef = {
     params?: z.ZodObject;
     query?: z.ZodObject;
     body?: z.ZodType;
+    /** Request headers by lower-case name; a 422 names the field `x-foo-bar` → `foo_bar`. */
     headers?: z.ZodObject;
   };
-  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  /** Responses the handler gives; `headers` are extra response headers (name → description). */
+  responses: Record<number, { description: string; schema?: z.ZodType; headers?: Record<string, string> }>;
 };
 
 export const defineRoute = <R extends RouteDef>(route: R): R => route;

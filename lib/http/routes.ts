@@ -132,7 +132,15 @@ export const routes = {
     summary: 'Create an order (idempotent with X-Idempotency-Key)',
     tags: ['orders'],
     request: { body: orderCreateBody, headers: orderCreateHeaders },
-    responses: { 201: { description: 'Created', schema: dataOf(orderSchema) }, ...errors, ...invalid },
+    responses: {
+      201: {
+        description: 'Created (or, with a repeated X-Idempotency-Key, the first response replayed)',
+        schema: dataOf(orderSchema),
+        headers: { 'Idempotent-Replayed': '"true" when this is the replay of an earlier response' },
+      },
+      ...errors,
+      ...invalid,
+    },
   }),
   ordersBatch: defineRoute({
     method: 'POST',

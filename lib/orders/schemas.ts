@@ -41,8 +41,6 @@ export const orderCreateBody = orderFields;
 export const orderCreateHeaders = z.object({
   'x-idempotency-key': z.string().min(1).max(255).optional().meta({ description: 'Replays the first response for 24 hours' }),
 });
-/** The same header, validated under the field name the 422 uses (decisions §6). */
-export const idempotencyKeyHeader = z.object({ idempotency_key: z.string().min(1).max(255).optional() });
 
 export const orderPatchBody = z.object({
   status: z.enum(ORDER_STATUSES),

@@ -116,11 +116,20 @@ describe('GET /v1/openapi.json', () => {
       }
       expect(op.responses['429'].headers['Retry-After'], label).toBeDefined();
       expect(op.responses['500'], label).toBeDefined();
+      expect(op.responses['503'].headers['Retry-After'], `${label} 503`).toBeDefined();
+      const writes = routes.find((r) => r.path === path && r.method.toLowerCase() === method)?.writes;
+      expect(op.responses['409'] !== undefined, `${label} 409 iff it writes`).toBe(Boolean(writes));
       if (op.requestBody) {
         expect(op.requestBody.content['application/json'].schema, label).toBeDefined();
         for (const status of ['400', '413', '422']) expect(op.responses[status], `${label} ${status}`).toBeDefined();
       }
     }
+  });
+
+  it('documents the idempotency header POST /orders reads and the Idempotent-Replayed header it answers', () => {
+    const op = doc.paths['/orders'].post;
+    expect(op.parameters.find((p: any) => p.in === 'header' && p.name === 'x-idempotency-key')).toMatchObject({ schema: { maxLength: 255 } });
+    expect(op.responses['201'].headers['Idempotent-Replayed']).toBeDefined();
   });
 
   it('uses only JSON Schema types in its schemas', () => {
