@@ -150,9 +150,13 @@ const prepare = async (merchantId: string, items: Item[], collector: Collector, 
   for (const u of units.values()) {
     const email = u.emails.at(-1);
     const customerId = email ? customerIdOf.get(email)! : u.order.customer_id;
-    u.order = u.stored
-      ? rewriteOrder(merchantId, u.stored, { ...u.order, customer_id: customerId }, at)
-      : newOrderItem(merchantId, nextOrderId++, customerId, { ...u.order, customer_email: email! } as never, 'import', at);
+    const unchanged = u.stored && u.stored.customer_id === customerId && FIELDS.every((f) => JSON.stringify(u.order[f]) === JSON.stringify(u.stored![f]));
+    // An item that changes nothing is still reported `updated`, but writes nothing (updated_at stays).
+    u.order = unchanged
+      ? u.stored!
+      : u.stored
+        ? rewriteOrder(merchantId, u.stored, { ...u.order, customer_id: customerId }, at)
+        : newOrderItem(merchantId, nextOrderId++, customerId, { ...u.order, customer_email: email! } as never, 'import', at);
   }
 
   // Customers whose figures move or who are created (deleted ones included: their history counts).
@@ -209,6 +213,7 @@ const writeUnits = async (
   const push = (id: number, change: CustomerOrderChange) => changes.set(id, [...(changes.get(id) ?? []), change]);
   const touched = new Set<number>();
   for (const u of chunk) {
+    if (u.order === u.stored) continue; // nothing changes
     ws.put('order', u.order, u.stored ? versionIs(u.stored.version) : itemAbsent);
     addAggregateDeltas(ws, merchantId, u.stored, u.order);
     for (const e of u.emails) touched.add(customerIdOf.get(e)!);

@@ -2,7 +2,7 @@ import Decimal from 'decimal.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
-import { activityRecords, createOrder, expect422, expectFiguresMatchOrders, figuresFromOrders, listAll, outboxEvents, pickFigures, storedCounts } from './helpers.ts';
+import { activityRecords, createOrder, expect422, expectFiguresMatchOrders, figuresFromOrders, listAll, outboxEvents, pickFigures, storedCounts, uniqueNo } from './helpers.ts';
 
 const api = useApi();
 afterEach(() => resetClock());
@@ -267,5 +267,27 @@ describe('POST /orders/batch', () => {
 
     expect(await outboxEvents(merchantId)).toEqual([]);
     expect(await activityRecords(merchantId)).toHaveLength(4);
+  });
+});
+
+describe('updated_at', () => {
+  it('a batch item that changes nothing is reported updated but writes nothing; order writes leave the customer updated_at alone', async () => {
+    const clock = fixedClock('2026-05-01T10:00:00Z');
+    const { token } = await newMerchant();
+    const item = { order_no: uniqueNo('UPD'), amount: '10.00', customer_email: 'same@example.com', status: 'paid', paid_at: '2026-05-01T09:00:00Z' };
+    expect((await api.post('/orders/batch', token, { orders: [item] })).body.data.created).toBe(1);
+    const customerBefore = (await api.get('/customers?search=same@example.com', token)).body.data[0];
+    clock.set('2026-05-02T10:00:00Z');
+    const again = await api.post('/orders/batch', token, { orders: [item, { order_no: item.order_no, amount: '10' }] });
+    expect(again.body.data).toMatchObject({ updated: 2, failed: 0 });
+    const order = (await api.get(`/orders/${item.order_no}`, token)).body.data;
+    expect(order.updated_at).toBe('2026-05-01T10:00:00Z');
+    // A real change moves it; the customer's figures move, its updated_at (profile changes only) does not.
+    await api.post('/orders/batch', token, { orders: [{ order_no: item.order_no, amount: '12.00' }] });
+    expect((await api.get(`/orders/${item.order_no}`, token)).body.data.updated_at).toBe('2026-05-02T10:00:00Z');
+    const customerAfter = (await api.get('/customers?search=same@example.com', token)).body.data[0];
+    expect(customerAfter.ltv).toBe('12.00');
+    expect(customerAfter.updated_at).toBe(customerBefore.updated_at);
+    resetClock();
   });
 });
