@@ -1,4 +1,4 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { expect } from 'vitest';
 import { db, tableName } from '#lib/db/client';
@@ -60,6 +60,29 @@ export const activityRecords = (merchantId: string) => queryAllItems({ pk: keys.
 /** Orders and (live) customers as stored, read from the list indexes. */
 export const storedOrders = (merchantId: string) => queryAllItems({ index: 'gsi1', partition: indexPartitions.orders(merchantId) });
 export const storedCustomers = (merchantId: string) => queryAllItems({ index: 'gsi1', partition: indexPartitions.customers(merchantId) });
+
+/** A customer item as stored, deleted ones included (the API hides those), by its key; undefined when absent. */
+export const storedCustomer = async (merchantId: string, id: number): Promise<Record<string, any> | undefined> =>
+  (await db().send(new GetCommand({ TableName: tableName(), Key: keys.customer(merchantId, id), ConsistentRead: true }))).Item;
+
+/**
+ * The derived figures of a stored customer item, read from its attributes (`ltv_<CCY>`, `order_count`,
+ * payment times) independently of the application's presentation code: the shape `pickFigures` gives.
+ */
+export const figuresOfStoredCustomer = (item: Record<string, any>, reportingCurrency = 'TWD') => {
+  const ltvs = Object.entries(item)
+    .filter(([k]) => /^ltv_[A-Z]{3}$/.test(k))
+    .map(([k, v]) => [k.slice(4), new Decimal(String(v))] as const);
+  return {
+    ltv: (ltvs.find(([c]) => c === reportingCurrency)?.[1] ?? new Decimal(0)).toFixed(2),
+    ltv_by_currency: Object.fromEntries(
+      ltvs.filter(([, v]) => !v.isZero()).sort(([a], [b]) => a.localeCompare(b)).map(([c, v]) => [c, v.toFixed(2)]),
+    ),
+    order_count: Number(item.order_count ?? 0),
+    first_payment_at: item.first_payment_at ?? null,
+    last_payment_at: item.last_payment_at ?? null,
+  };
+};
 
 /** Orders, customers and outbox events stored for a merchant (for "nothing stored" checks). */
 export const storedCounts = async (merchantId: string) => {
