@@ -110,7 +110,7 @@ describe('transactionConflictModel', () => {
     expect(err.name).toBe('TransactionCanceledException');
     expect(err.CancellationReasons).toEqual([{ Code: 'None' }, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }]);
     expect(err.message).toBe('Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]');
-    expect(model.stats).toEqual({ transactions: 2, conflicts: 1, singleWriteConflicts: 0 });
+    expect(model.stats).toMatchObject({ transactions: 2, conflicts: 1, singleWriteConflicts: 0 });
     // The loser never reached DynamoDB Local; the winner's writes are all there.
     expect(await get(own[loser])).toBeUndefined();
     expect(await get(own[1 - loser])).toEqual({ ...own[1 - loser], by: 1 - loser });
@@ -206,7 +206,7 @@ describe('transactionConflictModel', () => {
     expect(firstErr).toBeInstanceOf(TransactionCanceledException);
     expect(firstErr.CancellationReasons.map((r: { Code: string }) => r.Code)).toEqual(['None', 'None', 'ConditionalCheckFailed']);
     expect(model.held()).toEqual([]);
-    expect(model.stats).toEqual({ transactions: 2, conflicts: 1, singleWriteConflicts: 0 });
+    expect(model.stats).toMatchObject({ transactions: 2, conflicts: 1, singleWriteConflicts: 0 });
     await send(txPut(p, c)); // nothing held any more
     expect(await get(p)).toEqual(p);
   });
@@ -215,7 +215,7 @@ describe('transactionConflictModel', () => {
     const model = track(transactionConflictModel());
     const shared = key('shared');
     for (let i = 0; i < 3; i++) await send(txPut({ ...shared, i }));
-    expect(model.stats).toEqual({ transactions: 3, conflicts: 0, singleWriteConflicts: 0 });
+    expect(model.stats).toMatchObject({ transactions: 3, conflicts: 0, singleWriteConflicts: 0 });
     model.uninstall();
     const results = await Promise.allSettled([0, 1, 2, 3].map((i) => send(txPut({ ...shared, i }))));
     // DynamoDB Local itself serialises them (it may still refuse one; it never answers TransactionConflict from us)
