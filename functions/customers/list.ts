@@ -1,7 +1,7 @@
 import { listCustomers } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
 import { apiHandler } from '#lib/http/handler';
-import { paginated } from '#lib/http/pagination';
+import { paginated } from '#lib/shared/pagination';
 import { routes } from '#lib/http/routes';
 
 export const handler = apiHandler(routes.customersList, async ({ auth, query }) => {

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
-import type { Ability } from '#lib/http/route';
+import type { Ability } from '#lib/auth/abilities';
 
 /** The authenticated caller: a merchant and what its token may do. */
 export type AuthContext = {

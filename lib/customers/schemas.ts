@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { email, isWellFormed, metadata, pageQuery, WELL_FORMED_MESSAGE } from '#lib/http/fields';
+import { email, isWellFormed, metadata, pageQuery, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
 
 const optionalText = (max: number) => z.string().max(max).nullish();
 

@@ -1,17 +1,7 @@
 import type { z } from 'zod';
+import { ABILITIES, type Ability } from '#lib/auth/abilities';
 
-export const ABILITIES = [
-  'customers:read',
-  'customers:write',
-  'orders:read',
-  'orders:write',
-  'subscriptions:read',
-  'subscriptions:write',
-  'webhooks:read',
-  'webhooks:write',
-  'analytics:read',
-] as const;
-export type Ability = (typeof ABILITIES)[number];
+export { ABILITIES, type Ability };
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 

@@ -6,7 +6,7 @@ import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
 import { generateToken, hashToken, type TokenItem } from '#lib/auth/tokens';
-import { ABILITIES, type Ability } from '#lib/http/route';
+import { ABILITIES, type Ability } from '#lib/auth/abilities';
 import { ConflictError, NotFoundError } from '#lib/errors';
 import { formatTimestamp } from '#lib/shared/time';
 

@@ -6,7 +6,7 @@ import { createdRange, indexPartitions, keys } from '#lib/db/keys';
 import { countQuery, queryPage, type IndexQuery } from '#lib/db/query';
 import { customerIdsByEmail, customersByIds } from '#lib/customers/store';
 import { readDayAndMonth, readTotals } from '#lib/db/counters';
-import { paginated } from '#lib/http/pagination';
+import { paginated } from '#lib/shared/pagination';
 import { presentOrder, type OrderItem } from '#lib/orders/model';
 import type { OrderListQuery } from '#lib/orders/schemas';
 import { revenueAttr } from '#lib/orders/figures';

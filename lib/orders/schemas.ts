@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { amount, currency, dateBound, email, idParam, isWellFormed, metadata, pageQuery, timestamp, WELL_FORMED_MESSAGE } from '#lib/http/fields';
+import { amount, currency, dateBound, email, idParam, isWellFormed, metadata, pageQuery, timestamp, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
 
 export const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];

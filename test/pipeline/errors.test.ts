@@ -6,7 +6,7 @@ import { newMerchant, useApi } from '../support/api.ts';
 import { captureLogs, failDynamoWhen, isolatedClock } from './support.ts';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { conflict } from '#lib/http/errors';
-import { email, metadata } from '#lib/http/fields';
+import { email, metadata } from '#lib/shared/fields';
 import { apiHandler, MAX_BODY_BYTES } from '#lib/http/handler';
 import { defineRoute } from '#lib/http/route';
 

@@ -5,8 +5,8 @@ import { db } from '#lib/db/client';
 import { indexPartitions } from '#lib/db/keys';
 import { MAX_QUERY_LIMIT, queryPage } from '#lib/db/query';
 import { HttpError } from '#lib/http/errors';
-import { idParam, MAX_PAGE, pageQuery } from '#lib/http/fields';
-import { pageMeta, paginated } from '#lib/http/pagination';
+import { idParam, MAX_PAGE, pageQuery } from '#lib/shared/fields';
+import { pageMeta, paginated } from '#lib/shared/pagination';
 import { parseOr422 } from '#lib/http/validation';
 
 /** decisions §4: the list envelope's meta, and page / per_page validation. */

@@ -1,0 +1,13 @@
+/** What a token may do (decisions §3); routes name the one they need. */
+export const ABILITIES = [
+  'customers:read',
+  'customers:write',
+  'orders:read',
+  'orders:write',
+  'subscriptions:read',
+  'subscriptions:write',
+  'webhooks:read',
+  'webhooks:write',
+  'analytics:read',
+] as const;
+export type Ability = (typeof ABILITIES)[number];
