@@ -8,6 +8,7 @@ import { hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#li
 import { toHttpError, validationFailed, forbidden, invalidJson, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
 import { parseOr422 } from '#lib/http/validation';
 import type { RouteDef } from '#lib/http/route';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logger } from '#lib/logger';
 import { DEADLINE_MARGIN_MS, retrying, withDeadline } from '#lib/db/retry';
 
@@ -44,7 +45,6 @@ const baseHeaders = (s: State | undefined): Record<string, string> => ({
 const logRequest = (request: Request, status: number | undefined) => {
   const s = states.get(request.event);
   logger.info('request', { method: request.event.requestContext?.http?.method, status, ms: s ? Date.now() - s.started : undefined });
-  logger.resetKeys();
 };
 
 /** Outermost: request id and logging in, headers and error bodies out (decisions §1–2). */
@@ -52,7 +52,6 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
   before: (request) => {
     const requestId = request.event.requestContext?.requestId ?? request.context.awsRequestId;
     states.set(request.event, { requestId, started: Date.now(), auth: null });
-    logger.addContext(request.context);
     logger.appendKeys({ request_id: requestId, route: route ? `${route.method} ${route.path}` : 'unmatched' });
   },
   after: (request) => {
@@ -152,6 +151,8 @@ const pathParams = (params: Record<string, string | undefined> | undefined): Rec
  */
 export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>) => Promise<ApiResult>) =>
   withInvocationDeadline(middy<Event, Result>()
+    // Powertools adds the Lambda context to every line and drops the request's keys after it.
+    .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(responder(route))
     .use(httpHeaderNormalizer())
     .use(authAndRateLimit(route))
@@ -178,6 +179,7 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
 export const notFoundHandler = () =>
   withInvocationDeadline(
     middy<Event, Result>()
+      .use(injectLambdaContext(logger, { resetKeys: true }))
       .use(responder(null))
       .use(httpHeaderNormalizer())
       .use(authAndRateLimit(null))

@@ -291,3 +291,40 @@ describe('updated_at', () => {
     resetClock();
   });
 });
+
+describe('one batch, applied in array order', () => {
+  it('a repeated order_no moving to a second new email still creates the first email’s customer, as two batches would', async () => {
+    const { token } = await newMerchant();
+    const no = uniqueNo('MOVE');
+    const r = await api.post('/orders/batch', token, {
+      orders: [
+        { order_no: no, amount: '5.00', customer_email: 'first@example.com', customer_name: 'First', status: 'paid' },
+        { order_no: no, customer_email: 'second@example.com', customer_name: 'Second' },
+      ],
+    });
+    expect(r.body.data).toMatchObject({ created: 1, updated: 1, failed: 0 });
+    const first = (await api.get('/customers?search=first@example.com', token)).body.data;
+    const second = (await api.get('/customers?search=second@example.com', token)).body.data;
+    expect(first).toHaveLength(1);
+    expect(first[0]).toMatchObject({ name: 'First', order_count: 0, ltv: '0.00' });
+    expect(second[0]).toMatchObject({ name: 'Second', order_count: 1, ltv: '5.00' });
+    expect((await api.get(`/orders/${no}`, token)).body.data.customer_id).toBe(second[0].id);
+  });
+});
+
+describe('outbox items', () => {
+  it('carry the stream filter attribute and a TTL, and no flag needing a second write', async () => {
+    const clock = fixedClock('2026-06-01T00:00:00Z');
+    const { token, merchantId } = await newMerchant();
+    await createOrder(api, token, { status: 'paid' });
+    const events = await outboxEvents(merchantId);
+    expect(events.map((e) => e.type)).toEqual(['order.created', 'order.paid']);
+    for (const e of events) {
+      expect(e).toMatchObject({ entity: 'outbox', expires_at: Date.parse('2026-06-04T00:00:00Z') / 1000 });
+      expect(e).not.toHaveProperty('published');
+      expect(e.sk.startsWith('2026-06-01T00:00:00Z#evt_')).toBe(true);
+    }
+    clock.set('2026-06-01T00:00:00Z');
+    resetClock();
+  });
+});

@@ -52,6 +52,8 @@ export const captureLogs = async <T>(fn: () => Promise<T>): Promise<{ result: T;
   const err = vi.spyOn(process.stderr, 'write').mockImplementation(grab as never);
   const level = logger.getLevelName();
   logger.setLogLevel('INFO');
+  // Powertools' injectLambdaContext puts the configured level (SILENT in tests) back on each invocation.
+  const refresh = vi.spyOn(logger, 'refreshSampleRateCalculation').mockImplementation(() => undefined);
   try {
     const result = await fn();
     const raw = chunks.join('');
@@ -61,6 +63,7 @@ export const captureLogs = async <T>(fn: () => Promise<T>): Promise<{ result: T;
       .map((l) => JSON.parse(l) as Record<string, any>);
     return { result, lines, raw };
   } finally {
+    refresh.mockRestore();
     logger.setLogLevel(level);
     out.mockRestore();
     err.mockRestore();
