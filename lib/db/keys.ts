@@ -16,6 +16,10 @@
  * | email marker (unique)     | M#<m>#CUSTOMER_EMAIL#<email>        | MARKER          |                                                         |
  * | external_id marker        | M#<m>#CUSTOMER_EXT#<external_id>    | MARKER          |                                                         |
  * | order                     | M#<m>#ORDER#<order_no>              | ORDER           | gsi1 all; gsi2 by status; gsi3 by customer              |
+ * | subscription              | M#<m>#SUB#<id>                      | SUB             | gsi1 list; gsi2 by status; gsi3 by customer (live items) |
+ * | live-subscription marker  | M#<m>#CUSTOMER#<id>                 | LIVE_SUB        |  (one per customer: active or paused)                   |
+ * | customer current MRR      | M#<m>#CUSTOMER#<id>                 | MRR             |  (moved by ADD in every subscription change)            |
+ * | subscription event        | M#<m>#SUBEVT#<id>                   | EVENT           | gsi1 all; gsi2 by type; gsi3 by customer (occurred_at)  |
  * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
  * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>               | D#<dd>#<nnn> / M#<nnn>  (sharded; one Query reads today + month) |
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
@@ -37,7 +41,7 @@ export const RATE_PREFIX = 'RATE#';
 const pad = (id: number): string => String(id).padStart(15, '0');
 const padShard = (shard: number): string => String(shard).padStart(3, '0');
 
-export type TotalsResource = 'ORDERS' | 'CUSTOMERS';
+export type TotalsResource = 'ORDERS' | 'CUSTOMERS' | 'SUBSCRIPTIONS' | 'SUBSCRIPTION_EVENTS';
 export const PAYMENT_PREFIX = 'PAY#';
 /** Partition of a merchant's sharded list totals (read with one Query). */
 export const totalsPartition = (merchantId: string): string => `${m(merchantId)}#TOTALS`;
@@ -69,6 +73,12 @@ export const keys = {
     sk: 'MARKER',
   }),
   order: (merchantId: string, orderNo: string): Key => ({ pk: `${m(merchantId)}#ORDER#${orderNo}`, sk: 'ORDER' }),
+  subscription: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#SUB#${id}`, sk: 'SUB' }),
+  /** The customer's one live (active or paused) subscription: a unique item under the customer. */
+  liveSubscription: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'LIVE_SUB' }),
+  /** The customer's current total MRR (live, unpaused subscriptions), under the customer. */
+  customerMrr: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR' }),
+  subscriptionEvent: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#SUBEVT#${id}`, sk: 'EVENT' }),
   idempotency: (merchantId: string, key: string): Key => ({
     pk: `${m(merchantId)}#IDEMPOTENCY#${key}`,
     sk: 'IDEMPOTENCY',
@@ -119,6 +129,40 @@ export const indexes = {
     gsi3pk: `${m(merchantId)}#ORDERS#CUSTOMER#${customerId}`,
     gsi3sk: `${createdAt}#${pad(id)}`,
   }),
+};
+
+/** Index attributes of subscriptions (created_at order) and subscription events (occurred_at order). */
+export const subscriptionIndexes = {
+  all: (merchantId: string, createdAt: string, id: number) => ({ gsi1pk: `${m(merchantId)}#SUBS`, gsi1sk: `${createdAt}#${pad(id)}` }),
+  byStatus: (merchantId: string, status: string, createdAt: string, id: number) => ({
+    gsi2pk: `${m(merchantId)}#SUBS#STATUS#${status}`,
+    gsi2sk: `${createdAt}#${pad(id)}`,
+  }),
+  byCustomer: (merchantId: string, customerId: number, createdAt: string, id: number) => ({
+    gsi3pk: `${m(merchantId)}#SUBS#CUSTOMER#${customerId}`,
+    gsi3sk: `${createdAt}#${pad(id)}`,
+  }),
+  partitions: {
+    all: (merchantId: string) => `${m(merchantId)}#SUBS`,
+    byStatus: (merchantId: string, status: string) => `${m(merchantId)}#SUBS#STATUS#${status}`,
+    byCustomer: (merchantId: string, customerId: number) => `${m(merchantId)}#SUBS#CUSTOMER#${customerId}`,
+  },
+};
+export const subscriptionEventIndexes = {
+  all: (merchantId: string, occurredAt: string, id: number) => ({ gsi1pk: `${m(merchantId)}#SUBEVENTS`, gsi1sk: `${occurredAt}#${pad(id)}` }),
+  byType: (merchantId: string, type: string, occurredAt: string, id: number) => ({
+    gsi2pk: `${m(merchantId)}#SUBEVENTS#TYPE#${type}`,
+    gsi2sk: `${occurredAt}#${pad(id)}`,
+  }),
+  byCustomer: (merchantId: string, customerId: number, occurredAt: string, id: number) => ({
+    gsi3pk: `${m(merchantId)}#SUBEVENTS#CUSTOMER#${customerId}`,
+    gsi3sk: `${occurredAt}#${pad(id)}`,
+  }),
+  partitions: {
+    all: (merchantId: string) => `${m(merchantId)}#SUBEVENTS`,
+    byType: (merchantId: string, type: string) => `${m(merchantId)}#SUBEVENTS#TYPE#${type}`,
+    byCustomer: (merchantId: string, customerId: number) => `${m(merchantId)}#SUBEVENTS#CUSTOMER#${customerId}`,
+  },
 };
 
 /** Partition values of the list indexes, for queries. */

@@ -133,3 +133,19 @@ export const queryAll = async <T>(q: IndexQuery, projection: string[]): Promise<
   } while (startKey);
   return out;
 };
+
+/**
+ * One page of a list with its total (decisions §4). Page 1 reads the total and the page in
+ * parallel (the budgeted request count); deeper pages read the total first, so a page past the
+ * end reads nothing more and a skip is bounded by the total.
+ */
+export const listPage = async <T>(q: IndexQuery, count: () => Promise<number>, page: number, perPage: number): Promise<{ items: T[]; total: number }> => {
+  const offset = (page - 1) * perPage;
+  if (offset === 0) {
+    const [total, items] = await Promise.all([count(), queryPage<T>(q, 0, perPage)]);
+    return { items, total };
+  }
+  const total = await count();
+  if (offset >= total) return { items: [], total };
+  return { items: await queryPage<T>(q, offset, perPage), total };
+};

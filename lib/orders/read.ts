@@ -3,7 +3,7 @@ import Decimal from 'decimal.js';
 import { now } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { createdRange, indexPartitions, keys } from '#lib/db/keys';
-import { countQuery, queryPage, type IndexQuery } from '#lib/db/query';
+import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
 import { customerIdsByEmail, customersByIds } from '#lib/customers/store';
 import { readDayAndMonth, readTotals } from '#lib/db/counters';
 import { paginated } from '#lib/shared/pagination';
@@ -59,17 +59,7 @@ export const listOrders = async (merchantId: string, q: OrderListQuery) => {
 
   const countedByTotals = customerId === undefined && range.from === undefined && range.to === undefined;
   const count = () => (countedByTotals ? totalOrders(merchantId, q.status) : countQuery(query));
-  const offset = (q.page - 1) * q.per_page;
-  if (offset === 0) {
-    // Page 1: the total and the page in parallel (the budgeted request count).
-    const [total, items] = await Promise.all([count(), queryPage<OrderItem>(query, 0, q.per_page)]);
-    return paginated(await presentOrders(merchantId, items), q.page, q.per_page, total);
-  }
-  // Deeper pages skip `offset` keys, so the total comes first: a page past the end reads nothing
-  // more, and the skip is bounded by the total.
-  const total = await count();
-  if (offset >= total) return paginated([], q.page, q.per_page, total);
-  const items = await queryPage<OrderItem>(query, offset, q.per_page);
+  const { items, total } = await listPage<OrderItem>(query, count, q.page, q.per_page);
   return paginated(await presentOrders(merchantId, items), q.page, q.per_page, total);
 };
 

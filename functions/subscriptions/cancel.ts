@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { cancelSubscription } from '#lib/subscriptions/service';
+
+export const handler = apiHandler(routes.subscriptionsCancel, async ({ auth, params, body }) => ({
+  status: 200,
+  body: { data: await cancelSubscription(auth.merchantId, params.id, body) },
+}));

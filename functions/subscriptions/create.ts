@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { createSubscription } from '#lib/subscriptions/service';
+
+export const handler = apiHandler(routes.subscriptionsCreate, async ({ auth, body }) => ({
+  status: 201,
+  body: { data: await createSubscription(auth.merchantId, body) },
+}));

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { deleteSubscription } from '#lib/subscriptions/service';
+
+export const handler = apiHandler(routes.subscriptionsDelete, async ({ auth, params }) => {
+  await deleteSubscription(auth.merchantId, params.id);
+  return { status: 204 };
+});

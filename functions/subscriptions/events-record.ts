@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { recordSubscriptionEvent } from '#lib/subscriptions/events';
+
+export const handler = apiHandler(routes.subscriptionEventsCreate, async ({ auth, body }) => ({
+  status: 201,
+  body: { data: await recordSubscriptionEvent(auth.merchantId, body) },
+}));

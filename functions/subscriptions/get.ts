@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { getSubscription } from '#lib/subscriptions/service';
+
+export const handler = apiHandler(routes.subscriptionsGet, async ({ auth, params }) => ({
+  status: 200,
+  body: { data: await getSubscription(auth.merchantId, params.id) },
+}));

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { listSubscriptions } from '#lib/subscriptions/service';
+
+export const handler = apiHandler(routes.subscriptionsList, async ({ auth, query }) => ({
+  status: 200,
+  body: await listSubscriptions(auth.merchantId, query),
+}));

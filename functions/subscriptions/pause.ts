@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { pauseSubscription } from '#lib/subscriptions/service';
+
+export const handler = apiHandler(routes.subscriptionsPause, async ({ auth, params }) => ({
+  status: 200,
+  body: { data: await pauseSubscription(auth.merchantId, params.id) },
+}));

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { reactivateSubscription } from '#lib/subscriptions/service';
+
+export const handler = apiHandler(routes.subscriptionsReactivate, async ({ auth, params }) => ({
+  status: 200,
+  body: { data: await reactivateSubscription(auth.merchantId, params.id) },
+}));

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { updateSubscription } from '#lib/subscriptions/service';
+
+export const handler = apiHandler(routes.subscriptionsUpdate, async ({ auth, params, body }) => ({
+  status: 200,
+  body: { data: await updateSubscription(auth.merchantId, params.id, body) },
+}));

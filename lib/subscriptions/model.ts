@@ -1,0 +1,78 @@
+import { money } from '#lib/shared/money';
+import type { SUBSCRIPTION_CYCLES, SUBSCRIPTION_SOURCES, SubscriptionEventType, SubscriptionStatus } from '#lib/subscriptions/schemas';
+
+/** A stored subscription. `version` guards every change (optimistic concurrency). */
+export type SubscriptionItem = {
+  pk: string;
+  sk: string;
+  id: number;
+  customer_id: number;
+  status: SubscriptionStatus;
+  plan_name: string;
+  /** Normalised 2-decimal string; exact. */
+  mrr: string;
+  billing_cycle: (typeof SUBSCRIPTION_CYCLES)[number];
+  source: (typeof SUBSCRIPTION_SOURCES)[number];
+  started_at: string;
+  current_period_start: string;
+  cancelled_at: string | null;
+  paused_at: string | null;
+  cancel_reason: string | null;
+  created_at: string;
+  updated_at: string;
+  deleted_at?: string;
+  version: number;
+};
+
+export type SubscriptionEventItem = {
+  pk: string;
+  sk: string;
+  id: number;
+  customer_id: number;
+  subscription_id: number | null;
+  event_type: SubscriptionEventType;
+  source: (typeof SUBSCRIPTION_SOURCES)[number];
+  old_amount: string;
+  new_amount: string;
+  amount_change: string;
+  old_plan: string | null;
+  new_plan: string | null;
+  occurred_at: string;
+  created_at: string;
+};
+
+export const presentSubscription = (s: SubscriptionItem) => ({
+  id: Number(s.id),
+  customer_id: Number(s.customer_id),
+  status: s.status,
+  plan_name: s.plan_name,
+  mrr: money(s.mrr),
+  billing_cycle: s.billing_cycle,
+  source: s.source,
+  started_at: s.started_at,
+  current_period_start: s.current_period_start,
+  cancelled_at: s.cancelled_at ?? null,
+  paused_at: s.paused_at ?? null,
+  cancel_reason: s.cancel_reason ?? null,
+  created_at: s.created_at,
+  updated_at: s.updated_at,
+});
+export type Subscription = ReturnType<typeof presentSubscription>;
+
+export const presentSubscriptionEvent = (e: SubscriptionEventItem) => ({
+  id: Number(e.id),
+  customer_id: Number(e.customer_id),
+  subscription_id: e.subscription_id === null || e.subscription_id === undefined ? null : Number(e.subscription_id),
+  event_type: e.event_type,
+  source: e.source,
+  old_amount: money(e.old_amount),
+  new_amount: money(e.new_amount),
+  amount_change: money(e.amount_change),
+  old_plan: e.old_plan ?? null,
+  new_plan: e.new_plan ?? null,
+  occurred_at: e.occurred_at,
+  created_at: e.created_at,
+});
+
+/** What a subscription adds to its customer's current MRR: its mrr while active, nothing otherwise. */
+export const mrrContribution = (s: Pick<SubscriptionItem, 'status' | 'mrr'> | null): string => (s && s.status === 'active' ? s.mrr : '0');

@@ -1,0 +1,115 @@
+import * as z from 'zod';
+import { amount, dateBound, idParam, pageQuery, timestamp } from '#lib/shared/fields';
+
+export const SUBSCRIPTION_STATUSES = ['active', 'paused', 'cancelled'] as const;
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+export const SUBSCRIPTION_CYCLES = ['monthly', 'quarterly', 'semi-annual', 'yearly'] as const;
+export const EVENT_TYPES = ['created', 'upgrade', 'downgrade', 'cancel', 'reactivated'] as const;
+export type SubscriptionEventType = (typeof EVENT_TYPES)[number];
+export const SUBSCRIPTION_SOURCES = ['api', 'import'] as const;
+
+/** A positive integer id in a JSON body (a safe integer). */
+const bodyId = () => z.int({ error: 'The :field field must be an integer.' }).min(1).max(Number.MAX_SAFE_INTEGER);
+const plan = () => z.string().min(1).max(255);
+
+/** POST /subscriptions (decisions §7). */
+export const subscriptionCreateBody = z.object({
+  customer_id: bodyId(),
+  plan_name: plan(),
+  mrr: amount(),
+  billing_cycle: z.enum(SUBSCRIPTION_CYCLES),
+  started_at: timestamp().nullish(),
+  current_period_start: timestamp().nullish(),
+});
+export type SubscriptionCreate = z.output<typeof subscriptionCreateBody>;
+
+/** PUT /subscriptions/{id}: the given fields change. */
+export const subscriptionUpdateBody = z.object({
+  plan_name: plan().nullish(),
+  mrr: amount().nullish(),
+  current_period_start: timestamp().nullish(),
+});
+export type SubscriptionUpdate = z.output<typeof subscriptionUpdateBody>;
+
+export const subscriptionCancelBody = z.object({
+  cancelled_at: timestamp().nullish(),
+  reason: z.string().max(255).nullish(),
+});
+export type SubscriptionCancel = z.output<typeof subscriptionCancelBody>;
+
+/** Pause and reactivate take no fields (unknown fields are ignored, decisions §1). */
+export const emptyBody = z.object({});
+
+export const subscriptionPathParams = z.object({ id: z.string().min(1).meta({ description: 'Subscription id' }) });
+
+export const subscriptionListQuery = z.object({
+  ...pageQuery,
+  customer_id: idParam().optional(),
+  status: z.enum(SUBSCRIPTION_STATUSES).optional(),
+  plan_name: z.string().min(1).max(255).optional(),
+});
+export type SubscriptionListQuery = z.output<typeof subscriptionListQuery>;
+
+export const subscriptionEventListQuery = z
+  .object({
+    ...pageQuery,
+    customer_id: idParam().optional(),
+    subscription_id: idParam().optional(),
+    event_type: z.enum(EVENT_TYPES).optional(),
+    start_date: dateBound(false).optional(),
+    end_date: dateBound(true).optional(),
+  })
+  .refine((q) => !q.start_date || !q.end_date || q.start_date <= q.end_date, {
+    path: ['end_date'],
+    message: 'The :field field must be a date after or equal to the start date.',
+  });
+export type SubscriptionEventListQuery = z.output<typeof subscriptionEventListQuery>;
+
+/** POST /subscriptions/events: a historical event (source import); amount_change is computed. */
+export const subscriptionEventCreateBody = z.object({
+  customer_id: bodyId(),
+  subscription_id: bodyId().nullish(),
+  event_type: z.enum(EVENT_TYPES),
+  old_amount: amount(),
+  new_amount: amount(),
+  old_plan: plan().nullish(),
+  new_plan: plan().nullish(),
+  occurred_at: timestamp().nullish(),
+});
+export type SubscriptionEventCreate = z.output<typeof subscriptionEventCreateBody>;
+
+export const subscriptionSchema = z
+  .object({
+    id: z.int(),
+    customer_id: z.int(),
+    status: z.enum(SUBSCRIPTION_STATUSES),
+    plan_name: z.string(),
+    mrr: z.string().meta({ example: '990.00' }),
+    billing_cycle: z.enum(SUBSCRIPTION_CYCLES),
+    source: z.enum(SUBSCRIPTION_SOURCES),
+    started_at: z.string(),
+    current_period_start: z.string(),
+    cancelled_at: z.string().nullable(),
+    paused_at: z.string().nullable(),
+    cancel_reason: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'Subscription' });
+
+export const subscriptionEventSchema = z
+  .object({
+    id: z.int(),
+    customer_id: z.int(),
+    subscription_id: z.int().nullable(),
+    event_type: z.enum(EVENT_TYPES),
+    source: z.enum(SUBSCRIPTION_SOURCES),
+    old_amount: z.string(),
+    new_amount: z.string(),
+    amount_change: z.string().meta({ example: '-100.00' }),
+    old_plan: z.string().nullable(),
+    new_plan: z.string().nullable(),
+    occurred_at: z.string(),
+    created_at: z.string(),
+  })
+  .meta({ id: 'SubscriptionEvent' });
