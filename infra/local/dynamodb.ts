@@ -129,10 +129,15 @@ export const stopDynamoDbLocalProcess = async (pid: number, port?: number, grace
     for (const until = Date.now() + ms; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) if (gone()) return true;
     return gone();
   };
+  // A process leaving the table can still hold its port for a moment: wait for the port too.
+  const portFreed = async () => {
+    for (const until = Date.now() + 5_000; port && Date.now() < until; await new Promise((r) => setTimeout(r, 100))) if (await isPortFree(port)) return;
+  };
   signal('SIGTERM');
-  if (await waitGone(graceMs)) return;
+  if (await waitGone(graceMs)) return portFreed();
   signal('SIGKILL');
   if (!(await waitGone(5_000))) throw new Error(`DynamoDB Local (pid ${pid}) did not stop`);
+  await portFreed();
 };
 
 /** SIGTERM, then SIGKILL if it lingers; resolves once the process is gone. */
