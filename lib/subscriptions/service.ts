@@ -243,7 +243,9 @@ export const deleteSubscription = async (merchantId: string, segment: string): P
     const sub = await getSubscriptionItem(merchantId, id);
     if (!sub || sub.deleted_at) throw new NotFoundError();
     const at = formatTimestamp(now());
-    const deleted: SubscriptionItem = { ...sub, deleted_at: at, updated_at: at, version: sub.version + 1 };
+    // Without its index attributes: a deleted subscription leaves every list.
+    const { gsi1pk: _1, gsi1sk: _2, gsi2pk: _3, gsi2sk: _4, gsi3pk: _5, gsi3sk: _6, ...rest } = sub as SubscriptionItem & Record<string, unknown>;
+    const deleted: SubscriptionItem = { ...(rest as SubscriptionItem), deleted_at: at, updated_at: at, version: sub.version + 1 };
     const ws = new WriteSet();
     ws.put('subscription', deleted, versionIs(sub.version));
     if (sub.status !== 'cancelled') ws.delete('live', keys.liveSubscription(merchantId, sub.customer_id), holdsLive(sub.id));

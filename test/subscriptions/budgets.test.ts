@@ -1,0 +1,157 @@
+import { describe, expect, it } from 'vitest';
+import { newMerchant, useApi } from '../support/api.ts';
+import { seededTypeCounts, seedSubscriptionEvents } from '../support/seed-subscriptions.ts';
+
+/**
+ * Request budgets of the subscriptions issue, counted with the shared DynamoDB request counter
+ * (token lookup and rate counter included). "Flat" reads are measured on a merchant with 100
+ * subscription events and on one with 20,000 and must cost the same. Measured counts are printed
+ * (console.info) for the README table.
+ */
+const api = useApi();
+
+const report = (call: string, requests: number, budget: number) => {
+  console.info(`[budget] ${call}: ${requests} requests (budget ≤ ${budget})`);
+};
+
+const newCustomer = async (token: string) => {
+  const r = await api.post('/customers', token, { email: `b${Math.random().toString(36).slice(2)}@example.com`, name: 'Budget' });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body.data as { id: number };
+};
+
+const subscriptionBody = (customerId: number) => ({ customer_id: customerId, plan_name: 'Basic', mrr: '100.00', billing_cycle: 'monthly' });
+
+/** A merchant with `count` subscription events: one `created` event through the API, the rest seeded. */
+const merchantWithEvents = async (count: number) => {
+  const m = await newMerchant();
+  const customer = await newCustomer(m.token);
+  const sub = await api.post('/subscriptions', m.token, subscriptionBody(customer.id));
+  expect(sub.status, JSON.stringify(sub.body)).toBe(201);
+  await seedSubscriptionEvents(m.merchantId, customer.id, count - 1, sub.body.data.id);
+  return m;
+};
+
+const eventReads = async (token: string) => ({
+  list: await api.counted('GET', '/subscriptions/events', { token }),
+  byType: await api.counted('GET', '/subscriptions/events?event_type=upgrade&per_page=50', { token }),
+});
+
+describe('subscription request budgets (DynamoDB requests per API call)', () => {
+  it('POST /subscriptions ≤ 5; PUT /subscriptions/{id}, /cancel, /pause, /reactivate ≤ 5 each; GET /subscriptions/{id} ≤ 3', async () => {
+    const { token } = await newMerchant();
+    const customer = await newCustomer(token);
+
+    const create = await api.counted('POST', '/subscriptions', { token, body: subscriptionBody(customer.id) });
+    expect(create.res.status, JSON.stringify(create.res.body)).toBe(201);
+    const id = create.res.body.data.id;
+    report('POST /subscriptions', create.requests, 5);
+    expect(create.requests).toBeLessThanOrEqual(5);
+
+    const upgrade = await api.counted('PUT', `/subscriptions/${id}`, { token, body: { mrr: '150.00', plan_name: 'Pro' } });
+    expect(upgrade.res.status, JSON.stringify(upgrade.res.body)).toBe(200);
+    report('PUT /subscriptions/{id} (mrr moves: upgrade event)', upgrade.requests, 5);
+    expect(upgrade.requests).toBeLessThanOrEqual(5);
+
+    const planOnly = await api.counted('PUT', `/subscriptions/${id}`, { token, body: { plan_name: 'Pro+' } });
+    expect(planOnly.res.status, JSON.stringify(planOnly.res.body)).toBe(200);
+    report('PUT /subscriptions/{id} (plan only: no event)', planOnly.requests, 5);
+    expect(planOnly.requests).toBeLessThanOrEqual(5);
+
+    const pause = await api.counted('PUT', `/subscriptions/${id}/pause`, { token, body: {} });
+    expect(pause.res.status, JSON.stringify(pause.res.body)).toBe(200);
+    report('PUT /subscriptions/{id}/pause', pause.requests, 5);
+    expect(pause.requests).toBeLessThanOrEqual(5);
+
+    const fromPaused = await api.counted('PUT', `/subscriptions/${id}/reactivate`, { token, body: {} });
+    expect(fromPaused.res.status, JSON.stringify(fromPaused.res.body)).toBe(200);
+    report('PUT /subscriptions/{id}/reactivate (from paused)', fromPaused.requests, 5);
+    expect(fromPaused.requests).toBeLessThanOrEqual(5);
+
+    const cancel = await api.counted('PUT', `/subscriptions/${id}/cancel`, { token, body: { reason: 'budget' } });
+    expect(cancel.res.status, JSON.stringify(cancel.res.body)).toBe(200);
+    report('PUT /subscriptions/{id}/cancel', cancel.requests, 5);
+    expect(cancel.requests).toBeLessThanOrEqual(5);
+
+    const fromCancelled = await api.counted('PUT', `/subscriptions/${id}/reactivate`, { token, body: {} });
+    expect(fromCancelled.res.status, JSON.stringify(fromCancelled.res.body)).toBe(200);
+    report('PUT /subscriptions/{id}/reactivate (from cancelled)', fromCancelled.requests, 5);
+    expect(fromCancelled.requests).toBeLessThanOrEqual(5);
+
+    const get = await api.counted('GET', `/subscriptions/${id}`, { token });
+    expect(get.res.status, JSON.stringify(get.res.body)).toBe(200);
+    report('GET /subscriptions/{id}', get.requests, 3);
+    expect(get.requests).toBeLessThanOrEqual(3);
+  });
+
+  it('GET /subscriptions page 1 ≤ 4 (unfiltered and by status)', async () => {
+    const { token } = await newMerchant();
+    for (let i = 0; i < 25; i++) {
+      const customer = await newCustomer(token);
+      const r = await api.post('/subscriptions', token, subscriptionBody(customer.id));
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+    }
+    const list = await api.counted('GET', '/subscriptions', { token });
+    expect(list.res.status, JSON.stringify(list.res.body)).toBe(200);
+    expect(list.res.body.meta.total).toBe(25);
+    expect(list.res.body.data).toHaveLength(20);
+    report('GET /subscriptions page 1', list.requests, 4);
+    expect(list.requests).toBeLessThanOrEqual(4);
+
+    const byStatus = await api.counted('GET', '/subscriptions?status=active', { token });
+    expect(byStatus.res.status, JSON.stringify(byStatus.res.body)).toBe(200);
+    expect(byStatus.res.body.meta.total).toBe(25);
+    report('GET /subscriptions?status=active page 1', byStatus.requests, 4);
+    expect(byStatus.requests).toBeLessThanOrEqual(4);
+  });
+
+  it('POST /subscriptions/events ≤ 5 (with and without subscription_id)', async () => {
+    const { token } = await newMerchant();
+    const customer = await newCustomer(token);
+    const sub = await api.post('/subscriptions', token, subscriptionBody(customer.id));
+    expect(sub.status).toBe(201);
+    const body = { customer_id: customer.id, event_type: 'upgrade', old_amount: '10', new_amount: '20', occurred_at: '2025-06-01T00:00:00Z' };
+
+    const bare = await api.counted('POST', '/subscriptions/events', { token, body });
+    expect(bare.res.status, JSON.stringify(bare.res.body)).toBe(201);
+    report('POST /subscriptions/events (no subscription_id)', bare.requests, 5);
+    expect(bare.requests).toBeLessThanOrEqual(5);
+
+    const withSub = await api.counted('POST', '/subscriptions/events', { token, body: { ...body, subscription_id: sub.body.data.id } });
+    expect(withSub.res.status, JSON.stringify(withSub.res.body)).toBe(201);
+    report('POST /subscriptions/events (with subscription_id)', withSub.requests, 5);
+    expect(withSub.requests).toBeLessThanOrEqual(5);
+  });
+
+  it('GET /subscriptions/events page 1 ≤ 4, unfiltered and by event_type — the same for 100 and 20,000 events', async () => {
+    const small = await merchantWithEvents(100);
+    const large = await merchantWithEvents(20_000);
+    const s = await eventReads(small.token);
+    const l = await eventReads(large.token);
+
+    expect(s.list.res.body.meta.total).toBe(100);
+    expect(s.list.res.body.data).toHaveLength(20);
+    expect(l.list.res.body.meta).toEqual({ current_page: 1, from: 1, last_page: 1000, per_page: 20, to: 20, total: 20_000 });
+    expect(l.list.res.body.data).toHaveLength(20);
+    // the API's `created` event is the newest (seeded ones occurred in 2025)
+    expect(l.list.res.body.data[0]).toMatchObject({ event_type: 'created', source: 'api' });
+
+    expect(s.byType.res.body.meta.total).toBe(seededTypeCounts(99).upgrade);
+    expect(l.byType.res.body.meta.total).toBe(seededTypeCounts(19_999).upgrade);
+    expect(l.byType.res.body.data).toHaveLength(50);
+    expect(l.byType.res.body.data.every((e: { event_type: string }) => e.event_type === 'upgrade')).toBe(true);
+
+    for (const [name, label] of [
+      ['list', 'GET /subscriptions/events page 1'],
+      ['byType', 'GET /subscriptions/events?event_type=upgrade page 1'],
+    ] as const) {
+      expect(s[name].res.status, name).toBe(200);
+      expect(l[name].res.status, name).toBe(200);
+      report(`${label} (100 events)`, s[name].requests, 4);
+      report(`${label} (20,000 events)`, l[name].requests, 4);
+      expect(s[name].requests, name).toBeLessThanOrEqual(4);
+      expect(l[name].requests, name).toBeLessThanOrEqual(4);
+      expect(l[name].requests, name).toBe(s[name].requests);
+    }
+  }, 240_000);
+});
