@@ -127,6 +127,8 @@ type Plan = {
   next: SubscriptionItem;
   event?: { type: NewEvent['event_type']; old_amount: string; new_amount: string; old_plan: string | null; new_plan: string | null; occurred_at: string };
   webhook: EventType;
+  /** Nothing changes: answer with the stored subscription and write nothing (no webhook). */
+  unchanged?: boolean;
 };
 
 const refuse = (message: string) => InvalidError.field('status', message);
@@ -141,7 +143,8 @@ const change = async (merchantId: string, segment: string, plan: (sub: Subscript
     const sub = await getSubscriptionItem(merchantId, id);
     if (!sub || sub.deleted_at) throw new NotFoundError();
     const at = formatTimestamp(now());
-    const { next: planned, event: e, webhook } = plan(sub, at);
+    const { next: planned, event: e, webhook, unchanged } = plan(sub, at);
+    if (unchanged) return presentSubscription(sub);
     const next: SubscriptionItem = { ...planned, updated_at: at, version: sub.version + 1 };
     const eventId = e ? (await allocateIds(merchantId, { subscription_event: 1 })).subscription_event! : 0;
     const ws = new WriteSet();
@@ -181,8 +184,10 @@ export const updateSubscription = (merchantId: string, segment: string, input: S
       current_period_start: input.current_period_start ?? sub.current_period_start,
     };
     const moved = !same(next.mrr, sub.mrr);
+    const unchanged = !moved && next.plan_name === sub.plan_name && next.current_period_start === sub.current_period_start;
     return {
       next,
+      unchanged,
       webhook: 'subscription.updated',
       ...(moved
         ? {

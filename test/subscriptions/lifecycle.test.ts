@@ -93,4 +93,16 @@ describe('subscription lifecycle', () => {
       'subscription.reactivated',
     ]);
   });
+
+  it('a PUT that changes nothing answers the stored subscription and writes nothing (no event, no webhook)', async () => {
+    const clock = fixedClock('2026-04-01T00:00:00Z');
+    const { token, merchantId, customer } = await setup();
+    const sub = (await create(token, customer.id)).body.data;
+    clock.set('2026-04-02T00:00:00Z');
+    const same = await api.put(`/subscriptions/${sub.id}`, token, { mrr: 100, plan_name: 'Basic' });
+    expect(same.status).toBe(200);
+    expect(same.body.data).toEqual(sub);
+    expect((await outboxEvents(merchantId)).map((e) => e.type)).toEqual(['subscription.created']);
+    expect((await api.get('/subscriptions/events', token)).body.meta.total).toBe(1);
+  });
 });
