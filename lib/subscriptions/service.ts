@@ -210,7 +210,7 @@ export const cancelSubscription = (merchantId: string, segment: string, input: S
     if (sub.status === 'cancelled') throw refuse('The subscription is already cancelled.');
     const cancelledAt = input.cancelled_at ?? at;
     return {
-      next: { ...sub, status: 'cancelled', cancelled_at: cancelledAt, cancel_reason: input.reason ?? null },
+      next: { ...sub, status: 'cancelled', cancelled_at: cancelledAt, paused_at: null, cancel_reason: input.reason ?? null },
       event: { type: 'cancel', old_amount: sub.mrr, new_amount: '0', old_plan: sub.plan_name, new_plan: sub.plan_name, occurred_at: cancelledAt },
       webhook: 'subscription.cancelled',
     };
