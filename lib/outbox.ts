@@ -29,10 +29,11 @@ export const newEventId = (): string => `evt_${randomBytes(12).toString('hex')}`
 /** Adds an outbox event carrying `object` exactly as the API returns it. */
 export const addOutboxEvent = (ws: WriteSet, merchantId: string, type: EventType, object: unknown, at: string): string => {
   const id = newEventId();
+  const ordinal = ws.tags().filter((t) => t === 'outbox').length;
   ws.put(
     'outbox',
     {
-      ...keys.outbox(merchantId, at, id),
+      ...keys.outbox(merchantId, at, id, ordinal),
       id,
       type,
       merchant_id: merchantId,

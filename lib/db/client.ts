@@ -1,5 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { RetryErrorInfo, RetryStrategyV2, RetryToken } from '@smithy/types';
 import { config } from '#lib/config';
 
 /**
@@ -24,6 +25,23 @@ const wrapNumbers = (text: string): number | string => {
   return text;
 };
 
+const token = (count: number, delay: number): RetryToken => ({ getRetryCount: () => count, getRetryDelay: () => delay });
+
+/**
+ * The SDK re-sends a request only when its connection failed before an answer (a TRANSIENT error:
+ * reset socket, timeout), at most twice and at once: the same request, with the same idempotency
+ * token for transactions, so a write that did land is not repeated. Throttling, conflicts and
+ * server errors are answered to lib/db/retry.ts, the one layer that decides about another attempt.
+ */
+const resendOnConnectionFailure: RetryStrategyV2 = {
+  acquireInitialRetryToken: async () => token(0, 0),
+  refreshRetryTokenForRetry: async (previous, info: RetryErrorInfo) => {
+    if (info.errorType !== 'TRANSIENT' || previous.getRetryCount() >= 2) throw info.error;
+    return token(previous.getRetryCount() + 1, 10);
+  },
+  recordSuccess: () => undefined,
+};
+
 const create = (): DynamoDBDocumentClient => {
   const endpoint = config.dynamoEndpoint();
   const base = new DynamoDBClient({
@@ -31,8 +49,9 @@ const create = (): DynamoDBDocumentClient => {
     ...(endpoint
       ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
       : {}),
-    // Retries live in one layer (lib/db/retry.ts), bounded by the invocation's deadline.
-    maxAttempts: 1,
+    // Retries live in one layer (lib/db/retry.ts), bounded by the invocation's deadline; the SDK only
+    // re-sends a request whose connection failed (see `resendOnConnectionFailure`).
+    retryStrategy: resendOnConnectionFailure,
   });
   base.middlewareStack.add(
     (next, context) => async (args) => {

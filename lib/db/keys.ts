@@ -23,7 +23,7 @@
  * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
  * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>               | D#<dd>#<nnn> / M#<nnn>  (sharded; one Query reads today + month) |
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
- * | outbox event              | M#<m>#OUTBOX                        | <created>#<evt> | entity "outbox", TTL expires_at (stream filter)       |
+ * | outbox event              | M#<m>#OUTBOX                        | <created>#<nn>#<evt> | entity "outbox", TTL expires_at (stream filter)       |
  * | activity log              | M#<m>#ACTIVITY                      | <created>#<id>  |                                                         |
  *
  * Hot counters (totals, stats) are written to one of COUNTER_SHARDS shards (`<nn>`, chosen per
@@ -97,9 +97,10 @@ export const keys = {
     pk: `${m(merchantId)}#CUSTOMER#${customerId}`,
     sk: `${PAYMENT_PREFIX}${paidAt}#${orderNo}`,
   }),
-  outbox: (merchantId: string, createdAt: string, eventId: string): Key => ({
+  /** Time-ordered; `ordinal` keeps the events of one transaction in the order they were added. */
+  outbox: (merchantId: string, createdAt: string, eventId: string, ordinal = 0): Key => ({
     pk: `${m(merchantId)}#OUTBOX`,
-    sk: `${createdAt}#${eventId}`,
+    sk: `${createdAt}#${String(ordinal).padStart(2, '0')}#${eventId}`,
   }),
   activity: (merchantId: string, createdAt: string, id: string): Key => ({
     pk: `${m(merchantId)}#ACTIVITY`,

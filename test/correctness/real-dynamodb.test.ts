@@ -148,6 +148,24 @@ describe('contention and throttling answer in time, and store nothing', () => {
     expect(read.headers.get('retry-after')).toBeTruthy();
   });
 
+  it('a connection reset before any answer is re-sent by the SDK (same request), other failures are not', async () => {
+    const { token } = await newMerchant();
+    let resets = 0;
+    const name = 'test:connection-reset';
+    // Below the SDK's retry middleware: the request left, the connection died, no answer came.
+    db().middlewareStack.add(
+      (next) => async (args) => {
+        if (resets++ < 1) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+        return next(args);
+      },
+      { step: 'finalizeRequest', name, priority: 'low' },
+    );
+    use({ stats: {}, uninstall: () => db().middlewareStack.remove(name) });
+    const r = await api.post('/orders', token, orderBody());
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    expect(resets).toBeGreaterThan(1);
+  });
+
   it('a transient throttle or conflict is retried and the request succeeds once', async () => {
     const { token } = await newMerchant();
     use(failOnce('TransactWriteItems', () => awsErrors.provisionedThroughputExceeded()));
