@@ -19,7 +19,7 @@ afterEach(() => {
   for (const m of installed.splice(0)) m.uninstall();
 });
 
-const TIMEOUT_MS = 2500;
+const TIMEOUT_MS = 4000;
 beforeAll(() => void (process.env.LOCAL_FUNCTION_TIMEOUT_MS = String(TIMEOUT_MS)));
 afterAll(() => void delete process.env.LOCAL_FUNCTION_TIMEOUT_MS);
 
