@@ -14,6 +14,8 @@ import {
 } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { EventBus } from 'aws-cdk-lib/aws-events';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Key } from 'aws-cdk-lib/aws-kms';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct, Node } from 'constructs';
 import { BASE_PATH, type RouteDef } from '#lib/http/route';
@@ -75,6 +77,8 @@ export class ApiStack extends Stack {
   readonly table: DataTable;
   readonly api: HttpApi;
   readonly eventBus: EventBus;
+  /** Encrypts webhook signing secrets (lib/webhooks/secrets.ts); kept with the table. */
+  readonly webhookSecretsKey: Key;
   readonly functions: Record<RouteName, ApiFunction>;
   readonly notFoundFunction: ApiFunction;
 
@@ -84,8 +88,15 @@ export class ApiStack extends Stack {
     if (stage === 'local') throw new Error('stage "local" is reserved for the local stack (it relaxes webhook URL rules)');
     const projectRoot = props.projectRoot ?? PROJECT_ROOT;
 
+    const retain = props.retainTable ?? DEFAULTS.retainTable;
     this.table = new DataTable(this, 'Table', {
-      removalPolicy: (props.retainTable ?? DEFAULTS.retainTable) ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+      removalPolicy: retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+    // The stored secrets are useless without it: it lives (and is kept) with the table.
+    this.webhookSecretsKey = new Key(this, 'WebhookSecretsKey', {
+      description: 'Encrypts webhook signing secrets stored in the table (encryption context: merchant_id)',
+      enableKeyRotation: true,
+      removalPolicy: retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });
 
     const environment = {
@@ -112,6 +123,11 @@ export class ApiStack extends Stack {
       const name = constructIdFor(route.name);
       const routeKey = `${route.method} ${BASE_PATH}${route.path}`;
       const fn = apiFunction(`${name}Function`, route.handler, `${routeKey} (${route.handler})`, tableAccessFor(route));
+      // Functions that issue webhook secrets encrypt them with the key; none may decrypt (the delivery will).
+      if (route.secrets === 'encrypt') {
+        fn.addEnvironment('WEBHOOK_KMS_KEY_ID', this.webhookSecretsKey.keyArn);
+        fn.addToRolePolicy(new PolicyStatement({ actions: ['kms:Encrypt'], resources: [this.webhookSecretsKey.keyArn] }));
+      }
       new HttpRoute(this, `${name}Route`, {
         httpApi: this.api,
         routeKey: HttpRouteKey.with(`${BASE_PATH}${route.path}`, HttpMethod[route.method]),

@@ -24,6 +24,8 @@
  * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>               | D#<dd>#<nnn> / M#<nnn>  (sharded; one Query reads today + month) |
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
  * | outbox event              | M#<m>#OUTBOX                        | <created>#<nn>#<evt> | entity "outbox", TTL expires_at (stream filter)       |
+ * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS), also the delivery fan-out  |
+ * | webhook endpoint count    | M#<m>#TOTALS                        | WEBHOOK_ENDPOINTS#000 | (one item, not sharded: it enforces the cap)      |
  * | activity log              | M#<m>#ACTIVITY                      | <created>#<id>  |                                                         |
  *
  * Hot counters (totals, stats) are written to one of COUNTER_SHARDS shards (`<nn>`, chosen per
@@ -41,7 +43,7 @@ export const RATE_PREFIX = 'RATE#';
 const pad = (id: number): string => String(id).padStart(15, '0');
 const padShard = (shard: number): string => String(shard).padStart(3, '0');
 
-export type TotalsResource = 'ORDERS' | 'CUSTOMERS' | 'SUBSCRIPTIONS' | 'SUBSCRIPTION_EVENTS';
+export type TotalsResource = 'ORDERS' | 'CUSTOMERS' | 'SUBSCRIPTIONS' | 'SUBSCRIPTION_EVENTS' | 'WEBHOOK_ENDPOINTS';
 export const PAYMENT_PREFIX = 'PAY#';
 /** Partition of a merchant's sharded list totals (read with one Query). */
 export const totalsPartition = (merchantId: string): string => `${m(merchantId)}#TOTALS`;
@@ -102,6 +104,8 @@ export const keys = {
     pk: `${m(merchantId)}#OUTBOX`,
     sk: `${createdAt}#${String(ordinal).padStart(2, '0')}#${eventId}`,
   }),
+  /** A webhook endpoint (hard-deleted: DELETE removes the item and its encrypted secrets). */
+  webhookEndpoint: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#WEBHOOK#${id}`, sk: 'ENDPOINT' }),
   activity: (merchantId: string, createdAt: string, id: string): Key => ({
     pk: `${m(merchantId)}#ACTIVITY`,
     sk: `${createdAt}#${id}`,
@@ -163,6 +167,17 @@ export const subscriptionEventIndexes = {
     all: (merchantId: string) => `${m(merchantId)}#SUBEVENTS`,
     byType: (merchantId: string, type: string) => `${m(merchantId)}#SUBEVENTS#TYPE#${type}`,
     byCustomer: (merchantId: string, customerId: number) => `${m(merchantId)}#SUBEVENTS#CUSTOMER#${customerId}`,
+  },
+};
+
+/**
+ * The list of a merchant's webhook endpoints (created_at order). The delivery fan-out reads the
+ * whole partition in one Query (the count is capped) and filters on `status` and `events`.
+ */
+export const webhookEndpointIndexes = {
+  all: (merchantId: string, createdAt: string, id: number) => ({ gsi1pk: `${m(merchantId)}#WEBHOOKS`, gsi1sk: `${createdAt}#${pad(id)}` }),
+  partitions: {
+    all: (merchantId: string) => `${m(merchantId)}#WEBHOOKS`,
   },
 };
 

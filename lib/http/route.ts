@@ -18,6 +18,11 @@ export type RouteDef = {
   tags: string[];
   /** Whether the function writes data (drives its IAM grant). */
   writes: boolean;
+  /**
+   * The function encrypts webhook signing secrets (`lib/webhooks/secrets.ts`): in AWS it gets the
+   * secrets key's id (`WEBHOOK_KMS_KEY_ID`) and kms:Encrypt on that key, nothing more.
+   */
+  secrets?: 'encrypt';
   request?: {
     params?: z.ZodObject;
     query?: z.ZodObject;

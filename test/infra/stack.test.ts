@@ -155,7 +155,10 @@ describe('functions', () => {
     const { stack, template } = defaults;
     const tableRef = { Ref: stack.getLogicalId(stack.table.node.defaultChild as never) };
     const logGroups = resources(template, 'AWS::Logs::LogGroup');
-    for (const fn of Object.values(resources(template, 'AWS::Lambda::Function'))) {
+    // Functions that issue webhook secrets also get the secrets key (see 'webhook secrets key').
+    const keyArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.webhookSecretsKey.node.defaultChild as never), 'Arn'] };
+    const encrypting = new Set(routeList.filter((r) => r.secrets === 'encrypt').map((r) => logicalId(stack, stack.functions[r.name as RouteName])));
+    for (const [fnId, fn] of Object.entries(resources(template, 'AWS::Lambda::Function'))) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
         Architectures: ['arm64'],
@@ -171,6 +174,7 @@ describe('functions', () => {
         UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '10',
         POWERTOOLS_SERVICE_NAME: 'revenue-analytics-api',
         NODE_OPTIONS: '--enable-source-maps',
+        ...(encrypting.has(fnId) ? { WEBHOOK_KMS_KEY_ID: keyArn } : {}),
       });
       expect(logGroups[fn.Properties.LoggingConfig.LogGroup.Ref].Properties.RetentionInDays).toBe(30);
     }
@@ -334,6 +338,40 @@ describe('table grants', () => {
       ];
       for (const key of dataKeys) expect(matching(key.pk), key.pk).toEqual([]);
     }
+  });
+});
+
+describe('webhook secrets key', () => {
+  it('one KMS key with rotation, kept with the table by default (deleted with it when retainTable is false)', () => {
+    const keys = Object.values(resources(defaults.template, 'AWS::KMS::Key'));
+    expect(keys).toHaveLength(1);
+    expect(keys[0].Properties.EnableKeyRotation).toBe(true);
+    expect(keys[0].DeletionPolicy).toBe('Retain');
+    expect(Object.values(resources(variant.template, 'AWS::KMS::Key'))[0].DeletionPolicy).toBe('Delete');
+  });
+
+  it('only the functions that issue secrets (create, rotate-secret) may use it, to Encrypt only; nothing may Decrypt', () => {
+    const { stack, template } = defaults;
+    const encrypting = routeList.filter((r) => r.secrets === 'encrypt').map((r) => r.name);
+    expect(encrypting.sort()).toEqual(['webhookEndpointsCreate', 'webhookEndpointsRotateSecret']);
+    const keyArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.webhookSecretsKey.node.defaultChild as never), 'Arn'] };
+    const kmsGrants = (fn: ApiFunction) => {
+      const roleId = stack.getLogicalId(fn.role!.node.defaultChild as never);
+      return Object.values(resources(template, 'AWS::IAM::Policy'))
+        .filter((p) => (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId))
+        .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[])
+        .flatMap((s) => [s.Action].flat().map((action) => ({ action, resource: s.Resource })))
+        .filter((g) => g.action.startsWith('kms:'));
+    };
+    for (const route of routeList) {
+      const grants = kmsGrants(stack.functions[route.name as RouteName]);
+      expect(grants, route.name).toEqual(encrypting.includes(route.name) ? [{ action: 'kms:Encrypt', resource: keyArn }] : []);
+    }
+    expect(kmsGrants(stack.notFoundFunction)).toEqual([]);
+    const actions = Object.values(resources(template, 'AWS::IAM::Policy'))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[] }[])
+      .flatMap((s) => [s.Action].flat());
+    expect(actions.filter((a) => a.startsWith('kms:') && a !== 'kms:Encrypt')).toEqual([]);
   });
 });
 

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { createWebhookEndpoint } from '#lib/webhooks/service';
+
+export const handler = apiHandler(routes.webhookEndpointsCreate, async ({ auth, body }) => ({
+  status: 201,
+  body: { data: await createWebhookEndpoint(auth.merchantId, body) },
+}));

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { deleteWebhookEndpoint } from '#lib/webhooks/service';
+
+export const handler = apiHandler(routes.webhookEndpointsDelete, async ({ auth, params }) => {
+  await deleteWebhookEndpoint(auth.merchantId, params.id);
+  return { status: 204 };
+});

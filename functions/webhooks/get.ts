@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { getWebhookEndpoint } from '#lib/webhooks/service';
+
+export const handler = apiHandler(routes.webhookEndpointsGet, async ({ auth, params }) => ({
+  status: 200,
+  body: { data: await getWebhookEndpoint(auth.merchantId, params.id) },
+}));

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { rotateWebhookSecret } from '#lib/webhooks/service';
+
+export const handler = apiHandler(routes.webhookEndpointsRotateSecret, async ({ auth, params }) => ({
+  status: 200,
+  body: { data: await rotateWebhookSecret(auth.merchantId, params.id) },
+}));

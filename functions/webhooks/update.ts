@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { updateWebhookEndpoint } from '#lib/webhooks/service';
+
+export const handler = apiHandler(routes.webhookEndpointsUpdate, async ({ auth, params, body }) => ({
+  status: 200,
+  body: { data: await updateWebhookEndpoint(auth.merchantId, params.id, body) },
+}));

@@ -1,0 +1,117 @@
+import * as z from 'zod';
+import { config } from '#lib/config';
+import { EVENT_TYPES, type EventType } from '#lib/outbox';
+import { pageQuery } from '#lib/shared/fields';
+import { checkUrlShape } from '#lib/webhooks/url-safety';
+
+export const WEBHOOK_STATUSES = ['enabled', 'disabled'] as const;
+export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
+export const ALL_EVENTS = '*';
+export type EventFilter = EventType[] | [typeof ALL_EVENTS];
+
+export const URL_MAX = 2048;
+export const DESCRIPTION_MAX = 255;
+/** More items than there are types (plus "*") is never needed; the cap bounds the 422 body. */
+const EVENTS_MAX_ITEMS = 100;
+
+const KNOWN = new Set<string>([...EVENT_TYPES, ALL_EVENTS]);
+
+/**
+ * The webhook URL: a string ≤ 2048 that parses, is https (http to localhost in the local stack
+ * only) and has no user info; stored in its normalised form. Where its host resolves is checked by
+ * the service (`checkWebhookUrl`), after the body is valid.
+ */
+const webhookUrl = () =>
+  z
+    .string()
+    .min(1)
+    .max(URL_MAX)
+    .transform((v, ctx) => {
+      const shape = checkUrlShape(v, { allowLocal: config.isLocal() });
+      if (shape.ok) return shape.url.href;
+      ctx.addIssue({ code: 'custom', message: shape.message });
+      return z.NEVER;
+    })
+    .meta({ format: 'uri', maxLength: URL_MAX, example: 'https://example.com/webhooks' });
+
+/**
+ * `events`: event types (decisions §8), or exactly `["*"]` for all of them; duplicates collapse
+ * (first occurrence kept). An unknown type is a 422 on its item (`events.1`).
+ */
+const eventFilter = () =>
+  z
+    .array(z.unknown())
+    .min(1)
+    .max(EVENTS_MAX_ITEMS)
+    .transform((items, ctx) => {
+      let bad = false;
+      items.forEach((item, i) => {
+        if (typeof item === 'string' && KNOWN.has(item)) return;
+        bad = true;
+        ctx.addIssue({ code: 'custom', path: [i], message: `The selected events.${i} is invalid.` });
+      });
+      if (bad) return z.NEVER;
+      const unique = [...new Set(items as string[])];
+      if (unique.includes(ALL_EVENTS) && unique.length > 1) {
+        ctx.addIssue({ code: 'custom', message: 'The events field must be ["*"] alone or a list of event types.' });
+        return z.NEVER;
+      }
+      return unique as EventFilter;
+    })
+    .meta({
+      description: 'Event types to receive, or ["*"] for every type',
+      example: ['order.paid', 'subscription.cancelled'],
+      items: { type: 'string', enum: [...EVENT_TYPES, ALL_EVENTS] },
+    } as never);
+
+/** `description`: free text ≤ 255, null to clear; "" means none as well. */
+const description = () =>
+  z
+    .string()
+    .max(DESCRIPTION_MAX)
+    .nullish()
+    .transform((v) => (v === '' ? null : v));
+
+/** POST /webhook-endpoints (decisions §8). */
+export const webhookEndpointCreateBody = z.object({
+  url: webhookUrl(),
+  events: eventFilter(),
+  description: description(),
+});
+export type WebhookEndpointCreate = z.output<typeof webhookEndpointCreateBody>;
+
+/** PATCH /webhook-endpoints/{id}: the given fields change; `description: null` clears it. */
+export const webhookEndpointUpdateBody = z.object({
+  url: webhookUrl().optional(),
+  events: eventFilter().optional(),
+  description: description(),
+  status: z.enum(WEBHOOK_STATUSES).optional(),
+});
+export type WebhookEndpointUpdate = z.output<typeof webhookEndpointUpdateBody>;
+
+export const webhookEndpointPathParams = z.object({ id: z.string().min(1).meta({ description: 'Webhook endpoint id' }) });
+
+export const webhookEndpointListQuery = z.object({ ...pageQuery });
+export type WebhookEndpointListQuery = z.output<typeof webhookEndpointListQuery>;
+
+const endpointFields = {
+  id: z.int(),
+  url: z.string().meta({ example: 'https://example.com/webhooks' }),
+  events: z.array(z.string()).meta({ example: ['order.paid'] }),
+  status: z.enum(WEBHOOK_STATUSES),
+  description: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+};
+
+export const webhookEndpointSchema = z.object(endpointFields).meta({ id: 'WebhookEndpoint' });
+
+export const webhookEndpointWithSecretSchema = z
+  .object({
+    ...endpointFields,
+    secret: z.string().meta({
+      description: 'Signing secret (Standard Webhooks): returned only by creation and rotation',
+      example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    }),
+  })
+  .meta({ id: 'WebhookEndpointWithSecret' });

@@ -1,0 +1,185 @@
+import Decimal from 'decimal.js';
+import { now } from '#lib/clock';
+import { config } from '#lib/config';
+import { readTotals } from '#lib/db/counters';
+import { keys, webhookEndpointIndexes } from '#lib/db/keys';
+import { listPage, type IndexQuery } from '#lib/db/query';
+import { retrying } from '#lib/db/retry';
+import { allocateIds } from '#lib/db/sequences';
+import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
+import { ConflictError, InvalidError, NotFoundError } from '#lib/errors';
+import { paginated } from '#lib/shared/pagination';
+import { formatTimestamp } from '#lib/shared/time';
+import { presentWebhookEndpoint, type WebhookEndpointItem } from '#lib/webhooks/model';
+import type { WebhookEndpointCreate, WebhookEndpointListQuery, WebhookEndpointUpdate } from '#lib/webhooks/schemas';
+import { encryptSecret, newWebhookSecret } from '#lib/webhooks/secrets';
+import { getWebhookEndpointItem, webhookEndpointIdOf } from '#lib/webhooks/store';
+import { checkWebhookUrl } from '#lib/webhooks/url-safety';
+
+/**
+ * Webhook endpoints (decisions §8). Each change is one transaction: the endpoint (created with
+ * `attribute_not_exists`, changed or deleted under `version = :read`) and, on create and delete,
+ * the merchant's endpoint count. Each attempt reads by key under the one retry policy. The plain
+ * secret exists only in memory, between its generation and the 201/200 that returns it.
+ */
+
+/** Endpoints per merchant: keeps the delivery fan-out (every endpoint of a merchant) one Query. */
+export const MAX_WEBHOOK_ENDPOINTS = 20;
+export const LIMIT_REACHED = `A merchant can have at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints. Delete one first.`;
+/** How long a replaced secret keeps signing deliveries after a rotation (decisions §8). */
+export const PREVIOUS_SECRET_TTL_MS = 24 * 3600 * 1000;
+
+const ONE = new Decimal(1);
+
+/** The endpoint count: one item (not sharded), whose condition enforces the cap on create. */
+const countKey = (merchantId: string) => keys.totals(merchantId, 'WEBHOOK_ENDPOINTS', 0);
+const COUNT_ATTR = 'endpoints';
+
+/** The URL's host must resolve to public addresses only (decisions §8): a 422 on `url` otherwise. */
+const assertUrlSafe = async (url: string): Promise<void> => {
+  const check = await checkWebhookUrl(url, { allowLocal: config.isLocal() });
+  if (!check.ok) throw InvalidError.field('url', check.message);
+};
+
+const withIndex = (merchantId: string, e: WebhookEndpointItem) => ({ ...e, ...webhookEndpointIndexes.all(merchantId, e.created_at, e.id) });
+
+/** A replaced secret past its 24 hours is dropped at the endpoint's next write. */
+const withoutExpiredPrevious = (e: WebhookEndpointItem, at: string): WebhookEndpointItem => {
+  if (!e.previous_secret_expires_at || e.previous_secret_expires_at > at) return e;
+  const { previous_secret_encrypted: _1, previous_secret_expires_at: _2, ...rest } = e;
+  return rest;
+};
+
+/** POST /webhook-endpoints: 201 with the secret, the only time besides rotation it is shown. */
+export const createWebhookEndpoint = async (merchantId: string, input: WebhookEndpointCreate) => {
+  await assertUrlSafe(input.url);
+  const secret = newWebhookSecret();
+  const secretEncrypted = await encryptSecret(merchantId, secret);
+  const { webhook_endpoint: id } = await retrying(() => allocateIds(merchantId, { webhook_endpoint: 1 }));
+  return retrying(async () => {
+    const at = formatTimestamp(now());
+    const item: WebhookEndpointItem = {
+      ...keys.webhookEndpoint(merchantId, id!),
+      id: id!,
+      url: input.url,
+      events: input.events,
+      status: 'enabled',
+      description: input.description ?? null,
+      secret_encrypted: secretEncrypted,
+      secret_created_at: at,
+      created_at: at,
+      updated_at: at,
+      version: 1,
+    };
+    const ws = new WriteSet();
+    ws.put('endpoint', withIndex(merchantId, item), itemAbsent);
+    ws.update('endpoint-count', countKey(merchantId))
+      .add(COUNT_ATTR, ONE)
+      .when({ expression: 'attribute_not_exists(#n) OR #n < :max', names: { '#n': COUNT_ATTR }, values: { ':max': MAX_WEBHOOK_ENDPOINTS } });
+    try {
+      await ws.commit();
+    } catch (err) {
+      if (err instanceof WriteConflict && err.tags.includes('endpoint-count')) throw new ConflictError(LIMIT_REACHED);
+      throw err;
+    }
+    return { ...presentWebhookEndpoint(item), secret };
+  });
+};
+
+/** GET /webhook-endpoints/{id}. */
+export const getWebhookEndpoint = async (merchantId: string, segment: string) => {
+  const item = await getWebhookEndpointItem(merchantId, webhookEndpointIdOf(segment));
+  if (!item) throw new NotFoundError();
+  return presentWebhookEndpoint(item);
+};
+
+const sameEvents = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((t, i) => t === b[i]);
+
+/**
+ * PATCH /webhook-endpoints/{id}: `url` (checked again), `events`, `description` (null clears),
+ * `status`. A request that changes nothing writes nothing.
+ */
+export const updateWebhookEndpoint = async (merchantId: string, segment: string, input: WebhookEndpointUpdate) => {
+  const id = webhookEndpointIdOf(segment);
+  let urlChecked = false;
+  return retrying(async () => {
+    const item = await getWebhookEndpointItem(merchantId, id);
+    if (!item) throw new NotFoundError();
+    if (input.url !== undefined && !urlChecked) {
+      await assertUrlSafe(input.url);
+      urlChecked = true;
+    }
+    const at = formatTimestamp(now());
+    const planned: WebhookEndpointItem = {
+      ...item,
+      url: input.url ?? item.url,
+      events: input.events ?? item.events,
+      description: input.description === undefined ? (item.description ?? null) : input.description,
+      status: input.status ?? item.status,
+    };
+    const unchanged =
+      planned.url === item.url &&
+      sameEvents(planned.events, item.events) &&
+      planned.description === (item.description ?? null) &&
+      planned.status === item.status;
+    if (unchanged) return presentWebhookEndpoint(item);
+    const next: WebhookEndpointItem = { ...withoutExpiredPrevious(planned, at), updated_at: at, version: item.version + 1 };
+    const ws = new WriteSet();
+    ws.put('endpoint', withIndex(merchantId, next), versionIs(item.version));
+    await ws.commit();
+    return presentWebhookEndpoint(next);
+  });
+};
+
+/**
+ * POST /webhook-endpoints/{id}/rotate-secret: a new secret (returned once); the replaced one is
+ * kept, encrypted, for 24 hours so deliveries carry both signatures meanwhile. A second rotation
+ * within those hours replaces the kept one: only the secret just replaced stays valid beside the new.
+ */
+export const rotateWebhookSecret = async (merchantId: string, segment: string) => {
+  const id = webhookEndpointIdOf(segment);
+  let fresh: { secret: string; encrypted: string } | undefined;
+  return retrying(async () => {
+    const item = await getWebhookEndpointItem(merchantId, id);
+    if (!item) throw new NotFoundError();
+    if (!fresh) {
+      const secret = newWebhookSecret();
+      fresh = { secret, encrypted: await encryptSecret(merchantId, secret) };
+    }
+    const at = formatTimestamp(now());
+    const next: WebhookEndpointItem = {
+      ...item,
+      secret_encrypted: fresh.encrypted,
+      secret_created_at: at,
+      previous_secret_encrypted: item.secret_encrypted,
+      previous_secret_expires_at: formatTimestamp(new Date(Date.parse(at) + PREVIOUS_SECRET_TTL_MS)),
+      updated_at: at,
+      version: item.version + 1,
+    };
+    const ws = new WriteSet();
+    ws.put('endpoint', withIndex(merchantId, next), versionIs(item.version));
+    await ws.commit();
+    return { ...presentWebhookEndpoint(next), secret: fresh.secret };
+  });
+};
+
+/** DELETE /webhook-endpoints/{id}: hard delete (the encrypted secrets go with the item). */
+export const deleteWebhookEndpoint = async (merchantId: string, segment: string): Promise<void> => {
+  const id = webhookEndpointIdOf(segment);
+  await retrying(async () => {
+    const item = await getWebhookEndpointItem(merchantId, id);
+    if (!item) throw new NotFoundError();
+    const ws = new WriteSet();
+    ws.delete('endpoint', keys.webhookEndpoint(merchantId, id), versionIs(item.version));
+    ws.update('endpoint-count', countKey(merchantId)).add(COUNT_ATTR, ONE.negated());
+    await ws.commit();
+  });
+};
+
+/** GET /webhook-endpoints, newest first; the total comes from the endpoint count (strongly consistent). */
+export const listWebhookEndpoints = async (merchantId: string, q: WebhookEndpointListQuery) => {
+  const query: IndexQuery = { index: 'gsi1', partition: webhookEndpointIndexes.partitions.all(merchantId) };
+  const count = async () => (await readTotals(merchantId, 'WEBHOOK_ENDPOINTS'))[COUNT_ATTR]?.toNumber() ?? 0;
+  const { items, total } = await listPage<WebhookEndpointItem>(query, count, q.page, q.per_page);
+  return paginated(items.map(presentWebhookEndpoint), q.page, q.per_page, total);
+};
