@@ -15,6 +15,7 @@ import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEven
 import { config } from '#lib/config';
 import { backoffMs } from '#lib/db/retry';
 import { createRelayHandler, isOutboxInsert } from '#lib/events/relay';
+import { localClientConfig } from './dynamodb.ts';
 import { LocalBus } from './local-bus.ts';
 import { lambdaContext } from './server.ts';
 
@@ -112,13 +113,8 @@ const writeCheckpoint = (file: string | undefined, checkpoint: Checkpoint) => {
 const errorName = (err: unknown) => (err as { name?: string } | null)?.name ?? '';
 
 export const startOutboxPoller = async (opts: OutboxPollerOptions): Promise<OutboxPoller> => {
-  const clientConfig = {
-    endpoint: opts.endpoint,
-    region: config.region(),
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  };
-  const streams = new DynamoDBStreamsClient(clientConfig);
-  const dynamo = new DynamoDBClient(clientConfig);
+  const streams = new DynamoDBStreamsClient(localClientConfig(opts.endpoint));
+  const dynamo = new DynamoDBClient(localClientConfig(opts.endpoint));
   const streamArn = (await dynamo.send(new DescribeTableCommand({ TableName: opts.tableName }))).Table?.LatestStreamArn;
   dynamo.destroy();
   if (!streamArn) throw new Error(`table ${opts.tableName} has no stream: the outbox relay needs one (lib/db/table.ts enables it)`);
