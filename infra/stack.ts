@@ -22,6 +22,7 @@ import { BASE_PATH, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { ApiFunction, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
 import { DataTable } from './constructs/data-table.ts';
+import { OutboxRelay } from './constructs/outbox-relay.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const STACK_BASE_NAME = 'RevenueAnalyticsApi';
@@ -71,7 +72,8 @@ export const constructIdFor = (routeName: string) => routeName.charAt(0).toUpper
 
 /**
  * The API: one DynamoDB table, one Lambda function per entry of the route table behind an HTTP
- * API at /v1, a catch-all 404 function, and the event bus for webhook events.
+ * API at /v1, a catch-all 404 function, the event bus for webhook events and the outbox relay
+ * that publishes them to it from the table's stream.
  */
 export class ApiStack extends Stack {
   readonly table: DataTable;
@@ -79,6 +81,7 @@ export class ApiStack extends Stack {
   readonly eventBus: EventBus;
   /** Encrypts webhook signing secrets (lib/webhooks/secrets.ts); kept with the table. */
   readonly webhookSecretsKey: Key;
+  readonly outboxRelay: OutboxRelay;
   readonly functions: Record<RouteName, ApiFunction>;
   readonly notFoundFunction: ApiFunction;
 
@@ -180,13 +183,20 @@ export class ApiStack extends Stack {
       },
     });
 
-    // Webhook events (decisions §8) are published here; the publisher and consumers come later.
+    // Webhook events (decisions §8) are published here by the outbox relay; consumers come later.
     this.eventBus = new EventBus(this, 'EventBus', { eventBusName: `${SERVICE_NAME}-${stage}` });
+    this.outboxRelay = new OutboxRelay(this, 'OutboxRelay', {
+      table: this.table,
+      eventBus: this.eventBus,
+      projectRoot,
+      environment: { STAGE: environment.STAGE, LOG_LEVEL: environment.LOG_LEVEL },
+    });
 
     new CfnOutput(this, 'ApiUrl', { value: `${this.api.apiEndpoint}${BASE_PATH}` });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
     new CfnOutput(this, 'EventBusArn', { value: this.eventBus.eventBusArn });
+    new CfnOutput(this, 'OutboxDeadLetterQueueUrl', { value: this.outboxRelay.deadLetterQueue.queueUrl });
   }
 }
 

@@ -12,6 +12,12 @@ export const config = {
   rateLimitPerHour: (): number => int('RATE_LIMIT_PER_HOUR', 3600),
   unauthenticatedRateLimitPerMinute: (): number => int('UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE', 10),
   defaultReportingCurrency: (): string => (process.env.REPORTING_CURRENCY ?? 'TWD').toUpperCase(),
+  /** The bus the outbox relay publishes to (set by the stack; unset: the account's default bus). */
+  eventBusName: (): string | undefined => process.env.EVENT_BUS_NAME || undefined,
+  /** `source` of every published event. */
+  eventSource: (): string => process.env.EVENT_SOURCE || 'revenue-analytics-api',
+  /** Local only: an EventBridge emulator (moto) instead of AWS. */
+  eventBridgeEndpoint: (): string | undefined => process.env.EVENTBRIDGE_ENDPOINT || undefined,
   /** Local stack only: lets webhook endpoints use http://localhost (decisions §8). */
   isLocal: (): boolean => process.env.STAGE === 'local',
 };

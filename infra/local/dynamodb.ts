@@ -152,8 +152,10 @@ const stopChild = (child: ChildProcess, graceMs = 5_000): Promise<void> =>
     child.kill('SIGTERM');
   });
 
-const localClient = (endpoint: string) =>
-  new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+/** Client settings for DynamoDB Local (any region and credentials do); also for its streams API. */
+export const localClientConfig = (endpoint: string) => ({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+
+const localClient = (endpoint: string) => new DynamoDBClient(localClientConfig(endpoint));
 
 const waitForDynamo = async (endpoint: string, child: ChildProcess) => {
   const client = localClient(endpoint);

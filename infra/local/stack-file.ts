@@ -14,6 +14,9 @@ const FILE = process.env.LOCAL_STACK_FILE ?? resolve(dirname(fileURLToPath(impor
 /** The file as messages name it. */
 export const LOCAL_STACK_FILE_LABEL = process.env.LOCAL_STACK_FILE ?? '.local/stack.json';
 
+/** Another file of the local stack's state, next to the stack file (`.local/<name>`). */
+export const localStateFile = (name: string): string => join(dirname(FILE), name);
+
 export const writeLocalStack = (stack: Omit<LocalStack, 'pid'>): void => {
   mkdirSync(dirname(FILE), { recursive: true });
   writeFileSync(FILE, `${JSON.stringify({ pid: process.pid, ...stack }, null, 2)}\n`);

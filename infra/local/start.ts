@@ -9,11 +9,12 @@ import { WriteSet } from '#lib/db/writes';
 import { now } from '#lib/clock';
 import { formatTimestamp } from '#lib/shared/time';
 import { ensureTable, freePort, isDynamoDbLocalProcess, isPortFree, startDynamoDbLocal, stopDynamoDbLocalProcess } from './dynamodb.ts';
-import { LOCAL_STACK_FILE_LABEL, readLocalStackFile, removeLocalStack, removeStaleLocalStack, writeLocalStack } from './stack-file.ts';
+import { LOCAL_STACK_FILE_LABEL, localStateFile, readLocalStackFile, removeLocalStack, removeStaleLocalStack, writeLocalStack } from './stack-file.ts';
 
 /**
  * `npm start`: DynamoDB Local (unless DYNAMODB_ENDPOINT names one), the table, a demo merchant and
- * token, and the API at http://localhost:PORT/v1. Ctrl-C stops everything it started.
+ * token, the API at http://localhost:PORT/v1, and the outbox relay (infra/local/outbox-poller.ts,
+ * the local stand-in for the stream trigger). Ctrl-C stops everything it started.
  */
 const DEMO_MERCHANT = 'mer_demo';
 
@@ -67,6 +68,8 @@ let stopDynamo: (() => Promise<void>) | undefined;
 /** The DynamoDB Local being started (before `stopDynamo` exists). */
 let startingDynamo: { pid: number; port: number } | undefined;
 const servers: Server[] = [];
+/** The outbox relay's stream poller; its local bus is where local consumers subscribe. */
+let relay: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRelay>> | undefined;
 let stopping = false;
 
 /** Stops what this process started (servers, then DynamoDB Local, awaited) and exits. */
@@ -77,6 +80,8 @@ const shutdown = async (code: number) => {
     s.close();
     s.closeAllConnections();
   }
+  // The batch in hand is finished (or dropped after 3 s: unpublished events are read again next start).
+  if (relay) await Promise.race([relay.poller.stop(), new Promise((r) => setTimeout(r, 3_000))]);
   removeLocalStack();
   if (stopDynamo) await stopDynamo();
   else if (startingDynamo) await stopDynamoDbLocalProcess(startingDynamo.pid, startingDynamo.port).catch(() => undefined);
@@ -136,6 +141,16 @@ const main = async () => {
   const endpoint = process.env.DYNAMODB_ENDPOINT;
   await ensureTable(endpoint, tableName());
   const token = await seedDemo();
+  try {
+    relay = await (await import('./outbox-poller.ts')).startLocalRelay({
+      endpoint: endpoint!,
+      tableName: tableName(),
+      checkpointFile: localStateFile('outbox-checkpoint.json'),
+      log: (line) => console.log(line),
+    });
+  } catch (err) {
+    console.warn(`Warning: outbox relay not started (${err instanceof Error ? err.message : err}); no events are published`);
+  }
 
   const storage = !stopDynamo ? '' : process.env.DATA_DIR ? `, data in ${process.env.DATA_DIR}` : ', in memory';
   const hosts = process.env.HOST ? [process.env.HOST] : ['127.0.0.1', '::1'];
@@ -145,6 +160,7 @@ const main = async () => {
   console.log(`Revenue Analytics API   http://localhost:${port}${BASE_PATH}`);
   console.log(`OpenAPI document        http://localhost:${port}${BASE_PATH}/openapi.json`);
   console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);
+  if (relay) console.log(`Outbox relay            table stream → ${relay.target}`);
   console.log(`Demo merchant           ${DEMO_MERCHANT}`);
   console.log(`Demo token              ${token}`);
   console.log(`\ncurl -H "Authorization: Bearer ${token}" http://localhost:${port}${BASE_PATH}/customers`);

@@ -53,8 +53,8 @@ export const retryKind = (err: unknown): 'contention' | 'throttle' | null => {
 
 const BASE_MS = 15;
 const CAP_MS = 400;
-/** Full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"). */
-export const backoffMs = (attempt: number): number => Math.random() * Math.min(CAP_MS, BASE_MS * 2 ** attempt);
+/** Full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"); other callers pass their own base and cap. */
+export const backoffMs = (attempt: number, baseMs = BASE_MS, capMs = CAP_MS): number => Math.random() * Math.min(capMs, baseMs * 2 ** attempt);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -11,6 +11,9 @@ import { BASE_PATH } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { ApiStack, DEFAULTS, PROJECT_ROOT, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
+import { OUTBOX_RELAY_HANDLER } from '../../infra/constructs/outbox-relay.ts';
+import { isOutboxInsert } from '#lib/events/relay';
+import { outboxInsert, outboxItem, streamRecord } from '../events/support/records.ts';
 
 /** The same feature flags `cdk synth` runs with. */
 const cdkJsonContext = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
@@ -24,7 +27,7 @@ beforeAll(() => {
   fixtureRoot = mkdtempSync(join(tmpdir(), 'infra-stack-'));
   writeFileSync(join(fixtureRoot, 'package.json'), '{"type":"module"}');
   writeFileSync(join(fixtureRoot, 'package-lock.json'), '{}');
-  for (const file of [...routeList.map((r) => r.handler), NOT_FOUND_HANDLER]) {
+  for (const file of [...routeList.map((r) => r.handler), NOT_FOUND_HANDLER, OUTBOX_RELAY_HANDLER]) {
     mkdirSync(dirname(join(fixtureRoot, file)), { recursive: true });
     writeFileSync(join(fixtureRoot, file), 'export const handler = () => undefined;\n');
   }
@@ -57,6 +60,13 @@ beforeAll(() => {
 const logicalId = (stack: Stack, fn: ApiFunction) => stack.getLogicalId(fn.node.defaultChild as CfnFunction);
 type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
 const resources = (template: Template, type: string) => template.findResources(type) as Record<string, Resource>;
+/** The API's functions (route handlers and the 404 function): every Lambda function but the outbox relay's. */
+const apiFunctions = ({ stack, template }: { stack: ApiStack; template: Template }) => {
+  const relayId = logicalId(stack, stack.outboxRelay.function);
+  return Object.entries(resources(template, 'AWS::Lambda::Function'))
+    .filter(([id]) => id !== relayId)
+    .map(([, fn]) => fn);
+};
 
 /** The function a route's integration invokes, followed through the template's references. */
 const functionBehindRoute = (template: Template, routeKey: string) => {
@@ -92,7 +102,8 @@ describe('routes', () => {
     expect(fnId).toBe(logicalId(stack, stack.notFoundFunction));
     expect(fn.Properties.Description).toContain(NOT_FOUND_HANDLER);
     template.resourceCountIs('AWS::ApiGatewayV2::Route', routeList.length + 1);
-    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 1);
+    // …and the outbox relay, which no route reaches.
+    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 2);
   });
 
   it('the $default stage deploys itself, is throttled and writes access logs', () => {
@@ -158,7 +169,8 @@ describe('functions', () => {
     // Functions that issue webhook secrets also get the secrets key (see 'webhook secrets key').
     const keyArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.webhookSecretsKey.node.defaultChild as never), 'Arn'] };
     const encrypting = new Set(routeList.filter((r) => r.secrets === 'encrypt').map((r) => logicalId(stack, stack.functions[r.name as RouteName])));
-    for (const [fnId, fn] of Object.entries(resources(template, 'AWS::Lambda::Function'))) {
+    const relayId = logicalId(stack, stack.outboxRelay.function);
+    for (const [fnId, fn] of Object.entries(resources(template, 'AWS::Lambda::Function')).filter(([id]) => id !== relayId)) {
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
         Architectures: ['arm64'],
@@ -182,7 +194,7 @@ describe('functions', () => {
 
   it('take rate limits, log level and throttling from stack props', () => {
     const { template } = variant;
-    const fns = Object.values(resources(template, 'AWS::Lambda::Function'));
+    const fns = apiFunctions(variant);
     expect(fns).toHaveLength(routeList.length + 1);
     for (const fn of fns) {
       expect(fn.Properties.Environment.Variables).toMatchObject({
@@ -200,7 +212,7 @@ describe('functions', () => {
 
   it('point at DynamoDB Local only in a template synthesized for sam local', () => {
     const { template } = variant;
-    const fns = Object.values(resources(template, 'AWS::Lambda::Function'));
+    const fns = apiFunctions(variant);
     expect(fns).toHaveLength(routeList.length + 1);
     for (const fn of fns) {
       expect(fn.Properties.Environment.Variables).toMatchObject({ DYNAMODB_ENDPOINT: 'http://host.docker.internal:8000', TABLE_NAME: 'local-table' });
@@ -269,28 +281,27 @@ describe('table grants', () => {
     // The OpenAPI document and the 404 function only authenticate and count.
     expect(kinds.get(stack.functions.openapi)).toBe('pipeline');
     expect([...kinds.values()]).toEqual(expect.arrayContaining(['read', 'write']));
-    expect(kinds.size).toBe(Object.keys(resources(template, 'AWS::Lambda::Function')).length);
+    expect(kinds.size).toBe(apiFunctions(defaults).length);
     for (const [fn, kind] of kinds) {
       expect(describeGrants(stack, dynamoGrants(stack, template, fn)), `${fn.handlerPath} (${kind})`).toEqual(expected[kind]);
     }
   });
 
-  it('no policy in the stack grants Scan, BatchWriteItem, DescribeTable, stream reads or wildcards', () => {
-    const actions = Object.values(resources(defaults.template, 'AWS::IAM::Policy'))
-      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[] }[])
-      .flatMap((s) => [s.Action].flat());
+  it('no policy in the stack grants Scan, BatchWriteItem, DescribeTable or wildcards; only the outbox relay reads the stream', () => {
+    const { stack, template } = defaults;
+    const relayRole = stack.getLogicalId(stack.outboxRelay.function.role!.node.defaultChild as never);
+    const policies = Object.values(resources(template, 'AWS::IAM::Policy'));
+    const actionsOf = (list: Resource[]) =>
+      list.flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[] }[]).flatMap((s) => [s.Action].flat());
+    const actions = actionsOf(policies);
+    const apiActions = actionsOf(policies.filter((p) => !(p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === relayRole)));
     expect(actions).toContain('dynamodb:GetItem');
-    for (const forbidden of [
-      'dynamodb:Scan',
-      'dynamodb:BatchWriteItem',
-      'dynamodb:DescribeTable',
-      'dynamodb:GetRecords',
-      'dynamodb:GetShardIterator',
-      'dynamodb:DescribeStream',
-      'dynamodb:ListStreams',
-      'dynamodb:TransactWriteItems',
-    ]) {
+    for (const forbidden of ['dynamodb:Scan', 'dynamodb:BatchWriteItem', 'dynamodb:DescribeTable', 'dynamodb:TransactWriteItems']) {
       expect(actions).not.toContain(forbidden);
+    }
+    for (const streamRead of ['dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:DescribeStream', 'dynamodb:ListStreams']) {
+      expect(apiActions).not.toContain(streamRead);
+      expect(actions).toContain(streamRead);
     }
     expect(actions.filter((a) => a.startsWith('dynamodb:') && a.includes('*'))).toEqual([]);
   });
@@ -408,5 +419,156 @@ describe('app context', () => {
     expect(() => contextProps({ localDynamoEndpoint: 'host.docker.internal:8000' })).toThrow(/localDynamoEndpoint/);
     // "local" relaxes webhook URL rules in the functions, so a deployed stack may not use it.
     expect(() => synth({ stage: 'local' })).toThrow(/local/);
+  });
+});
+
+describe('outbox relay', () => {
+  const ids = ({ stack }: { stack: ApiStack }) => {
+    const relay = stack.outboxRelay;
+    return {
+      fn: logicalId(stack, relay.function),
+      role: stack.getLogicalId(relay.function.role!.node.defaultChild as never),
+      table: stack.getLogicalId(stack.table.node.defaultChild as never),
+      bus: stack.getLogicalId(stack.eventBus.node.defaultChild as never),
+      queue: stack.getLogicalId(relay.deadLetterQueue.node.defaultChild as never),
+    };
+  };
+  const only = (template: Template, type: string) => {
+    const found = Object.entries(resources(template, type));
+    expect(found, type).toHaveLength(1);
+    return { id: found[0][0], ...found[0][1] };
+  };
+
+  it('reads the table stream, which carries new images', () => {
+    const { table } = ids(defaults);
+    expect(resources(defaults.template, 'AWS::DynamoDB::Table')[table].Properties.StreamSpecification).toEqual({ StreamViewType: 'NEW_IMAGE' });
+    expect(only(defaults.template, 'AWS::Lambda::EventSourceMapping').Properties.EventSourceArn).toEqual({ 'Fn::GetAtt': [table, 'StreamArn'] });
+  });
+
+  it('is fed by an event source mapping: outbox INSERTs, batches of 100 / 1 s, partial failures, bisect, 10 retries, then the DLQ', () => {
+    const { fn, queue } = ids(defaults);
+    const mapping = only(defaults.template, 'AWS::Lambda::EventSourceMapping').Properties;
+    expect(mapping).toEqual({
+      FunctionName: { Ref: fn },
+      EventSourceArn: expect.anything(),
+      StartingPosition: 'TRIM_HORIZON',
+      BatchSize: 100,
+      MaximumBatchingWindowInSeconds: 1,
+      ParallelizationFactor: 1,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: 10,
+      MaximumRecordAgeInSeconds: 86400,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queue, 'Arn'] } } },
+      FilterCriteria: { Filters: [{ Pattern: expect.any(String) }] },
+    });
+    expect(JSON.parse(mapping.FilterCriteria.Filters[0].Pattern)).toEqual({
+      eventName: ['INSERT'],
+      dynamodb: { NewImage: { entity: { S: ['outbox'] } } },
+    });
+  });
+
+  it('its filter lets through exactly the records the relay (and the local poller) publish', () => {
+    const pattern = JSON.parse(only(defaults.template, 'AWS::Lambda::EventSourceMapping').Properties.FilterCriteria.Filters[0].Pattern);
+    // Lambda filter semantics for exact-value lists: every named field must hold one of the values.
+    const matches = (p: any, value: any): boolean =>
+      Array.isArray(p) ? p.includes(value) : value !== null && typeof value === 'object' && Object.entries(p).every(([k, sub]) => matches(sub, value[k]));
+    const records = [
+      outboxInsert('mer_filter'),
+      streamRecord('MODIFY', outboxItem('mer_filter', 'order.paid', {})),
+      streamRecord('REMOVE', outboxItem('mer_filter', 'order.paid', {})),
+      streamRecord('INSERT', { pk: 'RATE#M#mer_filter#1', sk: 'RATE', count: 1 }),
+      streamRecord('INSERT', { pk: 'M#mer_filter#ORDER#1', sk: 'ORDER', entity: 'order' }),
+    ];
+    expect(records.map((r) => matches(pattern, r))).toEqual([true, false, false, false, false]);
+    expect(records.map(isOutboxInsert)).toEqual(records.map((r) => matches(pattern, r)));
+  });
+
+  it('least privilege: stream reads on the stream, PutEvents on the bus, send to its DLQ, nothing on the table', () => {
+    const { role, table, bus, queue } = ids(defaults);
+    const policies = Object.values(resources(defaults.template, 'AWS::IAM::Policy')).filter((p) =>
+      (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === role),
+    );
+    expect(policies).toHaveLength(1);
+    const named = (resource: unknown) => {
+      const text = JSON.stringify(resource);
+      if (text === JSON.stringify({ 'Fn::GetAtt': [table, 'StreamArn'] })) return 'stream';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [bus, 'Arn'] })) return 'bus';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [queue, 'Arn'] })) return 'dlq';
+      return text;
+    };
+    const grants = (policies[0].Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[])
+      .flatMap((st) => {
+        expect(st.Effect).toBe('Allow');
+        expect(st.Condition).toBeUndefined();
+        return [st.Action].flat().flatMap((a) => [st.Resource].flat().map((r) => `${a} on ${named(r)}`));
+      })
+      .sort();
+    expect(grants).toEqual([
+      'dynamodb:DescribeStream on stream',
+      'dynamodb:GetRecords on stream',
+      'dynamodb:GetShardIterator on stream',
+      'dynamodb:ListStreams on stream',
+      'events:PutEvents on bus',
+      'sqs:GetQueueAttributes on dlq',
+      'sqs:GetQueueUrl on dlq',
+      'sqs:SendMessage on dlq',
+      // Active tracing, as every function (these actions take no resource).
+      'xray:PutTelemetryRecords on "*"',
+      'xray:PutTraceSegments on "*"',
+    ]);
+    // Only the basic execution role (its own logs) besides.
+    expect(resources(defaults.template, 'AWS::IAM::Role')[role].Properties.ManagedPolicyArns).toHaveLength(1);
+    expect(JSON.stringify(resources(defaults.template, 'AWS::IAM::Role')[role].Properties.ManagedPolicyArns)).toContain('AWSLambdaBasicExecutionRole');
+  });
+
+  it('publishes to the stack bus as the service, with the project runtime and no table configuration', () => {
+    const { fn, bus } = ids(defaults);
+    const { Properties: p } = resources(defaults.template, 'AWS::Lambda::Function')[fn];
+    expect(p).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Timeout: 10, TracingConfig: { Mode: 'Active' }, Handler: 'index.handler' });
+    expect(p.Description).toContain(OUTBOX_RELAY_HANDLER);
+    expect(p.Environment.Variables).toEqual({
+      EVENT_BUS_NAME: { Ref: bus },
+      EVENT_SOURCE: 'revenue-analytics-api',
+      STAGE: DEFAULTS.stage,
+      LOG_LEVEL: 'INFO',
+      POWERTOOLS_SERVICE_NAME: 'revenue-analytics-api',
+      NODE_OPTIONS: '--enable-source-maps',
+    });
+    expect(resources(defaults.template, 'AWS::Logs::LogGroup')[p.LoggingConfig.LogGroup.Ref].Properties.RetentionInDays).toBe(30);
+    // The variant stack: its stage and log level reach the relay too.
+    const v = ids(variant);
+    expect(resources(variant.template, 'AWS::Lambda::Function')[v.fn].Properties.Environment.Variables).toMatchObject({ STAGE: 'dev', LOG_LEVEL: 'DEBUG' });
+  });
+
+  it('its dead-letter queue is encrypted, TLS-only and alarmed on depth; falling behind the stream is alarmed too', () => {
+    const { template } = defaults;
+    const { fn, queue } = ids(defaults);
+    expect(resources(template, 'AWS::SQS::Queue')[queue].Properties).toEqual({ SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 });
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      Queues: [{ Ref: queue }],
+      PolicyDocument: { Statement: [{ Effect: 'Deny', Action: 'sqs:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Principal: { AWS: '*' } }] },
+    });
+    const alarms = Object.values(resources(template, 'AWS::CloudWatch::Alarm')).map((a) => a.Properties);
+    expect(alarms).toContainEqual(
+      expect.objectContaining({
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queue, 'QueueName'] } }],
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        Threshold: 1,
+        EvaluationPeriods: 1,
+      }),
+    );
+    expect(alarms).toContainEqual(
+      expect.objectContaining({
+        Namespace: 'AWS/Lambda',
+        MetricName: 'IteratorAge',
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: fn } }],
+        Statistic: 'Maximum',
+        Threshold: 300_000,
+      }),
+    );
+    expect(template.findOutputs('OutboxDeadLetterQueueUrl').OutboxDeadLetterQueueUrl.Value).toEqual({ Ref: queue });
   });
 });

@@ -170,6 +170,49 @@ describe('npm start', () => {
     expect((await client.send(new DescribeTableCommand({ TableName: table }))).Table?.TableName).toBe(table);
   });
 
+  it('relays outbox events to the local bus, one line each; started again, it resumes after its checkpoint', { timeout: 120_000 }, async () => {
+    const env = {
+      PORT: String(await freePort()),
+      DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
+      TABLE_NAME: `local-relay-${process.pid}-${Date.now()}`,
+      DYNAMODB_PORT: undefined,
+      EVENTBRIDGE_ENDPOINT: undefined,
+      // Both starts keep their state (the relay checkpoint) in the same .local folder.
+      LOCAL_STACK_FILE: join(mkdtempSync(join(tmpdir(), 'start-relay-')), 'stack.json'),
+    };
+    const order = async (stack: Stack, orderNo: string) => {
+      const res = await fetch(`${stack.base}/orders`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ order_no: orderNo, amount: '10.00', customer_email: 'relay@example.com', status: 'paid' }),
+      });
+      expect(res.status).toBe(201);
+    };
+    const eventLines = async (stack: Stack, n: number) => {
+      const lines = () => stack.output().match(/^event order\.\w+ evt_[0-9a-f]{24} \(mer_demo\)$/gm) ?? [];
+      for (const until = Date.now() + 20_000; lines().length < n; await new Promise((r) => setTimeout(r, 100))) {
+        if (Date.now() > until) throw new Error(`${lines().length} of ${n} event lines:\n${stack.output()}`);
+      }
+      return lines();
+    };
+
+    const first = await start(env);
+    expect(first.output()).toContain('Outbox relay            table stream → local bus (one line per event)');
+    await order(first, 'RELAY-1');
+    const firstEvents = await eventLines(first, 2);
+    expect(firstEvents.map((l) => l.split(' ')[1])).toEqual(['order.created', 'order.paid']);
+    expect(await stop(first.child)).toBe(0);
+
+    const second = await start(env);
+    await order(second, 'RELAY-2');
+    const secondEvents = await eventLines(second, 2);
+    await new Promise((r) => setTimeout(r, 500));
+    // Only the new order's events: the first ones were checkpointed.
+    expect(await eventLines(second, 2)).toHaveLength(2);
+    for (const line of firstEvents) expect(secondEvents).not.toContain(line);
+    expect(await stop(second.child)).toBe(0);
+  });
+
   it('after kill -9, the ops CLI says the stack is gone and the next start stops the orphaned DynamoDB Local', { timeout: 180_000 }, async () => {
     const stackFile = join(mkdtempSync(join(tmpdir(), 'killed-')), 'stack.json');
     const [port, dynamoPort] = [await freePort(), await freePort()];

@@ -1,0 +1,219 @@
+import type { AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { PutEventsRequestEntry, PutEventsResultEntry } from '@aws-sdk/client-eventbridge';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { config } from '#lib/config';
+import { backoffMs, DEADLINE_MARGIN_MS } from '#lib/db/retry';
+import { logger } from '#lib/logger';
+import { OUTBOX_ENTITY } from '#lib/outbox';
+
+/**
+ * The publishing half of the transactional outbox: the table's stream → EventBridge PutEvents.
+ *
+ * An outbox item is committed in the same transaction as the change it announces; its INSERT
+ * stream record is the only way it is published, so no write path ever writes twice. Delivery is
+ * at least once: a record is checkpointed (by the event source mapping on AWS, by the local
+ * poller) only once every event up to it was accepted by EventBridge.
+ *
+ * - Entries go out in stream order, in calls of at most 10 entries and 256 KiB (PutEvents' limits).
+ * - A partial failure (`FailedEntryCount`, per-entry `ErrorCode`) or a failed call sends the failed
+ *   entries again, alone, after a full-jitter pause, a bounded number of times within the deadline.
+ * - Entries still failing: the batch answers `batchItemFailures` with the sequence number of the
+ *   FIRST failed record. For streams Lambda checkpoints before it and retries from it (so events
+ *   after it that were published are published again: the at-least-once duplicates), bisecting,
+ *   up to the mapping's retry limit, then its on-failure destination. Later chunks are not sent:
+ *   they would be sent again anyway.
+ */
+
+/** PutEvents takes at most 10 entries and 256 KiB of entries per call. */
+export const PUT_EVENTS_MAX_ENTRIES = 10;
+export const PUT_EVENTS_MAX_BYTES = 256 * 1024;
+/** Attempts per entry in one invocation; the pause before attempt n+1 is random(0, min(2 s, 100 ms × 2^n)). */
+export const PUBLISH_ATTEMPTS = 4;
+const PUBLISH_BACKOFF = { baseMs: 100, capMs: 2_000 };
+
+export type PutEventsOutput = { FailedEntryCount?: number; Entries?: PutEventsResultEntry[] };
+/** One PutEvents call: EventBridge (lib/events/eventbridge.ts), the local bus, or a test double. */
+export type Publish = (entries: PutEventsRequestEntry[]) => Promise<PutEventsOutput>;
+
+/** The `detail` of every published event: the webhook body (decisions §8) plus the merchant. */
+export type EventDetail = { id: string; type: string; created_at: string; merchant_id: string; data: { object: unknown } };
+
+export type RelayOptions = {
+  /** `source` of the events (EVENT_SOURCE, else `revenue-analytics-api`). */
+  source?: string;
+  /** The bus (EVENT_BUS_NAME); unset: the account's default bus. */
+  eventBusName?: string;
+  /** PutEvents attempts per entry in this invocation. */
+  maxAttempts?: number;
+  /** Epoch ms: no pause may end past it (the invocation's remaining time less a margin). */
+  deadline?: number;
+  sleep?: (ms: number) => Promise<void>;
+};
+
+export type RelayStats = {
+  /** Records in the batch, and how many of them were outbox INSERTs. */
+  records: number;
+  events: number;
+  /** Entries EventBridge accepted, PutEvents calls made, and entries sent again after failing. */
+  published: number;
+  calls: number;
+  retried: number;
+};
+export type RelayResult = DynamoDBBatchResponse & { stats: RelayStats };
+
+/**
+ * What the event source mapping's filter lets through (infra/constructs/outbox-relay.ts): INSERTs of
+ * items whose `entity` is "outbox". Rate counters, data writes, updates and TTL deletions are not.
+ */
+export const isOutboxInsert = (record: DynamoDBRecord): boolean =>
+  record.eventName === 'INSERT' && record.dynamodb?.NewImage?.entity?.S === OUTBOX_ENTITY;
+
+/** The event an outbox INSERT announces; null for any other record. Throws on a malformed item. */
+export const outboxEventOf = (record: DynamoDBRecord): EventDetail | null => {
+  if (!isOutboxInsert(record)) return null;
+  // The Lambda event's AttributeValue type differs from the SDK's only in binary values (none here).
+  const item = unmarshall(record.dynamodb!.NewImage as Record<string, AttributeValue>);
+  const { id, type, created_at, merchant_id, data } = item;
+  if (![id, type, created_at, merchant_id, data].every((v) => typeof v === 'string')) {
+    throw new Error(`outbox item ${String(id)} lacks one of id, type, created_at, merchant_id, data`);
+  }
+  let parsed: { object: unknown };
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    // Not the parser's message: it quotes the text, and event data is never logged.
+    throw new Error(`outbox item ${id}: data is not JSON`);
+  }
+  return { id, type, created_at, merchant_id, data: parsed };
+};
+
+/** The PutEvents entry of an event. */
+export const toEntry = (event: EventDetail, opts: { source: string; eventBusName?: string }): PutEventsRequestEntry => {
+  const time = new Date(event.created_at);
+  const detail: EventDetail = { id: event.id, type: event.type, created_at: event.created_at, merchant_id: event.merchant_id, data: event.data };
+  return {
+    Source: opts.source,
+    DetailType: event.type,
+    Detail: JSON.stringify(detail),
+    ...(Number.isFinite(time.getTime()) ? { Time: time } : {}),
+    ...(opts.eventBusName ? { EventBusName: opts.eventBusName } : {}),
+  };
+};
+
+/** An entry's size as PutEvents counts it: Time (14 bytes), Source, DetailType, Detail, Resources. */
+export const entrySize = (e: PutEventsRequestEntry): number =>
+  (e.Time ? 14 : 0) +
+  [e.Source, e.DetailType, e.Detail, ...(e.Resources ?? [])].reduce((n, s) => n + (s ? Buffer.byteLength(s, 'utf8') : 0), 0);
+
+/** Consecutive groups within PutEvents' limits (an entry too large on its own goes alone, and fails). */
+export const chunkEntries = <T extends { entry: PutEventsRequestEntry }>(items: T[]): T[][] => {
+  const chunks: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = entrySize(item.entry);
+    if (current.length && (current.length === PUT_EVENTS_MAX_ENTRIES || bytes + size > PUT_EVENTS_MAX_BYTES)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += size;
+  }
+  if (current.length) chunks.push(current);
+  return chunks;
+};
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+type Pending = { index: number; event: EventDetail; entry: PutEventsRequestEntry };
+type Failure = { item: Pending; code: string; message?: string };
+
+/** Publishes one chunk, sending failed entries again; returns the entries still failing. */
+const publishChunk = async (chunk: Pending[], publish: Publish, opts: Required<RelayOptions>, stats: RelayStats): Promise<Pending[]> => {
+  let pending = chunk;
+  for (let attempt = 1; ; attempt++) {
+    let failures: Failure[];
+    stats.calls++;
+    try {
+      const out = await publish(pending.map((p) => p.entry));
+      const results = out.Entries ?? [];
+      // Results are positional; without them a reported failure cannot be placed: all failed.
+      const unplaced = (out.FailedEntryCount ?? 0) > 0 && results.length !== pending.length;
+      failures = pending.flatMap((item, i) =>
+        unplaced || results[i]?.ErrorCode ? [{ item, code: results[i]?.ErrorCode ?? 'Unknown', message: results[i]?.ErrorMessage }] : [],
+      );
+    } catch (err) {
+      const e = err as Error;
+      failures = pending.map((item) => ({ item, code: e.name || 'Error', message: e.message }));
+    }
+    stats.published += pending.length - failures.length;
+    if (!failures.length) return [];
+    const pause = backoffMs(attempt, PUBLISH_BACKOFF.baseMs, PUBLISH_BACKOFF.capMs);
+    if (attempt >= opts.maxAttempts || Date.now() + pause >= opts.deadline) {
+      logger.warn('outbox events not published', {
+        attempts: attempt,
+        failures: failures.map((f) => ({ event_id: f.item.event.id, type: f.item.event.type, error_code: f.code, error_message: f.message })),
+      });
+      return failures.map((f) => f.item);
+    }
+    stats.retried += failures.length;
+    await opts.sleep(pause);
+    pending = failures.map((f) => f.item);
+  }
+};
+
+/**
+ * Publishes the outbox INSERTs among `records` (stream order) and reports the first record that
+ * must be retried, as a Lambda handler for a DynamoDB stream with ReportBatchItemFailures answers.
+ */
+export const relayRecords = async (records: DynamoDBRecord[], publish: Publish, options: RelayOptions = {}): Promise<RelayResult> => {
+  const opts: Required<RelayOptions> = {
+    source: options.source ?? config.eventSource(),
+    eventBusName: options.eventBusName ?? config.eventBusName() ?? '',
+    maxAttempts: options.maxAttempts ?? PUBLISH_ATTEMPTS,
+    deadline: options.deadline ?? Infinity,
+    sleep: options.sleep ?? sleep,
+  };
+  const stats: RelayStats = { records: records.length, events: 0, published: 0, calls: 0, retried: 0 };
+  // Index (in `records`) of the first record to retry.
+  let firstFailed: number | undefined;
+  const pending: Pending[] = [];
+  for (let index = 0; index < records.length && firstFailed === undefined; index++) {
+    try {
+      const event = outboxEventOf(records[index]);
+      if (event) pending.push({ index, event, entry: toEntry(event, opts) });
+    } catch (err) {
+      // A malformed item cannot be published: it fails (and ends in the on-failure destination).
+      logger.error('outbox record cannot be published', { sequence_number: records[index].dynamodb?.SequenceNumber, error: (err as Error).message });
+      firstFailed = index;
+    }
+  }
+  stats.events = pending.length;
+  for (const chunk of chunkEntries(pending)) {
+    const failed = await publishChunk(chunk, publish, opts, stats);
+    if (failed.length) {
+      firstFailed = Math.min(firstFailed ?? Infinity, ...failed.map((p) => p.index));
+      break;
+    }
+  }
+  // An empty identifier makes Lambda retry the whole batch, the safe reading of a record without one.
+  const batchItemFailures = firstFailed === undefined ? [] : [{ itemIdentifier: records[firstFailed].dynamodb?.SequenceNumber ?? '' }];
+  return { batchItemFailures, stats };
+};
+
+/**
+ * The relay as a Lambda handler (DynamoDB stream event → partial batch response). The deployed
+ * function publishes to EventBridge (functions/events/relay.ts); `npm start`'s poller invokes the
+ * same handler with records of the same shape, publishing to the local bus or an emulator.
+ */
+export const createRelayHandler =
+  (publish: Publish, options: Omit<RelayOptions, 'deadline'> = {}) =>
+  async (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> => {
+    logger.addContext(context);
+    const deadline = Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS;
+    const { batchItemFailures, stats } = await relayRecords(event.Records ?? [], publish, { ...options, deadline });
+    logger.info('outbox relay batch', { ...stats, first_failed_sequence_number: batchItemFailures[0]?.itemIdentifier });
+    return { batchItemFailures };
+  };
