@@ -5,6 +5,7 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
 import { transactionConflictModel, type TransactionConflictModel } from '../support/faults.ts';
 import { figuresFromOrders, figuresOfStoredCustomer, listAll, pickFigures, storedCustomer } from './helpers.ts';
+import { assertWithinBudget } from '../support/property.ts';
 
 /**
  * Model-based property: after any short sequence of ROUNDS — each round 1–4 commands (creates,
@@ -440,18 +441,7 @@ describe('orders model property', () => {
           }
         }
       });
-      try {
-        await fc.assert(property, {
-          numRuns: RUNS,
-          // Not reaching numRuns within the budget is a failure, never a silently shorter search.
-          plugins: [fc.interruptAfterTimeLimit(BUDGET_MS, { failOnInterrupt: true })],
-        });
-      } catch (err) {
-        if (err instanceof Error && err.message.startsWith('Property interrupted')) {
-          throw new Error(`Time budget of ${BUDGET_MS} ms exceeded before ${RUNS} runs (lower PROP_RUNS or raise PROP_BUDGET_MS): ${err.message}`, { cause: err });
-        }
-        throw err;
-      }
+      await assertWithinBudget(property, RUNS, BUDGET_MS);
       console.info(`figures property: ${JSON.stringify(tally)}`);
     },
     TEST_TIMEOUT_MS,

@@ -7,6 +7,7 @@ import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
 import { outboxEvents } from '../orders/helpers.ts';
+import { assertWithinBudget } from '../support/property.ts';
 
 /**
  * Model-based property of subscriptions (decisions §7, README "Subscriptions"): for a random
@@ -529,18 +530,7 @@ describe('subscriptions model property', () => {
         tally.ms.checks += Date.now() - t0;
       });
 
-      try {
-        await fc.assert(property, {
-          numRuns: RUNS,
-          // Not reaching numRuns within the budget is a failure, never a silently shorter search.
-          plugins: [fc.interruptAfterTimeLimit(BUDGET_MS, { failOnInterrupt: true })],
-        });
-      } catch (err) {
-        if (err instanceof Error && err.message.startsWith('Property interrupted')) {
-          throw new Error(`Time budget of ${BUDGET_MS} ms exceeded before ${RUNS} runs (lower PROP_RUNS or raise PROP_BUDGET_MS): ${err.message}`, { cause: err });
-        }
-        throw err;
-      }
+      await assertWithinBudget(property, RUNS, BUDGET_MS);
       console.info(`subscriptions model property: ${JSON.stringify(tally)}`);
     },
     TEST_TIMEOUT_MS,

@@ -1,4 +1,5 @@
-import { BatchWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { batchWriteAll } from './seed.ts';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import { keys, subscriptionEventIndexes } from '#lib/db/keys';
 import { formatTimestamp } from '#lib/shared/time';
@@ -52,18 +53,7 @@ export const seedSubscriptionEvents = async (merchantId: string, customerId: num
       created_at: occurredAt,
     };
   });
-  const batches: (typeof items)[] = [];
-  for (let i = 0; i < items.length; i += 25) batches.push(items.slice(i, i + 25));
-  const worker = async () => {
-    for (let batch = batches.shift(); batch; batch = batches.shift()) {
-      let pending: Record<string, unknown>[] = batch.map((Item) => ({ PutRequest: { Item } }));
-      while (pending.length) {
-        const res = await db().send(new BatchWriteCommand({ RequestItems: { [tableName()]: pending as never } }));
-        pending = (res.UnprocessedItems?.[tableName()] ?? []) as Record<string, unknown>[];
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
+  await batchWriteAll(items);
 
   const perType = Object.entries(seededTypeCounts(count)).filter(([, n]) => n > 0);
   const names: Record<string, string> = {};
