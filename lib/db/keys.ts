@@ -26,6 +26,7 @@
  * | outbox event              | M#<m>#OUTBOX                        | <created>#<nn>#<evt> | entity "outbox", TTL expires_at (stream filter)       |
  * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS), also the delivery fan-out  |
  * | webhook endpoint count    | M#<m>#TOTALS                        | WEBHOOK_ENDPOINTS#000 | (one item, not sharded: it enforces the cap)      |
+ * | webhook delivery attempt  | M#<m>#WEBHOOK#<id>#DELIVERIES       | <at>#<evt>#<nnn> | (attempt nnn; newest first = Query desc; TTL expires_at, 30 d) |
  * | activity log              | M#<m>#ACTIVITY                      | <created>#<id>  |                                                         |
  *
  * Hot counters (totals, stats) are written to one of COUNTER_SHARDS shards (`<nn>`, chosen per
@@ -49,6 +50,8 @@ export const PAYMENT_PREFIX = 'PAY#';
 export const totalsPartition = (merchantId: string): string => `${m(merchantId)}#TOTALS`;
 /** Partition of a merchant's stats of one month (day shards `D#<dd>#<nnn>`, month shards `M#<nnn>`). */
 export const statsPartition = (merchantId: string, month: string): string => `${m(merchantId)}#STATS#${month}`;
+/** Partition of an endpoint's delivery log (newest first: Query descending). */
+export const webhookDeliveriesPartition = (merchantId: string, endpointId: number): string => `${m(merchantId)}#WEBHOOK#${endpointId}#DELIVERIES`;
 
 export const keys = {
   token: (hash: string): Key => ({ pk: `TOKEN#${hash}`, sk: 'TOKEN' }),
@@ -106,6 +109,11 @@ export const keys = {
   }),
   /** A webhook endpoint (hard-deleted: DELETE removes the item and its encrypted secrets). */
   webhookEndpoint: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#WEBHOOK#${id}`, sk: 'ENDPOINT' }),
+  /** One delivery attempt of an event to an endpoint (the delivery log, kept 30 days by TTL). */
+  webhookDelivery: (merchantId: string, endpointId: number, at: string, eventId: string, attempt: number): Key => ({
+    pk: webhookDeliveriesPartition(merchantId, endpointId),
+    sk: `${at}#${eventId}#${String(attempt).padStart(3, '0')}`,
+  }),
   activity: (merchantId: string, createdAt: string, id: string): Key => ({
     pk: `${m(merchantId)}#ACTIVITY`,
     sk: `${createdAt}#${id}`,
