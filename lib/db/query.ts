@@ -4,7 +4,8 @@ import { GSIS, type IndexName } from '#lib/db/table';
 import type { Condition } from '#lib/db/writes';
 
 export type IndexQuery = {
-  index: IndexName;
+  /** A global secondary index, or the table itself (strongly consistent) when absent. */
+  index?: IndexName;
   partition: string;
   /** Inclusive sort-key bounds. */
   from?: string;
@@ -14,7 +15,8 @@ export type IndexQuery = {
   descending?: boolean;
 };
 
-const indexDef = (name: IndexName) => GSIS.find((g) => g.indexName === name)!;
+const TABLE_KEY = { partitionKey: 'pk', sortKey: 'sk' } as const;
+const indexDef = (name: IndexName | undefined) => (name ? GSIS.find((g) => g.indexName === name)! : TABLE_KEY);
 
 const baseInput = (q: IndexQuery): QueryCommandInput => {
   const g = indexDef(q.index);
@@ -37,7 +39,7 @@ const baseInput = (q: IndexQuery): QueryCommandInput => {
   }
   return {
     TableName: tableName(),
-    IndexName: q.index,
+    ...(q.index ? { IndexName: q.index } : { ConsistentRead: true }),
     KeyConditionExpression: keyCond,
     ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
@@ -46,10 +48,13 @@ const baseInput = (q: IndexQuery): QueryCommandInput => {
   };
 };
 
-const keyOf = (q: IndexQuery, item: Record<string, unknown>) => {
+/** The attributes of an item's key in the table and in the queried index (each once). */
+const keyAttributes = (q: IndexQuery): string[] => {
   const g = indexDef(q.index);
-  return { pk: item.pk, sk: item.sk, [g.partitionKey]: item[g.partitionKey], [g.sortKey]: item[g.sortKey] };
+  return [...new Set(['pk', 'sk', g.partitionKey, g.sortKey])];
 };
+
+const keyOf = (q: IndexQuery, item: Record<string, unknown>) => Object.fromEntries(keyAttributes(q).map((attr) => [attr, item[attr]]));
 
 /**
  * The largest `Limit` a skip Query sends. DynamoDB refuses a Limit of 2^31 or more; a 1 MB Query
@@ -63,7 +68,7 @@ export const MAX_QUERY_LIMIT = 10_000;
  * page 1 of an unfiltered index is a single Query.
  */
 export const queryPage = async <T>(q: IndexQuery, offset: number, limit: number): Promise<T[]> => {
-  const g = indexDef(q.index);
+  const keyNames = Object.fromEntries(keyAttributes(q).map((attr, i) => [`#k${i}`, attr]));
   const input = baseInput(q);
   let startKey: Record<string, unknown> | undefined;
   let skipped = 0;
@@ -71,8 +76,8 @@ export const queryPage = async <T>(q: IndexQuery, offset: number, limit: number)
     const res = await db().send(
       new QueryCommand({
         ...input,
-        ExpressionAttributeNames: { ...input.ExpressionAttributeNames, '#kpk': 'pk', '#ksk': 'sk', '#kgpk': g.partitionKey, '#kgsk': g.sortKey },
-        ProjectionExpression: '#kpk, #ksk, #kgpk, #kgsk',
+        ExpressionAttributeNames: { ...input.ExpressionAttributeNames, ...keyNames },
+        ProjectionExpression: Object.keys(keyNames).join(', '),
         ...(q.filter ? {} : { Limit: Math.min(offset - skipped, MAX_QUERY_LIMIT) }),
         ExclusiveStartKey: startKey,
       }),

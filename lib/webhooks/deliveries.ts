@@ -1,7 +1,5 @@
-import { QueryCommand, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
-import { db, tableName } from '#lib/db/client';
 import { keys, webhookDeliveriesPartition } from '#lib/db/keys';
-import { MAX_QUERY_LIMIT } from '#lib/db/query';
+import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
 import { itemAbsent, type WriteSet } from '#lib/db/writes';
 
 /**
@@ -59,9 +57,9 @@ export const presentDelivery = (item: DeliveryLogItem): DeliveryLogEntry => ({
 });
 
 /**
- * One offset page of an endpoint's log, newest first (base table Query, descending). Skipped
- * attempts are read as keys only; page 1 is one Query. TTL-expired items DynamoDB has not removed
- * yet are left out. `total` counts the partition (Select COUNT; the log is bounded by 30 days).
+ * One offset page of an endpoint's log, newest first (a strongly consistent Query of its
+ * partition, through the shared list paging). TTL-expired items DynamoDB has not removed yet are
+ * left out. `total` counts the partition (the log is bounded by 30 days).
  */
 export const listDeliveries = async (
   merchantId: string,
@@ -70,47 +68,10 @@ export const listDeliveries = async (
   perPage: number,
   nowSeconds = Math.floor(Date.now() / 1000),
 ): Promise<{ data: DeliveryLogEntry[]; total: number }> => {
-  const base = {
-    TableName: tableName(),
-    KeyConditionExpression: 'pk = :pk',
-    FilterExpression: 'expires_at > :now',
-    ExpressionAttributeValues: { ':pk': webhookDeliveriesPartition(merchantId, endpointId), ':now': nowSeconds },
-    ScanIndexForward: false,
+  const query: IndexQuery = {
+    partition: webhookDeliveriesPartition(merchantId, endpointId),
+    filter: { expression: 'expires_at > :now', values: { ':now': nowSeconds } },
   };
-  let total = 0;
-  let start: Record<string, unknown> | undefined;
-  do {
-    const res: QueryCommandOutput = await db().send(new QueryCommand({ ...base, Select: 'COUNT', ExclusiveStartKey: start }));
-    total += res.Count ?? 0;
-    start = res.LastEvaluatedKey;
-  } while (start);
-
-  const offset = (page - 1) * perPage;
-  if (offset >= total) return { data: [], total };
-  // Skip `offset` attempts (keys only), then read one page. With the TTL filter a Query may return
-  // fewer items than its Limit, so both loops go on until they have enough or the partition ends.
-  let skipped = 0;
-  while (skipped < offset) {
-    const res: QueryCommandOutput = await db().send(
-      new QueryCommand({
-        ...base,
-        ExpressionAttributeNames: { '#pk': 'pk', '#sk': 'sk' },
-        ProjectionExpression: '#pk, #sk',
-        Limit: Math.min(offset - skipped, MAX_QUERY_LIMIT),
-        ExclusiveStartKey: start,
-      }),
-    );
-    skipped += res.Items?.length ?? 0;
-    start = res.LastEvaluatedKey;
-    if (!start) break;
-  }
-  if (skipped < offset) return { data: [], total };
-  const items: DeliveryLogItem[] = [];
-  while (items.length < perPage) {
-    const res: QueryCommandOutput = await db().send(new QueryCommand({ ...base, Limit: perPage - items.length, ExclusiveStartKey: start }));
-    items.push(...((res.Items ?? []) as DeliveryLogItem[]));
-    start = res.LastEvaluatedKey;
-    if (!start) break;
-  }
+  const { items, total } = await listPage<DeliveryLogItem>(query, () => countQuery(query), page, perPage);
   return { data: items.map(presentDelivery), total };
 };
