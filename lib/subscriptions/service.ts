@@ -14,7 +14,8 @@ import { formatTimestamp } from '#lib/shared/time';
 import { addSubscriptionEvent, CUSTOMER_INVALID, type NewEvent } from '#lib/subscriptions/events';
 import { mrrContribution, presentSubscription, type SubscriptionItem } from '#lib/subscriptions/model';
 import type { SubscriptionCancel, SubscriptionCreate, SubscriptionListQuery, SubscriptionStatus, SubscriptionUpdate } from '#lib/subscriptions/schemas';
-import { getSubscriptionItem, subscriptionIdOf, subscriptionIndexAttributes } from '#lib/subscriptions/store';
+import { getSubscriptionItem, subscriptionIndexAttributes } from '#lib/subscriptions/store';
+import { idFromPath } from '#lib/shared/ids';
 
 /**
  * Subscriptions (decisions §7). Every change is one transaction: the subscription (guarded by its
@@ -138,7 +139,7 @@ const refuse = (message: string) => InvalidError.field('status', message);
  * status), then one transaction guarded by the version read.
  */
 const change = async (merchantId: string, segment: string, plan: (sub: SubscriptionItem, at: string) => Plan) => {
-  const id = subscriptionIdOf(segment);
+  const id = idFromPath(segment);
   return retrying(async () => {
     const sub = await getSubscriptionItem(merchantId, id);
     if (!sub || sub.deleted_at) throw new NotFoundError();
@@ -243,7 +244,7 @@ export const reactivateSubscription = (merchantId: string, segment: string) =>
  * stops counting towards the customer's MRR; its events stay. No subscription event, no webhook.
  */
 export const deleteSubscription = async (merchantId: string, segment: string): Promise<void> => {
-  const id = subscriptionIdOf(segment);
+  const id = idFromPath(segment);
   await retrying(async () => {
     const sub = await getSubscriptionItem(merchantId, id);
     if (!sub || sub.deleted_at) throw new NotFoundError();
@@ -262,7 +263,7 @@ export const deleteSubscription = async (merchantId: string, segment: string): P
 
 /** GET /subscriptions/{id}: live (not deleted) subscriptions. */
 export const getSubscription = async (merchantId: string, segment: string) => {
-  const sub = await getSubscriptionItem(merchantId, subscriptionIdOf(segment));
+  const sub = await getSubscriptionItem(merchantId, idFromPath(segment));
   if (!sub || sub.deleted_at) throw new NotFoundError();
   return presentSubscription(sub);
 };

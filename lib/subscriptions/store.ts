@@ -10,8 +10,6 @@ export const getSubscriptionItem = async (merchantId: string, id: number): Promi
   return (Item as SubscriptionItem | undefined) ?? null;
 };
 
-/** The path segment as an id: anything but a positive integer is simply unknown (404). */
-export const subscriptionIdOf = (segment: string): number => (/^[1-9]\d{0,15}$/.test(segment) ? Number(segment) : 0);
 
 /** The index attributes a live subscription carries (all; by status; by customer). */
 export const subscriptionIndexAttributes = (merchantId: string, s: Pick<SubscriptionItem, 'id' | 'status' | 'created_at' | 'customer_id'>) => ({

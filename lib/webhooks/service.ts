@@ -13,7 +13,8 @@ import { formatTimestamp } from '#lib/shared/time';
 import { presentWebhookEndpoint, type WebhookEndpointItem } from '#lib/webhooks/model';
 import type { WebhookEndpointCreate, WebhookEndpointListQuery, WebhookEndpointUpdate } from '#lib/webhooks/schemas';
 import { encryptSecret, newWebhookSecret } from '#lib/webhooks/secrets';
-import { getWebhookEndpointItem, webhookEndpointIdOf } from '#lib/webhooks/store';
+import { getWebhookEndpointItem } from '#lib/webhooks/store';
+import { idFromPath } from '#lib/shared/ids';
 import { checkWebhookUrl } from '#lib/webhooks/url-safety';
 
 /**
@@ -88,7 +89,7 @@ export const createWebhookEndpoint = async (merchantId: string, input: WebhookEn
 
 /** GET /webhook-endpoints/{id}. */
 export const getWebhookEndpoint = async (merchantId: string, segment: string) => {
-  const item = await getWebhookEndpointItem(merchantId, webhookEndpointIdOf(segment));
+  const item = await getWebhookEndpointItem(merchantId, idFromPath(segment));
   if (!item) throw new NotFoundError();
   return presentWebhookEndpoint(item);
 };
@@ -100,7 +101,7 @@ const sameEvents = (a: readonly string[], b: readonly string[]) => a.length === 
  * `status`. A request that changes nothing writes nothing.
  */
 export const updateWebhookEndpoint = async (merchantId: string, segment: string, input: WebhookEndpointUpdate) => {
-  const id = webhookEndpointIdOf(segment);
+  const id = idFromPath(segment);
   let urlChecked = false;
   return retrying(async () => {
     const item = await getWebhookEndpointItem(merchantId, id);
@@ -137,7 +138,7 @@ export const updateWebhookEndpoint = async (merchantId: string, segment: string,
  * within those hours replaces the kept one: only the secret just replaced stays valid beside the new.
  */
 export const rotateWebhookSecret = async (merchantId: string, segment: string) => {
-  const id = webhookEndpointIdOf(segment);
+  const id = idFromPath(segment);
   let fresh: { secret: string; encrypted: string } | undefined;
   return retrying(async () => {
     const item = await getWebhookEndpointItem(merchantId, id);
@@ -165,7 +166,7 @@ export const rotateWebhookSecret = async (merchantId: string, segment: string) =
 
 /** DELETE /webhook-endpoints/{id}: hard delete (the encrypted secrets go with the item). */
 export const deleteWebhookEndpoint = async (merchantId: string, segment: string): Promise<void> => {
-  const id = webhookEndpointIdOf(segment);
+  const id = idFromPath(segment);
   await retrying(async () => {
     const item = await getWebhookEndpointItem(merchantId, id);
     if (!item) throw new NotFoundError();

@@ -12,8 +12,6 @@ export const getWebhookEndpointItem = async (merchantId: string, id: number): Pr
   return (Item as WebhookEndpointItem | undefined) ?? null;
 };
 
-/** The path segment as an id: anything but a positive integer is simply unknown (404). */
-export const webhookEndpointIdOf = (segment: string): number => (/^[1-9]\d{0,15}$/.test(segment) ? Number(segment) : 0);
 
 /**
  * The delivery fan-out: the merchant's enabled endpoints subscribed to `type`, in one Query of
