@@ -1,4 +1,5 @@
-import { retrying } from '#lib/db/retry';
+import { deadline, retrying } from '#lib/db/retry';
+import { ContentionError, DomainError } from '#lib/errors';
 import { leaseShard, releaseShard } from '#lib/db/shards';
 import { MAX_ACTIONS, WriteSet } from '#lib/db/writes';
 import { logger } from '#lib/logger';
@@ -65,8 +66,11 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
       logger.debug('batch chunk lost a race; redoing its units one by one', { units: chunk.length, error: (err as Error).message });
       for (const unit of chunk) {
         try {
+          // Past the deadline no unit gets even a first attempt: the answer must leave in time.
+          if (Date.now() >= deadline()) throw new ContentionError();
           await retrying(() => plan.alone(unit));
         } catch (unitErr) {
+          if (!(unitErr instanceof DomainError)) logger.error('batch unit failed', unitErr as Error);
           plan.failed(unit, unitErr);
         }
       }
