@@ -114,15 +114,15 @@ const toEvent = (req: IncomingMessage, url: URL, body: Buffer, routeKey: string,
   };
 };
 
-/** Milliseconds an invocation may run: FUNCTION_TIMEOUT_SECONDS, or LOCAL_FUNCTION_TIMEOUT_MS (read at each request). */
-export const functionTimeoutMs = (env = process.env): number => {
+/** Milliseconds an invocation may run: the route's timeout (FUNCTION_TIMEOUT_SECONDS unless it names one), or LOCAL_FUNCTION_TIMEOUT_MS (read at each request). */
+export const functionTimeoutMs = (env = process.env, timeoutSeconds = FUNCTION_TIMEOUT_SECONDS): number => {
   const override = Number(env.LOCAL_FUNCTION_TIMEOUT_MS);
-  return env.LOCAL_FUNCTION_TIMEOUT_MS && Number.isFinite(override) && override > 0 ? override : FUNCTION_TIMEOUT_SECONDS * 1000;
+  return env.LOCAL_FUNCTION_TIMEOUT_MS && Number.isFinite(override) && override > 0 ? override : timeoutSeconds * 1000;
 };
 
 /** The Lambda context of one invocation starting now: its deadline is the function timeout from now. */
-export const lambdaContext = (name: string, requestId: string, startedAt = Date.now()): Context => {
-  const deadline = startedAt + functionTimeoutMs();
+export const lambdaContext = (name: string, requestId: string, startedAt = Date.now(), timeoutMs = functionTimeoutMs()): Context => {
+  const deadline = startedAt + timeoutMs;
   return {
     callbackWaitsForEmptyEventLoop: false,
     functionName: name,
@@ -206,7 +206,8 @@ export const createLocalServer = async (): Promise<Server> => {
       const routeKey = found ? `${found.c.route.method} ${BASE_PATH}${found.c.route.path}` : '$default';
       const event = toEvent(req, url, body, routeKey, found?.params);
       const handler = found ? found.c.handler : notFound;
-      const context = lambdaContext(found?.c.route.name ?? 'notFound', event.requestContext.requestId);
+      const timeoutMs = functionTimeoutMs(process.env, found?.c.route.timeoutSeconds);
+      const context = lambdaContext(found?.c.route.name ?? 'notFound', event.requestContext.requestId, Date.now(), timeoutMs);
       const result = await handler(event, context);
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(result.headers ?? {})) headers[k] = String(v);

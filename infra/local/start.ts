@@ -7,6 +7,7 @@ import { BASE_PATH } from '#lib/http/route';
 import { createToken, regenerateToken, revokeToken } from '#lib/merchants/store';
 import { WriteSet } from '#lib/db/writes';
 import { now } from '#lib/clock';
+import { config } from '#lib/config';
 import { formatTimestamp } from '#lib/shared/time';
 import { ensureTable, freePort, isDynamoDbLocalProcess, isPortFree, startDynamoDbLocal, stopDynamoDbLocalProcess } from './dynamodb.ts';
 import { LOCAL_STACK_FILE_LABEL, localStateFile, readLocalStackFile, removeLocalStack, removeStaleLocalStack, writeLocalStack } from './stack-file.ts';
@@ -70,6 +71,8 @@ let startingDynamo: { pid: number; port: number } | undefined;
 const servers: Server[] = [];
 /** The outbox relay's stream poller; its local bus is where local consumers subscribe. */
 let relay: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRelay>> | undefined;
+/** Webhook delivery from the local bus (infra/local/webhooks.ts). */
+let webhooks: ReturnType<typeof import('./webhooks.ts').startLocalWebhooks> | undefined;
 let stopping = false;
 
 /** Stops what this process started (servers, then DynamoDB Local, awaited) and exits. */
@@ -82,6 +85,8 @@ const shutdown = async (code: number) => {
   }
   // The batch in hand is finished (or dropped after 3 s: unpublished events are read again next start).
   if (relay) await Promise.race([relay.poller.stop(), new Promise((r) => setTimeout(r, 3_000))]);
+  // Attempts under way finish (10 s at most); queued deliveries are not kept across restarts.
+  if (webhooks) await Promise.race([webhooks.stop(), new Promise((r) => setTimeout(r, 3_000))]);
   removeLocalStack();
   if (stopDynamo) await stopDynamo();
   else if (startingDynamo) await stopDynamoDbLocalProcess(startingDynamo.pid, startingDynamo.port).catch(() => undefined);
@@ -148,6 +153,8 @@ const main = async () => {
       checkpointFile: localStateFile('outbox-checkpoint.json'),
       log: (line) => console.log(line),
     });
+    // Deliveries from the local bus; with an EventBridge emulator, its own rules and queues are the consumers.
+    if (!config.eventBridgeEndpoint()) webhooks = (await import('./webhooks.ts')).startLocalWebhooks(relay.bus, { log: (line) => console.log(line) });
   } catch (err) {
     console.warn(`Warning: outbox relay not started (${err instanceof Error ? err.message : err}); no events are published`);
   }
@@ -161,6 +168,7 @@ const main = async () => {
   console.log(`OpenAPI document        http://localhost:${port}${BASE_PATH}/openapi.json`);
   console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);
   if (relay) console.log(`Outbox relay            table stream → ${relay.target}`);
+  if (webhooks) console.log(`Webhooks                delivered to registered endpoints (one line per attempt); receiver: npm run -s ops -- webhooks listen --port 4000 --secret whsec_…`);
   console.log(`Demo merchant           ${DEMO_MERCHANT}`);
   console.log(`Demo token              ${token}`);
   console.log(`\ncurl -H "Authorization: Bearer ${token}" http://localhost:${port}${BASE_PATH}/customers`);

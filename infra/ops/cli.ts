@@ -17,7 +17,8 @@ const USAGE = `usage:
   ops merchant create --name NAME [--currency TWD]
   ops token create --merchant ID [--abilities customers:read,orders:read]
   ops token regenerate --merchant ID
-  ops token revoke --merchant ID`;
+  ops token revoke --merchant ID
+  ops webhooks listen [--port 4000] [--secret whsec_… (repeatable)] [--fail-first N]`;
 
 export const runOps = async (argv: string[]): Promise<unknown> => {
   const { positionals, values } = parseOptions(argv);
@@ -45,6 +46,8 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
       const merchantId = need(values.merchant, 'merchant');
       return explainNotFound(merchantId, (await store()).revokeToken(merchantId));
     }
+    case 'webhooks listen':
+      return listenForWebhooks(values);
     default:
       throw new UsageError(`unknown command: ${positionals.join(' ') || '(none)'}`);
   }
@@ -62,11 +65,47 @@ const parseOptions = (argv: string[]) => {
         currency: { type: 'string' },
         merchant: { type: 'string' },
         abilities: { type: 'string' },
+        port: { type: 'string' },
+        secret: { type: 'string', multiple: true },
+        'fail-first': { type: 'string' },
       },
     });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+};
+
+const nonNegativeInt = (raw: string | undefined, flag: string, fallback: number): number => {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new UsageError(`--${flag} must be a whole number, got ${raw}`);
+  return Number(raw);
+};
+
+/**
+ * `webhooks listen`: a receiver on 127.0.0.1 printing each delivery, verified with the endpoint's
+ * secret(s) as a merchant's receiver would (infra/local/webhook-receiver.ts). Register
+ * http://localhost:<port> as an endpoint of the local stack, pass its secret, watch events arrive;
+ * `--fail-first N` answers 500 to the first N deliveries, to watch retries. Runs until Ctrl-C.
+ */
+const listenForWebhooks = async (values: { port?: string; secret?: string[]; 'fail-first'?: string }) => {
+  const port = nonNegativeInt(values.port, 'port', 4000);
+  const failFirst = nonNegativeInt(values['fail-first'], 'fail-first', 0);
+  const secrets = values.secret ?? [];
+  const { startWebhookReceiver } = await import('../local/webhook-receiver.ts');
+  const receiver = await startWebhookReceiver({
+    port,
+    secrets,
+    respond: (d, n) => (n <= failFirst ? 500 : d.event || !secrets.length ? 204 : 400),
+    onDelivery: (d) => {
+      const type = d.event?.type ?? (() => { try { return JSON.parse(d.body).type; } catch { return '?'; } })();
+      const verdict = d.event ? 'verified' : secrets.length ? `REJECTED (${d.error})` : 'not verified (no --secret)';
+      process.stdout.write(`${new Date().toISOString()} ${type} ${d.id} ${verdict}\n${d.event ? `${JSON.stringify(d.event)}\n` : ''}`);
+    },
+  });
+  process.stderr.write(`listening on ${receiver.url} (register it as a webhook endpoint of the local stack); Ctrl-C stops\n`);
+  await new Promise<void>((r) => process.once('SIGINT', () => r()));
+  await receiver.close();
+  return { stopped: true, received: receiver.received.length };
 };
 
 /** `--abilities a,b` → a checked, de-duplicated list; absent → every ability. */

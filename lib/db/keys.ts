@@ -27,6 +27,8 @@
  * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS), also the delivery fan-out  |
  * | webhook endpoint count    | M#<m>#TOTALS                        | WEBHOOK_ENDPOINTS#000 | (one item, not sharded: it enforces the cap)      |
  * | webhook delivery attempt  | M#<m>#WEBHOOK#<id>#DELIVERIES       | <at>#<evt>#<nnn> | (attempt nnn; newest first = Query desc; TTL expires_at, 30 d) |
+ * | webhook delivery (state)  | M#<m>#WEBHOOK#<id>                  | DELIVERY#<evt>  |  (body, attempts, delivered_at: dedupe + manual retry; TTL 30 d) |
+ * | webhook endpoint health   | M#<m>#WEBHOOK#<id>                  | HEALTH          |  (failing_since: auto-disable after 5 days of failures) |
  * | activity log              | M#<m>#ACTIVITY                      | <created>#<id>  |                                                         |
  *
  * Hot counters (totals, stats) are written to one of COUNTER_SHARDS shards (`<nn>`, chosen per
@@ -109,6 +111,13 @@ export const keys = {
   }),
   /** A webhook endpoint (hard-deleted: DELETE removes the item and its encrypted secrets). */
   webhookEndpoint: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#WEBHOOK#${id}`, sk: 'ENDPOINT' }),
+  /** The delivery of one event to one endpoint: its body, attempt count and success (30 days by TTL). */
+  webhookDeliveryState: (merchantId: string, endpointId: number, eventId: string): Key => ({
+    pk: `${m(merchantId)}#WEBHOOK#${endpointId}`,
+    sk: `DELIVERY#${eventId}`,
+  }),
+  /** Since when every attempt to the endpoint has failed (absent: the last attempt succeeded). */
+  webhookEndpointHealth: (merchantId: string, endpointId: number): Key => ({ pk: `${m(merchantId)}#WEBHOOK#${endpointId}`, sk: 'HEALTH' }),
   /** One delivery attempt of an event to an endpoint (the delivery log, kept 30 days by TTL). */
   webhookDelivery: (merchantId: string, endpointId: number, at: string, eventId: string, attempt: number): Key => ({
     pk: webhookDeliveriesPartition(merchantId, endpointId),

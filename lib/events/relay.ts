@@ -5,6 +5,7 @@ import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEven
 import { config } from '#lib/config';
 import { backoffMs, DEADLINE_MARGIN_MS } from '#lib/db/retry';
 import { logger } from '#lib/logger';
+import { chunkBy } from '#lib/shared/chunks';
 import { OUTBOX_ENTITY } from '#lib/outbox';
 
 /**
@@ -107,23 +108,8 @@ export const entrySize = (e: PutEventsRequestEntry): number =>
   [e.Source, e.DetailType, e.Detail, ...(e.Resources ?? [])].reduce((n, s) => n + (s ? Buffer.byteLength(s, 'utf8') : 0), 0);
 
 /** Consecutive groups within PutEvents' limits (an entry too large on its own goes alone, and fails). */
-export const chunkEntries = <T extends { entry: PutEventsRequestEntry }>(items: T[]): T[][] => {
-  const chunks: T[][] = [];
-  let current: T[] = [];
-  let bytes = 0;
-  for (const item of items) {
-    const size = entrySize(item.entry);
-    if (current.length && (current.length === PUT_EVENTS_MAX_ENTRIES || bytes + size > PUT_EVENTS_MAX_BYTES)) {
-      chunks.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(item);
-    bytes += size;
-  }
-  if (current.length) chunks.push(current);
-  return chunks;
-};
+export const chunkEntries = <T extends { entry: PutEventsRequestEntry }>(items: T[]): T[][] =>
+  chunkBy(items, PUT_EVENTS_MAX_ENTRIES, PUT_EVENTS_MAX_BYTES, (item) => entrySize(item.entry));
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

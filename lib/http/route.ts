@@ -20,9 +20,12 @@ export type RouteDef = {
   writes: boolean;
   /**
    * The function encrypts webhook signing secrets (`lib/webhooks/secrets.ts`): in AWS it gets the
-   * secrets key's id (`WEBHOOK_KMS_KEY_ID`) and kms:Encrypt on that key, nothing more.
+   * secrets key's id (`WEBHOOK_KMS_KEY_ID`) and kms:Encrypt on that key, nothing more; or it
+   * decrypts them to sign a delivery: kms:Decrypt on that key, nothing more.
    */
-  secrets?: 'encrypt';
+  secrets?: 'encrypt' | 'decrypt';
+  /** Function timeout when not FUNCTION_TIMEOUT_SECONDS (routes that call a merchant's webhook URL). */
+  timeoutSeconds?: number;
   request?: {
     params?: z.ZodObject;
     query?: z.ZodObject;

@@ -37,7 +37,12 @@ import {
   webhookEndpointSchema,
   webhookEndpointUpdateBody,
   webhookEndpointWithSecretSchema,
+  webhookDeliveriesListQuery,
+  webhookDeliveriesPathParams,
+  webhookDeliveryRetryPathParams,
+  webhookDeliverySchema,
 } from '#lib/webhooks/schemas';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
 import { defineRoute, type RouteDef } from '#lib/http/route';
 import { batchResultSchema, dataOf, listOf, messageBody, validationBody } from '#lib/shared/schemas';
 
@@ -390,6 +395,43 @@ export const routes = {
     tags: ['webhooks'],
     request: { params: webhookEndpointPathParams },
     responses: { 200: { description: 'The webhook endpoint with its new secret', schema: dataOf(webhookEndpointWithSecretSchema) }, ...errors, ...notFound },
+  }),
+  webhookEndpointsTest: defineRoute({
+    method: 'POST',
+    path: '/webhook-endpoints/{id}/test',
+    handler: 'functions/webhooks/test.ts',
+    ability: 'webhooks:write',
+    writes: true,
+    secrets: 'decrypt',
+    timeoutSeconds: DELIVERY_FUNCTION_TIMEOUT_SECONDS,
+    summary: 'Send a signed `webhook.test` event to this endpoint now (enabled or not) and answer the attempt',
+    tags: ['webhooks'],
+    request: { params: webhookEndpointPathParams },
+    responses: { 200: { description: 'The attempt (also in the delivery log)', schema: dataOf(webhookDeliverySchema) }, ...errors, ...notFound },
+  }),
+  webhookEndpointsDeliveries: defineRoute({
+    method: 'GET',
+    path: '/webhook-endpoints/{id}/deliveries',
+    handler: 'functions/webhooks/deliveries.ts',
+    ability: 'webhooks:read',
+    writes: false,
+    summary: "The endpoint's delivery attempts of the last 30 days, newest first",
+    tags: ['webhooks'],
+    request: { params: webhookDeliveriesPathParams, query: webhookDeliveriesListQuery },
+    responses: { 200: { description: 'A page of delivery attempts', schema: listOf(webhookDeliverySchema) }, ...errors, ...notFound, ...invalid },
+  }),
+  webhookEndpointsRetryDelivery: defineRoute({
+    method: 'POST',
+    path: '/webhook-endpoints/{id}/deliveries/{event_id}/retry',
+    handler: 'functions/webhooks/retry.ts',
+    ability: 'webhooks:write',
+    writes: true,
+    secrets: 'decrypt',
+    timeoutSeconds: DELIVERY_FUNCTION_TIMEOUT_SECONDS,
+    summary: 'Send one event (delivered to this endpoint in the last 30 days) again now, and answer the attempt',
+    tags: ['webhooks'],
+    request: { params: webhookDeliveryRetryPathParams },
+    responses: { 200: { description: 'The attempt (also in the delivery log)', schema: dataOf(webhookDeliverySchema) }, ...errors, ...notFound },
   }),
 };
 

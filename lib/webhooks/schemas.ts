@@ -115,3 +115,24 @@ export const webhookEndpointWithSecretSchema = z
     }),
   })
   .meta({ id: 'WebhookEndpointWithSecret' });
+
+export const webhookDeliveriesPathParams = z.object({ id: z.string().min(1).meta({ description: 'Webhook endpoint id' }) });
+export const webhookDeliveryRetryPathParams = z.object({
+  id: z.string().min(1).meta({ description: 'Webhook endpoint id' }),
+  event_id: z.string().min(1).meta({ description: 'Event id (`evt_…`, the `webhook-id` header of its deliveries)' }),
+});
+export const webhookDeliveriesListQuery = z.object({ ...pageQuery });
+export type WebhookDeliveriesListQuery = z.output<typeof webhookDeliveriesListQuery>;
+
+/** One delivery attempt, as the delivery log lists it and as test / retry answer it. */
+export const webhookDeliverySchema = z
+  .object({
+    event_id: z.string().meta({ example: 'evt_5f0c6d1e9a2b4c7d8e9f0a1b' }),
+    event_type: z.string().meta({ example: 'order.paid' }),
+    attempt: z.int().meta({ description: '1 for the first attempt, one more per retry (automatic or manual)' }),
+    status: z.int().nullable().meta({ description: 'HTTP status of the answer; null when none arrived' }),
+    error: z.string().nullable().meta({ description: '`timeout`, a connection error code or `refused url: …`; null when an answer arrived' }),
+    duration_ms: z.int(),
+    at: z.string().meta({ description: 'When the attempt started' }),
+  })
+  .meta({ id: 'WebhookDelivery' });

@@ -11,7 +11,12 @@ import { ConflictError, InvalidError, NotFoundError } from '#lib/errors';
 import { paginated } from '#lib/shared/pagination';
 import { formatTimestamp } from '#lib/shared/time';
 import { presentWebhookEndpoint, type WebhookEndpointItem } from '#lib/webhooks/model';
-import type { WebhookEndpointCreate, WebhookEndpointListQuery, WebhookEndpointUpdate } from '#lib/webhooks/schemas';
+import type { WebhookDeliveriesListQuery, WebhookEndpointCreate, WebhookEndpointListQuery, WebhookEndpointUpdate } from '#lib/webhooks/schemas';
+import { batchGet, keyId } from '#lib/db/batch-get';
+import { newEventId } from '#lib/outbox';
+import type { WebhookEvent } from '#lib/webhooks/deliver';
+import { listDeliveries } from '#lib/webhooks/deliveries';
+import { attemptAndRecord, type DeliveryStateItem } from '#lib/webhooks/delivery';
 import { encryptSecret, newWebhookSecret } from '#lib/webhooks/secrets';
 import { getWebhookEndpointItem } from '#lib/webhooks/store';
 import { idFromPath } from '#lib/shared/ids';
@@ -127,6 +132,8 @@ export const updateWebhookEndpoint = async (merchantId: string, segment: string,
     const next: WebhookEndpointItem = { ...withoutExpiredPrevious(planned, at), updated_at: at, version: item.version + 1 };
     const ws = new WriteSet();
     ws.put('endpoint', withIndex(merchantId, next), versionIs(item.version));
+    // Enabled again: its 5 days of failures (auto-disable) count from scratch.
+    if (item.status === 'disabled' && next.status === 'enabled') ws.delete('health', keys.webhookEndpointHealth(merchantId, id));
     await ws.commit();
     return presentWebhookEndpoint(next);
   });
@@ -183,4 +190,48 @@ export const listWebhookEndpoints = async (merchantId: string, q: WebhookEndpoin
   const count = async () => (await readTotals(merchantId, 'WEBHOOK_ENDPOINTS'))[COUNT_ATTR]?.toNumber() ?? 0;
   const { items, total } = await listPage<WebhookEndpointItem>(query, count, q.page, q.per_page);
   return paginated(items.map(presentWebhookEndpoint), q.page, q.per_page, total);
+};
+
+/** The type of the event `POST /webhook-endpoints/{id}/test` sends (not one a merchant subscribes to). */
+export const TEST_EVENT_TYPE = 'webhook.test';
+/** Longer event ids than this are unknown (and would not fit a key). */
+const EVENT_ID_MAX = 200;
+
+/** POST /webhook-endpoints/{id}/test: one signed `webhook.test` now, enabled or not; answers the attempt. */
+export const sendTestEvent = async (merchantId: string, segment: string) => {
+  const endpoint = await getWebhookEndpointItem(merchantId, idFromPath(segment));
+  if (!endpoint) throw new NotFoundError();
+  const event = {
+    id: newEventId(),
+    type: TEST_EVENT_TYPE,
+    created_at: formatTimestamp(now()),
+    data: { object: { webhook_endpoint_id: endpoint.id, message: 'A test event from the revenue analytics API.' } },
+  };
+  return (await attemptAndRecord(merchantId, endpoint, event, 0)).entry;
+};
+
+/**
+ * POST /webhook-endpoints/{id}/deliveries/{event_id}/retry: the event sent again now, as the next
+ * attempt of its delivery (the body is the one first sent; the signature is new). Any event this
+ * endpoint was sent in the last 30 days, delivered or not; 404 otherwise.
+ */
+export const retryDelivery = async (merchantId: string, segment: string, eventId: string) => {
+  const id = idFromPath(segment);
+  if (eventId.length > EVENT_ID_MAX || !Number.isSafeInteger(id) || id < 1) throw new NotFoundError();
+  const endpointKey = keys.webhookEndpoint(merchantId, id);
+  const stateKey = keys.webhookDeliveryState(merchantId, id, eventId);
+  const found = await batchGet([endpointKey, stateKey]);
+  const endpoint = found.get(keyId(endpointKey)) as WebhookEndpointItem | undefined;
+  const state = found.get(keyId(stateKey)) as DeliveryStateItem | undefined;
+  if (!endpoint || !state || Number(state.expires_at) <= Math.floor(now().getTime() / 1000)) throw new NotFoundError();
+  const event = JSON.parse(state.body) as WebhookEvent;
+  return (await attemptAndRecord(merchantId, endpoint, event, Number(state.attempts))).entry;
+};
+
+/** GET /webhook-endpoints/{id}/deliveries: the endpoint's attempts of the last 30 days, newest first. */
+export const listEndpointDeliveries = async (merchantId: string, segment: string, q: WebhookDeliveriesListQuery) => {
+  const id = idFromPath(segment);
+  if (!(await getWebhookEndpointItem(merchantId, id))) throw new NotFoundError();
+  const { data, total } = await listDeliveries(merchantId, id, q.page, q.per_page, Math.floor(now().getTime() / 1000));
+  return paginated(data, q.page, q.per_page, total);
 };

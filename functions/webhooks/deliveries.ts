@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { listEndpointDeliveries } from '#lib/webhooks/service';
+
+export const handler = apiHandler(routes.webhookEndpointsDeliveries, async ({ auth, params, query }) => ({
+  status: 200,
+  body: await listEndpointDeliveries(auth.merchantId, params.id, query),
+}));

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { retryDelivery } from '#lib/webhooks/service';
+
+export const handler = apiHandler(routes.webhookEndpointsRetryDelivery, async ({ auth, params }) => ({
+  status: 200,
+  body: { data: await retryDelivery(auth.merchantId, params.id, params.event_id) },
+}));

@@ -1,0 +1,194 @@
+import Decimal from 'decimal.js';
+import { now } from '#lib/clock';
+import { config } from '#lib/config';
+import { batchGet, keyId } from '#lib/db/batch-get';
+import { keys } from '#lib/db/keys';
+import { deadline, retrying } from '#lib/db/retry';
+import { WriteConflict, WriteSet } from '#lib/db/writes';
+import { logger } from '#lib/logger';
+import { formatTimestamp } from '#lib/shared/time';
+import { attemptDelivery, DELIVERY_TIMEOUT_MS, webhookBody, type DeliveryResult, type WebhookEvent } from '#lib/webhooks/deliver';
+import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS, type DeliveryLogEntry } from '#lib/webhooks/deliveries';
+import { receives, type WebhookEndpointItem } from '#lib/webhooks/model';
+import { AUTO_DISABLE_AFTER_MS, nextRetryDelaySeconds } from '#lib/webhooks/schedule';
+import { decryptSecret } from '#lib/webhooks/secrets';
+import type { Resolver } from '#lib/webhooks/url-safety';
+import type { EventType } from '#lib/outbox';
+
+/**
+ * Delivering one event to one endpoint (decisions §8), for the queue consumer (`deliverTask`), the
+ * test event and the manual retry (`attemptAndRecord`). Every attempt is recorded in one
+ * transaction: its delivery-log entry, the delivery's state (body, attempt count, delivered_at) and
+ * the endpoint's health (since when every attempt has failed).
+ */
+
+/** One event for one endpoint: what the fan-out queues and the delivery consumer receives. */
+export type DeliveryTask = { merchant_id: string; endpoint_id: number; event: WebhookEvent };
+
+/** The delivery of one event to one endpoint, kept 30 days: dedupes redeliveries, feeds manual retries. */
+export type DeliveryStateItem = {
+  pk: string;
+  sk: string;
+  event_id: string;
+  event_type: string;
+  /** `webhookBody(event)`: the bytes every attempt signs and sends. */
+  body: string;
+  attempts: number;
+  delivered_at?: string;
+  last_attempt_at: string;
+  last_status: number | null;
+  last_error: string | null;
+  expires_at: number;
+};
+type HealthItem = { pk: string; sk: string; failing_since: string };
+
+export type AttemptOptions = {
+  /** DNS for the URL check and the connection (tests inject one). */
+  resolver?: Resolver;
+  /** Per-attempt timeout (default 10 s, and never past the invocation's deadline). */
+  timeoutMs?: number;
+};
+
+/** How long a decrypted secret is kept in memory (a KMS Decrypt per attempt otherwise). */
+const SECRET_CACHE_MS = 5 * 60 * 1000;
+const SECRET_CACHE_MAX = 500;
+const secretCache = new Map<string, { plain: string; until: number }>();
+
+/** Decrypts (or recalls) a stored secret; the cache is keyed by merchant and ciphertext, so a rotation misses it. */
+const plainSecret = async (merchantId: string, stored: string): Promise<string> => {
+  const id = `${merchantId}\u0000${stored}`;
+  const hit = secretCache.get(id);
+  if (hit && hit.until > Date.now()) return hit.plain;
+  const plain = await decryptSecret(merchantId, stored);
+  if (secretCache.size >= SECRET_CACHE_MAX) secretCache.delete(secretCache.keys().next().value!);
+  secretCache.set(id, { plain, until: Date.now() + SECRET_CACHE_MS });
+  return plain;
+};
+
+/** The secrets an attempt signs with: the current one, then the replaced one during its 24 hours. */
+export const signingSecrets = async (merchantId: string, e: WebhookEndpointItem, at: string): Promise<string[]> => {
+  const secrets = [await plainSecret(merchantId, e.secret_encrypted)];
+  if (e.previous_secret_encrypted && e.previous_secret_expires_at && e.previous_secret_expires_at > at) {
+    secrets.push(await plainSecret(merchantId, e.previous_secret_encrypted));
+  }
+  return secrets;
+};
+
+const ONE = new Decimal(1);
+/** Room kept after an attempt for recording it before the invocation's deadline. */
+const RECORD_MARGIN_MS = 2_000;
+
+/**
+ * One attempt now, then its record. `attempts` is how many attempts the delivery already had
+ * (from its state item); the entry logged is attempt `attempts + 1`.
+ */
+export const attemptAndRecord = async (
+  merchantId: string,
+  endpoint: WebhookEndpointItem,
+  event: WebhookEvent,
+  attempts: number,
+  opts: AttemptOptions = {},
+): Promise<{ entry: DeliveryLogEntry; result: DeliveryResult }> => {
+  const started = now();
+  const at = formatTimestamp(started);
+  const body = webhookBody(event);
+  const timeoutMs = Math.max(1_000, Math.min(opts.timeoutMs ?? DELIVERY_TIMEOUT_MS, deadline() - Date.now() - RECORD_MARGIN_MS));
+  const result = await attemptDelivery({
+    url: endpoint.url,
+    eventId: event.id,
+    body,
+    secrets: await signingSecrets(merchantId, endpoint, at),
+    resolver: opts.resolver,
+    allowLocal: config.isLocal(),
+    timeoutMs,
+    now: started,
+  });
+  let attempt = attempts + 1;
+  const entry = (): DeliveryLogEntry => ({
+    event_id: event.id,
+    event_type: event.type,
+    attempt,
+    status: result.status ?? null,
+    error: result.error ?? null,
+    duration_ms: result.durationMs,
+    at,
+  });
+  await retrying(async () => {
+    const ws = new WriteSet();
+    addDeliveryLog(ws, merchantId, endpoint.id, entry());
+    const state = ws
+      .update('delivery', keys.webhookDeliveryState(merchantId, endpoint.id, event.id))
+      .setAll({ event_id: event.id, event_type: event.type, body, last_attempt_at: at, last_status: result.status ?? null, last_error: result.error ?? null })
+      .set('expires_at', Math.floor(started.getTime() / 1000) + DELIVERY_LOG_TTL_SECONDS)
+      .add('attempts', ONE);
+    const health = keys.webhookEndpointHealth(merchantId, endpoint.id);
+    if (result.ok) {
+      state.set('delivered_at', at);
+      ws.delete('health', health);
+    } else {
+      ws.update('health', health).setIfAbsent('failing_since', at);
+    }
+    try {
+      await ws.commit();
+    } catch (err) {
+      // A duplicate of this task logged the same attempt number in the same second: log the next.
+      if (err instanceof WriteConflict && err.tags.includes('webhook-delivery')) attempt++;
+      throw err;
+    }
+  });
+  return { entry: entry(), result };
+};
+
+/** Sets an endpoint that failed every attempt for 5 days to `disabled` (unless something else changed it first). */
+const disableEndpoint = async (merchantId: string, endpoint: WebhookEndpointItem, failingSince: string): Promise<void> => {
+  const at = formatTimestamp(now());
+  const ws = new WriteSet();
+  ws.update('endpoint', keys.webhookEndpoint(merchantId, endpoint.id))
+    .setAll({ status: 'disabled', updated_at: at })
+    .add('version', ONE)
+    .when({ expression: 'version = :v AND #status = :enabled', names: { '#status': 'status' }, values: { ':v': endpoint.version, ':enabled': 'enabled' } });
+  try {
+    await ws.commit();
+    logger.warn('webhook endpoint disabled after 5 days of failed deliveries', { merchant_id: merchantId, endpoint_id: endpoint.id, failing_since: failingSince });
+  } catch (err) {
+    // Changed meanwhile (PATCHed, rotated, deleted): the next failed attempt decides again.
+    if (!(err instanceof WriteConflict)) throw err;
+  }
+};
+
+export type TaskOutcome =
+  /** Nothing more to do: delivered now or before, or the endpoint is gone, disabled or unsubscribed. */
+  | { action: 'done'; reason: 'delivered' | 'already delivered' | 'endpoint deleted' | 'endpoint disabled' | 'not subscribed'; entry?: DeliveryLogEntry }
+  /** Failed: try again after `delaySeconds`. */
+  | { action: 'retry'; delaySeconds: number; entry: DeliveryLogEntry }
+  /** Failed its last attempt: park the task in the dead-letter queue. */
+  | { action: 'dead-letter'; entry: DeliveryLogEntry };
+
+/**
+ * One queued task: reads the endpoint, the delivery's state and the endpoint's health by key in
+ * one strongly consistent BatchGetItem, attempts unless there is nothing to do, records the
+ * attempt, and says what the queue should do next. A task repeated by the queue after a success is
+ * not sent again (at-least-once remains for a repeat racing the first attempt).
+ */
+export const deliverTask = async (task: DeliveryTask, opts: AttemptOptions & { random?: () => number } = {}): Promise<TaskOutcome> => {
+  const { merchant_id: merchantId, endpoint_id: endpointId, event } = task;
+  const endpointKey = keys.webhookEndpoint(merchantId, endpointId);
+  const stateKey = keys.webhookDeliveryState(merchantId, endpointId, event.id);
+  const healthKey = keys.webhookEndpointHealth(merchantId, endpointId);
+  const found = await batchGet([endpointKey, stateKey, healthKey]);
+  const endpoint = found.get(keyId(endpointKey)) as WebhookEndpointItem | undefined;
+  const state = found.get(keyId(stateKey)) as DeliveryStateItem | undefined;
+  const health = found.get(keyId(healthKey)) as HealthItem | undefined;
+  if (!endpoint) return { action: 'done', reason: 'endpoint deleted' };
+  if (endpoint.status !== 'enabled') return { action: 'done', reason: 'endpoint disabled' };
+  if (state?.delivered_at) return { action: 'done', reason: 'already delivered' };
+  if (!receives(endpoint, event.type as EventType)) return { action: 'done', reason: 'not subscribed' };
+
+  const { entry, result } = await attemptAndRecord(merchantId, endpoint, event, Number(state?.attempts ?? 0), opts);
+  if (result.ok) return { action: 'done', reason: 'delivered', entry };
+  if (health?.failing_since && Date.parse(entry.at) - Date.parse(health.failing_since) >= AUTO_DISABLE_AFTER_MS) {
+    await retrying(() => disableEndpoint(merchantId, endpoint, health.failing_since));
+  }
+  const delaySeconds = nextRetryDelaySeconds(entry.attempt, opts.random);
+  return delaySeconds === null ? { action: 'dead-letter', entry } : { action: 'retry', delaySeconds, entry };
+};

@@ -1,0 +1,96 @@
+import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { config } from '#lib/config';
+import { backoffMs } from '#lib/db/retry';
+import { chunkBy } from '#lib/shared/chunks';
+import type { DeliveryTask } from '#lib/webhooks/delivery';
+
+/**
+ * The delivery queue as the webhook consumers use it: SQS in AWS (and against moto), an in-memory
+ * queue in the local stack (infra/local/local-queue.ts). Retries are the queue's: a failed attempt
+ * makes its message visible again after the pause of the schedule (`postpone`, SQS
+ * ChangeMessageVisibility, at most 12 hours), and a task out of attempts is parked (`deadLetter`).
+ */
+export type DeliveryQueue = {
+  /** Queues tasks; resolves once every one is accepted, else throws. */
+  send(tasks: DeliveryTask[]): Promise<void>;
+  /** The received message reappears after `seconds` (instead of the queue's visibility timeout). */
+  postpone(receiptHandle: string, seconds: number): Promise<void>;
+  /** Parks a task that used its last attempt in the dead-letter queue, with why. */
+  deadLetter(task: DeliveryTask, reason: string): Promise<void>;
+};
+
+/** SendMessageBatch takes 10 messages and 256 KiB a call; ChangeMessageVisibility at most 12 hours. */
+export const SEND_BATCH_MAX_ENTRIES = 10;
+export const SEND_BATCH_MAX_BYTES = 256 * 1024;
+export const MAX_VISIBILITY_SECONDS = 12 * 3600;
+/** Calls per group of tasks before `send` gives up (the consumer then fails its message: SQS retries it). */
+const SEND_ATTEMPTS = 3;
+
+export const taskBody = (task: DeliveryTask): string => JSON.stringify(task);
+
+/** A delivery task from a message body; throws on anything else. */
+export const parseTask = (body: string): DeliveryTask => {
+  const t = JSON.parse(body) as DeliveryTask;
+  const e = t?.event;
+  const valid =
+    typeof t?.merchant_id === 'string' &&
+    Number.isSafeInteger(t.endpoint_id) &&
+    typeof e?.id === 'string' &&
+    typeof e.type === 'string' &&
+    typeof e.created_at === 'string' &&
+    e.data !== null &&
+    typeof e.data === 'object';
+  if (!valid) throw new Error('not a webhook delivery task');
+  return t;
+};
+
+export const sqsClient = (endpoint?: string): SQSClient =>
+  new SQSClient({
+    region: config.region(),
+    // The consumers retry (below, and through the queue itself), like every other retry here.
+    maxAttempts: 1,
+    ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+  });
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The delivery queue on SQS: `queueUrl` for tasks, `deadLetterUrl` for tasks out of attempts. */
+export const sqsDeliveryQueue = (opts: { queueUrl: string; deadLetterUrl: string; client?: SQSClient }): DeliveryQueue => {
+  let client = opts.client;
+  const sqs = () => (client ??= sqsClient());
+  return {
+    async send(tasks) {
+      const entries = tasks.map((task, i) => ({ Id: String(i), MessageBody: taskBody(task) }));
+      for (const chunk of chunkBy(entries, SEND_BATCH_MAX_ENTRIES, SEND_BATCH_MAX_BYTES, (e) => Buffer.byteLength(e.MessageBody))) {
+        let pending = chunk;
+        for (let attempt = 1; pending.length; attempt++) {
+          let failedIds: Set<string>;
+          try {
+            const out = await sqs().send(new SendMessageBatchCommand({ QueueUrl: opts.queueUrl, Entries: pending }));
+            failedIds = new Set((out.Failed ?? []).map((f) => f.Id!));
+          } catch (err) {
+            if (attempt >= SEND_ATTEMPTS) throw err;
+            failedIds = new Set(pending.map((e) => e.Id));
+          }
+          pending = pending.filter((e) => failedIds.has(e.Id));
+          if (!pending.length) break;
+          if (attempt >= SEND_ATTEMPTS) throw new Error(`${pending.length} delivery task(s) not queued`);
+          await sleep(backoffMs(attempt));
+        }
+      }
+    },
+    async postpone(receiptHandle, seconds) {
+      const VisibilityTimeout = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.ceil(seconds)));
+      await sqs().send(new ChangeMessageVisibilityCommand({ QueueUrl: opts.queueUrl, ReceiptHandle: receiptHandle, VisibilityTimeout }));
+    },
+    async deadLetter(task, reason) {
+      await sqs().send(
+        new SendMessageCommand({
+          QueueUrl: opts.deadLetterUrl,
+          MessageBody: taskBody(task),
+          MessageAttributes: { reason: { DataType: 'String', StringValue: reason } },
+        }),
+      );
+    },
+  };
+};
