@@ -1,0 +1,272 @@
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ABILITIES } from '#lib/auth/abilities';
+import { fixedClock, resetClock } from '#lib/clock';
+import { db, tableName } from '#lib/db/client';
+import { keys } from '#lib/db/keys';
+import { newEventId } from '#lib/outbox';
+import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
+import { AUTO_DISABLE_AFTER_MS, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
+import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
+import { newMerchant, useApi } from '../support/api.ts';
+import { registerEndpoint } from './support/pipeline.ts';
+
+/**
+ * The delivery API (test event, delivery log, manual retry) and one queued task's life
+ * (`deliverTask`): dedupe after success, disabled / deleted / unsubscribed endpoints, the retry
+ * schedule, the dead-letter decision, rotation's two signatures and the 5-day auto-disable.
+ */
+const api = useApi();
+const receivers: Awaited<ReturnType<typeof startWebhookReceiver>>[] = [];
+afterEach(async () => {
+  resetClock();
+  for (const r of receivers.splice(0)) await r.close();
+});
+
+const receiver = async (respond?: (n: number) => number) => {
+  const secrets: string[] = [];
+  const r = await startWebhookReceiver({ secrets, respond: respond ? (_d, n) => respond(n) : undefined });
+  receivers.push(r);
+  return Object.assign(r, { secrets });
+};
+
+/** A merchant with one endpoint pointing at a fresh receiver that verifies with its secret. */
+const setup = async (opts: { events?: string[]; respond?: (n: number) => number } = {}) => {
+  const m = await newMerchant();
+  const r = await receiver(opts.respond);
+  const endpoint = await registerEndpoint(api, m.token, r.url, opts.events);
+  r.secrets.push(endpoint.secret);
+  return { ...m, r, endpoint };
+};
+
+const NOT_FOUND = { message: 'Resource not found' };
+const ATTEMPT_FIELDS = ['event_id', 'event_type', 'attempt', 'status', 'error', 'duration_ms', 'at'];
+
+const task = (merchantId: string, endpointId: number, type = 'order.paid'): DeliveryTask => ({
+  merchant_id: merchantId,
+  endpoint_id: endpointId,
+  event: { id: newEventId(), type, created_at: '2026-03-01T10:00:00Z', data: { object: { order_no: 'A-1', amount: '10.00' } } },
+});
+
+const storedEndpoint = async (merchantId: string, id: number) =>
+  (await db().send(new GetCommand({ TableName: tableName(), Key: keys.webhookEndpoint(merchantId, id), ConsistentRead: true }))).Item;
+
+describe('POST /webhook-endpoints/{id}/test', () => {
+  it('sends one verified webhook.test now and answers the attempt, which the log lists', async () => {
+    const { token, r, endpoint } = await setup({ events: ['order.paid'] });
+    const res = await api.post(`/webhook-endpoints/${endpoint.id}/test`, token);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const a = res.body.data;
+    expect(Object.keys(a).sort()).toEqual([...ATTEMPT_FIELDS].sort());
+    expect(a).toMatchObject({ event_type: 'webhook.test', attempt: 1, status: 204, error: null });
+    expect(a.event_id).toMatch(/^evt_[0-9a-f]{24}$/);
+    expect(a.at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+
+    expect(r.received).toHaveLength(1);
+    expect(r.received[0].id).toBe(a.event_id);
+    expect(r.received[0].event).toMatchObject({ id: a.event_id, type: 'webhook.test', data: { object: { webhook_endpoint_id: endpoint.id } } });
+
+    const log = await api.get(`/webhook-endpoints/${endpoint.id}/deliveries`, token);
+    expect(log.status).toBe(200);
+    expect(log.body).toEqual({ data: [a], meta: expect.objectContaining({ current_page: 1, total: 1, last_page: 1 }) });
+  });
+
+  it('a failing receiver is still a 200 answer carrying the status; a disabled endpoint is tested too', async () => {
+    const { token, r, endpoint } = await setup({ respond: () => 503 });
+    await api.patch(`/webhook-endpoints/${endpoint.id}`, token, { status: 'disabled' });
+    const res = await api.post(`/webhook-endpoints/${endpoint.id}/test`, token);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ attempt: 1, status: 503, error: null });
+    expect(r.received).toHaveLength(1);
+  });
+
+  it('an unreachable receiver answers the connection error', async () => {
+    const { token, r, endpoint } = await setup();
+    await r.close();
+    const res = await api.post(`/webhook-endpoints/${endpoint.id}/test`, token);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ status: null, error: 'ECONNREFUSED' });
+  });
+});
+
+describe('POST /webhook-endpoints/{id}/deliveries/{event_id}/retry', () => {
+  it('sends the same event again as the next attempt (same webhook-id, same body)', async () => {
+    const { token, r, endpoint } = await setup({ respond: (n) => (n === 1 ? 500 : 204) });
+    const first = (await api.post(`/webhook-endpoints/${endpoint.id}/test`, token)).body.data;
+    expect(first.status).toBe(500);
+    const res = await api.post(`/webhook-endpoints/${endpoint.id}/deliveries/${first.event_id}/retry`, token);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ event_id: first.event_id, event_type: 'webhook.test', attempt: 2, status: 204 });
+    expect(r.received.map((d) => d.id)).toEqual([first.event_id, first.event_id]);
+    expect(r.received[1].body).toBe(r.received[0].body);
+
+    const log = (await api.get(`/webhook-endpoints/${endpoint.id}/deliveries`, token)).body.data;
+    expect(log.map((e: any) => e.attempt).sort()).toEqual([1, 2]);
+  });
+
+  it('404 for an unknown event, an event of another endpoint, another merchant, malformed or oversized ids; nothing is sent', async () => {
+    const a = await setup();
+    const b = await setup();
+    const otherEndpoint = await registerEndpoint(api, a.token, a.r.url);
+    const evt = (await api.post(`/webhook-endpoints/${a.endpoint.id}/test`, a.token)).body.data.event_id;
+    const bEvt = (await api.post(`/webhook-endpoints/${b.endpoint.id}/test`, b.token)).body.data.event_id;
+    const sent = a.r.received.length;
+    for (const [endpointId, eventId, token] of [
+      [a.endpoint.id, newEventId(), a.token],
+      [otherEndpoint.id, evt, a.token],
+      [b.endpoint.id, bEvt, a.token],
+      [a.endpoint.id, bEvt, a.token],
+      [a.endpoint.id, evt, b.token],
+      ['abc', evt, a.token],
+      [999_999, evt, a.token],
+      [a.endpoint.id, 'x'.repeat(2000), a.token],
+      [a.endpoint.id, encodeURIComponent('evt#1/2'), a.token],
+    ] as [number | string, string, string][]) {
+      const res = await api.post(`/webhook-endpoints/${endpointId}/deliveries/${eventId}/retry`, token);
+      expect(res.status, `${endpointId} ${eventId.slice(0, 40)}`).toBe(404);
+      expect(res.body).toEqual(NOT_FOUND);
+    }
+    expect(a.r.received).toHaveLength(sent);
+  });
+});
+
+describe('GET /webhook-endpoints/{id}/deliveries', () => {
+  it('pages newest first; 404 for an unknown or another merchant\'s endpoint; 422 on bad paging', async () => {
+    const a = await setup();
+    const b = await setup();
+    for (let i = 0; i < 3; i++) expect((await api.post(`/webhook-endpoints/${a.endpoint.id}/test`, a.token)).status).toBe(200);
+    const page1 = await api.get(`/webhook-endpoints/${a.endpoint.id}/deliveries?per_page=2`, a.token);
+    expect(page1.body.meta).toMatchObject({ current_page: 1, per_page: 2, total: 3, last_page: 2 });
+    const page2 = await api.get(`/webhook-endpoints/${a.endpoint.id}/deliveries?per_page=2&page=2`, a.token);
+    expect(page2.body.data).toHaveLength(1);
+    const all = [...page1.body.data, ...page2.body.data];
+    expect(new Set(all.map((e: any) => e.event_id)).size).toBe(3);
+    expect(all.map((e: any) => e.at)).toEqual([...all.map((e: any) => e.at)].sort().reverse());
+
+    for (const id of [b.endpoint.id + 1000, 'abc']) {
+      const r = await api.get(`/webhook-endpoints/${id}/deliveries`, a.token);
+      expect(r.status).toBe(404);
+    }
+    expect((await api.get(`/webhook-endpoints/${a.endpoint.id}/deliveries`, b.token)).status).toBe(b.endpoint.id === a.endpoint.id ? 200 : 404);
+    expect((await api.get(`/webhook-endpoints/${a.endpoint.id}/deliveries?per_page=0`, a.token)).status).toBe(422);
+  });
+
+  it('request budgets: list 5, test 4, retry 4 (token, rate, reads by key, one transaction)', async () => {
+    const { token, endpoint } = await setup();
+    const test = await api.counted('POST', `/webhook-endpoints/${endpoint.id}/test`, { token });
+    expect(test.res.status).toBe(200);
+    expect(test.requests).toBeLessThanOrEqual(4);
+    const retry = await api.counted('POST', `/webhook-endpoints/${endpoint.id}/deliveries/${test.res.body.data.event_id}/retry`, { token });
+    expect(retry.res.status).toBe(200);
+    expect(retry.requests).toBeLessThanOrEqual(4);
+    const list = await api.counted('GET', `/webhook-endpoints/${endpoint.id}/deliveries`, { token });
+    expect(list.res.status).toBe(200);
+    expect(list.requests).toBeLessThanOrEqual(5);
+  });
+});
+
+describe('access', () => {
+  const routes = [
+    { method: 'POST', path: (id: number) => `/webhook-endpoints/${id}/test`, ability: 'webhooks:write' },
+    { method: 'GET', path: (id: number) => `/webhook-endpoints/${id}/deliveries`, ability: 'webhooks:read' },
+    { method: 'POST', path: (id: number) => `/webhook-endpoints/${id}/deliveries/${newEventId()}/retry`, ability: 'webhooks:write' },
+  ] as const;
+
+  it.each(routes.map((r) => [`${r.method} ${r.path(1)}`, r] as const))('%s: 401 without a token, 403 without its ability; nothing sent', async (_n, route) => {
+    const { r, endpoint } = await setup();
+    const noToken = await api.request(route.method, route.path(endpoint.id), { token: null });
+    expect(noToken.status).toBe(401);
+    const others = ABILITIES.filter((a) => a !== route.ability);
+    const { token } = await newMerchant(others);
+    const forbidden = await api.request(route.method, route.path(endpoint.id), { token });
+    expect(forbidden.status).toBe(403);
+    expect(r.received).toHaveLength(0);
+  });
+});
+
+describe('deliverTask (one queued task)', () => {
+  it('delivers once: a repeat of the task after success sends nothing', async () => {
+    const { merchantId, r, endpoint } = await setup();
+    const t = task(merchantId, endpoint.id);
+    expect(await deliverTask(t)).toMatchObject({ action: 'done', reason: 'delivered', entry: { attempt: 1, status: 204 } });
+    expect(await deliverTask(t)).toEqual({ action: 'done', reason: 'already delivered' });
+    expect(r.received).toHaveLength(1);
+    expect(r.received[0].event).toEqual(t.event);
+  });
+
+  it('disabled, deleted and no-longer-subscribed endpoints get nothing', async () => {
+    const { merchantId, token, r, endpoint } = await setup({ events: ['order.paid'] });
+    expect(await deliverTask(task(merchantId, endpoint.id, 'order.created'))).toEqual({ action: 'done', reason: 'not subscribed' });
+    await api.patch(`/webhook-endpoints/${endpoint.id}`, token, { status: 'disabled' });
+    expect(await deliverTask(task(merchantId, endpoint.id))).toEqual({ action: 'done', reason: 'endpoint disabled' });
+    await api.del(`/webhook-endpoints/${endpoint.id}`, token);
+    expect(await deliverTask(task(merchantId, endpoint.id))).toEqual({ action: 'done', reason: 'endpoint deleted' });
+    expect(r.received).toHaveLength(0);
+  });
+
+  it('a failing endpoint: retries on the schedule (± jitter), then the 9th failure is dead-lettered', async () => {
+    const { merchantId, r, endpoint } = await setup({ respond: () => 500 });
+    const t = task(merchantId, endpoint.id);
+    const outcomes = [];
+    for (let i = 0; i < MAX_ATTEMPTS; i++) outcomes.push(await deliverTask(t, { random: () => (i % 2 ? 0 : 0.999999) }));
+    expect(outcomes.map((o) => o.action)).toEqual([...Array(MAX_ATTEMPTS - 1).fill('retry'), 'dead-letter']);
+    outcomes.slice(0, -1).forEach((o, i) => {
+      const delay = (o as { delaySeconds: number }).delaySeconds;
+      expect(delay).toBeGreaterThanOrEqual(RETRY_DELAYS_SECONDS[i] * (1 - RETRY_JITTER));
+      expect(delay).toBeLessThanOrEqual(RETRY_DELAYS_SECONDS[i] * (1 + RETRY_JITTER));
+    });
+    expect(outcomes.map((o) => o.entry?.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(r.received).toHaveLength(MAX_ATTEMPTS);
+    expect(new Set(r.received.map((d) => d.id))).toEqual(new Set([t.event.id]));
+  });
+
+  it('after a rotation both secrets verify for 24 hours; then only the new one signs', async () => {
+    const { merchantId, token, r, endpoint } = await setup();
+    const rotated = await api.post(`/webhook-endpoints/${endpoint.id}/rotate-secret`, token);
+    const fresh = rotated.body.data.secret as string;
+    await deliverTask(task(merchantId, endpoint.id));
+    const d = r.received[0];
+    expect(d.signature.split(' ')).toHaveLength(2);
+    const headers = { 'webhook-id': d.id, 'webhook-timestamp': d.timestamp, 'webhook-signature': d.signature };
+    for (const secret of [fresh, endpoint.secret]) expect(new Webhook(secret).verify(d.body, headers)).toMatchObject({ id: d.id });
+    // Only this signature is checked below (its timestamp is the fake clock's, past any tolerance).
+    fixedClock(new Date(Date.now() + 24 * 3600 * 1000 + 60_000).toISOString());
+    await deliverTask(task(merchantId, endpoint.id));
+    expect(r.received[1].signature.split(' ')).toHaveLength(1);
+  });
+
+  it('an endpoint failing every attempt for 5 days is disabled; enabling it again starts the count afresh', async () => {
+    const { merchantId, token, r, endpoint } = await setup({ respond: () => 500 });
+    const clock = fixedClock('2026-03-01T00:00:00Z');
+    await deliverTask(task(merchantId, endpoint.id));
+    clock.advance(AUTO_DISABLE_AFTER_MS - 1000);
+    await deliverTask(task(merchantId, endpoint.id));
+    expect((await storedEndpoint(merchantId, endpoint.id))?.status).toBe('enabled');
+    clock.advance(1000);
+    await deliverTask(task(merchantId, endpoint.id));
+    expect((await api.get(`/webhook-endpoints/${endpoint.id}`, token)).body.data.status).toBe('disabled');
+    expect(await deliverTask(task(merchantId, endpoint.id))).toEqual({ action: 'done', reason: 'endpoint disabled' });
+    expect(r.received).toHaveLength(3);
+
+    expect((await api.patch(`/webhook-endpoints/${endpoint.id}`, token, { status: 'enabled' })).status).toBe(200);
+    clock.advance(AUTO_DISABLE_AFTER_MS);
+    await deliverTask(task(merchantId, endpoint.id));
+    expect((await storedEndpoint(merchantId, endpoint.id))?.status).toBe('enabled');
+  });
+
+  it('one success resets the failing streak', async () => {
+    let answer = 500;
+    const { merchantId, r, endpoint } = await setup({ respond: () => answer });
+    const clock = fixedClock('2026-03-01T00:00:00Z');
+    await deliverTask(task(merchantId, endpoint.id));
+    clock.advance(AUTO_DISABLE_AFTER_MS / 2);
+    answer = 204;
+    await deliverTask(task(merchantId, endpoint.id));
+    answer = 500;
+    clock.advance(AUTO_DISABLE_AFTER_MS / 2 + 1000);
+    await deliverTask(task(merchantId, endpoint.id));
+    expect((await storedEndpoint(merchantId, endpoint.id))?.status).toBe('enabled');
+    expect(r.received).toHaveLength(3);
+  });
+});
