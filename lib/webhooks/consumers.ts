@@ -45,25 +45,51 @@ export const tasksFor = async (event: EventDetail): Promise<DeliveryTask[]> => {
   return endpoints.map((e) => ({ merchant_id: event.merchant_id, endpoint_id: e.id, event: { id, type, created_at, data } }));
 };
 
-/** Runs `each` on every record concurrently; a record whose `each` throws is reported failed. */
-const eachRecord = async (records: SQSRecord[], each: (r: SQSRecord) => Promise<void>): Promise<SQSBatchResponse> => {
+/**
+ * Runs `each` on every record; a record whose `each` throws is reported failed. Records of one
+ * group (`groupOf`) run one after another in batch order, groups concurrently: an endpoint gets a
+ * batch's events in the order they were published, and a slow one holds only its own.
+ */
+const eachRecord = async (
+  records: SQSRecord[],
+  groupOf: (r: SQSRecord) => string,
+  each: (r: SQSRecord) => Promise<void>,
+): Promise<SQSBatchResponse> => {
   const failures: SQSBatchItemFailure[] = [];
+  const groups = new Map<string, SQSRecord[]>();
+  for (const r of records) {
+    const g = groupOf(r);
+    groups.set(g, [...(groups.get(g) ?? []), r]);
+  }
   await Promise.all(
-    records.map(async (r) => {
-      try {
-        await each(r);
-      } catch (err) {
-        if (!(err instanceof RetryLater)) logger.error('webhook message failed', { message_id: r.messageId, error: (err as Error).message });
-        failures.push({ itemIdentifier: r.messageId });
+    [...groups.values()].map(async (group) => {
+      for (const r of group) {
+        try {
+          await each(r);
+        } catch (err) {
+          if (!(err instanceof RetryLater)) logger.error('webhook message failed', { message_id: r.messageId, error: (err as Error).message });
+          failures.push({ itemIdentifier: r.messageId });
+        }
       }
     }),
   );
   return { batchItemFailures: failures };
 };
 
+/** The group of a message: `key` of its parsed body, or its own id when the body does not parse (it fails alone). */
+const groupBy =
+  (key: (body: any) => unknown) =>
+  (r: SQSRecord): string => {
+    try {
+      return String(key(JSON.parse(r.body)) ?? r.messageId);
+    } catch {
+      return r.messageId;
+    }
+  };
+
 /** The fan-out over a batch of events-queue messages. */
 export const fanOutRecords = (records: SQSRecord[], queue: DeliveryQueue): Promise<SQSBatchResponse> =>
-  eachRecord(records, async (r) => {
+  eachRecord(records, groupBy((b) => b?.detail?.merchant_id), async (r) => {
     const event = eventOfMessage(r.body);
     const tasks = await tasksFor(event);
     if (tasks.length) await queue.send(tasks);
@@ -82,7 +108,7 @@ export type DeliveryOptions = AttemptOptions & {
  * failed attempt parks the task and deletes the message.
  */
 export const deliverRecords = (records: SQSRecord[], queue: DeliveryQueue, opts: DeliveryOptions = {}): Promise<SQSBatchResponse> =>
-  eachRecord(records, async (r) => {
+  eachRecord(records, groupBy((b) => (b?.merchant_id === undefined ? undefined : `${b.merchant_id}#${b.endpoint_id}`)), async (r) => {
     const task = parseTask(r.body);
     const outcome = await deliverTask(task, opts);
     opts.onOutcome?.(task, outcome);
