@@ -57,7 +57,7 @@ export const useDeliveryPipeline = (label: string) => {
       return publish!;
     },
     /** A receiver verifying with the secrets pushed into `secrets` (they are known after the endpoint exists). */
-    receiver: async (respond?: Parameters<typeof startWebhookReceiver>[0]['respond']) => {
+    receiver: async (respond?: NonNullable<Parameters<typeof startWebhookReceiver>[0]>['respond']) => {
       const secrets: string[] = [];
       const r = await startWebhookReceiver({ secrets, respond });
       receivers.push(r);
