@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Annotations, CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
   HttpApi,
@@ -18,11 +18,12 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct, Node } from 'constructs';
-import { BASE_PATH, type RouteDef } from '#lib/http/route';
+import { BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { ApiFunction, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
 import { DataTable } from './constructs/data-table.ts';
 import { OutboxRelay } from './constructs/outbox-relay.ts';
+import { WebhookDelivery } from './constructs/webhook-delivery.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const STACK_BASE_NAME = 'RevenueAnalyticsApi';
@@ -67,13 +68,16 @@ export const DEFAULTS = {
 export const tableAccessFor = (route: Pick<RouteDef, 'writes' | 'ability'>): TableAccess =>
   route.writes ? 'write' : route.ability === null ? 'pipeline' : 'read';
 
+/** The one KMS action a route's function may take on the webhook secrets key (RouteDef `secrets`). */
+export const KMS_ACTION = { encrypt: 'kms:Encrypt', decrypt: 'kms:Decrypt' } as const;
+
 /** PascalCase construct id from a route name: customersList → CustomersList. */
 export const constructIdFor = (routeName: string) => routeName.charAt(0).toUpperCase() + routeName.slice(1);
 
 /**
  * The API: one DynamoDB table, one Lambda function per entry of the route table behind an HTTP
- * API at /v1, a catch-all 404 function, the event bus for webhook events and the outbox relay
- * that publishes them to it from the table's stream.
+ * API at /v1, a catch-all 404 function, the event bus for webhook events, the outbox relay
+ * that publishes them to it from the table's stream, and the webhook delivery that consumes them.
  */
 export class ApiStack extends Stack {
   readonly table: DataTable;
@@ -82,6 +86,7 @@ export class ApiStack extends Stack {
   /** Encrypts webhook signing secrets (lib/webhooks/secrets.ts); kept with the table. */
   readonly webhookSecretsKey: Key;
   readonly outboxRelay: OutboxRelay;
+  readonly webhookDelivery: WebhookDelivery;
   readonly functions: Record<RouteName, ApiFunction>;
   readonly notFoundFunction: ApiFunction;
 
@@ -108,8 +113,8 @@ export class ApiStack extends Stack {
       RATE_LIMIT_PER_HOUR: String(props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour),
       UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: String(props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute),
     };
-    const apiFunction = (fnId: string, handlerPath: string, description: string, access: TableAccess) =>
-      new ApiFunction(this, fnId, { projectRoot, handlerPath, description, environment }).bindTable(this.table, access);
+    const apiFunction = (fnId: string, handlerPath: string, description: string, access: TableAccess, timeoutSeconds = FUNCTION_TIMEOUT_SECONDS) =>
+      new ApiFunction(this, fnId, { projectRoot, handlerPath, description, environment, timeout: Duration.seconds(timeoutSeconds) }).bindTable(this.table, access);
 
     this.notFoundFunction = apiFunction('NotFoundFunction', NOT_FOUND_HANDLER, `$default (${NOT_FOUND_HANDLER})`, 'pipeline');
     this.api = new HttpApi(this, 'HttpApi', {
@@ -125,11 +130,12 @@ export class ApiStack extends Stack {
     for (const route of routeList) {
       const name = constructIdFor(route.name);
       const routeKey = `${route.method} ${BASE_PATH}${route.path}`;
-      const fn = apiFunction(`${name}Function`, route.handler, `${routeKey} (${route.handler})`, tableAccessFor(route));
-      // Functions that issue webhook secrets encrypt them with the key; none may decrypt (the delivery will).
-      if (route.secrets === 'encrypt') {
+      // Routes that call a merchant's webhook URL (test, retry) run longer than the others.
+      const fn = apiFunction(`${name}Function`, route.handler, `${routeKey} (${route.handler})`, tableAccessFor(route), route.timeoutSeconds);
+      // Functions that issue webhook secrets may only encrypt them; those that sign deliveries only decrypt.
+      if (route.secrets) {
         fn.addEnvironment('WEBHOOK_KMS_KEY_ID', this.webhookSecretsKey.keyArn);
-        fn.addToRolePolicy(new PolicyStatement({ actions: ['kms:Encrypt'], resources: [this.webhookSecretsKey.keyArn] }));
+        fn.addToRolePolicy(new PolicyStatement({ actions: [KMS_ACTION[route.secrets]], resources: [this.webhookSecretsKey.keyArn] }));
       }
       new HttpRoute(this, `${name}Route`, {
         httpApi: this.api,
@@ -183,13 +189,21 @@ export class ApiStack extends Stack {
       },
     });
 
-    // Webhook events (decisions §8) are published here by the outbox relay; consumers come later.
+    // Webhook events (decisions §8) are published here by the outbox relay and delivered from here.
     this.eventBus = new EventBus(this, 'EventBus', { eventBusName: `${SERVICE_NAME}-${stage}` });
+    const workerEnvironment = { STAGE: environment.STAGE, LOG_LEVEL: environment.LOG_LEVEL };
     this.outboxRelay = new OutboxRelay(this, 'OutboxRelay', {
       table: this.table,
       eventBus: this.eventBus,
       projectRoot,
-      environment: { STAGE: environment.STAGE, LOG_LEVEL: environment.LOG_LEVEL },
+      environment: workerEnvironment,
+    });
+    this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', {
+      eventBus: this.eventBus,
+      table: this.table,
+      secretsKey: this.webhookSecretsKey,
+      projectRoot,
+      environment: workerEnvironment,
     });
 
     new CfnOutput(this, 'ApiUrl', { value: `${this.api.apiEndpoint}${BASE_PATH}` });
@@ -197,6 +211,12 @@ export class ApiStack extends Stack {
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
     new CfnOutput(this, 'EventBusArn', { value: this.eventBus.eventBusArn });
     new CfnOutput(this, 'OutboxDeadLetterQueueUrl', { value: this.outboxRelay.deadLetterQueue.queueUrl });
+    const webhooks = this.webhookDelivery;
+    new CfnOutput(this, 'WebhookEventsQueueUrl', { value: webhooks.eventsQueue.queueUrl });
+    new CfnOutput(this, 'WebhookEventsDeadLetterQueueUrl', { value: webhooks.eventsDeadLetterQueue.queueUrl });
+    new CfnOutput(this, 'WebhookRuleDeadLetterQueueUrl', { value: webhooks.ruleDeadLetterQueue.queueUrl });
+    new CfnOutput(this, 'WebhookDeliveryQueueUrl', { value: webhooks.deliveryQueue.queueUrl });
+    new CfnOutput(this, 'WebhookDeliveryDeadLetterQueueUrl', { value: webhooks.deliveryDeadLetterQueue.queueUrl });
   }
 }
 

@@ -7,6 +7,7 @@ import { NodejsFunction, OutputFormat, type NodejsFunctionProps } from 'aws-cdk-
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { keys } from '#lib/db/keys';
+import type { IndexName } from '#lib/db/table';
 import { FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
 
 export const SERVICE_NAME = 'revenue-analytics-api';
@@ -25,7 +26,7 @@ export const TOKEN_PK_PATTERNS = [keys.token('*').pk];
  */
 export type TableAccess = 'pipeline' | 'read' | 'write';
 
-type Action =
+export type TableAction =
   | 'GetItem'
   | 'BatchGetItem'
   | 'Query'
@@ -45,7 +46,7 @@ type Action =
  *              condition: GetItem of `TOKEN#…` (token lookup), UpdateItem of `RATE#…` (rate windows);
  * - `indexes`: on the table's global secondary indexes (`<table arn>/index/*`).
  */
-export const TABLE_ACCESS: Record<TableAccess, { table: Action[]; keyed: ('GetItem' | 'UpdateItem')[]; indexes: Action[] }> = {
+export const TABLE_ACCESS: Record<TableAccess, { table: TableAction[]; keyed: ('GetItem' | 'UpdateItem')[]; indexes: TableAction[] }> = {
   pipeline: { table: [], keyed: ['GetItem', 'UpdateItem'], indexes: [] },
   read: { table: ['GetItem', 'BatchGetItem', 'Query'], keyed: ['UpdateItem'], indexes: ['Query'] },
   write: {
@@ -54,6 +55,8 @@ export const TABLE_ACCESS: Record<TableAccess, { table: Action[]; keyed: ('GetIt
     indexes: ['Query'],
   },
 };
+
+const dynamodb = (actions: TableAction[]) => actions.map((a) => `dynamodb:${a}`);
 
 /** The partition-key patterns a keyed action is limited to. */
 const KEYED_PATTERNS = { GetItem: TOKEN_PK_PATTERNS, UpdateItem: RATE_WINDOW_PK_PATTERNS };
@@ -122,12 +125,8 @@ export class ApiFunction extends NodejsFunction {
 
   /** Least-privilege table access: exactly the actions `TABLE_ACCESS` lists for this kind of function. */
   bindTable(table: ITable, access: TableAccess): this {
-    this.addEnvironment('TABLE_NAME', table.tableName);
     const grant = TABLE_ACCESS[access];
-    const dynamodb = (actions: Action[]) => actions.map((a) => `dynamodb:${a}`);
-    if (grant.table.length) {
-      this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(grant.table), resources: [table.tableArn] }));
-    }
+    this.grantTableActions(table, { table: grant.table, allIndexes: grant.indexes });
     for (const action of grant.keyed) {
       this.addToRolePolicy(
         new PolicyStatement({
@@ -137,8 +136,27 @@ export class ApiFunction extends NodejsFunction {
         }),
       );
     }
-    if (grant.indexes.length) {
-      this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(grant.indexes), resources: [`${table.tableArn}/index/*`] }));
+    return this;
+  }
+
+  /**
+   * TABLE_NAME and exactly these DynamoDB actions: on the table's items, on named indexes, or on
+   * every index (`<table arn>/index/*`). For functions outside the route table's kinds (the
+   * webhook consumers), whose needs are narrower than any row of `TABLE_ACCESS`.
+   */
+  grantTableActions(
+    table: ITable,
+    grant: { table?: TableAction[]; indexes?: Partial<Record<IndexName, TableAction[]>>; allIndexes?: TableAction[] },
+  ): this {
+    this.addEnvironment('TABLE_NAME', table.tableName);
+    if (grant.table?.length) {
+      this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(grant.table), resources: [table.tableArn] }));
+    }
+    for (const [index, actions] of Object.entries(grant.indexes ?? {})) {
+      if (actions?.length) this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(actions), resources: [`${table.tableArn}/index/${index}`] }));
+    }
+    if (grant.allIndexes?.length) {
+      this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(grant.allIndexes), resources: [`${table.tableArn}/index/*`] }));
     }
     return this;
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { deliverRecords, fanOutRecords, sqsHandler, type DeliveryOptions } from '#lib/webhooks/consumers';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
-import { taskBody, type DeliveryQueue } from '#lib/webhooks/queue';
+import { taskBody, WEBHOOK_QUEUES, type DeliveryQueue } from '#lib/webhooks/queue';
 import type { LocalBus } from './local-bus.ts';
 import { LocalQueue } from './local-queue.ts';
 import { lambdaContext } from './server.ts';
@@ -17,8 +17,7 @@ export const startLocalWebhooks = (bus: LocalBus, opts: { log?: (line: string) =
   const context = (name: string) => () => lambdaContext(name, randomUUID(), Date.now(), DELIVERY_FUNCTION_TIMEOUT_SECONDS * 1000);
   const deliveries = new LocalQueue('webhook-deliveries', {
     // As the deployed queue: longer than an invocation; retries set their own visibility.
-    visibilityTimeoutSeconds: DELIVERY_FUNCTION_TIMEOUT_SECONDS * 6,
-    maxReceiveCount: 20,
+    ...WEBHOOK_QUEUES.deliveries,
     context: context('webhookDelivery'),
     onDeadLetter: (body, reason) => log(`webhook task dead-lettered (${reason}): ${body.slice(0, 200)}`),
   });
@@ -34,8 +33,7 @@ export const startLocalWebhooks = (bus: LocalBus, opts: { log?: (line: string) =
     },
   };
   const events = new LocalQueue('webhook-events', {
-    visibilityTimeoutSeconds: DELIVERY_FUNCTION_TIMEOUT_SECONDS * 6,
-    maxReceiveCount: 5,
+    ...WEBHOOK_QUEUES.events,
     context: context('webhookFanOut'),
     onDeadLetter: (body, reason) => log(`webhook event dead-lettered (${reason}): ${body.slice(0, 200)}`),
   });

@@ -2,6 +2,7 @@ import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, SendMessageCom
 import { config } from '#lib/config';
 import { backoffMs } from '#lib/db/retry';
 import { chunkBy } from '#lib/shared/chunks';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
 import type { DeliveryTask } from '#lib/webhooks/delivery';
 
 /**
@@ -23,6 +24,23 @@ export type DeliveryQueue = {
 export const SEND_BATCH_MAX_ENTRIES = 10;
 export const SEND_BATCH_MAX_BYTES = 256 * 1024;
 export const MAX_VISIBILITY_SECONDS = 12 * 3600;
+/** The fan-out function's timeout: one Query and a few SendMessageBatch calls per event. */
+export const FAN_OUT_FUNCTION_TIMEOUT_SECONDS = 10;
+
+/**
+ * The queue settings the deployed queues (infra/constructs/webhook-delivery.ts) and the local ones
+ * (infra/local/webhooks.ts) share. A delivery message is received once per attempt (9) and its
+ * visibility set by the consumer in between; the redrive after 20 receives only catches messages
+ * that crash or time out their function again and again. An event message is fanned out once; 5
+ * receives are plenty of retries for a throttled Query or SendMessageBatch. Visibility timeouts are
+ * 6 × the consuming function's timeout (AWS's advice for Lambda event sources: room for retries of
+ * a throttled invocation).
+ */
+export const WEBHOOK_QUEUES = {
+  events: { maxReceiveCount: 5, visibilityTimeoutSeconds: 6 * FAN_OUT_FUNCTION_TIMEOUT_SECONDS },
+  deliveries: { maxReceiveCount: 20, visibilityTimeoutSeconds: 6 * DELIVERY_FUNCTION_TIMEOUT_SECONDS },
+} as const;
+
 /** Calls per group of tasks before `send` gives up (the consumer then fails its message: SQS retries it). */
 const SEND_ATTEMPTS = 3;
 

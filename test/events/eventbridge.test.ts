@@ -1,8 +1,6 @@
 import type { DynamoDBRecord } from 'aws-lambda';
 import {
   CreateEventBusCommand,
-  PutRuleCommand,
-  PutTargetsCommand,
   type EventBridgeClient,
   type PutEventsCommandInput,
   type PutEventsCommandOutput,
@@ -16,7 +14,7 @@ import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { startLocalRelay } from '../../infra/local/outbox-poller.ts';
 import { lambdaContext } from '../../infra/local/server.ts';
 import { newMerchant, useApi } from '../support/api.ts';
-import { motoInstalled, sqsClient, startMoto } from './support/moto.ts';
+import { motoInstalled, ruleToQueue, sqsClient, startMoto } from './support/moto.ts';
 import { detailOf, outboxInsert, streamRecord } from './support/records.ts';
 
 /**
@@ -47,33 +45,12 @@ describe.skipIf(!hasMoto)('relay → EventBridge (moto_server) → rule → SQS'
     client = eventBridgeClient(moto.endpoint);
     const bus = await client.send(new CreateEventBusCommand({ Name: BUS }));
     ({ QueueUrl: queueUrl } = await sqs<{ QueueUrl: string }>('CreateQueue', { QueueName: 'webhook-events' }));
-    const { Attributes } = await sqs<{ Attributes: { QueueArn: string } }>('GetQueueAttributes', { QueueUrl: queueUrl, AttributeNames: ['QueueArn'] });
-    const rule = await client.send(
-      new PutRuleCommand({
-        Name: 'webhook-events',
-        EventBusName: BUS,
-        EventPattern: JSON.stringify({ source: [SOURCE], 'detail-type': [{ prefix: 'order.' }, { prefix: 'subscription.' }] }),
-      }),
-    );
-    // As on AWS: the queue lets the rule (EventBridge) send to it.
-    await sqs('SetQueueAttributes', {
-      QueueUrl: queueUrl,
-      Attributes: {
-        Policy: JSON.stringify({
-          Version: '2012-10-17',
-          Statement: [
-            {
-              Effect: 'Allow',
-              Principal: { Service: 'events.amazonaws.com' },
-              Action: 'sqs:SendMessage',
-              Resource: Attributes.QueueArn,
-              Condition: { ArnEquals: { 'aws:SourceArn': rule.RuleArn } },
-            },
-          ],
-        }),
-      },
+    await ruleToQueue(client, sqs, {
+      bus: BUS,
+      rule: 'webhook-events',
+      pattern: { source: [SOURCE], 'detail-type': [{ prefix: 'order.' }, { prefix: 'subscription.' }] },
+      queueUrl,
     });
-    await client.send(new PutTargetsCommand({ Rule: 'webhook-events', EventBusName: BUS, Targets: [{ Id: 'queue', Arn: Attributes.QueueArn }] }));
     expect(bus.EventBusArn).toContain(BUS);
   });
   afterAll(async () => {

@@ -1,45 +1,25 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { App, Stack } from 'aws-cdk-lib';
+import { Stack, App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys, RATE_PREFIX } from '#lib/db/keys';
 import { createTableInput, TTL_ATTRIBUTE } from '#lib/db/table';
-import { BASE_PATH } from '#lib/http/route';
+import { BASE_PATH, FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
-import { ApiStack, DEFAULTS, PROJECT_ROOT, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
+import { ApiStack, DEFAULTS, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
 import { OUTBOX_RELAY_HANDLER } from '../../infra/constructs/outbox-relay.ts';
 import { isOutboxInsert } from '#lib/events/relay';
 import { outboxInsert, outboxItem, streamRecord } from '../events/support/records.ts';
+import { fixtureProjectRoot, logicalId, resources, roleGrants, synthStack, type Grant, type Resource } from './support/stack.ts';
 
-/** The same feature flags `cdk synth` runs with. */
-const cdkJsonContext = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
-
-/**
- * A stand-in project root where every handler module of the route table exists (empty), so these
- * tests do not depend on which handlers are written yet. Bundling is skipped, so nothing reads them.
- */
-let fixtureRoot: string;
+let fixture: ReturnType<typeof fixtureProjectRoot>;
 beforeAll(() => {
-  fixtureRoot = mkdtempSync(join(tmpdir(), 'infra-stack-'));
-  writeFileSync(join(fixtureRoot, 'package.json'), '{"type":"module"}');
-  writeFileSync(join(fixtureRoot, 'package-lock.json'), '{}');
-  for (const file of [...routeList.map((r) => r.handler), NOT_FOUND_HANDLER, OUTBOX_RELAY_HANDLER]) {
-    mkdirSync(dirname(join(fixtureRoot, file)), { recursive: true });
-    writeFileSync(join(fixtureRoot, file), 'export const handler = () => undefined;\n');
-  }
+  fixture = fixtureProjectRoot();
 });
-afterAll(() => rmSync(fixtureRoot, { recursive: true, force: true }));
+afterAll(() => fixture.remove());
 
 /** Only the default stack runs CDK's CloudFormation validation (seconds per synth); variants skip it. */
-const synth = (props: ApiStackProps = {}, validate = false) => {
-  const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: validate });
-  const stack = new ApiStack(app, 'TestApi', { projectRoot: fixtureRoot, ...props });
-  return { stack, template: Template.fromStack(stack) };
-};
+const synth = (props: ApiStackProps = {}, validate = false) => synthStack(fixture.root, props, validate);
 
 let defaults: ReturnType<typeof synth>;
 /** Every prop set away from its default, in one synth. */
@@ -57,16 +37,15 @@ beforeAll(() => {
   });
 });
 
-const logicalId = (stack: Stack, fn: ApiFunction) => stack.getLogicalId(fn.node.defaultChild as CfnFunction);
-type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
-const resources = (template: Template, type: string) => template.findResources(type) as Record<string, Resource>;
-/** The API's functions (route handlers and the 404 function): every Lambda function but the outbox relay's. */
-const apiFunctions = ({ stack, template }: { stack: ApiStack; template: Template }) => {
-  const relayId = logicalId(stack, stack.outboxRelay.function);
-  return Object.entries(resources(template, 'AWS::Lambda::Function'))
-    .filter(([id]) => id !== relayId)
-    .map(([, fn]) => fn);
+/** The functions no route reaches: the outbox relay and the webhook consumers (test/infra/webhook-delivery.test.ts). */
+const workerIds = (stack: ApiStack) =>
+  new Set([stack.outboxRelay.function, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction].map((fn) => logicalId(stack, fn)));
+/** The API's functions (route handlers and the 404 function), by logical id. */
+const apiFunctionEntries = ({ stack, template }: { stack: ApiStack; template: Template }) => {
+  const workers = workerIds(stack);
+  return Object.entries(resources(template, 'AWS::Lambda::Function')).filter(([id]) => !workers.has(id));
 };
+const apiFunctions = (synthesized: { stack: ApiStack; template: Template }) => apiFunctionEntries(synthesized).map(([, fn]) => fn);
 
 /** The function a route's integration invokes, followed through the template's references. */
 const functionBehindRoute = (template: Template, routeKey: string) => {
@@ -102,8 +81,8 @@ describe('routes', () => {
     expect(fnId).toBe(logicalId(stack, stack.notFoundFunction));
     expect(fn.Properties.Description).toContain(NOT_FOUND_HANDLER);
     template.resourceCountIs('AWS::ApiGatewayV2::Route', routeList.length + 1);
-    // …and the outbox relay, which no route reaches.
-    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 2);
+    // …and the outbox relay and the two webhook consumers, which no route reaches.
+    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 4);
   });
 
   it('the $default stage deploys itself, is throttled and writes access logs', () => {
@@ -132,7 +111,8 @@ describe('routes', () => {
     const busId = stack.getLogicalId(stack.eventBus.node.defaultChild as never);
     expect(outputs.EventBusName.Value).toEqual({ Ref: busId });
     template.hasResourceProperties('AWS::Events::EventBus', { Name: `revenue-analytics-api-${DEFAULTS.stage}` });
-    expect(template.findResources('AWS::Events::Rule')).toEqual({});
+    // The webhook delivery's rule is the bus's only one (test/infra/webhook-delivery.test.ts).
+    template.resourceCountIs('AWS::Events::Rule', 1);
   });
 });
 
@@ -162,20 +142,22 @@ describe('table', () => {
 });
 
 describe('functions', () => {
-  it('run nodejs22.x on arm64 with tracing, a 30-day log group and the configuration env', () => {
+  it('run nodejs22.x on arm64 with tracing, a 30-day log group, the configuration env and their route\'s timeout', () => {
     const { stack, template } = defaults;
     const tableRef = { Ref: stack.getLogicalId(stack.table.node.defaultChild as never) };
     const logGroups = resources(template, 'AWS::Logs::LogGroup');
-    // Functions that issue webhook secrets also get the secrets key (see 'webhook secrets key').
+    // Functions that use webhook secrets also get the secrets key (see 'webhook secrets key').
     const keyArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.webhookSecretsKey.node.defaultChild as never), 'Arn'] };
-    const encrypting = new Set(routeList.filter((r) => r.secrets === 'encrypt').map((r) => logicalId(stack, stack.functions[r.name as RouteName])));
-    const relayId = logicalId(stack, stack.outboxRelay.function);
-    for (const [fnId, fn] of Object.entries(resources(template, 'AWS::Lambda::Function')).filter(([id]) => id !== relayId)) {
+    const byId = new Map(routeList.map((r) => [logicalId(stack, stack.functions[r.name as RouteName]), r]));
+    const fns = apiFunctionEntries(defaults);
+    expect(fns).toHaveLength(routeList.length + 1);
+    for (const [fnId, fn] of fns) {
+      const route = byId.get(fnId);
       expect(fn.Properties).toMatchObject({
         Runtime: 'nodejs22.x',
         Architectures: ['arm64'],
         MemorySize: 512,
-        Timeout: 10,
+        Timeout: route?.timeoutSeconds ?? FUNCTION_TIMEOUT_SECONDS,
         TracingConfig: { Mode: 'Active' },
       });
       expect(fn.Properties.Environment.Variables).toEqual({
@@ -186,7 +168,7 @@ describe('functions', () => {
         UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '10',
         POWERTOOLS_SERVICE_NAME: 'revenue-analytics-api',
         NODE_OPTIONS: '--enable-source-maps',
-        ...(encrypting.has(fnId) ? { WEBHOOK_KMS_KEY_ID: keyArn } : {}),
+        ...(route?.secrets ? { WEBHOOK_KMS_KEY_ID: keyArn } : {}),
       });
       expect(logGroups[fn.Properties.LoggingConfig.LogGroup.Ref].Properties.RetentionInDays).toBe(30);
     }
@@ -221,22 +203,9 @@ describe('functions', () => {
 });
 
 describe('table grants', () => {
-  type Grant = { action: string; resource: unknown; condition?: unknown };
-
   /** Every DynamoDB grant of a function's role, one per action and resource. */
-  const dynamoGrants = (stack: Stack, template: Template, fn: ApiFunction): Grant[] => {
-    const roleId = stack.getLogicalId(fn.role!.node.defaultChild as never);
-    const policies = Object.values(resources(template, 'AWS::IAM::Policy')).filter((p) =>
-      (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId),
-    );
-    expect(policies.length).toBeGreaterThan(0);
-    return policies
-      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown; Condition?: unknown }[])
-      .flatMap((s) =>
-        [s.Action].flat().flatMap((action) => [s.Resource].flat().map((resource) => ({ action, resource, condition: s.Condition }))),
-      )
-      .filter((g) => g.action.startsWith('dynamodb:'));
-  };
+  const dynamoGrants = (stack: Stack, template: Template, fn: ApiFunction): Grant[] =>
+    roleGrants(stack, template, fn).filter((g) => g.action.startsWith('dynamodb:'));
 
   const RATE = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#M#*', 'RATE#IP#*'] } };
   const TOKEN = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TOKEN#*'] } };
@@ -361,28 +330,28 @@ describe('webhook secrets key', () => {
     expect(Object.values(resources(variant.template, 'AWS::KMS::Key'))[0].DeletionPolicy).toBe('Delete');
   });
 
-  it('only the functions that issue secrets (create, rotate-secret) may use it, to Encrypt only; nothing may Decrypt', () => {
+  it('the functions that issue secrets (create, rotate-secret) may only Encrypt; those that send (test, retry, the delivery) only Decrypt', () => {
     const { stack, template } = defaults;
-    const encrypting = routeList.filter((r) => r.secrets === 'encrypt').map((r) => r.name);
-    expect(encrypting.sort()).toEqual(['webhookEndpointsCreate', 'webhookEndpointsRotateSecret']);
+    const using = (kind: 'encrypt' | 'decrypt') => routeList.filter((r) => r.secrets === kind).map((r) => r.name as string).sort();
+    expect(using('encrypt')).toEqual(['webhookEndpointsCreate', 'webhookEndpointsRotateSecret']);
+    expect(using('decrypt')).toEqual(['webhookEndpointsRetryDelivery', 'webhookEndpointsTest']);
     const keyArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.webhookSecretsKey.node.defaultChild as never), 'Arn'] };
-    const kmsGrants = (fn: ApiFunction) => {
-      const roleId = stack.getLogicalId(fn.role!.node.defaultChild as never);
-      return Object.values(resources(template, 'AWS::IAM::Policy'))
-        .filter((p) => (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId))
-        .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[])
-        .flatMap((s) => [s.Action].flat().map((action) => ({ action, resource: s.Resource })))
-        .filter((g) => g.action.startsWith('kms:'));
-    };
+    const kmsGrants = (fn: ApiFunction) =>
+      roleGrants(stack, template, fn)
+        .filter((g) => g.action.startsWith('kms:'))
+        .map(({ action, resource }) => ({ action, resource }));
     for (const route of routeList) {
-      const grants = kmsGrants(stack.functions[route.name as RouteName]);
-      expect(grants, route.name).toEqual(encrypting.includes(route.name) ? [{ action: 'kms:Encrypt', resource: keyArn }] : []);
+      const expected = route.secrets === 'encrypt' ? 'kms:Encrypt' : route.secrets === 'decrypt' ? 'kms:Decrypt' : undefined;
+      expect(kmsGrants(stack.functions[route.name as RouteName]), route.name).toEqual(expected ? [{ action: expected, resource: keyArn }] : []);
     }
     expect(kmsGrants(stack.notFoundFunction)).toEqual([]);
+    expect(kmsGrants(stack.outboxRelay.function)).toEqual([]);
+    expect(kmsGrants(stack.webhookDelivery.fanOutFunction)).toEqual([]);
+    expect(kmsGrants(stack.webhookDelivery.deliveryFunction)).toEqual([{ action: 'kms:Decrypt', resource: keyArn }]);
     const actions = Object.values(resources(template, 'AWS::IAM::Policy'))
       .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[] }[])
       .flatMap((s) => [s.Action].flat());
-    expect(actions.filter((a) => a.startsWith('kms:') && a !== 'kms:Encrypt')).toEqual([]);
+    expect(new Set(actions.filter((a) => a.startsWith('kms:')))).toEqual(new Set(['kms:Encrypt', 'kms:Decrypt']));
   });
 });
 
@@ -433,21 +402,23 @@ describe('outbox relay', () => {
       queue: stack.getLogicalId(relay.deadLetterQueue.node.defaultChild as never),
     };
   };
-  const only = (template: Template, type: string) => {
-    const found = Object.entries(resources(template, type));
-    expect(found, type).toHaveLength(1);
-    return { id: found[0][0], ...found[0][1] };
+  /** The relay's stream mapping (the webhook consumers have SQS mappings of their own). */
+  const relayMapping = ({ stack, template }: { stack: ApiStack; template: Template }) => {
+    const fn = logicalId(stack, stack.outboxRelay.function);
+    const found = Object.values(resources(template, 'AWS::Lambda::EventSourceMapping')).filter((m) => m.Properties.FunctionName?.Ref === fn);
+    expect(found).toHaveLength(1);
+    return found[0];
   };
 
   it('reads the table stream, which carries new images', () => {
     const { table } = ids(defaults);
     expect(resources(defaults.template, 'AWS::DynamoDB::Table')[table].Properties.StreamSpecification).toEqual({ StreamViewType: 'NEW_IMAGE' });
-    expect(only(defaults.template, 'AWS::Lambda::EventSourceMapping').Properties.EventSourceArn).toEqual({ 'Fn::GetAtt': [table, 'StreamArn'] });
+    expect(relayMapping(defaults).Properties.EventSourceArn).toEqual({ 'Fn::GetAtt': [table, 'StreamArn'] });
   });
 
   it('is fed by an event source mapping: outbox INSERTs, batches of 100 / 1 s, partial failures, bisect, 10 retries, then the DLQ', () => {
     const { fn, queue } = ids(defaults);
-    const mapping = only(defaults.template, 'AWS::Lambda::EventSourceMapping').Properties;
+    const mapping = relayMapping(defaults).Properties;
     expect(mapping).toEqual({
       FunctionName: { Ref: fn },
       EventSourceArn: expect.anything(),
@@ -469,7 +440,7 @@ describe('outbox relay', () => {
   });
 
   it('its filter lets through exactly the records the relay (and the local poller) publish', () => {
-    const pattern = JSON.parse(only(defaults.template, 'AWS::Lambda::EventSourceMapping').Properties.FilterCriteria.Filters[0].Pattern);
+    const pattern = JSON.parse(relayMapping(defaults).Properties.FilterCriteria.Filters[0].Pattern);
     // Lambda filter semantics for exact-value lists: every named field must hold one of the values.
     const matches = (p: any, value: any): boolean =>
       Array.isArray(p) ? p.includes(value) : value !== null && typeof value === 'object' && Object.entries(p).every(([k, sub]) => matches(sub, value[k]));

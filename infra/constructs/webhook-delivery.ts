@@ -1,0 +1,202 @@
+import { Duration } from 'aws-cdk-lib';
+import { Alarm, ComparisonOperator, MathExpression, Metric, TreatMissingData, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule, type IEventBus } from 'aws-cdk-lib/aws-events';
+import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { Queue, QueueEncryption, type QueueProps } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { EVENT_TYPES } from '#lib/outbox';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
+import { FAN_OUT_FUNCTION_TIMEOUT_SECONDS, WEBHOOK_QUEUES } from '#lib/webhooks/queue';
+import { ApiFunction, SERVICE_NAME } from './api-function.ts';
+
+export const WEBHOOK_FAN_OUT_HANDLER = 'functions/webhooks/fan-out.ts';
+export const WEBHOOK_DELIVER_HANDLER = 'functions/webhooks/deliver.ts';
+/** The rule's name (unique per bus; the bus is per stage). Fixed, so its metrics can name it. */
+export const WEBHOOK_RULE_NAME = 'webhook-delivery';
+
+/**
+ * THE pattern of the events webhooks deliver, as EventBridge reads it: the service's events of the
+ * known types (decisions §8). The rule below and test/events/webhook-queues.test.ts (against moto)
+ * both use this object.
+ */
+export const WEBHOOK_EVENT_PATTERN = { source: [SERVICE_NAME], 'detail-type': [...EVENT_TYPES] };
+
+/** Both consumers: batches of up to 10 messages, answered with partial batch failures. */
+export const WEBHOOK_CONSUMER_SOURCE = { batchSize: 10, reportBatchItemFailures: true } as const;
+
+/**
+ * How long each queue keeps a message (SQS counts from the first send; changing the visibility
+ * does not renew it):
+ * - deliveries, 4 days: a task lives through the retry schedule, 27.6 h nominal and 30.4 h with
+ *   every pause at +10 % jitter, plus its attempts; 4 days leave a day or more for a consumer
+ *   outage or a backlog. A task the schedule has not finished must never expire silently.
+ * - events, 14 days (the maximum): an event is fanned out within seconds; if the fan-out is broken,
+ *   the age alarm fires after 5 minutes and nothing expires while it is fixed.
+ * - dead-letter queues, 14 days (the maximum): time to look at and redrive what they hold.
+ */
+export const WEBHOOK_RETENTION = {
+  events: Duration.days(14),
+  deliveries: Duration.days(4),
+  deadLetters: Duration.days(14),
+} as const;
+
+export type WebhookDeliveryProps = {
+  eventBus: IEventBus;
+  table: ITable;
+  /** The key webhook signing secrets are encrypted with (the stack's WebhookSecretsKey). */
+  secretsKey: IKey;
+  projectRoot: string;
+  /** Configuration passed to both functions (STAGE, LOG_LEVEL). */
+  environment?: Record<string, string>;
+};
+
+/**
+ * Webhook delivery on AWS (decisions §8; lib/webhooks/consumers.ts is the code):
+ *
+ *   bus ─rule─▶ events queue ─▶ fan-out function ─▶ deliveries queue (one task per endpoint) ─▶ delivery function
+ *
+ * The retry schedule lives in the deliveries queue: a failed attempt sets its message's visibility
+ * to the next pause (ChangeMessageVisibility, at most 12 h) and reports it failed; after the last
+ * attempt the consumer sends the task to the delivery dead-letter queue itself. Every queue is
+ * encrypted (SQS-managed keys: EventBridge can send to them without a KMS grant), TLS-only, and
+ * backed by a dead-letter queue with an alarm at one message.
+ */
+export class WebhookDelivery extends Construct {
+  readonly rule: Rule;
+  readonly eventsQueue: Queue;
+  readonly eventsDeadLetterQueue: Queue;
+  /** Where EventBridge puts events it could not send to the events queue (after its own retries). */
+  readonly ruleDeadLetterQueue: Queue;
+  readonly deliveryQueue: Queue;
+  readonly deliveryDeadLetterQueue: Queue;
+  readonly fanOutFunction: ApiFunction;
+  readonly deliveryFunction: ApiFunction;
+  readonly alarms: {
+    eventsDeadLetters: Alarm;
+    deliveryDeadLetters: Alarm;
+    ruleDeadLetters: Alarm;
+    ruleFailedInvocations: Alarm;
+    eventsAge: Alarm;
+  };
+
+  constructor(scope: Construct, id: string, props: WebhookDeliveryProps) {
+    super(scope, id);
+    const queue = (queueId: string, extra: QueueProps) =>
+      new Queue(this, queueId, { encryption: QueueEncryption.SQS_MANAGED, enforceSSL: true, ...extra });
+
+    this.eventsDeadLetterQueue = queue('EventsDeadLetterQueue', { retentionPeriod: WEBHOOK_RETENTION.deadLetters });
+    this.eventsQueue = queue('EventsQueue', {
+      retentionPeriod: WEBHOOK_RETENTION.events,
+      visibilityTimeout: Duration.seconds(WEBHOOK_QUEUES.events.visibilityTimeoutSeconds),
+      deadLetterQueue: { queue: this.eventsDeadLetterQueue, maxReceiveCount: WEBHOOK_QUEUES.events.maxReceiveCount },
+    });
+    this.ruleDeadLetterQueue = queue('RuleDeadLetterQueue', { retentionPeriod: WEBHOOK_RETENTION.deadLetters });
+    this.deliveryDeadLetterQueue = queue('DeliveryDeadLetterQueue', { retentionPeriod: WEBHOOK_RETENTION.deadLetters });
+    this.deliveryQueue = queue('DeliveryQueue', {
+      retentionPeriod: WEBHOOK_RETENTION.deliveries,
+      visibilityTimeout: Duration.seconds(WEBHOOK_QUEUES.deliveries.visibilityTimeoutSeconds),
+      deadLetterQueue: { queue: this.deliveryDeadLetterQueue, maxReceiveCount: WEBHOOK_QUEUES.deliveries.maxReceiveCount },
+    });
+
+    this.rule = new Rule(this, 'Rule', {
+      ruleName: WEBHOOK_RULE_NAME,
+      description: 'Webhook events (decisions §8) → the webhook events queue',
+      eventBus: props.eventBus,
+      eventPattern: { source: WEBHOOK_EVENT_PATTERN.source, detailType: WEBHOOK_EVENT_PATTERN['detail-type'] },
+    });
+    // EventBridge's defaults, written out: retried for 24 hours, then parked in the rule's DLQ.
+    // The target adds the queue policies that let this rule (aws:SourceArn) send to both queues.
+    this.rule.addTarget(
+      new SqsQueue(this.eventsQueue, { deadLetterQueue: this.ruleDeadLetterQueue, retryAttempts: 185, maxEventAge: Duration.hours(24) }),
+    );
+
+    const fn = (fnId: string, handlerPath: string, description: string, timeoutSeconds: number, environment: Record<string, string>) =>
+      new ApiFunction(this, fnId, {
+        projectRoot: props.projectRoot,
+        handlerPath,
+        description: `${description} (${handlerPath})`,
+        timeout: Duration.seconds(timeoutSeconds),
+        environment: { ...props.environment, ...environment },
+      });
+
+    // Fan-out: reads the merchant's endpoint list (one Query of gsi1: store.ts endpointsReceiving)
+    // and queues tasks; nothing else on the table, nothing on the key.
+    this.fanOutFunction = fn('FanOutFunction', WEBHOOK_FAN_OUT_HANDLER, 'webhook fan-out: events queue → one task per endpoint', FAN_OUT_FUNCTION_TIMEOUT_SECONDS, {
+      WEBHOOK_DELIVERY_QUEUE_URL: this.deliveryQueue.queueUrl,
+    }).grantTableActions(props.table, { indexes: { gsi1: ['Query'] } });
+    this.fanOutFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryQueue.queueArn] }));
+    // Grants Receive/Delete/ChangeMessageVisibility/GetQueueAttributes/GetQueueUrl on the events queue.
+    this.fanOutFunction.addEventSource(new SqsEventSource(this.eventsQueue, WEBHOOK_CONSUMER_SOURCE));
+
+    // Delivery (delivery.ts deliverTask): one BatchGetItem (endpoint, state, health), one
+    // TransactWriteItems (Put log entry, Update state and health, or Delete health), an UpdateItem
+    // of the endpoint when it auto-disables it. No Query, no index. kms:Decrypt for the secrets.
+    this.deliveryFunction = fn('DeliveryFunction', WEBHOOK_DELIVER_HANDLER, 'webhook delivery: one signed attempt per task', DELIVERY_FUNCTION_TIMEOUT_SECONDS, {
+      WEBHOOK_DELIVERY_QUEUE_URL: this.deliveryQueue.queueUrl,
+      WEBHOOK_DELIVERY_DLQ_URL: this.deliveryDeadLetterQueue.queueUrl,
+      WEBHOOK_KMS_KEY_ID: props.secretsKey.keyArn,
+    }).grantTableActions(props.table, { table: ['BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem'] });
+    this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['kms:Decrypt'], resources: [props.secretsKey.keyArn] }));
+    this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryDeadLetterQueue.queueArn] }));
+    // Includes sqs:ChangeMessageVisibility on the deliveries queue: how a failed attempt is postponed.
+    this.deliveryFunction.addEventSource(new SqsEventSource(this.deliveryQueue, WEBHOOK_CONSUMER_SOURCE));
+
+    const minute = { period: Duration.minutes(1), statistic: 'Maximum' } as const;
+    const atLeastOne = (alarmId: string, alarmDescription: string, metric: IMetric) =>
+      new Alarm(this, alarmId, {
+        alarmDescription,
+        metric,
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
+    // On a custom bus a rule's metrics carry both dimensions; EventBridge sends them only when not zero.
+    const ruleMetric = (metricName: string) =>
+      new Metric({
+        namespace: 'AWS/Events',
+        metricName,
+        dimensionsMap: { EventBusName: props.eventBus.eventBusName, RuleName: WEBHOOK_RULE_NAME },
+        period: Duration.minutes(1),
+        statistic: 'Sum',
+      });
+    this.alarms = {
+      eventsDeadLetters: atLeastOne(
+        'EventsDeadLetterAlarm',
+        'Webhook events the fan-out failed 5 times (no delivery task made): fix, then redrive the events dead-letter queue',
+        this.eventsDeadLetterQueue.metricApproximateNumberOfMessagesVisible(minute),
+      ),
+      deliveryDeadLetters: atLeastOne(
+        'DeliveryDeadLetterAlarm',
+        'Webhook deliveries that failed every attempt over 24 hours (reason attribute), or crashed the delivery function 20 times',
+        this.deliveryDeadLetterQueue.metricApproximateNumberOfMessagesVisible(minute),
+      ),
+      ruleDeadLetters: atLeastOne(
+        'RuleDeadLetterAlarm',
+        'EventBridge could not put webhook events on the events queue for 24 hours: they are in the rule dead-letter queue',
+        this.ruleDeadLetterQueue.metricApproximateNumberOfMessagesVisible(minute),
+      ),
+      ruleFailedInvocations: atLeastOne(
+        'RuleFailedInvocationsAlarm',
+        'The webhook rule failed events for good: neither on the events queue nor in its dead-letter queue (lost: replay from the outbox)',
+        new MathExpression({
+          expression: 'FILL(failed, 0) + FILL(lost, 0)',
+          usingMetrics: { failed: ruleMetric('FailedInvocations'), lost: ruleMetric('InvocationsFailedToBeSentToDlq') },
+          period: Duration.minutes(1),
+        }),
+      ),
+      eventsAge: new Alarm(this, 'EventsAgeAlarm', {
+        alarmDescription: 'A webhook event has waited more than 5 minutes for the fan-out: deliveries are late',
+        metric: this.eventsQueue.metricApproximateAgeOfOldestMessage(minute),
+        threshold: 5 * 60,
+        evaluationPeriods: 1,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    };
+  }
+}
