@@ -23,7 +23,8 @@ export type DeliveryQueue = {
 /** SendMessageBatch takes 10 messages and 256 KiB a call; ChangeMessageVisibility at most 12 hours. */
 export const SEND_BATCH_MAX_ENTRIES = 10;
 export const SEND_BATCH_MAX_BYTES = 256 * 1024;
-export const MAX_VISIBILITY_SECONDS = 12 * 3600;
+/** SQS caps a message's visibility at 12 hours counted from its receipt: keep 5 minutes for the attempt before the change. */
+export const MAX_VISIBILITY_SECONDS = 12 * 3600 - 300;
 /** The fan-out function's timeout: one Query and a few SendMessageBatch calls per event. */
 export const FAN_OUT_FUNCTION_TIMEOUT_SECONDS = 10;
 
@@ -72,8 +73,11 @@ export const sqsClient = (endpoint?: string): SQSClient =>
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** The delivery queue on SQS: `queueUrl` for tasks, `deadLetterUrl` for tasks out of attempts. */
-export const sqsDeliveryQueue = (opts: { queueUrl: string; deadLetterUrl: string; client?: SQSClient }): DeliveryQueue => {
+/**
+ * The delivery queue on SQS: `queueUrl` for tasks, `deadLetterUrl` for tasks out of attempts (the
+ * fan-out only sends, so it has none, and no permission on that queue).
+ */
+export const sqsDeliveryQueue = (opts: { queueUrl: string; deadLetterUrl?: string; client?: SQSClient }): DeliveryQueue => {
   let client = opts.client;
   const sqs = () => (client ??= sqsClient());
   return {
@@ -102,6 +106,7 @@ export const sqsDeliveryQueue = (opts: { queueUrl: string; deadLetterUrl: string
       await sqs().send(new ChangeMessageVisibilityCommand({ QueueUrl: opts.queueUrl, ReceiptHandle: receiptHandle, VisibilityTimeout }));
     },
     async deadLetter(task, reason) {
+      if (!opts.deadLetterUrl) throw new Error('this delivery queue has no dead-letter queue');
       await sqs().send(
         new SendMessageCommand({
           QueueUrl: opts.deadLetterUrl,
