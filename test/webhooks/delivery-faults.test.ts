@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Publish } from '#lib/events/relay';
-import { MAX_ATTEMPTS } from '#lib/webhooks/schedule';
+import { resetClock, setClock } from '#lib/clock';
+import { AUTO_DISABLE_AFTER_MS, MAX_ATTEMPTS } from '#lib/webhooks/schedule';
 import { newMerchant, useApi } from '../support/api.ts';
 import { createOrder, outboxEvents, uniqueNo } from '../orders/helpers.ts';
 import { deliveryLog, eventually, receiverWithEndpoint, registerEndpoint, useDeliveryPipeline, verifiedEvents } from './support/pipeline.ts';
@@ -114,6 +115,46 @@ describe('webhook delivery faults', () => {
     expect(log.map((d) => [d.attempt, d.status])).toEqual(Array.from({ length: MAX_ATTEMPTS }, (_, i) => [MAX_ATTEMPTS - i, 503]));
     // Nine failures within minutes do not disable the endpoint (that takes 5 days).
     expect((await api.get(`/webhook-endpoints/${endpoint.id}`, token)).body.data.status).toBe('enabled');
+  });
+
+  it('an endpoint failing every attempt for 5 days is disabled; its pending retries stop; enabled again, it receives', async () => {
+    const { token } = await newMerchant();
+    let offset = 0;
+    setClock(() => new Date(Date.now() + offset));
+    try {
+      let failing = true;
+      const { receiver, endpoint } = await receiverWithEndpoint(pipe, api, token, {
+        respond: () => {
+          // The first attempt has started (and will record its failure) at the real time; the
+          // next one starts 5 days (and a minute) later.
+          if (!failing) return 204;
+          offset = AUTO_DISABLE_AFTER_MS + 60_000;
+          return 500;
+        },
+      });
+      await createOrder(api, token, { status: 'pending' });
+      await eventually(async () => (await api.get(`/webhook-endpoints/${endpoint.id}`, token)).body.data.status === 'disabled', 15_000, 'the endpoint disabled');
+      await pipe.settled();
+      // Attempt 2 (5 days after the first failure) disabled it; attempt 3 was never made.
+      expect(receiver.received).toHaveLength(2);
+      const log = await deliveryLog(api, token, endpoint.id);
+      expect(log.map((d) => [d.attempt, d.status])).toEqual([
+        [2, 500],
+        [1, 500],
+      ]);
+
+      // Back to the real time, so that the receiver accepts the signature's timestamp.
+      failing = false;
+      offset = 0;
+      expect((await api.patch(`/webhook-endpoints/${endpoint.id}`, token, { status: 'enabled' })).status).toBe(200);
+      const later = await createOrder(api, token, { status: 'pending' });
+      await eventually(() => receiver.received.length >= 3, 15_000, 'a delivery after re-enabling');
+      await pipe.settled();
+      expect(receiver.received).toHaveLength(3);
+      expect(verifiedEvents(receiver.received.slice(2))[0].data.object).toEqual(later);
+    } finally {
+      resetClock();
+    }
   });
 
   it('PutEvents failing (failed calls, then an entry rejected past the relay’s retries): every event delivered, duplicates only of the same webhook-id', async () => {
