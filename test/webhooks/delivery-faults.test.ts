@@ -178,7 +178,9 @@ describe('webhook delivery faults', () => {
       // per invocation): the relay reports it, the poller reads the batch again from it, and the
       // entries after it that EventBridge had accepted are sent again.
       const ids = entries.map((e) => JSON.parse(e.Detail!).id as string);
-      stuck ??= ids[0];
+      // (A call of two or more entries, so that some follow the stuck one: an order paid at creation
+      // commits its two events in one transaction, so they travel together.)
+      if (stuck === undefined && ids.length >= 2) stuck = ids[0];
       const failing = ids.map((id) => id === stuck && stuckFailures < 6);
       if (failing.some(Boolean)) stuckFailures++;
       const accepted = entries.filter((_, i) => !failing[i]);
