@@ -54,7 +54,7 @@ describe('webhook delivery faults', () => {
     const at = receiver.received.map((d) => d.receivedAt);
     expect(at[1] - at[0]).toBeGreaterThanOrEqual(150);
     expect(at[2] - at[1]).toBeGreaterThanOrEqual(150);
-    expect(at[2] - at[0]).toBeLessThan(10_000);
+    expect(at[2] - at[0]).toBeLessThan(20_000);
   });
 
   it('a receiver down (connection refused) for a while, then up again on the same port: delivered after it returns', async () => {
@@ -221,26 +221,26 @@ describe('webhook delivery faults', () => {
 
   it('a slow endpoint (3 s per answer) does not delay deliveries to a fast one, nor duplicate them', async () => {
     const { token } = await newMerchant();
-    let slowAnswered = 0;
+    const slowAnsweredAt = new Map<string, number>();
     const slow = await receiverWithEndpoint(pipe, api, token, {
-      respond: async () => {
+      respond: async (d) => {
         await sleep(3_000);
-        slowAnswered++;
+        slowAnsweredAt.set(d.id, Date.now());
         return 204;
       },
     });
     const fast = await receiverWithEndpoint(pipe, api, token);
 
-    const orders = [];
-    for (let i = 0; i < 3; i++) orders.push(await createOrder(api, token, { status: 'pending' }));
-    await eventually(() => fast.receiver.received.length >= 3, 15_000, 'the fast endpoint’s deliveries');
-    const fastDone = Date.now();
-    // The fast endpoint had everything before the slow one answered its first delivery.
-    expect(slowAnswered).toBe(0);
-    const firstSlow = await eventually(() => slow.receiver.received[0], 15_000, 'the slow endpoint’s first request');
-    expect(fastDone).toBeLessThan(firstSlow.receivedAt + 3_000);
-
-    await eventually(() => slowAnswered >= 3, 20_000, 'the slow endpoint’s answers');
+    const orders = await Promise.all([0, 1, 2].map(() => createOrder(api, token, { status: 'pending' })));
+    await eventually(() => slowAnsweredAt.size >= 3, 30_000, 'the slow endpoint’s answers');
+    // Each event reached the fast endpoint well before the slow one answered it (its task ran
+    // beside the slow one's, not after it).
+    const leads = [...slowAnsweredAt].map(([id, answeredAt]) => {
+      const atFast = fast.receiver.received.find((d) => d.id === id);
+      expect(atFast, `${id} at the fast endpoint`).toBeDefined();
+      return answeredAt - atFast!.receivedAt;
+    });
+    expect(Math.min(...leads), `fast endpoint ahead of the slow one's answers by ${leads.join(', ')} ms`).toBeGreaterThan(1_000);
     await pipe.settled();
     for (const r of [slow.receiver, fast.receiver]) {
       const events = verifiedEvents(r.received);
