@@ -1,7 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { DynamoDBBatchResponse } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tableName } from '#lib/db/client';
@@ -11,6 +11,7 @@ import { LocalBus, type BusEvent } from '../../infra/local/local-bus.ts';
 import { startOutboxPoller, type OutboxPoller, type RelayHandler } from '../../infra/local/outbox-poller.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { outboxEvents, uniqueNo } from '../orders/helpers.ts';
+import { publishedDetails, startRelayProcess } from './support/relay-process.ts';
 
 /**
  * The local relay end to end: API → DynamoDB Local (one transaction: change + outbox item) →
@@ -20,7 +21,6 @@ import { outboxEvents, uniqueNo } from '../orders/helpers.ts';
  * This file uses its own table in the run's DynamoDB Local, so its stream holds this file's
  * writes only (the API reads TABLE_NAME at each call).
  */
-const ROOT = resolve(import.meta.dirname, '../..');
 const sharedTable = process.env.TABLE_NAME;
 process.env.TABLE_NAME = `relay-local-${process.pid}`;
 
@@ -188,25 +188,8 @@ describe('local relay: API → stream → poller → relay handler → local bus
 });
 
 describe('local relay: restarts', () => {
-  /** The relay as its own process (test/events/support/relay-child.ts), publishing to a JSON-lines file. */
-  const startChild = async (env: Record<string, string>) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/events/support/relay-child.ts'], {
-      cwd: ROOT,
-      env: { ...process.env, NODE_NO_WARNINGS: '1', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    await waitFor(() => {
-      if (child.exitCode !== null) throw new Error(`relay process exited: ${out}`);
-      return out.includes('ready');
-    }, 'the relay process');
-    return { child, output: () => out };
-  };
-  const published = (file: string): { id: string; merchant_id: string }[] =>
-    existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  const startChild = (env: Record<string, string>) => startRelayProcess(env, children);
+  const published = publishedDetails;
 
   it('the relay killed (kill -9) between the commit and the publish: the event is delivered after a restart', { timeout: 60_000 }, async () => {
     const { merchantId, token } = await newMerchant();
