@@ -31,6 +31,10 @@ export const serverError = () => new HttpError(500, { message: 'Server Error' })
 export const serviceBusy = (retryAfterSeconds: number, message: string) =>
   new HttpError(503, { message }, { 'Retry-After': String(retryAfterSeconds) });
 
+/** The error middy throws just before the Lambda's own timeout (`timeoutEarlyInMillis`). */
+const isInvocationTimeout = (err: unknown): boolean =>
+  err instanceof Error && err.name === 'TimeoutError' && (err.cause as { package?: string } | undefined)?.package === '@middy/core';
+
 /**
  * The one mapping from domain errors to HTTP (decisions §2): not found 404, invalid 422, conflict
  * and contention 409, throttling 503 with Retry-After. Anything else is not an HttpError (→ 500).
@@ -41,6 +45,9 @@ export const toHttpError = (err: unknown): HttpError | null => {
   if (err instanceof InvalidError) return validationFailed(err.fields);
   if (err instanceof ConflictError) return conflict(err.message);
   if (err instanceof ThrottledError) return serviceBusy(err.retryAfterSeconds, err.message);
+  // middy's early timeout: the invocation ran out of time (a slow dependency): busy, retry. Whatever
+  // was under way either committed (an idempotent retry replays it) or did not.
+  if (isInvocationTimeout(err)) return serviceBusy(1, new ThrottledError().message);
   // A read outside `retrying` that DynamoDB throttled (or a lost race that escaped it): still 503 / 409.
   const kind = retryKind(err);
   if (kind === 'throttle') return serviceBusy(1, new ThrottledError().message);
