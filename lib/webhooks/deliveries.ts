@@ -25,12 +25,15 @@ export type DeliveryLogEntry = {
 
 export type DeliveryLogItem = DeliveryLogEntry & { pk: string; sk: string; endpoint_id: number; expires_at: number };
 
-/** Adds one attempt to the endpoint's log (a put that must create: an attempt is logged once). */
-export const addDeliveryLog = (ws: WriteSet, merchantId: string, endpointId: number, entry: DeliveryLogEntry): void => {
+/**
+ * Adds one attempt to the endpoint's log (a put that must create: an attempt is logged once).
+ * `sortAt` (ISO with milliseconds) orders attempts within one second; `entry.at` otherwise.
+ */
+export const addDeliveryLog = (ws: WriteSet, merchantId: string, endpointId: number, entry: DeliveryLogEntry, sortAt = entry.at): void => {
   ws.put(
     'webhook-delivery',
     {
-      ...keys.webhookDelivery(merchantId, endpointId, entry.at, entry.event_id, entry.attempt),
+      ...keys.webhookDelivery(merchantId, endpointId, sortAt, entry.event_id, entry.attempt),
       endpoint_id: endpointId,
       event_id: entry.event_id,
       event_type: entry.event_type,

@@ -33,7 +33,9 @@ export type DeliveryStateItem = {
   event_type: string;
   /** `webhookBody(event)`: the bytes every attempt signs and sends. */
   body: string;
+  /** Every attempt (numbering the log), and those the queue made (the retry schedule's count). */
   attempts: number;
+  scheduled_attempts?: number;
   delivered_at?: string;
   last_attempt_at: string;
   last_status: number | null;
@@ -79,16 +81,18 @@ const ONE = new Decimal(1);
 const RECORD_MARGIN_MS = 2_000;
 
 /**
- * One attempt now, then its record. `attempts` is how many attempts the delivery already had
- * (from its state item); the entry logged is attempt `attempts + 1`.
+ * One attempt now, then its record: the attempt numbered after every earlier one of the delivery
+ * (`state`), automatic or manual. `scheduled` attempts (the queue's) also count towards the retry
+ * schedule; a test or a manual retry does not use one up. `health` as read (null: known absent)
+ * spares the write when it would change nothing; undefined (not read) writes it either way.
  */
 export const attemptAndRecord = async (
   merchantId: string,
   endpoint: WebhookEndpointItem,
   event: WebhookEvent,
-  attempts: number,
-  opts: AttemptOptions = {},
-): Promise<{ entry: DeliveryLogEntry; result: DeliveryResult }> => {
+  state: Pick<DeliveryStateItem, 'attempts' | 'scheduled_attempts'> | undefined,
+  opts: AttemptOptions & { scheduled?: boolean; health?: HealthItem | null } = {},
+): Promise<{ entry: DeliveryLogEntry; result: DeliveryResult; scheduledAttempts: number }> => {
   const started = now();
   const at = formatTimestamp(started);
   const body = webhookBody(event);
@@ -103,7 +107,7 @@ export const attemptAndRecord = async (
     timeoutMs,
     now: started,
   });
-  let attempt = attempts + 1;
+  let attempt = Number(state?.attempts ?? 0) + 1;
   const entry = (): DeliveryLogEntry => ({
     event_id: event.id,
     event_type: event.type,
@@ -115,28 +119,28 @@ export const attemptAndRecord = async (
   });
   await retrying(async () => {
     const ws = new WriteSet();
-    addDeliveryLog(ws, merchantId, endpoint.id, entry());
-    const state = ws
+    addDeliveryLog(ws, merchantId, endpoint.id, entry(), started.toISOString());
+    const record = ws
       .update('delivery', keys.webhookDeliveryState(merchantId, endpoint.id, event.id))
       .setAll({ event_id: event.id, event_type: event.type, body, last_attempt_at: at, last_status: result.status ?? null, last_error: result.error ?? null })
       .set('expires_at', Math.floor(started.getTime() / 1000) + DELIVERY_LOG_TTL_SECONDS)
       .add('attempts', ONE);
+    if (opts.scheduled) record.add('scheduled_attempts', ONE);
+    if (result.ok) record.set('delivered_at', at);
+    // Health: gone after a success, `failing_since` from the first failure after one. Skipped when
+    // the read shows it already so (many deliveries to one endpoint would all write one item).
     const health = keys.webhookEndpointHealth(merchantId, endpoint.id);
-    if (result.ok) {
-      state.set('delivered_at', at);
-      ws.delete('health', health);
-    } else {
-      ws.update('health', health).setIfAbsent('failing_since', at);
-    }
+    if (result.ok && opts.health !== null) ws.delete('health', health);
+    if (!result.ok && !opts.health) ws.update('health', health).setIfAbsent('failing_since', at);
     try {
       await ws.commit();
     } catch (err) {
-      // A duplicate of this task logged the same attempt number in the same second: log the next.
+      // A duplicate of this task logged the same attempt number at the same moment: log the next.
       if (err instanceof WriteConflict && err.tags.includes('webhook-delivery')) attempt++;
       throw err;
     }
   });
-  return { entry: entry(), result };
+  return { entry: entry(), result, scheduledAttempts: Number(state?.scheduled_attempts ?? 0) + (opts.scheduled ? 1 : 0) };
 };
 
 /** Sets an endpoint that failed every attempt for 5 days to `disabled` (unless something else changed it first). */
@@ -184,11 +188,11 @@ export const deliverTask = async (task: DeliveryTask, opts: AttemptOptions & { r
   if (state?.delivered_at) return { action: 'done', reason: 'already delivered' };
   if (!receives(endpoint, event.type as EventType)) return { action: 'done', reason: 'not subscribed' };
 
-  const { entry, result } = await attemptAndRecord(merchantId, endpoint, event, Number(state?.attempts ?? 0), opts);
+  const { entry, result, scheduledAttempts } = await attemptAndRecord(merchantId, endpoint, event, state, { ...opts, scheduled: true, health: health ?? null });
   if (result.ok) return { action: 'done', reason: 'delivered', entry };
   if (health?.failing_since && Date.parse(entry.at) - Date.parse(health.failing_since) >= AUTO_DISABLE_AFTER_MS) {
     await retrying(() => disableEndpoint(merchantId, endpoint, health.failing_since));
   }
-  const delaySeconds = nextRetryDelaySeconds(entry.attempt, opts.random);
+  const delaySeconds = nextRetryDelaySeconds(scheduledAttempts, opts.random);
   return delaySeconds === null ? { action: 'dead-letter', entry } : { action: 'retry', delaySeconds, entry };
 };

@@ -207,7 +207,7 @@ export const sendTestEvent = async (merchantId: string, segment: string) => {
     created_at: formatTimestamp(now()),
     data: { object: { webhook_endpoint_id: endpoint.id, message: 'A test event from the revenue analytics API.' } },
   };
-  return (await attemptAndRecord(merchantId, endpoint, event, 0)).entry;
+  return (await attemptAndRecord(merchantId, endpoint, event, undefined)).entry;
 };
 
 /**
@@ -225,7 +225,7 @@ export const retryDelivery = async (merchantId: string, segment: string, eventId
   const state = found.get(keyId(stateKey)) as DeliveryStateItem | undefined;
   if (!endpoint || !state || Number(state.expires_at) <= Math.floor(now().getTime() / 1000)) throw new NotFoundError();
   const event = JSON.parse(state.body) as WebhookEvent;
-  return (await attemptAndRecord(merchantId, endpoint, event, Number(state.attempts))).entry;
+  return (await attemptAndRecord(merchantId, endpoint, event, state)).entry;
 };
 
 /** GET /webhook-endpoints/{id}/deliveries: the endpoint's attempts of the last 30 days, newest first. */

@@ -195,6 +195,30 @@ describe('deliverTask (one queued task)', () => {
     expect(r.received[0].event).toEqual(t.event);
   });
 
+  it('health is written only when it changes: successes to a healthy endpoint write 2 items, failures after the first 2', async () => {
+    let answer = 204;
+    const { merchantId, endpoint } = await setup({ respond: () => answer });
+    const sizes: number[] = [];
+    const name = 'test:transaction-sizes';
+    db().middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'TransactWriteItemsCommand') sizes.push((args.input as { TransactItems: unknown[] }).TransactItems.length);
+        return next(args);
+      },
+      { step: 'initialize', name },
+    );
+    try {
+      for (const a of [204, 204, 500, 500, 204, 204]) {
+        answer = a;
+        await deliverTask(task(merchantId, endpoint.id));
+      }
+    } finally {
+      db().middlewareStack.remove(name);
+    }
+    // log + state, plus health on the first failure (set) and the first success after it (delete).
+    expect(sizes).toEqual([2, 2, 3, 2, 3, 2]);
+  });
+
   it('disabled, deleted and no-longer-subscribed endpoints get nothing', async () => {
     const { merchantId, token, r, endpoint } = await setup({ events: ['order.paid'] });
     expect(await deliverTask(task(merchantId, endpoint.id, 'order.created'))).toEqual({ action: 'done', reason: 'not subscribed' });
@@ -219,6 +243,18 @@ describe('deliverTask (one queued task)', () => {
     expect(outcomes.map((o) => o.entry?.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(r.received).toHaveLength(MAX_ATTEMPTS);
     expect(new Set(r.received.map((d) => d.id))).toEqual(new Set([t.event.id]));
+  });
+
+  it('manual retries are numbered in the log but do not use up the automatic schedule', async () => {
+    const { merchantId, token, r, endpoint } = await setup({ respond: () => 500 });
+    const t = task(merchantId, endpoint.id);
+    const first = await deliverTask(t, { random: () => 0.5 });
+    expect(first).toMatchObject({ action: 'retry', delaySeconds: RETRY_DELAYS_SECONDS[0], entry: { attempt: 1 } });
+    const manual = await api.post(`/webhook-endpoints/${endpoint.id}/deliveries/${t.event.id}/retry`, token);
+    expect(manual.body.data).toMatchObject({ attempt: 2, status: 500 });
+    const second = await deliverTask(t, { random: () => 0.5 });
+    expect(second).toMatchObject({ action: 'retry', delaySeconds: RETRY_DELAYS_SECONDS[1], entry: { attempt: 3 } });
+    expect(r.received).toHaveLength(3);
   });
 
   it('after a rotation both secrets verify for 24 hours; then only the new one signs', async () => {
