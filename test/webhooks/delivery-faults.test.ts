@@ -193,7 +193,8 @@ describe('webhook delivery faults', () => {
     };
 
     // Committed in one go, so the relay reads them in one batch.
-    const orders = await Promise.all(Array.from({ length: 6 }, () => createOrder(api, token, { status: 'paid' })));
+    // A customer per order: concurrent orders of one customer contend on its figures, which is not under test here.
+    const orders = await Promise.all(Array.from({ length: 6 }, (_, i) => createOrder(api, token, { status: 'paid', customer_email: `putevents-${i}@example.com` })));
     const ids = (await outboxEvents(merchantId)).map((e) => e.id as string);
     expect(ids).toHaveLength(12);
 
@@ -231,7 +232,7 @@ describe('webhook delivery faults', () => {
     });
     const fast = await receiverWithEndpoint(pipe, api, token);
 
-    const orders = await Promise.all([0, 1, 2].map(() => createOrder(api, token, { status: 'pending' })));
+    const orders = await Promise.all([0, 1, 2].map((i) => createOrder(api, token, { status: 'pending', customer_email: `slow-${i}@example.com` })));
     await eventually(() => slowAnsweredAt.size >= 3, 30_000, 'the slow endpoint’s answers');
     // Each event reached the fast endpoint well before the slow one answered it (its task ran
     // beside the slow one's, not after it).
