@@ -1,43 +1,24 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { keys, RATE_PREFIX } from '#lib/db/keys';
 import { createTableInput, TTL_ATTRIBUTE } from '#lib/db/table';
-import { BASE_PATH } from '#lib/http/route';
+import { BASE_PATH, authKindOf } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
-import { ApiStack, DEFAULTS, PROJECT_ROOT, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
+import { ApiStack, DEFAULTS, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
 import { OUTBOX_RELAY_HANDLER } from '../../infra/constructs/outbox-relay.ts';
 import { isOutboxInsert } from '#lib/events/relay';
 import { outboxInsert, outboxItem, streamRecord } from '../events/support/records.ts';
+import { cdkJsonContext, useHandlerFixture } from './support.ts';
 
-/** The same feature flags `cdk synth` runs with. */
-const cdkJsonContext = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
-
-/**
- * A stand-in project root where every handler module of the route table exists (empty), so these
- * tests do not depend on which handlers are written yet. Bundling is skipped, so nothing reads them.
- */
-let fixtureRoot: string;
-beforeAll(() => {
-  fixtureRoot = mkdtempSync(join(tmpdir(), 'infra-stack-'));
-  writeFileSync(join(fixtureRoot, 'package.json'), '{"type":"module"}');
-  writeFileSync(join(fixtureRoot, 'package-lock.json'), '{}');
-  for (const file of [...routeList.map((r) => r.handler), NOT_FOUND_HANDLER, OUTBOX_RELAY_HANDLER]) {
-    mkdirSync(dirname(join(fixtureRoot, file)), { recursive: true });
-    writeFileSync(join(fixtureRoot, file), 'export const handler = () => undefined;\n');
-  }
-});
-afterAll(() => rmSync(fixtureRoot, { recursive: true, force: true }));
+const fixture = useHandlerFixture('infra-stack-');
 
 /** Only the default stack runs CDK's CloudFormation validation (seconds per synth); variants skip it. */
 const synth = (props: ApiStackProps = {}, validate = false) => {
   const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: validate });
-  const stack = new ApiStack(app, 'TestApi', { projectRoot: fixtureRoot, ...props });
+  const stack = new ApiStack(app, 'TestApi', { projectRoot: fixture.root, ...props });
   return { stack, template: Template.fromStack(stack) };
 };
 
@@ -240,6 +221,7 @@ describe('table grants', () => {
 
   const RATE = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#M#*', 'RATE#IP#*'] } };
   const TOKEN = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TOKEN#*'] } };
+  const RATE_AND_TOKEN = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#M#*', 'RATE#IP#*', 'TOKEN#*'] } };
   /** Grants written as `Action on table|index [condition]`, so a failure reads as a policy. */
   const describeGrants = (stack: ApiStack, grants: Grant[]) => {
     const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.table.node.defaultChild as never), 'Arn'] };
@@ -247,7 +229,7 @@ describe('table grants', () => {
     return grants
       .map(({ action, resource, condition }) => {
         const on = JSON.stringify(resource) === JSON.stringify(tableArn) ? 'table' : JSON.stringify(resource) === JSON.stringify(indexArn) ? 'index' : JSON.stringify(resource);
-        const when = condition === undefined ? '' : JSON.stringify(condition) === JSON.stringify(RATE) ? ' RATE#' : JSON.stringify(condition) === JSON.stringify(TOKEN) ? ' TOKEN#' : ` ${JSON.stringify(condition)}`;
+        const when = condition === undefined ? '' : JSON.stringify(condition) === JSON.stringify(RATE) ? ' RATE#' : JSON.stringify(condition) === JSON.stringify(TOKEN) ? ' TOKEN#' : JSON.stringify(condition) === JSON.stringify(RATE_AND_TOKEN) ? ' RATE#,TOKEN#' : ` ${JSON.stringify(condition)}`;
         return `${action.replace(/^dynamodb:/, '')} on ${on}${when}`;
       })
       .sort();
@@ -256,8 +238,9 @@ describe('table grants', () => {
   /** The exact grants per kind, written out (not derived from api-function.ts) so a change shows here. */
   const expected = {
     // Token lookup and rate counter only: no Query, no index, no data item.
-    pipeline: ['GetItem on table TOKEN#', 'UpdateItem on table RATE#'],
-    read: ['BatchGetItem on table', 'GetItem on table', 'Query on index', 'Query on table', 'UpdateItem on table RATE#'],
+    // UpdateItem on token items stamps last_used_at (at most once a minute per token).
+    pipeline: ['GetItem on table TOKEN#', 'UpdateItem on table RATE#,TOKEN#'],
+    read: ['BatchGetItem on table', 'GetItem on table', 'Query on index', 'Query on table', 'UpdateItem on table RATE#,TOKEN#'],
     // TransactWriteItems is authorised per contained action (no IAM action of its own).
     write: [
       'BatchGetItem on table',
@@ -275,7 +258,7 @@ describe('table grants', () => {
     const { stack, template } = defaults;
     const kinds = new Map<ApiFunction, keyof typeof expected>([[stack.notFoundFunction, 'pipeline']]);
     for (const route of routeList) {
-      const kind = route.writes ? 'write' : route.ability === null ? 'pipeline' : 'read';
+      const kind = route.writes ? 'write' : authKindOf(route) === 'none' ? 'pipeline' : 'read';
       kinds.set(stack.functions[route.name as RouteName], kind);
     }
     // The OpenAPI document and the 404 function only authenticate and count.
