@@ -1,7 +1,7 @@
 import { generateKeyPair, SignJWT, type JWTPayload } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { newMerchant, useApi } from '../support/api.ts';
-import { isolatedClock } from '../pipeline/support.ts';
+import { isolatedClock, withEnv } from '../pipeline/support.ts';
 import { LOCAL_BACKOFFICE_AUDIENCE, LOCAL_BACKOFFICE_ISSUER, signLocalJwt } from '../../infra/local/backoffice-jwt.ts';
 import { backoffice, backofficeJwt, OPERATIONS, type Operation } from './support.ts';
 
@@ -157,5 +157,29 @@ describe('back-office identity', () => {
     expect(res.headers.get('x-request-id')).toBeTruthy();
     expect(res.headers.get('x-ratelimit-limit')).toBe('60');
     expect(Number(res.headers.get('x-ratelimit-remaining'))).toBe(59);
+  });
+});
+
+describe('back-office rate limit', () => {
+  it('a window per merchant per minute, apart from the API token window: a busy token never blocks a revoke', async () => {
+    const { merchantId, token } = await newMerchant();
+    const admin = await backofficeJwt(merchantId, 'admin');
+    await withEnv({ RATE_LIMIT_PER_HOUR: '1' }, async () => {
+      expect((await api.get('/customers', token)).status).toBe(200);
+      expect((await api.get('/customers', token)).status).toBe(429); // the token's hour is used up
+      await withEnv({ BACKOFFICE_RATE_LIMIT_PER_MINUTE: '2' }, async () => {
+        expect((await backoffice(api, 'view', admin)).status).toBe(200);
+        const revoked = await backoffice(api, 'revoke', admin);
+        expect(revoked.status).toBe(204);
+        expect(revoked.headers.get('x-ratelimit-remaining')).toBe('0');
+        const over = await backoffice(api, 'view', admin);
+        expect(over.status).toBe(429);
+        expect(over.body).toEqual({ message: 'Too Many Attempts.' });
+        expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+        // Another merchant's back office has its own window.
+        const other = await newMerchant();
+        expect((await backoffice(api, 'view', await backofficeJwt(other.merchantId, 'user'))).status).toBe(200);
+      });
+    });
   });
 });
