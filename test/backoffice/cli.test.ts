@@ -22,7 +22,8 @@ const api = useApi();
 
 const merchant = async () => (await ok('merchant', 'create', '--name', 'Back office CLI')).merchant_id as string;
 
-describe('ops backoffice-token (local stack)', () => {
+// Several CLI processes per test, one after another (~1–2 s each, more on a loaded machine).
+describe('ops backoffice-token (local stack)', { timeout: 90_000 }, () => {
   it('issues a JWT the local server accepts, with the role asked for', async () => {
     const id = await merchant();
     const admin = await ok('backoffice-token', '--merchant', id, '--role', 'admin', '--email', 'owner@example.com');
@@ -81,7 +82,7 @@ describe('ops backoffice-token (local stack)', () => {
   });
 });
 
-describe('ops backoffice-user create', () => {
+describe('ops backoffice-user create', { timeout: 90_000 }, () => {
   it('locally: creates nothing and says how to issue a token instead', async () => {
     const id = await merchant();
     const r = await ops('backoffice-user', 'create', '--merchant', id, '--email', 'ana@example.com', '--role', 'user');

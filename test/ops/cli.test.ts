@@ -15,7 +15,8 @@ const api = useApi();
 
 const merchant = async (name = 'CLI shop') => (await ok('merchant', 'create', '--name', name)).merchant_id as string;
 
-describe('ops CLI', () => {
+// Each test runs several CLI processes one after another (~1–2 s each, more on a loaded machine).
+describe('ops CLI', { timeout: 90_000 }, () => {
   it('creates a merchant and a token the API accepts, with the abilities asked for', async () => {
     const created = await ok('merchant', 'create', '--name', 'Corner Shop', '--currency', 'usd');
     expect(created).toMatchObject({ merchant_id: expect.stringMatching(/^mer_/), name: 'Corner Shop', reporting_currency: 'USD' });
