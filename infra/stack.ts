@@ -18,9 +18,10 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct, Node } from 'constructs';
-import { BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
+import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { ApiFunction, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
+import { BackofficeIdentity } from './constructs/backoffice-identity.ts';
 import { DataTable } from './constructs/data-table.ts';
 import { OutboxRelay } from './constructs/outbox-relay.ts';
 import { WebhookDelivery } from './constructs/webhook-delivery.ts';
@@ -62,11 +63,11 @@ export const DEFAULTS = {
 } as const;
 
 /**
- * Table access of a route's function: write routes write; public routes (no ability, such as the
- * OpenAPI document) read no data, only the token and rate-window items every request touches.
+ * Table access of a route's function: write routes write; public routes (such as the OpenAPI
+ * document) read no data, only the token and rate-window items every request touches.
  */
-export const tableAccessFor = (route: Pick<RouteDef, 'writes' | 'ability'>): TableAccess =>
-  route.writes ? 'write' : route.ability === null ? 'pipeline' : 'read';
+export const tableAccessFor = (route: Pick<RouteDef, 'writes' | 'ability' | 'auth'>): TableAccess =>
+  route.writes ? 'write' : authKindOf(route) === 'none' ? 'pipeline' : 'read';
 
 /** The one KMS action a route's function may take on the webhook secrets key (RouteDef `secrets`). */
 export const KMS_ACTION = { encrypt: 'kms:Encrypt', decrypt: 'kms:Decrypt' } as const;
@@ -126,6 +127,8 @@ export class ApiStack extends Stack {
       }),
     });
 
+    // Back-office users (Cognito) and the JWT authorizer of the back-office routes.
+    const backoffice = new BackofficeIdentity(this, 'BackofficeIdentity', { stage, retain });
     const functions: Partial<Record<RouteName, ApiFunction>> = {};
     for (const route of routeList) {
       const name = constructIdFor(route.name);
@@ -143,6 +146,7 @@ export class ApiStack extends Stack {
         integration: new HttpLambdaIntegration(`${name}Integration`, fn, {
           payloadFormatVersion: PayloadFormatVersion.VERSION_2_0,
         }),
+        ...(authKindOf(route) === 'backoffice' ? { authorizer: backoffice.authorizer } : {}),
       });
       functions[route.name as RouteName] = fn;
     }

@@ -11,6 +11,8 @@ export const config = {
   region: (): string => process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
   rateLimitPerHour: (): number => int('RATE_LIMIT_PER_HOUR', 3600),
   unauthenticatedRateLimitPerMinute: (): number => int('UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE', 10),
+  /** Back-office requests per merchant per clock minute (a window of their own). */
+  backofficeRateLimitPerMinute: (): number => int('BACKOFFICE_RATE_LIMIT_PER_MINUTE', 60),
   defaultReportingCurrency: (): string => (process.env.REPORTING_CURRENCY ?? 'TWD').toUpperCase(),
   /** The bus the outbox relay publishes to (set by the stack; unset: the account's default bus). */
   eventBusName: (): string | undefined => process.env.EVENT_BUS_NAME || undefined,

@@ -43,7 +43,8 @@ export type TableAction =
  *
  * - `table`:   on any item of the table;
  * - `keyed`:   only on the items the request pipeline touches, by an IAM `dynamodb:LeadingKeys`
- *              condition: GetItem of `TOKEN#…` (token lookup), UpdateItem of `RATE#…` (rate windows);
+ *              condition: GetItem of `TOKEN#…` (token lookup), UpdateItem of `RATE#…` (rate windows)
+ *              and of `TOKEN#…` (last_used_at);
  * - `indexes`: on the table's global secondary indexes (`<table arn>/index/*`).
  */
 export const TABLE_ACCESS: Record<TableAccess, { table: TableAction[]; keyed: ('GetItem' | 'UpdateItem')[]; indexes: TableAction[] }> = {
@@ -58,8 +59,11 @@ export const TABLE_ACCESS: Record<TableAccess, { table: TableAction[]; keyed: ('
 
 const dynamodb = (actions: TableAction[]) => actions.map((a) => `dynamodb:${a}`);
 
-/** The partition-key patterns a keyed action is limited to. */
-const KEYED_PATTERNS = { GetItem: TOKEN_PK_PATTERNS, UpdateItem: RATE_WINDOW_PK_PATTERNS };
+/**
+ * The partition-key patterns a keyed action is limited to. UpdateItem reaches token items only to
+ * stamp `last_used_at` (lib/auth/tokens.ts `stampTokenUse`, at most once a minute per token).
+ */
+const KEYED_PATTERNS = { GetItem: TOKEN_PK_PATTERNS, UpdateItem: [...RATE_WINDOW_PK_PATTERNS, ...TOKEN_PK_PATTERNS] };
 
 export type ApiFunctionProps = Omit<NodejsFunctionProps, 'entry' | 'projectRoot' | 'depsLockFilePath' | 'code'> & {
   /** Directory holding package.json, package-lock.json and the handler modules. */

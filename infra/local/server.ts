@@ -4,8 +4,9 @@ import type { Duplex } from 'node:stream';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
-import { BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
+import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
+import { unauthorizedResponse, verifyLocalBackofficeAuthorization } from './backoffice-jwt.ts';
 
 /**
  * The local API: an HTTP server that turns each request into the API Gateway (HTTP API, payload 2.0)
@@ -205,6 +206,17 @@ export const createLocalServer = async (): Promise<Server> => {
       const found = inBase ? match(compiled, method, url.pathname.slice(BASE_PATH.length)) : null;
       const routeKey = found ? `${found.c.route.method} ${BASE_PATH}${found.c.route.path}` : '$default';
       const event = toEvent(req, url, body, routeKey, found?.params);
+      // Back-office routes sit behind API Gateway's JWT authorizer: it refuses a request without a
+      // valid JWT before any function runs, else passes the JWT's claims in the event.
+      if (found && authKindOf(found.c.route) === 'backoffice') {
+        const verdict = await verifyLocalBackofficeAuthorization(event.headers.authorization);
+        if (!verdict.ok) {
+          const refused = unauthorizedResponse(verdict, event.requestContext.requestId);
+          res.writeHead(refused.status, refused.headers).end(refused.body);
+          return;
+        }
+        (event.requestContext as { authorizer?: unknown }).authorizer = { jwt: { claims: verdict.claims, scopes: null } };
+      }
       const handler = found ? found.c.handler : notFound;
       const timeoutMs = functionTimeoutMs(process.env, found?.c.route.timeoutSeconds);
       const context = lambdaContext(found?.c.route.name ?? 'notFound', event.requestContext.requestId, Date.now(), timeoutMs);

@@ -171,6 +171,7 @@ const main = async () => {
   if (webhooks) console.log(`Webhooks                delivered to registered endpoints (one line per attempt); receiver: npm run -s ops -- webhooks listen --port 4000 --secret whsec_…`);
   console.log(`Demo merchant           ${DEMO_MERCHANT}`);
   console.log(`Demo token              ${token}`);
+  console.log(`Back office             npm run -s ops -- backoffice-token --merchant ${DEMO_MERCHANT} --role admin   (a local JWT for ${BASE_PATH}/backoffice/api-token)`);
   console.log(`\ncurl -H "Authorization: Bearer ${token}" http://localhost:${port}${BASE_PATH}/customers`);
 };
 

@@ -4,6 +4,7 @@ import { ABILITIES, type Ability } from '#lib/http/route';
 import { HttpError, toHttpError } from '#lib/http/errors';
 import { NotFoundError } from '#lib/errors';
 import { isCurrency } from '#lib/shared/currency';
+import { BACKOFFICE_ROLES, CLAIMS, readClaims, type BackofficeRole } from '#lib/auth/backoffice';
 import { awsCredentialsConfigured, LOCAL_STACK_FILE_LABEL, readLocalStackFile } from '../local/stack-file.ts';
 
 /** Loaded only for a well-formed command: usage errors answer at once, without the AWS SDK. */
@@ -18,6 +19,8 @@ const USAGE = `usage:
   ops token create --merchant ID [--abilities customers:read,orders:read]
   ops token regenerate --merchant ID
   ops token revoke --merchant ID
+  ops backoffice-token --merchant ID --role admin|user [--ttl 1h] [--email E]      (local stack only)
+  ops backoffice-user create --merchant ID --email E --role admin|user [--user-pool-id ID]
   ops webhooks listen [--port 4000] [--secret whsec_… (repeatable)] [--fail-first N]`;
 
 export const runOps = async (argv: string[]): Promise<unknown> => {
@@ -48,6 +51,10 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
     }
     case 'webhooks listen':
       return listenForWebhooks(values);
+    case 'backoffice-token undefined':
+      return issueBackofficeToken(values);
+    case 'backoffice-user create':
+      return createBackofficeUser(values);
     default:
       throw new UsageError(`unknown command: ${positionals.join(' ') || '(none)'}`);
   }
@@ -68,6 +75,10 @@ const parseOptions = (argv: string[]) => {
         port: { type: 'string' },
         secret: { type: 'string', multiple: true },
         'fail-first': { type: 'string' },
+        role: { type: 'string' },
+        ttl: { type: 'string' },
+        email: { type: 'string' },
+        'user-pool-id': { type: 'string' },
       },
     });
   } catch (err) {
@@ -106,6 +117,72 @@ const listenForWebhooks = async (values: { port?: string; secret?: string[]; 'fa
   await new Promise<void>((r) => process.once('SIGINT', () => r()));
   await receiver.close();
   return { stopped: true, received: receiver.received.length };
+};
+
+const roleOption = (raw: string | undefined): BackofficeRole => {
+  if (!raw) throw new UsageError('--role is required (admin or user)');
+  if (!(BACKOFFICE_ROLES as readonly string[]).includes(raw)) throw new UsageError(`--role must be one of ${BACKOFFICE_ROLES.join(', ')}, got ${raw}`);
+  return raw as BackofficeRole;
+};
+
+const merchantOption = (raw: string | undefined): string => {
+  if (!raw) throw new UsageError('--merchant is required');
+  if (readClaims({ [CLAIMS.merchant]: raw }).merchantId === null) throw new UsageError(`--merchant is not a merchant id: ${raw}`);
+  return raw;
+};
+
+/** `--ttl 90s|15m|1h|1d` (default 1h, at most 1 day: Cognito's longest ID token) → seconds. */
+const ttlOption = (raw: string | undefined): number => {
+  const m = /^(\d+)(s|m|h|d)?$/.exec(raw ?? '1h');
+  const seconds = m ? Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400 }[(m[2] ?? 's') as 's'] : NaN;
+  if (!(seconds >= 1 && seconds <= 86400)) throw new UsageError(`--ttl must be 1s to 1d (e.g. 15m, 1h), got ${raw}`);
+  return seconds;
+};
+
+const requireExistingMerchant = async (merchantId: string) => {
+  if (!(await (await store()).getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
+};
+
+/**
+ * `backoffice-token`: a back-office JWT for the LOCAL stack, signed with its development key
+ * (infra/local/backoffice-jwt.ts). In AWS back-office users sign in to Cognito instead.
+ */
+const issueBackofficeToken = async (values: { merchant?: string; role?: string; ttl?: string; email?: string }) => {
+  const merchantId = merchantOption(values.merchant);
+  const role = roleOption(values.role);
+  const ttlSeconds = ttlOption(values.ttl);
+  if (!process.env.DYNAMODB_ENDPOINT) {
+    throw new Error('backoffice-token issues tokens for the local stack only (run npm start, or set DYNAMODB_ENDPOINT); in AWS, back-office users sign in to the Cognito user pool');
+  }
+  await requireExistingMerchant(merchantId);
+  const { issueLocalBackofficeToken } = await import('../local/backoffice-jwt.ts');
+  const issued = await issueLocalBackofficeToken({ merchantId, role, ttlSeconds, email: values.email });
+  process.stderr.write(`local back-office token (${role} of ${merchantId}); use it as: Authorization: Bearer <token>\n`);
+  return { ...issued, merchant_id: merchantId, role };
+};
+
+/**
+ * `backoffice-user create`: in AWS, a user of the stack's Cognito pool (--user-pool-id or
+ * BACKOFFICE_USER_POOL_ID: the stack's BackofficeIdentity UserPoolId output) with the merchant
+ * attribute and the role's group; Cognito e-mails a temporary password. The local stack has no
+ * users: it says how to issue a token instead.
+ */
+const createBackofficeUser = async (values: { merchant?: string; role?: string; email?: string; 'user-pool-id'?: string }) => {
+  const merchantId = merchantOption(values.merchant);
+  const role = roleOption(values.role);
+  const email = values.email?.trim();
+  if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new UsageError(`--email must be an e-mail address${email ? `, got ${email}` : ''}`);
+  const poolId = values['user-pool-id'] ?? process.env.BACKOFFICE_USER_POOL_ID;
+  if (!poolId) {
+    if (!process.env.DYNAMODB_ENDPOINT) throw new UsageError('--user-pool-id (or BACKOFFICE_USER_POOL_ID) is required: the stack output BackofficeIdentity…UserPoolId');
+    await requireExistingMerchant(merchantId);
+    const command = `npm run -s ops -- backoffice-token --merchant ${merchantId} --role ${role} --email ${email}`;
+    process.stderr.write(`the local stack has no user pool: nothing to create. Issue a token for this user with:\n  ${command}\n`);
+    return { created: false, local: true, merchant_id: merchantId, email, role, issue_token: command };
+  }
+  await requireExistingMerchant(merchantId);
+  const { createCognitoBackofficeUser } = await import('./cognito.ts');
+  return createCognitoBackofficeUser({ poolId, merchantId, email, role });
 };
 
 /** `--abilities a,b` → a checked, de-duplicated list; absent → every ability. */

@@ -3,29 +3,19 @@ import { now } from '#lib/clock';
 import { config } from '#lib/config';
 import { db, tableName } from '#lib/db/client';
 import { keys, type Key } from '#lib/db/keys';
-import { formatTimestamp } from '#lib/shared/time';
 
 export type RateState = { limit: number; remaining: number; reset: number; exceeded: boolean };
 
-/**
- * Fixed-window counter in DynamoDB: one atomic ADD per request, so every function instance
- * shares the count. The merchant window also records `last_used_at` for the token view.
- */
-const hit = async (key: Key, limit: number, windowSeconds: number, windowStart: number, stampUse: boolean): Promise<RateState> => {
+/** Fixed-window counter in DynamoDB: one atomic ADD per request, so every function instance shares the count. */
+const hit = async (key: Key, limit: number, windowSeconds: number, windowStart: number): Promise<RateState> => {
   const reset = windowStart + windowSeconds;
   const { Attributes } = await db().send(
     new UpdateCommand({
       TableName: tableName(),
       Key: key,
-      UpdateExpression: stampUse
-        ? 'ADD #count :one SET expires_at = :exp, last_used_at = :now'
-        : 'ADD #count :one SET expires_at = :exp',
+      UpdateExpression: 'ADD #count :one SET expires_at = :exp',
       ExpressionAttributeNames: { '#count': 'count' },
-      ExpressionAttributeValues: {
-        ':one': 1,
-        ':exp': reset + 3600,
-        ...(stampUse ? { ':now': formatTimestamp(now()) } : {}),
-      },
+      ExpressionAttributeValues: { ':one': 1, ':exp': reset + 3600 },
       ReturnValues: 'UPDATED_NEW',
     }),
   );
@@ -38,13 +28,22 @@ const windowStart = (seconds: number): number => Math.floor(now().getTime() / 10
 /** Authenticated requests: per merchant, per clock hour. */
 export const hitMerchant = (merchantId: string): Promise<RateState> => {
   const start = windowStart(3600);
-  return hit(keys.merchantRateWindow(merchantId, start), config.rateLimitPerHour(), 3600, start, true);
+  return hit(keys.merchantRateWindow(merchantId, start), config.rateLimitPerHour(), 3600, start);
+};
+
+/**
+ * Back-office requests: per merchant, per clock minute, in a window of their own, so an API token
+ * that exhausts the hourly limit never keeps the merchant's admins from revoking it.
+ */
+export const hitBackoffice = (merchantId: string): Promise<RateState> => {
+  const start = windowStart(60);
+  return hit(keys.backofficeRateWindow(merchantId, start), config.backofficeRateLimitPerMinute(), 60, start);
 };
 
 /** Unauthenticated requests: per source IP, per clock minute. */
 export const hitIp = (ip: string): Promise<RateState> => {
   const start = windowStart(60);
-  return hit(keys.ipRateWindow(ip, start), config.unauthenticatedRateLimitPerMinute(), 60, start, false);
+  return hit(keys.ipRateWindow(ip, start), config.unauthenticatedRateLimitPerMinute(), 60, start);
 };
 
 export const rateHeaders = (s: RateState): Record<string, string> => ({

@@ -1,8 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { now } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import type { Ability } from '#lib/auth/abilities';
+import { logger } from '#lib/logger';
+import { formatTimestamp } from '#lib/shared/time';
 
 /** The authenticated caller: a merchant and what its token may do. */
 export type AuthContext = {
@@ -42,10 +45,15 @@ export type TokenItem = {
   prefix: string;
   last_four: string;
   created_at: string;
+  /** When the token last authenticated a request, to the minute (`stampTokenUse`); absent until then. */
+  last_used_at?: string;
 };
 
+/** Which token authenticated the request, and when it was last stamped as used. */
+export type TokenUse = { tokenHash: string; lastUsedAt: string | null };
+
 /** Looks the token up afresh (strongly consistent): revocation takes effect on the next request. */
-export const authenticate = async (token: string): Promise<AuthContext | null> => {
+export const authenticate = async (token: string): Promise<(AuthContext & TokenUse) | null> => {
   const { Item } = await db().send(
     new GetCommand({ TableName: tableName(), Key: keys.token(hashToken(token)), ConsistentRead: true }),
   );
@@ -55,5 +63,42 @@ export const authenticate = async (token: string): Promise<AuthContext | null> =
     merchantId: item.merchant_id,
     abilities: item.abilities,
     reportingCurrency: item.reporting_currency ?? 'TWD',
+    tokenHash: hashToken(token),
+    lastUsedAt: item.last_used_at ?? null,
   };
+};
+
+/** `last_used_at` moves at most once per this many milliseconds (no write per request). */
+export const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** The stamp a use at `at` needs, or null when the stored one is recent enough. */
+const dueStamp = (lastUsedAt: string | null, at: Date): { now: string; cutoff: string } | null => {
+  const cutoff = formatTimestamp(new Date(at.getTime() - LAST_USED_RESOLUTION_MS));
+  return lastUsedAt !== null && lastUsedAt > cutoff ? null : { now: formatTimestamp(at), cutoff };
+};
+
+/**
+ * Records that the token was used: `last_used_at` on the token's own item (never in the rate
+ * windows, which expire), written only when the value read with the token is a minute old or more,
+ * and then under the same condition, so concurrent requests stamp it once. Best effort: a lost race
+ * or a failure is not the request's problem (logged without the token).
+ */
+export const stampTokenUse = async ({ tokenHash, lastUsedAt }: TokenUse): Promise<void> => {
+  const due = dueStamp(lastUsedAt, now());
+  if (!due) return;
+  try {
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.token(tokenHash),
+        UpdateExpression: 'SET last_used_at = :now',
+        // The item must still be the valid token: a revoked or deleted (regenerated) one is left alone.
+        ConditionExpression: 'attribute_exists(pk) AND #st = :active AND (attribute_not_exists(last_used_at) OR last_used_at <= :cutoff)',
+        ExpressionAttributeNames: { '#st': 'status' },
+        ExpressionAttributeValues: { ':now': due.now, ':cutoff': due.cutoff, ':active': 'active' },
+      }),
+    );
+  } catch (err) {
+    if ((err as Error).name !== 'ConditionalCheckFailedException') logger.warn('last_used_at not recorded', { error: (err as Error).name });
+  }
 };

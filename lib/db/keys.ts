@@ -5,12 +5,13 @@
  *
  * | item                      | pk                                  | sk              | indexes (sparse)                                        |
  * |---------------------------|-------------------------------------|-----------------|---------------------------------------------------------|
- * | token (by hash)           | TOKEN#<sha256>                      | TOKEN           |                                                         |
+ * | token (by hash)           | TOKEN#<sha256>                      | TOKEN           |  (last_used_at: stamped at most once a minute, no TTL)  |
  * | merchant                  | M#<m>                               | MERCHANT        |                                                         |
  * | merchant's token pointer  | M#<m>                               | TOKEN           |                                                         |
  * | id sequences              | M#<m>                               | SEQ             |                                                         |
  * | list totals (sharded)     | M#<m>#TOTALS                        | <RESOURCE>#<nnn>|                                                         |
  * | rate window (merchant)    | RATE#M#<m>                          | <window start>  |                                                         |
+ * | rate window (back office) | RATE#M#<m>                          | BACKOFFICE#<window start> | (per minute; TTL like every rate window)      |
  * | rate window (IP)          | RATE#IP#<ip>                        | <window start>  |                                                         |
  * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi1 list newest first; gsi2 by external_id (GET only) |
  * | email marker (unique)     | M#<m>#CUSTOMER_EMAIL#<email>        | MARKER          |                                                         |
@@ -68,6 +69,11 @@ export const keys = {
   merchantRateWindow: (merchantId: string, windowStart: number): Key => ({
     pk: `${RATE_PREFIX}${m(merchantId)}`,
     sk: String(windowStart),
+  }),
+  /** Back-office requests of a merchant (their own window, under the merchant's rate partition). */
+  backofficeRateWindow: (merchantId: string, windowStart: number): Key => ({
+    pk: `${RATE_PREFIX}${m(merchantId)}`,
+    sk: `BACKOFFICE#${windowStart}`,
   }),
   ipRateWindow: (ip: string, windowStart: number): Key => ({ pk: `${RATE_PREFIX}IP#${ip}`, sk: String(windowStart) }),
   customer: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${id}`, sk: 'CUSTOMER' }),

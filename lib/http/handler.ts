@@ -1,13 +1,15 @@
 import middy from '@middy/core';
 import httpHeaderNormalizer from '@middy/http-header-normalizer';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
-import { authenticate, bearerToken, type AuthContext } from '#lib/auth/tokens';
-import { hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
+import { authenticate, bearerToken, stampTokenUse, type AuthContext } from '#lib/auth/tokens';
+import { readClaims, type BackofficeIdentity } from '#lib/auth/backoffice';
+import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
+import { getMerchant } from '#lib/merchants/store';
 import { toHttpError, validationFailed, forbidden, invalidJson, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
 import { parseOr422 } from '#lib/http/validation';
-import type { RouteDef } from '#lib/http/route';
+import { authKindOf, type RouteDef } from '#lib/http/route';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logger } from '#lib/logger';
 import { DEADLINE_MARGIN_MS, retrying, withDeadline } from '#lib/db/retry';
@@ -17,6 +19,8 @@ export type ApiResult = { status: number; body?: unknown; headers?: Record<strin
 type Out<S> = S extends z.ZodType ? z.output<S> : Record<string, never>;
 export type ApiRequest<R extends RouteDef> = {
   auth: R['ability'] extends null ? AuthContext | null : AuthContext;
+  /** The back-office caller (routes with `auth: 'backoffice'`), from the JWT authorizer's claims. */
+  identity: R['auth'] extends 'backoffice' ? BackofficeIdentity : null;
   params: Out<NonNullable<R['request']>['params']>;
   query: Out<NonNullable<R['request']>['query']>;
   body: Out<NonNullable<R['request']>['body']>;
@@ -29,7 +33,7 @@ type Result = APIGatewayProxyStructuredResultV2;
 type Request = middy.Request<Event, Result, Error, Context>;
 
 /** Per-invocation pipeline state, kept beside the event. */
-type State = { requestId: string; started: number; auth: AuthContext | null; rate?: RateState };
+type State = { requestId: string; started: number; auth: AuthContext | null; identity: BackofficeIdentity | null; rate?: RateState };
 const states = new WeakMap<Event, State>();
 const state = (request: Request): State => states.get(request.event)!;
 
@@ -51,7 +55,7 @@ const logRequest = (request: Request, status: number | undefined) => {
 const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> => ({
   before: (request) => {
     const requestId = request.event.requestContext?.requestId ?? request.context.awsRequestId;
-    states.set(request.event, { requestId, started: Date.now(), auth: null });
+    states.set(request.event, { requestId, started: Date.now(), auth: null, identity: null });
     logger.appendKeys({ request_id: requestId, route: route ? `${route.method} ${route.path}` : 'unmatched' });
   },
   after: (request) => {
@@ -77,26 +81,58 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
   },
 });
 
+const sourceIp = (request: Request) => request.event.requestContext?.http?.sourceIp ?? 'unknown';
+
+/** Counts a request that carries no valid identity against its source IP: 429 past the limit. */
+const countAnonymous = async (request: Request, s: State) => {
+  s.rate = await retrying(() => hitIp(sourceIp(request)));
+  if (s.rate.exceeded) throw tooManyAttempts(retryAfter(s.rate));
+};
+
 /**
- * Token lookup, then the rate counter, then the ability. Unauthenticated and invalid-token requests are
- * counted per source IP and get 429 past that limit instead of 401.
+ * API token routes (and unknown routes): token lookup, then the rate counter (and, at most once a
+ * minute, the token's last_used_at), then the ability. Requests without a valid token are counted per
+ * source IP and get 429 past that limit instead of 401.
  */
+const tokenAuth = async (route: RouteDef | null, request: Request, s: State) => {
+  const token = bearerToken(request.event.headers?.authorization);
+  const auth = token ? await retrying(() => authenticate(token)) : null;
+  if (!auth) {
+    await countAnonymous(request, s);
+    if (route && authKindOf(route) === 'token') throw unauthenticated();
+    return;
+  }
+  s.auth = auth;
+  [s.rate] = await Promise.all([retrying(() => hitMerchant(auth.merchantId)), stampTokenUse(auth)]);
+  if (s.rate.exceeded) throw tooManyAttempts(retryAfter(s.rate));
+  if (route?.ability && !auth.abilities.includes(route.ability)) throw forbidden();
+};
+
+/**
+ * Back-office routes: the identity API Gateway's JWT authorizer verified (claims in the event; the
+ * Authorization header itself is never read here). No merchant claim, or a merchant that does not
+ * exist: 401, counted per source IP. Then the merchant's back-office window, then the role (403).
+ */
+const backofficeAuth = async (route: RouteDef, request: Request, s: State) => {
+  const claims = (request.event as unknown as APIGatewayProxyEventV2WithJWTAuthorizer).requestContext?.authorizer?.jwt?.claims;
+  const { merchantId, role } = readClaims(claims);
+  const merchant = merchantId ? await retrying(() => getMerchant(merchantId)) : null;
+  if (!merchant) {
+    await countAnonymous(request, s);
+    throw unauthenticated();
+  }
+  s.rate = await retrying(() => hitBackoffice(merchant.merchant_id));
+  if (s.rate.exceeded) throw tooManyAttempts(retryAfter(s.rate));
+  if (!role || !route.roles?.includes(role)) throw forbidden();
+  s.identity = { merchant, role };
+};
+
+/** Who is calling, by the route's auth kind (`none` and unknown routes still count a presented token). */
 const authAndRateLimit = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> => ({
   before: async (request) => {
     const s = state(request);
-    const token = bearerToken(request.event.headers?.authorization);
-    const auth = token ? await retrying(() => authenticate(token)) : null;
-    if (auth) {
-      s.auth = auth;
-      s.rate = await retrying(() => hitMerchant(auth.merchantId));
-    } else {
-      s.rate = await retrying(() => hitIp(request.event.requestContext?.http?.sourceIp ?? 'unknown'));
-    }
-    if (s.rate.exceeded) throw tooManyAttempts(retryAfter(s.rate));
-    const ability = route?.ability;
-    if (ability === undefined || ability === null) return;
-    if (!auth) throw unauthenticated();
-    if (!auth.abilities.includes(ability)) throw forbidden();
+    if (route && authKindOf(route) === 'backoffice') await backofficeAuth(route, request, s);
+    else await tokenAuth(route, request, s);
   },
 });
 
@@ -161,6 +197,7 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
       const s = states.get(event)!;
       const req = {
         auth: s.auth,
+        identity: s.identity,
         params: route.request?.params ? parseOr422(route.request.params, pathParams(event.pathParameters)) : {},
         query: route.request?.query ? parseOr422(route.request.query, event.queryStringParameters ?? {}) : {},
         body: route.request?.body ? parseOr422(route.request.body, event.body) : {},

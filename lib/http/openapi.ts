@@ -1,6 +1,6 @@
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { routeList } from '#lib/http/routes';
-import { BASE_PATH, type RouteDef } from '#lib/http/route';
+import { authKindOf, BASE_PATH, type RouteDef } from '#lib/http/route';
 import { messageBody } from '#lib/shared/schemas';
 
 /** Headers every response carries (decisions §1), declared once and referenced by each response. */
@@ -35,6 +35,18 @@ const pipelineResponses = (route: RouteDef) => ({
   } as typeof commonHeaders),
 });
 
+/** The API token and its ability, the back-office JWT and its roles, or an empty list (public). */
+const security = (route: RouteDef) => {
+  switch (authKindOf(route)) {
+    case 'token':
+      return { security: [{ bearerAuth: [] }], 'x-required-ability': route.ability };
+    case 'backoffice':
+      return { security: [{ backofficeJwt: [] }], 'x-backoffice-roles': route.roles };
+    case 'none':
+      return { security: [] };
+  }
+};
+
 const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObject => {
   const declared = Object.fromEntries(
     Object.entries(route.responses).map(([status, r]) => [
@@ -53,8 +65,7 @@ const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObjec
     operationId: route.name,
     summary: route.summary,
     tags: route.tags,
-    // An empty list marks a public operation; otherwise the bearer token and its ability.
-    ...(route.ability ? { security: [{ bearerAuth: [] }], 'x-required-ability': route.ability } : { security: [] }),
+    ...security(route),
     requestParams: {
       ...(route.request?.params ? { path: route.request.params } : {}),
       ...(route.request?.query ? { query: route.request.query } : {}),
@@ -84,7 +95,16 @@ export const openApiDocument = () => {
     },
     servers: [{ url: BASE_PATH }],
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'API token: ras_ followed by 40+ base62 characters' } },
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'API token: ras_ followed by 40+ base62 characters' },
+        backofficeJwt: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description:
+            "Back-office routes: the ID token of a back-office user of the stack's Cognito user pool (group admin or user, attribute custom:merchant_id), verified by API Gateway's JWT authorizer, which answers 401 {\"message\": \"Unauthorized\"} itself to a missing or invalid one. Locally: `npm run ops -- backoffice-token`.",
+        },
+      },
       headers: {
         XRequestId: { description: 'Identifier of this request (quote it when reporting a problem)', required: true, schema: { type: 'string' } },
         XRateLimitLimit: integerHeader('Requests allowed in the current window'),

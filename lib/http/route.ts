@@ -1,7 +1,17 @@
 import type { z } from 'zod';
 import { ABILITIES, type Ability } from '#lib/auth/abilities';
+import type { BackofficeRole } from '#lib/auth/backoffice';
 
-export { ABILITIES, type Ability };
+export { ABILITIES, type Ability, type BackofficeRole };
+
+/**
+ * Who may call a route, and how the caller is identified:
+ * - `token`: the merchant's API token (`Authorization: Bearer ras_…`), which must carry `ability`;
+ * - `backoffice`: a back-office user, identified by the JWT authorizer's claims (Cognito in AWS, the
+ *   local server's development key locally), whose role must be one of `roles`;
+ * - `none`: public (the OpenAPI document).
+ */
+export type AuthKind = 'token' | 'backoffice' | 'none';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -12,8 +22,12 @@ export type RouteDef = {
   path: string;
   /** Handler module, relative to the project root; it exports `handler`. */
   handler: string;
-  /** Ability the token must carry; `null` for public routes (no token needed). */
+  /** Ability the token must carry; `null` for public and back-office routes (no API token). */
   ability: Ability | null;
+  /** Absent: `token` when the route names an ability, `none` when not (see `authKindOf`). */
+  auth?: AuthKind;
+  /** Back-office routes: the roles (Cognito groups) allowed to call it. */
+  roles?: readonly BackofficeRole[];
   summary: string;
   tags: string[];
   /** Whether the function writes data (drives its IAM grant). */
@@ -37,7 +51,17 @@ export type RouteDef = {
   responses: Record<number, { description: string; schema?: z.ZodType; headers?: Record<string, string> }>;
 };
 
-export const defineRoute = <R extends RouteDef>(route: R): R => route;
+export const defineRoute = <R extends RouteDef>(route: R): R => {
+  const kind = authKindOf(route);
+  if ((kind === 'backoffice') !== Boolean(route.roles?.length) || (kind === 'backoffice' && route.ability !== null)) {
+    throw new Error(`route ${route.method} ${route.path}: back-office routes name roles and no ability; other routes no roles`);
+  }
+  return route;
+};
+
+/** The route's auth kind: the one it declares, else `token` with an ability and `none` without. */
+export const authKindOf = (route: Pick<RouteDef, 'auth' | 'ability'>): AuthKind =>
+  route.auth ?? (route.ability === null ? 'none' : 'token');
 
 export const BASE_PATH = '/v1';
 

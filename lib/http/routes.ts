@@ -42,6 +42,7 @@ import {
   webhookDeliveryRetryPathParams,
   webhookDeliverySchema,
 } from '#lib/webhooks/schemas';
+import { apiTokenIssuedSchema, apiTokenSchema } from '#lib/merchants/schemas';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
 import { defineRoute, type RouteDef } from '#lib/http/route';
 import { batchResultSchema, dataOf, listOf, messageBody, validationBody } from '#lib/shared/schemas';
@@ -49,6 +50,12 @@ import { batchResultSchema, dataOf, listOf, messageBody, validationBody } from '
 const errors = {
   401: { description: 'Unauthenticated', schema: messageBody },
   403: { description: 'Missing ability', schema: messageBody },
+  429: { description: 'Too many requests', schema: messageBody },
+};
+/** Back-office routes: 401 without a merchant identity, 403 for a role that may not. */
+const backofficeErrors = {
+  401: { description: 'No back-office identity, or its merchant does not exist', schema: messageBody },
+  403: { description: 'The role may not do this (`user` may only view)', schema: messageBody },
   429: { description: 'Too many requests', schema: messageBody },
 };
 const notFound = { 404: { description: 'Resource not found', schema: messageBody } };
@@ -68,6 +75,64 @@ export const routes = {
     summary: 'This OpenAPI document',
     tags: ['system'],
     responses: { 200: { description: 'OpenAPI 3.1 document' } },
+  }),
+
+  // The back office (decisions §3): the merchant's API token, for back-office users (Cognito).
+  backofficeTokenView: defineRoute({
+    method: 'GET',
+    path: '/backoffice/api-token',
+    handler: 'functions/backoffice/view.ts',
+    ability: null,
+    auth: 'backoffice',
+    roles: ['admin', 'user'],
+    writes: false,
+    summary: "View the merchant's API token (prefix, last four characters, abilities, times)",
+    tags: ['backoffice'],
+    responses: { 200: { description: 'The valid token', schema: dataOf(apiTokenSchema) }, ...backofficeErrors, 404: { description: 'The merchant has no valid token', schema: messageBody } },
+  }),
+  backofficeTokenCreate: defineRoute({
+    method: 'POST',
+    path: '/backoffice/api-token',
+    handler: 'functions/backoffice/create.ts',
+    ability: null,
+    auth: 'backoffice',
+    roles: ['admin'],
+    writes: true,
+    summary: 'Create the API token (every ability); refused while a valid one exists',
+    tags: ['backoffice'],
+    responses: {
+      201: { description: 'The new token, shown this once', schema: dataOf(apiTokenIssuedSchema) },
+      ...backofficeErrors,
+      409: { description: 'A valid token exists: revoke it first', schema: messageBody },
+    },
+  }),
+  backofficeTokenRegenerate: defineRoute({
+    method: 'POST',
+    path: '/backoffice/api-token/regenerate',
+    handler: 'functions/backoffice/regenerate.ts',
+    ability: null,
+    auth: 'backoffice',
+    roles: ['admin'],
+    writes: true,
+    summary: 'Replace the valid token: the old one is refused from the next request',
+    tags: ['backoffice'],
+    responses: {
+      200: { description: 'The new token (same abilities), shown this once', schema: dataOf(apiTokenIssuedSchema) },
+      ...backofficeErrors,
+      404: { description: 'The merchant has no valid token', schema: messageBody },
+    },
+  }),
+  backofficeTokenRevoke: defineRoute({
+    method: 'DELETE',
+    path: '/backoffice/api-token',
+    handler: 'functions/backoffice/revoke.ts',
+    ability: null,
+    auth: 'backoffice',
+    roles: ['admin'],
+    writes: true,
+    summary: 'Revoke the valid token, immediately and irreversibly',
+    tags: ['backoffice'],
+    responses: { 204: { description: 'Revoked' }, ...backofficeErrors, 404: { description: 'The merchant has no valid token', schema: messageBody } },
   }),
 
   customersList: defineRoute({

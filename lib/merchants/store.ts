@@ -38,10 +38,31 @@ const getPointer = async (merchantId: string): Promise<TokenPointer | null> => {
   return (Item as TokenPointer | undefined) ?? null;
 };
 
-const requireMerchant = async (merchantId: string): Promise<Merchant> => {
-  const merchant = await getMerchant(merchantId);
+/** The merchant itself, or read by id (404 when unknown); callers that already read it pass it. */
+const requireMerchant = async (merchantOrId: Merchant | string): Promise<Merchant> => {
+  if (typeof merchantOrId !== 'string') return merchantOrId;
+  const merchant = await getMerchant(merchantOrId);
   if (!merchant) throw new NotFoundError();
   return merchant;
+};
+
+/** What the back office shows of a token (decisions §3): never the token itself. */
+export type TokenDetails = { prefix: string; last_four: string; abilities: Ability[]; created_at: string; last_used_at: string | null };
+
+/** The merchant's valid token, described; 404 when it has none (never created, or revoked). */
+export const viewToken = async (merchantId: string): Promise<TokenDetails> => {
+  const pointer = await getPointer(merchantId);
+  if (!pointer || pointer.status !== 'active') throw new NotFoundError();
+  // last_used_at lives on the token's own item, where the request pipeline stamps it.
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.token(pointer.token_hash), ConsistentRead: true }));
+  const token = Item as TokenItem | undefined;
+  return {
+    prefix: pointer.prefix,
+    last_four: pointer.last_four,
+    abilities: pointer.abilities,
+    created_at: pointer.created_at,
+    last_used_at: token?.last_used_at ?? null,
+  };
 };
 
 const tokenItems = (merchant: Merchant, token: string, abilities: Ability[]) => {
@@ -60,9 +81,24 @@ const tokenItems = (merchant: Merchant, token: string, abilities: Ability[]) => 
   };
 };
 
+/** A token just issued: the plain value (shown this once) and its details. */
+const issued = (merchantId: string, token: string, item: { abilities: Ability[]; prefix: string; last_four: string; created_at: string }) => ({
+  token,
+  merchant_id: merchantId,
+  abilities: item.abilities,
+  prefix: item.prefix,
+  last_four: item.last_four,
+  created_at: item.created_at,
+  last_used_at: null,
+});
+
+/** The back office's answer for an issued token: the token and its details, without the merchant id. */
+export const presentIssued = ({ merchant_id: _merchant, ...rest }: ReturnType<typeof issued>) => rest;
+
 /** Creates the merchant's token; refused (409) while a valid one exists. The plain token is returned once. */
-export const createToken = async (merchantId: string, abilities: Ability[] = [...ABILITIES]) => {
-  const merchant = await requireMerchant(merchantId);
+export const createToken = async (merchantOrId: Merchant | string, abilities: Ability[] = [...ABILITIES]) => {
+  const merchant = await requireMerchant(merchantOrId);
+  const merchantId = merchant.merchant_id;
   const token = generateToken();
   const items = tokenItems(merchant, token, abilities);
   try {
@@ -80,12 +116,13 @@ export const createToken = async (merchantId: string, abilities: Ability[] = [..
     }
     throw err;
   }
-  return { token, merchant_id: merchantId, abilities, created_at: items.token.created_at };
+  return issued(merchantId, token, items.token);
 };
 
 /** Replaces the valid token atomically: the old one is refused from the next request on. */
-export const regenerateToken = async (merchantId: string) => {
-  const merchant = await requireMerchant(merchantId);
+export const regenerateToken = async (merchantOrId: Merchant | string) => {
+  const merchant = await requireMerchant(merchantOrId);
+  const merchantId = merchant.merchant_id;
   const current = await getPointer(merchantId);
   if (!current || current.status !== 'active') throw new NotFoundError();
   const token = generateToken();
@@ -105,7 +142,7 @@ export const regenerateToken = async (merchantId: string) => {
     if (err instanceof WriteConflict) throw new ConflictError('The token changed while it was being regenerated. Try again.');
     throw err;
   }
-  return { token, merchant_id: merchantId, abilities: current.abilities, created_at: items.token.created_at };
+  return issued(merchantId, token, items.token);
 };
 
 /** Revokes the valid token, irreversibly. */

@@ -3,7 +3,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys, RATE_PREFIX } from '#lib/db/keys';
 import { createTableInput, TTL_ATTRIBUTE } from '#lib/db/table';
-import { BASE_PATH, FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
+import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { ApiStack, DEFAULTS, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
@@ -209,6 +209,7 @@ describe('table grants', () => {
 
   const RATE = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#M#*', 'RATE#IP#*'] } };
   const TOKEN = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TOKEN#*'] } };
+  const RATE_AND_TOKEN = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#M#*', 'RATE#IP#*', 'TOKEN#*'] } };
   /** Grants written as `Action on table|index [condition]`, so a failure reads as a policy. */
   const describeGrants = (stack: ApiStack, grants: Grant[]) => {
     const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.table.node.defaultChild as never), 'Arn'] };
@@ -216,7 +217,7 @@ describe('table grants', () => {
     return grants
       .map(({ action, resource, condition }) => {
         const on = JSON.stringify(resource) === JSON.stringify(tableArn) ? 'table' : JSON.stringify(resource) === JSON.stringify(indexArn) ? 'index' : JSON.stringify(resource);
-        const when = condition === undefined ? '' : JSON.stringify(condition) === JSON.stringify(RATE) ? ' RATE#' : JSON.stringify(condition) === JSON.stringify(TOKEN) ? ' TOKEN#' : ` ${JSON.stringify(condition)}`;
+        const when = condition === undefined ? '' : JSON.stringify(condition) === JSON.stringify(RATE) ? ' RATE#' : JSON.stringify(condition) === JSON.stringify(TOKEN) ? ' TOKEN#' : JSON.stringify(condition) === JSON.stringify(RATE_AND_TOKEN) ? ' RATE#,TOKEN#' : ` ${JSON.stringify(condition)}`;
         return `${action.replace(/^dynamodb:/, '')} on ${on}${when}`;
       })
       .sort();
@@ -225,8 +226,9 @@ describe('table grants', () => {
   /** The exact grants per kind, written out (not derived from api-function.ts) so a change shows here. */
   const expected = {
     // Token lookup and rate counter only: no Query, no index, no data item.
-    pipeline: ['GetItem on table TOKEN#', 'UpdateItem on table RATE#'],
-    read: ['BatchGetItem on table', 'GetItem on table', 'Query on index', 'Query on table', 'UpdateItem on table RATE#'],
+    // UpdateItem on token items stamps last_used_at (at most once a minute per token).
+    pipeline: ['GetItem on table TOKEN#', 'UpdateItem on table RATE#,TOKEN#'],
+    read: ['BatchGetItem on table', 'GetItem on table', 'Query on index', 'Query on table', 'UpdateItem on table RATE#,TOKEN#'],
     // TransactWriteItems is authorised per contained action (no IAM action of its own).
     write: [
       'BatchGetItem on table',
@@ -244,7 +246,7 @@ describe('table grants', () => {
     const { stack, template } = defaults;
     const kinds = new Map<ApiFunction, keyof typeof expected>([[stack.notFoundFunction, 'pipeline']]);
     for (const route of routeList) {
-      const kind = route.writes ? 'write' : route.ability === null ? 'pipeline' : 'read';
+      const kind = route.writes ? 'write' : authKindOf(route) === 'none' ? 'pipeline' : 'read';
       kinds.set(stack.functions[route.name as RouteName], kind);
     }
     // The OpenAPI document and the 404 function only authenticate and count.

@@ -1,49 +1,22 @@
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { getMerchant } from '#lib/merchants/store';
 import { describe, expect, it } from 'vitest';
 import { useApi } from '../support/api.ts';
 import { isolatedClock } from '../pipeline/support.ts';
+import { ok, ops, runCli } from '../support/cli.ts';
 
 /** `npm run ops -- …`, run as operators run it: a child process against the run's DynamoDB Local. */
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
 isolatedClock();
 const api = useApi();
 
-const ROOT = resolve(import.meta.dirname, '../..');
-const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
-
-type Run = { code: number; stdout: string; stderr: string; json: any };
-const runCli = (args: string[], env: NodeJS.ProcessEnv): Promise<Run> =>
-  new Promise((done) => {
-    execFile(
-      TSX,
-      ['infra/ops/cli.ts', ...args],
-      { cwd: ROOT, env: { ...env, NODE_NO_WARNINGS: '1' }, timeout: 30_000 },
-      (err, stdout, stderr) => {
-        let json: unknown;
-        try {
-          json = JSON.parse(stdout);
-        } catch {
-          json = undefined;
-        }
-        done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr, json });
-      },
-    );
-  });
-const ops = (...args: string[]) => runCli(args, process.env);
-
-const ok = async (...args: string[]) => {
-  const r = await ops(...args);
-  expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
-  return r.json;
-};
-
 const merchant = async (name = 'CLI shop') => (await ok('merchant', 'create', '--name', name)).merchant_id as string;
 
-describe('ops CLI', () => {
+// Each test runs several CLI processes one after another (~1–2 s each, more on a loaded machine).
+describe('ops CLI', { timeout: 90_000 }, () => {
   it('creates a merchant and a token the API accepts, with the abilities asked for', async () => {
     const created = await ok('merchant', 'create', '--name', 'Corner Shop', '--currency', 'usd');
     expect(created).toMatchObject({ merchant_id: expect.stringMatching(/^mer_/), name: 'Corner Shop', reporting_currency: 'USD' });

@@ -5,6 +5,7 @@ import { createLocalServer } from '../../infra/local/server.ts';
 import { createMerchant, createToken } from '#lib/merchants/store';
 import type { Ability } from '#lib/http/route';
 import { requestCounter } from '#lib/db/client';
+import { hashToken, stampTokenUse } from '#lib/auth/tokens';
 
 export type ApiResponse<T = any> = { status: number; headers: Headers; body: T };
 
@@ -47,10 +48,16 @@ export const useApi = () => {
     return { status: res.status, headers: res.headers, body: parsed as T };
   };
 
-  /** Counts the DynamoDB requests one API call makes (the server runs in this process). */
-  const counted = async <T = any>(...args: Parameters<typeof request>) => {
+  /**
+   * Counts the DynamoDB requests one API call makes (the server runs in this process). Budgets are
+   * per request in the steady state: the token's last_used_at is stamped first (as by a use within the
+   * minute), so the at-most-once-a-minute stamp is not counted here; `{ stamp: false }` counts it.
+   */
+  const counted = async <T = any>(...args: [...Parameters<typeof request>, { stamp?: boolean }?]) => {
+    const [method, path, opts, { stamp = true } = {}] = args;
+    if (stamp && opts?.token) await stampTokenUse({ tokenHash: hashToken(opts.token), lastUsedAt: null });
     requestCounter.reset();
-    const res = await request<T>(...args);
+    const res = await request<T>(method, path, opts);
     return { res, requests: requestCounter.total, byCommand: { ...requestCounter.byCommand } };
   };
 

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { createToken, presentIssued } from '#lib/merchants/store';
+
+export const handler = apiHandler(routes.backofficeTokenCreate, async ({ identity }) => ({
+  status: 201,
+  body: { data: presentIssued(await createToken(identity.merchant)) },
+}));

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { revokeToken } from '#lib/merchants/store';
+
+export const handler = apiHandler(routes.backofficeTokenRevoke, async ({ identity }) => {
+  await revokeToken(identity.merchant.merchant_id);
+  return { status: 204 };
+});

@@ -1,0 +1,8 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+import { viewToken } from '#lib/merchants/store';
+
+export const handler = apiHandler(routes.backofficeTokenView, async ({ identity }) => ({
+  status: 200,
+  body: { data: await viewToken(identity.merchant.merchant_id) },
+}));

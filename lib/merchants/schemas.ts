@@ -1,0 +1,18 @@
+import * as z from 'zod';
+import { ABILITIES } from '#lib/auth/abilities';
+
+/** The back office's view of the merchant's API token (decisions §3): never the token itself. */
+export const apiTokenSchema = z
+  .object({
+    prefix: z.string().meta({ description: 'The first characters of the token (`ras_` and four more)', example: 'ras_Ab3d' }),
+    last_four: z.string().meta({ example: 'x9Qz' }),
+    abilities: z.array(z.enum(ABILITIES)),
+    created_at: z.string(),
+    last_used_at: z.string().nullable().meta({ description: 'When the token last authenticated a request, to the minute; null until then' }),
+  })
+  .meta({ id: 'ApiToken' });
+
+/** A token just created or regenerated: the plain value, shown this once. */
+export const apiTokenIssuedSchema = apiTokenSchema
+  .extend({ token: z.string().meta({ description: 'The token. It is shown only in this response: store it now.' }) })
+  .meta({ id: 'ApiTokenIssued' });
