@@ -19,6 +19,10 @@
  * | subscription              | M#<m>#SUB#<id>                      | SUB             | gsi1 list; gsi2 by status; gsi3 by customer (live items) |
  * | live-subscription marker  | M#<m>#CUSTOMER#<id>                 | LIVE_SUB        |  (one per customer: active or paused)                   |
  * | customer current MRR      | M#<m>#CUSTOMER#<id>                 | MRR             |  (moved by ADD in every subscription change)            |
+ * | customer MRR timeline     | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE    |  (every line's change points; put under `version`; metrics §9) |
+ * | MRR movements of a day    | M#<m>#MRR                           | D#<yyyy-mm-dd>  |  (ADD deltas: movements, active customers/subscriptions, churned) |
+ * | MRR movements of a year   | M#<m>#MRR                           | Y#<yyyy>        |  (the same sums per year: levels before a range in one Query) |
+ * | cohort month              | M#<m>#COHORT                        | <cohort yyyy-mm>#<yyyy-mm> | (joined; Δ customers with MRR > 0, Δ their MRR) |
  * | subscription event        | M#<m>#SUBEVT#<id>                   | EVENT           | gsi1 all; gsi2 by type; gsi3 by customer (occurred_at)  |
  * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
  * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>               | D#<dd>#<nnn> / M#<nnn>  (sharded; one Query reads today + month) |
@@ -50,6 +54,10 @@ export const PAYMENT_PREFIX = 'PAY#';
 export const totalsPartition = (merchantId: string): string => `${m(merchantId)}#TOTALS`;
 /** Partition of a merchant's stats of one month (day shards `D#<dd>#<nnn>`, month shards `M#<nnn>`). */
 export const statsPartition = (merchantId: string, month: string): string => `${m(merchantId)}#STATS#${month}`;
+/** Partition of a merchant's MRR movement items (days `D#<yyyy-mm-dd>`, years `Y#<yyyy>`). */
+export const metricsPartition = (merchantId: string): string => `${m(merchantId)}#MRR`;
+/** Partition of a merchant's cohort items (`<cohort month>#<month>`). */
+export const cohortPartition = (merchantId: string): string => `${m(merchantId)}#COHORT`;
 /** Partition of an endpoint's delivery log (newest first: Query descending). */
 export const webhookDeliveriesPartition = (merchantId: string, endpointId: number): string => `${m(merchantId)}#WEBHOOK#${endpointId}#DELIVERIES`;
 
@@ -83,6 +91,13 @@ export const keys = {
   liveSubscription: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'LIVE_SUB' }),
   /** The customer's current total MRR (live, unpaused subscriptions), under the customer. */
   customerMrr: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR' }),
+  /** The customer's MRR timeline (every line's change points), the base of its metrics classification. */
+  customerTimeline: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR_TIMELINE' }),
+  /** MRR movements of one UTC day (`D#`) or year (`Y#`): ADD deltas, never sharded (read as ranges). */
+  metricsDay: (merchantId: string, day: string): Key => ({ pk: metricsPartition(merchantId), sk: `D#${day}` }),
+  metricsYear: (merchantId: string, year: string): Key => ({ pk: metricsPartition(merchantId), sk: `Y#${year}` }),
+  /** One cohort's figures moved in one month (the cohort month's item also counts who joined). */
+  metricsCohort: (merchantId: string, cohort: string, month: string): Key => ({ pk: cohortPartition(merchantId), sk: `${cohort}#${month}` }),
   subscriptionEvent: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#SUBEVT#${id}`, sk: 'EVENT' }),
   idempotency: (merchantId: string, key: string): Key => ({
     pk: `${m(merchantId)}#IDEMPOTENCY#${key}`,
