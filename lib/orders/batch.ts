@@ -5,11 +5,11 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
-import { itemAbsent, versionIs, WriteSet } from '#lib/db/writes';
-import { ContentionError, ThrottledError } from '#lib/errors';
+import { itemAbsent, MAX_ACTIONS, versionIs, WriteSet } from '#lib/db/writes';
+import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import { orderTimeline } from '#lib/metrics/lines';
-import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, type TimelineState } from '#lib/metrics/store';
+import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, TOO_FAR_BACK, type TimelineState } from '#lib/metrics/store';
 import type { Timeline } from '#lib/metrics/timeline';
 import type { CustomerItem } from '#lib/customers/model';
 import { issueMessage } from '#lib/shared/validation';
@@ -188,6 +188,8 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
       const fresh = await prepare(merchantId, reportingCurrency, unit.items, collector, at);
       const ws = new WriteSet();
       const done = await fresh.write(ws, fresh.units);
+      // One order whose metrics reclassification alone overflows a transaction (decisions §9 bound).
+      if (ws.actions > MAX_ACTIONS) throw InvalidError.field('paid_at', TOO_FAR_BACK);
       await ws.commit();
       done();
     },
@@ -197,7 +199,9 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
           ? ['conflict', 'The order was changed concurrently; retry the item.']
           : err instanceof ThrottledError
             ? ['throttled', 'The service was busy; retry the item.']
-            : ['error', 'The item could not be written; retry it.'];
+            : err instanceof InvalidError
+              ? ['validation_error', TOO_FAR_BACK]
+              : ['error', 'The item could not be written; retry it.'];
       for (const o of unit.outcomes) collector.failed(o.index, reason, message, unit.orderNo);
     },
   };
