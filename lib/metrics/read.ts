@@ -3,6 +3,7 @@ import { now } from '#lib/clock';
 import { cohortPartition, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { InvalidError } from '#lib/errors';
+import { STORED_ATTR } from '#lib/metrics/store';
 import { MOVEMENTS } from '#lib/metrics/timeline';
 import type { CohortsQuery, Interval, MrrQuery } from '#lib/metrics/schemas';
 
@@ -23,7 +24,10 @@ const LEVEL_ATTRS = [...MOVEMENTS, 'customers', 'subscriptions', 'churned'] as c
 type Sums = Record<(typeof LEVEL_ATTRS)[number], Decimal>;
 const emptySums = (): Sums => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, ZERO])) as Sums;
 const addSums = (into: Sums, item: Record<string, unknown>) => {
-  for (const a of LEVEL_ATTRS) if (item[a] !== undefined) into[a] = into[a].plus(String(item[a]));
+  for (const a of LEVEL_ATTRS) {
+    const v = item[STORED_ATTR[a]];
+    if (v !== undefined) into[a] = into[a].plus(String(v));
+  }
 };
 const net = (s: Sums) => MOVEMENTS.reduce((acc, m) => acc.plus(s[m]), ZERO);
 
@@ -35,20 +39,24 @@ const today = () => dayOf(now());
 /** The movement day items of [from, to] and the level sums before `from` (two Queries). */
 const readRange = async (merchantId: string, from: string, to: string) => {
   const year = from.slice(0, 4);
-  const projection = ['sk', ...LEVEL_ATTRS];
+  const projection = ['sk', ...LEVEL_ATTRS.map((a) => STORED_ATTR[a])];
   const [years, days] = await Promise.all([
     year === '0001'
       ? Promise.resolve([])
-      : queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: 'Y#0000', to: `Y#${String(Number(year) - 1).padStart(4, '0')}`, descending: false }, projection),
-    queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: `D#${year}-01-01`, to: `D#${to}`, descending: false }, projection),
+      : queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: 'Y#0000', to: `Y#${String(Number(year) - 1).padStart(4, '0')}#~`, descending: false }, projection),
+    queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: `D#${year}-01-01`, to: `D#${to}#~`, descending: false }, projection),
   ]);
   const before = emptySums();
   for (const y of years) addSums(before, y);
-  const inRange = new Map<string, Record<string, unknown>>();
+  const inRange = new Map<string, Sums>();
   for (const d of days) {
-    const day = String(d.sk).slice(2);
+    const day = String(d.sk).slice(2, 12);
     if (day < from) addSums(before, d);
-    else inRange.set(day, d);
+    else {
+      const sums = inRange.get(day) ?? emptySums();
+      addSums(sums, d);
+      inRange.set(day, sums);
+    }
   }
   return { before, inRange };
 };
@@ -125,8 +133,8 @@ export const mrrSeries = async (merchantId: string, q: MrrQuery) => {
   for (let day = start; day <= end; day = addDays(day, 1)) {
     const key = bucketKey(day, interval);
     if (buckets.at(-1)?.key !== key) buckets.push({ key, date: day, moves: emptySums() });
-    const item = inRange.get(day);
-    if (item) addSums(buckets.at(-1)!.moves, item);
+    const sums = inRange.get(day);
+    if (sums) buckets.at(-1)!.moves = plus(buckets.at(-1)!.moves, sums);
   }
   let level = before;
   let all = emptySums();
@@ -145,8 +153,8 @@ export const metricsSummary = async (merchantId: string) => {
   const end = today();
   const start = addDays(end, -(SUMMARY_DAYS - 1));
   const { before, inRange } = await readRange(merchantId, start, end);
-  const moves = emptySums();
-  for (const item of inRange.values()) addSums(moves, item);
+  let moves = emptySums();
+  for (const sums of inRange.values()) moves = plus(moves, sums);
   const level = plus(before, moves);
   const base = rangeSummary({ start: before, moves, end: level });
   const gained = moves.new.plus(moves.expansion).plus(moves.reactivation);
@@ -182,32 +190,40 @@ export const cohorts = async (merchantId: string, q: CohortsQuery) => {
   if (monthIndex(end) - monthIndex(start) + 1 > MAX_COHORT_MONTHS) throw dateError(blame, `The range must not have more than ${MAX_COHORT_MONTHS} months.`);
   const items = await queryAll<Record<string, unknown>>(
     { partition: cohortPartition(merchantId), from: `${start}#`, to: `${end}#~`, descending: false },
-    ['sk', 'joined', 'customers', 'mrr'],
+    ['sk', STORED_ATTR.joined, STORED_ATTR.customers, STORED_ATTR.mrr],
   );
-  const byCohort = new Map<string, Map<string, Record<string, unknown>>>();
+  const num = (v: unknown) => new Decimal(v === undefined ? 0 : String(v));
+  // Shards summed: cohort → month → figures.
+  const byCohort = new Map<string, Map<string, { joined: Decimal; customers: Decimal; mrr: Decimal }>>();
   for (const item of items) {
     const [cohort, month] = String(item.sk).split('#');
-    byCohort.set(cohort, (byCohort.get(cohort) ?? new Map()).set(month, item));
+    const months = byCohort.get(cohort) ?? new Map();
+    const f = months.get(month) ?? { joined: ZERO, customers: ZERO, mrr: ZERO };
+    months.set(month, {
+      joined: f.joined.plus(num(item[STORED_ATTR.joined])),
+      customers: f.customers.plus(num(item[STORED_ATTR.customers])),
+      mrr: f.mrr.plus(num(item[STORED_ATTR.mrr])),
+    });
+    byCohort.set(cohort, months);
   }
   const last = end < current ? end : current;
-  const num = (v: unknown) => new Decimal(v === undefined ? 0 : String(v));
   const out = [];
   for (let c = monthIndex(start); c <= monthIndex(end); c++) {
     const cohort = monthOf(c);
     const months = byCohort.get(cohort) ?? new Map();
-    const joined = num(months.get(cohort)?.joined);
+    const joined = months.get(cohort)?.joined ?? ZERO;
     let customers = ZERO;
     let mrr = ZERO;
     let startMrr = ZERO;
     const retention = [];
     for (let m = c; m <= monthIndex(last); m++) {
       const item = months.get(monthOf(m));
-      customers = customers.plus(num(item?.customers));
-      mrr = mrr.plus(num(item?.mrr));
+      customers = customers.plus(item?.customers ?? ZERO);
+      mrr = mrr.plus(item?.mrr ?? ZERO);
       if (m === c) startMrr = mrr;
       retention.push({ month: monthOf(m), customers: customers.toNumber(), mrr: money(mrr), customer_retention: pct(customers, joined), mrr_retention: pct(mrr, startMrr) });
     }
-    out.push({ cohort, customers: joined.toNumber(), mrr: money(num(months.get(cohort)?.mrr)), retention });
+    out.push({ cohort, customers: joined.toNumber(), mrr: money(months.get(cohort)?.mrr ?? ZERO), retention });
   }
   return out;
 };

@@ -25,12 +25,26 @@ export const readTimeline = async (merchantId: string, customerId: number): Prom
   return timelineFromItem(Item);
 };
 
-/** The aggregate item a contribution id names (`D#<day>`, `Y#<year>`, `C#<cohort>#<month>`). */
-const aggregateKey = (merchantId: string, id: string): Key => {
-  if (id.startsWith('D#')) return keys.metricsDay(merchantId, id.slice(2));
-  if (id.startsWith('Y#')) return keys.metricsYear(merchantId, id.slice(2));
+/** Stored attribute names of the aggregates (short: a 731-day read of every shard stays one Query page). */
+export const STORED_ATTR: Record<string, string> = {
+  new: 'n',
+  expansion: 'e',
+  contraction: 'x',
+  churn: 'c',
+  reactivation: 'r',
+  customers: 'ac',
+  subscriptions: 'as',
+  churned: 'cc',
+  joined: 'j',
+  mrr: 'm',
+};
+
+/** The aggregate item (in `shard`) a contribution id names (`D#<day>`, `Y#<year>`, `C#<cohort>#<month>`). */
+export const aggregateKey = (merchantId: string, id: string, shard: number): Key => {
+  if (id.startsWith('D#')) return keys.metricsDay(merchantId, id.slice(2), shard);
+  if (id.startsWith('Y#')) return keys.metricsYear(merchantId, id.slice(2), shard);
   const [, cohort, month] = id.split('#');
-  return keys.metricsCohort(merchantId, cohort, month);
+  return keys.metricsCohort(merchantId, cohort, month, shard);
 };
 
 export const TOO_FAR_BACK =
@@ -54,8 +68,8 @@ export const addTimelineChange = (
   const version = (before.version ?? 0) + 1;
   ws.put('timeline', { ...key, customer_id: customerId, lines: JSON.stringify(after), version }, before.version === null ? itemAbsent : versionIs(before.version));
   for (const [id, attrs] of difference(contributions(before.timeline), contributions(after))) {
-    const u = ws.update('metrics', aggregateKey(merchantId, id));
-    for (const [attr, delta] of attrs) u.add(attr, delta);
+    const u = ws.update('metrics', aggregateKey(merchantId, id, ws.shard));
+    for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr], delta);
   }
   if (field && ws.actions > MAX_ACTIONS) throw InvalidError.field(field, TOO_FAR_BACK);
   return { timeline: after, version };
