@@ -130,7 +130,10 @@ export const mrrSeries = async (merchantId: string, q: MrrQuery) => {
   const { start, end, interval } = resolveRange(q);
   const { before, inRange } = await readRange(merchantId, start, end);
   const buckets: { key: string; date: string; moves: Sums }[] = [];
-  for (let day = start; day <= end; day = addDays(day, 1)) {
+  // Counted, not compared as text: past 9999-12-31 ISO dates gain a sign and sort first.
+  const days = (toDate(end).getTime() - toDate(start).getTime()) / DAY_MS + 1;
+  for (let i = 0; i < days; i++) {
+    const day = addDays(start, i);
     const key = bucketKey(day, interval);
     if (buckets.at(-1)?.key !== key) buckets.push({ key, date: day, moves: emptySums() });
     const sums = inRange.get(day);

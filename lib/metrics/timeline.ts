@@ -103,28 +103,32 @@ const isSubscriptionLine = (line: string) => !line.startsWith('O');
  * whether it is above 0.
  */
 export const contributions = (tl: Timeline): Contributions => {
-  const lines = Object.entries(tl);
-  const times = [...new Set(lines.flatMap(([, pts]) => pts.map((p) => p[0])))].sort();
-  const cursor = lines.map(() => -1);
+  // Every point, in time order; the running totals move by each line's change (O(points log points)).
+  const points = Object.entries(tl).flatMap(([line, pts]) => pts.map((p) => ({ line, p })));
+  points.sort((a, b) => (a.p[0] < b.p[0] ? -1 : a.p[0] > b.p[0] ? 1 : 0));
+  const current = new Map<string, Point>();
   const out: Contributions = new Map();
   let mrr = ZERO;
-  let live = false;
+  let liveLines = 0;
   let subs = 0;
   let cohort: string | null = null;
-  for (const t of times) {
-    let nextMrr = ZERO;
-    let nextLive = false;
-    let nextSubs = 0;
+  const isLive = (p: Point | undefined) => p !== undefined && (p[2] === 'a' || p[2] === 'p');
+  const isActiveSub = (line: string, p: Point | undefined) => p !== undefined && p[2] === 'a' && isSubscriptionLine(line);
+  for (let i = 0; i < points.length; ) {
+    const t = points[i].p[0];
+    let nextMrr = mrr;
+    let nextLive = liveLines;
+    let nextSubs = subs;
     let cancelled = false;
-    lines.forEach(([line, pts], i) => {
-      while (cursor[i] + 1 < pts.length && pts[cursor[i] + 1][0] <= t) cursor[i]++;
-      if (cursor[i] < 0) return;
-      const [at, amount, flag] = pts[cursor[i]];
-      nextMrr = nextMrr.plus(amount);
-      if (flag === 'a' || flag === 'p') nextLive = true;
-      if (flag === 'a' && isSubscriptionLine(line)) nextSubs++;
-      if (flag === 'c' && at === t) cancelled = true;
-    });
+    for (; i < points.length && points[i].p[0] === t; i++) {
+      const { line, p } = points[i];
+      const prev = current.get(line);
+      nextMrr = nextMrr.plus(p[1]).minus(prev ? prev[1] : 0);
+      nextLive += Number(isLive(p)) - Number(isLive(prev));
+      nextSubs += Number(isActiveSub(line, p)) - Number(isActiveSub(line, prev));
+      if (p[2] === 'c') cancelled = true;
+      current.set(line, p);
+    }
     const month = t.slice(0, 7);
     const periods = [`D#${t.slice(0, 10)}`, `Y#${t.slice(0, 4)}`];
     const movement = classify(mrr, nextMrr, cohort !== null);
@@ -133,18 +137,18 @@ export const contributions = (tl: Timeline): Contributions => {
       addTo(out, `C#${cohort}#${cohort}`, 'joined', new Decimal(1));
     }
     const activeChange = new Decimal(Number(nextMrr.gt(0)) - Number(mrr.gt(0)));
-    for (const p of periods) {
-      if (movement) addTo(out, p, movement.kind, movement.amount);
-      addTo(out, p, 'customers', activeChange);
-      addTo(out, p, 'subscriptions', new Decimal(nextSubs - subs));
-      if (live && !nextLive && cancelled) addTo(out, p, 'churned', new Decimal(1));
+    for (const period of periods) {
+      if (movement) addTo(out, period, movement.kind, movement.amount);
+      addTo(out, period, 'customers', activeChange);
+      addTo(out, period, 'subscriptions', new Decimal(nextSubs - subs));
+      if (liveLines > 0 && nextLive === 0 && cancelled) addTo(out, period, 'churned', new Decimal(1));
     }
     if (cohort) {
       addTo(out, `C#${cohort}#${month}`, 'mrr', nextMrr.minus(mrr));
       addTo(out, `C#${cohort}#${month}`, 'customers', activeChange);
     }
     mrr = nextMrr;
-    live = nextLive;
+    liveLines = nextLive;
     subs = nextSubs;
   }
   return out;

@@ -45,6 +45,11 @@ describe('GET /metrics/mrr parameters', () => {
     // week and month: at most 10 years.
     expect((await get(token, '/metrics/mrr?start_date=2015-01-01&end_date=2024-12-31&interval=month')).data).toHaveLength(120);
     expect((await get(token, '/metrics/mrr?start_date=2015-01-01&end_date=2024-12-31&interval=week')).data).toHaveLength(523); // Thu 2015-01-01 … Sun 01-04, then 522 Mondays
+    // The last representable days (the loop must not run past 9999-12-31).
+    expect((await get(token, '/metrics/mrr?start_date=9999-12-01&end_date=9999-12-31&interval=day')).data).toHaveLength(31);
+    expect((await get(token, '/metrics/mrr?start_date=9990-01-01&end_date=9999-12-31&interval=week')).data.at(-1).date).toBe('9999-12-27');
+    expect((await get(token, '/metrics/mrr?start_date=0001-01-01&end_date=0001-01-31&interval=week')).data[0].date).toBe('0001-01-01');
+    expect((await get(token, '/metrics/cohorts?start_month=9999-01&end_month=9999-12')).data).toHaveLength(12);
     for (const interval of ['week', 'month']) {
       expect(await expect422(token, `/metrics/mrr?start_date=2015-01-01&end_date=2025-01-01&interval=${interval}`, 'end_date')).toBe(
         'The range must not be longer than 10 years.',
