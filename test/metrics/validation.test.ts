@@ -148,3 +148,43 @@ describe('interval boundaries (UTC)', () => {
     expect(addMonths('2024-02-29T00:00:00Z', 12)).toBe('2025-02-28T00:00:00Z');
   });
 });
+
+describe('order moves in imports', () => {
+  it('a re-linked order takes its line to the new customer; a currency or cycle change stops it from that moment', async () => {
+    const clock = fixedClock('2025-03-01T00:00:00Z');
+    const { token } = await newMerchant();
+    const post = async (orders: unknown[]) => {
+      const r = await api.post('/orders/batch', token, { orders });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.data.failed, JSON.stringify(r.body.data.results.failed)).toBe(0);
+    };
+    await post([
+      { order_no: 'M-1', amount: '90', customer_email: 'x@moves.test', status: 'paid', billing_cycle: 'quarterly', paid_at: '2025-02-01T00:00:00Z' },
+      { order_no: 'M-2', amount: '50', customer_email: 'x@moves.test', status: 'paid', billing_cycle: 'monthly', paid_at: '2025-02-20T00:00:00Z' },
+    ]);
+    const month = async (m: string) => (await get(token, `/metrics/mrr?start_date=${m}-01&end_date=${m}-28`)).data[0];
+    expect(await month('2025-02')).toMatchObject({ mrr: '80.00', new: '30.00', expansion: '50.00', active_customers: 1 });
+    clock.set('2025-03-10T00:00:00Z');
+    // M-1 moves to y: x's February becomes 50 new only, y is new with 30 from Feb 1.
+    await post([{ order_no: 'M-1', customer_email: 'y@moves.test' }]);
+    expect(await month('2025-02')).toMatchObject({ mrr: '80.00', new: '80.00', expansion: '0.00', active_customers: 2 });
+    // M-2 becomes USD: it stops counting now (Mar 10), not retroactively.
+    await post([{ order_no: 'M-2', currency: 'USD' }]);
+    const march = await get(token, '/metrics/mrr?start_date=2025-03-01&end_date=2025-03-31&interval=day');
+    const byDate = Object.fromEntries(march.data.map((e: any) => [e.date, e]));
+    expect(byDate['2025-03-10']).toMatchObject({ churn: '-50.00', mrr: '30.00' });
+    expect(byDate['2025-03-20']).toMatchObject({ churn: '0.00', mrr: '30.00' }); // its own cycle end is gone
+    // M-1 becomes one-time: its share stops now too.
+    clock.set('2025-03-15T00:00:00Z');
+    await post([{ order_no: 'M-1', billing_cycle: 'one-time' }]);
+    expect((await get(token, '/metrics/mrr?start_date=2025-03-15&end_date=2025-03-15&interval=day')).data[0]).toMatchObject({ churn: '-30.00', mrr: '0.00', active_customers: 0 });
+    expect((await get(token, '/metrics/summary')).data).toMatchObject({ current_mrr: '0.00', active_customers: 0 });
+  });
+
+  it('the OpenAPI document describes the three metrics routes', async () => {
+    const doc = (await api.get('/openapi.json', null)).body;
+    for (const path of ['/metrics/mrr', '/metrics/summary', '/metrics/cohorts']) expect(doc.paths[path]?.get, path).toBeTruthy();
+    expect(doc.paths['/metrics/mrr'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['end_date', 'interval', 'start_date']);
+    expect(doc.paths['/metrics/cohorts'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['end_month', 'start_month']);
+  });
+});
