@@ -1,3 +1,4 @@
+import * as z from 'zod';
 import {
   customerBatchBody,
   customerBatchQuery,
@@ -44,6 +45,7 @@ import {
 } from '#lib/webhooks/schemas';
 import { apiTokenIssuedSchema, apiTokenSchema } from '#lib/merchants/schemas';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
+import { cohortSchema, cohortsQuery, metricsSummarySchema, mrrQuery, mrrSeriesSchema } from '#lib/metrics/schemas';
 import { defineRoute, type RouteDef } from '#lib/http/route';
 import { batchResultSchema, dataOf, listOf, messageBody, validationBody } from '#lib/shared/schemas';
 
@@ -449,6 +451,39 @@ export const routes = {
     request: { params: webhookEndpointPathParams },
     responses: { 204: { description: 'Deleted' }, ...errors, ...notFound },
   }),
+  metricsMrr: defineRoute({
+    method: 'GET',
+    path: '/metrics/mrr',
+    handler: 'functions/metrics/mrr.ts',
+    ability: 'analytics:read',
+    writes: false,
+    summary: 'MRR and its movements per day, week (Monday, UTC) or month, with the range summary',
+    tags: ['metrics'],
+    request: { query: mrrQuery },
+    responses: { 200: { description: 'The MRR series', schema: mrrSeriesSchema }, ...errors, ...invalid },
+  }),
+  metricsSummary: defineRoute({
+    method: 'GET',
+    path: '/metrics/summary',
+    handler: 'functions/metrics/summary.ts',
+    ability: 'analytics:read',
+    writes: false,
+    summary: 'Current MRR, ARR, ARPA, active counts, and the last 30 days: churn rates, quick ratio, LTV',
+    tags: ['metrics'],
+    responses: { 200: { description: 'The summary', schema: dataOf(metricsSummarySchema) }, ...errors },
+  }),
+  metricsCohorts: defineRoute({
+    method: 'GET',
+    path: '/metrics/cohorts',
+    handler: 'functions/metrics/cohorts.ts',
+    ability: 'analytics:read',
+    writes: false,
+    summary: 'Monthly cohorts (first month with MRR) with customer and MRR retention',
+    tags: ['metrics'],
+    request: { query: cohortsQuery },
+    responses: { 200: { description: 'Cohorts', schema: z.object({ data: z.array(cohortSchema) }) }, ...errors, ...invalid },
+  }),
+
   webhookEndpointsRotateSecret: defineRoute({
     method: 'POST',
     path: '/webhook-endpoints/{id}/rotate-secret',

@@ -5,9 +5,12 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
-import { itemAbsent, versionIs, WriteSet } from '#lib/db/writes';
-import { ContentionError, ThrottledError } from '#lib/errors';
-import { addCustomerCreate, customersByIds, liveCondition } from '#lib/customers/store';
+import { itemAbsent, MAX_ACTIONS, versionIs, WriteSet } from '#lib/db/writes';
+import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
+import { addCustomerCreate, liveCondition } from '#lib/customers/store';
+import { orderTimeline } from '#lib/metrics/lines';
+import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, TOO_FAR_BACK, type TimelineState } from '#lib/metrics/store';
+import type { Timeline } from '#lib/metrics/timeline';
 import type { CustomerItem } from '#lib/customers/model';
 import { issueMessage } from '#lib/shared/validation';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
@@ -50,7 +53,7 @@ export const importOrders = async (auth: AuthContext, rawItems: unknown[]): Prom
   });
 
   const at = formatTimestamp(now());
-  const plan = await prepare(auth.merchantId, valid, collector, at);
+  const plan = await prepare(auth.merchantId, auth.reportingCurrency, valid, collector, at);
   await runBatch(plan.units, plan, {
     finish: (ws, pending) => {
       const r = collector.result();
@@ -81,14 +84,14 @@ type Unit = {
   outcomes: { index: number; kind: 'created' | 'updated' }[];
 };
 
-type CustomerState = { item: CustomerItem; exists: boolean; name: string | null };
+type CustomerState = { item: CustomerItem; exists: boolean; name: string | null; timeline: TimelineState };
 
 /**
  * Reads what the items touch (orders and email markers in one BatchGetItem, then the customers),
  * folds them into units and allocates the new ids. Called for the whole batch, and again for one
  * unit's items when its transaction lost a race.
  */
-const prepare = async (merchantId: string, items: Item[], collector: Collector, at: string) => {
+const prepare = async (merchantId: string, reportingCurrency: string, items: Item[], collector: Collector, at: string) => {
   const orderNos = [...new Set(items.map((i) => i.input.order_no))];
   const emails = [...new Set(items.flatMap((i) => i.input.customer_email ?? []))];
   const found = await batchGet([...orderNos.map((n) => keys.order(merchantId, n)), ...emails.map((e) => keys.customerEmail(merchantId, e))]);
@@ -167,10 +170,12 @@ const prepare = async (merchantId: string, items: Item[], collector: Collector, 
     existingIds.add(u.order.customer_id);
   }
   for (const e of newEmails) existingIds.delete(customerIdOf.get(e)!);
-  for (const [id, item] of await customersByIds(merchantId, [...existingIds])) customers.set(id, { item, exists: true, name: item.name });
+  // The customers and their MRR timelines in one BatchGetItem (per 50 customers).
+  const read = await customersWithTimelines<CustomerItem>(merchantId, [...existingIds]);
+  for (const [id, item] of read.customers) customers.set(id, { item, exists: true, name: item.name, timeline: read.timelines.get(id)! });
   for (const e of newEmails) {
     const id = customerIdOf.get(e)!;
-    customers.set(id, { item: { id, email: e, payment_version: 0 } as CustomerItem, exists: false, name: namedBy.get(e) ?? null });
+    customers.set(id, { item: { id, email: e, payment_version: 0 } as CustomerItem, exists: false, name: namedBy.get(e) ?? null, timeline: EMPTY_TIMELINE });
   }
   /** Customers linked by email must still be live at commit (a concurrent delete frees the email). */
   const linkedByEmail = new Set([...namedBy.keys()].map((e) => customerIdOf.get(e)!));
@@ -178,11 +183,13 @@ const prepare = async (merchantId: string, items: Item[], collector: Collector, 
   const unitList = [...units.values()];
   return {
     units: unitList,
-    write: (ws: WriteSet, chunk: Unit[]) => writeUnits(ws, merchantId, chunk, customers, customerIdOf, linkedByEmail, at, collector),
+    write: (ws: WriteSet, chunk: Unit[]) => writeUnits(ws, merchantId, reportingCurrency, chunk, customers, customerIdOf, linkedByEmail, at, collector),
     alone: async (unit: Unit) => {
-      const fresh = await prepare(merchantId, unit.items, collector, at);
+      const fresh = await prepare(merchantId, reportingCurrency, unit.items, collector, at);
       const ws = new WriteSet();
       const done = await fresh.write(ws, fresh.units);
+      // One order whose metrics reclassification alone overflows a transaction (decisions §9 bound).
+      if (ws.actions > MAX_ACTIONS) throw InvalidError.field('paid_at', TOO_FAR_BACK);
       await ws.commit();
       done();
     },
@@ -192,7 +199,9 @@ const prepare = async (merchantId: string, items: Item[], collector: Collector, 
           ? ['conflict', 'The order was changed concurrently; retry the item.']
           : err instanceof ThrottledError
             ? ['throttled', 'The service was busy; retry the item.']
-            : ['error', 'The item could not be written; retry it.'];
+            : err instanceof InvalidError
+              ? ['validation_error', TOO_FAR_BACK]
+              : ['error', 'The item could not be written; retry it.'];
       for (const o of unit.outcomes) collector.failed(o.index, reason, message, unit.orderNo);
     },
   };
@@ -202,6 +211,7 @@ const prepare = async (merchantId: string, items: Item[], collector: Collector, 
 const writeUnits = async (
   ws: WriteSet,
   merchantId: string,
+  reportingCurrency: string,
   chunk: Unit[],
   customers: Map<number, CustomerState>,
   customerIdOf: Map<string, number>,
@@ -212,8 +222,16 @@ const writeUnits = async (
   const changes = new Map<number, CustomerOrderChange[]>();
   const push = (id: number, change: CustomerOrderChange) => changes.set(id, [...(changes.get(id) ?? []), change]);
   const touched = new Set<number>();
+  // Each customer's timeline as the chunk's units leave it, one order change at a time, in order.
+  const timelines = new Map<number, Timeline>();
+  const moveLine = (id: number, orderNo: string, after: OrderItem | null) => {
+    const state = customers.get(id);
+    if (state) timelines.set(id, orderTimeline(timelines.get(id) ?? state.timeline.timeline, orderNo, after, reportingCurrency, at));
+  };
   for (const u of chunk) {
     if (u.order === u.stored) continue; // nothing changes
+    if (u.stored && u.stored.customer_id !== u.order.customer_id) moveLine(u.stored.customer_id, u.orderNo, null);
+    moveLine(u.order.customer_id, u.orderNo, u.order);
     ws.put('order', u.order, u.stored ? versionIs(u.stored.version) : itemAbsent);
     addAggregateDeltas(ws, merchantId, u.stored, u.order);
     for (const e of u.emails) touched.add(customerIdOf.get(e)!);
@@ -231,14 +249,15 @@ const writeUnits = async (
     const state = customers.get(id);
     if (!state) continue; // an order whose customer item is missing: no figures to keep
     const cs = changes.get(id) ?? [];
+    const timeline = timelines.has(id) ? addTimelineChange(ws, merchantId, id, state.timeline, timelines.get(id)!, null) : state.timeline;
     if (!state.exists) {
       const created = addCustomerCreate(ws, merchantId, id, { email: state.item.email, name: state.name }, at);
       await addCustomerFigures(ws, merchantId, created, cs, created);
-      after.set(id, { item: created, exists: true, name: state.name });
+      after.set(id, { item: created, exists: true, name: state.name, timeline });
     } else {
       const payment = cs.length ? await addCustomerFigures(ws, merchantId, state.item, cs) : null;
       if (linkedByEmail.has(id)) ws.update('customer-figures', keys.customer(merchantId, id)).when(liveCondition);
-      if (payment) after.set(id, { ...state, item: { ...state.item, ...payment } });
+      after.set(id, { ...state, item: { ...state.item, ...(payment ?? {}) }, timeline });
     }
   }
   return () => {

@@ -8,7 +8,9 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { retrying, RetryableError } from '#lib/db/retry';
 import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
-import { addCustomerCreate, getCustomerById, liveCondition } from '#lib/customers/store';
+import { addCustomerCreate, liveCondition } from '#lib/customers/store';
+import { orderTimeline } from '#lib/metrics/lines';
+import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE } from '#lib/metrics/store';
 import type { CustomerItem } from '#lib/customers/model';
 import { addAggregateDeltas, addCustomerFigures } from '#lib/orders/figures';
 import { addOutboxEvent } from '#lib/orders/events';
@@ -120,10 +122,14 @@ export const createOrder = async (
     const ws = new WriteSet();
     let customer: Pick<CustomerItem, 'id' | 'email' | 'name'>;
     let order: OrderItem;
+    let timeline = EMPTY_TIMELINE;
     if (marker) {
-      const existing = await getCustomerById(merchantId, Number(marker.customer_id));
+      // The customer and its MRR timeline in one request.
+      const read = await customersWithTimelines<CustomerItem>(merchantId, [Number(marker.customer_id)]);
+      const existing = read.customers.get(Number(marker.customer_id));
       // Deleted meanwhile: the marker is gone on the next read, and a new customer is created.
-      if (!existing) throw new RetryableError('contention', 'customer deleted meanwhile');
+      if (!existing || existing.deleted_at) throw new RetryableError('contention', 'customer deleted meanwhile');
+      timeline = read.timelines.get(existing.id)!;
       customer = existing;
       order = newOrderItem(merchantId, orderId, existing.id, input, 'api', at);
       ws.put('order', order, itemAbsent);
@@ -145,6 +151,7 @@ export const createOrder = async (
     if (opts.idempotencyKey) {
       addIdempotencyRecord(ws, merchantId, opts.idempotencyKey, { request_hash: hash, status: 201, body: JSON.stringify(body), created_at: at });
     }
+    addTimelineChange(ws, merchantId, customer.id, timeline, orderTimeline(timeline.timeline, order.order_no, order, auth.reportingCurrency, at), 'paid_at');
     try {
       await ws.commit();
       return { status: 201, body, replayed: false };

@@ -3,7 +3,9 @@ import type { AuthContext } from '#lib/auth/tokens';
 import { retrying } from '#lib/db/retry';
 import { versionIs, WriteSet } from '#lib/db/writes';
 import { InvalidError, NotFoundError } from '#lib/errors';
-import { customersByIds } from '#lib/customers/store';
+import type { CustomerItem } from '#lib/customers/model';
+import { orderTimeline } from '#lib/metrics/lines';
+import { addTimelineChange, customersWithTimelines } from '#lib/metrics/store';
 import { addAggregateDeltas, addCustomerFigures } from '#lib/orders/figures';
 import { addOutboxEvent, type OrderEventType } from '#lib/orders/events';
 import { presentOrder, type OrderItem } from '#lib/orders/model';
@@ -38,13 +40,18 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
     if (patch.metadata !== undefined) changes.metadata = patch.metadata;
     const after = rewriteOrder(merchantId, order, changes, at);
 
-    const customer = (await customersByIds(merchantId, [order.customer_id])).get(order.customer_id);
+    // The customer and its MRR timeline in one request.
+    const read = await customersWithTimelines<CustomerItem>(merchantId, [order.customer_id]);
+    const customer = read.customers.get(order.customer_id);
+    const timeline = read.timelines.get(order.customer_id)!;
     const ws = new WriteSet();
     ws.put('order', after, versionIs(order.version));
     if (customer) await addCustomerFigures(ws, merchantId, customer, [{ before: order, after }]);
     addAggregateDeltas(ws, merchantId, order, after);
     const presented = presentOrder(after, customer);
     addOutboxEvent(ws, merchantId, `order.${after.status}` as OrderEventType, presented, at);
+    const field = patch.status === 'refunded' ? 'refunded_at' : 'paid_at';
+    addTimelineChange(ws, merchantId, order.customer_id, timeline, orderTimeline(timeline.timeline, order.order_no, after, auth.reportingCurrency, at), field);
     await ws.commit();
     return presented;
   });

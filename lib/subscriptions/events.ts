@@ -13,6 +13,9 @@ import { formatTimestamp } from '#lib/shared/time';
 import { presentSubscriptionEvent, type SubscriptionEventItem } from '#lib/subscriptions/model';
 import type { SubscriptionEventCreate, SubscriptionEventListQuery, SubscriptionEventType } from '#lib/subscriptions/schemas';
 import { getSubscriptionItem } from '#lib/subscriptions/store';
+import { recordedLine } from '#lib/metrics/lines';
+import { addTimelineChange, readTimeline } from '#lib/metrics/store';
+import { setAt } from '#lib/metrics/timeline';
 
 export const CUSTOMER_INVALID = 'The selected customer id is invalid.';
 export const SUBSCRIPTION_INVALID = 'The selected subscription id is invalid.';
@@ -60,6 +63,7 @@ export const recordSubscriptionEvent = async (merchantId: string, input: Subscri
   const { subscription_event: id } = await retrying(() => allocateIds(merchantId, { subscription_event: 1 }));
   return retrying(async () => {
     const at = formatTimestamp(now());
+    const timeline = await readTimeline(merchantId, input.customer_id);
     const ws = new WriteSet();
     ws.check('customer', keys.customer(merchantId, input.customer_id), liveCondition);
     if (input.subscription_id) {
@@ -85,6 +89,10 @@ export const recordSubscriptionEvent = async (merchantId: string, input: Subscri
       },
       at,
     );
+    // The event sets its line to new_amount from occurred_at on (decisions §9): back-dated history reclassifies what follows.
+    const amount = new Decimal(item.new_amount);
+    const after = setAt(timeline.timeline, recordedLine(item.subscription_id), item.occurred_at, amount, amount.gt(0) ? 'a' : 'c');
+    addTimelineChange(ws, merchantId, input.customer_id, timeline, after, 'occurred_at');
     try {
       await ws.commit();
     } catch (err) {

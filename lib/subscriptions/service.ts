@@ -4,7 +4,10 @@ import { addTotal, readTotals } from '#lib/db/counters';
 import { keys, subscriptionIndexes } from '#lib/db/keys';
 import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
-import { allocateIds } from '#lib/db/sequences';
+import { allocateIds, claimIds } from '#lib/db/sequences';
+import { batchGet, keyId } from '#lib/db/batch-get';
+import { addTimelineChange, readTimeline } from '#lib/metrics/store';
+import { subscriptionTimeline } from '#lib/metrics/lines';
 import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
 import { InvalidError, NotFoundError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
@@ -46,6 +49,19 @@ const moveTotals = (ws: WriteSet, merchantId: string, before: SubscriptionItem |
   if (!b !== !a) addTotal(ws, merchantId, 'SUBSCRIPTIONS', 'subscriptions', a ? ONE : ONE.negated());
 };
 
+/**
+ * The customer's MRR timeline and the metrics aggregates follow the subscription's line (decisions
+ * §9); the timeline is read only when the line moves. `field` is what a 422 blames when the
+ * reclassification does not fit the transaction.
+ */
+const moveTimeline = async (ws: WriteSet, merchantId: string, before: SubscriptionItem, after: SubscriptionItem, at: string, field: string) => {
+  const customerId = Number(before.customer_id);
+  const unchanged = {};
+  if (subscriptionTimeline(unchanged, before, after, at) === unchanged) return;
+  const timeline = await readTimeline(merchantId, customerId);
+  addTimelineChange(ws, merchantId, customerId, timeline, subscriptionTimeline(timeline.timeline, before, after, at), field);
+};
+
 const holdsLive = (id: number) => ({ expression: 'subscription_id = :sid', values: { ':sid': id } });
 
 /** POST /subscriptions: customer live and without a live subscription, both decided inside the transaction. */
@@ -72,6 +88,7 @@ export const createSubscription = async (merchantId: string, input: Subscription
       updated_at: at,
       version: 1,
     };
+    const timeline = await readTimeline(merchantId, input.customer_id);
     const ws = new WriteSet();
     ws.check('customer', keys.customer(merchantId, input.customer_id), liveCondition);
     ws.put('live', { ...keys.liveSubscription(merchantId, input.customer_id), subscription_id: sub.id, customer_id: sub.customer_id }, itemAbsent);
@@ -81,6 +98,7 @@ export const createSubscription = async (merchantId: string, input: Subscription
     event(ws, merchantId, ids.subscription_event!, sub, 'created', '0', sub.mrr, null, sub.plan_name, startedAt, at);
     const presented = presentSubscription(sub);
     addOutboxEvent(ws, merchantId, 'subscription.created', presented, at);
+    addTimelineChange(ws, merchantId, sub.customer_id, timeline, subscriptionTimeline(timeline.timeline, null, sub, at), 'started_at');
     try {
       await ws.commit();
     } catch (err) {
@@ -138,17 +156,21 @@ const refuse = (message: string) => InvalidError.field('status', message);
  * Runs one state change: read the subscription by key, plan the move (or refuse it with a 422 on
  * status), then one transaction guarded by the version read.
  */
-const change = async (merchantId: string, segment: string, plan: (sub: SubscriptionItem, at: string) => Plan) => {
+const change = async (merchantId: string, segment: string, plan: (sub: SubscriptionItem, at: string) => Plan, field = 'status') => {
   const id = idFromPath(segment);
+  const subKey = keys.subscription(merchantId, id);
+  const seqKey = keys.sequences(merchantId);
   return retrying(async () => {
-    const sub = await getSubscriptionItem(merchantId, id);
+    // The subscription and the id sequence in one request: the event id is claimed in the transaction.
+    const found = Number.isSafeInteger(id) && id >= 1 ? await batchGet([subKey, seqKey]) : new Map();
+    const sub = found.get(keyId(subKey)) as SubscriptionItem | undefined;
     if (!sub || sub.deleted_at) throw new NotFoundError();
     const at = formatTimestamp(now());
     const { next: planned, event: e, webhook, unchanged } = plan(sub, at);
     if (unchanged) return presentSubscription(sub);
     const next: SubscriptionItem = { ...planned, updated_at: at, version: sub.version + 1 };
-    const eventId = e ? (await allocateIds(merchantId, { subscription_event: 1 })).subscription_event! : 0;
     const ws = new WriteSet();
+    const eventId = e ? claimIds(ws, merchantId, found.get(keyId(seqKey)), 'subscription_event') : 0;
     ws.put('subscription', { ...next, ...subscriptionIndexAttributes(merchantId, next) }, versionIs(sub.version));
     const wasLive = sub.status !== 'cancelled';
     const isLive = next.status !== 'cancelled';
@@ -160,6 +182,7 @@ const change = async (merchantId: string, segment: string, plan: (sub: Subscript
     if (e) event(ws, merchantId, eventId, next, e.type, e.old_amount, e.new_amount, e.old_plan, e.new_plan, e.occurred_at, at);
     const presented = presentSubscription(next);
     addOutboxEvent(ws, merchantId, webhook, presented, at);
+    await moveTimeline(ws, merchantId, sub, next, at, field);
     try {
       await ws.commit();
     } catch (err) {
@@ -215,7 +238,7 @@ export const cancelSubscription = (merchantId: string, segment: string, input: S
       event: { type: 'cancel', old_amount: sub.mrr, new_amount: '0', old_plan: sub.plan_name, new_plan: sub.plan_name, occurred_at: cancelledAt },
       webhook: 'subscription.cancelled',
     };
-  });
+  }, 'cancelled_at');
 
 /** PUT /subscriptions/{id}/pause: from active only; its mrr stops counting; no subscription event. */
 export const pauseSubscription = (merchantId: string, segment: string) =>
@@ -257,6 +280,7 @@ export const deleteSubscription = async (merchantId: string, segment: string): P
     if (sub.status !== 'cancelled') ws.delete('live', keys.liveSubscription(merchantId, sub.customer_id), holdsLive(sub.id));
     moveCustomerMrr(ws, merchantId, sub.customer_id, sub, null);
     moveTotals(ws, merchantId, sub, deleted);
+    await moveTimeline(ws, merchantId, sub, deleted, at, 'id');
     await ws.commit();
   });
 };

@@ -1,0 +1,233 @@
+import Decimal from 'decimal.js';
+import { now } from '#lib/clock';
+import { cohortPartition, metricsPartition } from '#lib/db/keys';
+import { queryAll } from '#lib/db/query';
+import { InvalidError } from '#lib/errors';
+import { STORED_ATTR } from '#lib/metrics/store';
+import { MOVEMENTS } from '#lib/metrics/timeline';
+import type { CohortsQuery, Interval, MrrQuery } from '#lib/metrics/schemas';
+
+/**
+ * GET /metrics/* (decisions §9), from the pre-aggregated items only — never orders, events or
+ * subscriptions. Levels (MRR, active customers and subscriptions) are sums of movements: the year
+ * items before the range's first year (one Query) plus the day items from that year's 1 January
+ * to the range's end (one Query). Both are strongly consistent, so a read right after a write sees it.
+ */
+
+const ZERO = new Decimal(0);
+const DAY_MS = 86_400_000;
+export const MAX_DAY_POINTS = 731;
+export const MAX_YEARS = 10;
+export const MAX_COHORT_MONTHS = 36;
+
+const LEVEL_ATTRS = [...MOVEMENTS, 'customers', 'subscriptions', 'churned'] as const;
+type Sums = Record<(typeof LEVEL_ATTRS)[number], Decimal>;
+const emptySums = (): Sums => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, ZERO])) as Sums;
+const addSums = (into: Sums, item: Record<string, unknown>) => {
+  for (const a of LEVEL_ATTRS) {
+    const v = item[STORED_ATTR[a]];
+    if (v !== undefined) into[a] = into[a].plus(String(v));
+  }
+};
+const net = (s: Sums) => MOVEMENTS.reduce((acc, m) => acc.plus(s[m]), ZERO);
+
+const dayOf = (d: Date) => d.toISOString().slice(0, 10);
+const toDate = (day: string) => new Date(`${day}T00:00:00Z`);
+const addDays = (day: string, n: number) => dayOf(new Date(toDate(day).getTime() + n * DAY_MS));
+const today = () => dayOf(now());
+
+/** The movement day items of [from, to] and the level sums before `from` (two Queries). */
+const readRange = async (merchantId: string, from: string, to: string) => {
+  const year = from.slice(0, 4);
+  const projection = ['sk', ...LEVEL_ATTRS.map((a) => STORED_ATTR[a])];
+  const [years, days] = await Promise.all([
+    year === '0001'
+      ? Promise.resolve([])
+      : queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: 'Y#0000', to: `Y#${String(Number(year) - 1).padStart(4, '0')}#~`, descending: false }, projection),
+    queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: `D#${year}-01-01`, to: `D#${to}#~`, descending: false }, projection),
+  ]);
+  const before = emptySums();
+  for (const y of years) addSums(before, y);
+  const inRange = new Map<string, Sums>();
+  for (const d of days) {
+    const day = String(d.sk).slice(2, 12);
+    if (day < from) addSums(before, d);
+    else {
+      const sums = inRange.get(day) ?? emptySums();
+      addSums(sums, d);
+      inRange.set(day, sums);
+    }
+  }
+  return { before, inRange };
+};
+
+const money = (d: Decimal) => d.toFixed(2);
+const pct = (part: Decimal, base: Decimal): number | null => (base.isZero() ? null : Number(part.div(base).times(100).toFixed(2)));
+const ratio = (part: Decimal, base: Decimal): number | null => (base.isZero() ? null : Number(part.div(base).toFixed(2)));
+
+/** Figures of a range: movements summed, levels at its start and end. */
+type RangeFigures = { start: Sums; moves: Sums; end: Sums };
+
+const rangeSummary = ({ start, moves, end }: RangeFigures) => {
+  const mrr = net(end);
+  const customers = end.customers;
+  return {
+    current_mrr: money(mrr),
+    arr: money(mrr.times(12)),
+    arpa: customers.isZero() ? null : money(mrr.div(customers)),
+    customer_churn_rate: pct(moves.churned, start.customers),
+    mrr_churn_rate: pct(moves.churn.abs().plus(moves.contraction.abs()), net(start)),
+  };
+};
+
+const plus = (a: Sums, b: Sums): Sums => Object.fromEntries(LEVEL_ATTRS.map((k) => [k, a[k].plus(b[k])])) as Sums;
+
+const bucketKey = (day: string, interval: Interval) => {
+  if (interval === 'day') return day;
+  if (interval === 'month') return day.slice(0, 7);
+  const d = toDate(day);
+  return addDays(day, -((d.getUTCDay() + 6) % 7)); // the Monday of its week (UTC)
+};
+
+const dateError = (field: string, message: string) => InvalidError.field(field, message);
+
+/** start/end with their defaults and the limits of decisions §9 (422 on the parameter at fault). */
+export const resolveRange = (q: MrrQuery) => {
+  const interval: Interval = q.interval ?? 'month';
+  const end = q.end_date ?? today();
+  const endMonth = toDate(end);
+  const start = q.start_date ?? dayOf(new Date(Date.UTC(endMonth.getUTCFullYear(), endMonth.getUTCMonth() - 11, 1)));
+  const blame = q.end_date ? 'end_date' : 'start_date';
+  if (start > end) {
+    throw dateError(blame, blame === 'end_date' ? 'The end date field must be a date after or equal to the start date.' : 'The start date field must be a date before or equal to the end date.');
+  }
+  const days = (toDate(end).getTime() - toDate(start).getTime()) / DAY_MS + 1;
+  if (interval === 'day' && days > MAX_DAY_POINTS) {
+    throw dateError(blame, `The range must not have more than ${MAX_DAY_POINTS} days for the day interval.`);
+  }
+  const s = toDate(start);
+  const limit = new Date(s.getTime());
+  limit.setUTCFullYear(s.getUTCFullYear() + MAX_YEARS);
+  if (toDate(end).getTime() >= limit.getTime()) throw dateError(blame, `The range must not be longer than ${MAX_YEARS} years.`);
+  return { start, end, interval };
+};
+
+const entryOf = (date: string, moves: Sums, end: Sums) => ({
+  date,
+  mrr: money(net(end)),
+  new: money(moves.new),
+  expansion: money(moves.expansion),
+  contraction: money(moves.contraction),
+  churn: money(moves.churn),
+  reactivation: money(moves.reactivation),
+  net_change: money(net(moves)),
+  active_subscriptions: end.subscriptions.toNumber(),
+  active_customers: end.customers.toNumber(),
+});
+
+/** GET /metrics/mrr: one entry per day, week or month of the range, and the range's summary. */
+export const mrrSeries = async (merchantId: string, q: MrrQuery) => {
+  const { start, end, interval } = resolveRange(q);
+  const { before, inRange } = await readRange(merchantId, start, end);
+  const buckets: { key: string; date: string; moves: Sums }[] = [];
+  // Counted, not compared as text: past 9999-12-31 ISO dates gain a sign and sort first.
+  const days = (toDate(end).getTime() - toDate(start).getTime()) / DAY_MS + 1;
+  for (let i = 0; i < days; i++) {
+    const day = addDays(start, i);
+    const key = bucketKey(day, interval);
+    if (buckets.at(-1)?.key !== key) buckets.push({ key, date: day, moves: emptySums() });
+    const sums = inRange.get(day);
+    if (sums) buckets.at(-1)!.moves = plus(buckets.at(-1)!.moves, sums);
+  }
+  let level = before;
+  let all = emptySums();
+  const data = buckets.map((b) => {
+    level = plus(level, b.moves);
+    all = plus(all, b.moves);
+    return entryOf(b.date, b.moves, level);
+  });
+  return { data, summary: rangeSummary({ start: before, moves: all, end: level }) };
+};
+
+const SUMMARY_DAYS = 30;
+
+/** GET /metrics/summary: now, and the last 30 days (today and the 29 before it, UTC). */
+export const metricsSummary = async (merchantId: string) => {
+  const end = today();
+  const start = addDays(end, -(SUMMARY_DAYS - 1));
+  const { before, inRange } = await readRange(merchantId, start, end);
+  let moves = emptySums();
+  for (const sums of inRange.values()) moves = plus(moves, sums);
+  const level = plus(before, moves);
+  const base = rangeSummary({ start: before, moves, end: level });
+  const gained = moves.new.plus(moves.expansion).plus(moves.reactivation);
+  const lost = moves.contraction.plus(moves.churn).abs();
+  const mrr = net(level);
+  const churnShare = before.customers.isZero() ? ZERO : moves.churned.div(before.customers);
+  return {
+    current_mrr: base.current_mrr,
+    arr: base.arr,
+    arpa: base.arpa,
+    active_subscriptions: level.subscriptions.toNumber(),
+    active_customers: level.customers.toNumber(),
+    customer_churn_rate: base.customer_churn_rate,
+    mrr_churn_rate: base.mrr_churn_rate,
+    net_mrr_churn_rate: pct(lost.minus(moves.expansion).minus(moves.reactivation), net(before)),
+    quick_ratio: ratio(gained, lost),
+    ltv: churnShare.isZero() || level.customers.isZero() ? null : money(mrr.div(level.customers).div(churnShare)),
+  };
+};
+
+const monthIndex = (m: string) => Number(m.slice(0, 4)) * 12 + Number(m.slice(5, 7)) - 1;
+const monthOf = (i: number) => `${String(Math.floor(i / 12)).padStart(4, '0')}-${String((i % 12) + 1).padStart(2, '0')}`;
+
+/** GET /metrics/cohorts: one Query over the cohort items of the range's cohorts. */
+export const cohorts = async (merchantId: string, q: CohortsQuery) => {
+  const current = today().slice(0, 7);
+  const end = q.end_month ?? current;
+  const start = q.start_month ?? monthOf(Math.max(monthIndex(end) - 11, monthIndex('0001-01')));
+  const blame = q.end_month ? 'end_month' : 'start_month';
+  if (start > end) {
+    throw dateError(blame, blame === 'end_month' ? 'The end month field must be a month after or equal to the start month.' : 'The start month field must be a month before or equal to the end month.');
+  }
+  if (monthIndex(end) - monthIndex(start) + 1 > MAX_COHORT_MONTHS) throw dateError(blame, `The range must not have more than ${MAX_COHORT_MONTHS} months.`);
+  const items = await queryAll<Record<string, unknown>>(
+    { partition: cohortPartition(merchantId), from: `${start}#`, to: `${end}#~`, descending: false },
+    ['sk', STORED_ATTR.joined, STORED_ATTR.customers, STORED_ATTR.mrr],
+  );
+  const num = (v: unknown) => new Decimal(v === undefined ? 0 : String(v));
+  // Shards summed: cohort → month → figures.
+  const byCohort = new Map<string, Map<string, { joined: Decimal; customers: Decimal; mrr: Decimal }>>();
+  for (const item of items) {
+    const [cohort, month] = String(item.sk).split('#');
+    const months = byCohort.get(cohort) ?? new Map();
+    const f = months.get(month) ?? { joined: ZERO, customers: ZERO, mrr: ZERO };
+    months.set(month, {
+      joined: f.joined.plus(num(item[STORED_ATTR.joined])),
+      customers: f.customers.plus(num(item[STORED_ATTR.customers])),
+      mrr: f.mrr.plus(num(item[STORED_ATTR.mrr])),
+    });
+    byCohort.set(cohort, months);
+  }
+  const last = end < current ? end : current;
+  const out = [];
+  for (let c = monthIndex(start); c <= monthIndex(end); c++) {
+    const cohort = monthOf(c);
+    const months = byCohort.get(cohort) ?? new Map();
+    const joined = months.get(cohort)?.joined ?? ZERO;
+    let customers = ZERO;
+    let mrr = ZERO;
+    let startMrr = ZERO;
+    const retention = [];
+    for (let m = c; m <= monthIndex(last); m++) {
+      const item = months.get(monthOf(m));
+      customers = customers.plus(item?.customers ?? ZERO);
+      mrr = mrr.plus(item?.mrr ?? ZERO);
+      if (m === c) startMrr = mrr;
+      retention.push({ month: monthOf(m), customers: customers.toNumber(), mrr: money(mrr), customer_retention: pct(customers, joined), mrr_retention: pct(mrr, startMrr) });
+    }
+    out.push({ cohort, customers: joined.toNumber(), mrr: money(months.get(cohort)?.mrr ?? ZERO), retention });
+  }
+  return out;
+};
+

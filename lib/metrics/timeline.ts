@@ -1,0 +1,213 @@
+import Decimal from 'decimal.js';
+
+/**
+ * A customer's MRR timeline (decisions §9), pure. The customer's MRR is the sum of its lines; each
+ * line is a list of change points `[at, amount, flag]` ("from `at` on the line is `amount`"):
+ * - `S<id>`: a subscription (API changes and recorded events naming it);
+ * - `I`: the customer's imported line (recorded events without a subscription);
+ * - `O<order_no>`: a paid recurring order's monthly share, from paid_at to the end of its cycle.
+ * Flags: `a` active subscription, `p` paused, `c` cancelled, `x` gone (deleted), `o` an order share
+ * (not a subscription). `a`/`p` lines make the customer live (customer churn counts the moment a
+ * cancellation leaves no live line).
+ *
+ * Every write turns the stored timeline into a new one; `contributions` maps a timeline to what it
+ * adds to the merchant's aggregate items (classified movements per day and year, cohort figures),
+ * and the write applies `after − before` as ADD deltas. So the aggregates always equal the sum of
+ * every customer's contributions, i.e. a from-scratch recomputation, whatever order the changes
+ * (back-dated or not) arrived in.
+ */
+export type Flag = 'a' | 'p' | 'c' | 'x' | 'o';
+export type Point = [at: string, amount: string, flag: Flag];
+export type Timeline = Record<string, Point[]>;
+
+export const lineOf = {
+  subscription: (id: number) => `S${id}`,
+  imported: 'I',
+  order: (orderNo: string) => `O${orderNo}`,
+};
+
+const ZERO = new Decimal(0);
+const canon = (amount: Decimal.Value) => new Decimal(amount).toFixed();
+
+/** Sorted by time; a point that repeats the previous one (amount and flag) is dropped. */
+const normalise = (points: Point[]): Point[] => {
+  const sorted = [...points].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const out: Point[] = [];
+  for (const p of sorted) {
+    const prev = out.at(-1);
+    if (prev && new Decimal(prev[1]).eq(p[1]) && prev[2] === p[2]) continue;
+    out.push(p);
+  }
+  return out;
+};
+
+const withLine = (tl: Timeline, line: string, points: Point[]): Timeline => {
+  const next = { ...tl };
+  const normal = normalise(points);
+  if (normal.length) next[line] = normal;
+  else delete next[line];
+  return next;
+};
+
+/** The line is `amount` from `at` on: later points of the line are superseded (API changes). */
+export const setFrom = (tl: Timeline, line: string, at: string, amount: Decimal.Value, flag: Flag): Timeline =>
+  withLine(tl, line, [...(tl[line] ?? []).filter((p) => p[0] < at), [at, canon(amount), flag]]);
+
+/** The line is `amount` from `at` until its next point (recorded history; a point at the same time is replaced). */
+export const setAt = (tl: Timeline, line: string, at: string, amount: Decimal.Value, flag: Flag): Timeline =>
+  withLine(tl, line, [...(tl[line] ?? []).filter((p) => p[0] !== at), [at, canon(amount), flag]]);
+
+/** Replaces a whole line (orders: the line follows from the order). */
+export const replaceLine = (tl: Timeline, line: string, points: Point[]): Timeline => withLine(tl, line, points);
+
+/** A line stops counting at `at`: its points from then on go, and it is 0 from `at` (nothing when it never counted before). */
+export const stopAt = (points: Point[], at: string): Point[] => {
+  const kept = points.filter((p) => p[0] < at);
+  return kept.length ? [...kept, [at, '0', kept.at(-1)![2]]] : [];
+};
+
+/** Movement attributes of the day and year items. */
+export const MOVEMENTS = ['new', 'expansion', 'contraction', 'churn', 'reactivation'] as const;
+export type Movement = (typeof MOVEMENTS)[number];
+
+/**
+ * How a change of a customer's total MRR is classified (decisions §9), or null when it did not
+ * move: 0 → more is `new` the first time, `reactivation` later; up `expansion`; down above 0
+ * `contraction`; down to 0 `churn` (the last two negative).
+ */
+export const classify = (before: Decimal, after: Decimal, everPositive: boolean): { kind: Movement; amount: Decimal } | null => {
+  if (after.eq(before)) return null;
+  if (before.isZero()) return { kind: everPositive ? 'reactivation' : 'new', amount: after.minus(before) };
+  if (after.isZero()) return { kind: 'churn', amount: after.minus(before) };
+  return { kind: after.gt(before) ? 'expansion' : 'contraction', amount: after.minus(before) };
+};
+
+/** Aggregate item id → attribute → amount. Items: `D#<day>`, `Y#<year>`, `C#<cohort>#<month>`. */
+export type Contributions = Map<string, Map<string, Decimal>>;
+
+const addTo = (out: Contributions, item: string, attr: string, v: Decimal) => {
+  if (v.isZero()) return;
+  const attrs = out.get(item) ?? new Map<string, Decimal>();
+  attrs.set(attr, (attrs.get(attr) ?? ZERO).plus(v));
+  out.set(item, attrs);
+};
+
+const isSubscriptionLine = (line: string) => !line.startsWith('O');
+
+/**
+ * What one customer's timeline adds to the aggregates. At every change time (in order) the total
+ * before and after it classify one movement; the day and year items get the movement, the change
+ * of active customers (`customers`: MRR above 0), of active subscriptions (`subscriptions`: lines
+ * flagged `a`) and customer churn (`churned`: a cancellation leaving no live line); the customer's
+ * cohort (the month of its `new`) gets `joined` once and, per month, the change of its MRR and of
+ * whether it is above 0.
+ */
+export const contributions = (tl: Timeline): Contributions => {
+  // Every point, in time order; the running totals move by each line's change (O(points log points)).
+  const points = Object.entries(tl).flatMap(([line, pts]) => pts.map((p) => ({ line, p })));
+  points.sort((a, b) => (a.p[0] < b.p[0] ? -1 : a.p[0] > b.p[0] ? 1 : 0));
+  const current = new Map<string, Point>();
+  const out: Contributions = new Map();
+  let mrr = ZERO;
+  let liveLines = 0;
+  let subs = 0;
+  let cohort: string | null = null;
+  const isLive = (p: Point | undefined) => p !== undefined && (p[2] === 'a' || p[2] === 'p');
+  const isActiveSub = (line: string, p: Point | undefined) => p !== undefined && p[2] === 'a' && isSubscriptionLine(line);
+  for (let i = 0; i < points.length; ) {
+    const t = points[i].p[0];
+    let nextMrr = mrr;
+    let nextLive = liveLines;
+    let nextSubs = subs;
+    let cancelled = false;
+    for (; i < points.length && points[i].p[0] === t; i++) {
+      const { line, p } = points[i];
+      const prev = current.get(line);
+      nextMrr = nextMrr.plus(p[1]).minus(prev ? prev[1] : 0);
+      nextLive += Number(isLive(p)) - Number(isLive(prev));
+      nextSubs += Number(isActiveSub(line, p)) - Number(isActiveSub(line, prev));
+      if (p[2] === 'c') cancelled = true;
+      current.set(line, p);
+    }
+    const month = t.slice(0, 7);
+    const periods = [`D#${t.slice(0, 10)}`, `Y#${t.slice(0, 4)}`];
+    const movement = classify(mrr, nextMrr, cohort !== null);
+    if (!cohort && nextMrr.gt(0)) {
+      cohort = month;
+      addTo(out, `C#${cohort}#${cohort}`, 'joined', new Decimal(1));
+    }
+    const activeChange = new Decimal(Number(nextMrr.gt(0)) - Number(mrr.gt(0)));
+    for (const period of periods) {
+      if (movement) addTo(out, period, movement.kind, movement.amount);
+      addTo(out, period, 'customers', activeChange);
+      addTo(out, period, 'subscriptions', new Decimal(nextSubs - subs));
+      if (liveLines > 0 && nextLive === 0 && cancelled) addTo(out, period, 'churned', new Decimal(1));
+    }
+    if (cohort) {
+      addTo(out, `C#${cohort}#${month}`, 'mrr', nextMrr.minus(mrr));
+      addTo(out, `C#${cohort}#${month}`, 'customers', activeChange);
+    }
+    mrr = nextMrr;
+    liveLines = nextLive;
+    subs = nextSubs;
+  }
+  return out;
+};
+
+/** `after − before`, item by item, without zero entries. */
+export const difference = (before: Contributions, after: Contributions): Contributions => {
+  const out: Contributions = new Map();
+  for (const [item, attrs] of after) for (const [attr, v] of attrs) addTo(out, item, attr, v);
+  for (const [item, attrs] of before) for (const [attr, v] of attrs) addTo(out, item, attr, v.negated());
+  for (const [item, attrs] of out) {
+    for (const [attr, v] of attrs) if (v.isZero()) attrs.delete(attr);
+    if (!attrs.size) out.delete(item);
+  }
+  return out;
+};
+
+/** Monthly share of a recurring order (fixed scale: 10 fraction digits), stored as it is; rounding only on output. */
+export const ORDER_SHARE_SCALE = 10;
+export const CYCLE_MONTHS: Record<string, number> = { monthly: 1, quarterly: 3, 'semi-annual': 6, yearly: 12 };
+
+/** `iso` plus `months` calendar months (the day is clamped to the target month's last day: Jan 31 + 1 → Feb 28/29). */
+export const addMonths = (iso: string, months: number): string => {
+  const d = new Date(iso);
+  const day = d.getUTCDate();
+  const target = new Date(d.getTime());
+  target.setUTCDate(1);
+  target.setUTCMonth(target.getUTCMonth() + months);
+  const last = new Date(Date.UTC(target.getUTCFullYear(), target.getUTCMonth() + 1, 0)).getUTCDate();
+  target.setUTCDate(Math.min(day, last));
+  return target.toISOString().slice(0, 19) + 'Z';
+};
+
+export type OrderFacts = {
+  status: string;
+  amount: string;
+  currency: string;
+  billing_cycle: string;
+  paid_at: string | null;
+  refunded_at: string | null;
+};
+
+/**
+ * The line of a recurring order (decisions §9), from the order as it now is: paid → its monthly
+ * share from paid_at to the end of its cycle; refunded → the same, ending at refunded_at if that
+ * is earlier; otherwise (cancelled, failed, pending, one-time, another currency) an order that was
+ * counting stops at `at`, the moment of this change, and one that was not stays out.
+ */
+export const orderLine = (order: OrderFacts | null, reportingCurrency: string, previous: Point[], at: string): Point[] => {
+  const months = order ? CYCLE_MONTHS[order.billing_cycle] : undefined;
+  if (order && months && order.currency === reportingCurrency && order.paid_at && (order.status === 'paid' || order.status === 'refunded')) {
+    const share = new Decimal(order.amount).div(months).toDecimalPlaces(ORDER_SHARE_SCALE, Decimal.ROUND_HALF_UP).toFixed();
+    const cycleEnd = addMonths(order.paid_at, months);
+    const end = order.status === 'refunded' && order.refunded_at && order.refunded_at < cycleEnd ? order.refunded_at : cycleEnd;
+    if (end <= order.paid_at) return [];
+    return [
+      [order.paid_at, share, 'o'],
+      [end, '0', 'o'],
+    ];
+  }
+  return stopAt(previous, at);
+};

@@ -1,0 +1,136 @@
+import Decimal from 'decimal.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixedClock, resetClock } from '#lib/clock';
+import { METRIC_SHARDS } from '#lib/db/keys';
+import { aggregateKey, STORED_ATTR } from '#lib/metrics/store';
+import { NumberValue } from '@aws-sdk/lib-dynamodb';
+import { contributions, difference, setFrom, type Contributions, type Timeline } from '#lib/metrics/timeline';
+import { newMerchant, useApi } from '../support/api.ts';
+import { batchWriteAll } from '../support/seed.ts';
+
+/**
+ * Request budgets of the metrics issue (README "Request budgets"), counted with the shared DynamoDB
+ * request counter, token lookup and rate counter included. Reads are measured on a merchant with
+ * 100 subscriptions made through the API and on one with the aggregates of 20,000 subscriptions.
+ *
+ * The large merchant's items are seeded, not written through 20,000 API calls: its aggregate items
+ * are exactly what the write path leaves — the sum of every customer's `contributions` — computed
+ * here for 20,000 synthetic customers (one subscription each, created, changed and some cancelled
+ * over 2019–2026, so that every day of the range has a day item) and written with BatchWriteItem.
+ * The read path reads only those aggregate items (day and year items of one partition, cohort items
+ * of another): its cost depends on them, not on subscriptions, so this is the worst case of a
+ * merchant of that size.
+ */
+const api = useApi();
+afterEach(() => resetClock());
+
+const report = (call: string, requests: number, budget: number) => console.info(`[budget] ${call}: ${requests} requests (budget ≤ ${budget})`);
+
+const DAY = 86_400_000;
+const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z';
+
+/** The merchant's aggregate items as 20,000 subscriptions would leave them. */
+const seedLargeMerchant = async (merchantId: string, customers: number) => {
+  const total: Contributions = new Map();
+  const start = Date.parse('2019-01-01T00:00:00Z');
+  for (let i = 0; i < customers; i++) {
+    const created = start + ((i * 7919) % 2900) * DAY + (i % 86_400) * 1000;
+    let tl: Timeline = setFrom({}, 'S1', iso(created), 10 + (i % 90), 'a');
+    tl = setFrom(tl, 'S1', iso(created + (30 + (i % 200)) * DAY), 20 + (i % 50), 'a');
+    if (i % 3 === 0) tl = setFrom(tl, 'S1', iso(created + (60 + (i % 400)) * DAY), 0, 'c');
+    for (const [item, attrs] of difference(new Map(), contributions(tl))) {
+      const into = total.get(item) ?? new Map<string, Decimal>();
+      for (const [a, v] of attrs) into.set(a, (into.get(a) ?? new Decimal(0)).plus(v));
+      total.set(item, into);
+    }
+  }
+  // Every shard of every item the reads below touch holds every attribute (the largest reads): the
+  // sums in shard 0, zeros elsewhere. Items outside those ranges get shard 0 only (fewer to seed).
+  const read = (id: string) => id.startsWith('Y#') || (id.startsWith('D#') ? id.slice(2, 6) >= '2024' && id.slice(2, 6) <= '2025' : id.split('#')[1] >= '2024-01' && id.split('#')[1] <= '2025-12');
+  const items = [...total].flatMap(([id, attrs]) =>
+    Array.from({ length: read(id) ? METRIC_SHARDS : 1 }, (_, shard) => ({
+      ...aggregateKey(merchantId, id, shard),
+      ...Object.fromEntries([...attrs].map(([a, v]) => [STORED_ATTR[a], NumberValue.from(shard ? '0' : v.toFixed())])),
+    })),
+  );
+  await batchWriteAll(items);
+  return items.length;
+};
+
+const reads = async (token: string) => ({
+  monthly24: await api.counted('GET', '/metrics/mrr?start_date=2024-01-01&end_date=2025-12-31&interval=month', { token }),
+  daily731: await api.counted('GET', '/metrics/mrr?start_date=2024-01-01&end_date=2025-12-31&interval=day', { token }),
+  weekly: await api.counted('GET', '/metrics/mrr?start_date=2024-01-01&end_date=2025-12-31&interval=week', { token }),
+  summary: await api.counted('GET', '/metrics/summary', { token }),
+  cohorts24: await api.counted('GET', '/metrics/cohorts?start_month=2024-01&end_month=2025-12', { token }),
+});
+
+describe('metrics request budgets (DynamoDB requests per API call)', () => {
+  it('GET /metrics/mrr 24 monthly points ≤ 5, 731 daily points ≤ 8, /metrics/summary ≤ 4, /metrics/cohorts 24 months ≤ 5: the same for 100 and 20,000 subscriptions', { timeout: 180_000 }, async () => {
+    const clock = fixedClock('2024-03-01T00:00:00Z');
+    const small = await newMerchant();
+    const batch = await api.post('/customers/batch', small.token, { customers: Array.from({ length: 100 }, (_, i) => ({ email: `s${i}@budget.test`, name: `S${i}` })) });
+    expect(batch.status, JSON.stringify(batch.body)).toBe(200);
+    for (const [i, c] of (batch.body.data.results.created as { id: number }[]).entries()) {
+      clock.set(iso(Date.parse('2024-03-01T00:00:00Z') + i * 3 * DAY));
+      const r = await api.post('/subscriptions', small.token, { customer_id: c.id, plan_name: 'Basic', mrr: '10.00', billing_cycle: 'monthly' });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+    }
+    const large = await newMerchant();
+    const seeded = await seedLargeMerchant(large.merchantId, 20_000);
+    expect(seeded).toBeGreaterThan(731 * 8); // every day of 2024–2025 in every shard // a day item for (nearly) every day of 2019–2026, years, cohorts
+
+    clock.set('2025-12-31T12:00:00Z');
+    const a = await reads(small.token);
+    const b = await reads(large.token);
+    for (const [name, budget] of [['monthly24', 5], ['daily731', 8], ['weekly', 8], ['summary', 4], ['cohorts24', 5]] as const) {
+      expect(a[name].res.status, JSON.stringify(a[name].res.body)).toBe(200);
+      expect(b[name].res.status, JSON.stringify(b[name].res.body)).toBe(200);
+      report(`${name} (100 subscriptions)`, a[name].requests, budget);
+      report(`${name} (20,000 subscriptions)`, b[name].requests, budget);
+      expect(a[name].requests).toBeLessThanOrEqual(budget);
+      expect(b[name].requests).toBe(a[name].requests);
+    }
+    expect(a.monthly24.res.body.data).toHaveLength(24);
+    expect(a.daily731.res.body.data).toHaveLength(731);
+    expect(a.monthly24.res.body.data.at(-1).mrr).toBe('1000.00');
+    expect(a.summary.res.body.data.active_subscriptions).toBe(100);
+  });
+
+  it('writes that move MRR stay within their budgets: subscription changes ≤ 5, a recurring paid order ≤ 6, its refund (PATCH) 5', async () => {
+    const { token } = await newMerchant();
+    const customer = (await api.post('/customers', token, { email: 'w@budget.test', name: 'W' })).body.data;
+    const create = await api.counted('POST', '/subscriptions', { token, body: { customer_id: customer.id, plan_name: 'B', mrr: '10', billing_cycle: 'monthly', started_at: '2024-01-01T00:00:00Z' } });
+    expect(create.res.status).toBe(201);
+    const id = create.res.body.data.id;
+    const moves = [
+      ['PUT', `/subscriptions/${id}`, { mrr: '20' }],
+      ['PUT', `/subscriptions/${id}/pause`, {}],
+      ['PUT', `/subscriptions/${id}/reactivate`, {}],
+      ['PUT', `/subscriptions/${id}/cancel`, { cancelled_at: '2024-06-01T00:00:00Z' }],
+      ['PUT', `/subscriptions/${id}/reactivate`, {}],
+      ['DELETE', `/subscriptions/${id}`, undefined],
+    ] as const;
+    report('POST /subscriptions (back-dated start)', create.requests, 5);
+    expect(create.requests).toBeLessThanOrEqual(5);
+    for (const [method, path, body] of moves) {
+      const r = await api.counted(method, path, { token, body });
+      expect(r.res.status, `${method} ${path} ${JSON.stringify(r.res.body)}`).toBeLessThan(300);
+      report(`${method} ${path.replace(String(id), '{id}')}`, r.requests, 5);
+      expect(r.requests).toBeLessThanOrEqual(5);
+    }
+    const recorded = await api.counted('POST', '/subscriptions/events', { token, body: { customer_id: customer.id, event_type: 'created', old_amount: '0', new_amount: '5', occurred_at: '2023-01-01T00:00:00Z' } });
+    expect(recorded.res.status).toBe(201);
+    report('POST /subscriptions/events (back-dated)', recorded.requests, 5);
+    expect(recorded.requests).toBeLessThanOrEqual(5);
+
+    const order = await api.counted('POST', '/orders', { token, body: { order_no: 'R-1', amount: '300', customer_email: 'w@budget.test', status: 'paid', billing_cycle: 'quarterly' } });
+    expect(order.res.status).toBe(201);
+    report('POST /orders (quarterly, paid, existing customer)', order.requests, 6);
+    expect(order.requests).toBeLessThanOrEqual(6);
+    const refund = await api.counted('PATCH', '/orders/R-1', { token, body: { status: 'refunded' } });
+    expect(refund.res.status).toBe(200);
+    report('PATCH /orders/{orderNo} (refund of a recurring order)', refund.requests, 5);
+    expect(refund.requests).toBeLessThanOrEqual(5);
+  });
+});

@@ -1,0 +1,260 @@
+import Decimal from 'decimal.js';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixedClock, resetClock } from '#lib/clock';
+import { newMerchant, useApi } from '../support/api.ts';
+import { assertWithinBudget } from '../support/property.ts';
+import { expectedCohorts, expectedSeries, expectedSummary, refSetAt, refSetFrom, type RefCustomer, type RefPoint } from './reference.ts';
+
+/**
+ * Property (decisions §9 "Freshness"): for random histories sent through the API — subscription
+ * creates (some back-dated), updates, pauses, reactivations, cancellations (some back-dated) and
+ * deletions, recorded events (back-dated, with or without a subscription), recurring paid orders in
+ * the reporting currency or another (some with a past paid_at), refunds, order batches (new orders,
+ * status moves, a repeated order_no) and groups of writers for different customers sent
+ * concurrently — the pre-aggregated daily, weekly and monthly series, the summary and the cohorts
+ * equal a from-scratch recomputation over the raw records (`reference.ts`, which shares no code
+ * with lib/metrics).
+ */
+const api = useApi();
+afterEach(() => resetClock());
+
+const DEFAULT_RUNS = 12;
+const RUNS = Number(process.env.PROP_RUNS ?? DEFAULT_RUNS);
+const BUDGET_MS = Number(process.env.PROP_BUDGET_MS ?? Math.max(240_000, Math.ceil((RUNS * 240_000) / DEFAULT_RUNS)));
+
+const START = Date.parse('2025-01-01T00:00:00Z');
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z';
+const CUSTOMERS = 4;
+const CYCLES = { monthly: 1, quarterly: 3, 'semi-annual': 6, yearly: 12 } as const;
+
+type Op =
+  | { kind: 'sub'; c: number; variant: number; amount: number; back: number }
+  | { kind: 'delete'; c: number }
+  | { kind: 'event'; c: number; withSub: boolean; amount: number; back: number }
+  | { kind: 'order'; c: number; cycle: keyof typeof CYCLES; usd: boolean; amount: number; back: number }
+  | { kind: 'refund'; c: number }
+  | { kind: 'batch'; c: number; items: { existing: boolean; status: 'paid' | 'cancelled' | 'refunded' | 'pending'; back: number; cycle: keyof typeof CYCLES; amount: number }[]; repeat: boolean };
+type Step = { advance: number; ops: Op[] };
+
+const customer = fc.integer({ min: 0, max: CUSTOMERS - 1 });
+const amount = fc.integer({ min: 0, max: 40 }).map((n) => n * 25 + (n % 3)); // some cents-free, some not divisible by 3
+const back = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 200 }));
+const cycle = fc.constantFrom<keyof typeof CYCLES>('monthly', 'quarterly', 'semi-annual', 'yearly');
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('sub' as const), c: customer, variant: fc.nat(5), amount, back }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), c: customer }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('event' as const), c: customer, withSub: fc.boolean(), amount, back }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('order' as const), c: customer, cycle, usd: fc.boolean(), amount, back }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('refund' as const), c: customer }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('batch' as const),
+      c: customer,
+      items: fc.array(fc.record({ existing: fc.boolean(), status: fc.constantFrom('paid', 'cancelled', 'refunded', 'pending'), back, cycle, amount }), { minLength: 1, maxLength: 3 }),
+      repeat: fc.boolean(),
+    }),
+  },
+);
+/** A step: one op, or ops of distinct customers sent at once (concurrent writers). */
+const step: fc.Arbitrary<Step> = fc.record({
+  advance: fc.integer({ min: 1, max: 20 * 24 }).map((h) => h * HOUR),
+  ops: fc.oneof({ weight: 4, arbitrary: op.map((o) => [o]) }, { weight: 1, arbitrary: fc.uniqueArray(op, { minLength: 2, maxLength: 3, selector: (o) => o.c }) }),
+});
+
+type Sub = { id: number; status: 'active' | 'paused' | 'cancelled'; mrr: string; started_at: string; deleted: boolean };
+type Order = { no: string; amount: string; currency: string; cycle: keyof typeof CYCLES; status: string; paid_at: string | null; refunded_at: string | null; line: RefPoint[] };
+
+const addMonths = (t: string, months: number) => {
+  const d = new Date(t);
+  const target = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + months, 1, d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()));
+  const last = new Date(Date.UTC(target.getUTCFullYear(), target.getUTCMonth() + 1, 0)).getUTCDate();
+  target.setUTCDate(Math.min(d.getUTCDate(), last));
+  return iso(target.getTime());
+};
+
+describe('metrics equal a from-scratch recomputation (property)', () => {
+  it(`random histories (${RUNS} runs)`, { timeout: BUDGET_MS + 60_000 }, async () => {
+    await assertWithinBudget(
+      fc.asyncProperty(fc.array(step, { minLength: 4, maxLength: 14 }), async (steps) => {
+        let now = START;
+        const clock = fixedClock(iso(now));
+        const { token } = await newMerchant();
+        const emails = Array.from({ length: CUSTOMERS }, (_, i) => `p${i}@prop.test`);
+        const created = await api.post('/customers/batch', token, { customers: emails.map((email) => ({ email, name: email })) });
+        const ids: number[] = created.body.data.results.created.map((r: { id: number }) => r.id);
+        const ref: RefCustomer[] = ids.map(() => ({ lines: new Map() }));
+        const subs: Sub[][] = ids.map(() => []);
+        const orders: Order[][] = ids.map(() => []);
+        let orderSeq = 0;
+        const max = (a: string, b: string) => (a > b ? a : b);
+
+        const ok = (r: { status: number; body: unknown }, what: string) => expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBeLessThan(300);
+
+        /** An order's line after a write (the contract's rules, as the reference reads them). */
+        const relineOrder = (c: number, o: Order) => {
+          const months = CYCLES[o.cycle];
+          const at = iso(now);
+          if (o.currency === 'TWD' && o.paid_at && (o.status === 'paid' || o.status === 'refunded')) {
+            const share = new Decimal(o.amount).div(months).toDecimalPlaces(10, Decimal.ROUND_HALF_UP);
+            const cycleEnd = addMonths(o.paid_at, months);
+            const end = o.status === 'refunded' && o.refunded_at && o.refunded_at < cycleEnd ? o.refunded_at : cycleEnd;
+            o.line = end <= o.paid_at ? [] : [{ at: o.paid_at, amount: share, flag: 'o' }, { at: end, amount: new Decimal(0), flag: 'o' }];
+          } else {
+            const kept = o.line.filter((p) => p.at < at);
+            o.line = kept.length ? [...kept, { at, amount: new Decimal(0), flag: 'o' }] : [];
+          }
+          if (o.line.length) ref[c].lines.set(`O${o.no}`, o.line);
+          else ref[c].lines.delete(`O${o.no}`);
+        };
+
+        const run = async (o: Op) => {
+          const c = o.c;
+          const at = iso(now);
+          const live = subs[c].find((s) => !s.deleted && s.status !== 'cancelled');
+          switch (o.kind) {
+            case 'sub': {
+              if (!live) {
+                const dormant = subs[c].filter((s) => !s.deleted && s.status === 'cancelled').at(-1);
+                if (dormant && o.variant % 2 === 0) {
+                  ok(await api.put(`/subscriptions/${dormant.id}/reactivate`, token, {}), 'reactivate');
+                  dormant.status = 'active';
+                  refSetFrom(ref[c], `S${dormant.id}`, max(at, dormant.started_at), dormant.mrr, 'a');
+                  return;
+                }
+                const started = iso(now - o.back * DAY);
+                const r = await api.post('/subscriptions', token, { customer_id: ids[c], plan_name: 'P', mrr: String(o.amount), billing_cycle: 'monthly', started_at: started });
+                ok(r, 'create');
+                subs[c].push({ id: r.body.data.id, status: 'active', mrr: String(o.amount), started_at: started, deleted: false });
+                refSetFrom(ref[c], `S${r.body.data.id}`, started, o.amount, 'a');
+                return;
+              }
+              const line = `S${live.id}`;
+              const effective = max(at, live.started_at);
+              if (o.variant <= 1) {
+                ok(await api.put(`/subscriptions/${live.id}`, token, { mrr: String(o.amount) }), 'update');
+                const moved = !new Decimal(live.mrr).eq(o.amount);
+                live.mrr = String(o.amount);
+                if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, o.amount, 'a');
+              } else if (o.variant === 2 && live.status === 'active') {
+                ok(await api.put(`/subscriptions/${live.id}/pause`, token, {}), 'pause');
+                live.status = 'paused';
+                refSetFrom(ref[c], line, effective, 0, 'p');
+              } else if (o.variant === 3 && live.status === 'paused') {
+                ok(await api.put(`/subscriptions/${live.id}/reactivate`, token, {}), 'resume');
+                live.status = 'active';
+                refSetFrom(ref[c], line, effective, live.mrr, 'a');
+              } else {
+                const cancelledAt = iso(now - o.back * DAY);
+                ok(await api.put(`/subscriptions/${live.id}/cancel`, token, { cancelled_at: cancelledAt }), 'cancel');
+                live.status = 'cancelled';
+                refSetFrom(ref[c], line, cancelledAt, 0, 'c');
+              }
+              return;
+            }
+            case 'delete': {
+              const s = subs[c].filter((x) => !x.deleted).at(-1);
+              if (!s) return;
+              ok(await api.del(`/subscriptions/${s.id}`, token), 'delete');
+              s.deleted = true;
+              refSetFrom(ref[c], `S${s.id}`, max(at, s.started_at), 0, 'x');
+              return;
+            }
+            case 'event': {
+              const s = o.withSub ? subs[c].filter((x) => !x.deleted).at(-1) : undefined;
+              const occurred = iso(now - o.back * DAY);
+              ok(
+                await api.post('/subscriptions/events', token, {
+                  customer_id: ids[c],
+                  subscription_id: s?.id,
+                  event_type: o.amount > 0 ? 'upgrade' : 'cancel',
+                  old_amount: '0',
+                  new_amount: String(o.amount),
+                  occurred_at: occurred,
+                }),
+                'event',
+              );
+              refSetAt(ref[c], s ? `S${s.id}` : 'I', occurred, o.amount, o.amount > 0 ? 'a' : 'c');
+              return;
+            }
+            case 'order': {
+              const no = `O${++orderSeq}`;
+              const paidAt = iso(now - o.back * DAY);
+              const body = { order_no: no, amount: String(o.amount), customer_email: emails[c], status: 'paid', billing_cycle: o.cycle, currency: o.usd ? 'USD' : 'TWD', paid_at: paidAt };
+              ok(await api.post('/orders', token, body), 'order');
+              const order: Order = { no, amount: String(o.amount), currency: body.currency, cycle: o.cycle, status: 'paid', paid_at: paidAt, refunded_at: null, line: [] };
+              orders[c].push(order);
+              relineOrder(c, order);
+              return;
+            }
+            case 'refund': {
+              const order = orders[c].find((x) => x.status === 'paid');
+              if (!order) return;
+              ok(await api.patch(`/orders/${order.no}`, token, { status: 'refunded' }), 'refund');
+              order.status = 'refunded';
+              order.refunded_at ??= at;
+              relineOrder(c, order);
+              return;
+            }
+            case 'batch': {
+              const items: Record<string, unknown>[] = [];
+              const touched: Order[] = [];
+              for (const it of o.items) {
+                const target = it.existing ? orders[c].at(-1 - (items.length % Math.max(1, orders[c].length))) : undefined;
+                if (target && touched.includes(target)) continue;
+                const order: Order = target ?? { no: `O${++orderSeq}`, amount: String(it.amount), currency: 'TWD', cycle: it.cycle, status: 'pending', paid_at: null, refunded_at: null, line: [] };
+                const paidAt = it.back ? iso(now - it.back * DAY) : undefined;
+                const item: Record<string, unknown> = { order_no: order.no, status: it.status, ...(paidAt ? { paid_at: paidAt } : {}) };
+                if (!target) Object.assign(item, { amount: order.amount, customer_email: emails[c], billing_cycle: order.cycle });
+                items.push(item);
+                if (!target) orders[c].push(order);
+                touched.push(order);
+                order.status = it.status;
+                if (paidAt) order.paid_at = paidAt;
+                if (it.status === 'paid') order.paid_at ??= at;
+                if (it.status === 'refunded') order.refunded_at ??= at;
+              }
+              // A repeated order_no in one batch updates the earlier item: one change (its final state).
+              if (o.repeat && touched.length) {
+                const last = touched.at(-1)!;
+                items.push({ order_no: last.no, status: 'cancelled' });
+                last.status = 'cancelled';
+              }
+              const r = await api.post('/orders/batch', token, { orders: items });
+              ok(r, 'batch');
+              expect(r.body.data.failed, JSON.stringify(r.body.data.results.failed)).toBe(0);
+              for (const order of touched) relineOrder(c, order);
+              return;
+            }
+          }
+        };
+
+        for (const s of steps) {
+          now += s.advance;
+          clock.set(iso(now));
+          await Promise.all(s.ops.map(run));
+        }
+
+        const today = iso(now).slice(0, 10);
+        const [from, to] = ['2024-07-01', '2026-06-30'];
+        for (const interval of ['day', 'week', 'month'] as const) {
+          const r = await api.get(`/metrics/mrr?start_date=${from}&end_date=${to}&interval=${interval}`, token);
+          expect(r.status, JSON.stringify(r.body)).toBe(200);
+          const expected = expectedSeries(ref, from, to, interval);
+          expect(r.body.data, interval).toEqual(expected.data);
+          expect(r.body.summary, interval).toEqual(expected.summary);
+        }
+        const summary = await api.get('/metrics/summary', token);
+        expect(summary.body.data).toEqual(expectedSummary(ref, today));
+        const cohorts = await api.get('/metrics/cohorts?start_month=2024-07&end_month=2026-06', token);
+        expect(cohorts.status, JSON.stringify(cohorts.body)).toBe(200);
+        expect(cohorts.body.data).toEqual(expectedCohorts(ref, '2024-07', '2026-06', today.slice(0, 7)));
+      }),
+      RUNS,
+      BUDGET_MS,
+    );
+  });
+});

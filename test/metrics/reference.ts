@@ -1,0 +1,198 @@
+import Decimal from 'decimal.js';
+
+/**
+ * A from-scratch reference of decisions §9 for the property test, written apart from
+ * lib/metrics (no import from it): raw per-customer lines (the subscriptions, recorded events and
+ * orders a test sent) → the figures the API must answer. Levels (MRR, active customers and
+ * subscriptions, cohort figures) are evaluated directly at each day's or month's end; movements
+ * are classified change by change.
+ */
+export type RefPoint = { at: string; amount: Decimal; flag: 'a' | 'p' | 'c' | 'x' | 'o' };
+export type RefCustomer = { lines: Map<string, RefPoint[]> };
+
+const sorted = (pts: RefPoint[]) => [...pts].sort((x, y) => x.at.localeCompare(y.at));
+
+/** Subscription changes through the API: the line holds `amount` from `at` on (later points superseded). */
+export const refSetFrom = (c: RefCustomer, line: string, at: string, amount: Decimal.Value, flag: RefPoint['flag']) => {
+  c.lines.set(line, sorted([...(c.lines.get(line) ?? []).filter((p) => p.at < at), { at, amount: new Decimal(amount), flag }]));
+};
+/** Recorded events: one point at `at` (replacing one at the same time). */
+export const refSetAt = (c: RefCustomer, line: string, at: string, amount: Decimal.Value, flag: RefPoint['flag']) => {
+  c.lines.set(line, sorted([...(c.lines.get(line) ?? []).filter((p) => p.at !== at), { at, amount: new Decimal(amount), flag }]));
+};
+
+/** The state of a line at `t` (inclusive) or just before it (`strict`). */
+const pointAt = (pts: RefPoint[], t: string, strict: boolean): RefPoint | null => {
+  let found: RefPoint | null = null;
+  for (const p of pts) if (strict ? p.at < t : p.at <= t) found = p;
+  return found;
+};
+
+export const customerAt = (c: RefCustomer, t: string, strict = false) => {
+  let mrr = new Decimal(0);
+  let live = false;
+  let subs = 0;
+  for (const [line, pts] of c.lines) {
+    const p = pointAt(pts, t, strict);
+    if (!p) continue;
+    mrr = mrr.plus(p.amount);
+    if (p.flag === 'a' || p.flag === 'p') live = true;
+    if (p.flag === 'a' && !line.startsWith('O')) subs++;
+  }
+  return { mrr, live, subs };
+};
+
+const changeTimes = (c: RefCustomer) => [...new Set([...c.lines.values()].flat().map((p) => p.at))].sort();
+
+export type DayMoves = { new: Decimal; expansion: Decimal; contraction: Decimal; churn: Decimal; reactivation: Decimal; churned: number };
+const zeroMoves = (): DayMoves => ({ new: new Decimal(0), expansion: new Decimal(0), contraction: new Decimal(0), churn: new Decimal(0), reactivation: new Decimal(0), churned: 0 });
+
+/** Movements per UTC day over all customers, classified change by change. */
+export const dayMoves = (customers: RefCustomer[]) => {
+  const out = new Map<string, DayMoves>();
+  for (const c of customers) {
+    let seenPositive = false;
+    for (const t of changeTimes(c)) {
+      const before = customerAt(c, t, true);
+      const after = customerAt(c, t);
+      const day = t.slice(0, 10);
+      const m = out.get(day) ?? zeroMoves();
+      const delta = after.mrr.minus(before.mrr);
+      if (!delta.isZero()) {
+        if (before.mrr.isZero()) m[seenPositive ? 'reactivation' : 'new'] = m[seenPositive ? 'reactivation' : 'new'].plus(delta);
+        else if (after.mrr.isZero()) m.churn = m.churn.plus(delta);
+        else if (delta.gt(0)) m.expansion = m.expansion.plus(delta);
+        else m.contraction = m.contraction.plus(delta);
+      }
+      const cancelledNow = [...c.lines.values()].some((pts) => pts.some((p) => p.at === t && p.flag === 'c'));
+      if (before.live && !after.live && cancelledNow) m.churned++;
+      if (after.mrr.gt(0)) seenPositive = true;
+      out.set(day, m);
+    }
+  }
+  return out;
+};
+
+const DAY_MS = 86_400_000;
+const addDays = (day: string, n: number) => new Date(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS).toISOString().slice(0, 10);
+const endOf = (day: string) => `${day}T23:59:59Z`;
+const money = (d: Decimal) => d.toFixed(2);
+const pct = (part: Decimal, base: Decimal) => (base.isZero() ? null : Number(part.div(base).times(100).toFixed(2)));
+
+/** Level at the end of `day` (inclusive), evaluated directly. */
+const levelAt = (customers: RefCustomer[], t: string) => {
+  let mrr = new Decimal(0);
+  let active = 0;
+  let subs = 0;
+  for (const c of customers) {
+    const s = customerAt(c, t);
+    mrr = mrr.plus(s.mrr);
+    if (s.mrr.gt(0)) active++;
+    subs += s.subs;
+  }
+  return { mrr, active, subs };
+};
+
+const bucketOf = (day: string, interval: 'day' | 'week' | 'month') => {
+  if (interval === 'day') return day;
+  if (interval === 'month') return day.slice(0, 7);
+  const dow = new Date(`${day}T00:00:00Z`).getUTCDay();
+  return addDays(day, -((dow + 6) % 7));
+};
+
+/** GET /metrics/mrr as the contract gives it, from scratch. */
+export const expectedSeries = (customers: RefCustomer[], start: string, end: string, interval: 'day' | 'week' | 'month') => {
+  const moves = dayMoves(customers);
+  const buckets: { key: string; date: string; last: string; m: DayMoves }[] = [];
+  for (let d = start; d <= end; d = addDays(d, 1)) {
+    const key = bucketOf(d, interval);
+    if (buckets.at(-1)?.key !== key) buckets.push({ key, date: d, last: d, m: zeroMoves() });
+    const b = buckets.at(-1)!;
+    b.last = d;
+    const dm = moves.get(d);
+    if (dm) for (const k of Object.keys(dm) as (keyof DayMoves)[]) (b.m as any)[k] = k === 'churned' ? b.m.churned + dm.churned : (b.m[k] as Decimal).plus(dm[k] as Decimal);
+  }
+  const data = buckets.map((b) => {
+    const level = levelAt(customers, endOf(b.last));
+    const net = b.m.new.plus(b.m.expansion).plus(b.m.contraction).plus(b.m.churn).plus(b.m.reactivation);
+    return {
+      date: b.date,
+      mrr: money(level.mrr),
+      new: money(b.m.new),
+      expansion: money(b.m.expansion),
+      contraction: money(b.m.contraction),
+      churn: money(b.m.churn),
+      reactivation: money(b.m.reactivation),
+      net_change: money(net),
+      active_subscriptions: level.subs,
+      active_customers: level.active,
+    };
+  });
+  const startLevel = levelAt(customers, endOf(addDays(start, -1)));
+  const endLevel = levelAt(customers, endOf(end));
+  const total = zeroMoves();
+  for (const b of buckets) {
+    total.churned += b.m.churned;
+    total.churn = total.churn.plus(b.m.churn);
+    total.contraction = total.contraction.plus(b.m.contraction);
+    total.expansion = total.expansion.plus(b.m.expansion);
+    total.reactivation = total.reactivation.plus(b.m.reactivation);
+    total.new = total.new.plus(b.m.new);
+  }
+  const summary = {
+    current_mrr: money(endLevel.mrr),
+    arr: money(endLevel.mrr.times(12)),
+    arpa: endLevel.active ? money(endLevel.mrr.div(endLevel.active)) : null,
+    customer_churn_rate: pct(new Decimal(total.churned), new Decimal(startLevel.active)),
+    mrr_churn_rate: pct(total.churn.abs().plus(total.contraction.abs()), startLevel.mrr),
+  };
+  return { data, summary, total, startLevel, endLevel };
+};
+
+/** GET /metrics/summary on `today`: the last 30 days. */
+export const expectedSummary = (customers: RefCustomer[], today: string) => {
+  const { summary, total, startLevel, endLevel } = expectedSeries(customers, addDays(today, -29), today, 'day');
+  const gained = total.new.plus(total.expansion).plus(total.reactivation);
+  const lost = total.contraction.plus(total.churn).abs();
+  return {
+    current_mrr: summary.current_mrr,
+    arr: summary.arr,
+    arpa: summary.arpa,
+    active_subscriptions: endLevel.subs,
+    active_customers: endLevel.active,
+    customer_churn_rate: summary.customer_churn_rate,
+    mrr_churn_rate: summary.mrr_churn_rate,
+    net_mrr_churn_rate: pct(lost.minus(total.expansion).minus(total.reactivation), startLevel.mrr),
+    quick_ratio: lost.isZero() ? null : Number(gained.div(lost).toFixed(2)),
+    ltv:
+      total.churned === 0 || startLevel.active === 0 || endLevel.active === 0
+        ? null
+        : money(endLevel.mrr.div(endLevel.active).div(new Decimal(total.churned).div(startLevel.active))),
+  };
+};
+
+const nextMonth = (m: string) => {
+  const [y, mo] = m.split('-').map(Number);
+  return mo === 12 ? `${String(y + 1).padStart(4, '0')}-01` : `${String(y).padStart(4, '0')}-${String(mo + 1).padStart(2, '0')}`;
+};
+const monthEnd = (m: string) => endOf(addDays(`${nextMonth(m)}-01`, -1));
+
+/** GET /metrics/cohorts: cohort = the month a customer's MRR first went above 0; figures at each month's end. */
+export const expectedCohorts = (customers: RefCustomer[], start: string, end: string, current: string) => {
+  const cohortOf = (c: RefCustomer) => changeTimes(c).find((t) => customerAt(c, t).mrr.gt(0))?.slice(0, 7) ?? null;
+  const last = end < current ? end : current;
+  const out = [];
+  for (let m = start; m <= end; m = nextMonth(m)) {
+    const members = customers.filter((c) => cohortOf(c) === m);
+    const base = members.reduce((acc, c) => acc.plus(customerAt(c, monthEnd(m)).mrr), new Decimal(0));
+    const retention = [];
+    for (let r = m; r <= last; r = nextMonth(r)) {
+      const values = members.map((c) => customerAt(c, monthEnd(r)).mrr);
+      const active = values.filter((v) => v.gt(0)).length;
+      const mrr = values.reduce((a, v) => a.plus(v), new Decimal(0));
+      retention.push({ month: r, customers: active, mrr: money(mrr), customer_retention: pct(new Decimal(active), new Decimal(members.length)), mrr_retention: pct(mrr, base) });
+    }
+    out.push({ cohort: m, customers: members.length, mrr: money(base), retention });
+  }
+  return out;
+};

@@ -1,0 +1,190 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixedClock, resetClock } from '#lib/clock';
+import { addMonths } from '#lib/metrics/timeline';
+import { newMerchant, useApi } from '../support/api.ts';
+
+/** Parameters (422 on the one at fault), defaults, interval boundaries, abilities and merchant isolation. */
+const api = useApi();
+afterEach(() => resetClock());
+
+const INVALID = 'The given data was invalid.';
+const expect422 = async (token: string, path: string, field: string) => {
+  const r = await api.get(path, token);
+  expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(422);
+  expect(r.body.message).toBe(INVALID);
+  expect(Object.keys(r.body.errors), path).toEqual([field]);
+  return r.body.errors[field][0] as string;
+};
+const get = async (token: string, path: string) => {
+  const r = await api.get(path, token);
+  expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(200);
+  return r.body;
+};
+
+describe('GET /metrics/mrr parameters', () => {
+  it('every bad value is a 422 on its parameter', async () => {
+    fixedClock('2026-03-15T12:00:00Z');
+    const { token } = await newMerchant();
+    for (const bad of ['2025-02-30', '2025/01/01', '2025-1-01', '2025-01-01T00:00:00Z', '', 'today', '0000-01-01']) {
+      expect(await expect422(token, `/metrics/mrr?start_date=${encodeURIComponent(bad)}`, 'start_date')).toBe('The start date field must be a valid date (YYYY-MM-DD).');
+      await expect422(token, `/metrics/mrr?end_date=${encodeURIComponent(bad)}`, 'end_date');
+    }
+    for (const bad of ['year', 'DAY', '', 'weeks']) {
+      expect(await expect422(token, `/metrics/mrr?interval=${bad}`, 'interval')).toBe('The selected interval is invalid.');
+    }
+    expect(await expect422(token, '/metrics/mrr?start_date=2025-02-01&end_date=2025-01-31', 'end_date')).toBe(
+      'The end date field must be a date after or equal to the start date.',
+    );
+    // Only start_date given and after today (the default end): the start is at fault.
+    await expect422(token, '/metrics/mrr?start_date=2026-03-16', 'start_date');
+    // day: at most 731 points (2024-01-01 … 2025-12-31 is 731 days: a leap year and another).
+    expect((await get(token, '/metrics/mrr?start_date=2024-01-01&end_date=2025-12-31&interval=day')).data).toHaveLength(731);
+    expect(await expect422(token, '/metrics/mrr?start_date=2024-01-01&end_date=2026-01-01&interval=day', 'end_date')).toBe(
+      'The range must not have more than 731 days for the day interval.',
+    );
+    // week and month: at most 10 years.
+    expect((await get(token, '/metrics/mrr?start_date=2015-01-01&end_date=2024-12-31&interval=month')).data).toHaveLength(120);
+    expect((await get(token, '/metrics/mrr?start_date=2015-01-01&end_date=2024-12-31&interval=week')).data).toHaveLength(523); // Thu 2015-01-01 … Sun 01-04, then 522 Mondays
+    // The last representable days (the loop must not run past 9999-12-31).
+    expect((await get(token, '/metrics/mrr?start_date=9999-12-01&end_date=9999-12-31&interval=day')).data).toHaveLength(31);
+    expect((await get(token, '/metrics/mrr?start_date=9990-01-01&end_date=9999-12-31&interval=week')).data.at(-1).date).toBe('9999-12-27');
+    expect((await get(token, '/metrics/mrr?start_date=0001-01-01&end_date=0001-01-31&interval=week')).data[0].date).toBe('0001-01-01');
+    expect((await get(token, '/metrics/cohorts?start_month=9999-01&end_month=9999-12')).data).toHaveLength(12);
+    for (const interval of ['week', 'month']) {
+      expect(await expect422(token, `/metrics/mrr?start_date=2015-01-01&end_date=2025-01-01&interval=${interval}`, 'end_date')).toBe(
+        'The range must not be longer than 10 years.',
+      );
+    }
+  });
+
+  it('defaults: month interval, the 12 months up to today', async () => {
+    fixedClock('2026-03-15T12:00:00Z');
+    const { token } = await newMerchant();
+    const r = await get(token, '/metrics/mrr');
+    expect(r.data.map((e: { date: string }) => e.date)).toEqual([
+      '2025-04-01', '2025-05-01', '2025-06-01', '2025-07-01', '2025-08-01', '2025-09-01',
+      '2025-10-01', '2025-11-01', '2025-12-01', '2026-01-01', '2026-02-01', '2026-03-01',
+    ]);
+    expect(r.summary).toEqual({ current_mrr: '0.00', arr: '0.00', arpa: null, customer_churn_rate: null, mrr_churn_rate: null });
+  });
+});
+
+describe('GET /metrics/cohorts parameters', () => {
+  it('every bad value is a 422 on its parameter; at most 36 months', async () => {
+    fixedClock('2026-03-15T12:00:00Z');
+    const { token } = await newMerchant();
+    for (const bad of ['2025-13', '2025-00', '2025-1', '2025-01-01', '0000-01', '', 'x']) {
+      expect(await expect422(token, `/metrics/cohorts?start_month=${bad}`, 'start_month')).toBe('The start month field must be a valid month (YYYY-MM).');
+      await expect422(token, `/metrics/cohorts?end_month=${bad}`, 'end_month');
+    }
+    await expect422(token, '/metrics/cohorts?start_month=2025-02&end_month=2025-01', 'end_month');
+    await expect422(token, '/metrics/cohorts?start_month=2026-04', 'start_month');
+    expect((await get(token, '/metrics/cohorts?start_month=2023-01&end_month=2025-12')).data).toHaveLength(36);
+    expect(await expect422(token, '/metrics/cohorts?start_month=2023-01&end_month=2026-01', 'end_month')).toBe('The range must not have more than 36 months.');
+    const d = (await get(token, '/metrics/cohorts')).data;
+    expect(d.map((c: { cohort: string }) => c.cohort)).toEqual([
+      '2025-04', '2025-05', '2025-06', '2025-07', '2025-08', '2025-09', '2025-10', '2025-11', '2025-12', '2026-01', '2026-02', '2026-03',
+    ]);
+    expect(d[11]).toEqual({ cohort: '2026-03', customers: 0, mrr: '0.00', retention: [{ month: '2026-03', customers: 0, mrr: '0.00', customer_retention: null, mrr_retention: null }] });
+  });
+});
+
+describe('abilities and isolation', () => {
+  it('analytics:read is needed (403 otherwise, 401 without a token); another merchant sees none of the figures', async () => {
+    fixedClock('2026-03-15T12:00:00Z');
+    const a = await newMerchant();
+    const c = await api.post('/customers', a.token, { email: 'iso@metrics.test', name: 'I' });
+    expect((await api.post('/subscriptions', a.token, { customer_id: c.body.data.id, plan_name: 'P', mrr: '42', billing_cycle: 'monthly' })).status).toBe(201);
+    const others = await newMerchant(['customers:read', 'orders:read', 'subscriptions:read', 'subscriptions:write']);
+    for (const path of ['/metrics/mrr', '/metrics/summary', '/metrics/cohorts']) {
+      expect((await api.get(path, others.token)).status).toBe(403);
+      expect((await api.get(path, null)).status).toBe(401);
+    }
+    expect((await get(a.token, '/metrics/summary')).data.current_mrr).toBe('42.00');
+    const b = await newMerchant();
+    expect((await get(b.token, '/metrics/summary')).data).toMatchObject({ current_mrr: '0.00', active_customers: 0, active_subscriptions: 0 });
+    expect((await get(b.token, '/metrics/mrr')).data.every((e: { mrr: string }) => e.mrr === '0.00')).toBe(true);
+    expect((await get(b.token, '/metrics/cohorts')).data.every((e: { customers: number }) => e.customers === 0)).toBe(true);
+  });
+});
+
+describe('interval boundaries (UTC)', () => {
+  it('weeks start on Monday; month ends and leap days split where they should', async () => {
+    const clock = fixedClock('2024-01-31T23:59:59Z');
+    const { token } = await newMerchant();
+    const customer = async (email: string) => (await api.post('/customers', token, { email, name: email })).body.data.id as number;
+    const [c1, c2] = [await customer('b1@metrics.test'), await customer('b2@metrics.test')];
+    // The last second of January, and the first of February.
+    expect((await api.post('/subscriptions', token, { customer_id: c1, plan_name: 'P', mrr: '10', billing_cycle: 'monthly' })).status).toBe(201);
+    clock.set('2024-02-01T00:00:00Z');
+    expect((await api.post('/subscriptions', token, { customer_id: c2, plan_name: 'P', mrr: '20', billing_cycle: 'monthly' })).status).toBe(201);
+    // A monthly order paid on Jan 31 ends on the leap day (Feb 29).
+    expect((await api.post('/orders', token, { order_no: 'LEAP', amount: '30', customer_email: 'b3@metrics.test', status: 'paid', billing_cycle: 'monthly', paid_at: '2024-01-31T12:00:00Z' })).status).toBe(201);
+    clock.set('2024-03-15T00:00:00Z');
+
+    const months = (await get(token, '/metrics/mrr?start_date=2024-01-01&end_date=2024-03-31')).data;
+    expect(months.map((e: any) => [e.date, e.new, e.churn, e.mrr])).toEqual([
+      ['2024-01-01', '40.00', '0.00', '40.00'],
+      ['2024-02-01', '20.00', '-30.00', '30.00'],
+      ['2024-03-01', '0.00', '0.00', '30.00'],
+    ]);
+    const days = (await get(token, '/metrics/mrr?start_date=2024-02-28&end_date=2024-03-01&interval=day')).data;
+    expect(days.map((e: any) => [e.date, e.churn, e.mrr])).toEqual([
+      ['2024-02-28', '0.00', '60.00'],
+      ['2024-02-29', '-30.00', '30.00'],
+      ['2024-03-01', '0.00', '30.00'],
+    ]);
+    // 2024-01-28 is a Sunday, 2024-01-29 a Monday.
+    const weeks = (await get(token, '/metrics/mrr?start_date=2024-01-28&end_date=2024-02-12&interval=week')).data;
+    expect(weeks.map((e: any) => [e.date, e.new, e.mrr])).toEqual([
+      ['2024-01-28', '0.00', '0.00'],
+      ['2024-01-29', '60.00', '60.00'],
+      ['2024-02-05', '0.00', '60.00'],
+      ['2024-02-12', '0.00', '60.00'],
+    ]);
+    expect(addMonths('2024-01-31T10:00:00Z', 1)).toBe('2024-02-29T10:00:00Z');
+    expect(addMonths('2023-01-31T10:00:00Z', 1)).toBe('2023-02-28T10:00:00Z');
+    expect(addMonths('2024-11-30T10:00:00Z', 3)).toBe('2025-02-28T10:00:00Z');
+    expect(addMonths('2024-02-29T00:00:00Z', 12)).toBe('2025-02-28T00:00:00Z');
+  });
+});
+
+describe('order moves in imports', () => {
+  it('a re-linked order takes its line to the new customer; a currency or cycle change stops it from that moment', async () => {
+    const clock = fixedClock('2025-03-01T00:00:00Z');
+    const { token } = await newMerchant();
+    const post = async (orders: unknown[]) => {
+      const r = await api.post('/orders/batch', token, { orders });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.data.failed, JSON.stringify(r.body.data.results.failed)).toBe(0);
+    };
+    await post([
+      { order_no: 'M-1', amount: '90', customer_email: 'x@moves.test', status: 'paid', billing_cycle: 'quarterly', paid_at: '2025-02-01T00:00:00Z' },
+      { order_no: 'M-2', amount: '50', customer_email: 'x@moves.test', status: 'paid', billing_cycle: 'monthly', paid_at: '2025-02-20T00:00:00Z' },
+    ]);
+    const month = async (m: string) => (await get(token, `/metrics/mrr?start_date=${m}-01&end_date=${m}-28`)).data[0];
+    expect(await month('2025-02')).toMatchObject({ mrr: '80.00', new: '30.00', expansion: '50.00', active_customers: 1 });
+    clock.set('2025-03-10T00:00:00Z');
+    // M-1 moves to y: x's February becomes 50 new only, y is new with 30 from Feb 1.
+    await post([{ order_no: 'M-1', customer_email: 'y@moves.test' }]);
+    expect(await month('2025-02')).toMatchObject({ mrr: '80.00', new: '80.00', expansion: '0.00', active_customers: 2 });
+    // M-2 becomes USD: it stops counting now (Mar 10), not retroactively.
+    await post([{ order_no: 'M-2', currency: 'USD' }]);
+    const march = await get(token, '/metrics/mrr?start_date=2025-03-01&end_date=2025-03-31&interval=day');
+    const byDate = Object.fromEntries(march.data.map((e: any) => [e.date, e]));
+    expect(byDate['2025-03-10']).toMatchObject({ churn: '-50.00', mrr: '30.00' });
+    expect(byDate['2025-03-20']).toMatchObject({ churn: '0.00', mrr: '30.00' }); // its own cycle end is gone
+    // M-1 becomes one-time: its share stops now too.
+    clock.set('2025-03-15T00:00:00Z');
+    await post([{ order_no: 'M-1', billing_cycle: 'one-time' }]);
+    expect((await get(token, '/metrics/mrr?start_date=2025-03-15&end_date=2025-03-15&interval=day')).data[0]).toMatchObject({ churn: '-30.00', mrr: '0.00', active_customers: 0 });
+    expect((await get(token, '/metrics/summary')).data).toMatchObject({ current_mrr: '0.00', active_customers: 0 });
+  });
+
+  it('the OpenAPI document describes the three metrics routes', async () => {
+    const doc = (await api.get('/openapi.json', null)).body;
+    for (const path of ['/metrics/mrr', '/metrics/summary', '/metrics/cohorts']) expect(doc.paths[path]?.get, path).toBeTruthy();
+    expect(doc.paths['/metrics/mrr'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['end_date', 'interval', 'start_date']);
+    expect(doc.paths['/metrics/cohorts'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['end_month', 'start_month']);
+  });
+});
