@@ -11,7 +11,7 @@ import { publishedDetails, startRelayProcess } from '../events/support/relay-pro
 import { eventually, receiverWithEndpoint, useDeliveryPipeline, verifiedEvents } from './support/pipeline.ts';
 
 /**
- * The relay killed (kill -9) between a commit and its publish, as in test/events/local-relay.test.ts,
+ * The relay killed (kill -9) between a commit and its publish, as in test/events/local-relay.slow.test.ts,
  * but through to the webhook receiver: the relay runs as its own process
  * (test/events/support/relay-child.ts: the poller and relay handler of `npm start`, publishing to a
  * JSON-lines file); this process forwards what it publishes to the local bus of the delivery
