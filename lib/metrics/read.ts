@@ -5,7 +5,7 @@ import { queryAll } from '#lib/db/query';
 import { InvalidError } from '#lib/errors';
 import { STORED_ATTR } from '#lib/metrics/store';
 import { MOVEMENTS } from '#lib/metrics/timeline';
-import type { CohortsQuery, Interval, MrrQuery } from '#lib/metrics/schemas';
+import { utcDayOf, type CohortsQuery, type Interval, type MrrQuery } from '#lib/metrics/schemas';
 
 /**
  * GET /metrics/* (decisions §9), from the pre-aggregated items only — never orders, events or
@@ -94,9 +94,9 @@ const dateError = (field: string, message: string) => InvalidError.field(field, 
 /** start/end with their defaults and the limits of decisions §9 (422 on the parameter at fault). */
 export const resolveRange = (q: MrrQuery) => {
   const interval: Interval = q.interval ?? 'month';
-  const end = q.end_date ?? today();
+  const end = q.end_date ? utcDayOf(q.end_date)! : today();
   const endMonth = toDate(end);
-  const start = q.start_date ?? dayOf(new Date(Date.UTC(endMonth.getUTCFullYear(), endMonth.getUTCMonth() - 11, 1)));
+  const start = q.start_date ? utcDayOf(q.start_date)! : dayOf(new Date(Date.UTC(endMonth.getUTCFullYear(), endMonth.getUTCMonth() - 11, 1)));
   const blame = q.end_date ? 'end_date' : 'start_date';
   if (start > end) {
     throw dateError(blame, blame === 'end_date' ? 'The end date field must be a date after or equal to the start date.' : 'The start date field must be a date before or equal to the end date.');

@@ -1,14 +1,20 @@
 import * as z from 'zod';
-import { parseDate } from '#lib/shared/time';
+import { isDateOnly, parseDate, parseTimestamp } from '#lib/shared/time';
 
 export const INTERVALS = ['day', 'week', 'month'] as const;
 export type Interval = (typeof INTERVALS)[number];
 
+/** A UTC day `YYYY-MM-DD`; a date-time (ISO 8601 with `Z` or an offset, decisions §1) names its UTC day. */
+export const utcDayOf = (v: string): string | null => {
+  const d = parseDate(v) ?? (isDateOnly(v) ? null : parseTimestamp(v));
+  return d ? d.toISOString().slice(0, 10) : null;
+};
+
 const date = () =>
   z
     .string()
-    .refine((v) => parseDate(v) !== null, { message: 'The :field field must be a valid date (YYYY-MM-DD).' })
-    .meta({ format: 'date', example: '2026-01-31' });
+    .refine((v) => utcDayOf(v) !== null, { message: 'The :field field must be a valid date (YYYY-MM-DD).' })
+    .meta({ format: 'date', example: '2026-01-31', description: 'A date; a date-time is taken as its UTC day' });
 
 const MONTH = /^(\d{4})-(\d{2})$/;
 /** `YYYY-MM`, years 0001–9999. */

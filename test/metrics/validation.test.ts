@@ -22,10 +22,22 @@ const get = async (token: string, path: string) => {
 };
 
 describe('GET /metrics/mrr parameters', () => {
+  it('a date-time is taken as its UTC day (decisions §1: offsets converted to UTC)', async () => {
+    fixedClock('2026-03-15T12:00:00Z');
+    const { token } = await newMerchant();
+    const days = async (q: string) => (await get(token, `/metrics/mrr?interval=day&${q}`)).data.map((e: { date: string }) => e.date);
+    expect(await days(`start_date=${encodeURIComponent('2025-01-01T10:00:00+08:00')}&end_date=${encodeURIComponent('2025-01-02T23:30:00-05:00')}`)).toEqual([
+      '2025-01-01',
+      '2025-01-02',
+      '2025-01-03',
+    ]);
+    expect(await days('start_date=2025-01-01T00:00:00Z&end_date=2025-01-01')).toEqual(['2025-01-01']);
+  });
+
   it('every bad value is a 422 on its parameter', async () => {
     fixedClock('2026-03-15T12:00:00Z');
     const { token } = await newMerchant();
-    for (const bad of ['2025-02-30', '2025/01/01', '2025-1-01', '2025-01-01T00:00:00Z', '', 'today', '0000-01-01']) {
+    for (const bad of ['2025-02-30', '2025/01/01', '2025-1-01', '2025-01-01T25:00:00Z', '2025-01-01T00:00:00', '', 'today', '0000-01-01']) {
       expect(await expect422(token, `/metrics/mrr?start_date=${encodeURIComponent(bad)}`, 'start_date')).toBe('The start date field must be a valid date (YYYY-MM-DD).');
       await expect422(token, `/metrics/mrr?end_date=${encodeURIComponent(bad)}`, 'end_date');
     }
