@@ -7,7 +7,8 @@ import { freePort } from '../../infra/local/dynamodb.ts';
 
 /** `npm run ops -- webhooks listen`: the developer's local receiver, verifying as a merchant's would. */
 const ROOT = resolve(import.meta.dirname, '../..');
-const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
+// node itself (not the tsx wrapper, which would leave its node child running when killed).
+const cli = (args: string[]) => spawn(process.execPath, ['--import', 'tsx', 'infra/ops/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, NODE_NO_WARNINGS: '1' } });
 
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -15,7 +16,7 @@ afterEach(() => {
 });
 
 const listen = async (args: string[]) => {
-  const child = spawn(TSX, ['infra/ops/cli.ts', 'webhooks', 'listen', ...args], { cwd: ROOT, env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+  const child = cli(['webhooks', 'listen', ...args]);
   children.push(child);
   let stdout = '';
   let stderr = '';
@@ -56,7 +57,7 @@ describe('ops webhooks listen', () => {
   });
 
   it('refuses a bad --port', async () => {
-    const child = spawn(TSX, ['infra/ops/cli.ts', 'webhooks', 'listen', '--port', 'x'], { cwd: ROOT, env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    const child = cli(['webhooks', 'listen', '--port', 'x']);
     let stderr = '';
     child.stderr.on('data', (c) => (stderr += c));
     const code = await new Promise((r) => child.on('exit', r));
