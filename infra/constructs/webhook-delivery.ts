@@ -1,5 +1,4 @@
 import { Duration } from 'aws-cdk-lib';
-import { Alarm, ComparisonOperator, MathExpression, Metric, TreatMissingData, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
@@ -63,7 +62,7 @@ export type WebhookDeliveryProps = {
  * to the next pause (ChangeMessageVisibility, at most 12 h) and reports it failed; after the last
  * attempt the consumer sends the task to the delivery dead-letter queue itself. Every queue is
  * encrypted (SQS-managed keys: EventBridge can send to them without a KMS grant), TLS-only, and
- * backed by a dead-letter queue with an alarm at one message.
+ * backed by a dead-letter queue; their alarms are in infra/constructs/monitoring.ts.
  */
 export class WebhookDelivery extends Construct {
   readonly rule: Rule;
@@ -75,13 +74,6 @@ export class WebhookDelivery extends Construct {
   readonly deliveryDeadLetterQueue: Queue;
   readonly fanOutFunction: ApiFunction;
   readonly deliveryFunction: ApiFunction;
-  readonly alarms: {
-    eventsDeadLetters: Alarm;
-    deliveryDeadLetters: Alarm;
-    ruleDeadLetters: Alarm;
-    ruleFailedInvocations: Alarm;
-    eventsAge: Alarm;
-  };
 
   constructor(scope: Construct, id: string, props: WebhookDeliveryProps) {
     super(scope, id);
@@ -144,59 +136,5 @@ export class WebhookDelivery extends Construct {
     this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryDeadLetterQueue.queueArn] }));
     // Includes sqs:ChangeMessageVisibility on the deliveries queue: how a failed attempt is postponed.
     this.deliveryFunction.addEventSource(new SqsEventSource(this.deliveryQueue, WEBHOOK_CONSUMER_SOURCE));
-
-    const minute = { period: Duration.minutes(1), statistic: 'Maximum' } as const;
-    const atLeastOne = (alarmId: string, alarmDescription: string, metric: IMetric) =>
-      new Alarm(this, alarmId, {
-        alarmDescription,
-        metric,
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      });
-    // On a custom bus a rule's metrics carry both dimensions; EventBridge sends them only when not zero.
-    const ruleMetric = (metricName: string) =>
-      new Metric({
-        namespace: 'AWS/Events',
-        metricName,
-        dimensionsMap: { EventBusName: props.eventBus.eventBusName, RuleName: WEBHOOK_RULE_NAME },
-        period: Duration.minutes(1),
-        statistic: 'Sum',
-      });
-    this.alarms = {
-      eventsDeadLetters: atLeastOne(
-        'EventsDeadLetterAlarm',
-        'Webhook events the fan-out failed 5 times (no delivery task made): fix, then redrive the events dead-letter queue',
-        this.eventsDeadLetterQueue.metricApproximateNumberOfMessagesVisible(minute),
-      ),
-      deliveryDeadLetters: atLeastOne(
-        'DeliveryDeadLetterAlarm',
-        'Webhook deliveries that failed every attempt over 24 hours (reason attribute), or crashed the delivery function 20 times',
-        this.deliveryDeadLetterQueue.metricApproximateNumberOfMessagesVisible(minute),
-      ),
-      ruleDeadLetters: atLeastOne(
-        'RuleDeadLetterAlarm',
-        'EventBridge could not put webhook events on the events queue for 24 hours: they are in the rule dead-letter queue',
-        this.ruleDeadLetterQueue.metricApproximateNumberOfMessagesVisible(minute),
-      ),
-      ruleFailedInvocations: atLeastOne(
-        'RuleFailedInvocationsAlarm',
-        'The webhook rule failed events for good: neither on the events queue nor in its dead-letter queue (lost: replay from the outbox)',
-        new MathExpression({
-          expression: 'FILL(failed, 0) + FILL(lost, 0)',
-          usingMetrics: { failed: ruleMetric('FailedInvocations'), lost: ruleMetric('InvocationsFailedToBeSentToDlq') },
-          period: Duration.minutes(1),
-        }),
-      ),
-      eventsAge: new Alarm(this, 'EventsAgeAlarm', {
-        alarmDescription: 'A webhook event has waited more than 5 minutes for the fan-out: deliveries are late',
-        metric: this.eventsQueue.metricApproximateAgeOfOldestMessage(minute),
-        threshold: 5 * 60,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
-    };
   }
 }
