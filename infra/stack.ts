@@ -103,6 +103,15 @@ export class ApiStack extends Stack {
     const stage = props.stage ?? DEFAULTS.stage;
     if (stage === 'local') throw new Error('stage "local" is reserved for the local stack (it relaxes webhook URL rules)');
     if (stage === PROD_STAGE && props.retainTable === false) throw new Error('the prod stack always keeps its data: retainTable=false is refused for stage prod');
+    // The stage throttle is the account's backstop: above what one merchant may send (its own limit,
+    // per hour) and below the account's Lambda concurrency (README: *Concurrency and throttling*).
+    const throttle = props.throttle ?? DEFAULTS.throttle;
+    const merchantPerSecond = (props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour) / 3600;
+    if (throttle.rateLimit < merchantPerSecond || throttle.burstLimit < throttle.rateLimit) {
+      throw new Error(
+        `stage throttling (${throttle.rateLimit}/s, burst ${throttle.burstLimit}) must allow at least one merchant's limit (${merchantPerSecond.toFixed(2)}/s) and a burst of at least the rate`,
+      );
+    }
     // A prod stack cannot be deleted until its termination protection is turned off by hand.
     super(scope, id, { ...props, terminationProtection: props.terminationProtection ?? stage === PROD_STAGE });
     const projectRoot = props.projectRoot ?? PROJECT_ROOT;
@@ -180,7 +189,7 @@ export class ApiStack extends Stack {
       httpApi: this.api,
       stageName: '$default',
       autoDeploy: true,
-      throttle: props.throttle ?? DEFAULTS.throttle,
+      throttle,
       accessLogSettings: {
         destination: new LogGroupLogDestination(accessLogs),
         format: AccessLogFormat.custom(

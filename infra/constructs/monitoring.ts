@@ -206,6 +206,7 @@ export class ApiMonitoring extends Construct {
         lambdaFunction: fn,
         humanReadableName: label,
         alarmFriendlyName: label,
+        isIterator: false,
         addFaultCountAlarm: critical({ maxErrorCount: t.functionErrors }),
         addThrottlesCountAlarm: critical({ maxErrorCount: t.functionThrottles }),
       });
@@ -217,6 +218,7 @@ export class ApiMonitoring extends Construct {
         lambdaFunction: fn,
         humanReadableName: fn.handlerPath,
         alarmFriendlyName: fn.node.id,
+        isIterator: false,
         addFaultCountAlarm: critical({ maxErrorCount: t.functionErrors }),
         addThrottlesCountAlarm: critical({ maxErrorCount: t.functionThrottles }),
       });

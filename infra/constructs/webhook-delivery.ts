@@ -28,6 +28,16 @@ export const WEBHOOK_EVENT_PATTERN = { source: [SERVICE_NAME], 'detail-type': [.
 export const WEBHOOK_CONSUMER_SOURCE = { batchSize: 10, reportBatchItemFailures: true } as const;
 
 /**
+ * The most invocations each SQS mapping runs at once (README: *Concurrency*). A backlog (a
+ * receiver down for hours, then back) must not take the account's Lambda concurrency from the API:
+ * the mapping stops polling at this cap, and messages wait in the queue (retention 4 / 14 days)
+ * instead of being throttled back into it, which reserved concurrency would do (each throttle
+ * counting a receive towards the dead-letter queue). Delivery: 20 at once, each attempt at most
+ * 10 s, so at least 2 attempts a second even when every receiver times out.
+ */
+export const WEBHOOK_CONSUMER_MAX_CONCURRENCY = { fanOut: 5, delivery: 20 } as const;
+
+/**
  * How long each queue keeps a message (SQS counts from the first send; changing the visibility
  * does not renew it):
  * - deliveries, 4 days: a task lives through the retry schedule, 27.6 h nominal and 30.4 h with
@@ -122,7 +132,9 @@ export class WebhookDelivery extends Construct {
     }).grantTableActions(props.table, { indexes: { gsi1: ['Query'] } });
     this.fanOutFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryQueue.queueArn] }));
     // Grants Receive/Delete/ChangeMessageVisibility/GetQueueAttributes/GetQueueUrl on the events queue.
-    this.fanOutFunction.addEventSource(new SqsEventSource(this.eventsQueue, WEBHOOK_CONSUMER_SOURCE));
+    this.fanOutFunction.addEventSource(
+      new SqsEventSource(this.eventsQueue, { ...WEBHOOK_CONSUMER_SOURCE, maxConcurrency: WEBHOOK_CONSUMER_MAX_CONCURRENCY.fanOut }),
+    );
 
     // Delivery (delivery.ts deliverTask): one BatchGetItem (endpoint, state, health), one
     // TransactWriteItems (Put log entry, Update state and health, or Delete health), an UpdateItem
@@ -135,6 +147,8 @@ export class WebhookDelivery extends Construct {
     this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['kms:Decrypt'], resources: [props.secretsKey.keyArn] }));
     this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryDeadLetterQueue.queueArn] }));
     // Includes sqs:ChangeMessageVisibility on the deliveries queue: how a failed attempt is postponed.
-    this.deliveryFunction.addEventSource(new SqsEventSource(this.deliveryQueue, WEBHOOK_CONSUMER_SOURCE));
+    this.deliveryFunction.addEventSource(
+      new SqsEventSource(this.deliveryQueue, { ...WEBHOOK_CONSUMER_SOURCE, maxConcurrency: WEBHOOK_CONSUMER_MAX_CONCURRENCY.delivery }),
+    );
   }
 }

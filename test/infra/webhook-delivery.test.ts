@@ -140,14 +140,21 @@ describe('consumers', () => {
     return found[0].Properties;
   };
 
-  it('each function consumes its queue in batches of 10 with partial batch failures', () => {
+  it('each function consumes its queue in batches of 10 with partial batch failures, at most 5 / 20 invocations at once', () => {
     const { fanOut, delivery, events, deliveries } = ids();
-    expect(mappingOf(fanOut)).toEqual({ FunctionName: { Ref: fanOut }, EventSourceArn: arn(events), BatchSize: 10, FunctionResponseTypes: ['ReportBatchItemFailures'] });
+    expect(mappingOf(fanOut)).toEqual({
+      FunctionName: { Ref: fanOut },
+      EventSourceArn: arn(events),
+      BatchSize: 10,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: 5 },
+    });
     expect(mappingOf(delivery)).toEqual({
       FunctionName: { Ref: delivery },
       EventSourceArn: arn(deliveries),
       BatchSize: 10,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: 20 },
     });
   });
 
