@@ -212,19 +212,56 @@ export class ApiMonitoring extends Construct {
       });
     }
 
+    // Route functions: errors and throttles alarm per group of at most 10 functions (a metric-math
+    // alarm's limit), not per function: two alarms for each of ~40 functions would take ~80 of the
+    // stack's 500 CloudFormation resources. The description names the group's functions; the
+    // dashboard shows each function.
     this.facade.addLargeHeader('API functions');
-    for (const fn of props.apiFunctions) {
-      this.facade.monitorLambdaFunction({
-        lambdaFunction: fn,
-        humanReadableName: fn.handlerPath,
-        alarmFriendlyName: fn.node.id,
-        isIterator: false,
-        addFaultCountAlarm: critical({ maxErrorCount: t.functionErrors }),
-        addThrottlesCountAlarm: critical({ maxErrorCount: t.functionThrottles }),
+    const groups = chunks(props.apiFunctions, MAX_METRICS_PER_ALARM);
+    groups.forEach((group, index) => {
+      const names = group.map((fn) => fn.handlerPath).join(', ');
+      // Ids are unique per graph: errors e0…, throttles t0….
+      const sum = (metricName: 'Errors' | 'Throttles') =>
+        new MathExpression({
+          expression: group.map((_, i) => `FILL(${metricName.charAt(0).toLowerCase()}${i}, 0)`).join(' + '),
+          usingMetrics: Object.fromEntries(
+            group.map((fn, i) => [`${metricName.charAt(0).toLowerCase()}${i}`, fn.metric(metricName, { statistic: 'Sum', period: Duration.minutes(1) })]),
+          ),
+          period: Duration.minutes(1),
+          label: `${metricName} (sum of ${group.length} functions)`,
+        });
+      const anyOf = (metricName: 'Errors' | 'Throttles', threshold: number, what: string) => ({
+        alarmFriendlyName: metricName,
+        metric: sum(metricName),
+        addAlarm: critical({
+          threshold,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          alarmDescriptionOverride: `${what} in one of: ${names}`,
+        }),
       });
+      this.facade.monitorCustom({
+        humanReadableName: `API functions, group ${index + 1} of ${groups.length}`,
+        alarmFriendlyName: `ApiFunctions${index + 1}`,
+        metricGroups: [
+          {
+            title: 'Errors and throttles',
+            metrics: [
+              anyOf('Errors', t.functionErrors, 'Lambda errors (crashes, timeouts)'),
+              anyOf('Throttles', t.functionThrottles, 'Lambda throttles (account concurrency exhausted)'),
+            ],
+          },
+        ],
+      });
+    });
+    for (const fn of props.apiFunctions) {
+      this.facade.monitorLambdaFunction({ lambdaFunction: fn, humanReadableName: fn.handlerPath, alarmFriendlyName: fn.node.id, isIterator: false });
     }
   }
 }
+
+/** CloudWatch: a metric-math alarm may use at most 10 metrics. */
+export const MAX_METRICS_PER_ALARM = 10;
+const chunks = <T>(items: T[], size: number) => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
 /** The webhook rule's failed invocations plus events it could not park (a custom bus's rule metrics carry both dimensions; sent only when not zero). */
 const ruleFailures = (eventBus: IEventBus) => {

@@ -1,7 +1,7 @@
 import { App } from 'aws-cdk-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiFunction, TABLE_KEY_ACTIONS } from '../../infra/constructs/api-function.ts';
-import { ALARM_THRESHOLDS } from '../../infra/constructs/monitoring.ts';
+import { ALARM_THRESHOLDS, MAX_METRICS_PER_ALARM } from '../../infra/constructs/monitoring.ts';
 import { ApiStack, DEFAULTS } from '../../infra/stack.ts';
 import { alarmViews, fixtureProjectRoot, idOf, resources, roleGrants, synthStack, type Resource } from './support/stack.ts';
 
@@ -157,18 +157,30 @@ describe('observability', () => {
     expect(prod.template.findOutputs('AlarmTopicArn').AlarmTopicArn.Value).toEqual({ Ref: topic.id });
   });
 
-  it('every function alarms on errors and on throttles, per minute', () => {
+  it('every function alarms on errors and on throttles, per minute: the workers each, route functions in groups of at most 10', () => {
     const alarms = alarmViews(prod.template);
+    const stack = prod.stack;
+    const workers = new Set<ApiFunction>([stack.outboxRelay.function, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction]);
     for (const fn of allFunctions(prod)) {
+      const dimension = JSON.stringify([{ Name: 'FunctionName', Value: { Ref: idOf(stack, fn) } }]);
       for (const metricName of ['Errors', 'Throttles']) {
-        const on = alarms.filter((a) =>
-          a.metrics.some((m) => m.namespace === 'AWS/Lambda' && m.metricName === metricName && JSON.stringify(m.dimensions) === JSON.stringify([{ Name: 'FunctionName', Value: { Ref: idOf(prod.stack, fn) } }])),
-        );
-        expect(on, `${metricName} ${fn.node.path}`).toEqual([
-          expect.objectContaining({ comparison: 'GreaterThanThreshold', threshold: 0, metrics: [expect.objectContaining({ stat: 'Sum', period: 60 })] }),
-        ]);
+        const on = alarms.filter((a) => a.metrics.some((m) => m.namespace === 'AWS/Lambda' && m.metricName === metricName && JSON.stringify(m.dimensions) === dimension));
+        expect(on, `${metricName} ${fn.node.path}`).toHaveLength(1);
+        expect(on[0]).toMatchObject({ comparison: 'GreaterThanThreshold', threshold: 0 });
+        for (const m of on[0].metrics) expect(m).toMatchObject({ namespace: 'AWS/Lambda', metricName, stat: 'Sum', period: 60 });
+        if (workers.has(fn)) {
+          expect(on[0].metrics).toHaveLength(1);
+        } else {
+          expect(on[0].metrics.length).toBeLessThanOrEqual(MAX_METRICS_PER_ALARM);
+          // Missing data (no invocation) counts as 0, and the description names the function.
+          expect(on[0].expression).toBe(on[0].metrics.map((m) => `FILL(${m.id}, 0)`).join(' + '));
+          expect(on[0].description).toContain(fn.handlerPath);
+        }
       }
     }
+    // Alarms stay few: the stack must fit CloudFormation's 500 resources with room for more routes.
+    expect(alarms.length).toBeLessThanOrEqual(30);
+    expect(Object.keys(prod.template.toJSON().Resources).length).toBeLessThan(400);
   });
 
   it('the API alarms when more than 1 % of its answers in 5 minutes are 5xx', () => {
