@@ -20,9 +20,11 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct, Node } from 'constructs';
 import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
-import { ApiFunction, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
+import { ApiFunction, METRICS_NAMESPACE_ENV, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
 import { BackofficeIdentity } from './constructs/backoffice-identity.ts';
 import { DataTable } from './constructs/data-table.ts';
+import { ApiMonitoring } from './constructs/monitoring.ts';
+import { acknowledgeNagFindings } from './nag.ts';
 import { OutboxRelay } from './constructs/outbox-relay.ts';
 import { WebhookDelivery } from './constructs/webhook-delivery.ts';
 
@@ -40,7 +42,10 @@ export type ApiStackProps = StackProps & {
   logLevel?: (typeof LOG_LEVELS)[number];
   /** Account-level guard in front of the per-merchant limits. */
   throttle?: Required<ThrottleSettings>;
-  /** Keep the table when the stack (or the table) is deleted; true unless told otherwise. */
+  /**
+   * Keep the table, its key and the user pool when the stack (or they) are deleted, with deletion
+   * protection on. Always true for prod; other stages default to false (`cdk destroy` removes them).
+   */
   retainTable?: boolean;
   /** Where package.json and the handler modules live (tests point it elsewhere). */
   projectRoot?: string;
@@ -51,13 +56,15 @@ export type ApiStackProps = StackProps & {
   localDynamo?: { endpoint: string; tableName: string };
 };
 
+/** The stage whose stack keeps its data and has termination protection. */
+export const PROD_STAGE = 'prod';
+
 export const DEFAULTS = {
-  stage: 'prod',
+  stage: PROD_STAGE,
   rateLimitPerHour: 3600,
   unauthenticatedRateLimitPerMinute: 10,
   logLevel: 'INFO',
   throttle: { rateLimit: 100, burstLimit: 200 },
-  retainTable: true,
   /** The table `npm start` creates in DynamoDB Local. */
   localTableName: 'revenue-analytics',
 } as const;
@@ -90,17 +97,27 @@ export class ApiStack extends Stack {
   readonly webhookDelivery: WebhookDelivery;
   readonly functions: Record<RouteName, ApiFunction>;
   readonly notFoundFunction: ApiFunction;
+  readonly monitoring: ApiMonitoring;
 
   constructor(scope: Construct, id: string, props: ApiStackProps = {}) {
-    super(scope, id, props);
     const stage = props.stage ?? DEFAULTS.stage;
     if (stage === 'local') throw new Error('stage "local" is reserved for the local stack (it relaxes webhook URL rules)');
+    if (stage === PROD_STAGE && props.retainTable === false) throw new Error('the prod stack always keeps its data: retainTable=false is refused for stage prod');
+    // The stage throttle is the account's backstop: above what one merchant may send (its own limit,
+    // per hour) and below the account's Lambda concurrency (README: *Concurrency and throttling*).
+    const throttle = props.throttle ?? DEFAULTS.throttle;
+    const merchantPerSecond = (props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour) / 3600;
+    if (throttle.rateLimit < merchantPerSecond || throttle.burstLimit < throttle.rateLimit) {
+      throw new Error(
+        `stage throttling (${throttle.rateLimit}/s, burst ${throttle.burstLimit}) must allow at least one merchant's limit (${merchantPerSecond.toFixed(2)}/s) and a burst of at least the rate`,
+      );
+    }
+    // A prod stack cannot be deleted until its termination protection is turned off by hand.
+    super(scope, id, { ...props, terminationProtection: props.terminationProtection ?? stage === PROD_STAGE });
     const projectRoot = props.projectRoot ?? PROJECT_ROOT;
 
-    const retain = props.retainTable ?? DEFAULTS.retainTable;
-    this.table = new DataTable(this, 'Table', {
-      removalPolicy: retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
-    });
+    const retain = props.retainTable ?? stage === PROD_STAGE;
+    this.table = new DataTable(this, 'Table', { retain });
     // The stored secrets are useless without it: it lives (and is kept) with the table.
     this.webhookSecretsKey = new Key(this, 'WebhookSecretsKey', {
       description: 'Encrypts webhook signing secrets stored in the table (encryption context: merchant_id)',
@@ -108,9 +125,10 @@ export class ApiStack extends Stack {
       removalPolicy: retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });
 
+    // The functions' Powertools metrics land in a namespace named after the stack, so stages never mix.
+    const observability = { STAGE: stage, LOG_LEVEL: props.logLevel ?? DEFAULTS.logLevel, [METRICS_NAMESPACE_ENV]: this.stackName };
     const environment = {
-      STAGE: stage,
-      LOG_LEVEL: props.logLevel ?? DEFAULTS.logLevel,
+      ...observability,
       RATE_LIMIT_PER_HOUR: String(props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour),
       UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: String(props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute),
     };
@@ -167,11 +185,11 @@ export class ApiStack extends Stack {
       retention: RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    new HttpStage(this, 'DefaultStage', {
+    const apiStage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.api,
       stageName: '$default',
       autoDeploy: true,
-      throttle: props.throttle ?? DEFAULTS.throttle,
+      throttle,
       accessLogSettings: {
         destination: new LogGroupLogDestination(accessLogs),
         format: AccessLogFormat.custom(
@@ -195,7 +213,7 @@ export class ApiStack extends Stack {
 
     // Webhook events (decisions §8) are published here by the outbox relay and delivered from here.
     this.eventBus = new EventBus(this, 'EventBus', { eventBusName: `${SERVICE_NAME}-${stage}` });
-    const workerEnvironment = { STAGE: environment.STAGE, LOG_LEVEL: environment.LOG_LEVEL };
+    const workerEnvironment = observability;
     this.outboxRelay = new OutboxRelay(this, 'OutboxRelay', {
       table: this.table,
       eventBus: this.eventBus,
@@ -210,6 +228,18 @@ export class ApiStack extends Stack {
       environment: workerEnvironment,
     });
 
+    this.monitoring = new ApiMonitoring(this, 'Monitoring', {
+      stage,
+      api: this.api,
+      apiStageName: apiStage.stageName,
+      apiFunctions: [...Object.values(this.functions), this.notFoundFunction],
+      outboxRelay: this.outboxRelay,
+      webhookDelivery: this.webhookDelivery,
+      table: this.table,
+      eventBus: this.eventBus,
+      metricsNamespace: this.stackName,
+    });
+
     new CfnOutput(this, 'ApiUrl', { value: `${this.api.apiEndpoint}${BASE_PATH}` });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
@@ -221,6 +251,10 @@ export class ApiStack extends Stack {
     new CfnOutput(this, 'WebhookRuleDeadLetterQueueUrl', { value: webhooks.ruleDeadLetterQueue.queueUrl });
     new CfnOutput(this, 'WebhookDeliveryQueueUrl', { value: webhooks.deliveryQueue.queueUrl });
     new CfnOutput(this, 'WebhookDeliveryDeadLetterQueueUrl', { value: webhooks.deliveryDeadLetterQueue.queueUrl });
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.alarmTopic.topicArn, description: 'Subscribe the on-call here (every alarm of the stack)' });
+
+    // cdk-nag findings that are right for this stack, each on its resource with its reason (infra/nag.ts).
+    acknowledgeNagFindings(this);
   }
 }
 
