@@ -239,23 +239,30 @@ export class ApiMonitoring extends Construct {
           alarmDescriptionOverride: `${what} in one of: ${names}`,
         }),
       });
+      // One graph per figure with a line per function: the dashboard stays small (its size is the
+      // template's and the synth's), every function still visible.
+      const perFunction = (title: string, metric: (fn: ApiFunction) => Metric) => ({
+        title,
+        metrics: group.map((fn) => metric(fn).with({ label: fn.handlerPath, period: Duration.minutes(1) })),
+      });
       this.facade.monitorCustom({
         humanReadableName: `API functions, group ${index + 1} of ${groups.length}`,
         alarmFriendlyName: `ApiFunctions${index + 1}`,
         metricGroups: [
           {
-            title: 'Errors and throttles',
+            title: 'Errors and throttles (alarmed)',
             metrics: [
               anyOf('Errors', t.functionErrors, 'Lambda errors (crashes, timeouts)'),
               anyOf('Throttles', t.functionThrottles, 'Lambda throttles (account concurrency exhausted)'),
             ],
           },
+          perFunction('Invocations', (fn) => fn.metricInvocations({ statistic: 'Sum' })),
+          perFunction('Duration p99', (fn) => fn.metricDuration({ statistic: 'p99' })),
+          perFunction('Errors', (fn) => fn.metricErrors({ statistic: 'Sum' })),
+          perFunction('Concurrent executions', (fn) => fn.metric('ConcurrentExecutions', { statistic: 'Maximum' })),
         ],
       });
     });
-    for (const fn of props.apiFunctions) {
-      this.facade.monitorLambdaFunction({ lambdaFunction: fn, humanReadableName: fn.handlerPath, alarmFriendlyName: fn.node.id, isIterator: false });
-    }
   }
 }
 

@@ -18,14 +18,14 @@ beforeAll(() => {
 });
 afterAll(() => fixture.remove());
 
-/** Only the default stack runs CDK's CloudFormation validation (seconds per synth); variants skip it. */
-const synth = (props: ApiStackProps = {}, validate = false) => synthStack(fixture.root, props, validate);
+/** Without CDK's CloudFormation validation: test/infra/checks.test.ts lints the template (cfn-lint). */
+const synth = (props: ApiStackProps = {}) => synthStack(fixture.root, props);
 
 let defaults: ReturnType<typeof synth>;
 /** Every prop set away from its default, in one synth. */
 let variant: ReturnType<typeof synth>;
 beforeAll(() => {
-  defaults = synth({}, true);
+  defaults = synth({});
   variant = synth({
     rateLimitPerHour: 120,
     unauthenticatedRateLimitPerMinute: 3,

@@ -33,8 +33,8 @@ export const fixtureProjectRoot = () => {
 };
 
 /**
- * The stack's template without bundling. CDK's CloudFormation validation costs seconds per synth:
- * only one synth of the default stack (stack.test.ts) runs it.
+ * The stack's template without bundling. CDK's CloudFormation validation costs half a minute per
+ * synth and cfn-lint checks more: only test/infra/checks.test.ts asks for it, when cfn-lint is absent.
  */
 export const synthStack = (projectRoot: string, props: ApiStackProps = {}, validate = false) => {
   const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: validate });
