@@ -3,9 +3,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CfnResource, Validations, type Stack } from 'aws-cdk-lib';
+import { App, CfnResource, Stack, Validations } from 'aws-cdk-lib';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NAG_REASONS, nagPacks } from '../../infra/nag.ts';
+import { addNagChecks, NAG_REASONS, nagPacks } from '../../infra/nag.ts';
 import { PROJECT_ROOT } from '../../infra/stack.ts';
 import { fixtureProjectRoot, synthStack } from './support/stack.ts';
 
@@ -72,6 +73,20 @@ describe('cdk-nag', () => {
       'Serverless-LambdaLatestVersion',
       'Serverless-SQSRedrivePolicy',
     ]);
+  });
+
+  it('registered on an app (as infra/app.ts does), an unacknowledged finding fails the synth', () => {
+    const probe = (acknowledged: boolean) => {
+      const app = new App({ outdir: join(dir, `probe-${acknowledged}`), builtinCloudFormationValidation: false });
+      const queue = new Queue(new Stack(app, 'Probe'), 'Queue', { encryption: QueueEncryption.SQS_MANAGED, enforceSSL: true });
+      if (acknowledged) {
+        for (const id of ['AwsSolutions-SQS3', 'Serverless-SQSRedrivePolicy']) Validations.of(queue.node.defaultChild!).acknowledge({ id, reason: 'probe' });
+      }
+      addNagChecks(app);
+      return () => app.synth();
+    };
+    expect(probe(false)).toThrow(/AwsSolutions-SQS3[\s\S]*Serverless-SQSRedrivePolicy/);
+    expect(probe(true)).not.toThrow();
   });
 
   it('the wildcard acknowledgment sits only on policies whose one "*" resource is X-Ray', () => {
