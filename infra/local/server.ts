@@ -6,6 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
+import { tallied } from '#lib/db/client';
 import { unauthorizedResponse, verifyLocalBackofficeAuthorization } from './backoffice-jwt.ts';
 
 /**
@@ -183,8 +184,16 @@ const answerClientError = (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, 
   setTimeout(() => socket.destroy(), 5_000).unref();
 };
 
+/** Response headers carrying a request's own DynamoDB tally, for in-process measurement (tests, bench). */
+export const TALLY_HEADERS = { requests: 'x-local-dynamodb-requests', capacity: 'x-local-dynamodb-capacity', commands: 'x-local-dynamodb-commands' } as const;
+
+export type LocalServerOptions = {
+  /** Adds TALLY_HEADERS to every answer (never on by `npm start`): requests, capacity units, by command. */
+  exposeRequestTally?: boolean;
+};
+
 /** Builds the server (not yet listening). Handlers are loaded once, up front. */
-export const createLocalServer = async (): Promise<Server> => {
+export const createLocalServer = async ({ exposeRequestTally = false }: LocalServerOptions = {}): Promise<Server> => {
   const compiled: Compiled[] = routeList.map((route) => ({
     route,
     segments: route.path.split('/').slice(1),
@@ -220,9 +229,14 @@ export const createLocalServer = async (): Promise<Server> => {
       const handler = found ? found.c.handler : notFound;
       const timeoutMs = functionTimeoutMs(process.env, found?.c.route.timeoutSeconds);
       const context = lambdaContext(found?.c.route.name ?? 'notFound', event.requestContext.requestId, Date.now(), timeoutMs);
-      const result = await handler(event, context);
+      const { result, tally } = await tallied(() => handler(event, context));
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(result.headers ?? {})) headers[k] = String(v);
+      if (exposeRequestTally) {
+        headers[TALLY_HEADERS.requests] = String(tally.total);
+        headers[TALLY_HEADERS.capacity] = String(tally.capacityUnits);
+        headers[TALLY_HEADERS.commands] = JSON.stringify(tally.byCommand);
+      }
       res.writeHead(result.statusCode ?? 200, headers);
       res.end(result.body ?? '');
     } catch (err) {

@@ -1,11 +1,41 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { RetryErrorInfo, RetryStrategyV2, RetryToken } from '@smithy/types';
 import { config } from '#lib/config';
 
+/** DynamoDB requests (one per command, whatever the SDK re-sends) and the capacity units they consumed. */
+export type RequestTally = { total: number; byCommand: Record<string, number>; capacityUnits: number };
+
+const newTally = (): RequestTally => ({ total: 0, byCommand: {}, capacityUnits: 0 });
+const tallies = new AsyncLocalStorage<RequestTally>();
+
+/** The tally of the current invocation (API request, delivery, relay batch), if one is being kept. */
+export const currentTally = (): RequestTally | undefined => tallies.getStore();
+
+/** Runs `fn` keeping its own tally: per request, so it stays right under concurrency. */
+export const tallied = async <T>(fn: () => Promise<T>): Promise<{ result: T; tally: RequestTally }> => {
+  const tally = newTally();
+  const result = await tallies.run(tally, fn);
+  return { result, tally };
+};
+
+/** Runs `fn` inside the current tally, or a new one when none is kept (the pipeline's wrapper). */
+export const withTally = <T>(fn: () => Promise<T>): Promise<T> => (tallies.getStore() ? fn() : tallies.run(newTally(), fn));
+
+/** Commands that can report consumed capacity (ReturnConsumedCapacity TOTAL is free to ask for). */
+const REPORTS_CAPACITY = new Set([
+  'GetItemCommand', 'PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'QueryCommand', 'ScanCommand',
+  'BatchGetItemCommand', 'BatchWriteItemCommand', 'TransactWriteItemsCommand', 'TransactGetItemsCommand',
+]);
+
+type Capacity = { CapacityUnits?: number } | Array<{ CapacityUnits?: number }> | undefined;
+const capacityOf = (consumed: Capacity): number =>
+  (Array.isArray(consumed) ? consumed : consumed ? [consumed] : []).reduce((sum, c) => sum + (c.CapacityUnits ?? 0), 0);
+
 /**
- * Counts DynamoDB API calls made through the shared client (one per command, whatever the SDK retries).
- * Tests read it to assert each endpoint's request budget.
+ * Process-wide count of the same requests, for scripts and sequential tests (`reset()` then one
+ * call). Concurrent callers read their own `RequestTally` instead.
  */
 export const requestCounter = {
   total: 0,
@@ -55,10 +85,17 @@ const create = (): DynamoDBDocumentClient => {
   });
   base.middlewareStack.add(
     (next, context) => async (args) => {
-      requestCounter.total += 1;
       const name = String(context.commandName ?? 'unknown');
-      requestCounter.byCommand[name] = (requestCounter.byCommand[name] ?? 0) + 1;
-      return next(args);
+      const tally = tallies.getStore();
+      for (const t of tally ? [requestCounter, tally] : [requestCounter]) {
+        t.total += 1;
+        t.byCommand[name] = (t.byCommand[name] ?? 0) + 1;
+      }
+      const input = args.input as { ReturnConsumedCapacity?: string };
+      if (tally && REPORTS_CAPACITY.has(name)) input.ReturnConsumedCapacity ??= 'TOTAL';
+      const out = await next(args);
+      if (tally) tally.capacityUnits += capacityOf((out.output as { ConsumedCapacity?: Capacity }).ConsumedCapacity);
+      return out;
     },
     { step: 'initialize', name: 'requestCounter' },
   );

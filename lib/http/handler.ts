@@ -13,6 +13,7 @@ import { authKindOf, type RouteDef } from '#lib/http/route';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logger } from '#lib/logger';
 import { DEADLINE_MARGIN_MS, retrying, withDeadline } from '#lib/db/retry';
+import { withTally } from '#lib/db/client';
 
 export type ApiResult = { status: number; body?: unknown; headers?: Record<string, string> };
 
@@ -227,9 +228,10 @@ export const notFoundHandler = () =>
 
 /**
  * Every DynamoDB retry of the invocation (lib/db/retry.ts) stops in time to answer: the deadline is
- * the Lambda's remaining time less a margin for the answer and its log line.
+ * the Lambda's remaining time less a margin for the answer and its log line. The invocation keeps
+ * its own DynamoDB request tally (lib/db/client.ts), right under concurrency.
  */
 const withInvocationDeadline =
   (handler: (event: Event, context: Context) => Promise<Result>) =>
   (event: Event, context: Context): Promise<Result> =>
-    withDeadline(Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS, () => handler(event, context));
+    withTally(() => withDeadline(Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS, () => handler(event, context)));

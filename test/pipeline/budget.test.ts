@@ -36,3 +36,30 @@ describe('pipeline request budget', () => {
     });
   });
 });
+
+describe('per-request DynamoDB tally', () => {
+  it('stays each request’s own under concurrency, with the capacity units DynamoDB reported', async () => {
+    const { token } = await newMerchant(['customers:read', 'customers:write']);
+    const alone = await api.counted('GET', '/customers/999999', { token });
+    expect(alone.res.status).toBe(404);
+    expect(alone.capacityUnits).toBeGreaterThan(0);
+    // 20 reads and 20 creates at once: a process-global counter would add them all up.
+    const calls = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        i % 2
+          ? api.counted('GET', '/customers/999999', { token })
+          : api.counted('POST', '/customers', { token, body: { email: `c${i}@example.com` } }),
+      ),
+    );
+    for (const [i, c] of calls.entries()) {
+      if (i % 2) {
+        expect(c.res.status).toBe(404);
+        expect(c.byCommand).toEqual(alone.byCommand);
+        expect(c.capacityUnits).toBe(alone.capacityUnits);
+      } else {
+        expect(c.res.status).toBe(201);
+        expect(c.requests).toBeLessThanOrEqual(5);
+      }
+    }
+  });
+});

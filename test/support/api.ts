@@ -1,10 +1,9 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
-import { createLocalServer } from '../../infra/local/server.ts';
+import { createLocalServer, TALLY_HEADERS } from '../../infra/local/server.ts';
 import { createMerchant, createToken } from '#lib/merchants/store';
 import type { Ability } from '#lib/http/route';
-import { requestCounter } from '#lib/db/client';
 import { hashToken, stampTokenUse } from '#lib/auth/tokens';
 
 export type ApiResponse<T = any> = { status: number; headers: Headers; body: T };
@@ -17,7 +16,7 @@ export const useApi = () => {
   let server: Server;
   let base = '';
   beforeAll(async () => {
-    server = await createLocalServer();
+    server = await createLocalServer({ exposeRequestTally: true });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   });
@@ -56,9 +55,12 @@ export const useApi = () => {
   const counted = async <T = any>(...args: [...Parameters<typeof request>, { stamp?: boolean }?]) => {
     const [method, path, opts, { stamp = true } = {}] = args;
     if (stamp && opts?.token) await stampTokenUse({ tokenHash: hashToken(opts.token), lastUsedAt: null });
-    requestCounter.reset();
     const res = await request<T>(method, path, opts);
-    return { res, requests: requestCounter.total, byCommand: { ...requestCounter.byCommand } };
+    // The request's own tally (per invocation), so concurrent calls elsewhere never count here.
+    const requests = Number(res.headers.get(TALLY_HEADERS.requests));
+    const capacityUnits = Number(res.headers.get(TALLY_HEADERS.capacity));
+    const byCommand = JSON.parse(res.headers.get(TALLY_HEADERS.commands) ?? '{}') as Record<string, number>;
+    return { res, requests, capacityUnits, byCommand };
   };
 
   return {
