@@ -25,8 +25,10 @@ export const BUNDLE = {
   } as Record<string, string>,
 } as const;
 
-/** The maximum size of a function's bundle (`index.mjs`), issue #10. */
+/** Issue #10's budget for a function's bundle (`index.mjs`): not reached yet (README: *Function bundles*). */
 export const BUNDLE_BUDGET_BYTES = 300 * 1024;
+/** What test/infra/bundles.test.ts enforces meanwhile: just above the largest bundle today, so none grows unnoticed. */
+export const BUNDLE_LIMIT_BYTES = 560 * 1024;
 
 function shim(file: string): string {
   return fileURLToPath(new URL(`./shims/${file}`, import.meta.url));
