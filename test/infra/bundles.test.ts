@@ -1,6 +1,9 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { App, Stack } from 'aws-cdk-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleFunctions, functionEntries, type FunctionBundle } from '../../infra/bundles/build.ts';
@@ -34,6 +37,23 @@ beforeAll(async () => {
   bundles = await all;
 }, 120_000);
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+/** Invokes a bundle's handler in a fresh `node` with exactly `env`; resolves to the answer's status. */
+const invokeInFreshNode = async (file: string, env: Record<string, string>): Promise<number> => {
+  const event = {
+    version: '2.0',
+    rawPath: '/v1/customers/1',
+    headers: {},
+    pathParameters: { idOrExternalId: '1' },
+    requestContext: { requestId: `bundle-${Date.now()}`, http: { method: 'GET', path: '/v1/customers/1', sourceIp: '10.77.0.1' } },
+  };
+  const script = `
+    const { handler } = await import(${JSON.stringify(pathToFileURL(file).href)});
+    const res = await handler(${JSON.stringify(event)}, { awsRequestId: 'probe', functionName: 'probe', getRemainingTimeInMillis: () => 10000 });
+    process.stdout.write(String(res.statusCode));`;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env.PATH ?? '', ...env } });
+  return Number(stdout);
+};
 
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
 const inputsOf = (bundle: FunctionBundle) => Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
@@ -70,6 +90,15 @@ describe('function bundles', () => {
       expect(inputs.some((input) => input.includes('@aws-sdk/credential-provider-env/')), bundle.name).toBe(true);
     }
   });
+
+  it('signs DynamoDB requests with the credentials Lambda puts in the environment (the credential cut), and fails without them', async () => {
+    const file = bundles.find((b) => b.name === 'customersGet')!.file;
+    // No DYNAMODB_ENDPOINT: the client is built as on AWS; the SDK's own endpoint variable points it at DynamoDB Local.
+    const lambda = { AWS_REGION: 'us-east-1', TABLE_NAME: process.env.TABLE_NAME!, AWS_ENDPOINT_URL_DYNAMODB: process.env.DYNAMODB_ENDPOINT!, LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true', HOME: tmpdir() };
+    // 401: the anonymous request's per-IP counter was written, so the request was signed.
+    expect(await invokeInFreshNode(file, { ...lambda, AWS_ACCESS_KEY_ID: 'AKIDLOCAL', AWS_SECRET_ACCESS_KEY: 'local', AWS_SESSION_TOKEN: 'local' })).toBe(401);
+    expect(await invokeInFreshNode(file, lambda)).toBe(500);
+  }, 60_000);
 
   it('loads and builds its handler in a fresh node, as on Lambda with the Tracer (X-Ray SDK) and without', async () => {
     const file = bundles.find((b) => b.name === 'customersGet')!.file;
