@@ -87,3 +87,27 @@ export const pauseOrGiveUp = async (n: number, kind: 'contention' | 'throttle'):
   if (Date.now() + pause >= deadline()) throw kind === 'throttle' ? new ThrottledError(1) : new ContentionError();
   await sleep(pause);
 };
+
+/**
+ * Batch APIs that accept part of a call (PutEvents, SQS SendMessageBatch) answer which entries
+ * failed: `send` sends `pending` and returns its failures (`{ item }` plus whatever the caller
+ * reports); the failed items alone go again after the policy's jittered pause, until none fail,
+ * `maxAttempts` calls were made, or the next pause would pass the deadline. Returns what still
+ * fails and the number of calls made.
+ */
+export const resendingFailures = async <T, F extends { item: T }>(
+  items: T[],
+  send: (pending: T[]) => Promise<F[]>,
+  opts: { maxAttempts: number; deadline?: number; baseMs?: number; capMs?: number; sleep?: (ms: number) => Promise<void>; onRetry?: (failures: F[]) => void },
+): Promise<{ failures: F[]; calls: number }> => {
+  let pending = items;
+  for (let calls = 1; ; calls++) {
+    const failures = await send(pending);
+    if (!failures.length) return { failures, calls };
+    const pause = backoffMs(calls, opts.baseMs, opts.capMs);
+    if (calls >= opts.maxAttempts || Date.now() + pause >= (opts.deadline ?? deadline())) return { failures, calls };
+    opts.onRetry?.(failures);
+    await (opts.sleep ?? sleep)(pause);
+    pending = failures.map((f) => f.item);
+  }
+};
