@@ -55,7 +55,7 @@ const routeKey = (route: RouteDef | null) => (route ? `${route.method} ${route.p
  * One access-log line and the request's metrics (published after the response by `logMetrics`);
  * the logger's per-request keys end with it.
  */
-const logRequest = (route: RouteDef | null, request: Request, response: Result) => {
+const recordRequest = (route: RouteDef | null, request: Request, response: Result) => {
   const s = states.get(request.event);
   const status = response.statusCode ?? 200;
   logger.info('request', { method: request.event.requestContext?.http?.method, status, ms: s ? Date.now() - s.started : undefined });
@@ -73,7 +73,7 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
     const s = state(request);
     const res = request.response ?? { statusCode: 204 };
     request.response = { ...res, headers: { ...baseHeaders(s), ...(res.headers ?? {}) } };
-    logRequest(route, request, request.response);
+    recordRequest(route, request, request.response);
   },
   onError: (request) => {
     const s = states.get(request.event);
@@ -88,7 +88,7 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
       headers: { ...baseHeaders(s), ...http.headers },
       body: JSON.stringify(http.body),
     };
-    logRequest(route, request, request.response);
+    recordRequest(route, request, request.response);
   },
 });
 
