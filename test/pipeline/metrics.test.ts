@@ -1,7 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { METRIC, METRICS_NAMESPACE, SERVICE_NAME, tracer } from '#lib/observability';
 import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
 import { sustainedConflicts, throttle, type Installed } from '../support/faults.ts';
+import { withEnv } from './support.ts';
 
 /**
  * The EMF metrics of each request, captured the way Powertools documents for tests: with
@@ -14,10 +15,6 @@ vi.hoisted(() => {
 });
 
 type Emf = Record<string, any> & { _aws: { Timestamp: number; CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[] } };
-
-const TIMEOUT_MS = 3000;
-beforeAll(() => void (process.env.LOCAL_FUNCTION_TIMEOUT_MS = String(TIMEOUT_MS)));
-afterAll(() => void delete process.env.LOCAL_FUNCTION_TIMEOUT_MS);
 
 const api = useApi();
 const installed: Installed<unknown>[] = [];
@@ -89,7 +86,8 @@ describe('request metrics (Powertools Metrics, EMF)', () => {
 
   it('a 409 under sustained contention counts as a conflict, a 503 under throttling as an error', async () => {
     const { token } = await newMerchant();
-    const { result, lines } = await emitted(async () => {
+    // A short invocation deadline: the retries give up (409, 503) after 1.5 s.
+    const { result, lines } = await withEnv({ LOCAL_FUNCTION_TIMEOUT_MS: '3000' }, () => emitted(async () => {
       const conflicts = sustainedConflicts();
       installed.push(conflicts);
       const conflicted = await api.post('/customers', token, { email: `c-${Date.now()}@example.com` });
@@ -97,7 +95,7 @@ describe('request metrics (Powertools Metrics, EMF)', () => {
       installed.push(throttle({ rate: 1, commands: ['TransactWriteItems'] }));
       const throttled = await api.post('/customers', token, { email: `t-${Date.now()}@example.com` });
       return { conflicted, throttled };
-    });
+    }));
     expect([result.conflicted.status, result.throttled.status]).toEqual([409, 503]);
     const [conflicted, throttled] = lines.filter((l) => l.route === 'POST /customers').map(requestMetrics);
     expect(conflicted).toMatchObject({ [METRIC.requests]: 1, [METRIC.conflicts]: 1, [METRIC.clientErrors]: 1, [METRIC.errors]: 0, ...tallyOf(result.conflicted) });
