@@ -3,12 +3,13 @@ import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { keys } from '#lib/db/keys';
 import { GSIS, type IndexName } from '#lib/db/table';
 import { FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
+import { cdkBundling } from '../bundles/options.ts';
 
 export const SERVICE_NAME = 'revenue-analytics-api';
 
@@ -131,19 +132,9 @@ export class ApiFunction extends NodejsFunction {
         NODE_OPTIONS: '--enable-source-maps',
         ...environment,
       },
+      // The one definition of how functions are bundled (infra/bundles/options.ts).
       bundling: {
-        forceDockerBundling: false,
-        target: 'node22',
-        format: OutputFormat.ESM,
-        // ESM entry points of the SDK and middy tree-shake better.
-        mainFields: ['module', 'main'],
-        // CommonJS dependencies bundled into ESM still call require() for Node built-ins.
-        banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-        // Ship the SDK version the tests ran against instead of the runtime's.
-        bundleAwsSDK: true,
+        ...cdkBundling(),
         ...bundling,
       },
     });

@@ -8,7 +8,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Queue, QueueEncryption, type QueueProps } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { EVENT_TYPES } from '#lib/outbox';
-import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { FAN_OUT_FUNCTION_TIMEOUT_SECONDS, WEBHOOK_QUEUES } from '#lib/webhooks/queue';
 import { ApiFunction, SERVICE_NAME } from './api-function.ts';
 

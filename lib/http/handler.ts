@@ -11,9 +11,12 @@ import { toHttpError, validationFailed, forbidden, invalidJson, notFound, server
 import { parseOr422 } from '#lib/http/validation';
 import { authKindOf, type RouteDef } from '#lib/http/route';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import { logger } from '#lib/logger';
 import { DEADLINE_MARGIN_MS, retrying, withDeadline } from '#lib/db/retry';
-import { withTally } from '#lib/db/client';
+import { currentTally, withTally } from '#lib/db/client';
+import { addRequestMetrics, metrics, tracer } from '#lib/observability';
 
 export type ApiResult = { status: number; body?: unknown; headers?: Record<string, string> };
 
@@ -46,24 +49,31 @@ const baseHeaders = (s: State | undefined): Record<string, string> => ({
   ...(s?.rate ? rateHeaders(s.rate) : {}),
 });
 
-/** One access-log line per request; the logger's per-request keys end with it. */
-const logRequest = (request: Request, status: number | undefined) => {
+const routeKey = (route: RouteDef | null) => (route ? `${route.method} ${route.path}` : 'unmatched');
+
+/**
+ * One access-log line and the request's metrics (published after the response by `logMetrics`);
+ * the logger's per-request keys end with it.
+ */
+const recordRequest = (route: RouteDef | null, request: Request, response: Result) => {
   const s = states.get(request.event);
+  const status = response.statusCode ?? 200;
   logger.info('request', { method: request.event.requestContext?.http?.method, status, ms: s ? Date.now() - s.started : undefined });
+  addRequestMetrics(routeKey(route), status, response.headers ?? {}, currentTally());
 };
 
-/** Outermost: request id and logging in, headers and error bodies out (decisions §1–2). */
+/** Request id and logging in, headers, error bodies and metrics out (decisions §1–2). */
 const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> => ({
   before: (request) => {
     const requestId = request.event.requestContext?.requestId ?? request.context.awsRequestId;
     states.set(request.event, { requestId, started: Date.now(), auth: null, identity: null });
-    logger.appendKeys({ request_id: requestId, route: route ? `${route.method} ${route.path}` : 'unmatched' });
+    logger.appendKeys({ request_id: requestId, route: routeKey(route) });
   },
   after: (request) => {
     const s = state(request);
     const res = request.response ?? { statusCode: 204 };
     request.response = { ...res, headers: { ...baseHeaders(s), ...(res.headers ?? {}) } };
-    logRequest(request, request.response.statusCode);
+    recordRequest(route, request, request.response);
   },
   onError: (request) => {
     const s = states.get(request.event);
@@ -78,7 +88,7 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
       headers: { ...baseHeaders(s), ...http.headers },
       body: JSON.stringify(http.body),
     };
-    logRequest(request, http.status);
+    recordRequest(route, request, request.response);
   },
 });
 
@@ -183,16 +193,26 @@ const pathParams = (params: Record<string, string | undefined> | undefined): Rec
 };
 
 /**
+ * The middlewares every invocation goes through, outermost first: Powertools adds the Lambda
+ * context to every log line (and drops the request's keys after it), publishes the request's
+ * metrics as one EMF line after everything else has run, and, when tracing is on, records the
+ * invocation as a subsegment (never its response: bodies carry tokens and personal data); then
+ * the responder, headers, and who is calling.
+ */
+const pipeline = (route: RouteDef | null) => {
+  const chain = middy<Event, Result>()
+    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(logMetrics(metrics(), { captureColdStartMetric: true }));
+  if (tracer) chain.use(captureLambdaHandler(tracer, { captureResponse: false }));
+  return chain.use(responder(route)).use(httpHeaderNormalizer()).use(authAndRateLimit(route));
+};
+
+/**
  * Wraps a route's handler in the shared pipeline. The handler gets the validated params, query and
  * body, and returns a status and a body; everything HTTP lives here.
  */
 export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>) => Promise<ApiResult>) =>
-  withInvocationDeadline(middy<Event, Result>()
-    // Powertools adds the Lambda context to every line and drops the request's keys after it.
-    .use(injectLambdaContext(logger, { resetKeys: true }))
-    .use(responder(route))
-    .use(httpHeaderNormalizer())
-    .use(authAndRateLimit(route))
+  withInvocationDeadline(pipeline(route)
     .use(jsonBody(route))
     .handler(async (event) => {
       const s = states.get(event)!;
@@ -216,14 +236,9 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
 /** The catch-all for unknown routes: counted like any request, then 404. */
 export const notFoundHandler = () =>
   withInvocationDeadline(
-    middy<Event, Result>()
-      .use(injectLambdaContext(logger, { resetKeys: true }))
-      .use(responder(null))
-      .use(httpHeaderNormalizer())
-      .use(authAndRateLimit(null))
-      .handler(async () => {
-        throw notFound();
-      }),
+    pipeline(null).handler(async () => {
+      throw notFound();
+    }),
   );
 
 /**

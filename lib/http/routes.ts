@@ -44,7 +44,7 @@ import {
   webhookDeliverySchema,
 } from '#lib/webhooks/schemas';
 import { apiTokenIssuedSchema, apiTokenSchema } from '#lib/merchants/schemas';
-import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { cohortSchema, cohortsQuery, metricsSummarySchema, mrrQuery, mrrSeriesSchema } from '#lib/metrics/schemas';
 import { defineRoute, type RouteDef } from '#lib/http/route';
 import { batchResultSchema, dataOf, listOf, messageBody, validationBody } from '#lib/shared/schemas';

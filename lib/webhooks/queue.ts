@@ -1,8 +1,9 @@
 import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { config } from '#lib/config';
+import { traced } from '#lib/observability';
 import { resendingFailures } from '#lib/db/retry';
 import { chunkBy } from '#lib/shared/chunks';
-import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import type { DeliveryTask } from '#lib/webhooks/delivery';
 
 /**
@@ -64,12 +65,14 @@ export const parseTask = (body: string): DeliveryTask => {
 };
 
 export const sqsClient = (endpoint?: string): SQSClient =>
-  new SQSClient({
-    region: config.region(),
-    // The consumers retry (below, and through the queue itself), like every other retry here.
-    maxAttempts: 1,
-    ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-  });
+  traced(
+    new SQSClient({
+      region: config.region(),
+      // The consumers retry (below, and through the queue itself), like every other retry here.
+      maxAttempts: 1,
+      ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    }),
+  );
 
 /**
  * The delivery queue on SQS: `queueUrl` for tasks, `deadLetterUrl` for tasks out of attempts (the

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_TYPES } from '#lib/outbox';
 import { routes } from '#lib/http/routes';
-import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
 import { MAX_VISIBILITY_SECONDS } from '#lib/webhooks/queue';
-import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
 import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_EVENT_PATTERN, WEBHOOK_FAN_OUT_HANDLER, WEBHOOK_RULE_NAME } from '../../infra/constructs/webhook-delivery.ts';
 import { DEFAULTS } from '../../infra/stack.ts';

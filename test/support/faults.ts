@@ -482,6 +482,23 @@ export const throttle = (opts: ThrottleOptions): Installed<ThrottleStats> => {
   return { stats, uninstall };
 };
 
+export type SustainedConflictStats = { fired: number };
+
+/**
+ * Sustained contention: every TransactWriteItems is cancelled as AWS cancels a transaction that
+ * lost to another (`TransactionConflict` on its first action), until uninstalled.
+ */
+export const sustainedConflicts = (): Installed<SustainedConflictStats> => {
+  const stats: SustainedConflictStats = { fired: 0 };
+  const uninstall = install('sustainedConflicts', async (args, context, next) => {
+    if (operation(context.commandName) !== 'TransactWriteItems') return next(args);
+    stats.fired += 1;
+    const actions = (args.input.TransactItems ?? []) as unknown[];
+    throw awsErrors.transactionCanceled(actions.map((_, i) => (i === 0 ? awsErrors.conflictReason() : awsErrors.noneReason())));
+  });
+  return { stats, uninstall };
+};
+
 export type FailOnceStats = { fired: boolean };
 
 /**
