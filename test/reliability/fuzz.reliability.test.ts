@@ -8,7 +8,7 @@ import { resetResolver, setResolver } from '#lib/webhooks/url-safety';
 import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
 import { assertWithinBudget } from '../support/property.ts';
-import { merchantSnapshot, snapshotDiff } from './support.ts';
+import { merchantSnapshot, SAMPLE_BODIES, snapshotDiff } from './support.ts';
 
 /**
  * Issue #11, bad input: fast-check path segments, query strings, headers and bodies for every route
@@ -120,20 +120,6 @@ const headerValues = fc.oneof(fc.string({ unit: fc.integer({ min: 0x21, max: 0x7
 /* Routes: valid samples (the fuzz mutates them) and the seeded resources path params point at    */
 /* ---------------------------------------------------------------------------------------------- */
 
-const SAMPLE_BODIES: Record<string, Record<string, unknown>> = {
-  customersCreate: { email: 'new@fuzz.test', name: 'N', phone: '1', external_id: 'ext-new', metadata: { a: 1 } },
-  customersBatch: { customers: [{ email: 'b@fuzz.test', name: 'B' }], on_conflict: 'skip' },
-  customersUpdate: { name: 'X', metadata: { k: 'v' } },
-  ordersCreate: { order_no: 'FZ-NEW', amount: '10.00', customer_email: 'fz@fuzz.test', status: 'paid', currency: 'TWD', billing_cycle: 'monthly', paid_at: '2025-01-01T00:00:00Z', metadata: { a: [1] } },
-  ordersBatch: { orders: [{ order_no: 'FZB-1', amount: '1.00', customer_email: 'fz@fuzz.test', status: 'paid' }] },
-  ordersUpdateStatus: { status: 'paid', paid_at: '2025-01-01T00:00:00Z' },
-  subscriptionsCreate: { customer_id: 1, plan_name: 'P', mrr: '10.00', billing_cycle: 'monthly', started_at: '2025-01-01T00:00:00Z' },
-  subscriptionEventsCreate: { customer_id: 1, subscription_id: 1, event_type: 'upgrade', old_amount: '0', new_amount: '10', occurred_at: '2025-01-01T00:00:00Z' },
-  subscriptionsUpdate: { mrr: '20.00', plan_name: 'Q' },
-  subscriptionsCancel: { reason: 'x', cancelled_at: '2025-02-01T00:00:00Z' },
-  webhookEndpointsCreate: { url: 'http://localhost:9/hook', events: ['*'], description: 'd' },
-  webhookEndpointsUpdate: { description: 'd', status: 'enabled', events: ['order.created'] },
-};
 /** Path parameters naming the seeded resources (the fuzz also sends hostile ones). */
 const VALID_PARAMS: Record<string, string[]> = { idOrExternalId: ['1', 'ext-1'], orderNo: ['FZ-1'], id: ['1'], event_id: ['evt_unknown'] };
 

@@ -109,3 +109,22 @@ export const pool = async <T, R>(items: T[], concurrency: number, worker: (item:
   );
   return out;
 };
+
+/**
+ * A valid body for each write route with one (route name → body), naming the seeded customer
+ * `fz@fuzz.test` (id 1) and subscription 1: the fuzz mutates them, the isolation test sends them.
+ */
+export const SAMPLE_BODIES: Record<string, Record<string, unknown>> = {
+  customersCreate: { email: 'new@fuzz.test', name: 'N', phone: '1', external_id: 'ext-new', metadata: { a: 1 } },
+  customersBatch: { customers: [{ email: 'b@fuzz.test', name: 'B' }], on_conflict: 'skip' },
+  customersUpdate: { name: 'X', metadata: { k: 'v' } },
+  ordersCreate: { order_no: 'FZ-NEW', amount: '10.00', customer_email: 'fz@fuzz.test', status: 'paid', currency: 'TWD', billing_cycle: 'monthly', paid_at: '2025-01-01T00:00:00Z', metadata: { a: [1] } },
+  ordersBatch: { orders: [{ order_no: 'FZB-1', amount: '1.00', customer_email: 'fz@fuzz.test', status: 'paid' }] },
+  ordersUpdateStatus: { status: 'paid', paid_at: '2025-01-01T00:00:00Z' },
+  subscriptionsCreate: { customer_id: 1, plan_name: 'P', mrr: '10.00', billing_cycle: 'monthly', started_at: '2025-01-01T00:00:00Z' },
+  subscriptionEventsCreate: { customer_id: 1, subscription_id: 1, event_type: 'upgrade', old_amount: '0', new_amount: '10', occurred_at: '2025-01-01T00:00:00Z' },
+  subscriptionsUpdate: { mrr: '20.00', plan_name: 'Q' },
+  subscriptionsCancel: { reason: 'x', cancelled_at: '2025-02-01T00:00:00Z' },
+  webhookEndpointsCreate: { url: 'http://localhost:9/hook', events: ['*'], description: 'd' },
+  webhookEndpointsUpdate: { description: 'd', status: 'enabled', events: ['order.created'] },
+};
