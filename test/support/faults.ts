@@ -590,3 +590,40 @@ export const faultsAtRate = (opts: { rate: number; kinds?: FaultKind[]; seed?: n
   });
   return { stats, uninstall };
 };
+
+/* ------------------------------------------------------------------------------------------ */
+/* 5. Observing writes                                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+export type WriteObserverStats = {
+  /** Partition keys written (every Put/Update/Delete, each action of a transaction or batch), in order. */
+  partitions: string[];
+};
+
+/**
+ * Records the partition key of every write sent (PutItem, UpdateItem, DeleteItem, each action of
+ * TransactWriteItems and BatchWriteItem), failed ones included; nothing is changed. `stats.partitions`
+ * can be cleared (`length = 0`) between steps.
+ */
+export const observeWrites = (): Installed<WriteObserverStats> => {
+  const stats: WriteObserverStats = { partitions: [] };
+  const pk = (key: Record<string, unknown> | undefined) => keyPart(key?.pk).replace(/^S:/, '');
+  const uninstall = install('observeWrites', async (args, context, next) => {
+    const op = operation(context.commandName);
+    const input = args.input;
+    if (op === 'PutItem') stats.partitions.push(pk(input.Item));
+    else if (op === 'UpdateItem' || op === 'DeleteItem') stats.partitions.push(pk(input.Key));
+    else if (op === 'TransactWriteItems') {
+      for (const a of (input.TransactItems ?? []) as Input[]) {
+        if (a.ConditionCheck) continue;
+        stats.partitions.push(pk(a.Put?.Item ?? a.Update?.Key ?? a.Delete?.Key));
+      }
+    } else if (op === 'BatchWriteItem') {
+      for (const requests of Object.values((input.RequestItems ?? {}) as Record<string, Input[]>)) {
+        for (const r of requests) stats.partitions.push(pk(r.PutRequest?.Item ?? r.DeleteRequest?.Key));
+      }
+    }
+    return next(args);
+  });
+  return { stats, uninstall };
+};
