@@ -27,9 +27,9 @@ const pipelineResponses = (route: RouteDef) => ({
     ? { 400: message('The request body is not valid JSON'), 413: message('The request body is larger than 1 MiB') }
     : {}),
   429: message('Too many requests', rateLimitedHeaders),
-  ...(route.writes ? { 409: message('Concurrent requests kept changing the resource until the deadline; nothing was stored, retry') } : {}),
+  ...(route.writes ? { 409: message('Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After)', rateLimitedHeaders) } : {}),
   500: message('Server error'),
-  503: message('DynamoDB kept throttling until the deadline; nothing was stored, retry after Retry-After seconds', {
+  503: message('DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds', {
     ...commonHeaders,
     'Retry-After': headerRef('RetryAfter'),
   } as typeof commonHeaders),
