@@ -6,7 +6,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
-import { unauthorizedResponse, verifyLocalBackofficeAuthorization } from './backoffice-jwt.ts';
+import { useBackofficeVerifier } from '#lib/auth/backoffice-jwt';
+import { localBackofficeVerifier, unauthorizedResponse, verifyLocalBackofficeAuthorization } from './backoffice-jwt.ts';
+import { dashboardHandler, type DashboardOptions } from './dashboard.ts';
 
 /**
  * The local API: an HTTP server that turns each request into the API Gateway (HTTP API, payload 2.0)
@@ -183,8 +185,14 @@ const answerClientError = (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, 
   setTimeout(() => socket.destroy(), 5_000).unref();
 };
 
-/** Builds the server (not yet listening). Handlers are loaded once, up front. */
-export const createLocalServer = async (): Promise<Server> => {
+/**
+ * Builds the server (not yet listening). Handlers are loaded once, up front. With `dashboard`, the
+ * built web bundle is served outside /v1 (infra/local/dashboard.ts).
+ */
+export const createLocalServer = async (options: { dashboard?: DashboardOptions } = {}): Promise<Server> => {
+  // Dashboard routes verify back-office JWTs in the pipeline: here with the development key.
+  useBackofficeVerifier(localBackofficeVerifier());
+  const dashboard = options.dashboard ? dashboardHandler(options.dashboard) : null;
   const compiled: Compiled[] = routeList.map((route) => ({
     route,
     segments: route.path.split('/').slice(1),
@@ -203,6 +211,7 @@ export const createLocalServer = async (): Promise<Server> => {
       }
       const method = (req.method ?? 'GET').toUpperCase();
       const inBase = url.pathname === BASE_PATH || url.pathname.startsWith(`${BASE_PATH}/`);
+      if (!inBase && dashboard && (await dashboard(req, res, url))) return;
       const found = inBase ? match(compiled, method, url.pathname.slice(BASE_PATH.length)) : null;
       const routeKey = found ? `${found.c.route.method} ${BASE_PATH}${found.c.route.path}` : '$default';
       const event = toEvent(req, url, body, routeKey, found?.params);

@@ -5,6 +5,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyEventV2WithJWTAuthorizer, A
 import type { z } from 'zod';
 import { authenticate, bearerToken, stampTokenUse, type AuthContext } from '#lib/auth/tokens';
 import { readClaims, type BackofficeIdentity } from '#lib/auth/backoffice';
+import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
 import { getMerchant } from '#lib/merchants/store';
 import { toHttpError, validationFailed, forbidden, invalidJson, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
@@ -95,6 +96,8 @@ const countAnonymous = async (request: Request, s: State) => {
  * source IP and get 429 past that limit instead of 401.
  */
 const tokenAuth = async (route: RouteDef | null, request: Request, s: State) => {
+  const presented = /^Bearer\s+(\S+)\s*$/i.exec(request.event.headers?.authorization ?? '')?.[1];
+  if (route?.dashboard && presented && looksLikeJwt(presented)) return dashboardAuth(route, presented, request, s);
   const token = bearerToken(request.event.headers?.authorization);
   const auth = token ? await retrying(() => authenticate(token)) : null;
   if (!auth) {
@@ -124,6 +127,26 @@ const backofficeAuth = async (route: RouteDef, request: Request, s: State) => {
   s.rate = await retrying(() => hitBackoffice(merchant.merchant_id));
   if (s.rate.exceeded) throw tooManyAttempts(retryAfter(s.rate));
   if (!role || !route.roles?.includes(role)) throw forbidden();
+  s.identity = { merchant, role };
+};
+
+/**
+ * Token routes open to the dashboard, called with a back-office JWT: the pipeline verifies it (no
+ * authorizer on the route), then as for a token: merchant (401 when invalid or unknown, counted per
+ * IP), the merchant's hourly window, and the role in place of the ability (403). The caller acts as
+ * its merchant with this route's ability only.
+ */
+const dashboardAuth = async (route: RouteDef, jwt: string, request: Request, s: State) => {
+  const { merchantId, role } = readClaims(await backofficeClaimsOf(jwt));
+  const merchant = merchantId ? await retrying(() => getMerchant(merchantId)) : null;
+  if (!merchant) {
+    await countAnonymous(request, s);
+    throw unauthenticated();
+  }
+  s.rate = await retrying(() => hitMerchant(merchant.merchant_id));
+  if (s.rate.exceeded) throw tooManyAttempts(retryAfter(s.rate));
+  if (!role || !route.dashboard?.roles.includes(role)) throw forbidden();
+  s.auth = { merchantId: merchant.merchant_id, abilities: [route.ability!], reportingCurrency: merchant.reporting_currency };
   s.identity = { merchant, role };
 };
 

@@ -60,6 +60,9 @@ const backofficeErrors = {
   403: { description: 'The role may not do this (`user` may only view)', schema: messageBody },
   429: { description: 'Too many requests', schema: messageBody },
 };
+/** Token routes the dashboard (web/) also calls with the back-office identity: reads for both roles, writes for admins. */
+const dashboardRead = { roles: ['admin', 'user'] } as const;
+const dashboardAdmin = { roles: ['admin'] } as const;
 const notFound = { 404: { description: 'Resource not found', schema: messageBody } };
 const invalid = { 422: { description: 'Validation failed', schema: validationBody } };
 
@@ -209,6 +212,7 @@ export const routes = {
     path: '/orders',
     handler: 'functions/orders/list.ts',
     ability: 'orders:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'List orders, newest first',
     tags: ['orders'],
@@ -250,6 +254,7 @@ export const routes = {
     path: '/orders/stats',
     handler: 'functions/orders/stats.ts',
     ability: 'orders:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: "Today's and this month's figures (UTC)",
     tags: ['orders'],
@@ -306,6 +311,7 @@ export const routes = {
     path: '/subscriptions/events',
     handler: 'functions/subscriptions/events-list.ts',
     ability: 'subscriptions:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'List subscription events, newest first by occurred_at',
     tags: ['subscriptions'],
@@ -395,6 +401,7 @@ export const routes = {
     path: '/webhook-endpoints',
     handler: 'functions/webhooks/list.ts',
     ability: 'webhooks:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'List webhook endpoints, newest first (no secrets)',
     tags: ['webhooks'],
@@ -456,6 +463,7 @@ export const routes = {
     path: '/metrics/mrr',
     handler: 'functions/metrics/mrr.ts',
     ability: 'analytics:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'MRR and its movements per day, week (Monday, UTC) or month, with the range summary',
     tags: ['metrics'],
@@ -467,6 +475,7 @@ export const routes = {
     path: '/metrics/summary',
     handler: 'functions/metrics/summary.ts',
     ability: 'analytics:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'Current MRR, ARR, ARPA, active counts, and the last 30 days: churn rates, quick ratio, LTV',
     tags: ['metrics'],
@@ -477,6 +486,7 @@ export const routes = {
     path: '/metrics/cohorts',
     handler: 'functions/metrics/cohorts.ts',
     ability: 'analytics:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'Monthly cohorts (first month with MRR) with customer and MRR retention',
     tags: ['metrics'],
@@ -501,6 +511,7 @@ export const routes = {
     path: '/webhook-endpoints/{id}/test',
     handler: 'functions/webhooks/test.ts',
     ability: 'webhooks:write',
+    dashboard: dashboardAdmin,
     writes: true,
     secrets: 'decrypt',
     timeoutSeconds: DELIVERY_FUNCTION_TIMEOUT_SECONDS,
@@ -514,6 +525,7 @@ export const routes = {
     path: '/webhook-endpoints/{id}/deliveries',
     handler: 'functions/webhooks/deliveries.ts',
     ability: 'webhooks:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: "The endpoint's delivery attempts of the last 30 days, newest first",
     tags: ['webhooks'],
