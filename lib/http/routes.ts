@@ -43,7 +43,7 @@ import {
   webhookDeliveryRetryPathParams,
   webhookDeliverySchema,
 } from '#lib/webhooks/schemas';
-import { apiTokenIssuedSchema, apiTokenSchema } from '#lib/merchants/schemas';
+import { apiTokenIssuedSchema, apiTokenSchema, backofficeSessionSchema } from '#lib/merchants/schemas';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
 import { cohortSchema, cohortsQuery, metricsSummarySchema, mrrQuery, mrrSeriesSchema } from '#lib/metrics/schemas';
 import { defineRoute, type RouteDef } from '#lib/http/route';
@@ -94,6 +94,18 @@ export const routes = {
     summary: "View the merchant's API token (prefix, last four characters, abilities, times)",
     tags: ['backoffice'],
     responses: { 200: { description: 'The valid token', schema: dataOf(apiTokenSchema) }, ...backofficeErrors, 404: { description: 'The merchant has no valid token', schema: messageBody } },
+  }),
+  backofficeMe: defineRoute({
+    method: 'GET',
+    path: '/backoffice/me',
+    handler: 'functions/backoffice/me.ts',
+    ability: null,
+    auth: 'backoffice',
+    roles: ['admin', 'user'],
+    writes: false,
+    summary: 'The signed-in back-office user: merchant, its reporting currency, and role (the dashboard starts here)',
+    tags: ['backoffice'],
+    responses: { 200: { description: 'The caller', schema: dataOf(backofficeSessionSchema) }, ...backofficeErrors },
   }),
   backofficeTokenCreate: defineRoute({
     method: 'POST',

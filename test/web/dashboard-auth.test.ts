@@ -94,6 +94,16 @@ describe('the dashboard identity on token routes', () => {
     expect((await api.get('/orders', null, asJwt(noRole))).body).toEqual(FORBIDDEN);
   });
 
+  it('GET /backoffice/me names the caller: merchant, reporting currency, role', async () => {
+    const { merchantId, token } = await newMerchant(undefined, 'USD');
+    for (const role of ['admin', 'user'] as const) {
+      const me = await api.get('/backoffice/me', null, asJwt(await backofficeJwt(merchantId, role)));
+      expect(me.status).toBe(200);
+      expect(me.body.data).toEqual({ merchant_id: merchantId, name: expect.any(String), reporting_currency: 'USD', role });
+    }
+    expect((await api.get('/backoffice/me', token)).status).toBe(401);
+  });
+
   it('counts in the merchant hourly window, shared with its API token', async () => {
     const { merchantId, token } = await newMerchant();
     const jwt = await backofficeJwt(merchantId, 'user');
