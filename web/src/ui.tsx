@@ -61,7 +61,7 @@ export const Panel = <T,>(props: {
 
 /** A table that scrolls sideways on narrow screens (focusable, so the keyboard can scroll it). */
 export const TableScroll = ({ label, children }: { label: string; children: ComponentChildren }) => (
-  <div class="table-scroll" tabIndex={0} role="region" aria-label={label}>
+  <div class="table-scroll" tabIndex={0} role="region" aria-label={`${label} (table)`}>
     {children}
   </div>
 );

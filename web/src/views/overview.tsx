@@ -122,7 +122,7 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
     >
       {(series) => (
         <>
-          <dl class="figures compact" data-interval={interval}>
+          <dl class="figures compact" data-interval={interval} data-range={range}>
             <Figure id="range_mrr" label="MRR at the end" value={money(series.summary.current_mrr, ccy)} raw={series.summary.current_mrr} />
             <Figure id="range_arr" label="ARR" value={money(series.summary.arr, ccy)} raw={series.summary.arr} />
             <Figure id="range_arpa" label="ARPA" value={money(series.summary.arpa, ccy)} raw={series.summary.arpa} />
