@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BASE_PATH } from '#lib/http/route';
+import { DASHBOARD_SECURITY_HEADERS } from '../../web/security-headers.ts';
 
 /**
  * LOCAL ONLY: serves the merchant dashboard (web/, built by Vite) at `/` next to the API, as
@@ -30,17 +31,6 @@ const TYPES: Record<string, string> = {
   '.ico': 'image/x-icon',
 };
 
-/**
- * The response headers CloudFront's policy adds in AWS (infra/constructs/dashboard-site.ts): the
- * page talks to its own origin only and cannot be framed.
- */
-export const DASHBOARD_SECURITY_HEADERS = {
-  'Content-Security-Policy':
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' https:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
-  'X-Content-Type-Options': 'nosniff',
-  'X-Frame-Options': 'DENY',
-  'Referrer-Policy': 'no-referrer',
-} as const;
 
 /** The page's configuration in the local stack: same-origin API, development sign-in. */
 export const localDashboardConfig = () => ({ apiBase: BASE_PATH, auth: { kind: 'local', sessionUrl: '/dev/session' } });

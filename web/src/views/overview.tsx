@@ -67,6 +67,7 @@ const SummaryPanel = ({ api, me }: { api: Api; me: Me }) => {
           <Figure id="arr" label="ARR" value={money(s.arr, ccy)} raw={s.arr} />
           <Figure id="arpa" label="ARPA" value={money(s.arpa, ccy)} raw={s.arpa} />
           <Figure id="active_customers" label="Active customers" value={count(s.active_customers)} raw={s.active_customers} />
+          <Figure id="active_subscriptions" label="Active subscriptions" value={count(s.active_subscriptions)} raw={s.active_subscriptions} />
           <Figure id="customer_churn_rate" label="Customer churn" value={percent(s.customer_churn_rate)} raw={s.customer_churn_rate} />
           <Figure id="mrr_churn_rate" label="MRR churn" value={percent(s.mrr_churn_rate)} raw={s.mrr_churn_rate} />
           <Figure id="net_mrr_churn_rate" label="Net MRR churn" value={percent(s.net_mrr_churn_rate)} raw={s.net_mrr_churn_rate} />
