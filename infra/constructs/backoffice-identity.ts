@@ -86,25 +86,29 @@ export class BackofficeIdentity extends Construct {
         precedence,
       }),
     );
-    // A public client (the back-office web app): no secret, SRP sign-in only, no hosted OAuth flows.
-    this.client = this.userPool.addClient('Client', {
-      userPoolClientName: `revenue-analytics-backoffice-${props.stage}`,
+    // Both clients are public (no secret), with 1 h ID tokens that can read merchant_id and never write it.
+    const publicClient = {
       generateSecret: false,
-      authFlows: { userSrp: true },
-      disableOAuth: true,
       preventUserExistenceErrors: true,
       enableTokenRevocation: true,
       idTokenValidity: Duration.hours(1),
       accessTokenValidity: Duration.hours(1),
       refreshTokenValidity: Duration.hours(12),
       readAttributes: new ClientAttributes().withStandardAttributes({ email: true, emailVerified: true }).withCustomAttributes(MERCHANT_ATTRIBUTE),
+    };
+    // The back-office client: SRP sign-in only, no hosted OAuth flows.
+    this.client = this.userPool.addClient('Client', {
+      ...publicClient,
+      userPoolClientName: `revenue-analytics-backoffice-${props.stage}`,
+      authFlows: { userSrp: true },
+      disableOAuth: true,
       writeAttributes: new ClientAttributes().withStandardAttributes({ email: true }),
     });
     if (props.dashboard) {
       this.domain = this.userPool.addDomain('HostedUi', { cognitoDomain: { domainPrefix: props.dashboard.domainPrefix } });
       this.dashboardClient = this.userPool.addClient('DashboardClient', {
+        ...publicClient,
         userPoolClientName: `revenue-analytics-dashboard-${props.stage}`,
-        generateSecret: false,
         authFlows: {},
         oAuth: {
           flows: { authorizationCodeGrant: true },
@@ -113,12 +117,6 @@ export class BackofficeIdentity extends Construct {
           logoutUrls: [props.dashboard.callbackUrl],
         },
         supportedIdentityProviders: [UserPoolClientIdentityProvider.COGNITO],
-        preventUserExistenceErrors: true,
-        enableTokenRevocation: true,
-        idTokenValidity: Duration.hours(1),
-        accessTokenValidity: Duration.hours(1),
-        refreshTokenValidity: Duration.hours(12),
-        readAttributes: new ClientAttributes().withStandardAttributes({ email: true, emailVerified: true }).withCustomAttributes(MERCHANT_ATTRIBUTE),
         writeAttributes: new ClientAttributes(),
       });
       new CfnOutput(this, 'HostedUiDomain', { value: this.domain.baseUrl(), description: "The dashboard's sign-in (Cognito hosted UI)" });

@@ -88,27 +88,15 @@ export class DashboardSite extends Construct {
     new CfnOutput(this, 'Url', { value: this.url, description: 'The merchant dashboard' });
 
     // cdk-nag (AwsSolutions) findings this construct accepts, each with its reason.
-    Validations.of(this.bucket).acknowledge({
-      id: 'AwsSolutions-S1',
-      reason: 'The bucket holds only the public, rebuildable dashboard bundle; reads are logged by CloudFront (standard logs can be enabled per stage).',
-    });
-    Validations.of(this.distribution).acknowledge({
-      id: 'AwsSolutions-CFR1',
-      reason: 'The dashboard is for merchants anywhere: no geo restriction.',
-    });
-    Validations.of(this.distribution).acknowledge({
-      id: 'AwsSolutions-CFR2',
-      reason: 'A static bundle with no server side; every API call is authenticated and rate-limited by the API itself. No WAF web ACL for it.',
-    });
-    Validations.of(this.distribution).acknowledge({
-      id: 'AwsSolutions-CFR3',
-      reason: 'Access logs of a static bundle are not needed; API calls are logged by API Gateway.',
-    });
+    const accepted: [Construct, string, string][] = [
+      [this.bucket, 'AwsSolutions-S1', 'The bucket holds only the public, rebuildable dashboard bundle; reads are logged by CloudFront (standard logs can be enabled per stage).'],
+      [this.distribution, 'AwsSolutions-CFR1', 'The dashboard is for merchants anywhere: no geo restriction.'],
+      [this.distribution, 'AwsSolutions-CFR2', 'A static bundle with no server side; every API call is authenticated and rate-limited by the API itself. No WAF web ACL for it.'],
+      [this.distribution, 'AwsSolutions-CFR3', 'Access logs of a static bundle are not needed; API calls are logged by API Gateway.'],
+      [this.distribution, 'AwsSolutions-CFR4', 'TLSv1.2_2021 is requested; with the default *.cloudfront.net certificate CloudFront reports TLSv1 until a custom domain and ACM certificate are added.'],
+    ];
+    for (const [target, id, reason] of accepted) Validations.of(target).acknowledge({ id, reason });
     if (!props.retain) acknowledgeCdkHandlers(this.bucket, 'Custom::S3AutoDeleteObjects');
-    Validations.of(this.distribution).acknowledge({
-      id: 'AwsSolutions-CFR4',
-      reason: 'TLSv1.2_2021 is requested; with the default *.cloudfront.net certificate CloudFront reports TLSv1 until a custom domain and ACM certificate are added.',
-    });
   }
 
   /**

@@ -2,7 +2,7 @@ import { generateKeyPair, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { newMerchant, useApi } from '../support/api.ts';
 import { isolatedClock } from '../pipeline/support.ts';
-import { backofficeJwt } from '../backoffice/support.ts';
+import { backofficeJwt, forgedJwt } from '../backoffice/support.ts';
 import { LOCAL_BACKOFFICE_AUDIENCE, LOCAL_BACKOFFICE_ISSUER, signLocalJwt } from '../../infra/local/backoffice-jwt.ts';
 import { routeList } from '#lib/http/routes';
 
@@ -47,14 +47,7 @@ describe('the dashboard identity on token routes', () => {
 
   it('forged, expired, wrong-audience, wrong-issuer and unknown-merchant JWTs are 401; routes not open to the dashboard refuse any JWT', async () => {
     const { merchantId } = await newMerchant();
-    const other = await generateKeyPair('RS256');
-    const forged = await new SignJWT(claimsFor(merchantId))
-      .setProtectedHeader({ alg: 'RS256', kid: 'local-backoffice-1' })
-      .setIssuer(LOCAL_BACKOFFICE_ISSUER)
-      .setAudience(LOCAL_BACKOFFICE_AUDIENCE)
-      .setIssuedAt()
-      .setExpirationTime('1h')
-      .sign(other.privateKey);
+    const forged = await forgedJwt(claimsFor(merchantId));
     const refused = {
       forged,
       expired: (await signLocalJwt(claimsFor(merchantId), { ttlSeconds: -60 })).token,

@@ -66,6 +66,19 @@ export const TableScroll = ({ label, children }: { label: string; children: Comp
   </div>
 );
 
+/** A table's column headings. */
+export const Head = ({ cols }: { cols: ComponentChildren[] }) => (
+  <thead>
+    <tr>
+      {cols.map((c, i) => (
+        <th scope="col" key={i}>
+          {c}
+        </th>
+      ))}
+    </tr>
+  </thead>
+);
+
 export const Pager = ({ meta, onPage, label }: { meta: Meta; onPage: (page: number) => void; label: string }) => (
   <nav class="pager" aria-label={`${label} pages`}>
     <button type="button" disabled={meta.current_page <= 1} onClick={() => onPage(meta.current_page - 1)}>

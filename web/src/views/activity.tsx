@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { query, type Api, type Me, type Order, type Page, type SubscriptionEvent } from '../api';
 import { money, when } from '../format';
-import { Pager, Panel, TableScroll, useAsync } from '../ui';
+import { Head, Pager, Panel, TableScroll, useAsync } from '../ui';
 
 const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'];
 const EVENT_TYPES = ['created', 'upgrade', 'downgrade', 'cancel', 'reactivated'];
@@ -60,15 +60,7 @@ const OrdersPanel = ({ api }: { api: Api }) => {
         <>
           <TableScroll label="Orders">
             <table data-testid="orders">
-              <thead>
-                <tr>
-                  <th scope="col">Order</th>
-                  <th scope="col">Customer</th>
-                  <th scope="col">Amount</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
+              <Head cols={['Order', 'Customer', 'Amount', 'Status', 'Created']} />
               <tbody>
                 {p.data.map((o) => (
                   <tr key={o.id} data-order-no={o.order_no}>
@@ -128,15 +120,7 @@ const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
         <>
           <TableScroll label="Subscription events">
             <table data-testid="events">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Customer</th>
-                  <th scope="col">Plan</th>
-                  <th scope="col">MRR change</th>
-                </tr>
-              </thead>
+              <Head cols={['When', 'Type', 'Customer', 'Plan', 'MRR change']} />
               <tbody>
                 {p.data.map((e) => (
                   <tr key={e.id}>

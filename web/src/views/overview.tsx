@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { query, type Api, type Cohort, type Me, type MrrSeries, type Stats, type Summary } from '../api';
 import { MOVEMENTS, MrrChart } from '../chart';
 import { count, CURRENCIES, money, percent, ratio } from '../format';
-import { Figure, Panel, TableScroll, useAsync } from '../ui';
+import { Figure, Head, Panel, TableScroll, useAsync } from '../ui';
 
 const RANGES = [
   { id: '30d', label: 'Last 30 days', days: 29 },
@@ -135,19 +135,7 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
             <summary>MRR movements as a table</summary>
             <TableScroll label="MRR movements by period">
               <table data-testid="mrr-table">
-                <thead>
-                  <tr>
-                    <th scope="col">Period from</th>
-                    <th scope="col">MRR</th>
-                    {MOVEMENTS.map((m) => (
-                      <th scope="col" key={m.key}>
-                        {m.label}
-                      </th>
-                    ))}
-                    <th scope="col">Net change</th>
-                    <th scope="col">Customers</th>
-                  </tr>
-                </thead>
+                <Head cols={['Period from', 'MRR', ...MOVEMENTS.map((m) => m.label), 'Net change', 'Customers']} />
                 <tbody>
                   {series.data.map((e) => (
                     <tr key={e.date} data-date={e.date} data-mrr={e.mrr}>
@@ -185,17 +173,7 @@ const CohortsPanel = ({ api }: { api: Api }) => {
           <TableScroll label="Cohort retention">
             <table class="heatmap" data-testid="cohorts">
               <caption class="visually-hidden">Share of each monthly cohort's customers still paying, by months since joining</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Cohort</th>
-                  <th scope="col">Customers</th>
-                  {Array.from({ length: width }, (_, i) => (
-                    <th scope="col" key={i}>
-                      M{i}
-                    </th>
-                  ))}
-                </tr>
-              </thead>
+              <Head cols={['Cohort', 'Customers', ...Array.from({ length: width }, (_, i) => `M${i}`)]} />
               <tbody>
                 {data
                   .filter((c) => c.customers > 0)

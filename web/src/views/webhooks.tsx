@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, query, type Api, type Delivery, type Endpoint, type Me, type Page } from '../api';
 import { when } from '../format';
-import { Pager, Panel, TableScroll, useAsync } from '../ui';
+import { Head, Pager, Panel, TableScroll, useAsync } from '../ui';
 
 const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: Endpoint }) => {
   const [page, setPage] = useState(1);
@@ -48,15 +48,7 @@ const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: En
         <>
           <TableScroll label="Deliveries">
             <table data-testid="deliveries">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">Attempt</th>
-                  <th scope="col">Result</th>
-                  <th scope="col">Duration</th>
-                </tr>
-              </thead>
+              <Head cols={['When', 'Event', 'Attempt', 'Result', 'Duration']} />
               <tbody>
                 {p.data.map((d) => (
                   <tr key={`${d.event_id}-${d.attempt}`} data-event-id={d.event_id}>
@@ -90,16 +82,7 @@ export const Webhooks = ({ api, me }: { api: Api; me: Me }) => {
         {(p) => (
           <TableScroll label="Webhook endpoints">
             <table data-testid="endpoints">
-              <thead>
-                <tr>
-                  <th scope="col">URL</th>
-                  <th scope="col">Events</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Deliveries</span>
-                  </th>
-                </tr>
-              </thead>
+              <Head cols={['URL', 'Events', 'Status', <span class="visually-hidden">Deliveries</span>]} />
               <tbody>
                 {p.data.map((e) => (
                   <tr key={e.id} aria-current={e.id === current?.id ? 'true' : undefined}>
