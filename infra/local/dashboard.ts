@@ -1,4 +1,5 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -66,17 +67,32 @@ export const dashboardHandler = (options: DashboardOptions) => {
 /** The newest modification time under a folder (dist and node_modules left out). */
 const newest = (dir: string): number =>
   readdirSync(dir, { withFileTypes: true }).reduce((max, entry) => {
-    if (entry.name === 'dist' || entry.name === 'node_modules') return max;
+    if (entry.name === 'dist' || entry.name.startsWith('dist.') || entry.name === 'node_modules') return max;
     const path = join(dir, entry.name);
     return Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
   }, 0);
 
-/** Builds web/ into `outDir` with Vite unless the bundle there is newer than every source file. */
+/**
+ * Builds web/ into `outDir` with Vite unless the bundle there is newer than every source file. The
+ * build goes to a folder beside it and is renamed into place, so a concurrent `npm start` (or test)
+ * never serves a half-written bundle; when two build at once, the first rename wins.
+ */
 export const buildDashboard = async ({ outDir = WEB_DIST, force = false } = {}): Promise<{ built: boolean; ms: number }> => {
   const started = Date.now();
   const index = join(outDir, 'index.html');
   if (!force && existsSync(index) && statSync(index).mtimeMs >= newest(WEB_SOURCE)) return { built: false, ms: 0 };
   const { build } = await import('vite');
-  await build({ configFile: join(WEB_SOURCE, 'vite.config.ts'), root: WEB_SOURCE, logLevel: 'warn', build: { outDir, emptyOutDir: true } });
+  const aside = `${outDir}.${process.pid}-${randomUUID().slice(0, 8)}`;
+  try {
+    await build({ configFile: join(WEB_SOURCE, 'vite.config.ts'), root: WEB_SOURCE, logLevel: 'warn', build: { outDir: aside, emptyOutDir: true } });
+    rmSync(outDir, { recursive: true, force: true });
+    try {
+      renameSync(aside, outDir);
+    } catch (err) {
+      if (!['ENOTEMPTY', 'EEXIST'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err;
+    }
+  } finally {
+    rmSync(aside, { recursive: true, force: true });
+  }
   return { built: true, ms: Date.now() - started };
 };
