@@ -9,6 +9,7 @@ import { buildDashboard } from '../../infra/local/dashboard.ts';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
+import { DASHBOARD_CSP } from '../../web/security-headers.ts';
 
 /**
  * The merchant dashboard end to end: the production bundle (built here with Vite), served by the
@@ -38,6 +39,27 @@ describe('the dashboard bundle', () => {
     console.log(`dashboard bundle: ${(bundle.gzipBytes / 1024).toFixed(1)} KB gzipped (built in ${bundle.buildMs} ms)`);
     expect(bundle.gzipBytes).toBeGreaterThan(0);
     expect(bundle.gzipBytes).toBeLessThanOrEqual(BUNDLE_BUDGET_GZIP);
+  });
+});
+
+describe('the local server serves the dashboard beside the API', () => {
+  it('the bundle with its security headers, config.json and the development session; nothing outside the bundle', async () => {
+    const origin = api.base.replace(/\/v1$/, '');
+    const page = await fetch(`${origin}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toBe(DASHBOARD_CSP);
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(await page.text())![1];
+    expect((await fetch(`${origin}${script}`)).headers.get('cache-control')).toContain('immutable');
+    expect(await (await fetch(`${origin}/config.json`)).json()).toEqual({ apiBase: '/v1', auth: { kind: 'local', sessionUrl: '/dev/session' } });
+    session = 'a.b.c';
+    expect(await (await fetch(`${origin}/dev/session`)).json()).toEqual({ id_token: 'a.b.c' });
+    for (const path of ['/%2e%2e/package.json', '/..%2fpackage.json', '/assets/missing.js', '/index.htm']) {
+      const res = await fetch(`${origin}${path}`);
+      expect(res.status, path).toBe(404);
+      expect(await res.json(), path).toEqual({ message: 'Resource not found' });
+    }
   });
 });
 
@@ -272,6 +294,41 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     await ready(page, 'deliveries');
     expect(await page.getByTestId('send-test').count()).toBe(0);
     await shoot(page, 'webhooks-user-desktop');
+  });
+
+  it('empty, error and retry states; keyboard navigation', async () => {
+    const { page, failures } = await open('user');
+    // A panel whose call fails shows the error and a retry; the retry loads it.
+    let fail = true;
+    await page.route('**/v1/metrics/summary', (route) => (fail ? route.fulfill({ status: 503, contentType: 'application/json', body: '{"message":"The service is busy. Try again shortly."}' }) : route.continue()));
+    await page.reload();
+    await page.locator('[data-panel="summary"][data-state="error"]').getByText('The service is busy').waitFor();
+    fail = false;
+    await page.locator('[data-panel="summary"]').getByRole('button', { name: 'Try again' }).click();
+    await ready(page, 'summary');
+    // Keyboard only: from the top of a fresh page to the Webhooks view, whose heading takes focus.
+    await page.goto(`${origin}/`);
+    await ready(page, 'stats');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    for (let i = 0; i < 10 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Webhooks'; i++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.locator('main[data-view="webhooks"]').waitFor();
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('view-title');
+    // A merchant with nothing yet: every panel says so instead of an empty table.
+    const empty = await newMerchant();
+    session = await backofficeJwt(empty.merchantId, 'user');
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    contexts.push(context);
+    const fresh = await context.newPage();
+    await fresh.goto(`${origin}/#activity`);
+    for (const panel of ['orders', 'events']) await fresh.locator(`[data-panel="${panel}"] .state.empty`).waitFor();
+    await fresh.goto(`${origin}/#webhooks`);
+    await fresh.locator('[data-panel="endpoints"] .state.empty').waitFor();
+    await fresh.goto(`${origin}/#overview`);
+    await fresh.locator('[data-panel="cohorts"] .state.empty').waitFor();
+    await shoot(fresh, 'overview-empty-desktop');
+    expect(failures).toEqual([]);
   });
 
   it('phone width: every view fits, without sideways scrolling', async () => {

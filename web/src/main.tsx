@@ -1,5 +1,5 @@
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { createApi, loadConfig, type Api, type Me } from './api';
 import { signOut, type DashboardConfig } from './auth';
 import { Activity } from './views/activity';
@@ -26,9 +26,12 @@ const Dashboard = ({ config, api, me }: { config: DashboardConfig; api: Api; me:
     return () => removeEventListener('hashchange', onHash);
   }, []);
   const { View, label } = VIEWS.find((v) => v.id === view)!;
+  // On a view change (not the first load, which starts at the skip link) focus moves to its heading.
+  const firstView = useRef(true);
   useEffect(() => {
     document.title = `${label} · ${me.name} · Revenue dashboard`;
-    document.getElementById('view-title')?.focus();
+    if (firstView.current) firstView.current = false;
+    else document.getElementById('view-title')?.focus();
   }, [view]);
   return (
     <>
