@@ -66,6 +66,30 @@ export const TableScroll = ({ label, children }: { label: string; children: Comp
   </div>
 );
 
+type Option = string | { value: string; label: string };
+/** A labelled select: controlled (`value` + `onChange`) or a form field (`name` + `defaultValue`). */
+export const Choice = (props: { label: string; options: Option[]; value?: string; onChange?: (value: string) => void; name?: string; defaultValue?: string; testId?: string }) => (
+  <label class="control">
+    {props.label}
+    <select
+      name={props.name}
+      value={props.value}
+      defaultValue={props.defaultValue}
+      onChange={props.onChange && ((e) => props.onChange!(e.currentTarget.value))}
+      data-testid={props.testId}
+    >
+      {props.options.map((o) => {
+        const { value, label } = typeof o === 'string' ? { value: o, label: o } : o;
+        return (
+          <option key={value} value={value}>
+            {label}
+          </option>
+        );
+      })}
+    </select>
+  </label>
+);
+
 /** A table's column headings. */
 export const Head = ({ cols }: { cols: ComponentChildren[] }) => (
   <thead>

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { query, type Api, type Me, type Order, type Page, type SubscriptionEvent } from '../api';
 import { money, when } from '../format';
-import { Head, Pager, Panel, TableScroll, useAsync } from '../ui';
+import { Choice, Head, Pager, Panel, TableScroll, useAsync } from '../ui';
 
 const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'];
 const EVENT_TYPES = ['created', 'upgrade', 'downgrade', 'cancel', 'reactivated'];
@@ -31,15 +31,7 @@ const OrdersPanel = ({ api }: { api: Api }) => {
       empty="No orders match."
       actions={
         <form class="filters" onSubmit={submit} aria-label="Order filters">
-          <label class="control">
-            Status
-            <select name="status" defaultValue={filters.status}>
-              <option value="">any</option>
-              {ORDER_STATUSES.map((s) => (
-                <option key={s}>{s}</option>
-              ))}
-            </select>
-          </label>
+          <Choice label="Status" name="status" defaultValue={filters.status} options={[{ value: '', label: 'any' }, ...ORDER_STATUSES]} />
           <label class="control">
             Customer email
             <input name="customer_email" type="email" defaultValue={filters.customer_email} autoComplete="off" />
@@ -99,21 +91,15 @@ const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
       isEmpty={(p) => p.meta.total === 0}
       empty="No subscription events match."
       actions={
-        <label class="control">
-          Type
-          <select
-            value={eventType}
-            onChange={(e) => {
-              setEventType(e.currentTarget.value);
-              setPage(1);
-            }}
-          >
-            <option value="">any</option>
-            {EVENT_TYPES.map((t) => (
-              <option key={t}>{t}</option>
-            ))}
-          </select>
-        </label>
+        <Choice
+          label="Type"
+          value={eventType}
+          onChange={(v) => {
+            setEventType(v);
+            setPage(1);
+          }}
+          options={[{ value: '', label: 'any' }, ...EVENT_TYPES]}
+        />
       }
     >
       {(p) => (

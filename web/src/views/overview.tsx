@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { query, type Api, type Cohort, type Me, type MrrSeries, type Stats, type Summary } from '../api';
 import { MOVEMENTS, MrrChart } from '../chart';
 import { count, CURRENCIES, money, percent, ratio } from '../format';
-import { Figure, Head, Panel, TableScroll, useAsync } from '../ui';
+import { Choice, Figure, Head, Panel, TableScroll, useAsync } from '../ui';
 
 const RANGES = [
   { id: '30d', label: 'Last 30 days', days: 29 },
@@ -32,16 +32,7 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
       result={result}
       retry={retry}
       actions={
-        <label class="control">
-          Currency
-          <select value={currency} onChange={(e) => setCurrency(e.currentTarget.value)} data-testid="stats-currency">
-            {options.map((c) => (
-              <option key={c} value={c}>
-                {c}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Choice label="Currency" value={currency} onChange={setCurrency} options={options} testId="stats-currency" />
       }
     >
       {({ data }) => (
@@ -80,7 +71,7 @@ const SummaryPanel = ({ api, me }: { api: Api; me: Me }) => {
 };
 
 const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
-  const [interval, setInterval] = useState<(typeof INTERVALS)[number]>('month');
+  const [interval, setMrrInterval] = useState<(typeof INTERVALS)[number]>('month');
   const [range, setRange] = useState('12m');
   const [result, retry] = useAsync(
     () => api.get<MrrSeries>(`/metrics/mrr${query({ interval, start_date: rangeStart(range), end_date: isoDay(new Date()) })}`),
@@ -98,26 +89,8 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
       empty="No recurring revenue in this range."
       actions={
         <div class="controls">
-          <label class="control">
-            Interval
-            <select value={interval} onChange={(e) => setInterval(e.currentTarget.value as typeof interval)} data-testid="mrr-interval">
-              {INTERVALS.map((i) => (
-                <option key={i} value={i}>
-                  {i}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label class="control">
-            Range
-            <select value={range} onChange={(e) => setRange(e.currentTarget.value)} data-testid="mrr-range">
-              {RANGES.map((r) => (
-                <option key={r.id} value={r.id}>
-                  {r.label}
-                </option>
-              ))}
-            </select>
-          </label>
+          <Choice label="Interval" value={interval} onChange={(v) => setMrrInterval(v as typeof interval)} options={[...INTERVALS]} testId="mrr-interval" />
+          <Choice label="Range" value={range} onChange={setRange} options={RANGES.map((r) => ({ value: r.id, label: r.label }))} testId="mrr-range" />
         </div>
       }
     >
