@@ -326,7 +326,7 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     await fresh.goto(`${origin}/#webhooks`);
     await fresh.locator('[data-panel="endpoints"] .state.empty').waitFor();
     await fresh.goto(`${origin}/#overview`);
-    await fresh.locator('[data-panel="cohorts"] .state.empty').waitFor();
+    for (const panel of ['mrr', 'cohorts']) await fresh.locator(`[data-panel="${panel}"] .state.empty`).waitFor();
     await shoot(fresh, 'overview-empty-desktop');
     expect(failures).toEqual([]);
   });

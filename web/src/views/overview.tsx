@@ -85,7 +85,7 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
       wide
       result={result}
       retry={retry}
-      isEmpty={(s) => s.data.length === 0}
+      isEmpty={(s) => s.data.every((e) => e.mrr === '0.00' && MOVEMENTS.every((m) => e[m.key] === '0.00'))}
       empty="No recurring revenue in this range."
       actions={
         <div class="controls">
