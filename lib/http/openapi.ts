@@ -36,10 +36,13 @@ const pipelineResponses = (route: RouteDef) => ({
 });
 
 /** The API token and its ability, the back-office JWT and its roles, or an empty list (public). */
-const security = (route: RouteDef) => {
+const security = (route: RouteDef): { security: Record<string, string[]>[]; [extension: `x-${string}`]: unknown } => {
   switch (authKindOf(route)) {
     case 'token':
-      return { security: [{ bearerAuth: [] }], 'x-required-ability': route.ability };
+      // Alternatives: the API token, or (dashboard routes) a back-office JWT whose role is listed.
+      return route.dashboard
+        ? { security: [{ bearerAuth: [] }, { backofficeJwt: [] }], 'x-required-ability': route.ability, 'x-backoffice-roles': route.dashboard.roles }
+        : { security: [{ bearerAuth: [] }], 'x-required-ability': route.ability };
     case 'backoffice':
       return { security: [{ backofficeJwt: [] }], 'x-backoffice-roles': route.roles };
     case 'none':
@@ -102,7 +105,7 @@ export const openApiDocument = () => {
           scheme: 'bearer',
           bearerFormat: 'JWT',
           description:
-            "Back-office routes: the ID token of a back-office user of the stack's Cognito user pool (group admin or user, attribute custom:merchant_id), verified by API Gateway's JWT authorizer, which answers 401 {\"message\": \"Unauthorized\"} itself to a missing or invalid one. Locally: `npm run ops -- backoffice-token`.",
+            "Back-office routes: the ID token of a back-office user of the stack's Cognito user pool (group admin or user, attribute custom:merchant_id), verified by API Gateway's JWT authorizer, which answers 401 {\"message\": \"Unauthorized\"} itself to a missing or invalid one. Locally: `npm run ops -- backoffice-token`. Operations that list both schemes (the dashboard's reads and webhook test) take it in place of the API token, verified by the function (an invalid one: 401 {\"message\": \"Unauthenticated.\"}); `x-backoffice-roles` names the roles that may.",
         },
       },
       headers: {

@@ -213,7 +213,7 @@ describe('bad input on every route: a documented 4xx, never a 5xx, nothing store
         });
         statuses[r.status] = (statuses[r.status] ?? 0) + 1;
         const what = `${label}: ${route.method} ${path}?${query.slice(0, 200)} body ${String(c.body).slice(0, 300)} → ${r.status} ${String(JSON.stringify(r.body)).slice(0, 300)}`;
-        if (process.env.FUZZ_DEBUG) console.info(`[case] ${route.method} ${path}?${query.slice(0, 100)} → ${r.status} ${JSON.stringify([...r.headers])}`);
+        if (process.env.FUZZ_DEBUG) console.info(`[case] ${route.method} ${path}?${query.slice(0, 100)} → ${r.status} ${JSON.stringify([...(r.headers as unknown as Iterable<[string, string]>)])}`);
         // Only a request that sent a write to the merchant's own items can have stored anything: read
         // the snapshot again then (the Scan is the judge); otherwise the last one still holds.
         const wroteData = writes.stats.partitions.some((p) => p === ownPartition || p.startsWith(`${ownPartition}#`));
