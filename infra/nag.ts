@@ -38,6 +38,15 @@ export const NAG_REASONS = {
     'A dead-letter queue is the end of the line: there is nothing further to redrive to. It keeps messages 14 days and is alarmed at one message.',
   sqsMapping:
     'SQS event source mappings cannot have an on-failure destination (only stream and Kafka mappings can): failed messages return to the queue and its redrive policy moves them to its dead-letter queue.',
+  siteBucketLogs:
+    'The dashboard bucket holds only the public, rebuildable web bundle and is read by CloudFront alone (OAC); server access logs would record nothing but CloudFront.',
+  siteGeo: 'The dashboard is for merchants anywhere: no geo restriction.',
+  siteWaf: 'A static bundle with no server side: every API call it makes is authenticated and rate-limited by the API itself, so a web ACL in front of the files buys nothing.',
+  siteLogs: 'Access logs of a static bundle are not needed: the API calls it makes are logged by API Gateway.',
+  siteTls:
+    'TLSv1.2_2021 is requested; with the default *.cloudfront.net certificate CloudFront keeps its own TLS floor until a custom domain and ACM certificate are added (README: Merchant dashboard).',
+  cdkHandler:
+    "A CDK-provided deploy-time custom-resource handler (dashboard upload, bucket emptying on a dev stack's deletion), not a service function: CDK writes its role (the AWS-managed basic execution role), its runtime and its grants (this bucket's objects, the CDK asset objects, CloudFront invalidations).",
 } as const;
 
 const acknowledge = (construct: IConstruct | undefined, id: string, reason: string) => {
@@ -66,6 +75,24 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
 
   const pool = stack.node.findChild('BackofficeIdentity').node.findChild('UserPool');
   acknowledge(resourceOf(pool), 'AwsSolutions-COG8', NAG_REASONS.cognitoLite);
+
+  const site = stack.dashboard;
+  acknowledge(resourceOf(site.bucket), 'AwsSolutions-S1', NAG_REASONS.siteBucketLogs);
+  acknowledge(resourceOf(site.distribution), 'AwsSolutions-CFR1', NAG_REASONS.siteGeo);
+  acknowledge(resourceOf(site.distribution), 'AwsSolutions-CFR2', NAG_REASONS.siteWaf);
+  acknowledge(resourceOf(site.distribution), 'AwsSolutions-CFR3', NAG_REASONS.siteLogs);
+  acknowledge(resourceOf(site.distribution), 'AwsSolutions-CFR4', NAG_REASONS.siteTls);
+  acknowledge(resourceOf(site.distribution), 'Annotation::@aws-cdk/aws-cloudfront:minimumProtocolVersionWithoutCertificate', NAG_REASONS.siteTls);
+  // CDK's singleton handlers (stack root): each finding on the resource it is about.
+  for (const handler of stack.node.children.filter((c) => /^Custom::(CDKBucketDeployment|S3AutoDeleteObjects)/.test(c.node.id))) {
+    for (const r of handler.node.findAll().filter(CfnResource.isCfnResource)) {
+      const findings: Record<string, string[]> = {
+        'AWS::IAM::Role': ['AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]'],
+        'AWS::Lambda::Function': ['AwsSolutions-L1', 'Serverless-LambdaDLQ', 'Serverless-LambdaLatestVersion', 'Serverless-LambdaTracing', 'Serverless-LambdaDefaultMemorySize', 'Serverless-LambdaAsyncFailureDestination'],
+      };
+      for (const id of findings[r.cfnResourceType] ?? []) acknowledge(r, id, NAG_REASONS.cdkHandler);
+    }
+  }
 
   const webhooks = stack.webhookDelivery;
   const queue = (q: Queue) => resourceOf(q);

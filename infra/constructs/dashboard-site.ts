@@ -87,21 +87,7 @@ export class DashboardSite extends Construct {
     this.url = `${this.origin}/`;
     new CfnOutput(this, 'Url', { value: this.url, description: 'The merchant dashboard' });
 
-    // cdk-nag (AwsSolutions) findings this construct accepts, each with its reason.
-    const accepted: [Construct, string, string][] = [
-      [this.bucket, 'AwsSolutions-S1', 'The bucket holds only the public, rebuildable dashboard bundle; reads are logged by CloudFront (standard logs can be enabled per stage).'],
-      [this.distribution, 'AwsSolutions-CFR1', 'The dashboard is for merchants anywhere: no geo restriction.'],
-      [this.distribution, 'AwsSolutions-CFR2', 'A static bundle with no server side; every API call is authenticated and rate-limited by the API itself. No WAF web ACL for it.'],
-      [this.distribution, 'AwsSolutions-CFR3', 'Access logs of a static bundle are not needed; API calls are logged by API Gateway.'],
-      [this.distribution, 'AwsSolutions-CFR4', 'TLSv1.2_2021 is requested; with the default *.cloudfront.net certificate CloudFront reports TLSv1 until a custom domain and ACM certificate are added.'],
-    ];
-    for (const [target, id, reason] of accepted) Validations.of(target).acknowledge({ id, reason });
-    if (!props.retain) acknowledgeCdkHandlers(this.bucket, 'Custom::S3AutoDeleteObjects', []);
-    // No custom domain yet: the default certificate keeps CloudFront's own TLS floor (see CFR4).
-    Validations.of(this.distribution).acknowledge({
-      id: 'Annotation::@aws-cdk/aws-cloudfront:minimumProtocolVersionWithoutCertificate',
-      reason: 'TLSv1.2_2021 takes effect once a custom domain and ACM certificate are configured; until then the *.cloudfront.net certificate applies.',
-    });
+    // Its cdk-nag findings are acknowledged with the stack's others, each on its resource (infra/nag.ts).
   }
 
   /**
@@ -126,31 +112,6 @@ export class DashboardSite extends Construct {
       distributionPaths: ['/index.html', '/config.json'],
       memoryLimit: 256,
     });
-    // cdk-nag 3 names each wildcard it finds: the grants CDK gives its upload handler, one by one.
-    const stack = Stack.of(this);
-    const bucketId = stack.resolve(stack.getLogicalId(this.bucket.node.defaultChild as CfnElement)) as string;
-    const qualifier = this.node.tryGetContext('@aws-cdk/core:bootstrapQualifier') ?? DefaultStackSynthesizer.DEFAULT_QUALIFIER;
-    acknowledgeCdkHandlers(deployment, 'Custom::CDKBucketDeployment', [
-      ...['s3:GetBucket*', 's3:GetObject*', 's3:List*', 's3:Abort*', 's3:DeleteObject*'].map((a) => `Action::${a}`),
-      'Resource::*',
-      `Resource::<${bucketId}.Arn>/*`,
-      `Resource::arn:<AWS::Partition>:s3:::cdk-${qualifier}-assets-<AWS::AccountId>-<AWS::Region>/*`,
-    ]);
     return deployment;
   }
 }
-
-/**
- * CDK's own custom-resource handlers (the upload, the bucket emptying on delete) are singletons at
- * the stack's root: their findings are acknowledged there and on the construct that uses them.
- * `wildcards`: the IAM5 findings (cdk-nag 3 acknowledges each `Action::…` / `Resource::…` apart).
- */
-const acknowledgeCdkHandlers = (user: Construct, handlerIdPrefix: string, wildcards: string[]) => {
-  const handlers = Stack.of(user).node.children.filter((c) => c.node.id.startsWith(handlerIdPrefix));
-  const findings: [string, string][] = [
-    ['AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]', 'A CDK-provided custom-resource handler: it uses the AWS-managed basic execution role for its logs.'],
-    ['AwsSolutions-L1', 'A CDK-provided custom-resource handler: CDK pins its runtime.'],
-    ...wildcards.map((w): [string, string] => [`AwsSolutions-IAM5[${w}]`, "A CDK-provided custom-resource handler: CDK scopes these grants to this bucket's objects, the asset objects and CloudFront invalidations."]),
-  ];
-  for (const target of [user, ...handlers]) for (const [id, reason] of findings) Validations.of(target).acknowledge({ id, reason });
-};
