@@ -5,8 +5,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The load suites (`*.slow.test.ts`) run on their own: `npm run test:slow` (vitest.slow.config.ts).
-    exclude: ['**/node_modules/**', 'test/**/*.slow.test.ts'],
+    // The load and reliability suites run on their own: `npm run test:slow` / `npm run test:reliability` (vitest.slow.config.ts).
+    exclude: ['**/node_modules/**', 'test/**/*.slow.test.ts', 'test/**/*.reliability.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
     maxWorkers: 2,

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
+  CorsHttpMethod,
   HttpApi,
   HttpMethod,
   HttpRoute,
@@ -22,6 +23,7 @@ import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { ApiFunction, METRICS_NAMESPACE_ENV, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
 import { BackofficeIdentity } from './constructs/backoffice-identity.ts';
+import { DashboardSite } from './constructs/dashboard-site.ts';
 import { DataTable } from './constructs/data-table.ts';
 import { ApiMonitoring } from './constructs/monitoring.ts';
 import { acknowledgeNagFindings } from './nag.ts';
@@ -98,6 +100,7 @@ export class ApiStack extends Stack {
   readonly functions: Record<RouteName, ApiFunction>;
   readonly notFoundFunction: ApiFunction;
   readonly monitoring: ApiMonitoring;
+  readonly dashboard: DashboardSite;
 
   constructor(scope: Construct, id: string, props: ApiStackProps = {}) {
     const stage = props.stage ?? DEFAULTS.stage;
@@ -136,23 +139,41 @@ export class ApiStack extends Stack {
       new ApiFunction(this, fnId, { projectRoot, handlerPath, description, environment, timeout: Duration.seconds(timeoutSeconds) }).bindTable(this.table, access);
 
     this.notFoundFunction = apiFunction('NotFoundFunction', NOT_FOUND_HANDLER, `$default (${NOT_FOUND_HANDLER})`, 'pipeline');
+    // The merchant dashboard (S3 + CloudFront); the browser calls the API from its origin (CORS).
+    this.dashboard = new DashboardSite(this, 'Dashboard', { projectRoot, retain });
     this.api = new HttpApi(this, 'HttpApi', {
       apiName: `${SERVICE_NAME}-${stage}`,
       description: 'Revenue analytics API',
       createDefaultStage: false,
+      corsPreflight: {
+        allowOrigins: [this.dashboard.origin],
+        allowHeaders: ['authorization', 'content-type'],
+        allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.DELETE],
+        exposeHeaders: ['x-request-id', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'],
+        maxAge: Duration.hours(1),
+      },
       defaultIntegration: new HttpLambdaIntegration('NotFoundIntegration', this.notFoundFunction, {
         payloadFormatVersion: PayloadFormatVersion.VERSION_2_0,
       }),
     });
 
     // Back-office users (Cognito) and the JWT authorizer of the back-office routes.
-    const backoffice = new BackofficeIdentity(this, 'BackofficeIdentity', { stage, retain });
+    const backoffice = new BackofficeIdentity(this, 'BackofficeIdentity', {
+      stage,
+      retain,
+      dashboard: { callbackUrl: this.dashboard.url, domainPrefix: `revenue-dashboard-${stage}-${this.account}` },
+    });
     const functions: Partial<Record<RouteName, ApiFunction>> = {};
     for (const route of routeList) {
       const name = constructIdFor(route.name);
       const routeKey = `${route.method} ${BASE_PATH}${route.path}`;
       // Routes that call a merchant's webhook URL (test, retry) run longer than the others.
       const fn = apiFunction(`${name}Function`, route.handler, `${routeKey} (${route.handler})`, tableAccessFor(route), route.timeoutSeconds);
+      // Routes open to the dashboard verify its users' ID tokens themselves (no authorizer on a token route).
+      if (route.dashboard) {
+        fn.addEnvironment('BACKOFFICE_JWT_ISSUER', backoffice.issuer);
+        fn.addEnvironment('BACKOFFICE_JWT_AUDIENCE', backoffice.dashboardClient!.userPoolClientId);
+      }
       // Functions that issue webhook secrets may only encrypt them; those that sign deliveries only decrypt.
       if (route.secrets) {
         fn.addEnvironment('WEBHOOK_KMS_KEY_ID', this.webhookSecretsKey.keyArn);
@@ -169,6 +190,11 @@ export class ApiStack extends Stack {
       functions[route.name as RouteName] = fn;
     }
     this.functions = functions as Record<RouteName, ApiFunction>;
+
+    this.dashboard.deploy({
+      apiBase: `${this.api.apiEndpoint}${BASE_PATH}`,
+      auth: { kind: 'cognito', domain: backoffice.domain!.baseUrl(), clientId: backoffice.dashboardClient!.userPoolClientId, redirectUri: this.dashboard.url },
+    });
 
     if (props.localDynamo) {
       for (const fn of [this.notFoundFunction, ...Object.values(this.functions)]) {

@@ -51,6 +51,19 @@ export const retryKind = (err: unknown): 'contention' | 'throttle' | null => {
   return null;
 };
 
+/**
+ * The SDK gave up on a request it got no answer to (its own re-sends, lib/db/client.ts, exhausted):
+ * a write may or may not have landed. Not retried here — a fresh attempt would find its own write
+ * and answer as if someone else had made it — but answered 503, so the client retries (an order
+ * create with its idempotency key then gets the original answer).
+ */
+const UNANSWERED_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'NetworkingError']);
+const UNANSWERED_CODES = new Set(['ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ECONNREFUSED', 'EAI_AGAIN']);
+export const isUnanswered = (err: unknown): boolean => {
+  const e = err as { name?: string; code?: string } | null;
+  return !!e && (UNANSWERED_NAMES.has(e.name ?? '') || UNANSWERED_CODES.has(e.code ?? ''));
+};
+
 const BASE_MS = 15;
 const CAP_MS = 400;
 /** Full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"); other callers pass their own base and cap. */

@@ -4,9 +4,10 @@ import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEventV2, APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
 import { authenticate, bearerToken, stampTokenUse, type AuthContext } from '#lib/auth/tokens';
-import { readClaims, type BackofficeIdentity } from '#lib/auth/backoffice';
+import { readClaims, type BackofficeIdentity, type BackofficeRole } from '#lib/auth/backoffice';
+import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
-import { getMerchant } from '#lib/merchants/store';
+import { getMerchant, type Merchant } from '#lib/merchants/store';
 import { toHttpError, validationFailed, forbidden, invalidJson, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
 import { parseOr422 } from '#lib/http/validation';
 import { authKindOf, type RouteDef } from '#lib/http/route';
@@ -106,6 +107,8 @@ const countAnonymous = async (request: Request, s: State) => {
  * source IP and get 429 past that limit instead of 401.
  */
 const tokenAuth = async (route: RouteDef | null, request: Request, s: State) => {
+  const presented = /^Bearer\s+(\S+)\s*$/i.exec(request.event.headers?.authorization ?? '')?.[1];
+  if (route?.dashboard && presented && looksLikeJwt(presented)) return dashboardAuth(route, presented, request, s);
   const token = bearerToken(request.event.headers?.authorization);
   const auth = token ? await retrying(() => authenticate(token)) : null;
   if (!auth) {
@@ -120,22 +123,46 @@ const tokenAuth = async (route: RouteDef | null, request: Request, s: State) => 
 };
 
 /**
- * Back-office routes: the identity API Gateway's JWT authorizer verified (claims in the event; the
- * Authorization header itself is never read here). No merchant claim, or a merchant that does not
- * exist: 401, counted per source IP. Then the merchant's back-office window, then the role (403).
+ * A back-office caller, from verified claims: its merchant (no merchant claim, or a merchant that does
+ * not exist: 401, counted per source IP), then the window it counts in, then its role (403).
  */
-const backofficeAuth = async (route: RouteDef, request: Request, s: State) => {
-  const claims = (request.event as unknown as APIGatewayProxyEventV2WithJWTAuthorizer).requestContext?.authorizer?.jwt?.claims;
+const backofficeCaller = async (
+  claims: Record<string, unknown> | null | undefined,
+  roles: readonly BackofficeRole[] | undefined,
+  countIn: (merchantId: string) => Promise<RateState>,
+  request: Request,
+  s: State,
+): Promise<Merchant> => {
   const { merchantId, role } = readClaims(claims);
   const merchant = merchantId ? await retrying(() => getMerchant(merchantId)) : null;
   if (!merchant) {
     await countAnonymous(request, s);
     throw unauthenticated();
   }
-  s.rate = await retrying(() => hitBackoffice(merchant.merchant_id));
+  s.rate = await retrying(() => countIn(merchant.merchant_id));
   if (s.rate.exceeded) throw tooManyAttempts(retryAfter(s.rate));
-  if (!role || !route.roles?.includes(role)) throw forbidden();
+  if (!role || !roles?.includes(role)) throw forbidden();
   s.identity = { merchant, role };
+  return merchant;
+};
+
+/**
+ * Back-office routes: the identity API Gateway's JWT authorizer verified (claims in the event; the
+ * Authorization header itself is never read here), counted in the merchant's back-office window.
+ */
+const backofficeAuth = async (route: RouteDef, request: Request, s: State) => {
+  const claims = (request.event as unknown as APIGatewayProxyEventV2WithJWTAuthorizer).requestContext?.authorizer?.jwt?.claims;
+  await backofficeCaller(claims, route.roles, hitBackoffice, request, s);
+};
+
+/**
+ * Token routes open to the dashboard, called with a back-office JWT: the pipeline verifies it (no
+ * authorizer on the route), counts it in the merchant's hourly window as for its token, and checks
+ * the role in place of the ability. The caller acts as its merchant with this route's ability only.
+ */
+const dashboardAuth = async (route: RouteDef, jwt: string, request: Request, s: State) => {
+  const merchant = await backofficeCaller(await backofficeClaimsOf(jwt), route.dashboard?.roles, hitMerchant, request, s);
+  s.auth = { merchantId: merchant.merchant_id, abilities: [route.ability!], reportingCurrency: merchant.reporting_currency };
 };
 
 /** Who is calling, by the route's auth kind (`none` and unknown routes still count a presented token). */

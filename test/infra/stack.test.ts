@@ -40,10 +40,12 @@ beforeAll(() => {
 /** The functions no route reaches: the outbox relay and the webhook consumers (test/infra/webhook-delivery.test.ts). */
 const workerIds = (stack: ApiStack) =>
   new Set([stack.outboxRelay.function, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction].map((fn) => logicalId(stack, fn)));
+/** CDK's own custom-resource handlers (the dashboard's upload, its bucket's emptying on delete). */
+const isCdkProvider = (id: string) => /^Custom(S3AutoDeleteObjects|CDKBucketDeployment)/.test(id);
 /** The API's functions (route handlers and the 404 function), by logical id. */
 const apiFunctionEntries = ({ stack, template }: { stack: ApiStack; template: Template }) => {
   const workers = workerIds(stack);
-  return Object.entries(resources(template, 'AWS::Lambda::Function')).filter(([id]) => !workers.has(id));
+  return Object.entries(resources(template, 'AWS::Lambda::Function')).filter(([id]) => !workers.has(id) && !isCdkProvider(id));
 };
 const apiFunctions = (synthesized: { stack: ApiStack; template: Template }) => apiFunctionEntries(synthesized).map(([, fn]) => fn);
 
@@ -170,6 +172,8 @@ describe('functions', () => {
         POWERTOOLS_METRICS_NAMESPACE: stack.stackName,
         NODE_OPTIONS: '--enable-source-maps',
         ...(route?.secrets ? { WEBHOOK_KMS_KEY_ID: keyArn } : {}),
+        // Values asserted in test/infra/dashboard-site.test.ts.
+        ...(route?.dashboard ? { BACKOFFICE_JWT_ISSUER: expect.anything(), BACKOFFICE_JWT_AUDIENCE: expect.anything() } : {}),
       });
       expect(logGroups[fn.Properties.LoggingConfig.LogGroup.Ref].Properties.RetentionInDays).toBe(30);
     }
