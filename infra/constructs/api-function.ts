@@ -9,9 +9,11 @@ import type { Construct } from 'constructs';
 import { keys } from '#lib/db/keys';
 import { GSIS, type IndexName } from '#lib/db/table';
 import { FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
+import { SERVICE_NAME } from '#lib/observability';
 import { cdkBundling } from '../bundles/options.ts';
 
-export const SERVICE_NAME = 'revenue-analytics-api';
+/** The service name (Powertools' `service`), defined once in lib/observability.ts. */
+export { SERVICE_NAME };
 
 /** Partition keys of the rate-window items, as IAM patterns built from the key module. */
 export const RATE_WINDOW_PK_PATTERNS = [keys.merchantRateWindow('*', 0).pk, keys.ipRateWindow('*', 0).pk];
