@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Annotations, type CfnElement, CfnOutput, DefaultStackSynthesizer, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, RemovalPolicy } from 'aws-cdk-lib';
 import {
   AllowedMethods,
   CachePolicy,
