@@ -137,7 +137,7 @@ describe(`faults on ${RATE * 100} % of DynamoDB calls`, () => {
       today_revenue: revenue,
       monthly_revenue: revenue,
       today_count: orders.length,
-      today_success_rate: Number(((paid.length / orders.length) * 100).toFixed(1)),
+      today_success_rate: new Decimal(paid.length).times(100).div(orders.length).toDecimalPlaces(1, Decimal.ROUND_HALF_UP).toNumber(),
     });
 
     const events = await outboxEvents(merchantId);

@@ -113,7 +113,7 @@ describe(`${ORDERS} order creates from ${CLIENTS} concurrent retrying clients`, 
         today_revenue: sum(paid.filter((o) => o.paid_at.startsWith(TODAY))),
         monthly_revenue: sum(paid.filter((o) => o.paid_at.startsWith(TODAY.slice(0, 7)))),
         today_count: ORDERS,
-        today_success_rate: Number(((orders.filter((o) => o.status === 'paid').length / ORDERS) * 100).toFixed(1)),
+        today_success_rate: new Decimal(orders.filter((o) => o.status === 'paid').length).times(100).div(ORDERS).toDecimalPlaces(1, Decimal.ROUND_HALF_UP).toNumber(),
       });
     }
 
