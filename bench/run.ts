@@ -22,7 +22,7 @@ process.env.LOCAL_FUNCTION_TIMEOUT_MS ??= '60000';
 
 const ITEMS: Record<string, () => Promise<{ item: BenchItem }>> = {
   cost: () => import('./items/cost.ts'),
-  // scaling: () => import('./items/scaling.ts'),
+  scaling: () => import('./items/scaling.ts'),
   // overhead: () => import('./items/overhead.ts'),
   import: () => import('./items/import.ts'),
   // 'hot-merchant': () => import('./items/hot-merchant.ts'),
