@@ -27,7 +27,7 @@ const ITEMS: Record<string, () => Promise<{ item: BenchItem }>> = {
   import: () => import('./items/import.ts'),
   // 'hot-merchant': () => import('./items/hot-merchant.ts'),
   'cold-start': () => import('./items/cold-start.ts'),
-  // http: () => import('./items/http.ts'),
+  http: () => import('./items/http.ts'),
 };
 
 const HERE = dirname(fileURLToPath(import.meta.url));
