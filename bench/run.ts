@@ -23,9 +23,9 @@ process.env.LOCAL_FUNCTION_TIMEOUT_MS ??= '60000';
 const ITEMS: Record<string, () => Promise<{ item: BenchItem }>> = {
   cost: () => import('./items/cost.ts'),
   scaling: () => import('./items/scaling.ts'),
-  // overhead: () => import('./items/overhead.ts'),
+  overhead: () => import('./items/overhead.ts'),
   import: () => import('./items/import.ts'),
-  // 'hot-merchant': () => import('./items/hot-merchant.ts'),
+  'hot-merchant': () => import('./items/hot-merchant.ts'),
   'cold-start': () => import('./items/cold-start.ts'),
   http: () => import('./items/http.ts'),
 };
