@@ -106,38 +106,46 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
     }
   };
 
-  let start = 0;
-  while (start < units.length) {
-    while (flights.size >= IN_FLIGHT) await Promise.race([...flights].map((f) => f.done));
-    let shard: number;
-    let packed: Packed;
-    for (;;) {
-      // Concurrent chunks must not share an MRR aggregate item (its shard is the counter shard mod 8).
-      const busy = new Set([...flights].map((f) => f.shard % METRIC_SHARDS));
-      shard = leaseShard((s) => busy.has(s % METRIC_SHARDS));
-      packed = await pack(start, shard);
+  /** Packs chunk after chunk and sends each off, up to IN_FLIGHT at once. */
+  const packAndCommit = async (): Promise<void> => {
+    for (let start = 0; start < units.length; ) {
+      while (flights.size >= IN_FLIGHT) await Promise.race([...flights].map((f) => f.done));
+      let shard: number;
+      let packed: Packed;
+      for (;;) {
+        // Concurrent chunks must not share an MRR aggregate item (its shard is the counter shard mod 8).
+        const busy = new Set([...flights].map((f) => f.shard % METRIC_SHARDS));
+        shard = leaseShard((s) => busy.has(s % METRIC_SHARDS));
+        packed = await pack(start, shard);
+        const last = packed.end === units.length;
+        const ids = packed.ws.itemIds();
+        // A chunk naming an item in flight waits for it (its state moves with that commit); the last
+        // chunk waits for every other, so that the closing record it carries counts every unit.
+        const blocking = [...flights].filter((f) => (last && opts.finish) || [...ids].some((id) => f.ids.has(id)));
+        if (!blocking.length) break;
+        releaseShard(shard, false);
+        await Promise.all(blocking.map((f) => f.done));
+      }
+      const chunk = units.slice(start, packed.end);
       const last = packed.end === units.length;
-      const ids = packed.ws.itemIds();
-      // A chunk naming an item in flight waits for it (its state moves with that commit); the last
-      // chunk waits for every other, so that the closing record it carries counts every unit.
-      const blocking = [...flights].filter((f) => (last && opts.finish) || [...ids].some((id) => f.ids.has(id)));
-      if (!blocking.length) break;
-      releaseShard(shard, false);
-      await Promise.all(blocking.map((f) => f.done));
+      let carriesFinish = false;
+      if (last && opts.finish && packed.ws.actions + ROOM_FOR_FINISH <= MAX_ACTIONS) {
+        opts.finish(packed.ws, chunk.length);
+        finished = carriesFinish = true;
+      }
+      const flight: Flight = { ids: packed.ws.itemIds(), shard, done: Promise.resolve() };
+      flight.done = commitChunk(chunk, packed, shard, carriesFinish).finally(() => flights.delete(flight));
+      flights.add(flight);
+      start = packed.end;
     }
-    const chunk = units.slice(start, packed.end);
-    const last = packed.end === units.length;
-    let carriesFinish = false;
-    if (last && opts.finish && packed.ws.actions + ROOM_FOR_FINISH <= MAX_ACTIONS) {
-      opts.finish(packed.ws, chunk.length);
-      finished = carriesFinish = true;
-    }
-    const flight: Flight = { ids: packed.ws.itemIds(), shard, done: Promise.resolve() };
-    flight.done = commitChunk(chunk, packed, shard, carriesFinish).finally(() => flights.delete(flight));
-    flights.add(flight);
-    start = packed.end;
+  };
+
+  try {
+    await packAndCommit();
+  } finally {
+    // Nothing of the batch is still under way when it answers, even when packing threw.
+    await Promise.all([...flights].map((f) => f.done));
   }
-  await Promise.all([...flights].map((f) => f.done));
   if (!finished && opts.finish) {
     // The closing record never costs the caller its report of what was committed.
     await retrying(async () => {
