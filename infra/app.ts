@@ -1,4 +1,5 @@
 import { App } from 'aws-cdk-lib';
+import { addNagChecks } from './nag.ts';
 import { ApiStack, propsFromContext, stackNameFor } from './stack.ts';
 
 /** `npx cdk synth|deploy [-c stage=dev] [-c rateLimitPerHour=…]`; see propsFromContext for the keys. */
@@ -10,4 +11,6 @@ new ApiStack(app, stackNameFor(props.stage), {
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
   description: 'Revenue analytics API: HTTP API, one Lambda per route, DynamoDB single table',
 });
+// cdk-nag 3 (AwsSolutions, Serverless): an unacknowledged finding fails the synth.
+addNagChecks(app);
 app.synth();

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
+  CorsHttpMethod,
   HttpApi,
   HttpMethod,
   HttpRoute,
@@ -20,9 +21,12 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct, Node } from 'constructs';
 import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
-import { ApiFunction, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
+import { ApiFunction, METRICS_NAMESPACE_ENV, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
 import { BackofficeIdentity } from './constructs/backoffice-identity.ts';
+import { DashboardSite } from './constructs/dashboard-site.ts';
 import { DataTable } from './constructs/data-table.ts';
+import { ApiMonitoring } from './constructs/monitoring.ts';
+import { acknowledgeNagFindings } from './nag.ts';
 import { OutboxRelay } from './constructs/outbox-relay.ts';
 import { WebhookDelivery } from './constructs/webhook-delivery.ts';
 
@@ -40,7 +44,10 @@ export type ApiStackProps = StackProps & {
   logLevel?: (typeof LOG_LEVELS)[number];
   /** Account-level guard in front of the per-merchant limits. */
   throttle?: Required<ThrottleSettings>;
-  /** Keep the table when the stack (or the table) is deleted; true unless told otherwise. */
+  /**
+   * Keep the table, its key and the user pool when the stack (or they) are deleted, with deletion
+   * protection on. Always true for prod; other stages default to false (`cdk destroy` removes them).
+   */
   retainTable?: boolean;
   /** Where package.json and the handler modules live (tests point it elsewhere). */
   projectRoot?: string;
@@ -51,13 +58,15 @@ export type ApiStackProps = StackProps & {
   localDynamo?: { endpoint: string; tableName: string };
 };
 
+/** The stage whose stack keeps its data and has termination protection. */
+export const PROD_STAGE = 'prod';
+
 export const DEFAULTS = {
-  stage: 'prod',
+  stage: PROD_STAGE,
   rateLimitPerHour: 3600,
   unauthenticatedRateLimitPerMinute: 10,
   logLevel: 'INFO',
   throttle: { rateLimit: 100, burstLimit: 200 },
-  retainTable: true,
   /** The table `npm start` creates in DynamoDB Local. */
   localTableName: 'revenue-analytics',
 } as const;
@@ -90,17 +99,28 @@ export class ApiStack extends Stack {
   readonly webhookDelivery: WebhookDelivery;
   readonly functions: Record<RouteName, ApiFunction>;
   readonly notFoundFunction: ApiFunction;
+  readonly monitoring: ApiMonitoring;
+  readonly dashboard: DashboardSite;
 
   constructor(scope: Construct, id: string, props: ApiStackProps = {}) {
-    super(scope, id, props);
     const stage = props.stage ?? DEFAULTS.stage;
     if (stage === 'local') throw new Error('stage "local" is reserved for the local stack (it relaxes webhook URL rules)');
+    if (stage === PROD_STAGE && props.retainTable === false) throw new Error('the prod stack always keeps its data: retainTable=false is refused for stage prod');
+    // The stage throttle is the account's backstop: above what one merchant may send (its own limit,
+    // per hour) and below the account's Lambda concurrency (README: *Concurrency and throttling*).
+    const throttle = props.throttle ?? DEFAULTS.throttle;
+    const merchantPerSecond = (props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour) / 3600;
+    if (throttle.rateLimit < merchantPerSecond || throttle.burstLimit < throttle.rateLimit) {
+      throw new Error(
+        `stage throttling (${throttle.rateLimit}/s, burst ${throttle.burstLimit}) must allow at least one merchant's limit (${merchantPerSecond.toFixed(2)}/s) and a burst of at least the rate`,
+      );
+    }
+    // A prod stack cannot be deleted until its termination protection is turned off by hand.
+    super(scope, id, { ...props, terminationProtection: props.terminationProtection ?? stage === PROD_STAGE });
     const projectRoot = props.projectRoot ?? PROJECT_ROOT;
 
-    const retain = props.retainTable ?? DEFAULTS.retainTable;
-    this.table = new DataTable(this, 'Table', {
-      removalPolicy: retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
-    });
+    const retain = props.retainTable ?? stage === PROD_STAGE;
+    this.table = new DataTable(this, 'Table', { retain });
     // The stored secrets are useless without it: it lives (and is kept) with the table.
     this.webhookSecretsKey = new Key(this, 'WebhookSecretsKey', {
       description: 'Encrypts webhook signing secrets stored in the table (encryption context: merchant_id)',
@@ -108,9 +128,10 @@ export class ApiStack extends Stack {
       removalPolicy: retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });
 
+    // The functions' Powertools metrics land in a namespace named after the stack, so stages never mix.
+    const observability = { STAGE: stage, LOG_LEVEL: props.logLevel ?? DEFAULTS.logLevel, [METRICS_NAMESPACE_ENV]: this.stackName };
     const environment = {
-      STAGE: stage,
-      LOG_LEVEL: props.logLevel ?? DEFAULTS.logLevel,
+      ...observability,
       RATE_LIMIT_PER_HOUR: String(props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour),
       UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: String(props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute),
     };
@@ -118,23 +139,41 @@ export class ApiStack extends Stack {
       new ApiFunction(this, fnId, { projectRoot, handlerPath, description, environment, timeout: Duration.seconds(timeoutSeconds) }).bindTable(this.table, access);
 
     this.notFoundFunction = apiFunction('NotFoundFunction', NOT_FOUND_HANDLER, `$default (${NOT_FOUND_HANDLER})`, 'pipeline');
+    // The merchant dashboard (S3 + CloudFront); the browser calls the API from its origin (CORS).
+    this.dashboard = new DashboardSite(this, 'Dashboard', { projectRoot, retain });
     this.api = new HttpApi(this, 'HttpApi', {
       apiName: `${SERVICE_NAME}-${stage}`,
       description: 'Revenue analytics API',
       createDefaultStage: false,
+      corsPreflight: {
+        allowOrigins: [this.dashboard.origin],
+        allowHeaders: ['authorization', 'content-type'],
+        allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.DELETE],
+        exposeHeaders: ['x-request-id', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'],
+        maxAge: Duration.hours(1),
+      },
       defaultIntegration: new HttpLambdaIntegration('NotFoundIntegration', this.notFoundFunction, {
         payloadFormatVersion: PayloadFormatVersion.VERSION_2_0,
       }),
     });
 
     // Back-office users (Cognito) and the JWT authorizer of the back-office routes.
-    const backoffice = new BackofficeIdentity(this, 'BackofficeIdentity', { stage, retain });
+    const backoffice = new BackofficeIdentity(this, 'BackofficeIdentity', {
+      stage,
+      retain,
+      dashboard: { callbackUrl: this.dashboard.url, domainPrefix: `revenue-dashboard-${stage}-${this.account}` },
+    });
     const functions: Partial<Record<RouteName, ApiFunction>> = {};
     for (const route of routeList) {
       const name = constructIdFor(route.name);
       const routeKey = `${route.method} ${BASE_PATH}${route.path}`;
       // Routes that call a merchant's webhook URL (test, retry) run longer than the others.
       const fn = apiFunction(`${name}Function`, route.handler, `${routeKey} (${route.handler})`, tableAccessFor(route), route.timeoutSeconds);
+      // Routes open to the dashboard verify its users' ID tokens themselves (no authorizer on a token route).
+      if (route.dashboard) {
+        fn.addEnvironment('BACKOFFICE_JWT_ISSUER', backoffice.issuer);
+        fn.addEnvironment('BACKOFFICE_JWT_AUDIENCE', backoffice.dashboardClient!.userPoolClientId);
+      }
       // Functions that issue webhook secrets may only encrypt them; those that sign deliveries only decrypt.
       if (route.secrets) {
         fn.addEnvironment('WEBHOOK_KMS_KEY_ID', this.webhookSecretsKey.keyArn);
@@ -152,6 +191,11 @@ export class ApiStack extends Stack {
     }
     this.functions = functions as Record<RouteName, ApiFunction>;
 
+    this.dashboard.deploy({
+      apiBase: `${this.api.apiEndpoint}${BASE_PATH}`,
+      auth: { kind: 'cognito', domain: backoffice.domain!.baseUrl(), clientId: backoffice.dashboardClient!.userPoolClientId, redirectUri: this.dashboard.url },
+    });
+
     if (props.localDynamo) {
       for (const fn of [this.notFoundFunction, ...Object.values(this.functions)]) {
         fn.addEnvironment('DYNAMODB_ENDPOINT', props.localDynamo.endpoint);
@@ -167,11 +211,11 @@ export class ApiStack extends Stack {
       retention: RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
     });
-    new HttpStage(this, 'DefaultStage', {
+    const apiStage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.api,
       stageName: '$default',
       autoDeploy: true,
-      throttle: props.throttle ?? DEFAULTS.throttle,
+      throttle,
       accessLogSettings: {
         destination: new LogGroupLogDestination(accessLogs),
         format: AccessLogFormat.custom(
@@ -195,7 +239,7 @@ export class ApiStack extends Stack {
 
     // Webhook events (decisions §8) are published here by the outbox relay and delivered from here.
     this.eventBus = new EventBus(this, 'EventBus', { eventBusName: `${SERVICE_NAME}-${stage}` });
-    const workerEnvironment = { STAGE: environment.STAGE, LOG_LEVEL: environment.LOG_LEVEL };
+    const workerEnvironment = observability;
     this.outboxRelay = new OutboxRelay(this, 'OutboxRelay', {
       table: this.table,
       eventBus: this.eventBus,
@@ -210,6 +254,18 @@ export class ApiStack extends Stack {
       environment: workerEnvironment,
     });
 
+    this.monitoring = new ApiMonitoring(this, 'Monitoring', {
+      stage,
+      api: this.api,
+      apiStageName: apiStage.stageName,
+      apiFunctions: [...Object.values(this.functions), this.notFoundFunction],
+      outboxRelay: this.outboxRelay,
+      webhookDelivery: this.webhookDelivery,
+      table: this.table,
+      eventBus: this.eventBus,
+      metricsNamespace: this.stackName,
+    });
+
     new CfnOutput(this, 'ApiUrl', { value: `${this.api.apiEndpoint}${BASE_PATH}` });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
@@ -221,6 +277,10 @@ export class ApiStack extends Stack {
     new CfnOutput(this, 'WebhookRuleDeadLetterQueueUrl', { value: webhooks.ruleDeadLetterQueue.queueUrl });
     new CfnOutput(this, 'WebhookDeliveryQueueUrl', { value: webhooks.deliveryQueue.queueUrl });
     new CfnOutput(this, 'WebhookDeliveryDeadLetterQueueUrl', { value: webhooks.deliveryDeadLetterQueue.queueUrl });
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.alarmTopic.topicArn, description: 'Subscribe the on-call here (every alarm of the stack)' });
+
+    // cdk-nag findings that are right for this stack, each on its resource with its reason (infra/nag.ts).
+    acknowledgeNagFindings(this);
   }
 }
 

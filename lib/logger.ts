@@ -1,7 +1,8 @@
 import { Logger } from '@aws-lambda-powertools/logger';
+import { SERVICE_NAME } from '#lib/observability';
 
 /** The shared structured logger. Tokens and secrets are never passed to it. */
 export const logger = new Logger({
-  serviceName: 'revenue-analytics-api',
+  serviceName: SERVICE_NAME,
   logLevel: (process.env.LOG_LEVEL as 'INFO' | undefined) ?? 'INFO',
 });

@@ -5,15 +5,24 @@ import {
   ClientAttributes,
   FeaturePlan,
   Mfa,
+  OAuthScope,
   StringAttribute,
   UserPool,
+  UserPoolClientIdentityProvider,
   type UserPoolClient,
+  type UserPoolDomain,
 } from 'aws-cdk-lib/aws-cognito';
 import { Construct } from 'constructs';
 import { BACKOFFICE_ROLES, CLAIMS } from '#lib/auth/backoffice';
 
 export type BackofficeIdentityProps = {
   stage: string;
+  /**
+   * The merchant dashboard (infra/constructs/dashboard-site.ts): a second app client that signs in
+   * through the hosted UI (authorization code + PKCE) and returns to `callbackUrl`, on a Cognito
+   * domain `domainPrefix`. Its ID tokens are also accepted by the JWT authorizer.
+   */
+  dashboard?: { callbackUrl: string; domainPrefix: string };
   /** Keep the pool (its users) when the stack is deleted, and protect it from deletion. */
   retain: boolean;
 };
@@ -32,6 +41,11 @@ export class BackofficeIdentity extends Construct {
   readonly userPool: UserPool;
   readonly client: UserPoolClient;
   readonly authorizer: HttpJwtAuthorizer;
+  /** The dashboard's app client and hosted-UI domain (with `dashboard`). */
+  readonly dashboardClient?: UserPoolClient;
+  readonly domain?: UserPoolDomain;
+  /** The ID tokens' issuer (the pool's provider URL). */
+  readonly issuer: string;
 
   constructor(scope: Construct, id: string, props: BackofficeIdentityProps) {
     super(scope, id);
@@ -72,24 +86,46 @@ export class BackofficeIdentity extends Construct {
         precedence,
       }),
     );
-    // A public client (the back-office web app): no secret, SRP sign-in only, no hosted OAuth flows.
-    this.client = this.userPool.addClient('Client', {
-      userPoolClientName: `revenue-analytics-backoffice-${props.stage}`,
+    // Both clients are public (no secret), with 1 h ID tokens that can read merchant_id and never write it.
+    const publicClient = {
       generateSecret: false,
-      authFlows: { userSrp: true },
-      disableOAuth: true,
       preventUserExistenceErrors: true,
       enableTokenRevocation: true,
       idTokenValidity: Duration.hours(1),
       accessTokenValidity: Duration.hours(1),
       refreshTokenValidity: Duration.hours(12),
       readAttributes: new ClientAttributes().withStandardAttributes({ email: true, emailVerified: true }).withCustomAttributes(MERCHANT_ATTRIBUTE),
+    };
+    // The back-office client: SRP sign-in only, no hosted OAuth flows.
+    this.client = this.userPool.addClient('Client', {
+      ...publicClient,
+      userPoolClientName: `revenue-analytics-backoffice-${props.stage}`,
+      authFlows: { userSrp: true },
+      disableOAuth: true,
       writeAttributes: new ClientAttributes().withStandardAttributes({ email: true }),
     });
+    if (props.dashboard) {
+      this.domain = this.userPool.addDomain('HostedUi', { cognitoDomain: { domainPrefix: props.dashboard.domainPrefix } });
+      this.dashboardClient = this.userPool.addClient('DashboardClient', {
+        ...publicClient,
+        userPoolClientName: `revenue-analytics-dashboard-${props.stage}`,
+        authFlows: {},
+        oAuth: {
+          flows: { authorizationCodeGrant: true },
+          scopes: [OAuthScope.OPENID, OAuthScope.EMAIL],
+          callbackUrls: [props.dashboard.callbackUrl],
+          logoutUrls: [props.dashboard.callbackUrl],
+        },
+        supportedIdentityProviders: [UserPoolClientIdentityProvider.COGNITO],
+        writeAttributes: new ClientAttributes(),
+      });
+      new CfnOutput(this, 'HostedUiDomain', { value: this.domain.baseUrl(), description: "The dashboard's sign-in (Cognito hosted UI)" });
+    }
+    this.issuer = this.userPool.userPoolProviderUrl;
     // The ID token carries the groups and the merchant attribute; its `aud` is the client id.
-    this.authorizer = new HttpJwtAuthorizer('BackofficeAuthorizer', this.userPool.userPoolProviderUrl, {
+    this.authorizer = new HttpJwtAuthorizer('BackofficeAuthorizer', this.issuer, {
       authorizerName: 'backoffice-cognito',
-      jwtAudience: [this.client.userPoolClientId],
+      jwtAudience: [this.client.userPoolClientId, ...(this.dashboardClient ? [this.dashboardClient.userPoolClientId] : [])],
     });
 
     new CfnOutput(this, 'UserPoolId', { value: this.userPool.userPoolId, description: 'BACKOFFICE_USER_POOL_ID for `ops backoffice-user create`' });

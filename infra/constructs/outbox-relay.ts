@@ -1,5 +1,4 @@
 import { Duration } from 'aws-cdk-lib';
-import { Alarm, ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
@@ -54,9 +53,8 @@ export type OutboxRelayProps = {
 export class OutboxRelay extends Construct {
   readonly function: ApiFunction;
   readonly mapping: EventSourceMapping;
+  /** Its depth and the relay's iterator age are alarmed in infra/constructs/monitoring.ts. */
   readonly deadLetterQueue: Queue;
-  readonly deadLetterAlarm: Alarm;
-  readonly iteratorAgeAlarm: Alarm;
 
   constructor(scope: Construct, id: string, props: OutboxRelayProps) {
     super(scope, id);
@@ -70,6 +68,8 @@ export class OutboxRelay extends Construct {
       environment: { ...props.environment, EVENT_BUS_NAME: props.eventBus.eventBusName, EVENT_SOURCE: SERVICE_NAME },
     });
     this.function.addToRolePolicy(new PolicyStatement({ actions: STREAM_READ_ACTIONS, resources: [streamArn] }));
+    // Stream records are encrypted under the table's key.
+    this.function.grantTableKey(props.table, false);
     props.eventBus.grantPutEventsTo(this.function);
 
     // Holds the shard and sequence range of batches given up on (Lambda's on-failure record), for replay.
@@ -89,23 +89,6 @@ export class OutboxRelay extends Construct {
       // Grants the function sqs:SendMessage (and GetQueueAttributes, GetQueueUrl) on this queue.
       onFailure: new SqsDlq(this.deadLetterQueue),
       filters: [outboxStreamFilter()],
-    });
-
-    this.deadLetterAlarm = new Alarm(this, 'DeadLetterAlarm', {
-      alarmDescription: 'Outbox events the relay gave up on (shard and sequence range in the queue): replay them',
-      metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: 'Maximum' }),
-      threshold: 1,
-      evaluationPeriods: 1,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
-    this.iteratorAgeAlarm = new Alarm(this, 'IteratorAgeAlarm', {
-      alarmDescription: 'The outbox relay is more than 5 minutes behind the table stream: events are late',
-      metric: this.function.metric('IteratorAge', { period: Duration.minutes(1), statistic: 'Maximum' }),
-      threshold: 5 * 60 * 1000,
-      evaluationPeriods: 5,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
     });
   }
 }

@@ -1,5 +1,4 @@
 import { Duration } from 'aws-cdk-lib';
-import { Alarm, ComparisonOperator, MathExpression, Metric, TreatMissingData, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
@@ -9,7 +8,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Queue, QueueEncryption, type QueueProps } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { EVENT_TYPES } from '#lib/outbox';
-import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { FAN_OUT_FUNCTION_TIMEOUT_SECONDS, WEBHOOK_QUEUES } from '#lib/webhooks/queue';
 import { ApiFunction, SERVICE_NAME } from './api-function.ts';
 
@@ -27,6 +26,16 @@ export const WEBHOOK_EVENT_PATTERN = { source: [SERVICE_NAME], 'detail-type': [.
 
 /** Both consumers: batches of up to 10 messages, answered with partial batch failures. */
 export const WEBHOOK_CONSUMER_SOURCE = { batchSize: 10, reportBatchItemFailures: true } as const;
+
+/**
+ * The most invocations each SQS mapping runs at once (README: *Concurrency*). A backlog (a
+ * receiver down for hours, then back) must not take the account's Lambda concurrency from the API:
+ * the mapping stops polling at this cap, and messages wait in the queue (retention 4 / 14 days)
+ * instead of being throttled back into it, which reserved concurrency would do (each throttle
+ * counting a receive towards the dead-letter queue). Delivery: 20 at once, each attempt at most
+ * 10 s, so at least 2 attempts a second even when every receiver times out.
+ */
+export const WEBHOOK_CONSUMER_MAX_CONCURRENCY = { fanOut: 5, delivery: 20 } as const;
 
 /**
  * How long each queue keeps a message (SQS counts from the first send; changing the visibility
@@ -63,7 +72,7 @@ export type WebhookDeliveryProps = {
  * to the next pause (ChangeMessageVisibility, at most 12 h) and reports it failed; after the last
  * attempt the consumer sends the task to the delivery dead-letter queue itself. Every queue is
  * encrypted (SQS-managed keys: EventBridge can send to them without a KMS grant), TLS-only, and
- * backed by a dead-letter queue with an alarm at one message.
+ * backed by a dead-letter queue; their alarms are in infra/constructs/monitoring.ts.
  */
 export class WebhookDelivery extends Construct {
   readonly rule: Rule;
@@ -75,13 +84,6 @@ export class WebhookDelivery extends Construct {
   readonly deliveryDeadLetterQueue: Queue;
   readonly fanOutFunction: ApiFunction;
   readonly deliveryFunction: ApiFunction;
-  readonly alarms: {
-    eventsDeadLetters: Alarm;
-    deliveryDeadLetters: Alarm;
-    ruleDeadLetters: Alarm;
-    ruleFailedInvocations: Alarm;
-    eventsAge: Alarm;
-  };
 
   constructor(scope: Construct, id: string, props: WebhookDeliveryProps) {
     super(scope, id);
@@ -130,7 +132,9 @@ export class WebhookDelivery extends Construct {
     }).grantTableActions(props.table, { indexes: { gsi1: ['Query'] } });
     this.fanOutFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryQueue.queueArn] }));
     // Grants Receive/Delete/ChangeMessageVisibility/GetQueueAttributes/GetQueueUrl on the events queue.
-    this.fanOutFunction.addEventSource(new SqsEventSource(this.eventsQueue, WEBHOOK_CONSUMER_SOURCE));
+    this.fanOutFunction.addEventSource(
+      new SqsEventSource(this.eventsQueue, { ...WEBHOOK_CONSUMER_SOURCE, maxConcurrency: WEBHOOK_CONSUMER_MAX_CONCURRENCY.fanOut }),
+    );
 
     // Delivery (delivery.ts deliverTask): one BatchGetItem (endpoint, state, health), one
     // TransactWriteItems (Put log entry, Update state and health, or Delete health), an UpdateItem
@@ -143,60 +147,8 @@ export class WebhookDelivery extends Construct {
     this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['kms:Decrypt'], resources: [props.secretsKey.keyArn] }));
     this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryDeadLetterQueue.queueArn] }));
     // Includes sqs:ChangeMessageVisibility on the deliveries queue: how a failed attempt is postponed.
-    this.deliveryFunction.addEventSource(new SqsEventSource(this.deliveryQueue, WEBHOOK_CONSUMER_SOURCE));
-
-    const minute = { period: Duration.minutes(1), statistic: 'Maximum' } as const;
-    const atLeastOne = (alarmId: string, alarmDescription: string, metric: IMetric) =>
-      new Alarm(this, alarmId, {
-        alarmDescription,
-        metric,
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      });
-    // On a custom bus a rule's metrics carry both dimensions; EventBridge sends them only when not zero.
-    const ruleMetric = (metricName: string) =>
-      new Metric({
-        namespace: 'AWS/Events',
-        metricName,
-        dimensionsMap: { EventBusName: props.eventBus.eventBusName, RuleName: WEBHOOK_RULE_NAME },
-        period: Duration.minutes(1),
-        statistic: 'Sum',
-      });
-    this.alarms = {
-      eventsDeadLetters: atLeastOne(
-        'EventsDeadLetterAlarm',
-        'Webhook events the fan-out failed 5 times (no delivery task made): fix, then redrive the events dead-letter queue',
-        this.eventsDeadLetterQueue.metricApproximateNumberOfMessagesVisible(minute),
-      ),
-      deliveryDeadLetters: atLeastOne(
-        'DeliveryDeadLetterAlarm',
-        'Webhook deliveries that failed every attempt over 24 hours (reason attribute), or crashed the delivery function 20 times',
-        this.deliveryDeadLetterQueue.metricApproximateNumberOfMessagesVisible(minute),
-      ),
-      ruleDeadLetters: atLeastOne(
-        'RuleDeadLetterAlarm',
-        'EventBridge could not put webhook events on the events queue for 24 hours: they are in the rule dead-letter queue',
-        this.ruleDeadLetterQueue.metricApproximateNumberOfMessagesVisible(minute),
-      ),
-      ruleFailedInvocations: atLeastOne(
-        'RuleFailedInvocationsAlarm',
-        'The webhook rule failed events for good: neither on the events queue nor in its dead-letter queue (lost: replay from the outbox)',
-        new MathExpression({
-          expression: 'FILL(failed, 0) + FILL(lost, 0)',
-          usingMetrics: { failed: ruleMetric('FailedInvocations'), lost: ruleMetric('InvocationsFailedToBeSentToDlq') },
-          period: Duration.minutes(1),
-        }),
-      ),
-      eventsAge: new Alarm(this, 'EventsAgeAlarm', {
-        alarmDescription: 'A webhook event has waited more than 5 minutes for the fan-out: deliveries are late',
-        metric: this.eventsQueue.metricApproximateAgeOfOldestMessage(minute),
-        threshold: 5 * 60,
-        evaluationPeriods: 1,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
-    };
+    this.deliveryFunction.addEventSource(
+      new SqsEventSource(this.deliveryQueue, { ...WEBHOOK_CONSUMER_SOURCE, maxConcurrency: WEBHOOK_CONSUMER_MAX_CONCURRENCY.delivery }),
+    );
   }
 }

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, errors, type CryptoKey, type JWK, type JWTPayload } from 'jose';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, errors, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import { CLAIMS, type BackofficeRole } from '#lib/auth/backoffice';
+import { BACKOFFICE_JWT_ALG, verifyBackofficeJwt, type BackofficeVerifier } from '#lib/auth/backoffice-jwt';
 import { localStateFile } from './stack-file.ts';
 
 /**
@@ -14,7 +15,7 @@ import { localStateFile } from './stack-file.ts';
  */
 export const LOCAL_BACKOFFICE_ISSUER = 'http://localhost/local-backoffice';
 export const LOCAL_BACKOFFICE_AUDIENCE = 'revenue-analytics-local-backoffice';
-const ALG = 'RS256'; // what Cognito signs with (API Gateway accepts RSA signatures only)
+const ALG = BACKOFFICE_JWT_ALG;
 const KID = 'local-backoffice-1';
 
 const keyFile = () => process.env.LOCAL_BACKOFFICE_KEY_FILE ?? localStateFile('backoffice-jwt-key.json');
@@ -119,6 +120,16 @@ export const toGatewayClaims = (payload: JWTPayload): Record<string, string> =>
     ]),
   );
 
+/** The development key as a key source of the one verifier (lib/auth/backoffice-jwt.ts). */
+export const localBackofficeVerifier = (): BackofficeVerifier => ({
+  issuer: LOCAL_BACKOFFICE_ISSUER,
+  audience: [LOCAL_BACKOFFICE_AUDIENCE],
+  keys: async (protectedHeader) => {
+    if (protectedHeader.kid !== KID) throw new errors.JWKSNoMatchingKey();
+    return (await keyPair()).publicKey;
+  },
+});
+
 export type Verdict = { ok: true; claims: Record<string, string> } | { ok: false; description: string | null };
 
 /** Why a token was refused, in the words API Gateway's `www-authenticate` header uses. */
@@ -141,15 +152,7 @@ export const verifyLocalBackofficeAuthorization = async (header: string | undefi
   const jwt = header?.trim().replace(/^Bearer\s+/i, '');
   if (!jwt) return { ok: false, description: null };
   try {
-    const { publicKey } = await keyPair();
-    const { payload } = await jwtVerify(
-      jwt,
-      (protectedHeader) => {
-        if (protectedHeader.kid !== KID) throw new errors.JWKSNoMatchingKey();
-        return publicKey;
-      },
-      { issuer: LOCAL_BACKOFFICE_ISSUER, audience: LOCAL_BACKOFFICE_AUDIENCE, algorithms: [ALG], requiredClaims: ['exp', 'iat'] },
-    );
+    const payload = await verifyBackofficeJwt(jwt, localBackofficeVerifier());
     return { ok: true, claims: toGatewayClaims(payload) };
   } catch (err) {
     if (err instanceof errors.JOSEError) return { ok: false, description: describe(err) };

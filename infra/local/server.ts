@@ -7,7 +7,9 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
 import { tallied } from '#lib/db/client';
-import { unauthorizedResponse, verifyLocalBackofficeAuthorization } from './backoffice-jwt.ts';
+import { useBackofficeVerifier } from '#lib/auth/backoffice-jwt';
+import { localBackofficeVerifier, unauthorizedResponse, verifyLocalBackofficeAuthorization } from './backoffice-jwt.ts';
+import { dashboardHandler, type DashboardOptions } from './dashboard.ts';
 
 /**
  * The local API: an HTTP server that turns each request into the API Gateway (HTTP API, payload 2.0)
@@ -190,10 +192,15 @@ export const TALLY_HEADERS = { requests: 'x-local-dynamodb-requests', capacity: 
 export type LocalServerOptions = {
   /** Adds TALLY_HEADERS to every answer (never on by `npm start`): requests, capacity units, by command. */
   exposeRequestTally?: boolean;
+  /** Serves the built web bundle outside /v1 (infra/local/dashboard.ts). */
+  dashboard?: DashboardOptions;
 };
 
 /** Builds the server (not yet listening). Handlers are loaded once, up front. */
-export const createLocalServer = async ({ exposeRequestTally = false }: LocalServerOptions = {}): Promise<Server> => {
+export const createLocalServer = async ({ exposeRequestTally = false, dashboard: dashboardOptions }: LocalServerOptions = {}): Promise<Server> => {
+  // Dashboard routes verify back-office JWTs in the pipeline: here with the development key.
+  useBackofficeVerifier(localBackofficeVerifier());
+  const dashboard = dashboardOptions ? dashboardHandler(dashboardOptions) : null;
   const compiled: Compiled[] = routeList.map((route) => ({
     route,
     segments: route.path.split('/').slice(1),
@@ -212,6 +219,7 @@ export const createLocalServer = async ({ exposeRequestTally = false }: LocalSer
       }
       const method = (req.method ?? 'GET').toUpperCase();
       const inBase = url.pathname === BASE_PATH || url.pathname.startsWith(`${BASE_PATH}/`);
+      if (!inBase && dashboard && (await dashboard(req, res, url))) return;
       const found = inBase ? match(compiled, method, url.pathname.slice(BASE_PATH.length)) : null;
       const routeKey = found ? `${found.c.route.method} ${BASE_PATH}${found.c.route.path}` : '$default';
       const event = toEvent(req, url, body, routeKey, found?.params);

@@ -10,6 +10,8 @@ import { now } from '#lib/clock';
 import { config } from '#lib/config';
 import { formatTimestamp } from '#lib/shared/time';
 import { ensureTable, freePort, isDynamoDbLocalProcess, isPortFree, startDynamoDbLocal, stopDynamoDbLocalProcess } from './dynamodb.ts';
+import { buildDashboard, type DashboardOptions } from './dashboard.ts';
+import { issueLocalBackofficeToken } from './backoffice-jwt.ts';
 import { LOCAL_STACK_FILE_LABEL, localStateFile, readLocalStackFile, removeLocalStack, removeStaleLocalStack, writeLocalStack } from './stack-file.ts';
 
 /**
@@ -93,9 +95,9 @@ const shutdown = async (code: number) => {
   process.exit(code);
 };
 
-const listen = (port: number, host: string): Promise<void> =>
+const listen = (port: number, host: string, dashboard: DashboardOptions | undefined): Promise<void> =>
   new Promise((resolveListen, reject) => {
-    void createLocalServerLazy().then((server) => {
+    void createLocalServerLazy(dashboard).then((server) => {
       server.once('error', (err: NodeJS.ErrnoException) => {
         // No IPv6 loopback on this machine: IPv4 alone is enough.
         if (host === '::1' && (err.code === 'EADDRNOTAVAIL' || err.code === 'EAFNOSUPPORT')) return resolveListen();
@@ -109,13 +111,30 @@ const listen = (port: number, host: string): Promise<void> =>
   });
 
 /** The server module is imported after the environment is settled (DYNAMODB_ENDPOINT, TABLE_NAME). */
-const createLocalServerLazy = async () => (await import('./server.ts')).createLocalServer();
+const createLocalServerLazy = async (dashboard: DashboardOptions | undefined) => (await import('./server.ts')).createLocalServer({ dashboard });
+
+/**
+ * The dashboard at `/`: web/ is built with Vite when its sources are newer than web/dist (about a
+ * second here), and the page signs in as the demo merchant's admin through `/dev/session`.
+ */
+const prepareDashboard = async (): Promise<DashboardOptions | undefined> => {
+  try {
+    const { built, ms } = await buildDashboard();
+    if (built) console.log(`Dashboard built in ${ms} ms (web/dist)`);
+    return { session: async () => (await issueLocalBackofficeToken({ merchantId: DEMO_MERCHANT, role: 'admin' })).token };
+  } catch (err) {
+    console.warn(`Warning: dashboard not built (${err instanceof Error ? err.message : err}); the API still runs`);
+    return undefined;
+  }
+};
 
 const main = async () => {
   // Registered first, so Ctrl-C during start-up also stops DynamoDB Local.
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
   process.env.STAGE ??= 'local';
+  // EMF metric lines are for CloudWatch; locally they would drown the log (README: Observability).
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   // Lambda runs Node 22; the lockfile pins SDK versions that still support the Node 20 used locally.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   process.env.TABLE_NAME ??= 'revenue-analytics';
@@ -161,9 +180,11 @@ const main = async () => {
 
   const storage = !stopDynamo ? '' : process.env.DATA_DIR ? `, data in ${process.env.DATA_DIR}` : ', in memory';
   const hosts = process.env.HOST ? [process.env.HOST] : ['127.0.0.1', '::1'];
-  for (const host of hosts) await listen(port, host);
+  const dashboard = await prepareDashboard();
+  for (const host of hosts) await listen(port, host, dashboard);
 
   writeLocalStack({ dynamodbEndpoint: endpoint!, tableName: tableName(), apiUrl, dynamodbPid });
+  if (dashboard) console.log(`Dashboard               http://localhost:${port}/   (signed in as ${DEMO_MERCHANT}'s admin)`);
   console.log(`Revenue Analytics API   http://localhost:${port}${BASE_PATH}`);
   console.log(`OpenAPI document        http://localhost:${port}${BASE_PATH}/openapi.json`);
   console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);

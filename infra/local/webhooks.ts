@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { deliverRecords, fanOutRecords, sqsHandler, type DeliveryOptions } from '#lib/webhooks/consumers';
-import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { taskBody, WEBHOOK_QUEUES, type DeliveryQueue } from '#lib/webhooks/queue';
 import type { LocalBus } from './local-bus.ts';
 import { LocalQueue } from './local-queue.ts';

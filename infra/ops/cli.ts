@@ -16,6 +16,7 @@ const store = () => import('#lib/merchants/store');
  */
 const USAGE = `usage:
   ops merchant create --name NAME [--currency TWD]
+  ops merchant delete --merchant ID          (its token is refused from the next request; data kept)
   ops token create --merchant ID [--abilities customers:read,orders:read]
   ops token regenerate --merchant ID
   ops token revoke --merchant ID
@@ -36,6 +37,10 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
         throw new UsageError(`--currency must be an ISO 4217 code, got ${values.currency}`);
       }
       return (await store()).createMerchant(need(values.name, 'name'), values.currency);
+    case 'merchant delete': {
+      const merchantId = need(values.merchant, 'merchant');
+      return explainNotFound(merchantId, (await store()).deleteMerchant(merchantId));
+    }
     case 'token create': {
       const merchantId = need(values.merchant, 'merchant');
       const abilities = parseAbilities(values.abilities);

@@ -9,11 +9,13 @@ const optionalText = (max: number) => z.string().max(max).nullish();
  * GET/PUT/DELETE /customers/{idOrExternalId} an all-digit segment always means the id, so an
  * all-digit external_id is reached through the list, search or batch, not the path.
  */
+/** The longest external_id; a longer path segment names no customer. */
+export const EXTERNAL_ID_MAX = 255;
 const externalId = () =>
   z
     .string()
     .min(1)
-    .max(255)
+    .max(EXTERNAL_ID_MAX)
     .refine(isWellFormed, { message: WELL_FORMED_MESSAGE })
     .refine((v) => v !== '.' && v !== '..', { message: 'The :field field must not be "." or "..".' });
 

@@ -6,7 +6,7 @@ import { db, tableName } from '#lib/db/client';
 import { indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
 import { itemAbsent, type WriteSet } from '#lib/db/writes';
 import { queryAll, queryPage } from '#lib/db/query';
-import type { CustomerCreate, CustomerUpdate } from '#lib/customers/schemas';
+import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
 
 /** Customer persistence: reads and the write actions other modules add to their transactions. */
@@ -44,6 +44,7 @@ export const getCustomerByExternalId = async (merchantId: string, externalId: st
  */
 export const resolveForWrite = async (merchantId: string, idOrExternalId: string): Promise<CustomerItem | null> => {
   if (isIdSegment(idOrExternalId)) return getCustomerById(merchantId, Number(idOrExternalId));
+  if (idOrExternalId.length > EXTERNAL_ID_MAX) return null;
   const { Item: marker } = await db().send(
     new GetCommand({ TableName: tableName(), Key: keys.customerExternalId(merchantId, idOrExternalId), ConsistentRead: true }),
   );
@@ -55,10 +56,11 @@ export const resolveForWrite = async (merchantId: string, idOrExternalId: string
 const isIdSegment = (segment: string) => /^\d{1,15}$/.test(segment);
 
 /** The path segment is an id when it is all digits, else an external_id (decisions §5). */
-export const findCustomer = (merchantId: string, idOrExternalId: string): Promise<CustomerItem | null> =>
+export const findCustomer = async (merchantId: string, idOrExternalId: string): Promise<CustomerItem | null> =>
   isIdSegment(idOrExternalId)
     ? getCustomerById(merchantId, Number(idOrExternalId))
-    : getCustomerByExternalId(merchantId, idOrExternalId);
+    : // Longer than any external_id: no key to read (and one past 2,048 bytes would be a DynamoDB ValidationException, a 500).
+      idOrExternalId.length > EXTERNAL_ID_MAX ? null : getCustomerByExternalId(merchantId, idOrExternalId);
 
 type Marker = { customer_id: number };
 

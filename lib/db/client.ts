@@ -3,6 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { RetryErrorInfo, RetryStrategyV2, RetryToken } from '@smithy/types';
 import { config } from '#lib/config';
+import { traced } from '#lib/observability';
 
 /** DynamoDB requests (one per command, whatever the SDK re-sends) and the capacity units they consumed. */
 export type RequestTally = { total: number; byCommand: Record<string, number>; capacityUnits: number };
@@ -74,7 +75,8 @@ const resendOnConnectionFailure: RetryStrategyV2 = {
 
 const create = (): DynamoDBDocumentClient => {
   const endpoint = config.dynamoEndpoint();
-  const base = new DynamoDBClient({
+  // Each call an X-Ray subsegment when tracing is on (lib/observability.ts); the document client shares this stack.
+  const base = traced(new DynamoDBClient({
     region: config.region(),
     ...(endpoint
       ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
@@ -82,7 +84,7 @@ const create = (): DynamoDBDocumentClient => {
     // Retries live in one layer (lib/db/retry.ts), bounded by the invocation's deadline; the SDK only
     // re-sends a request whose connection failed (see `resendOnConnectionFailure`).
     retryStrategy: resendOnConnectionFailure,
-  });
+  }));
   // No logger is configured, yet the SDK's logger middleware builds a redacted copy of every input
   // and output (schemaLogFilter) for the no-op logger: CPU for nothing on every request.
   base.middlewareStack.remove('loggerMiddleware');

@@ -51,6 +51,19 @@ export const retryKind = (err: unknown): 'contention' | 'throttle' | null => {
   return null;
 };
 
+/**
+ * The SDK gave up on a request it got no answer to (its own re-sends, lib/db/client.ts, exhausted):
+ * a write may or may not have landed. Not retried here — a fresh attempt would find its own write
+ * and answer as if someone else had made it — but answered 503, so the client retries (an order
+ * create with its idempotency key then gets the original answer).
+ */
+const UNANSWERED_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'NetworkingError']);
+const UNANSWERED_CODES = new Set(['ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ECONNREFUSED', 'EAI_AGAIN']);
+export const isUnanswered = (err: unknown): boolean => {
+  const e = err as { name?: string; code?: string } | null;
+  return !!e && (UNANSWERED_NAMES.has(e.name ?? '') || UNANSWERED_CODES.has(e.code ?? ''));
+};
+
 const BASE_MS = 15;
 const CAP_MS = 400;
 /** Full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"); other callers pass their own base and cap. */
@@ -86,4 +99,28 @@ export const pauseOrGiveUp = async (n: number, kind: 'contention' | 'throttle'):
   const pause = backoffMs(n);
   if (Date.now() + pause >= deadline()) throw kind === 'throttle' ? new ThrottledError(1) : new ContentionError();
   await sleep(pause);
+};
+
+/**
+ * Batch APIs that accept part of a call (PutEvents, SQS SendMessageBatch) answer which entries
+ * failed: `send` sends `pending` and returns its failures (`{ item }` plus whatever the caller
+ * reports); the failed items alone go again after the policy's jittered pause, until none fail,
+ * `maxAttempts` calls were made, or the next pause would pass the deadline. Returns what still
+ * fails and the number of calls made.
+ */
+export const resendingFailures = async <T, F extends { item: T }>(
+  items: T[],
+  send: (pending: T[]) => Promise<F[]>,
+  opts: { maxAttempts: number; deadline?: number; baseMs?: number; capMs?: number; sleep?: (ms: number) => Promise<void>; onRetry?: (failures: F[]) => void },
+): Promise<{ failures: F[]; calls: number }> => {
+  let pending = items;
+  for (let calls = 1; ; calls++) {
+    const failures = await send(pending);
+    if (!failures.length) return { failures, calls };
+    const pause = backoffMs(calls, opts.baseMs, opts.capMs);
+    if (calls >= opts.maxAttempts || Date.now() + pause >= (opts.deadline ?? deadline())) return { failures, calls };
+    opts.onRetry?.(failures);
+    await (opts.sleep ?? sleep)(pause);
+    pending = failures.map((f) => f.item);
+  }
 };

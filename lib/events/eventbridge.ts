@@ -1,5 +1,6 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { config } from '#lib/config';
+import { traced } from '#lib/observability';
 import type { Publish } from '#lib/events/relay';
 
 /**
@@ -8,11 +9,13 @@ import type { Publish } from '#lib/events/relay';
  * failed call is a failure of each of its entries), like every other retry in this code base.
  */
 export const eventBridgeClient = (endpoint = config.eventBridgeEndpoint()): EventBridgeClient =>
-  new EventBridgeClient({
-    region: config.region(),
-    maxAttempts: 1,
-    ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-  });
+  traced(
+    new EventBridgeClient({
+      region: config.region(),
+      maxAttempts: 1,
+      ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    }),
+  );
 
 /** PutEvents through `client` (created on first use from the environment unless given). */
 export const eventBridgePublisher = (client?: EventBridgeClient): Publish => {

@@ -3,7 +3,7 @@ import type { PutEventsRequestEntry, PutEventsResultEntry } from '@aws-sdk/clien
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { config } from '#lib/config';
-import { backoffMs, DEADLINE_MARGIN_MS } from '#lib/db/retry';
+import { DEADLINE_MARGIN_MS, resendingFailures } from '#lib/db/retry';
 import { logger } from '#lib/logger';
 import { chunkBy } from '#lib/shared/chunks';
 import { OUTBOX_ENTITY } from '#lib/outbox';
@@ -116,38 +116,37 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 type Pending = { index: number; event: EventDetail; entry: PutEventsRequestEntry };
 type Failure = { item: Pending; code: string; message?: string };
 
-/** Publishes one chunk, sending failed entries again; returns the entries still failing. */
+/** Publishes one chunk, sending failed entries again (one resend policy); returns the entries still failing. */
 const publishChunk = async (chunk: Pending[], publish: Publish, opts: Required<RelayOptions>, stats: RelayStats): Promise<Pending[]> => {
-  let pending = chunk;
-  for (let attempt = 1; ; attempt++) {
-    let failures: Failure[];
-    stats.calls++;
-    try {
-      const out = await publish(pending.map((p) => p.entry));
-      const results = out.Entries ?? [];
-      // Results are positional; without them a reported failure cannot be placed: all failed.
-      const unplaced = (out.FailedEntryCount ?? 0) > 0 && results.length !== pending.length;
-      failures = pending.flatMap((item, i) =>
-        unplaced || results[i]?.ErrorCode ? [{ item, code: results[i]?.ErrorCode ?? 'Unknown', message: results[i]?.ErrorMessage }] : [],
-      );
-    } catch (err) {
-      const e = err as Error;
-      failures = pending.map((item) => ({ item, code: e.name || 'Error', message: e.message }));
-    }
-    stats.published += pending.length - failures.length;
-    if (!failures.length) return [];
-    const pause = backoffMs(attempt, PUBLISH_BACKOFF.baseMs, PUBLISH_BACKOFF.capMs);
-    if (attempt >= opts.maxAttempts || Date.now() + pause >= opts.deadline) {
-      logger.warn('outbox events not published', {
-        attempts: attempt,
-        failures: failures.map((f) => ({ event_id: f.item.event.id, type: f.item.event.type, error_code: f.code, error_message: f.message })),
-      });
-      return failures.map((f) => f.item);
-    }
-    stats.retried += failures.length;
-    await opts.sleep(pause);
-    pending = failures.map((f) => f.item);
+  const { failures, calls } = await resendingFailures<Pending, Failure>(
+    chunk,
+    async (pending) => {
+      stats.calls++;
+      let failures: Failure[];
+      try {
+        const out = await publish(pending.map((p) => p.entry));
+        const results = out.Entries ?? [];
+        // Results are positional; without them a reported failure cannot be placed: all failed.
+        const unplaced = (out.FailedEntryCount ?? 0) > 0 && results.length !== pending.length;
+        failures = pending.flatMap((item, i) =>
+          unplaced || results[i]?.ErrorCode ? [{ item, code: results[i]?.ErrorCode ?? 'Unknown', message: results[i]?.ErrorMessage }] : [],
+        );
+      } catch (err) {
+        const e = err as Error;
+        failures = pending.map((item) => ({ item, code: e.name || 'Error', message: e.message }));
+      }
+      stats.published += pending.length - failures.length;
+      return failures;
+    },
+    { ...PUBLISH_BACKOFF, maxAttempts: opts.maxAttempts, deadline: opts.deadline, sleep: opts.sleep, onRetry: (f) => (stats.retried += f.length) },
+  );
+  if (failures.length) {
+    logger.warn('outbox events not published', {
+      attempts: calls,
+      failures: failures.map((f) => ({ event_id: f.item.event.id, type: f.item.event.type, error_code: f.code, error_message: f.message })),
+    });
   }
+  return failures.map((f) => f.item);
 };
 
 /**

@@ -1,5 +1,5 @@
 import { ConflictError, ContentionError, InvalidError, NotFoundError, ThrottledError, type FieldErrors } from '#lib/errors';
-import { retryKind } from '#lib/db/retry';
+import { isUnanswered, retryKind } from '#lib/db/retry';
 
 /** Errors with their exact bodies from decisions.md §2. Thrown anywhere; rendered once by the pipeline. */
 export class HttpError extends Error {
@@ -43,14 +43,18 @@ export const toHttpError = (err: unknown): HttpError | null => {
   if (err instanceof HttpError) return err;
   if (err instanceof NotFoundError) return notFound();
   if (err instanceof InvalidError) return validationFailed(err.fields);
+  // Contention is worth retrying at once (issue #11: a retryable 409 carries Retry-After); other conflicts are not.
+  if (err instanceof ContentionError) return new HttpError(409, { message: err.message }, { 'Retry-After': '1' });
   if (err instanceof ConflictError) return conflict(err.message);
   if (err instanceof ThrottledError) return serviceBusy(err.retryAfterSeconds, err.message);
   // middy's early timeout: the invocation ran out of time (a slow dependency): busy, retry. Whatever
   // was under way either committed (an idempotent retry replays it) or did not.
   if (isInvocationTimeout(err)) return serviceBusy(1, new ThrottledError().message);
+  // DynamoDB did not answer (timeout, connection lost): the outcome is unknown, the client retries.
+  if (isUnanswered(err)) return serviceBusy(1, new ThrottledError().message);
   // A read outside `retrying` that DynamoDB throttled (or a lost race that escaped it): still 503 / 409.
   const kind = retryKind(err);
   if (kind === 'throttle') return serviceBusy(1, new ThrottledError().message);
-  if (kind === 'contention') return conflict(new ContentionError().message);
+  if (kind === 'contention') return toHttpError(new ContentionError());
   return null;
 };

@@ -4,16 +4,20 @@ import httpJsonBodyParser from '@middy/http-json-body-parser';
 import type { APIGatewayProxyEventV2, APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
 import { authenticate, bearerToken, stampTokenUse, type AuthContext } from '#lib/auth/tokens';
-import { readClaims, type BackofficeIdentity } from '#lib/auth/backoffice';
+import { readClaims, type BackofficeIdentity, type BackofficeRole } from '#lib/auth/backoffice';
+import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
-import { getMerchant } from '#lib/merchants/store';
+import { getMerchant, type Merchant } from '#lib/merchants/store';
 import { toHttpError, validationFailed, forbidden, invalidJson, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
 import { parseOr422 } from '#lib/http/validation';
 import { authKindOf, type RouteDef } from '#lib/http/route';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import { logger } from '#lib/logger';
 import { DEADLINE_MARGIN_MS, retrying, withDeadline } from '#lib/db/retry';
-import { withTally } from '#lib/db/client';
+import { currentTally, withTally } from '#lib/db/client';
+import { addRequestMetrics, metrics, tracer } from '#lib/observability';
 
 export type ApiResult = { status: number; body?: unknown; headers?: Record<string, string> };
 
@@ -46,24 +50,31 @@ const baseHeaders = (s: State | undefined): Record<string, string> => ({
   ...(s?.rate ? rateHeaders(s.rate) : {}),
 });
 
-/** One access-log line per request; the logger's per-request keys end with it. */
-const logRequest = (request: Request, status: number | undefined) => {
+const routeKey = (route: RouteDef | null) => (route ? `${route.method} ${route.path}` : 'unmatched');
+
+/**
+ * One access-log line and the request's metrics (published after the response by `logMetrics`);
+ * the logger's per-request keys end with it.
+ */
+const recordRequest = (route: RouteDef | null, request: Request, response: Result) => {
   const s = states.get(request.event);
+  const status = response.statusCode ?? 200;
   logger.info('request', { method: request.event.requestContext?.http?.method, status, ms: s ? Date.now() - s.started : undefined });
+  addRequestMetrics(routeKey(route), status, response.headers ?? {}, currentTally());
 };
 
-/** Outermost: request id and logging in, headers and error bodies out (decisions §1–2). */
+/** Request id and logging in, headers, error bodies and metrics out (decisions §1–2). */
 const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> => ({
   before: (request) => {
     const requestId = request.event.requestContext?.requestId ?? request.context.awsRequestId;
     states.set(request.event, { requestId, started: Date.now(), auth: null, identity: null });
-    logger.appendKeys({ request_id: requestId, route: route ? `${route.method} ${route.path}` : 'unmatched' });
+    logger.appendKeys({ request_id: requestId, route: routeKey(route) });
   },
   after: (request) => {
     const s = state(request);
     const res = request.response ?? { statusCode: 204 };
     request.response = { ...res, headers: { ...baseHeaders(s), ...(res.headers ?? {}) } };
-    logRequest(request, request.response.statusCode);
+    recordRequest(route, request, request.response);
   },
   onError: (request) => {
     const s = states.get(request.event);
@@ -78,7 +89,7 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
       headers: { ...baseHeaders(s), ...http.headers },
       body: JSON.stringify(http.body),
     };
-    logRequest(request, http.status);
+    recordRequest(route, request, request.response);
   },
 });
 
@@ -96,6 +107,8 @@ const countAnonymous = async (request: Request, s: State) => {
  * source IP and get 429 past that limit instead of 401.
  */
 const tokenAuth = async (route: RouteDef | null, request: Request, s: State) => {
+  const presented = /^Bearer\s+(\S+)\s*$/i.exec(request.event.headers?.authorization ?? '')?.[1];
+  if (route?.dashboard && presented && looksLikeJwt(presented)) return dashboardAuth(route, presented, request, s);
   const token = bearerToken(request.event.headers?.authorization);
   const auth = token ? await retrying(() => authenticate(token)) : null;
   if (!auth) {
@@ -110,22 +123,46 @@ const tokenAuth = async (route: RouteDef | null, request: Request, s: State) => 
 };
 
 /**
- * Back-office routes: the identity API Gateway's JWT authorizer verified (claims in the event; the
- * Authorization header itself is never read here). No merchant claim, or a merchant that does not
- * exist: 401, counted per source IP. Then the merchant's back-office window, then the role (403).
+ * A back-office caller, from verified claims: its merchant (no merchant claim, or a merchant that does
+ * not exist: 401, counted per source IP), then the window it counts in, then its role (403).
  */
-const backofficeAuth = async (route: RouteDef, request: Request, s: State) => {
-  const claims = (request.event as unknown as APIGatewayProxyEventV2WithJWTAuthorizer).requestContext?.authorizer?.jwt?.claims;
+const backofficeCaller = async (
+  claims: Record<string, unknown> | null | undefined,
+  roles: readonly BackofficeRole[] | undefined,
+  countIn: (merchantId: string) => Promise<RateState>,
+  request: Request,
+  s: State,
+): Promise<Merchant> => {
   const { merchantId, role } = readClaims(claims);
   const merchant = merchantId ? await retrying(() => getMerchant(merchantId)) : null;
   if (!merchant) {
     await countAnonymous(request, s);
     throw unauthenticated();
   }
-  s.rate = await retrying(() => hitBackoffice(merchant.merchant_id));
+  s.rate = await retrying(() => countIn(merchant.merchant_id));
   if (s.rate.exceeded) throw tooManyAttempts(retryAfter(s.rate));
-  if (!role || !route.roles?.includes(role)) throw forbidden();
+  if (!role || !roles?.includes(role)) throw forbidden();
   s.identity = { merchant, role };
+  return merchant;
+};
+
+/**
+ * Back-office routes: the identity API Gateway's JWT authorizer verified (claims in the event; the
+ * Authorization header itself is never read here), counted in the merchant's back-office window.
+ */
+const backofficeAuth = async (route: RouteDef, request: Request, s: State) => {
+  const claims = (request.event as unknown as APIGatewayProxyEventV2WithJWTAuthorizer).requestContext?.authorizer?.jwt?.claims;
+  await backofficeCaller(claims, route.roles, hitBackoffice, request, s);
+};
+
+/**
+ * Token routes open to the dashboard, called with a back-office JWT: the pipeline verifies it (no
+ * authorizer on the route), counts it in the merchant's hourly window as for its token, and checks
+ * the role in place of the ability. The caller acts as its merchant with this route's ability only.
+ */
+const dashboardAuth = async (route: RouteDef, jwt: string, request: Request, s: State) => {
+  const merchant = await backofficeCaller(await backofficeClaimsOf(jwt), route.dashboard?.roles, hitMerchant, request, s);
+  s.auth = { merchantId: merchant.merchant_id, abilities: [route.ability!], reportingCurrency: merchant.reporting_currency };
 };
 
 /** Who is calling, by the route's auth kind (`none` and unknown routes still count a presented token). */
@@ -183,16 +220,26 @@ const pathParams = (params: Record<string, string | undefined> | undefined): Rec
 };
 
 /**
+ * The middlewares every invocation goes through, outermost first: Powertools adds the Lambda
+ * context to every log line (and drops the request's keys after it), publishes the request's
+ * metrics as one EMF line after everything else has run, and, when tracing is on, records the
+ * invocation as a subsegment (never its response: bodies carry tokens and personal data); then
+ * the responder, headers, and who is calling.
+ */
+const pipeline = (route: RouteDef | null) => {
+  const chain = middy<Event, Result>()
+    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(logMetrics(metrics(), { captureColdStartMetric: true }));
+  if (tracer) chain.use(captureLambdaHandler(tracer, { captureResponse: false }));
+  return chain.use(responder(route)).use(httpHeaderNormalizer()).use(authAndRateLimit(route));
+};
+
+/**
  * Wraps a route's handler in the shared pipeline. The handler gets the validated params, query and
  * body, and returns a status and a body; everything HTTP lives here.
  */
 export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>) => Promise<ApiResult>) =>
-  withInvocationDeadline(middy<Event, Result>()
-    // Powertools adds the Lambda context to every line and drops the request's keys after it.
-    .use(injectLambdaContext(logger, { resetKeys: true }))
-    .use(responder(route))
-    .use(httpHeaderNormalizer())
-    .use(authAndRateLimit(route))
+  withInvocationDeadline(pipeline(route)
     .use(jsonBody(route))
     .handler(async (event) => {
       const s = states.get(event)!;
@@ -216,14 +263,9 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
 /** The catch-all for unknown routes: counted like any request, then 404. */
 export const notFoundHandler = () =>
   withInvocationDeadline(
-    middy<Event, Result>()
-      .use(injectLambdaContext(logger, { resetKeys: true }))
-      .use(responder(null))
-      .use(httpHeaderNormalizer())
-      .use(authAndRateLimit(null))
-      .handler(async () => {
-        throw notFound();
-      }),
+    pipeline(null).handler(async () => {
+      throw notFound();
+    }),
   );
 
 /**

@@ -27,19 +27,22 @@ const pipelineResponses = (route: RouteDef) => ({
     ? { 400: message('The request body is not valid JSON'), 413: message('The request body is larger than 1 MiB') }
     : {}),
   429: message('Too many requests', rateLimitedHeaders),
-  ...(route.writes ? { 409: message('Concurrent requests kept changing the resource until the deadline; nothing was stored, retry') } : {}),
+  ...(route.writes ? { 409: message('Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After)', rateLimitedHeaders) } : {}),
   500: message('Server error'),
-  503: message('DynamoDB kept throttling until the deadline; nothing was stored, retry after Retry-After seconds', {
+  503: message('DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds', {
     ...commonHeaders,
     'Retry-After': headerRef('RetryAfter'),
   } as typeof commonHeaders),
 });
 
 /** The API token and its ability, the back-office JWT and its roles, or an empty list (public). */
-const security = (route: RouteDef) => {
+const security = (route: RouteDef): { security: Record<string, string[]>[]; [extension: `x-${string}`]: unknown } => {
   switch (authKindOf(route)) {
     case 'token':
-      return { security: [{ bearerAuth: [] }], 'x-required-ability': route.ability };
+      // Alternatives: the API token, or (dashboard routes) a back-office JWT whose role is listed.
+      return route.dashboard
+        ? { security: [{ bearerAuth: [] }, { backofficeJwt: [] }], 'x-required-ability': route.ability, 'x-backoffice-roles': route.dashboard.roles }
+        : { security: [{ bearerAuth: [] }], 'x-required-ability': route.ability };
     case 'backoffice':
       return { security: [{ backofficeJwt: [] }], 'x-backoffice-roles': route.roles };
     case 'none':
@@ -102,7 +105,7 @@ export const openApiDocument = () => {
           scheme: 'bearer',
           bearerFormat: 'JWT',
           description:
-            "Back-office routes: the ID token of a back-office user of the stack's Cognito user pool (group admin or user, attribute custom:merchant_id), verified by API Gateway's JWT authorizer, which answers 401 {\"message\": \"Unauthorized\"} itself to a missing or invalid one. Locally: `npm run ops -- backoffice-token`.",
+            "Back-office routes: the ID token of a back-office user of the stack's Cognito user pool (group admin or user, attribute custom:merchant_id), verified by API Gateway's JWT authorizer, which answers 401 {\"message\": \"Unauthorized\"} itself to a missing or invalid one. Locally: `npm run ops -- backoffice-token`. Operations that list both schemes (the dashboard's reads and webhook test) take it in place of the API token, verified by the function (an invalid one: 401 {\"message\": \"Unauthenticated.\"}); `x-backoffice-roles` names the roles that may.",
         },
       },
       headers: {

@@ -28,6 +28,12 @@ export type RouteDef = {
   auth?: AuthKind;
   /** Back-office routes: the roles (Cognito groups) allowed to call it. */
   roles?: readonly BackofficeRole[];
+  /**
+   * Token routes the merchant dashboard (web/) also calls with the back-office identity: a JWT
+   * instead of the API token, verified by the pipeline itself (the route keeps no API Gateway
+   * authorizer), acting for its `merchant_id` claim's merchant; the roles that may.
+   */
+  dashboard?: { roles: readonly BackofficeRole[] };
   summary: string;
   tags: string[];
   /** Whether the function writes data (drives its IAM grant). */
@@ -55,6 +61,9 @@ export const defineRoute = <R extends RouteDef>(route: R): R => {
   const kind = authKindOf(route);
   if ((kind === 'backoffice') !== Boolean(route.roles?.length) || (kind === 'backoffice' && route.ability !== null)) {
     throw new Error(`route ${route.method} ${route.path}: back-office routes name roles and no ability; other routes no roles`);
+  }
+  if (route.dashboard && (kind !== 'token' || !route.dashboard.roles.length)) {
+    throw new Error(`route ${route.method} ${route.path}: only token routes open to the dashboard, for at least one role`);
   }
   return route;
 };

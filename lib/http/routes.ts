@@ -43,8 +43,8 @@ import {
   webhookDeliveryRetryPathParams,
   webhookDeliverySchema,
 } from '#lib/webhooks/schemas';
-import { apiTokenIssuedSchema, apiTokenSchema } from '#lib/merchants/schemas';
-import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
+import { apiTokenIssuedSchema, apiTokenSchema, backofficeSessionSchema } from '#lib/merchants/schemas';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { cohortSchema, cohortsQuery, metricsSummarySchema, mrrQuery, mrrSeriesSchema } from '#lib/metrics/schemas';
 import { defineRoute, type RouteDef } from '#lib/http/route';
 import { batchResultSchema, dataOf, listOf, messageBody, validationBody } from '#lib/shared/schemas';
@@ -60,6 +60,9 @@ const backofficeErrors = {
   403: { description: 'The role may not do this (`user` may only view)', schema: messageBody },
   429: { description: 'Too many requests', schema: messageBody },
 };
+/** Token routes the dashboard (web/) also calls with the back-office identity: reads for both roles, writes for admins. */
+const dashboardRead = { roles: ['admin', 'user'] } as const;
+const dashboardAdmin = { roles: ['admin'] } as const;
 const notFound = { 404: { description: 'Resource not found', schema: messageBody } };
 const invalid = { 422: { description: 'Validation failed', schema: validationBody } };
 
@@ -91,6 +94,18 @@ export const routes = {
     summary: "View the merchant's API token (prefix, last four characters, abilities, times)",
     tags: ['backoffice'],
     responses: { 200: { description: 'The valid token', schema: dataOf(apiTokenSchema) }, ...backofficeErrors, 404: { description: 'The merchant has no valid token', schema: messageBody } },
+  }),
+  backofficeMe: defineRoute({
+    method: 'GET',
+    path: '/backoffice/me',
+    handler: 'functions/backoffice/me.ts',
+    ability: null,
+    auth: 'backoffice',
+    roles: ['admin', 'user'],
+    writes: false,
+    summary: 'The signed-in back-office user: merchant, its reporting currency, and role (the dashboard starts here)',
+    tags: ['backoffice'],
+    responses: { 200: { description: 'The caller', schema: dataOf(backofficeSessionSchema) }, ...backofficeErrors },
   }),
   backofficeTokenCreate: defineRoute({
     method: 'POST',
@@ -209,6 +224,7 @@ export const routes = {
     path: '/orders',
     handler: 'functions/orders/list.ts',
     ability: 'orders:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'List orders, newest first',
     tags: ['orders'],
@@ -250,6 +266,7 @@ export const routes = {
     path: '/orders/stats',
     handler: 'functions/orders/stats.ts',
     ability: 'orders:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: "Today's and this month's figures (UTC)",
     tags: ['orders'],
@@ -306,6 +323,7 @@ export const routes = {
     path: '/subscriptions/events',
     handler: 'functions/subscriptions/events-list.ts',
     ability: 'subscriptions:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'List subscription events, newest first by occurred_at',
     tags: ['subscriptions'],
@@ -395,6 +413,7 @@ export const routes = {
     path: '/webhook-endpoints',
     handler: 'functions/webhooks/list.ts',
     ability: 'webhooks:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'List webhook endpoints, newest first (no secrets)',
     tags: ['webhooks'],
@@ -456,6 +475,7 @@ export const routes = {
     path: '/metrics/mrr',
     handler: 'functions/metrics/mrr.ts',
     ability: 'analytics:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'MRR and its movements per day, week (Monday, UTC) or month, with the range summary',
     tags: ['metrics'],
@@ -467,6 +487,7 @@ export const routes = {
     path: '/metrics/summary',
     handler: 'functions/metrics/summary.ts',
     ability: 'analytics:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'Current MRR, ARR, ARPA, active counts, and the last 30 days: churn rates, quick ratio, LTV',
     tags: ['metrics'],
@@ -477,6 +498,7 @@ export const routes = {
     path: '/metrics/cohorts',
     handler: 'functions/metrics/cohorts.ts',
     ability: 'analytics:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'Monthly cohorts (first month with MRR) with customer and MRR retention',
     tags: ['metrics'],
@@ -501,6 +523,7 @@ export const routes = {
     path: '/webhook-endpoints/{id}/test',
     handler: 'functions/webhooks/test.ts',
     ability: 'webhooks:write',
+    dashboard: dashboardAdmin,
     writes: true,
     secrets: 'decrypt',
     timeoutSeconds: DELIVERY_FUNCTION_TIMEOUT_SECONDS,
@@ -514,6 +537,7 @@ export const routes = {
     path: '/webhook-endpoints/{id}/deliveries',
     handler: 'functions/webhooks/deliveries.ts',
     ability: 'webhooks:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: "The endpoint's delivery attempts of the last 30 days, newest first",
     tags: ['webhooks'],

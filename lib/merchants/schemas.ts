@@ -16,3 +16,13 @@ export const apiTokenSchema = z
 export const apiTokenIssuedSchema = apiTokenSchema
   .extend({ token: z.string().meta({ description: 'The token. It is shown only in this response: store it now.' }) })
   .meta({ id: 'ApiTokenIssued' });
+
+/** The back-office caller as the dashboard shows it: its merchant, and its role (which controls it gets). */
+export const backofficeSessionSchema = z
+  .object({
+    merchant_id: z.string(),
+    name: z.string(),
+    reporting_currency: z.string().meta({ description: 'The currency of the metrics and of the default stats', example: 'TWD' }),
+    role: z.enum(['admin', 'user']),
+  })
+  .meta({ id: 'BackofficeSession' });

@@ -26,10 +26,14 @@ export const createMerchant = async (name: string, reportingCurrency = config.de
   return merchant;
 };
 
+/** The merchant, or null when it does not exist or was deleted. */
 export const getMerchant = async (merchantId: string): Promise<Merchant | null> => {
   const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.merchant(merchantId), ConsistentRead: true }));
-  return (Item as Merchant | undefined) ?? null;
+  return Item && !Item.deleted_at ? (Item as Merchant) : null;
 };
+
+/** Token writes commit only while the merchant exists and is not deleted (a deletion may race them). */
+const merchantLive = { expression: 'attribute_exists(pk) AND attribute_not_exists(deleted_at)' };
 
 type TokenPointer = { token_hash: string; status: 'active' | 'revoked' } & Omit<TokenItem, 'merchant_id' | 'status'>;
 
@@ -109,8 +113,10 @@ export const createToken = async (merchantOrId: Merchant | string, abilities: Ab
         values: { ':revoked': 'revoked' },
       })
       .put('token', items.token, itemAbsent)
+      .check('merchant', keys.merchant(merchantId), merchantLive)
       .commit();
   } catch (err) {
+    if (err instanceof WriteConflict && err.tags.includes('merchant')) throw new NotFoundError();
     if (err instanceof WriteConflict && err.tags.includes('pointer')) {
       throw new ConflictError('A valid token already exists. Revoke it before creating a new one.');
     }
@@ -137,8 +143,10 @@ export const regenerateToken = async (merchantOrId: Merchant | string) => {
       })
       .delete('old-token', keys.token(current.token_hash))
       .put('token', items.token, itemAbsent)
+      .check('merchant', keys.merchant(merchantId), merchantLive)
       .commit();
   } catch (err) {
+    if (err instanceof WriteConflict && err.tags.includes('merchant')) throw new NotFoundError();
     if (err instanceof WriteConflict) throw new ConflictError('The token changed while it was being regenerated. Try again.');
     throw err;
   }
@@ -163,4 +171,33 @@ export const revokeToken = async (merchantId: string) => {
     throw err;
   }
   return { merchant_id: merchantId, revoked_at: revokedAt };
+};
+
+/**
+ * Deletes a merchant (operator CLI only): in one transaction the merchant item is marked deleted and
+ * its valid token revoked, so the token is refused from the next request (401) and the back office
+ * no longer resolves the merchant (401). Its data stays, as for soft-deleted customers; a deleted
+ * merchant gets no new token (404). Unknown or already deleted: 404.
+ */
+export const deleteMerchant = async (merchantId: string) => {
+  await requireMerchant(merchantId);
+  const pointer = await getPointer(merchantId);
+  const deletedAt = formatTimestamp(now());
+  const ws = new WriteSet();
+  ws.update('merchant', keys.merchant(merchantId)).set('deleted_at', deletedAt).when(merchantLive);
+  if (pointer?.status === 'active') {
+    ws.update('pointer', keys.merchantToken(merchantId))
+      .set('status', 'revoked')
+      .set('revoked_at', deletedAt)
+      .when({ expression: 'token_hash = :h AND #st = :active', names: { '#st': 'status' }, values: { ':h': pointer.token_hash, ':active': 'active' } });
+    ws.update('token', keys.token(pointer.token_hash)).set('status', 'revoked').set('revoked_at', deletedAt);
+  }
+  try {
+    await ws.commit();
+  } catch (err) {
+    if (err instanceof WriteConflict && err.tags.includes('merchant')) throw new NotFoundError();
+    if (err instanceof WriteConflict) throw new ConflictError('The token changed while the merchant was being deleted. Try again.');
+    throw err;
+  }
+  return { merchant_id: merchantId, deleted_at: deletedAt };
 };

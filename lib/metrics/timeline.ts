@@ -29,17 +29,12 @@ export const lineOf = {
 const ZERO = new Decimal(0);
 const canon = (amount: Decimal.Value) => new Decimal(amount).toFixed();
 
-/** Sorted by time; a point that repeats the previous one (amount and flag) is dropped. */
-const normalise = (points: Point[]): Point[] => {
-  const sorted = [...points].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-  const out: Point[] = [];
-  for (const p of sorted) {
-    const prev = out.at(-1);
-    if (prev && new Decimal(prev[1]).eq(p[1]) && prev[2] === p[2]) continue;
-    out.push(p);
-  }
-  return out;
-};
+/**
+ * Sorted by time. A point that repeats the one before it is kept: recorded history arrives in any
+ * order, and a later-arriving point may land between the two (dropping the repeat made the result
+ * depend on arrival order). Repeats move no figure (`contributions` sees no change at them).
+ */
+const normalise = (points: Point[]): Point[] => [...points].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 
 const withLine = (tl: Timeline, line: string, points: Point[]): Timeline => {
   const next = { ...tl };

@@ -65,5 +65,6 @@ export const batchCollector = (total: number) => {
 /** A batch item's identifier: its business key when it is a string, else "". */
 export const identifierOf = (item: unknown, field: string): string => {
   const v = item && typeof item === 'object' ? (item as Record<string, unknown>)[field] : undefined;
-  return typeof v === 'string' ? v : v === undefined || v === null ? '' : String(v);
+  // An object or array is no identifier (and String() of a deeply nested array overflows the stack: a 500).
+  return typeof v === 'string' ? v : v === undefined || v === null || typeof v === 'object' ? '' : String(v);
 };

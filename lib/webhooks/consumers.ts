@@ -46,29 +46,41 @@ export const tasksFor = async (event: EventDetail): Promise<DeliveryTask[]> => {
 };
 
 /**
- * Runs `each` on every record; a record whose `each` throws is reported failed. Records of one
- * group (`groupOf`) run one after another in batch order, groups concurrently: an endpoint gets a
- * batch's events in the order they were published, and a slow one holds only its own.
+ * Parses every record's body once and runs `each` on it; a record that does not parse, or whose
+ * `each` throws, is reported failed. Records of one group (`groupOf`) run one after another in
+ * batch order, groups concurrently: an endpoint gets a batch's events in the order they were
+ * published, and a slow one holds only its own.
  */
-const eachRecord = async (
+const eachRecord = async <P>(
   records: SQSRecord[],
-  groupOf: (r: SQSRecord) => string,
-  each: (r: SQSRecord) => Promise<void>,
+  parse: (body: string) => P,
+  groupOf: (parsed: P) => string,
+  each: (r: SQSRecord, parsed: P) => Promise<void>,
 ): Promise<SQSBatchResponse> => {
   const failures: SQSBatchItemFailure[] = [];
-  const groups = new Map<string, SQSRecord[]>();
+  const fail = (r: SQSRecord, err: unknown) => {
+    if (!(err instanceof RetryLater)) logger.error('webhook message failed', { message_id: r.messageId, error: (err as Error).message });
+    failures.push({ itemIdentifier: r.messageId });
+  };
+  const groups = new Map<string, { r: SQSRecord; parsed: P }[]>();
   for (const r of records) {
-    const g = groupOf(r);
-    groups.set(g, [...(groups.get(g) ?? []), r]);
+    let parsed: P;
+    try {
+      parsed = parse(r.body);
+    } catch (err) {
+      fail(r, err);
+      continue;
+    }
+    const g = groupOf(parsed);
+    groups.set(g, [...(groups.get(g) ?? []), { r, parsed }]);
   }
   await Promise.all(
     [...groups.values()].map(async (group) => {
-      for (const r of group) {
+      for (const { r, parsed } of group) {
         try {
-          await each(r);
+          await each(r, parsed);
         } catch (err) {
-          if (!(err instanceof RetryLater)) logger.error('webhook message failed', { message_id: r.messageId, error: (err as Error).message });
-          failures.push({ itemIdentifier: r.messageId });
+          fail(r, err);
         }
       }
     }),
@@ -76,21 +88,9 @@ const eachRecord = async (
   return { batchItemFailures: failures };
 };
 
-/** The group of a message: `key` of its parsed body, or its own id when the body does not parse (it fails alone). */
-const groupBy =
-  (key: (body: any) => unknown) =>
-  (r: SQSRecord): string => {
-    try {
-      return String(key(JSON.parse(r.body)) ?? r.messageId);
-    } catch {
-      return r.messageId;
-    }
-  };
-
 /** The fan-out over a batch of events-queue messages. */
 export const fanOutRecords = (records: SQSRecord[], queue: DeliveryQueue): Promise<SQSBatchResponse> =>
-  eachRecord(records, groupBy((b) => b?.detail?.merchant_id), async (r) => {
-    const event = eventOfMessage(r.body);
+  eachRecord(records, eventOfMessage, (event) => event.merchant_id, async (_r, event) => {
     const tasks = await tasksFor(event);
     if (tasks.length) await queue.send(tasks);
     logger.info('webhook event fanned out', { event_id: event.id, type: event.type, merchant_id: event.merchant_id, endpoints: tasks.length });
@@ -108,8 +108,7 @@ export type DeliveryOptions = AttemptOptions & {
  * failed attempt parks the task and deletes the message.
  */
 export const deliverRecords = (records: SQSRecord[], queue: DeliveryQueue, opts: DeliveryOptions = {}): Promise<SQSBatchResponse> =>
-  eachRecord(records, groupBy((b) => (b?.merchant_id === undefined ? undefined : `${b.merchant_id}#${b.endpoint_id}`)), async (r) => {
-    const task = parseTask(r.body);
+  eachRecord(records, parseTask, (task) => `${task.merchant_id}#${task.endpoint_id}`, async (r, task) => {
     const outcome = await deliverTask(task, opts);
     opts.onOutcome?.(task, outcome);
     const log = { event_id: task.event.id, type: task.event.type, endpoint_id: task.endpoint_id, merchant_id: task.merchant_id };

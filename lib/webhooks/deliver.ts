@@ -37,8 +37,6 @@ export const signatureHeaders = (eventId: string, body: string, secrets: string[
 
 export const USER_AGENT = 'revenue-analytics-api-webhooks/1.0';
 export const DELIVERY_TIMEOUT_MS = 10_000;
-/** Timeout of the functions that deliver (queue consumer, test and manual retry): an attempt plus its record. */
-export const DELIVERY_FUNCTION_TIMEOUT_SECONDS = 30;
 export const MAX_RESPONSE_BYTES = 64 * 1024;
 
 export type DeliveryAttempt = {

@@ -1,8 +1,9 @@
 import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { config } from '#lib/config';
-import { backoffMs } from '#lib/db/retry';
+import { traced } from '#lib/observability';
+import { resendingFailures } from '#lib/db/retry';
 import { chunkBy } from '#lib/shared/chunks';
-import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import type { DeliveryTask } from '#lib/webhooks/delivery';
 
 /**
@@ -64,14 +65,14 @@ export const parseTask = (body: string): DeliveryTask => {
 };
 
 export const sqsClient = (endpoint?: string): SQSClient =>
-  new SQSClient({
-    region: config.region(),
-    // The consumers retry (below, and through the queue itself), like every other retry here.
-    maxAttempts: 1,
-    ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-  });
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+  traced(
+    new SQSClient({
+      region: config.region(),
+      // The consumers retry (below, and through the queue itself), like every other retry here.
+      maxAttempts: 1,
+      ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    }),
+  );
 
 /**
  * The delivery queue on SQS: `queueUrl` for tasks, `deadLetterUrl` for tasks out of attempts (the
@@ -84,21 +85,20 @@ export const sqsDeliveryQueue = (opts: { queueUrl: string; deadLetterUrl?: strin
     async send(tasks) {
       const entries = tasks.map((task, i) => ({ Id: String(i), MessageBody: taskBody(task) }));
       for (const chunk of chunkBy(entries, SEND_BATCH_MAX_ENTRIES, SEND_BATCH_MAX_BYTES, (e) => Buffer.byteLength(e.MessageBody))) {
-        let pending = chunk;
-        for (let attempt = 1; pending.length; attempt++) {
-          let failedIds: Set<string>;
-          try {
-            const out = await sqs().send(new SendMessageBatchCommand({ QueueUrl: opts.queueUrl, Entries: pending }));
-            failedIds = new Set((out.Failed ?? []).map((f) => f.Id!));
-          } catch (err) {
-            if (attempt >= SEND_ATTEMPTS) throw err;
-            failedIds = new Set(pending.map((e) => e.Id));
-          }
-          pending = pending.filter((e) => failedIds.has(e.Id));
-          if (!pending.length) break;
-          if (attempt >= SEND_ATTEMPTS) throw new Error(`${pending.length} delivery task(s) not queued`);
-          await sleep(backoffMs(attempt));
-        }
+        const { failures } = await resendingFailures(
+          chunk,
+          async (pending) => {
+            try {
+              const out = await sqs().send(new SendMessageBatchCommand({ QueueUrl: opts.queueUrl, Entries: pending }));
+              const failedIds = new Set((out.Failed ?? []).map((f) => f.Id!));
+              return pending.filter((e) => failedIds.has(e.Id)).map((item) => ({ item }));
+            } catch (err) {
+              return pending.map((item) => ({ item, err }));
+            }
+          },
+          { maxAttempts: SEND_ATTEMPTS },
+        );
+        if (failures.length) throw (failures[0] as { err?: unknown }).err ?? new Error(`${failures.length} delivery task(s) not queued`);
       }
     },
     async postpone(receiptHandle, seconds) {

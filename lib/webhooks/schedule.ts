@@ -1,4 +1,10 @@
 /**
+ * Timeout of the functions that deliver (queue consumer, test and manual retry): an attempt plus its
+ * record. Here, not in deliver.ts, so the route table does not pull the signing code into every bundle.
+ */
+export const DELIVERY_FUNCTION_TIMEOUT_SECONDS = 30;
+
+/**
  * When a failed webhook delivery is tried again (decisions §8): about 10 s after the first attempt,
  * then roughly 1 min, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h — 9 attempts over at least 24 hours —
  * then the task is parked in the dead-letter queue.

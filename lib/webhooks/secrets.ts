@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { DecryptCommand, EncryptCommand, KMSClient } from '@aws-sdk/client-kms';
 import { config } from '#lib/config';
+import { traced } from '#lib/observability';
 
 /**
  * Webhook signing secrets (decisions §8): `whsec_` + base64 of 32 random bytes, returned to the
@@ -51,7 +52,7 @@ const localKey = (): Buffer => {
 
 type KmsLike = Pick<KMSClient, 'send'>;
 let kms: KmsLike | undefined;
-const kmsClient = (): KmsLike => (kms ??= new KMSClient({ region: config.region() }));
+const kmsClient = (): KmsLike => (kms ??= traced(new KMSClient({ region: config.region() })));
 /** Test hook: a stand-in KMS client (undefined restores the real one). */
 export const setKmsClient = (client: KmsLike | undefined): void => {
   kms = client;

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { newMerchant, useApi } from '../support/api.ts';
 import { isolatedClock, withEnv } from '../pipeline/support.ts';
 import { LOCAL_BACKOFFICE_AUDIENCE, LOCAL_BACKOFFICE_ISSUER, signLocalJwt } from '../../infra/local/backoffice-jwt.ts';
-import { backoffice, backofficeJwt, OPERATIONS, type Operation } from './support.ts';
+import { backoffice, backofficeJwt, forgedJwt, OPERATIONS, type Operation } from './support.ts';
 
 /** Who may do what (decisions §3), and who is refused before or in the pipeline. */
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
@@ -65,14 +65,7 @@ describe('back-office identity', () => {
   it('refuses, as API Gateway does, a missing, forged, unsigned, expired, wrong-audience or wrong-issuer JWT', async () => {
     const { merchantId } = await newMerchant();
     const claims = claimsFor(merchantId);
-    const other = await generateKeyPair('RS256');
-    const forged = await new SignJWT(claims)
-      .setProtectedHeader({ alg: 'RS256', kid: 'local-backoffice-1' })
-      .setIssuer(LOCAL_BACKOFFICE_ISSUER)
-      .setAudience(LOCAL_BACKOFFICE_AUDIENCE)
-      .setIssuedAt()
-      .setExpirationTime('1h')
-      .sign(other.privateKey);
+    const forged = await forgedJwt(claims);
     const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
     const now = Math.floor(Date.now() / 1000);
     const unsigned = `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, iss: LOCAL_BACKOFFICE_ISSUER, aud: LOCAL_BACKOFFICE_AUDIENCE, iat: now, exp: now + 3600 })}.`;

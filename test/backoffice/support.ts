@@ -1,5 +1,6 @@
 import type { BackofficeRole } from '#lib/auth/backoffice';
-import { issueLocalBackofficeToken } from '../../infra/local/backoffice-jwt.ts';
+import { generateKeyPair, SignJWT, type JWTPayload } from 'jose';
+import { issueLocalBackofficeToken, LOCAL_BACKOFFICE_AUDIENCE, LOCAL_BACKOFFICE_ISSUER } from '../../infra/local/backoffice-jwt.ts';
 import type { useApi } from '../support/api.ts';
 
 type Api = ReturnType<typeof useApi>;
@@ -22,3 +23,13 @@ export const backoffice = (api: Api, op: Operation, jwt: string | null, headers:
   const [method, path] = OPERATIONS[op];
   return api.request(method, path, { headers: { ...(jwt ? { authorization: `Bearer ${jwt}` } : {}), ...headers } });
 };
+
+/** A JWT like the local key's (same kid, issuer, audience) but signed with another key. */
+export const forgedJwt = async (claims: JWTPayload) =>
+  new SignJWT(claims)
+    .setProtectedHeader({ alg: 'RS256', kid: 'local-backoffice-1' })
+    .setIssuer(LOCAL_BACKOFFICE_ISSUER)
+    .setAudience(LOCAL_BACKOFFICE_AUDIENCE)
+    .setIssuedAt()
+    .setExpirationTime('1h')
+    .sign((await generateKeyPair('RS256')).privateKey);

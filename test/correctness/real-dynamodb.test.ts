@@ -4,7 +4,7 @@ import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { deleteCustomer } from '#lib/customers/service';
 import { newMerchant, useApi } from '../support/api.ts';
-import { awsErrors, failOnce, staleIndexReads, throttle, type Installed } from '../support/faults.ts';
+import { awsErrors, failOnce, staleIndexReads, sustainedConflicts, throttle, type Installed } from '../support/faults.ts';
 import { orderBody, uniqueNo } from '../orders/helpers.ts';
 
 /**
@@ -34,22 +34,6 @@ const indexQueries = () => {
     { step: 'initialize', name: 'test:index-spy' },
   );
   return use({ stats: spy, uninstall: spy.uninstall }).stats;
-};
-
-/** Every TransactWriteItems of `ops` cancelled as AWS cancels a conflicting transaction. */
-const alwaysConflict = () => {
-  let fired = 0;
-  const name = `test:always-conflict-${Math.random()}`;
-  db().middlewareStack.add(
-    (next, context) => async (args) => {
-      if (context.commandName !== 'TransactWriteItemsCommand') return next(args);
-      fired++;
-      const n = ((args.input as { TransactItems?: unknown[] }).TransactItems ?? []).length;
-      throw awsErrors.transactionCanceled(Array.from({ length: n }, (_, i) => (i === 0 ? awsErrors.conflictReason() : awsErrors.noneReason())));
-    },
-    { step: 'initialize', name, priority: 'low' },
-  );
-  return use({ stats: { get fired() { return fired; } }, uninstall: () => db().middlewareStack.remove(name) }).stats;
 };
 
 const stored = async (key: { pk: string; sk: string }) =>
@@ -110,7 +94,7 @@ describe('contention and throttling answer in time, and store nothing', () => {
     const { token } = await newMerchant();
     const existing = uniqueNo();
     await api.post('/orders', token, orderBody({ order_no: existing }));
-    const conflicts = alwaysConflict();
+    const conflicts = use(sustainedConflicts()).stats;
     const no = uniqueNo();
     for (const [method, path, body] of [
       ['POST', '/orders', orderBody({ order_no: no })],

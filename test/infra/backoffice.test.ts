@@ -59,8 +59,30 @@ describe('back-office identity (CDK)', () => {
     for (const g of groups) expect(g.UserPoolId).toEqual({ Ref: pool });
   });
 
-  it('one app client: no secret, SRP only, no OAuth flows, cannot write merchant_id', () => {
-    const { resource } = only(prod, 'AWS::Cognito::UserPoolClient');
+  /** The two app clients: the back office's (SRP) and the dashboard's (hosted UI). */
+  const clients = (template: Template) => {
+    const all = Object.entries(template.findResources('AWS::Cognito::UserPoolClient')) as [string, { Properties: Record<string, any> }][];
+    expect(all).toHaveLength(2);
+    const [backoffice, dashboard] = [all.find(([, c]) => c.Properties.ExplicitAuthFlows?.includes('ALLOW_USER_SRP_AUTH'))!, all.find(([, c]) => c.Properties.AllowedOAuthFlowsUserPoolClient)!];
+    return { backoffice: { id: backoffice[0], resource: backoffice[1] }, dashboard: { id: dashboard[0], resource: dashboard[1] } };
+  };
+
+  it('the dashboard client: hosted UI code flow (PKCE, no secret) back to the CloudFront URL only, cannot write merchant_id', () => {
+    const { resource } = clients(prod).dashboard;
+    expect(resource.Properties.GenerateSecret ?? false).toBe(false);
+    expect(resource.Properties).toMatchObject({ AllowedOAuthFlows: ['code'], SupportedIdentityProviders: ['COGNITO'], PreventUserExistenceErrors: 'ENABLED' });
+    expect([...resource.Properties.AllowedOAuthScopes].sort()).toEqual(['email', 'openid']);
+    const distribution = Object.keys(prod.findResources('AWS::CloudFront::Distribution'))[0];
+    const url = { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distribution, 'DomainName'] }, '/']] };
+    expect(resource.Properties.CallbackURLs).toEqual([url]);
+    expect(resource.Properties.LogoutURLs).toEqual([url]);
+    expect(resource.Properties.ReadAttributes).toContain('custom:merchant_id');
+    expect(resource.Properties.WriteAttributes ?? []).not.toContain('custom:merchant_id');
+    expect(Object.keys(prod.findResources('AWS::Cognito::UserPoolDomain'))).toHaveLength(1);
+  });
+
+  it('one back-office app client: no secret, SRP only, no OAuth flows, cannot write merchant_id', () => {
+    const { resource } = clients(prod).backoffice;
     expect(resource.Properties.GenerateSecret ?? false).toBe(false);
     expect([...resource.Properties.ExplicitAuthFlows].sort()).toEqual(['ALLOW_REFRESH_TOKEN_AUTH', 'ALLOW_USER_SRP_AUTH']);
     expect(resource.Properties.AllowedOAuthFlowsUserPoolClient).toBe(false);
@@ -71,12 +93,12 @@ describe('back-office identity (CDK)', () => {
 
   it('a JWT authorizer for that pool and client, on exactly the back-office routes', () => {
     const pool = only(prod, 'AWS::Cognito::UserPool').id;
-    const client = only(prod, 'AWS::Cognito::UserPoolClient').id;
+    const { backoffice: { id: client }, dashboard: { id: dashboardClient } } = clients(prod);
     const { id: authorizer, resource } = only(prod, 'AWS::ApiGatewayV2::Authorizer');
     expect(resource.Properties).toMatchObject({
       AuthorizerType: 'JWT',
       IdentitySource: ['$request.header.Authorization'],
-      JwtConfiguration: { Audience: [{ Ref: client }] },
+      JwtConfiguration: { Audience: [{ Ref: client }, { Ref: dashboardClient }] },
     });
     // ProviderURL: https://cognito-idp.<region>.amazonaws.com/<pool id>, the `iss` of the pool's tokens.
     expect(resource.Properties.JwtConfiguration.Issuer).toEqual({ 'Fn::GetAtt': [pool, 'ProviderURL'] });
@@ -86,6 +108,7 @@ describe('back-office identity (CDK)', () => {
     expect(backoffice.sort()).toEqual([
       'DELETE /v1/backoffice/api-token',
       'GET /v1/backoffice/api-token',
+      'GET /v1/backoffice/me',
       'POST /v1/backoffice/api-token',
       'POST /v1/backoffice/api-token/regenerate',
     ]);
@@ -104,6 +127,6 @@ describe('back-office identity (CDK)', () => {
 
   it('back-office functions read the merchant (view: read access), the others write', () => {
     const kinds = Object.fromEntries(routeList.filter((r) => authKindOf(r) === 'backoffice').map((r) => [r.name, tableAccessFor(r)]));
-    expect(kinds).toEqual({ backofficeTokenView: 'read', backofficeTokenCreate: 'write', backofficeTokenRegenerate: 'write', backofficeTokenRevoke: 'write' });
+    expect(kinds).toEqual({ backofficeMe: 'read', backofficeTokenView: 'read', backofficeTokenCreate: 'write', backofficeTokenRegenerate: 'write', backofficeTokenRevoke: 'write' });
   });
 });

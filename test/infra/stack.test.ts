@@ -10,7 +10,7 @@ import type { ApiFunction } from '../../infra/constructs/api-function.ts';
 import { OUTBOX_RELAY_HANDLER } from '../../infra/constructs/outbox-relay.ts';
 import { isOutboxInsert } from '#lib/events/relay';
 import { outboxInsert, outboxItem, streamRecord } from '../events/support/records.ts';
-import { fixtureProjectRoot, logicalId, resources, roleGrants, synthStack, type Grant, type Resource } from './support/stack.ts';
+import { alarmsOn, fixtureProjectRoot, logicalId, resources, roleGrants, synthStack, type Grant, type Resource } from './support/stack.ts';
 
 let fixture: ReturnType<typeof fixtureProjectRoot>;
 beforeAll(() => {
@@ -18,14 +18,14 @@ beforeAll(() => {
 });
 afterAll(() => fixture.remove());
 
-/** Only the default stack runs CDK's CloudFormation validation (seconds per synth); variants skip it. */
-const synth = (props: ApiStackProps = {}, validate = false) => synthStack(fixture.root, props, validate);
+/** Without CDK's CloudFormation validation: test/infra/checks.test.ts lints the template (cfn-lint). */
+const synth = (props: ApiStackProps = {}) => synthStack(fixture.root, props);
 
 let defaults: ReturnType<typeof synth>;
 /** Every prop set away from its default, in one synth. */
 let variant: ReturnType<typeof synth>;
 beforeAll(() => {
-  defaults = synth({}, true);
+  defaults = synth({});
   variant = synth({
     rateLimitPerHour: 120,
     unauthenticatedRateLimitPerMinute: 3,
@@ -40,10 +40,12 @@ beforeAll(() => {
 /** The functions no route reaches: the outbox relay and the webhook consumers (test/infra/webhook-delivery.test.ts). */
 const workerIds = (stack: ApiStack) =>
   new Set([stack.outboxRelay.function, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction].map((fn) => logicalId(stack, fn)));
+/** CDK's own custom-resource handlers (the dashboard's upload, its bucket's emptying on delete). */
+const isCdkProvider = (id: string) => /^Custom(S3AutoDeleteObjects|CDKBucketDeployment)/.test(id);
 /** The API's functions (route handlers and the 404 function), by logical id. */
 const apiFunctionEntries = ({ stack, template }: { stack: ApiStack; template: Template }) => {
   const workers = workerIds(stack);
-  return Object.entries(resources(template, 'AWS::Lambda::Function')).filter(([id]) => !workers.has(id));
+  return Object.entries(resources(template, 'AWS::Lambda::Function')).filter(([id]) => !workers.has(id) && !isCdkProvider(id));
 };
 const apiFunctions = (synthesized: { stack: ApiStack; template: Template }) => apiFunctionEntries(synthesized).map(([, fn]) => fn);
 
@@ -167,8 +169,11 @@ describe('functions', () => {
         RATE_LIMIT_PER_HOUR: '3600',
         UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '10',
         POWERTOOLS_SERVICE_NAME: 'revenue-analytics-api',
+        POWERTOOLS_METRICS_NAMESPACE: stack.stackName,
         NODE_OPTIONS: '--enable-source-maps',
         ...(route?.secrets ? { WEBHOOK_KMS_KEY_ID: keyArn } : {}),
+        // Values asserted in test/infra/dashboard-site.test.ts.
+        ...(route?.dashboard ? { BACKOFFICE_JWT_ISSUER: expect.anything(), BACKOFFICE_JWT_AUDIENCE: expect.anything() } : {}),
       });
       expect(logGroups[fn.Properties.LoggingConfig.LogGroup.Ref].Properties.RetentionInDays).toBe(30);
     }
@@ -213,10 +218,11 @@ describe('table grants', () => {
   /** Grants written as `Action on table|index [condition]`, so a failure reads as a policy. */
   const describeGrants = (stack: ApiStack, grants: Grant[]) => {
     const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.table.node.defaultChild as never), 'Arn'] };
-    const indexArn = { 'Fn::Join': ['', [tableArn, '/index/*']] };
+    const indexName = (resource: unknown) =>
+      ['gsi1', 'gsi2', 'gsi3'].find((name) => JSON.stringify(resource) === JSON.stringify({ 'Fn::Join': ['', [tableArn, `/index/${name}`]] }));
     return grants
       .map(({ action, resource, condition }) => {
-        const on = JSON.stringify(resource) === JSON.stringify(tableArn) ? 'table' : JSON.stringify(resource) === JSON.stringify(indexArn) ? 'index' : JSON.stringify(resource);
+        const on = JSON.stringify(resource) === JSON.stringify(tableArn) ? 'table' : indexName(resource) ? `index ${indexName(resource)}` : JSON.stringify(resource);
         const when = condition === undefined ? '' : JSON.stringify(condition) === JSON.stringify(RATE) ? ' RATE#' : JSON.stringify(condition) === JSON.stringify(TOKEN) ? ' TOKEN#' : JSON.stringify(condition) === JSON.stringify(RATE_AND_TOKEN) ? ' RATE#,TOKEN#' : ` ${JSON.stringify(condition)}`;
         return `${action.replace(/^dynamodb:/, '')} on ${on}${when}`;
       })
@@ -228,7 +234,15 @@ describe('table grants', () => {
     // Token lookup and rate counter only: no Query, no index, no data item.
     // UpdateItem on token items stamps last_used_at (at most once a minute per token).
     pipeline: ['GetItem on table TOKEN#', 'UpdateItem on table RATE#,TOKEN#'],
-    read: ['BatchGetItem on table', 'GetItem on table', 'Query on index', 'Query on table', 'UpdateItem on table RATE#,TOKEN#'],
+    read: [
+      'BatchGetItem on table',
+      'GetItem on table',
+      'Query on index gsi1',
+      'Query on index gsi2',
+      'Query on index gsi3',
+      'Query on table',
+      'UpdateItem on table RATE#,TOKEN#',
+    ],
     // TransactWriteItems is authorised per contained action (no IAM action of its own).
     write: [
       'BatchGetItem on table',
@@ -236,7 +250,9 @@ describe('table grants', () => {
       'DeleteItem on table',
       'GetItem on table',
       'PutItem on table',
-      'Query on index',
+      'Query on index gsi1',
+      'Query on index gsi2',
+      'Query on index gsi3',
       'Query on table',
       'UpdateItem on table',
     ],
@@ -279,7 +295,8 @@ describe('table grants', () => {
 
   it('LeadingKeys conditions name only the rate-window and token prefixes, which no data key can match', () => {
     const conditions = Object.values(resources(defaults.template, 'AWS::IAM::Policy'))
-      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Condition?: Record<string, Record<string, string[]>> }[])
+      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Condition?: Record<string, Record<string, string[]>> }[])
+      .filter((s) => [s.Action].flat().some((a) => a.startsWith('dynamodb:')))
       .flatMap((s) => (s.Condition ? [s.Condition] : []));
     expect(conditions.length).toBeGreaterThan(0);
     const patterns = new Set<string>();
@@ -325,11 +342,10 @@ describe('table grants', () => {
 
 describe('webhook secrets key', () => {
   it('one KMS key with rotation, kept with the table by default (deleted with it when retainTable is false)', () => {
-    const keys = Object.values(resources(defaults.template, 'AWS::KMS::Key'));
-    expect(keys).toHaveLength(1);
-    expect(keys[0].Properties.EnableKeyRotation).toBe(true);
-    expect(keys[0].DeletionPolicy).toBe('Retain');
-    expect(Object.values(resources(variant.template, 'AWS::KMS::Key'))[0].DeletionPolicy).toBe('Delete');
+    const secretsKey = (s: typeof defaults) => resources(s.template, 'AWS::KMS::Key')[s.stack.getLogicalId(s.stack.webhookSecretsKey.node.defaultChild as never)];
+    expect(secretsKey(defaults).Properties.EnableKeyRotation).toBe(true);
+    expect(secretsKey(defaults).DeletionPolicy).toBe('Retain');
+    expect(secretsKey(variant).DeletionPolicy).toBe('Delete');
   });
 
   it('the functions that issue secrets (create, rotate-secret) may only Encrypt; those that send (test, retry, the delivery) only Decrypt', () => {
@@ -338,9 +354,10 @@ describe('webhook secrets key', () => {
     expect(using('encrypt')).toEqual(['webhookEndpointsCreate', 'webhookEndpointsRotateSecret']);
     expect(using('decrypt')).toEqual(['webhookEndpointsRetryDelivery', 'webhookEndpointsTest']);
     const keyArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.webhookSecretsKey.node.defaultChild as never), 'Arn'] };
+    // The table key's grants (through DynamoDB only) are asserted in test/infra/operations.test.ts.
     const kmsGrants = (fn: ApiFunction) =>
       roleGrants(stack, template, fn)
-        .filter((g) => g.action.startsWith('kms:'))
+        .filter((g) => g.action.startsWith('kms:') && JSON.stringify(g.resource) === JSON.stringify(keyArn))
         .map(({ action, resource }) => ({ action, resource }));
     for (const route of routeList) {
       const expected = route.secrets === 'encrypt' ? 'kms:Encrypt' : route.secrets === 'decrypt' ? 'kms:Decrypt' : undefined;
@@ -351,7 +368,8 @@ describe('webhook secrets key', () => {
     expect(kmsGrants(stack.webhookDelivery.fanOutFunction)).toEqual([]);
     expect(kmsGrants(stack.webhookDelivery.deliveryFunction)).toEqual([{ action: 'kms:Decrypt', resource: keyArn }]);
     const actions = Object.values(resources(template, 'AWS::IAM::Policy'))
-      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[] }[])
+      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[])
+      .filter((s) => JSON.stringify(s.Resource) === JSON.stringify(keyArn))
       .flatMap((s) => [s.Action].flat());
     expect(new Set(actions.filter((a) => a.startsWith('kms:')))).toEqual(new Set(['kms:Encrypt', 'kms:Decrypt']));
   });
@@ -457,8 +475,10 @@ describe('outbox relay', () => {
     expect(records.map(isOutboxInsert)).toEqual(records.map((r) => matches(pattern, r)));
   });
 
-  it('least privilege: stream reads on the stream, PutEvents on the bus, send to its DLQ, nothing on the table', () => {
-    const { role, table, bus, queue } = ids(defaults);
+  it('least privilege: stream reads on the stream, decrypt its records, PutEvents on the bus, send to its DLQ, its own logs, nothing on the table', () => {
+    const { role, table, bus, queue, fn } = ids(defaults);
+    const tableKey = defaults.stack.getLogicalId(defaults.stack.table.encryptionKey!.node.defaultChild as never);
+    const logGroup = resources(defaults.template, 'AWS::Lambda::Function')[fn].Properties.LoggingConfig.LogGroup.Ref;
     const policies = Object.values(resources(defaults.template, 'AWS::IAM::Policy')).filter((p) =>
       (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === role),
     );
@@ -468,13 +488,15 @@ describe('outbox relay', () => {
       if (text === JSON.stringify({ 'Fn::GetAtt': [table, 'StreamArn'] })) return 'stream';
       if (text === JSON.stringify({ 'Fn::GetAtt': [bus, 'Arn'] })) return 'bus';
       if (text === JSON.stringify({ 'Fn::GetAtt': [queue, 'Arn'] })) return 'dlq';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [tableKey, 'Arn'] })) return 'table key';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [logGroup, 'Arn'] })) return 'own log group';
       return text;
     };
+    const viaDynamoDb = { StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['dynamodb.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } } };
     const grants = (policies[0].Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[])
       .flatMap((st) => {
         expect(st.Effect).toBe('Allow');
-        expect(st.Condition).toBeUndefined();
-        return [st.Action].flat().flatMap((a) => [st.Resource].flat().map((r) => `${a} on ${named(r)}`));
+        return [st.Action].flat().flatMap((a) => [st.Resource].flat().map((r) => `${a} on ${named(r)}${st.Condition ? ` if ${JSON.stringify(st.Condition) === JSON.stringify(viaDynamoDb) ? 'via DynamoDB' : JSON.stringify(st.Condition)}` : ''}`));
       })
       .sort();
     expect(grants).toEqual([
@@ -483,6 +505,10 @@ describe('outbox relay', () => {
       'dynamodb:GetShardIterator on stream',
       'dynamodb:ListStreams on stream',
       'events:PutEvents on bus',
+      'kms:Decrypt on table key if via DynamoDB',
+      'kms:DescribeKey on table key if via DynamoDB',
+      'logs:CreateLogStream on own log group',
+      'logs:PutLogEvents on own log group',
       'sqs:GetQueueAttributes on dlq',
       'sqs:GetQueueUrl on dlq',
       'sqs:SendMessage on dlq',
@@ -490,9 +516,8 @@ describe('outbox relay', () => {
       'xray:PutTelemetryRecords on "*"',
       'xray:PutTraceSegments on "*"',
     ]);
-    // Only the basic execution role (its own logs) besides.
-    expect(resources(defaults.template, 'AWS::IAM::Role')[role].Properties.ManagedPolicyArns).toHaveLength(1);
-    expect(JSON.stringify(resources(defaults.template, 'AWS::IAM::Role')[role].Properties.ManagedPolicyArns)).toContain('AWSLambdaBasicExecutionRole');
+    // No managed policy (AWSLambdaBasicExecutionRole would allow logs on every log group).
+    expect(resources(defaults.template, 'AWS::IAM::Role')[role].Properties.ManagedPolicyArns).toBeUndefined();
   });
 
   it('publishes to the stack bus as the service, with the project runtime and no table configuration', () => {
@@ -506,6 +531,7 @@ describe('outbox relay', () => {
       STAGE: DEFAULTS.stage,
       LOG_LEVEL: 'INFO',
       POWERTOOLS_SERVICE_NAME: 'revenue-analytics-api',
+      POWERTOOLS_METRICS_NAMESPACE: defaults.stack.stackName,
       NODE_OPTIONS: '--enable-source-maps',
     });
     expect(resources(defaults.template, 'AWS::Logs::LogGroup')[p.LoggingConfig.LogGroup.Ref].Properties.RetentionInDays).toBe(30);
@@ -522,26 +548,26 @@ describe('outbox relay', () => {
       Queues: [{ Ref: queue }],
       PolicyDocument: { Statement: [{ Effect: 'Deny', Action: 'sqs:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Principal: { AWS: '*' } }] },
     });
-    const alarms = Object.values(resources(template, 'AWS::CloudWatch::Alarm')).map((a) => a.Properties);
-    expect(alarms).toContainEqual(
+    // Both alarms notify the stack's alarm topic (test/infra/operations.test.ts).
+    const topic = defaults.stack.getLogicalId(defaults.stack.monitoring.alarmTopic.node.defaultChild as never);
+    expect(alarmsOn(template, 'ApproximateNumberOfMessagesVisible', { 'Fn::GetAtt': [queue, 'QueueName'] })).toEqual([
       expect.objectContaining({
-        Namespace: 'AWS/SQS',
-        MetricName: 'ApproximateNumberOfMessagesVisible',
-        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queue, 'QueueName'] } }],
-        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-        Threshold: 1,
-        EvaluationPeriods: 1,
+        comparison: 'GreaterThanThreshold',
+        threshold: 0,
+        datapoints: 1,
+        evaluationPeriods: 1,
+        actions: [{ Ref: topic }],
+        metrics: [expect.objectContaining({ namespace: 'AWS/SQS', stat: 'Maximum', period: 60 })],
       }),
-    );
-    expect(alarms).toContainEqual(
+    ]);
+    expect(alarmsOn(template, 'IteratorAge', { Ref: fn })).toEqual([
       expect.objectContaining({
-        Namespace: 'AWS/Lambda',
-        MetricName: 'IteratorAge',
-        Dimensions: [{ Name: 'FunctionName', Value: { Ref: fn } }],
-        Statistic: 'Maximum',
-        Threshold: 300_000,
+        comparison: 'GreaterThanThreshold',
+        threshold: 300_000,
+        actions: [{ Ref: topic }],
+        metrics: [expect.objectContaining({ namespace: 'AWS/Lambda', stat: 'Maximum', period: 60 })],
       }),
-    );
+    ]);
     expect(template.findOutputs('OutboxDeadLetterQueueUrl').OutboxDeadLetterQueueUrl.Value).toEqual({ Ref: queue });
   });
 });

@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_TYPES } from '#lib/outbox';
 import { routes } from '#lib/http/routes';
-import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/deliver';
 import { MAX_VISIBILITY_SECONDS } from '#lib/webhooks/queue';
-import { MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
+import { DELIVERY_FUNCTION_TIMEOUT_SECONDS, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
 import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_EVENT_PATTERN, WEBHOOK_FAN_OUT_HANDLER, WEBHOOK_RULE_NAME } from '../../infra/constructs/webhook-delivery.ts';
 import { DEFAULTS } from '../../infra/stack.ts';
-import { fixtureProjectRoot, idOf, resources, roleGrants, synthStack } from './support/stack.ts';
+import { alarmsOn, alarmViews, fixtureProjectRoot, idOf, resources, roleGrants, synthStack } from './support/stack.ts';
 
 /** The webhook delivery's AWS resources (infra/constructs/webhook-delivery.ts) in the stack's template. */
 let fixture: ReturnType<typeof fixtureProjectRoot>;
@@ -140,21 +139,35 @@ describe('consumers', () => {
     return found[0].Properties;
   };
 
-  it('each function consumes its queue in batches of 10 with partial batch failures', () => {
+  it('each function consumes its queue in batches of 10 with partial batch failures, at most 5 / 20 invocations at once', () => {
     const { fanOut, delivery, events, deliveries } = ids();
-    expect(mappingOf(fanOut)).toEqual({ FunctionName: { Ref: fanOut }, EventSourceArn: arn(events), BatchSize: 10, FunctionResponseTypes: ['ReportBatchItemFailures'] });
+    expect(mappingOf(fanOut)).toEqual({
+      FunctionName: { Ref: fanOut },
+      EventSourceArn: arn(events),
+      BatchSize: 10,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: 5 },
+    });
     expect(mappingOf(delivery)).toEqual({
       FunctionName: { Ref: delivery },
       EventSourceArn: arn(deliveries),
       BatchSize: 10,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: 20 },
     });
   });
 
   it('run the handlers with the project runtime, their timeouts and exactly their configuration', () => {
     const { fanOut, delivery, deliveries, deliveryDlq, table, key } = ids();
     const fns = resources(synthesized.template, 'AWS::Lambda::Function');
-    const common = { STAGE: DEFAULTS.stage, LOG_LEVEL: 'INFO', POWERTOOLS_SERVICE_NAME: 'revenue-analytics-api', NODE_OPTIONS: '--enable-source-maps', TABLE_NAME: { Ref: table } };
+    const common = {
+      STAGE: DEFAULTS.stage,
+      LOG_LEVEL: 'INFO',
+      POWERTOOLS_SERVICE_NAME: 'revenue-analytics-api',
+      POWERTOOLS_METRICS_NAMESPACE: synthesized.stack.stackName,
+      NODE_OPTIONS: '--enable-source-maps',
+      TABLE_NAME: { Ref: table },
+    };
     expect(fns[fanOut].Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Timeout: 10, TracingConfig: { Mode: 'Active' }, Handler: 'index.handler' });
     expect(fns[fanOut].Properties.Description).toContain(WEBHOOK_FAN_OUT_HANDLER);
     expect(fns[fanOut].Properties.Environment.Variables).toEqual({ ...common, WEBHOOK_DELIVERY_QUEUE_URL: { Ref: deliveries } });
@@ -173,8 +186,12 @@ describe('least privilege', () => {
   /** A function's grants as `action on <name>`, sorted, so a failure reads as a policy. */
   const grantsOf = (fn: ApiFunction) => {
     const i = ids();
+    const { stack, template } = synthesized;
+    const logGroup = resources(template, 'AWS::Lambda::Function')[idOf(stack, fn)].Properties.LoggingConfig.LogGroup.Ref;
     const names: [string, unknown][] = [
       ['table', arn(i.table)],
+      ['table key', arn(idOf(stack, stack.table.encryptionKey!))],
+      ['own log group', arn(logGroup)],
       ['index gsi1', { 'Fn::Join': ['', [arn(i.table), '/index/gsi1']] }],
       ['key', arn(i.key)],
       ['events queue', arn(i.events)],
@@ -183,20 +200,27 @@ describe('least privilege', () => {
       ['*', '*'],
     ];
     const named = (resource: unknown) => names.find(([, r]) => JSON.stringify(r) === JSON.stringify(resource))?.[0] ?? JSON.stringify(resource);
-    return roleGrants(synthesized.stack, synthesized.template, fn)
+    const viaDynamoDb = { StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['dynamodb.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } } };
+    return roleGrants(stack, template, fn)
       .map((g) => {
-        expect(g.condition).toBeUndefined();
-        return `${g.action} on ${named(g.resource)}`;
+        const on = `${g.action} on ${named(g.resource)}`;
+        if (g.condition === undefined) return on;
+        expect(g.condition).toEqual(viaDynamoDb);
+        return `${on} via DynamoDB`;
       })
       .sort();
   };
+  /** Its own logs, and the table key through DynamoDB for its reads (and writes). */
+  const OWN_LOGS = ['logs:CreateLogStream on own log group', 'logs:PutLogEvents on own log group'];
+  const TABLE_KEY_READ = ['kms:Decrypt on table key via DynamoDB', 'kms:DescribeKey on table key via DynamoDB'];
+  const TABLE_KEY_WRITE = [...TABLE_KEY_READ, 'kms:Encrypt on table key via DynamoDB', 'kms:GenerateDataKey on table key via DynamoDB'];
   const consume = (queue: string) =>
     ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage'].map((a) => `${a} on ${queue}`);
   const XRAY = ['xray:PutTelemetryRecords on *', 'xray:PutTraceSegments on *'];
 
   it('fan-out: Query on the endpoint list index only, SendMessage to the deliveries queue, consume the events queue', () => {
     expect(grantsOf(synthesized.stack.webhookDelivery.fanOutFunction)).toEqual(
-      ['dynamodb:Query on index gsi1', ...consume('events queue'), 'sqs:SendMessage on deliveries queue', ...XRAY].sort(),
+      ['dynamodb:Query on index gsi1', ...consume('events queue'), 'sqs:SendMessage on deliveries queue', ...XRAY, ...OWN_LOGS, ...TABLE_KEY_READ].sort(),
     );
   });
 
@@ -212,17 +236,17 @@ describe('least privilege', () => {
         ...consume('deliveries queue'),
         'sqs:SendMessage on delivery dlq',
         ...XRAY,
+        ...OWN_LOGS,
+        ...TABLE_KEY_WRITE,
       ].sort(),
     );
     expect(grants.filter((g) => g.includes('Query') || g.includes('GetItem on') && !g.includes('BatchGetItem'))).toEqual([]);
   });
 
-  it('the consumers have only the basic execution role besides (their own logs)', () => {
+  it('the consumers have no managed policy (their logs grant is their own log group, above)', () => {
     const roles = resources(synthesized.template, 'AWS::IAM::Role');
     for (const fn of [synthesized.stack.webhookDelivery.fanOutFunction, synthesized.stack.webhookDelivery.deliveryFunction]) {
-      const managed = JSON.stringify(roles[idOf(synthesized.stack, fn.role!)].Properties.ManagedPolicyArns);
-      expect(roles[idOf(synthesized.stack, fn.role!)].Properties.ManagedPolicyArns).toHaveLength(1);
-      expect(managed).toContain('AWSLambdaBasicExecutionRole');
+      expect(roles[idOf(synthesized.stack, fn.role!)].Properties.ManagedPolicyArns).toBeUndefined();
     }
   });
 
@@ -234,55 +258,50 @@ describe('least privilege', () => {
       expect(routes[name].timeoutSeconds).toBe(30);
       expect(fns[idOf(stack, fn)].Properties.Timeout).toBe(30);
       expect(fns[idOf(stack, fn)].Properties.Environment.Variables.WEBHOOK_KMS_KEY_ID).toEqual(arn(ids().key));
-      expect(grantsOf(fn).filter((g) => g.startsWith('kms:'))).toEqual(['kms:Decrypt on key']);
+      expect(grantsOf(fn).filter((g) => g.startsWith('kms:') && g.endsWith(' on key'))).toEqual(['kms:Decrypt on key']);
     }
     for (const name of ['webhookEndpointsCreate', 'webhookEndpointsRotateSecret'] as const) {
-      expect(grantsOf(stack.functions[name]).filter((g) => g.startsWith('kms:'))).toEqual(['kms:Encrypt on key']);
+      expect(grantsOf(stack.functions[name]).filter((g) => g.startsWith('kms:') && g.endsWith(' on key'))).toEqual(['kms:Encrypt on key']);
       expect(fns[idOf(stack, stack.functions[name])].Properties.Timeout).toBe(10);
     }
   });
 });
 
 describe('alarms and outputs', () => {
-  const alarms = () => Object.values(resources(synthesized.template, 'AWS::CloudWatch::Alarm')).map((a) => a.Properties);
-  const queueDepth = (queue: string) =>
+  /** Every alarm notifies the stack's alarm topic (test/infra/operations.test.ts). */
+  const topic = () => ({ Ref: idOf(synthesized.stack, synthesized.stack.monitoring.alarmTopic) });
+  const queueDepth = () =>
     expect.objectContaining({
-      Namespace: 'AWS/SQS',
-      MetricName: 'ApproximateNumberOfMessagesVisible',
-      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queue, 'QueueName'] } }],
-      Statistic: 'Maximum',
-      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-      Threshold: 1,
-      EvaluationPeriods: 1,
-      TreatMissingData: 'notBreaching',
+      comparison: 'GreaterThanThreshold',
+      threshold: 0,
+      datapoints: 1,
+      evaluationPeriods: 1,
+      actions: [topic()],
+      metrics: [expect.objectContaining({ namespace: 'AWS/SQS', stat: 'Maximum', period: 60 })],
     });
 
   it('one message in any webhook dead-letter queue (events, rule, deliveries) alarms', () => {
     const { eventsDlq, ruleDlq, deliveryDlq } = ids();
-    for (const dlq of [eventsDlq, ruleDlq, deliveryDlq]) expect(alarms()).toContainEqual(queueDepth(dlq));
+    for (const dlq of [eventsDlq, ruleDlq, deliveryDlq]) {
+      expect(alarmsOn(synthesized.template, 'ApproximateNumberOfMessagesVisible', { 'Fn::GetAtt': [dlq, 'QueueName'] })).toEqual([queueDepth()]);
+    }
   });
 
   it('an event waiting more than 5 minutes for the fan-out alarms', () => {
     const { events } = ids();
-    expect(alarms()).toContainEqual(
-      expect.objectContaining({
-        Namespace: 'AWS/SQS',
-        MetricName: 'ApproximateAgeOfOldestMessage',
-        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [events, 'QueueName'] } }],
-        ComparisonOperator: 'GreaterThanThreshold',
-        Threshold: 300,
-      }),
-    );
+    expect(alarmsOn(synthesized.template, 'ApproximateAgeOfOldestMessage', { 'Fn::GetAtt': [events, 'QueueName'] })).toEqual([
+      expect.objectContaining({ comparison: 'GreaterThanThreshold', threshold: 300, actions: [topic()] }),
+    ]);
   });
 
   it("the rule's failed invocations (and events it could not park) alarm, on the custom bus's rule dimensions", () => {
     const { bus } = ids();
-    const rule = alarms().find((a) => a.Metrics?.some((m: any) => m.MetricStat?.Metric?.Namespace === 'AWS/Events'));
-    expect(rule).toMatchObject({ ComparisonOperator: 'GreaterThanOrEqualToThreshold', Threshold: 1, EvaluationPeriods: 1, TreatMissingData: 'notBreaching' });
-    const metrics = rule!.Metrics as any[];
-    expect(metrics.find((m) => m.Expression)?.Expression).toBe('FILL(failed, 0) + FILL(lost, 0)');
+    const rule = alarmViews(synthesized.template).filter((a) => a.metrics.some((m) => m.namespace === 'AWS/Events'));
+    expect(rule).toHaveLength(1);
+    expect(rule[0]).toMatchObject({ comparison: 'GreaterThanOrEqualToThreshold', threshold: 1, evaluationPeriods: 1, actions: [topic()] });
+    expect(rule[0].expression).toBe('FILL(failed, 0) + FILL(lost, 0)');
     const dims = [{ Name: 'EventBusName', Value: { Ref: bus } }, { Name: 'RuleName', Value: WEBHOOK_RULE_NAME }];
-    expect(metrics.filter((m) => m.MetricStat).map((m) => [m.Id, m.MetricStat.Metric.MetricName, m.MetricStat.Stat, m.MetricStat.Metric.Dimensions])).toEqual([
+    expect(rule[0].metrics.map((m) => [m.id, m.metricName, m.stat, m.dimensions])).toEqual([
       ['failed', 'FailedInvocations', 'Sum', dims],
       ['lost', 'InvocationsFailedToBeSentToDlq', 'Sum', dims],
     ]);

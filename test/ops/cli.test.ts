@@ -54,7 +54,7 @@ describe('ops CLI', { timeout: 90_000 }, () => {
 
   it('explains mistakes: usage errors exit 2, unknown merchants exit 1', async () => {
     const [unknownCmd, noMerchant, badAbility, badCurrency, missing] = await Promise.all([
-      ops('merchant', 'delete'),
+      ops('merchant', 'rename'),
       ops('token', 'create'),
       ops('token', 'create', '--merchant', 'mer_x', '--abilities', 'customers:read,everything'),
       ops('merchant', 'create', '--name', 'x', '--currency', 'ABC'),
@@ -65,7 +65,7 @@ describe('ops CLI', { timeout: 90_000 }, () => {
       expect(r.stdout).toBe('');
       expect(r.stderr).toContain('usage:');
     }
-    expect(unknownCmd.stderr).toContain('unknown command: merchant delete');
+    expect(unknownCmd.stderr).toContain('unknown command: merchant rename');
     expect(noMerchant.stderr).toContain('--merchant is required');
     expect(badAbility.stderr).toContain('unknown abilities: everything');
     expect(badCurrency.stderr).toContain('--currency must be an ISO 4217 code');

@@ -12,11 +12,11 @@ export type ApiResponse<T = any> = { status: number; headers: Headers; body: T }
  * Starts the local server (the real handlers through the route table) on 127.0.0.1 for one test
  * file, and returns a small client.
  */
-export const useApi = () => {
+export const useApi = (options: Parameters<typeof createLocalServer>[0] = {}) => {
   let server: Server;
   let base = '';
   beforeAll(async () => {
-    server = await createLocalServer({ exposeRequestTally: true });
+    server = await createLocalServer({ exposeRequestTally: true, ...options });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   });

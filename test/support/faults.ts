@@ -482,6 +482,23 @@ export const throttle = (opts: ThrottleOptions): Installed<ThrottleStats> => {
   return { stats, uninstall };
 };
 
+export type SustainedConflictStats = { fired: number };
+
+/**
+ * Sustained contention: every TransactWriteItems is cancelled as AWS cancels a transaction that
+ * lost to another (`TransactionConflict` on its first action), until uninstalled.
+ */
+export const sustainedConflicts = (): Installed<SustainedConflictStats> => {
+  const stats: SustainedConflictStats = { fired: 0 };
+  const uninstall = install('sustainedConflicts', async (args, context, next) => {
+    if (operation(context.commandName) !== 'TransactWriteItems') return next(args);
+    stats.fired += 1;
+    const actions = (args.input.TransactItems ?? []) as unknown[];
+    throw awsErrors.transactionCanceled(actions.map((_, i) => (i === 0 ? awsErrors.conflictReason() : awsErrors.noneReason())));
+  });
+  return { stats, uninstall };
+};
+
 export type FailOnceStats = { fired: boolean };
 
 /**
@@ -510,6 +527,120 @@ export const failOnce = (
     stats.fired = true;
     uninstall();
     throw errorFactory(args.input);
+  });
+  return { stats, uninstall };
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* 4. Mixed faults at a rate: throttling, conflicts and timeouts                                */
+/* ------------------------------------------------------------------------------------------ */
+
+export type FaultKind = 'throttle' | 'conflict' | 'timeout' | 'lostResponse';
+
+export type FaultsAtRateStats = {
+  /** Calls considered. */
+  seen: number;
+  /** Calls failed here, by kind. */
+  injected: Record<FaultKind, number>;
+  /** Failed calls by operation. */
+  byCommand: Record<string, number>;
+};
+
+/**
+ * A network timeout as the SDK reports it once its own re-sends are exhausted
+ * (`@smithy/node-http-handler`: an Error named TimeoutError).
+ */
+export const sdkTimeout = (): Error => Object.assign(new Error('Connection timed out after 3000 ms'), { name: 'TimeoutError', $metadata: { attempts: 3 } });
+
+const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems', 'BatchWriteItem']);
+
+/**
+ * Fails a seeded-random `rate` of calls with one of `kinds`, drawn evenly:
+ * - `throttle`: as `throttle()` (ProvisionedThroughputExceeded; a TransactWriteItems half the time
+ *   cancelled with a ThrottlingError reason);
+ * - `conflict`: writes only — a TransactWriteItems cancelled with a TransactionConflict reason, a
+ *   single-item write failed with TransactionConflictException (reads drawn for it pass);
+ * - `timeout`: the call never reaches DynamoDB Local and fails with the SDK's TimeoutError;
+ * - `lostResponse`: writes only — the call reaches DynamoDB Local (it commits), then its answer is
+ *   lost: TimeoutError (the worst case: the caller cannot know the write landed).
+ * The same seed and call sequence fail the same calls.
+ */
+export const faultsAtRate = (opts: { rate: number; kinds?: FaultKind[]; seed?: number; commands?: string[] }): Installed<FaultsAtRateStats> => {
+  if (!(opts.rate >= 0 && opts.rate <= 1)) throw new Error(`faultsAtRate: rate must be within 0..1, got ${opts.rate}`);
+  const kinds = opts.kinds ?? ['throttle', 'conflict', 'timeout', 'lostResponse'];
+  const only = normalizeOps(opts.commands);
+  const random = seededRandom(opts.seed ?? 1);
+  const stats: FaultsAtRateStats = { seen: 0, injected: { throttle: 0, conflict: 0, timeout: 0, lostResponse: 0 }, byCommand: {} };
+  const count = (kind: FaultKind, op: string) => {
+    stats.injected[kind] += 1;
+    stats.byCommand[op] = (stats.byCommand[op] ?? 0) + 1;
+  };
+
+  const uninstall = install('faultsAtRate', async (args, context, next) => {
+    const op = operation(context.commandName);
+    if (only && !only.has(op)) return next(args);
+    stats.seen += 1;
+    const [fail, pick, which] = [random(), random(), random()];
+    if (!(fail < opts.rate)) return next(args);
+    const kind = kinds[Math.floor(pick * kinds.length)];
+    const actions = (args.input.TransactItems ?? []) as unknown[];
+    const hit = Math.floor(which * Math.max(1, actions.length));
+    const reasons = (reason: CancellationReason) => actions.map((_, i) => (i === hit ? reason : awsErrors.noneReason()));
+    switch (kind) {
+      case 'throttle':
+        count(kind, op);
+        if (op === 'TransactWriteItems' && which < 0.5) throw awsErrors.transactionCanceled(reasons(awsErrors.throttlingReason()));
+        throw awsErrors.provisionedThroughputExceeded();
+      case 'conflict':
+        if (!WRITES.has(op) || op === 'BatchWriteItem') return next(args);
+        count(kind, op);
+        throw op === 'TransactWriteItems' ? awsErrors.transactionCanceled(reasons(awsErrors.conflictReason())) : awsErrors.transactionConflict();
+      case 'timeout':
+        count(kind, op);
+        throw sdkTimeout();
+      case 'lostResponse':
+        if (!WRITES.has(op)) return next(args);
+        count(kind, op);
+        await next(args);
+        throw sdkTimeout();
+    }
+  });
+  return { stats, uninstall };
+};
+
+/* ------------------------------------------------------------------------------------------ */
+/* 5. Observing writes                                                                          */
+/* ------------------------------------------------------------------------------------------ */
+
+export type WriteObserverStats = {
+  /** Partition keys written (every Put/Update/Delete, each action of a transaction or batch), in order. */
+  partitions: string[];
+};
+
+/**
+ * Records the partition key of every write sent (PutItem, UpdateItem, DeleteItem, each action of
+ * TransactWriteItems and BatchWriteItem), failed ones included; nothing is changed. `stats.partitions`
+ * can be cleared (`length = 0`) between steps.
+ */
+export const observeWrites = (): Installed<WriteObserverStats> => {
+  const stats: WriteObserverStats = { partitions: [] };
+  const pk = (key: Record<string, unknown> | undefined) => keyPart(key?.pk).replace(/^S:/, '');
+  const uninstall = install('observeWrites', async (args, context, next) => {
+    const op = operation(context.commandName);
+    const input = args.input;
+    if (op === 'PutItem') stats.partitions.push(pk(input.Item));
+    else if (op === 'UpdateItem' || op === 'DeleteItem') stats.partitions.push(pk(input.Key));
+    else if (op === 'TransactWriteItems') {
+      for (const a of (input.TransactItems ?? []) as Input[]) {
+        if (a.ConditionCheck) continue;
+        stats.partitions.push(pk(a.Put?.Item ?? a.Update?.Key ?? a.Delete?.Key));
+      }
+    } else if (op === 'BatchWriteItem') {
+      for (const requests of Object.values((input.RequestItems ?? {}) as Record<string, Input[]>)) {
+        for (const r of requests) stats.partitions.push(pk(r.PutRequest?.Item ?? r.DeleteRequest?.Key));
+      }
+    }
+    return next(args);
   });
   return { stats, uninstall };
 };

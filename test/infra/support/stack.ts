@@ -33,8 +33,8 @@ export const fixtureProjectRoot = () => {
 };
 
 /**
- * The stack's template without bundling. CDK's CloudFormation validation costs seconds per synth:
- * only one synth of the default stack (stack.test.ts) runs it.
+ * The stack's template without bundling. CDK's CloudFormation validation costs half a minute per
+ * synth and cfn-lint checks more: only test/infra/checks.test.ts asks for it, when cfn-lint is absent.
  */
 export const synthStack = (projectRoot: string, props: ApiStackProps = {}, validate = false) => {
   const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: validate });
@@ -60,3 +60,46 @@ export const roleGrants = (stack: Stack, template: Template, fn: ApiFunction): G
       return [s.Action].flat().flatMap((action) => [s.Resource].flat().map((resource) => ({ action, resource, condition: s.Condition })));
     });
 };
+
+/** A CloudWatch alarm as the template has it, whether it names one metric or a math expression over several. */
+export type AlarmView = {
+  name: string;
+  description: string;
+  threshold: number;
+  comparison: string;
+  datapoints: number;
+  evaluationPeriods: number;
+  treatMissingData: string;
+  actions: unknown[];
+  expression?: string;
+  metrics: { id?: string; namespace: string; metricName: string; dimensions: unknown; stat: string; period: number }[];
+};
+export const alarmViews = (template: Template): AlarmView[] =>
+  Object.values(resources(template, 'AWS::CloudWatch::Alarm')).map(({ Properties: p }) => ({
+    name: p.AlarmName,
+    description: p.AlarmDescription,
+    threshold: p.Threshold,
+    comparison: p.ComparisonOperator,
+    datapoints: p.DatapointsToAlarm,
+    evaluationPeriods: p.EvaluationPeriods,
+    treatMissingData: p.TreatMissingData,
+    actions: p.AlarmActions ?? [],
+    expression: (p.Metrics as any[] | undefined)?.find((m) => m.Expression)?.Expression,
+    metrics: p.Metrics
+      ? (p.Metrics as any[])
+          .filter((m) => m.MetricStat)
+          .map((m) => ({
+            id: m.Id,
+            namespace: m.MetricStat.Metric.Namespace,
+            metricName: m.MetricStat.Metric.MetricName,
+            dimensions: m.MetricStat.Metric.Dimensions,
+            stat: m.MetricStat.Stat,
+            period: m.MetricStat.Period,
+          }))
+      : [{ namespace: p.Namespace, metricName: p.MetricName, dimensions: p.Dimensions, stat: p.Statistic, period: p.Period }],
+  }));
+/** The alarms on one metric of one resource (by the dimension's value). */
+export const alarmsOn = (template: Template, metricName: string, dimensionValue: unknown) =>
+  alarmViews(template).filter((a) =>
+    a.metrics.some((m) => m.metricName === metricName && JSON.stringify(m.dimensions).includes(JSON.stringify(dimensionValue))),
+  );

@@ -1,0 +1,7 @@
+import { apiHandler } from '#lib/http/handler';
+import { routes } from '#lib/http/routes';
+
+export const handler = apiHandler(routes.backofficeMe, async ({ identity: { merchant, role } }) => ({
+  status: 200,
+  body: { data: { merchant_id: merchant.merchant_id, name: merchant.name, reporting_currency: merchant.reporting_currency, role } },
+}));

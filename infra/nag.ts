@@ -1,0 +1,83 @@
+import { CfnResource, Validations, type App, type IPolicyValidationPlugin } from 'aws-cdk-lib';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
+import type { IConstruct } from 'constructs';
+import { authKindOf } from '#lib/http/route';
+import { routeList } from '#lib/http/routes';
+import { ApiFunction } from './constructs/api-function.ts';
+import { constructIdFor, type ApiStack } from './stack.ts';
+
+/** The cdk-nag 3 packs `cdk synth` runs (infra/app.ts) and test/infra/nag.test.ts checks. */
+export const nagPacks = (app?: App) => [new AwsSolutionsChecks(app), new ServerlessChecks(app)];
+
+/** Registers the packs: a finding that is not acknowledged below fails `cdk synth`. */
+export const addNagChecks = (app: App) => Validations.of(app).addPlugins(...(nagPacks(app) as IPolicyValidationPlugin[]));
+
+/**
+ * Why each finding that stays is right for this stack. Every acknowledgment is made on the one
+ * CloudFormation resource it is about (never a stack or a subtree), by `acknowledgeNagFindings`.
+ */
+export const NAG_REASONS = {
+  xrayWildcard:
+    'X-Ray: xray:PutTraceSegments and xray:PutTelemetryRecords support no resource-level permissions, so Resource "*" is the only form (active tracing). Every other statement names its resources.',
+  runtime:
+    'nodejs22.x on purpose: the code is built and tested for the Node 22 line (esbuild target node22, SDK bundled); moving to a newer runtime is a deliberate upgrade with its own test run, not a default.',
+  noAsyncInvocation:
+    'Never invoked asynchronously, so a function DLQ would never receive anything: API functions are invoked synchronously by API Gateway (the caller gets the answer), the relay by a stream mapping with an on-failure SQS destination, the webhook consumers by SQS mappings whose queues redrive to dead-letter queues.',
+  tokenRoute:
+    'Authorised by the function, not API Gateway: the API token is looked up in the table on every request (decisions §3: a revoked or regenerated token is refused on the very next request, which an authorizer cache would not guarantee) and unauthenticated requests are rate limited per IP.',
+  publicRoute:
+    'Public by design: the OpenAPI document needs no token (README: Decisions); like any request without a valid token it counts against the per-IP limit.',
+  defaultRoute:
+    'The catch-all ($default) only answers 404 for unknown paths (after counting the request against the caller\'s rate window); it reads no data.',
+  cognitoLite:
+    'Lite plan on purpose: users are created by operators only (no self sign-up), MFA with an authenticator app is required for everyone, and the pool holds a handful of merchant admins; Plus (threat protection) is priced per user for risks these settings already close.',
+  deadLetterQueue:
+    'This queue IS a dead-letter queue (a Lambda stream mapping\'s on-failure destination or an EventBridge target\'s DLQ): cdk-nag only recognises DLQs named in an SQS redrive policy. It is alarmed at one message.',
+  endOfLine:
+    'A dead-letter queue is the end of the line: there is nothing further to redrive to. It keeps messages 14 days and is alarmed at one message.',
+  sqsMapping:
+    'SQS event source mappings cannot have an on-failure destination (only stream and Kafka mappings can): failed messages return to the queue and its redrive policy moves them to its dead-letter queue.',
+} as const;
+
+const acknowledge = (construct: IConstruct | undefined, id: string, reason: string) => {
+  if (!construct || !CfnResource.isCfnResource(construct)) throw new Error(`cdk-nag acknowledgment ${id}: expected a CloudFormation resource, got ${construct?.node.path}`);
+  Validations.of(construct).acknowledge({ id, reason });
+};
+const resourceOf = (construct: IConstruct) => construct.node.defaultChild;
+
+/** Records every acknowledgment on the stack's resources (called at the end of ApiStack's constructor). */
+export const acknowledgeNagFindings = (stack: ApiStack) => {
+  const functions = stack.node.findAll().filter((c): c is ApiFunction => c instanceof ApiFunction);
+  for (const fn of functions) {
+    acknowledge(fn.role?.node.tryFindChild('DefaultPolicy')?.node.defaultChild, 'AwsSolutions-IAM5[Resource::*]', NAG_REASONS.xrayWildcard);
+    acknowledge(resourceOf(fn), 'AwsSolutions-L1', NAG_REASONS.runtime);
+    acknowledge(resourceOf(fn), 'Serverless-LambdaLatestVersion', NAG_REASONS.runtime);
+    acknowledge(resourceOf(fn), 'Serverless-LambdaDLQ', NAG_REASONS.noAsyncInvocation);
+  }
+
+  for (const route of routeList) {
+    const kind = authKindOf(route);
+    if (kind === 'backoffice') continue; // the Cognito JWT authorizer
+    const construct = stack.node.findChild(`${constructIdFor(route.name)}Route`);
+    acknowledge(resourceOf(construct), 'AwsSolutions-APIG4', kind === 'token' ? NAG_REASONS.tokenRoute : NAG_REASONS.publicRoute);
+  }
+  acknowledge(resourceOf(stack.api.node.findChild('DefaultRoute')), 'AwsSolutions-APIG4', NAG_REASONS.defaultRoute);
+
+  const pool = stack.node.findChild('BackofficeIdentity').node.findChild('UserPool');
+  acknowledge(resourceOf(pool), 'AwsSolutions-COG8', NAG_REASONS.cognitoLite);
+
+  const webhooks = stack.webhookDelivery;
+  const queue = (q: Queue) => resourceOf(q);
+  for (const dlq of [stack.outboxRelay.deadLetterQueue, webhooks.ruleDeadLetterQueue]) {
+    acknowledge(queue(dlq), 'AwsSolutions-SQS3', NAG_REASONS.deadLetterQueue);
+  }
+  for (const dlq of [stack.outboxRelay.deadLetterQueue, webhooks.ruleDeadLetterQueue, webhooks.eventsDeadLetterQueue, webhooks.deliveryDeadLetterQueue]) {
+    acknowledge(queue(dlq), 'Serverless-SQSRedrivePolicy', NAG_REASONS.endOfLine);
+  }
+  for (const consumer of [webhooks.fanOutFunction, webhooks.deliveryFunction]) {
+    const mappings = consumer.node.children.filter((c) => c.node.id.startsWith('SqsEventSource:'));
+    if (mappings.length !== 1) throw new Error(`${consumer.node.path}: expected one SQS event source, found ${mappings.length}`);
+    acknowledge(resourceOf(mappings[0]), 'Serverless-LambdaEventSourceMappingDestination', NAG_REASONS.sqsMapping);
+  }
+};

@@ -1,0 +1,346 @@
+/// <reference lib="dom" />
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import Decimal from 'decimal.js';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDashboard } from '../../infra/local/dashboard.ts';
+import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
+import { newMerchant, useApi } from '../support/api.ts';
+import { backofficeJwt } from '../backoffice/support.ts';
+import { DASHBOARD_CSP } from '../../web/security-headers.ts';
+
+/**
+ * The merchant dashboard end to end: the production bundle (built here with Vite), served by the
+ * local server next to the real API over DynamoDB Local, in Debian's headless Chromium. Every figure
+ * on screen is compared with the API's own answer fetched here with the merchant's token.
+ * Screenshots (desktop and phone) and the axe reports go to test/artifacts/dashboard/.
+ */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARTIFACTS = resolve('test/artifacts/dashboard');
+const DIST = resolve('test/artifacts/web-dist');
+const BUNDLE_BUDGET_GZIP = 250 * 1024;
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) console.warn(`test/web/dashboard.e2e.test.ts skipped: no Chromium at ${CHROMIUM} (.ci/run installs it: apt-get install -y chromium)`);
+
+let session = '';
+let bundle = { gzipBytes: 0, buildMs: 0 };
+beforeAll(async () => {
+  bundle.buildMs = (await buildDashboard({ outDir: DIST, force: true })).ms;
+  const files = readdirSync(join(DIST, 'assets')).map((f) => join(DIST, 'assets', f));
+  bundle.gzipBytes = [join(DIST, 'index.html'), ...files].reduce((sum, f) => sum + gzipSync(readFileSync(f), { level: 9 }).length, 0);
+  mkdirSync(ARTIFACTS, { recursive: true });
+}, 120_000);
+const api = useApi({ dashboard: { root: DIST, session: async () => session } });
+
+describe('the dashboard bundle', () => {
+  it(`stays under ${BUNDLE_BUDGET_GZIP / 1024} KB gzipped`, () => {
+    console.log(`dashboard bundle: ${(bundle.gzipBytes / 1024).toFixed(1)} KB gzipped (built in ${bundle.buildMs} ms)`);
+    expect(bundle.gzipBytes).toBeGreaterThan(0);
+    expect(bundle.gzipBytes).toBeLessThanOrEqual(BUNDLE_BUDGET_GZIP);
+  });
+});
+
+describe('the local server serves the dashboard beside the API', () => {
+  it('the bundle with its security headers, config.json and the development session; nothing outside the bundle', async () => {
+    const origin = api.base.replace(/\/v1$/, '');
+    const page = await fetch(`${origin}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toBe(DASHBOARD_CSP);
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    const script = /src="(\/assets\/[^"]+\.js)"/.exec(await page.text())![1];
+    expect((await fetch(`${origin}${script}`)).headers.get('cache-control')).toContain('immutable');
+    expect(await (await fetch(`${origin}/config.json`)).json()).toEqual({ apiBase: '/v1', auth: { kind: 'local', sessionUrl: '/dev/session' } });
+    session = 'a.b.c';
+    expect(await (await fetch(`${origin}/dev/session`)).json()).toEqual({ id_token: 'a.b.c' });
+    for (const path of ['/%2e%2e/package.json', '/..%2fpackage.json', '/assets/missing.js', '/index.htm']) {
+      const res = await fetch(`${origin}${path}`);
+      expect(res.status, path).toBe(404);
+      expect(await res.json(), path).toEqual({ message: 'Resource not found' });
+    }
+  });
+});
+
+const today = () => new Date().toISOString().slice(0, 10);
+const monthsAgo = (n: number, day = 1) => {
+  const d = new Date();
+  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - n, day, 12)).toISOString().slice(0, 19) + 'Z';
+};
+/** The digits (and sign) of a figure as shown, against those of the API's exact decimal. */
+const digits = (text: string) => (text.includes('-') || text.includes('−') ? '-' : '') + text.replace(/[^0-9]/g, '');
+
+describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, () => {
+  let browser: Browser;
+  let merchant: { merchantId: string; token: string };
+  let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+  let origin = '';
+  let paidTwd = new Decimal(0);
+  const contexts: BrowserContext[] = [];
+
+  const ok = async (res: Promise<{ status: number; body: any }>, status = 201) => {
+    const r = await res;
+    expect(r.status, JSON.stringify(r.body)).toBe(status);
+    return r.body.data;
+  };
+
+  beforeAll(async () => {
+    origin = api.base.replace(/\/v1$/, '');
+    merchant = await newMerchant();
+    const t = merchant.token;
+    // Orders: 23 today in TWD (paid and pending), 2 paid in USD: three pages of ten (one batch request).
+    const orders = Array.from({ length: 25 }, (_, i) => {
+      const usd = i >= 23;
+      const amount = usd ? '19.99' : `${100 + i * 7}.${String(i * 3).padStart(2, '0').slice(-2)}`;
+      const status = usd || i % 3 !== 2 ? 'paid' : 'pending';
+      if (!usd && status === 'paid') paidTwd = paidTwd.plus(amount);
+      return { order_no: `E2E-${String(i).padStart(3, '0')}`, customer_email: `buyer${i % 4}@example.com`, customer_name: `Buyer ${i % 4}`, amount, currency: usd ? 'USD' : 'TWD', status };
+    });
+    const batch = await ok(api.post('/orders/batch', t, { orders }), 200);
+    expect(batch.created, JSON.stringify(batch.results.failed)).toBe(25);
+    // Subscriptions over the last months: new, expansion, contraction, churn and a reactivation.
+    const customers = [];
+    for (let i = 0; i < 4; i++) customers.push(await ok(api.post('/customers', t, { email: `sub${i}@example.com`, name: `Subscriber ${i}` })));
+    const subs = [];
+    for (let i = 0; i < 4; i++) {
+      subs.push(await ok(api.post('/subscriptions', t, { customer_id: customers[i].id, plan_name: 'Pro', mrr: `${(i + 1) * 500}`, billing_cycle: 'monthly', started_at: monthsAgo(8 - i * 2, 5) })));
+    }
+    await ok(api.put(`/subscriptions/${subs[0].id}`, t, { mrr: '900', plan_name: 'Pro+' }), 200);
+    await ok(api.put(`/subscriptions/${subs[1].id}`, t, { mrr: '600' }), 200);
+    await ok(api.put(`/subscriptions/${subs[2].id}/cancel`, t, {}), 200);
+    await ok(api.put(`/subscriptions/${subs[2].id}/reactivate`, t, {}), 200);
+    await ok(api.put(`/subscriptions/${subs[3].id}/cancel`, t, {}), 200);
+    const secrets: string[] = [];
+    receiver = await startWebhookReceiver({ secrets });
+    const endpoint = await ok(api.post('/webhook-endpoints', t, { url: receiver.url, events: ['order.paid'], description: 'e2e receiver' }));
+    secrets.push(endpoint.secret);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const c of contexts) await c.close().catch(() => undefined);
+    await browser?.close();
+    await receiver?.close();
+  });
+
+  /** A fresh browser (own sessionStorage) signed in as `role` of the merchant, at a viewport. */
+  const open = async (role: 'admin' | 'user', viewport = { width: 1280, height: 900 }, hash = '') => {
+    session = await backofficeJwt(merchant.merchantId, role);
+    const context = await browser.newContext({ viewport, permissions: ['clipboard-read', 'clipboard-write'] });
+    contexts.push(context);
+    const page = await context.newPage();
+    const failures: string[] = [];
+    page.on('pageerror', (err) => failures.push(err.message));
+    await page.goto(`${origin}/${hash}`);
+    await page.getByTestId('who').waitFor();
+    return { page, failures };
+  };
+  const ready = (page: Page, panel: string) => page.locator(`[data-panel="${panel}"][data-state="ready"]`).waitFor({ timeout: 20_000 });
+  const figure = async (page: Page, id: string) => {
+    const el = page.locator(`[data-figure="${id}"]`);
+    return { raw: await el.getAttribute('data-value'), shown: (await el.locator('dd').textContent()) ?? '' };
+  };
+  const expectFigures = async (page: Page, expected: Record<string, string | number | null>) => {
+    for (const [id, value] of Object.entries(expected)) {
+      const { raw, shown } = await figure(page, id);
+      expect(raw, id).toBe(value === null ? '' : String(value));
+      if (typeof value === 'string') expect(digits(shown), `${id} shown as ${shown}`).toBe(digits(value));
+      if (value === null) expect(shown, id).toBe('—');
+    }
+  };
+  const shoot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  const axe = async (page: Page, name: string) => {
+    // Evaluated through the DevTools protocol: the page's CSP (script-src 'self') refuses inline scripts.
+    await page.evaluate(readFileSync(resolve('node_modules/axe-core/axe.min.js'), 'utf8'));
+    const result = await page.evaluate(async () => {
+      const r = await (window as any).axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] });
+      return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 5) }));
+    });
+    writeFileSync(join(ARTIFACTS, `axe-${name}.json`), JSON.stringify(result, null, 2));
+    expect(result.filter((v: { impact: string }) => v.impact === 'serious' || v.impact === 'critical'), name).toEqual([]);
+  };
+  const noSideScroll = async (page: Page) =>
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+
+  it('overview: stats, currency switch, summary, MRR series per interval and cohorts equal the API', async () => {
+    const { page, failures } = await open('admin');
+    const t = merchant.token;
+    await ready(page, 'stats');
+    const twd = (await api.get('/orders/stats', t)).body.data;
+    expect(twd.today_revenue).toBe(paidTwd.toFixed(2));
+    await expectFigures(page, twd);
+    await page.getByTestId('stats-currency').selectOption('USD');
+    await page.locator('[data-currency="USD"]').waitFor();
+    const usd = (await api.get('/orders/stats?currency=USD', t)).body.data;
+    expect(usd.today_revenue).toBe('39.98');
+    await expectFigures(page, usd);
+
+    await ready(page, 'summary');
+    await expectFigures(page, (await api.get('/metrics/summary', t)).body.data);
+
+    await ready(page, 'mrr');
+    const now = new Date();
+    const start12 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
+    const monthly = (await api.get(`/metrics/mrr?interval=month&start_date=${start12}&end_date=${today()}`, t)).body;
+    const rows = () => page.locator('[data-testid="mrr-table"] tbody tr').evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-date'), tr.getAttribute('data-mrr')]));
+    expect(await rows()).toEqual(monthly.data.map((e: { date: string; mrr: string }) => [e.date, e.mrr]));
+    await expectFigures(page, { range_mrr: monthly.summary.current_mrr, range_arr: monthly.summary.arr, range_mrr_churn: monthly.summary.mrr_churn_rate });
+    expect(monthly.data.some((e: { churn: string }) => e.churn !== '0.00')).toBe(true);
+    expect(await page.locator('[data-testid="mrr-chart"] canvas').count()).toBeGreaterThan(0);
+    expect(await page.getByTestId('mrr-chart').getAttribute('aria-label')).toContain('MRR from');
+
+    await ready(page, 'cohorts');
+    const cohorts = (await api.get('/metrics/cohorts', t)).body.data.filter((c: { customers: number }) => c.customers > 0);
+    expect(await page.locator('[data-testid="cohorts"] tbody th').allTextContents()).toEqual(cohorts.map((c: { cohort: string }) => c.cohort));
+    await shoot(page, 'overview-desktop');
+    await axe(page, 'overview');
+
+    await page.getByTestId('mrr-interval').selectOption('week');
+    await page.locator('[data-interval="week"]').waitFor();
+    await ready(page, 'mrr');
+    const weekly = (await api.get(`/metrics/mrr?interval=week&start_date=${start12}&end_date=${today()}`, t)).body;
+    expect(await rows()).toEqual(weekly.data.map((e: { date: string; mrr: string }) => [e.date, e.mrr]));
+    await page.getByTestId('mrr-range').selectOption('90d');
+    await page.locator('[data-interval="week"][data-range="90d"]').waitFor();
+    const start90 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - 89)).toISOString().slice(0, 10);
+    const recent = (await api.get(`/metrics/mrr?interval=week&start_date=${start90}&end_date=${today()}`, t)).body;
+    expect(await rows()).toEqual(recent.data.map((e: { date: string; mrr: string }) => [e.date, e.mrr]));
+    expect(failures).toEqual([]);
+  }, 90_000);
+
+  it('orders and events: pages and filters equal the API', async () => {
+    const { page, failures } = await open('admin', undefined, '#activity');
+    const t = merchant.token;
+    await ready(page, 'orders');
+    const orderNos = () => page.locator('[data-testid="orders"] tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-order-no')));
+    const apiPage = async (q: string) => (await api.get(`/orders?per_page=10&${q}`, t)).body.data.map((o: { order_no: string }) => o.order_no);
+    expect(await orderNos()).toEqual(await apiPage('page=1'));
+    await expect(page.getByTestId('orders-page').textContent()).resolves.toContain('Page 1 of 3 · 25 in all');
+    await page.locator('[data-panel="orders"] nav.pager').getByRole('button', { name: 'Next' }).click();
+    await page.getByTestId('orders-page').filter({ hasText: 'Page 2 of 3' }).waitFor();
+    await ready(page, 'orders');
+    expect(await orderNos()).toEqual(await apiPage('page=2'));
+    await page.getByLabel('Status').first().selectOption('pending');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByTestId('orders-page').filter({ hasText: 'Page 1 of 1' }).waitFor();
+    expect(await orderNos()).toEqual(await apiPage('page=1&status=pending'));
+    await ready(page, 'events');
+    const events = (await api.get('/subscriptions/events?per_page=10', t)).body;
+    await expect(page.getByTestId('events-page').textContent()).resolves.toContain(`${events.meta.total} in all`);
+    expect(await page.locator('[data-testid="events"] tbody tr').count()).toBe(events.data.length);
+    await shoot(page, 'activity-desktop');
+    await axe(page, 'activity');
+    expect(failures).toEqual([]);
+  });
+
+  it('webhooks: send a test event and see the delivery appear; the receiver got it', async () => {
+    const { page, failures } = await open('admin', undefined, '#webhooks');
+    await ready(page, 'endpoints');
+    await ready(page, 'deliveries');
+    const before = receiver.received.length;
+    await page.getByTestId('send-test').click();
+    await page.getByTestId('test-notice').filter({ hasText: 'delivered' }).waitFor({ timeout: 20_000 });
+    await page.locator('[data-testid="deliveries"] tbody tr').first().waitFor();
+    const [endpoint] = (await api.get('/webhook-endpoints', merchant.token)).body.data;
+    const log = (await api.get(`/webhook-endpoints/${endpoint.id}/deliveries`, merchant.token)).body.data;
+    expect(log[0]).toMatchObject({ event_type: 'webhook.test', status: 204 });
+    expect(await page.locator('[data-testid="deliveries"] tbody tr').first().getAttribute('data-event-id')).toBe(log[0].event_id);
+    expect(receiver.received.length).toBe(before + 1);
+    expect(receiver.received.at(-1)!.id).toBe(log[0].event_id);
+    expect(receiver.received.at(-1)!.event?.type).toBe('webhook.test');
+    await shoot(page, 'webhooks-desktop');
+    await axe(page, 'webhooks');
+    expect(failures).toEqual([]);
+  });
+
+  it('API token: an admin regenerates it (shown once, copyable) and the old token is refused', async () => {
+    const { page, failures } = await open('admin', undefined, '#token');
+    await ready(page, 'token');
+    const old = merchant.token;
+    expect(await page.getByTestId('token-view').textContent()).toContain(old.slice(-4));
+    page.on('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Regenerate' }).click();
+    const issued = await page.getByTestId('issued-token').inputValue();
+    expect(issued).toMatch(/^ras_[0-9A-Za-z]{40,}$/);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByText('Copied to the clipboard.').waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(issued);
+    expect((await api.get('/orders/stats', old)).status).toBe(401);
+    expect((await api.get('/orders/stats', issued)).status).toBe(200);
+    await ready(page, 'token');
+    expect(await page.getByTestId('token-view').textContent()).toContain(issued.slice(-4));
+    merchant.token = issued;
+    await shoot(page, 'token-desktop');
+    await axe(page, 'token');
+    // A reload forgets the plain token: it was shown once.
+    await page.reload();
+    await ready(page, 'token');
+    expect(await page.getByTestId('issued-token').count()).toBe(0);
+    expect(failures).toEqual([]);
+  });
+
+  it('a user sees the figures but no token or webhook controls', async () => {
+    const { page } = await open('user', undefined, '#token');
+    await ready(page, 'token');
+    expect(await page.getByTestId('who').textContent()).toContain('user');
+    expect(await page.getByTestId('token-actions').count()).toBe(0);
+    expect(await page.getByRole('button', { name: /Regenerate|Revoke|Create token/ }).count()).toBe(0);
+    await page.getByText('Only admins can create, regenerate or revoke the token.').waitFor();
+    await page.goto(`${origin}/#webhooks`);
+    await ready(page, 'deliveries');
+    expect(await page.getByTestId('send-test').count()).toBe(0);
+    await shoot(page, 'webhooks-user-desktop');
+  });
+
+  it('empty, error and retry states; keyboard navigation', async () => {
+    const { page, failures } = await open('user');
+    // A panel whose call fails shows the error and a retry; the retry loads it.
+    let fail = true;
+    await page.route('**/v1/metrics/summary', (route) => (fail ? route.fulfill({ status: 503, contentType: 'application/json', body: '{"message":"The service is busy. Try again shortly."}' }) : route.continue()));
+    await page.reload();
+    await page.locator('[data-panel="summary"][data-state="error"]').getByText('The service is busy').waitFor();
+    fail = false;
+    await page.locator('[data-panel="summary"]').getByRole('button', { name: 'Try again' }).click();
+    await ready(page, 'summary');
+    // Keyboard only: from the top of a fresh page to the Webhooks view, whose heading takes focus.
+    await page.goto(`${origin}/`);
+    await ready(page, 'stats');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    for (let i = 0; i < 10 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Webhooks'; i++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.locator('main[data-view="webhooks"]').waitFor();
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('view-title');
+    // A merchant with nothing yet: every panel says so instead of an empty table.
+    const empty = await newMerchant();
+    session = await backofficeJwt(empty.merchantId, 'user');
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    contexts.push(context);
+    const fresh = await context.newPage();
+    await fresh.goto(`${origin}/#activity`);
+    for (const panel of ['orders', 'events']) await fresh.locator(`[data-panel="${panel}"] .state.empty`).waitFor();
+    await fresh.goto(`${origin}/#webhooks`);
+    await fresh.locator('[data-panel="endpoints"] .state.empty').waitFor();
+    await fresh.goto(`${origin}/#overview`);
+    for (const panel of ['mrr', 'cohorts']) await fresh.locator(`[data-panel="${panel}"] .state.empty`).waitFor();
+    await shoot(fresh, 'overview-empty-desktop');
+    expect(failures).toEqual([]);
+  });
+
+  it('phone width: every view fits, without sideways scrolling', async () => {
+    const { page, failures } = await open('admin', { width: 390, height: 844 });
+    for (const [view, panel] of [['overview', 'cohorts'], ['activity', 'events'], ['webhooks', 'deliveries'], ['token', 'token']]) {
+      await page.goto(`${origin}/#${view}`);
+      await ready(page, panel);
+      if (view === 'overview') await ready(page, 'mrr');
+      await noSideScroll(page);
+      await shoot(page, `${view}-phone`);
+    }
+    await axe(page, 'token-phone');
+    expect(failures).toEqual([]);
+  });
+});

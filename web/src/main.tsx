@@ -1,0 +1,93 @@
+import { render } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { createApi, loadConfig, type Api, type Me } from './api';
+import { signOut, type DashboardConfig } from './auth';
+import { Activity } from './views/activity';
+import { Overview } from './views/overview';
+import { TokenView } from './views/token';
+import { Webhooks } from './views/webhooks';
+import './styles.css';
+
+const VIEWS = [
+  { id: 'overview', label: 'Overview', View: Overview },
+  { id: 'activity', label: 'Orders & events', View: Activity },
+  { id: 'webhooks', label: 'Webhooks', View: Webhooks },
+  { id: 'token', label: 'API token', View: TokenView },
+] as const;
+type ViewId = (typeof VIEWS)[number]['id'];
+
+const viewFromHash = (): ViewId => (VIEWS.find((v) => `#${v.id}` === location.hash)?.id ?? 'overview');
+
+const Dashboard = ({ config, api, me }: { config: DashboardConfig; api: Api; me: Me }) => {
+  const [view, setView] = useState<ViewId>(viewFromHash);
+  useEffect(() => {
+    const onHash = () => setView(viewFromHash());
+    addEventListener('hashchange', onHash);
+    return () => removeEventListener('hashchange', onHash);
+  }, []);
+  const { View, label } = VIEWS.find((v) => v.id === view)!;
+  // On a view change (not the first load, which starts at the skip link) focus moves to its heading.
+  const firstView = useRef(true);
+  useEffect(() => {
+    document.title = `${label} · ${me.name} · Revenue dashboard`;
+    if (firstView.current) firstView.current = false;
+    else document.getElementById('view-title')?.focus();
+  }, [view]);
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <div class="brand">
+          <strong>Revenue dashboard</strong>
+          <span class="who" data-testid="who">
+            {me.name} · <span class={`role ${me.role}`}>{me.role}</span>
+          </span>
+        </div>
+        <nav aria-label="Views">
+          {VIEWS.map((v) => (
+            <a key={v.id} href={`#${v.id}`} aria-current={v.id === view ? 'page' : undefined}>
+              {v.label}
+            </a>
+          ))}
+        </nav>
+        <button type="button" class="link" onClick={() => signOut(config)}>
+          Sign out
+        </button>
+      </header>
+      <main id="main" data-view={view}>
+        <h1 id="view-title" tabIndex={-1}>
+          {label}
+        </h1>
+        <View api={api} me={me} />
+      </main>
+    </>
+  );
+};
+
+const App = () => {
+  const [ready, setReady] = useState<{ config: DashboardConfig; api: Api; me: Me } | { error: string } | null>(null);
+  useEffect(() => {
+    (async () => {
+      const config = await loadConfig();
+      const api = createApi(config);
+      const { data: me } = await api.get<{ data: Me }>('/backoffice/me');
+      setReady({ config, api, me });
+    })().catch((err: Error) => setReady({ error: err.message }));
+  }, []);
+  if (!ready) return <p class="boot" aria-busy="true">Signing in…</p>;
+  if ('error' in ready)
+    return (
+      <main id="main" class="boot">
+        <h1>The dashboard could not start</h1>
+        <p role="alert">{ready.error}</p>
+        <button type="button" onClick={() => location.reload()}>
+          Try again
+        </button>
+      </main>
+    );
+  return <Dashboard {...ready} />;
+};
+
+render(<App />, document.getElementById('app')!);

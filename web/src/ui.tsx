@@ -1,0 +1,126 @@
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import type { Meta } from './api';
+
+export type Async<T> = { state: 'loading' } | { state: 'error'; error: Error } | { state: 'ready'; data: T };
+
+/** Runs `load` whenever `deps` change (and on `reload`); an older answer never replaces a newer one. */
+export const useAsync = <T,>(load: () => Promise<T>, deps: unknown[]): [Async<T>, () => void] => {
+  const [result, setResult] = useState<Async<T>>({ state: 'loading' });
+  const [tick, setTick] = useState(0);
+  const latest = useRef(0);
+  useEffect(() => {
+    const run = ++latest.current;
+    setResult({ state: 'loading' });
+    load().then(
+      (data) => run === latest.current && setResult({ state: 'ready', data }),
+      (error: Error) => run === latest.current && setResult({ state: 'error', error }),
+    );
+  }, [...deps, tick]);
+  return [result, useCallback(() => setTick((t) => t + 1), [])];
+};
+
+/**
+ * A card with its three states: loading (aria-busy), error (with a retry), and the content, which
+ * renders its own empty state through `isEmpty`/`empty`.
+ */
+export const Panel = <T,>(props: {
+  title: string;
+  id: string;
+  result: Async<T>;
+  retry?: () => void;
+  isEmpty?: (data: T) => boolean;
+  empty?: string;
+  actions?: ComponentChildren;
+  wide?: boolean;
+  children: (data: T) => ComponentChildren;
+}) => {
+  const { result } = props;
+  return (
+    <section class={`panel${props.wide ? ' wide' : ''}`} aria-labelledby={`${props.id}-title`} aria-busy={result.state === 'loading'} data-panel={props.id} data-state={result.state}>
+      <header class="panel-head">
+        <h2 id={`${props.id}-title`}>{props.title}</h2>
+        {props.actions}
+      </header>
+      {result.state === 'loading' && <p class="state loading">Loading…</p>}
+      {result.state === 'error' && (
+        <div class="state error" role="alert">
+          <p>Could not load: {result.error.message}</p>
+          {props.retry && (
+            <button type="button" onClick={props.retry}>
+              Try again
+            </button>
+          )}
+        </div>
+      )}
+      {result.state === 'ready' &&
+        (props.isEmpty?.(result.data) ? <p class="state empty">{props.empty ?? 'Nothing yet.'}</p> : props.children(result.data))}
+    </section>
+  );
+};
+
+/** A table that scrolls sideways on narrow screens (focusable, so the keyboard can scroll it). */
+export const TableScroll = ({ label, children }: { label: string; children: ComponentChildren }) => (
+  <div class="table-scroll" tabIndex={0} role="region" aria-label={`${label} (table)`}>
+    {children}
+  </div>
+);
+
+type Option = string | { value: string; label: string };
+/** A labelled select: controlled (`value` + `onChange`) or a form field (`name` + `defaultValue`). */
+export const Choice = (props: { label: string; options: Option[]; value?: string; onChange?: (value: string) => void; name?: string; defaultValue?: string; testId?: string }) => (
+  <label class="control">
+    {props.label}
+    <select
+      name={props.name}
+      value={props.value}
+      defaultValue={props.defaultValue}
+      onChange={props.onChange && ((e) => props.onChange!(e.currentTarget.value))}
+      data-testid={props.testId}
+    >
+      {props.options.map((o) => {
+        const { value, label } = typeof o === 'string' ? { value: o, label: o } : o;
+        return (
+          <option key={value} value={value}>
+            {label}
+          </option>
+        );
+      })}
+    </select>
+  </label>
+);
+
+/** A table's column headings. */
+export const Head = ({ cols }: { cols: ComponentChildren[] }) => (
+  <thead>
+    <tr>
+      {cols.map((c, i) => (
+        <th scope="col" key={i}>
+          {c}
+        </th>
+      ))}
+    </tr>
+  </thead>
+);
+
+export const Pager = ({ meta, onPage, label }: { meta: Meta; onPage: (page: number) => void; label: string }) => (
+  <nav class="pager" aria-label={`${label} pages`}>
+    <button type="button" disabled={meta.current_page <= 1} onClick={() => onPage(meta.current_page - 1)}>
+      Previous
+    </button>
+    <span aria-live="polite" data-testid={`${label.toLowerCase().replace(/\s+/g, '-')}-page`}>
+      Page {meta.current_page} of {meta.last_page} · {meta.total} in all
+    </span>
+    <button type="button" disabled={meta.current_page >= meta.last_page} onClick={() => onPage(meta.current_page + 1)}>
+      Next
+    </button>
+  </nav>
+);
+
+/** A figure with its exact API value kept in `data-value` (what the end-to-end test compares). */
+export const Figure = ({ label, value, raw, id }: { label: string; value: string; raw: string | number | null; id: string }) => (
+  <div class="figure" data-figure={id} data-value={raw === null ? '' : String(raw)}>
+    <dt>{label}</dt>
+    <dd>{value}</dd>
+  </div>
+);

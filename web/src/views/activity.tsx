@@ -1,0 +1,137 @@
+import { useState } from 'preact/hooks';
+import { query, type Api, type Me, type Order, type Page, type SubscriptionEvent } from '../api';
+import { money, when } from '../format';
+import { Choice, Head, Pager, Panel, TableScroll, useAsync } from '../ui';
+
+const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'];
+const EVENT_TYPES = ['created', 'upgrade', 'downgrade', 'cancel', 'reactivated'];
+const PER_PAGE = 10;
+
+type OrderFilters = { status: string; customer_email: string; start_date: string; end_date: string };
+
+/** Filters are applied on submit (not per keystroke), and always from page 1. */
+const OrdersPanel = ({ api }: { api: Api }) => {
+  const [filters, setFilters] = useState<OrderFilters>({ status: '', customer_email: '', start_date: '', end_date: '' });
+  const [page, setPage] = useState(1);
+  const [result, retry] = useAsync(() => api.get<Page<Order>>(`/orders${query({ ...filters, page, per_page: PER_PAGE })}`), [filters, page]);
+  const submit = (e: Event) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget as HTMLFormElement);
+    setFilters(Object.fromEntries(Object.keys(filters).map((k) => [k, String(form.get(k) ?? '').trim()])) as OrderFilters);
+    setPage(1);
+  };
+  return (
+    <Panel
+      id="orders"
+      title="Recent orders"
+      wide
+      result={result}
+      retry={retry}
+      isEmpty={(p) => p.meta.total === 0}
+      empty="No orders match."
+      actions={
+        <form class="filters" onSubmit={submit} aria-label="Order filters">
+          <Choice label="Status" name="status" defaultValue={filters.status} options={[{ value: '', label: 'any' }, ...ORDER_STATUSES]} />
+          <label class="control">
+            Customer email
+            <input name="customer_email" type="email" defaultValue={filters.customer_email} autoComplete="off" />
+          </label>
+          <label class="control">
+            From
+            <input name="start_date" type="date" defaultValue={filters.start_date} />
+          </label>
+          <label class="control">
+            To
+            <input name="end_date" type="date" defaultValue={filters.end_date} />
+          </label>
+          <button type="submit">Apply</button>
+        </form>
+      }
+    >
+      {(p) => (
+        <>
+          <TableScroll label="Orders">
+            <table data-testid="orders">
+              <Head cols={['Order', 'Customer', 'Amount', 'Status', 'Created']} />
+              <tbody>
+                {p.data.map((o) => (
+                  <tr key={o.id} data-order-no={o.order_no}>
+                    <th scope="row">{o.order_no}</th>
+                    <td>{o.customer_name ? `${o.customer_name} · ${o.customer_email}` : o.customer_email}</td>
+                    <td class="num" data-value={o.amount}>
+                      {money(o.amount, o.currency)}
+                    </td>
+                    <td>
+                      <span class={`badge ${o.status}`}>{o.status}</span>
+                    </td>
+                    <td>{when(o.created_at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableScroll>
+          <Pager meta={p.meta} onPage={setPage} label="Orders" />
+        </>
+      )}
+    </Panel>
+  );
+};
+
+const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
+  const [eventType, setEventType] = useState('');
+  const [page, setPage] = useState(1);
+  const [result, retry] = useAsync(() => api.get<Page<SubscriptionEvent>>(`/subscriptions/events${query({ event_type: eventType, page, per_page: PER_PAGE })}`), [eventType, page]);
+  return (
+    <Panel
+      id="events"
+      title="Subscription events"
+      wide
+      result={result}
+      retry={retry}
+      isEmpty={(p) => p.meta.total === 0}
+      empty="No subscription events match."
+      actions={
+        <Choice
+          label="Type"
+          value={eventType}
+          onChange={(v) => {
+            setEventType(v);
+            setPage(1);
+          }}
+          options={[{ value: '', label: 'any' }, ...EVENT_TYPES]}
+        />
+      }
+    >
+      {(p) => (
+        <>
+          <TableScroll label="Subscription events">
+            <table data-testid="events">
+              <Head cols={['When', 'Type', 'Customer', 'Plan', 'MRR change']} />
+              <tbody>
+                {p.data.map((e) => (
+                  <tr key={e.id}>
+                    <th scope="row">{when(e.occurred_at)}</th>
+                    <td>{e.event_type}</td>
+                    <td>#{e.customer_id}</td>
+                    <td>{e.new_plan ?? '—'}</td>
+                    <td class="num">
+                      {money(e.old_amount, me.reporting_currency)} → {money(e.new_amount, me.reporting_currency)} ({money(e.amount_change, me.reporting_currency)})
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableScroll>
+          <Pager meta={p.meta} onPage={setPage} label="Events" />
+        </>
+      )}
+    </Panel>
+  );
+};
+
+export const Activity = ({ api, me }: { api: Api; me: Me }) => (
+  <div class="grid">
+    <OrdersPanel api={api} />
+    <EventsPanel api={api} me={me} />
+  </div>
+);

@@ -1,0 +1,111 @@
+import { useState } from 'preact/hooks';
+import { ApiError, query, type Api, type Delivery, type Endpoint, type Me, type Page } from '../api';
+import { when } from '../format';
+import { Head, Pager, Panel, TableScroll, useAsync } from '../ui';
+
+const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: Endpoint }) => {
+  const [page, setPage] = useState(1);
+  const [result, retry] = useAsync(() => api.get<Page<Delivery>>(`/webhook-endpoints/${endpoint.id}/deliveries${query({ page, per_page: 10 })}`), [endpoint.id, page]);
+  const [sending, setSending] = useState(false);
+  const [notice, setNotice] = useState('');
+  const sendTest = async () => {
+    setSending(true);
+    setNotice('');
+    try {
+      const { data } = await api.post<{ data: Delivery }>(`/webhook-endpoints/${endpoint.id}/test`);
+      setNotice(data.status !== null && data.status < 300 ? `Test event delivered (HTTP ${data.status}).` : `Test event sent; the endpoint answered ${data.status ?? data.error}.`);
+      setPage(1);
+      retry();
+    } catch (err) {
+      setNotice(`Could not send the test event: ${(err as ApiError).message}`);
+    } finally {
+      setSending(false);
+    }
+  };
+  return (
+    <Panel
+      id="deliveries"
+      title={`Deliveries to ${endpoint.url}`}
+      wide
+      result={result}
+      retry={retry}
+      isEmpty={(p) => p.meta.total === 0}
+      empty="No deliveries in the last 30 days."
+      actions={
+        me.role === 'admin' ? (
+          <div class="controls">
+            <p class="notice" role="status" data-testid="test-notice">
+              {notice}
+            </p>
+            <button type="button" onClick={sendTest} disabled={sending} data-testid="send-test">
+              {sending ? 'Sending…' : 'Send test event'}
+            </button>
+          </div>
+        ) : null
+      }
+    >
+      {(p) => (
+        <>
+          <TableScroll label="Deliveries">
+            <table data-testid="deliveries">
+              <Head cols={['When', 'Event', 'Attempt', 'Result', 'Duration']} />
+              <tbody>
+                {p.data.map((d) => (
+                  <tr key={`${d.event_id}-${d.attempt}`} data-event-id={d.event_id}>
+                    <th scope="row">{when(d.at)}</th>
+                    <td>{d.event_type}</td>
+                    <td class="num">{d.attempt}</td>
+                    <td>
+                      <span class={`badge ${d.status !== null && d.status < 300 ? 'paid' : 'failed'}`}>{d.status ?? d.error}</span>
+                    </td>
+                    <td class="num">{d.duration_ms} ms</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableScroll>
+          <Pager meta={p.meta} onPage={setPage} label="Deliveries" />
+        </>
+      )}
+    </Panel>
+  );
+};
+
+export const Webhooks = ({ api, me }: { api: Api; me: Me }) => {
+  const [result, retry] = useAsync(() => api.get<Page<Endpoint>>('/webhook-endpoints?per_page=100'), []);
+  const [selected, setSelected] = useState<string | null>(null);
+  const endpoints = result.state === 'ready' ? result.data.data : [];
+  const current = endpoints.find((e) => e.id === selected) ?? endpoints[0];
+  return (
+    <div class="grid">
+      <Panel id="endpoints" title="Webhook endpoints" wide result={result} retry={retry} isEmpty={(p) => p.data.length === 0} empty="No webhook endpoints. Register one with POST /v1/webhook-endpoints.">
+        {(p) => (
+          <TableScroll label="Webhook endpoints">
+            <table data-testid="endpoints">
+              <Head cols={['URL', 'Events', 'Status', <span class="visually-hidden">Deliveries</span>]} />
+              <tbody>
+                {p.data.map((e) => (
+                  <tr key={e.id} aria-current={e.id === current?.id ? 'true' : undefined}>
+                    <th scope="row" class="url">
+                      {e.url}
+                    </th>
+                    <td>{e.events.join(', ')}</td>
+                    <td>
+                      <span class={`badge ${e.status === 'enabled' ? 'paid' : 'cancelled'}`}>{e.status}</span>
+                    </td>
+                    <td>
+                      <button type="button" onClick={() => setSelected(e.id)} aria-pressed={e.id === current?.id}>
+                        Deliveries
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableScroll>
+        )}
+      </Panel>
+      {current && <DeliveriesPanel key={current.id} api={api} me={me} endpoint={current} />}
+    </div>
+  );
+};
