@@ -1,5 +1,6 @@
 import { deadline, retrying } from '#lib/db/retry';
 import { ContentionError, DomainError } from '#lib/errors';
+import { METRIC_SHARDS } from '#lib/db/keys';
 import { leaseShard, releaseShard } from '#lib/db/shards';
 import { MAX_ACTIONS, WriteSet } from '#lib/db/writes';
 import { logger } from '#lib/logger';
@@ -10,8 +11,10 @@ import { logger } from '#lib/logger';
  * - pack: consecutive units go into one transaction while it stays within DynamoDB's limits —
  *   the WriteSet itself merges shared items (stats, totals, a customer's figures), so packing
  *   measures the real transaction instead of estimating it;
- * - commit: one TransactWriteItems per chunk; a chunk that loses a race is redone unit by unit
- *   from fresh reads under the retry policy (bounded by the invocation's deadline);
+ * - commit: one TransactWriteItems per chunk, up to IN_FLIGHT at once when they name no common
+ *   item (a chunk naming an item of one in flight waits for it, then is packed again from the state
+ *   it left); a chunk that loses a race is redone unit by unit from fresh reads under the retry
+ *   policy (bounded by the invocation's deadline);
  * - report: each unit reports itself once its writes are committed, so a later failure never
  *   loses what was already written.
  * Any movement a unit's writes need (figures, aggregates) joins through `write`, never here.
@@ -31,38 +34,64 @@ export type BatchOptions = {
 };
 
 const ROOM_FOR_FINISH = 1;
+/**
+ * Transactions of one batch in flight at once. Each waits mostly on DynamoDB (a 99-action
+ * transaction takes a few hundred ms on DynamoDB Local), so independent chunks overlap.
+ */
+export const IN_FLIGHT = 4;
+
+type Packed = { ws: WriteSet; end: number; onCommit: () => void };
+type Flight = { ids: Set<string>; shard: number; done: Promise<void> };
 
 export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOptions = {}): Promise<void> => {
   const limit = MAX_ACTIONS - (opts.finish ? ROOM_FOR_FINISH : 0);
   let finished = false;
-  let start = 0;
-  while (start < units.length) {
-    // Pack: grow the chunk while its transaction fits.
-    let end = start + 1;
-    const shard = leaseShard();
-    let ws = new WriteSet(shard);
-    let onCommit = await plan.write(ws, units.slice(start, end));
-    while (end < units.length) {
-      const trial = new WriteSet(shard);
-      const trialCommit = await plan.write(trial, units.slice(start, end + 1));
-      if (trial.actions > limit) break;
-      ws = trial;
-      onCommit = trialCommit;
-      end++;
+  const flights = new Set<Flight>();
+  // Units per chunk so far: the first guess for the next chunk (imports are regular).
+  let guess = 1;
+
+  /**
+   * The longest run of units from `start` whose transaction fits: gallops up from the last chunk's
+   * size, then bisects (a unit never removes an action, so "fits" only turns false once).
+   */
+  const pack = async (start: number, shard: number): Promise<Packed> => {
+    const build = async (end: number): Promise<Packed & { actions: number }> => {
+      const ws = new WriteSet(shard);
+      const onCommit = await plan.write(ws, units.slice(start, end));
+      return { ws, end, onCommit, actions: ws.actions };
+    };
+    const first = await build(Math.min(units.length, start + guess));
+    let fits: Packed | undefined = first.actions <= limit ? first : undefined;
+    let over = fits ? units.length + 1 : first.end;
+    let lo = fits ? first.end : start + 1;
+    if (!fits) {
+      const one = first.end === start + 1 ? first : await build(start + 1);
+      fits = one; // a unit alone always goes (an oversized one fails at commit and is redone alone)
+      lo = one.end;
+      if (one.actions > limit) over = one.end;
     }
-    const chunk = units.slice(start, end);
-    const last = end === units.length;
-    if (last && opts.finish && ws.actions + ROOM_FOR_FINISH <= MAX_ACTIONS) {
-      opts.finish(ws, chunk.length);
-      finished = true;
+    for (let step = 1; over === units.length + 1 && lo < units.length; step *= 2) {
+      const trial = await build(Math.min(units.length, lo + step));
+      if (trial.actions > limit) over = trial.end;
+      else ({ end: lo } = fits = trial);
     }
+    while (over - lo > 1 && lo < units.length) {
+      const trial = await build(Math.floor((lo + over) / 2));
+      if (trial.actions > limit) over = trial.end;
+      else ({ end: lo } = fits = trial);
+    }
+    guess = Math.max(1, fits.end - start);
+    return fits;
+  };
+
+  const commitChunk = async (chunk: U[], packed: Packed, shard: number, carriesFinish: boolean): Promise<void> => {
     try {
-      await ws.commit();
+      await packed.ws.commit();
       releaseShard(shard, true);
-      onCommit();
+      packed.onCommit();
     } catch (err) {
       releaseShard(shard, false);
-      finished = false;
+      if (carriesFinish) finished = false;
       logger.debug('batch chunk lost a race; redoing its units one by one', { units: chunk.length, error: (err as Error).message });
       for (const unit of chunk) {
         try {
@@ -75,7 +104,47 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
         }
       }
     }
-    start = end;
+  };
+
+  /** Packs chunk after chunk and sends each off, up to IN_FLIGHT at once. */
+  const packAndCommit = async (): Promise<void> => {
+    for (let start = 0; start < units.length; ) {
+      while (flights.size >= IN_FLIGHT) await Promise.race([...flights].map((f) => f.done));
+      let shard: number;
+      let packed: Packed;
+      for (;;) {
+        // Concurrent chunks must not share an MRR aggregate item (its shard is the counter shard mod 8).
+        const busy = new Set([...flights].map((f) => f.shard % METRIC_SHARDS));
+        shard = leaseShard((s) => busy.has(s % METRIC_SHARDS));
+        packed = await pack(start, shard);
+        const last = packed.end === units.length;
+        const ids = packed.ws.itemIds();
+        // A chunk naming an item in flight waits for it (its state moves with that commit); the last
+        // chunk waits for every other, so that the closing record it carries counts every unit.
+        const blocking = [...flights].filter((f) => (last && opts.finish) || [...ids].some((id) => f.ids.has(id)));
+        if (!blocking.length) break;
+        releaseShard(shard, false);
+        await Promise.all(blocking.map((f) => f.done));
+      }
+      const chunk = units.slice(start, packed.end);
+      const last = packed.end === units.length;
+      let carriesFinish = false;
+      if (last && opts.finish && packed.ws.actions + ROOM_FOR_FINISH <= MAX_ACTIONS) {
+        opts.finish(packed.ws, chunk.length);
+        finished = carriesFinish = true;
+      }
+      const flight: Flight = { ids: packed.ws.itemIds(), shard, done: Promise.resolve() };
+      flight.done = commitChunk(chunk, packed, shard, carriesFinish).finally(() => flights.delete(flight));
+      flights.add(flight);
+      start = packed.end;
+    }
+  };
+
+  try {
+    await packAndCommit();
+  } finally {
+    // Nothing of the batch is still under way when it answers, even when packing threw.
+    await Promise.all([...flights].map((f) => f.done));
   }
   if (!finished && opts.finish) {
     // The closing record never costs the caller its report of what was committed.

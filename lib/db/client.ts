@@ -85,6 +85,9 @@ const create = (): DynamoDBDocumentClient => {
     // re-sends a request whose connection failed (see `resendOnConnectionFailure`).
     retryStrategy: resendOnConnectionFailure,
   }));
+  // No logger is configured, yet the SDK's logger middleware builds a redacted copy of every input
+  // and output (schemaLogFilter) for the no-op logger: CPU for nothing on every request.
+  base.middlewareStack.remove('loggerMiddleware');
   base.middlewareStack.add(
     (next, context) => async (args) => {
       const name = String(context.commandName ?? 'unknown');

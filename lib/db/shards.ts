@@ -19,16 +19,29 @@ export const setShardPolicy = (p: 'lease' | 'random'): void => {
   policy = p;
 };
 
-export const leaseShard = (): number => {
-  if (policy === 'random') return Math.floor(Math.random() * COUNTER_SHARDS);
+/** `avoid`: shards the caller must not get (a batch keeps its concurrent transactions apart). */
+export const leaseShard = (avoid: (shard: number) => boolean = () => false): number => {
+  const usable = (shard: number, at: number) => free(shard, at) && !avoid(shard);
+  const draw = (): number => {
+    for (let tries = 0; tries < 64; tries++) {
+      const candidate = Math.floor(Math.random() * COUNTER_SHARDS);
+      if (!avoid(candidate)) return candidate;
+    }
+    return Math.floor(Math.random() * COUNTER_SHARDS);
+  };
+  if (policy === 'random') return draw();
   const at = Date.now();
-  let shard = sticky.pop();
-  while (shard !== undefined && !free(shard, at)) shard = sticky.pop();
-  for (let tries = 0; shard === undefined && tries < 8; tries++) {
-    const candidate = Math.floor(Math.random() * COUNTER_SHARDS);
-    if (free(candidate, at)) shard = candidate;
+  // The most recently committed usable shard; avoided ones stay kept for later transactions.
+  let shard: number | undefined;
+  for (let i = sticky.length - 1; i >= 0 && shard === undefined; i--) {
+    if (!free(sticky[i], at)) sticky.splice(i, 1);
+    else if (!avoid(sticky[i])) shard = sticky.splice(i, 1)[0];
   }
-  shard ??= Math.floor(Math.random() * COUNTER_SHARDS);
+  for (let tries = 0; shard === undefined && tries < 8; tries++) {
+    const candidate = draw();
+    if (usable(candidate, at)) shard = candidate;
+  }
+  shard ??= draw();
   inUse.set(shard, at + LEASE_MS);
   return shard;
 };

@@ -190,6 +190,11 @@ export class WriteSet {
     });
   }
 
+  /** Every item this transaction names (two transactions naming one item conflict on AWS). */
+  itemIds(): Set<string> {
+    return new Set(this.ops.keys());
+  }
+
   tags(): string[] {
     return [...this.ops.values()].map((op) => op.tag);
   }

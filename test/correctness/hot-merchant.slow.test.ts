@@ -4,6 +4,7 @@ import { retryStats } from '#lib/db/retry';
 import { setShardPolicy } from '#lib/db/shards';
 import { newMerchant, useApi } from '../support/api.ts';
 import { transactionConflictModel, type TransactionConflictModel } from '../support/faults.ts';
+import { hotLoad } from '../support/hot-load.ts';
 
 /**
  * One hot merchant under AWS's transaction isolation (the conflict model: a transaction naming an
@@ -24,29 +25,13 @@ type Run = { non201: number; conflicts: number; retries: number; transactions: n
 
 const load = async (tokens: string[], perClient: number): Promise<Run> => {
   const before = { retries: retryStats.retries, conflicts: model!.stats.conflicts, transactions: model!.stats.transactions };
-  const started = Date.now();
-  let non201 = 0;
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async (_, c) => {
-      const token = tokens[c % tokens.length];
-      for (let i = 0; i < perClient; i++) {
-        const n = c * perClient + i;
-        const r = await api.post('/orders', token, {
-          order_no: `HOT-${n}`,
-          amount: '1.00',
-          status: 'paid',
-          customer_email: `c${c}-${i % CUSTOMERS_PER_CLIENT}@example.com`,
-        });
-        if (r.status !== 201) non201++;
-      }
-    }),
-  );
+  const { non201, ms } = await hotLoad((token, body) => api.post('/orders', token, body), tokens, { clients: CLIENTS, perClient, customersPerClient: CUSTOMERS_PER_CLIENT });
   return {
     non201,
     conflicts: model!.stats.conflicts - before.conflicts,
     retries: retryStats.retries - before.retries,
     transactions: model!.stats.transactions - before.transactions,
-    ms: Date.now() - started,
+    ms,
   };
 };
 

@@ -1,12 +1,7 @@
-import Decimal from 'decimal.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { METRIC_SHARDS } from '#lib/db/keys';
-import { aggregateKey, STORED_ATTR } from '#lib/metrics/store';
-import { NumberValue } from '@aws-sdk/lib-dynamodb';
-import { contributions, difference, setFrom, type Contributions, type Timeline } from '#lib/metrics/timeline';
 import { newMerchant, useApi } from '../support/api.ts';
-import { batchWriteAll } from '../support/seed.ts';
+import { seedMetricsAggregates } from '../support/seed-metrics.ts';
 
 /**
  * Request budgets of the metrics issue (README "Request budgets"), counted with the shared DynamoDB
@@ -29,34 +24,6 @@ const report = (call: string, requests: number, budget: number) => console.info(
 const DAY = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z';
 
-/** The merchant's aggregate items as 20,000 subscriptions would leave them. */
-const seedLargeMerchant = async (merchantId: string, customers: number) => {
-  const total: Contributions = new Map();
-  const start = Date.parse('2019-01-01T00:00:00Z');
-  for (let i = 0; i < customers; i++) {
-    const created = start + ((i * 7919) % 2900) * DAY + (i % 86_400) * 1000;
-    let tl: Timeline = setFrom({}, 'S1', iso(created), 10 + (i % 90), 'a');
-    tl = setFrom(tl, 'S1', iso(created + (30 + (i % 200)) * DAY), 20 + (i % 50), 'a');
-    if (i % 3 === 0) tl = setFrom(tl, 'S1', iso(created + (60 + (i % 400)) * DAY), 0, 'c');
-    for (const [item, attrs] of difference(new Map(), contributions(tl))) {
-      const into = total.get(item) ?? new Map<string, Decimal>();
-      for (const [a, v] of attrs) into.set(a, (into.get(a) ?? new Decimal(0)).plus(v));
-      total.set(item, into);
-    }
-  }
-  // Every shard of every item the reads below touch holds every attribute (the largest reads): the
-  // sums in shard 0, zeros elsewhere. Items outside those ranges get shard 0 only (fewer to seed).
-  const read = (id: string) => id.startsWith('Y#') || (id.startsWith('D#') ? id.slice(2, 6) >= '2024' && id.slice(2, 6) <= '2025' : id.split('#')[1] >= '2024-01' && id.split('#')[1] <= '2025-12');
-  const items = [...total].flatMap(([id, attrs]) =>
-    Array.from({ length: read(id) ? METRIC_SHARDS : 1 }, (_, shard) => ({
-      ...aggregateKey(merchantId, id, shard),
-      ...Object.fromEntries([...attrs].map(([a, v]) => [STORED_ATTR[a], NumberValue.from(shard ? '0' : v.toFixed())])),
-    })),
-  );
-  await batchWriteAll(items);
-  return items.length;
-};
-
 const reads = async (token: string) => ({
   monthly24: await api.counted('GET', '/metrics/mrr?start_date=2024-01-01&end_date=2025-12-31&interval=month', { token }),
   daily731: await api.counted('GET', '/metrics/mrr?start_date=2024-01-01&end_date=2025-12-31&interval=day', { token }),
@@ -77,7 +44,7 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(201);
     }
     const large = await newMerchant();
-    const seeded = await seedLargeMerchant(large.merchantId, 20_000);
+    const seeded = await seedMetricsAggregates(large.merchantId, 20_000);
     expect(seeded).toBeGreaterThan(731 * 8); // every day of 2024–2025 in every shard // a day item for (nearly) every day of 2019–2026, years, cohorts
 
     clock.set('2025-12-31T12:00:00Z');

@@ -8,16 +8,18 @@ import { formatTimestamp } from '#lib/shared/time';
 /**
  * Writes `count` orders for one customer straight to the table (BatchWriteItem, 25 a call), with
  * the same item builder the API uses and the TOTALS counters the lists read. For request-budget
- * tests that need a large merchant fast; behaviour tests go through the API.
+ * tests that need a large merchant fast; behaviour tests go through the API. Several statuses are
+ * given to the orders in turn.
  */
-export const seedOrders = async (merchantId: string, customerId: number, count: number, status: OrderStatus = 'pending') => {
+export const seedOrders = async (merchantId: string, customerId: number, count: number, status: OrderStatus | OrderStatus[] = 'pending') => {
+  const statuses = Array.isArray(status) ? status : [status];
   const base = Date.parse('2025-01-01T00:00:00Z');
   const items = Array.from({ length: count }, (_, i) =>
     newOrderItem(
       merchantId,
       1_000_000 + i,
       customerId,
-      { order_no: `SEED-${i}`, amount: '10.00', customer_email: 'seed@example.com', status },
+      { order_no: `SEED-${i}`, amount: '10.00', customer_email: 'seed@example.com', status: statuses[i % statuses.length] },
       'import',
       formatTimestamp(new Date(base + i * 60_000)),
     ),
@@ -27,9 +29,12 @@ export const seedOrders = async (merchantId: string, customerId: number, count: 
     new UpdateCommand({
       TableName: tableName(),
       Key: keys.totals(merchantId, 'ORDERS', 0),
-      UpdateExpression: 'ADD orders :n, #s :n',
-      ExpressionAttributeNames: { '#s': `orders_${status}` },
-      ExpressionAttributeValues: { ':n': count },
+      UpdateExpression: `ADD orders :n, ${statuses.map((_, j) => `#s${j} :s${j}`).join(', ')}`,
+      ExpressionAttributeNames: Object.fromEntries(statuses.map((st, j) => [`#s${j}`, `orders_${st}`])),
+      ExpressionAttributeValues: {
+        ':n': count,
+        ...Object.fromEntries(statuses.map((_, j) => [`:s${j}`, Math.floor(count / statuses.length) + (j < count % statuses.length ? 1 : 0)])),
+      },
     }),
   );
 };
