@@ -1,4 +1,4 @@
-import { CfnResource, Validations, type App, type IPolicyValidationPlugin } from 'aws-cdk-lib';
+import { CfnResource, Token, Validations, type App, type IPolicyValidationPlugin } from 'aws-cdk-lib';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
@@ -82,12 +82,22 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
   acknowledge(resourceOf(site.distribution), 'AwsSolutions-CFR2', NAG_REASONS.siteWaf);
   acknowledge(resourceOf(site.distribution), 'AwsSolutions-CFR3', NAG_REASONS.siteLogs);
   acknowledge(resourceOf(site.distribution), 'AwsSolutions-CFR4', NAG_REASONS.siteTls);
-  acknowledge(resourceOf(site.distribution), 'Annotation::@aws-cdk/aws-cloudfront:minimumProtocolVersionWithoutCertificate', NAG_REASONS.siteTls);
+  // CDK's annotation is on the L2 distribution, so its acknowledgment is too.
+  Validations.of(site.distribution).acknowledge({ id: 'Annotation::@aws-cdk/aws-cloudfront:minimumProtocolVersionWithoutCertificate', reason: NAG_REASONS.siteTls });
+  // The upload handler's grants, as cdk-nag 3 names each wildcard (bucket objects, CDK's asset bucket, invalidations).
+  const known = (value: string, pseudo: string) => (Token.isUnresolved(value) ? `<AWS::${pseudo}>` : value);
+  const uploadWildcards = [
+    ...['s3:GetBucket*', 's3:GetObject*', 's3:List*', 's3:Abort*', 's3:DeleteObject*'].map((a) => `Action::${a}`),
+    'Resource::*',
+    `Resource::<${stack.resolve(stack.getLogicalId(resourceOf(site.bucket) as CfnResource))}.Arn>/*`,
+    `Resource::arn:${known(stack.partition, 'Partition')}:s3:::cdk-${stack.synthesizer.bootstrapQualifier ?? 'hnb659fds'}-assets-<AWS::AccountId>-${known(stack.region, 'Region')}/*`,
+  ];
   // CDK's singleton handlers (stack root): each finding on the resource it is about.
   for (const handler of stack.node.children.filter((c) => /^Custom::(CDKBucketDeployment|S3AutoDeleteObjects)/.test(c.node.id))) {
     for (const r of handler.node.findAll().filter(CfnResource.isCfnResource)) {
       const findings: Record<string, string[]> = {
         'AWS::IAM::Role': ['AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]'],
+        'AWS::IAM::Policy': uploadWildcards.map((w) => `AwsSolutions-IAM5[${w}]`),
         'AWS::Lambda::Function': ['AwsSolutions-L1', 'Serverless-LambdaDLQ', 'Serverless-LambdaLatestVersion', 'Serverless-LambdaTracing', 'Serverless-LambdaDefaultMemorySize', 'Serverless-LambdaAsyncFailureDestination'],
       };
       for (const id of findings[r.cfnResourceType] ?? []) acknowledge(r, id, NAG_REASONS.cdkHandler);
