@@ -153,17 +153,22 @@ export const regenerateToken = async (merchantOrId: Merchant | string) => {
   return issued(merchantId, token, items.token);
 };
 
+/** The writes that revoke the merchant's valid token `tokenHash` (the pointer only if it still names it). */
+const revokeActiveToken = (ws: WriteSet, merchantId: string, tokenHash: string, revokedAt: string) => {
+  ws.update('pointer', keys.merchantToken(merchantId))
+    .set('status', 'revoked')
+    .set('revoked_at', revokedAt)
+    .when({ expression: 'token_hash = :h AND #st = :active', names: { '#st': 'status' }, values: { ':h': tokenHash, ':active': 'active' } });
+  ws.update('token', keys.token(tokenHash)).set('status', 'revoked').set('revoked_at', revokedAt);
+};
+
 /** Revokes the valid token, irreversibly. */
 export const revokeToken = async (merchantId: string) => {
   const current = await getPointer(merchantId);
   if (!current || current.status !== 'active') throw new NotFoundError();
   const revokedAt = formatTimestamp(now());
   const ws = new WriteSet();
-  ws.update('pointer', keys.merchantToken(merchantId))
-    .set('status', 'revoked')
-    .set('revoked_at', revokedAt)
-    .when({ expression: 'token_hash = :h AND #st = :active', names: { '#st': 'status' }, values: { ':h': current.token_hash, ':active': 'active' } });
-  ws.update('token', keys.token(current.token_hash)).set('status', 'revoked').set('revoked_at', revokedAt);
+  revokeActiveToken(ws, merchantId, current.token_hash, revokedAt);
   try {
     await ws.commit();
   } catch (err) {
@@ -185,13 +190,7 @@ export const deleteMerchant = async (merchantId: string) => {
   const deletedAt = formatTimestamp(now());
   const ws = new WriteSet();
   ws.update('merchant', keys.merchant(merchantId)).set('deleted_at', deletedAt).when(merchantLive);
-  if (pointer?.status === 'active') {
-    ws.update('pointer', keys.merchantToken(merchantId))
-      .set('status', 'revoked')
-      .set('revoked_at', deletedAt)
-      .when({ expression: 'token_hash = :h AND #st = :active', names: { '#st': 'status' }, values: { ':h': pointer.token_hash, ':active': 'active' } });
-    ws.update('token', keys.token(pointer.token_hash)).set('status', 'revoked').set('revoked_at', deletedAt);
-  }
+  if (pointer?.status === 'active') revokeActiveToken(ws, merchantId, pointer.token_hash, deletedAt);
   try {
     await ws.commit();
   } catch (err) {
