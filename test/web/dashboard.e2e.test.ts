@@ -314,6 +314,8 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     for (let i = 0; i < 10 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Webhooks'; i++) await page.keyboard.press('Tab');
     await page.keyboard.press('Enter');
     await page.locator('main[data-view="webhooks"]').waitFor();
+    // Focus moves in an effect after the view renders: wait for it (fails after 5 s if it never does).
+    await page.waitForFunction(() => document.activeElement?.id === 'view-title', null, { timeout: 5_000 }).catch(() => undefined);
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('view-title');
     // A merchant with nothing yet: every panel says so instead of an empty table.
     const empty = await newMerchant();
