@@ -22,7 +22,7 @@
  * | customer current MRR      | M#<m>#CUSTOMER#<id>                 | MRR             |  (moved by ADD in every subscription change)            |
  * | customer MRR timeline     | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE    |  (every line's change points; put under `version`; metrics §9) |
  * | MRR movements of a day    | M#<m>#MRR                           | D#<yyyy-mm-dd>#<ss> | (ADD deltas, 8 shards: movements, active customers/subscriptions, churned) |
- * | MRR movements of a year   | M#<m>#MRR                           | Y#<yyyy>#<ss>   |  (the same sums per year: levels before a range in one Query) |
+ * | MRR movements of a month  | M#<m>#MRR                           | M#<yyyy-mm>#<ss> |  (the same sums per month, the roll-up: monthly series and levels read months, not days) |
  * | cohort month              | M#<m>#COHORT                        | <cohort yyyy-mm>#<yyyy-mm>#<ss> | (joined; Δ customers with MRR > 0, Δ their MRR) |
  * | subscription event        | M#<m>#SUBEVT#<id>                   | EVENT           | gsi1 all; gsi2 by type; gsi3 by customer (occurred_at)  |
  * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
@@ -52,7 +52,7 @@ const pad = (id: number): string => String(id).padStart(15, '0');
 const padShard = (shard: number): string => String(shard).padStart(3, '0');
 /**
  * Metrics aggregate items are spread over this many shards (the transaction's counter shard
- * modulo this): every MRR-moving write of a merchant's day meets the same day, year and cohort
+ * modulo this): every MRR-moving write of a merchant's day meets the same day, month and cohort
  * items, so fewer concurrent writers collide; reads sum the shards. Eight keep a 731-day read in
  * one Query page.
  */
@@ -65,7 +65,7 @@ export const PAYMENT_PREFIX = 'PAY#';
 export const totalsPartition = (merchantId: string): string => `${m(merchantId)}#TOTALS`;
 /** Partition of a merchant's stats of one month (day shards `D#<dd>#<nnn>`, month shards `M#<nnn>`). */
 export const statsPartition = (merchantId: string, month: string): string => `${m(merchantId)}#STATS#${month}`;
-/** Partition of a merchant's MRR movement items (days `D#<yyyy-mm-dd>`, years `Y#<yyyy>`). */
+/** Partition of a merchant's MRR movement items (days `D#<yyyy-mm-dd>`, month roll-ups `M#<yyyy-mm>`). */
 export const metricsPartition = (merchantId: string): string => `${m(merchantId)}#MRR`;
 /** Partition of a merchant's cohort items (`<cohort month>#<month>`). */
 export const cohortPartition = (merchantId: string): string => `${m(merchantId)}#COHORT`;
@@ -109,9 +109,9 @@ export const keys = {
   customerMrr: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR' }),
   /** The customer's MRR timeline (every line's change points), the base of its metrics classification. */
   customerTimeline: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR_TIMELINE' }),
-  /** MRR movements of one UTC day (`D#`) or year (`Y#`) in one of METRIC_SHARDS shards: ADD deltas, read as ranges. */
+  /** MRR movements of one UTC day (`D#`) or month (`M#`, the roll-up) in one of METRIC_SHARDS shards: ADD deltas, read as ranges. */
   metricsDay: (merchantId: string, day: string, shard: number): Key => ({ pk: metricsPartition(merchantId), sk: `D#${day}#${padMetricShard(shard)}` }),
-  metricsYear: (merchantId: string, year: string, shard: number): Key => ({ pk: metricsPartition(merchantId), sk: `Y#${year}#${padMetricShard(shard)}` }),
+  metricsMonth: (merchantId: string, month: string, shard: number): Key => ({ pk: metricsPartition(merchantId), sk: `M#${month}#${padMetricShard(shard)}` }),
   /** One cohort's figures moved in one month (the cohort month's item also counts who joined), in one shard. */
   metricsCohort: (merchantId: string, cohort: string, month: string, shard: number): Key => ({
     pk: cohortPartition(merchantId),

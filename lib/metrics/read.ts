@@ -9,9 +9,12 @@ import { utcDayOf, type CohortsQuery, type Interval, type MrrQuery } from '#lib/
 
 /**
  * GET /metrics/* (decisions §9), from the pre-aggregated items only — never orders, events or
- * subscriptions. Levels (MRR, active customers and subscriptions) are sums of movements: the year
- * items before the range's first year (one Query) plus the day items from that year's 1 January
- * to the range's end (one Query). Both are strongly consistent, so a read right after a write sees it.
+ * subscriptions. Levels (MRR, active customers and subscriptions) are sums of movements: the month
+ * roll-ups before the range plus the day items of the range's first month before it. A monthly
+ * series reads months, and days only for its partial first and last months; a daily or weekly one
+ * reads the days of the range. Every Query is strongly consistent, so a read right after a write
+ * sees it, and what a read touches is bounded by the range and the months of history, never by how
+ * many customers or subscriptions the merchant has.
  */
 
 const ZERO = new Decimal(0);
@@ -23,10 +26,10 @@ export const MAX_COHORT_MONTHS = 36;
 const LEVEL_ATTRS = [...MOVEMENTS, 'customers', 'subscriptions', 'churned'] as const;
 type Sums = Record<(typeof LEVEL_ATTRS)[number], Decimal>;
 const emptySums = (): Sums => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, ZERO])) as Sums;
-const addSums = (into: Sums, item: Record<string, unknown>) => {
+const addSums = (into: Sums, item: Record<string, unknown>, sign: 1 | -1 = 1) => {
   for (const a of LEVEL_ATTRS) {
     const v = item[STORED_ATTR[a]];
-    if (v !== undefined) into[a] = into[a].plus(String(v));
+    if (v !== undefined) into[a] = sign === 1 ? into[a].plus(String(v)) : into[a].minus(String(v));
   }
 };
 const net = (s: Sums) => MOVEMENTS.reduce((acc, m) => acc.plus(s[m]), ZERO);
@@ -35,30 +38,57 @@ const dayOf = (d: Date) => d.toISOString().slice(0, 10);
 const toDate = (day: string) => new Date(`${day}T00:00:00Z`);
 const addDays = (day: string, n: number) => dayOf(new Date(toDate(day).getTime() + n * DAY_MS));
 const today = () => dayOf(now());
+/** The last day of a `yyyy-mm` (setUTCFullYear: Date.UTC would read years below 100 as 19xx). */
+const lastDayOf = (month: string) => {
+  const d = new Date(0);
+  d.setUTCFullYear(Number(month.slice(0, 4)), Number(month.slice(5, 7)), 0);
+  return dayOf(d);
+};
 
-/** The movement day items of [from, to] and the level sums before `from` (two Queries). */
-const readRange = async (merchantId: string, from: string, to: string) => {
-  const year = from.slice(0, 4);
+const bucketKey = (day: string, interval: Interval) => {
+  if (interval === 'day') return day;
+  if (interval === 'month') return day.slice(0, 7);
+  const d = toDate(day);
+  return addDays(day, -((d.getUTCDay() + 6) % 7)); // the Monday of its week (UTC)
+};
+
+/**
+ * The levels before `from` and the movements of [from, to] per bucket of `interval`: one Query of
+ * month roll-ups and one (daily, weekly) or up to two (monthly: the partial first and last months'
+ * days outside the range, subtracted from their months) of day items, all at once.
+ */
+const readRange = async (merchantId: string, from: string, to: string, interval: Interval) => {
   const projection = ['sk', ...LEVEL_ATTRS.map((a) => STORED_ATTR[a])];
-  const [years, days] = await Promise.all([
-    year === '0001'
-      ? Promise.resolve([])
-      : queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: 'Y#0000', to: `Y#${String(Number(year) - 1).padStart(4, '0')}#~`, descending: false }, projection),
-    queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: `D#${year}-01-01`, to: `D#${to}#~`, descending: false }, projection),
-  ]);
+  const query = (lo: string, hi: string) =>
+    queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: lo, to: hi, descending: false }, projection);
+  const fromMonth = from.slice(0, 7);
+  const toMonth = to.slice(0, 7);
+  const firstDay = `${fromMonth}-01`;
+  const lastDay = lastDayOf(toMonth);
+  const monthly = interval === 'month';
+  // Bounds are inclusive: `M#<fromMonth>` sorts before that month's items, so it stops just before them.
+  const months = query('M#', monthly ? `M#${toMonth}#~` : `M#${fromMonth}`);
+  const dayRanges = monthly
+    ? [...(from > firstDay ? [[firstDay, addDays(from, -1)]] : []), ...(to < lastDay ? [[addDays(to, 1), lastDay]] : [])]
+    : [[firstDay, to]];
+  const [monthItems, ...dayItems] = await Promise.all([months, ...dayRanges.map(([lo, hi]) => query(`D#${lo}`, `D#${hi}#~`))]);
   const before = emptySums();
-  for (const y of years) addSums(before, y);
-  const inRange = new Map<string, Sums>();
-  for (const d of days) {
-    const day = String(d.sk).slice(2, 12);
-    if (day < from) addSums(before, d);
-    else {
-      const sums = inRange.get(day) ?? emptySums();
-      addSums(sums, d);
-      inRange.set(day, sums);
-    }
+  const moves = new Map<string, Sums>();
+  const into = (key: string) => moves.get(key) ?? moves.set(key, emptySums()).get(key)!;
+  for (const item of monthItems) {
+    const month = String(item.sk).slice(2, 9);
+    if (month < fromMonth) addSums(before, item);
+    else addSums(into(month), item);
   }
-  return { before, inRange };
+  for (const item of dayItems.flat()) {
+    const day = String(item.sk).slice(2, 12);
+    if (day < from) {
+      addSums(before, item);
+      if (monthly) addSums(into(fromMonth), item, -1);
+    } else if (day > to) addSums(into(toMonth), item, -1); // monthly only: after the range, in its last month
+    else addSums(into(bucketKey(day, interval)), item);
+  }
+  return { before, moves };
 };
 
 const money = (d: Decimal) => d.toFixed(2);
@@ -81,13 +111,6 @@ const rangeSummary = ({ start, moves, end }: RangeFigures) => {
 };
 
 const plus = (a: Sums, b: Sums): Sums => Object.fromEntries(LEVEL_ATTRS.map((k) => [k, a[k].plus(b[k])])) as Sums;
-
-const bucketKey = (day: string, interval: Interval) => {
-  if (interval === 'day') return day;
-  if (interval === 'month') return day.slice(0, 7);
-  const d = toDate(day);
-  return addDays(day, -((d.getUTCDay() + 6) % 7)); // the Monday of its week (UTC)
-};
 
 const dateError = (field: string, message: string) => InvalidError.field(field, message);
 
@@ -128,24 +151,23 @@ const entryOf = (date: string, moves: Sums, end: Sums) => ({
 /** GET /metrics/mrr: one entry per day, week or month of the range, and the range's summary. */
 export const mrrSeries = async (merchantId: string, q: MrrQuery) => {
   const { start, end, interval } = resolveRange(q);
-  const { before, inRange } = await readRange(merchantId, start, end);
-  const buckets: { key: string; date: string; moves: Sums }[] = [];
+  const { before, moves } = await readRange(merchantId, start, end, interval);
+  let level = before;
+  let all = emptySums();
+  const data = [];
   // Counted, not compared as text: past 9999-12-31 ISO dates gain a sign and sort first.
   const days = (toDate(end).getTime() - toDate(start).getTime()) / DAY_MS + 1;
+  let bucket: string | null = null;
   for (let i = 0; i < days; i++) {
     const day = addDays(start, i);
     const key = bucketKey(day, interval);
-    if (buckets.at(-1)?.key !== key) buckets.push({ key, date: day, moves: emptySums() });
-    const sums = inRange.get(day);
-    if (sums) buckets.at(-1)!.moves = plus(buckets.at(-1)!.moves, sums);
+    if (key === bucket) continue;
+    bucket = key;
+    const m = moves.get(key) ?? emptySums();
+    level = plus(level, m);
+    all = plus(all, m);
+    data.push(entryOf(day, m, level));
   }
-  let level = before;
-  let all = emptySums();
-  const data = buckets.map((b) => {
-    level = plus(level, b.moves);
-    all = plus(all, b.moves);
-    return entryOf(b.date, b.moves, level);
-  });
   return { data, summary: rangeSummary({ start: before, moves: all, end: level }) };
 };
 
@@ -155,9 +177,9 @@ const SUMMARY_DAYS = 30;
 export const metricsSummary = async (merchantId: string) => {
   const end = today();
   const start = addDays(end, -(SUMMARY_DAYS - 1));
-  const { before, inRange } = await readRange(merchantId, start, end);
+  const { before, moves: byDay } = await readRange(merchantId, start, end, 'day');
   let moves = emptySums();
-  for (const sums of inRange.values()) moves = plus(moves, sums);
+  for (const sums of byDay.values()) moves = plus(moves, sums);
   const level = plus(before, moves);
   const base = rangeSummary({ start: before, moves, end: level });
   const gained = moves.new.plus(moves.expansion).plus(moves.reactivation);

@@ -11,7 +11,7 @@ import { contributions, difference, type Timeline } from '#lib/metrics/timeline'
  * reads the timeline by key (strongly consistent) in the same attempt as the rest of its state,
  * computes the new timeline, and `addTimelineChange` adds to its WriteSet: the timeline (put under
  * the version read) and the difference of the customer's contributions as ADD deltas to the day,
- * year and cohort items. One transaction: the change and its metrics commit together or not at all.
+ * month and cohort items. One transaction: the change and its metrics commit together or not at all.
  */
 export type TimelineState = { timeline: Timeline; version: number | null };
 
@@ -39,10 +39,10 @@ export const STORED_ATTR: Record<string, string> = {
   mrr: 'm',
 };
 
-/** The aggregate item (in `shard`) a contribution id names (`D#<day>`, `Y#<year>`, `C#<cohort>#<month>`). */
+/** The aggregate item (in `shard`) a contribution id names (`D#<day>`, `M#<month>`, `C#<cohort>#<month>`). */
 export const aggregateKey = (merchantId: string, id: string, shard: number): Key => {
   if (id.startsWith('D#')) return keys.metricsDay(merchantId, id.slice(2), shard);
-  if (id.startsWith('Y#')) return keys.metricsYear(merchantId, id.slice(2), shard);
+  if (id.startsWith('M#')) return keys.metricsMonth(merchantId, id.slice(2), shard);
   const [, cohort, month] = id.split('#');
   return keys.metricsCohort(merchantId, cohort, month, shard);
 };

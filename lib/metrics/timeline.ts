@@ -11,7 +11,7 @@ import Decimal from 'decimal.js';
  * cancellation leaves no live line).
  *
  * Every write turns the stored timeline into a new one; `contributions` maps a timeline to what it
- * adds to the merchant's aggregate items (classified movements per day and year, cohort figures),
+ * adds to the merchant's aggregate items (classified movements per day and month, cohort figures),
  * and the write applies `after − before` as ADD deltas. So the aggregates always equal the sum of
  * every customer's contributions, i.e. a from-scratch recomputation, whatever order the changes
  * (back-dated or not) arrived in.
@@ -61,7 +61,7 @@ export const stopAt = (points: Point[], at: string): Point[] => {
   return kept.length ? [...kept, [at, '0', kept.at(-1)![2]]] : [];
 };
 
-/** Movement attributes of the day and year items. */
+/** Movement attributes of the day and month items. */
 export const MOVEMENTS = ['new', 'expansion', 'contraction', 'churn', 'reactivation'] as const;
 export type Movement = (typeof MOVEMENTS)[number];
 
@@ -77,7 +77,7 @@ export const classify = (before: Decimal, after: Decimal, everPositive: boolean)
   return { kind: after.gt(before) ? 'expansion' : 'contraction', amount: after.minus(before) };
 };
 
-/** Aggregate item id → attribute → amount. Items: `D#<day>`, `Y#<year>`, `C#<cohort>#<month>`. */
+/** Aggregate item id → attribute → amount. Items: `D#<day>`, `M#<month>`, `C#<cohort>#<month>`. */
 export type Contributions = Map<string, Map<string, Decimal>>;
 
 const addTo = (out: Contributions, item: string, attr: string, v: Decimal) => {
@@ -91,7 +91,7 @@ const isSubscriptionLine = (line: string) => !line.startsWith('O');
 
 /**
  * What one customer's timeline adds to the aggregates. At every change time (in order) the total
- * before and after it classify one movement; the day and year items get the movement, the change
+ * before and after it classify one movement; the day and month items get the movement, the change
  * of active customers (`customers`: MRR above 0), of active subscriptions (`subscriptions`: lines
  * flagged `a`) and customer churn (`churned`: a cancellation leaving no live line); the customer's
  * cohort (the month of its `new`) gets `joined` once and, per month, the change of its MRR and of
@@ -125,7 +125,7 @@ export const contributions = (tl: Timeline): Contributions => {
       current.set(line, p);
     }
     const month = t.slice(0, 7);
-    const periods = [`D#${t.slice(0, 10)}`, `Y#${t.slice(0, 4)}`];
+    const periods = [`D#${t.slice(0, 10)}`, `M#${month}`];
     const movement = classify(mrr, nextMrr, cohort !== null);
     if (!cohort && nextMrr.gt(0)) {
       cohort = month;

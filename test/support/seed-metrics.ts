@@ -30,7 +30,7 @@ export const seedMetricsAggregates = async (merchantId: string, customers: numbe
   }
   // Every shard of every item the reads below touch holds every attribute (the largest reads): the
   // sums in shard 0, zeros elsewhere. Items outside those ranges get shard 0 only (fewer to seed).
-  const read = (id: string) => id.startsWith('Y#') || (id.startsWith('D#') ? id.slice(2, 6) >= '2024' && id.slice(2, 6) <= '2025' : id.split('#')[1] >= '2024-01' && id.split('#')[1] <= '2025-12');
+  const read = (id: string) => id.startsWith('M#') || (id.startsWith('D#') ? id.slice(2, 6) >= '2024' && id.slice(2, 6) <= '2025' : id.split('#')[1] >= '2024-01' && id.split('#')[1] <= '2025-12');
   const items = [...total].flatMap(([id, attrs]) =>
     Array.from({ length: read(id) ? METRIC_SHARDS : 1 }, (_, shard) => ({
       ...aggregateKey(merchantId, id, shard),
