@@ -32,6 +32,7 @@
  * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS), also the delivery fan-out  |
  * | webhook endpoint count    | M#<m>#TOTALS                        | WEBHOOK_ENDPOINTS#000 | (one item, not sharded: it enforces the cap)      |
  * | webhook delivery attempt  | M#<m>#WEBHOOK#<id>#DELIVERIES       | <at>#<evt>#<nnn> | (attempt nnn; newest first = Query desc; TTL expires_at, 30 d) |
+ * | webhook delivery log head | M#<m>#WEBHOOK#<id>#DELIVERIES       | ~ENDPOINT       |  (while the endpoint exists: the log's page 1 proves it; no TTL) |
  * | webhook delivery (state)  | M#<m>#WEBHOOK#<id>                  | DELIVERY#<evt>  |  (body, attempts, delivered_at: dedupe + manual retry; TTL 30 d) |
  * | webhook endpoint health   | M#<m>#WEBHOOK#<id>                  | HEALTH          |  (failing_since: auto-disable after 5 days of failures) |
  * | activity log              | M#<m>#ACTIVITY                      | <created>#<id>  |                                                         |
@@ -155,6 +156,8 @@ export const keys = {
     pk: webhookDeliveriesPartition(merchantId, endpointId),
     sk: `${at}#${eventId}#${String(attempt).padStart(3, '0')}`,
   }),
+  // '~' sorts after every attempt's ISO-time sort key, so a newest-first query of the partition returns it first.
+  webhookDeliveryLogHead: (merchantId: string, endpointId: number): Key => ({ pk: webhookDeliveriesPartition(merchantId, endpointId), sk: '~ENDPOINT' }),
   activity: (merchantId: string, createdAt: string, id: string): Key => ({
     pk: `${m(merchantId)}#ACTIVITY`,
     sk: `${createdAt}#${id}`,

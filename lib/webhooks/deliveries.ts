@@ -1,10 +1,15 @@
 import { keys, webhookDeliveriesPartition } from '#lib/db/keys';
-import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
+import { batchGet } from '#lib/db/batch-get';
+import { countQuery, listPage, queryPage, type IndexQuery } from '#lib/db/query';
 import { itemAbsent, type WriteSet } from '#lib/db/writes';
+import { NotFoundError } from '#lib/errors';
+import { getWebhookEndpointItem } from '#lib/webhooks/store';
 
 /**
  * The delivery log (decisions §8): one item per attempt under the endpoint, newest first, kept 30
- * days (TTL on `expires_at`). `GET /webhook-endpoints/{id}/deliveries` will list it.
+ * days (TTL on `expires_at`), and the log head (`keys.webhookDeliveryLogHead`, no TTL), which the
+ * endpoint's create and delete transactions write and remove. `GET /webhook-endpoints/{id}/deliveries`
+ * lists it.
  */
 
 export const DELIVERY_LOG_TTL_SECONDS = 30 * 24 * 3600;
@@ -59,10 +64,23 @@ export const presentDelivery = (item: DeliveryLogItem): DeliveryLogEntry => ({
   at: item.at,
 });
 
+/** Live items only: an attempt's TTL may have passed before DynamoDB removes it; the head has none. */
+const live = (nowSeconds: number) => ({ expression: 'attribute_not_exists(expires_at) OR expires_at > :now', values: { ':now': nowSeconds } });
+
 /**
- * One offset page of an endpoint's log, newest first (a strongly consistent Query of its
- * partition, through the shared list paging). TTL-expired items DynamoDB has not removed yet are
- * left out. `total` counts the partition (the log is bounded by 30 days).
+ * Whether the endpoint exists, from strongly consistent reads by key in one BatchGetItem: its log
+ * head, or the endpoint item itself (an endpoint created before heads were written has none).
+ */
+const endpointExists = async (merchantId: string, endpointId: number): Promise<boolean> =>
+  (await batchGet([keys.webhookDeliveryLogHead(merchantId, endpointId), keys.webhookEndpoint(merchantId, endpointId)])).size > 0;
+
+/**
+ * One offset page of an endpoint's log, newest first, with its total; NotFoundError when the
+ * endpoint does not exist (its attempts outlive a delete until their TTL). Every read is a
+ * strongly consistent read of the table, never an index. Page 1 is the count of the attempts in
+ * parallel with one Query of the partition that includes the log head (`~ENDPOINT`, first when
+ * newest first): the head proves the endpoint exists, so the endpoint item is not read (4 requests
+ * with the pipeline's two). Deeper pages check existence beside the count, then skip: O(offset).
  */
 export const listDeliveries = async (
   merchantId: string,
@@ -71,10 +89,26 @@ export const listDeliveries = async (
   perPage: number,
   nowSeconds = Math.floor(Date.now() / 1000),
 ): Promise<{ data: DeliveryLogEntry[]; total: number }> => {
-  const query: IndexQuery = {
-    partition: webhookDeliveriesPartition(merchantId, endpointId),
-    filter: { expression: 'expires_at > :now', values: { ':now': nowSeconds } },
-  };
-  const { items, total } = await listPage<DeliveryLogItem>(query, () => countQuery(query), page, perPage);
-  return { data: items.map(presentDelivery), total };
+  const partition = webhookDeliveriesPartition(merchantId, endpointId);
+  // Inclusive bound below the head: '~' < '~ENDPOINT', above every ISO time.
+  const attempts: IndexQuery = { partition, to: '~', filter: live(nowSeconds) };
+  if (page > 1) {
+    const count = async () => {
+      const [total, exists] = await Promise.all([countQuery(attempts), endpointExists(merchantId, endpointId)]);
+      if (!exists) throw new NotFoundError();
+      return total;
+    };
+    const { items, total } = await listPage<DeliveryLogItem>(attempts, count, page, perPage);
+    return { data: items.map(presentDelivery), total };
+  }
+  const [total, items] = await Promise.all([
+    countQuery(attempts),
+    queryPage<DeliveryLogItem>({ partition, filter: live(nowSeconds) }, 0, perPage + 1),
+  ]);
+  const headSk = keys.webhookDeliveryLogHead(merchantId, endpointId).sk;
+  const hasHead = items[0]?.sk === headSk;
+  // No head: deleted or never created (404), or created before heads were written (none were
+  // backfilled), which only the endpoint item itself can tell apart: one more read, for those only.
+  if (!hasHead && !(await getWebhookEndpointItem(merchantId, endpointId))) throw new NotFoundError();
+  return { data: (hasHead ? items.slice(1) : items.slice(0, perPage)).map(presentDelivery), total };
 };

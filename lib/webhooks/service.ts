@@ -25,8 +25,9 @@ import { checkWebhookUrl } from '#lib/webhooks/url-safety';
 /**
  * Webhook endpoints (decisions §8). Each change is one transaction: the endpoint (created with
  * `attribute_not_exists`, changed or deleted under `version = :read`) and, on create and delete,
- * the merchant's endpoint count. Each attempt reads by key under the one retry policy. The plain
- * secret exists only in memory, between its generation and the 201/200 that returns it.
+ * the merchant's endpoint count and the delivery log's head (`lib/webhooks/deliveries.ts`). Each
+ * attempt reads by key under the one retry policy. The plain secret exists only in memory, between
+ * its generation and the 201/200 that returns it.
  */
 
 /** Endpoints per merchant: keeps the delivery fan-out (every endpoint of a merchant) one Query. */
@@ -79,6 +80,7 @@ export const createWebhookEndpoint = async (merchantId: string, input: WebhookEn
     };
     const ws = new WriteSet();
     ws.put('endpoint', withIndex(merchantId, item), itemAbsent);
+    ws.put('log-head', keys.webhookDeliveryLogHead(merchantId, id!), itemAbsent);
     ws.update('endpoint-count', countKey(merchantId))
       .add(COUNT_ATTR, ONE)
       .when({ expression: 'attribute_not_exists(#n) OR #n < :max', names: { '#n': COUNT_ATTR }, values: { ':max': MAX_WEBHOOK_ENDPOINTS } });
@@ -179,6 +181,7 @@ export const deleteWebhookEndpoint = async (merchantId: string, segment: string)
     if (!item) throw new NotFoundError();
     const ws = new WriteSet();
     ws.delete('endpoint', keys.webhookEndpoint(merchantId, id), versionIs(item.version));
+    ws.delete('log-head', keys.webhookDeliveryLogHead(merchantId, id));
     ws.update('endpoint-count', countKey(merchantId)).add(COUNT_ATTR, ONE.negated());
     await ws.commit();
   });
@@ -230,8 +233,6 @@ export const retryDelivery = async (merchantId: string, segment: string, eventId
 
 /** GET /webhook-endpoints/{id}/deliveries: the endpoint's attempts of the last 30 days, newest first. */
 export const listEndpointDeliveries = async (merchantId: string, segment: string, q: WebhookDeliveriesListQuery) => {
-  const id = idFromPath(segment);
-  if (!(await getWebhookEndpointItem(merchantId, id))) throw new NotFoundError();
-  const { data, total } = await listDeliveries(merchantId, id, q.page, q.per_page, Math.floor(now().getTime() / 1000));
+  const { data, total } = await listDeliveries(merchantId, idFromPath(segment), q.page, q.per_page, Math.floor(now().getTime() / 1000));
   return paginated(data, q.page, q.per_page, total);
 };

@@ -3,7 +3,9 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { keys } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
+import { NotFoundError } from '#lib/errors';
 import { newWebhookSecret } from '#lib/webhooks/secrets';
 import { addDeliveryLog, listDeliveries, type DeliveryLogEntry } from '#lib/webhooks/deliveries';
 import { attemptDelivery, signatureHeaders, USER_AGENT, webhookBody } from '#lib/webhooks/deliver';
@@ -233,17 +235,20 @@ describe('delivery log', () => {
       { event_id: EVENT.id, event_type: 'order.paid', attempt: 2, status: 500, error: null, duration_ms: 42, at: '2026-03-01T10:00:12.000Z' },
       { event_id: EVENT.id, event_type: 'order.paid', attempt: 3, status: 204, error: null, duration_ms: 7, at: '2026-03-01T10:01:15.000Z' },
     ];
+    // The log head, as endpoint 1's create transaction writes it: the endpoint exists.
+    await new WriteSet().put('log-head', keys.webhookDeliveryLogHead(merchantId, 1)).commit();
     for (const e of entries) {
       const ws = new WriteSet();
       addDeliveryLog(ws, merchantId, 1, e);
       await ws.commit();
     }
-    // Another endpoint's log is separate.
+    // Another endpoint's log is separate; without a head or an endpoint item it is not found.
     const other = new WriteSet();
     addDeliveryLog(other, merchantId, 2, { ...entries[0], at: '2026-03-01T11:00:00.000Z' });
     await other.commit();
 
     const now = Date.parse('2026-03-02T00:00:00Z') / 1000;
+    await expect(listDeliveries(merchantId, 2, 1, 20, now)).rejects.toBeInstanceOf(NotFoundError);
     const all = await listDeliveries(merchantId, 1, 1, 20, now);
     expect(all.total).toBe(3);
     expect(all.data).toEqual([entries[2], entries[1], entries[0]]);

@@ -1,11 +1,13 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ABILITIES } from '#lib/auth/abilities';
 import { fixedClock, resetClock } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
+import { WriteSet } from '#lib/db/writes';
 import { newEventId } from '#lib/outbox';
+import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS } from '#lib/webhooks/deliveries';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
 import { AUTO_DISABLE_AFTER_MS, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
@@ -152,8 +154,12 @@ describe('GET /webhook-endpoints/{id}/deliveries', () => {
     expect((await api.get(`/webhook-endpoints/${a.endpoint.id}/deliveries?per_page=0`, a.token)).status).toBe(422);
   });
 
-  it('request budgets: list 5, test 4, retry 4 (token, rate, reads by key, one transaction)', async () => {
+  it('request budgets: test 4, retry 4, list page 1 4 (token, rate, the count ‖ the page with the log head)', async () => {
     const { token, endpoint } = await setup();
+    const empty = await api.counted('GET', `/webhook-endpoints/${endpoint.id}/deliveries`, { token });
+    expect(empty.res.status).toBe(200);
+    expect(empty.res.body.data).toEqual([]);
+    expect(empty.requests).toBe(4);
     const test = await api.counted('POST', `/webhook-endpoints/${endpoint.id}/test`, { token });
     expect(test.res.status).toBe(200);
     expect(test.requests).toBeLessThanOrEqual(4);
@@ -162,7 +168,86 @@ describe('GET /webhook-endpoints/{id}/deliveries', () => {
     expect(retry.requests).toBeLessThanOrEqual(4);
     const list = await api.counted('GET', `/webhook-endpoints/${endpoint.id}/deliveries`, { token });
     expect(list.res.status).toBe(200);
-    expect(list.requests).toBeLessThanOrEqual(5);
+    expect(list.res.body.data).toHaveLength(2);
+    expect(list.requests).toBe(4);
+  });
+});
+
+describe('GET /webhook-endpoints/{id}/deliveries: the log head (existence without reading the endpoint)', () => {
+  /**
+   * `n` live attempts one second apart and one past its 30 days that TTL has not removed yet;
+   * answers the live attempts' times, newest first.
+   */
+  const seedLog = async (merchantId: string, endpointId: number, n: number) => {
+    const now = Date.now();
+    const at = (secondsAgo: number) => new Date(now - secondsAgo * 1000).toISOString().slice(0, 19) + 'Z';
+    const entry = (secondsAgo: number) => ({ event_id: newEventId(), event_type: 'order.paid', attempt: 1, status: 204, error: null, duration_ms: 5, at: at(secondsAgo) });
+    const ws = new WriteSet();
+    const live = Array.from({ length: n }, (_, i) => entry(i + 1));
+    for (const e of [...live, entry(DELIVERY_LOG_TTL_SECONDS + 3600)]) addDeliveryLog(ws, merchantId, endpointId, e);
+    await ws.commit();
+    return live.map((e) => e.at);
+  };
+  const head = async (merchantId: string, id: number) =>
+    (await db().send(new GetCommand({ TableName: tableName(), Key: keys.webhookDeliveryLogHead(merchantId, id), ConsistentRead: true }))).Item;
+  const list = (id: number | string, token: string, query = '') => api.counted('GET', `/webhook-endpoints/${id}/deliveries${query}`, { token });
+
+  it('more than a page: page 1 in 4 requests without the head or expired attempts; deeper pages; past the end 200 empty', async () => {
+    const { merchantId, token, endpoint } = await setup();
+    expect(await head(merchantId, endpoint.id)).toBeDefined();
+    const ats = await seedLog(merchantId, endpoint.id, 7);
+    const page1 = await list(endpoint.id, token, '?per_page=3');
+    expect(page1.res.status).toBe(200);
+    expect(page1.requests).toBe(4);
+    expect(page1.res.body.meta).toMatchObject({ current_page: 1, per_page: 3, total: 7, last_page: 3 });
+    expect(page1.res.body.data.map((e: any) => e.at)).toEqual(ats.slice(0, 3));
+    const pages = [page1.res.body.data];
+    for (const page of [2, 3]) {
+      const r = await list(endpoint.id, token, `?per_page=3&page=${page}`);
+      expect(r.res.status).toBe(200);
+      // Deeper pages: the count ‖ the existence check (BatchGetItem), then the keys-only skip and the page.
+      expect(r.requests).toBe(6);
+      pages.push(r.res.body.data);
+    }
+    expect(pages.map((p) => p.length)).toEqual([3, 3, 1]);
+    expect(new Set(pages.flat().map((e: any) => e.event_id)).size).toBe(7);
+    const past = await list(endpoint.id, token, '?per_page=3&page=4');
+    expect(past.res.status).toBe(200);
+    expect(past.requests).toBe(4);
+    expect(past.res.body).toMatchObject({ data: [], meta: { total: 7 } });
+  });
+
+  it('404 for a deleted endpoint whose log items remain and for a never-created id, on page 1 and past the end', async () => {
+    const { merchantId, token, endpoint } = await setup();
+    await seedLog(merchantId, endpoint.id, 3);
+    expect((await api.del(`/webhook-endpoints/${endpoint.id}`, token)).status).toBe(204);
+    expect(await head(merchantId, endpoint.id)).toBeUndefined();
+    for (const [id, query] of [
+      [endpoint.id, ''],
+      [endpoint.id, '?per_page=2&page=2'],
+      [endpoint.id, '?page=9'],
+      [endpoint.id + 1000, ''],
+      [endpoint.id + 1000, '?page=9'],
+    ] as const) {
+      const r = await list(id, token, query);
+      expect(r.res.status, `${id}${query}`).toBe(404);
+      expect(r.res.body).toEqual(NOT_FOUND);
+    }
+  });
+
+  it('an endpoint created before the head existed still lists (5 requests: the endpoint read by key)', async () => {
+    const { merchantId, token, endpoint } = await setup();
+    const ats = await seedLog(merchantId, endpoint.id, 3);
+    await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.webhookDeliveryLogHead(merchantId, endpoint.id) }));
+    const page1 = await list(endpoint.id, token, '?per_page=2');
+    expect(page1.res.status).toBe(200);
+    expect(page1.requests).toBe(5);
+    expect(page1.res.body).toMatchObject({ data: [{ at: ats[0] }, { at: ats[1] }], meta: { total: 3, last_page: 2 } });
+    expect((await list(endpoint.id, token, '?per_page=2&page=2')).res.body.data).toHaveLength(1);
+    expect((await list(endpoint.id, token, '?per_page=2&page=3')).res.body.data).toEqual([]);
+    // Its delete (no head to remove) leaves a 404.
+    expect((await api.del(`/webhook-endpoints/${endpoint.id}`, token)).status).toBe(204);
+    expect((await list(endpoint.id, token)).res.status).toBe(404);
   });
 });
 
