@@ -5,6 +5,7 @@ import { queryAll } from '#lib/db/query';
 import { InvalidError } from '#lib/errors';
 import { STORED_ATTR } from '#lib/metrics/store';
 import { MOVEMENTS } from '#lib/metrics/timeline';
+import { ExactSum } from '#lib/shared/money';
 import { utcDayOf, type CohortsQuery, type Interval, type MrrQuery } from '#lib/metrics/schemas';
 
 /**
@@ -26,11 +27,27 @@ export const MAX_COHORT_MONTHS = 36;
 const LEVEL_ATTRS = [...MOVEMENTS, 'customers', 'subscriptions', 'churned'] as const;
 type Sums = Record<(typeof LEVEL_ATTRS)[number], Decimal>;
 const emptySums = (): Sums => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, ZERO])) as Sums;
-const addSums = (into: Sums, item: Record<string, unknown>, sign: 1 | -1 = 1) => {
-  for (const a of LEVEL_ATTRS) {
-    const v = item[STORED_ATTR[a]];
-    if (v !== undefined) into[a] = sign === 1 ? into[a].plus(String(v)) : into[a].minus(String(v));
+/** Running sums while items are read (exact and cheap per item); `sumsOf` turns them into Decimals once. */
+type Acc = Record<(typeof LEVEL_ATTRS)[number], ExactSum>;
+const emptyAcc = (): Acc => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, new ExactSum()])) as Acc;
+const STORED_LEVEL_ATTRS = LEVEL_ATTRS.map((a) => STORED_ATTR[a]);
+const addItem = (into: Acc, item: Record<string, unknown>, sign: 1 | -1 = 1) => {
+  for (let i = 0; i < LEVEL_ATTRS.length; i++) {
+    const v = item[STORED_LEVEL_ATTRS[i]];
+    // Most shards of most items hold zeros (unmarshalled as the number 0).
+    if (v !== undefined && v !== 0) into[LEVEL_ATTRS[i]].add(v as number | string, sign);
   }
+};
+const sumsOf = (acc: Acc): Sums => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, acc[a].value()])) as Sums;
+/** Adds `from` into `into` (both running sums: no Decimal per bucket and attribute). */
+const addAcc = (into: Acc, from: Acc) => {
+  for (const a of LEVEL_ATTRS) into[a].addSum(from[a]);
+};
+/** Net MRR of running sums, as a Decimal. */
+const netOf = (acc: Acc) => {
+  const sum = new ExactSum();
+  for (const m of MOVEMENTS) sum.addSum(acc[m]);
+  return sum.value();
 };
 const net = (s: Sums) => MOVEMENTS.reduce((acc, m) => acc.plus(s[m]), ZERO);
 
@@ -52,6 +69,19 @@ const bucketKey = (day: string, interval: Interval) => {
   return addDays(day, -((d.getUTCDay() + 6) % 7)); // the Monday of its week (UTC)
 };
 
+/** The first day of each bucket of [start, end]: the range's start, then each next day, Monday or 1st. */
+function* bucketStarts(start: string, end: string, interval: Interval) {
+  // Compared as times, not text: past 9999-12-31 ISO dates gain a sign and sort first.
+  const last = toDate(end).getTime();
+  for (let t = toDate(start).getTime(); t <= last; ) {
+    yield dayOf(new Date(t));
+    const d = new Date(t);
+    if (interval === 'day') t += DAY_MS;
+    else if (interval === 'week') t += (7 - ((d.getUTCDay() + 6) % 7)) * DAY_MS;
+    else t = d.setUTCMonth(d.getUTCMonth() + 1, 1);
+  }
+}
+
 /**
  * The levels before `from` and the movements of [from, to] per bucket of `interval`: one Query of
  * month roll-ups and one (daily, weekly) or up to two (monthly: the partial first and last months'
@@ -72,23 +102,23 @@ const readRange = async (merchantId: string, from: string, to: string, interval:
     ? [...(from > firstDay ? [[firstDay, addDays(from, -1)]] : []), ...(to < lastDay ? [[addDays(to, 1), lastDay]] : [])]
     : [[firstDay, to]];
   const [monthItems, ...dayItems] = await Promise.all([months, ...dayRanges.map(([lo, hi]) => query(`D#${lo}`, `D#${hi}#~`))]);
-  const before = emptySums();
-  const moves = new Map<string, Sums>();
-  const into = (key: string) => moves.get(key) ?? moves.set(key, emptySums()).get(key)!;
+  const before = emptyAcc();
+  const byBucket = new Map<string, Acc>();
+  const into = (key: string) => byBucket.get(key) ?? byBucket.set(key, emptyAcc()).get(key)!;
   for (const item of monthItems) {
     const month = String(item.sk).slice(2, 9);
-    if (month < fromMonth) addSums(before, item);
-    else addSums(into(month), item);
+    if (month < fromMonth) addItem(before, item);
+    else addItem(into(month), item);
   }
   for (const item of dayItems.flat()) {
     const day = String(item.sk).slice(2, 12);
     if (day < from) {
-      addSums(before, item);
-      if (monthly) addSums(into(fromMonth), item, -1);
-    } else if (day > to) addSums(into(toMonth), item, -1); // monthly only: after the range, in its last month
-    else addSums(into(bucketKey(day, interval)), item);
+      addItem(before, item);
+      if (monthly) addItem(into(fromMonth), item, -1);
+    } else if (day > to) addItem(into(toMonth), item, -1); // monthly only: after the range, in its last month
+    else addItem(into(bucketKey(day, interval)), item);
   }
-  return { before, moves };
+  return { before, moves: byBucket };
 };
 
 const money = (d: Decimal) => d.toFixed(2);
@@ -135,40 +165,37 @@ export const resolveRange = (q: MrrQuery) => {
   return { start, end, interval };
 };
 
-const entryOf = (date: string, moves: Sums, end: Sums) => ({
+const entryOf = (date: string, moves: Sums, end: Acc) => ({
   date,
-  mrr: money(net(end)),
+  mrr: money(netOf(end)),
   new: money(moves.new),
   expansion: money(moves.expansion),
   contraction: money(moves.contraction),
   churn: money(moves.churn),
   reactivation: money(moves.reactivation),
   net_change: money(net(moves)),
-  active_subscriptions: end.subscriptions.toNumber(),
-  active_customers: end.customers.toNumber(),
+  active_subscriptions: end.subscriptions.value().toNumber(),
+  active_customers: end.customers.value().toNumber(),
 });
 
 /** GET /metrics/mrr: one entry per day, week or month of the range, and the range's summary. */
 export const mrrSeries = async (merchantId: string, q: MrrQuery) => {
   const { start, end, interval } = resolveRange(q);
   const { before, moves } = await readRange(merchantId, start, end, interval);
-  let level = before;
-  let all = emptySums();
+  const level = emptyAcc();
+  addAcc(level, before);
+  const all = emptyAcc();
+  const none = emptySums();
   const data = [];
-  // Counted, not compared as text: past 9999-12-31 ISO dates gain a sign and sort first.
-  const days = (toDate(end).getTime() - toDate(start).getTime()) / DAY_MS + 1;
-  let bucket: string | null = null;
-  for (let i = 0; i < days; i++) {
-    const day = addDays(start, i);
-    const key = bucketKey(day, interval);
-    if (key === bucket) continue;
-    bucket = key;
-    const m = moves.get(key) ?? emptySums();
-    level = plus(level, m);
-    all = plus(all, m);
-    data.push(entryOf(day, m, level));
+  for (const day of bucketStarts(start, end, interval)) {
+    const m = moves.get(bucketKey(day, interval));
+    if (m) {
+      addAcc(level, m);
+      addAcc(all, m);
+    }
+    data.push(entryOf(day, m ? sumsOf(m) : none, level));
   }
-  return { data, summary: rangeSummary({ start: before, moves: all, end: level }) };
+  return { data, summary: rangeSummary({ start: sumsOf(before), moves: sumsOf(all), end: sumsOf(level) }) };
 };
 
 const SUMMARY_DAYS = 30;
@@ -177,9 +204,10 @@ const SUMMARY_DAYS = 30;
 export const metricsSummary = async (merchantId: string) => {
   const end = today();
   const start = addDays(end, -(SUMMARY_DAYS - 1));
-  const { before, moves: byDay } = await readRange(merchantId, start, end, 'day');
-  let moves = emptySums();
-  for (const sums of byDay.values()) moves = plus(moves, sums);
+  const range = await readRange(merchantId, start, end, 'day');
+  const all = emptyAcc();
+  for (const day of range.moves.values()) addAcc(all, day);
+  const [before, moves] = [sumsOf(range.before), sumsOf(all)];
   const level = plus(before, moves);
   const base = rangeSummary({ start: before, moves, end: level });
   const gained = moves.new.plus(moves.expansion).plus(moves.reactivation);
