@@ -13,7 +13,7 @@ import { ratio, round } from '../support/stats.ts';
  */
 const CLIENTS = 50;
 const ORDERS = Number(process.env.BENCH_HOT_ORDERS ?? 1000); // per side
-const ROUNDS = 2;
+const ROUNDS = 4;
 const CUSTOMERS_PER_CLIENT = 8;
 
 export const item: BenchItem = {
