@@ -113,6 +113,7 @@ const scenarios = async (api: BenchApi, receiverUrl: string): Promise<Scenario[]
     }),
     s('webhookEndpointsDelete', 'DELETE /webhook-endpoints/{id}', 204, () => ({ method: 'DELETE', path: `/webhook-endpoints/${endpoint.id}` })),
     s('customersDelete', 'DELETE /customers/{id}', 204, () => ({ method: 'DELETE', path: `/customers/${other.id}` })),
+    s('backofficeMe', 'GET /backoffice/me', 200, () => ({ method: 'GET', path: '/backoffice/me', headers: backoffice, token: null })),
     s('backofficeTokenView', 'GET /backoffice/api-token', 200, () => ({ method: 'GET', path: '/backoffice/api-token', headers: backoffice, token: null })),
     s('backofficeTokenRegenerate', 'POST /backoffice/api-token/regenerate', 200, () => ({ method: 'POST', path: '/backoffice/api-token/regenerate', headers: backoffice, token: null })),
     s('backofficeTokenRevoke', 'DELETE /backoffice/api-token', 204, () => ({ method: 'DELETE', path: '/backoffice/api-token', headers: backoffice, token: null })),

@@ -60,6 +60,7 @@ export class DataTable extends Table {
         partitionKey: attribute(gsi.partitionKey),
         sortKey: attribute(gsi.sortKey),
         projectionType: index.Projection.ProjectionType as ProjectionType,
+        ...('NonKeyAttributes' in index.Projection ? { nonKeyAttributes: index.Projection.NonKeyAttributes } : {}),
       });
     }
   }

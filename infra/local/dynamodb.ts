@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { basename, delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException, UpdateTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
 import { createTableInput, TTL_ATTRIBUTE } from '#lib/db/table';
 
 /** The launcher that binds DynamoDB Local to 127.0.0.1 (the jar has no option for it). */
@@ -175,14 +175,30 @@ const waitForDynamo = async (endpoint: string, child: ChildProcess) => {
   throw new Error(`DynamoDB Local did not answer at ${endpoint}`);
 };
 
-/** Creates the table from the shared definition unless it exists. */
+/**
+ * Creates the table from the shared definition unless it exists; a table kept in `DATA_DIR` by an
+ * earlier version gets the indexes added since (one UpdateTable each, as on AWS).
+ */
 export const ensureTable = async (endpoint: string | undefined, tableName: string): Promise<'created' | 'exists'> => {
   const client = endpoint ? localClient(endpoint) : new DynamoDBClient({});
+  const wanted = createTableInput(tableName);
   try {
-    await client.send(new CreateTableCommand(createTableInput(tableName)));
+    await client.send(new CreateTableCommand(wanted));
   } catch (err) {
-    if (err instanceof ResourceInUseException) return 'exists';
-    throw err;
+    if (!(err instanceof ResourceInUseException)) throw err;
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    const present = new Set((Table?.GlobalSecondaryIndexes ?? []).map((g) => g.IndexName));
+    for (const index of wanted.GlobalSecondaryIndexes.filter((g) => !present.has(g.IndexName))) {
+      const keyNames = new Set<string>(index.KeySchema.map((k) => k.AttributeName));
+      await client.send(
+        new UpdateTableCommand({
+          TableName: tableName,
+          AttributeDefinitions: wanted.AttributeDefinitions.filter((a) => keyNames.has(a.AttributeName)),
+          GlobalSecondaryIndexUpdates: [{ Create: index }],
+        }),
+      );
+    }
+    return 'exists';
   }
   await client.send(
     new UpdateTimeToLiveCommand({ TableName: tableName, TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true } }),

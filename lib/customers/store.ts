@@ -202,6 +202,8 @@ export const addCustomerDelete = (ws: WriteSet, merchantId: string, current: Cus
     .set('updated_at', at)
     .remove('gsi1pk')
     .remove('gsi1sk')
+    .remove('gsi4pk')
+    .remove('gsi4sk')
     .remove('gsi2pk')
     .remove('gsi2sk');
   ws.delete('email', keys.customerEmail(merchantId, current.email), markerOwnedBy(current.id));
@@ -221,6 +223,6 @@ export const customersPage = (merchantId: string, offset: number, limit: number)
 
 export type CustomerSearchRow = { id: number; email: string; name?: string | null };
 
-/** id, email and name of every live customer, newest first (for in-memory search). */
+/** id, email and name of every live customer, newest first (for in-memory search), from the search index. */
 export const customerSearchRows = (merchantId: string): Promise<CustomerSearchRow[]> =>
-  queryAll<CustomerSearchRow>({ index: 'gsi1', partition: indexPartitions.customers(merchantId) }, ['id', 'email', 'name']);
+  queryAll<CustomerSearchRow>({ index: 'gsi4', partition: indexPartitions.customers(merchantId) }, ['id', 'email', 'name']);

@@ -13,7 +13,7 @@
  * | rate window (merchant)    | RATE#M#<m>                          | <window start>  |                                                         |
  * | rate window (back office) | RATE#M#<m>                          | BACKOFFICE#<window start> | (per minute; TTL like every rate window)      |
  * | rate window (IP)          | RATE#IP#<ip>                        | <window start>  |                                                         |
- * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi1 list newest first; gsi2 by external_id (GET only) |
+ * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi1 list newest first; gsi4 search (id, email, name); gsi2 by external_id |
  * | email marker (unique)     | M#<m>#CUSTOMER_EMAIL#<email>        | MARKER          |                                                         |
  * | external_id marker        | M#<m>#CUSTOMER_EXT#<external_id>    | MARKER          |                                                         |
  * | order                     | M#<m>#ORDER#<order_no>              | ORDER           | gsi1 all; gsi2 by status; gsi3 by customer              |
@@ -166,9 +166,12 @@ export const keys = {
 
 /** Index attributes written on items (sparse: removed when an item leaves a list). */
 export const indexes = {
+  /** The live list (gsi1) and its search projection (gsi4: id, email, name), same keys. */
   customersByCreated: (merchantId: string, createdAt: string, id: number) => ({
     gsi1pk: `${m(merchantId)}#CUSTOMERS`,
     gsi1sk: `${createdAt}#${pad(id)}`,
+    gsi4pk: `${m(merchantId)}#CUSTOMERS`,
+    gsi4sk: `${createdAt}#${pad(id)}`,
   }),
   customerByExternalId: (merchantId: string, externalId: string) => ({
     gsi2pk: `${m(merchantId)}#CUSTOMER_EXT#${externalId}`,

@@ -298,6 +298,7 @@ describe('DELETE /customers/{idOrExternalId}', () => {
     expect(stored).toMatchObject({ email: 'gone@example.com', name: 'Gone' });
     expect(stored.deleted_at).toMatch(/Z$/);
     expect(stored.gsi1pk).toBeUndefined();
+    expect(stored.gsi4pk).toBeUndefined();
 
     const again = await create(token, { email: 'gone@example.com', external_id: 'g-1' });
     expect(again.id).not.toBe(c.id);

@@ -1,4 +1,7 @@
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
+import { db, tableName } from '#lib/db/client';
+import { indexPartitions } from '#lib/db/keys';
 import { newMerchant, useApi } from '../support/api.ts';
 import { fixedClock, resetClock } from '#lib/clock';
 
@@ -113,6 +116,20 @@ describe('GET /customers', () => {
     expect((await api.del(`/customers/${carol}`, token)).status).toBe(204);
     expect(ids(await q('search=shop'))).toEqual([dan, ann]);
     expect((await q('search=shop')).meta.total).toBe(2);
+  });
+
+  it('search reads an index holding only id, email and name of live customers (small rows, small read capacity)', async () => {
+    const { token, merchantId } = await newMerchant();
+    const [keep, gone] = await seed(token, [
+      { email: 'keep@shop.example', name: 'Keep', metadata: { note: 'x'.repeat(2000) } },
+      { email: 'gone@shop.example', name: 'Gone' },
+    ]);
+    expect((await api.del(`/customers/${gone}`, token)).status).toBe(204);
+    const rows = await db().send(
+      new QueryCommand({ TableName: tableName(), IndexName: 'gsi4', KeyConditionExpression: 'gsi4pk = :p', ExpressionAttributeValues: { ':p': indexPartitions.customers(merchantId) } }),
+    );
+    expect(rows.Items!.map((r) => r.id)).toEqual([keep]);
+    expect(Object.keys(rows.Items![0]).sort()).toEqual(['email', 'gsi4pk', 'gsi4sk', 'id', 'name', 'pk', 'sk']);
   });
 
   it('page 1 costs ≤ 4 DynamoDB requests, the same with 150 customers as with 5', async () => {

@@ -219,7 +219,7 @@ describe('table grants', () => {
   const describeGrants = (stack: ApiStack, grants: Grant[]) => {
     const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.table.node.defaultChild as never), 'Arn'] };
     const indexName = (resource: unknown) =>
-      ['gsi1', 'gsi2', 'gsi3'].find((name) => JSON.stringify(resource) === JSON.stringify({ 'Fn::Join': ['', [tableArn, `/index/${name}`]] }));
+      ['gsi1', 'gsi2', 'gsi3', 'gsi4'].find((name) => JSON.stringify(resource) === JSON.stringify({ 'Fn::Join': ['', [tableArn, `/index/${name}`]] }));
     return grants
       .map(({ action, resource, condition }) => {
         const on = JSON.stringify(resource) === JSON.stringify(tableArn) ? 'table' : indexName(resource) ? `index ${indexName(resource)}` : JSON.stringify(resource);
@@ -240,6 +240,7 @@ describe('table grants', () => {
       'Query on index gsi1',
       'Query on index gsi2',
       'Query on index gsi3',
+      'Query on index gsi4',
       'Query on table',
       'UpdateItem on table RATE#,TOKEN#',
     ],
@@ -253,6 +254,7 @@ describe('table grants', () => {
       'Query on index gsi1',
       'Query on index gsi2',
       'Query on index gsi3',
+      'Query on index gsi4',
       'Query on table',
       'UpdateItem on table',
     ],
