@@ -17,6 +17,7 @@ const store = () => import('#lib/merchants/store');
 const USAGE = `usage:
   ops merchant create --name NAME [--currency TWD]
   ops merchant delete --merchant ID          (its token is refused from the next request; data kept)
+  ops metrics rebuild --merchant ID         (aggregates from the timelines, search keys; writes paused)
   ops token create --merchant ID [--abilities customers:read,orders:read]
   ops token regenerate --merchant ID
   ops token revoke --merchant ID
@@ -40,6 +41,12 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
     case 'merchant delete': {
       const merchantId = need(values.merchant, 'merchant');
       return explainNotFound(merchantId, (await store()).deleteMerchant(merchantId));
+    }
+    case 'metrics rebuild': {
+      const merchantId = need(values.merchant, 'merchant');
+      const [{ getMerchant }, { rebuildMerchantAggregates }] = await Promise.all([store(), import('#lib/metrics/rebuild')]);
+      if (!(await getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
+      return rebuildMerchantAggregates(merchantId);
     }
     case 'token create': {
       const merchantId = need(values.merchant, 'merchant');

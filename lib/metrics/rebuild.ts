@@ -1,0 +1,124 @@
+import Decimal from 'decimal.js';
+import { DeleteCommand, GetCommand, NumberValue, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { batchGet, keyId } from '#lib/db/batch-get';
+import { db, tableName } from '#lib/db/client';
+import { cohortPartition, keys, metricsPartition } from '#lib/db/keys';
+import { queryAll } from '#lib/db/query';
+import { aggregateKey, STORED_ATTR, timelineFromItem } from '#lib/metrics/store';
+import { contributions, difference, type Contributions } from '#lib/metrics/timeline';
+
+/**
+ * `ops metrics rebuild`: makes a merchant's stored aggregates equal the sum of its customers'
+ * timelines (what every write keeps them equal to), for data written by an earlier version of the
+ * item shapes (year items before the month roll-ups) or repaired by hand. It also gives live
+ * customers written before the search index (gsi4) its keys. Everything is read by key or from the
+ * table (strongly consistent); corrections are `ADD`s of the difference on shard 0, so running it
+ * twice changes nothing the second time. Run it while the merchant's writes are paused: a write
+ * between the timeline reads and the aggregate reads would be counted twice.
+ */
+
+const ATTR_OF_STORED = Object.fromEntries(Object.entries(STORED_ATTR).map(([logical, stored]) => [stored, logical]));
+const CUSTOMERS_PER_READ = 50; // customer + timeline: 100 keys, one BatchGetItem
+
+/** The aggregate id (`D#<day>`, `M#<month>`, `C#<cohort>#<month>`) of a stored item, or `Y#…` for a retired year item. */
+const aggregateIdOf = (partition: 'metrics' | 'cohort', sk: string) => {
+  const withoutShard = sk.slice(0, sk.lastIndexOf('#'));
+  return partition === 'metrics' ? withoutShard : `C#${withoutShard}`;
+};
+
+export type RebuildReport = {
+  customers_read: number;
+  timelines: number;
+  aggregates_corrected: number;
+  year_items_removed: number;
+  search_keys_added: number;
+};
+
+export const rebuildMerchantAggregates = async (merchantId: string): Promise<RebuildReport> => {
+  const { Item: seq } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sequences(merchantId), ConsistentRead: true }));
+  const lastCustomerId = Number(seq?.customer ?? 0);
+
+  const target: Contributions = new Map();
+  let timelines = 0;
+  let searchKeysAdded = 0;
+  for (let first = 1; first <= lastCustomerId; first += CUSTOMERS_PER_READ) {
+    const ids = Array.from({ length: Math.min(CUSTOMERS_PER_READ, lastCustomerId - first + 1) }, (_, i) => first + i);
+    const found = await batchGet<Record<string, unknown>>(ids.flatMap((id) => [keys.customer(merchantId, id), keys.customerTimeline(merchantId, id)]));
+    for (const id of ids) {
+      const timelineItem = found.get(keyId(keys.customerTimeline(merchantId, id)));
+      if (timelineItem) {
+        timelines += 1;
+        for (const [item, attrs] of contributions(timelineFromItem(timelineItem).timeline)) {
+          const into = target.get(item) ?? new Map<string, Decimal>();
+          for (const [attr, v] of attrs) into.set(attr, (into.get(attr) ?? new Decimal(0)).plus(v));
+          target.set(item, into);
+        }
+      }
+      const customer = found.get(keyId(keys.customer(merchantId, id)));
+      if (customer?.gsi1pk && !customer.gsi4pk) {
+        await db().send(
+          new UpdateCommand({
+            TableName: tableName(),
+            Key: keys.customer(merchantId, id),
+            UpdateExpression: 'SET gsi4pk = gsi1pk, gsi4sk = gsi1sk',
+            // Still live and still without the keys (a delete or a newer write decides otherwise).
+            ConditionExpression: 'attribute_exists(gsi1pk) AND attribute_not_exists(gsi4pk)',
+          }),
+        ).then(
+          () => (searchKeysAdded += 1),
+          (err: Error) => {
+            if (err.name !== 'ConditionalCheckFailedException') throw err;
+          },
+        );
+      }
+    }
+  }
+
+  const stored: Contributions = new Map();
+  const yearItems: { pk: string; sk: string }[] = [];
+  const attrs = ['pk', 'sk', ...Object.values(STORED_ATTR)];
+  for (const partition of ['metrics', 'cohort'] as const) {
+    const items = await queryAll<Record<string, unknown>>({ partition: partition === 'metrics' ? metricsPartition(merchantId) : cohortPartition(merchantId) }, attrs);
+    for (const item of items) {
+      const id = aggregateIdOf(partition, String(item.sk));
+      if (id.startsWith('Y#')) {
+        yearItems.push({ pk: String(item.pk), sk: String(item.sk) });
+        continue;
+      }
+      const into = stored.get(id) ?? new Map<string, Decimal>();
+      for (const [storedAttr, logical] of Object.entries(ATTR_OF_STORED)) {
+        if (item[storedAttr] !== undefined) into.set(logical, (into.get(logical) ?? new Decimal(0)).plus(String(item[storedAttr])));
+      }
+      stored.set(id, into);
+    }
+  }
+
+  const corrections = difference(stored, target);
+  for (const [id, moves] of corrections) {
+    const names: Record<string, string> = {};
+    const values: Record<string, NumberValue> = {};
+    const adds = [...moves].map(([attr, delta], i) => {
+      names[`#a${i}`] = STORED_ATTR[attr];
+      values[`:d${i}`] = NumberValue.from(delta.toFixed()); // exact: a JS number could round it
+      return `#a${i} :d${i}`;
+    });
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: aggregateKey(merchantId, id, 0),
+        UpdateExpression: `ADD ${adds.join(', ')}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      }),
+    );
+  }
+  for (const key of yearItems) await db().send(new DeleteCommand({ TableName: tableName(), Key: key }));
+
+  return {
+    customers_read: lastCustomerId,
+    timelines,
+    aggregates_corrected: corrections.size,
+    year_items_removed: yearItems.length,
+    search_keys_added: searchKeysAdded,
+  };
+};
