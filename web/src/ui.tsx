@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import type { Meta } from './api';
+import type { Meta, Page } from './api';
 
 export type Async<T> = { state: 'loading' } | { state: 'error'; error: Error } | { state: 'ready'; data: T };
 
@@ -115,6 +115,28 @@ export const Pager = ({ meta, onPage, label }: { meta: Meta; onPage: (page: numb
       Next
     </button>
   </nav>
+);
+
+/** One page of a list: its rows in a scrollable table, and the pager under it. */
+export const PagedTable = <T,>(props: {
+  label: string;
+  /** The pager's name when it differs from the table's. */
+  pagerLabel?: string;
+  testId: string;
+  cols: ComponentChildren[];
+  page: Page<T>;
+  onPage: (page: number) => void;
+  row: (item: T) => ComponentChildren;
+}) => (
+  <>
+    <TableScroll label={props.label}>
+      <table data-testid={props.testId}>
+        <Head cols={props.cols} />
+        <tbody>{props.page.data.map(props.row)}</tbody>
+      </table>
+    </TableScroll>
+    <Pager meta={props.page.meta} onPage={props.onPage} label={props.pagerLabel ?? props.label} />
+  </>
 );
 
 /** A figure with its exact API value kept in `data-value` (what the end-to-end test compares). */

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { query, type Api, type Me, type Order, type Page, type SubscriptionEvent } from '../api';
 import { money, when } from '../format';
-import { Choice, Head, Pager, Panel, TableScroll, useAsync } from '../ui';
+import { Choice, PagedTable, Panel, useAsync } from '../ui';
 
 const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'];
 const EVENT_TYPES = ['created', 'upgrade', 'downgrade', 'cancel', 'reactivated'];
@@ -49,29 +49,26 @@ const OrdersPanel = ({ api }: { api: Api }) => {
       }
     >
       {(p) => (
-        <>
-          <TableScroll label="Orders">
-            <table data-testid="orders">
-              <Head cols={['Order', 'Customer', 'Amount', 'Status', 'Created']} />
-              <tbody>
-                {p.data.map((o) => (
-                  <tr key={o.id} data-order-no={o.order_no}>
-                    <th scope="row">{o.order_no}</th>
-                    <td>{o.customer_name ? `${o.customer_name} · ${o.customer_email}` : o.customer_email}</td>
-                    <td class="num" data-value={o.amount}>
-                      {money(o.amount, o.currency)}
-                    </td>
-                    <td>
-                      <span class={`badge ${o.status}`}>{o.status}</span>
-                    </td>
-                    <td>{when(o.created_at)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
-          <Pager meta={p.meta} onPage={setPage} label="Orders" />
-        </>
+        <PagedTable
+          label="Orders"
+          testId="orders"
+          cols={['Order', 'Customer', 'Amount', 'Status', 'Created']}
+          page={p}
+          onPage={setPage}
+          row={(o) => (
+            <tr key={o.id} data-order-no={o.order_no}>
+              <th scope="row">{o.order_no}</th>
+              <td>{o.customer_name ? `${o.customer_name} · ${o.customer_email}` : o.customer_email}</td>
+              <td class="num" data-value={o.amount}>
+                {money(o.amount, o.currency)}
+              </td>
+              <td>
+                <span class={`badge ${o.status}`}>{o.status}</span>
+              </td>
+              <td>{when(o.created_at)}</td>
+            </tr>
+          )}
+        />
       )}
     </Panel>
   );
@@ -103,27 +100,25 @@ const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
       }
     >
       {(p) => (
-        <>
-          <TableScroll label="Subscription events">
-            <table data-testid="events">
-              <Head cols={['When', 'Type', 'Customer', 'Plan', 'MRR change']} />
-              <tbody>
-                {p.data.map((e) => (
-                  <tr key={e.id}>
-                    <th scope="row">{when(e.occurred_at)}</th>
-                    <td>{e.event_type}</td>
-                    <td>#{e.customer_id}</td>
-                    <td>{e.new_plan ?? '—'}</td>
-                    <td class="num">
-                      {money(e.old_amount, me.reporting_currency)} → {money(e.new_amount, me.reporting_currency)} ({money(e.amount_change, me.reporting_currency)})
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
-          <Pager meta={p.meta} onPage={setPage} label="Events" />
-        </>
+        <PagedTable
+          label="Subscription events"
+          pagerLabel="Events"
+          testId="events"
+          cols={['When', 'Type', 'Customer', 'Plan', 'MRR change']}
+          page={p}
+          onPage={setPage}
+          row={(e) => (
+            <tr key={e.id}>
+              <th scope="row">{when(e.occurred_at)}</th>
+              <td>{e.event_type}</td>
+              <td>#{e.customer_id}</td>
+              <td>{e.new_plan ?? '—'}</td>
+              <td class="num">
+                {money(e.old_amount, me.reporting_currency)} → {money(e.new_amount, me.reporting_currency)} ({money(e.amount_change, me.reporting_currency)})
+              </td>
+            </tr>
+          )}
+        />
       )}
     </Panel>
   );

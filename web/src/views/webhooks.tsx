@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, query, type Api, type Delivery, type Endpoint, type Me, type Page } from '../api';
 import { when } from '../format';
-import { Head, Pager, Panel, TableScroll, useAsync } from '../ui';
+import { Head, PagedTable, Panel, TableScroll, useAsync } from '../ui';
 
 const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: Endpoint }) => {
   const [page, setPage] = useState(1);
@@ -45,27 +45,24 @@ const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: En
       }
     >
       {(p) => (
-        <>
-          <TableScroll label="Deliveries">
-            <table data-testid="deliveries">
-              <Head cols={['When', 'Event', 'Attempt', 'Result', 'Duration']} />
-              <tbody>
-                {p.data.map((d) => (
-                  <tr key={`${d.event_id}-${d.attempt}`} data-event-id={d.event_id}>
-                    <th scope="row">{when(d.at)}</th>
-                    <td>{d.event_type}</td>
-                    <td class="num">{d.attempt}</td>
-                    <td>
-                      <span class={`badge ${d.status !== null && d.status < 300 ? 'paid' : 'failed'}`}>{d.status ?? d.error}</span>
-                    </td>
-                    <td class="num">{d.duration_ms} ms</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
-          <Pager meta={p.meta} onPage={setPage} label="Deliveries" />
-        </>
+        <PagedTable
+          label="Deliveries"
+          testId="deliveries"
+          cols={['When', 'Event', 'Attempt', 'Result', 'Duration']}
+          page={p}
+          onPage={setPage}
+          row={(d) => (
+            <tr key={`${d.event_id}-${d.attempt}`} data-event-id={d.event_id}>
+              <th scope="row">{when(d.at)}</th>
+              <td>{d.event_type}</td>
+              <td class="num">{d.attempt}</td>
+              <td>
+                <span class={`badge ${d.status !== null && d.status < 300 ? 'paid' : 'failed'}`}>{d.status ?? d.error}</span>
+              </td>
+              <td class="num">{d.duration_ms} ms</td>
+            </tr>
+          )}
+        />
       )}
     </Panel>
   );
