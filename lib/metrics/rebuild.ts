@@ -5,7 +5,7 @@ import { db, tableName } from '#lib/db/client';
 import { cohortPartition, keys, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { aggregateKey, STORED_ATTR, timelineFromItem } from '#lib/metrics/store';
-import { contributions, difference, type Contributions } from '#lib/metrics/timeline';
+import { addContribution, addContributions, contributions, difference, type Contributions } from '#lib/metrics/timeline';
 
 /**
  * `ops metrics rebuild`: makes a merchant's stored aggregates equal the sum of its customers'
@@ -48,11 +48,7 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
       const timelineItem = found.get(keyId(keys.customerTimeline(merchantId, id)));
       if (timelineItem) {
         timelines += 1;
-        for (const [item, attrs] of contributions(timelineFromItem(timelineItem).timeline)) {
-          const into = target.get(item) ?? new Map<string, Decimal>();
-          for (const [attr, v] of attrs) into.set(attr, (into.get(attr) ?? new Decimal(0)).plus(v));
-          target.set(item, into);
-        }
+        addContributions(target, contributions(timelineFromItem(timelineItem).timeline));
       }
       const customer = found.get(keyId(keys.customer(merchantId, id)));
       if (customer?.gsi1pk && !customer.gsi4pk) {
@@ -85,11 +81,9 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
         yearItems.push({ pk: String(item.pk), sk: String(item.sk) });
         continue;
       }
-      const into = stored.get(id) ?? new Map<string, Decimal>();
       for (const [storedAttr, logical] of Object.entries(ATTR_OF_STORED)) {
-        if (item[storedAttr] !== undefined) into.set(logical, (into.get(logical) ?? new Decimal(0)).plus(String(item[storedAttr])));
+        if (item[storedAttr] !== undefined) addContribution(stored, id, logical, new Decimal(String(item[storedAttr])));
       }
-      stored.set(id, into);
     }
   }
 

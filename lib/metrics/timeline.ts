@@ -80,7 +80,8 @@ export const classify = (before: Decimal, after: Decimal, everPositive: boolean)
 /** Aggregate item id → attribute → amount. Items: `D#<day>`, `M#<month>`, `C#<cohort>#<month>`. */
 export type Contributions = Map<string, Map<string, Decimal>>;
 
-const addTo = (out: Contributions, item: string, attr: string, v: Decimal) => {
+/** Adds `v` to one attribute of one aggregate item (zero: nothing). */
+export const addContribution = (out: Contributions, item: string, attr: string, v: Decimal) => {
   if (v.isZero()) return;
   const attrs = out.get(item) ?? new Map<string, Decimal>();
   attrs.set(attr, (attrs.get(attr) ?? ZERO).plus(v));
@@ -129,18 +130,18 @@ export const contributions = (tl: Timeline): Contributions => {
     const movement = classify(mrr, nextMrr, cohort !== null);
     if (!cohort && nextMrr.gt(0)) {
       cohort = month;
-      addTo(out, `C#${cohort}#${cohort}`, 'joined', new Decimal(1));
+      addContribution(out, `C#${cohort}#${cohort}`, 'joined', new Decimal(1));
     }
     const activeChange = new Decimal(Number(nextMrr.gt(0)) - Number(mrr.gt(0)));
     for (const period of periods) {
-      if (movement) addTo(out, period, movement.kind, movement.amount);
-      addTo(out, period, 'customers', activeChange);
-      addTo(out, period, 'subscriptions', new Decimal(nextSubs - subs));
-      if (liveLines > 0 && nextLive === 0 && cancelled) addTo(out, period, 'churned', new Decimal(1));
+      if (movement) addContribution(out, period, movement.kind, movement.amount);
+      addContribution(out, period, 'customers', activeChange);
+      addContribution(out, period, 'subscriptions', new Decimal(nextSubs - subs));
+      if (liveLines > 0 && nextLive === 0 && cancelled) addContribution(out, period, 'churned', new Decimal(1));
     }
     if (cohort) {
-      addTo(out, `C#${cohort}#${month}`, 'mrr', nextMrr.minus(mrr));
-      addTo(out, `C#${cohort}#${month}`, 'customers', activeChange);
+      addContribution(out, `C#${cohort}#${month}`, 'mrr', nextMrr.minus(mrr));
+      addContribution(out, `C#${cohort}#${month}`, 'customers', activeChange);
     }
     mrr = nextMrr;
     liveLines = nextLive;
@@ -149,11 +150,16 @@ export const contributions = (tl: Timeline): Contributions => {
   return out;
 };
 
+/** Adds every entry of `from` into `into` (a merchant's total of its customers' contributions). */
+export const addContributions = (into: Contributions, from: Contributions) => {
+  for (const [item, attrs] of from) for (const [attr, v] of attrs) addContribution(into, item, attr, v);
+};
+
 /** `after − before`, item by item, without zero entries. */
 export const difference = (before: Contributions, after: Contributions): Contributions => {
   const out: Contributions = new Map();
-  for (const [item, attrs] of after) for (const [attr, v] of attrs) addTo(out, item, attr, v);
-  for (const [item, attrs] of before) for (const [attr, v] of attrs) addTo(out, item, attr, v.negated());
+  for (const [item, attrs] of after) for (const [attr, v] of attrs) addContribution(out, item, attr, v);
+  for (const [item, attrs] of before) for (const [attr, v] of attrs) addContribution(out, item, attr, v.negated());
   for (const [item, attrs] of out) {
     for (const [attr, v] of attrs) if (v.isZero()) attrs.delete(attr);
     if (!attrs.size) out.delete(item);

@@ -1,8 +1,7 @@
-import Decimal from 'decimal.js';
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { METRIC_SHARDS } from '#lib/db/keys';
 import { aggregateKey, STORED_ATTR } from '#lib/metrics/store';
-import { contributions, difference, setFrom, type Contributions, type Timeline } from '#lib/metrics/timeline';
+import { addContributions, contributions, setFrom, type Contributions, type Timeline } from '#lib/metrics/timeline';
 import { batchWriteAll } from './seed.ts';
 
 const DAY = 86_400_000;
@@ -22,11 +21,7 @@ export const seedMetricsAggregates = async (merchantId: string, customers: numbe
     let tl: Timeline = setFrom({}, 'S1', iso(created), 10 + (i % 90), 'a');
     tl = setFrom(tl, 'S1', iso(created + (30 + (i % 200)) * DAY), 20 + (i % 50), 'a');
     if (i % 3 === 0) tl = setFrom(tl, 'S1', iso(created + (60 + (i % 400)) * DAY), 0, 'c');
-    for (const [item, attrs] of difference(new Map(), contributions(tl))) {
-      const into = total.get(item) ?? new Map<string, Decimal>();
-      for (const [a, v] of attrs) into.set(a, (into.get(a) ?? new Decimal(0)).plus(v));
-      total.set(item, into);
-    }
+    addContributions(total, contributions(tl));
   }
   // Every shard of every item the reads below touch holds every attribute (the largest reads): the
   // sums in shard 0, zeros elsewhere. Items outside those ranges get shard 0 only (fewer to seed).
