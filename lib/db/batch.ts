@@ -1,4 +1,4 @@
-import { deadline, retrying } from '#lib/db/retry';
+import { deadline, retrying, settledError } from '#lib/db/retry';
 import { ContentionError, DomainError } from '#lib/errors';
 import { METRIC_SHARDS } from '#lib/db/keys';
 import { leaseShard, releaseShard } from '#lib/db/shards';
@@ -99,8 +99,10 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
           if (Date.now() >= deadline()) throw new ContentionError();
           await retrying(() => plan.alone(unit));
         } catch (unitErr) {
-          if (!(unitErr instanceof DomainError)) logger.error('batch unit failed', unitErr as Error);
-          plan.failed(unit, unitErr);
+          // A throttle, lost race or unanswered call reaches the plan as busy / contention, as a single request would answer it.
+          const settled = settledError(unitErr);
+          if (!(settled instanceof DomainError)) logger.error('batch unit failed', unitErr as Error);
+          plan.failed(unit, settled);
         }
       }
     }

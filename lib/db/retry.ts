@@ -64,6 +64,19 @@ export const isUnanswered = (err: unknown): boolean => {
   return !!e && (UNANSWERED_NAMES.has(e.name ?? '') || UNANSWERED_CODES.has(e.code ?? ''));
 };
 
+/**
+ * A DynamoDB error that ended the retrying (throttled, contention, no answer) as the domain error
+ * callers answer with: busy (503, or a batch item `throttled`) or contention (409, `conflict`).
+ * Anything else is returned as it is.
+ */
+export const settledError = (err: unknown): unknown => {
+  if (isUnanswered(err)) return new ThrottledError();
+  const kind = retryKind(err);
+  if (kind === 'throttle') return new ThrottledError();
+  if (kind === 'contention') return new ContentionError();
+  return err;
+};
+
 const BASE_MS = 15;
 const CAP_MS = 400;
 /** Full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"); other callers pass their own base and cap. */

@@ -1,5 +1,5 @@
 import { ConflictError, ContentionError, InvalidError, NotFoundError, ThrottledError, type FieldErrors } from '#lib/errors';
-import { isUnanswered, retryKind } from '#lib/db/retry';
+import { settledError } from '#lib/db/retry';
 
 /** Errors with their exact bodies from decisions.md §2. Thrown anywhere; rendered once by the pipeline. */
 export class HttpError extends Error {
@@ -50,11 +50,8 @@ export const toHttpError = (err: unknown): HttpError | null => {
   // middy's early timeout: the invocation ran out of time (a slow dependency): busy, retry. Whatever
   // was under way either committed (an idempotent retry replays it) or did not.
   if (isInvocationTimeout(err)) return serviceBusy(1, new ThrottledError().message);
-  // DynamoDB did not answer (timeout, connection lost): the outcome is unknown, the client retries.
-  if (isUnanswered(err)) return serviceBusy(1, new ThrottledError().message);
-  // A read outside `retrying` that DynamoDB throttled (or a lost race that escaped it): still 503 / 409.
-  const kind = retryKind(err);
-  if (kind === 'throttle') return serviceBusy(1, new ThrottledError().message);
-  if (kind === 'contention') return toHttpError(new ContentionError());
-  return null;
+  // DynamoDB did not answer (timeout, connection lost: the outcome is unknown, the client retries),
+  // or a read outside `retrying` was throttled or lost a race: still 503 / 409.
+  const settled = settledError(err);
+  return settled === err ? null : toHttpError(settled);
 };

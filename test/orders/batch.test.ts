@@ -2,6 +2,7 @@ import Decimal from 'decimal.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
+import { failOnce, sdkTimeout } from '../support/faults.ts';
 import { activityRecords, createOrder, expect422, expectFiguresMatchOrders, figuresFromOrders, listAll, outboxEvents, pickFigures, storedCounts, uniqueNo } from './helpers.ts';
 
 const api = useApi();
@@ -309,6 +310,29 @@ describe('one batch, applied in array order', () => {
     expect(first[0]).toMatchObject({ name: 'First', order_count: 0, ltv: '0.00' });
     expect(second[0]).toMatchObject({ name: 'Second', order_count: 1, ltv: '5.00' });
     expect((await api.get(`/orders/${no}`, token)).body.data.customer_id).toBe(second[0].id);
+  });
+});
+
+describe('POST /orders/batch when DynamoDB does not answer', () => {
+  it('reports an item whose write got no answer as throttled (retry it), as a single request answers 503', async () => {
+    const { token } = await newMerchant();
+    const [a, b] = [uniqueNo(), uniqueNo()];
+    // The chunk's transaction gets no answer (its units are redone one by one), then neither does the first unit's.
+    const faults = [failOnce('TransactWriteItems', sdkTimeout), failOnce('TransactWriteItems', sdkTimeout)];
+    try {
+      const data = await batch(token, [
+        { order_no: a, amount: '1.00', customer_email: 'a@example.com' },
+        { order_no: b, amount: '2.00', customer_email: 'b@example.com' },
+      ]);
+      expect(faults.map((f) => f.stats.fired)).toEqual([true, true]);
+      expect(data).toMatchObject({ total: 2, created: 1, failed: 1 });
+      expect(data.results.failed).toEqual([{ index: 0, identifier: a, reason: 'throttled', message: 'The service was busy; retry the item.' }]);
+    } finally {
+      for (const f of faults) f.uninstall();
+    }
+    // Retrying the item completes it.
+    expect(await batch(token, [{ order_no: a, amount: '1.00', customer_email: 'a@example.com' }])).toMatchObject({ failed: 0 });
+    expect((await api.get(`/orders/${a}`, token)).status).toBe(200);
   });
 });
 
