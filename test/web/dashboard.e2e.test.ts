@@ -200,17 +200,85 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     await axe(page, 'overview');
 
     await page.getByTestId('mrr-interval').selectOption('week');
-    await page.locator('[data-interval="week"]').waitFor();
-    await ready(page, 'mrr');
+    await page.locator('[data-panel="mrr"][data-state="ready"] [data-interval="week"]').waitFor();
     const weekly = (await api.get(`/metrics/mrr?interval=week&start_date=${start12}&end_date=${today()}`, t)).body;
     expect(await rows()).toEqual(weekly.data.map((e: { date: string; mrr: string }) => [e.date, e.mrr]));
     await page.getByTestId('mrr-range').selectOption('90d');
-    await page.locator('[data-interval="week"][data-range="90d"]').waitFor();
+    await page.locator('[data-panel="mrr"][data-state="ready"] [data-interval="week"][data-range="90d"]').waitFor();
     const start90 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - 89)).toISOString().slice(0, 10);
     const recent = (await api.get(`/metrics/mrr?interval=week&start_date=${start90}&end_date=${today()}`, t)).body;
     expect(await rows()).toEqual(recent.data.map((e: { date: string; mrr: string }) => [e.date, e.mrr]));
     expect(failures).toEqual([]);
   }, 90_000);
+
+  it('MRR panel: with the answer slowed, no frame shows rows under an interval or range they were not loaded for', async () => {
+    const { page, failures } = await open('user');
+    const t = merchant.token;
+    const now = new Date();
+    const start12 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
+    const start90 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - 89)).toISOString().slice(0, 10);
+    const dates = async (q: string) => (await api.get(`/metrics/mrr?${q}&end_date=${today()}`, t)).body.data.map((e: { date: string }) => e.date).join(',');
+    const expected: Record<string, string> = {
+      'month 12m': await dates(`interval=month&start_date=${start12}`),
+      'week 12m': await dates(`interval=week&start_date=${start12}`),
+      'week 90d': await dates(`interval=week&start_date=${start90}`),
+    };
+    await ready(page, 'mrr');
+    // From here on every MRR answer waits 1.5 s: many frames pass between a choice and its answer.
+    await page.route(
+      (url) => url.pathname === '/v1/metrics/mrr',
+      async (route) => {
+        await new Promise((r) => setTimeout(r, 1_500));
+        await route.continue();
+      },
+    );
+    // Record what the panel presents on every animation frame and after every DOM mutation.
+    await page.evaluate(() => {
+      const w = window as unknown as { presented: unknown[]; stopPresenting: boolean };
+      const panel = document.querySelector('[data-panel="mrr"]')!;
+      w.presented = [];
+      w.stopPresenting = false;
+      const sample = (via: string) => {
+        const shown = panel.querySelector('[data-interval]');
+        const rows = [...panel.querySelectorAll('[data-testid="mrr-table"] tbody tr')].map((tr) => tr.getAttribute('data-date'));
+        w.presented.push({
+          via,
+          controls: `${(document.querySelector('[data-testid="mrr-interval"]') as HTMLSelectElement).value} ${(document.querySelector('[data-testid="mrr-range"]') as HTMLSelectElement).value}`,
+          state: panel.getAttribute('data-state'),
+          labelled: shown ? `${shown.getAttribute('data-interval')} ${shown.getAttribute('data-range')}` : null,
+          rows: rows.length ? rows.join(',') : null,
+        });
+      };
+      const frame = () => {
+        sample('frame');
+        if (!w.stopPresenting) requestAnimationFrame(frame);
+      };
+      requestAnimationFrame(frame);
+      new MutationObserver(() => sample('mutation')).observe(panel, { subtree: true, childList: true, attributes: true, characterData: true });
+    });
+    await page.getByTestId('mrr-interval').selectOption('week');
+    await page.locator('[data-panel="mrr"][data-state="ready"] [data-interval="week"][data-range="12m"]').waitFor();
+    await page.getByTestId('mrr-range').selectOption('90d');
+    await page.locator('[data-panel="mrr"][data-state="ready"] [data-interval="week"][data-range="90d"]').waitFor();
+    type Presented = { via: string; controls: string; state: string; labelled: string | null; rows: string | null };
+    const presented: Presented[] = await page.evaluate(() => {
+      const w = window as unknown as { presented: unknown[]; stopPresenting: boolean };
+      w.stopPresenting = true;
+      return w.presented;
+    });
+    const frames = presented.filter((p) => p.via === 'frame');
+    for (const p of presented) {
+      if (p.rows === null) continue;
+      // Rows are shown only under the controls they were loaded for, labelled with them, and equal to that series.
+      expect(p.labelled, JSON.stringify(p)).toBe(p.controls);
+      expect(p.rows, `${p.via} under "${p.controls}" presents the rows of "${Object.keys(expected).find((k) => expected[k] === p.rows)}"`).toBe(expected[p.controls]);
+    }
+    // The recording saw each wait (frames loading under both new choices) and the last answer.
+    expect(frames.some((p) => p.controls === 'week 12m' && p.state === 'loading')).toBe(true);
+    expect(frames.some((p) => p.controls === 'week 90d' && p.state === 'loading')).toBe(true);
+    expect(presented.at(-1)).toMatchObject({ controls: 'week 90d', state: 'ready', rows: expected['week 90d'] });
+    expect(failures).toEqual([]);
+  });
 
   it('orders and events: pages and filters equal the API', async () => {
     const { page, failures } = await open('admin', undefined, '#activity');

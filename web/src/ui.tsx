@@ -2,38 +2,48 @@ import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { Meta, Page } from './api';
 
-export type Async<T> = { state: 'loading' } | { state: 'error'; error: Error } | { state: 'ready'; data: T };
+/** A load's state, always naming the parameters it belongs to. */
+export type Async<T, P = null> = { params: P } & ({ state: 'loading' } | { state: 'error'; error: Error } | { state: 'ready'; data: T });
 
-/** Runs `load` whenever `deps` change (and on `reload`); an older answer never replaces a newer one. */
-export const useAsync = <T,>(load: () => Promise<T>, deps: unknown[]): [Async<T>, () => void] => {
-  const [result, setResult] = useState<Async<T>>({ state: 'loading' });
+/**
+ * Runs `load(params)` whenever `params` change by value (and on `reload`). The answer is kept with
+ * the parameters and reload it was loaded for, and the result is read against the current ones in
+ * the render itself: the render that changes a parameter is already `loading`, so no frame shows an
+ * answer under parameters it was not loaded for. An older answer never replaces a newer one.
+ */
+export const useAsync = <T, P = null>(params: P, load: (params: P) => Promise<T>): [Async<T, P>, () => void] => {
+  const key = JSON.stringify(params);
   const [tick, setTick] = useState(0);
+  const [settled, setSettled] = useState<{ key: string; tick: number; result: Async<T, P> } | null>(null);
   const latest = useRef(0);
   useEffect(() => {
     const run = ++latest.current;
-    setResult({ state: 'loading' });
-    load().then(
-      (data) => run === latest.current && setResult({ state: 'ready', data }),
-      (error: Error) => run === latest.current && setResult({ state: 'error', error }),
+    const settle = (result: Async<T, P>) => run === latest.current && setSettled({ key, tick, result });
+    load(params).then(
+      (data) => settle({ params, state: 'ready', data }),
+      (error: Error) => settle({ params, state: 'error', error }),
     );
-  }, [...deps, tick]);
+  }, [key, tick]);
+  const result: Async<T, P> = settled && settled.key === key && settled.tick === tick ? settled.result : { params, state: 'loading' };
   return [result, useCallback(() => setTick((t) => t + 1), [])];
 };
 
 /**
  * A card with its three states: loading (aria-busy), error (with a retry), and the content, which
- * renders its own empty state through `isEmpty`/`empty`.
+ * renders its own empty state through `isEmpty`/`empty`. `data-state` and everything in the content
+ * describe the loaded answer.
  */
-export const Panel = <T,>(props: {
+export const Panel = <T, P>(props: {
   title: string;
   id: string;
-  result: Async<T>;
+  result: Async<T, P>;
   retry?: () => void;
   isEmpty?: (data: T) => boolean;
   empty?: string;
   actions?: ComponentChildren;
   wide?: boolean;
-  children: (data: T) => ComponentChildren;
+  /** The content, given the answer and the parameters it was loaded for (label it with those, not the controls' state). */
+  children: (data: T, params: P) => ComponentChildren;
 }) => {
   const { result } = props;
   return (
@@ -54,7 +64,7 @@ export const Panel = <T,>(props: {
         </div>
       )}
       {result.state === 'ready' &&
-        (props.isEmpty?.(result.data) ? <p class="state empty">{props.empty ?? 'Nothing yet.'}</p> : props.children(result.data))}
+        (props.isEmpty?.(result.data) ? <p class="state empty">{props.empty ?? 'Nothing yet.'}</p> : props.children(result.data, result.params))}
     </section>
   );
 };

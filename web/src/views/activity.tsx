@@ -13,7 +13,7 @@ type OrderFilters = { status: string; customer_email: string; start_date: string
 const OrdersPanel = ({ api }: { api: Api }) => {
   const [filters, setFilters] = useState<OrderFilters>({ status: '', customer_email: '', start_date: '', end_date: '' });
   const [page, setPage] = useState(1);
-  const [result, retry] = useAsync(() => api.get<Page<Order>>(`/orders${query({ ...filters, page, per_page: PER_PAGE })}`), [filters, page]);
+  const [result, retry] = useAsync({ ...filters, page }, (q) => api.get<Page<Order>>(`/orders${query({ ...q, per_page: PER_PAGE })}`));
   const submit = (e: Event) => {
     e.preventDefault();
     const form = new FormData(e.currentTarget as HTMLFormElement);
@@ -77,7 +77,7 @@ const OrdersPanel = ({ api }: { api: Api }) => {
 const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
   const [eventType, setEventType] = useState('');
   const [page, setPage] = useState(1);
-  const [result, retry] = useAsync(() => api.get<Page<SubscriptionEvent>>(`/subscriptions/events${query({ event_type: eventType, page, per_page: PER_PAGE })}`), [eventType, page]);
+  const [result, retry] = useAsync({ event_type: eventType, page }, (q) => api.get<Page<SubscriptionEvent>>(`/subscriptions/events${query({ ...q, per_page: PER_PAGE })}`));
   return (
     <Panel
       id="events"

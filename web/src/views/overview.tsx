@@ -23,7 +23,7 @@ const rangeStart = (id: string, today = new Date()) => {
 
 const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
   const [currency, setCurrency] = useState(me.reporting_currency);
-  const [result, retry] = useAsync(() => api.get<{ data: Stats }>(`/orders/stats${query({ currency })}`), [currency]);
+  const [result, retry] = useAsync({ currency }, (q) => api.get<{ data: Stats }>(`/orders/stats${query(q)}`));
   const options = CURRENCIES.includes(me.reporting_currency) ? CURRENCIES : [me.reporting_currency, ...CURRENCIES];
   return (
     <Panel
@@ -35,10 +35,10 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
         <Choice label="Currency" value={currency} onChange={setCurrency} options={options} testId="stats-currency" />
       }
     >
-      {({ data }) => (
-        <dl class="figures" data-currency={currency}>
-          <Figure id="today_revenue" label="Today's revenue" value={money(data.today_revenue, currency)} raw={data.today_revenue} />
-          <Figure id="monthly_revenue" label="This month's revenue" value={money(data.monthly_revenue, currency)} raw={data.monthly_revenue} />
+      {({ data }, { currency: shown }) => (
+        <dl class="figures" data-currency={shown}>
+          <Figure id="today_revenue" label="Today's revenue" value={money(data.today_revenue, shown)} raw={data.today_revenue} />
+          <Figure id="monthly_revenue" label="This month's revenue" value={money(data.monthly_revenue, shown)} raw={data.monthly_revenue} />
           <Figure id="today_count" label="Today's orders" value={count(data.today_count)} raw={data.today_count} />
           <Figure id="today_success_rate" label="Success rate today" value={percent(data.today_success_rate, 1)} raw={data.today_success_rate} />
         </dl>
@@ -48,7 +48,7 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
 };
 
 const SummaryPanel = ({ api, me }: { api: Api; me: Me }) => {
-  const [result, retry] = useAsync(() => api.get<{ data: Summary }>('/metrics/summary'), []);
+  const [result, retry] = useAsync(null, () => api.get<{ data: Summary }>('/metrics/summary'));
   const ccy = me.reporting_currency;
   return (
     <Panel id="summary" title="Recurring revenue (last 30 days)" result={result} retry={retry}>
@@ -73,9 +73,8 @@ const SummaryPanel = ({ api, me }: { api: Api; me: Me }) => {
 const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
   const [interval, setMrrInterval] = useState<(typeof INTERVALS)[number]>('month');
   const [range, setRange] = useState('12m');
-  const [result, retry] = useAsync(
-    () => api.get<MrrSeries>(`/metrics/mrr${query({ interval, start_date: rangeStart(range), end_date: isoDay(new Date()) })}`),
-    [interval, range],
+  const [result, retry] = useAsync({ interval, range }, (p) =>
+    api.get<MrrSeries>(`/metrics/mrr${query({ interval: p.interval, start_date: rangeStart(p.range), end_date: isoDay(new Date()) })}`),
   );
   const ccy = me.reporting_currency;
   return (
@@ -94,16 +93,16 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
         </div>
       }
     >
-      {(series) => (
+      {(series, loaded) => (
         <>
-          <dl class="figures compact" data-interval={interval} data-range={range}>
+          <dl class="figures compact" data-interval={loaded.interval} data-range={loaded.range}>
             <Figure id="range_mrr" label="MRR at the end" value={money(series.summary.current_mrr, ccy)} raw={series.summary.current_mrr} />
             <Figure id="range_arr" label="ARR" value={money(series.summary.arr, ccy)} raw={series.summary.arr} />
             <Figure id="range_arpa" label="ARPA" value={money(series.summary.arpa, ccy)} raw={series.summary.arpa} />
             <Figure id="range_customer_churn" label="Customer churn" value={percent(series.summary.customer_churn_rate)} raw={series.summary.customer_churn_rate} />
             <Figure id="range_mrr_churn" label="MRR churn" value={percent(series.summary.mrr_churn_rate)} raw={series.summary.mrr_churn_rate} />
           </dl>
-          <MrrChart entries={series.data} currency={ccy} interval={interval} />
+          <MrrChart entries={series.data} currency={ccy} interval={loaded.interval} />
           <details class="data-table">
             <summary>MRR movements as a table</summary>
             <TableScroll label="MRR movements by period">
@@ -137,7 +136,7 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
 const heat = (pct: number | null) => (pct === null ? 'transparent' : `hsl(205 70% ${96 - Math.min(100, pct) * 0.36}%)`);
 
 const CohortsPanel = ({ api }: { api: Api }) => {
-  const [result, retry] = useAsync(() => api.get<{ data: Cohort[] }>('/metrics/cohorts'), []);
+  const [result, retry] = useAsync(null, () => api.get<{ data: Cohort[] }>('/metrics/cohorts'));
   return (
     <Panel id="cohorts" title="Cohort retention (customers)" wide result={result} retry={retry} isEmpty={(r) => r.data.every((c) => c.customers === 0)} empty="No cohorts yet: customers appear here from their first month with MRR.">
       {({ data }) => {

@@ -46,7 +46,7 @@ const Issued = ({ token, onDone }: { token: string; onDone: () => void }) => {
 };
 
 export const TokenView = ({ api, me }: { api: Api; me: Me }) => {
-  const [result, retry] = useAsync(() => viewOrNull(api), []);
+  const [result, retry] = useAsync(null, () => viewOrNull(api));
   const [issued, setIssued] = useState<string | null>(null);
   const [error, setError] = useState('');
   const act = async (what: 'create' | 'regenerate' | 'revoke') => {

@@ -5,7 +5,7 @@ import { Head, PagedTable, Panel, TableScroll, useAsync } from '../ui';
 
 const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: Endpoint }) => {
   const [page, setPage] = useState(1);
-  const [result, retry] = useAsync(() => api.get<Page<Delivery>>(`/webhook-endpoints/${endpoint.id}/deliveries${query({ page, per_page: 10 })}`), [endpoint.id, page]);
+  const [result, retry] = useAsync({ endpoint: endpoint.id, page }, (p) => api.get<Page<Delivery>>(`/webhook-endpoints/${p.endpoint}/deliveries${query({ page: p.page, per_page: 10 })}`));
   const [sending, setSending] = useState(false);
   const [notice, setNotice] = useState('');
   const sendTest = async () => {
@@ -69,7 +69,7 @@ const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: En
 };
 
 export const Webhooks = ({ api, me }: { api: Api; me: Me }) => {
-  const [result, retry] = useAsync(() => api.get<Page<Endpoint>>('/webhook-endpoints?per_page=100'), []);
+  const [result, retry] = useAsync(null, () => api.get<Page<Endpoint>>('/webhook-endpoints?per_page=100'));
   const [selected, setSelected] = useState<string | null>(null);
   const endpoints = result.state === 'ready' ? result.data.data : [];
   const current = endpoints.find((e) => e.id === selected) ?? endpoints[0];
