@@ -28,7 +28,7 @@ export const issueMessage = (issue: z.core.$ZodIssue): string => {
         return Number(issue.minimum) <= 1 ? `The ${field} field is required.` : `The ${field} field must be at least ${issue.minimum} characters.`;
       }
       if (issue.origin === 'array') {
-        return Number(issue.minimum) <= 1 ? `The ${field} field is required.` : `The ${field} field must have at least ${issue.minimum} items.`;
+        return `The ${field} field must contain at least ${issue.minimum} item${Number(issue.minimum) === 1 ? '' : 's'}.`;
       }
       return `The ${field} field must be at least ${issue.minimum}.`;
     case 'invalid_format':
@@ -37,8 +37,12 @@ export const issueMessage = (issue: z.core.$ZodIssue): string => {
       if (issue.message.includes(':field')) return issue.message.replace(/:field/g, field);
       return `The ${field} field format is invalid.`;
     case 'invalid_value':
-      return `The selected ${field} is invalid.`;
+      return selectedInvalid(field, issue.values);
     default:
       return issue.message.replace(/:field/g, field);
   }
 };
+
+/** An enumeration's 422 names what it takes ("The selected interval is invalid. Allowed: day, week, month."). */
+export const selectedInvalid = (field: string, allowed: readonly unknown[]): string =>
+  allowed.length ? `The selected ${field} is invalid. Allowed: ${allowed.map(String).join(', ')}.` : `The selected ${field} is invalid.`;

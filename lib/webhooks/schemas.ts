@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { config } from '#lib/config';
 import { EVENT_TYPES, type EventType } from '#lib/outbox';
 import { pageQuery } from '#lib/shared/fields';
+import { selectedInvalid } from '#lib/shared/validation';
 import { checkUrlShape } from '#lib/webhooks/url-safety';
 
 export const WEBHOOK_STATUSES = ['enabled', 'disabled'] as const;
@@ -48,7 +49,7 @@ const eventFilter = () =>
       items.forEach((item, i) => {
         if (typeof item === 'string' && KNOWN.has(item)) return;
         bad = true;
-        ctx.addIssue({ code: 'custom', path: [i], message: `The selected events.${i} is invalid.` });
+        ctx.addIssue({ code: 'custom', path: [i], message: selectedInvalid(`events.${i}`, [...EVENT_TYPES, ALL_EVENTS]) });
       });
       if (bad) return z.NEVER;
       const unique = [...new Set(items as string[])];

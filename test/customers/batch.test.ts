@@ -91,7 +91,7 @@ describe('POST /customers/batch', () => {
 
     const bad = await batch(token, { on_conflict: 'merge', customers: [{ email: 'z@example.com' }] });
     expect(bad.status).toBe(422);
-    expect(bad.body).toEqual({ message: INVALID, errors: { on_conflict: ['The selected on conflict is invalid.'] } });
+    expect(bad.body).toEqual({ message: INVALID, errors: { on_conflict: ['The selected on conflict is invalid. Allowed: skip, update.'] } });
     const badQuery = await batch(token, { customers: [{ email: 'z@example.com' }] }, '?on_conflict=merge');
     expect(badQuery.status).toBe(422);
     expect(Object.keys(badQuery.body.errors)).toEqual(['on_conflict']);
@@ -161,7 +161,7 @@ describe('POST /customers/batch', () => {
     expect(tooMany.body).toEqual({ message: INVALID, errors: { customers: ['The customers field must not have more than 100 items.'] } });
     expect(await batch(token, { customers: [] })).toMatchObject({
       status: 422,
-      body: { message: INVALID, errors: { customers: ['The customers field is required.'] } },
+      body: { message: INVALID, errors: { customers: ['The customers field must contain at least 1 item.'] } },
     });
     expect(await batch(token, {})).toMatchObject({ status: 422, body: { errors: { customers: ['The customers field is required.'] } } });
     expect(await batch(token, { customers: { email: 'a@example.com' } })).toMatchObject({

@@ -125,9 +125,9 @@ describe('POST /subscriptions: validation', () => {
     ['mrr with 14 integer digits and decimals', (f) => valid(f, { mrr: '10000000000000.00' }), { mrr: ['The mrr field must not have more than 13 integer digits.'] }],
     // billing_cycle
     ['billing_cycle missing', (f) => valid(f, { billing_cycle: undefined }), { billing_cycle: ['The billing cycle field is required.'] }],
-    ['billing_cycle one-time (orders only)', (f) => valid(f, { billing_cycle: 'one-time' }), { billing_cycle: ['The selected billing cycle is invalid.'] }],
-    ['billing_cycle weekly', (f) => valid(f, { billing_cycle: 'weekly' }), { billing_cycle: ['The selected billing cycle is invalid.'] }],
-    ['billing_cycle a number', (f) => valid(f, { billing_cycle: 12 }), { billing_cycle: ['The selected billing cycle is invalid.'] }],
+    ['billing_cycle one-time (orders only)', (f) => valid(f, { billing_cycle: 'one-time' }), { billing_cycle: ['The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.'] }],
+    ['billing_cycle weekly', (f) => valid(f, { billing_cycle: 'weekly' }), { billing_cycle: ['The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.'] }],
+    ['billing_cycle a number', (f) => valid(f, { billing_cycle: 12 }), { billing_cycle: ['The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.'] }],
     // started_at / current_period_start
     ['started_at not a date', (f) => valid(f, { started_at: 'yesterday' }), { started_at: dateTime('started at') }],
     ['started_at without a zone', (f) => valid(f, { started_at: '2026-02-01T10:00:00' }), { started_at: dateTime('started at') }],
@@ -376,8 +376,8 @@ describe('POST /subscriptions/events: validation', () => {
     ['subscription_id 0', (f) => valid(f, { subscription_id: 0 }), { subscription_id: ['The subscription id field must be at least 1.'] }],
     ['subscription_id a string', (f) => valid(f, { subscription_id: String(f.subscriptionId) }), { subscription_id: ['The subscription id field must be an integer.'] }],
     ['event_type missing', (f) => valid(f, { event_type: undefined }), { event_type: ['The event type field is required.'] }],
-    ['event_type unknown', (f) => valid(f, { event_type: 'upgraded' }), { event_type: ['The selected event type is invalid.'] }],
-    ['event_type a webhook type', (f) => valid(f, { event_type: 'subscription.created' }), { event_type: ['The selected event type is invalid.'] }],
+    ['event_type unknown', (f) => valid(f, { event_type: 'upgraded' }), { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] }],
+    ['event_type a webhook type', (f) => valid(f, { event_type: 'subscription.created' }), { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] }],
     ['old_amount missing', (f) => valid(f, { old_amount: undefined }), { old_amount: ['The old amount field is required.'] }],
     ['old_amount null', (f) => valid(f, { old_amount: null }), { old_amount: ['The old amount field is required.'] }],
     ['old_amount with 3 fraction digits', (f) => valid(f, { old_amount: '1.999' }), { old_amount: ['The old amount field must have at most 2 decimal places.'] }],
@@ -464,9 +464,9 @@ describe('GET /subscriptions and GET /subscriptions/events: query validation', (
 
   const listCases: [string, Record<string, string[]>][] = [
     ...pageCases,
-    ['status=trialing', { status: ['The selected status is invalid.'] }],
-    ['status=ACTIVE', { status: ['The selected status is invalid.'] }],
-    ['status=', { status: ['The selected status is invalid.'] }],
+    ['status=trialing', { status: ['The selected status is invalid. Allowed: active, paused, cancelled.'] }],
+    ['status=ACTIVE', { status: ['The selected status is invalid. Allowed: active, paused, cancelled.'] }],
+    ['status=', { status: ['The selected status is invalid. Allowed: active, paused, cancelled.'] }],
     ['customer_id=abc', { customer_id: ['The customer id field must be a positive integer.'] }],
     ['customer_id=0', { customer_id: ['The customer id field must be a positive integer.'] }],
     ['customer_id=-2', { customer_id: ['The customer id field must be a positive integer.'] }],
@@ -480,8 +480,8 @@ describe('GET /subscriptions and GET /subscriptions/events: query validation', (
 
   const eventCases: [string, Record<string, string[]>][] = [
     ...pageCases,
-    ['event_type=upgraded', { event_type: ['The selected event type is invalid.'] }],
-    ['event_type=subscription.created', { event_type: ['The selected event type is invalid.'] }],
+    ['event_type=upgraded', { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] }],
+    ['event_type=subscription.created', { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] }],
     ['customer_id=x', { customer_id: ['The customer id field must be a positive integer.'] }],
     ['customer_id=0', { customer_id: ['The customer id field must be a positive integer.'] }],
     ['subscription_id=0', { subscription_id: ['The subscription id field must be a positive integer.'] }],

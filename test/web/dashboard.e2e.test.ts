@@ -240,7 +240,7 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
       w.stopPresenting = false;
       const sample = (via: string) => {
         const shown = panel.querySelector('[data-interval]');
-        const rows = [...panel.querySelectorAll('[data-testid="mrr-table"] tbody tr')].map((tr) => tr.getAttribute('data-date'));
+        const rows = Array.from(panel.querySelectorAll('[data-testid="mrr-table"] tbody tr')).map((tr) => tr.getAttribute('data-date'));
         w.presented.push({
           via,
           controls: `${(document.querySelector('[data-testid="mrr-interval"]') as HTMLSelectElement).value} ${(document.querySelector('[data-testid="mrr-range"]') as HTMLSelectElement).value}`,
@@ -261,11 +261,11 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     await page.getByTestId('mrr-range').selectOption('90d');
     await page.locator('[data-panel="mrr"][data-state="ready"] [data-interval="week"][data-range="90d"]').waitFor();
     type Presented = { via: string; controls: string; state: string; labelled: string | null; rows: string | null };
-    const presented: Presented[] = await page.evaluate(() => {
+    const presented = (await page.evaluate(() => {
       const w = window as unknown as { presented: unknown[]; stopPresenting: boolean };
       w.stopPresenting = true;
       return w.presented;
-    });
+    })) as Presented[];
     const frames = presented.filter((p) => p.via === 'frame');
     for (const p of presented) {
       if (p.rows === null) continue;

@@ -114,14 +114,14 @@ const ssrfCases = (base: (over: Body) => Body): Case[] => [
 
 const eventCases = (base: (over: Body) => Body): Case[] => [
   ['events null', base({ events: null }), { events: ['The events field is required.'] }],
-  ['events empty', base({ events: [] }), { events: ['The events field is required.'] }],
+  ['events empty', base({ events: [] }), { events: ['The events field must contain at least 1 item.'] }],
   ['events a string', base({ events: 'order.paid' }), { events: ['The events field must be an array.'] }],
   ['events an object', base({ events: { 0: 'order.paid' } }), { events: ['The events field must be an array.'] }],
-  ['events with an unknown type', base({ events: ['order.paid', 'order.shipped'] }), { 'events.1': ['The selected events.1 is invalid.'] }],
-  ['events with two unknown types', base({ events: ['nope', 'order.paid', 'Order.Paid'] }), { 'events.0': ['The selected events.0 is invalid.'], 'events.2': ['The selected events.2 is invalid.'] }],
-  ['events with a non-string', base({ events: [5] }), { 'events.0': ['The selected events.0 is invalid.'] }],
-  ['events with null', base({ events: ['order.paid', null] }), { 'events.1': ['The selected events.1 is invalid.'] }],
-  ['events with a wildcard prefix', base({ events: ['order.*'] }), { 'events.0': ['The selected events.0 is invalid.'] }],
+  ['events with an unknown type', base({ events: ['order.paid', 'order.shipped'] }), { 'events.1': ['The selected events.1 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
+  ['events with two unknown types', base({ events: ['nope', 'order.paid', 'Order.Paid'] }), { 'events.0': ['The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'], 'events.2': ['The selected events.2 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
+  ['events with a non-string', base({ events: [5] }), { 'events.0': ['The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
+  ['events with null', base({ events: ['order.paid', null] }), { 'events.1': ['The selected events.1 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
+  ['events with a wildcard prefix', base({ events: ['order.*'] }), { 'events.0': ['The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
   ['events "*" mixed with a type', base({ events: ['*', 'order.paid'] }), { events: ['The events field must be ["*"] alone or a list of event types.'] }],
   ['events a type then "*"', base({ events: ['order.paid', '*'] }), { events: ['The events field must be ["*"] alone or a list of event types.'] }],
   ['events over 100 items', base({ events: Array.from({ length: 101 }, () => 'order.paid') }), { events: ['The events field must not have more than 100 items.'] }],
@@ -147,7 +147,7 @@ describe('POST /webhook-endpoints: validation', () => {
     ['empty body', {}, { url: ['The url field is required.'], events: ['The events field is required.'] }],
     ['url missing', valid({ url: undefined }), { url: ['The url field is required.'] }],
     ['events missing', valid({ events: undefined }), { events: ['The events field is required.'] }],
-    ['url and events both invalid', valid({ url: 'nope', events: ['nope'] }), { url: [URL_MESSAGES.invalid], 'events.0': ['The selected events.0 is invalid.'] }],
+    ['url and events both invalid', valid({ url: 'nope', events: ['nope'] }), { url: [URL_MESSAGES.invalid], 'events.0': ['The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
     ...urlCases(valid),
     ...ssrfCases(valid),
     ...eventCases(valid),
@@ -162,7 +162,7 @@ describe('POST /webhook-endpoints: validation', () => {
 
   it('the address check runs once the body is otherwise valid (no lookup for a refused body)', async () => {
     asked.length = 0;
-    expect422(await api.post('/webhook-endpoints', m.token, valid({ url: 'https://internal.example.com/', events: [] })), { events: ['The events field is required.'] });
+    expect422(await api.post('/webhook-endpoints', m.token, valid({ url: 'https://internal.example.com/', events: [] })), { events: ['The events field must contain at least 1 item.'] });
     expect(asked).toEqual([]);
     expect422(await api.post('/webhook-endpoints', m.token, valid({ url: 'https://internal.example.com/' })), { url: REFUSED });
     expect(asked).toEqual(['internal.example.com']);
@@ -193,16 +193,16 @@ describe('PATCH /webhook-endpoints/{id}: validation', () => {
     ...eventCases(only),
     ...descriptionCases(only),
     ['status null', { status: null }, { status: ['The status field is required.'] }],
-    ['status unknown', { status: 'paused' }, { status: ['The selected status is invalid.'] }],
-    ['status upper case', { status: 'ENABLED' }, { status: ['The selected status is invalid.'] }],
-    ['status a boolean', { status: true }, { status: ['The selected status is invalid.'] }],
+    ['status unknown', { status: 'paused' }, { status: ['The selected status is invalid. Allowed: enabled, disabled.'] }],
+    ['status upper case', { status: 'ENABLED' }, { status: ['The selected status is invalid. Allowed: enabled, disabled.'] }],
+    ['status a boolean', { status: true }, { status: ['The selected status is invalid. Allowed: enabled, disabled.'] }],
     ['several fields at once', { url: 'ftp://x/', events: [], status: 'off', description: 'd'.repeat(300) }, {
       url: [URL_MESSAGES.invalid],
-      events: ['The events field is required.'],
+      events: ['The events field must contain at least 1 item.'],
       description: ['The description field must not be greater than 255 characters.'],
-      status: ['The selected status is invalid.'],
+      status: ['The selected status is invalid. Allowed: enabled, disabled.'],
     }],
-    ['a valid field beside an invalid one changes nothing', { description: 'changed', events: ['bogus'] }, { 'events.0': ['The selected events.0 is invalid.'] }],
+    ['a valid field beside an invalid one changes nothing', { description: 'changed', events: ['bogus'] }, { 'events.0': ['The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
   ];
 
   it.each(cases)('%s → 422, nothing changes', async (label, body, errors) => {
