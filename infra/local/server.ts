@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { matchSegments, templateSegments } from '#lib/http/paths';
 import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
 import { tallied } from '#lib/db/client';
@@ -40,29 +41,11 @@ type Compiled = { route: RouteDef & { name: string }; segments: string[]; handle
 /** Static segments win over `{param}` ones, as in API Gateway. */
 const specificity = (segments: string[]) => segments.map((s) => (s.startsWith('{') ? '1' : '0')).join('');
 
-/** API Gateway (HTTP API) passes path parameters URL-decoded; a malformed escape is passed as sent. */
-const decodeSegment = (segment: string): string => {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-};
-
 const match = (compiled: Compiled[], method: string, path: string) => {
-  const parts = path.split('/').filter((p, i) => i > 0 || p !== '');
   for (const c of compiled) {
-    if (c.route.method !== method || c.segments.length !== parts.length) continue;
-    const params: Record<string, string> = {};
-    let ok = true;
-    for (let i = 0; i < parts.length && ok; i++) {
-      const seg = c.segments[i];
-      if (seg.startsWith('{')) {
-        if (parts[i] === '') ok = false;
-        else params[seg.slice(1, -1)] = decodeSegment(parts[i]);
-      } else ok = seg === parts[i];
-    }
-    if (ok) return { c, params };
+    if (c.route.method !== method) continue;
+    const params = matchSegments(c.segments, path);
+    if (params) return { c, params };
   }
   return null;
 };
@@ -203,7 +186,7 @@ export const createLocalServer = async ({ exposeRequestTally = false, dashboard:
   const dashboard = dashboardOptions ? dashboardHandler(dashboardOptions) : null;
   const compiled: Compiled[] = routeList.map((route) => ({
     route,
-    segments: route.path.split('/').slice(1),
+    segments: templateSegments(route.path),
     handler: lazyHandler(route.handler),
   }));
   compiled.sort((a, b) => specificity(a.segments).localeCompare(specificity(b.segments)));

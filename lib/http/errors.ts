@@ -17,6 +17,8 @@ export type { FieldErrors };
 export const unauthenticated = () => new HttpError(401, { message: 'Unauthenticated.' });
 export const forbidden = () => new HttpError(403, { message: 'This action is unauthorized.' });
 export const notFound = () => new HttpError(404, { message: 'Resource not found' });
+/** A known path asked with a method it does not serve. */
+export const methodNotAllowed = (allow: string[]) => new HttpError(405, { message: 'Method not allowed.' }, { Allow: allow.join(', ') });
 export const invalidJson = () => new HttpError(400, { message: 'The request body is not valid JSON.' });
 export const tooLarge = () => new HttpError(413, { message: 'The request body is too large.' });
 export const conflict = (message: string) => new HttpError(409, { message });

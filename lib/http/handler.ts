@@ -8,9 +8,10 @@ import { readClaims, type BackofficeIdentity, type BackofficeRole } from '#lib/a
 import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
 import { getMerchant, type Merchant } from '#lib/merchants/store';
-import { toHttpError, validationFailed, forbidden, invalidJson, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
+import { toHttpError, validationFailed, forbidden, invalidJson, methodNotAllowed, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
 import { parseOr422 } from '#lib/http/validation';
-import { authKindOf, type RouteDef } from '#lib/http/route';
+import { authKindOf, BASE_PATH, type RouteDef } from '#lib/http/route';
+import { allowedMethods } from '#lib/http/paths';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
@@ -260,11 +261,17 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
       };
     }));
 
-/** The catch-all for unknown routes: counted like any request, then 404. */
-export const notFoundHandler = () =>
+/**
+ * The catch-all for requests no route takes: counted like any request, then 405 with `Allow` when
+ * the path is known (only the method is wrong), else 404.
+ */
+export const notFoundHandler = (routes: readonly { method: string; path: string }[]) =>
   withInvocationDeadline(
-    pipeline(null).handler(async () => {
-      throw notFound();
+    pipeline(null).handler(async (event) => {
+      const path = event.rawPath ?? '';
+      const inBase = path === BASE_PATH || path.startsWith(`${BASE_PATH}/`);
+      const allow = inBase ? allowedMethods(routes, path.slice(BASE_PATH.length)) : [];
+      throw allow.length ? methodNotAllowed(allow) : notFound();
     }),
   );
 

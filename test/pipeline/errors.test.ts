@@ -72,10 +72,6 @@ describe('404 for unknown routes', () => {
     ['GET', '/v1/nope'],
     ['GET', '/v1/customers/1/extra'],
     ['GET', '/v1/customers/'],
-    ['PATCH', '/v1/customers'],
-    ['DELETE', '/v1/orders'],
-    ['POST', '/v1/openapi.json'],
-    ['PUT', '/v1/orders/stats'],
     ['GET', '/v1'],
     ['GET', '/v1/'],
     ['GET', '/'],
@@ -95,9 +91,41 @@ describe('404 for unknown routes', () => {
         expectEnvelope(res);
       }
     }
-    // With a token the merchant window counted them: 13 here, after none before.
+    // With a token the merchant window counted them, after none before.
     const r = await api.get('/customers/1', token);
     expect(Number(r.headers.get('x-ratelimit-remaining'))).toBe(3600 - cases.length - 1);
+  });
+});
+
+describe('405 for a known path asked with a method it does not serve', () => {
+  const root = () => api.base.replace(/\/v1$/, '');
+  const cases: [string, string, string][] = [
+    ['PATCH', '/v1/customers', 'GET, POST'],
+    ['DELETE', '/v1/orders', 'GET, POST'],
+    ['POST', '/v1/openapi.json', 'GET'],
+    ['PUT', '/v1/orders/stats', 'GET, PATCH'],
+    ['POST', '/v1/subscriptions/7/cancel', 'PUT'],
+    ['GET', '/v1/customers/batch', ''],
+    ['HEAD', '/v1/metrics/mrr', 'GET'],
+  ];
+
+  it('answers 405 {message: "Method not allowed."} with Allow and every header, with or without a token', async () => {
+    const { token } = await newMerchant();
+    for (const [method, path, allow] of cases) {
+      for (const headers of [{}, { authorization: `Bearer ${token}` }] as Record<string, string>[]) {
+        const res = await fetch(`${root()}${path}`, { method, headers });
+        const label = `${method} ${path} ${Object.keys(headers)}`;
+        if (!allow) {
+          // GET /customers/batch is the customer whose external id is "batch": a route serves it.
+          expect(res.status, label).not.toBe(405);
+          continue;
+        }
+        expect(res.status, label).toBe(405);
+        expect(res.headers.get('allow'), label).toBe(allow);
+        if (method !== 'HEAD') expect(await res.json(), label).toEqual({ message: 'Method not allowed.' });
+        expectEnvelope(res);
+      }
+    }
   });
 });
 
