@@ -1,3 +1,4 @@
+import { eventually } from '../support/eventually.ts';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -68,13 +69,7 @@ const recordingBus = () => {
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const waitFor = async (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000) => {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-};
+const waitFor = (check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000) => eventually(check, timeoutMs, what);
 const countById = (ids: string[]) => {
   const counts = new Map<string, number>();
   for (const id of ids) counts.set(id, (counts.get(id) ?? 0) + 1);

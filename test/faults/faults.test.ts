@@ -1,3 +1,4 @@
+import { eventually } from '../support/eventually.ts';
 import {
   DeleteItemCommand,
   ProvisionedThroughputExceededException,
@@ -34,10 +35,7 @@ const get = async ({ pk, sk }: { pk: string; sk: string }) =>
 const put = (item: Record<string, unknown>) => db().send(new PutCommand({ TableName: tableName(), Item: item }));
 const txPut = (...items: Record<string, unknown>[]) =>
   new TransactWriteCommand({ TransactItems: items.map((Item) => ({ Put: { TableName: tableName(), Item } })) });
-const waitFor = async (cond: () => boolean) => {
-  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
-  expect(cond()).toBe(true);
-};
+const waitFor = (cond: () => boolean) => eventually(cond, 5_000, 'the held transaction', 5);
 /** Own enumerable properties an SDK error carries, minus the transport ones. */
 const shape = (err: object) => Object.keys(err).filter((k) => !['$metadata', '$response', '$retryable'].includes(k)).sort();
 

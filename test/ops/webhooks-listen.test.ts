@@ -1,3 +1,4 @@
+import { eventually } from '../support/eventually.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -48,11 +49,13 @@ describe('ops webhooks listen', () => {
     expect((await post(port, body.replace('A-1', 'A-2'), headers)).status).toBe(400);
     expect((await post(port, body, signatureHeaders(EVENT.id, body, [newWebhookSecret()], new Date()))).status).toBe(400);
 
-    await new Promise((r) => setTimeout(r, 100));
-    const lines = out().split('\n').filter((l) => /^\d{4}-/.test(l) && l.includes(EVENT.id));
-    expect(lines).toHaveLength(4);
-    expect(lines.slice(0, 2).every((l) => l.includes('order.paid') && l.endsWith('verified'))).toBe(true);
-    expect(lines.slice(2).every((l) => l.includes('REJECTED'))).toBe(true);
+    // Each line is printed before its answer, but the pipe from the child may deliver it later
+    // (complete lines only).
+    const lines = () => out().split('\n').slice(0, -1).filter((l) => /^\d{4}-/.test(l) && l.includes(EVENT.id));
+    await eventually(() => lines().length >= 4, 10_000, () => `4 delivery lines:\n${out()}`, 20);
+    expect(lines()).toHaveLength(4);
+    expect(lines().slice(0, 2).every((l) => l.includes('order.paid') && l.endsWith('verified'))).toBe(true);
+    expect(lines().slice(2).every((l) => l.includes('REJECTED'))).toBe(true);
     expect(out()).toContain(JSON.stringify(EVENT));
   });
 

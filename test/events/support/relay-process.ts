@@ -28,6 +28,9 @@ export const startRelayProcess = async (env: Record<string, string>, children: C
   return { child, output: () => out };
 };
 
-/** The event details a relay process published to `file`, in order. */
+/**
+ * The event details a relay process published to `file`, in order. Complete lines only: the file
+ * is read while the relay may be appending to it.
+ */
 export const publishedDetails = <T = { id: string; merchant_id: string }>(file: string): T[] =>
-  existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as T) : [];
+  existsSync(file) ? readFileSync(file, 'utf8').split('\n').slice(0, -1).filter(Boolean).map((l) => JSON.parse(l) as T) : [];

@@ -127,13 +127,4 @@ export const verifiedEvents = (received: ReceivedDelivery[]) =>
     return d.event!;
   });
 
-/** Waits until `check` returns a value (not undefined/false), polling. */
-export const eventually = async <T>(check: () => T | Promise<T>, timeoutMs = 15_000, what = 'condition'): Promise<NonNullable<T>> => {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined && v !== false && v !== null) return v as NonNullable<T>;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
+export { eventually } from '../../support/eventually.ts';

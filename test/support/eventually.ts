@@ -1,0 +1,19 @@
+/**
+ * The one way a test waits for something that happens on its own schedule: poll `check` until it
+ * returns a value (not undefined, null or false), or fail after `timeoutMs` naming what never came.
+ * A fixed sleep in its place fails on a slow machine and hides a slow fast one.
+ */
+export const eventually = async <T>(
+  check: () => T | Promise<T>,
+  timeoutMs = 15_000,
+  what: string | (() => string) = 'condition',
+  everyMs = 50,
+): Promise<NonNullable<T>> => {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined && v !== false && v !== null) return v as NonNullable<T>;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+};
