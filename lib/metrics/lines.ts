@@ -40,11 +40,9 @@ export const subscriptionTimeline = (tl: Timeline, before: SubscriptionFacts | n
 export const recordedLine = (subscriptionId: number | null | undefined) => (subscriptionId ? lineOf.subscription(subscriptionId) : lineOf.imported);
 
 /**
- * An order's line in its customer's timeline after a write (decisions §9): the line follows the
- * order as it now is (`orderLine`); `after` null removes the line (the order moved to another
- * customer: its history goes with it).
+ * An order's line in its customer's timeline after a write: the line follows the order as it now
+ * is (`orderLine`); `after` null removes the line (the order moved to another customer: its
+ * history goes with it).
  */
-export const orderTimeline = (tl: Timeline, orderNo: string, after: OrderFacts | null, reportingCurrency: string, at: string): Timeline => {
-  const line = lineOf.order(orderNo);
-  return replaceLine(tl, line, after ? orderLine(after, reportingCurrency, tl[line] ?? [], at) : []);
-};
+export const orderTimeline = (tl: Timeline, orderNo: string, after: OrderFacts | null, reportingCurrency: string): Timeline =>
+  replaceLine(tl, lineOf.order(orderNo), orderLine(after, reportingCurrency));

@@ -148,6 +148,8 @@ const dateError = (field: string, message: string) => InvalidError.field(field, 
 export const resolveRange = (q: MrrQuery) => {
   const interval: Interval = q.interval ?? 'month';
   const end = q.end_date ? utcDayOf(q.end_date)! : today();
+  // No projections: the figures after today would only repeat today's.
+  if (end > today()) throw dateError('end_date', 'The end date field must be a date before or equal to today.');
   const endMonth = toDate(end);
   const start = q.start_date ? utcDayOf(q.start_date)! : dayOf(new Date(Date.UTC(endMonth.getUTCFullYear(), endMonth.getUTCMonth() - 11, 1)));
   const blame = q.end_date ? 'end_date' : 'start_date';

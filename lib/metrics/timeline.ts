@@ -55,12 +55,6 @@ export const setAt = (tl: Timeline, line: string, at: string, amount: Decimal.Va
 /** Replaces a whole line (orders: the line follows from the order). */
 export const replaceLine = (tl: Timeline, line: string, points: Point[]): Timeline => withLine(tl, line, points);
 
-/** A line stops counting at `at`: its points from then on go, and it is 0 from `at` (nothing when it never counted before). */
-export const stopAt = (points: Point[], at: string): Point[] => {
-  const kept = points.filter((p) => p[0] < at);
-  return kept.length ? [...kept, [at, '0', kept.at(-1)![2]]] : [];
-};
-
 /** Movement attributes of the day and month items. */
 export const MOVEMENTS = ['new', 'expansion', 'contraction', 'churn', 'reactivation'] as const;
 export type Movement = (typeof MOVEMENTS)[number];
@@ -189,26 +183,21 @@ export type OrderFacts = {
   currency: string;
   billing_cycle: string;
   paid_at: string | null;
-  refunded_at: string | null;
 };
 
 /**
- * The line of a recurring order (decisions §9), from the order as it now is: paid → its monthly
- * share from paid_at to the end of its cycle; refunded → the same, ending at refunded_at if that
- * is earlier; otherwise (cancelled, failed, pending, one-time, another currency) an order that was
- * counting stops at `at`, the moment of this change, and one that was not stays out.
+ * The line of a recurring order, from the order as it now is: a paid order in the reporting
+ * currency with a recurring cycle is its monthly share from paid_at to the end of its cycle. Any
+ * other order (pending, failed, cancelled, refunded, one-time, another currency) has no line at
+ * all: an order that stops counting leaves every figure, for all of history, as if it had never
+ * counted, so the figures never depend on when the change was made.
  */
-export const orderLine = (order: OrderFacts | null, reportingCurrency: string, previous: Point[], at: string): Point[] => {
+export const orderLine = (order: OrderFacts | null, reportingCurrency: string): Point[] => {
   const months = order ? CYCLE_MONTHS[order.billing_cycle] : undefined;
-  if (order && months && order.currency === reportingCurrency && order.paid_at && (order.status === 'paid' || order.status === 'refunded')) {
-    const share = new Decimal(order.amount).div(months).toDecimalPlaces(ORDER_SHARE_SCALE, Decimal.ROUND_HALF_UP).toFixed();
-    const cycleEnd = addMonths(order.paid_at, months);
-    const end = order.status === 'refunded' && order.refunded_at && order.refunded_at < cycleEnd ? order.refunded_at : cycleEnd;
-    if (end <= order.paid_at) return [];
-    return [
-      [order.paid_at, share, 'o'],
-      [end, '0', 'o'],
-    ];
-  }
-  return stopAt(previous, at);
+  if (!order || !months || order.currency !== reportingCurrency || !order.paid_at || order.status !== 'paid') return [];
+  const share = new Decimal(order.amount).div(months).toDecimalPlaces(ORDER_SHARE_SCALE, Decimal.ROUND_HALF_UP).toFixed();
+  return [
+    [order.paid_at, share, 'o'],
+    [addMonths(order.paid_at, months), '0', 'o'],
+  ];
 };

@@ -226,7 +226,7 @@ const writeUnits = async (
   const timelines = new Map<number, Timeline>();
   const moveLine = (id: number, orderNo: string, after: OrderItem | null) => {
     const state = customers.get(id);
-    if (state) timelines.set(id, orderTimeline(timelines.get(id) ?? state.timeline.timeline, orderNo, after, reportingCurrency, at));
+    if (state) timelines.set(id, orderTimeline(timelines.get(id) ?? state.timeline.timeline, orderNo, after, reportingCurrency));
   };
   for (const u of chunk) {
     if (u.order === u.stored) continue; // nothing changes

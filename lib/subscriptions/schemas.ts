@@ -1,5 +1,7 @@
 import * as z from 'zod';
+import { now } from '#lib/clock';
 import { amount, dateBound, idParam, pageQuery, timestamp } from '#lib/shared/fields';
+import { Decimal } from '#lib/shared/money';
 
 export const SUBSCRIPTION_STATUSES = ['active', 'paused', 'cancelled'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
@@ -11,12 +13,16 @@ export const SUBSCRIPTION_SOURCES = ['api', 'import'] as const;
 /** A positive integer id in a JSON body (a safe integer). */
 const bodyId = () => z.int({ error: 'The :field field must be an integer.' }).min(1).max(Number.MAX_SAFE_INTEGER);
 const plan = () => z.string().min(1).max(255);
+/** A subscription's MRR is above zero: pause and cancel are what take it to zero. */
+const mrr = () => amount().refine((v) => new Decimal(v).gt(0), { message: 'The :field field must be greater than 0.' });
+/** A moment that has happened (history, not a schedule). */
+const past = () => timestamp().refine((v) => Date.parse(v) <= now().getTime(), { message: 'The :field field must be a date before or equal to now.' });
 
 /** POST /subscriptions (decisions §7). */
 export const subscriptionCreateBody = z.object({
   customer_id: bodyId(),
   plan_name: plan(),
-  mrr: amount(),
+  mrr: mrr(),
   billing_cycle: z.enum(SUBSCRIPTION_CYCLES),
   started_at: timestamp().nullish(),
   current_period_start: timestamp().nullish(),
@@ -26,7 +32,7 @@ export type SubscriptionCreate = z.output<typeof subscriptionCreateBody>;
 /** PUT /subscriptions/{id}: the given fields change. */
 export const subscriptionUpdateBody = z.object({
   plan_name: plan().nullish(),
-  mrr: amount().nullish(),
+  mrr: mrr().nullish(),
   current_period_start: timestamp().nullish(),
 });
 export type SubscriptionUpdate = z.output<typeof subscriptionUpdateBody>;
@@ -65,17 +71,33 @@ export const subscriptionEventListQuery = z
   });
 export type SubscriptionEventListQuery = z.output<typeof subscriptionEventListQuery>;
 
+/** What each recorded event type says of its amounts; the 422 on `event_type` quotes the rule. */
+export const EVENT_AMOUNT_RULES: Record<SubscriptionEventType, { rule: string; holds: (oldAmount: Decimal, newAmount: Decimal) => boolean }> = {
+  created: { rule: 'old amount 0 and new amount above 0', holds: (o, n) => o.isZero() && n.gt(0) },
+  upgrade: { rule: 'new amount greater than old amount', holds: (o, n) => n.gt(o) },
+  downgrade: { rule: 'new amount above 0 and less than old amount', holds: (o, n) => n.gt(0) && n.lt(o) },
+  cancel: { rule: 'old amount above 0 and new amount 0', holds: (o, n) => o.gt(0) && n.isZero() },
+  reactivated: { rule: 'old amount 0 and new amount above 0', holds: (o, n) => o.isZero() && n.gt(0) },
+};
+
 /** POST /subscriptions/events: a historical event (source import); amount_change is computed. */
-export const subscriptionEventCreateBody = z.object({
-  customer_id: bodyId(),
-  subscription_id: bodyId().nullish(),
-  event_type: z.enum(EVENT_TYPES),
-  old_amount: amount(),
-  new_amount: amount(),
-  old_plan: plan().nullish(),
-  new_plan: plan().nullish(),
-  occurred_at: timestamp().nullish(),
-});
+export const subscriptionEventCreateBody = z
+  .object({
+    customer_id: bodyId(),
+    subscription_id: bodyId().nullish(),
+    event_type: z.enum(EVENT_TYPES),
+    old_amount: amount(),
+    new_amount: amount(),
+    old_plan: plan().nullish(),
+    new_plan: plan().nullish(),
+    occurred_at: past().nullish(),
+  })
+  .superRefine((e, ctx) => {
+    const { rule, holds } = EVENT_AMOUNT_RULES[e.event_type];
+    if (!holds(new Decimal(e.old_amount), new Decimal(e.new_amount))) {
+      ctx.addIssue({ code: 'custom', path: ['event_type'], message: `The ${e.event_type} event type needs ${rule}.` });
+    }
+  });
 export type SubscriptionEventCreate = z.output<typeof subscriptionEventCreateBody>;
 
 export const subscriptionSchema = z

@@ -20,7 +20,7 @@ describe('a back-dated change reclassifying more than one transaction can hold',
     const customer = (await api.post('/customers', token, { email: 'far@bound.test', name: 'F' })).body.data.id;
     const day = (i: number) => new Date(Date.parse('2024-01-01T00:00:00Z') + i * 86_400_000).toISOString().slice(0, 19) + 'Z';
     for (let i = 0; i < 100; i++) {
-      const r = await api.post('/subscriptions/events', token, { customer_id: customer, event_type: i % 2 ? 'cancel' : 'reactivated', old_amount: '0', new_amount: i % 2 ? '0' : '10', occurred_at: day(i) });
+      const r = await api.post('/subscriptions/events', token, { customer_id: customer, event_type: i % 2 ? 'cancel' : 'reactivated', old_amount: i % 2 ? '10' : '0', new_amount: i % 2 ? '0' : '10', occurred_at: day(i) });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
     }
     const series = async () => (await api.get('/metrics/mrr?start_date=2023-12-01&end_date=2024-05-31&interval=day', token)).body;

@@ -25,7 +25,7 @@ describe('concurrent writes for one customer', () => {
     const orders = Array.from({ length: 4 }, (_, i) => ({ no: `SAME-${i}`, paid: new Date(Date.parse('2025-02-03T00:00:00Z') + i * 9 * 86_400_000).toISOString().slice(0, 19) + 'Z', amount: 30 + i }));
     const answers = await Promise.all([
       ...events.map((e) =>
-        api.post('/subscriptions/events', token, { customer_id: customer, event_type: 'upgrade', old_amount: '0', new_amount: String(e.amount), occurred_at: e.at }),
+        api.post('/subscriptions/events', token, { customer_id: customer, event_type: e.amount > 0 ? 'upgrade' : 'cancel', old_amount: e.amount > 0 ? '0' : '1', new_amount: String(e.amount), occurred_at: e.at }),
       ),
       ...orders.map((o) => api.post('/orders', token, { order_no: o.no, amount: String(o.amount), customer_email: 'same@concurrency.test', status: 'paid', billing_cycle: 'quarterly', paid_at: o.paid })),
     ]);
@@ -56,6 +56,8 @@ describe('concurrent writes for one customer', () => {
         { at: end.toISOString().slice(0, 19) + 'Z', amount: new Decimal(0), flag: 'o' },
       ]);
     }
+    // Read once the orders' cycles have ended (no projections).
+    fixedClock('2026-01-01T00:00:00Z');
     for (const interval of ['day', 'month'] as const) {
       const r = await api.get(`/metrics/mrr?start_date=2024-12-01&end_date=2025-12-31&interval=${interval}`, token);
       expect(r.status).toBe(200);

@@ -3,7 +3,7 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
 
 /**
- * The scripted merchant of README "Revenue metrics (decisions §9)": every figure below is worked
+ * The scripted merchant of README "Revenue metrics": every figure below is worked
  * out by hand from the history (reporting currency TWD).
  *
  * | when (2025, UTC)  | write                                                         | movement (customer)                 |
@@ -16,7 +16,7 @@ import { newMerchant, useApi } from '../support/api.ts';
  * | 04-10             | B cancels                                                     | churn −120, customer churn (B)      |
  * | 05-05             | B's subscription reactivated                                  | reactivation +120                   |
  * | 05-10             | C (new customer) pays a quarterly order of 300 TWD            | new +100; churn −100 on 08-10 (its cycle ends) |
- * | 06-01 / 06-15     | D pays a yearly order of 1200 TWD / it is refunded            | new +100 / churn −100               |
+ * | 06-01 / 06-15     | D pays a yearly order of 1200 TWD / it is refunded            | none: a refunded order never counted |
  * | 06-20             | G imports a monthly USD order and a one-time TWD order (batch)| none (another currency; one-time)   |
  * | 07-01 / 07-20     | E subscribes 50 / cancels back-dated to 07-05                 | new +50 / churn −50 on 07-05, customer churn (E) |
  * | 07-25             | A's history imported: 0 → 30 on 2024-12-01, 30 → 0 on 2024-12-31 | new +30, churn −30 (Dec 2024), customer churn (A); A's 01-10 becomes a reactivation |
@@ -89,12 +89,14 @@ beforeAll(async () => {
   janBeforeImport = (await series('start_date=2025-01-01&end_date=2025-01-31')).data[0];
   at('2025-07-25T09:00:00Z');
   await ok(api.post('/subscriptions/events', token, { customer_id: ids.A, event_type: 'created', old_amount: '0', new_amount: '30', occurred_at: '2024-12-01T00:00:00Z' }), 201);
-  await ok(api.post('/subscriptions/events', token, { customer_id: ids.A, event_type: 'cancel', old_amount: '30', new_amount: '0', occurred_at: '2024-12-31T00:00:00Z' }), 201);
-});
+  await ok(api.post('/subscriptions/events', token, { customer_id: ids.A, event_type: 'cancel', old_amount: '30', new_amount: '0', occurred_at: '2024-12-31T00:00:00Z' }), 201);});
+/** The reading day of each test below: series reaching past July 25 are read once August has passed (no projections). */
+const readOn = (iso: string) => fixedClock(iso);
 afterAll(() => resetClock());
 
 describe('the scripted merchant (figures worked by hand)', () => {
-  it('monthly series Dec 2024 – Aug 2025: every movement per change, never netted; the future end of an order cycle included', async () => {
+  it('monthly series Dec 2024 – Aug 2025: every movement per change, never netted; the end of an order cycle included', async () => {
+    readOn('2025-09-01T09:00:00Z');
     const r = await series('start_date=2024-12-01&end_date=2025-08-31&interval=month');
     expect(r.data).toEqual([
       entry('2024-12-01', '0.00', { new: '30.00', churn: '-30.00' }, 0, 0),
@@ -103,7 +105,7 @@ describe('the scripted merchant (figures worked by hand)', () => {
       entry('2025-03-01', '270.00', { churn: '-150.00', reactivation: '150.00' }, 2, 2),
       entry('2025-04-01', '150.00', { churn: '-120.00' }, 1, 1),
       entry('2025-05-01', '370.00', { new: '100.00', reactivation: '120.00' }, 2, 3),
-      entry('2025-06-01', '370.00', { new: '100.00', churn: '-100.00' }, 2, 3),
+      entry('2025-06-01', '370.00', {}, 2, 3), // D's refunded order never counted
       entry('2025-07-01', '370.00', { new: '50.00', churn: '-50.00' }, 2, 3),
       entry('2025-08-01', '270.00', { churn: '-100.00' }, 2, 2),
     ]);
@@ -116,14 +118,16 @@ describe('the scripted merchant (figures worked by hand)', () => {
   });
 
   it('range summary Feb – Jul 2025: churn rates over the MRR and customers at its start', async () => {
+    readOn('2025-08-01T09:00:00Z');
     const r = await series('start_date=2025-02-01&end_date=2025-07-31');
     // Start: MRR 300, 2 customers. Churned customers: B (Apr) and E (Jul); A's pause is not a cancellation.
-    // MRR churn: (150 + 120 + 100 + 50) churn + 80 contraction = 500 of 300.
-    expect(r.summary).toEqual({ current_mrr: '370.00', arr: '4440.00', arpa: '123.33', customer_churn_rate: 100, mrr_churn_rate: 166.67 });
+    // MRR churn: (150 + 120 + 50) churn + 80 contraction = 400 of 300 (D's refunded order never counted).
+    expect(r.summary).toEqual({ current_mrr: '370.00', arr: '4440.00', arpa: '123.33', customer_churn_rate: 100, mrr_churn_rate: 133.33 });
     expect(r.data).toHaveLength(6);
   });
 
   it('daily and weekly series add up to the same movements', async () => {
+    readOn('2025-07-25T09:00:00Z');
     const daily = await series('start_date=2025-06-26&end_date=2025-07-25&interval=day');
     expect(daily.data).toHaveLength(30);
     const byDate = Object.fromEntries(daily.data.map((e: any) => [e.date, e]));
@@ -137,6 +141,7 @@ describe('the scripted merchant (figures worked by hand)', () => {
   });
 
   it('GET /metrics/summary on 2025-07-25: the last 30 days (06-26 … 07-25)', async () => {
+    readOn('2025-07-25T09:00:00Z');
     const s = await ok(api.get('/metrics/summary', token));
     // 30 days ago: MRR 370, customers A, B, C. In the window: E new +50 and churned −50 (a cancellation).
     expect(s.data).toEqual({
@@ -154,6 +159,7 @@ describe('the scripted merchant (figures worked by hand)', () => {
   });
 
   it('cohorts Dec 2024 – Aug 2025 (retention up to the current month, July)', async () => {
+    readOn('2025-07-25T09:00:00Z');
     const r = await ok(api.get('/metrics/cohorts?start_month=2024-12&end_month=2025-08', token));
     const ret = (month: string, customers: number, mrr: string, cr: number | null, mr: number | null) => ({ month, customers, mrr, customer_retention: cr, mrr_retention: mr });
     const months = ['2025-01', '2025-02', '2025-03', '2025-04', '2025-05', '2025-06', '2025-07'];
@@ -186,7 +192,7 @@ describe('the scripted merchant (figures worked by hand)', () => {
       empty('2025-03'),
       empty('2025-04'),
       { cohort: '2025-05', customers: 1, mrr: '100.00', retention: ['2025-05', '2025-06', '2025-07'].map((m) => ret(m, 1, '100.00', 100, 100)) },
-      { cohort: '2025-06', customers: 1, mrr: '0.00', retention: ['2025-06', '2025-07'].map((m) => ret(m, 0, '0.00', 0, null)) },
+      empty('2025-06'), // D's refunded order never counted: D never had MRR
       { cohort: '2025-07', customers: 1, mrr: '0.00', retention: [ret('2025-07', 0, '0.00', 0, null)] },
       { cohort: '2025-08', customers: 0, mrr: '0.00', retention: [] },
     ]);

@@ -41,6 +41,8 @@ type Step = { advance: number; ops: Op[] };
 
 const customer = fc.integer({ min: 0, max: CUSTOMERS - 1 });
 const amount = fc.integer({ min: 0, max: 40 }).map((n) => n * 25 + (n % 3)); // some cents-free, some not divisible by 3
+/** A subscription's MRR is above 0 (pause and cancel take it to 0). */
+const positive = (n: number) => (n > 0 ? n : 7);
 const back = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 200 }));
 const cycle = fc.constantFrom<keyof typeof CYCLES>('monthly', 'quarterly', 'semi-annual', 'yearly');
 const op: fc.Arbitrary<Op> = fc.oneof(
@@ -97,18 +99,17 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
 
         const ok = (r: { status: number; body: unknown }, what: string) => expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBeLessThan(300);
 
-        /** An order's line after a write (the contract's rules, as the reference reads them). */
+        /**
+         * An order's line after a write (the contract's rules, as the reference reads them): only a
+         * paid order in the reporting currency counts, over its cycle; any other never counted.
+         */
         const relineOrder = (c: number, o: Order) => {
           const months = CYCLES[o.cycle];
-          const at = iso(now);
-          if (o.currency === 'TWD' && o.paid_at && (o.status === 'paid' || o.status === 'refunded')) {
+          if (o.currency === 'TWD' && o.paid_at && o.status === 'paid') {
             const share = new Decimal(o.amount).div(months).toDecimalPlaces(10, Decimal.ROUND_HALF_UP);
-            const cycleEnd = addMonths(o.paid_at, months);
-            const end = o.status === 'refunded' && o.refunded_at && o.refunded_at < cycleEnd ? o.refunded_at : cycleEnd;
-            o.line = end <= o.paid_at ? [] : [{ at: o.paid_at, amount: share, flag: 'o' }, { at: end, amount: new Decimal(0), flag: 'o' }];
+            o.line = [{ at: o.paid_at, amount: share, flag: 'o' }, { at: addMonths(o.paid_at, months), amount: new Decimal(0), flag: 'o' }];
           } else {
-            const kept = o.line.filter((p) => p.at < at);
-            o.line = kept.length ? [...kept, { at, amount: new Decimal(0), flag: 'o' }] : [];
+            o.line = [];
           }
           if (o.line.length) ref[c].lines.set(`O${o.no}`, o.line);
           else ref[c].lines.delete(`O${o.no}`);
@@ -129,19 +130,21 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                   return;
                 }
                 const started = iso(now - o.back * DAY);
-                const r = await api.post('/subscriptions', token, { customer_id: ids[c], plan_name: 'P', mrr: String(o.amount), billing_cycle: 'monthly', started_at: started });
+                const mrr = positive(o.amount);
+                const r = await api.post('/subscriptions', token, { customer_id: ids[c], plan_name: 'P', mrr: String(mrr), billing_cycle: 'monthly', started_at: started });
                 ok(r, 'create');
-                subs[c].push({ id: r.body.data.id, status: 'active', mrr: String(o.amount), started_at: started, deleted: false });
-                refSetFrom(ref[c], `S${r.body.data.id}`, started, o.amount, 'a');
+                subs[c].push({ id: r.body.data.id, status: 'active', mrr: String(mrr), started_at: started, deleted: false });
+                refSetFrom(ref[c], `S${r.body.data.id}`, started, mrr, 'a');
                 return;
               }
               const line = `S${live.id}`;
               const effective = max(at, live.started_at);
               if (o.variant <= 1) {
-                ok(await api.put(`/subscriptions/${live.id}`, token, { mrr: String(o.amount) }), 'update');
-                const moved = !new Decimal(live.mrr).eq(o.amount);
-                live.mrr = String(o.amount);
-                if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, o.amount, 'a');
+                const mrr = positive(o.amount);
+                ok(await api.put(`/subscriptions/${live.id}`, token, { mrr: String(mrr) }), 'update');
+                const moved = !new Decimal(live.mrr).eq(mrr);
+                live.mrr = String(mrr);
+                if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, mrr, 'a');
               } else if (o.variant === 2 && live.status === 'active') {
                 ok(await api.put(`/subscriptions/${live.id}/pause`, token, {}), 'pause');
                 live.status = 'paused';
@@ -173,8 +176,9 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 await api.post('/subscriptions/events', token, {
                   customer_id: ids[c],
                   subscription_id: s?.id,
+                  // Only new_amount moves a line; old_amount just agrees with the type.
                   event_type: o.amount > 0 ? 'upgrade' : 'cancel',
-                  old_amount: '0',
+                  old_amount: o.amount > 0 ? '0' : '1',
                   new_amount: String(o.amount),
                   occurred_at: occurred,
                 }),
@@ -244,7 +248,10 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
         const today = iso(now).slice(0, 10);
         // Whole months, and a random range: its partial first and last months are read from day items.
         const day = (days: number) => iso(START + days * 24 * HOUR).slice(0, 10);
-        for (const [from, to] of [['2024-07-01', '2026-06-30'], [day(offset), day(offset + length)]]) {
+        for (const [from, asked] of [['2024-07-01', '2026-06-30'], [day(offset), day(offset + length)]]) {
+          // No projections: a range ends today at the latest.
+          const to = asked > today ? today : asked;
+          if (from > to) continue;
           for (const interval of ['day', 'week', 'month'] as const) {
             const r = await api.get(`/metrics/mrr?start_date=${from}&end_date=${to}&interval=${interval}`, token);
             expect(r.status, JSON.stringify(r.body)).toBe(200);

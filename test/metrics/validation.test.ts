@@ -57,7 +57,12 @@ describe('GET /metrics/mrr parameters', () => {
     // week and month: at most 10 years.
     expect((await get(token, '/metrics/mrr?start_date=2015-01-01&end_date=2024-12-31&interval=month')).data).toHaveLength(120);
     expect((await get(token, '/metrics/mrr?start_date=2015-01-01&end_date=2024-12-31&interval=week')).data).toHaveLength(523); // Thu 2015-01-01 … Sun 01-04, then 522 Mondays
-    // The last representable days (the loop must not run past 9999-12-31).
+    // No projections: an end after today (the merchant's clock says 2026-03-15).
+    expect(await expect422(token, '/metrics/mrr?end_date=2026-03-16', 'end_date')).toBe('The end date field must be a date before or equal to today.');
+    expect(await expect422(token, '/metrics/mrr?start_date=2026-03-01&end_date=2026-04-01&interval=day', 'end_date')).toBe('The end date field must be a date before or equal to today.');
+    expect((await get(token, '/metrics/mrr?end_date=2026-03-15&interval=day&start_date=2026-03-15')).data).toHaveLength(1);
+    // The last representable days (the loop must not run past 9999-12-31), on the last day there is.
+    fixedClock('9999-12-31T23:59:59Z');
     expect((await get(token, '/metrics/mrr?start_date=9999-12-01&end_date=9999-12-31&interval=day')).data).toHaveLength(31);
     expect((await get(token, '/metrics/mrr?start_date=9990-01-01&end_date=9999-12-31&interval=week')).data.at(-1).date).toBe('9999-12-27');
     expect((await get(token, '/metrics/mrr?start_date=0001-01-01&end_date=0001-01-31&interval=week')).data[0].date).toBe('0001-01-01');
@@ -132,7 +137,8 @@ describe('interval boundaries (UTC)', () => {
     expect((await api.post('/subscriptions', token, { customer_id: c2, plan_name: 'P', mrr: '20', billing_cycle: 'monthly' })).status).toBe(201);
     // A monthly order paid on Jan 31 ends on the leap day (Feb 29).
     expect((await api.post('/orders', token, { order_no: 'LEAP', amount: '30', customer_email: 'b3@metrics.test', status: 'paid', billing_cycle: 'monthly', paid_at: '2024-01-31T12:00:00Z' })).status).toBe(201);
-    clock.set('2024-03-15T00:00:00Z');
+    // Read once the range has passed (no projections).
+    clock.set('2024-04-01T00:00:00Z');
 
     const months = (await get(token, '/metrics/mrr?start_date=2024-01-01&end_date=2024-03-31')).data;
     expect(months.map((e: any) => [e.date, e.new, e.churn, e.mrr])).toEqual([
@@ -162,7 +168,7 @@ describe('interval boundaries (UTC)', () => {
 });
 
 describe('order moves in imports', () => {
-  it('a re-linked order takes its line to the new customer; a currency or cycle change stops it from that moment', async () => {
+  it('a re-linked order takes its line to the new customer; a currency or cycle change erases its past', async () => {
     const clock = fixedClock('2025-03-01T00:00:00Z');
     const { token } = await newMerchant();
     const post = async (orders: unknown[]) => {
@@ -180,17 +186,18 @@ describe('order moves in imports', () => {
     // M-1 moves to y: x's February becomes 50 new only, y is new with 30 from Feb 1.
     await post([{ order_no: 'M-1', customer_email: 'y@moves.test' }]);
     expect(await month('2025-02')).toMatchObject({ mrr: '80.00', new: '80.00', expansion: '0.00', active_customers: 2 });
-    // M-2 becomes USD: it stops counting now (Mar 10), not retroactively.
+    // M-2 becomes USD: every figure, February's included, is as if it had never counted (no churn today).
     await post([{ order_no: 'M-2', currency: 'USD' }]);
-    const march = await get(token, '/metrics/mrr?start_date=2025-03-01&end_date=2025-03-31&interval=day');
-    const byDate = Object.fromEntries(march.data.map((e: any) => [e.date, e]));
-    expect(byDate['2025-03-10']).toMatchObject({ churn: '-50.00', mrr: '30.00' });
-    expect(byDate['2025-03-20']).toMatchObject({ churn: '0.00', mrr: '30.00' }); // its own cycle end is gone
-    // M-1 becomes one-time: its share stops now too.
+    expect(await month('2025-02')).toMatchObject({ mrr: '30.00', new: '30.00', expansion: '0.00', churn: '0.00', active_customers: 1 });
+    const march = await get(token, '/metrics/mrr?start_date=2025-03-01&end_date=2025-03-10&interval=day');
+    expect(march.data.every((e: any) => e.churn === '0.00' && e.mrr === '30.00'), JSON.stringify(march.data)).toBe(true);
+    // M-1 becomes one-time: nothing ever counted.
     clock.set('2025-03-15T00:00:00Z');
     await post([{ order_no: 'M-1', billing_cycle: 'one-time' }]);
-    expect((await get(token, '/metrics/mrr?start_date=2025-03-15&end_date=2025-03-15&interval=day')).data[0]).toMatchObject({ churn: '-30.00', mrr: '0.00', active_customers: 0 });
+    expect(await month('2025-02')).toMatchObject({ mrr: '0.00', new: '0.00', churn: '0.00', active_customers: 0 });
+    expect((await get(token, '/metrics/mrr?start_date=2025-03-15&end_date=2025-03-15&interval=day')).data[0]).toMatchObject({ churn: '0.00', mrr: '0.00', active_customers: 0 });
     expect((await get(token, '/metrics/summary')).data).toMatchObject({ current_mrr: '0.00', active_customers: 0 });
+    expect((await get(token, '/metrics/cohorts?start_month=2025-02&end_month=2025-03')).data.map((c: any) => c.customers)).toEqual([0, 0]);
   });
 
   it('the OpenAPI document describes the three metrics routes', async () => {

@@ -482,8 +482,9 @@ describe('POST /subscriptions/events (recorded events in the lists)', () => {
       created_at: '2026-10-02T08:00:00Z',
     });
 
+    // Imported-line events (no subscription) stand for history before the customer's first subscription.
     clock.set('2026-10-03T08:00:00Z');
-    const noSub = await record(token, { customer_id: c, event_type: 'upgrade', old_amount: '0.99', new_amount: '10' }); // occurred_at defaults to now
+    const noSub = await record(token, { customer_id: c, event_type: 'upgrade', old_amount: '0.99', new_amount: '10', occurred_at: '2026-08-10T00:00:00Z' });
     expect(noSub).toEqual({
       id: expect.any(Number),
       customer_id: c,
@@ -495,20 +496,20 @@ describe('POST /subscriptions/events (recorded events in the lists)', () => {
       amount_change: '9.01',
       old_plan: null,
       new_plan: null,
-      occurred_at: '2026-10-03T08:00:00Z',
+      occurred_at: '2026-08-10T00:00:00Z',
       created_at: '2026-10-03T08:00:00Z',
     });
-    const zero = await record(token, { customer_id: c, subscription_id: null, event_type: 'cancel', old_amount: '5', new_amount: '5', occurred_at: '2026-09-20T00:00:00Z' });
-    expect(zero).toMatchObject({ subscription_id: null, amount_change: '0.00', source: 'import' });
+    const cancel = await record(token, { customer_id: c, subscription_id: null, event_type: 'cancel', old_amount: '10', new_amount: '0', occurred_at: '2026-08-20T00:00:00Z' });
+    expect(cancel).toMatchObject({ subscription_id: null, amount_change: '-10.00', source: 'import' });
 
     const list = await page(token, '/subscriptions/events');
     expect(list.meta.total).toBe(4);
     const byId = new Map(list.data.map((e) => [e.id, e]));
     expect(byId.get(down.body.data.id)).toEqual(down.body.data);
     expect(byId.get(noSub.id)).toEqual(noSub);
-    expect(byId.get(zero.id)).toEqual(zero);
-    expect(list.data.map((e) => e.id)).toEqual([noSub.id, zero.id, down.body.data.id, expect.any(Number)]);
-    expect(list.data.map((e) => e.source)).toEqual(['import', 'import', 'import', 'api']);
+    expect(byId.get(cancel.id)).toEqual(cancel);
+    expect(list.data.map((e) => e.id)).toEqual([down.body.data.id, expect.any(Number), cancel.id, noSub.id]);
+    expect(list.data.map((e) => e.source)).toEqual(['import', 'api', 'import', 'import']);
 
     // each filter finds them: by subscription only the one naming it; null subscription_id under the customer
     expect((await ids(token, '/subscriptions/events', `subscription_id=${sub.id}`)).ids).toEqual([down.body.data.id, expect.any(Number)]);

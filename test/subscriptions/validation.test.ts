@@ -123,6 +123,8 @@ describe('POST /subscriptions: validation', () => {
     ['mrr negative (number)', (f) => valid(f, { mrr: -0.5 }), { mrr: ['The mrr field must be at least 0.'] }],
     ['mrr with 14 integer digits', (f) => valid(f, { mrr: '12345678901234' }), { mrr: ['The mrr field must not have more than 13 integer digits.'] }],
     ['mrr with 14 integer digits and decimals', (f) => valid(f, { mrr: '10000000000000.00' }), { mrr: ['The mrr field must not have more than 13 integer digits.'] }],
+    ['mrr 0 (string)', (f) => valid(f, { mrr: '0.00' }), { mrr: ['The mrr field must be greater than 0.'] }],
+    ['mrr 0 (number)', (f) => valid(f, { mrr: 0 }), { mrr: ['The mrr field must be greater than 0.'] }],
     // billing_cycle
     ['billing_cycle missing', (f) => valid(f, { billing_cycle: undefined }), { billing_cycle: ['The billing cycle field is required.'] }],
     ['billing_cycle one-time (orders only)', (f) => valid(f, { billing_cycle: 'one-time' }), { billing_cycle: ['The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.'] }],
@@ -145,11 +147,11 @@ describe('POST /subscriptions: validation', () => {
     expect(await snapshot(m)).toEqual(before);
   });
 
-  it('mrr accepts a JSON number or string up to 13 integer and 2 fraction digits, 0 included; written with 2 decimals', async () => {
+  it('mrr accepts a JSON number or string above 0, up to 13 integer and 2 fraction digits; written with 2 decimals', async () => {
     const cases: [unknown, string][] = [
       [99.5, '99.50'],
       ['42', '42.00'],
-      [0, '0.00'],
+      ['0.01', '0.01'],
       ['0.05', '0.05'],
       ['9999999999999.99', '9999999999999.99'],
       [1234567890123, '1234567890123.00'],
@@ -222,6 +224,7 @@ describe('PUT /subscriptions/{id}: validation', () => {
     ['mrr negative', () => ({ mrr: -10 }), { mrr: ['The mrr field must be at least 0.'] }],
     ['mrr with 14 integer digits', () => ({ mrr: 12345678901234 }), { mrr: ['The mrr field must not have more than 13 integer digits.'] }],
     ['mrr a boolean', () => ({ mrr: false }), { mrr: ['The mrr field must be a number.'] }],
+    ['mrr 0 (pause or cancel take a subscription to zero)', () => ({ mrr: '0' }), { mrr: ['The mrr field must be greater than 0.'] }],
     ['current_period_start not a date', () => ({ current_period_start: 'soon' }), { current_period_start: ['The current period start field must be a valid ISO 8601 date-time with a time zone.'] }],
     ['current_period_start without a zone', () => ({ current_period_start: '2026-04-01T00:00:00' }), { current_period_start: ['The current period start field must be a valid ISO 8601 date-time with a time zone.'] }],
     ['current_period_start a number', () => ({ current_period_start: 20260401 }), { current_period_start: ['The current period start field must be a string.'] }],
@@ -390,6 +393,17 @@ describe('POST /subscriptions/events: validation', () => {
     ['new_plan a number', (f) => valid(f, { new_plan: 7 }), { new_plan: ['The new plan field must be a string.'] }],
     ['occurred_at not a date', (f) => valid(f, { occurred_at: 'last week' }), { occurred_at: ['The occurred at field must be a valid ISO 8601 date-time with a time zone.'] }],
     ['occurred_at without a zone', (f) => valid(f, { occurred_at: '2025-06-01T00:00:00' }), { occurred_at: ['The occurred at field must be a valid ISO 8601 date-time with a time zone.'] }],
+    ['occurred_at in the future', (f) => valid(f, { occurred_at: '2999-01-01T00:00:00Z' }), { occurred_at: ['The occurred at field must be a date before or equal to now.'] }],
+    // The type agrees with the amounts.
+    ['created from more than 0', (f) => valid(f, { event_type: 'created', old_amount: '5', new_amount: '10' }), { event_type: ['The created event type needs old amount 0 and new amount above 0.'] }],
+    ['created to 0', (f) => valid(f, { event_type: 'created', old_amount: '0', new_amount: '0' }), { event_type: ['The created event type needs old amount 0 and new amount above 0.'] }],
+    ['upgrade from 900 to 100', (f) => valid(f, { event_type: 'upgrade', old_amount: '900', new_amount: '100' }), { event_type: ['The upgrade event type needs new amount greater than old amount.'] }],
+    ['upgrade to the same amount', (f) => valid(f, { event_type: 'upgrade', old_amount: '100', new_amount: '100.00' }), { event_type: ['The upgrade event type needs new amount greater than old amount.'] }],
+    ['downgrade upwards', (f) => valid(f, { event_type: 'downgrade', old_amount: '100', new_amount: '150' }), { event_type: ['The downgrade event type needs new amount above 0 and less than old amount.'] }],
+    ['downgrade to 0 (a cancel)', (f) => valid(f, { event_type: 'downgrade', old_amount: '100', new_amount: '0' }), { event_type: ['The downgrade event type needs new amount above 0 and less than old amount.'] }],
+    ['cancel to more than 0', (f) => valid(f, { event_type: 'cancel', old_amount: '100', new_amount: '50' }), { event_type: ['The cancel event type needs old amount above 0 and new amount 0.'] }],
+    ['cancel from 0', (f) => valid(f, { event_type: 'cancel', old_amount: '0', new_amount: '0' }), { event_type: ['The cancel event type needs old amount above 0 and new amount 0.'] }],
+    ['reactivated from more than 0', (f) => valid(f, { event_type: 'reactivated', old_amount: '10', new_amount: '20' }), { event_type: ['The reactivated event type needs old amount 0 and new amount above 0.'] }],
   ];
 
   it.each(cases)('422 for %s; nothing stored', async (_name, body, errors) => {
@@ -432,9 +446,10 @@ describe('POST /subscriptions/events: validation', () => {
     expect((await api.get(`/subscriptions/${fx.subscriptionId}`, m.token)).body.data).toMatchObject({ status: 'active', mrr: '100.00', plan_name: 'Basic' });
   });
 
-  it('accepts every event type', async () => {
-    for (const event_type of ['created', 'upgrade', 'downgrade', 'cancel', 'reactivated']) {
-      const r = await api.post('/subscriptions/events', m.token, valid(fx, { event_type }));
+  it('accepts every event type with amounts that agree with it', async () => {
+    const amounts: Record<string, [string, string]> = { created: ['0', '10'], upgrade: ['10', '15'], downgrade: ['15', '12'], cancel: ['12', '0'], reactivated: ['0', '9'] };
+    for (const [event_type, [old_amount, new_amount]] of Object.entries(amounts)) {
+      const r = await api.post('/subscriptions/events', m.token, valid(fx, { event_type, old_amount, new_amount }));
       expect(r.status, `${event_type}: ${JSON.stringify(r.body)}`).toBe(201);
       expect(r.body.data.event_type).toBe(event_type);
     }
