@@ -17,14 +17,15 @@ const latest = (a: string, b: string) => (a > b ? a : b);
  * A subscription's line after an API change (decisions §9): the subscription's state holds from
  * the moment the change takes effect on (later points of the line are superseded):
  * created → its mrr from started_at; cancelled → 0 from cancelled_at (back-dating reclassifies);
- * paused → 0, reactivated or mrr changed → its mrr, deleted → 0, each from now (or from started_at
- * when that is still ahead). Returns the timeline unchanged when nothing that counts moved (a plan
+ * paused → 0, reactivated or mrr changed → its mrr, each from now (or from started_at when that is
+ * still ahead); deleted → no line at all, as if it had never existed. Returns the timeline unchanged when nothing that counts moved (a plan
  * change, current_period_start).
  */
 export const subscriptionTimeline = (tl: Timeline, before: SubscriptionFacts | null, after: SubscriptionFacts, at: string): Timeline => {
   const line = lineOf.subscription(after.id);
   const effective = latest(at, after.started_at);
-  if (after.deleted_at) return before?.deleted_at ? tl : setFrom(tl, line, effective, 0, 'x');
+  // Deleting corrects a mistake: the line goes whole (recorded events naming it included), no churn is booked.
+  if (after.deleted_at) return before?.deleted_at ? tl : replaceLine(tl, line, []);
   if (before && before.status === after.status && new Decimal(before.mrr).eq(after.mrr) && before.cancelled_at === after.cancelled_at) return tl;
   switch (after.status) {
     case 'active':

@@ -6,7 +6,7 @@ import Decimal from 'decimal.js';
  * - `S<id>`: a subscription (API changes and recorded events naming it);
  * - `I`: the customer's imported line (recorded events without a subscription);
  * - `O<order_no>`: a paid recurring order's monthly share, from paid_at to the end of its cycle.
- * Flags: `a` active subscription, `p` paused, `c` cancelled, `x` gone (deleted), `o` an order share
+ * Flags: `a` active subscription, `p` paused, `c` cancelled, `o` an order share
  * (not a subscription). `a`/`p` lines make the customer live (customer churn counts the moment a
  * cancellation leaves no live line).
  *
@@ -16,7 +16,7 @@ import Decimal from 'decimal.js';
  * every customer's contributions, i.e. a from-scratch recomputation, whatever order the changes
  * (back-dated or not) arrived in.
  */
-export type Flag = 'a' | 'p' | 'c' | 'x' | 'o';
+export type Flag = 'a' | 'p' | 'c' | 'o';
 export type Point = [at: string, amount: string, flag: Flag];
 export type Timeline = Record<string, Point[]>;
 

@@ -166,7 +166,8 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
               if (!s) return;
               ok(await api.del(`/subscriptions/${s.id}`, token), 'delete');
               s.deleted = true;
-              refSetFrom(ref[c], `S${s.id}`, max(at, s.started_at), 0, 'x');
+              // A deletion corrects a mistake: every figure as if the subscription had never been.
+              ref[c].lines.delete(`S${s.id}`);
               return;
             }
             case 'event': {

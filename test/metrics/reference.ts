@@ -7,7 +7,7 @@ import Decimal from 'decimal.js';
  * subscriptions, cohort figures) are evaluated directly at each day's or month's end; movements
  * are classified change by change.
  */
-export type RefPoint = { at: string; amount: Decimal; flag: 'a' | 'p' | 'c' | 'x' | 'o' };
+export type RefPoint = { at: string; amount: Decimal; flag: 'a' | 'p' | 'c' | 'o' };
 export type RefCustomer = { lines: Map<string, RefPoint[]> };
 
 const sorted = (pts: RefPoint[]) => [...pts].sort((x, y) => x.at.localeCompare(y.at));

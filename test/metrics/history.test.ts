@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixedClock, resetClock } from '#lib/clock';
+import { newMerchant, useApi } from '../support/api.ts';
+
+/**
+ * History you can trust, through the API: corrections leave every figure as if the mistake had
+ * never been made, whenever they are made.
+ */
+const api = useApi();
+afterEach(() => resetClock());
+
+const ok = async <T = any>(p: Promise<{ status: number; body: any }>, status = 200): Promise<T> => {
+  const r = await p;
+  expect(r.status, JSON.stringify(r.body)).toBe(status);
+  return r.body as T;
+};
+
+describe('deleting corrects a mistake', () => {
+  it('a subscription created by mistake and deleted books no churn: every figure equals the history without it', async () => {
+    /** The same history for a new merchant, with or without the mistake; its figures read on 03-20. */
+    const history = async (mistake: boolean) => {
+      const clock = fixedClock('2026-03-01T09:00:00Z');
+      const { token } = await newMerchant();
+      const customer = async (email: string) => (await ok(api.post('/customers', token, { email, name: email }), 201)).data.id as number;
+      const [a, b, c] = [await customer('a@delete.test'), await customer('b@delete.test'), await customer('c@delete.test')];
+      const subs = [];
+      for (const [id, mrr] of [[a, '700'], [b, '100']] as const) {
+        subs.push((await ok(api.post('/subscriptions', token, { customer_id: id, plan_name: 'P', mrr, billing_cycle: 'monthly', started_at: '2026-01-10T00:00:00Z' }), 201)).data.id);
+      }
+      clock.set('2026-03-10T09:00:00Z');
+      await ok(api.put(`/subscriptions/${subs[0]}`, token, { mrr: '650' })); // a real contraction, kept in the figures
+      let events = 0;
+      if (mistake) {
+        // A subscription for C, back-dated into February, deleted a week later.
+        clock.set('2026-03-12T09:00:00Z');
+        const wrong = (await ok(api.post('/subscriptions', token, { customer_id: c, plan_name: 'Oops', mrr: '1200', billing_cycle: 'monthly', started_at: '2026-02-15T00:00:00Z' }), 201)).data;
+        expect((await ok(api.get('/metrics/summary', token))).data.current_mrr).toBe('1950.00');
+        clock.set('2026-03-19T09:00:00Z');
+        await ok(api.del(`/subscriptions/${wrong.id}`, token), 204);
+        events = (await ok(api.get(`/subscriptions/events?subscription_id=${wrong.id}`, token))).meta.total;
+      }
+      clock.set('2026-03-20T09:00:00Z');
+      return {
+        events,
+        summary: (await ok(api.get('/metrics/summary', token))).data,
+        months: (await ok(api.get('/metrics/mrr?start_date=2026-01-01&end_date=2026-03-20&interval=month', token))).data,
+        days: (await ok(api.get('/metrics/mrr?start_date=2026-02-01&end_date=2026-03-20&interval=day', token))).data,
+        cohorts: (await ok(api.get('/metrics/cohorts?start_month=2026-01&end_month=2026-03', token))).data,
+      };
+    };
+    const clean = await history(false);
+    const corrected = await history(true);
+    expect(corrected.events).toBe(1); // its events stay listed
+    expect({ ...corrected, events: 0 }).toEqual(clean);
+    expect(corrected.summary).toMatchObject({ current_mrr: '750.00', active_customers: 2, active_subscriptions: 2 });
+    expect(corrected.days.every((d: { churn: string }) => d.churn === '0.00')).toBe(true);
+  });
+
+  it('deleting a customer changes no figure', async () => {
+    fixedClock('2026-03-01T09:00:00Z');
+    const { token } = await newMerchant();
+    const id = (await ok(api.post('/customers', token, { email: 'gone@delete.test', name: 'G' }), 201)).data.id;
+    await ok(api.post('/subscriptions', token, { customer_id: id, plan_name: 'P', mrr: '300', billing_cycle: 'monthly', started_at: '2026-02-01T00:00:00Z' }), 201);
+    await ok(api.post('/orders', token, { order_no: 'G-1', amount: '120', customer_email: 'gone@delete.test', status: 'paid', billing_cycle: 'quarterly', paid_at: '2026-02-10T00:00:00Z' }), 201);
+    const figures = async () => [
+      (await ok(api.get('/metrics/summary', token))).data,
+      (await ok(api.get('/metrics/mrr?start_date=2026-01-01&end_date=2026-03-01&interval=month', token))).data,
+      (await ok(api.get('/metrics/cohorts?start_month=2026-01&end_month=2026-03', token))).data,
+    ];
+    const before = await figures();
+    expect(before[0]).toMatchObject({ current_mrr: '340.00', active_customers: 1 });
+    await ok(api.del(`/customers/${id}`, token), 204);
+    expect(await figures()).toEqual(before);
+  });
+});
