@@ -20,6 +20,7 @@ import type { OrderItem } from '#lib/orders/model';
 import { orderBatchItem, type OrderBatchItem } from '#lib/orders/schemas';
 import { fillStatusTimestamp } from '#lib/orders/transitions';
 import { rewriteOrder } from '#lib/orders/update-status';
+import { amountCurrencyError } from '#lib/shared/currency';
 import { formatTimestamp } from '#lib/shared/time';
 
 /**
@@ -126,7 +127,16 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
     const unit: Unit = prev ?? { orderNo: input.order_no, items: [], order: base, stored: base, emails: [], outcomes: [] };
     const changes: Partial<OrderItem> = {};
     for (const f of FIELDS) if (input[f] !== undefined) (changes as Record<string, unknown>)[f] = input[f];
-    unit.order = fillStatusTimestamp({ ...unit.order, ...changes } as OrderItem, at);
+    const next = fillStatusTimestamp({ ...unit.order, ...changes } as OrderItem, at);
+    // The stored amount and a new currency (or the reverse) must still agree.
+    const mismatch =
+      amountCurrencyError(next.amount, next.currency, 'amount') &&
+      (input.amount ? amountCurrencyError(next.amount, next.currency, 'amount') : `The currency field cannot be ${next.currency}: the order's amount ${next.amount} has a fraction and ${next.currency} has no minor unit.`);
+    if (mismatch) {
+      collector.failed(index, 'validation_error', mismatch, input.order_no);
+      continue;
+    }
+    unit.order = next;
     if (input.customer_email) unit.emails.push(input.customer_email);
     unit.items.push(item);
     unit.outcomes.push({ index, kind: 'updated' });

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { amountCurrencyError } from '#lib/shared/currency';
 import { amount, currency, dateBound, email, idParam, isWellFormed, metadata, pageQuery, timestamp, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
 
 export const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'] as const;
@@ -37,7 +38,13 @@ export const orderFields = z.object({
 });
 export type OrderInput = z.output<typeof orderFields>;
 
-export const orderCreateBody = orderFields;
+/** An amount in a zero-decimal currency (JPY, KRW…) has no fraction: a 422 on the amount. */
+const wholeInCurrency = (o: { amount?: string | null; currency?: string | null }, ctx: z.RefinementCtx) => {
+  const message = o.amount && o.currency ? amountCurrencyError(o.amount, o.currency) : null;
+  if (message) ctx.addIssue({ code: 'custom', path: ['amount'], message });
+};
+
+export const orderCreateBody = orderFields.superRefine(wholeInCurrency);
 export const orderCreateHeaders = z.object({
   'x-idempotency-key': z.string().min(1).max(255).optional().meta({ description: 'Replays the first response for 24 hours' }),
 });
@@ -105,5 +112,5 @@ export const orderStatsSchema = z
   .meta({ id: 'OrderStats' });
 
 /** A batch item: only order_no is always required; a new order_no also needs amount and customer_email. */
-export const orderBatchItem = orderFields.partial().extend({ order_no: orderNo() });
+export const orderBatchItem = orderFields.partial().extend({ order_no: orderNo() }).superRefine(wholeInCurrency);
 export type OrderBatchItem = z.output<typeof orderBatchItem>;

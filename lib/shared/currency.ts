@@ -2,3 +2,17 @@
 const CODES = new Set(Intl.supportedValuesOf('currency'));
 
 export const isCurrency = (code: string): boolean => /^[A-Za-z]{3}$/.test(code) && CODES.has(code.toUpperCase());
+
+/**
+ * Currencies whose ISO 4217 minor unit is 0 (ISO's list, not ICU's display digits, which differ
+ * for some codes): an amount in them has no fraction.
+ */
+export const ZERO_DECIMAL_CURRENCIES: ReadonlySet<string> = new Set([
+  'BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'UYI', 'VND', 'VUV', 'XAF', 'XOF', 'XPF',
+]);
+
+/** Why `amount` (a 2-decimal string) cannot be in `currency`, or null when it can. */
+export const amountCurrencyError = (amount: string, currency: string, field = ':field'): string | null =>
+  ZERO_DECIMAL_CURRENCIES.has(currency.toUpperCase()) && !/\.00$/.test(amount) && amount.includes('.')
+    ? `The ${field} field must be a whole number in ${currency.toUpperCase()}, which has no minor unit.`
+    : null;

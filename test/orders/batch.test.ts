@@ -352,3 +352,41 @@ describe('outbox items', () => {
     resetClock();
   });
 });
+
+describe('money per currency: zero-decimal currencies take whole amounts', () => {
+  it('POST /orders and batch items refuse a fraction in JPY, KRW or VND (422 on amount); nothing is stored', async () => {
+    const { token } = await newMerchant();
+    const whole = 'The amount field must be a whole number in JPY, which has no minor unit.';
+    const refused = await api.post('/orders', token, { order_no: 'JPY-1', amount: '3561.50', currency: 'jpy', customer_email: 'yen@example.com' });
+    expect(refused.status).toBe(422);
+    expect(refused.body).toEqual({ message: 'The given data was invalid.', errors: { amount: [whole] } });
+    expect((await api.get('/orders/JPY-1', token)).status).toBe(404);
+    for (const [currency, amount] of [['KRW', 10.5], ['VND', '0.01']] as const) {
+      const r = await api.post('/orders', token, { order_no: `Z-${currency}`, amount, currency, customer_email: 'z@example.com' });
+      expect(r.status, currency).toBe(422);
+      expect(r.body.errors.amount, currency).toEqual([`The amount field must be a whole number in ${currency}, which has no minor unit.`]);
+    }
+    // Whole amounts pass, written with 2 fraction digits; two-decimal currencies keep their cents.
+    const yen = await api.post('/orders', token, { order_no: 'JPY-2', amount: '3561.00', currency: 'JPY', customer_email: 'yen@example.com' });
+    expect(yen.status, JSON.stringify(yen.body)).toBe(201);
+    expect(yen.body.data).toMatchObject({ amount: '3561.00', currency: 'JPY' });
+    expect((await api.post('/orders', token, { order_no: 'USD-1', amount: '3561.50', currency: 'USD', customer_email: 'usd@example.com' })).status).toBe(201);
+
+    const data = await batch(token, [
+      /* 0 */ { order_no: 'B-JPY', amount: '10.5', currency: 'JPY', customer_email: 'b@example.com' },
+      /* 1 */ { order_no: 'B-JPY', amount: '10', currency: 'JPY', customer_email: 'b@example.com' },
+      /* 2 */ { order_no: 'USD-1', currency: 'JPY' }, // the stored 3561.50 cannot become yen
+      /* 3 */ { order_no: 'JPY-2', amount: '1.25' }, // nor can a yen order take cents
+      /* 4 */ { order_no: 'JPY-2', amount: '12' },
+    ]);
+    expect(data).toMatchObject({ created: 1, updated: 1, failed: 3 });
+    expect(data.results.failed).toEqual([
+      { index: 0, reason: 'validation_error', message: 'The amount field must be a whole number in JPY, which has no minor unit.', identifier: 'B-JPY' },
+      { index: 2, reason: 'validation_error', message: "The currency field cannot be JPY: the order's amount 3561.50 has a fraction and JPY has no minor unit.", identifier: 'USD-1' },
+      { index: 3, reason: 'validation_error', message: 'The amount field must be a whole number in JPY, which has no minor unit.', identifier: 'JPY-2' },
+    ]);
+    expect((await api.get('/orders/USD-1', token)).body.data).toMatchObject({ amount: '3561.50', currency: 'USD' });
+    expect((await api.get('/orders/JPY-2', token)).body.data).toMatchObject({ amount: '12.00', currency: 'JPY' });
+    expect((await api.get('/orders/B-JPY', token)).body.data).toMatchObject({ amount: '10.00', currency: 'JPY' });
+  });
+});

@@ -34,6 +34,8 @@ const PAID_ATS = ['2026-03-15T01:00:00Z', '2026-03-14T23:00:00Z', '2026-03-02T00
 const STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'] as const;
 type Status = (typeof STATUSES)[number];
 const CURRENCIES = ['TWD', 'USD', 'JPY'];
+/** JPY has no minor unit: its amounts are whole. */
+const wholeOk = (amount: string, currency: string) => currency.toUpperCase() !== 'JPY' || /^\d+(\.0+)?$/.test(String(amount));
 const EMAILS = ['a@example.com', 'b@example.com', 'c@example.com'];
 const ORDER_NOS = ['P-1', 'P-2', 'P-3', 'P-4', 'P-5', 'P-6', 'P-7', 'P-8'];
 const ALLOWED: Record<Status, Status[]> = { pending: ['paid', 'failed', 'cancelled'], failed: ['paid', 'cancelled'], paid: ['refunded'], refunded: [], cancelled: [] };
@@ -246,6 +248,12 @@ describe('orders model property', () => {
 
           const apply = (cmd: Command, { r, search }: Answer, at: string) => {
             if (cmd.kind === 'create') {
+              // The body first: yen take whole amounts.
+              if (!wholeOk(cmd.amount, cmd.currency ?? 'TWD')) {
+                expect(r.status, show(r)).toBe(422);
+                expect(Object.keys(r.body.errors)).toEqual(['amount']);
+                return;
+              }
               if (orders.has(cmd.order_no)) {
                 expect(r.status, show(r)).toBe(422);
                 expect(Object.keys(r.body.errors)).toEqual(['order_no']);
@@ -287,6 +295,7 @@ describe('orders model property', () => {
               const want = { created: [] as number[], updated: [] as number[], failed: [] as number[] };
               cmd.items.forEach((item, index) => {
                 const o = orders.get(item.order_no);
+                if (present(item.amount) && present(item.currency) && !wholeOk(item.amount!, item.currency!)) return void want.failed.push(index);
                 if (!o) {
                   if (!present(item.amount) || !present(item.customer_email)) return void want.failed.push(index);
                   const created: ModelOrder = {
@@ -304,6 +313,8 @@ describe('orders model property', () => {
                   touch(created);
                   want.created.push(index);
                 } else {
+                  // The stored amount and a new currency (or the reverse) must agree too.
+                  if (!wholeOk(present(item.amount) ? item.amount! : o.amount, present(item.currency) ? item.currency! : o.currency)) return void want.failed.push(index);
                   if (o.customer.deleted) tally.deletedCustomerWrites++;
                   if (present(item.amount)) o.amount = money(item.amount!);
                   if (present(item.currency)) o.currency = item.currency!.toUpperCase();
