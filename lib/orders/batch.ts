@@ -32,7 +32,7 @@ import { formatTimestamp } from '#lib/shared/time';
 type Item = { index: number; input: OrderBatchItem };
 type Collector = ReturnType<typeof batchCollector>;
 
-const FIELDS = ['amount', 'currency', 'status', 'payment_method', 'billing_cycle', 'paid_at', 'refunded_at', 'failed_at', 'metadata'] as const;
+const FIELDS = ['amount', 'currency', 'status', 'payment_method', 'billing_cycle', 'paid_at', 'refunded_at', 'failed_at', 'metadata', 'created_at'] as const;
 
 /** Absent, null, empty-string and empty-object fields leave the stored value alone (decisions §6: accumulate). */
 const isEmpty = (v: unknown) =>
@@ -117,7 +117,7 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
       units.set(input.order_no, {
         orderNo: input.order_no,
         items: [item],
-        order: newOrderItem(merchantId, 0, 0, { ...input, amount: input.amount!, customer_email: input.customer_email! }, 'import', at),
+        order: newOrderItem(merchantId, 0, 0, { ...input, amount: input.amount!, customer_email: input.customer_email! }, 'import', at, input.created_at ?? at),
         stored: null,
         emails: [input.customer_email!],
         outcomes: [{ index, kind: 'created' }],
@@ -169,7 +169,7 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
       ? u.stored!
       : u.stored
         ? rewriteOrder(merchantId, u.stored, { ...u.order, customer_id: customerId }, at)
-        : newOrderItem(merchantId, nextOrderId++, customerId, { ...u.order, customer_email: email! } as never, 'import', at);
+        : newOrderItem(merchantId, nextOrderId++, customerId, { ...u.order, customer_email: email! } as never, 'import', at, u.order.created_at);
   }
 
   // Customers whose figures move or who are created (deleted ones included: their history counts).

@@ -53,6 +53,8 @@ export const newOrderItem = (
   input: OrderInput,
   source: OrderItem['source'],
   at: string,
+  /** Imported history's own date (batch); else the time of the write. */
+  createdAt: string = at,
 ): OrderItem => {
   const base = {
     id,
@@ -68,7 +70,7 @@ export const newOrderItem = (
     failed_at: input.failed_at ?? null,
     metadata: input.metadata ?? null,
     customer_id: customerId,
-    created_at: at,
+    created_at: createdAt,
     updated_at: at,
     version: 1,
   };

@@ -41,6 +41,10 @@ export const addAggregateDeltas = (ws: WriteSet, merchantId: string, before: Ord
   if (!before && after) {
     day(after.created_at).add('created', ONE);
     addTotal(ws, merchantId, 'ORDERS', 'orders', ONE);
+  } else if (before && after && utcDay(before.created_at) !== utcDay(after.created_at)) {
+    // An import gave the order its own date: it counts on that day.
+    day(before.created_at).add('created', ONE.negated());
+    day(after.created_at).add('created', ONE);
   }
 };
 

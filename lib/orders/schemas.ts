@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { amountCurrencyError } from '#lib/shared/currency';
-import { amount, currency, dateBound, email, idParam, isWellFormed, metadata, pageQuery, timestamp, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
+import { amount, currency, dateBound, email, idParam, isWellFormed, metadata, pageQuery, pastTimestamp, timestamp, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
 
 export const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
@@ -112,5 +112,12 @@ export const orderStatsSchema = z
   .meta({ id: 'OrderStats' });
 
 /** A batch item: only order_no is always required; a new order_no also needs amount and customer_email. */
-export const orderBatchItem = orderFields.partial().extend({ order_no: orderNo() }).superRefine(wholeInCurrency);
+export const orderBatchItem = orderFields
+  .partial()
+  .extend({
+    order_no: orderNo(),
+    // Imported history keeps its dates: lists, date filters and today's count follow created_at.
+    created_at: pastTimestamp().nullish().meta({ description: 'When the order was placed (imports only; default: the time of the import)' }),
+  })
+  .superRefine(wholeInCurrency);
 export type OrderBatchItem = z.output<typeof orderBatchItem>;

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { now } from '#lib/clock';
 import { parseAmount } from '#lib/shared/money';
 import { isCurrency } from '#lib/shared/currency';
 import { formatTimestamp, parseDate, parseTimestamp } from '#lib/shared/time';
@@ -31,6 +32,10 @@ export const timestamp = () =>
       return z.NEVER;
     })
     .meta({ format: 'date-time', example: '2026-01-31T12:00:00Z' });
+
+/** A timestamp of something that has happened: not after now (history, not a schedule). */
+export const pastTimestamp = () =>
+  timestamp().refine((v) => Date.parse(v) <= now().getTime(), { message: 'The :field field must be a date before or equal to now.' });
 
 /** A filter bound: `YYYY-MM-DD` or a date-time → an ISO instant; `end` makes a bare date inclusive to the day's end. */
 export const dateBound = (end: boolean) =>

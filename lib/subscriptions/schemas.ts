@@ -1,6 +1,5 @@
 import * as z from 'zod';
-import { now } from '#lib/clock';
-import { amount, dateBound, idParam, pageQuery, timestamp } from '#lib/shared/fields';
+import { amount, dateBound, idParam, pageQuery, pastTimestamp, timestamp } from '#lib/shared/fields';
 import { Decimal } from '#lib/shared/money';
 
 export const SUBSCRIPTION_STATUSES = ['active', 'paused', 'cancelled'] as const;
@@ -15,8 +14,6 @@ const bodyId = () => z.int({ error: 'The :field field must be an integer.' }).mi
 const plan = () => z.string().min(1).max(255);
 /** A subscription's MRR is above zero: pause and cancel are what take it to zero. */
 const mrr = () => amount().refine((v) => new Decimal(v).gt(0), { message: 'The :field field must be greater than 0.' });
-/** A moment that has happened (history, not a schedule). */
-const past = () => timestamp().refine((v) => Date.parse(v) <= now().getTime(), { message: 'The :field field must be a date before or equal to now.' });
 
 /** POST /subscriptions (decisions §7). */
 export const subscriptionCreateBody = z.object({
@@ -90,7 +87,7 @@ export const subscriptionEventCreateBody = z
     new_amount: amount(),
     old_plan: plan().nullish(),
     new_plan: plan().nullish(),
-    occurred_at: past().nullish(),
+    occurred_at: pastTimestamp().nullish(),
   })
   .superRefine((e, ctx) => {
     const { rule, holds } = EVENT_AMOUNT_RULES[e.event_type];
