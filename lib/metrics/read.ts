@@ -245,17 +245,18 @@ export const cohorts = async (merchantId: string, q: CohortsQuery) => {
   if (monthIndex(end) - monthIndex(start) + 1 > MAX_COHORT_MONTHS) throw dateError(blame, `The range must not have more than ${MAX_COHORT_MONTHS} months.`);
   const items = await queryAll<Record<string, unknown>>(
     { partition: cohortPartition(merchantId), from: `${start}#`, to: `${end}#~`, descending: false },
-    ['sk', STORED_ATTR.joined, STORED_ATTR.customers, STORED_ATTR.mrr],
+    ['sk', STORED_ATTR.joined, STORED_ATTR.start, STORED_ATTR.customers, STORED_ATTR.mrr],
   );
   const num = (v: unknown) => new Decimal(v === undefined ? 0 : String(v));
   // Shards summed: cohort → month → figures.
-  const byCohort = new Map<string, Map<string, { joined: Decimal; customers: Decimal; mrr: Decimal }>>();
+  const byCohort = new Map<string, Map<string, { joined: Decimal; start: Decimal; customers: Decimal; mrr: Decimal }>>();
   for (const item of items) {
     const [cohort, month] = String(item.sk).split('#');
     const months = byCohort.get(cohort) ?? new Map();
-    const f = months.get(month) ?? { joined: ZERO, customers: ZERO, mrr: ZERO };
+    const f = months.get(month) ?? { joined: ZERO, start: ZERO, customers: ZERO, mrr: ZERO };
     months.set(month, {
       joined: f.joined.plus(num(item[STORED_ATTR.joined])),
+      start: f.start.plus(num(item[STORED_ATTR.start])),
       customers: f.customers.plus(num(item[STORED_ATTR.customers])),
       mrr: f.mrr.plus(num(item[STORED_ATTR.mrr])),
     });
@@ -267,18 +268,19 @@ export const cohorts = async (merchantId: string, q: CohortsQuery) => {
     const cohort = monthOf(c);
     const months = byCohort.get(cohort) ?? new Map();
     const joined = months.get(cohort)?.joined ?? ZERO;
+    const startMrr = months.get(cohort)?.start ?? ZERO;
     let customers = ZERO;
     let mrr = ZERO;
-    let startMrr = ZERO;
     const retention = [];
     for (let m = c; m <= monthIndex(last); m++) {
       const item = months.get(monthOf(m));
       customers = customers.plus(item?.customers ?? ZERO);
       mrr = mrr.plus(item?.mrr ?? ZERO);
-      if (m === c) startMrr = mrr;
-      retention.push({ month: monthOf(m), customers: customers.toNumber(), mrr: money(mrr), customer_retention: pct(customers, joined), mrr_retention: pct(mrr, startMrr) });
+      // The cohort month is measured right after each member joined (100 %), later months at their end.
+      const [n, v] = m === c ? [joined, startMrr] : [customers, mrr];
+      retention.push({ month: monthOf(m), customers: n.toNumber(), mrr: money(v), customer_retention: pct(n, joined), mrr_retention: pct(v, startMrr) });
     }
-    out.push({ cohort, customers: joined.toNumber(), mrr: money(months.get(cohort)?.mrr ?? ZERO), retention });
+    out.push({ cohort, customers: joined.toNumber(), mrr: money(startMrr), retention });
   }
   return out;
 };

@@ -36,6 +36,7 @@ export const STORED_ATTR: Record<string, string> = {
   subscriptions: 'as',
   churned: 'cc',
   joined: 'j',
+  start: 'sm',
   mrr: 'm',
 };
 

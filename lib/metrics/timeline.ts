@@ -6,7 +6,8 @@ import Decimal from 'decimal.js';
  * - `S<id>`: a subscription (API changes and recorded events naming it);
  * - `I`: the customer's imported line (recorded events without a subscription);
  * - `O<order_no>`: a paid recurring order's monthly share, from paid_at to the end of its cycle.
- * Flags: `a` active subscription, `p` paused, `c` cancelled, `o` an order share
+ * Flags: `a` active subscription, `p` paused, `c` cancelled, `o` an order share, `e` the imported
+ * line's end where the customer's first subscription starts (`withImportedEnd`)
  * (not a subscription). `a`/`p` lines make the customer live (customer churn counts the moment a
  * cancellation leaves no live line).
  *
@@ -16,7 +17,7 @@ import Decimal from 'decimal.js';
  * every customer's contributions, i.e. a from-scratch recomputation, whatever order the changes
  * (back-dated or not) arrived in.
  */
-export type Flag = 'a' | 'p' | 'c' | 'o';
+export type Flag = 'a' | 'p' | 'c' | 'o' | 'e';
 export type Point = [at: string, amount: string, flag: Flag];
 export type Timeline = Record<string, Point[]>;
 
@@ -82,17 +83,37 @@ export const addContribution = (out: Contributions, item: string, attr: string, 
   out.set(item, attrs);
 };
 
-const isSubscriptionLine = (line: string) => !line.startsWith('O');
+const isSubscriptionLine = (line: string) => line.startsWith('S');
+
+/**
+ * Where the customer's imported line ends: the start of its earliest subscription line (the
+ * imported line stands for history from before the customer had any subscription here), or null.
+ */
+export const importedLineEnd = (tl: Timeline): string | null => {
+  let end: string | null = null;
+  for (const [line, pts] of Object.entries(tl)) if (isSubscriptionLine(line) && pts.length && (end === null || pts[0][0] < end)) end = pts[0][0];
+  return end;
+};
+
+/** The timeline as the figures read it: the imported line is 0 from its end on, so nothing is counted twice. */
+const withImportedEnd = (tl: Timeline): Timeline => {
+  const end = importedLineEnd(tl);
+  const imported = tl[lineOf.imported];
+  if (!end || !imported) return tl;
+  const kept = imported.filter((p) => p[0] < end);
+  return withLine(tl, lineOf.imported, kept.length ? [...kept, [end, '0', 'e']] : []);
+};
 
 /**
  * What one customer's timeline adds to the aggregates. At every change time (in order) the total
  * before and after it classify one movement; the day and month items get the movement, the change
  * of active customers (`customers`: MRR above 0), of active subscriptions (`subscriptions`: lines
  * flagged `a`) and customer churn (`churned`: a cancellation leaving no live line); the customer's
- * cohort (the month of its `new`) gets `joined` once and, per month, the change of its MRR and of
- * whether it is above 0.
+ * cohort (the month of its `new`) gets `joined` and `start` (its MRR right then) once and, per
+ * month, the change of its MRR and of whether it is above 0.
  */
-export const contributions = (tl: Timeline): Contributions => {
+export const contributions = (stored: Timeline): Contributions => {
+  const tl = withImportedEnd(stored);
   // Every point, in time order; the running totals move by each line's change (O(points log points)).
   const points = Object.entries(tl).flatMap(([line, pts]) => pts.map((p) => ({ line, p })));
   points.sort((a, b) => (a.p[0] < b.p[0] ? -1 : a.p[0] > b.p[0] ? 1 : 0));
@@ -124,7 +145,9 @@ export const contributions = (tl: Timeline): Contributions => {
     const movement = classify(mrr, nextMrr, cohort !== null);
     if (!cohort && nextMrr.gt(0)) {
       cohort = month;
+      // A cohort's figures are its members and their MRR right after it first went above 0.
       addContribution(out, `C#${cohort}#${cohort}`, 'joined', new Decimal(1));
+      addContribution(out, `C#${cohort}#${cohort}`, 'start', nextMrr);
     }
     const activeChange = new Decimal(Number(nextMrr.gt(0)) - Number(mrr.gt(0)));
     for (const period of periods) {

@@ -15,10 +15,12 @@ import type { SubscriptionEventCreate, SubscriptionEventListQuery, SubscriptionE
 import { getSubscriptionItem } from '#lib/subscriptions/store';
 import { recordedLine } from '#lib/metrics/lines';
 import { addTimelineChange, readTimeline } from '#lib/metrics/store';
-import { setAt } from '#lib/metrics/timeline';
+import { importedLineEnd, setAt } from '#lib/metrics/timeline';
 
 export const CUSTOMER_INVALID = 'The selected customer id is invalid.';
 export const SUBSCRIPTION_INVALID = 'The selected subscription id is invalid.';
+export const importedAfterSubscription = (since: string) =>
+  `The subscription id field is required for an event at or after ${since}, when the customer's first subscription started: name the subscription this event belongs to.`;
 
 const ONE = new Decimal(1);
 
@@ -64,6 +66,13 @@ export const recordSubscriptionEvent = async (merchantId: string, input: Subscri
   return retrying(async () => {
     const at = formatTimestamp(now());
     const timeline = await readTimeline(merchantId, input.customer_id);
+    // Without a subscription an event is imported history from before the customer's first
+    // subscription here; from then on it must name its subscription (decided on the timeline read
+    // by key, which the transaction guards by its version).
+    const importedEnd = importedLineEnd(timeline.timeline);
+    if (!input.subscription_id && importedEnd && (input.occurred_at ?? at) >= importedEnd) {
+      throw InvalidError.field('subscription_id', importedAfterSubscription(importedEnd));
+    }
     const ws = new WriteSet();
     ws.check('customer', keys.customer(merchantId, input.customer_id), liveCondition);
     if (input.subscription_id) {

@@ -50,10 +50,13 @@ describe('a back-dated change reclassifying more than one transaction can hold',
     expect((await api.get(`/subscriptions/events?customer_id=${customer}&event_type=created`, token)).body.meta.total).toBe(1); // the 2030 subscription's own
     expect(await series()).toEqual(before);
 
-    // Reaching back less far (a quarter of the movements reclassified) fits.
+    // Reaching back less far (a quarter of the movements reclassified) fits. The subscription's line
+    // now starts on day 75, where the imported line ends: 10 → 5 that day, nothing after it.
     const near = await api.post('/subscriptions/events', token, { customer_id: customer, subscription_id: later.body.data.id, event_type: 'created', old_amount: '0', new_amount: '5', occurred_at: day(75) });
     expect(near.status, JSON.stringify(near.body)).toBe(201);
     const after = await series();
-    expect(after.data.filter((e: { contraction: string }) => e.contraction === '-10.00')).toHaveLength(12);
+    expect(after.data.filter((e: { contraction: string }) => e.contraction !== '0.00').map((e: { date: string; contraction: string }) => [e.date, e.contraction])).toEqual([[day(75).slice(0, 10), '-5.00']]);
+    expect(after.data.filter((e: { churn: string }) => e.churn === '-10.00')).toHaveLength(37);
+    expect(after.data.at(-1).mrr).toBe('5.00');
   });
 });

@@ -170,11 +170,12 @@ describe('the scripted merchant (figures worked by hand)', () => {
       retention: months.filter((m) => m >= cohort).map((m) => ret(m, 0, '0.00', null, null)),
     });
     expect(r.data).toEqual([
+      // A cohort starts at 100 %: its members and their MRR right after joining (A: 30 on 2024-12-01).
       {
         cohort: '2024-12',
         customers: 1,
-        mrr: '0.00',
-        retention: [ret('2024-12', 0, '0.00', 0, null), ret('2025-01', 1, '100.00', 100, null), ...months.slice(1).map((m) => ret(m, 1, '150.00', 100, null))],
+        mrr: '30.00',
+        retention: [ret('2024-12', 1, '30.00', 100, 100), ret('2025-01', 1, '100.00', 100, 333.33), ...months.slice(1).map((m) => ret(m, 1, '150.00', 100, 500))],
       },
       {
         cohort: '2025-01',
@@ -193,7 +194,7 @@ describe('the scripted merchant (figures worked by hand)', () => {
       empty('2025-04'),
       { cohort: '2025-05', customers: 1, mrr: '100.00', retention: ['2025-05', '2025-06', '2025-07'].map((m) => ret(m, 1, '100.00', 100, 100)) },
       empty('2025-06'), // D's refunded order never counted: D never had MRR
-      { cohort: '2025-07', customers: 1, mrr: '0.00', retention: [ret('2025-07', 0, '0.00', 0, null)] },
+      { cohort: '2025-07', customers: 1, mrr: '50.00', retention: [ret('2025-07', 1, '50.00', 100, 100)] }, // E joined with 50 (gone by the month's end)
       { cohort: '2025-08', customers: 0, mrr: '0.00', retention: [] },
     ]);
   });

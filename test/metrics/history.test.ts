@@ -73,3 +73,59 @@ describe('deleting corrects a mistake', () => {
     expect(await figures()).toEqual(before);
   });
 });
+
+describe('no double counting', () => {
+  it("the imported line ends where the customer's first subscription starts; later events must name their subscription", async () => {
+    fixedClock('2026-03-01T09:00:00Z');
+    const { token } = await newMerchant();
+    const customer = async (email: string) => (await ok(api.post('/customers', token, { email, name: email }), 201)).data.id as number;
+    const [a, b] = [await customer('a@double.test'), await customer('b@double.test')];
+    const record = (body: Record<string, unknown>) => api.post('/subscriptions/events', token, body);
+    // A's history from elsewhere, then A's subscription here (the same 700 going on).
+    await ok(record({ customer_id: a, event_type: 'created', old_amount: '0', new_amount: '100', occurred_at: '2025-06-01T00:00:00Z' }), 201);
+    await ok(record({ customer_id: a, event_type: 'upgrade', old_amount: '100', new_amount: '700', occurred_at: '2025-09-01T00:00:00Z' }), 201);
+    const sub = (await ok(api.post('/subscriptions', token, { customer_id: a, plan_name: 'P', mrr: '700', billing_cycle: 'monthly', started_at: '2026-01-01T00:00:00Z' }), 201)).data;
+    // B has only imported history: MRR, but no subscription.
+    await ok(record({ customer_id: b, event_type: 'created', old_amount: '0', new_amount: '100', occurred_at: '2025-10-01T00:00:00Z' }), 201);
+
+    const summary = (await ok(api.get('/metrics/summary', token))).data;
+    expect(summary).toMatchObject({ current_mrr: '800.00', active_customers: 2 });
+    expect(summary.active_subscriptions).toBe((await ok(api.get('/subscriptions?status=active', token))).meta.total);
+    expect(summary.active_subscriptions).toBe(1);
+    // One instant, one movement: the imported 700 ending and the subscription's 700 starting move nothing.
+    const months = (await ok(api.get('/metrics/mrr?start_date=2025-06-01&end_date=2026-02-28&interval=month', token))).data;
+    expect(months.map((m: any) => [m.date, m.mrr, m.new, m.expansion, m.churn, m.active_subscriptions])).toEqual([
+      ['2025-06-01', '100.00', '100.00', '0.00', '0.00', 0],
+      ['2025-07-01', '100.00', '0.00', '0.00', '0.00', 0],
+      ['2025-08-01', '100.00', '0.00', '0.00', '0.00', 0],
+      ['2025-09-01', '700.00', '0.00', '600.00', '0.00', 0],
+      ['2025-10-01', '800.00', '100.00', '0.00', '0.00', 0],
+      ['2025-11-01', '800.00', '0.00', '0.00', '0.00', 0],
+      ['2025-12-01', '800.00', '0.00', '0.00', '0.00', 0],
+      ['2026-01-01', '800.00', '0.00', '0.00', '0.00', 1],
+      ['2026-02-01', '800.00', '0.00', '0.00', '0.00', 1],
+    ]);
+
+    // From the subscription's start on, an event without a subscription is refused; nothing is stored.
+    const events = async () => (await ok(api.get(`/subscriptions/events?customer_id=${a}`, token))).meta.total;
+    const before = await events();
+    for (const occurred_at of ['2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z', undefined]) {
+      const r = await record({ customer_id: a, event_type: 'upgrade', old_amount: '700', new_amount: '800', occurred_at });
+      expect(r.status, String(occurred_at)).toBe(422);
+      expect(r.body.errors).toEqual({
+        subscription_id: ["The subscription id field is required for an event at or after 2026-01-01T00:00:00Z, when the customer's first subscription started: name the subscription this event belongs to."],
+      });
+    }
+    expect(await events()).toBe(before);
+    expect((await ok(api.get('/metrics/summary', token))).data.current_mrr).toBe('800.00');
+    // Named, it counts on the subscription's line; before the start, history may still be added.
+    await ok(record({ customer_id: a, subscription_id: sub.id, event_type: 'upgrade', old_amount: '700', new_amount: '750', occurred_at: '2026-02-01T00:00:00Z' }), 201);
+    await ok(record({ customer_id: a, event_type: 'downgrade', old_amount: '700', new_amount: '650', occurred_at: '2025-12-01T00:00:00Z' }), 201);
+    const after = (await ok(api.get('/metrics/mrr?start_date=2025-12-01&end_date=2026-02-28&interval=month', token))).data;
+    expect(after.map((m: any) => [m.date, m.mrr, m.expansion, m.contraction])).toEqual([
+      ['2025-12-01', '750.00', '0.00', '-50.00'],
+      ['2026-01-01', '800.00', '50.00', '0.00'],
+      ['2026-02-01', '850.00', '50.00', '0.00'],
+    ]);
+  });
+});

@@ -28,16 +28,24 @@ const pointAt = (pts: RefPoint[], t: string, strict: boolean): RefPoint | null =
   return found;
 };
 
+/** When the customer's first subscription line starts: its imported line ('I') counts only before then. */
+export const refImportedEnd = (c: RefCustomer): string | null => {
+  const starts = [...c.lines].filter(([line, pts]) => line.startsWith('S') && pts.length).map(([, pts]) => pts[0].at);
+  return starts.length ? starts.sort()[0] : null;
+};
+
 export const customerAt = (c: RefCustomer, t: string, strict = false) => {
   let mrr = new Decimal(0);
   let live = false;
   let subs = 0;
+  const importedEnd = refImportedEnd(c);
   for (const [line, pts] of c.lines) {
+    if (line === 'I' && importedEnd !== null && (strict ? t > importedEnd : t >= importedEnd)) continue;
     const p = pointAt(pts, t, strict);
     if (!p) continue;
     mrr = mrr.plus(p.amount);
     if (p.flag === 'a' || p.flag === 'p') live = true;
-    if (p.flag === 'a' && !line.startsWith('O')) subs++;
+    if (p.flag === 'a' && line.startsWith('S')) subs++;
   }
   return { mrr, live, subs };
 };
@@ -184,10 +192,12 @@ export const expectedCohorts = (customers: RefCustomer[], start: string, end: st
   const out = [];
   for (let m = start; m <= end; m = nextMonth(m)) {
     const members = customers.filter((c) => cohortOf(c) === m);
-    const base = members.reduce((acc, c) => acc.plus(customerAt(c, monthEnd(m)).mrr), new Decimal(0));
+    // Each member right after its MRR first went above 0.
+    const joinedAt = (c: RefCustomer) => changeTimes(c).find((t) => customerAt(c, t).mrr.gt(0))!;
+    const base = members.reduce((acc, c) => acc.plus(customerAt(c, joinedAt(c)).mrr), new Decimal(0));
     const retention = [];
     for (let r = m; r <= last; r = nextMonth(r)) {
-      const values = members.map((c) => customerAt(c, monthEnd(r)).mrr);
+      const values = members.map((c) => customerAt(c, r === m ? joinedAt(c) : monthEnd(r)).mrr);
       const active = values.filter((v) => v.gt(0)).length;
       const mrr = values.reduce((a, v) => a.plus(v), new Decimal(0));
       retention.push({ month: r, customers: active, mrr: money(mrr), customer_retention: pct(new Decimal(active), new Decimal(members.length)), mrr_retention: pct(mrr, base) });

@@ -276,7 +276,7 @@ describe('merchant isolation', () => {
     aSubs.push(await createSub(a.token, aCustomers[2], { plan_name: 'A-cancelled', mrr: '75.00' }));
     await ok(api.put(`/subscriptions/${aSubs[1].id}/pause`, a.token, {}));
     await ok(api.put(`/subscriptions/${aSubs[2].id}/cancel`, a.token, {}));
-    await ok(api.post('/subscriptions/events', a.token, { customer_id: aCustomers[0], event_type: 'upgrade', old_amount: '1', new_amount: '2' }), 201);
+    await ok(api.post('/subscriptions/events', a.token, { customer_id: aCustomers[0], subscription_id: aSubs[0].id, event_type: 'upgrade', old_amount: '1', new_amount: '2' }), 201);
     bCustomer = (await newCustomer(b.token)).id;
     bSub = await createSub(b.token, bCustomer, { plan_name: 'B-plan' });
     expect(aSubs.map((s) => s.id)).toEqual([1, 2, 3]);

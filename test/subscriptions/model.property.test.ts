@@ -375,6 +375,17 @@ describe('subscriptions model property', () => {
             if (bodyErrors.length) return expectInvalid(r, bodyErrors, what);
             if (cmd.customer === -1) return expectInvalid(r, 'customer_id', what);
             if (target && (!target.sub || target.sub.deleted || target.sub.customer_id !== customerId)) return expectInvalid(r, 'subscription_id', what);
+            if (!target) {
+              // Without a subscription an event is history from before the customer's first one here: at
+              // or after a (not deleted) subscription's start it must name it. Earlier than every start it
+              // may still be refused when an earlier point leads a subscription's line (a recorded event
+              // naming it, a cancellation dated before its start): the metrics property test pins that case.
+              const occurred = cmd.body.occurred_at ? TIMES[cmd.body.occurred_at] : at;
+              const starts = subs.filter((x) => x.customer_id === customerId && !x.deleted).map((x) => x.started_at);
+              const refused = r.status === 422 && Object.keys(r.body.errors ?? {}).join() === 'subscription_id';
+              if (starts.some((t) => t <= occurred)) return expectInvalid(r, 'subscription_id', what);
+              if (starts.length && refused) return void count('422 subscription_id (history after a line start)');
+            }
             expect(r.status, `${what}: ${show(r)}`).toBe(201);
             const e: ModelEvent = {
               id: r.body.data.id,

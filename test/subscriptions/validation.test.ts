@@ -439,7 +439,9 @@ describe('POST /subscriptions/events: validation', () => {
       occurred_at: '2025-06-01T00:00:00Z',
       created_at: NOW,
     });
-    const minimal = await api.post('/subscriptions/events', m.token, { customer_id: fx.customerId, event_type: 'created', old_amount: '0', new_amount: '10' });
+    // A customer with no subscription yet: an event without one is its imported history, dated now by default.
+    const historyOnly = await newCustomer(m.token);
+    const minimal = await api.post('/subscriptions/events', m.token, { customer_id: historyOnly.id, event_type: 'created', old_amount: '0', new_amount: '10' });
     expect(minimal.status, JSON.stringify(minimal.body)).toBe(201);
     expect(minimal.body.data).toMatchObject({ subscription_id: null, old_plan: null, new_plan: null, occurred_at: NOW, amount_change: '10.00', source: 'import' });
     // A recorded event changes no subscription.
@@ -449,7 +451,7 @@ describe('POST /subscriptions/events: validation', () => {
   it('accepts every event type with amounts that agree with it', async () => {
     const amounts: Record<string, [string, string]> = { created: ['0', '10'], upgrade: ['10', '15'], downgrade: ['15', '12'], cancel: ['12', '0'], reactivated: ['0', '9'] };
     for (const [event_type, [old_amount, new_amount]] of Object.entries(amounts)) {
-      const r = await api.post('/subscriptions/events', m.token, valid(fx, { event_type, old_amount, new_amount }));
+      const r = await api.post('/subscriptions/events', m.token, valid(fx, { subscription_id: fx.subscriptionId, event_type, old_amount, new_amount }));
       expect(r.status, `${event_type}: ${JSON.stringify(r.body)}`).toBe(201);
       expect(r.body.data.event_type).toBe(event_type);
     }
