@@ -2,7 +2,7 @@ import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/http/routes';
 import { pauseSubscription } from '#lib/subscriptions/service';
 
-export const handler = apiHandler(routes.subscriptionsPause, async ({ auth, params }) => ({
+export const handler = apiHandler(routes.subscriptionsPause, async ({ auth, params, body }) => ({
   status: 200,
-  body: { data: await pauseSubscription(auth.merchantId, params.id) },
+  body: { data: await pauseSubscription(auth.merchantId, params.id, body) },
 }));

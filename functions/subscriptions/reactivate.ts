@@ -2,7 +2,7 @@ import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/http/routes';
 import { reactivateSubscription } from '#lib/subscriptions/service';
 
-export const handler = apiHandler(routes.subscriptionsReactivate, async ({ auth, params }) => ({
+export const handler = apiHandler(routes.subscriptionsReactivate, async ({ auth, params, body }) => ({
   status: 200,
-  body: { data: await reactivateSubscription(auth.merchantId, params.id) },
+  body: { data: await reactivateSubscription(auth.merchantId, params.id, body) },
 }));

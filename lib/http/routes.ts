@@ -20,7 +20,8 @@ import {
   orderStatsSchema,
 } from '#lib/orders/schemas';
 import {
-  emptyBody,
+  subscriptionPauseBody,
+  subscriptionReactivateBody,
   subscriptionCancelBody,
   subscriptionCreateBody,
   subscriptionEventCreateBody,
@@ -382,7 +383,7 @@ export const routes = {
     writes: true,
     summary: 'Pause an active subscription (its mrr stops counting)',
     tags: ['subscriptions'],
-    request: { params: subscriptionPathParams, body: emptyBody },
+    request: { params: subscriptionPathParams, body: subscriptionPauseBody },
     responses: { 200: { description: 'The subscription', schema: dataOf(subscriptionSchema) }, ...errors, ...notFound, ...invalid },
   }),
   subscriptionsReactivate: defineRoute({
@@ -393,7 +394,7 @@ export const routes = {
     writes: true,
     summary: 'Reactivate a paused or cancelled subscription (reactivated event)',
     tags: ['subscriptions'],
-    request: { params: subscriptionPathParams, body: emptyBody },
+    request: { params: subscriptionPathParams, body: subscriptionReactivateBody },
     responses: { 200: { description: 'The subscription', schema: dataOf(subscriptionSchema) }, ...errors, ...notFound, ...invalid },
   }),
   subscriptionsDelete: defineRoute({

@@ -21,6 +21,8 @@ export type SubscriptionItem = {
   created_at: string;
   updated_at: string;
   deleted_at?: string;
+  /** When its latest change took effect (no later change may be dated before it). */
+  changed_at?: string;
   version: number;
 };
 

@@ -31,6 +31,7 @@ export const subscriptionUpdateBody = z.object({
   plan_name: plan().nullish(),
   mrr: mrr().nullish(),
   current_period_start: timestamp().nullish(),
+  effective_at: pastTimestamp().nullish().meta({ description: 'When the change takes effect (default now); not before the start or the latest change' }),
 });
 export type SubscriptionUpdate = z.output<typeof subscriptionUpdateBody>;
 
@@ -40,8 +41,15 @@ export const subscriptionCancelBody = z.object({
 });
 export type SubscriptionCancel = z.output<typeof subscriptionCancelBody>;
 
-/** Pause and reactivate take no fields (unknown fields are ignored, decisions §1). */
-export const emptyBody = z.object({});
+/** Pause and reactivate take their effective time (default now); unknown fields are ignored. */
+export const subscriptionPauseBody = z.object({
+  paused_at: pastTimestamp().nullish().meta({ description: 'When the pause takes effect (default now); not before the start or the latest change' }),
+});
+export type SubscriptionPause = z.output<typeof subscriptionPauseBody>;
+export const subscriptionReactivateBody = z.object({
+  reactivated_at: pastTimestamp().nullish().meta({ description: 'When the subscription is active again (default now); not before the start or the latest change' }),
+});
+export type SubscriptionReactivate = z.output<typeof subscriptionReactivateBody>;
 
 export const subscriptionPathParams = z.object({ id: z.string().min(1).meta({ description: 'Subscription id' }) });
 

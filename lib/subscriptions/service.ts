@@ -16,7 +16,16 @@ import { paginated } from '#lib/shared/pagination';
 import { formatTimestamp } from '#lib/shared/time';
 import { addSubscriptionEvent, CUSTOMER_INVALID, type NewEvent } from '#lib/subscriptions/events';
 import { mrrContribution, presentSubscription, type SubscriptionItem } from '#lib/subscriptions/model';
-import type { SubscriptionCancel, SubscriptionCreate, SubscriptionListQuery, SubscriptionStatus, SubscriptionUpdate } from '#lib/subscriptions/schemas';
+import type {
+  SubscriptionCancel,
+  SubscriptionCreate,
+  SubscriptionListQuery,
+  SubscriptionPause,
+  SubscriptionReactivate,
+  SubscriptionStatus,
+  SubscriptionUpdate,
+} from '#lib/subscriptions/schemas';
+import { effectiveTime } from '#lib/subscriptions/effective';
 import { getSubscriptionItem, subscriptionIndexAttributes } from '#lib/subscriptions/store';
 import { idFromPath } from '#lib/shared/ids';
 
@@ -54,12 +63,12 @@ const moveTotals = (ws: WriteSet, merchantId: string, before: SubscriptionItem |
  * §9); the timeline is read only when the line moves. `field` is what a 422 blames when the
  * reclassification does not fit the transaction.
  */
-const moveTimeline = async (ws: WriteSet, merchantId: string, before: SubscriptionItem, after: SubscriptionItem, at: string, field: string) => {
+const moveTimeline = async (ws: WriteSet, merchantId: string, before: SubscriptionItem, after: SubscriptionItem, effective: string, field: string) => {
   const customerId = Number(before.customer_id);
   const unchanged = {};
-  if (subscriptionTimeline(unchanged, before, after, at) === unchanged) return;
+  if (subscriptionTimeline(unchanged, before, after, effective) === unchanged) return;
   const timeline = await readTimeline(merchantId, customerId);
-  addTimelineChange(ws, merchantId, customerId, timeline, subscriptionTimeline(timeline.timeline, before, after, at), field);
+  addTimelineChange(ws, merchantId, customerId, timeline, subscriptionTimeline(timeline.timeline, before, after, effective), field);
 };
 
 const holdsLive = (id: number) => ({ expression: 'subscription_id = :sid', values: { ':sid': id } });
@@ -86,6 +95,7 @@ export const createSubscription = async (merchantId: string, input: Subscription
       cancel_reason: null,
       created_at: at,
       updated_at: at,
+      changed_at: startedAt,
       version: 1,
     };
     const timeline = await readTimeline(merchantId, input.customer_id);
@@ -141,9 +151,10 @@ const event = (
     at,
   );
 
-/** A planned change: the next state, its event (if any) and its webhook type. */
+/** A planned change: the next state, when it takes effect, its event (if any) and its webhook type. */
 type Plan = {
   next: SubscriptionItem;
+  effective: string;
   event?: { type: NewEvent['event_type']; old_amount: string; new_amount: string; old_plan: string | null; new_plan: string | null; occurred_at: string };
   webhook: EventType;
   /** Nothing changes: answer with the stored subscription and write nothing (no webhook). */
@@ -166,9 +177,9 @@ const change = async (merchantId: string, segment: string, plan: (sub: Subscript
     const sub = found.get(keyId(subKey)) as SubscriptionItem | undefined;
     if (!sub || sub.deleted_at) throw new NotFoundError();
     const at = formatTimestamp(now());
-    const { next: planned, event: e, webhook, unchanged } = plan(sub, at);
+    const { next: planned, effective, event: e, webhook, unchanged } = plan(sub, at);
     if (unchanged) return presentSubscription(sub);
-    const next: SubscriptionItem = { ...planned, updated_at: at, version: sub.version + 1 };
+    const next: SubscriptionItem = { ...planned, updated_at: at, changed_at: effective, version: sub.version + 1 };
     const ws = new WriteSet();
     const eventId = e ? claimIds(ws, merchantId, found.get(keyId(seqKey)), 'subscription_event') : 0;
     ws.put('subscription', { ...next, ...subscriptionIndexAttributes(merchantId, next) }, versionIs(sub.version));
@@ -182,7 +193,7 @@ const change = async (merchantId: string, segment: string, plan: (sub: Subscript
     if (e) event(ws, merchantId, eventId, next, e.type, e.old_amount, e.new_amount, e.old_plan, e.new_plan, e.occurred_at, at);
     const presented = presentSubscription(next);
     addOutboxEvent(ws, merchantId, webhook, presented, at);
-    await moveTimeline(ws, merchantId, sub, next, at, field);
+    await moveTimeline(ws, merchantId, sub, next, effective, field);
     try {
       await ws.commit();
     } catch (err) {
@@ -199,8 +210,9 @@ const same = (a: string, b: string) => new Decimal(a).eq(b);
 
 /** PUT /subscriptions/{id}: active or paused only; mrr up → upgrade, down → downgrade, equal → no event. */
 export const updateSubscription = (merchantId: string, segment: string, input: SubscriptionUpdate) =>
-  change(merchantId, segment, (sub) => {
+  change(merchantId, segment, (sub, at) => {
     if (sub.status === 'cancelled') throw refuse('A cancelled subscription cannot be updated.');
+    const effective = effectiveTime(sub, input.effective_at, 'effective_at', at);
     const next: SubscriptionItem = {
       ...sub,
       plan_name: input.plan_name ?? sub.plan_name,
@@ -211,6 +223,7 @@ export const updateSubscription = (merchantId: string, segment: string, input: S
     const unchanged = !moved && next.plan_name === sub.plan_name && next.current_period_start === sub.current_period_start;
     return {
       next,
+      effective,
       unchanged,
       webhook: 'subscription.updated',
       ...(moved
@@ -221,46 +234,50 @@ export const updateSubscription = (merchantId: string, segment: string, input: S
               new_amount: next.mrr,
               old_plan: sub.plan_name,
               new_plan: next.plan_name,
-              occurred_at: formatTimestamp(now()),
+              occurred_at: effective,
             },
           }
         : {}),
     } as Plan;
-  });
+  }, 'effective_at');
 
 /** PUT /subscriptions/{id}/cancel: from active or paused; a `cancel` event at cancelled_at. */
 export const cancelSubscription = (merchantId: string, segment: string, input: SubscriptionCancel) =>
   change(merchantId, segment, (sub, at) => {
     if (sub.status === 'cancelled') throw refuse('The subscription is already cancelled.');
-    const cancelledAt = input.cancelled_at ?? at;
+    const cancelledAt = effectiveTime(sub, input.cancelled_at, 'cancelled_at', at);
     return {
       next: { ...sub, status: 'cancelled', cancelled_at: cancelledAt, paused_at: null, cancel_reason: input.reason ?? null },
+      effective: cancelledAt,
       event: { type: 'cancel', old_amount: sub.mrr, new_amount: '0', old_plan: sub.plan_name, new_plan: sub.plan_name, occurred_at: cancelledAt },
       webhook: 'subscription.cancelled',
     };
   }, 'cancelled_at');
 
 /** PUT /subscriptions/{id}/pause: from active only; its mrr stops counting; no subscription event. */
-export const pauseSubscription = (merchantId: string, segment: string) =>
+export const pauseSubscription = (merchantId: string, segment: string, input: SubscriptionPause) =>
   change(merchantId, segment, (sub, at) => {
     if (sub.status === 'paused') throw refuse('The subscription is already paused.');
     if (sub.status === 'cancelled') throw refuse('A cancelled subscription cannot be paused.');
-    return { next: { ...sub, status: 'paused' as SubscriptionStatus, paused_at: at }, webhook: 'subscription.paused' };
-  });
+    const pausedAt = effectiveTime(sub, input.paused_at, 'paused_at', at);
+    return { next: { ...sub, status: 'paused' as SubscriptionStatus, paused_at: pausedAt }, effective: pausedAt, webhook: 'subscription.paused' };
+  }, 'paused_at');
 
 /**
  * PUT /subscriptions/{id}/reactivate: from paused, or from cancelled when the customer has no
  * other live subscription (the marker put decides, in the transaction); a `reactivated` event.
  */
-export const reactivateSubscription = (merchantId: string, segment: string) =>
+export const reactivateSubscription = (merchantId: string, segment: string, input: SubscriptionReactivate) =>
   change(merchantId, segment, (sub, at) => {
     if (sub.status === 'active') throw refuse('The subscription is already active.');
+    const reactivatedAt = effectiveTime(sub, input.reactivated_at, 'reactivated_at', at);
     return {
       next: { ...sub, status: 'active', cancelled_at: null, paused_at: null, cancel_reason: null },
-      event: { type: 'reactivated', old_amount: '0', new_amount: sub.mrr, old_plan: sub.plan_name, new_plan: sub.plan_name, occurred_at: at },
+      effective: reactivatedAt,
+      event: { type: 'reactivated', old_amount: '0', new_amount: sub.mrr, old_plan: sub.plan_name, new_plan: sub.plan_name, occurred_at: reactivatedAt },
       webhook: 'subscription.reactivated',
     };
-  });
+  }, 'reactivated_at');
 
 /**
  * DELETE /subscriptions/{id}: soft. It leaves the lists, releases the customer's live slot and

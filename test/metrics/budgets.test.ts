@@ -73,9 +73,10 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
     expect(create.res.status).toBe(201);
     const id = create.res.body.data.id;
     const moves = [
-      ['PUT', `/subscriptions/${id}`, { mrr: '20' }],
-      ['PUT', `/subscriptions/${id}/pause`, {}],
-      ['PUT', `/subscriptions/${id}/reactivate`, {}],
+      // Back-dated changes, each after the one before (a change is never dated before the latest).
+      ['PUT', `/subscriptions/${id}`, { mrr: '20', effective_at: '2024-02-01T00:00:00Z' }],
+      ['PUT', `/subscriptions/${id}/pause`, { paused_at: '2024-03-01T00:00:00Z' }],
+      ['PUT', `/subscriptions/${id}/reactivate`, { reactivated_at: '2024-04-01T00:00:00Z' }],
       ['PUT', `/subscriptions/${id}/cancel`, { cancelled_at: '2024-06-01T00:00:00Z' }],
       ['PUT', `/subscriptions/${id}/reactivate`, {}],
       ['DELETE', `/subscriptions/${id}`, undefined],

@@ -70,7 +70,8 @@ const step: fc.Arbitrary<Step> = fc.record({
 /** A range of days around the histories (START − 60 d … START + 700 d; at most 500 days long). */
 const range = fc.tuple(fc.integer({ min: -60, max: 200 }), fc.integer({ min: 0, max: 500 }));
 
-type Sub = { id: number; status: 'active' | 'paused' | 'cancelled'; mrr: string; started_at: string; deleted: boolean };
+/** `changed`: when its latest change took effect (no change may be dated before it, nor before the start). */
+type Sub = { id: number; status: 'active' | 'paused' | 'cancelled'; mrr: string; started_at: string; changed: string; deleted: boolean };
 type Order = { no: string; amount: string; currency: string; cycle: keyof typeof CYCLES; status: string; paid_at: string | null; refunded_at: string | null; line: RefPoint[] };
 
 const addMonths = (t: string, months: number) => {
@@ -126,6 +127,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 if (dormant && o.variant % 2 === 0) {
                   ok(await api.put(`/subscriptions/${dormant.id}/reactivate`, token, {}), 'reactivate');
                   dormant.status = 'active';
+                  dormant.changed = max(at, dormant.started_at);
                   refSetFrom(ref[c], `S${dormant.id}`, max(at, dormant.started_at), dormant.mrr, 'a');
                   return;
                 }
@@ -133,7 +135,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 const mrr = positive(o.amount);
                 const r = await api.post('/subscriptions', token, { customer_id: ids[c], plan_name: 'P', mrr: String(mrr), billing_cycle: 'monthly', started_at: started });
                 ok(r, 'create');
-                subs[c].push({ id: r.body.data.id, status: 'active', mrr: String(mrr), started_at: started, deleted: false });
+                subs[c].push({ id: r.body.data.id, status: 'active', mrr: String(mrr), started_at: started, changed: started, deleted: false });
                 refSetFrom(ref[c], `S${r.body.data.id}`, started, mrr, 'a');
                 return;
               }
@@ -143,20 +145,32 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 const mrr = positive(o.amount);
                 ok(await api.put(`/subscriptions/${live.id}`, token, { mrr: String(mrr) }), 'update');
                 const moved = !new Decimal(live.mrr).eq(mrr);
+                if (moved) live.changed = effective;
                 live.mrr = String(mrr);
                 if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, mrr, 'a');
               } else if (o.variant === 2 && live.status === 'active') {
                 ok(await api.put(`/subscriptions/${live.id}/pause`, token, {}), 'pause');
                 live.status = 'paused';
+                live.changed = effective;
                 refSetFrom(ref[c], line, effective, 0, 'p');
               } else if (o.variant === 3 && live.status === 'paused') {
                 ok(await api.put(`/subscriptions/${live.id}/reactivate`, token, {}), 'resume');
                 live.status = 'active';
+                live.changed = effective;
                 refSetFrom(ref[c], line, effective, live.mrr, 'a');
               } else {
                 const cancelledAt = iso(now - o.back * DAY);
-                ok(await api.put(`/subscriptions/${live.id}/cancel`, token, { cancelled_at: cancelledAt }), 'cancel');
+                const floor = max(live.started_at, live.changed);
+                const r = await api.put(`/subscriptions/${live.id}/cancel`, token, { cancelled_at: cancelledAt });
+                if (cancelledAt < floor) {
+                  // Never dated before the start or the latest change: refused, nothing moves.
+                  expect(r.status, JSON.stringify(r.body)).toBe(422);
+                  expect(r.body.errors.cancelled_at[0]).toContain(floor);
+                  return;
+                }
+                ok(r, 'cancel');
                 live.status = 'cancelled';
+                live.changed = cancelledAt;
                 refSetFrom(ref[c], line, cancelledAt, 0, 'c');
               }
               return;

@@ -190,6 +190,8 @@ type ModelSub = {
   created_at: string;
   updated_at: string;
   deleted: boolean;
+  /** When its latest change took effect: no change may be dated before it (nor before the start). */
+  changed: string;
 };
 type ModelEvent = {
   /** Known for recorded events (their 201 shows it); generated ones are matched by order. */
@@ -210,7 +212,7 @@ type ModelEvent = {
 const money = (v: Decimal.Value) => new Decimal(String(v)).toFixed(2);
 const show = (r: ApiResponse) => `${r.status} ${JSON.stringify(r.body)}`;
 const present = (s: ModelSub) => {
-  const { deleted: _d, ...rest } = s;
+  const { deleted: _d, changed: _c, ...rest } = s;
   return { ...rest, source: 'api' };
 };
 const isLive = (s: ModelSub) => !s.deleted && s.status !== 'cancelled';
@@ -266,6 +268,8 @@ describe('subscriptions model property', () => {
           clock.advance(1000);
           at = new Date(Date.parse(at) + 1000).toISOString().slice(0, 19) + 'Z';
         };
+        /** A change without a time of its own takes effect now, or at the start when that is still ahead. */
+        const dated = (s: ModelSub) => (at < s.started_at ? s.started_at : at);
         const { merchantId, token } = await newMerchant();
         tally.runs++;
         const customerIds: number[] = [];
@@ -352,6 +356,7 @@ describe('subscriptions model property', () => {
               created_at: at,
               updated_at: at,
               deleted: false,
+              changed: startedAt,
             };
             expect(subs.some((x) => x.id === s.id), `new id ${s.id}`).toBe(false);
             expect(r.body.data, what).toEqual(present(s));
@@ -432,8 +437,9 @@ describe('subscriptions model property', () => {
             // A PUT that changes nothing answers the stored subscription and writes nothing (no event, no webhook).
             if (live.mrr === before.mrr && live.plan_name === before.plan && live.current_period_start === before.period) return expectOk(r, live, what);
             live.updated_at = at;
+            live.changed = dated(live);
             if (!new Decimal(live.mrr).eq(before.mrr)) {
-              emit(live, new Decimal(live.mrr).gt(before.mrr) ? 'upgrade' : 'downgrade', before.mrr, live.mrr, before.plan, live.plan_name, at);
+              emit(live, new Decimal(live.mrr).gt(before.mrr) ? 'upgrade' : 'downgrade', before.mrr, live.mrr, before.plan, live.plan_name, live.changed);
             }
             hooks.push({ type: 'subscription.updated', object: present(live) });
             return expectOk(r, live, what);
@@ -443,8 +449,13 @@ describe('subscriptions model property', () => {
             const what = `cancel ${id} ${JSON.stringify(cmd.body)}`;
             if (!live) return expectNotFound(r, what);
             if (live.status === 'cancelled') return expectInvalid(r, 'status', what);
+            // Never dated before the start or the latest change.
+            if (cmd.body.cancelled_at && TIMES[cmd.body.cancelled_at] < (live.changed > live.started_at ? live.changed : live.started_at)) {
+              return expectInvalid(r, 'cancelled_at', what);
+            }
             live.status = 'cancelled';
-            live.cancelled_at = cmd.body.cancelled_at ? TIMES[cmd.body.cancelled_at] : at;
+            live.cancelled_at = cmd.body.cancelled_at ? TIMES[cmd.body.cancelled_at] : dated(live);
+            live.changed = live.cancelled_at;
             live.cancel_reason = cmd.body.reason ?? null;
             live.paused_at = null;
             live.updated_at = at;
@@ -458,7 +469,8 @@ describe('subscriptions model property', () => {
             if (!live) return expectNotFound(r, what);
             if (live.status !== 'active') return expectInvalid(r, 'status', `${what} (${live.status})`);
             live.status = 'paused';
-            live.paused_at = at;
+            live.paused_at = dated(live);
+            live.changed = live.paused_at;
             live.updated_at = at;
             hooks.push({ type: 'subscription.paused', object: present(live) });
             return expectOk(r, live, what);
@@ -474,7 +486,8 @@ describe('subscriptions model property', () => {
           live.paused_at = null;
           live.cancel_reason = null;
           live.updated_at = at;
-          emit(live, 'reactivated', '0', live.mrr, live.plan_name, live.plan_name, at);
+          live.changed = dated(live);
+          emit(live, 'reactivated', '0', live.mrr, live.plan_name, live.plan_name, live.changed);
           hooks.push({ type: 'subscription.reactivated', object: present(live) });
           return expectOk(r, live, what);
         };

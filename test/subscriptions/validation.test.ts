@@ -301,7 +301,7 @@ describe('PUT /subscriptions/{id}/cancel: validation', () => {
 
   it('accepts a 255-character reason and cancelled_at with an offset (stored in UTC, the event at that instant)', async () => {
     fixedClock(NOW);
-    const other = await createSub(m.token, (await newCustomer(m.token)).id);
+    const other = await createSub(m.token, (await newCustomer(m.token)).id, { started_at: '2026-02-01T00:00:00Z' });
     const r = await api.put(`/subscriptions/${other.id}/cancel`, m.token, { reason: long(255), cancelled_at: '2026-02-28T20:00:00-05:00' });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data).toMatchObject({ status: 'cancelled', cancelled_at: '2026-03-01T01:00:00Z', cancel_reason: long(255) });
