@@ -127,7 +127,7 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
     const unit: Unit = prev ?? { orderNo: input.order_no, items: [], order: base, stored: base, emails: [], outcomes: [] };
     const changes: Partial<OrderItem> = {};
     for (const f of FIELDS) if (input[f] !== undefined) (changes as Record<string, unknown>)[f] = input[f];
-    const next = fillStatusTimestamp({ ...unit.order, ...changes } as OrderItem, at);
+    const next = fillStatusTimestamp({ ...unit.order, ...changes } as OrderItem, input.created_at ?? at);
     // The stored amount and a new currency (or the reverse) must still agree.
     const mismatch =
       amountCurrencyError(next.amount, next.currency, 'amount') &&

@@ -74,7 +74,8 @@ export const newOrderItem = (
     updated_at: at,
     version: 1,
   };
-  const filled = fillStatusTimestamp(base, at);
+  // Imported history: a status time it does not give is the order's own date, not the import's.
+  const filled = fillStatusTimestamp(base, createdAt);
   return { ...keys.order(merchantId, input.order_no), ...orderIndexAttributes(merchantId, filled), ...filled } as OrderItem;
 };
 

@@ -409,8 +409,12 @@ describe('imported orders keep their dates (created_at)', () => {
       { order_no: 'TODAY-2', amount: '5', customer_email: 'new@example.com' },
       { order_no: 'FUTURE', amount: '5', customer_email: 'new@example.com', created_at: '2026-03-10T08:00:01Z' },
       { order_no: 'BAD-DATE', amount: '5', customer_email: 'new@example.com', created_at: 'yesterday' },
+      { order_no: 'FEB-PAID', amount: '70', customer_email: 'old@example.com', status: 'paid', created_at: '2026-02-03T04:05:06Z' },
     ]);
-    expect(data).toMatchObject({ created: 7, failed: 2 });
+    expect(data).toMatchObject({ created: 8, failed: 2 });
+    // A status time the import does not give is the order's own date, not the import's.
+    expect((await api.get('/orders/FEB-PAID', token)).body.data).toMatchObject({ created_at: '2026-02-03T04:05:06Z', paid_at: '2026-02-03T04:05:06Z' });
+    expect((await api.get('/orders/stats', token)).body.data).toMatchObject({ today_revenue: '5.00', monthly_revenue: '5.00' });
     expect(data.results.failed).toEqual([
       { index: 7, reason: 'validation_error', message: 'The created at field must be a date before or equal to now.', identifier: 'FUTURE' },
       { index: 8, reason: 'validation_error', message: 'The created at field must be a valid ISO 8601 date-time with a time zone.', identifier: 'BAD-DATE' },
@@ -418,14 +422,14 @@ describe('imported orders keep their dates (created_at)', () => {
     const january = await api.get('/orders?start_date=2026-01-01&end_date=2026-01-31', token);
     expect(january.body.data.map((o: { order_no: string }) => o.order_no)).toEqual(['JAN-4', 'JAN-3', 'JAN-2', 'JAN-1', 'JAN-0']);
     expect(january.body.data[4]).toMatchObject({ created_at: '2026-01-10T01:00:00Z', source: 'import' });
-    expect((await api.get('/orders', token)).body.data.map((o: { order_no: string }) => o.order_no)).toEqual(['TODAY-2', 'TODAY-1', 'JAN-4', 'JAN-3', 'JAN-2', 'JAN-1', 'JAN-0']);
+    expect((await api.get('/orders', token)).body.data.map((o: { order_no: string }) => o.order_no)).toEqual(['TODAY-2', 'TODAY-1', 'FEB-PAID', 'JAN-4', 'JAN-3', 'JAN-2', 'JAN-1', 'JAN-0']);
     expect((await api.get('/orders/stats', token)).body.data).toMatchObject({ today_count: 2, today_success_rate: 50 });
 
     // A later import dates TODAY-2 to February: it leaves today's count and January's list alone.
     clock.set('2026-03-10T09:00:00Z');
     expect(await batch(token, [{ order_no: 'TODAY-2', created_at: '2026-02-01T00:00:00Z' }])).toMatchObject({ updated: 1, failed: 0 });
     expect((await api.get('/orders/stats', token)).body.data).toMatchObject({ today_count: 1, today_success_rate: 100 });
-    expect((await api.get('/orders?start_date=2026-02-01&end_date=2026-02-28', token)).body.data.map((o: { order_no: string }) => o.order_no)).toEqual(['TODAY-2']);
+    expect((await api.get('/orders?start_date=2026-02-01&end_date=2026-02-28', token)).body.data.map((o: { order_no: string }) => o.order_no)).toEqual(['FEB-PAID', 'TODAY-2']);
     expect((await api.get('/orders?status=pending', token)).body.data.map((o: { order_no: string }) => o.order_no)).toEqual(['TODAY-2']);
     // POST /orders does not take it: the order is created now.
     const direct = await api.post('/orders', token, { order_no: 'DIRECT', amount: '1', customer_email: 'new@example.com', created_at: '2026-01-01T00:00:00Z' });
