@@ -122,13 +122,31 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
           const live = subs[c].find((s) => !s.deleted && s.status !== 'cancelled');
           switch (o.kind) {
             case 'sub': {
+              /**
+               * A change through the API, back-dated by `back` days when that is not 0 (refused with a
+               * 422 naming the floor when before the start or the latest change), else dated now (the
+               * start, when still ahead). Returns its effective time, or null when refused.
+               */
+              const change = async (s: Sub, path: string, field: string, body: Record<string, unknown>, what: string) => {
+                const given = o.back > 0 ? iso(now - o.back * DAY) : null;
+                const floor = max(s.started_at, s.changed);
+                const r = await api.put(`/subscriptions/${s.id}${path}`, token, given ? { ...body, [field]: given } : body);
+                if (given && given < floor) {
+                  expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBe(422);
+                  expect(r.body.errors[field][0]).toContain(floor);
+                  return null;
+                }
+                ok(r, what);
+                return given ?? max(at, s.started_at);
+              };
               if (!live) {
                 const dormant = subs[c].filter((s) => !s.deleted && s.status === 'cancelled').at(-1);
                 if (dormant && o.variant % 2 === 0) {
-                  ok(await api.put(`/subscriptions/${dormant.id}/reactivate`, token, {}), 'reactivate');
+                  const effective = await change(dormant, '/reactivate', 'reactivated_at', {}, 'reactivate');
+                  if (!effective) return;
                   dormant.status = 'active';
-                  dormant.changed = max(at, dormant.started_at);
-                  refSetFrom(ref[c], `S${dormant.id}`, max(at, dormant.started_at), dormant.mrr, 'a');
+                  dormant.changed = effective;
+                  refSetFrom(ref[c], `S${dormant.id}`, effective, dormant.mrr, 'a');
                   return;
                 }
                 const started = iso(now - o.back * DAY);
@@ -140,25 +158,28 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 return;
               }
               const line = `S${live.id}`;
-              const effective = max(at, live.started_at);
               if (o.variant <= 1) {
                 const mrr = positive(o.amount);
-                ok(await api.put(`/subscriptions/${live.id}`, token, { mrr: String(mrr) }), 'update');
+                const effective = await change(live, '', 'effective_at', { mrr: String(mrr) }, 'update');
+                if (!effective) return;
                 const moved = !new Decimal(live.mrr).eq(mrr);
                 if (moved) live.changed = effective;
                 live.mrr = String(mrr);
                 if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, mrr, 'a');
               } else if (o.variant === 2 && live.status === 'active') {
-                ok(await api.put(`/subscriptions/${live.id}/pause`, token, {}), 'pause');
+                const effective = await change(live, '/pause', 'paused_at', {}, 'pause');
+                if (!effective) return;
                 live.status = 'paused';
                 live.changed = effective;
                 refSetFrom(ref[c], line, effective, 0, 'p');
               } else if (o.variant === 3 && live.status === 'paused') {
-                ok(await api.put(`/subscriptions/${live.id}/reactivate`, token, {}), 'resume');
+                const effective = await change(live, '/reactivate', 'reactivated_at', {}, 'resume');
+                if (!effective) return;
                 live.status = 'active';
                 live.changed = effective;
                 refSetFrom(ref[c], line, effective, live.mrr, 'a');
               } else {
+                // Cancellations are always dated (back 0: now).
                 const cancelledAt = iso(now - o.back * DAY);
                 const floor = max(live.started_at, live.changed);
                 const r = await api.put(`/subscriptions/${live.id}/cancel`, token, { cancelled_at: cancelledAt });
