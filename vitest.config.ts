@@ -8,6 +8,8 @@ export default defineConfig({
     // The load and reliability suites run on their own: `npm run test:slow` / `npm run test:reliability` (vitest.slow.config.ts).
     exclude: ['**/node_modules/**', 'test/**/*.slow.test.ts', 'test/**/*.reliability.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
+    // Every test file: writes past AWS's limits (a 64 KB item, a 100-action or 4 MB transaction) fail the test.
+    setupFiles: ['test/support/write-limits.ts'],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,
