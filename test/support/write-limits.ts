@@ -85,7 +85,7 @@ const NAME = 'testWriteLimits';
 const guard: BuildMiddleware<object, MetadataBearer> = (next, context) => async (args) => {
   const raw = (args.request as { body?: unknown } | undefined)?.body;
   // The JSON body as serialized: a string, or bytes with the SDK's schema serde.
-  const body = typeof raw === 'string' ? raw : raw instanceof Uint8Array ? Buffer.from(raw).toString('utf8') : null;
+  const body = typeof raw === 'string' ? raw : raw instanceof Uint8Array ? new TextDecoder().decode(raw) : null;
   if (body) {
     const operation = String(context.commandName ?? '').replace(/Command$/, '');
     const found = writeLimitBreaches(operation, JSON.parse(body), Buffer.byteLength(body));
