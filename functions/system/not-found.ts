@@ -1,4 +1,4 @@
 import { notFoundHandler } from '#lib/http/handler';
 import { routeList } from '#lib/http/routes';
 
-export const handler = notFoundHandler(routeList.map(({ method, path }) => ({ method, path })));
+export const handler = notFoundHandler(routeList);

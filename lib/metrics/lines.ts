@@ -17,9 +17,10 @@ const latest = (a: string, b: string) => (a > b ? a : b);
  * A subscription's line after an API change (decisions §9): the subscription's state holds from
  * the moment the change takes effect on (later points of the line are superseded):
  * created → its mrr from started_at; cancelled → 0 from cancelled_at (back-dating reclassifies);
- * paused → 0, reactivated or mrr changed → its mrr, each from now (or from started_at when that is
- * still ahead); deleted → no line at all, as if it had never existed. Returns the timeline unchanged when nothing that counts moved (a plan
- * change, current_period_start).
+ * paused → 0, reactivated or mrr changed → its mrr, each from the change's effective time (or from
+ * started_at when that is still ahead); deleted → no line at all, as if it had never existed.
+ * Returns the timeline unchanged when nothing that counts moved (a plan change,
+ * current_period_start).
  */
 export const subscriptionTimeline = (tl: Timeline, before: SubscriptionFacts | null, after: SubscriptionFacts, at: string): Timeline => {
   const line = lineOf.subscription(after.id);

@@ -6,9 +6,9 @@ import Decimal from 'decimal.js';
  * - `S<id>`: a subscription (API changes and recorded events naming it);
  * - `I`: the customer's imported line (recorded events without a subscription);
  * - `O<order_no>`: a paid recurring order's monthly share, from paid_at to the end of its cycle.
- * Flags: `a` active subscription, `p` paused, `c` cancelled, `o` an order share, `e` the imported
- * line's end where the customer's first subscription starts (`withImportedEnd`)
- * (not a subscription). `a`/`p` lines make the customer live (customer churn counts the moment a
+ * Flags: `a` active subscription, `p` paused, `c` cancelled, `o` an order share (not a
+ * subscription), `e` the imported line's end where the customer's first subscription starts
+ * (`withImportedEnd`). `a`/`p` lines make the customer live (customer churn counts the moment a
  * cancellation leaves no live line).
  *
  * Every write turns the stored timeline into a new one; `contributions` maps a timeline to what it

@@ -129,11 +129,12 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
     for (const f of FIELDS) if (input[f] !== undefined) (changes as Record<string, unknown>)[f] = input[f];
     const next = fillStatusTimestamp({ ...unit.order, ...changes } as OrderItem, input.created_at ?? at);
     // The stored amount and a new currency (or the reverse) must still agree.
-    const mismatch =
-      amountCurrencyError(next.amount, next.currency, 'amount') &&
-      (input.amount ? amountCurrencyError(next.amount, next.currency, 'amount') : `The currency field cannot be ${next.currency}: the order's amount ${next.amount} has a fraction and ${next.currency} has no minor unit.`);
+    const mismatch = amountCurrencyError(next.amount, next.currency, 'amount');
     if (mismatch) {
-      collector.failed(index, 'validation_error', mismatch, input.order_no);
+      const message = input.amount
+        ? mismatch
+        : `The currency field cannot be ${next.currency}: the order's amount ${next.amount} has a fraction and ${next.currency} has no minor unit.`;
+      collector.failed(index, 'validation_error', message, input.order_no);
       continue;
     }
     unit.order = next;

@@ -11,8 +11,8 @@ export const ZERO_DECIMAL_CURRENCIES: ReadonlySet<string> = new Set([
   'BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'UYI', 'VND', 'VUV', 'XAF', 'XOF', 'XPF',
 ]);
 
-/** Why `amount` (a 2-decimal string) cannot be in `currency`, or null when it can. */
+/** Why `amount` (a decimal string) cannot be in `currency` (a fraction other than zero), or null when it can. */
 export const amountCurrencyError = (amount: string, currency: string, field = ':field'): string | null =>
-  ZERO_DECIMAL_CURRENCIES.has(currency.toUpperCase()) && !/\.00$/.test(amount) && amount.includes('.')
+  ZERO_DECIMAL_CURRENCIES.has(currency.toUpperCase()) && /\.\d*[1-9]/.test(amount)
     ? `The ${field} field must be a whole number in ${currency.toUpperCase()}, which has no minor unit.`
     : null;
