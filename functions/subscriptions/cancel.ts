@@ -4,5 +4,5 @@ import { cancelSubscription } from '#lib/subscriptions/service';
 
 export const handler = apiHandler(routes.subscriptionsCancel, async ({ auth, params, body }) => ({
   status: 200,
-  body: { data: await cancelSubscription(auth.merchantId, params.id, body) },
+  body: { data: await cancelSubscription(auth, params.id, body) },
 }));

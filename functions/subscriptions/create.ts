@@ -4,5 +4,5 @@ import { createSubscription } from '#lib/subscriptions/service';
 
 export const handler = apiHandler(routes.subscriptionsCreate, async ({ auth, body }) => ({
   status: 201,
-  body: { data: await createSubscription(auth.merchantId, body) },
+  body: { data: await createSubscription(auth, body) },
 }));

@@ -3,6 +3,6 @@ import { routes } from '#lib/http/routes';
 import { deleteSubscription } from '#lib/subscriptions/service';
 
 export const handler = apiHandler(routes.subscriptionsDelete, async ({ auth, params }) => {
-  await deleteSubscription(auth.merchantId, params.id);
+  await deleteSubscription(auth, params.id);
   return { status: 204 };
 });

@@ -1,8 +1,8 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/http/routes';
-import { recordSubscriptionEvent } from '#lib/subscriptions/events';
+import { recordSubscriptionEvent } from '#lib/subscriptions/recorded';
 
 export const handler = apiHandler(routes.subscriptionEventsCreate, async ({ auth, body }) => ({
   status: 201,
-  body: { data: await recordSubscriptionEvent(auth.merchantId, body) },
+  body: { data: await recordSubscriptionEvent(auth, body) },
 }));

@@ -4,5 +4,5 @@ import { getSubscription } from '#lib/subscriptions/service';
 
 export const handler = apiHandler(routes.subscriptionsGet, async ({ auth, params }) => ({
   status: 200,
-  body: { data: await getSubscription(auth.merchantId, params.id) },
+  body: { data: await getSubscription(auth, params.id) },
 }));

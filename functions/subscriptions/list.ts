@@ -4,5 +4,5 @@ import { listSubscriptions } from '#lib/subscriptions/service';
 
 export const handler = apiHandler(routes.subscriptionsList, async ({ auth, query }) => ({
   status: 200,
-  body: await listSubscriptions(auth.merchantId, query),
+  body: await listSubscriptions(auth, query),
 }));

@@ -4,5 +4,5 @@ import { pauseSubscription } from '#lib/subscriptions/service';
 
 export const handler = apiHandler(routes.subscriptionsPause, async ({ auth, params, body }) => ({
   status: 200,
-  body: { data: await pauseSubscription(auth.merchantId, params.id, body) },
+  body: { data: await pauseSubscription(auth, params.id, body) },
 }));

@@ -4,5 +4,5 @@ import { reactivateSubscription } from '#lib/subscriptions/service';
 
 export const handler = apiHandler(routes.subscriptionsReactivate, async ({ auth, params, body }) => ({
   status: 200,
-  body: { data: await reactivateSubscription(auth.merchantId, params.id, body) },
+  body: { data: await reactivateSubscription(auth, params.id, body) },
 }));

@@ -4,5 +4,5 @@ import { updateSubscription } from '#lib/subscriptions/service';
 
 export const handler = apiHandler(routes.subscriptionsUpdate, async ({ auth, params, body }) => ({
   status: 200,
-  body: { data: await updateSubscription(auth.merchantId, params.id, body) },
+  body: { data: await updateSubscription(auth, params.id, body) },
 }));

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { addBatchActivity } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import { keys, type Key } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
@@ -195,13 +195,7 @@ export const importCustomers = async (merchantId: string, rawItems: unknown[], o
           if (plan.kind === 'create') c.created++;
           c.updated += plan.items.length - (plan.kind === 'create' ? 1 : 0);
         }
-        ws.put('activity', {
-          ...keys.activity(merchantId, at, randomUUID()),
-          type: 'customers.import',
-          total: rawItems.length,
-          ...c,
-          created_at: at,
-        });
+        addBatchActivity(ws, merchantId, 'customers.batch', { total: rawItems.length, ...c }, at);
       },
     },
   );

@@ -18,6 +18,7 @@
  * | external_id marker        | M#<m>#CUSTOMER_EXT#<external_id>    | MARKER          |                                                         |
  * | order                     | M#<m>#ORDER#<order_no>              | ORDER           | gsi1 all; gsi2 by status; gsi3 by customer              |
  * | subscription              | M#<m>#SUB#<id>                      | SUB             | gsi1 list; gsi2 by status; gsi3 by customer (live items) |
+ * | subscription external_id  | M#<m>#SUB_EXT#<external_id>         | MARKER          |  (unique per merchant: subscription_id, customer_id)   |
  * | live-subscription marker  | M#<m>#CUSTOMER#<id>                 | LIVE_SUB        |  (one per customer: active or paused)                   |
  * | customer current MRR      | M#<m>#CUSTOMER#<id>                 | MRR             |  (moved by ADD in every subscription change)            |
  * | customer MRR timeline     | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE    |  (every line's change points; put under `version`; metrics §9) |
@@ -104,6 +105,8 @@ export const keys = {
   }),
   order: (merchantId: string, orderNo: string): Key => ({ pk: `${m(merchantId)}#ORDER#${orderNo}`, sk: 'ORDER' }),
   subscription: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#SUB#${id}`, sk: 'SUB' }),
+  /** A subscription's external id (imports): unique per merchant, names the subscription and its customer. */
+  subscriptionExternalId: (merchantId: string, externalId: string): Key => ({ pk: `${m(merchantId)}#SUB_EXT#${externalId}`, sk: 'MARKER' }),
   /** The customer's one live (active or paused) subscription: a unique item under the customer. */
   liveSubscription: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'LIVE_SUB' }),
   /** The customer's current total MRR (live, unpaused subscriptions), under the customer. */

@@ -9,6 +9,8 @@ export type SubscriptionFacts = {
   started_at: string;
   cancelled_at: string | null;
   deleted_at?: string;
+  /** Absent: the reporting currency (items written before subscriptions had one). */
+  currency?: string;
 };
 
 const latest = (a: string, b: string) => (a > b ? a : b);
@@ -22,9 +24,17 @@ const latest = (a: string, b: string) => (a > b ? a : b);
  * Returns the timeline unchanged when nothing that counts moved (a plan change,
  * current_period_start).
  */
-export const subscriptionTimeline = (tl: Timeline, before: SubscriptionFacts | null, after: SubscriptionFacts, at: string): Timeline => {
+export const subscriptionTimeline = (
+  tl: Timeline,
+  before: SubscriptionFacts | null,
+  after: SubscriptionFacts,
+  at: string,
+  reportingCurrency: string,
+): Timeline => {
   const line = lineOf.subscription(after.id);
   const effective = latest(at, after.started_at);
+  // Like orders, a subscription in another currency is left out of the figures (no line at all).
+  if ((after.currency ?? reportingCurrency) !== reportingCurrency) return tl;
   // Deleting corrects a mistake: the line goes whole (recorded events naming it included), no churn is booked.
   if (after.deleted_at) return before?.deleted_at ? tl : replaceLine(tl, line, []);
   if (before && before.status === after.status && new Decimal(before.mrr).eq(after.mrr) && before.cancelled_at === after.cancelled_at) return tl;

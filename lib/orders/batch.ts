@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { addBatchActivity } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
 import { batchGet, keyId } from '#lib/db/batch-get';
@@ -59,16 +59,19 @@ export const importOrders = async (auth: AuthContext, rawItems: unknown[]): Prom
     finish: (ws, pending) => {
       const r = collector.result();
       const pendingOutcomes = plan.units.slice(plan.units.length - pending).flatMap((u) => u.outcomes);
-      ws.put('activity', {
-        ...keys.activity(auth.merchantId, at, randomUUID()),
-        type: 'orders.import',
-        total: r.total,
-        created: r.created + pendingOutcomes.filter((o) => o.kind === 'created').length,
-        updated: r.updated + pendingOutcomes.filter((o) => o.kind === 'updated').length,
-        skipped: r.skipped,
-        failed: r.failed,
-        created_at: at,
-      });
+      addBatchActivity(
+        ws,
+        auth.merchantId,
+        'orders.batch',
+        {
+          total: r.total,
+          created: r.created + pendingOutcomes.filter((o) => o.kind === 'created').length,
+          updated: r.updated + pendingOutcomes.filter((o) => o.kind === 'updated').length,
+          skipped: r.skipped,
+          failed: r.failed,
+        },
+        at,
+      );
     },
   });
   return collector.result();

@@ -1,21 +1,12 @@
 import Decimal from 'decimal.js';
-import { now } from '#lib/clock';
 import { addTotal, readTotals } from '#lib/db/counters';
 import { keys, subscriptionEventIndexes } from '#lib/db/keys';
 import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
-import { retrying } from '#lib/db/retry';
-import { allocateIds } from '#lib/db/sequences';
-import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
-import { InvalidError } from '#lib/errors';
-import { liveCondition } from '#lib/customers/store';
+import { itemAbsent, WriteSet } from '#lib/db/writes';
 import { paginated } from '#lib/shared/pagination';
-import { formatTimestamp } from '#lib/shared/time';
 import { presentSubscriptionEvent, type SubscriptionEventItem } from '#lib/subscriptions/model';
-import type { SubscriptionEventCreate, SubscriptionEventListQuery, SubscriptionEventType } from '#lib/subscriptions/schemas';
+import type { SubscriptionEventListQuery, SubscriptionEventType } from '#lib/subscriptions/schemas';
 import { getSubscriptionItem } from '#lib/subscriptions/store';
-import { recordedLine } from '#lib/metrics/lines';
-import { addTimelineChange, readTimeline } from '#lib/metrics/store';
-import { importedLineEnd, setAt } from '#lib/metrics/timeline';
 
 export const CUSTOMER_INVALID = 'The selected customer id is invalid.';
 export const SUBSCRIPTION_INVALID = 'The selected subscription id is invalid.';
@@ -54,63 +45,6 @@ export const addSubscriptionEvent = (ws: WriteSet, merchantId: string, e: NewEve
   addTotal(ws, merchantId, 'SUBSCRIPTION_EVENTS', 'events', ONE);
   addTotal(ws, merchantId, 'SUBSCRIPTION_EVENTS', `events_${e.event_type}`, ONE);
   return item;
-};
-
-/**
- * POST /subscriptions/events: a historical event (source import). The customer must be live and a
- * named subscription must be this customer's (both checked inside the transaction, not read
- * before it); no subscription changes and no webhook.
- */
-export const recordSubscriptionEvent = async (merchantId: string, input: SubscriptionEventCreate) => {
-  const { subscription_event: id } = await retrying(() => allocateIds(merchantId, { subscription_event: 1 }));
-  return retrying(async () => {
-    const at = formatTimestamp(now());
-    const timeline = await readTimeline(merchantId, input.customer_id);
-    // Without a subscription an event is imported history from before the customer's first
-    // subscription here; from then on it must name its subscription (decided on the timeline read
-    // by key, which the transaction guards by its version).
-    const importedEnd = importedLineEnd(timeline.timeline);
-    if (!input.subscription_id && importedEnd && (input.occurred_at ?? at) >= importedEnd) {
-      throw InvalidError.field('subscription_id', importedAfterSubscription(importedEnd));
-    }
-    const ws = new WriteSet();
-    ws.check('customer', keys.customer(merchantId, input.customer_id), liveCondition);
-    if (input.subscription_id) {
-      ws.check('subscription', keys.subscription(merchantId, input.subscription_id), {
-        expression: 'customer_id = :c AND attribute_not_exists(deleted_at)',
-        values: { ':c': input.customer_id },
-      });
-    }
-    const item = addSubscriptionEvent(
-      ws,
-      merchantId,
-      {
-        id: id!,
-        customer_id: input.customer_id,
-        subscription_id: input.subscription_id ?? null,
-        event_type: input.event_type,
-        source: 'import',
-        old_amount: input.old_amount,
-        new_amount: input.new_amount,
-        old_plan: input.old_plan ?? null,
-        new_plan: input.new_plan ?? null,
-        occurred_at: input.occurred_at ?? at,
-      },
-      at,
-    );
-    // The event sets its line to new_amount from occurred_at on (decisions §9): back-dated history reclassifies what follows.
-    const amount = new Decimal(item.new_amount);
-    const after = setAt(timeline.timeline, recordedLine(item.subscription_id), item.occurred_at, amount, amount.gt(0) ? 'a' : 'c');
-    addTimelineChange(ws, merchantId, input.customer_id, timeline, after, 'occurred_at');
-    try {
-      await ws.commit();
-    } catch (err) {
-      if (err instanceof WriteConflict && err.tags.includes('customer')) throw InvalidError.field('customer_id', CUSTOMER_INVALID);
-      if (err instanceof WriteConflict && err.tags.includes('subscription')) throw InvalidError.field('subscription_id', SUBSCRIPTION_INVALID);
-      throw err;
-    }
-    return presentSubscriptionEvent(item);
-  });
 };
 
 /**

@@ -7,10 +7,14 @@ export type SubscriptionItem = {
   sk: string;
   id: number;
   customer_id: number;
+  /** The merchant's own id for it (imports), unique per merchant; absent when none. */
+  external_id?: string | null;
   status: SubscriptionStatus;
   plan_name: string;
   /** Normalised 2-decimal string; exact. */
   mrr: string;
+  /** Absent on items written before subscriptions had a currency: the reporting currency. */
+  currency?: string;
   billing_cycle: (typeof SUBSCRIPTION_CYCLES)[number];
   source: (typeof SUBSCRIPTION_SOURCES)[number];
   started_at: string;
@@ -18,6 +22,8 @@ export type SubscriptionItem = {
   cancelled_at: string | null;
   paused_at: string | null;
   cancel_reason: string | null;
+  /** A scheduled cancellation: the subscription counts until then and reads as cancelled from then. */
+  cancel_at?: string | null;
   created_at: string;
   updated_at: string;
   deleted_at?: string;
@@ -43,17 +49,20 @@ export type SubscriptionEventItem = {
   created_at: string;
 };
 
-export const presentSubscription = (s: SubscriptionItem) => ({
+export const presentSubscription = (s: SubscriptionItem, reportingCurrency: string) => ({
   id: Number(s.id),
   customer_id: Number(s.customer_id),
+  external_id: s.external_id ?? null,
   status: s.status,
   plan_name: s.plan_name,
   mrr: money(s.mrr),
+  currency: s.currency ?? reportingCurrency,
   billing_cycle: s.billing_cycle,
   source: s.source,
   started_at: s.started_at,
   current_period_start: s.current_period_start,
   cancelled_at: s.cancelled_at ?? null,
+  cancel_at: s.cancel_at ?? null,
   paused_at: s.paused_at ?? null,
   cancel_reason: s.cancel_reason ?? null,
   created_at: s.created_at,

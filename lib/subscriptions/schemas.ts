@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { amount, dateBound, idParam, pageQuery, pastTimestamp, timestamp } from '#lib/shared/fields';
+import { amount, currency, dateBound, email, idParam, pageQuery, pastTimestamp, timestamp } from '#lib/shared/fields';
 import { Decimal } from '#lib/shared/money';
 
 export const SUBSCRIPTION_STATUSES = ['active', 'paused', 'cancelled'] as const;
@@ -85,11 +85,43 @@ export const EVENT_AMOUNT_RULES: Record<SubscriptionEventType, { rule: string; h
   reactivated: { rule: 'old amount 0 and new amount above 0', holds: (o, n) => o.isZero() && n.gt(0) },
 };
 
-/** POST /subscriptions/events: a historical event (source import); amount_change is computed. */
-export const subscriptionEventCreateBody = z
+
+/** A merchant's own id for a subscription (imports): unique per merchant. */
+const externalId = () => z.string().min(1).max(255);
+
+/** POST /subscriptions/batch item: one imported subscription, cancelled when cancelled_at is given. */
+export const subscriptionBatchItem = z
+  .object({
+    external_id: externalId(),
+    customer_id: bodyId().nullish(),
+    customer_email: email().nullish(),
+    customer_name: z.string().max(255).nullish(),
+    plan_name: plan(),
+    mrr: mrr(),
+    billing_cycle: z.enum(SUBSCRIPTION_CYCLES),
+    currency: currency().nullish(),
+    started_at: pastTimestamp().nullish(),
+    current_period_start: timestamp().nullish(),
+    cancelled_at: pastTimestamp().nullish(),
+    cancel_reason: z.string().max(255).nullish(),
+  })
+  .superRefine((s, ctx) => {
+    if (!s.customer_id && !s.customer_email) {
+      ctx.addIssue({ code: 'custom', path: ['customer_id'], message: 'The customer id field is required when customer email is not present.' });
+    }
+    if (s.cancelled_at && s.started_at && s.cancelled_at < s.started_at) {
+      ctx.addIssue({ code: 'custom', path: ['cancelled_at'], message: 'The cancelled at field must be a date after or equal to started at.' });
+    }
+  });
+export type SubscriptionBatchInput = z.output<typeof subscriptionBatchItem>;
+export const subscriptionBatchBody = z.object({ subscriptions: z.array(z.unknown()).min(1).max(100) });
+
+/** POST /subscriptions/events/batch item: as POST /subscriptions/events, or naming the subscription by its external id. */
+export const subscriptionEventBatchItem = z
   .object({
     customer_id: bodyId(),
     subscription_id: bodyId().nullish(),
+    subscription_external_id: externalId().nullish(),
     event_type: z.enum(EVENT_TYPES),
     old_amount: amount(),
     new_amount: amount(),
@@ -102,21 +134,31 @@ export const subscriptionEventCreateBody = z
     if (!holds(new Decimal(e.old_amount), new Decimal(e.new_amount))) {
       ctx.addIssue({ code: 'custom', path: ['event_type'], message: `The ${e.event_type} event type needs ${rule}.` });
     }
+    if (e.subscription_id && e.subscription_external_id) {
+      ctx.addIssue({ code: 'custom', path: ['subscription_external_id'], message: 'The subscription external id field must not be present when subscription id is present.' });
+    }
   });
-export type SubscriptionEventCreate = z.output<typeof subscriptionEventCreateBody>;
+export type SubscriptionEventBatchInput = z.output<typeof subscriptionEventBatchItem>;
+/** POST /subscriptions/events: one recorded event, the same fields as a batch item. */
+export const subscriptionEventCreateBody = subscriptionEventBatchItem;
+export type SubscriptionEventCreate = SubscriptionEventBatchInput;
+export const subscriptionEventBatchBody = z.object({ events: z.array(z.unknown()).min(1).max(100) });
 
 export const subscriptionSchema = z
   .object({
     id: z.int(),
     customer_id: z.int(),
+    external_id: z.string().nullable().meta({ description: 'The merchant\'s own id (set by imports), null when none' }),
     status: z.enum(SUBSCRIPTION_STATUSES),
     plan_name: z.string(),
     mrr: z.string().meta({ example: '990.00' }),
+    currency: z.string().meta({ description: 'ISO 4217; figures count only subscriptions in the reporting currency', example: 'TWD' }),
     billing_cycle: z.enum(SUBSCRIPTION_CYCLES),
     source: z.enum(SUBSCRIPTION_SOURCES),
     started_at: z.string(),
     current_period_start: z.string(),
     cancelled_at: z.string().nullable(),
+    cancel_at: z.string().nullable().meta({ description: 'A scheduled cancellation (a future cancelled_at): counted until then, cancelled from then' }),
     paused_at: z.string().nullable(),
     cancel_reason: z.string().nullable(),
     created_at: z.string(),

@@ -27,6 +27,7 @@ import type {
 } from '#lib/subscriptions/schemas';
 import { effectiveTime } from '#lib/subscriptions/effective';
 import { getSubscriptionItem, subscriptionIndexAttributes } from '#lib/subscriptions/store';
+import type { AuthContext } from '#lib/auth/tokens';
 import { idFromPath } from '#lib/shared/ids';
 
 /**
@@ -38,17 +39,19 @@ import { idFromPath } from '#lib/shared/ids';
  */
 
 export const LIVE_TAKEN = 'The customer already has an active or paused subscription.';
+/** Who changes a subscription: the merchant, and its reporting currency (what the figures count). */
+export type Scope = Pick<AuthContext, 'merchantId' | 'reportingCurrency'>;
 const ONE = new Decimal(1);
 
 /** The customer's current MRR moves by the change in this subscription's contribution. */
-const moveCustomerMrr = (ws: WriteSet, merchantId: string, customerId: number, before: SubscriptionItem | null, after: SubscriptionItem | null) => {
+export const moveCustomerMrr = (ws: WriteSet, merchantId: string, customerId: number, before: SubscriptionItem | null, after: SubscriptionItem | null) => {
   const delta = new Decimal(mrrContribution(after)).minus(mrrContribution(before));
   if (delta.isZero()) return;
   ws.update('customer-mrr', keys.customerMrr(merchantId, customerId)).add('mrr', delta).add('version', ONE);
 };
 
 /** List totals follow the status (deleted subscriptions leave the lists). */
-const moveTotals = (ws: WriteSet, merchantId: string, before: SubscriptionItem | null, after: SubscriptionItem | null) => {
+export const moveTotals = (ws: WriteSet, merchantId: string, before: SubscriptionItem | null, after: SubscriptionItem | null) => {
   const live = (s: SubscriptionItem | null) => (s && !s.deleted_at ? s : null);
   const b = live(before);
   const a = live(after);
@@ -63,18 +66,31 @@ const moveTotals = (ws: WriteSet, merchantId: string, before: SubscriptionItem |
  * §9); the timeline is read only when the line moves. `field` is what a 422 blames when the
  * reclassification does not fit the transaction.
  */
-const moveTimeline = async (ws: WriteSet, merchantId: string, before: SubscriptionItem, after: SubscriptionItem, effective: string, field: string) => {
+const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem, after: SubscriptionItem, effective: string, field: string) => {
   const customerId = Number(before.customer_id);
   const unchanged = {};
-  if (subscriptionTimeline(unchanged, before, after, effective) === unchanged) return;
-  const timeline = await readTimeline(merchantId, customerId);
-  addTimelineChange(ws, merchantId, customerId, timeline, subscriptionTimeline(timeline.timeline, before, after, effective), field);
+  if (subscriptionTimeline(unchanged, before, after, effective, scope.reportingCurrency) === unchanged) return;
+  const timeline = await readTimeline(scope.merchantId, customerId);
+  addTimelineChange(ws, scope.merchantId, customerId, timeline, subscriptionTimeline(timeline.timeline, before, after, effective, scope.reportingCurrency), field);
 };
+
+/** A subscription's `created` event, at its start. */
+export const createdEvent = (sub: SubscriptionItem): ChangeEvent => ({ type: 'created', old_amount: '0', new_amount: sub.mrr, old_plan: null, new_plan: sub.plan_name, occurred_at: sub.started_at });
+/** Its `cancel` event, at cancelled_at. */
+export const cancelEvent = (sub: SubscriptionItem, cancelledAt: string): ChangeEvent => ({
+  type: 'cancel',
+  old_amount: sub.mrr,
+  new_amount: '0',
+  old_plan: sub.plan_name,
+  new_plan: sub.plan_name,
+  occurred_at: cancelledAt,
+});
 
 const holdsLive = (id: number) => ({ expression: 'subscription_id = :sid', values: { ':sid': id } });
 
 /** POST /subscriptions: customer live and without a live subscription, both decided inside the transaction. */
-export const createSubscription = async (merchantId: string, input: SubscriptionCreate) => {
+export const createSubscription = async (scope: Scope, input: SubscriptionCreate) => {
+  const { merchantId } = scope;
   const ids = await retrying(() => allocateIds(merchantId, { subscription: 1, subscription_event: 1 }));
   return retrying(async () => {
     const at = formatTimestamp(now());
@@ -83,9 +99,11 @@ export const createSubscription = async (merchantId: string, input: Subscription
       ...keys.subscription(merchantId, ids.subscription!),
       id: ids.subscription!,
       customer_id: input.customer_id,
+      external_id: null,
       status: 'active',
       plan_name: input.plan_name,
       mrr: input.mrr,
+      currency: scope.reportingCurrency,
       billing_cycle: input.billing_cycle,
       source: 'api',
       started_at: startedAt,
@@ -105,10 +123,10 @@ export const createSubscription = async (merchantId: string, input: Subscription
     ws.put('subscription', { ...sub, ...subscriptionIndexAttributes(merchantId, sub) }, itemAbsent);
     moveCustomerMrr(ws, merchantId, sub.customer_id, null, sub);
     moveTotals(ws, merchantId, null, sub);
-    event(ws, merchantId, ids.subscription_event!, sub, 'created', '0', sub.mrr, null, sub.plan_name, startedAt, at);
-    const presented = presentSubscription(sub);
+    addChangeEvent(ws, merchantId, ids.subscription_event!, sub, createdEvent(sub), at);
+    const presented = presentSubscription(sub, scope.reportingCurrency);
     addOutboxEvent(ws, merchantId, 'subscription.created', presented, at);
-    addTimelineChange(ws, merchantId, sub.customer_id, timeline, subscriptionTimeline(timeline.timeline, null, sub, at), 'started_at');
+    addTimelineChange(ws, merchantId, sub.customer_id, timeline, subscriptionTimeline(timeline.timeline, null, sub, at, scope.reportingCurrency), 'started_at');
     try {
       await ws.commit();
     } catch (err) {
@@ -120,19 +138,11 @@ export const createSubscription = async (merchantId: string, input: Subscription
   });
 };
 
-const event = (
-  ws: WriteSet,
-  merchantId: string,
-  id: number,
-  sub: SubscriptionItem,
-  type: NewEvent['event_type'],
-  oldAmount: string,
-  newAmount: string,
-  oldPlan: string | null,
-  newPlan: string | null,
-  occurredAt: string,
-  at: string,
-) =>
+/** What a change records of itself: a subscription event's type, amounts, plans and time. */
+export type ChangeEvent = { type: NewEvent['event_type']; old_amount: string; new_amount: string; old_plan: string | null; new_plan: string | null; occurred_at: string };
+
+/** Adds the subscription's event of a change (source api, or import for imported subscriptions). */
+export const addChangeEvent = (ws: WriteSet, merchantId: string, id: number, sub: SubscriptionItem, e: ChangeEvent, at: string, source: NewEvent['source'] = 'api') =>
   addSubscriptionEvent(
     ws,
     merchantId,
@@ -140,13 +150,13 @@ const event = (
       id,
       customer_id: sub.customer_id,
       subscription_id: sub.id,
-      event_type: type,
-      source: 'api',
-      old_amount: oldAmount,
-      new_amount: newAmount,
-      old_plan: oldPlan,
-      new_plan: newPlan,
-      occurred_at: occurredAt,
+      event_type: e.type,
+      source,
+      old_amount: e.old_amount,
+      new_amount: e.new_amount,
+      old_plan: e.old_plan,
+      new_plan: e.new_plan,
+      occurred_at: e.occurred_at,
     },
     at,
   );
@@ -155,7 +165,7 @@ const event = (
 type Plan = {
   next: SubscriptionItem;
   effective: string;
-  event?: { type: NewEvent['event_type']; old_amount: string; new_amount: string; old_plan: string | null; new_plan: string | null; occurred_at: string };
+  event?: ChangeEvent;
   webhook: EventType;
   /** Nothing changes: answer with the stored subscription and write nothing (no webhook). */
   unchanged?: boolean;
@@ -167,7 +177,8 @@ const refuse = (message: string) => InvalidError.field('status', message);
  * Runs one state change: read the subscription by key, plan the move (or refuse it with a 422 on
  * status), then one transaction guarded by the version read.
  */
-const change = async (merchantId: string, segment: string, plan: (sub: SubscriptionItem, at: string) => Plan, field = 'status') => {
+const change = async (scope: Scope, segment: string, plan: (sub: SubscriptionItem, at: string) => Plan, field = 'status') => {
+  const { merchantId } = scope;
   const id = idFromPath(segment);
   const subKey = keys.subscription(merchantId, id);
   const seqKey = keys.sequences(merchantId);
@@ -178,7 +189,7 @@ const change = async (merchantId: string, segment: string, plan: (sub: Subscript
     if (!sub || sub.deleted_at) throw new NotFoundError();
     const at = formatTimestamp(now());
     const { next: planned, effective, event: e, webhook, unchanged } = plan(sub, at);
-    if (unchanged) return presentSubscription(sub);
+    if (unchanged) return presentSubscription(sub, scope.reportingCurrency);
     const next: SubscriptionItem = { ...planned, updated_at: at, changed_at: effective, version: sub.version + 1 };
     const ws = new WriteSet();
     const eventId = e ? claimIds(ws, merchantId, found.get(keyId(seqKey)), 'subscription_event') : 0;
@@ -190,10 +201,10 @@ const change = async (merchantId: string, segment: string, plan: (sub: Subscript
     if (!wasLive && isLive) ws.put('live', { ...liveKey, subscription_id: sub.id, customer_id: sub.customer_id }, itemAbsent);
     moveCustomerMrr(ws, merchantId, sub.customer_id, sub, next);
     moveTotals(ws, merchantId, sub, next);
-    if (e) event(ws, merchantId, eventId, next, e.type, e.old_amount, e.new_amount, e.old_plan, e.new_plan, e.occurred_at, at);
-    const presented = presentSubscription(next);
+    if (e) addChangeEvent(ws, merchantId, eventId, next, e, at);
+    const presented = presentSubscription(next, scope.reportingCurrency);
     addOutboxEvent(ws, merchantId, webhook, presented, at);
-    await moveTimeline(ws, merchantId, sub, next, effective, field);
+    await moveTimeline(ws, scope, sub, next, effective, field);
     try {
       await ws.commit();
     } catch (err) {
@@ -209,8 +220,8 @@ const change = async (merchantId: string, segment: string, plan: (sub: Subscript
 const same = (a: string, b: string) => new Decimal(a).eq(b);
 
 /** PUT /subscriptions/{id}: active or paused only; mrr up → upgrade, down → downgrade, equal → no event. */
-export const updateSubscription = (merchantId: string, segment: string, input: SubscriptionUpdate) =>
-  change(merchantId, segment, (sub, at) => {
+export const updateSubscription = (scope: Scope, segment: string, input: SubscriptionUpdate) =>
+  change(scope, segment, (sub, at) => {
     if (sub.status === 'cancelled') throw refuse('A cancelled subscription cannot be updated.');
     const effective = effectiveTime(sub, input.effective_at, 'effective_at', at);
     const next: SubscriptionItem = {
@@ -242,21 +253,21 @@ export const updateSubscription = (merchantId: string, segment: string, input: S
   }, 'effective_at');
 
 /** PUT /subscriptions/{id}/cancel: from active or paused; a `cancel` event at cancelled_at. */
-export const cancelSubscription = (merchantId: string, segment: string, input: SubscriptionCancel) =>
-  change(merchantId, segment, (sub, at) => {
+export const cancelSubscription = (scope: Scope, segment: string, input: SubscriptionCancel) =>
+  change(scope, segment, (sub, at) => {
     if (sub.status === 'cancelled') throw refuse('The subscription is already cancelled.');
     const cancelledAt = effectiveTime(sub, input.cancelled_at, 'cancelled_at', at);
     return {
       next: { ...sub, status: 'cancelled', cancelled_at: cancelledAt, paused_at: null, cancel_reason: input.reason ?? null },
       effective: cancelledAt,
-      event: { type: 'cancel', old_amount: sub.mrr, new_amount: '0', old_plan: sub.plan_name, new_plan: sub.plan_name, occurred_at: cancelledAt },
+      event: cancelEvent(sub, cancelledAt),
       webhook: 'subscription.cancelled',
     };
   }, 'cancelled_at');
 
 /** PUT /subscriptions/{id}/pause: from active only; its mrr stops counting; no subscription event. */
-export const pauseSubscription = (merchantId: string, segment: string, input: SubscriptionPause) =>
-  change(merchantId, segment, (sub, at) => {
+export const pauseSubscription = (scope: Scope, segment: string, input: SubscriptionPause) =>
+  change(scope, segment, (sub, at) => {
     if (sub.status === 'paused') throw refuse('The subscription is already paused.');
     if (sub.status === 'cancelled') throw refuse('A cancelled subscription cannot be paused.');
     const pausedAt = effectiveTime(sub, input.paused_at, 'paused_at', at);
@@ -267,8 +278,8 @@ export const pauseSubscription = (merchantId: string, segment: string, input: Su
  * PUT /subscriptions/{id}/reactivate: from paused, or from cancelled when the customer has no
  * other live subscription (the marker put decides, in the transaction); a `reactivated` event.
  */
-export const reactivateSubscription = (merchantId: string, segment: string, input: SubscriptionReactivate) =>
-  change(merchantId, segment, (sub, at) => {
+export const reactivateSubscription = (scope: Scope, segment: string, input: SubscriptionReactivate) =>
+  change(scope, segment, (sub, at) => {
     if (sub.status === 'active') throw refuse('The subscription is already active.');
     const reactivatedAt = effectiveTime(sub, input.reactivated_at, 'reactivated_at', at);
     return {
@@ -283,7 +294,8 @@ export const reactivateSubscription = (merchantId: string, segment: string, inpu
  * DELETE /subscriptions/{id}: soft. It leaves the lists, releases the customer's live slot and
  * stops counting towards the customer's MRR; its events stay. No subscription event, no webhook.
  */
-export const deleteSubscription = async (merchantId: string, segment: string): Promise<void> => {
+export const deleteSubscription = async (scope: Scope, segment: string): Promise<void> => {
+  const { merchantId } = scope;
   const id = idFromPath(segment);
   await retrying(async () => {
     const sub = await getSubscriptionItem(merchantId, id);
@@ -295,18 +307,20 @@ export const deleteSubscription = async (merchantId: string, segment: string): P
     const ws = new WriteSet();
     ws.put('subscription', deleted, versionIs(sub.version));
     if (sub.status !== 'cancelled') ws.delete('live', keys.liveSubscription(merchantId, sub.customer_id), holdsLive(sub.id));
+    // Its external id is free again: the corrected subscription may be imported under it.
+    if (sub.external_id) ws.delete('external_id', keys.subscriptionExternalId(merchantId, sub.external_id), holdsLive(sub.id));
     moveCustomerMrr(ws, merchantId, sub.customer_id, sub, null);
     moveTotals(ws, merchantId, sub, deleted);
-    await moveTimeline(ws, merchantId, sub, deleted, at, 'id');
+    await moveTimeline(ws, scope, sub, deleted, at, 'id');
     await ws.commit();
   });
 };
 
 /** GET /subscriptions/{id}: live (not deleted) subscriptions. */
-export const getSubscription = async (merchantId: string, segment: string) => {
-  const sub = await getSubscriptionItem(merchantId, idFromPath(segment));
+export const getSubscription = async (scope: Scope, segment: string) => {
+  const sub = await getSubscriptionItem(scope.merchantId, idFromPath(segment));
   if (!sub || sub.deleted_at) throw new NotFoundError();
-  return presentSubscription(sub);
+  return presentSubscription(sub, scope.reportingCurrency);
 };
 
 /**
@@ -314,7 +328,8 @@ export const getSubscription = async (merchantId: string, segment: string) => {
  * plan_name (and status with a customer) filter within. Unfiltered or by status only, the total
  * comes from the sharded counters, so page 1 stays flat.
  */
-export const listSubscriptions = async (merchantId: string, q: SubscriptionListQuery) => {
+export const listSubscriptions = async (scope: Scope, q: SubscriptionListQuery) => {
+  const { merchantId } = scope;
   const filters: string[] = [];
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = {};
@@ -338,5 +353,5 @@ export const listSubscriptions = async (merchantId: string, q: SubscriptionListQ
   const count = async () =>
     byTotals ? ((await readTotals(merchantId, 'SUBSCRIPTIONS'))[q.status ? `subscriptions_${q.status}` : 'subscriptions']?.toNumber() ?? 0) : countQuery(query);
   const { items, total } = await listPage<SubscriptionItem>(query, count, q.page, q.per_page);
-  return paginated(items.map(presentSubscription), q.page, q.per_page, total);
+  return paginated(items.map((s) => presentSubscription(s, scope.reportingCurrency)), q.page, q.per_page, total);
 };

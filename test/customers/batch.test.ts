@@ -61,7 +61,7 @@ describe('POST /customers/batch', () => {
 
     const log = await activities(merchantId);
     expect(log).toHaveLength(1);
-    expect(log[0]).toMatchObject({ type: 'customers.import', total: 7, created: 2, updated: 0, skipped: 1, failed: 4 });
+    expect(log[0]).toMatchObject({ type: 'customers.batch', total: 7, created: 2, updated: 0, skipped: 1, failed: 4 });
     expect(log[0].created_at).toMatch(/Z$/);
   });
 

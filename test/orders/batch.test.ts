@@ -118,7 +118,7 @@ describe('POST /orders/batch', () => {
     expect((await outboxEvents(merchantId)).map((e) => e.type)).toEqual(['order.created']);
     const activity = await activityRecords(merchantId);
     expect(activity).toHaveLength(1);
-    expect(activity[0]).toMatchObject({ type: 'orders.import', total: 16, created: 3, updated: 3, failed: 10, created_at: T1 });
+    expect(activity[0]).toMatchObject({ type: 'orders.batch', total: 16, created: 3, updated: 3, failed: 10, created_at: T1 });
 
     const customers = (await api.get('/customers?per_page=100', token)).body.data;
     expect(customers.map((c: any) => c.email).sort()).toEqual(['ann@example.com', 'n2@example.com', 'new@example.com']);

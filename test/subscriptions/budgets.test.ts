@@ -105,6 +105,50 @@ describe('subscription request budgets (DynamoDB requests per API call)', () => 
     expect(byStatus.requests).toBeLessThanOrEqual(4);
   });
 
+  it('POST /subscriptions/batch of 100 ≤ 25 (new customers by email, each started in its own month)', async () => {
+    const { token } = await newMerchant();
+    const subscriptions = Array.from({ length: 100 }, (_, i) => ({
+      external_id: `imp_${i}`,
+      customer_email: `imp${i}@example.com`,
+      plan_name: 'Basic',
+      mrr: '10',
+      billing_cycle: 'monthly',
+      started_at: new Date(Date.UTC(2018, i % 96, 1 + (i % 27))).toISOString(),
+      ...(i % 3 === 0 ? { cancelled_at: new Date(Date.UTC(2018, (i % 96) + 2, 1)).toISOString() } : {}),
+    }));
+    const r = await api.counted('POST', '/subscriptions/batch', { token, body: { subscriptions } });
+    expect(r.res.status, JSON.stringify(r.res.body)).toBe(200);
+    expect(r.res.body.data).toMatchObject({ created: 100, failed: 0 });
+    report('POST /subscriptions/batch (100)', r.requests, 25);
+    expect(r.requests).toBeLessThanOrEqual(25);
+  });
+
+  it('POST /subscriptions/events/batch of 100 ≤ 25; one customer\'s history in time order is written once per transaction, not once per event', async () => {
+    const { token } = await newMerchant();
+    const customer = await newCustomer(token);
+    const imported = await api.post('/subscriptions/batch', token, {
+      subscriptions: [{ external_id: 'hist', customer_id: customer.id, plan_name: 'Basic', mrr: '100', billing_cycle: 'monthly', started_at: '2016-01-01T00:00:00Z' }],
+    });
+    expect(imported.body.data.created).toBe(1);
+    // 100 monthly changes of one subscription, in time order.
+    const events = Array.from({ length: 100 }, (_, i) => ({
+      customer_id: customer.id,
+      subscription_external_id: 'hist',
+      event_type: 'upgrade',
+      old_amount: String(100 + i),
+      new_amount: String(101 + i),
+      occurred_at: new Date(Date.UTC(2016, 1 + i, 1)).toISOString(),
+    }));
+    const r = await api.counted('POST', '/subscriptions/events/batch', { token, body: { events } });
+    expect(r.res.status, JSON.stringify(r.res.body)).toBe(200);
+    expect(r.res.body.data).toMatchObject({ created: 100, failed: 0 });
+    report('POST /subscriptions/events/batch (100, one customer)', r.requests, 25);
+    expect(r.requests).toBeLessThanOrEqual(25);
+    // One timeline write per transaction: far fewer transactions than events.
+    expect(r.byCommand.TransactWriteItemsCommand ?? r.byCommand.TransactWriteCommand).toBeLessThan(10);
+    expect((await api.get('/metrics/summary', token)).body.data.current_mrr).toBe('200.00');
+  });
+
   it('POST /subscriptions/events ≤ 5 (with and without subscription_id)', async () => {
     const { token } = await newMerchant();
     const customer = await newCustomer(token);

@@ -1,0 +1,247 @@
+import { addBatchActivity } from '#lib/activity/store';
+import Decimal from 'decimal.js';
+import { now } from '#lib/clock';
+import { batchGet, keyId } from '#lib/db/batch-get';
+import { runBatch } from '#lib/db/batch';
+import { keys } from '#lib/db/keys';
+import { retrying } from '#lib/db/retry';
+import { allocateIds } from '#lib/db/sequences';
+import { MAX_ACTIONS, WriteSet } from '#lib/db/writes';
+import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
+import { liveCondition } from '#lib/customers/store';
+import { recordedLine } from '#lib/metrics/lines';
+import { addTimelineChange, TOO_FAR_BACK, timelineFromItem, type TimelineState } from '#lib/metrics/store';
+import { importedLineEnd, setAt, type Timeline } from '#lib/metrics/timeline';
+import { batchCollector, type BatchResult } from '#lib/shared/schemas';
+import { formatTimestamp } from '#lib/shared/time';
+import { issueMessage } from '#lib/shared/validation';
+import { addSubscriptionEvent, CUSTOMER_INVALID, importedAfterSubscription, SUBSCRIPTION_INVALID } from '#lib/subscriptions/events';
+import { presentSubscriptionEvent, type SubscriptionEventItem } from '#lib/subscriptions/model';
+import { subscriptionEventBatchItem, type SubscriptionEventBatchInput } from '#lib/subscriptions/schemas';
+import type { Scope } from '#lib/subscriptions/service';
+
+/**
+ * Recorded subscription events (history imported from elsewhere, source `import`), one or a batch:
+ * each sets its line (the named subscription, or the customer's imported line) to new_amount from
+ * occurred_at on. Events of one customer form one unit applied in array order, so a customer's
+ * history is rewritten once per transaction, not once per event. Everything an item needs is read
+ * in one round (markers, subscriptions, customers, timelines, all by key); the transaction guards
+ * what was read (customer live, subscription the customer's and not deleted, timeline version).
+ */
+type Item = { index: number; input: SubscriptionEventBatchInput };
+
+/** Where outcomes go: the batch result, or the single endpoint's 201 / 422. */
+type Report = {
+  failed: (index: number, field: string, message: string, identifier: string) => void;
+  recorded: (index: number, event: SubscriptionEventItem, identifier: string) => void;
+};
+
+/** One recorded event: units of one customer in one transaction share one timeline write. */
+type Unit = { customerId: number; index: number; identifier: string; event: Parameters<typeof addSubscriptionEvent>[2] };
+
+export const EXTERNAL_ID_INVALID = 'The selected subscription external id is invalid.';
+
+const prepare = async (scope: Scope, items: Item[], report: Report, at: string) => {
+  const { merchantId } = scope;
+  const found = await batchGet<Record<string, unknown>>([
+    ...items.flatMap((i) => (i.input.subscription_external_id ? [keys.subscriptionExternalId(merchantId, i.input.subscription_external_id)] : [])),
+    ...items.flatMap((i) => (i.input.subscription_id ? [keys.subscription(merchantId, i.input.subscription_id)] : [])),
+    ...items.flatMap((i) => [keys.customer(merchantId, i.input.customer_id), keys.customerTimeline(merchantId, i.input.customer_id)]),
+  ]);
+  const timelines = new Map<number, TimelineState>();
+  // Each customer's timeline as the kept items leave it, in array order (the imported line's end moves with it).
+  const planned = new Map<number, Timeline>();
+  const kept: { item: Item; subscriptionId: number | null; identifier: string }[] = [];
+  for (const item of items) {
+    const { index, input } = item;
+    let subscriptionId: number | null = null;
+    let identifier = String(input.customer_id);
+    const fail = (field: string, message: string) => report.failed(index, field, message, identifier);
+    const customer = found.get(keyId(keys.customer(merchantId, input.customer_id)));
+    if (!customer || customer.deleted_at) {
+      fail('customer_id', CUSTOMER_INVALID);
+      continue;
+    }
+    if (input.subscription_external_id) {
+      identifier = input.subscription_external_id;
+      const marker = found.get(keyId(keys.subscriptionExternalId(merchantId, input.subscription_external_id)));
+      if (!marker || Number(marker.customer_id) !== input.customer_id) {
+        fail('subscription_external_id', EXTERNAL_ID_INVALID);
+        continue;
+      }
+      subscriptionId = Number(marker.subscription_id);
+    } else if (input.subscription_id) {
+      const sub = found.get(keyId(keys.subscription(merchantId, input.subscription_id)));
+      if (sub?.external_id) identifier = String(sub.external_id);
+      if (!sub || sub.deleted_at || Number(sub.customer_id) !== input.customer_id) {
+        fail('subscription_id', SUBSCRIPTION_INVALID);
+        continue;
+      }
+      subscriptionId = input.subscription_id;
+    }
+    if (!timelines.has(input.customer_id)) timelines.set(input.customer_id, timelineFromItem(found.get(keyId(keys.customerTimeline(merchantId, input.customer_id)))));
+    const timeline = planned.get(input.customer_id) ?? timelines.get(input.customer_id)!.timeline;
+    const occurredAt = input.occurred_at ?? at;
+    // Without a subscription an event is history from before the customer's first subscription here.
+    const importedEnd = importedLineEnd(timeline);
+    if (!subscriptionId && importedEnd && occurredAt >= importedEnd) {
+      fail('subscription_id', importedAfterSubscription(importedEnd));
+      continue;
+    }
+    planned.set(input.customer_id, applyEvent(timeline, subscriptionId, input.new_amount, occurredAt));
+    kept.push({ item, subscriptionId, identifier });
+  }
+  const { subscription_event: first } = await allocateIds(merchantId, { subscription_event: kept.length });
+  let next = first ?? 0;
+  const units: Unit[] = kept.map(({ item, subscriptionId, identifier }) => {
+    const { input, index } = item;
+    return {
+      customerId: input.customer_id,
+      index,
+      identifier,
+      event: {
+        id: next++,
+        customer_id: input.customer_id,
+        subscription_id: subscriptionId,
+        event_type: input.event_type,
+        source: 'import',
+        old_amount: input.old_amount,
+        new_amount: input.new_amount,
+        old_plan: input.old_plan ?? null,
+        new_plan: input.new_plan ?? null,
+        occurred_at: input.occurred_at ?? at,
+      },
+    };
+  });
+  return {
+    units,
+    write: async (ws: WriteSet, chunk: Unit[]) => {
+      const written: [number, SubscriptionEventItem, string][] = [];
+      const changed = new Map<number, Timeline>();
+      for (const { customerId, index, identifier, event } of chunk) {
+        ws.update('customer', keys.customer(merchantId, customerId)).when(liveCondition);
+        if (event.subscription_id) {
+          ws.update('subscription', keys.subscription(merchantId, event.subscription_id)).when({
+            expression: 'customer_id = :c AND attribute_not_exists(deleted_at)',
+            values: { ':c': customerId },
+          });
+        }
+        written.push([index, addSubscriptionEvent(ws, merchantId, event, at), identifier]);
+        const before = changed.get(customerId) ?? timelines.get(customerId)!.timeline;
+        changed.set(customerId, applyEvent(before, event.subscription_id, event.new_amount, event.occurred_at));
+      }
+      // One timeline write per customer per transaction, whatever the number of its events.
+      const after = [...changed].map(([id, tl]) => [id, addTimelineChange(ws, merchantId, id, timelines.get(id)!, tl, null)] as const);
+      return () => {
+        for (const [id, state] of after) timelines.set(id, state);
+        for (const [index, event, identifier] of written) report.recorded(index, event, identifier);
+      };
+    },
+  };
+};
+
+/** A recorded event's point: its line (the named subscription, or the imported line) is new_amount from occurred_at on. */
+const applyEvent = (tl: Timeline, subscriptionId: number | null, newAmount: string, occurredAt: string) => {
+  const amount = new Decimal(newAmount);
+  return setAt(tl, recordedLine(subscriptionId), occurredAt, amount, amount.gt(0) ? 'a' : 'c');
+};
+
+/** A scratch report whose outcomes are kept only once its attempt commits (an attempt may be retried). */
+const scratchReport = () => {
+  const outcomes: ((into: Report) => void)[] = [];
+  return {
+    report: {
+      failed: (...a: Parameters<Report['failed']>) => outcomes.push((r) => r.failed(...a)),
+      recorded: (...a: Parameters<Report['recorded']>) => outcomes.push((r) => r.recorded(...a)),
+    } satisfies Report,
+    replay: (into: Report) => outcomes.forEach((o) => o(into)),
+  };
+};
+
+/** One unit's items, read, decided and committed on their own (one attempt). */
+const attempt = async (scope: Scope, items: Item[], into: Report, at: string, field: string | null) => {
+  const scratch = scratchReport();
+  const plan = await prepare(scope, items, scratch.report, at);
+  const ws = new WriteSet();
+  const done = await plan.write(ws, plan.units);
+  if (ws.actions > MAX_ACTIONS) {
+    if (field) throw InvalidError.field(field, TOO_FAR_BACK);
+    throw InvalidError.field('occurred_at', TOO_FAR_BACK);
+  }
+  await ws.commit();
+  done();
+  scratch.replay(into);
+};
+
+/** POST /subscriptions/events: one recorded event → 201 with it, or a 422 on the field at fault. */
+export const recordSubscriptionEvent = async (scope: Scope, input: SubscriptionEventBatchInput) => {
+  let result: SubscriptionEventItem | undefined;
+  let refusal: InvalidError | undefined;
+  await retrying(() => {
+    result = undefined;
+    refusal = undefined;
+    return attempt(
+      scope,
+      [{ index: 0, input }],
+      {
+        failed: (_i, field, message) => (refusal = InvalidError.field(field, message)),
+        recorded: (_i, event) => (result = event),
+      },
+      formatTimestamp(now()),
+      'occurred_at',
+    );
+  });
+  if (refusal) throw refusal;
+  return presentSubscriptionEvent(result!);
+};
+
+/** POST /subscriptions/events/batch: up to 100 recorded events, in array order, through the batch engine. */
+export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[]): Promise<BatchResult> => {
+  const collector = batchCollector(rawItems.length);
+  const report: Report = {
+    failed: (index, _field, message, identifier) => collector.failed(index, 'validation_error', message, identifier),
+    recorded: (index, event, identifier) => collector.created(index, event.id, identifier),
+  };
+  const valid: Item[] = [];
+  rawItems.forEach((raw, index) => {
+    const r = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : null;
+    const identifier =
+      typeof r?.subscription_external_id === 'string' ? r.subscription_external_id : typeof r?.customer_id === 'number' ? String(r.customer_id) : '';
+    if (!r) {
+      collector.failed(index, 'validation_error', `The events.${index} field must be an object.`, identifier);
+      return;
+    }
+    const parsed = subscriptionEventBatchItem.safeParse(r, { reportInput: true });
+    if (!parsed.success) collector.failed(index, 'validation_error', issueMessage(parsed.error.issues[0]), identifier);
+    else valid.push({ index, input: parsed.data });
+  });
+  const at = formatTimestamp(now());
+  const plan = await prepare(scope, valid, report, at);
+  const byIndex = new Map(valid.map((i) => [i.index, i]));
+  await runBatch(
+    plan.units,
+    {
+      write: plan.write,
+      alone: (unit) => attempt(scope, [byIndex.get(unit.index)!], report, at, null),
+      failed: (unit, err) => {
+        const [reason, message] =
+          err instanceof ContentionError
+            ? ['conflict', 'The customer was changed concurrently; retry the item.']
+            : err instanceof ThrottledError
+              ? ['throttled', 'The service was busy; retry the item.']
+              : err instanceof InvalidError
+                ? ['validation_error', TOO_FAR_BACK]
+                : ['error', 'The item could not be written; retry it.'];
+        collector.failed(unit.index, reason, message, unit.identifier);
+      },
+    },
+    {
+      finish: (ws, pending) => {
+        const r = collector.result();
+        const counts = { total: r.total, created: r.created + pending, updated: 0, skipped: r.skipped, failed: r.failed };
+        addBatchActivity(ws, scope.merchantId, 'subscription_events.batch', counts, at);
+      },
+    },
+  );
+  return collector.result();
+};

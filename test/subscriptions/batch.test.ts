@@ -1,0 +1,189 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixedClock, resetClock } from '#lib/clock';
+import { newMerchant, useApi } from '../support/api.ts';
+import { activityRecords, outboxEvents } from '../orders/helpers.ts';
+
+const api = useApi();
+afterEach(() => resetClock());
+
+const setup = async () => {
+  const m = await newMerchant();
+  const customer = (await api.post('/customers', m.token, { email: `b${Math.random()}@example.com`, name: 'Batch' })).body.data;
+  return { ...m, customer };
+};
+
+const sub = (over: Record<string, unknown> = {}) => ({ plan_name: 'Basic', mrr: '100', billing_cycle: 'monthly', ...over });
+const summary = async (token: string) => (await api.get('/metrics/summary', token)).body.data;
+const series = async (token: string) => (await api.get('/metrics/mrr?start_date=2025-01-01&end_date=2026-03-15', token)).body.data;
+
+describe('POST /subscriptions/batch', () => {
+  it('creates subscriptions by customer id or email (creating the customer), cancelled ones with both events; no webhook; figures as if made through the API', async () => {
+    fixedClock('2026-03-15T00:00:00Z');
+    const { token, merchantId, customer } = await setup();
+    const res = await api.post('/subscriptions/batch', token, {
+      subscriptions: [
+        sub({ external_id: 'sub_a', customer_id: customer.id, started_at: '2025-06-01T00:00:00Z' }),
+        sub({ external_id: 'sub_b', customer_email: 'New@Example.com', customer_name: 'New', mrr: '50.5', started_at: '2025-07-10T00:00:00Z', cancelled_at: '2025-12-10T00:00:00Z', cancel_reason: 'too expensive' }),
+      ],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ total: 2, created: 2, updated: 0, skipped: 0, failed: 0 });
+    expect(res.body.data.results.created.map((c: { identifier: string }) => c.identifier)).toEqual(['sub_a', 'sub_b']);
+
+    const [a, b] = res.body.data.results.created.map((c: { id: number }) => c.id);
+    const got = (await api.get(`/subscriptions/${a}`, token)).body.data;
+    expect(got).toMatchObject({ external_id: 'sub_a', currency: 'TWD', source: 'import', status: 'active', started_at: '2025-06-01T00:00:00Z', cancel_at: null });
+    const cancelled = (await api.get(`/subscriptions/${b}`, token)).body.data;
+    expect(cancelled).toMatchObject({ status: 'cancelled', cancelled_at: '2025-12-10T00:00:00Z', cancel_reason: 'too expensive', mrr: '50.50' });
+    const newCustomer = (await api.get(`/customers/${cancelled.customer_id}`, token)).body.data;
+    expect(newCustomer).toMatchObject({ email: 'new@example.com', name: 'New' });
+
+    const events = (await api.get(`/subscriptions/events?subscription_id=${b}`, token)).body.data;
+    expect(events.map((e: { event_type: string; occurred_at: string; source: string }) => [e.event_type, e.occurred_at, e.source])).toEqual([
+      ['cancel', '2025-12-10T00:00:00Z', 'import'],
+      ['created', '2025-07-10T00:00:00Z', 'import'],
+    ]);
+
+    const points = await series(token);
+    const at = (m: string) => points.find((p: { date: string }) => p.date.startsWith(m));
+    expect(at('2025-06')).toMatchObject({ mrr: '100.00', new: '100.00' });
+    expect(at('2025-07')).toMatchObject({ mrr: '150.50', new: '50.50' });
+    expect(at('2025-12')).toMatchObject({ mrr: '100.00', churn: '-50.50' });
+    expect(await summary(token)).toMatchObject({ current_mrr: '100.00', active_subscriptions: 1 });
+    expect((await api.get('/subscriptions?status=active', token)).body.meta.total).toBe(1);
+    expect(await outboxEvents(merchantId)).toEqual([]);
+    expect(await activityRecords(merchantId)).toEqual([expect.objectContaining({ type: 'subscriptions.batch', total: 2, created: 2, updated: 0, skipped: 0, failed: 0 })]);
+  });
+
+  it('an external id already taken (stored or earlier in the batch) is skipped; a second live subscription fails on customer_id; deleting frees the external id', async () => {
+    const { token, customer } = await setup();
+    const first = await api.post('/subscriptions/batch', token, { subscriptions: [sub({ external_id: 'x1', customer_id: customer.id })] });
+    expect(first.body.data.created).toBe(1);
+    const res = await api.post('/subscriptions/batch', token, {
+      subscriptions: [
+        sub({ external_id: 'x1', customer_id: customer.id }),
+        sub({ external_id: 'x2', customer_email: 'two@example.com' }),
+        sub({ external_id: 'x2', customer_email: 'three@example.com' }),
+        sub({ external_id: 'x3', customer_id: customer.id }),
+      ],
+    });
+    expect(res.body.data).toMatchObject({ total: 4, created: 1, skipped: 2, failed: 1 });
+    expect(res.body.data.results.skipped).toEqual([
+      { index: 0, reason: 'duplicate_external_id', identifier: 'x1' },
+      { index: 2, reason: 'duplicate_external_id', identifier: 'x2' },
+    ]);
+    expect(res.body.data.results.failed).toEqual([
+      { index: 3, reason: 'validation_error', message: 'The customer already has an active or paused subscription.', identifier: 'x3' },
+    ]);
+    // Nothing was stored for the refused ones.
+    expect((await api.get('/customers?search=three@example.com', token)).body.meta.total).toBe(0);
+    expect((await api.get('/subscriptions', token)).body.meta.total).toBe(2);
+
+    const id = first.body.data.results.created[0].id;
+    expect((await api.del(`/subscriptions/${id}`, token)).status).toBe(204);
+    const again = await api.post('/subscriptions/batch', token, { subscriptions: [sub({ external_id: 'x1', customer_id: customer.id })] });
+    expect(again.body.data).toMatchObject({ created: 1, skipped: 0 });
+  });
+
+  it('refuses bad items with messages that help, and stores nothing for them', async () => {
+    fixedClock('2026-03-15T00:00:00Z');
+    const { token, customer } = await setup();
+    const res = await api.post('/subscriptions/batch', token, {
+      subscriptions: [
+        sub({ external_id: 'v0', customer_id: customer.id, mrr: '0' }),
+        sub({ external_id: 'v1' }),
+        sub({ external_id: 'v2', customer_id: customer.id, started_at: '2026-01-01T00:00:00Z', cancelled_at: '2025-12-01T00:00:00Z' }),
+        sub({ external_id: 'v3', customer_id: customer.id, currency: 'JPY', mrr: '3561.50' }),
+        sub({ external_id: 'v4', customer_id: customer.id, cancelled_at: '2026-04-01T00:00:00Z' }),
+        sub({ external_id: 'v5', customer_id: 999999 }),
+        sub({ external_id: 'v6', customer_id: customer.id, billing_cycle: 'weekly' }),
+        'nope',
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ total: 8, created: 0, failed: 8 });
+    expect(res.body.data.results.failed.map((f: { message: string }) => f.message)).toEqual([
+      'The mrr field must be greater than 0.',
+      'The customer id field is required when customer email is not present.',
+      'The cancelled at field must be a date after or equal to started at.',
+      'The mrr field must be a whole number in JPY, which has no minor unit.',
+      'The cancelled at field must be a date before or equal to now.',
+      'The selected customer id is invalid.',
+      'The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.',
+      'The subscriptions.7 field must be an object.',
+    ]);
+    expect((await api.get('/subscriptions', token)).body.meta.total).toBe(0);
+    expect((await api.post('/subscriptions/batch', token, { subscriptions: [] })).body).toMatchObject({
+      errors: { subscriptions: ['The subscriptions field must contain at least 1 item.'] },
+    });
+  });
+
+  it('a subscription in another currency is listed with it and left out of the figures', async () => {
+    const { token, customer } = await setup();
+    const res = await api.post('/subscriptions/batch', token, { subscriptions: [sub({ external_id: 'usd', customer_id: customer.id, currency: 'usd', started_at: '2026-01-01T00:00:00Z' })] });
+    expect(res.body.data.created).toBe(1);
+    expect((await api.get(`/subscriptions/${res.body.data.results.created[0].id}`, token)).body.data).toMatchObject({ currency: 'USD', status: 'active' });
+    expect(await summary(token)).toMatchObject({ current_mrr: '0.00', active_customers: 0 });
+  });
+});
+
+describe('POST /subscriptions/events/batch', () => {
+  it('records events in array order, naming subscriptions by id or external id; identifier is the external id, else the customer id', async () => {
+    fixedClock('2026-03-15T00:00:00Z');
+    const { token, customer } = await setup();
+    const imported = await api.post('/subscriptions/batch', token, { subscriptions: [sub({ external_id: 'ext', customer_id: customer.id, started_at: '2025-03-01T00:00:00Z' })] });
+    const subId = imported.body.data.results.created[0].id;
+    const res = await api.post('/subscriptions/events/batch', token, {
+      events: [
+        { customer_id: customer.id, event_type: 'created', old_amount: '0', new_amount: '40', occurred_at: '2024-01-01T00:00:00Z' },
+        { customer_id: customer.id, event_type: 'upgrade', old_amount: '40', new_amount: '60', occurred_at: '2024-06-01T00:00:00Z' },
+        { customer_id: customer.id, subscription_external_id: 'ext', event_type: 'upgrade', old_amount: '100', new_amount: '200', occurred_at: '2025-05-01T00:00:00Z' },
+        { customer_id: customer.id, subscription_id: subId, event_type: 'downgrade', old_amount: '200', new_amount: '150', occurred_at: '2025-09-01T00:00:00Z' },
+        { customer_id: customer.id, event_type: 'upgrade', old_amount: '60', new_amount: '70', occurred_at: '2025-04-01T00:00:00Z' },
+        { customer_id: customer.id, subscription_external_id: 'nope', event_type: 'cancel', old_amount: '10', new_amount: '0' },
+        { customer_id: customer.id, event_type: 'upgrade', old_amount: '900', new_amount: '100' },
+      ],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ total: 7, created: 4, failed: 3 });
+    expect(res.body.data.results.created.map((c: { identifier: string }) => c.identifier)).toEqual([String(customer.id), String(customer.id), 'ext', 'ext']);
+    expect(res.body.data.results.failed).toEqual([
+      {
+        index: 4,
+        reason: 'validation_error',
+        message:
+          "The subscription id field is required for an event at or after 2025-03-01T00:00:00Z, when the customer's first subscription started: name the subscription this event belongs to.",
+        identifier: String(customer.id),
+      },
+      { index: 5, reason: 'validation_error', message: 'The selected subscription external id is invalid.', identifier: 'nope' },
+      { index: 6, reason: 'validation_error', message: 'The upgrade event type needs new amount greater than old amount.', identifier: String(customer.id) },
+    ]);
+    const points = await series(token);
+    const at = (m: string) => points.find((p: { date: string }) => p.date.startsWith(m));
+    expect(at('2025-02')).toMatchObject({ mrr: '60.00' });
+    // The imported line ends where the subscription starts: one instant, one movement (60 → 100).
+    expect(at('2025-03')).toMatchObject({ mrr: '100.00', expansion: '40.00', new: '0.00' });
+    expect(at('2025-05')).toMatchObject({ mrr: '200.00', expansion: '100.00' });
+    expect(at('2025-09')).toMatchObject({ mrr: '150.00', contraction: '-50.00' });
+    const listed = (await api.get(`/subscriptions/events?customer_id=${customer.id}&per_page=20`, token)).body;
+    expect(listed.meta.total).toBe(5);
+  });
+
+  it('POST /subscriptions/events also takes subscription_external_id; an unknown one is a 422 on it', async () => {
+    const { token, customer } = await setup();
+    await api.post('/subscriptions/batch', token, { subscriptions: [sub({ external_id: 'one', customer_id: customer.id, started_at: '2025-03-01T00:00:00Z' })] });
+    const ok = await api.post('/subscriptions/events', token, {
+      customer_id: customer.id,
+      subscription_external_id: 'one',
+      event_type: 'upgrade',
+      old_amount: '100',
+      new_amount: '120',
+      occurred_at: '2025-04-01T00:00:00Z',
+    });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(201);
+    expect(ok.body.data).toMatchObject({ subscription_id: expect.any(Number), amount_change: '20.00', source: 'import' });
+    const bad = await api.post('/subscriptions/events', token, { customer_id: customer.id, subscription_external_id: 'two', event_type: 'upgrade', old_amount: '1', new_amount: '2' });
+    expect(bad.status).toBe(422);
+    expect(bad.body.errors).toEqual({ subscription_external_id: ['The selected subscription external id is invalid.'] });
+  });
+});
