@@ -45,6 +45,12 @@ export const NAG_REASONS = {
   siteLogs: 'Access logs of a static bundle are not needed: the API calls it makes are logged by API Gateway.',
   siteTls:
     'TLSv1.2_2021 is requested; with the default *.cloudfront.net certificate CloudFront keeps its own TLS floor until a custom domain and ACM certificate are added (README: Merchant dashboard).',
+  schedulerTracing:
+    "X-Ray: the cancellation scheduler's state machine traces its executions, and its tracing grants (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, GetSamplingTargets) support no resource-level permissions.",
+  schedulerInvoke:
+    "CDK's LambdaInvoke grants lambda:InvokeFunction on the check function and its versions (`<arn>:*`): one function, no other.",
+  schedulerLogs:
+    'Execution logs would need wildcard log-delivery permissions; the check function logs every decision (applied, not due, replaced), and executions are traced by X-Ray and kept in the Step Functions history for 90 days.',
   cdkHandler:
     "A CDK-provided deploy-time custom-resource handler (dashboard upload, bucket emptying on a dev stack's deletion), not a service function: CDK writes its role (the AWS-managed basic execution role), its runtime and its grants (this bucket's objects, the CDK asset objects, CloudFront invalidations).",
 } as const;
@@ -106,10 +112,16 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
 
   const webhooks = stack.webhookDelivery;
   const queue = (q: Queue) => resourceOf(q);
-  for (const dlq of [stack.outboxRelay.deadLetterQueue, webhooks.ruleDeadLetterQueue]) {
+  const scheduler = stack.cancelScheduler;
+  for (const dlq of [stack.outboxRelay.deadLetterQueue, webhooks.ruleDeadLetterQueue, scheduler.deadLetterQueue]) {
     acknowledge(queue(dlq), 'AwsSolutions-SQS3', NAG_REASONS.deadLetterQueue);
   }
-  for (const dlq of [stack.outboxRelay.deadLetterQueue, webhooks.ruleDeadLetterQueue, webhooks.eventsDeadLetterQueue, webhooks.deliveryDeadLetterQueue]) {
+  const machinePolicy = scheduler.stateMachine.role.node.tryFindChild('DefaultPolicy')?.node.defaultChild;
+  acknowledge(machinePolicy, 'AwsSolutions-IAM5[Resource::*]', NAG_REASONS.schedulerTracing);
+  const checkId = stack.resolve(stack.getLogicalId(resourceOf(scheduler.checkFunction) as CfnResource));
+  acknowledge(machinePolicy, `AwsSolutions-IAM5[Resource::<${checkId}.Arn>:*]`, NAG_REASONS.schedulerInvoke);
+  acknowledge(resourceOf(scheduler.stateMachine), 'AwsSolutions-SF1', NAG_REASONS.schedulerLogs);
+  for (const dlq of [stack.outboxRelay.deadLetterQueue, webhooks.ruleDeadLetterQueue, scheduler.deadLetterQueue, webhooks.eventsDeadLetterQueue, webhooks.deliveryDeadLetterQueue]) {
     acknowledge(queue(dlq), 'Serverless-SQSRedrivePolicy', NAG_REASONS.endOfLine);
   }
   for (const consumer of [webhooks.fanOutFunction, webhooks.deliveryFunction]) {

@@ -29,6 +29,7 @@ import { ApiMonitoring } from './constructs/monitoring.ts';
 import { acknowledgeNagFindings } from './nag.ts';
 import { OutboxRelay } from './constructs/outbox-relay.ts';
 import { WebhookDelivery } from './constructs/webhook-delivery.ts';
+import { CancelScheduler } from './constructs/cancel-scheduler.ts';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const STACK_BASE_NAME = 'RevenueAnalyticsApi';
@@ -97,6 +98,7 @@ export class ApiStack extends Stack {
   readonly webhookSecretsKey: Key;
   readonly outboxRelay: OutboxRelay;
   readonly webhookDelivery: WebhookDelivery;
+  readonly cancelScheduler: CancelScheduler;
   readonly functions: Record<RouteName, ApiFunction>;
   readonly notFoundFunction: ApiFunction;
   readonly monitoring: ApiMonitoring;
@@ -254,6 +256,14 @@ export class ApiStack extends Stack {
       environment: workerEnvironment,
     });
 
+    this.cancelScheduler = new CancelScheduler(this, 'CancelScheduler', {
+      eventBus: this.eventBus,
+      table: this.table,
+      projectRoot,
+      stage,
+      environment: workerEnvironment,
+    });
+
     this.monitoring = new ApiMonitoring(this, 'Monitoring', {
       stage,
       api: this.api,
@@ -261,6 +271,7 @@ export class ApiStack extends Stack {
       apiFunctions: [...Object.values(this.functions), this.notFoundFunction],
       outboxRelay: this.outboxRelay,
       webhookDelivery: this.webhookDelivery,
+      cancelScheduler: this.cancelScheduler,
       table: this.table,
       eventBus: this.eventBus,
       metricsNamespace: this.stackName,

@@ -11,6 +11,7 @@ import { Construct } from 'constructs';
 import { SERVICE_NAME, type ApiFunction } from './api-function.ts';
 import type { OutboxRelay } from './outbox-relay.ts';
 import { WEBHOOK_RULE_NAME, type WebhookDelivery } from './webhook-delivery.ts';
+import type { CancelScheduler } from './cancel-scheduler.ts';
 
 /**
  * The thresholds, in one place (README: *Operations*). Counts alarm above the figure: 0 means
@@ -42,6 +43,7 @@ export type ApiMonitoringProps = {
   apiFunctions: ApiFunction[];
   outboxRelay: OutboxRelay;
   webhookDelivery: WebhookDelivery;
+  cancelScheduler: CancelScheduler;
   table: ITable;
   eventBus: IEventBus;
   /** POWERTOOLS_METRICS_NAMESPACE of the functions (their EMF metrics). */
@@ -201,6 +203,7 @@ export class ApiMonitoring extends Construct {
     for (const [fn, label] of [
       [webhooks.fanOutFunction, 'WebhookFanOut'],
       [webhooks.deliveryFunction, 'WebhookDelivery'],
+      [props.cancelScheduler.checkFunction, 'CancelCheck'],
     ] as const) {
       this.facade.monitorLambdaFunction({
         lambdaFunction: fn,

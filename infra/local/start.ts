@@ -75,6 +75,8 @@ const servers: Server[] = [];
 let relay: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRelay>> | undefined;
 /** Webhook delivery from the local bus (infra/local/webhooks.ts). */
 let webhooks: ReturnType<typeof import('./webhooks.ts').startLocalWebhooks> | undefined;
+/** Scheduled cancellations (infra/local/cancel-scheduler.ts). */
+let cancels: ReturnType<typeof import('./cancel-scheduler.ts').startLocalCancelScheduler> | undefined;
 let stopping = false;
 
 /** Stops what this process started (servers, then DynamoDB Local, awaited) and exits. */
@@ -89,6 +91,7 @@ const shutdown = async (code: number) => {
   if (relay) await Promise.race([relay.poller.stop(), new Promise((r) => setTimeout(r, 3_000))]);
   // Attempts under way finish (10 s at most); queued deliveries are not kept across restarts.
   if (webhooks) await Promise.race([webhooks.stop(), new Promise((r) => setTimeout(r, 3_000))]);
+  cancels?.stop();
   removeLocalStack();
   if (stopDynamo) await stopDynamo();
   else if (startingDynamo) await stopDynamoDbLocalProcess(startingDynamo.pid, startingDynamo.port).catch(() => undefined);
@@ -174,6 +177,8 @@ const main = async () => {
     });
     // Deliveries from the local bus; with an EventBridge emulator, its own rules and queues are the consumers.
     if (!config.eventBridgeEndpoint()) webhooks = (await import('./webhooks.ts')).startLocalWebhooks(relay.bus, { log: (line) => console.log(line) });
+    cancels = (await import('./cancel-scheduler.ts')).startLocalCancelScheduler(relay.bus, { log: (line) => console.log(line) });
+    await cancels.rearm();
   } catch (err) {
     console.warn(`Warning: outbox relay not started (${err instanceof Error ? err.message : err}); no events are published`);
   }
@@ -189,6 +194,7 @@ const main = async () => {
   console.log(`OpenAPI document        http://localhost:${port}${BASE_PATH}/openapi.json`);
   console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);
   if (relay) console.log(`Outbox relay            table stream → ${relay.target}`);
+  if (cancels) console.log(`Scheduled cancellations applied at their cancel_at (${cancels.pending} armed)`);
   if (webhooks) console.log(`Webhooks                delivered to registered endpoints (one line per attempt); receiver: npm run -s ops -- webhooks listen --port 4000 --secret whsec_…`);
   console.log(`Demo merchant           ${DEMO_MERCHANT}`);
   console.log(`Demo token              ${token}`);

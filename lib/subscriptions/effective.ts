@@ -25,3 +25,11 @@ export const effectiveTime = (sub: SubscriptionItem, given: string | null | unde
   }
   return at < sub.started_at ? sub.started_at : at;
 };
+
+/** A scheduled cancellation whose time has come (applied by its scheduler within a minute, or by the next change). */
+export const isDue = (sub: Pick<SubscriptionItem, 'cancel_at' | 'status' | 'deleted_at'>, at: string): boolean =>
+  Boolean(sub.cancel_at && sub.cancel_at <= at && sub.status !== 'cancelled' && !sub.deleted_at);
+
+/** The subscription as every read shows it at `at`: cancelled at `cancel_at` once that has come. */
+export const asOf = (sub: SubscriptionItem, at: string): SubscriptionItem =>
+  isDue(sub, at) ? { ...sub, status: 'cancelled', cancelled_at: sub.cancel_at!, cancel_at: null, paused_at: null } : sub;

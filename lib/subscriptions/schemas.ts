@@ -32,11 +32,12 @@ export const subscriptionUpdateBody = z.object({
   mrr: mrr().nullish(),
   current_period_start: timestamp().nullish(),
   effective_at: pastTimestamp().nullish().meta({ description: 'When the change takes effect (default now); not before the start or the latest change' }),
+  cancel_at: timestamp().nullable().optional().meta({ description: 'Schedules the cancellation at this future time; null clears a schedule' }),
 });
 export type SubscriptionUpdate = z.output<typeof subscriptionUpdateBody>;
 
 export const subscriptionCancelBody = z.object({
-  cancelled_at: timestamp().nullish(),
+  cancelled_at: timestamp().nullish().meta({ description: 'Default now; a future time schedules the cancellation (`cancel_at`)' }),
   reason: z.string().max(255).nullish(),
 });
 export type SubscriptionCancel = z.output<typeof subscriptionCancelBody>;

@@ -3,7 +3,9 @@ import { now } from '#lib/clock';
 import { addTotal, readTotals } from '#lib/db/counters';
 import { keys, subscriptionIndexes } from '#lib/db/keys';
 import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
-import { retrying } from '#lib/db/retry';
+import { RetryableError, retrying } from '#lib/db/retry';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '#lib/db/client';
 import { allocateIds, claimIds } from '#lib/db/sequences';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { addTimelineChange, readTimeline } from '#lib/metrics/store';
@@ -15,7 +17,7 @@ import { addOutboxEvent, type EventType } from '#lib/outbox';
 import { paginated } from '#lib/shared/pagination';
 import { formatTimestamp } from '#lib/shared/time';
 import { addSubscriptionEvent, CUSTOMER_INVALID, type NewEvent } from '#lib/subscriptions/events';
-import { mrrContribution, presentSubscription, type SubscriptionItem } from '#lib/subscriptions/model';
+import { mrrContribution, presentSubscription, type Subscription, type SubscriptionItem } from '#lib/subscriptions/model';
 import type {
   SubscriptionCancel,
   SubscriptionCreate,
@@ -25,7 +27,7 @@ import type {
   SubscriptionStatus,
   SubscriptionUpdate,
 } from '#lib/subscriptions/schemas';
-import { effectiveTime } from '#lib/subscriptions/effective';
+import { asOf, effectiveTime, isDue, latestChangeAt } from '#lib/subscriptions/effective';
 import { getSubscriptionItem, subscriptionIndexAttributes } from '#lib/subscriptions/store';
 import type { AuthContext } from '#lib/auth/tokens';
 import { idFromPath } from '#lib/shared/ids';
@@ -86,6 +88,18 @@ export const cancelEvent = (sub: SubscriptionItem, cancelledAt: string): ChangeE
   occurred_at: cancelledAt,
 });
 
+/**
+ * When the customer's live slot is held by a subscription whose scheduled cancellation is due,
+ * applies it (the slot is free from then, as every read already shows) and says so.
+ */
+const settleLiveHolder = async (scope: Scope, customerId: number): Promise<boolean> => {
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.liveSubscription(scope.merchantId, customerId), ConsistentRead: true }));
+  const holder = Item ? await getSubscriptionItem(scope.merchantId, Number(Item.subscription_id)) : null;
+  if (!holder || !isDue(holder, formatTimestamp(now()))) return false;
+  await applyScheduledCancel(scope, holder.id, holder.cancel_at!);
+  return true;
+};
+
 const holdsLive = (id: number) => ({ expression: 'subscription_id = :sid', values: { ':sid': id } });
 
 /** POST /subscriptions: customer live and without a live subscription, both decided inside the transaction. */
@@ -131,7 +145,10 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
       await ws.commit();
     } catch (err) {
       if (err instanceof WriteConflict && err.tags.includes('customer')) throw InvalidError.field('customer_id', CUSTOMER_INVALID);
-      if (err instanceof WriteConflict && err.tags.includes('live')) throw InvalidError.field('customer_id', LIVE_TAKEN);
+      if (err instanceof WriteConflict && err.tags.includes('live')) {
+        if (await settleLiveHolder(scope, input.customer_id)) throw new RetryableError('contention', 'a due cancellation was applied');
+        throw InvalidError.field('customer_id', LIVE_TAKEN);
+      }
       throw err;
     }
     return presented;
@@ -177,7 +194,7 @@ const refuse = (message: string) => InvalidError.field('status', message);
  * Runs one state change: read the subscription by key, plan the move (or refuse it with a 422 on
  * status), then one transaction guarded by the version read.
  */
-const change = async (scope: Scope, segment: string, plan: (sub: SubscriptionItem, at: string) => Plan, field = 'status') => {
+const change = async (scope: Scope, segment: string, plan: (sub: SubscriptionItem, at: string) => Plan, field = 'status'): Promise<Subscription> => {
   const { merchantId } = scope;
   const id = idFromPath(segment);
   const subKey = keys.subscription(merchantId, id);
@@ -188,6 +205,12 @@ const change = async (scope: Scope, segment: string, plan: (sub: SubscriptionIte
     const sub = found.get(keyId(subKey)) as SubscriptionItem | undefined;
     if (!sub || sub.deleted_at) throw new NotFoundError();
     const at = formatTimestamp(now());
+    // A cancellation that has fallen due is applied first (if its scheduler has not run yet), so
+    // every change starts from what every read already shows: a cancelled subscription.
+    if (plan !== settleDue && isDue(sub, at)) {
+      await change(scope, segment, settleDue);
+      return change(scope, segment, plan, field);
+    }
     const { next: planned, effective, event: e, webhook, unchanged } = plan(sub, at);
     if (unchanged) return presentSubscription(sub, scope.reportingCurrency);
     const next: SubscriptionItem = { ...planned, updated_at: at, changed_at: effective, version: sub.version + 1 };
@@ -209,6 +232,7 @@ const change = async (scope: Scope, segment: string, plan: (sub: SubscriptionIte
       await ws.commit();
     } catch (err) {
       if (err instanceof WriteConflict && err.tags.includes('live') && !err.tags.includes('subscription')) {
+        if (await settleLiveHolder(scope, sub.customer_id)) throw new RetryableError('contention', 'a due cancellation was applied');
         throw refuse('The subscription cannot be reactivated: the customer has another active or paused subscription.');
       }
       throw err; // the version moved (or a race on the marker): read again
@@ -218,6 +242,37 @@ const change = async (scope: Scope, segment: string, plan: (sub: SubscriptionIte
 };
 
 const same = (a: string, b: string) => new Decimal(a).eq(b);
+
+/**
+ * Applies a scheduled cancellation once it is due: cancelled at `cancel_at` (its `cancel` event
+ * there, the line at 0 from then), `subscription.cancelled` delivered. Nothing when it is not due.
+ */
+const settleDue = (sub: SubscriptionItem, at: string): Plan => {
+  if (!isDue(sub, at)) return { next: sub, effective: latestChangeAt(sub), webhook: 'subscription.cancelled', unchanged: true };
+  const cancelledAt = sub.cancel_at!;
+  return {
+    next: { ...sub, status: 'cancelled', cancelled_at: cancelledAt, cancel_at: null, paused_at: null },
+    effective: cancelledAt,
+    event: cancelEvent(sub, cancelledAt),
+    webhook: 'subscription.cancelled',
+  };
+};
+
+/**
+ * The scheduler's call at a cancellation's time (AWS: the state machine; locally: `npm start`'s
+ * timer). `cancelAt` is the schedule it was armed for: a schedule replaced or cleared since then
+ * does nothing, and a second call for one schedule finds it applied and does nothing.
+ */
+export const applyScheduledCancel = async (scope: Scope, subscriptionId: number, cancelAt: string) => {
+  const sub = await getSubscriptionItem(scope.merchantId, subscriptionId);
+  if (!sub || sub.deleted_at || sub.cancel_at !== cancelAt) return null;
+  return change(scope, String(subscriptionId), settleDue);
+};
+
+/** A schedule (a future cancelled_at, or cancel_at) must be later than now. */
+const scheduleAfterNow = (field: string, value: string, at: string) => {
+  if (value <= at) throw InvalidError.field(field, `The ${field.replace(/_/g, ' ')} field must be a date after now.`);
+};
 
 /** PUT /subscriptions/{id}: active or paused only; mrr up → upgrade, down → downgrade, equal → no event. */
 export const updateSubscription = (scope: Scope, segment: string, input: SubscriptionUpdate) =>
@@ -230,8 +285,13 @@ export const updateSubscription = (scope: Scope, segment: string, input: Subscri
       mrr: input.mrr ?? sub.mrr,
       current_period_start: input.current_period_start ?? sub.current_period_start,
     };
+    if (input.cancel_at !== undefined) {
+      if (input.cancel_at !== null) scheduleAfterNow('cancel_at', input.cancel_at, at);
+      next.cancel_at = input.cancel_at;
+    }
     const moved = !same(next.mrr, sub.mrr);
-    const unchanged = !moved && next.plan_name === sub.plan_name && next.current_period_start === sub.current_period_start;
+    const unchanged =
+      !moved && next.plan_name === sub.plan_name && next.current_period_start === sub.current_period_start && (next.cancel_at ?? null) === (sub.cancel_at ?? null);
     return {
       next,
       effective,
@@ -257,8 +317,16 @@ export const cancelSubscription = (scope: Scope, segment: string, input: Subscri
   change(scope, segment, (sub, at) => {
     if (sub.status === 'cancelled') throw refuse('The subscription is already cancelled.');
     const cancelledAt = effectiveTime(sub, input.cancelled_at, 'cancelled_at', at);
+    if (cancelledAt > at) {
+      // In the future: scheduled. It counts until then and reads as cancelled from then; a later cancel replaces the schedule.
+      return {
+        next: { ...sub, cancel_at: cancelledAt, cancel_reason: input.reason ?? null },
+        effective: latestChangeAt(sub),
+        webhook: 'subscription.updated',
+      };
+    }
     return {
-      next: { ...sub, status: 'cancelled', cancelled_at: cancelledAt, paused_at: null, cancel_reason: input.reason ?? null },
+      next: { ...sub, status: 'cancelled', cancelled_at: cancelledAt, cancel_at: null, paused_at: null, cancel_reason: input.reason ?? null },
       effective: cancelledAt,
       event: cancelEvent(sub, cancelledAt),
       webhook: 'subscription.cancelled',
@@ -280,10 +348,14 @@ export const pauseSubscription = (scope: Scope, segment: string, input: Subscrip
  */
 export const reactivateSubscription = (scope: Scope, segment: string, input: SubscriptionReactivate) =>
   change(scope, segment, (sub, at) => {
+    if (sub.status === 'active' && sub.cancel_at) {
+      // Reactivating a subscription scheduled to cancel keeps it: the schedule is cleared, nothing else moves.
+      return { next: { ...sub, cancel_at: null, cancel_reason: null }, effective: latestChangeAt(sub), webhook: 'subscription.reactivated' };
+    }
     if (sub.status === 'active') throw refuse('The subscription is already active.');
     const reactivatedAt = effectiveTime(sub, input.reactivated_at, 'reactivated_at', at);
     return {
-      next: { ...sub, status: 'active', cancelled_at: null, paused_at: null, cancel_reason: null },
+      next: { ...sub, status: 'active', cancelled_at: null, cancel_at: null, paused_at: null, cancel_reason: null },
       effective: reactivatedAt,
       event: { type: 'reactivated', old_amount: '0', new_amount: sub.mrr, old_plan: sub.plan_name, new_plan: sub.plan_name, occurred_at: reactivatedAt },
       webhook: 'subscription.reactivated',
@@ -320,7 +392,7 @@ export const deleteSubscription = async (scope: Scope, segment: string): Promise
 export const getSubscription = async (scope: Scope, segment: string) => {
   const sub = await getSubscriptionItem(scope.merchantId, idFromPath(segment));
   if (!sub || sub.deleted_at) throw new NotFoundError();
-  return presentSubscription(sub, scope.reportingCurrency);
+  return presentSubscription(asOf(sub, formatTimestamp(now())), scope.reportingCurrency);
 };
 
 /**
@@ -353,5 +425,6 @@ export const listSubscriptions = async (scope: Scope, q: SubscriptionListQuery) 
   const count = async () =>
     byTotals ? ((await readTotals(merchantId, 'SUBSCRIPTIONS'))[q.status ? `subscriptions_${q.status}` : 'subscriptions']?.toNumber() ?? 0) : countQuery(query);
   const { items, total } = await listPage<SubscriptionItem>(query, count, q.page, q.per_page);
-  return paginated(items.map((s) => presentSubscription(s, scope.reportingCurrency)), q.page, q.per_page, total);
+  const at = formatTimestamp(now());
+  return paginated(items.map((s) => presentSubscription(asOf(s, at), scope.reportingCurrency)), q.page, q.per_page, total);
 };

@@ -97,10 +97,13 @@ describe('least privilege', () => {
     const all = statements(prod);
     for (const s of all) expect(s.Effect).toBe('Allow');
     const wildcard = all.filter((s) => [s.Resource].flat().some((r) => typeof r === 'string' && r.includes('*')));
-    expect(new Set(wildcard.flatMap((s) => [s.Action].flat()))).toEqual(new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']));
+    // The state machine's tracing also reads sampling rules.
+    expect(new Set(wildcard.flatMap((s) => [s.Action].flat()))).toEqual(
+      new Set(['xray:PutTraceSegments', 'xray:PutTelemetryRecords', 'xray:GetSamplingRules', 'xray:GetSamplingTargets']),
+    );
     expect(wildcard.every((s) => JSON.stringify(s.Resource) === '"*"')).toBe(true);
-    // Every function traces, so every function has that statement.
-    expect(wildcard).toHaveLength(allFunctions(prod).length);
+    // Every function traces, and so does the cancellation scheduler's state machine: each has that statement.
+    expect(wildcard).toHaveLength(allFunctions(prod).length + 1);
     expect(all.flatMap((s) => [s.Action].flat()).filter((a) => a.includes('*'))).toEqual([]);
   });
 
@@ -161,7 +164,7 @@ describe('observability', () => {
   it('every function alarms on errors and on throttles, per minute: the workers each, route functions in groups of at most 10', () => {
     const alarms = alarmViews(prod.template);
     const stack = prod.stack;
-    const workers = new Set<ApiFunction>([stack.outboxRelay.function, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction]);
+    const workers = new Set<ApiFunction>([stack.outboxRelay.function, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction, stack.cancelScheduler.checkFunction]);
     for (const fn of allFunctions(prod)) {
       const dimension = JSON.stringify([{ Name: 'FunctionName', Value: { Ref: idOf(stack, fn) } }]);
       for (const metricName of ['Errors', 'Throttles']) {

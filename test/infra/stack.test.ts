@@ -39,7 +39,7 @@ beforeAll(() => {
 
 /** The functions no route reaches: the outbox relay and the webhook consumers (test/infra/webhook-delivery.test.ts). */
 const workerIds = (stack: ApiStack) =>
-  new Set([stack.outboxRelay.function, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction].map((fn) => logicalId(stack, fn)));
+  new Set([stack.outboxRelay.function, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction, stack.cancelScheduler.checkFunction].map((fn) => logicalId(stack, fn)));
 /** CDK's own custom-resource handlers (the dashboard's upload, its bucket's emptying on delete). */
 const isCdkProvider = (id: string) => /^Custom(S3AutoDeleteObjects|CDKBucketDeployment)/.test(id);
 /** The API's functions (route handlers and the 404 function), by logical id. */
@@ -83,8 +83,8 @@ describe('routes', () => {
     expect(fnId).toBe(logicalId(stack, stack.notFoundFunction));
     expect(fn.Properties.Description).toContain(NOT_FOUND_HANDLER);
     template.resourceCountIs('AWS::ApiGatewayV2::Route', routeList.length + 1);
-    // …and the outbox relay and the two webhook consumers, which no route reaches.
-    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 4);
+    // …and the outbox relay, the two webhook consumers and the cancellation check, which no route reaches.
+    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 5);
   });
 
   it('the $default stage deploys itself, is throttled and writes access logs', () => {
@@ -113,8 +113,8 @@ describe('routes', () => {
     const busId = stack.getLogicalId(stack.eventBus.node.defaultChild as never);
     expect(outputs.EventBusName.Value).toEqual({ Ref: busId });
     template.hasResourceProperties('AWS::Events::EventBus', { Name: `revenue-analytics-api-${DEFAULTS.stage}` });
-    // The webhook delivery's rule is the bus's only one (test/infra/webhook-delivery.test.ts).
-    template.resourceCountIs('AWS::Events::Rule', 1);
+    // The bus's rules: webhook delivery (test/infra/webhook-delivery.test.ts) and the cancellation scheduler.
+    template.resourceCountIs('AWS::Events::Rule', 2);
   });
 });
 

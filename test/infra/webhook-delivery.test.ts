@@ -48,7 +48,7 @@ const queuePolicy = (id: string) => {
 describe('rule', () => {
   it('matches the service source and the known event types (the one pattern the moto test uses too)', () => {
     const { bus } = ids();
-    const rules = Object.values(resources(synthesized.template, 'AWS::Events::Rule'));
+    const rules = Object.values(resources(synthesized.template, 'AWS::Events::Rule')).filter((r) => r.Properties.Name === WEBHOOK_RULE_NAME);
     expect(rules).toHaveLength(1);
     expect(rules[0].Properties).toMatchObject({ Name: WEBHOOK_RULE_NAME, EventBusName: { Ref: bus }, State: 'ENABLED' });
     expect(rules[0].Properties.EventPattern).toEqual(WEBHOOK_EVENT_PATTERN);

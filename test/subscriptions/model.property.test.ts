@@ -3,6 +3,7 @@ import Decimal from 'decimal.js';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
+import { checkScheduledCancel } from '#lib/subscriptions/schedule';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
@@ -187,6 +188,8 @@ type ModelSub = {
   cancelled_at: string | null;
   paused_at: string | null;
   cancel_reason: string | null;
+  /** A scheduled cancellation (a future cancelled_at), applied by the scheduler once due. */
+  cancel_at: string | null;
   created_at: string;
   updated_at: string;
   deleted: boolean;
@@ -213,7 +216,7 @@ const money = (v: Decimal.Value) => new Decimal(String(v)).toFixed(2);
 const show = (r: ApiResponse) => `${r.status} ${JSON.stringify(r.body)}`;
 const present = (s: ModelSub) => {
   const { deleted: _d, changed: _c, ...rest } = s;
-  return { ...rest, external_id: null, currency: 'TWD', cancel_at: null, source: 'api' };
+  return { ...rest, external_id: null, currency: 'TWD', source: 'api' };
 };
 const isLive = (s: ModelSub) => !s.deleted && s.status !== 'cancelled';
 /** Newest first: the key, then the model's order (= id order) descending. */
@@ -329,8 +332,26 @@ describe('subscriptions model property', () => {
           count(`200 ${what.split(' ')[0]}`);
         };
 
+        /** The scheduler's run at this time (as the deployed one runs within a minute): every due schedule is applied. */
+        const runScheduler = async () => {
+          for (const s of subs) {
+            if (s.deleted || s.status === 'cancelled' || !s.cancel_at || s.cancel_at > at) continue;
+            const check = await checkScheduledCancel({ merchant_id: merchantId, subscription_id: s.id, cancel_at: s.cancel_at });
+            expect(check, `scheduler for ${s.id} at ${s.cancel_at}`).toEqual({ due: true, applied: true });
+            s.status = 'cancelled';
+            s.cancelled_at = s.cancel_at;
+            s.cancel_at = null;
+            s.paused_at = null;
+            s.changed = s.cancelled_at;
+            s.updated_at = at;
+            emit(s, 'cancel', s.mrr, '0', s.plan_name, s.plan_name, s.cancelled_at);
+            hooks.push({ type: 'subscription.cancelled', object: present(s) });
+          }
+        };
+
         const run = async (cmd: Command) => {
           tick();
+          await runScheduler();
           if (cmd.kind === 'create') {
             const customerId = customerOf(cmd.customer);
             const r = await api.post('/subscriptions', token, { customer_id: customerId, ...cmd.body });
@@ -353,6 +374,7 @@ describe('subscriptions model property', () => {
               cancelled_at: null,
               paused_at: null,
               cancel_reason: null,
+              cancel_at: null,
               created_at: at,
               updated_at: at,
               deleted: false,
@@ -453,7 +475,16 @@ describe('subscriptions model property', () => {
             if (cmd.body.cancelled_at && TIMES[cmd.body.cancelled_at] < (live.changed > live.started_at ? live.changed : live.started_at)) {
               return expectInvalid(r, 'cancelled_at', what);
             }
+            if (cmd.body.cancelled_at && TIMES[cmd.body.cancelled_at] > at) {
+              // In the future: scheduled (a later cancel replaces the schedule); nothing else moves yet.
+              live.cancel_at = TIMES[cmd.body.cancelled_at];
+              live.cancel_reason = cmd.body.reason ?? null;
+              live.updated_at = at;
+              hooks.push({ type: 'subscription.updated', object: present(live) });
+              return expectOk(r, live, what);
+            }
             live.status = 'cancelled';
+            live.cancel_at = null;
             live.cancelled_at = cmd.body.cancelled_at ? TIMES[cmd.body.cancelled_at] : dated(live);
             live.changed = live.cancelled_at;
             live.cancel_reason = cmd.body.reason ?? null;
@@ -479,10 +510,19 @@ describe('subscriptions model property', () => {
           const r = await api.put(`/subscriptions/${id}/reactivate`, token, {});
           const what = `reactivate ${id}`;
           if (!live) return expectNotFound(r, what);
+          if (live.status === 'active' && live.cancel_at) {
+            // Keeps a subscription scheduled to cancel: the schedule goes, nothing else moves.
+            live.cancel_at = null;
+            live.cancel_reason = null;
+            live.updated_at = at;
+            hooks.push({ type: 'subscription.reactivated', object: present(live) });
+            return expectOk(r, live, what);
+          }
           if (live.status === 'active') return expectInvalid(r, 'status', `${what} (active)`);
           if (live.status === 'cancelled' && liveOf(live.customer_id).length) return expectInvalid(r, 'status', `${what} (another live)`);
           live.status = 'active';
           live.cancelled_at = null;
+          live.cancel_at = null;
           live.paused_at = null;
           live.cancel_reason = null;
           live.updated_at = at;

@@ -9,12 +9,13 @@ import { ApiStack, PROJECT_ROOT, type ApiStackProps } from '../../../infra/stack
 import type { ApiFunction } from '../../../infra/constructs/api-function.ts';
 import { OUTBOX_RELAY_HANDLER } from '../../../infra/constructs/outbox-relay.ts';
 import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_FAN_OUT_HANDLER } from '../../../infra/constructs/webhook-delivery.ts';
+import { CANCEL_CHECK_HANDLER } from '../../../infra/constructs/cancel-scheduler.ts';
 
 /** The same feature flags `cdk synth` runs with. */
 const cdkJsonContext = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
 
 /** Every handler module the stack names. */
-export const STACK_HANDLERS = [...routeList.map((r) => r.handler), NOT_FOUND_HANDLER, OUTBOX_RELAY_HANDLER, WEBHOOK_FAN_OUT_HANDLER, WEBHOOK_DELIVER_HANDLER];
+export const STACK_HANDLERS = [...routeList.map((r) => r.handler), NOT_FOUND_HANDLER, OUTBOX_RELAY_HANDLER, WEBHOOK_FAN_OUT_HANDLER, WEBHOOK_DELIVER_HANDLER, CANCEL_CHECK_HANDLER];
 
 /**
  * A stand-in project root where every handler module of the stack exists (empty), so the template

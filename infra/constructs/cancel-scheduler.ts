@@ -1,0 +1,115 @@
+import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { EventField, Rule, RuleTargetInput, type IEventBus } from 'aws-cdk-lib/aws-events';
+import { SfnStateMachine } from 'aws-cdk-lib/aws-events-targets';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Choice, Condition, DefinitionBody, JsonPath, StateMachine, Succeed, TaskInput, Wait, WaitTime } from 'aws-cdk-lib/aws-stepfunctions';
+import { LambdaInvoke, StepFunctionsStartExecution } from 'aws-cdk-lib/aws-stepfunctions-tasks';
+import { Construct } from 'constructs';
+import { ApiFunction, SERVICE_NAME } from './api-function.ts';
+
+export const CANCEL_CHECK_HANDLER = 'functions/subscriptions/apply-cancel.ts';
+
+/**
+ * Subscription bus events that carry a scheduled cancellation (`cancel_at` a string, not null):
+ * a schedule set, replaced, or carried along by another change. Each arms one wait; a wait whose
+ * schedule was replaced or cleared finds nothing to apply.
+ */
+export const CANCEL_SCHEDULE_PATTERN = {
+  source: [SERVICE_NAME],
+  'detail-type': [{ prefix: 'subscription.' }],
+  detail: { data: { object: { cancel_at: [{ prefix: '' }] } } },
+};
+
+type CancelSchedulerProps = {
+  eventBus: IEventBus;
+  table: ITable;
+  projectRoot: string;
+  stage: string;
+  environment?: Record<string, string>;
+};
+
+/**
+ * Scheduled cancellations on AWS (lib/subscriptions/schedule.ts is the code):
+ *
+ *   bus ─rule─▶ state machine: check ─▶ wait until cancel_at ─▶ check (applies it) ─▶ done
+ *
+ * The check function applies a due cancellation or answers when to look again; a wait longer
+ * than one execution may last (a year) ends by starting a fresh execution with the same input.
+ * The rule retries for 24 hours and parks what it could not start in its dead-letter queue.
+ */
+export class CancelScheduler extends Construct {
+  readonly rule: Rule;
+  readonly stateMachine: StateMachine;
+  readonly checkFunction: ApiFunction;
+  readonly deadLetterQueue: Queue;
+
+  constructor(scope: Construct, id: string, props: CancelSchedulerProps) {
+    super(scope, id);
+    // The subscription change path: BatchGetItem/GetItem reads, one TransactWriteItems (puts, updates, deletes, checks).
+    this.checkFunction = new ApiFunction(this, 'CheckFunction', {
+      projectRoot: props.projectRoot,
+      handlerPath: CANCEL_CHECK_HANDLER,
+      description: `scheduled cancellation: apply when due (${CANCEL_CHECK_HANDLER})`,
+      timeout: Duration.seconds(30),
+      environment: props.environment,
+    }).grantTableActions(props.table, { table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'] });
+
+    const stateMachineName = `${SERVICE_NAME}-${props.stage}-cancel-scheduler`;
+    const selfArn = Stack.of(this).formatArn({ service: 'states', resource: 'stateMachine', resourceName: stateMachineName, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+    const input = { merchant_id: JsonPath.stringAt('$.merchant_id'), subscription_id: JsonPath.numberAt('$.subscription_id'), cancel_at: JsonPath.stringAt('$.cancel_at') };
+
+    const check = (name: string) =>
+      new LambdaInvoke(this, name, {
+        lambdaFunction: this.checkFunction,
+        payload: TaskInput.fromObject(input),
+        payloadResponseOnly: true,
+        resultPath: '$.check',
+      }).addRetry({ errors: ['States.ALL'], interval: Duration.seconds(2), backoffRate: 2, maxAttempts: 8, maxDelay: Duration.minutes(2) });
+    const done = new Succeed(this, 'Done');
+    // Fire and forget: the fresh execution carries the same schedule on (by name, not by reference: a machine cannot name itself).
+    const restart = new StepFunctionsStartExecution(this, 'StartFreshWait', {
+      stateMachine: StateMachine.fromStateMachineArn(this, 'Self', selfArn),
+      input: TaskInput.fromObject(input),
+      resultPath: JsonPath.DISCARD,
+    }).next(done);
+    const first = check('Check');
+    const again = check('CheckAgain');
+    const decide = (name: string) =>
+      new Choice(this, name)
+        .when(Condition.booleanEquals('$.check.due', true), done)
+        .when(
+          Condition.booleanEquals('$.check.far', true),
+          new Wait(this, `${name}WaitLong`, { time: WaitTime.timestampPath('$.check.wake_at') }).next(restart),
+        )
+        .otherwise(new Wait(this, `${name}Wait`, { time: WaitTime.timestampPath('$.check.wake_at') }).next(again));
+    const definition = first.next(decide('Decide'));
+    again.next(decide('DecideAgain'));
+
+    // Traced; no execution logs (their delivery needs wildcard log permissions): the check function logs each decision.
+    this.stateMachine = new StateMachine(this, 'StateMachine', {
+      stateMachineName,
+      definitionBody: DefinitionBody.fromChainable(definition),
+      tracingEnabled: true,
+    });
+
+    this.deadLetterQueue = new Queue(this, 'RuleDeadLetterQueue', { encryption: QueueEncryption.SQS_MANAGED, enforceSSL: true, retentionPeriod: Duration.days(14) });
+    this.rule = new Rule(this, 'Rule', {
+      description: 'Subscription events carrying a scheduled cancellation → the cancellation scheduler',
+      eventBus: props.eventBus,
+      eventPattern: { source: CANCEL_SCHEDULE_PATTERN.source, detailType: CANCEL_SCHEDULE_PATTERN['detail-type'] as never, detail: CANCEL_SCHEDULE_PATTERN.detail },
+    });
+    this.rule.addTarget(
+      new SfnStateMachine(this.stateMachine, {
+        input: RuleTargetInput.fromObject({
+          merchant_id: EventField.fromPath('$.detail.merchant_id'),
+          subscription_id: EventField.fromPath('$.detail.data.object.id'),
+          cancel_at: EventField.fromPath('$.detail.data.object.cancel_at'),
+        }),
+        deadLetterQueue: this.deadLetterQueue,
+        retryAttempts: 185,
+        maxEventAge: Duration.hours(24),
+      }),
+    );
+  }
+}

@@ -1,0 +1,129 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixedClock, resetClock } from '#lib/clock';
+import { checkScheduledCancel } from '#lib/subscriptions/schedule';
+import { LocalBus } from '../../infra/local/local-bus.ts';
+import { startLocalCancelScheduler } from '../../infra/local/cancel-scheduler.ts';
+import { newMerchant, useApi } from '../support/api.ts';
+import { eventually } from '../support/eventually.ts';
+import { outboxEvents } from '../orders/helpers.ts';
+
+const api = useApi();
+afterEach(() => resetClock());
+
+const setup = async (startedAt = '2026-01-01T00:00:00Z') => {
+  const m = await newMerchant();
+  const customer = (await api.post('/customers', m.token, { email: `c${Math.random()}@example.com`, name: 'Sched' })).body.data;
+  const sub = (await api.post('/subscriptions', m.token, { customer_id: customer.id, plan_name: 'Basic', mrr: '100', billing_cycle: 'monthly', started_at: startedAt })).body.data;
+  return { ...m, customer, sub };
+};
+const summary = async (token: string) => (await api.get('/metrics/summary', token)).body.data;
+const events = async (token: string, subId: number) => (await api.get(`/subscriptions/events?subscription_id=${subId}`, token)).body.data;
+
+describe('scheduled cancellation (a future cancelled_at)', () => {
+  it('counts until cancel_at, reads as cancelled from then, and the scheduler books the cancel event there and sends subscription.cancelled', async () => {
+    const clock = fixedClock('2026-03-01T00:00:00Z');
+    const { token, merchantId, sub } = await setup();
+    const scheduled = await api.put(`/subscriptions/${sub.id}/cancel`, token, { cancelled_at: '2026-03-10T12:00:00Z', reason: 'moving' });
+    expect(scheduled.status, JSON.stringify(scheduled.body)).toBe(200);
+    expect(scheduled.body.data).toMatchObject({ status: 'active', cancel_at: '2026-03-10T12:00:00Z', cancelled_at: null, cancel_reason: 'moving' });
+    expect((await events(token, sub.id)).map((e: { event_type: string }) => e.event_type)).toEqual(['created']);
+    expect(await summary(token)).toMatchObject({ current_mrr: '100.00', active_subscriptions: 1 });
+    // Both at one clock time: the outbox orders them by event id, so compared as a set.
+    expect((await outboxEvents(merchantId)).map((e) => e.type).sort()).toEqual(['subscription.created', 'subscription.updated']);
+
+    // From cancel_at on every read shows it cancelled, before the scheduler has run.
+    clock.set('2026-03-10T12:00:01Z');
+    const due = (await api.get(`/subscriptions/${sub.id}`, token)).body.data;
+    expect(due).toMatchObject({ status: 'cancelled', cancelled_at: '2026-03-10T12:00:00Z', cancel_at: null, cancel_reason: 'moving' });
+    expect((await api.get('/subscriptions', token)).body.data[0]).toMatchObject({ status: 'cancelled' });
+
+    const armedFor = { merchant_id: merchantId, subscription_id: sub.id, cancel_at: '2026-03-10T12:00:00Z' };
+    expect(await checkScheduledCancel(armedFor)).toEqual({ due: true, applied: true });
+    expect(await checkScheduledCancel(armedFor)).toEqual({ due: true, applied: false }); // once
+    expect((await events(token, sub.id)).map((e: { event_type: string; occurred_at: string }) => [e.event_type, e.occurred_at])).toEqual([
+      ['cancel', '2026-03-10T12:00:00Z'],
+      ['created', '2026-01-01T00:00:00Z'],
+    ]);
+    const cancelled = (await outboxEvents(merchantId)).filter((e) => e.type === 'subscription.cancelled');
+    expect(cancelled).toHaveLength(1);
+    expect(cancelled[0].data.object).toMatchObject({ id: sub.id, status: 'cancelled', cancelled_at: '2026-03-10T12:00:00Z' });
+    const s = await summary(token);
+    expect(s).toMatchObject({ current_mrr: '0.00', active_subscriptions: 0 });
+    expect((await api.get('/subscriptions?status=active', token)).body.meta.total).toBe(s.active_subscriptions);
+    const march = (await api.get('/metrics/mrr?start_date=2026-03-01&end_date=2026-03-10&interval=day', token)).body.data;
+    expect(march.at(-1)).toMatchObject({ date: '2026-03-10', churn: '-100.00', mrr: '0.00' });
+  });
+
+  it('a later cancel replaces the schedule, reactivate or cancel_at: null clears it, and a stale schedule applies nothing', async () => {
+    const clock = fixedClock('2026-03-01T00:00:00Z');
+    const { token, merchantId, sub } = await setup();
+    await api.put(`/subscriptions/${sub.id}/cancel`, token, { cancelled_at: '2026-03-10T00:00:00Z' });
+    const replaced = await api.put(`/subscriptions/${sub.id}/cancel`, token, { cancelled_at: '2026-04-01T00:00:00Z' });
+    expect(replaced.body.data).toMatchObject({ status: 'active', cancel_at: '2026-04-01T00:00:00Z' });
+    clock.set('2026-03-11T00:00:00Z');
+    expect(await checkScheduledCancel({ merchant_id: merchantId, subscription_id: sub.id, cancel_at: '2026-03-10T00:00:00Z' })).toEqual({ due: true, applied: false });
+    expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data).toMatchObject({ status: 'active', cancel_at: '2026-04-01T00:00:00Z' });
+
+    const cleared = await api.put(`/subscriptions/${sub.id}`, token, { cancel_at: null });
+    expect(cleared.body.data).toMatchObject({ status: 'active', cancel_at: null });
+    await api.put(`/subscriptions/${sub.id}`, token, { cancel_at: '2026-05-01T00:00:00Z' });
+    expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data.cancel_at).toBe('2026-05-01T00:00:00Z');
+    const reactivated = await api.put(`/subscriptions/${sub.id}/reactivate`, token, {});
+    expect(reactivated.status, JSON.stringify(reactivated.body)).toBe(200);
+    expect(reactivated.body.data).toMatchObject({ status: 'active', cancel_at: null });
+    expect((await events(token, sub.id)).map((e: { event_type: string }) => e.event_type)).toEqual(['created']);
+    clock.set('2026-06-01T00:00:00Z');
+    expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data.status).toBe('active');
+
+    const past = await api.put(`/subscriptions/${sub.id}`, token, { cancel_at: '2026-05-31T00:00:00Z' });
+    expect(past.status).toBe(422);
+    expect(past.body.errors).toEqual({ cancel_at: ['The cancel at field must be a date after now.'] });
+  });
+
+  it('a change after cancel_at (scheduler not yet run) starts from the cancelled subscription; the customer may subscribe again', async () => {
+    const clock = fixedClock('2026-03-01T00:00:00Z');
+    const { token, customer, sub } = await setup();
+    await api.put(`/subscriptions/${sub.id}/cancel`, token, { cancelled_at: '2026-03-05T00:00:00Z' });
+    clock.set('2026-03-06T00:00:00Z');
+    const update = await api.put(`/subscriptions/${sub.id}`, token, { mrr: '200' });
+    expect(update.status).toBe(422);
+    expect(update.body.errors).toEqual({ status: ['A cancelled subscription cannot be updated.'] });
+    expect((await events(token, sub.id)).map((e: { event_type: string }) => e.event_type)).toEqual(['cancel', 'created']);
+    await api.put(`/subscriptions/${sub.id}/cancel`, token, { cancelled_at: '2026-03-20T00:00:00Z' }).then((r) => expect(r.status).toBe(422));
+
+    const other = await setup();
+    await api.put(`/subscriptions/${other.sub.id}/cancel`, other.token, { cancelled_at: '2026-03-07T00:00:00Z' });
+    clock.set('2026-03-08T00:00:00Z');
+    const again = await api.post('/subscriptions', other.token, { customer_id: other.customer.id, plan_name: 'Pro', mrr: '50', billing_cycle: 'monthly' });
+    expect(again.status, JSON.stringify(again.body)).toBe(201);
+    expect((await api.get(`/subscriptions/${other.sub.id}`, other.token)).body.data).toMatchObject({ status: 'cancelled', cancelled_at: '2026-03-07T00:00:00Z' });
+    expect(customer.id).toBeGreaterThan(0);
+  });
+
+  it("npm start's scheduler applies a schedule at its time: armed from the bus, or from the table at start", async () => {
+    const { token, merchantId, sub } = await setup(new Date(Date.now() - 86_400_000).toISOString());
+    const bus = new LocalBus();
+    const scheduler = startLocalCancelScheduler(bus);
+    try {
+      const at = new Date(Math.ceil((Date.now() + 1500) / 1000) * 1000).toISOString().replace('.000', '');
+      const r = await api.put(`/subscriptions/${sub.id}/cancel`, token, { cancelled_at: at });
+      expect(r.body.data.cancel_at).toBe(at);
+      // What the outbox relay publishes for that change.
+      await bus.publish([
+        { Source: 'revenue-analytics-api', DetailType: 'subscription.updated', Detail: JSON.stringify({ id: 'evt_1', type: 'subscription.updated', created_at: at, merchant_id: merchantId, data: { object: r.body.data } }) },
+      ]);
+      await eventually(() => scheduler.pending === 1, 2_000, 'the schedule armed');
+      await eventually(async () => (await events(token, sub.id)).some((e: { event_type: string }) => e.event_type === 'cancel'), 10_000, 'the cancel event');
+      expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data).toMatchObject({ status: 'cancelled', cancelled_at: at });
+
+      // Stored before a start: armed from the table.
+      const second = await setup(new Date(Date.now() - 86_400_000).toISOString());
+      const at2 = new Date(Math.ceil((Date.now() + 1500) / 1000) * 1000).toISOString().replace('.000', '');
+      await api.put(`/subscriptions/${second.sub.id}/cancel`, second.token, { cancelled_at: at2 });
+      expect(await scheduler.rearm(second.merchantId)).toBe(1);
+      await eventually(async () => (await events(second.token, second.sub.id)).some((e: { event_type: string }) => e.event_type === 'cancel'), 10_000, 'the second cancel event');
+    } finally {
+      scheduler.stop();
+    }
+  });
+});
