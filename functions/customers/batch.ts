@@ -1,10 +1,10 @@
 import { importCustomers } from '#lib/customers/batch';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/http/routes';
+import { idempotentBatch } from '#lib/shared/idempotency';
 
-export const handler = apiHandler(routes.customersBatch, async ({ auth, body, query }) => {
-  // decisions §5: on_conflict is read from the body; the query string is accepted too.
+export const handler = apiHandler(routes.customersBatch, async ({ auth, body, query, headers }) => {
+  // on_conflict is read from the body; the query string is accepted too.
   const onConflict = body.on_conflict ?? query.on_conflict ?? 'skip';
-  const result = await importCustomers(auth.merchantId, body.customers, onConflict);
-  return { status: 200, body: { data: result } };
+  return idempotentBatch(auth.merchantId, headers['x-idempotency-key'], { ...body, on_conflict: onConflict }, () => importCustomers(auth.merchantId, body.customers, onConflict));
 });

@@ -27,6 +27,7 @@
  * | cohort month              | M#<m>#COHORT                        | <cohort yyyy-mm>#<yyyy-mm>#<ss> | (joined; Δ customers with MRR > 0, Δ their MRR) |
  * | subscription event        | M#<m>#SUBEVT#<id>                   | EVENT           | gsi1 all; gsi2 by type; gsi3 by customer (occurred_at)  |
  * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
+ * | idempotent batch item     | M#<m>#IDEMPOTENCY#<key>             | ITEM#<index>    |  (TTL 24 h: a recorded event applied under that key)    |
  * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>               | D#<dd>#<nnn> / M#<nnn>  (sharded; one Query reads today + month) |
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
  * | outbox event              | M#<m>#OUTBOX                        | <created>#<nn>#<evt> | entity "outbox", TTL expires_at (stream filter)       |
@@ -125,6 +126,11 @@ export const keys = {
   idempotency: (merchantId: string, key: string): Key => ({
     pk: `${m(merchantId)}#IDEMPOTENCY#${key}`,
     sk: 'IDEMPOTENCY',
+  }),
+  /** One item of a batch sent with an idempotency key, applied (recorded events: a retry skips it). */
+  idempotentItem: (merchantId: string, key: string, index: number): Key => ({
+    pk: `${m(merchantId)}#IDEMPOTENCY#${key}`,
+    sk: `ITEM#${String(index).padStart(3, '0')}`,
   }),
   // One partition per month: today's day shards and the month's shards come back in one Query.
   statsDay: (merchantId: string, day: string, shard: number): Key => ({

@@ -50,7 +50,7 @@ import { apiTokenIssuedSchema, apiTokenSchema, backofficeSessionSchema } from '#
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { cohortSchema, cohortsQuery, metricsSummarySchema, mrrQuery, mrrSeriesSchema } from '#lib/metrics/schemas';
 import { defineRoute, type RouteDef } from '#lib/http/route';
-import { batchResultSchema, dataOf, listOf, messageBody, validationBody } from '#lib/shared/schemas';
+import { batchAnswer, batchResultSchema, dataOf, idempotencyHeaders, listOf, messageBody, validationBody } from '#lib/shared/schemas';
 
 const errors = {
   401: { description: 'Unauthenticated', schema: messageBody },
@@ -185,8 +185,8 @@ export const routes = {
     writes: true,
     summary: 'Import up to 100 customers',
     tags: ['customers'],
-    request: { body: customerBatchBody, query: customerBatchQuery },
-    responses: { 200: { description: 'Batch result', schema: dataOf(batchResultSchema) }, ...errors, ...invalid },
+    request: { body: customerBatchBody, query: customerBatchQuery, headers: idempotencyHeaders },
+    responses: { 200: batchAnswer(), ...errors, ...invalid },
   }),
   customersGet: defineRoute({
     method: 'GET',
@@ -261,8 +261,8 @@ export const routes = {
     writes: true,
     summary: 'Import up to 100 orders (upsert by order_no)',
     tags: ['orders'],
-    request: { body: orderBatchBody },
-    responses: { 200: { description: 'Batch result', schema: dataOf(batchResultSchema) }, ...errors, ...invalid },
+    request: { body: orderBatchBody, headers: idempotencyHeaders },
+    responses: { 200: batchAnswer(), ...errors, ...invalid },
   }),
   ordersStats: defineRoute({
     method: 'GET',
@@ -352,8 +352,8 @@ export const routes = {
     writes: true,
     summary: 'Import up to 100 subscriptions (unique external_id; no webhooks)',
     tags: ['subscriptions'],
-    request: { body: subscriptionBatchBody },
-    responses: { 200: { description: 'Batch result; `identifier` is the external_id', schema: dataOf(batchResultSchema) }, ...errors, ...invalid },
+    request: { body: subscriptionBatchBody, headers: idempotencyHeaders },
+    responses: { 200: batchAnswer('Batch result; `identifier` is the external_id'), ...errors, ...invalid },
   }),
   subscriptionEventsBatch: defineRoute({
     method: 'POST',
@@ -363,12 +363,8 @@ export const routes = {
     writes: true,
     summary: 'Record up to 100 historical subscription events, in array order',
     tags: ['subscriptions'],
-    request: { body: subscriptionEventBatchBody },
-    responses: {
-      200: { description: "Batch result; `identifier` is the subscription's external id, else the customer id", schema: dataOf(batchResultSchema) },
-      ...errors,
-      ...invalid,
-    },
+    request: { body: subscriptionEventBatchBody, headers: idempotencyHeaders },
+    responses: { 200: batchAnswer("Batch result; `identifier` is the subscription's external id, else the customer id"), ...errors, ...invalid },
   }),
   subscriptionsGet: defineRoute({
     method: 'GET',

@@ -14,7 +14,8 @@ import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE } from '#lib/
 import type { CustomerItem } from '#lib/customers/model';
 import { addAggregateDeltas, addCustomerFigures } from '#lib/orders/figures';
 import { addOutboxEvent } from '#lib/orders/events';
-import { addIdempotencyRecord, isLive, requestHash, type IdempotencyRecord } from '#lib/orders/idempotency';
+import { addIdempotencyRecord, isLive, replay as replayRecord, requestHash, type IdempotencyRecord } from '#lib/shared/idempotency';
+export { IDEMPOTENCY_MISMATCH } from '#lib/shared/idempotency';
 import { presentOrder, type Order, type OrderItem } from '#lib/orders/model';
 import type { OrderInput } from '#lib/orders/schemas';
 import { orderIndexAttributes } from '#lib/orders/store';
@@ -24,12 +25,7 @@ import { formatTimestamp } from '#lib/shared/time';
 export type CreateResult = { status: number; body: { data: Order }; replayed: boolean };
 
 export const ORDER_NO_TAKEN = 'The order no has already been taken.';
-export const IDEMPOTENCY_MISMATCH = 'The idempotency key has already been used with a different request.';
-
-const replay = (record: IdempotencyRecord, hash: string): CreateResult => {
-  if (record.request_hash !== hash) throw InvalidError.field('idempotency_key', IDEMPOTENCY_MISMATCH);
-  return { status: Number(record.status), body: JSON.parse(record.body), replayed: true };
-};
+const replay = (record: IdempotencyRecord, hash: string): CreateResult => replayRecord<CreateResult['body']>(record, hash);
 
 /** A creation request with the defaults of decisions §6 applied (null means the default). */
 export const withOrderDefaults = (input: OrderInput) => ({

@@ -68,3 +68,15 @@ export const identifierOf = (item: unknown, field: string): string => {
   // An object or array is no identifier (and String() of a deeply nested array overflows the stack: a 500).
   return typeof v === 'string' ? v : v === undefined || v === null || typeof v === 'object' ? '' : String(v);
 };
+
+/** `X-Idempotency-Key` (1..255 characters, 24 hours, per merchant): a repeat replays the first answer. */
+export const idempotencyHeaders = z.object({
+  'x-idempotency-key': z.string().min(1).max(255).optional().meta({ description: 'Replays the first response for 24 hours' }),
+});
+
+/** The 200 of a batch endpoint (idempotent with X-Idempotency-Key). */
+export const batchAnswer = (description = 'Batch result') => ({
+  description: `${description} (or, with a repeated X-Idempotency-Key, the first one replayed)`,
+  schema: z.object({ data: batchResultSchema }),
+  headers: { 'Idempotent-Replayed': '"true" when this is the replay of an earlier response' },
+});

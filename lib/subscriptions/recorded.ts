@@ -13,6 +13,7 @@ import { recordedLine } from '#lib/metrics/lines';
 import { addTimelineChange, TOO_FAR_BACK, timelineFromItem, type TimelineState } from '#lib/metrics/store';
 import { importedLineEnd, setAt, type Timeline } from '#lib/metrics/timeline';
 import { batchCollector, type BatchResult } from '#lib/shared/schemas';
+import { IDEMPOTENCY_TTL_SECONDS, isLive, type IdempotencyRecord } from '#lib/shared/idempotency';
 import { formatTimestamp } from '#lib/shared/time';
 import { issueMessage } from '#lib/shared/validation';
 import { addSubscriptionEvent, CUSTOMER_INVALID, importedAfterSubscription, SUBSCRIPTION_INVALID } from '#lib/subscriptions/events';
@@ -32,6 +33,7 @@ type Item = { index: number; input: SubscriptionEventBatchInput };
 
 /** Where outcomes go: the batch result, or the single endpoint's 201 / 422. */
 type Report = {
+  skipped: (index: number, reason: string, identifier: string) => void;
   failed: (index: number, field: string, message: string, identifier: string) => void;
   recorded: (index: number, event: SubscriptionEventItem, identifier: string) => void;
 };
@@ -41,9 +43,13 @@ type Unit = { customerId: number; index: number; identifier: string; event: Para
 
 export const EXTERNAL_ID_INVALID = 'The selected subscription external id is invalid.';
 
-const prepare = async (scope: Scope, items: Item[], report: Report, at: string) => {
+/** Under an idempotency key, an item already applied by an earlier attempt of the batch is skipped, not recorded twice. */
+export const ALREADY_RECORDED = 'already_recorded';
+
+const prepare = async (scope: Scope, items: Item[], report: Report, at: string, idempotencyKey?: string) => {
   const { merchantId } = scope;
   const found = await batchGet<Record<string, unknown>>([
+    ...(idempotencyKey ? items.map((i) => keys.idempotentItem(merchantId, idempotencyKey, i.index)) : []),
     ...items.flatMap((i) => (i.input.subscription_external_id ? [keys.subscriptionExternalId(merchantId, i.input.subscription_external_id)] : [])),
     ...items.flatMap((i) => (i.input.subscription_id ? [keys.subscription(merchantId, i.input.subscription_id)] : [])),
     ...items.flatMap((i) => [keys.customer(merchantId, i.input.customer_id), keys.customerTimeline(merchantId, i.input.customer_id)]),
@@ -57,6 +63,10 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string) 
     let subscriptionId: number | null = null;
     let identifier = String(input.customer_id);
     const fail = (field: string, message: string) => report.failed(index, field, message, identifier);
+    if (idempotencyKey && isLive(found.get(keyId(keys.idempotentItem(merchantId, idempotencyKey, index))) as IdempotencyRecord | undefined)) {
+      report.skipped(index, ALREADY_RECORDED, input.subscription_external_id ?? String(input.customer_id));
+      continue;
+    }
     const customer = found.get(keyId(keys.customer(merchantId, input.customer_id)));
     if (!customer || customer.deleted_at) {
       fail('customer_id', CUSTOMER_INVALID);
@@ -127,6 +137,7 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string) 
           });
         }
         written.push([index, addSubscriptionEvent(ws, merchantId, event, at), identifier]);
+        if (idempotencyKey) addItemMarker(ws, merchantId, idempotencyKey, index, event.id);
         const before = changed.get(customerId) ?? timelines.get(customerId)!.timeline;
         changed.set(customerId, applyEvent(before, event.subscription_id, event.new_amount, event.occurred_at));
       }
@@ -146,11 +157,20 @@ const applyEvent = (tl: Timeline, subscriptionId: number | null, newAmount: stri
   return setAt(tl, recordedLine(subscriptionId), occurredAt, amount, amount.gt(0) ? 'a' : 'c');
 };
 
+/** Marks a batch item applied under its idempotency key (24 hours, like the key). */
+const addItemMarker = (ws: WriteSet, merchantId: string, key: string, index: number, eventId: number) =>
+  ws.put(
+    'item-marker',
+    { ...keys.idempotentItem(merchantId, key, index), event_id: eventId, expires_at: Math.floor(now().getTime() / 1000) + IDEMPOTENCY_TTL_SECONDS },
+    { expression: 'attribute_not_exists(pk) OR expires_at <= :now', values: { ':now': Math.floor(now().getTime() / 1000) } },
+  );
+
 /** A scratch report whose outcomes are kept only once its attempt commits (an attempt may be retried). */
 const scratchReport = () => {
   const outcomes: ((into: Report) => void)[] = [];
   return {
     report: {
+      skipped: (...a: Parameters<Report['skipped']>) => outcomes.push((r) => r.skipped(...a)),
       failed: (...a: Parameters<Report['failed']>) => outcomes.push((r) => r.failed(...a)),
       recorded: (...a: Parameters<Report['recorded']>) => outcomes.push((r) => r.recorded(...a)),
     } satisfies Report,
@@ -159,9 +179,9 @@ const scratchReport = () => {
 };
 
 /** One unit's items, read, decided and committed on their own (one attempt). */
-const attempt = async (scope: Scope, items: Item[], into: Report, at: string, field: string | null) => {
+const attempt = async (scope: Scope, items: Item[], into: Report, at: string, field: string | null, idempotencyKey?: string) => {
   const scratch = scratchReport();
-  const plan = await prepare(scope, items, scratch.report, at);
+  const plan = await prepare(scope, items, scratch.report, at, idempotencyKey);
   const ws = new WriteSet();
   const done = await plan.write(ws, plan.units);
   if (ws.actions > MAX_ACTIONS) {
@@ -184,6 +204,7 @@ export const recordSubscriptionEvent = async (scope: Scope, input: SubscriptionE
       scope,
       [{ index: 0, input }],
       {
+        skipped: () => undefined, // no idempotency key here
         failed: (_i, field, message) => (refusal = InvalidError.field(field, message)),
         recorded: (_i, event) => (result = event),
       },
@@ -196,9 +217,10 @@ export const recordSubscriptionEvent = async (scope: Scope, input: SubscriptionE
 };
 
 /** POST /subscriptions/events/batch: up to 100 recorded events, in array order, through the batch engine. */
-export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[]): Promise<BatchResult> => {
+export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[], idempotencyKey?: string): Promise<BatchResult> => {
   const collector = batchCollector(rawItems.length);
   const report: Report = {
+    skipped: (index, reason, identifier) => collector.skipped(index, reason, identifier),
     failed: (index, _field, message, identifier) => collector.failed(index, 'validation_error', message, identifier),
     recorded: (index, event, identifier) => collector.created(index, event.id, identifier),
   };
@@ -216,13 +238,13 @@ export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[]
     else valid.push({ index, input: parsed.data });
   });
   const at = formatTimestamp(now());
-  const plan = await prepare(scope, valid, report, at);
+  const plan = await prepare(scope, valid, report, at, idempotencyKey);
   const byIndex = new Map(valid.map((i) => [i.index, i]));
   await runBatch(
     plan.units,
     {
       write: plan.write,
-      alone: (unit) => attempt(scope, [byIndex.get(unit.index)!], report, at, null),
+      alone: (unit) => attempt(scope, [byIndex.get(unit.index)!], report, at, null, idempotencyKey),
       failed: (unit, err) => {
         const [reason, message] =
           err instanceof ContentionError

@@ -187,3 +187,43 @@ describe('POST /subscriptions/events/batch', () => {
     expect(bad.body.errors).toEqual({ subscription_external_id: ['The selected subscription external id is invalid.'] });
   });
 });
+
+describe('X-Idempotency-Key on the batch endpoints', () => {
+  it('a repeat with the same key and body replays the first answer and applies nothing; another body under the key is a 422', async () => {
+    const { token, customer } = await setup();
+    const body = { subscriptions: [sub({ external_id: 'idem_1', customer_id: customer.id, started_at: '2025-01-01T00:00:00Z' })] };
+    const first = await api.request('POST', '/subscriptions/batch', { token, body, headers: { 'x-idempotency-key': 'run-1:subscriptions:1' } });
+    expect(first.body.data.created).toBe(1);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    const again = await api.request('POST', '/subscriptions/batch', { token, body, headers: { 'x-idempotency-key': 'run-1:subscriptions:1' } });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(first.body);
+    const other = await api.request('POST', '/subscriptions/batch', { token, body: { subscriptions: [sub({ external_id: 'idem_2', customer_id: customer.id })] }, headers: { 'x-idempotency-key': 'run-1:subscriptions:1' } });
+    expect(other.status).toBe(422);
+    expect(other.body.errors).toEqual({ idempotency_key: ['The idempotency key has already been used with a different request.'] });
+    expect((await api.get('/subscriptions', token)).body.meta.total).toBe(1);
+
+    const orders = { orders: [{ order_no: `IDEM-${Math.random()}`, amount: '10', customer_email: 'idem@example.com' }] };
+    const o1 = await api.request('POST', '/orders/batch', { token, body: orders, headers: { 'x-idempotency-key': 'run-1:orders:1' } });
+    const o2 = await api.request('POST', '/orders/batch', { token, body: orders, headers: { 'x-idempotency-key': 'run-1:orders:1' } });
+    expect(o1.body.data.created).toBe(1);
+    expect(o2.headers.get('idempotent-replayed')).toBe('true');
+    expect(o2.body).toEqual(o1.body);
+  });
+
+  it('recorded events applied by an attempt that never answered are skipped when the batch is sent again under its key', async () => {
+    const { token, merchantId, customer } = await setup();
+    const events = [1, 2, 3].map((n) => ({ customer_id: customer.id, event_type: n === 1 ? 'created' : 'upgrade', old_amount: String(n === 1 ? 0 : n * 10 - 10), new_amount: String(n * 10), occurred_at: `2024-0${n}-01T00:00:00Z` }));
+    // The first attempt applied its items but stopped before its answer was recorded.
+    const { importSubscriptionEvents } = await import('#lib/subscriptions/recorded');
+    const partial = await importSubscriptionEvents({ merchantId, reportingCurrency: 'TWD' }, events.slice(0, 2), 'run-2:events:1');
+    expect(partial.created).toBe(2);
+    const retry = await api.request('POST', '/subscriptions/events/batch', { token, body: { events }, headers: { 'x-idempotency-key': 'run-2:events:1' } });
+    expect(retry.status).toBe(200);
+    expect(retry.body.data).toMatchObject({ created: 1, skipped: 2 });
+    expect(retry.body.data.results.skipped.map((s: { reason: string }) => s.reason)).toEqual(['already_recorded', 'already_recorded']);
+    expect((await api.get(`/subscriptions/events?customer_id=${customer.id}`, token)).body.meta.total).toBe(3);
+    expect((await summary(token)).current_mrr).toBe('30.00');
+  });
+});

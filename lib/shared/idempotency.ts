@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import { now } from '#lib/clock';
+import { keys } from '#lib/db/keys';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '#lib/db/client';
+import type { WriteSet } from '#lib/db/writes';
+import { InvalidError } from '#lib/errors';
+import { formatTimestamp } from '#lib/shared/time';
+
+/**
+ * Idempotency records (`X-Idempotency-Key`): valid 24 hours, scoped to the merchant. POST /orders
+ * writes its record in the order's own transaction; a batch writes its record once it has
+ * answered (`runIdempotent`). TTL deletion lags, so an expired record is treated as absent on read
+ * and may be overwritten.
+ */
+export const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
+
+export type IdempotencyRecord = {
+  request_hash: string;
+  status: number;
+  body: string;
+  created_at: string;
+  expires_at: number;
+};
+
+/**
+ * Hash of the validated request (defaults applied by the caller) in RFC 8785 canonical JSON, so
+ * key order — nested `metadata` included, which is held as JSON text — never makes a retry differ.
+ */
+export const requestHash = (request: Record<string, unknown>): string => {
+  const metadata = typeof request.metadata === 'string' ? JSON.parse(request.metadata) : request.metadata;
+  return createHash('sha256').update(canonicalize({ ...request, metadata }) ?? '').digest('hex');
+};
+
+const nowSeconds = () => Math.floor(now().getTime() / 1000);
+
+export const isLive = (record: IdempotencyRecord | null | undefined): record is IdempotencyRecord =>
+  !!record && Number(record.expires_at) > nowSeconds();
+
+export const addIdempotencyRecord = (
+  ws: WriteSet,
+  merchantId: string,
+  key: string,
+  record: Omit<IdempotencyRecord, 'expires_at'>,
+) => {
+  ws.put(
+    'idempotency',
+    { ...keys.idempotency(merchantId, key), ...record, expires_at: nowSeconds() + IDEMPOTENCY_TTL_SECONDS },
+    { expression: 'attribute_not_exists(pk) OR expires_at <= :now', values: { ':now': nowSeconds() } },
+  );
+};
+
+export const IDEMPOTENCY_MISMATCH = 'The idempotency key has already been used with a different request.';
+
+export type Replayable<B> = { status: number; body: B; replayed: boolean };
+
+/** The first response again, for a request with the same key and body (else a 422 on the key). */
+export const replay = <B>(record: IdempotencyRecord, hash: string): Replayable<B> => {
+  if (record.request_hash !== hash) throw InvalidError.field('idempotency_key', IDEMPOTENCY_MISMATCH);
+  return { status: Number(record.status), body: JSON.parse(record.body) as B, replayed: true };
+};
+
+/**
+ * Runs a batch once per key: a live record with the same request replays its response; otherwise
+ * the batch runs and its response is recorded (a lost race to record it keeps the first). A batch
+ * that stopped before answering left no record: run again, its items are found by their own keys
+ * (order_no, email, external_id, recorded events' per-item markers), so nothing is applied twice.
+ */
+export const runIdempotent = async <B>(merchantId: string, key: string | undefined, request: Record<string, unknown>, run: () => Promise<B>, status = 200): Promise<Replayable<B>> => {
+  if (!key) return { status, body: await run(), replayed: false };
+  const hash = requestHash(request);
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.idempotency(merchantId, key), ConsistentRead: true }));
+  if (isLive(Item as IdempotencyRecord | undefined)) return replay<B>(Item as IdempotencyRecord, hash);
+  const body = await run();
+  await db()
+    .send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: { ...keys.idempotency(merchantId, key), request_hash: hash, status, body: JSON.stringify(body), created_at: formatTimestamp(now()), expires_at: nowSeconds() + IDEMPOTENCY_TTL_SECONDS },
+        ConditionExpression: 'attribute_not_exists(pk) OR expires_at <= :now',
+        ExpressionAttributeValues: { ':now': nowSeconds() },
+      }),
+    )
+    .catch((err: Error) => {
+      if (err.name !== 'ConditionalCheckFailedException') throw err;
+    });
+  return { status, body, replayed: false };
+};
+
+/** A batch endpoint's answer under an optional `X-Idempotency-Key` (replays say so in a header). */
+export const idempotentBatch = async <B>(merchantId: string, key: string | undefined, request: Record<string, unknown>, run: () => Promise<B>) => {
+  const r = await runIdempotent(merchantId, key, request, run);
+  return { status: r.status, body: { data: r.body }, headers: r.replayed ? { 'Idempotent-Replayed': 'true' } : undefined };
+};
