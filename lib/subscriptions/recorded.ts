@@ -48,23 +48,36 @@ export const ALREADY_RECORDED = 'already_recorded';
 
 const prepare = async (scope: Scope, items: Item[], report: Report, at: string, idempotencyKey?: string) => {
   const { merchantId } = scope;
+  const externalKey = (i: Item) => keys.subscriptionExternalId(merchantId, i.input.subscription_external_id!);
+  const customerKeys = (id: number) => [keys.customer(merchantId, id), keys.customerTimeline(merchantId, id)];
   const found = await batchGet<Record<string, unknown>>([
     ...(idempotencyKey ? items.map((i) => keys.idempotentItem(merchantId, idempotencyKey, i.index)) : []),
-    ...items.flatMap((i) => (i.input.subscription_external_id ? [keys.subscriptionExternalId(merchantId, i.input.subscription_external_id)] : [])),
+    ...items.flatMap((i) => (i.input.subscription_external_id ? [externalKey(i)] : [])),
     ...items.flatMap((i) => (i.input.subscription_id ? [keys.subscription(merchantId, i.input.subscription_id)] : [])),
-    ...items.flatMap((i) => [keys.customer(merchantId, i.input.customer_id), keys.customerTimeline(merchantId, i.input.customer_id)]),
+    ...items.flatMap((i) => (i.input.customer_id ? customerKeys(i.input.customer_id) : [])),
   ]);
+  // Without customer_id the customer is the named subscription's (its external id marker says which): read in a second round.
+  const customerOf = (i: Item): number | undefined => i.input.customer_id ?? (found.has(keyId(externalKey(i))) ? Number(found.get(keyId(externalKey(i)))!.customer_id) : undefined);
+  const unread = [...new Set(items.flatMap((i) => (i.input.customer_id ? [] : (customerOf(i) ?? [])) as number[]))].filter((id) => !found.has(keyId(keys.customerTimeline(merchantId, id))) && !found.has(keyId(keys.customer(merchantId, id))));
+  if (unread.length) for (const [k, v] of await batchGet<Record<string, unknown>>(unread.flatMap(customerKeys))) found.set(k, v);
   const timelines = new Map<number, TimelineState>();
   // Each customer's timeline as the kept items leave it, in array order (the imported line's end moves with it).
   const planned = new Map<number, Timeline>();
   const kept: { item: Item; subscriptionId: number | null; identifier: string }[] = [];
   for (const item of items) {
-    const { index, input } = item;
+    const { index } = item;
+    const customerId = customerOf(item);
+    // From here on the item names its customer (given, or its subscription's).
+    const input = { ...item.input, customer_id: customerId ?? 0 };
     let subscriptionId: number | null = null;
-    let identifier = String(input.customer_id);
+    let identifier = input.subscription_external_id ?? String(input.customer_id);
     const fail = (field: string, message: string) => report.failed(index, field, message, identifier);
     if (idempotencyKey && isLive(found.get(keyId(keys.idempotentItem(merchantId, idempotencyKey, index))) as IdempotencyRecord | undefined)) {
-      report.skipped(index, ALREADY_RECORDED, input.subscription_external_id ?? String(input.customer_id));
+      report.skipped(index, ALREADY_RECORDED, identifier);
+      continue;
+    }
+    if (customerId === undefined) {
+      fail('subscription_external_id', EXTERNAL_ID_INVALID);
       continue;
     }
     const customer = found.get(keyId(keys.customer(merchantId, input.customer_id)));
@@ -104,7 +117,8 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
   const { subscription_event: first } = await allocateIds(merchantId, { subscription_event: kept.length });
   let next = first ?? 0;
   const units: Unit[] = kept.map(({ item, subscriptionId, identifier }) => {
-    const { input, index } = item;
+    const { index } = item;
+    const input = { ...item.input, customer_id: customerOf(item)! };
     return {
       customerId: input.customer_id,
       index,

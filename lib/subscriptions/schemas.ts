@@ -117,31 +117,42 @@ export const subscriptionBatchItem = z
 export type SubscriptionBatchInput = z.output<typeof subscriptionBatchItem>;
 export const subscriptionBatchBody = z.object({ subscriptions: z.array(z.unknown()).min(1).max(100) });
 
-/** POST /subscriptions/events/batch item: as POST /subscriptions/events, or naming the subscription by its external id. */
-export const subscriptionEventBatchItem = z
-  .object({
-    customer_id: bodyId(),
-    subscription_id: bodyId().nullish(),
-    subscription_external_id: externalId().nullish(),
-    event_type: z.enum(EVENT_TYPES),
-    old_amount: amount(),
-    new_amount: amount(),
-    old_plan: plan().nullish(),
-    new_plan: plan().nullish(),
-    occurred_at: pastTimestamp().nullish(),
-  })
-  .superRefine((e, ctx) => {
-    const { rule, holds } = EVENT_AMOUNT_RULES[e.event_type];
-    if (!holds(new Decimal(e.old_amount), new Decimal(e.new_amount))) {
-      ctx.addIssue({ code: 'custom', path: ['event_type'], message: `The ${e.event_type} event type needs ${rule}.` });
-    }
-    if (e.subscription_id && e.subscription_external_id) {
-      ctx.addIssue({ code: 'custom', path: ['subscription_external_id'], message: 'The subscription external id field must not be present when subscription id is present.' });
-    }
-  });
+/**
+ * A recorded event: POST /subscriptions/events (customer_id required), or a batch item, which may
+ * leave customer_id out when subscription_external_id names the subscription (its customer then).
+ */
+const recordedEvent = (customerRequired: boolean) =>
+  z
+    .object({
+      customer_id: customerRequired
+        ? bodyId()
+        : bodyId().nullish().meta({ description: "Required unless subscription_external_id names the subscription (its customer is then the subscription's)" }),
+      subscription_id: bodyId().nullish(),
+      subscription_external_id: externalId().nullish(),
+      event_type: z.enum(EVENT_TYPES),
+      old_amount: amount(),
+      new_amount: amount(),
+      old_plan: plan().nullish(),
+      new_plan: plan().nullish(),
+      occurred_at: pastTimestamp().nullish(),
+    })
+    .superRefine((e, ctx) => {
+      const { rule, holds } = EVENT_AMOUNT_RULES[e.event_type];
+      if (!holds(new Decimal(e.old_amount), new Decimal(e.new_amount))) {
+        ctx.addIssue({ code: 'custom', path: ['event_type'], message: `The ${e.event_type} event type needs ${rule}.` });
+      }
+      if (!customerRequired && e.customer_id == null && !e.subscription_external_id) {
+        ctx.addIssue({ code: 'custom', path: ['customer_id'], message: 'The customer id field is required when subscription external id is not present.' });
+      }
+      if (e.subscription_id && e.subscription_external_id) {
+        ctx.addIssue({ code: 'custom', path: ['subscription_external_id'], message: 'The subscription external id field must not be present when subscription id is present.' });
+      }
+    });
+/** POST /subscriptions/events/batch item. */
+export const subscriptionEventBatchItem = recordedEvent(false);
 export type SubscriptionEventBatchInput = z.output<typeof subscriptionEventBatchItem>;
-/** POST /subscriptions/events: one recorded event, the same fields as a batch item. */
-export const subscriptionEventCreateBody = subscriptionEventBatchItem;
+/** POST /subscriptions/events: one recorded event. */
+export const subscriptionEventCreateBody = recordedEvent(true);
 export type SubscriptionEventCreate = SubscriptionEventBatchInput;
 export const subscriptionEventBatchBody = z.object({ events: z.array(z.unknown()).min(1).max(100) });
 

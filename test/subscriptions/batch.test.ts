@@ -185,6 +185,20 @@ describe('POST /subscriptions/events/batch', () => {
     const bad = await api.post('/subscriptions/events', token, { customer_id: customer.id, subscription_external_id: 'two', event_type: 'upgrade', old_amount: '1', new_amount: '2' });
     expect(bad.status).toBe(422);
     expect(bad.body.errors).toEqual({ subscription_external_id: ['The selected subscription external id is invalid.'] });
+    // Without customer_id the subscription's external id names the customer too.
+    const byExternal = await api.post('/subscriptions/events/batch', token, {
+      events: [
+        { subscription_external_id: 'one', event_type: 'downgrade', old_amount: '120', new_amount: '90', occurred_at: '2025-05-01T00:00:00Z' },
+        { subscription_external_id: 'nope', event_type: 'downgrade', old_amount: '120', new_amount: '90' },
+        { event_type: 'downgrade', old_amount: '120', new_amount: '90' },
+      ],
+    });
+    expect(byExternal.body.data.results.created).toEqual([{ index: 0, id: expect.any(Number), identifier: 'one' }]);
+    expect(byExternal.body.data.results.failed.map((f: { message: string }) => f.message)).toEqual([
+      'The selected subscription external id is invalid.',
+      'The customer id field is required when subscription external id is not present.',
+    ]);
+    expect((await api.get(`/subscriptions/events?customer_id=${customer.id}&event_type=downgrade`, token)).body.data[0]).toMatchObject({ customer_id: customer.id, new_amount: '90.00' });
   });
 });
 
