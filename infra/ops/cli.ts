@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ABILITIES, type Ability } from '#lib/http/route';
@@ -23,7 +24,10 @@ const USAGE = `usage:
   ops token revoke --merchant ID
   ops backoffice-token --merchant ID --role admin|user [--ttl 1h] [--email E]      (local stack only)
   ops backoffice-user create --merchant ID --email E --role admin|user [--user-pool-id ID]
-  ops webhooks listen [--port 4000] [--secret whsec_… (repeatable)] [--fail-first N]`;
+  ops webhooks listen [--port 4000] [--secret whsec_… (repeatable)] [--fail-first N]
+  ops import --url URL --token TOKEN [--customers F] [--subscriptions F] [--orders F] [--events F]
+             [--checkpoint import-checkpoint.json] [--failures import-failures.jsonl] [--batch-size 100] [--on-conflict skip|update]
+             (CSV with a header row, or JSONL; columns: docs/importing-history.md)`;
 
 export const runOps = async (argv: string[]): Promise<unknown> => {
   const { positionals, values } = parseOptions(argv);
@@ -63,6 +67,8 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
     }
     case 'webhooks listen':
       return listenForWebhooks(values);
+    case 'import undefined':
+      return importHistory(values);
     case 'backoffice-token undefined':
       return issueBackofficeToken(values);
     case 'backoffice-user create':
@@ -91,6 +97,16 @@ const parseOptions = (argv: string[]) => {
         ttl: { type: 'string' },
         email: { type: 'string' },
         'user-pool-id': { type: 'string' },
+        url: { type: 'string' },
+        token: { type: 'string' },
+        customers: { type: 'string' },
+        subscriptions: { type: 'string' },
+        orders: { type: 'string' },
+        events: { type: 'string' },
+        checkpoint: { type: 'string' },
+        failures: { type: 'string' },
+        'batch-size': { type: 'string' },
+        'on-conflict': { type: 'string' },
       },
     });
   } catch (err) {
@@ -129,6 +145,33 @@ const listenForWebhooks = async (values: { port?: string; secret?: string[]; 'fa
   await new Promise<void>((r) => process.once('SIGINT', () => r()));
   await receiver.close();
   return { stopped: true, received: receiver.received.length };
+};
+
+/** `import`: history files through the batch endpoints of a running service (infra/ops/import.ts). */
+const importHistory = async (values: Record<string, string | string[] | boolean | undefined>) => {
+  const str = (flag: string) => values[flag] as string | undefined;
+  const url = str('url');
+  const token = str('token');
+  if (!url) throw new UsageError('--url is required (the API root, such as http://localhost:3000/v1)');
+  if (!token) throw new UsageError('--token is required (an API token with the write abilities of what you import)');
+  const batchSize = nonNegativeInt(str('batch-size'), 'batch-size', 100);
+  if (batchSize < 1 || batchSize > 100) throw new UsageError(`--batch-size must be between 1 and 100, got ${batchSize}`);
+  const onConflict = str('on-conflict');
+  if (onConflict !== undefined && onConflict !== 'skip' && onConflict !== 'update') throw new UsageError(`--on-conflict must be skip or update, got ${onConflict}`);
+  const { runImport, KINDS } = await import('./import.ts');
+  const files = Object.fromEntries(KINDS.filter((k) => str(k)).map((k) => [k, str(k)!]));
+  for (const f of Object.values(files)) if (!existsSync(f)) throw new UsageError(`no such file: ${f}`);
+  return runImport({
+    url,
+    token,
+    files,
+    checkpoint: str('checkpoint') ?? 'import-checkpoint.json',
+    failures: str('failures') ?? 'import-failures.jsonl',
+    batchSize,
+    onConflict,
+    progress: Boolean(process.stderr.isTTY),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
 };
 
 const roleOption = (raw: string | undefined): BackofficeRole => {
@@ -245,7 +288,8 @@ const main = async () => {
   // Lambda runs Node 22; the lockfile pins SDK versions that still support the Node 20 used locally.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   try {
-    useLocalStackWhenUnconfigured();
+    // `import` speaks HTTP to a running service only: no table of its own.
+    if (process.argv[2] !== 'import') useLocalStackWhenUnconfigured();
     const result = await runOps(process.argv.slice(2));
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   } catch (err) {

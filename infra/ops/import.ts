@@ -1,0 +1,278 @@
+import { randomUUID } from 'node:crypto';
+import { appendFileSync, existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { SingleBar, Presets } from 'cli-progress';
+import { parse as parseCsv } from 'csv-parse/sync';
+
+/**
+ * `ops import`: a merchant's history from CSV (header row) or JSONL files, sent through the
+ * running service's batch endpoints (local or deployed) 100 items at a time, in dependency order:
+ * customers, subscriptions, orders, then recorded subscription events. Every batch carries
+ * `X-Idempotency-Key: <run>:<kind>:<batch>` and `X-Import-Run: <run>`; a checkpoint file records
+ * each batch answered, so a run stopped anywhere resumes where it stopped and a finished run is
+ * never sent twice. 429 and 503 answers are retried after their `Retry-After`; failed items go to
+ * a JSONL file with their row and reason. Columns and a sample: docs/importing-history.md.
+ */
+export const KINDS = ['customers', 'subscriptions', 'orders', 'events'] as const;
+export type Kind = (typeof KINDS)[number];
+
+const PATHS: Record<Kind, { path: string; items: string }> = {
+  customers: { path: '/customers/batch', items: 'customers' },
+  subscriptions: { path: '/subscriptions/batch', items: 'subscriptions' },
+  orders: { path: '/orders/batch', items: 'orders' },
+  events: { path: '/subscriptions/events/batch', items: 'events' },
+};
+
+/** Columns read as whole numbers (ids) rather than text. */
+const INTEGER_FIELDS = new Set(['customer_id', 'subscription_id']);
+
+export type ImportOptions = {
+  url: string;
+  token: string;
+  files: Partial<Record<Kind, string>>;
+  checkpoint: string;
+  failures: string;
+  batchSize: number;
+  onConflict?: 'skip' | 'update';
+  /** Progress bars (a terminal) or nothing. */
+  progress: boolean;
+  /** Longest pause for one Retry-After, and attempts per batch. */
+  maxAttempts?: number;
+  log?: (line: string) => void;
+};
+
+type Row = { line: number; item: Record<string, unknown> | null; error?: string };
+type Totals = { rows: number; batches: number; created: number; updated: number; skipped: number; failed: number };
+type FileState = { path: string; size: number; mtime_ms: number; batches_done: number; totals: Totals };
+type Checkpoint = { version: 1; run_id: string; url: string; complete: boolean; files: Partial<Record<Kind, FileState>> };
+
+export class ImportError extends Error {}
+
+const emptyTotals = (): Totals => ({ rows: 0, batches: 0, created: 0, updated: 0, skipped: 0, failed: 0 });
+
+/** A CSV cell or JSON value as the API takes it: empty cells are absent, ids are numbers, metadata is an object. */
+const fromCsvRecord = (record: Record<string, string>): Record<string, unknown> => {
+  const item: Record<string, unknown> = {};
+  for (const [column, raw] of Object.entries(record)) {
+    const value = raw.trim();
+    if (value === '') continue;
+    if (column.startsWith('metadata.')) {
+      const meta = (item.metadata ??= {}) as Record<string, unknown>;
+      meta[column.slice('metadata.'.length)] = value;
+    } else if (column === 'metadata') {
+      try {
+        item.metadata = JSON.parse(value);
+      } catch {
+        item.metadata = value; // the API says why it is not an object
+      }
+    } else if (INTEGER_FIELDS.has(column) && /^\d+$/.test(value)) item[column] = Number(value);
+    else item[column] = value;
+  }
+  return item;
+};
+
+/** Rows of a CSV (header row) or JSONL file, each with its line number (1 = the first line of the file). */
+export const readRows = (path: string): Row[] => {
+  const text = readFileSync(path, 'utf8');
+  const jsonl = /\.(jsonl|ndjson)$/i.test(path) || (!/\.csv$/i.test(path) && text.trimStart().startsWith('{'));
+  if (jsonl) {
+    return text.split(/\r?\n/).flatMap((raw, i): Row[] => {
+      if (!raw.trim()) return [];
+      try {
+        const item = JSON.parse(raw) as unknown;
+        if (!item || typeof item !== 'object' || Array.isArray(item)) return [{ line: i + 1, item: null, error: 'The line is not a JSON object.' }];
+        return [{ line: i + 1, item: item as Record<string, unknown> }];
+      } catch (err) {
+        return [{ line: i + 1, item: null, error: `The line is not valid JSON: ${(err as Error).message}` }];
+      }
+    });
+  }
+  const records = parseCsv(text, { columns: true, skip_empty_lines: true, bom: true, info: true, relax_column_count: false }) as {
+    record: Record<string, string>;
+    info: { lines: number };
+  }[];
+  return records.map(({ record, info }) => ({ line: info.lines, item: fromCsvRecord(record) }));
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const writeCheckpoint = (path: string, cp: Checkpoint) => {
+  // Written whole, then renamed over the old one: a stop mid-write never leaves half a checkpoint.
+  writeFileSync(`${path}.tmp`, `${JSON.stringify(cp, null, 2)}\n`);
+  renameSync(`${path}.tmp`, path);
+};
+
+const fileIdentity = (path: string) => {
+  const st = statSync(path);
+  return { path: resolve(path), size: st.size, mtime_ms: Math.floor(st.mtimeMs) };
+};
+
+/** The checkpoint to continue from: this run's, or a new one (a checkpoint of other files or another service is refused). */
+const openCheckpoint = (opts: ImportOptions): Checkpoint => {
+  const wanted = Object.fromEntries(KINDS.filter((k) => opts.files[k]).map((k) => [k, fileIdentity(opts.files[k]!)]));
+  if (existsSync(opts.checkpoint)) {
+    const cp = JSON.parse(readFileSync(opts.checkpoint, 'utf8')) as Checkpoint;
+    const same =
+      cp.url === opts.url &&
+      Object.keys(wanted).length === Object.keys(cp.files).length &&
+      Object.entries(wanted).every(([k, id]) => {
+        const f = cp.files[k as Kind];
+        return f && f.path === id.path && f.size === id.size && f.mtime_ms === id.mtime_ms;
+      });
+    if (!same) {
+      throw new ImportError(`${opts.checkpoint} belongs to another import (other files, or files changed since, or another --url): finish that one, or remove the file to start over`);
+    }
+    return cp;
+  }
+  return {
+    version: 1,
+    run_id: randomUUID(),
+    url: opts.url,
+    complete: false,
+    files: Object.fromEntries(Object.entries(wanted).map(([k, id]) => [k, { ...id, batches_done: 0, totals: emptyTotals() }])),
+  };
+};
+
+type BatchAnswer = {
+  status: number;
+  body: { data?: { results: { created: unknown[]; updated: unknown[]; skipped: { index: number; reason: string; identifier: string }[]; failed: { index: number; reason: string; message: string; identifier: string }[] } }; message?: string; errors?: Record<string, string[]> };
+};
+
+/** One batch, retried on 429/503 (after Retry-After) and on network errors, with the same idempotency key. */
+const send = async (opts: ImportOptions, kind: Kind, items: unknown[], key: string, runId: string): Promise<BatchAnswer> => {
+  const { path, items: field } = PATHS[kind];
+  const query = kind === 'customers' && opts.onConflict ? `?on_conflict=${opts.onConflict}` : '';
+  const attempts = opts.maxAttempts ?? 10;
+  for (let attempt = 1; ; attempt++) {
+    let res: Response;
+    try {
+      res = await fetch(`${opts.url.replace(/\/$/, '')}${path}${query}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${opts.token}`, 'content-type': 'application/json', 'x-idempotency-key': key, 'x-import-run': runId },
+        body: JSON.stringify({ [field]: items }),
+      });
+    } catch (err) {
+      if (attempt >= attempts) throw new ImportError(`${kind}: the service did not answer (${(err as Error).message}); run the same command again to resume`);
+      await sleep(Math.min(30_000, 500 * 2 ** attempt));
+      continue;
+    }
+    if ((res.status === 429 || res.status === 503 || res.status === 502 || res.status === 504) && attempt < attempts) {
+      const retryAfter = Number(res.headers.get('retry-after'));
+      const wait = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : Math.min(30_000, 500 * 2 ** attempt);
+      opts.log?.(`${kind}: ${res.status}, waiting ${Math.round(wait / 1000)} s (Retry-After)`);
+      await res.body?.cancel();
+      await sleep(wait);
+      continue;
+    }
+    const text = await res.text();
+    let body: BatchAnswer['body'] = {};
+    try {
+      body = text ? JSON.parse(text) : {};
+    } catch {
+      body = { message: text.slice(0, 200) };
+    }
+    if (res.status === 401 || res.status === 403) throw new ImportError(`${kind}: ${res.status} ${body.message ?? ''} (check --token and its abilities)`.trim());
+    return { status: res.status, body };
+  }
+};
+
+const customerIds = new Map<string, number | null>();
+
+/**
+ * Rows naming their customer by `customer_external_id` (any file) or, for events, by
+ * `customer_email` get its id from the service (GET /customers/{external_id}, or an exact match of
+ * GET /customers?search=), once per value; an unknown one fails the row.
+ */
+const resolveCustomer = async (opts: ImportOptions, row: Row, kind: Kind) => {
+  const item = row.item!;
+  const byExternal = typeof item.customer_external_id === 'string' ? item.customer_external_id : null;
+  const byEmail = kind === 'events' && typeof item.customer_email === 'string' ? item.customer_email.toLowerCase() : null;
+  if (item.customer_id !== undefined || (!byExternal && !byEmail)) return;
+  const cacheKey = byExternal ? `x:${byExternal}` : `e:${byEmail}`;
+  if (!customerIds.has(cacheKey)) {
+    const base = opts.url.replace(/\/$/, '');
+    const path = byExternal ? `/customers/${encodeURIComponent(byExternal)}` : `/customers?search=${encodeURIComponent(byEmail!)}&per_page=100`;
+    const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${opts.token}` } });
+    const body = (await res.json().catch(() => ({}))) as { data?: { id: number; email: string } | { id: number; email: string }[] };
+    const found = Array.isArray(body.data) ? body.data.find((c) => c.email === byEmail) : res.ok ? body.data : undefined;
+    customerIds.set(cacheKey, found ? found.id : null);
+  }
+  const id = customerIds.get(cacheKey);
+  delete item.customer_external_id;
+  if (kind === 'events') delete item.customer_email;
+  if (id) item.customer_id = id;
+  else {
+    row.item = null;
+    row.error = byExternal ? `The selected customer external id is invalid: no customer has ${byExternal}.` : `The selected customer email is invalid: no customer has ${byEmail}.`;
+  }
+};
+
+/** Runs (or resumes) an import; returns its summary. */
+export const runImport = async (opts: ImportOptions) => {
+  if (!Object.values(opts.files).some(Boolean)) throw new ImportError('nothing to import: give at least one of --customers, --orders, --subscriptions, --events');
+  const started = Date.now();
+  const cp = openCheckpoint(opts);
+  const resumed = Object.values(cp.files).some((f) => f!.batches_done > 0);
+  if (!resumed) writeFileSync(opts.failures, ''); // a new run's failures only
+  if (cp.complete) opts.log?.(`run ${cp.run_id} is already complete (${opts.checkpoint}); nothing is sent again`);
+  else if (resumed) opts.log?.(`resuming run ${cp.run_id} from ${opts.checkpoint}`);
+
+  for (const kind of KINDS) {
+    const state = cp.files[kind];
+    if (!state || cp.complete) continue;
+    const rows = readRows(opts.files[kind]!);
+    const batches = Math.ceil(rows.length / opts.batchSize);
+    state.totals.rows = rows.length;
+    const bar = opts.progress
+      ? new SingleBar({ format: `${kind.padEnd(13)} [{bar}] {value}/{total} rows | {created} created, {updated} updated, {skipped} skipped, {failed} failed`, hideCursor: true }, Presets.shades_classic)
+      : null;
+    bar?.start(rows.length, Math.min(rows.length, state.batches_done * opts.batchSize), state.totals);
+    for (let b = state.batches_done; b < batches; b++) {
+      const slice = rows.slice(b * opts.batchSize, (b + 1) * opts.batchSize);
+      const failures: object[] = [];
+      const fail = (row: Row, reason: string, message: string, identifier = '') =>
+        failures.push({ kind, file: opts.files[kind], line: row.line, identifier, reason, message });
+      for (const r of slice) if (r.item && kind !== 'customers') await resolveCustomer(opts, r, kind);
+      const sendable = slice.filter((r) => {
+        if (r.item) return true;
+        fail(r, r.error?.startsWith('The selected') ? 'validation_error' : 'invalid_line', r.error ?? 'The line could not be read.');
+        return false;
+      });
+      const t = state.totals;
+      if (sendable.length) {
+        const answer = await send(opts, kind, sendable.map((r) => r.item), `${cp.run_id}:${kind}:${b + 1}`, cp.run_id);
+        const results = answer.body.data?.results;
+        if (answer.status === 200 && results) {
+          t.created += results.created.length;
+          t.updated += results.updated.length;
+          t.skipped += results.skipped.length;
+          for (const f of results.failed) fail(sendable[f.index], f.reason, f.message, f.identifier);
+        } else {
+          // The whole batch was refused (its shape, or an answer that is not a batch result): every row fails with why.
+          const why = answer.body.message ?? `HTTP ${answer.status}`;
+          const detail = answer.body.errors ? ` ${JSON.stringify(answer.body.errors)}` : '';
+          for (const r of sendable) fail(r, answer.status >= 500 ? 'error' : 'rejected', `${why}${detail}`);
+        }
+      }
+      t.failed += failures.length;
+      t.batches += 1;
+      for (const f of failures) appendFileSync(opts.failures, `${JSON.stringify(f)}\n`);
+      state.batches_done = b + 1;
+      writeCheckpoint(opts.checkpoint, cp);
+      bar?.update(Math.min(rows.length, (b + 1) * opts.batchSize), t);
+    }
+    bar?.stop();
+    if (!opts.progress) opts.log?.(`${kind}: ${state.totals.rows} rows, ${state.totals.created} created, ${state.totals.updated} updated, ${state.totals.skipped} skipped, ${state.totals.failed} failed`);
+  }
+  cp.complete = true;
+  writeCheckpoint(opts.checkpoint, cp);
+  const failed = Object.values(cp.files).reduce((n, f) => n + f!.totals.failed, 0);
+  return {
+    run_id: cp.run_id,
+    resumed,
+    seconds: Math.round((Date.now() - started) / 100) / 10,
+    ...Object.fromEntries(KINDS.filter((k) => cp.files[k]).map((k) => [k, cp.files[k]!.totals])),
+    failures_file: failed ? resolve(opts.failures) : null,
+    checkpoint: resolve(opts.checkpoint),
+  };
+};
