@@ -21,7 +21,8 @@
  * | subscription external_id  | M#<m>#SUB_EXT#<external_id>         | MARKER          |  (unique per merchant: subscription_id, customer_id)   |
  * | live-subscription marker  | M#<m>#CUSTOMER#<id>                 | LIVE_SUB        |  (one per customer: active or paused)                   |
  * | customer current MRR      | M#<m>#CUSTOMER#<id>                 | MRR             |  (moved by ADD in every subscription change)            |
- * | customer MRR timeline     | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE    |  (every line's change points; put under `version`; metrics §9) |
+ * | customer MRR timeline     | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE    |  (head, put under `version`: the points inline while they fit 32 KB, else `chunked`) |
+ * | customer timeline chunk   | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE#<period> | (a long timeline's points of one month, or of one day/hour/minute when a month is too big; ≤ 32 KB each) |
  * | MRR movements of a day    | M#<m>#MRR                           | D#<yyyy-mm-dd>#<ss> | (ADD deltas, 8 shards: movements, active customers/subscriptions, churned) |
  * | MRR movements of a month  | M#<m>#MRR                           | M#<yyyy-mm>#<ss> |  (the same sums per month, the roll-up: monthly series and levels read months, not days) |
  * | cohort month              | M#<m>#COHORT                        | <cohort yyyy-mm>#<yyyy-mm>#<ss> | (joined; Δ customers with MRR > 0, Δ their MRR) |
@@ -64,6 +65,8 @@ const padMetricShard = (shard: number): string => String(shard % METRIC_SHARDS).
 
 export type TotalsResource = 'ORDERS' | 'CUSTOMERS' | 'SUBSCRIPTIONS' | 'SUBSCRIPTION_EVENTS' | 'WEBHOOK_ENDPOINTS';
 export const PAYMENT_PREFIX = 'PAY#';
+/** Sort-key prefix of a customer's timeline chunks (read with one strongly consistent Query). */
+export const TIMELINE_CHUNK_PREFIX = 'MRR_TIMELINE#';
 /** Partition of a merchant's sharded list totals (read with one Query). */
 export const totalsPartition = (merchantId: string): string => `${m(merchantId)}#TOTALS`;
 /** Partition of a merchant's stats of one month (day shards `D#<dd>#<nnn>`, month shards `M#<nnn>`). */
@@ -114,6 +117,11 @@ export const keys = {
   customerMrr: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR' }),
   /** The customer's MRR timeline (every line's change points), the base of its metrics classification. */
   customerTimeline: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR_TIMELINE' }),
+  /** One period's part of a long timeline (`period`: a month, or a day or finer when a month alone is too big). */
+  customerTimelineChunk: (merchantId: string, customerId: number, period: string): Key => ({
+    pk: `${m(merchantId)}#CUSTOMER#${customerId}`,
+    sk: `${TIMELINE_CHUNK_PREFIX}${period}`,
+  }),
   /** MRR movements of one UTC day (`D#`) or month (`M#`, the roll-up) in one of METRIC_SHARDS shards: ADD deltas, read as ranges. */
   metricsDay: (merchantId: string, day: string, shard: number): Key => ({ pk: metricsPartition(merchantId), sk: `D#${day}#${padMetricShard(shard)}` }),
   metricsMonth: (merchantId: string, month: string, shard: number): Key => ({ pk: metricsPartition(merchantId), sk: `M#${month}#${padMetricShard(shard)}` }),

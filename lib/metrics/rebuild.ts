@@ -4,7 +4,7 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
 import { cohortPartition, keys, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
-import { aggregateKey, STORED_ATTR, timelineFromItem } from '#lib/metrics/store';
+import { aggregateKey, STORED_ATTR, timelinesFrom } from '#lib/metrics/store';
 import { addContribution, addContributions, contributions, difference, type Contributions } from '#lib/metrics/timeline';
 
 /**
@@ -44,11 +44,11 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   for (let first = 1; first <= lastCustomerId; first += CUSTOMERS_PER_READ) {
     const ids = Array.from({ length: Math.min(CUSTOMERS_PER_READ, lastCustomerId - first + 1) }, (_, i) => first + i);
     const found = await batchGet<Record<string, unknown>>(ids.flatMap((id) => [keys.customer(merchantId, id), keys.customerTimeline(merchantId, id)]));
+    const read = await timelinesFrom(merchantId, found, ids);
     for (const id of ids) {
-      const timelineItem = found.get(keyId(keys.customerTimeline(merchantId, id)));
-      if (timelineItem) {
+      if (found.has(keyId(keys.customerTimeline(merchantId, id)))) {
         timelines += 1;
-        addContributions(target, contributions(timelineFromItem(timelineItem).timeline));
+        addContributions(target, contributions(read.get(id)!.timeline));
       }
       const customer = found.get(keyId(keys.customer(merchantId, id)));
       if (customer?.gsi1pk && !customer.gsi4pk) {

@@ -1,28 +1,59 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
-import { keys, type Key } from '#lib/db/keys';
+import { keys, TIMELINE_CHUNK_PREFIX, type Key } from '#lib/db/keys';
+import { queryAll } from '#lib/db/query';
 import { itemAbsent, MAX_ACTIONS, versionIs, type WriteSet } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
-import { contributions, difference, type Timeline } from '#lib/metrics/timeline';
+import { chunkTimeline, contributionChange, firstDifference, joinChunks, suffixOf, type Timeline } from '#lib/metrics/timeline';
 
 /**
- * The customer's MRR timeline item and the aggregate moves of a change (decisions §9). A write
+ * The customer's MRR timeline and the aggregate moves of a change (decisions §9). A write
  * reads the timeline by key (strongly consistent) in the same attempt as the rest of its state,
- * computes the new timeline, and `addTimelineChange` adds to its WriteSet: the timeline (put under
- * the version read) and the difference of the customer's contributions as ADD deltas to the day,
- * month and cohort items. One transaction: the change and its metrics commit together or not at all.
+ * computes the new timeline, and `addTimelineChange` adds to its WriteSet: the timeline (its head
+ * put under the version read) and the difference of the customer's contributions as ADD deltas to
+ * the day, month and cohort items. One transaction: the change and its metrics commit together or
+ * not at all.
+ *
+ * Storage stays bounded however long the history: the head holds the points inline while they fit
+ * INLINE_LIMIT; beyond that the head only says `chunked` and the points live in chunk items of at
+ * most CHUNK_LIMIT each, one per month (or finer, for a month too big alone). A change rewrites the
+ * head and the chunks of the periods it touches, nothing else.
  */
-export type TimelineState = { timeline: Timeline; version: number | null };
+export type TimelineState = {
+  timeline: Timeline;
+  version: number | null;
+  /** Stored chunks (period → JSON) of a chunked timeline; null while it is inline. */
+  chunks: Map<string, string> | null;
+};
 
-export const EMPTY_TIMELINE: TimelineState = { timeline: {}, version: null };
+export const EMPTY_TIMELINE: TimelineState = { timeline: {}, version: null, chunks: null };
+export const INLINE_LIMIT = 32_000;
+export const CHUNK_LIMIT = 32_000;
 
-export const timelineFromItem = (item: Record<string, unknown> | undefined | null): TimelineState =>
-  item ? { timeline: JSON.parse(String(item.lines)) as Timeline, version: Number(item.version) } : EMPTY_TIMELINE;
+/** The state a head item stands for, once its chunks (if any) are read. */
+const stateOf = async (merchantId: string, customerId: number, head: Record<string, unknown> | undefined | null): Promise<TimelineState> => {
+  if (!head) return EMPTY_TIMELINE;
+  const version = Number(head.version);
+  if (!head.chunked) return { timeline: JSON.parse(String(head.lines)) as Timeline, version, chunks: null };
+  const items = await queryAll<{ sk: string; lines: string }>({ partition: keys.customer(merchantId, customerId).pk, from: TIMELINE_CHUNK_PREFIX, to: `${TIMELINE_CHUNK_PREFIX}~`, descending: false }, ['sk', 'lines']);
+  const chunks = new Map(items.map((i) => [i.sk.slice(TIMELINE_CHUNK_PREFIX.length), i.lines]));
+  return { timeline: joinChunks(chunks.values()), version, chunks };
+};
 
 export const readTimeline = async (merchantId: string, customerId: number): Promise<TimelineState> => {
   const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.customerTimeline(merchantId, customerId), ConsistentRead: true }));
-  return timelineFromItem(Item);
+  return stateOf(merchantId, customerId, Item);
+};
+
+/**
+ * The timelines of `ids` from their head items as read by key (a BatchGetItem with the caller's
+ * other reads); a chunked one costs one more strongly consistent Query for its chunks.
+ */
+export const timelinesFrom = async (merchantId: string, found: Map<string, Record<string, unknown>>, ids: Iterable<number>): Promise<Map<number, TimelineState>> => {
+  const out = new Map<number, TimelineState>();
+  await Promise.all([...new Set(ids)].map(async (id) => out.set(id, await stateOf(merchantId, id, found.get(keyId(keys.customerTimeline(merchantId, id)))))));
+  return out;
 };
 
 /** Stored attribute names of the aggregates (short: a 731-day read of every shard stays one Query page). */
@@ -64,16 +95,34 @@ export const addTimelineChange = (
   after: Timeline,
   field: string | null,
 ): TimelineState => {
-  if (JSON.stringify(before.timeline) === JSON.stringify(after)) return before;
+  const changedFrom = firstDifference(before.timeline, after);
+  if (changedFrom === null) return before;
   const key = keys.customerTimeline(merchantId, customerId);
   const version = (before.version ?? 0) + 1;
-  ws.put('timeline', { ...key, customer_id: customerId, lines: JSON.stringify(after), version }, before.version === null ? itemAbsent : versionIs(before.version));
-  for (const [id, attrs] of difference(contributions(before.timeline), contributions(after))) {
+  const guard = before.version === null ? itemAbsent : versionIs(before.version);
+  let chunks: Map<string, string> | null = null;
+  const inline = before.chunks ? null : JSON.stringify(after);
+  if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
+    ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version }, guard);
+  } else {
+    // Only the months from the first change on are cut again; earlier chunks are what they were.
+    const month = changedFrom.slice(0, 7);
+    const recut = before.chunks ? chunkTimeline(suffixOf(after, `${month}-01T00:00:00Z`), CHUNK_LIMIT) : chunkTimeline(after, CHUNK_LIMIT);
+    chunks = new Map([...(before.chunks ?? [])].filter(([period]) => period.slice(0, 7) < month));
+    for (const [period, json] of recut) chunks.set(period, json);
+    ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version }, guard);
+    for (const [period, json] of recut) {
+      if (before.chunks?.get(period) !== json) ws.put('timeline-chunk', { ...keys.customerTimelineChunk(merchantId, customerId, period), lines: json });
+    }
+  }
+  // Chunks of periods the new layout no longer has (or all of them, back inline) go.
+  for (const period of before.chunks?.keys() ?? []) if (!chunks?.has(period)) ws.delete('timeline-chunk', keys.customerTimelineChunk(merchantId, customerId, period));
+  for (const [id, attrs] of contributionChange(before.timeline, after)) {
     const u = ws.update('metrics', aggregateKey(merchantId, id, ws.shard));
     for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr], delta);
   }
   if (field && ws.actions > MAX_ACTIONS) throw InvalidError.field(field, TOO_FAR_BACK);
-  return { timeline: after, version };
+  return { timeline: after, version, chunks };
 };
 
 /**
@@ -84,11 +133,9 @@ export const customersWithTimelines = async <C>(merchantId: string, ids: number[
   const unique = [...new Set(ids)];
   const found = await batchGet<Record<string, unknown>>(unique.flatMap((id) => [keys.customer(merchantId, id), keys.customerTimeline(merchantId, id)]));
   const customers = new Map<number, C>();
-  const timelines = new Map<number, TimelineState>();
   for (const id of unique) {
     const customer = found.get(keyId(keys.customer(merchantId, id)));
     if (customer) customers.set(id, customer as C);
-    timelines.set(id, timelineFromItem(found.get(keyId(keys.customerTimeline(merchantId, id)))));
   }
-  return { customers, timelines };
+  return { customers, timelines: await timelinesFrom(merchantId, found, unique) };
 };

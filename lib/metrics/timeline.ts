@@ -112,19 +112,91 @@ const withImportedEnd = (tl: Timeline): Timeline => {
  * cohort (the month of its `new`) gets `joined` and `start` (its MRR right then) once and, per
  * month, the change of its MRR and of whether it is above 0.
  */
-export const contributions = (stored: Timeline): Contributions => {
-  const tl = withImportedEnd(stored);
-  // Every point, in time order; the running totals move by each line's change (O(points log points)).
-  const points = Object.entries(tl).flatMap(([line, pts]) => pts.map((p) => ({ line, p })));
-  points.sort((a, b) => (a.p[0] < b.p[0] ? -1 : a.p[0] > b.p[0] ? 1 : 0));
+export const contributions = (stored: Timeline): Contributions => scan(withImportedEnd(stored), null);
+
+/** Index of the last point of `pts` (sorted) before `t`, or -1. */
+const lastBefore = (pts: Point[], t: string) => {
+  let lo = 0;
+  let hi = pts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (pts[mid][0] < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+};
+
+const samePoint = (p: Point, q: Point) => p[0] === q[0] && p[1] === q[1] && p[2] === q[2];
+
+/**
+ * The first instant at which two timelines differ (null: they are the same). Lines a change did
+ * not touch are the same arrays (a change copies only the lines it moves), so only those are compared.
+ */
+export const firstDifference = (a: Timeline, b: Timeline): string | null => {
+  let t0: string | null = null;
+  for (const line of new Set([...Object.keys(a), ...Object.keys(b)])) {
+    const x = a[line] ?? [];
+    const y = b[line] ?? [];
+    if (x === y) continue;
+    for (let i = 0; i < Math.max(x.length, y.length); i++) {
+      if (x[i] && y[i] && samePoint(x[i], y[i])) continue;
+      const t = !x[i] ? y[i][0] : !y[i] ? x[i][0] : x[i][0] < y[i][0] ? x[i][0] : y[i][0];
+      if (t0 === null || t < t0) t0 = t;
+      break;
+    }
+  }
+  return t0;
+};
+
+/**
+ * `after − before` of two timelines' contributions, computed from the first instant their
+ * figures differ: what comes before it is the same in both and cancels out, so a change today
+ * costs what its own day costs, however long the history; a back-dated one, what follows it.
+ */
+export const contributionChange = (before: Timeline, after: Timeline): Contributions => {
+  const b = withImportedEnd(before);
+  const a = withImportedEnd(after);
+  const t0 = firstDifference(b, a);
+  return t0 === null ? new Map() : difference(scan(b, t0), scan(a, t0));
+};
+
+/**
+ * The contributions of a timeline (the imported line already ended) from `from` on (null: all of
+ * it), starting from the state just before `from`: each line's last point, the totals, and the
+ * cohort (amounts are never negative, so the total first went above 0 at the earliest positive
+ * point of any line).
+ */
+const scan = (tl: Timeline, from: string | null): Contributions => {
   const current = new Map<string, Point>();
-  const out: Contributions = new Map();
+  const points: { line: string; p: Point }[] = [];
   let mrr = ZERO;
   let liveLines = 0;
   let subs = 0;
   let cohort: string | null = null;
   const isLive = (p: Point | undefined) => p !== undefined && (p[2] === 'a' || p[2] === 'p');
   const isActiveSub = (line: string, p: Point | undefined) => p !== undefined && p[2] === 'a' && isSubscriptionLine(line);
+  let firstPositive: string | null = null;
+  for (const [line, pts] of Object.entries(tl)) {
+    const i = from === null ? -1 : lastBefore(pts, from);
+    if (i >= 0) {
+      const p = pts[i];
+      current.set(line, p);
+      if (p[1] !== '0') mrr = mrr.plus(p[1]);
+      liveLines += Number(isLive(p));
+      subs += Number(isActiveSub(line, p));
+      for (let j = 0; j <= i; j++) {
+        if (pts[j][1] !== '0' && new Decimal(pts[j][1]).gt(0)) {
+          if (firstPositive === null || pts[j][0] < firstPositive) firstPositive = pts[j][0];
+          break;
+        }
+      }
+    }
+    for (let j = i + 1; j < pts.length; j++) points.push({ line, p: pts[j] });
+  }
+  if (firstPositive !== null) cohort = firstPositive.slice(0, 7);
+  // The points from `from` on, in time order; the running totals move by each line's change.
+  points.sort((a, b) => (a.p[0] < b.p[0] ? -1 : a.p[0] > b.p[0] ? 1 : 0));
+  const out: Contributions = new Map();
   for (let i = 0; i < points.length; ) {
     const t = points[i].p[0];
     let nextMrr = mrr;
@@ -223,4 +295,52 @@ export const orderLine = (order: OrderFacts | null, reportingCurrency: string): 
     [order.paid_at, share, 'o'],
     [addMonths(order.paid_at, months), '0', 'o'],
   ];
+};
+
+/**
+ * A timeline cut into parts of at most `limit` bytes of JSON each, by the period of its points:
+ * a calendar month, or, for a month too big alone, its days (then hours, minutes, seconds). A
+ * change touches only the parts of the periods its points fall in, so a long history is
+ * rewritten piecewise. Returns period → that part's JSON; `joinChunks` undoes it.
+ */
+const PERIOD_LENGTHS = [7, 10, 13, 16, 19];
+export const chunkTimeline = (tl: Timeline, limit: number): Map<string, string> => {
+  const out = new Map<string, string>();
+  const points = Object.entries(tl).flatMap(([line, pts]) => pts.map((p) => ({ line, p })));
+  const cut = (group: typeof points, level: number) => {
+    const byPeriod = new Map<string, typeof points>();
+    for (const x of group) {
+      const period = x.p[0].slice(0, PERIOD_LENGTHS[level]);
+      const members = byPeriod.get(period);
+      if (members) members.push(x);
+      else byPeriod.set(period, [x]);
+    }
+    for (const [period, members] of byPeriod) {
+      const part: Timeline = {};
+      for (const { line, p } of members) (part[line] ??= []).push(p);
+      const json = JSON.stringify(part);
+      if (Buffer.byteLength(json) <= limit || level === PERIOD_LENGTHS.length - 1) out.set(period, json);
+      else cut(members, level + 1);
+    }
+  };
+  cut(points, 0);
+  return out;
+};
+
+/** The timeline whose parts these are (any order). */
+export const joinChunks = (parts: Iterable<string>): Timeline => {
+  const tl: Timeline = {};
+  for (const json of parts) for (const [line, pts] of Object.entries(JSON.parse(json) as Timeline)) (tl[line] ??= []).push(...pts);
+  for (const line of Object.keys(tl)) tl[line] = normalise(tl[line]);
+  return tl;
+};
+
+/** The points of `tl` at or after `from` (lines without any are left out). */
+export const suffixOf = (tl: Timeline, from: string): Timeline => {
+  const out: Timeline = {};
+  for (const [line, pts] of Object.entries(tl)) {
+    const i = lastBefore(pts, from);
+    if (i < pts.length - 1) out[line] = pts.slice(i + 1);
+  }
+  return out;
 };

@@ -8,9 +8,8 @@ import { allocateIds } from '#lib/db/sequences';
 import { itemAbsent, MAX_ACTIONS, versionIs, WriteSet } from '#lib/db/writes';
 import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
-import { orderTimeline } from '#lib/metrics/lines';
 import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, TOO_FAR_BACK, type TimelineState } from '#lib/metrics/store';
-import type { Timeline } from '#lib/metrics/timeline';
+import { lineOf, orderLine, type Timeline } from '#lib/metrics/timeline';
 import type { CustomerItem } from '#lib/customers/model';
 import { issueMessage } from '#lib/shared/validation';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
@@ -236,11 +235,17 @@ const writeUnits = async (
   const changes = new Map<number, CustomerOrderChange[]>();
   const push = (id: number, change: CustomerOrderChange) => changes.set(id, [...(changes.get(id) ?? []), change]);
   const touched = new Set<number>();
-  // Each customer's timeline as the chunk's units leave it, one order change at a time, in order.
+  // Each customer's timeline as the chunk's units leave it, one order change at a time, in order:
+  // copied once per customer (a long history has thousands of lines), then each order's line replaced.
   const timelines = new Map<number, Timeline>();
   const moveLine = (id: number, orderNo: string, after: OrderItem | null) => {
     const state = customers.get(id);
-    if (state) timelines.set(id, orderTimeline(timelines.get(id) ?? state.timeline.timeline, orderNo, after, reportingCurrency));
+    if (!state) return;
+    let tl = timelines.get(id);
+    if (!tl) timelines.set(id, (tl = { ...state.timeline.timeline }));
+    const points = orderLine(after, reportingCurrency);
+    if (points.length) tl[lineOf.order(orderNo)] = points;
+    else delete tl[lineOf.order(orderNo)];
   };
   for (const u of chunk) {
     if (u.order === u.stored) continue; // nothing changes

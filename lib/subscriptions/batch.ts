@@ -9,7 +9,7 @@ import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import type { CustomerItem } from '#lib/customers/model';
 import { subscriptionTimeline } from '#lib/metrics/lines';
-import { addTimelineChange, EMPTY_TIMELINE, TOO_FAR_BACK, timelineFromItem, type TimelineState } from '#lib/metrics/store';
+import { addTimelineChange, EMPTY_TIMELINE, TOO_FAR_BACK, timelinesFrom } from '#lib/metrics/store';
 import type { Timeline } from '#lib/metrics/timeline';
 import { amountCurrencyError } from '#lib/shared/currency';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
@@ -171,8 +171,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
     units.push({ index, customerId, create, sub, eventIds });
   }
 
-  const timelines = new Map<number, TimelineState>();
-  for (const id of known) timelines.set(id, timelineFromItem(state.get(keyId(keys.customerTimeline(merchantId, id)))));
+  const timelines = await timelinesFrom(merchantId, state, known);
   const created = new Set<number>();
   return {
     units,

@@ -10,7 +10,7 @@ import { MAX_ACTIONS, WriteSet } from '#lib/db/writes';
 import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
 import { recordedLine } from '#lib/metrics/lines';
-import { addTimelineChange, TOO_FAR_BACK, timelineFromItem, type TimelineState } from '#lib/metrics/store';
+import { addTimelineChange, TOO_FAR_BACK, timelinesFrom, type TimelineState } from '#lib/metrics/store';
 import { importedLineEnd, setAt, type Timeline } from '#lib/metrics/timeline';
 import { batchCollector, type BatchResult } from '#lib/shared/schemas';
 import { IDEMPOTENCY_TTL_SECONDS, isLive, type IdempotencyRecord } from '#lib/shared/idempotency';
@@ -60,7 +60,11 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
   const customerOf = (i: Item): number | undefined => i.input.customer_id ?? (found.has(keyId(externalKey(i))) ? Number(found.get(keyId(externalKey(i)))!.customer_id) : undefined);
   const unread = [...new Set(items.flatMap((i) => (i.input.customer_id ? [] : (customerOf(i) ?? [])) as number[]))].filter((id) => !found.has(keyId(keys.customerTimeline(merchantId, id))) && !found.has(keyId(keys.customer(merchantId, id))));
   if (unread.length) for (const [k, v] of await batchGet<Record<string, unknown>>(unread.flatMap(customerKeys))) found.set(k, v);
-  const timelines = new Map<number, TimelineState>();
+  const timelines: Map<number, TimelineState> = await timelinesFrom(
+    merchantId,
+    found,
+    items.flatMap((i) => customerOf(i) ?? []),
+  );
   // Each customer's timeline as the kept items leave it, in array order (the imported line's end moves with it).
   const planned = new Map<number, Timeline>();
   const kept: { item: Item; subscriptionId: number | null; identifier: string }[] = [];
@@ -102,7 +106,6 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
       }
       subscriptionId = input.subscription_id;
     }
-    if (!timelines.has(input.customer_id)) timelines.set(input.customer_id, timelineFromItem(found.get(keyId(keys.customerTimeline(merchantId, input.customer_id)))));
     const timeline = planned.get(input.customer_id) ?? timelines.get(input.customer_id)!.timeline;
     const occurredAt = input.occurred_at ?? at;
     // Without a subscription an event is history from before the customer's first subscription here.

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { contributions, setAt, type Flag, type Timeline } from '#lib/metrics/timeline';
+import { chunkTimeline, contributionChange, contributions, difference, joinChunks, setAt, type Flag, type Timeline } from '#lib/metrics/timeline';
 
 /** Recorded history is a set of points: the timeline must not depend on the order they arrive in. */
 describe('recorded history merges in any arrival order', () => {
@@ -30,6 +30,54 @@ describe('recorded history merges in any arrival order', () => {
         const b = apply(shuffled);
         expect(b).toEqual(a);
         expect(contributions(b)).toEqual(contributions(a));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+/**
+ * What a write stores and moves, computed from the first instant that differs (so a change today
+ * costs its own day, not the customer's history), is exactly the whole recomputation's difference;
+ * and a timeline cut into bounded chunks joins back to itself.
+ */
+describe('changes computed from the first difference; chunked storage', () => {
+  const day = (d: number) => new Date(Date.UTC(2020, 0, 1) + d * 86_400_000).toISOString().slice(0, 19) + 'Z';
+  const point = fc.tuple(fc.integer({ min: 0, max: 2000 }), fc.constantFrom('0', '5', '10', '12.5'), fc.constantFrom<Flag>('a', 'c', 'p', 'o'));
+  const timeline = fc.dictionary(fc.constantFrom('I', 'S1', 'S2', 'Oa', 'Ob', 'Oc'), fc.array(point, { maxLength: 12 }), { maxKeys: 6 }).map((lines) => {
+    const tl: Timeline = {};
+    for (const [line, pts] of Object.entries(lines)) {
+      if (!pts.length) continue;
+      tl[line] = pts.map(([d, amount, flag]) => [day(d), amount, flag] as [string, string, Flag]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    }
+    return tl;
+  });
+  // A change of one or two lines of `before` (as writes make them: other lines are the same arrays).
+  const changed = fc.tuple(timeline, fc.constantFrom('I', 'S1', 'Oa'), fc.array(point, { maxLength: 6 })).map(([before, line, pts]) => {
+    const after = { ...before };
+    const moved = pts.map(([d, amount, flag]) => [day(d), amount, flag] as [string, string, Flag]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    if (moved.length) after[line] = moved;
+    else delete after[line];
+    return { before, after };
+  });
+  const asMap = (c: Map<string, Map<string, { toFixed: () => string }>>) =>
+    Object.fromEntries([...c].map(([item, attrs]) => [item, Object.fromEntries([...attrs].map(([a, v]) => [a, v.toFixed()]))]));
+
+  it('contributionChange equals the difference of the whole contributions', () => {
+    fc.assert(
+      fc.property(changed, ({ before, after }) => {
+        expect(asMap(contributionChange(before, after))).toEqual(asMap(difference(contributions(before), contributions(after))));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('chunks stay within their limit (down to a second) and join back to the timeline', () => {
+    fc.assert(
+      fc.property(timeline, fc.constantFrom(60, 200, 2000), (tl, limit) => {
+        const chunks = chunkTimeline(tl, limit);
+        for (const [period, json] of chunks) if (period.length < 19) expect(Buffer.byteLength(json)).toBeLessThanOrEqual(limit);
+        expect(joinChunks(chunks.values())).toEqual(tl);
       }),
       { numRuns: 300 },
     );

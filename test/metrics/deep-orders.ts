@@ -1,0 +1,72 @@
+import Decimal from 'decimal.js';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { expect } from 'vitest';
+import { fixedClock } from '#lib/clock';
+import { db, tableName } from '#lib/db/client';
+import { keys } from '#lib/db/keys';
+import { CHUNK_LIMIT, INLINE_LIMIT } from '#lib/metrics/store';
+import { newMerchant, type useApi } from '../support/api.ts';
+
+/** The customer's stored timeline items: head and chunks, with their sizes. */
+const timelineItems = async (merchantId: string, customerId: number) => {
+  const { Items } = await db().send(
+    new QueryCommand({
+      TableName: tableName(),
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :sk)',
+      ExpressionAttributeValues: { ':pk': keys.customerTimeline(merchantId, customerId).pk, ':sk': 'MRR_TIMELINE' },
+      ConsistentRead: true,
+    }),
+  );
+  return (Items ?? []).map((i) => ({ sk: String(i.sk), bytes: Buffer.byteLength(JSON.stringify(i)) }));
+};
+
+export const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z';
+
+/** `at` plus n calendar months, the day clamped to the target month's last (Jan 31 + 1 → Feb 28 or 29). */
+export const addMonths = (at: string, n: number) => {
+  const d = new Date(at);
+  const target = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + n, 1, d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()));
+  const last = new Date(Date.UTC(target.getUTCFullYear(), target.getUTCMonth() + 1, 0)).getUTCDate();
+  target.setUTCDate(Math.min(d.getUTCDate(), last));
+  return iso(target.getTime());
+};
+
+/**
+ * One customer with `count` paid monthly orders over 20 years, imported 100 at a time: its
+ * timeline is stored in chunks of bounded size, it stays writable (today and back-dated), and
+ * every month's MRR equals the recomputation straight from the orders.
+ */
+export const deepOrders = async (api: ReturnType<typeof useApi>, count: number) => {
+    fixedClock('2026-06-01T00:00:00Z');
+    const { token, merchantId } = await newMerchant();
+    const orders = Array.from({ length: count }, (_, i) => {
+      // 20 years of monthly orders, about 42 a month, paid at spread-out times.
+      const paidAt = iso(Date.parse('2006-01-01T00:00:00Z') + Math.floor((i * 20 * 365.25 * 86_400_000) / count) + (i % 13) * 3_600_000);
+      return { order_no: `LONG-${String(i).padStart(5, '0')}`, amount: String(10 + (i % 5)), customer_email: 'deep@example.com', status: 'paid', billing_cycle: 'monthly', paid_at: paidAt, created_at: paidAt };
+    });
+    for (let b = 0; b < orders.length; b += 100) {
+      const r = await api.post('/orders/batch', token, { orders: orders.slice(b, b + 100) });
+      expect(r.status).toBe(200);
+      expect(r.body.data.failed, JSON.stringify(r.body.data.results.failed.slice(0, 2))).toBe(0);
+    }
+
+    const customerId = (await api.get('/customers?search=deep@example.com', token)).body.data[0].id as number;
+    const items = await timelineItems(merchantId, customerId);
+    expect(items.length).toBeGreaterThan(100); // chunked by month
+    for (const i of items) expect(i.bytes, i.sk).toBeLessThan(Math.max(INLINE_LIMIT, CHUNK_LIMIT) + 1_000);
+
+    // Still writable, today and back-dated, and every figure is the recomputation's.
+    expect((await api.post('/orders', token, { order_no: 'LONG-NOW', amount: '99', customer_email: 'deep@example.com', status: 'paid', billing_cycle: 'monthly', paid_at: '2026-05-31T00:00:00Z' })).status).toBe(201);
+    expect((await api.patch('/orders/LONG-00000', token, { status: 'refunded' })).status).toBe(200);
+    // The recomputation, straight from the orders (each counts its amount for the month from paid_at): MRR at each month's end.
+    const counted = [...orders.slice(1), { amount: '99', paid_at: '2026-05-31T00:00:00Z' }].map((o) => ({ from: o.paid_at, to: addMonths(o.paid_at, 1), amount: new Decimal(o.amount) }));
+    for (const [start, end] of [['2006-01-01', '2015-12-31'], ['2016-06-02', '2026-06-01']]) {
+      const got = (await api.get(`/metrics/mrr?start_date=${start}&end_date=${end}&interval=month`, token)).body.data as { date: string; mrr: string }[];
+      expect(got.length).toBeGreaterThan(100);
+      for (const p of got) {
+        const next = addMonths(`${p.date.slice(0, 7)}-01T00:00:00Z`, 1);
+        const edge = next > `${end}T23:59:59Z` ? `${end}T23:59:59Z` : iso(Date.parse(next) - 1000);
+        const want = counted.filter((o) => o.from <= edge && edge < o.to).reduce((sum, o) => sum.plus(o.amount), new Decimal(0));
+        expect(p.mrr, p.date).toBe(want.toFixed(2));
+      }
+    }};
