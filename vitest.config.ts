@@ -16,7 +16,7 @@ export default defineConfig({
     // Template tests synthesize the whole stack in a hook: over a minute on a loaded 2-core machine.
     hookTimeout: 150_000,
     // Files share 127.0.0.1: the per-IP limit is tested where it is set small on purpose.
-    env: { LOG_LEVEL: 'SILENT', AWS_REGION: 'us-east-1', STAGE: 'local', UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '100000', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', POWERTOOLS_METRICS_DISABLED: 'true',
+    env: { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'SILENT', AWS_REGION: 'us-east-1', STAGE: 'local', UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '100000', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', POWERTOOLS_METRICS_DISABLED: 'true',
       // Stacks started by tests never replace the file of a developer's running `npm start`.
       LOCAL_STACK_FILE: join(tmpdir(), `ras-local-stack-${process.pid}.json`),
     },

@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { NumberValue, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import type Decimal from 'decimal.js';
+import { GetCommand, NumberValue, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import Decimal from 'decimal.js';
 import { db, tableName } from '#lib/db/client';
 import type { Key } from '#lib/db/keys';
 import { RetryableError } from '#lib/db/retry';
@@ -27,6 +28,8 @@ type Op =
       setIfAbsent: Map<string, unknown>;
       remove: Set<string>;
       conditions: Condition[];
+      /** Where this update's ADDs wait when the transaction has no room for them (see `spillable`). */
+      spill?: Key;
     };
 
 /** Which kind of change an attribute already has in one update (one kind per attribute). */
@@ -74,7 +77,25 @@ export class UpdateBuilder {
     this.op.conditions.push(condition);
     return this;
   }
+  /**
+   * Marks an ADD-only update that may be moved out of an over-full transaction: it is then written
+   * as part of a pending-moves item under `home` (in the same transaction), which readers of the
+   * item add in and a follow-up transaction applies and deletes, exactly once.
+   */
+  spillable(home: Key): this {
+    this.op.spill = home;
+    return this;
+  }
 }
+
+/** Most ADD updates one pending-moves item carries (one follow-up transaction applies them with its delete). */
+export const MOVES_PER_PENDING = 90;
+/** Sort-key marker of a pending-moves item: `<home sk>#<PENDING_MARK>#<id>`. */
+export const PENDING_MARK = 'P';
+
+/** The moves of a pending item: target sort key (same partition) → attribute → delta. */
+export type PendingMoves = [sk: string, adds: Record<string, string>][];
+export const pendingMovesOf = (item: Record<string, unknown>): PendingMoves => JSON.parse(String(item.moves)) as PendingMoves;
 
 const id = (key: Key): string => `${key.pk}\u0000${key.sk}`;
 
@@ -204,6 +225,7 @@ export class WriteSet {
    * RetryableError for a transaction conflict or throttling; `retrying` decides about another try.
    */
   async commit(): Promise<void> {
+    const pending = this.spillOverflow();
     const items = this.toTransactItems();
     if (items.length === 0) {
       if (this.leased) releaseShard(this.shard, false);
@@ -229,8 +251,81 @@ export class WriteSet {
     } finally {
       if (this.leased) releaseShard(this.shard, committed);
     }
+    // The moved-out updates, applied now (each pending item once); one left behind is still read in.
+    for (const key of pending) await applyPending(key).catch(() => undefined);
+  }
+
+  /**
+   * When the transaction has more actions than DynamoDB takes and enough of them are spillable,
+   * moves the excess into pending-moves items (puts in this same transaction, grouped by home, at
+   * most MOVES_PER_PENDING each). Returns their keys, to apply after the commit.
+   */
+  private spillOverflow(): Key[] {
+    const total = this.actions;
+    if (total <= MAX_ACTIONS) return [];
+    const spillable = [...this.ops.values()].filter((op): op is Extract<Op, { kind: 'update' }> => op.kind === 'update' && !!op.spill && !op.conditions.length && !op.set.size && !op.setIfAbsent.size && !op.remove.size && renderUpdate(op) !== null);
+    // Room for P pending items: the least P such that the moves left over, grouped by home, fit in P items.
+    const others = total - spillable.length;
+    const group = (moved: typeof spillable) => {
+      const byHome = new Map<string, { home: Key; ops: typeof spillable }>();
+      for (const op of moved) {
+        const homeId = `${op.spill!.pk}\u0000${op.spill!.sk}`;
+        const g = byHome.get(homeId) ?? { home: op.spill!, ops: [] };
+        g.ops.push(op);
+        byHome.set(homeId, g);
+      }
+      return byHome;
+    };
+    let byHome: ReturnType<typeof group> | undefined;
+    for (let p = 1; ; p++) {
+      const room = MAX_ACTIONS - others - p;
+      if (room < 0) return []; // cannot fit: commit refuses it as before
+      byHome = group(spillable.slice(room));
+      const needed = [...byHome.values()].reduce((n, g) => n + Math.ceil(g.ops.length / MOVES_PER_PENDING), 0);
+      if (needed <= p) break;
+    }
+    const keysOut: Key[] = [];
+    const batchId = randomUUID();
+    let n = 0;
+    for (const { home, ops } of byHome.values()) {
+      for (let i = 0; i < ops.length; i += MOVES_PER_PENDING) {
+        const part = ops.slice(i, i + MOVES_PER_PENDING);
+        const key = { pk: home.pk, sk: `${home.sk}#${PENDING_MARK}#${batchId}#${String(n++).padStart(3, '0')}` };
+        const moves: PendingMoves = part.map((op) => [op.key.sk, Object.fromEntries([...op.add].filter(([, d]) => !d.isZero()).map(([a, d]) => [a, d.toFixed()]))]);
+        for (const op of part) {
+          if (op.key.pk !== home.pk) throw new Error(`${op.tag}: a pending move must stay in its partition (${op.key.pk} ≠ ${home.pk})`);
+          this.ops.delete(id(op.key));
+        }
+        this.ops.set(id(key), { kind: 'put', tag: 'pending-moves', key, item: { ...key, moves: JSON.stringify(moves) }, conditions: [itemAbsent] });
+        keysOut.push(key);
+      }
+    }
+    return keysOut;
   }
 }
+
+/**
+ * Applies one pending-moves item: its ADDs and its deletion in one transaction, on condition that
+ * it still exists, so it is applied exactly once whoever gets there first (a later caller finds it
+ * gone and does nothing).
+ */
+export const applyPending = async (key: Key): Promise<boolean> => {
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }));
+  if (!Item) return false;
+  const ws = new WriteSet(0);
+  for (const [sk, adds] of pendingMovesOf(Item)) {
+    const u = ws.update('moves', { pk: key.pk, sk });
+    for (const [attr, delta] of Object.entries(adds)) u.add(attr, new Decimal(delta));
+  }
+  ws.delete('pending-moves', key, { expression: 'attribute_exists(pk)' });
+  try {
+    await ws.commit();
+    return true;
+  } catch (err) {
+    if (err instanceof WriteConflict) return false; // applied by someone else meanwhile
+    throw err;
+  }
+};
 
 /** DynamoDB's limit of actions per TransactWriteItems. */
 export const MAX_ACTIONS = 100;

@@ -2,6 +2,7 @@ import Decimal from 'decimal.js';
 import { now } from '#lib/clock';
 import { cohortPartition, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
+import { pendingMovesOf } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
 import { STORED_ATTR } from '#lib/metrics/store';
 import { MOVEMENTS } from '#lib/metrics/timeline';
@@ -20,6 +21,10 @@ import { utcDayOf, type CohortsQuery, type Interval, type MrrQuery } from '#lib/
 
 const ZERO = new Decimal(0);
 const DAY_MS = 86_400_000;
+
+const isPending = (item: Record<string, unknown>) => item.moves !== undefined;
+/** A pending-moves item as the items it is for (their sort keys, the deltas as their attributes). */
+const pendingItems = (item: Record<string, unknown>): Record<string, unknown>[] => pendingMovesOf(item).map(([sk, adds]) => ({ sk, ...adds }));
 export const MAX_DAY_POINTS = 731;
 export const MAX_YEARS = 10;
 export const MAX_COHORT_MONTHS = 36;
@@ -88,7 +93,7 @@ function* bucketStarts(start: string, end: string, interval: Interval) {
  * days outside the range, subtracted from their months) of day items, all at once.
  */
 const readRange = async (merchantId: string, from: string, to: string, interval: Interval) => {
-  const projection = ['sk', ...LEVEL_ATTRS.map((a) => STORED_ATTR[a])];
+  const projection = ['sk', 'moves', ...LEVEL_ATTRS.map((a) => STORED_ATTR[a])];
   const query = (lo: string, hi: string) =>
     queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: lo, to: hi, descending: false }, projection);
   const fromMonth = from.slice(0, 7);
@@ -101,7 +106,15 @@ const readRange = async (merchantId: string, from: string, to: string, interval:
   const dayRanges = monthly
     ? [...(from > firstDay ? [[firstDay, addDays(from, -1)]] : []), ...(to < lastDay ? [[addDays(to, 1), lastDay]] : [])]
     : [[firstDay, to]];
-  const [monthItems, ...dayItems] = await Promise.all([months, ...dayRanges.map(([lo, hi]) => query(`D#${lo}`, `D#${hi}#~`))]);
+  const [readMonths, ...dayItems] = await Promise.all([months, ...dayRanges.map(([lo, hi]) => query(`D#${lo}`, `D#${hi}#~`))]);
+  // Pending moves (sorted before every month, so always read) count as the items they are for, where the queries would have read them.
+  const monthItems = readMonths.filter((i) => !isPending(i));
+  const monthsTo = monthly ? `M#${toMonth}#~` : `M#${fromMonth}`;
+  for (const moved of readMonths.filter(isPending).flatMap(pendingItems)) {
+    const sk = String(moved.sk);
+    if (sk.startsWith('M#') && sk <= monthsTo) monthItems.push(moved);
+    else if (sk.startsWith('D#') && dayRanges.some(([lo, hi]) => sk >= `D#${lo}` && sk <= `D#${hi}#~`)) dayItems.push([moved]);
+  }
   const before = emptyAcc();
   const byBucket = new Map<string, Acc>();
   const into = (key: string) => byBucket.get(key) ?? byBucket.set(key, emptyAcc()).get(key)!;
@@ -243,10 +256,12 @@ export const cohorts = async (merchantId: string, q: CohortsQuery) => {
     throw dateError(blame, blame === 'end_month' ? 'The end month field must be a month after or equal to the start month.' : 'The start month field must be a month before or equal to the end month.');
   }
   if (monthIndex(end) - monthIndex(start) + 1 > MAX_COHORT_MONTHS) throw dateError(blame, `The range must not have more than ${MAX_COHORT_MONTHS} months.`);
-  const items = await queryAll<Record<string, unknown>>(
+  const read = await queryAll<Record<string, unknown>>(
     { partition: cohortPartition(merchantId), from: `${start}#`, to: `${end}#~`, descending: false },
-    ['sk', STORED_ATTR.joined, STORED_ATTR.start, STORED_ATTR.customers, STORED_ATTR.mrr],
+    ['sk', 'moves', STORED_ATTR.joined, STORED_ATTR.start, STORED_ATTR.customers, STORED_ATTR.mrr],
   );
+  // A cohort's pending moves sit inside its range: they count as the items they are for.
+  const items = read.flatMap((i) => (isPending(i) ? pendingItems(i) : [i]));
   const num = (v: unknown) => new Decimal(v === undefined ? 0 : String(v));
   // Shards summed: cohort → month → figures.
   const byCohort = new Map<string, Map<string, { joined: Decimal; start: Decimal; customers: Decimal; mrr: Decimal }>>();

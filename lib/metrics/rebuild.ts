@@ -4,6 +4,7 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
 import { cohortPartition, keys, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
+import { applyPending } from '#lib/db/writes';
 import { aggregateKey, STORED_ATTR, timelinesFrom } from '#lib/metrics/store';
 import { addContribution, addContributions, contributions, difference, type Contributions } from '#lib/metrics/timeline';
 
@@ -32,6 +33,7 @@ export type RebuildReport = {
   aggregates_corrected: number;
   year_items_removed: number;
   search_keys_added: number;
+  pending_moves_applied: number;
 };
 
 export const rebuildMerchantAggregates = async (merchantId: string): Promise<RebuildReport> => {
@@ -67,6 +69,14 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
           },
         );
       }
+    }
+  }
+
+  // Pending moves are applied first (each exactly once), so the stored items below are whole.
+  let pendingApplied = 0;
+  for (const partition of [metricsPartition(merchantId), cohortPartition(merchantId)]) {
+    for (const item of await queryAll<{ pk: string; sk: string; moves?: string }>({ partition }, ['pk', 'sk', 'moves'])) {
+      if (item.moves !== undefined && (await applyPending({ pk: item.pk, sk: item.sk }))) pendingApplied += 1;
     }
   }
 
@@ -114,5 +124,6 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
     aggregates_corrected: corrections.size,
     year_items_removed: yearItems.length,
     search_keys_added: searchKeysAdded,
+    pending_moves_applied: pendingApplied,
   };
 };

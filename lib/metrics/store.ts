@@ -1,10 +1,9 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
-import { keys, TIMELINE_CHUNK_PREFIX, type Key } from '#lib/db/keys';
+import { cohortPartition, keys, metricsPartition, TIMELINE_CHUNK_PREFIX, type Key } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
-import { itemAbsent, MAX_ACTIONS, versionIs, type WriteSet } from '#lib/db/writes';
-import { InvalidError } from '#lib/errors';
+import { itemAbsent, versionIs, type WriteSet } from '#lib/db/writes';
 import { chunkTimeline, contributionChange, firstDifference, joinChunks, suffixOf, type Timeline } from '#lib/metrics/timeline';
 
 /**
@@ -79,22 +78,20 @@ export const aggregateKey = (merchantId: string, id: string, shard: number): Key
   return keys.metricsCohort(merchantId, cohort, month, shard);
 };
 
-export const TOO_FAR_BACK =
-  'The change would reclassify more history than one write can move at once (100 items); import it in smaller steps.';
+/**
+ * Where an aggregate's pending moves are kept: in its own partition, sorted where every read of
+ * it looks (before every month of the movement items; inside its cohort's range of cohort items).
+ */
+export const PENDING_MONTH = '0000-00';
+export const pendingHome = (merchantId: string, id: string): Key =>
+  id.startsWith('C#') ? { pk: cohortPartition(merchantId), sk: `${id.split('#')[1]}#${PENDING_MONTH}` } : { pk: metricsPartition(merchantId), sk: `M#${PENDING_MONTH}` };
 
 /**
- * Adds the customer's timeline change to `ws`. `field` names the request field a 422 blames when
- * the moves do not fit the transaction (at most 100 actions); batches pass null and let the batch
- * engine's packing measure the transaction. Returns the state the transaction leaves.
+ * Adds the customer's timeline change to `ws`: the timeline's items and the aggregate moves (those
+ * beyond what one transaction holds wait as pending moves, see `WriteSet.spillable`). Returns the
+ * state the transaction leaves.
  */
-export const addTimelineChange = (
-  ws: WriteSet,
-  merchantId: string,
-  customerId: number,
-  before: TimelineState,
-  after: Timeline,
-  field: string | null,
-): TimelineState => {
+export const addTimelineChange = (ws: WriteSet, merchantId: string, customerId: number, before: TimelineState, after: Timeline): TimelineState => {
   const changedFrom = firstDifference(before.timeline, after);
   if (changedFrom === null) return before;
   const key = keys.customerTimeline(merchantId, customerId);
@@ -117,11 +114,12 @@ export const addTimelineChange = (
   }
   // Chunks of periods the new layout no longer has (or all of them, back inline) go.
   for (const period of before.chunks?.keys() ?? []) if (!chunks?.has(period)) ws.delete('timeline-chunk', keys.customerTimelineChunk(merchantId, customerId, period));
+  // A change reaching far back may move more aggregates than one transaction holds: the excess
+  // waits in pending-moves items that every read adds in (exact from the next read on).
   for (const [id, attrs] of contributionChange(before.timeline, after)) {
-    const u = ws.update('metrics', aggregateKey(merchantId, id, ws.shard));
+    const u = ws.update('metrics', aggregateKey(merchantId, id, ws.shard)).spillable(pendingHome(merchantId, id));
     for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr], delta);
   }
-  if (field && ws.actions > MAX_ACTIONS) throw InvalidError.field(field, TOO_FAR_BACK);
   return { timeline: after, version, chunks };
 };
 

@@ -5,10 +5,10 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
-import { itemAbsent, MAX_ACTIONS, versionIs, WriteSet } from '#lib/db/writes';
+import { itemAbsent, versionIs, WriteSet } from '#lib/db/writes';
 import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
-import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, TOO_FAR_BACK, type TimelineState } from '#lib/metrics/store';
+import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, type TimelineState } from '#lib/metrics/store';
 import { lineOf, orderLine, type Timeline } from '#lib/metrics/timeline';
 import type { CustomerItem } from '#lib/customers/model';
 import { issueMessage } from '#lib/shared/validation';
@@ -201,8 +201,6 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
       const fresh = await prepare(merchantId, reportingCurrency, unit.items, collector, at);
       const ws = new WriteSet();
       const done = await fresh.write(ws, fresh.units);
-      // One order whose metrics reclassification alone overflows a transaction (decisions §9 bound).
-      if (ws.actions > MAX_ACTIONS) throw InvalidError.field('paid_at', TOO_FAR_BACK);
       await ws.commit();
       done();
     },
@@ -213,7 +211,7 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
           : err instanceof ThrottledError
             ? ['throttled', 'The service was busy; retry the item.']
             : err instanceof InvalidError
-              ? ['validation_error', TOO_FAR_BACK]
+              ? ['validation_error', Object.values(err.fields)[0][0]]
               : ['error', 'The item could not be written; retry it.'];
       for (const o of unit.outcomes) collector.failed(o.index, reason, message, unit.orderNo);
     },
@@ -268,7 +266,7 @@ const writeUnits = async (
     const state = customers.get(id);
     if (!state) continue; // an order whose customer item is missing: no figures to keep
     const cs = changes.get(id) ?? [];
-    const timeline = timelines.has(id) ? addTimelineChange(ws, merchantId, id, state.timeline, timelines.get(id)!, null) : state.timeline;
+    const timeline = timelines.has(id) ? addTimelineChange(ws, merchantId, id, state.timeline, timelines.get(id)!) : state.timeline;
     if (!state.exists) {
       const created = addCustomerCreate(ws, merchantId, id, { email: state.item.email, name: state.name }, at);
       await addCustomerFigures(ws, merchantId, created, cs, created);

@@ -150,7 +150,7 @@ export const createOrder = async (
     if (opts.idempotencyKey) {
       addIdempotencyRecord(ws, merchantId, opts.idempotencyKey, { request_hash: hash, status: 201, body: JSON.stringify(body), created_at: at });
     }
-    addTimelineChange(ws, merchantId, customer.id, timeline, orderTimeline(timeline.timeline, order.order_no, order, auth.reportingCurrency), 'paid_at');
+    addTimelineChange(ws, merchantId, customer.id, timeline, orderTimeline(timeline.timeline, order.order_no, order, auth.reportingCurrency));
     try {
       await ws.commit();
       return { status: 201, body, replayed: false };

@@ -4,12 +4,12 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
-import { itemAbsent, MAX_ACTIONS, WriteSet } from '#lib/db/writes';
+import { itemAbsent, WriteSet } from '#lib/db/writes';
 import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import type { CustomerItem } from '#lib/customers/model';
 import { subscriptionTimeline } from '#lib/metrics/lines';
-import { addTimelineChange, EMPTY_TIMELINE, TOO_FAR_BACK, timelinesFrom } from '#lib/metrics/store';
+import { addTimelineChange, EMPTY_TIMELINE, timelinesFrom } from '#lib/metrics/store';
 import type { Timeline } from '#lib/metrics/timeline';
 import { amountCurrencyError } from '#lib/shared/currency';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
@@ -187,7 +187,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
         changed.set(customerId, writeSubscription(ws, scope, unit.sub, unit.eventIds, changed.get(customerId) ?? (timelines.get(customerId) ?? EMPTY_TIMELINE).timeline, at));
       }
       // One timeline write per customer per transaction, whatever the number of its subscriptions.
-      const after = [...changed].map(([id, tl]) => [id, addTimelineChange(ws, scope.merchantId, id, timelines.get(id) ?? EMPTY_TIMELINE, tl, null)] as const);
+      const after = [...changed].map(([id, tl]) => [id, addTimelineChange(ws, scope.merchantId, id, timelines.get(id) ?? EMPTY_TIMELINE, tl)] as const);
       return () => {
         for (const [id, timeline] of after) {
           timelines.set(id, timeline);
@@ -202,7 +202,6 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
       const fresh = await prepare(scope, [items.find((i) => i.index === unit.index)!], scratch, at);
       const ws = new WriteSet();
       const done = await fresh.write(ws, fresh.units);
-      if (ws.actions > MAX_ACTIONS) throw InvalidError.field('started_at', TOO_FAR_BACK);
       // A marker taken since the read (a concurrent import) fails a condition: the retry sorts the items again.
       await ws.commit();
       done();
@@ -218,7 +217,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
           : err instanceof ThrottledError
             ? ['throttled', 'The service was busy; retry the item.']
             : err instanceof InvalidError
-              ? ['validation_error', TOO_FAR_BACK]
+              ? ['validation_error', Object.values(err.fields)[0][0]]
               : ['error', 'The item could not be written; retry it.'];
       collector.failed(unit.index, reason, message, unit.sub.external_id!);
     },

@@ -6,11 +6,11 @@ import { runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { retrying } from '#lib/db/retry';
 import { allocateIds } from '#lib/db/sequences';
-import { MAX_ACTIONS, WriteSet } from '#lib/db/writes';
+import { WriteSet } from '#lib/db/writes';
 import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
 import { recordedLine } from '#lib/metrics/lines';
-import { addTimelineChange, TOO_FAR_BACK, timelinesFrom, type TimelineState } from '#lib/metrics/store';
+import { addTimelineChange, timelinesFrom, type TimelineState } from '#lib/metrics/store';
 import { importedLineEnd, setAt, type Timeline } from '#lib/metrics/timeline';
 import { batchCollector, type BatchResult } from '#lib/shared/schemas';
 import { IDEMPOTENCY_TTL_SECONDS, isLive, type IdempotencyRecord } from '#lib/shared/idempotency';
@@ -159,7 +159,7 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
         changed.set(customerId, applyEvent(before, event.subscription_id, event.new_amount, event.occurred_at));
       }
       // One timeline write per customer per transaction, whatever the number of its events.
-      const after = [...changed].map(([id, tl]) => [id, addTimelineChange(ws, merchantId, id, timelines.get(id)!, tl, null)] as const);
+      const after = [...changed].map(([id, tl]) => [id, addTimelineChange(ws, merchantId, id, timelines.get(id)!, tl)] as const);
       return () => {
         for (const [id, state] of after) timelines.set(id, state);
         for (const [index, event, identifier] of written) report.recorded(index, event, identifier);
@@ -201,10 +201,6 @@ const attempt = async (scope: Scope, items: Item[], into: Report, at: string, fi
   const plan = await prepare(scope, items, scratch.report, at, idempotencyKey);
   const ws = new WriteSet();
   const done = await plan.write(ws, plan.units);
-  if (ws.actions > MAX_ACTIONS) {
-    if (field) throw InvalidError.field(field, TOO_FAR_BACK);
-    throw InvalidError.field('occurred_at', TOO_FAR_BACK);
-  }
   await ws.commit();
   done();
   scratch.replay(into);
@@ -269,7 +265,7 @@ export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[]
             : err instanceof ThrottledError
               ? ['throttled', 'The service was busy; retry the item.']
               : err instanceof InvalidError
-                ? ['validation_error', TOO_FAR_BACK]
+                ? ['validation_error', Object.values(err.fields)[0][0]]
                 : ['error', 'The item could not be written; retry it.'];
         collector.failed(unit.index, reason, message, unit.identifier);
       },

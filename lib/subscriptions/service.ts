@@ -73,7 +73,7 @@ const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem
   const unchanged = {};
   if (subscriptionTimeline(unchanged, before, after, effective, scope.reportingCurrency) === unchanged) return;
   const timeline = await readTimeline(scope.merchantId, customerId);
-  addTimelineChange(ws, scope.merchantId, customerId, timeline, subscriptionTimeline(timeline.timeline, before, after, effective, scope.reportingCurrency), field);
+  addTimelineChange(ws, scope.merchantId, customerId, timeline, subscriptionTimeline(timeline.timeline, before, after, effective, scope.reportingCurrency));
 };
 
 /** A subscription's `created` event, at its start. */
@@ -140,7 +140,7 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
     addChangeEvent(ws, merchantId, ids.subscription_event!, sub, createdEvent(sub), at);
     const presented = presentSubscription(sub, scope.reportingCurrency);
     addOutboxEvent(ws, merchantId, 'subscription.created', presented, at);
-    addTimelineChange(ws, merchantId, sub.customer_id, timeline, subscriptionTimeline(timeline.timeline, null, sub, at, scope.reportingCurrency), 'started_at');
+    addTimelineChange(ws, merchantId, sub.customer_id, timeline, subscriptionTimeline(timeline.timeline, null, sub, at, scope.reportingCurrency));
     try {
       await ws.commit();
     } catch (err) {
@@ -317,8 +317,8 @@ export const cancelSubscription = (scope: Scope, segment: string, input: Subscri
   change(scope, segment, (sub, at) => {
     if (sub.status === 'cancelled') throw refuse('The subscription is already cancelled.');
     const cancelledAt = effectiveTime(sub, input.cancelled_at, 'cancelled_at', at);
-    if (cancelledAt > at) {
-      // In the future: scheduled. It counts until then and reads as cancelled from then; a later cancel replaces the schedule.
+    if (input.cancelled_at && cancelledAt > at) {
+      // A future date given: scheduled (without one, a subscription not started yet is cancelled at its start, now). It counts until then and reads as cancelled from then; a later cancel replaces the schedule.
       return {
         next: { ...sub, cancel_at: cancelledAt, cancel_reason: input.reason ?? null },
         effective: latestChangeAt(sub),

@@ -1,62 +1,112 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { TOO_FAR_BACK } from '#lib/metrics/store';
+import { db, tableName } from '#lib/db/client';
+import { metricsPartition } from '#lib/db/keys';
+import { queryAll } from '#lib/db/query';
+import { applyPending } from '#lib/db/writes';
+import { pendingHome } from '#lib/metrics/store';
+import { rebuildMerchantAggregates } from '#lib/metrics/rebuild';
 import { newMerchant, useApi } from '../support/api.ts';
+import { expectedCohorts, expectedSeries, refSetAt, refSetFrom, type RefCustomer } from './reference.ts';
 
 /**
- * The bound of a back-dated change (README "Revenue metrics"): a change is one transaction of at
- * most 100 actions, so one that would reclassify more of a customer's history than fits (here:
- * 100 movements on 100 distinct days, each turned from reactivation/churn into
- * expansion/contraction) is refused with a 422 on the date that reaches back, and nothing of it is
- * stored. The same change in smaller steps (fewer days reclassified at once) goes through.
+ * No change is too far back. A change that reclassifies more of a customer's history than one
+ * transaction can move (here: 100 movements on 100 distinct days turned from reactivation/churn
+ * into nothing, and the customer's cohort moved) is accepted: the moves that do not fit wait as
+ * pending-moves items written in the same transaction, which every read adds in and a follow-up
+ * transaction applies and deletes exactly once. The figures equal the recomputation right after.
  */
 const api = useApi();
 afterEach(() => resetClock());
 
+const pendingItems = (merchantId: string) => queryAll<{ sk: string }>({ partition: metricsPartition(merchantId), from: 'M#0000-00#P', to: 'M#0000-00#P~' }, ['sk']);
+
 describe('a back-dated change reclassifying more than one transaction can hold', () => {
-  it('is a 422 on the field that reaches back; nothing is stored', { timeout: 120_000 }, async () => {
+  it('is accepted, and every figure equals the recomputation on the next read', { timeout: 120_000 }, async () => {
     fixedClock('2024-06-01T00:00:00Z');
-    const { token } = await newMerchant();
+    const { token, merchantId } = await newMerchant();
     const customer = (await api.post('/customers', token, { email: 'far@bound.test', name: 'F' })).body.data.id;
+    const ref: RefCustomer = { lines: new Map() };
     const day = (i: number) => new Date(Date.parse('2024-01-01T00:00:00Z') + i * 86_400_000).toISOString().slice(0, 19) + 'Z';
-    for (let i = 0; i < 100; i++) {
-      const r = await api.post('/subscriptions/events', token, { customer_id: customer, event_type: i % 2 ? 'cancel' : 'reactivated', old_amount: i % 2 ? '10' : '0', new_amount: i % 2 ? '0' : '10', occurred_at: day(i) });
-      expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const events = Array.from({ length: 100 }, (_, i) => ({
+      customer_id: customer,
+      event_type: i % 2 ? 'cancel' : 'reactivated',
+      old_amount: i % 2 ? '10' : '0',
+      new_amount: i % 2 ? '0' : '10',
+      occurred_at: day(i),
+    }));
+    for (const e of events) {
+      expect((await api.post('/subscriptions/events', token, e)).status).toBe(201);
+      refSetAt(ref, 'I', e.occurred_at, e.new_amount, e.new_amount === '0' ? 'c' : 'a');
     }
-    const series = async () => (await api.get('/metrics/mrr?start_date=2023-12-01&end_date=2024-05-31&interval=day', token)).body;
-    const before = await series();
-    expect(before.data.filter((e: { churn: string }) => e.churn === '-10.00')).toHaveLength(50);
+    const series = async () => (await api.get('/metrics/mrr?start_date=2023-12-01&end_date=2024-05-31&interval=day', token)).body.data;
+    expect((await series()).filter((e: { churn: string }) => e.churn === '-10.00')).toHaveLength(50);
 
-    const sub = await api.post('/subscriptions', token, { customer_id: customer, plan_name: 'P', mrr: '5', billing_cycle: 'monthly', started_at: '2023-12-01T00:00:00Z' });
-    expect(sub.status).toBe(422);
-    expect(sub.body.errors).toEqual({ started_at: [TOO_FAR_BACK] });
+    // A subscription from before all of it: the imported line ends there, so its 100 movements go, and the cohort moves.
+    const counted = await api.counted('POST', '/subscriptions', { token, body: { customer_id: customer, plan_name: 'P', mrr: '5', billing_cycle: 'monthly', started_at: '2023-12-01T00:00:00Z' } });
+    const sub = counted.res;
+    expect(sub.status, JSON.stringify(sub.body)).toBe(201);
+    // More moves than one transaction holds: the change, then the follow-up that applies the rest.
+    expect(counted.byCommand.TransactWriteItemsCommand ?? counted.byCommand.TransactWriteCommand).toBeGreaterThanOrEqual(2);
+    refSetFrom(ref, `S${sub.body.data.id}`, '2023-12-01T00:00:00Z', 5, 'a');
+    // A yearly order paid then, through POST /orders and the batch: accepted too.
     const order = await api.post('/orders', token, { order_no: 'FAR-1', amount: '120', customer_email: 'far@bound.test', status: 'paid', billing_cycle: 'yearly', paid_at: '2023-12-15T00:00:00Z' });
-    expect(order.status).toBe(422);
-    expect(order.body.errors).toEqual({ paid_at: [TOO_FAR_BACK] });
-    const batch = await api.post('/orders/batch', token, { orders: [{ order_no: 'FAR-2', amount: '120', customer_email: 'far@bound.test', status: 'paid', billing_cycle: 'yearly', paid_at: '2023-12-15T00:00:00Z' }] });
-    expect(batch.status).toBe(200);
-    expect(batch.body.data.results.failed).toEqual([{ index: 0, reason: 'validation_error', message: TOO_FAR_BACK, identifier: 'FAR-2' }]);
+    expect(order.status, JSON.stringify(order.body)).toBe(201);
+    refSetFrom(ref, 'OFAR-1', '2023-12-15T00:00:00Z', 10, 'o');
+    refSetAt(ref, 'OFAR-1', '2024-12-15T00:00:00Z', 0, 'o');
+    const batch = await api.post('/orders/batch', token, { orders: [{ order_no: 'FAR-2', amount: '120', customer_email: 'far@bound.test', status: 'paid', billing_cycle: 'yearly', paid_at: '2023-12-20T00:00:00Z' }] });
+    expect(batch.body.data.created).toBe(1);
+    refSetFrom(ref, 'OFAR-2', '2023-12-20T00:00:00Z', 10, 'o');
+    refSetAt(ref, 'OFAR-2', '2024-12-20T00:00:00Z', 0, 'o');
 
-    expect(await series()).toEqual(before);
-    expect((await api.get(`/subscriptions?customer_id=${customer}`, token)).body.meta.total).toBe(0);
-    expect((await api.get('/orders/FAR-1', token)).status).toBe(404);
-    expect((await api.get('/orders/FAR-2', token)).status).toBe(404);
-    // A recorded event on another line (a subscription starting in 2030) reaching back as far: refused too.
-    const later = await api.post('/subscriptions', token, { customer_id: customer, plan_name: 'P', mrr: '5', billing_cycle: 'monthly', started_at: '2030-01-01T00:00:00Z' });
-    expect(later.status, JSON.stringify(later.body)).toBe(201);
-    const event = await api.post('/subscriptions/events', token, { customer_id: customer, subscription_id: later.body.data.id, event_type: 'created', old_amount: '0', new_amount: '5', occurred_at: '2023-12-01T00:00:00Z' });
-    expect(event.status).toBe(422);
-    expect(event.body.errors).toEqual({ occurred_at: [TOO_FAR_BACK] });
-    expect((await api.get(`/subscriptions/events?customer_id=${customer}&event_type=created`, token)).body.meta.total).toBe(1); // the 2030 subscription's own
-    expect(await series()).toEqual(before);
+    const got = await series();
+    const want = expectedSeries([ref], '2023-12-01', '2024-05-31', 'day').data;
+    expect(got.map((p: Record<string, string>) => [p.date, p.mrr, p.new, p.reactivation, p.churn, p.expansion, p.contraction])).toEqual(
+      want.map((p) => [p.date, p.mrr, p.new, p.reactivation, p.churn, p.expansion, p.contraction]),
+    );
+    const cohorts = (await api.get('/metrics/cohorts?start_month=2023-12&end_month=2024-05', token)).body.data;
+    expect(cohorts.map((c: { cohort: string; customers: number; mrr: string }) => [c.cohort, c.customers, c.mrr])).toEqual(
+      expectedCohorts([ref], '2023-12', '2024-05', '2024-06').map((c) => [c.cohort, c.customers, c.mrr]),
+    );
+    // Applied after the commit: nothing is left pending.
+    expect(await pendingItems(merchantId)).toEqual([]);
+  });
 
-    // Reaching back less far (a quarter of the movements reclassified) fits. The subscription's line
-    // now starts on day 75, where the imported line ends: 10 → 5 that day, nothing after it.
-    const near = await api.post('/subscriptions/events', token, { customer_id: customer, subscription_id: later.body.data.id, event_type: 'created', old_amount: '0', new_amount: '5', occurred_at: day(75) });
-    expect(near.status, JSON.stringify(near.body)).toBe(201);
-    const after = await series();
-    expect(after.data.filter((e: { contraction: string }) => e.contraction !== '0.00').map((e: { date: string; contraction: string }) => [e.date, e.contraction])).toEqual([[day(75).slice(0, 10), '-5.00']]);
-    expect(after.data.filter((e: { churn: string }) => e.churn === '-10.00')).toHaveLength(37);
-    expect(after.data.at(-1).mrr).toBe('5.00');
+  it('a pending move not applied yet (its follow-up failed) is read in, and applied exactly once', async () => {
+    fixedClock('2024-06-01T00:00:00Z');
+    const { token, merchantId } = await newMerchant();
+    const customer = (await api.post('/customers', token, { email: 'p@bound.test', name: 'P' })).body.data.id;
+    await api.post('/subscriptions', token, { customer_id: customer, plan_name: 'P', mrr: '100', billing_cycle: 'monthly', started_at: '2024-02-10T00:00:00Z' });
+    const before = (await api.get('/metrics/mrr?start_date=2024-01-01&end_date=2024-05-31', token)).body;
+    // What a follow-up would have applied: the same month and day moved by +7 new, -7 (a net zero
+    // across buckets would hide a misread, so it shifts one day into another month).
+    const home = pendingHome(merchantId, 'D#2024-03-05');
+    const moves = [
+      ['D#2024-03-05#00', { n: '7', ac: '1' }],
+      ['M#2024-03#00', { n: '7', ac: '1' }],
+    ];
+    const key = { pk: home.pk, sk: `${home.sk}#P#test#000` };
+    await db().send(new PutCommand({ TableName: tableName(), Item: { ...key, moves: JSON.stringify(moves) } }));
+    const read = (await api.get('/metrics/mrr?start_date=2024-01-01&end_date=2024-05-31', token)).body;
+    const march = (b: typeof read) => b.data.find((p: { date: string }) => p.date.startsWith('2024-03'));
+    expect(march(read).new).toBe('7.00');
+    expect(march(read).mrr).toBe('107.00');
+    expect(read.data.at(-1).mrr).toBe('107.00');
+    const daily = (await api.get('/metrics/mrr?start_date=2024-03-01&end_date=2024-03-31&interval=day', token)).body.data;
+    expect(daily.find((p: { date: string }) => p.date === '2024-03-05').new).toBe('7.00');
+
+    // Applied (moves and deletion in one transaction) by whoever comes first, once: the figures are what they were read as.
+    expect(await applyPending(key)).toBe(true);
+    expect(await applyPending(key)).toBe(false);
+    expect(await pendingItems(merchantId)).toEqual([]);
+    expect((await api.get('/metrics/mrr?start_date=2024-01-01&end_date=2024-05-31', token)).body.data).toEqual(read.data);
+
+    // These moves had no timeline behind them (written by hand): the rebuild takes them out again.
+    await db().send(new PutCommand({ TableName: tableName(), Item: { ...key, moves: JSON.stringify(moves) } }));
+    const report = await rebuildMerchantAggregates(merchantId);
+    expect(report.pending_moves_applied).toBe(1);
+    expect(await pendingItems(merchantId)).toEqual([]);
+    expect((await api.get('/metrics/mrr?start_date=2024-01-01&end_date=2024-05-31', token)).body.data).toEqual(before.data);
   });
 });

@@ -82,14 +82,14 @@ describe('ops metrics rebuild', () => {
     expect(broken.search).toEqual([c, a]);
 
     const report = await rebuildMerchantAggregates(merchantId);
-    expect(report).toMatchObject({ customers_read: 3, timelines: 3, search_keys_added: 1 });
+    expect(report).toMatchObject({ customers_read: 3, timelines: 3, search_keys_added: 1, pending_moves_applied: 0 });
     expect(report.year_items_removed).toBeGreaterThan(0);
     expect(report.aggregates_corrected).toBeGreaterThan(0);
     expect(await reads()).toEqual(before);
     expect(await queryAll({ partition: metricsPartition(merchantId), from: 'Y#', to: 'Y#~' }, ['sk'])).toEqual([]);
 
     // Nothing left to correct; the cohort and day items were right all along.
-    expect(await rebuildMerchantAggregates(merchantId)).toEqual({ customers_read: 3, timelines: 3, aggregates_corrected: 0, year_items_removed: 0, search_keys_added: 0 });
+    expect(await rebuildMerchantAggregates(merchantId)).toEqual({ customers_read: 3, timelines: 3, aggregates_corrected: 0, year_items_removed: 0, search_keys_added: 0, pending_moves_applied: 0 });
     expect((await queryAll({ partition: cohortPartition(merchantId) }, ['sk'])).length).toBeGreaterThan(0);
   });
 
@@ -97,7 +97,7 @@ describe('ops metrics rebuild', () => {
     const { merchantId } = await newMerchant();
     const r = await ops('metrics', 'rebuild', '--merchant', merchantId);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.json).toEqual({ customers_read: 0, timelines: 0, aggregates_corrected: 0, year_items_removed: 0, search_keys_added: 0 });
+    expect(r.json).toEqual({ customers_read: 0, timelines: 0, aggregates_corrected: 0, year_items_removed: 0, search_keys_added: 0, pending_moves_applied: 0 });
     const missing = await ops('metrics', 'rebuild', '--merchant', 'mer_nobody');
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toContain('does not exist');
