@@ -4,7 +4,7 @@ import { db, tableName } from '#lib/db/client';
 import { cohortPartition, keys, metricsPartition, TIMELINE_CHUNK_PREFIX, type Key } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { itemAbsent, versionIs, type WriteSet } from '#lib/db/writes';
-import { chunkTimeline, contributionChange, firstDifference, joinChunks, suffixOf, type Timeline } from '#lib/metrics/timeline';
+import { chunkTimeline, contributionChange, firstDifference, joinChunks, type Timeline } from '#lib/metrics/timeline';
 
 /**
  * The customer's MRR timeline and the aggregate moves of a change (decisions §9). A write
@@ -102,13 +102,10 @@ export const addTimelineChange = (ws: WriteSet, merchantId: string, customerId: 
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
     ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version }, guard);
   } else {
-    // Only the months from the first change on are cut again; earlier chunks are what they were.
-    const month = changedFrom.slice(0, 7);
-    const recut = before.chunks ? chunkTimeline(suffixOf(after, `${month}-01T00:00:00Z`), CHUNK_LIMIT) : chunkTimeline(after, CHUNK_LIMIT);
-    chunks = new Map([...(before.chunks ?? [])].filter(([period]) => period.slice(0, 7) < month));
-    for (const [period, json] of recut) chunks.set(period, json);
+    // Only the chunks whose points moved are written; one outgrowing its limit is split.
+    chunks = chunkTimeline(after, CHUNK_LIMIT, before.chunks ?? undefined);
     ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version }, guard);
-    for (const [period, json] of recut) {
+    for (const [period, json] of chunks) {
       if (before.chunks?.get(period) !== json) ws.put('timeline-chunk', { ...keys.customerTimelineChunk(merchantId, customerId, period), lines: json });
     }
   }

@@ -298,32 +298,76 @@ export const orderLine = (order: OrderFacts | null, reportingCurrency: string): 
 };
 
 /**
- * A timeline cut into parts of at most `limit` bytes of JSON each, by the period of its points:
- * a calendar month, or, for a month too big alone, its days (then hours, minutes, seconds). A
- * change touches only the parts of the periods its points fall in, so a long history is
- * rewritten piecewise. Returns period → that part's JSON; `joinChunks` undoes it.
+ * A long timeline stored in parts (chunks) of at most `limit` bytes of JSON, each holding the
+ * points from its start (a period: a month `YYYY-MM`, or finer when one month is too big alone)
+ * up to the next chunk's start; the first also holds anything earlier. A change rewrites only the
+ * chunks whose points it moves; a chunk that outgrows the limit is split in two or more by period
+ * (never merged back), so the boundaries of the others stay where they are and a back-dated change
+ * costs its own chunks, not the history after it. Returns start → that chunk's JSON.
  */
 const PERIOD_LENGTHS = [7, 10, 13, 16, 19];
-export const chunkTimeline = (tl: Timeline, limit: number): Map<string, string> => {
+type Located = { line: string; p: Point };
+/** A chunk's JSON, canonical (lines in name order, points in time order) so an unchanged chunk compares equal. */
+const partOf = (members: Located[]) => {
+  const byLine = new Map<string, Point[]>();
+  for (const { line, p } of members) byLine.set(line, [...(byLine.get(line) ?? []), p]);
+  const part: Timeline = {};
+  for (const line of [...byLine.keys()].sort()) part[line] = normalise(byLine.get(line)!);
+  return JSON.stringify(part);
+};
+
+/** Consecutive periods packed into pieces of at most `limit` (a period too big alone is cut finer). */
+const pack = (members: Located[], limit: number, level = 0): { start: string; members: Located[] }[] => {
+  const byPeriod: { period: string; members: Located[] }[] = [];
+  for (const x of [...members].sort((a, b) => (a.p[0] < b.p[0] ? -1 : a.p[0] > b.p[0] ? 1 : 0))) {
+    const period = x.p[0].slice(0, PERIOD_LENGTHS[level]);
+    if (byPeriod.at(-1)?.period === period) byPeriod.at(-1)!.members.push(x);
+    else byPeriod.push({ period, members: [x] });
+  }
+  const pieces: { start: string; members: Located[] }[] = [];
+  for (const g of byPeriod) {
+    const alone = Buffer.byteLength(partOf(g.members)) > limit && level < PERIOD_LENGTHS.length - 1;
+    if (alone) {
+      pieces.push(...pack(g.members, limit, level + 1));
+      continue;
+    }
+    const last = pieces.at(-1);
+    if (last && Buffer.byteLength(partOf([...last.members, ...g.members])) <= limit) last.members.push(...g.members);
+    else pieces.push({ start: g.period, members: [...g.members] });
+  }
+  return pieces;
+};
+
+export const chunkTimeline = (tl: Timeline, limit: number, previous?: Map<string, string>): Map<string, string> => {
+  const points: Located[] = Object.entries(tl).flatMap(([line, pts]) => pts.map((p) => ({ line, p })));
+  const starts = previous ? [...previous.keys()].sort() : [];
+  if (!starts.length) return new Map(pack(points, limit).map((piece) => [piece.start, partOf(piece.members)]));
+  // Each point to the chunk it falls in: the last start at or before it (the first chunk also takes what is earlier).
+  const members = new Map<string, Located[]>(starts.map((st) => [st, []]));
+  for (const x of points) {
+    let lo = 0;
+    let hi = starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid] <= x.p[0]) lo = mid + 1;
+      else hi = mid;
+    }
+    members.get(starts[Math.max(0, lo - 1)])!.push(x);
+  }
   const out = new Map<string, string>();
-  const points = Object.entries(tl).flatMap(([line, pts]) => pts.map((p) => ({ line, p })));
-  const cut = (group: typeof points, level: number) => {
-    const byPeriod = new Map<string, typeof points>();
-    for (const x of group) {
-      const period = x.p[0].slice(0, PERIOD_LENGTHS[level]);
-      const members = byPeriod.get(period);
-      if (members) members.push(x);
-      else byPeriod.set(period, [x]);
+  for (const [start, group] of members) {
+    if (!group.length) continue; // emptied: its range joins the chunk before it
+    const json = partOf(group);
+    if (Buffer.byteLength(json) <= limit) {
+      out.set(start, json);
+      continue;
     }
-    for (const [period, members] of byPeriod) {
-      const part: Timeline = {};
-      for (const { line, p } of members) (part[line] ??= []).push(p);
-      const json = JSON.stringify(part);
-      if (Buffer.byteLength(json) <= limit || level === PERIOD_LENGTHS.length - 1) out.set(period, json);
-      else cut(members, level + 1);
-    }
-  };
-  cut(points, 0);
+    // Outgrown: split, the first piece keeping this chunk's start (and so its range's beginning),
+    // or an earlier one when the first chunk took points from before it.
+    const pieces = pack(group, limit);
+    if (pieces[0].start > start) pieces[0].start = start;
+    for (const piece of pieces) out.set(piece.start, partOf(piece.members));
+  }
   return out;
 };
 

@@ -2,6 +2,7 @@ import Decimal from 'decimal.js';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
+import { checkScheduledCancel } from '#lib/subscriptions/schedule';
 import { newMerchant, useApi } from '../support/api.ts';
 import { assertWithinBudget } from '../support/property.ts';
 import { expectedCohorts, expectedSeries, expectedSummary, refImportedEnd, refSetAt, refSetFrom, type RefCustomer, type RefPoint } from './reference.ts';
@@ -36,7 +37,10 @@ type Op =
   | { kind: 'event'; c: number; withSub: boolean; amount: number; back: number }
   | { kind: 'order'; c: number; cycle: keyof typeof CYCLES; usd: boolean; amount: number; back: number }
   | { kind: 'refund'; c: number }
-  | { kind: 'batch'; c: number; items: { existing: boolean; status: 'paid' | 'cancelled' | 'refunded' | 'pending'; back: number; cycle: keyof typeof CYCLES; amount: number }[]; repeat: boolean };
+  | { kind: 'batch'; c: number; items: { existing: boolean; status: 'paid' | 'cancelled' | 'refunded' | 'pending'; back: number; cycle: keyof typeof CYCLES; amount: number }[]; repeat: boolean }
+  | { kind: 'import'; c: number; amount: number; back: number; cancelAfter: number }
+  | { kind: 'events'; c: number; items: { withSub: boolean; amount: number; back: number }[] }
+  | { kind: 'schedule'; c: number; ahead: number };
 type Step = { advance: number; ops: Op[] };
 
 const customer = fc.integer({ min: 0, max: CUSTOMERS - 1 });
@@ -60,6 +64,14 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       repeat: fc.boolean(),
     }),
   },
+  // Imported history: a subscription (cancelled `cancelAfter` days after its start when that has passed), recorded events in bulk.
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('import' as const), c: customer, amount, back, cancelAfter: fc.integer({ min: 0, max: 120 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('events' as const), c: customer, items: fc.array(fc.record({ withSub: fc.boolean(), amount, back }), { minLength: 1, maxLength: 3 }) }),
+  },
+  // A cancellation scheduled `ahead` hours from now (the scheduler applies it once the clock passes it).
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('schedule' as const), c: customer, ahead: fc.integer({ min: 1, max: 40 * 24 }) }) },
 );
 /** A step: one op, or ops of distinct customers sent at once (concurrent writers). */
 const step: fc.Arbitrary<Step> = fc.record({
@@ -71,7 +83,7 @@ const step: fc.Arbitrary<Step> = fc.record({
 const range = fc.tuple(fc.integer({ min: -60, max: 200 }), fc.integer({ min: 0, max: 500 }));
 
 /** `changed`: when its latest change took effect (no change may be dated before it, nor before the start). */
-type Sub = { id: number; status: 'active' | 'paused' | 'cancelled'; mrr: string; started_at: string; changed: string; deleted: boolean };
+type Sub = { id: number; status: 'active' | 'paused' | 'cancelled'; mrr: string; started_at: string; changed: string; deleted: boolean; cancel_at?: string | null };
 type Order = { no: string; amount: string; currency: string; cycle: keyof typeof CYCLES; status: string; paid_at: string | null; refunded_at: string | null; line: RefPoint[] };
 
 const addMonths = (t: string, months: number) => {
@@ -88,7 +100,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
       fc.asyncProperty(fc.array(step, { minLength: 4, maxLength: 14 }), range, async (steps, [offset, length]) => {
         let now = START;
         const clock = fixedClock(iso(now));
-        const { token } = await newMerchant();
+        const { token, merchantId } = await newMerchant();
         const emails = Array.from({ length: CUSTOMERS }, (_, i) => `p${i}@prop.test`);
         const created = await api.post('/customers/batch', token, { customers: emails.map((email) => ({ email, name: email })) });
         const ids: number[] = created.body.data.results.created.map((r: { id: number }) => r.id);
@@ -96,7 +108,21 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
         const subs: Sub[][] = ids.map(() => []);
         const orders: Order[][] = ids.map(() => []);
         let orderSeq = 0;
+        let importSeq = 0;
         const max = (a: string, b: string) => (a > b ? a : b);
+        /** The scheduler's run at the current time: every due schedule is applied at its cancel_at (the reference: 0 from then). */
+        const runScheduler = async () => {
+          for (const [c, list] of subs.entries()) {
+            for (const s of list) {
+              if (s.deleted || s.status === 'cancelled' || !s.cancel_at || s.cancel_at > iso(now)) continue;
+              expect(await checkScheduledCancel({ merchant_id: merchantId, subscription_id: s.id, cancel_at: s.cancel_at })).toEqual({ due: true, applied: true });
+              s.status = 'cancelled';
+              s.changed = s.cancel_at;
+              refSetFrom(ref[c], `S${s.id}`, s.cancel_at, 0, 'c');
+              s.cancel_at = null;
+            }
+          }
+        };
 
         const ok = (r: { status: number; body: unknown }, what: string) => expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBeLessThan(300);
 
@@ -177,6 +203,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 if (!effective) return;
                 live.status = 'active';
                 live.changed = effective;
+                live.cancel_at = null;
                 refSetFrom(ref[c], line, effective, live.mrr, 'a');
               } else {
                 // Cancellations are always dated (back 0: now).
@@ -192,6 +219,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 ok(r, 'cancel');
                 live.status = 'cancelled';
                 live.changed = cancelledAt;
+                live.cancel_at = null;
                 refSetFrom(ref[c], line, cancelledAt, 0, 'c');
               }
               return;
@@ -280,12 +308,66 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
               for (const order of touched) relineOrder(c, order);
               return;
             }
+            case 'import': {
+              const started = iso(now - o.back * DAY);
+              const cancelled = o.cancelAfter && Date.parse(started) + o.cancelAfter * DAY <= now ? iso(Date.parse(started) + o.cancelAfter * DAY) : null;
+              const mrr = positive(o.amount);
+              const item = { external_id: `imp-${++importSeq}`, customer_id: ids[c], plan_name: 'P', mrr: String(mrr), billing_cycle: 'monthly', started_at: started, ...(cancelled ? { cancelled_at: cancelled } : {}) };
+              const r = await api.post('/subscriptions/batch', token, { subscriptions: [item] });
+              ok(r, 'import');
+              if (!cancelled && live) {
+                expect(r.body.data.results.failed.map((f: { message: string }) => f.message), 'a second live subscription').toEqual(['The customer already has an active or paused subscription.']);
+                return;
+              }
+              expect(r.body.data.created, JSON.stringify(r.body.data)).toBe(1);
+              const id = r.body.data.results.created[0].id as number;
+              subs[c].push({ id, status: cancelled ? 'cancelled' : 'active', mrr: String(mrr), started_at: started, changed: cancelled ?? started, deleted: false });
+              refSetFrom(ref[c], `S${id}`, started, mrr, 'a');
+              if (cancelled) refSetFrom(ref[c], `S${id}`, cancelled, 0, 'c');
+              return;
+            }
+            case 'events': {
+              // In array order: each item sees the history the ones before it left (the imported line's end moves with it).
+              const items = o.items.map((it) => {
+                const s = it.withSub ? subs[c].filter((x) => !x.deleted).at(-1) : undefined;
+                return { s, occurred: iso(now - it.back * DAY), amount: it.amount };
+              });
+              const r = await api.post('/subscriptions/events/batch', token, {
+                events: items.map(({ s, occurred, amount }) => ({
+                  customer_id: ids[c],
+                  subscription_id: s?.id,
+                  event_type: amount > 0 ? 'upgrade' : 'cancel',
+                  old_amount: amount > 0 ? '0' : '1',
+                  new_amount: String(amount),
+                  occurred_at: occurred,
+                })),
+              });
+              ok(r, 'events');
+              const failed = new Set(r.body.data.results.failed.map((f: { index: number }) => f.index));
+              for (const [index, { s, occurred, amount }] of items.entries()) {
+                const importedEnd = refImportedEnd(ref[c]);
+                const refused = !s && importedEnd !== null && occurred >= importedEnd;
+                expect(failed.has(index), `events item ${index} refused: ${JSON.stringify(r.body.data.results.failed)}`).toBe(refused);
+                if (!refused) refSetAt(ref[c], s ? `S${s.id}` : 'I', occurred, amount, amount > 0 ? 'a' : 'c');
+              }
+              return;
+            }
+            case 'schedule': {
+              if (!live) return;
+              const cancelAt = iso(now + o.ahead * HOUR);
+              const r = await api.put(`/subscriptions/${live.id}/cancel`, token, { cancelled_at: cancelAt });
+              ok(r, 'schedule');
+              expect(r.body.data).toMatchObject({ status: live.status, cancel_at: cancelAt, cancelled_at: null });
+              live.cancel_at = cancelAt; // counted until then: nothing moves yet
+              return;
+            }
           }
         };
 
         for (const s of steps) {
           now += s.advance;
           clock.set(iso(now));
+          await runScheduler();
           await Promise.all(s.ops.map(run));
         }
 

@@ -72,6 +72,26 @@ describe('changes computed from the first difference; chunked storage', () => {
     );
   });
 
+  it('chunks kept across changes: only touched ones change, each within its limit, and they join back', () => {
+    fc.assert(
+      fc.property(fc.array(changed, { minLength: 1, maxLength: 6 }), fc.constantFrom(120, 400), (changes, limit) => {
+        let tl: Timeline = {};
+        let chunks: Map<string, string> | undefined;
+        for (const { after } of changes) {
+          const next = chunkTimeline(after, limit, chunks);
+          for (const [period, json] of next) if (period.length < 19) expect(Buffer.byteLength(json)).toBeLessThanOrEqual(limit);
+          expect(joinChunks(next.values())).toEqual(after);
+          // A chunk whose points did not move keeps its JSON (nothing to write).
+          if (chunks) for (const [period, json] of next) if (chunks.has(period) && JSON.stringify(joinChunks([json])) === JSON.stringify(joinChunks([chunks.get(period)!]))) expect(json).toBe(chunks.get(period));
+          chunks = next;
+          tl = after;
+        }
+        expect(Object.keys(tl).length).toBeGreaterThanOrEqual(0);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('chunks stay within their limit (down to a second) and join back to the timeline', () => {
     fc.assert(
       fc.property(timeline, fc.constantFrom(60, 200, 2000), (tl, limit) => {
