@@ -22,7 +22,7 @@
  * | live-subscription marker  | M#<m>#CUSTOMER#<id>                 | LIVE_SUB        |  (one per customer: active or paused)                   |
  * | customer current MRR      | M#<m>#CUSTOMER#<id>                 | MRR             |  (moved by ADD in every subscription change)            |
  * | customer MRR timeline     | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE    |  (head, put under `version`: the points inline while they fit 32 KB, else `chunked`) |
- * | customer timeline chunk   | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE#<period> | (a long timeline's points of one month, or of one day/hour/minute when a month is too big; ≤ 32 KB each) |
+ * | customer timeline chunk   | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE#<start> | (a long timeline's points from its start to the next chunk's; ≤ 32 KB, split when full) |
  * | pending moves             | M#<m>#MRR / M#<m>#COHORT           | M#0000-00#P#<id> / <cohort>#0000-00#P#<id> | (aggregate ADDs a full transaction could not hold; read in, applied once) |
  * | MRR movements of a day    | M#<m>#MRR                           | D#<yyyy-mm-dd>#<ss> | (ADD deltas, 8 shards: movements, active customers/subscriptions, churned) |
  * | MRR movements of a month  | M#<m>#MRR                           | M#<yyyy-mm>#<ss> |  (the same sums per month, the roll-up: monthly series and levels read months, not days) |
@@ -118,7 +118,7 @@ export const keys = {
   customerMrr: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR' }),
   /** The customer's MRR timeline (every line's change points), the base of its metrics classification. */
   customerTimeline: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR_TIMELINE' }),
-  /** One period's part of a long timeline (`period`: a month, or a day or finer when a month alone is too big). */
+  /** One part of a long timeline: its points from `period` (a month, or finer) to the next part's start. */
   customerTimelineChunk: (merchantId: string, customerId: number, period: string): Key => ({
     pk: `${m(merchantId)}#CUSTOMER#${customerId}`,
     sk: `${TIMELINE_CHUNK_PREFIX}${period}`,

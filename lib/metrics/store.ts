@@ -16,8 +16,8 @@ import { chunkTimeline, contributionChange, firstDifference, joinChunks, type Ti
  *
  * Storage stays bounded however long the history: the head holds the points inline while they fit
  * INLINE_LIMIT; beyond that the head only says `chunked` and the points live in chunk items of at
- * most CHUNK_LIMIT each, one per month (or finer, for a month too big alone). A change rewrites the
- * head and the chunks of the periods it touches, nothing else.
+ * most CHUNK_LIMIT each, split when full (`chunkTimeline`). A change rewrites the head and the
+ * chunks whose points it moves, nothing else.
  */
 export type TimelineState = {
   timeline: Timeline;
