@@ -4,9 +4,23 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
 import { cohortPartition, keys, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
-import { applyPending } from '#lib/db/writes';
-import { aggregateKey, STORED_ATTR, timelinesFrom } from '#lib/metrics/store';
-import { addContribution, addContributions, contributions, difference, type Contributions } from '#lib/metrics/timeline';
+import { addTimelineChange, aggregateKey, STORED_ATTR, timelinesFrom } from '#lib/metrics/store';
+import {
+  addContribution,
+  addContributions,
+  contributions,
+  difference,
+  firstDifference,
+  lineOf,
+  orderLine,
+  replaceLine,
+  type Contributions,
+  type OrderFacts,
+  type Timeline,
+} from '#lib/metrics/timeline';
+import { retrying } from '#lib/db/retry';
+import { applyPending, WriteSet } from '#lib/db/writes';
+import { getMerchant } from '#lib/merchants/store';
 
 /**
  * `ops metrics rebuild`: makes a merchant's stored aggregates equal the sum of its customers'
@@ -34,13 +48,40 @@ export type RebuildReport = {
   year_items_removed: number;
   search_keys_added: number;
   pending_moves_applied: number;
+  timelines_rederived: number;
+};
+
+/**
+ * A customer's timeline with its order and subscription lines derived again from those records as
+ * they now are (the rules of `orderLine` and `subscriptionTimeline`): an order that does not count
+ * (or is now another customer's) has no line, nor has a deleted subscription or one in another
+ * currency. Lines of records that still count are kept as they are.
+ */
+const rederiveLines = async (merchantId: string, reportingCurrency: string, customerId: number, tl: Timeline): Promise<Timeline> => {
+  const orderNos = Object.keys(tl).filter((l) => l.startsWith('O')).map((l) => l.slice(1));
+  const subIds = Object.keys(tl).filter((l) => l.startsWith('S')).map((l) => Number(l.slice(1)));
+  const found = await batchGet<Record<string, unknown>>([...orderNos.map((n) => keys.order(merchantId, n)), ...subIds.map((s) => keys.subscription(merchantId, s))]);
+  let next = tl;
+  for (const no of orderNos) {
+    const order = found.get(keyId(keys.order(merchantId, no))) as (OrderFacts & { customer_id: number }) | undefined;
+    const points = order && Number(order.customer_id) === customerId ? orderLine(order, reportingCurrency) : [];
+    if (JSON.stringify(points) !== JSON.stringify(tl[lineOf.order(no)])) next = replaceLine(next, lineOf.order(no), points);
+  }
+  for (const id of subIds) {
+    const sub = found.get(keyId(keys.subscription(merchantId, id)));
+    const gone = !sub || sub.deleted_at || ((sub.currency as string | undefined) ?? reportingCurrency) !== reportingCurrency;
+    if (gone) next = replaceLine(next, lineOf.subscription(id), []);
+  }
+  return next;
 };
 
 export const rebuildMerchantAggregates = async (merchantId: string): Promise<RebuildReport> => {
   const { Item: seq } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sequences(merchantId), ConsistentRead: true }));
   const lastCustomerId = Number(seq?.customer ?? 0);
 
+  const reportingCurrency = (await getMerchant(merchantId))?.reporting_currency ?? 'TWD';
   const target: Contributions = new Map();
+  let linesRederived = 0;
   let timelines = 0;
   let searchKeysAdded = 0;
   for (let first = 1; first <= lastCustomerId; first += CUSTOMERS_PER_READ) {
@@ -50,7 +91,19 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
     for (const id of ids) {
       if (found.has(keyId(keys.customerTimeline(merchantId, id)))) {
         timelines += 1;
-        addContributions(target, contributions(read.get(id)!.timeline));
+        const state = read.get(id)!;
+        // Lines written by earlier rules are derived again from their orders and subscriptions as they now are.
+        const current = await rederiveLines(merchantId, reportingCurrency, id, state.timeline);
+        if (firstDifference(state.timeline, current) !== null) {
+          await retrying(async () => {
+            const fresh = (await timelinesFrom(merchantId, await batchGet([keys.customerTimeline(merchantId, id)]), [id])).get(id)!;
+            const ws = new WriteSet();
+            addTimelineChange(ws, merchantId, id, fresh, await rederiveLines(merchantId, reportingCurrency, id, fresh.timeline));
+            await ws.commit();
+          });
+          linesRederived += 1;
+        }
+        addContributions(target, contributions(current));
       }
       const customer = found.get(keyId(keys.customer(merchantId, id)));
       if (customer?.gsi1pk && !customer.gsi4pk) {
@@ -125,5 +178,6 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
     year_items_removed: yearItems.length,
     search_keys_added: searchKeysAdded,
     pending_moves_applied: pendingApplied,
+    timelines_rederived: linesRederived,
   };
 };

@@ -5,7 +5,9 @@ import { db, tableName } from '#lib/db/client';
 import { cohortPartition, keys, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { rebuildMerchantAggregates } from '#lib/metrics/rebuild';
-import { STORED_ATTR } from '#lib/metrics/store';
+import { addTimelineChange, readTimeline, STORED_ATTR } from '#lib/metrics/store';
+import type { Timeline } from '#lib/metrics/timeline';
+import { WriteSet } from '#lib/db/writes';
 import { newMerchant, useApi } from '../support/api.ts';
 import { ops } from '../support/cli.ts';
 
@@ -82,14 +84,14 @@ describe('ops metrics rebuild', () => {
     expect(broken.search).toEqual([c, a]);
 
     const report = await rebuildMerchantAggregates(merchantId);
-    expect(report).toMatchObject({ customers_read: 3, timelines: 3, search_keys_added: 1, pending_moves_applied: 0 });
+    expect(report).toMatchObject({ customers_read: 3, timelines: 3, search_keys_added: 1, pending_moves_applied: 0, timelines_rederived: 0 });
     expect(report.year_items_removed).toBeGreaterThan(0);
     expect(report.aggregates_corrected).toBeGreaterThan(0);
     expect(await reads()).toEqual(before);
     expect(await queryAll({ partition: metricsPartition(merchantId), from: 'Y#', to: 'Y#~' }, ['sk'])).toEqual([]);
 
     // Nothing left to correct; the cohort and day items were right all along.
-    expect(await rebuildMerchantAggregates(merchantId)).toEqual({ customers_read: 3, timelines: 3, aggregates_corrected: 0, year_items_removed: 0, search_keys_added: 0, pending_moves_applied: 0 });
+    expect(await rebuildMerchantAggregates(merchantId)).toEqual({ customers_read: 3, timelines: 3, aggregates_corrected: 0, year_items_removed: 0, search_keys_added: 0, pending_moves_applied: 0, timelines_rederived: 0 });
     expect((await queryAll({ partition: cohortPartition(merchantId) }, ['sk'])).length).toBeGreaterThan(0);
   });
 
@@ -97,9 +99,38 @@ describe('ops metrics rebuild', () => {
     const { merchantId } = await newMerchant();
     const r = await ops('metrics', 'rebuild', '--merchant', merchantId);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.json).toEqual({ customers_read: 0, timelines: 0, aggregates_corrected: 0, year_items_removed: 0, search_keys_added: 0, pending_moves_applied: 0 });
+    expect(r.json).toEqual({ customers_read: 0, timelines: 0, aggregates_corrected: 0, year_items_removed: 0, search_keys_added: 0, pending_moves_applied: 0, timelines_rederived: 0 });
     const missing = await ops('metrics', 'rebuild', '--merchant', 'mer_nobody');
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toContain('does not exist');
+  });
+
+  it('derives again the lines earlier rules left: a refunded recurring order whose past still counted, a deleted subscription still booked', async () => {
+    fixedClock('2025-06-01T00:00:00Z');
+    const { token, merchantId } = await newMerchant();
+    const customer = (await ok(api.post('/customers', token, { email: 'old@rules.test', name: 'O' }), 201)).data.id as number;
+    const sub = (await ok(api.post('/subscriptions', token, { customer_id: customer, plan_name: 'P', mrr: '50', billing_cycle: 'monthly', started_at: '2025-01-01T00:00:00Z' }), 201)).data;
+    await ok(api.post('/orders', token, { order_no: 'OLD-1', amount: '300', customer_email: 'old@rules.test', status: 'paid', billing_cycle: 'quarterly', paid_at: '2025-02-01T00:00:00Z' }), 201);
+    await ok(api.patch('/orders/OLD-1', token, { status: 'refunded' }));
+    await ok(api.del(`/subscriptions/${sub.id}`, token), 204);
+    const now = await ok(api.get('/metrics/mrr?start_date=2025-01-01&end_date=2025-05-31', token));
+    expect(now.data.every((p: { mrr: string }) => p.mrr === '0.00')).toBe(true);
+
+    // What the earlier rules stored: the order counting until its refund, the deleted subscription still there; the aggregates to match.
+    const state = await readTimeline(merchantId, customer);
+    const old = {
+      ...state.timeline,
+      'OOLD-1': [['2025-02-01T00:00:00Z', '100', 'o'], ['2025-03-10T00:00:00Z', '0', 'o']],
+      [`S${sub.id}`]: [['2025-01-01T00:00:00Z', '50', 'a'], ['2025-04-01T00:00:00Z', '0', 'c']],
+    } as Timeline;
+    const ws = new WriteSet();
+    addTimelineChange(ws, merchantId, customer, state, old);
+    await ws.commit();
+    expect((await ok(api.get('/metrics/mrr?start_date=2025-01-01&end_date=2025-05-31', token))).data[1].mrr).toBe('150.00');
+
+    const report = await rebuildMerchantAggregates(merchantId);
+    expect(report).toMatchObject({ timelines_rederived: 1 });
+    expect((await ok(api.get('/metrics/mrr?start_date=2025-01-01&end_date=2025-05-31', token))).data).toEqual(now.data);
+    expect(await rebuildMerchantAggregates(merchantId)).toMatchObject({ timelines_rederived: 0, aggregates_corrected: 0 });
   });
 });
