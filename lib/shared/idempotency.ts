@@ -30,7 +30,48 @@ export type IdempotencyRecord = {
  */
 export const requestHash = (request: Record<string, unknown>): string => {
   const metadata = typeof request.metadata === 'string' ? JSON.parse(request.metadata) : request.metadata;
-  return createHash('sha256').update(canonicalize({ ...request, metadata }) ?? '').digest('hex');
+  const value = { ...request, metadata };
+  let text: string;
+  try {
+    text = canonicalize(value) ?? '';
+  } catch {
+    // What RFC 8785 cannot write (nested deeper than the call stack allows, or a number JSON
+    // parsed to Infinity): a canonical form built without recursion. Such a body still gets its
+    // 200 with failed items, and a repeat its replay.
+    text = canonicalWithoutRecursion(value);
+  }
+  return createHash('sha256').update(text).digest('hex');
+};
+
+/** Canonical JSON (keys sorted) of any depth, written with an explicit stack instead of recursion. */
+class Token {
+  constructor(readonly text: string) {}
+}
+const canonicalWithoutRecursion = (root: unknown): string => {
+  let out = '';
+  const stack: unknown[] = [root];
+  while (stack.length) {
+    const v = stack.pop();
+    if (v instanceof Token) out += v.text;
+    else if (Array.isArray(v)) {
+      stack.push(new Token(']'));
+      for (let i = v.length - 1; i >= 0; i--) {
+        stack.push(v[i] === undefined ? null : v[i]);
+        if (i > 0) stack.push(new Token(','));
+      }
+      stack.push(new Token('['));
+    } else if (v !== null && typeof v === 'object') {
+      const keys = Object.keys(v).filter((k) => (v as Record<string, unknown>)[k] !== undefined).sort();
+      stack.push(new Token('}'));
+      for (let i = keys.length - 1; i >= 0; i--) {
+        stack.push((v as Record<string, unknown>)[keys[i]]);
+        stack.push(new Token(`${JSON.stringify(keys[i])}:`));
+        if (i > 0) stack.push(new Token(','));
+      }
+      stack.push(new Token('{'));
+    } else out += JSON.stringify(v) ?? 'null';
+  }
+  return out;
 };
 
 const nowSeconds = () => Math.floor(now().getTime() / 1000);

@@ -240,4 +240,15 @@ describe('X-Idempotency-Key on the batch endpoints', () => {
     expect((await api.get(`/subscriptions/events?customer_id=${customer.id}`, token)).body.meta.total).toBe(3);
     expect((await summary(token)).current_mrr).toBe('30.00');
   });
+
+  it('a body nested past the call stack is still hashed: 200 with failed items, and the repeat replays', async () => {
+    const { token } = await setup();
+    const rawBody = `{"subscriptions":[${'['.repeat(5_000)}${']'.repeat(5_000)}]}`;
+    const headers = { 'x-idempotency-key': 'deep-1', 'content-type': 'application/json' };
+    const first = await api.request('POST', '/subscriptions/batch', { token, rawBody, headers });
+    expect(first.status, JSON.stringify(first.body).slice(0, 200)).toBe(200);
+    expect(first.body.data).toMatchObject({ total: 1, failed: 1 });
+    const again = await api.request('POST', '/subscriptions/batch', { token, rawBody, headers });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+  });
 });
