@@ -185,6 +185,8 @@ const scan = (tl: Timeline, from: string | null): Contributions => {
       liveLines += Number(isLive(p));
       subs += Number(isActiveSub(line, p));
       for (let j = 0; j <= i; j++) {
+        // A line's value after an instant is its last point at that instant.
+        if (j < i && pts[j + 1][0] === pts[j][0]) continue;
         if (pts[j][1] !== '0' && new Decimal(pts[j][1]).gt(0)) {
           if (firstPositive === null || pts[j][0] < firstPositive) firstPositive = pts[j][0];
           break;

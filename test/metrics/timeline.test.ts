@@ -103,3 +103,15 @@ describe('changes computed from the first difference; chunked storage', () => {
     );
   });
 });
+
+describe('the state before the first difference', () => {
+  // Found by the property above: two points of one line at one instant (5, then 0) leave the line
+  // at 0 after it, so the customer was never above 0 and a later start is `new`, not `reactivation`.
+  it('reads a line at an instant by its last point there', () => {
+    const before: Timeline = { I: [['2020-01-08T00:00:00Z', '5', 'a'], ['2020-01-08T00:00:00Z', '0', 'a']] };
+    const after: Timeline = { ...before, S1: [['2020-01-09T00:00:00Z', '10', 'a']] };
+    const moves = contributionChange(before, after);
+    expect(moves.get('D#2020-01-09')?.get('new')?.toFixed()).toBe('10');
+    expect(moves.get('C#2020-01#2020-01')?.get('joined')?.toFixed()).toBe('1');
+  });
+});
