@@ -1,10 +1,14 @@
+import { sourceOf } from '#lib/activity/store';
 import { importCustomers } from '#lib/customers/batch';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/http/routes';
 import { idempotentBatch } from '#lib/shared/idempotency';
 
-export const handler = apiHandler(routes.customersBatch, async ({ auth, body, query, headers }) => {
+export const handler = apiHandler(routes.customersBatch, async (req) => {
+  const { auth, body, query, headers } = req;
   // on_conflict is read from the body; the query string is accepted too.
   const onConflict = body.on_conflict ?? query.on_conflict ?? 'skip';
-  return idempotentBatch(auth.merchantId, headers['x-idempotency-key'], { ...body, on_conflict: onConflict }, () => importCustomers(auth.merchantId, body.customers, onConflict));
+  return idempotentBatch(auth.merchantId, headers['x-idempotency-key'], { ...body, on_conflict: onConflict }, () =>
+    importCustomers(auth.merchantId, body.customers, onConflict, sourceOf(req)),
+  );
 });

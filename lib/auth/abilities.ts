@@ -9,5 +9,6 @@ export const ABILITIES = [
   'webhooks:read',
   'webhooks:write',
   'analytics:read',
+  'activity:read',
 ] as const;
 export type Ability = (typeof ABILITIES)[number];

@@ -1,4 +1,4 @@
-import { addBatchActivity } from '#lib/activity/store';
+import { NO_SOURCE, openBatchActivity, type ActivitySource } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import { keys, type Key } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
@@ -50,25 +50,15 @@ const overlay = <T extends Record<string, unknown>>(base: T, next: Record<string
  * concurrent writer is redone item by item, so every item is still classified correctly.
  * Nothing is rolled back; the last transaction also records the import in the activity log.
  */
-export const importCustomers = async (merchantId: string, rawItems: unknown[], onConflict: OnConflict): Promise<BatchResult> => {
+export const importCustomers = async (merchantId: string, rawItems: unknown[], onConflict: OnConflict, source: ActivitySource = NO_SOURCE): Promise<BatchResult> => {
   const results = batchCollector(rawItems.length);
-  const tally = { created: 0, updated: 0, skipped: 0, failed: 0 };
-  const failed = (index: number, message: string, identifier: string) => {
-    results.failed(index, 'validation_error', message, identifier);
-    tally.failed++;
-  };
-  const skipped = (index: number, identifier: string) => {
-    results.skipped(index, 'duplicate_email', identifier);
-    tally.skipped++;
-  };
-  const created = (index: number, id: number, identifier: string) => {
-    results.created(index, id, identifier);
-    tally.created++;
-  };
-  const updated = (index: number, id: number, identifier: string) => {
-    results.updated(index, id, identifier);
-    tally.updated++;
-  };
+  const at = formatTimestamp(now());
+  // The entry's id is taken while the batch reads (awaited before anything is written).
+  const opening = openBatchActivity(merchantId, 'customers.batch', source, at);
+  opening.catch(() => undefined);
+  const failed = (index: number, message: string, identifier: string) => results.failed(index, 'validation_error', message, identifier);
+  const skipped = (index: number, identifier: string) => results.skipped(index, 'duplicate_email', identifier);
+  const { created, updated } = results;
 
   // 1. Validate each item.
   const valid: Item[] = [];
@@ -164,7 +154,7 @@ export const importCustomers = async (merchantId: string, rawItems: unknown[], o
     else updated(first.index, id, first.identifier);
     for (const v of rest) updated(v.index, id, v.identifier);
   };
-  const at = formatTimestamp(now());
+  const activity = await opening;
   await runBatch(
     plans,
     {
@@ -184,19 +174,15 @@ export const importCustomers = async (merchantId: string, rawItems: unknown[], o
         const message = err instanceof ThrottledError ? 'The service was busy; retry the item.' : 'The customer was changed concurrently; retry the item.';
         for (const v of plan.items) {
           results.failed(v.index, err instanceof ThrottledError ? 'throttled' : 'conflict', message, v.identifier);
-          tally.failed++;
-        }
+              }
       },
     },
     {
-      finish: (ws, pending) => {
-        const c = { ...tally };
-        for (const plan of plans.slice(plans.length - pending)) {
-          if (plan.kind === 'create') c.created++;
-          c.updated += plan.items.length - (plan.kind === 'create' ? 1 : 0);
-        }
-        addBatchActivity(ws, merchantId, 'customers.batch', { total: rawItems.length, ...c }, at);
-      },
+      finish: activity(results.result, (pending) => {
+        const last = plans.slice(plans.length - pending);
+        const created = last.filter((plan) => plan.kind === 'create').length;
+        return { created, updated: last.reduce((n, plan) => n + plan.items.length, 0) - created };
+      }),
     },
   );
   return results.result();

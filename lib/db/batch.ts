@@ -29,11 +29,12 @@ export type BatchPlan<U> = {
 };
 
 export type BatchOptions = {
-  /** Adds a closing record (activity log) to the last transaction when room is left; called once. */
-  finish?: (ws: WriteSet, pendingUnits: number) => void;
+  /**
+   * Adds a closing record (the activity-log entry) to the last transaction when room is left, with
+   * the number of units that transaction carries; else to a transaction of its own afterwards (0).
+   */
+  finish?: { actions: number; add: (ws: WriteSet, pendingUnits: number) => void | Promise<void> };
 };
-
-const ROOM_FOR_FINISH = 1;
 /**
  * Transactions of one batch in flight at once. Each waits mostly on DynamoDB (a 99-action
  * transaction takes a few hundred ms on DynamoDB Local), so independent chunks overlap.
@@ -44,7 +45,8 @@ type Packed = { ws: WriteSet; end: number; onCommit: () => void };
 type Flight = { ids: Set<string>; shard: number; done: Promise<void> };
 
 export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOptions = {}): Promise<void> => {
-  const limit = MAX_ACTIONS - (opts.finish ? ROOM_FOR_FINISH : 0);
+  const roomForFinish = opts.finish?.actions ?? 0;
+  const limit = MAX_ACTIONS - roomForFinish;
   let finished = false;
   const flights = new Set<Flight>();
   // Units per chunk so far: the first guess for the next chunk (imports are regular).
@@ -131,8 +133,8 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
       const chunk = units.slice(start, packed.end);
       const last = packed.end === units.length;
       let carriesFinish = false;
-      if (last && opts.finish && packed.ws.actions + ROOM_FOR_FINISH <= MAX_ACTIONS) {
-        opts.finish(packed.ws, chunk.length);
+      if (last && opts.finish && packed.ws.actions + roomForFinish <= MAX_ACTIONS) {
+        await opts.finish.add(packed.ws, chunk.length);
         finished = carriesFinish = true;
       }
       const flight: Flight = { ids: packed.ws.itemIds(), shard, done: Promise.resolve() };
@@ -152,7 +154,7 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
     // The closing record never costs the caller its report of what was committed.
     await retrying(async () => {
       const ws = new WriteSet();
-      opts.finish!(ws, 0);
+      await opts.finish!.add(ws, 0);
       await ws.commit();
     }).catch((err: Error) => logger.warn('batch closing record not written', { error: err.message }));
   }

@@ -40,11 +40,8 @@ export const readTotals = async (merchantId: string, resource: TotalsResource): 
   return sumShards(Items ?? []);
 };
 
-/**
- * A day's and its month's stats, summed over their shards: one strongly consistent Query over the
- * month's partition from that day on (later days of the month only exist for future-dated writes).
- */
-export const readDayAndMonth = async (merchantId: string, day: string) => {
+/** The counter items of a partition between two sort keys, inclusive: strongly consistent, every page. */
+export const readCounterItems = async (pk: string, from: string, to: string): Promise<Record<string, unknown>[]> => {
   const items: Record<string, unknown>[] = [];
   let startKey: Record<string, unknown> | undefined;
   do {
@@ -52,7 +49,7 @@ export const readDayAndMonth = async (merchantId: string, day: string) => {
       new QueryCommand({
         TableName: tableName(),
         KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
-        ExpressionAttributeValues: { ':pk': statsPartition(merchantId, day.slice(0, 7)), ':from': `D#${day.slice(8, 10)}#`, ':to': 'M#~' },
+        ExpressionAttributeValues: { ':pk': pk, ':from': from, ':to': to },
         ConsistentRead: true,
         ExclusiveStartKey: startKey,
       }),
@@ -60,6 +57,15 @@ export const readDayAndMonth = async (merchantId: string, day: string) => {
     items.push(...((res.Items ?? []) as Record<string, unknown>[]));
     startKey = res.LastEvaluatedKey;
   } while (startKey);
+  return items;
+};
+
+/**
+ * A day's and its month's stats, summed over their shards: one strongly consistent Query over the
+ * month's partition from that day on (later days of the month only exist for future-dated writes).
+ */
+export const readDayAndMonth = async (merchantId: string, day: string) => {
+  const items = await readCounterItems(statsPartition(merchantId, day.slice(0, 7)), `D#${day.slice(8, 10)}#`, 'M#~');
   const dayKey = keys.statsDay(merchantId, day, 0).sk.slice(0, 5);
   return {
     day: sumShards(items.filter((i) => String(i.sk).startsWith(dayKey))),

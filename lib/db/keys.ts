@@ -39,7 +39,10 @@
  * | webhook delivery log head | M#<m>#WEBHOOK#<id>#DELIVERIES       | ~ENDPOINT       |  (while the endpoint exists: the log's page 1 proves it; no TTL) |
  * | webhook delivery (state)  | M#<m>#WEBHOOK#<id>                  | DELIVERY#<evt>  |  (body, attempts, delivered_at: dedupe + manual retry; TTL 30 d) |
  * | webhook endpoint health   | M#<m>#WEBHOOK#<id>                  | HEALTH          |  (failing_since: auto-disable after 5 days of failures) |
- * | activity log              | M#<m>#ACTIVITY                      | <created>#<id>  |                                                         |
+ * | activity-log entry        | M#<m>#ACTIVITY#<id>                 | ACTIVITY        | gsi1 all; gsi2 by type; gsi3 by import run (TTL: 13 whole months after its month) |
+ * | activity id sequence      | M#<m>                               | SEQ#ACTIVITY    |  (its own item: batches never meet the other sequences) |
+ * | activity-log totals       | M#<m>#ACTIVITY_TOTALS               | <yyyy-mm>#<nnn> |  (entries, entries_<type> per month, sharded; TTL with the month's entries) |
+ * | import-run totals         | M#<m>#ACTIVITY_RUN#<run>            | <yyyy-mm>#<nnn> |  (the same counts for one import run)                   |
  *
  * Hot counters (totals, stats) are written to one of COUNTER_SHARDS shards (`<nn>`, chosen per
  * transaction) and summed on read in one request, so a merchant's concurrent writers rarely meet.
@@ -176,10 +179,35 @@ export const keys = {
   }),
   // '~' sorts after every attempt's ISO-time sort key, so a newest-first query of the partition returns it first.
   webhookDeliveryLogHead: (merchantId: string, endpointId: number): Key => ({ pk: webhookDeliveriesPartition(merchantId, endpointId), sk: '~ENDPOINT' }),
-  activity: (merchantId: string, createdAt: string, id: string): Key => ({
-    pk: `${m(merchantId)}#ACTIVITY`,
-    sk: `${createdAt}#${id}`,
+  /** One activity-log entry (a batch request's record), read by id. */
+  activity: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#ACTIVITY#${id}`, sk: 'ACTIVITY' }),
+  /** The activity ids' own sequence item, so batches never contend with the other sequences. */
+  activitySequence: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'SEQ#ACTIVITY' }),
+  /** A month's activity-log counts (all entries, or one import run's), in the transaction's shard. */
+  activityTotals: (merchantId: string, run: string | null, month: string, shard: number): Key => ({
+    pk: activityTotalsPartition(merchantId, run),
+    sk: `${month}#${padShard(shard)}`,
   }),
+};
+
+/** Partition of a merchant's activity-log counts per month (`run`: of one import run only). */
+export const activityTotalsPartition = (merchantId: string, run: string | null): string =>
+  run === null ? `${m(merchantId)}#ACTIVITY_TOTALS` : `${m(merchantId)}#ACTIVITY_RUN#${run}`;
+
+/** The activity log's lists, newest first: all entries (gsi1), by type (gsi2), by import run (gsi3). */
+export const activityIndexes = {
+  of: (merchantId: string, type: string, run: string | null, createdAt: string, id: number) => ({
+    gsi1pk: `${m(merchantId)}#ACTIVITY`,
+    gsi1sk: `${createdAt}#${pad(id)}`,
+    gsi2pk: `${m(merchantId)}#ACTIVITY#TYPE#${type}`,
+    gsi2sk: `${createdAt}#${pad(id)}`,
+    ...(run === null ? {} : { gsi3pk: `${m(merchantId)}#ACTIVITY#RUN#${run}`, gsi3sk: `${createdAt}#${pad(id)}` }),
+  }),
+  partitions: {
+    all: (merchantId: string) => `${m(merchantId)}#ACTIVITY`,
+    byType: (merchantId: string, type: string) => `${m(merchantId)}#ACTIVITY#TYPE#${type}`,
+    byRun: (merchantId: string, run: string) => `${m(merchantId)}#ACTIVITY#RUN#${run}`,
+  },
 };
 
 /** Index attributes written on items (sparse: removed when an item leaves a list). */

@@ -1,4 +1,7 @@
-import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
+import { createHash } from 'node:crypto';
+import { QueryCommand, type QueryCommandInput, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
+import { InvalidError } from '#lib/errors';
+import { CURSOR_INVALID, DEEP_PAGE_MESSAGE, MAX_PAGE_OFFSET, cursorMeta, decodeCursor, encodeCursor, type PageMeta } from '#lib/shared/pagination';
 import { db, tableName } from '#lib/db/client';
 import { GSIS, type IndexName } from '#lib/db/table';
 import type { Condition } from '#lib/db/writes';
@@ -153,4 +156,75 @@ export const listPage = async <T>(q: IndexQuery, count: () => Promise<number>, p
   const total = await count();
   if (offset >= total) return { items: [], total };
   return { items: await queryPage<T>(q, offset, perPage), total };
+};
+
+/** The list a cursor belongs to: its index, partition, bounds and filter (a cursor of another list is refused). */
+const listFingerprint = (q: IndexQuery): string =>
+  createHash('sha256')
+    .update(JSON.stringify([q.index ?? '', q.partition, q.from ?? '', q.to ?? '', q.filter ?? null]))
+    .digest('base64url')
+    .slice(0, 16);
+
+/** A cursor's key may only position the read inside this list's partition and bounds (else DynamoDB refuses it). */
+const keyFits = (q: IndexQuery, key: Record<string, string>): boolean => {
+  const g = indexDef(q.index);
+  const attrs = keyAttributes(q);
+  const sortKey = key[g.sortKey];
+  return (
+    Object.keys(key).length === attrs.length &&
+    attrs.every((a) => typeof key[a] === 'string') &&
+    key[g.partitionKey] === q.partition &&
+    (q.from === undefined || sortKey >= q.from) &&
+    (q.to === undefined || sortKey <= q.to)
+  );
+};
+
+/** Up to `limit` items after `after` (exclusive): one Query when unfiltered. */
+const queryAfter = async <T>(q: IndexQuery, after: Record<string, string>, limit: number): Promise<T[]> => {
+  const input = baseInput(q);
+  const out: T[] = [];
+  let startKey: Record<string, unknown> | undefined = after;
+  while (out.length < limit) {
+    const res: QueryCommandOutput = await db().send(new QueryCommand({ ...input, Limit: q.filter ? undefined : limit - out.length, ExclusiveStartKey: startKey }));
+    out.push(...((res.Items ?? []) as T[]));
+    if (!res.LastEvaluatedKey) break;
+    startKey = res.LastEvaluatedKey;
+  }
+  return out.slice(0, limit);
+};
+
+export type PageRequest = { page: number; per_page: number; cursor?: string };
+export type CursorPage<T> = { items: T[]; meta: PageMeta & { next_cursor: string | null } };
+
+/**
+ * One page of a list by number or by cursor, with its total and `next_cursor`. A cursor page reads
+ * the total and the page in parallel, like page 1, whatever its depth; page numbers stop at an
+ * offset of MAX_PAGE_OFFSET (a 422 on `page` that points to the cursor).
+ */
+export const listPageWithCursor = async <T extends Record<string, unknown>>(
+  q: IndexQuery,
+  count: () => Promise<number>,
+  req: PageRequest,
+  /** What names the list for its cursors, when `q` also carries bounds that move with time (retention). */
+  identity: IndexQuery = q,
+): Promise<CursorPage<T>> => {
+  const list = listFingerprint(identity);
+  let offset: number;
+  let items: T[];
+  let total: number;
+  if (req.cursor !== undefined) {
+    const cursor = decodeCursor(req.cursor);
+    if (!cursor || cursor.list !== list || !keyFits(q, cursor.key)) throw InvalidError.field('cursor', CURSOR_INVALID);
+    offset = cursor.offset;
+    [total, items] = await Promise.all([count(), queryAfter<T>(q, cursor.key, req.per_page)]);
+  } else {
+    offset = (req.page - 1) * req.per_page;
+    if (offset >= MAX_PAGE_OFFSET) throw InvalidError.field('page', DEEP_PAGE_MESSAGE);
+    // An empty range (its end before the retention bound) reads nothing: DynamoDB refuses inverted bounds.
+    if (q.from !== undefined && q.to !== undefined && q.from > q.to) return { items: [], meta: cursorMeta(offset, req.per_page, 0, 0, null) };
+    ({ items, total } = await listPage<T>(q, count, req.page, req.per_page));
+  }
+  const more = items.length === req.per_page && offset + items.length < total;
+  const next = more ? encodeCursor({ list, offset: offset + items.length, key: keyOf(q, items[items.length - 1]) as Record<string, string> }) : null;
+  return { items, meta: cursorMeta(offset, req.per_page, total, items.length, next) };
 };

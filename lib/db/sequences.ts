@@ -3,7 +3,10 @@ import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import type { WriteSet } from '#lib/db/writes';
 
-export type Sequence = 'customer' | 'order' | 'subscription' | 'subscription_event' | 'webhook_endpoint';
+export type Sequence = 'customer' | 'order' | 'subscription' | 'subscription_event' | 'webhook_endpoint' | 'activity';
+
+/** The activity log's ids live in an item of their own (batches never meet other writers' sequences). */
+const sequenceItem = (merchantId: string, seq: Sequence) => (seq === 'activity' ? keys.activitySequence(merchantId) : keys.sequences(merchantId));
 
 /**
  * Allocates ids from the merchant's per-resource sequences in one atomic ADD (transactions return
@@ -16,6 +19,8 @@ export const allocateIds = async (
 ): Promise<Partial<Record<Sequence, number>>> => {
   const wanted = Object.entries(counts).filter(([, n]) => (n ?? 0) > 0) as [Sequence, number][];
   if (!wanted.length) return {};
+  const key = sequenceItem(merchantId, wanted[0][0]);
+  if (wanted.some(([seq]) => sequenceItem(merchantId, seq).sk !== key.sk)) throw new Error('allocateIds: one sequence item per call');
   const names: Record<string, string> = {};
   const values: Record<string, number> = {};
   const adds = wanted.map(([seq, n], i) => {
@@ -26,7 +31,7 @@ export const allocateIds = async (
   const { Attributes } = await db().send(
     new UpdateCommand({
       TableName: tableName(),
-      Key: keys.sequences(merchantId),
+      Key: key,
       UpdateExpression: `ADD ${adds.join(', ')}`,
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,

@@ -49,8 +49,9 @@ import {
 import { apiTokenIssuedSchema, apiTokenSchema, backofficeSessionSchema } from '#lib/merchants/schemas';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { cohortSchema, cohortsQuery, metricsSummarySchema, mrrQuery, mrrSeriesSchema } from '#lib/metrics/schemas';
+import { activityEntrySchema, activityListQuery, activityPathParams, importRunHeaders } from '#lib/activity/schemas';
 import { defineRoute, type RouteDef } from '#lib/http/route';
-import { batchAnswer, batchResultSchema, dataOf, idempotencyHeaders, listOf, messageBody, validationBody } from '#lib/shared/schemas';
+import { batchAnswer, batchResultSchema, cursorListOf, dataOf, idempotencyHeaders, listOf, messageBody, validationBody } from '#lib/shared/schemas';
 
 const errors = {
   401: { description: 'Unauthenticated', schema: messageBody },
@@ -66,6 +67,8 @@ const backofficeErrors = {
 /** Token routes the dashboard (web/) also calls with the back-office identity: reads for both roles, writes for admins. */
 const dashboardRead = { roles: ['admin', 'user'] } as const;
 const dashboardAdmin = { roles: ['admin'] } as const;
+/** The batch endpoints' headers: an idempotency key, and the import run the activity entry names. */
+const batchHeaders = idempotencyHeaders.extend(importRunHeaders);
 const notFound = { 404: { description: 'Resource not found', schema: messageBody } };
 const invalid = { 422: { description: 'Validation failed', schema: validationBody } };
 
@@ -185,7 +188,7 @@ export const routes = {
     writes: true,
     summary: 'Import up to 100 customers',
     tags: ['customers'],
-    request: { body: customerBatchBody, query: customerBatchQuery, headers: idempotencyHeaders },
+    request: { body: customerBatchBody, query: customerBatchQuery, headers: batchHeaders },
     responses: { 200: batchAnswer(), ...errors, ...invalid },
   }),
   customersGet: defineRoute({
@@ -261,7 +264,7 @@ export const routes = {
     writes: true,
     summary: 'Import up to 100 orders (upsert by order_no)',
     tags: ['orders'],
-    request: { body: orderBatchBody, headers: idempotencyHeaders },
+    request: { body: orderBatchBody, headers: batchHeaders },
     responses: { 200: batchAnswer(), ...errors, ...invalid },
   }),
   ordersStats: defineRoute({
@@ -352,7 +355,7 @@ export const routes = {
     writes: true,
     summary: 'Import up to 100 subscriptions (unique external_id; no webhooks)',
     tags: ['subscriptions'],
-    request: { body: subscriptionBatchBody, headers: idempotencyHeaders },
+    request: { body: subscriptionBatchBody, headers: batchHeaders },
     responses: { 200: batchAnswer('Batch result; `identifier` is the external_id'), ...errors, ...invalid },
   }),
   subscriptionEventsBatch: defineRoute({
@@ -363,7 +366,7 @@ export const routes = {
     writes: true,
     summary: 'Record up to 100 historical subscription events, in array order',
     tags: ['subscriptions'],
-    request: { body: subscriptionEventBatchBody, headers: idempotencyHeaders },
+    request: { body: subscriptionEventBatchBody, headers: batchHeaders },
     responses: { 200: batchAnswer("Batch result; `identifier` is the subscription's external id, else the customer id"), ...errors, ...invalid },
   }),
   subscriptionsGet: defineRoute({
@@ -581,6 +584,30 @@ export const routes = {
     tags: ['webhooks'],
     request: { params: webhookDeliveryRetryPathParams },
     responses: { 200: { description: 'The attempt (also in the delivery log)', schema: dataOf(webhookDeliverySchema) }, ...errors, ...notFound },
+  }),
+  activityList: defineRoute({
+    method: 'GET',
+    path: '/activity',
+    handler: 'functions/activity/list.ts',
+    ability: 'activity:read',
+    dashboard: dashboardRead,
+    writes: false,
+    summary: 'The activity log: one entry per batch request, newest first, kept for the 13 whole months after the month it ran in',
+    tags: ['activity'],
+    request: { query: activityListQuery },
+    responses: { 200: { description: 'A page of activity entries (`meta.next_cursor` reads the next one)', schema: cursorListOf(activityEntrySchema) }, ...errors, ...invalid },
+  }),
+  activityGet: defineRoute({
+    method: 'GET',
+    path: '/activity/{id}',
+    handler: 'functions/activity/get.ts',
+    ability: 'activity:read',
+    dashboard: dashboardRead,
+    writes: false,
+    summary: 'One activity entry (404 once it is no longer kept)',
+    tags: ['activity'],
+    request: { params: activityPathParams },
+    responses: { 200: { description: 'The entry', schema: dataOf(activityEntrySchema) }, ...errors, ...notFound },
   }),
 };
 

@@ -1,4 +1,4 @@
-import { addBatchActivity } from '#lib/activity/store';
+import { NO_SOURCE, openBatchActivity, type ActivitySource } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
 import { batchGet, keyId } from '#lib/db/batch-get';
@@ -38,7 +38,7 @@ const isEmpty = (v: unknown) =>
   v === null || v === undefined || v === '' || (typeof v === 'object' && !Array.isArray(v) && Object.keys(v as object).length === 0);
 const dropEmpty = (raw: Record<string, unknown>) => Object.fromEntries(Object.entries(raw).filter(([, v]) => !isEmpty(v)));
 
-export const importOrders = async (auth: AuthContext, rawItems: unknown[]): Promise<BatchResult> => {
+export const importOrders = async (auth: AuthContext, rawItems: unknown[], source: ActivitySource = NO_SOURCE): Promise<BatchResult> => {
   const collector = batchCollector(rawItems.length);
   const valid: Item[] = [];
   rawItems.forEach((raw, index) => {
@@ -53,25 +53,15 @@ export const importOrders = async (auth: AuthContext, rawItems: unknown[]): Prom
   });
 
   const at = formatTimestamp(now());
-  const plan = await prepare(auth.merchantId, auth.reportingCurrency, valid, collector, at);
+  const [plan, activity] = await Promise.all([
+    prepare(auth.merchantId, auth.reportingCurrency, valid, collector, at),
+    openBatchActivity(auth.merchantId, 'orders.batch', source, at),
+  ]);
   await runBatch(plan.units, plan, {
-    finish: (ws, pending) => {
-      const r = collector.result();
-      const pendingOutcomes = plan.units.slice(plan.units.length - pending).flatMap((u) => u.outcomes);
-      addBatchActivity(
-        ws,
-        auth.merchantId,
-        'orders.batch',
-        {
-          total: r.total,
-          created: r.created + pendingOutcomes.filter((o) => o.kind === 'created').length,
-          updated: r.updated + pendingOutcomes.filter((o) => o.kind === 'updated').length,
-          skipped: r.skipped,
-          failed: r.failed,
-        },
-        at,
-      );
-    },
+    finish: activity(collector.result, (pending) => {
+      const outcomes = plan.units.slice(plan.units.length - pending).flatMap((u) => u.outcomes);
+      return { created: outcomes.filter((o) => o.kind === 'created').length, updated: outcomes.filter((o) => o.kind === 'updated').length };
+    }),
   });
   return collector.result();
 };

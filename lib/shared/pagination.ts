@@ -24,3 +24,39 @@ export const paginated = <T>(data: T[], page: number, perPage: number, total: nu
   data,
   meta: pageMeta(page, perPage, total, data.length),
 });
+
+/**
+ * Cursor pages: `meta.next_cursor` is an opaque string that names the last item shown (its table
+ * and index key), how many items came before the next page, and a fingerprint of the list and
+ * filters it belongs to. Reading from a cursor costs one page, whatever the depth.
+ */
+export type CursorState = { key: Record<string, string>; offset: number; list: string };
+
+/** Offsets from here on are refused for page numbers: deeper pages are read with `cursor`. */
+export const MAX_PAGE_OFFSET = 10_000;
+export const DEEP_PAGE_MESSAGE = `The page field may not reach ${MAX_PAGE_OFFSET.toLocaleString('en-US')} items or more (page × per_page): follow meta.next_cursor with the cursor parameter instead.`;
+export const CURSOR_INVALID = 'The cursor field must be a meta.next_cursor value returned by this list with the same filters.';
+
+export const encodeCursor = (c: CursorState): string => Buffer.from(JSON.stringify([c.list, c.offset, c.key])).toString('base64url');
+
+/** The cursor's state, or null when it is not one this service wrote (never trusted beyond its shape). */
+export const decodeCursor = (raw: string): CursorState | null => {
+  try {
+    const [list, offset, key] = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown[];
+    if (typeof list !== 'string' || !Number.isSafeInteger(offset) || (offset as number) < 0) return null;
+    if (!key || typeof key !== 'object' || Array.isArray(key)) return null;
+    const entries = Object.entries(key as Record<string, unknown>);
+    if (!entries.length || entries.some(([, v]) => typeof v !== 'string' || v.length === 0 || v.length > 2048)) return null;
+    return { list, offset: offset as number, key: key as Record<string, string> };
+  } catch {
+    return null;
+  }
+};
+
+/** The list meta with `next_cursor` (null on the last page). */
+export const cursorMeta = (offset: number, perPage: number, total: number, count: number, nextCursor: string | null) => ({
+  ...pageMeta(Math.floor(offset / perPage) + 1, perPage, total, count),
+  from: count > 0 ? offset + 1 : null,
+  to: count > 0 ? offset + count : null,
+  next_cursor: nextCursor,
+});

@@ -1,4 +1,4 @@
-import { addBatchActivity } from '#lib/activity/store';
+import { NO_SOURCE, openBatchActivity, type ActivitySource } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { runBatch } from '#lib/db/batch';
@@ -40,7 +40,7 @@ type Unit = { index: number; customerId: number; create: { email: string; name: 
 
 export const DUPLICATE_EXTERNAL_ID = 'duplicate_external_id';
 
-export const importSubscriptions = async (scope: Scope, rawItems: unknown[]): Promise<BatchResult> => {
+export const importSubscriptions = async (scope: Scope, rawItems: unknown[], source: ActivitySource = NO_SOURCE): Promise<BatchResult> => {
   const collector = batchCollector(rawItems.length);
   const valid: Item[] = [];
   rawItems.forEach((raw, index) => {
@@ -54,13 +54,9 @@ export const importSubscriptions = async (scope: Scope, rawItems: unknown[]): Pr
     else valid.push({ index, input: parsed.data });
   });
   const at = formatTimestamp(now());
-  const plan = await prepare(scope, valid, collector, at);
-  await runBatch(plan.units, plan, {
-    finish: (ws, pending) => {
-      const r = collector.result();
-      addBatchActivity(ws, scope.merchantId, 'subscriptions.batch', { total: r.total, created: r.created + pending, updated: 0, skipped: r.skipped, failed: r.failed }, at);
-    },
-  });
+  const [plan, activity] = await Promise.all([prepare(scope, valid, collector, at), openBatchActivity(scope.merchantId, 'subscriptions.batch', source, at)]);
+  // Each unit of the last transaction creates one subscription.
+  await runBatch(plan.units, plan, { finish: activity(collector.result, (pending) => ({ created: pending, updated: 0 })) });
   return collector.result();
 };
 

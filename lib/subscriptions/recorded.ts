@@ -1,4 +1,4 @@
-import { addBatchActivity } from '#lib/activity/store';
+import { NO_SOURCE, openBatchActivity, type ActivitySource } from '#lib/activity/store';
 import Decimal from 'decimal.js';
 import { now } from '#lib/clock';
 import { batchGet, keyId } from '#lib/db/batch-get';
@@ -230,7 +230,7 @@ export const recordSubscriptionEvent = async (scope: Scope, input: SubscriptionE
 };
 
 /** POST /subscriptions/events/batch: up to 100 recorded events, in array order, through the batch engine. */
-export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[], idempotencyKey?: string): Promise<BatchResult> => {
+export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[], idempotencyKey?: string, source: ActivitySource = NO_SOURCE): Promise<BatchResult> => {
   const collector = batchCollector(rawItems.length);
   const report: Report = {
     skipped: (index, reason, identifier) => collector.skipped(index, reason, identifier),
@@ -251,7 +251,10 @@ export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[]
     else valid.push({ index, input: parsed.data });
   });
   const at = formatTimestamp(now());
-  const plan = await prepare(scope, valid, report, at, idempotencyKey);
+  const [plan, activity] = await Promise.all([
+    prepare(scope, valid, report, at, idempotencyKey),
+    openBatchActivity(scope.merchantId, 'subscription_events.batch', source, at),
+  ]);
   const byIndex = new Map(valid.map((i) => [i.index, i]));
   await runBatch(
     plan.units,
@@ -270,13 +273,8 @@ export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[]
         collector.failed(unit.index, reason, message, unit.identifier);
       },
     },
-    {
-      finish: (ws, pending) => {
-        const r = collector.result();
-        const counts = { total: r.total, created: r.created + pending, updated: 0, skipped: r.skipped, failed: r.failed };
-        addBatchActivity(ws, scope.merchantId, 'subscription_events.batch', counts, at);
-      },
-    },
+    // Each unit of the last transaction records one event.
+    { finish: activity(collector.result, (pending) => ({ created: pending, updated: 0 })) },
   );
   return collector.result();
 };

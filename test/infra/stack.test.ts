@@ -335,7 +335,9 @@ describe('table grants', () => {
         keys.customerPayment(tricky, 1, '2025-01-01T00:00:00Z', 'RATE#1'),
         keys.statsMonth(tricky, '2025-01', 1),
         keys.outbox(tricky, '2025-01-01T00:00:00Z', 'evt_1'),
-        keys.activity(tricky, '2025-01-01T00:00:00Z', '1'),
+        keys.activity(tricky, 1),
+        keys.activitySequence(tricky),
+        keys.activityTotals(tricky, 'RATE#1', '2025-01', 1),
       ];
       for (const key of dataKeys) expect(matching(key.pk), key.pk).toEqual([]);
     }

@@ -2,7 +2,7 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { expect } from 'vitest';
 import { db, tableName } from '#lib/db/client';
-import { indexPartitions, keys } from '#lib/db/keys';
+import { activityIndexes, indexPartitions, keys } from '#lib/db/keys';
 import type { useApi } from '../support/api.ts';
 
 /** Shared helpers of the orders tests: request bodies and direct reads of what is stored. */
@@ -55,7 +55,7 @@ export const outboxFor = async (merchantId: string, orderNo: string) =>
   (await outboxEvents(merchantId)).filter((e) => e.data.object.order_no === orderNo);
 
 /** The merchant's activity-log records. */
-export const activityRecords = (merchantId: string) => queryAllItems({ pk: keys.activity(merchantId, '', '').pk });
+export const activityRecords = (merchantId: string) => queryAllItems({ index: 'gsi1', partition: activityIndexes.partitions.all(merchantId) });
 
 /** Orders and (live) customers as stored, read from the list indexes. */
 export const storedOrders = (merchantId: string) => queryAllItems({ index: 'gsi1', partition: indexPartitions.orders(merchantId) });
