@@ -10,5 +10,13 @@ import base from './vitest.config.ts';
 const kind = process.env.SUITE_KIND ?? 'slow';
 export default defineConfig({
   ...base,
-  test: { ...base.test, include: [`test/**/*.${kind}.test.ts`], exclude: ['**/node_modules/**'], maxWorkers: 1, testTimeout: 600_000 },
+  test: {
+    ...base.test,
+    include: [`test/**/*.${kind}.test.ts`],
+    exclude: ['**/node_modules/**'],
+    maxWorkers: 1,
+    testTimeout: 600_000,
+    // One file at a time, so the load suites measure the production deadline (10 s), not the behaviour tests' margin.
+    env: Object.fromEntries(Object.entries(base.test?.env ?? {}).filter(([k]) => k !== 'LOCAL_FUNCTION_TIMEOUT_MS')),
+  },
 });
