@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SingleBar, Presets } from 'cli-progress';
@@ -8,10 +8,12 @@ import { parse as parseCsv } from 'csv-parse/sync';
  * `ops import`: a merchant's history from CSV (header row) or JSONL files, sent through the
  * running service's batch endpoints (local or deployed) 100 items at a time, in dependency order:
  * customers, subscriptions, orders, then recorded subscription events. Every batch carries
- * `X-Idempotency-Key: <run>:<kind>:<batch>` and `X-Import-Run: <run>`; a checkpoint file records
- * each batch answered, so a run stopped anywhere resumes where it stopped and a finished run is
- * never sent twice. 429 and 503 answers are retried after their `Retry-After`; failed items go to
- * a JSONL file with their row and reason. Columns and a sample: docs/importing-history.md.
+ * `X-Idempotency-Key: <run>:<kind>:<batch>` and `X-Import-Run: <run>` (the run id, kept in the
+ * checkpoint: the activity log lists the run's batches under it); a checkpoint file records each
+ * batch answered, so a run stopped anywhere resumes where it stopped, under the same run id, and a
+ * finished run is never sent twice. 429 and 503 answers are retried after their `Retry-After`;
+ * failed items go to a JSONL file with their row and reason. Columns and a sample:
+ * docs/importing-history.md.
  */
 export const KINDS = ['customers', 'subscriptions', 'orders', 'events'] as const;
 export type Kind = (typeof KINDS)[number];
@@ -47,6 +49,12 @@ type FileState = { path: string; size: number; mtime_ms: number; batches_done: n
 type Checkpoint = { version: 1; run_id: string; url: string; complete: boolean; files: Partial<Record<Kind, FileState>> };
 
 export class ImportError extends Error {}
+
+/** What `X-Import-Run` accepts (the API answers 422 to anything else). */
+const IMPORT_RUN = /^[A-Za-z0-9._:-]{1,100}$/;
+
+/** A new run id: `run_` and 16 random hex digits (64 bits), within what `X-Import-Run` accepts. */
+export const newImportRun = () => `run_${randomBytes(8).toString('hex')}`;
 
 const emptyTotals = (): Totals => ({ rows: 0, batches: 0, created: 0, updated: 0, skipped: 0, failed: 0 });
 
@@ -122,11 +130,17 @@ const openCheckpoint = (opts: ImportOptions): Checkpoint => {
     if (!same) {
       throw new ImportError(`${opts.checkpoint} belongs to another import (other files, or files changed since, or another --url): finish that one, or remove the file to start over`);
     }
+    // A checkpoint written before runs had an id (or with one the header cannot carry) gets a new one, kept from here on.
+    if (typeof cp.run_id !== 'string' || !IMPORT_RUN.test(cp.run_id)) {
+      cp.run_id = newImportRun();
+      writeCheckpoint(opts.checkpoint, cp);
+      opts.log?.(`${opts.checkpoint} had no run id: its remaining batches are sent as run ${cp.run_id}`);
+    }
     return cp;
   }
   return {
     version: 1,
-    run_id: randomUUID(),
+    run_id: newImportRun(),
     url: opts.url,
     complete: false,
     files: Object.fromEntries(Object.entries(wanted).map(([k, id]) => [k, { ...id, batches_done: 0, totals: emptyTotals() }])),
@@ -266,9 +280,15 @@ export const runImport = async (opts: ImportOptions) => {
   }
   cp.complete = true;
   writeCheckpoint(opts.checkpoint, cp);
-  const failed = Object.values(cp.files).reduce((n, f) => n + f!.totals.failed, 0);
+  const all = Object.values(cp.files).map((f) => f!.totals);
+  const sum = (field: keyof Totals) => all.reduce((n, t) => n + t[field], 0);
+  const failed = sum('failed');
+  opts.log?.(
+    `import run ${cp.run_id}: ${sum('batches')} batches, ${sum('created')} created, ${sum('updated')} updated, ${sum('skipped')} skipped, ${failed} failed` +
+      ` (its batches: GET /v1/activity?import_run=${cp.run_id}, or the dashboard's Imports view)`,
+  );
   return {
-    run_id: cp.run_id,
+    import_run: cp.run_id,
     resumed,
     seconds: Math.round((Date.now() - started) / 100) / 10,
     ...Object.fromEntries(KINDS.filter((k) => cp.files[k]).map((k) => [k, cp.files[k]!.totals])),

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +17,71 @@ const SAMPLES = join(ROOT, 'examples/import');
 
 const total = async (token: string, path: string) => (await api.get(path, token)).body.meta.total as number;
 
+type Exchange = { path: string; run: string; key: string; status: number; replayed: boolean; requestId: string; body: any };
+
+/**
+ * A recording relay in front of the API: what each batch request carried and what it answered. A
+ * request is carried through to its answer even when the client is killed mid-request, so every
+ * batch the service applied is on record.
+ */
+const startRecorder = async () => {
+  const seen: Exchange[] = [];
+  let pending = 0;
+  const server = createServer((req, res) => {
+    pending++;
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      try {
+        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'connection' && k !== 'content-length')) as Record<string, string>;
+        const upstream = await fetch(`${api.base}${req.url!.replace(/^\/v1/, '')}`, { method: req.method, headers, body: req.method === 'GET' ? undefined : Buffer.concat(chunks) });
+        const text = await upstream.text();
+        if (req.url!.includes('/batch')) {
+          seen.push({
+            path: req.url!,
+            run: req.headers['x-import-run'] as string,
+            key: req.headers['x-idempotency-key'] as string,
+            status: upstream.status,
+            replayed: upstream.headers.get('idempotent-replayed') === 'true',
+            requestId: upstream.headers.get('x-request-id') ?? '',
+            body: JSON.parse(text),
+          });
+        }
+        const answerHeaders: Record<string, string> = {};
+        upstream.headers.forEach((v, k) => {
+          if (k !== 'content-length' && k !== 'transfer-encoding' && k !== 'content-encoding') answerHeaders[k] = v;
+        });
+        res.writeHead(upstream.status, answerHeaders).end(text);
+      } catch {
+        res.destroy();
+      } finally {
+        pending--;
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen, idle: () => pending === 0, close: () => new Promise((r) => server.close(r)) };
+};
+
+/** A stand-in service whose batch endpoints answer one item created (the first request `first`, when given, with Retry-After: 1). */
+const fakeService = async ({ first }: { first?: number } = {}) => {
+  const seen: { at: number; key: string | undefined; run: string | undefined }[] = [];
+  const server = createServer((req: IncomingMessage, res) => {
+    req.resume();
+    req.on('end', () => {
+      seen.push({ at: Date.now(), key: req.headers['x-idempotency-key'] as string, run: req.headers['x-import-run'] as string });
+      if (first && seen.length === 1) {
+        res.writeHead(first, { 'retry-after': '1', 'content-type': 'application/json' }).end('{"message":"Too Many Requests"}');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ data: { total: 1, created: 1, updated: 0, skipped: 0, failed: 0, results: { created: [{ index: 0, id: 1, identifier: 'a' }], updated: [], skipped: [], failed: [] } } }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen, close: () => server.close() };
+};
+
 describe('ops import', { timeout: 120_000 }, () => {
   it('imports the sample files in dependency order: every row lands, failures go to the file with their line and reason', async () => {
     const { token } = await newMerchant();
@@ -27,6 +92,7 @@ describe('ops import', { timeout: 120_000 }, () => {
     const r = await runCli([...args, ...files.flatMap((f, i) => [kinds[i], join(SAMPLES, f)])], process.env);
     expect(r.code, r.stderr).toBe(0);
     expect(r.json).toMatchObject({
+      import_run: expect.stringMatching(/^run_[0-9a-f]{16}$/),
       resumed: false,
       customers: { rows: 3, created: 3, failed: 0 },
       subscriptions: { rows: 4, created: 4, failed: 0 },
@@ -47,8 +113,9 @@ describe('ops import', { timeout: 120_000 }, () => {
     expect(await total(token, '/subscriptions/events')).toBe(3 + 5); // recorded + created/cancel of the imports
   });
 
-  it('an interrupted run resumes where it stopped: nothing missing, nothing twice', async () => {
+  it('an interrupted run resumes where it stopped, under the same run id: nothing missing, nothing twice', async () => {
     const { token } = await newMerchant();
+    const recorder = await startRecorder();
     const dir = mkdtempSync(join(tmpdir(), 'import-'));
     const orders = join(dir, 'orders.csv');
     const events = join(dir, 'events.jsonl');
@@ -63,19 +130,24 @@ describe('ops import', { timeout: 120_000 }, () => {
     writeFileSync(events, `${Array.from({ length: 150 }, (_, i) => JSON.stringify({ customer_email: `c${i % 40}@example.com`, event_type: 'created', old_amount: '0', new_amount: String(10 + i), occurred_at: `2024-01-01T00:00:${String(i % 60).padStart(2, '0')}Z` })).join('\n')}\n{oops\n`);
     const checkpoint = join(dir, 'cp.json');
     const failures = join(dir, 'failed.jsonl');
-    const args = ['infra/ops/cli.ts', 'import', '--url', api.base, '--token', token, '--orders', orders, '--events', events, '--checkpoint', checkpoint, '--failures', failures];
+    const args = ['infra/ops/cli.ts', 'import', '--url', recorder.url, '--token', token, '--orders', orders, '--events', events, '--checkpoint', checkpoint, '--failures', failures];
 
     // Killed once some batches are answered and recorded (one process, as `npm run ops` runs it: tsx's CLI would fork a second).
     const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, NODE_NO_WARNINGS: '1' }, stdio: 'ignore' });
     await eventually(() => existsSync(checkpoint) && JSON.parse(readFileSync(checkpoint, 'utf8')).files.orders.batches_done >= 3, 60_000, 'three batches answered');
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
-    const stoppedAt = JSON.parse(readFileSync(checkpoint, 'utf8')).files.orders.batches_done as number;
+    const stopped = JSON.parse(readFileSync(checkpoint, 'utf8'));
+    const stoppedAt = stopped.files.orders.batches_done as number;
     expect(stoppedAt).toBeLessThan(9);
+    const run = stopped.run_id as string;
+    expect(run).toMatch(/^run_[0-9a-f]{16}$/);
 
     const resumed = await runCli(args.slice(1), process.env);
     expect(resumed.code, resumed.stderr).toBe(0);
-    expect(resumed.stderr).toContain('resuming run');
+    expect(resumed.stderr).toContain(`resuming run ${run}`);
+    expect(resumed.stderr).toMatch(new RegExp(`import run ${run}: 11 batches, \\d+ created, \\d+ updated, 0 skipped, 2 failed`));
+    expect(resumed.json.import_run).toBe(run);
     // The batch in flight when it stopped is sent again under its key: replayed, or (if it had not finished) found by order_no.
     expect(resumed.json).toMatchObject({ resumed: true, orders: { rows: rows + 1, failed: 1 }, events: { rows: 151, created: 150, failed: 1 } });
     expect(resumed.json.orders.created + resumed.json.orders.updated).toBe(rows);
@@ -87,28 +159,35 @@ describe('ops import', { timeout: 120_000 }, () => {
       { kind: 'orders', file: orders, line: rows + 2, identifier: 'R-bad', reason: 'validation_error', message: 'The customer email field must be a valid email address.' },
       { kind: 'events', file: events, line: 151, identifier: '', reason: 'invalid_line', message: expect.stringContaining('The line is not valid JSON') },
     ]);
+
+    // Every batch request of both processes carried the run id, and its idempotency key is the run's.
+    await eventually(recorder.idle, 30_000, 'the batch in flight at the kill to be answered');
+    await recorder.close();
+    expect(recorder.seen.length).toBeGreaterThanOrEqual(11);
+    for (const x of recorder.seen) {
+      expect(x.run, x.path).toBe(run);
+      expect(x.key, x.path).toMatch(new RegExp(`^${run}:(orders|events):\\d+$`));
+    }
+    expect(new Set(recorder.seen.map((x) => x.key)).size).toBe(11); // 9 of orders, 2 of events: the one in flight sent again under its key
+
+    // The activity log lists exactly the batches the service applied under the run (a replay applies nothing), with their answers' counts.
+    const applied = recorder.seen.filter((x) => x.status === 200 && !x.replayed);
+    const log = (await api.get(`/activity?import_run=${run}&per_page=100`, token)).body;
+    expect(log.meta).toMatchObject({ total: applied.length, next_cursor: null });
+    const counts = ({ total, created, updated, skipped, failed }: Record<string, number>) => ({ total, created, updated, skipped, failed });
+    const byRequest = (list: { requestId: string; counts: object }[]) => [...list].sort((a, b) => a.requestId.localeCompare(b.requestId));
+    expect(byRequest(log.data.map((e: { request_id: string; import_run: string } & Record<string, number>) => ({ requestId: e.request_id, run: e.import_run, counts: counts(e) })))).toEqual(
+      byRequest(applied.map((x) => ({ requestId: x.requestId, run, counts: counts(x.body.data) }))),
+    );
   });
 
   it('honours 429 Retry-After, sending the same batch again under the same idempotency key', async () => {
-    const seen: { at: number; key: string | undefined; run: string | undefined }[] = [];
-    const server = createServer((req: IncomingMessage, res) => {
-      req.resume();
-      req.on('end', () => {
-        seen.push({ at: Date.now(), key: req.headers['x-idempotency-key'] as string, run: req.headers['x-import-run'] as string });
-        if (seen.length === 1) {
-          res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' }).end('{"message":"Too Many Requests"}');
-          return;
-        }
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ data: { total: 1, created: 1, updated: 0, skipped: 0, failed: 0, results: { created: [{ index: 0, id: 1, identifier: 'a' }], updated: [], skipped: [], failed: [] } } }));
-      });
-    });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const service = await fakeService({ first: 429 });
     try {
       const dir = mkdtempSync(join(tmpdir(), 'import-'));
       writeFileSync(join(dir, 'c.csv'), 'email\na@example.com\n');
       const summary = await runImport({
-        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+        url: service.url,
         token: 'ras_x',
         files: { customers: join(dir, 'c.csv') },
         checkpoint: join(dir, 'cp.json'),
@@ -116,14 +195,41 @@ describe('ops import', { timeout: 120_000 }, () => {
         batchSize: 100,
         progress: false,
       });
+      const { seen } = service;
       expect(summary).toMatchObject({ customers: { rows: 1, created: 1 } });
       expect(seen).toHaveLength(2);
       expect(seen[1].key).toBe(seen[0].key);
-      expect(seen[0].key).toBe(`${summary.run_id}:customers:1`);
-      expect(seen[0].run).toBe(summary.run_id);
+      expect(summary.import_run).toMatch(/^run_[0-9a-f]{16}$/);
+      expect(seen[0].key).toBe(`${summary.import_run}:customers:1`);
+      expect(seen[0].run).toBe(summary.import_run);
       expect(seen[1].at - seen[0].at).toBeGreaterThanOrEqual(1000);
     } finally {
-      server.close();
+      service.close();
+    }
+  });
+
+  it('a checkpoint written before runs had an id gets one, kept for the rest of the run', async () => {
+    const service = await fakeService();
+    try {
+      const dir = mkdtempSync(join(tmpdir(), 'import-'));
+      const file = join(dir, 'c.csv');
+      writeFileSync(file, 'email\na@example.com\nb@example.com\n');
+      const checkpoint = join(dir, 'cp.json');
+      const st = statSync(file);
+      const totals = { rows: 2, batches: 1, created: 1, updated: 0, skipped: 0, failed: 0 };
+      const customers = { path: resolve(file), size: st.size, mtime_ms: Math.floor(st.mtimeMs), batches_done: 1, totals };
+      writeFileSync(checkpoint, JSON.stringify({ version: 1, url: service.url, complete: false, files: { customers } }));
+      const logs: string[] = [];
+      const summary = await runImport({ url: service.url, token: 'ras_x', files: { customers: file }, checkpoint, failures: join(dir, 'f.jsonl'), batchSize: 1, progress: false, log: (l) => logs.push(l) });
+      const run = summary.import_run;
+      expect(run).toMatch(/^run_[0-9a-f]{16}$/);
+      expect(summary).toMatchObject({ resumed: true, customers: { rows: 2, batches: 2, created: 2 } });
+      expect(service.seen.map((x) => [x.key, x.run])).toEqual([[`${run}:customers:2`, run]]);
+      expect(JSON.parse(readFileSync(checkpoint, 'utf8')).run_id).toBe(run);
+      expect(logs.join('\n')).toContain(`had no run id: its remaining batches are sent as run ${run}`);
+      expect(logs.at(-1)).toMatch(new RegExp(`^import run ${run}: 2 batches, 2 created, 0 updated, 0 skipped, 0 failed`));
+    } finally {
+      service.close();
     }
   });
 
