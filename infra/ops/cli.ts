@@ -24,6 +24,8 @@ const USAGE = `usage:
   ops token revoke --merchant ID
   ops backoffice-token --merchant ID --role admin|user [--ttl 1h] [--email E]      (local stack only)
   ops backoffice-user create --merchant ID --email E --role admin|user [--user-pool-id ID]
+  ops activity list --merchant ID [--type T] [--import-run R] [--start-date D] [--end-date D]
+             [--page N] [--per-page N] [--cursor C]      (the activity log, as GET /v1/activity lists it)
   ops webhooks listen [--port 4000] [--secret whsec_… (repeatable)] [--fail-first N]
   ops import --url URL --token TOKEN [--customers F] [--subscriptions F] [--orders F] [--events F]
              [--checkpoint import-checkpoint.json] [--failures import-failures.jsonl] [--batch-size 100] [--on-conflict skip|update]
@@ -65,6 +67,8 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
       const merchantId = need(values.merchant, 'merchant');
       return explainNotFound(merchantId, (await store()).revokeToken(merchantId));
     }
+    case 'activity list':
+      return listActivityLog(values);
     case 'webhooks listen':
       return listenForWebhooks(values);
     case 'import undefined':
@@ -107,6 +111,13 @@ const parseOptions = (argv: string[]) => {
         failures: { type: 'string' },
         'batch-size': { type: 'string' },
         'on-conflict': { type: 'string' },
+        type: { type: 'string' },
+        'import-run': { type: 'string' },
+        'start-date': { type: 'string' },
+        'end-date': { type: 'string' },
+        page: { type: 'string' },
+        'per-page': { type: 'string' },
+        cursor: { type: 'string' },
       },
     });
   } catch (err) {
@@ -172,6 +183,33 @@ const importHistory = async (values: Record<string, string | string[] | boolean 
     progress: Boolean(process.stderr.isTTY),
     log: (line) => process.stderr.write(`${line}\n`),
   });
+};
+
+/**
+ * `activity list`: a merchant's activity log (one entry per batch request, kept 13 months), read
+ * from the table and printed as GET /v1/activity answers it (`{data, meta}`, newest first). The
+ * options are the API's query parameters, checked by the same schema; `--cursor` is the previous
+ * page's `meta.next_cursor`.
+ */
+const listActivityLog = async (values: Record<string, string | string[] | boolean | undefined>) => {
+  const str = (flag: string) => values[flag] as string | undefined;
+  const merchantId = merchantOption(str('merchant'));
+  const [{ ACTIVITY_TYPES }, { activityListQuery }, { issueMessage }] = await Promise.all([
+    import('#lib/activity/rules'),
+    import('#lib/activity/schemas'),
+    import('#lib/shared/validation'),
+  ]);
+  const type = str('type');
+  if (type !== undefined && !(ACTIVITY_TYPES as readonly string[]).includes(type)) throw new UsageError(`--type must be one of ${ACTIVITY_TYPES.join(', ')}, got ${type}`);
+  const flags = { page: 'page', per_page: 'per-page', cursor: 'cursor', type: 'type', import_run: 'import-run', start_date: 'start-date', end_date: 'end-date' } as const;
+  const raw = Object.fromEntries(Object.entries(flags).flatMap(([field, flag]) => (str(flag) === undefined ? [] : [[field, str(flag)]])));
+  const parsed = activityListQuery.safeParse(raw, { reportInput: true });
+  if (!parsed.success) {
+    throw new UsageError(parsed.error.issues.map((i) => `--${flags[i.path[0] as keyof typeof flags] ?? String(i.path[0])}: ${issueMessage(i)}`).join('\n'));
+  }
+  await requireExistingMerchant(merchantId);
+  const { listActivity } = await import('#lib/activity/read');
+  return listActivity(merchantId, parsed.data);
 };
 
 const roleOption = (raw: string | undefined): BackofficeRole => {

@@ -74,6 +74,47 @@ describe('ops CLI', { timeout: 90_000 }, () => {
   });
 });
 
+describe('ops activity list', { timeout: 90_000 }, () => {
+  it('prints the activity log as GET /activity lists it, by run, type and page; usage errors name the types', async () => {
+    const id = await merchant('Import shop');
+    const { token } = await ok('token', 'create', '--merchant', id);
+    const run = { 'x-import-run': 'run_cli_0001' };
+    const customers = await api.post('/customers/batch', token, { customers: [{ email: 'a@example.com' }, { email: 'not-an-email' }] }, run);
+    const orders = await api.post('/orders/batch', token, { orders: [{ order_no: 'CLI-1', customer_email: 'a@example.com', amount: '10.00', status: 'paid' }] }, run);
+    const alone = await api.post('/orders/batch', token, { orders: [{ order_no: 'CLI-2', customer_email: 'a@example.com', amount: '12.00', status: 'paid' }] });
+    for (const r of [customers, orders, alone]) expect(r.status, JSON.stringify(r.body)).toBe(200);
+
+    const byRun = await ok('activity', 'list', '--merchant', id, '--import-run', 'run_cli_0001');
+    expect(byRun).toEqual((await api.get('/activity?import_run=run_cli_0001', token)).body);
+    expect(byRun.data.map((e: { type: string; import_run: string }) => [e.type, e.import_run])).toEqual([
+      ['orders.batch', 'run_cli_0001'],
+      ['customers.batch', 'run_cli_0001'],
+    ]);
+    expect(byRun.data[1]).toMatchObject({ total: 2, created: 1, failed: 1, results: { failed: [{ index: 1, identifier: 'not-an-email', reason: 'validation_error' }] } });
+
+    const firstOrder = await ok('activity', 'list', '--merchant', id, '--type', 'orders.batch', '--per-page', '1');
+    expect(firstOrder).toEqual((await api.get('/activity?type=orders.batch&per_page=1', token)).body);
+    expect(firstOrder.data[0]).toMatchObject({ import_run: null, created: 1 });
+    expect(firstOrder.meta).toMatchObject({ total: 2, per_page: 1, next_cursor: expect.any(String) });
+    const next = await ok('activity', 'list', '--merchant', id, '--type', 'orders.batch', '--per-page', '1', '--cursor', firstOrder.meta.next_cursor);
+    expect(next.data.map((e: { id: number }) => e.id)).toEqual([byRun.data[0].id]);
+
+    const [badType, badPage, unknown] = await Promise.all([
+      ops('activity', 'list', '--merchant', id, '--type', 'orders'),
+      ops('activity', 'list', '--merchant', id, '--per-page', '500'),
+      ops('activity', 'list', '--merchant', 'mer_does_not_exist'),
+    ]);
+    for (const r of [badType, badPage]) {
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toContain('usage:');
+    }
+    expect(badType.stderr).toContain('--type must be one of customers.batch, orders.batch, subscriptions.batch, subscription_events.batch, got orders');
+    expect(badPage.stderr).toContain('--per-page: The per page field must be between 1 and 100.');
+    expect(unknown.code).toBe(1);
+    expect(JSON.parse(unknown.stderr)).toEqual({ error: 'Merchant mer_does_not_exist does not exist.', status: 404 });
+  });
+});
+
 describe('ops CLI finding the local stack', () => {
   const run = (env: NodeJS.ProcessEnv) => runCli(['merchant', 'create', '--name', 'Found'], env);
 
