@@ -2,6 +2,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { parse as parseCsv } from 'csv-parse/sync';
 import Decimal from 'decimal.js';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -305,6 +306,78 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     expect(failures).toEqual([]);
   });
 
+  it('imports: runs with their batches, counts, failed items and the CSV download equal the batch answers', async () => {
+    const t = merchant.token;
+    const run = `run_e2e_${Date.now()}`;
+    const asRun = { 'x-import-run': run };
+    // Under one run: customers (one skipped as a duplicate, one failed) and orders (one failed, named with a comma and quotes).
+    const sent = [
+      await api.post('/customers/batch', t, { customers: [{ email: 'imported1@example.com' }, { email: 'buyer0@example.com' }, { email: 'not-an-email' }] }, asRun),
+      await api.post('/orders/batch', t, { orders: [{ order_no: 'IMP-1', customer_email: 'imported1@example.com', amount: '12.00', status: 'paid' }, { order_no: 'IMP "2", x', customer_email: 'imported1@example.com', amount: 'abc', status: 'paid' }] }, asRun),
+    ];
+    for (const r of sent) expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const answers = sent.map((r) => ({ requestId: r.headers.get('x-request-id'), ...r.body.data }));
+    expect(answers.map((a) => [a.created, a.skipped, a.failed])).toEqual([[1, 1, 1], [1, 0, 1]]);
+    expect(answers[1].results.failed[0]).toMatchObject({ index: 1, identifier: 'IMP "2", x' });
+    // The log names each batch by its request: the entry of each answer.
+    const entries = (await api.get(`/activity?import_run=${run}`, t)).body.data as { id: number; request_id: string }[];
+    expect(entries.map((e) => e.request_id).sort()).toEqual(answers.map((a) => a.requestId).sort());
+    const batchId = (i: number) => entries.find((e) => e.request_id === answers[i].requestId)!.id;
+
+    const { page, failures } = await open('admin', undefined, '#imports');
+    await ready(page, 'runs');
+    const group = page.locator(`[data-testid="runs"] tbody[data-run="${run}"]`);
+    const counts = (row: ReturnType<Page['locator']>) =>
+      row.locator('td[data-count]').evaluateAll((tds) => Object.fromEntries(tds.map((td) => [td.getAttribute('data-count'), Number(td.textContent!.replace(/[^0-9]/g, ''))])));
+    const countsOf = (a: Record<string, number>) => ({ total: a.total, created: a.created, updated: a.updated, skipped: a.skipped, failed: a.failed });
+    // The run's group comes first (newest): its line with the sums, then its batches, newest first.
+    expect(await page.locator('[data-testid="runs"] tbody').first().getAttribute('data-run')).toBe(run);
+    expect(await group.locator('tr[data-batch]').evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute('data-batch'))))).toEqual([batchId(1), batchId(0)]);
+    for (const i of [0, 1]) expect(await counts(group.locator(`tr[data-batch="${batchId(i)}"]`)), `batch ${i}`).toEqual(countsOf(answers[i]));
+    const sums = Object.fromEntries(Object.keys(countsOf(answers[0])).map((k) => [k, answers[0][k] + answers[1][k]]));
+    expect(await counts(group.getByTestId('run-row'))).toEqual(sums);
+    await expect(group.getByTestId('run-row').textContent()).resolves.toContain(`Run ${run} · 2 batches`);
+    // The orders batch of the setup, sent without a run, is a line of its own.
+    const single = (await api.get('/activity?type=orders.batch', t)).body.data.find((e: { import_run: string | null }) => e.import_run === null);
+    expect(await counts(page.locator(`[data-testid="runs"] tbody[data-run=""] tr[data-batch="${single.id}"]`))).toEqual(countsOf(single));
+
+    // A batch: its items, focus on its panel, and its failed items as CSV.
+    const items = (table: string) =>
+      page.locator(`[data-panel="items"] [data-testid="${table}"] tbody tr`).evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('th, td')).map((c) => c.textContent)));
+    await page.getByRole('button', { name: `Items of batch #${batchId(0)}` }).click();
+    await ready(page, 'items');
+    await page.waitForFunction(() => document.activeElement?.id === 'items-title', null, { timeout: 5_000 });
+    expect(await page.getByRole('button', { name: `Items of batch #${batchId(0)}` }).getAttribute('aria-pressed')).toBe('true');
+    await expectFigures(page, Object.fromEntries(Object.entries(countsOf(answers[0])).map(([k, v]) => [`items-${k}`, v])));
+    const failedRow = (f: { index: number; identifier: string; reason: string; message: string }) => [String(f.index), f.identifier, f.reason, f.message];
+    expect(await items('failed-items')).toEqual(answers[0].results.failed.map(failedRow));
+    expect((await items('skipped-items')).map((r) => r.slice(0, 3))).toEqual(answers[0].results.skipped.map((s: { index: number; identifier: string; reason: string }) => [String(s.index), s.identifier, s.reason]));
+    const download = async () => {
+      const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-failed').click()]);
+      return { name: file.suggestedFilename(), text: readFileSync((await file.path())!, 'utf8') };
+    };
+    const batchCsv = await download();
+    expect(batchCsv.name).toBe(`failed-items-batch-${batchId(0)}.csv`);
+    expect(batchCsv.text.split('\r\n')[0]).toBe('index,identifier,reason,message');
+    expect(parseCsv(batchCsv.text, { columns: true })).toEqual(answers[0].results.failed.map((f: { index: number }) => ({ ...f, index: String(f.index) })));
+    await shoot(page, 'imports-desktop');
+    await axe(page, 'imports');
+
+    // The whole run: both batches' items, and one CSV naming each row's batch.
+    await page.getByRole('button', { name: `Run items of ${run}` }).click();
+    await page.locator('[data-panel="items"][data-state="ready"] [data-testid="items-of"]').filter({ hasText: '2 batches' }).waitFor();
+    const runFailed = [0, 1].flatMap((i) => answers[i].results.failed.map((f: { index: number; identifier: string; reason: string; message: string }) => ({ i, ...f })));
+    expect(await items('failed-items')).toEqual(runFailed.map((f) => [`#${batchId(f.i)} · ${f.i ? 'Orders' : 'Customers'}`, ...failedRow(f)]));
+    const runCsv = await download();
+    expect(runCsv.name).toBe(`failed-items-${run}.csv`);
+    expect(runCsv.text).toContain('"IMP ""2"", x"');
+    expect(parseCsv(runCsv.text, { columns: true })).toEqual(
+      runFailed.map(({ i, ...f }) => ({ batch: String(batchId(i)), type: i ? 'orders.batch' : 'customers.batch', ...f, index: String(f.index) })),
+    );
+    await axe(page, 'imports-run');
+    expect(failures).toEqual([]);
+  });
+
   it('webhooks: send a test event and see the delivery appear; the receiver got it', async () => {
     const { page, failures } = await open('admin', undefined, '#webhooks');
     await ready(page, 'endpoints');
@@ -393,6 +466,8 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     const fresh = await context.newPage();
     await fresh.goto(`${origin}/#activity`);
     for (const panel of ['orders', 'events']) await fresh.locator(`[data-panel="${panel}"] .state.empty`).waitFor();
+    await fresh.goto(`${origin}/#imports`);
+    await fresh.locator('[data-panel="runs"] .state.empty').waitFor();
     await fresh.goto(`${origin}/#webhooks`);
     await fresh.locator('[data-panel="endpoints"] .state.empty').waitFor();
     await fresh.goto(`${origin}/#overview`);
@@ -403,7 +478,7 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
 
   it('phone width: every view fits, without sideways scrolling', async () => {
     const { page, failures } = await open('admin', { width: 390, height: 844 });
-    for (const [view, panel] of [['overview', 'cohorts'], ['activity', 'events'], ['webhooks', 'deliveries'], ['token', 'token']]) {
+    for (const [view, panel] of [['overview', 'cohorts'], ['activity', 'events'], ['imports', 'runs'], ['webhooks', 'deliveries'], ['token', 'token']]) {
       await page.goto(`${origin}/#${view}`);
       await ready(page, panel);
       if (view === 'overview') await ready(page, 'mrr');

@@ -42,6 +42,24 @@ export type Endpoint = { id: string; url: string; events: string[]; status: stri
 export type Delivery = { event_id: string; event_type: string; attempt: number; status: number | null; error: string | null; duration_ms: number; at: string };
 export type ApiToken = { prefix: string; last_four: string; abilities: string[]; created_at: string; last_used_at: string | null };
 export type IssuedToken = ApiToken & { token: string };
+export type ActivityType = 'customers.batch' | 'orders.batch' | 'subscriptions.batch' | 'subscription_events.batch';
+/** A skipped or failed item of a batch, as the batch answered it (identifier and message cut to 200 bytes). */
+export type ItemReport = { index: number; identifier: string; reason: string; message: string };
+/** One batch request in the activity log (kept 13 months); `import_run` is the X-Import-Run it was sent with. */
+export type ActivityEntry = {
+  id: number;
+  type: ActivityType;
+  created_at: string;
+  total: number;
+  created: number;
+  updated: number;
+  skipped: number;
+  failed: number;
+  results: { skipped: ItemReport[]; failed: ItemReport[] };
+  request_id: string;
+  import_run: string | null;
+};
+export type ActivityPage = { data: ActivityEntry[]; meta: Meta & { next_cursor: string | null } };
 
 export class ApiError extends Error {
   constructor(

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { createApi, loadConfig, type Api, type Me } from './api';
 import { signOut, type DashboardConfig } from './auth';
 import { Activity } from './views/activity';
+import { Imports } from './views/imports';
 import { Overview } from './views/overview';
 import { TokenView } from './views/token';
 import { Webhooks } from './views/webhooks';
@@ -11,6 +12,7 @@ import './styles.css';
 const VIEWS = [
   { id: 'overview', label: 'Overview', View: Overview },
   { id: 'activity', label: 'Orders & events', View: Activity },
+  { id: 'imports', label: 'Imports', View: Imports },
   { id: 'webhooks', label: 'Webhooks', View: Webhooks },
   { id: 'token', label: 'API token', View: TokenView },
 ] as const;

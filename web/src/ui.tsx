@@ -42,6 +42,8 @@ export const Panel = <T, P>(props: {
   empty?: string;
   actions?: ComponentChildren;
   wide?: boolean;
+  /** The heading can take focus (a panel opened by a choice elsewhere moves focus to it). */
+  focusable?: boolean;
   /** The content, given the answer and the parameters it was loaded for (label it with those, not the controls' state). */
   children: (data: T, params: P) => ComponentChildren;
 }) => {
@@ -49,7 +51,9 @@ export const Panel = <T, P>(props: {
   return (
     <section class={`panel${props.wide ? ' wide' : ''}`} aria-labelledby={`${props.id}-title`} aria-busy={result.state === 'loading'} data-panel={props.id} data-state={result.state}>
       <header class="panel-head">
-        <h2 id={`${props.id}-title`}>{props.title}</h2>
+        <h2 id={`${props.id}-title`} tabIndex={props.focusable ? -1 : undefined}>
+          {props.title}
+        </h2>
         {props.actions}
       </header>
       {result.state === 'loading' && <p class="state loading">Loading…</p>}
