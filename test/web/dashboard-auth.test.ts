@@ -120,6 +120,8 @@ describe('the dashboard identity on token routes', () => {
         'GET /webhook-endpoints admin+user',
         'GET /webhook-endpoints/{id}/deliveries admin+user',
         'POST /webhook-endpoints/{id}/test admin',
+        'GET /activity admin+user',
+        'GET /activity/{id} admin+user',
       ].sort(),
     );
     for (const r of routeList.filter((x) => x.dashboard && x.writes)) expect(r.dashboard!.roles, r.path).toEqual(['admin']);
