@@ -1,4 +1,7 @@
+import { createHash } from 'node:crypto';
 import { now } from '#lib/clock';
+import { listPage, type CursorPage } from '#lib/db/query';
+import { CURSOR_INVALID, checkPageOffset, cursorMeta, decodeCursor, encodeCursor } from '#lib/shared/pagination';
 import { allocateIds } from '#lib/db/sequences';
 import { retrying } from '#lib/db/retry';
 import { WriteConflict, WriteSet } from '#lib/db/writes';
@@ -12,7 +15,7 @@ import {
   addCustomerUpdate,
   customerSearchRows,
   customersByIds,
-  customersPage,
+  customersList,
   customerTotal,
   profileChanges,
   resolveForWrite,
@@ -81,35 +84,38 @@ export const deleteCustomer = async (merchantId: string, idOrExternalId: string)
     await ws.commit();
   });
 
-export type CustomerListQuery = { page: number; per_page: number; search?: string };
+export type CustomerListQuery = { page: number; per_page: number; cursor?: string; search?: string };
 
 /**
- * A page of live customers, newest first. Unfiltered: the total from the TOTALS counter and the
- * page from the list index (page 1 costs one GetItem and one Query whatever the list size).
- * Search: a case-insensitive substring of email or name over a small projection of the list,
- * then the page's items by BatchGetItem.
+ * A page of live customers, newest first, by page number or cursor. Unfiltered: the total from the
+ * TOTALS counter and the page from the list index (one Query whatever the list size or depth).
+ * Search: a case-insensitive substring of email or name over a small projection of the list, then
+ * the page's items by BatchGetItem; its cursor names the last customer shown.
  */
-export const listCustomers = async (merchantId: string, q: CustomerListQuery): Promise<{ items: CustomerItem[]; total: number }> => {
-  const offset = (q.page - 1) * q.per_page;
+export const listCustomers = async (merchantId: string, q: CustomerListQuery): Promise<CursorPage<CustomerItem>> => {
   const term = q.search?.trim().toLowerCase();
-  if (term) {
-    const rows = await customerSearchRows(merchantId);
-    const matches = rows.filter((r) => r.email.includes(term) || (r.name ?? '').toLowerCase().includes(term));
-    const pageIds = matches.slice(offset, offset + q.per_page).map((r) => Number(r.id));
-    if (!pageIds.length) return { items: [], total: matches.length };
-    const found = await customersByIds(merchantId, pageIds);
-    // A customer deleted between the two reads is left out.
-    const items = pageIds.flatMap((id) => {
-      const item = found.get(id);
-      return item && !item.deleted_at ? [item] : [];
-    });
-    return { items, total: matches.length };
+  if (!term) return listPage<CustomerItem>(customersList(merchantId), () => customerTotal(merchantId), q);
+  const rows = await customerSearchRows(merchantId);
+  const matches = rows.filter((r) => r.email.includes(term) || (r.name ?? '').toLowerCase().includes(term));
+  const list = `search:${createHash('sha256').update(term).digest('base64url').slice(0, 16)}`;
+  let offset: number;
+  if (q.cursor !== undefined) {
+    const cursor = decodeCursor(q.cursor);
+    if (!cursor || cursor.list !== list || !/^\d+$/.test(cursor.key.id ?? '')) throw InvalidError.field('cursor', CURSOR_INVALID);
+    // After the customer the cursor names (still there unless deleted meanwhile), else at its offset.
+    const at = matches.findIndex((r) => String(r.id) === cursor.key.id);
+    offset = at >= 0 ? at + 1 : cursor.offset;
+  } else {
+    offset = checkPageOffset(q.page, q.per_page);
   }
-  if (offset === 0) {
-    const [total, items] = await Promise.all([customerTotal(merchantId), customersPage(merchantId, 0, q.per_page)]);
-    return { items, total: Math.max(total, items.length) };
-  }
-  const total = await customerTotal(merchantId);
-  if (offset >= total) return { items: [], total };
-  return { items: await customersPage(merchantId, offset, q.per_page), total };
+  const shown = matches.slice(offset, offset + q.per_page);
+  const last = shown.at(-1);
+  const next = last && offset + shown.length < matches.length ? encodeCursor({ list, offset: offset + shown.length, key: { id: String(last.id) } }) : null;
+  const found = shown.length ? await customersByIds(merchantId, shown.map((r) => Number(r.id))) : new Map<number, CustomerItem>();
+  // A customer deleted between the two reads is left out.
+  const items = shown.flatMap((r) => {
+    const item = found.get(Number(r.id));
+    return item && !item.deleted_at ? [item] : [];
+  });
+  return { items, meta: cursorMeta(offset, q.per_page, matches.length, items.length, next) };
 };

@@ -5,7 +5,7 @@ import { addTotal, readTotals } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
 import { indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
 import { itemAbsent, type WriteSet } from '#lib/db/writes';
-import { queryAll, queryPage } from '#lib/db/query';
+import { queryAll, type IndexQuery } from '#lib/db/query';
 import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
 
@@ -218,8 +218,8 @@ export const customerTotal = async (merchantId: string): Promise<number> =>
   Math.max(0, (await readTotals(merchantId, 'CUSTOMERS')).customers?.toNumber() ?? 0);
 
 /** One page of live customers, newest first (gsi1); page 1 is a single Query. */
-export const customersPage = (merchantId: string, offset: number, limit: number): Promise<CustomerItem[]> =>
-  queryPage<CustomerItem>({ index: 'gsi1', partition: indexPartitions.customers(merchantId) }, offset, limit);
+/** The live customers' list index, newest first. */
+export const customersList = (merchantId: string): IndexQuery => ({ index: 'gsi1', partition: indexPartitions.customers(merchantId) });
 
 export type CustomerSearchRow = { id: number; email: string; name?: string | null };
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { QueryCommand, type QueryCommandInput, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { InvalidError } from '#lib/errors';
-import { CURSOR_INVALID, DEEP_PAGE_MESSAGE, MAX_PAGE_OFFSET, cursorMeta, decodeCursor, encodeCursor, type PageMeta } from '#lib/shared/pagination';
+import { CURSOR_INVALID, checkPageOffset, cursorMeta, decodeCursor, encodeCursor, type PageMeta } from '#lib/shared/pagination';
 import { db, tableName } from '#lib/db/client';
 import { GSIS, type IndexName } from '#lib/db/table';
 import type { Condition } from '#lib/db/writes';
@@ -143,11 +143,11 @@ export const queryAll = async <T>(q: IndexQuery, projection: string[]): Promise<
 };
 
 /**
- * One page of a list with its total (decisions §4). Page 1 reads the total and the page in
+ * One offset page of a list with its total. Page 1 reads the total and the page in
  * parallel (the budgeted request count); deeper pages read the total first, so a page past the
  * end reads nothing more and a skip is bounded by the total.
  */
-export const listPage = async <T>(q: IndexQuery, count: () => Promise<number>, page: number, perPage: number): Promise<{ items: T[]; total: number }> => {
+const offsetPage = async <T>(q: IndexQuery, count: () => Promise<number>, page: number, perPage: number): Promise<{ items: T[]; total: number }> => {
   const offset = (page - 1) * perPage;
   if (offset === 0) {
     const [total, items] = await Promise.all([count(), queryPage<T>(q, 0, perPage)]);
@@ -201,7 +201,7 @@ export type CursorPage<T> = { items: T[]; meta: PageMeta & { next_cursor: string
  * the total and the page in parallel, like page 1, whatever its depth; page numbers stop at an
  * offset of MAX_PAGE_OFFSET (a 422 on `page` that points to the cursor).
  */
-export const listPageWithCursor = async <T extends Record<string, unknown>>(
+export const listPage = async <T extends Record<string, unknown>>(
   q: IndexQuery,
   count: () => Promise<number>,
   req: PageRequest,
@@ -218,13 +218,16 @@ export const listPageWithCursor = async <T extends Record<string, unknown>>(
     offset = cursor.offset;
     [total, items] = await Promise.all([count(), queryAfter<T>(q, cursor.key, req.per_page)]);
   } else {
-    offset = (req.page - 1) * req.per_page;
-    if (offset >= MAX_PAGE_OFFSET) throw InvalidError.field('page', DEEP_PAGE_MESSAGE);
+    offset = checkPageOffset(req.page, req.per_page);
     // An empty range (its end before the retention bound) reads nothing: DynamoDB refuses inverted bounds.
     if (q.from !== undefined && q.to !== undefined && q.from > q.to) return { items: [], meta: cursorMeta(offset, req.per_page, 0, 0, null) };
-    ({ items, total } = await listPage<T>(q, count, req.page, req.per_page));
+    ({ items, total } = await offsetPage<T>(q, count, req.page, req.per_page));
   }
-  const more = items.length === req.per_page && offset + items.length < total;
-  const next = more ? encodeCursor({ list, offset: offset + items.length, key: keyOf(q, items[items.length - 1]) as Record<string, string> }) : null;
-  return { items, meta: cursorMeta(offset, req.per_page, total, items.length, next) };
+  return { items, meta: cursorMeta(offset, req.per_page, total, items.length, cursorAfter(q, identity, offset, items, req.per_page, total)) };
+};
+
+/** The cursor of the page after `items` (read at `offset` of a list of `total`), or null when none follows. */
+export const cursorAfter = (q: IndexQuery, identity: IndexQuery, offset: number, items: Record<string, unknown>[], perPage: number, total: number): string | null => {
+  const more = items.length === perPage && offset + items.length < total;
+  return more ? encodeCursor({ list: listFingerprint(identity), offset: offset + items.length, key: keyOf(q, items[items.length - 1]) as Record<string, string> }) : null;
 };

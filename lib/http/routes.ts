@@ -51,7 +51,7 @@ import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { cohortSchema, cohortsQuery, metricsSummarySchema, mrrQuery, mrrSeriesSchema } from '#lib/metrics/schemas';
 import { activityEntrySchema, activityListQuery, activityPathParams, importRunHeaders } from '#lib/activity/schemas';
 import { defineRoute, type RouteDef } from '#lib/http/route';
-import { batchAnswer, batchResultSchema, cursorListOf, dataOf, idempotencyHeaders, listOf, messageBody, validationBody } from '#lib/shared/schemas';
+import { batchAnswer, batchResultSchema, dataOf, idempotencyHeaders, listOf, messageBody, validationBody } from '#lib/shared/schemas';
 
 const errors = {
   401: { description: 'Unauthenticated', schema: messageBody },
@@ -595,7 +595,7 @@ export const routes = {
     summary: 'The activity log: one entry per batch request, newest first, kept for the 13 whole months after the month it ran in',
     tags: ['activity'],
     request: { query: activityListQuery },
-    responses: { 200: { description: 'A page of activity entries (`meta.next_cursor` reads the next one)', schema: cursorListOf(activityEntrySchema) }, ...errors, ...invalid },
+    responses: { 200: { description: 'A page of activity entries (`meta.next_cursor` reads the next one)', schema: listOf(activityEntrySchema) }, ...errors, ...invalid },
   }),
   activityGet: defineRoute({
     method: 'GET',

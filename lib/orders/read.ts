@@ -6,7 +6,7 @@ import { createdRange, indexPartitions, keys } from '#lib/db/keys';
 import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
 import { customerIdsByEmail, customersByIds } from '#lib/customers/store';
 import { readDayAndMonth, readTotals } from '#lib/db/counters';
-import { paginated } from '#lib/shared/pagination';
+import { emptyPage } from '#lib/shared/pagination';
 import { presentOrder, type OrderItem } from '#lib/orders/model';
 import type { OrderListQuery } from '#lib/orders/schemas';
 import { revenueAttr } from '#lib/orders/figures';
@@ -38,7 +38,7 @@ export const listOrders = async (merchantId: string, q: OrderListQuery) => {
   if (q.customer_email !== undefined) {
     const byEmail = (await customerIdsByEmail(merchantId, [q.customer_email])).get(q.customer_email);
     if (byEmail === undefined || (customerId !== undefined && customerId !== byEmail)) {
-      return paginated([], q.page, q.per_page, 0);
+      return emptyPage(q);
     }
     customerId = byEmail;
   }
@@ -59,8 +59,8 @@ export const listOrders = async (merchantId: string, q: OrderListQuery) => {
 
   const countedByTotals = customerId === undefined && range.from === undefined && range.to === undefined;
   const count = () => (countedByTotals ? totalOrders(merchantId, q.status) : countQuery(query));
-  const { items, total } = await listPage<OrderItem>(query, count, q.page, q.per_page);
-  return paginated(await presentOrders(merchantId, items), q.page, q.per_page, total);
+  const { items, meta } = await listPage<OrderItem>(query, count, q);
+  return { data: await presentOrders(merchantId, items), meta };
 };
 
 const totalOrders = async (merchantId: string, status?: string): Promise<number> =>

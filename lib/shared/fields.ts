@@ -138,6 +138,12 @@ export const MAX_PAGE = 2 ** 31 - 1;
 export const pageQuery = {
   page: intParam(1, MAX_PAGE, 1),
   per_page: intParam(1, 100, 20, { between: true }),
+  cursor: z
+    .string()
+    .min(1)
+    .max(4096)
+    .optional()
+    .meta({ description: "`meta.next_cursor` of the previous page, with the same filters: reads on from there at one page's cost, however deep" }),
 };
 
 /** An optional id-like positive integer query filter; ids are exact integers (≤ 2^53 − 1). */

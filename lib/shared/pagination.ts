@@ -1,3 +1,5 @@
+import { InvalidError } from '#lib/errors';
+
 /** The list envelope's meta (decisions §4). */
 export type PageMeta = {
   current_page: number;
@@ -20,9 +22,10 @@ export const pageMeta = (page: number, perPage: number, total: number, count: nu
   };
 };
 
-export const paginated = <T>(data: T[], page: number, perPage: number, total: number) => ({
+/** A list answer: the page and its meta, `next_cursor` included (null: no page follows). */
+export const paginated = <T>(data: T[], page: number, perPage: number, total: number, nextCursor: string | null = null) => ({
   data,
-  meta: pageMeta(page, perPage, total, data.length),
+  meta: { ...pageMeta(page, perPage, total, data.length), next_cursor: nextCursor },
 });
 
 /**
@@ -36,6 +39,13 @@ export type CursorState = { key: Record<string, string>; offset: number; list: s
 export const MAX_PAGE_OFFSET = 10_000;
 export const DEEP_PAGE_MESSAGE = `The page field may not reach ${MAX_PAGE_OFFSET.toLocaleString('en-US')} items or more (page × per_page): follow meta.next_cursor with the cursor parameter instead.`;
 export const CURSOR_INVALID = 'The cursor field must be a meta.next_cursor value returned by this list with the same filters.';
+
+/** Page numbers reach offsets below MAX_PAGE_OFFSET; deeper pages are read with the cursor (a 422 on `page` says so). */
+export const checkPageOffset = (page: number, perPage: number): number => {
+  const offset = (page - 1) * perPage;
+  if (offset >= MAX_PAGE_OFFSET) throw InvalidError.field('page', DEEP_PAGE_MESSAGE);
+  return offset;
+};
 
 export const encodeCursor = (c: CursorState): string => Buffer.from(JSON.stringify([c.list, c.offset, c.key])).toString('base64url');
 
@@ -51,6 +61,12 @@ export const decodeCursor = (raw: string): CursorState | null => {
   } catch {
     return null;
   }
+};
+
+/** A list known to be empty without reading it (a filter naming nothing): its page still obeys the offset rule. */
+export const emptyPage = (req: { page: number; per_page: number }) => {
+  checkPageOffset(req.page, req.per_page);
+  return paginated([], req.page, req.per_page, 0);
 };
 
 /** The list meta with `next_cursor` (null on the last page). */

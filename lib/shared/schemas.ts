@@ -17,9 +17,8 @@ export const pageMetaSchema = z
   })
   .meta({ id: 'PageMeta' });
 
-export const listOf = <T extends z.ZodType>(item: T) => z.object({ data: z.array(item), meta: pageMetaSchema });
 /** A list read by page number or cursor: its meta also carries `next_cursor` (null on the last page). */
-export const cursorListOf = <T extends z.ZodType>(item: T) =>
+export const listOf = <T extends z.ZodType>(item: T) =>
   z.object({
     data: z.array(item),
     meta: pageMetaSchema.extend({ next_cursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page' }) }),

@@ -3,7 +3,7 @@ import { addTotal, readTotals } from '#lib/db/counters';
 import { keys, subscriptionEventIndexes } from '#lib/db/keys';
 import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
 import { itemAbsent, WriteSet } from '#lib/db/writes';
-import { paginated } from '#lib/shared/pagination';
+import { emptyPage } from '#lib/shared/pagination';
 import { presentSubscriptionEvent, type SubscriptionEventItem } from '#lib/subscriptions/model';
 import type { SubscriptionEventListQuery, SubscriptionEventType } from '#lib/subscriptions/schemas';
 import { getSubscriptionItem } from '#lib/subscriptions/store';
@@ -57,7 +57,7 @@ export const listSubscriptionEvents = async (merchantId: string, q: Subscription
   let customerId = q.customer_id;
   if (q.subscription_id !== undefined) {
     const sub = await getSubscriptionItem(merchantId, q.subscription_id);
-    if (!sub || (customerId !== undefined && Number(sub.customer_id) !== customerId)) return paginated([], q.page, q.per_page, 0);
+    if (!sub || (customerId !== undefined && Number(sub.customer_id) !== customerId)) return emptyPage(q);
     customerId = Number(sub.customer_id);
   }
   const filters: string[] = [];
@@ -90,6 +90,6 @@ export const listSubscriptionEvents = async (merchantId: string, q: Subscription
   const byTotals = customerId === undefined && !q.start_date && !q.end_date;
   const count = async () =>
     byTotals ? ((await readTotals(merchantId, 'SUBSCRIPTION_EVENTS'))[q.event_type ? `events_${q.event_type}` : 'events']?.toNumber() ?? 0) : countQuery(query);
-  const { items, total } = await listPage<SubscriptionEventItem>(query, count, q.page, q.per_page);
-  return paginated(items.map(presentSubscriptionEvent), q.page, q.per_page, total);
+  const { items, meta } = await listPage<SubscriptionEventItem>(query, count, q);
+  return { data: items.map(presentSubscriptionEvent), meta };
 };

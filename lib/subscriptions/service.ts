@@ -14,7 +14,6 @@ import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
 import { InvalidError, NotFoundError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
 import { addOutboxEvent, type EventType } from '#lib/outbox';
-import { paginated } from '#lib/shared/pagination';
 import { formatTimestamp } from '#lib/shared/time';
 import { addSubscriptionEvent, CUSTOMER_INVALID, type NewEvent } from '#lib/subscriptions/events';
 import { mrrContribution, presentSubscription, type Subscription, type SubscriptionItem } from '#lib/subscriptions/model';
@@ -424,7 +423,7 @@ export const listSubscriptions = async (scope: Scope, q: SubscriptionListQuery) 
   const byTotals = q.customer_id === undefined && !q.plan_name;
   const count = async () =>
     byTotals ? ((await readTotals(merchantId, 'SUBSCRIPTIONS'))[q.status ? `subscriptions_${q.status}` : 'subscriptions']?.toNumber() ?? 0) : countQuery(query);
-  const { items, total } = await listPage<SubscriptionItem>(query, count, q.page, q.per_page);
+  const { items, meta } = await listPage<SubscriptionItem>(query, count, q);
   const at = formatTimestamp(now());
-  return paginated(items.map((s) => presentSubscription(asOf(s, at), scope.reportingCurrency)), q.page, q.per_page, total);
+  return { data: items.map((s) => presentSubscription(asOf(s, at), scope.reportingCurrency)), meta };
 };

@@ -1,6 +1,7 @@
 import { keys, webhookDeliveriesPartition } from '#lib/db/keys';
 import { batchGet } from '#lib/db/batch-get';
-import { countQuery, listPage, queryPage, type IndexQuery } from '#lib/db/query';
+import { countQuery, cursorAfter, listPage, queryPage, type CursorPage, type IndexQuery, type PageRequest } from '#lib/db/query';
+import { cursorMeta } from '#lib/shared/pagination';
 import { itemAbsent, type WriteSet } from '#lib/db/writes';
 import { NotFoundError } from '#lib/errors';
 import { getWebhookEndpointItem } from '#lib/webhooks/store';
@@ -85,22 +86,24 @@ const endpointExists = async (merchantId: string, endpointId: number): Promise<b
 export const listDeliveries = async (
   merchantId: string,
   endpointId: number,
-  page: number,
-  perPage: number,
+  req: PageRequest,
   nowSeconds = Math.floor(Date.now() / 1000),
-): Promise<{ data: DeliveryLogEntry[]; total: number }> => {
+): Promise<{ data: DeliveryLogEntry[]; meta: CursorPage<DeliveryLogItem>['meta'] }> => {
   const partition = webhookDeliveriesPartition(merchantId, endpointId);
   // Inclusive bound below the head: '~' < '~ENDPOINT', above every ISO time.
   const attempts: IndexQuery = { partition, to: '~', filter: live(nowSeconds) };
-  if (page > 1) {
+  // Cursors name the log, not the instant its TTL filter was read at.
+  const identity: IndexQuery = { partition, to: '~' };
+  if (req.page > 1 || req.cursor !== undefined) {
     const count = async () => {
       const [total, exists] = await Promise.all([countQuery(attempts), endpointExists(merchantId, endpointId)]);
       if (!exists) throw new NotFoundError();
       return total;
     };
-    const { items, total } = await listPage<DeliveryLogItem>(attempts, count, page, perPage);
-    return { data: items.map(presentDelivery), total };
+    const { items, meta } = await listPage<DeliveryLogItem>(attempts, count, req, identity);
+    return { data: items.map(presentDelivery), meta };
   }
+  const perPage = req.per_page;
   const [total, items] = await Promise.all([
     countQuery(attempts),
     queryPage<DeliveryLogItem>({ partition, filter: live(nowSeconds) }, 0, perPage + 1),
@@ -110,5 +113,7 @@ export const listDeliveries = async (
   // No head: deleted or never created (404), or created before heads were written (none were
   // backfilled), which only the endpoint item itself can tell apart: one more read, for those only.
   if (!hasHead && !(await getWebhookEndpointItem(merchantId, endpointId))) throw new NotFoundError();
-  return { data: (hasHead ? items.slice(1) : items.slice(0, perPage)).map(presentDelivery), total };
+  const page = hasHead ? items.slice(1) : items.slice(0, perPage);
+  const next = cursorAfter(attempts, identity, 0, page, perPage, total);
+  return { data: page.map(presentDelivery), meta: cursorMeta(0, perPage, total, page.length, next) };
 };

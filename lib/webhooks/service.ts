@@ -8,7 +8,6 @@ import { retrying } from '#lib/db/retry';
 import { allocateIds } from '#lib/db/sequences';
 import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
 import { ConflictError, InvalidError, NotFoundError } from '#lib/errors';
-import { paginated } from '#lib/shared/pagination';
 import { formatTimestamp } from '#lib/shared/time';
 import { presentWebhookEndpoint, type WebhookEndpointItem } from '#lib/webhooks/model';
 import type { WebhookDeliveriesListQuery, WebhookEndpointCreate, WebhookEndpointListQuery, WebhookEndpointUpdate } from '#lib/webhooks/schemas';
@@ -191,8 +190,8 @@ export const deleteWebhookEndpoint = async (merchantId: string, segment: string)
 export const listWebhookEndpoints = async (merchantId: string, q: WebhookEndpointListQuery) => {
   const query: IndexQuery = { index: 'gsi1', partition: webhookEndpointIndexes.partitions.all(merchantId) };
   const count = async () => (await readTotals(merchantId, 'WEBHOOK_ENDPOINTS'))[COUNT_ATTR]?.toNumber() ?? 0;
-  const { items, total } = await listPage<WebhookEndpointItem>(query, count, q.page, q.per_page);
-  return paginated(items.map(presentWebhookEndpoint), q.page, q.per_page, total);
+  const { items, meta } = await listPage<WebhookEndpointItem>(query, count, q);
+  return { data: items.map(presentWebhookEndpoint), meta };
 };
 
 /** The type of the event `POST /webhook-endpoints/{id}/test` sends (not one a merchant subscribes to). */
@@ -232,7 +231,5 @@ export const retryDelivery = async (merchantId: string, segment: string, eventId
 };
 
 /** GET /webhook-endpoints/{id}/deliveries: the endpoint's attempts of the last 30 days, newest first. */
-export const listEndpointDeliveries = async (merchantId: string, segment: string, q: WebhookDeliveriesListQuery) => {
-  const { data, total } = await listDeliveries(merchantId, idFromPath(segment), q.page, q.per_page, Math.floor(now().getTime() / 1000));
-  return paginated(data, q.page, q.per_page, total);
-};
+export const listEndpointDeliveries = async (merchantId: string, segment: string, q: WebhookDeliveriesListQuery) =>
+  listDeliveries(merchantId, idFromPath(segment), q, Math.floor(now().getTime() / 1000));

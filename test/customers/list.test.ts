@@ -32,7 +32,7 @@ describe('GET /customers', () => {
     const { token } = await newMerchant();
     const r = await api.get('/customers', token);
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0 } });
+    expect(r.body).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null } });
   });
 
   it('pages newest first with correct meta; a page past the end is empty with correct meta', async () => {
@@ -42,18 +42,27 @@ describe('GET /customers', () => {
 
     const p1 = await api.get('/customers?per_page=2', token);
     expect(ids(p1.body)).toEqual(newestFirst.slice(0, 2));
-    expect(p1.body.meta).toEqual({ current_page: 1, from: 1, last_page: 3, per_page: 2, to: 2, total: 5 });
+    expect(p1.body.meta).toEqual({ current_page: 1, from: 1, last_page: 3, per_page: 2, to: 2, total: 5, next_cursor: expect.any(String) });
     const p2 = await api.get('/customers?per_page=2&page=2', token);
     expect(ids(p2.body)).toEqual(newestFirst.slice(2, 4));
     expect(p2.body.meta).toMatchObject({ current_page: 2, from: 3, to: 4 });
     const p3 = await api.get('/customers?per_page=2&page=3', token);
     expect(ids(p3.body)).toEqual(newestFirst.slice(4));
-    expect(p3.body.meta).toEqual({ current_page: 3, from: 5, last_page: 3, per_page: 2, to: 5, total: 5 });
+    expect(p3.body.meta).toEqual({ current_page: 3, from: 5, last_page: 3, per_page: 2, to: 5, total: 5, next_cursor: null });
     const past = await api.get('/customers?per_page=2&page=4', token);
-    expect(past.body).toEqual({ data: [], meta: { current_page: 4, from: null, last_page: 3, per_page: 2, to: null, total: 5 } });
+    expect(past.body).toEqual({ data: [], meta: { current_page: 4, from: null, last_page: 3, per_page: 2, to: null, total: 5, next_cursor: null } });
+    // Page numbers stop at an offset of 10,000: deeper, the cursor.
     const far = await api.get('/customers?page=2147483647', token);
-    expect(far.status).toBe(200);
-    expect(far.body.data).toEqual([]);
+    expect([far.status, far.body.errors?.page?.[0]]).toEqual([422, expect.stringContaining('meta.next_cursor')]);
+    expect((await api.get('/customers?page=500&per_page=20', token)).body.data).toEqual([]);
+    let cursor = p1.body.meta.next_cursor;
+    const walked = [...ids(p1.body)];
+    while (cursor) {
+      const r = await api.get(`/customers?per_page=2&cursor=${encodeURIComponent(cursor)}`, token);
+      walked.push(...ids(r.body));
+      cursor = r.body.meta.next_cursor;
+    }
+    expect(walked).toEqual(newestFirst);
     expect((await api.get('/customers?page=9007199254740991', token)).body.errors).toEqual({ page: ['The page field must not be greater than 2147483647.'] });
 
     const all = await api.get('/customers?per_page=100', token);
@@ -106,10 +115,17 @@ describe('GET /customers', () => {
 
     const p2 = await q('search=shop&per_page=2&page=2');
     expect(ids(p2)).toEqual([ann]);
-    expect(p2.meta).toEqual({ current_page: 2, from: 3, last_page: 2, per_page: 2, to: 3, total: 3 });
+    expect(p2.meta).toEqual({ current_page: 2, from: 3, last_page: 2, per_page: 2, to: 3, total: 3, next_cursor: null });
     const past = await q('search=shop&per_page=2&page=3');
-    expect(past).toEqual({ data: [], meta: { current_page: 3, from: null, last_page: 2, per_page: 2, to: null, total: 3 } });
-    expect(await q('search=zzz')).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0 } });
+    expect(past).toEqual({ data: [], meta: { current_page: 3, from: null, last_page: 2, per_page: 2, to: null, total: 3, next_cursor: null } });
+    expect(await q('search=zzz')).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null } });
+    // A search's cursor reads on after the customer it names; under another term it is refused.
+    const s1 = await q('search=shop&per_page=2');
+    expect(ids(s1)).toEqual([dan, carol]);
+    const s2 = await q(`search=shop&per_page=2&cursor=${encodeURIComponent(s1.meta.next_cursor)}`);
+    expect([ids(s2), s2.meta]).toEqual([[ann], { current_page: 2, from: 3, last_page: 2, per_page: 2, to: 3, total: 3, next_cursor: null }]);
+    const other = await api.get(`/customers?search=bob&cursor=${encodeURIComponent(s1.meta.next_cursor)}`, token);
+    expect([other.status, Object.keys(other.body.errors ?? {})]).toEqual([422, ['cursor']]);
     // an empty search is no filter
     expect((await q('search=')).meta.total).toBe(4);
 
@@ -148,6 +164,10 @@ describe('GET /customers', () => {
     expect(a.requests).toBeLessThanOrEqual(4);
     expect(b.requests).toBe(a.requests);
     expect(c.requests).toBe(a.requests);
+    // A cursor page 100 customers in costs what page 1 costs.
+    const deep = await api.counted('GET', `/customers?cursor=${encodeURIComponent(c.res.body.meta.next_cursor)}`, { token: large.token });
+    expect(deep.res.body.meta).toMatchObject({ current_page: 6, from: 101, to: 120 });
+    expect(deep.requests).toBe(a.requests);
 
     // a deep page is still right
     const last = await api.get('/customers?per_page=20&page=8', large.token);

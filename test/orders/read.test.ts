@@ -77,7 +77,7 @@ describe('GET /orders', () => {
       }
     }
     expect(r.body.data.find((o: any) => o.order_no === 'L-3')).toMatchObject({ status: 'failed', payment_method: 'atm', source: 'api', customer_name: 'Ann' });
-    expect(r.body.meta).toEqual({ current_page: 1, from: 1, last_page: 1, per_page: 20, to: 7, total: 7 });
+    expect(r.body.meta).toEqual({ current_page: 1, from: 1, last_page: 1, per_page: 20, to: 7, total: 7, next_cursor: null });
   });
 
   it('filters by status', async () => {
@@ -97,7 +97,7 @@ describe('GET /orders', () => {
     const both = await api.get(`/orders?customer_email=bob%40example.com&customer_id=${bob.id}`, token);
     expect(nos(both)).toEqual(['L-7', 'L-4', 'L-2']);
     const mismatch = await api.get(`/orders?customer_email=bob%40example.com&customer_id=${ann.id}`, token);
-    expect(mismatch.body).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0 } });
+    expect(mismatch.body).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null } });
     expect((await api.get('/orders?customer_email=nobody%40example.com', token)).body.meta.total).toBe(0);
     expect((await api.get('/orders?customer_id=999999', token)).body.meta.total).toBe(0);
   });
@@ -153,15 +153,24 @@ describe('GET /orders', () => {
       per_page: 2,
       to: Math.min(page * 2, 7),
       total: 7,
+      next_cursor: page < 4 ? expect.any(String) : null,
     })));
+    // The cursors walk the same pages.
+    let cursor = pages[0].body.meta.next_cursor;
+    for (const expectedPage of pages.slice(1)) {
+      const r = await api.get(`/orders?per_page=2&cursor=${encodeURIComponent(cursor)}`, token);
+      expect([nos(r), r.body.meta.current_page]).toEqual([nos(expectedPage), expectedPage.body.meta.current_page]);
+      cursor = r.body.meta.next_cursor;
+    }
+    expect(cursor).toBeNull();
     const past = await api.get('/orders?per_page=2&page=9', token);
-    expect(past.body).toEqual({ data: [], meta: { current_page: 9, from: null, last_page: 4, per_page: 2, to: null, total: 7 } });
+    expect(past.body).toEqual({ data: [], meta: { current_page: 9, from: null, last_page: 4, per_page: 2, to: null, total: 7, next_cursor: null } });
     const filtered = await api.get(`/orders?customer_id=${ann.id}&per_page=3&page=2`, token);
     expect(nos(filtered)).toEqual(expected((o) => o.customer_id === ann.id).slice(3));
-    expect(filtered.body.meta).toEqual({ current_page: 2, from: 4, last_page: 2, per_page: 3, to: 4, total: 4 });
+    expect(filtered.body.meta).toEqual({ current_page: 2, from: 4, last_page: 2, per_page: 3, to: 4, total: 4, next_cursor: null });
     const both = await api.get(`/orders?status=paid&customer_id=${ann.id}&per_page=1&page=2`, token);
     expect(nos(both)).toEqual(['L-1']);
-    expect(both.body.meta).toEqual({ current_page: 2, from: 2, last_page: 2, per_page: 1, to: 2, total: 2 });
+    expect(both.body.meta).toEqual({ current_page: 2, from: 2, last_page: 2, per_page: 1, to: 2, total: 2, next_cursor: null });
     const statusPage = await api.get('/orders?status=paid&per_page=1&page=2', token);
     expect(nos(statusPage)).toEqual(['L-4']);
     expect(statusPage.body.meta).toMatchObject({ total: 3, last_page: 3, from: 2, to: 2 });
@@ -170,7 +179,7 @@ describe('GET /orders', () => {
     expect(orders).toEqual(all);
   });
 
-  it('a page whose offset reaches 2^31 is an empty page with its meta, not a 500, with or without filters', async () => {
+  it('a page whose offset reaches 10,000 is a 422 on page that points to the cursor, with or without filters; below it, a page past the end is empty with its meta', async () => {
     const cases: [string, number][] = [
       ['', 7],
       ['status=paid&', 3],
@@ -179,22 +188,26 @@ describe('GET /orders', () => {
       ['start_date=2026-01-01&end_date=2026-12-31&', 7],
       ['end_date=2026-01-31&', 5],
       [`status=paid&customer_id=${ann.id}&start_date=2026-01-31&`, 1],
+      ['customer_email=nobody%40example.com&', 0],
     ];
     for (const [filter, total] of cases) {
-      for (const [page, perPage] of [[21474838, 100], [2 ** 31 - 1, 100], [2 ** 31 - 1, 1]]) {
+      for (const [page, perPage] of [[101, 100], [21474838, 100], [2 ** 31 - 1, 100], [10_001, 1]]) {
         const r = await api.get(`/orders?${filter}page=${page}&per_page=${perPage}`, token);
-        expect(r.status, `${filter} page ${page}`).toBe(200);
-        expect(r.body, `${filter} page ${page}`).toEqual({
-          data: [],
-          meta: { current_page: page, from: null, last_page: Math.max(1, Math.ceil(total / perPage)), per_page: perPage, to: null, total },
-        });
+        expect(r.status, `${filter} page ${page}`).toBe(422);
+        expect(r.body.errors, `${filter} page ${page}`).toEqual({ page: [expect.stringContaining('meta.next_cursor with the cursor parameter')] });
       }
+      const [page, perPage] = [100, 100];
+      const r = await api.get(`/orders?${filter}page=${page}&per_page=${perPage}`, token);
+      expect(r.body, `${filter} page ${page}`).toEqual({
+        data: [],
+        meta: { current_page: page, from: null, last_page: Math.max(1, Math.ceil(total / perPage)), per_page: perPage, to: null, total, next_cursor: null },
+      });
     }
   });
 
   it('a page past the end costs no page query', async () => {
     // Unfiltered or by status the total is one Query over the sharded totals, and no page query.
-    for (const query of ['page=3&per_page=5', 'status=paid&page=2&per_page=3', 'page=1000000&per_page=100']) {
+    for (const query of ['page=3&per_page=5', 'status=paid&page=2&per_page=3', 'page=100&per_page=100']) {
       const { res, byCommand } = await api.counted('GET', `/orders?${query}`, { token });
       expect(res.body.data, query).toEqual([]);
       expect(byCommand.QueryCommand ?? 0, query).toBe(1);
@@ -211,7 +224,7 @@ describe('GET /orders', () => {
     expect(first.requests).toBe(5);
     const inside = await api.counted('GET', '/orders?page=2&per_page=5', { token });
     expect(nos(inside.res)).toEqual(['L-2', 'L-1']);
-    expect(inside.res.body.meta).toEqual({ current_page: 2, from: 6, last_page: 2, per_page: 5, to: 7, total: 7 });
+    expect(inside.res.body.meta).toEqual({ current_page: 2, from: 6, last_page: 2, per_page: 5, to: 7, total: 7, next_cursor: null });
     expect(inside.byCommand.QueryCommand).toBe(3); // the totals, skip 5 keys, then the page
   });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { cursorAt } from '../support/pages.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { seededTypeCounts, seedSubscriptionEvents } from '../support/seed-subscriptions.ts';
 
@@ -103,6 +104,10 @@ describe('subscription request budgets (DynamoDB requests per API call)', () => 
     expect(byStatus.res.body.meta.total).toBe(25);
     report('GET /subscriptions?status=active page 1', byStatus.requests, 4);
     expect(byStatus.requests).toBeLessThanOrEqual(4);
+    // The next page by its cursor costs what page 1 costs.
+    const next = await api.counted('GET', `/subscriptions?cursor=${encodeURIComponent(list.res.body.meta.next_cursor)}`, { token });
+    expect(next.res.body.meta).toMatchObject({ current_page: 2, from: 21, to: 25, next_cursor: null });
+    expect(next.requests).toBe(list.requests);
   });
 
   it('POST /subscriptions/batch of 100 ≤ 25 (new customers by email, each started in its own month)', async () => {
@@ -175,7 +180,7 @@ describe('subscription request budgets (DynamoDB requests per API call)', () => 
 
     expect(s.list.res.body.meta.total).toBe(100);
     expect(s.list.res.body.data).toHaveLength(20);
-    expect(l.list.res.body.meta).toEqual({ current_page: 1, from: 1, last_page: 1000, per_page: 20, to: 20, total: 20_000 });
+    expect(l.list.res.body.meta).toEqual({ current_page: 1, from: 1, last_page: 1000, per_page: 20, to: 20, total: 20_000, next_cursor: expect.any(String) });
     expect(l.list.res.body.data).toHaveLength(20);
     // the API's `created` event is the newest (seeded ones occurred in 2025)
     expect(l.list.res.body.data[0]).toMatchObject({ event_type: 'created', source: 'api' });
@@ -197,5 +202,11 @@ describe('subscription request budgets (DynamoDB requests per API call)', () => 
       expect(l[name].requests, name).toBeLessThanOrEqual(4);
       expect(l[name].requests, name).toBe(s[name].requests);
     }
+    // A page 200 pages deep (by cursor, 20 a page) costs what page 1 costs.
+    const cursor = await cursorAt(api, large.token, '/subscriptions/events', 4_000);
+    const deep = await api.counted('GET', `/subscriptions/events?cursor=${encodeURIComponent(cursor)}`, { token: large.token });
+    expect(deep.res.body.meta).toMatchObject({ current_page: 201, from: 4_001, to: 4_020, total: 20_000 });
+    report('GET /subscriptions/events, a cursor page 200 pages deep (20,000 events)', deep.requests, 4);
+    expect(deep.requests).toBe(l.list.requests);
   }, 240_000);
 });

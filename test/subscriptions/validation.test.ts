@@ -528,7 +528,7 @@ describe('GET /subscriptions and GET /subscriptions/events: query validation', (
     expect(offsets.status, JSON.stringify(offsets.body)).toBe(200);
     const past = await api.get('/subscriptions?page=50&per_page=100', m.token);
     expect(past.status).toBe(200);
-    expect(past.body).toEqual({ data: [], meta: { current_page: 50, from: null, last_page: 1, per_page: 100, to: null, total: 1 } });
+    expect(past.body).toEqual({ data: [], meta: { current_page: 50, from: null, last_page: 1, per_page: 100, to: null, total: 1, next_cursor: null } });
   });
 });
 

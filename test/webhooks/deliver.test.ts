@@ -249,19 +249,26 @@ describe('delivery log', () => {
     await other.commit();
 
     const now = Date.parse('2026-03-02T00:00:00Z') / 1000;
-    await expect(listDeliveries(merchantId, 2, 1, 20, now)).rejects.toBeInstanceOf(NotFoundError);
-    const all = await listDeliveries(merchantId, 1, 1, 20, now);
-    expect(all.total).toBe(3);
+    const page = (n: number, perPage: number, cursor?: string) => ({ page: n, per_page: perPage, ...(cursor ? { cursor } : {}) });
+    const shown = (r: Awaited<ReturnType<typeof listDeliveries>>) => ({ data: r.data, total: r.meta.total });
+    await expect(listDeliveries(merchantId, 2, page(1, 20), now)).rejects.toBeInstanceOf(NotFoundError);
+    const all = await listDeliveries(merchantId, 1, page(1, 20), now);
+    expect(all.meta).toMatchObject({ total: 3, next_cursor: null });
     expect(all.data).toEqual([entries[2], entries[1], entries[0]]);
 
-    expect(await listDeliveries(merchantId, 1, 1, 2, now)).toEqual({ data: [entries[2], entries[1]], total: 3 });
-    expect(await listDeliveries(merchantId, 1, 2, 2, now)).toEqual({ data: [entries[0]], total: 3 });
-    expect(await listDeliveries(merchantId, 1, 3, 2, now)).toEqual({ data: [], total: 3 });
-    expect(await listDeliveries(merchantId, 1, 2, 1, now)).toEqual({ data: [entries[1]], total: 3 });
+    const first = await listDeliveries(merchantId, 1, page(1, 2), now);
+    expect(shown(first)).toEqual({ data: [entries[2], entries[1]], total: 3 });
+    expect(shown(await listDeliveries(merchantId, 1, page(2, 2), now))).toEqual({ data: [entries[0]], total: 3 });
+    expect(shown(await listDeliveries(merchantId, 1, page(3, 2), now))).toEqual({ data: [], total: 3 });
+    expect(shown(await listDeliveries(merchantId, 1, page(2, 1), now))).toEqual({ data: [entries[1]], total: 3 });
+    // The cursor of page 1 reads page 2, at another instant too (the TTL filter's `now` is not part of the list).
+    const next = await listDeliveries(merchantId, 1, page(1, 2, first.meta.next_cursor!), now + 60);
+    expect(next.data).toEqual([entries[0]]);
+    expect(next.meta).toMatchObject({ current_page: 2, from: 3, to: 3, next_cursor: null });
 
     // Past 30 days the attempts are expired (TTL), even before DynamoDB removes them.
     const later = Date.parse('2026-03-31T10:00:05Z') / 1000; // 30 days after attempt 1 (10:00:01), before attempt 2's
-    expect(await listDeliveries(merchantId, 1, 1, 20, later)).toEqual({ data: [entries[2], entries[1]], total: 2 });
+    expect(shown(await listDeliveries(merchantId, 1, page(1, 20), later))).toEqual({ data: [entries[2], entries[1]], total: 2 });
   });
 
   it('an attempt is logged once (the same key twice is refused)', async () => {

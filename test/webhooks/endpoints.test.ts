@@ -173,20 +173,23 @@ describe('GET /webhook-endpoints/{id} and the list', () => {
 
     const all = await api.get('/webhook-endpoints', m.token);
     expect(all.status).toBe(200);
-    expect(all.body).toEqual({ data: newestFirst, meta: { current_page: 1, from: 1, last_page: 1, per_page: 20, to: 5, total: 5 } });
+    expect(all.body).toEqual({ data: newestFirst, meta: { current_page: 1, from: 1, last_page: 1, per_page: 20, to: 5, total: 5, next_cursor: null } });
     for (const e of all.body.data) expect(Object.keys(e)).toEqual(FIELDS);
 
     const p2 = await api.get('/webhook-endpoints?per_page=2&page=2', m.token);
-    expect(p2.body).toEqual({ data: newestFirst.slice(2, 4), meta: { current_page: 2, from: 3, last_page: 3, per_page: 2, to: 4, total: 5 } });
+    expect(p2.body).toEqual({ data: newestFirst.slice(2, 4), meta: { current_page: 2, from: 3, last_page: 3, per_page: 2, to: 4, total: 5, next_cursor: expect.any(String) } });
     const p3 = await api.get('/webhook-endpoints?per_page=2&page=3', m.token);
     expect(p3.body.data).toEqual(newestFirst.slice(4));
+    // The cursor of page 2 reads page 3.
+    const byCursor = await api.get(`/webhook-endpoints?per_page=2&cursor=${encodeURIComponent(p2.body.meta.next_cursor)}`, m.token);
+    expect(byCursor.body).toEqual(p3.body);
     const past = await api.get('/webhook-endpoints?per_page=2&page=9', m.token);
-    expect(past.body).toEqual({ data: [], meta: { current_page: 9, from: null, last_page: 3, per_page: 2, to: null, total: 5 } });
+    expect(past.body).toEqual({ data: [], meta: { current_page: 9, from: null, last_page: 3, per_page: 2, to: null, total: 5, next_cursor: null } });
   });
 
   it('an empty list', async () => {
     const m = await newMerchant();
-    expect((await api.get('/webhook-endpoints', m.token)).body).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0 } });
+    expect((await api.get('/webhook-endpoints', m.token)).body).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null } });
   });
 
   it('list query validation: page and per_page as decisions §4', async () => {
