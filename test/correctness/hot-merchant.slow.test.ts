@@ -5,6 +5,7 @@ import { setShardPolicy } from '#lib/db/shards';
 import { newMerchant, useApi } from '../support/api.ts';
 import { transactionConflictModel, type TransactionConflictModel } from '../support/faults.ts';
 import { hotLoad } from '../support/hot-load.ts';
+import { allPages } from '../support/pages.ts';
 
 /**
  * One hot merchant under AWS's transaction isolation (the conflict model: a transaction naming an
@@ -41,12 +42,7 @@ const checkFigures = async (token: string, orders: number) => {
   expect((await api.get('/orders?status=paid&per_page=1', token)).body.meta.total).toBe(orders);
   const stats = (await api.get('/orders/stats', token)).body.data;
   expect(stats).toEqual({ today_revenue: new Decimal(orders).toFixed(2), monthly_revenue: new Decimal(orders).toFixed(2), today_count: orders, today_success_rate: 100 });
-  const customers: { order_count: number; ltv: string }[] = [];
-  for (let page = 1; ; page++) {
-    const r = await api.get(`/customers?per_page=100&page=${page}`, token);
-    customers.push(...r.body.data);
-    if (page >= r.body.meta.last_page) break;
-  }
+  const { items: customers } = await allPages(api, token, '/customers');
   expect(customers.reduce((s, c) => s + c.order_count, 0)).toBe(orders);
   for (const c of customers) expect(c.ltv).toBe(new Decimal(c.order_count).toFixed(2));
 };

@@ -4,6 +4,7 @@ import { expect } from 'vitest';
 import { db, tableName } from '#lib/db/client';
 import { activityIndexes, indexPartitions, keys } from '#lib/db/keys';
 import type { useApi } from '../support/api.ts';
+import { allPages } from '../support/pages.ts';
 
 /** Shared helpers of the orders tests: request bodies and direct reads of what is stored. */
 
@@ -90,15 +91,10 @@ export const storedCounts = async (merchantId: string) => {
   return { orders: orders.length, customers: customers.length, outbox: outbox.length };
 };
 
-/** Every order of the merchant through GET /orders, all pages. */
+/** Every order of the merchant through GET /orders, all pages (by cursor). */
 export const listAll = async (api: Api, token: string, query = '') => {
-  const out: any[] = [];
-  for (let page = 1; ; page++) {
-    const r = await api.get(`/orders?per_page=100&page=${page}${query ? `&${query}` : ''}`, token);
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    out.push(...r.body.data);
-    if (page >= r.body.meta.last_page) return { orders: out, total: r.body.meta.total as number };
-  }
+  const { items, total } = await allPages(api, token, `/orders${query ? `?${query}` : ''}`);
+  return { orders: items, total };
 };
 
 export const expect422 = (res: { status: number; body: any }, field: string) => {

@@ -6,6 +6,7 @@ import { faultsAtRate } from '../support/faults.ts';
 import { figuresFromOrders, listAll, outboxEvents, pickFigures, storedOrders, storedCustomers } from '../orders/helpers.ts';
 import { expectedSummary, refSetFrom, type RefCustomer } from '../metrics/reference.ts';
 import { pool } from './support.ts';
+import { allPages } from '../support/pages.ts';
 
 /**
  * Issue #11, faults: DynamoDB throttling, transaction conflicts, timeouts before a call reaches
@@ -120,15 +121,8 @@ describe(`faults on ${RATE * 100} % of DynamoDB calls`, () => {
       expect(o, no).toBeDefined();
       expect({ ...o, status: answered.status, paid_at: answered.paid_at, updated_at: answered.updated_at }, no).toEqual(answered);
     }
-    const customers: any[] = [];
-    for (let page = 1; ; page++) {
-      const r = await api.get(`/customers?per_page=100&page=${page}`, token);
-      customers.push(...r.body.data);
-      if (page >= r.body.meta.last_page) {
-        expect(r.body.meta.total).toBe(customers.length);
-        break;
-      }
-    }
+    const { items: customers, total: customerTotal } = await allPages(api, token, '/customers');
+    expect(customerTotal).toBe(customers.length);
     expect(await storedCustomers(merchantId)).toHaveLength(customers.length);
     for (const c of customers) expect(pickFigures(c), c.email).toEqual(figuresFromOrders(orders.filter((o) => o.customer_id === c.id)));
     const paid = orders.filter((o) => o.status === 'paid');

@@ -7,6 +7,7 @@ import { transactionConflictModel } from '../support/faults.ts';
 import { figuresFromOrders, listAll, outboxEvents, pickFigures, storedOrders } from '../orders/helpers.ts';
 import { expectedSeries, expectedSummary, type RefCustomer } from '../metrics/reference.ts';
 import { addCounts, sendUntilSettled } from './support.ts';
+import { allPages } from '../support/pages.ts';
 
 /**
  * Issue #11, load and no loss: 2,000 order creates from 50 concurrent clients against one merchant,
@@ -95,12 +96,7 @@ describe(`${ORDERS} order creates from ${CLIENTS} concurrent retrying clients`, 
     // Customer figures = the recomputation from each customer's orders.
     const byCustomer = new Map<number, any[]>();
     for (const o of orders) byCustomer.set(o.customer_id, [...(byCustomer.get(o.customer_id) ?? []), o]);
-    const customers: any[] = [];
-    for (let page = 1; ; page++) {
-      const r = await api.get(`/customers?per_page=100&page=${page}`, token);
-      customers.push(...r.body.data);
-      if (page >= r.body.meta.last_page) break;
-    }
+    const { items: customers } = await allPages(api, token, '/customers');
     expect(customers).toHaveLength(CLIENTS * CUSTOMERS_PER_CLIENT);
     for (const c of customers) expect(pickFigures(c), c.email).toEqual(figuresFromOrders(byCustomer.get(c.id) ?? []));
 

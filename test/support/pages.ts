@@ -16,3 +16,17 @@ export const cursorAt = async (api: ReturnType<typeof useApi>, token: string, pa
   }
   return cursor!;
 };
+
+/** Every item of a list, following `meta.next_cursor` 100 at a time (page numbers stop at an offset of 10,000). */
+export const allPages = async (api: ReturnType<typeof useApi>, token: string, path: string): Promise<{ items: any[]; total: number }> => {
+  const sep = path.includes('?') ? '&' : '?';
+  const items: any[] = [];
+  let cursor: string | null = null;
+  for (;;) {
+    const r: { status: number; body: any } = await api.get(`${path}${sep}per_page=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, token);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    items.push(...r.body.data);
+    cursor = r.body.meta.next_cursor;
+    if (!cursor) return { items, total: r.body.meta.total as number };
+  }
+};
