@@ -9,7 +9,7 @@ export default defineConfig({
     exclude: ['**/node_modules/**', 'test/**/*.slow.test.ts', 'test/**/*.reliability.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     // Every test file: writes past AWS's limits (a 64 KB item, a 100-action or 4 MB transaction) fail the test.
-    setupFiles: ['test/support/write-limits.ts'],
+    setupFiles: ['test/support/write-limits.ts', 'test/support/fresh-instance.ts'],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,

@@ -1,8 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { RetryErrorInfo, RetryStrategyV2, RetryToken } from '@smithy/types';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { HttpHandlerOptions, RetryErrorInfo, RetryStrategyV2, RetryToken } from '@smithy/types';
 import { config } from '#lib/config';
+import { attemptTimeoutMs } from '#lib/db/retry';
 import { traced } from '#lib/observability';
 
 /** DynamoDB requests (one per command, whatever the SDK re-sends) and the capacity units they consumed. */
@@ -73,6 +75,13 @@ const resendOnConnectionFailure: RetryStrategyV2 = {
   recordSuccess: () => undefined,
 };
 
+/** Each request (and each re-send) times out inside the invocation's remaining time (lib/db/retry.ts `attemptTimeoutMs`). */
+export class DeadlineBoundHandler extends NodeHttpHandler {
+  override handle(request: Parameters<NodeHttpHandler['handle']>[0], options: HttpHandlerOptions = {}) {
+    return super.handle(request, { ...options, requestTimeout: attemptTimeoutMs() });
+  }
+}
+
 const create = (): DynamoDBDocumentClient => {
   const endpoint = config.dynamoEndpoint();
   // Each call an X-Ray subsegment when tracing is on (lib/observability.ts); the document client shares this stack.
@@ -84,6 +93,7 @@ const create = (): DynamoDBDocumentClient => {
     // Retries live in one layer (lib/db/retry.ts), bounded by the invocation's deadline; the SDK only
     // re-sends a request whose connection failed (see `resendOnConnectionFailure`).
     retryStrategy: resendOnConnectionFailure,
+    requestHandler: new DeadlineBoundHandler({ throwOnRequestTimeout: true }),
   }));
   // No logger is configured, yet the SDK's logger middleware builds a redacted copy of every input
   // and output (schemaLogFilter) for the no-op logger: CPU for nothing on every request.

@@ -1,12 +1,18 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { now } from '#lib/clock';
 import { ContentionError, ThrottledError } from '#lib/errors';
 
 /**
  * The one retry layer. Domain operations run each attempt (read → plan → commit) through
  * `retrying`; a lost race or a throttled request sends the attempt round again after a
- * full-jitter pause, until the invocation's deadline. Past it the caller gets a ContentionError
- * (409) or a ThrottledError (503 + Retry-After); nothing partial is stored because each attempt
- * commits in one transaction or not at all. The SDK itself does not retry (maxAttempts 1).
+ * full-jitter pause. Retries are bounded three ways, so they calm a throttled table instead of
+ * adding to its load: a number of attempts per operation (few for throttling), a budget of
+ * retries per invocation, and, for throttling, a bucket shared by every invocation of the
+ * function instance (empty under sustained throttling: requests then answer 503 at once). Past
+ * any bound, or the invocation's deadline, the caller gets a ContentionError (409) or a
+ * ThrottledError (503 + Retry-After); nothing partial is stored because each attempt commits in
+ * one transaction or not at all. The SDK itself only re-sends a request whose connection failed
+ * (lib/db/client.ts), and each of its attempts times out inside the invocation's remaining time.
  */
 
 /** Time kept back from the Lambda timeout to answer (and log) before the runtime kills us. */
@@ -14,12 +20,55 @@ export const DEADLINE_MARGIN_MS = 1500;
 /** Deadline outside an invocation (operator CLI, scripts): as if a function had just started. */
 const DEFAULT_BUDGET_MS = 10_000 - DEADLINE_MARGIN_MS;
 
-const invocation = new AsyncLocalStorage<{ deadline: number }>();
+/** Attempts of one operation: a lost race is worth redoing from fresh reads; a throttle seldom. */
+export const MAX_ATTEMPTS = { contention: 25, throttle: 3 } as const;
+/** Retries one invocation may make in all (a batch redoing its units shares them). */
+export const INVOCATION_RETRIES = 60;
+/**
+ * The instance's throttle bucket, shared by every invocation of the function instance: a throttle
+ * retry takes RETRY_COST tokens, and the bucket refills with time (REFILL_PER_SECOND, up to its
+ * capacity). A full bucket pays for four retries; under sustained throttling an instance then
+ * retries once every five seconds, and every other request answers 503 after one attempt.
+ */
+export const THROTTLE_BUCKET = { capacity: 20, retryCost: 5, refillPerSecond: 1 } as const;
+let bucket: number = THROTTLE_BUCKET.capacity;
+let bucketAt = now().getTime();
+const refillBucket = (): number => {
+  const t = now().getTime();
+  bucket = Math.min(THROTTLE_BUCKET.capacity, bucket + (Math.max(0, t - bucketAt) / 1000) * THROTTLE_BUCKET.refillPerSecond);
+  bucketAt = t;
+  return bucket;
+};
+
+type Invocation = { deadline: number; retries: number };
+const invocation = new AsyncLocalStorage<Invocation>();
 
 /** Runs `fn` with a deadline (epoch ms); the pipeline passes the Lambda's remaining time. */
-export const withDeadline = <T>(deadline: number, fn: () => Promise<T>): Promise<T> => invocation.run({ deadline }, fn);
+export const withDeadline = <T>(deadline: number, fn: () => Promise<T>): Promise<T> => invocation.run({ deadline, retries: 0 }, fn);
 
 export const deadline = (): number => invocation.getStore()?.deadline ?? Date.now() + DEFAULT_BUDGET_MS;
+
+/** The bucket's tokens now (for tests and metrics), and a refill to full (tests). */
+export const throttleBucket = {
+  tokens: (): number => refillBucket(),
+  refill: (): void => {
+    bucket = THROTTLE_BUCKET.capacity;
+    bucketAt = now().getTime();
+  },
+};
+
+/** Whether another attempt may be made after attempt `n` failed with `kind`; takes what it costs. */
+const mayRetry = (kind: 'contention' | 'throttle', n: number, pause: number, end: number): boolean => {
+  if (n >= MAX_ATTEMPTS[kind] || Date.now() + pause >= end) return false;
+  const inv = invocation.getStore();
+  if (inv && inv.retries >= INVOCATION_RETRIES) return false;
+  if (kind === 'throttle') {
+    if (refillBucket() < THROTTLE_BUCKET.retryCost) return false;
+    bucket -= THROTTLE_BUCKET.retryCost;
+  }
+  if (inv) inv.retries++;
+  return true;
+};
 
 /** A failure worth another attempt: contention (lost a race, stale read) or throttling. */
 export class RetryableError extends Error {
@@ -87,8 +136,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const retryStats = { retries: 0, byKind: { contention: 0, throttle: 0 } as Record<'contention' | 'throttle', number> };
 
 /**
- * Runs `attempt` until it succeeds, fails finally, or the deadline leaves no room for another
- * pause; `attempt` gets its 1-based number.
+ * Runs `attempt` until it succeeds, fails finally, or a bound (attempts, the invocation's retries,
+ * the throttle bucket, the deadline) leaves no room for another; `attempt` gets its 1-based number.
  */
 export const retrying = async <T>(attempt: (n: number) => Promise<T>): Promise<T> => {
   const end = deadline();
@@ -99,7 +148,7 @@ export const retrying = async <T>(attempt: (n: number) => Promise<T>): Promise<T
       const kind = retryKind(err);
       if (!kind) throw err;
       const pause = backoffMs(n);
-      if (Date.now() + pause >= end) throw kind === 'throttle' ? new ThrottledError(1) : new ContentionError();
+      if (!mayRetry(kind, n, pause, end)) throw kind === 'throttle' ? new ThrottledError(1) : new ContentionError();
       retryStats.retries++;
       retryStats.byKind[kind]++;
       await sleep(pause);
@@ -110,8 +159,19 @@ export const retrying = async <T>(attempt: (n: number) => Promise<T>): Promise<T
 /** One pause of the policy, for loops that must wait without failing (unprocessed batch keys). */
 export const pauseOrGiveUp = async (n: number, kind: 'contention' | 'throttle'): Promise<void> => {
   const pause = backoffMs(n);
-  if (Date.now() + pause >= deadline()) throw kind === 'throttle' ? new ThrottledError(1) : new ContentionError();
+  if (!mayRetry(kind, n, pause, deadline())) throw kind === 'throttle' ? new ThrottledError(1) : new ContentionError();
   await sleep(pause);
+};
+
+/**
+ * The timeout of one DynamoDB request: DYNAMODB_ATTEMPT_TIMEOUT_MS (default 3 s on AWS, where a
+ * request takes milliseconds; 15 s against DynamoDB Local, which a loaded machine slows), never
+ * past the invocation's deadline. A request that times out had no answer: 503 (lib/db/retry.ts
+ * `isUnanswered`), and its outcome is left to the client's retry with the same idempotency key.
+ */
+export const attemptTimeoutMs = (): number => {
+  const configured = Number(process.env.DYNAMODB_ATTEMPT_TIMEOUT_MS) || (process.env.DYNAMODB_ENDPOINT ? 15_000 : 3_000);
+  return Math.max(100, Math.min(configured, deadline() - Date.now()));
 };
 
 /**

@@ -29,7 +29,10 @@ const seedAlpha = async (token: string) => {
   const endpoint = ok(await api.post('/webhook-endpoints', token, { url: 'http://localhost:9/alpha-hook', events: ['*'], description: 'alpha-endpoint' }), 'endpoint');
   // A delivery of A's (the receiver is unreachable here: the attempt is logged either way).
   const attempt = ok(await api.post(`/webhook-endpoints/${endpoint.id}/test`, token), 'test delivery');
-  return { customer, subscription, endpoint, eventId: attempt.event_id as string };
+  // A batch of A's: its activity-log entry.
+  ok(await api.post('/orders/batch', token, { orders: [{ order_no: 'ALPHA-B1', amount: '5', customer_email: 'alpha@alpha.test' }] }, { 'X-Import-Run': 'alpha-run' }), 'batch');
+  const [activity] = ok(await api.get('/activity', token), 'activity');
+  return { customer, subscription, endpoint, eventId: attempt.event_id as string, activity };
 };
 
 describe('merchant isolation', () => {
@@ -42,6 +45,7 @@ describe('merchant isolation', () => {
       '/orders/': { orderNo: ['ALPHA-1'] },
       '/subscriptions/': { id: [String(alpha.subscription.id)] },
       '/webhook-endpoints/': { id: [String(alpha.endpoint.id)], event_id: [alpha.eventId] },
+      '/activity/': { id: [String(alpha.activity.id)] },
     };
     const withParams = routeList.filter((r) => r.path.includes('{') && authKindOf(r) === 'token');
     expect(withParams.length).toBeGreaterThan(15);
@@ -68,6 +72,7 @@ describe('merchant isolation', () => {
     expect((await api.get('/orders/ALPHA-1', a.token)).status).toBe(200);
     expect((await api.get(`/subscriptions/${alpha.subscription.id}`, a.token)).status).toBe(200);
     expect((await api.get(`/webhook-endpoints/${alpha.endpoint.id}/deliveries`, a.token)).body.data.length).toBe(1);
+    expect((await api.get(`/activity/${alpha.activity.id}`, a.token)).body.data).toMatchObject({ type: 'orders.batch', import_run: 'alpha-run' });
     console.info(`[isolation] ${tried} requests with B's token on A's resources, all 404`);
   });
 
@@ -92,6 +97,7 @@ describe('merchant isolation', () => {
     expect((await api.get('/orders', b.token)).body.meta.total).toBe(1);
     expect((await api.get('/customers?search=alpha', b.token)).body.data).toEqual([]);
     expect((await api.get('/orders?customer_email=alpha@alpha.test', b.token)).body.data).toEqual([]);
+    expect((await api.get('/activity?import_run=alpha-run', b.token)).body.meta.total).toBe(0);
   });
 
   it("a deleted merchant's token and back office are refused; its data stays; no new token", async () => {
