@@ -166,13 +166,16 @@ export const pauseOrGiveUp = async (n: number, kind: 'contention' | 'throttle'):
 /**
  * The timeout of one DynamoDB request: DYNAMODB_ATTEMPT_TIMEOUT_MS (default 3 s on AWS, where a
  * request takes milliseconds; 15 s against DynamoDB Local, which a loaded machine slows), never
- * past the invocation's deadline. A request that times out had no answer: 503 (lib/db/retry.ts
+ * past the invocation's end (its deadline plus the margin, less half a second to answer). A request that times out had no answer: 503 (lib/db/retry.ts
  * `isUnanswered`), and its outcome is left to the client's retry with the same idempotency key.
  */
 export const attemptTimeoutMs = (): number => {
   const configured = Number(process.env.DYNAMODB_ATTEMPT_TIMEOUT_MS) || (process.env.DYNAMODB_ENDPOINT ? 15_000 : 3_000);
-  return Math.max(100, Math.min(configured, deadline() - Date.now()));
+  // The last attempt may run into the margin kept for the answer, leaving ANSWER_MS of it.
+  return Math.max(100, Math.min(configured, deadline() + DEADLINE_MARGIN_MS - ANSWER_MS - Date.now()));
 };
+/** Of the deadline margin, what the answer and its log line keep when a last request runs late. */
+const ANSWER_MS = 500;
 
 /**
  * Batch APIs that accept part of a call (PutEvents, SQS SendMessageBatch) answer which entries
