@@ -97,16 +97,7 @@ export const queryPage = async <T>(q: IndexQuery, offset: number, limit: number)
     if (!res.LastEvaluatedKey) return [];
     startKey = res.LastEvaluatedKey;
   }
-  const out: T[] = [];
-  while (out.length < limit) {
-    const res = await db().send(
-      new QueryCommand({ ...input, Limit: q.filter ? undefined : limit - out.length, ExclusiveStartKey: startKey }),
-    );
-    out.push(...((res.Items ?? []) as T[]));
-    if (!res.LastEvaluatedKey) break;
-    startKey = res.LastEvaluatedKey;
-  }
-  return out.slice(0, limit);
+  return queryAfter<T>(q, startKey, limit);
 };
 
 /** Number of matching items (reads the range; used only where no counter keeps the total). */
@@ -179,8 +170,8 @@ const keyFits = (q: IndexQuery, key: Record<string, string>): boolean => {
   );
 };
 
-/** Up to `limit` items after `after` (exclusive): one Query when unfiltered. */
-const queryAfter = async <T>(q: IndexQuery, after: Record<string, string>, limit: number): Promise<T[]> => {
+/** Up to `limit` items after `after` (exclusive; from the start when absent): one Query when unfiltered. */
+const queryAfter = async <T>(q: IndexQuery, after: Record<string, unknown> | undefined, limit: number): Promise<T[]> => {
   const input = baseInput(q);
   const out: T[] = [];
   let startKey: Record<string, unknown> | undefined = after;
