@@ -5,7 +5,9 @@ import base from './vitest.config.ts';
  * The suites `npm test` leaves out, one file at a time so they do not measure each other
  * (test/support/slow-suites.mjs sets SUITE_KIND): `slow` — `npm run test:slow`, the load suites (hot
  * merchant, 1,000 webhook deliveries, delivery latency); `reliability` — `npm run test:reliability`
- * (issue #11: load without loss, faults, fuzzing, isolation, rate limits). `.ci/run` runs both after `npm test`.
+ * (load without loss, faults, fuzzing, isolation, rate limits); `scale` — `npm run test:scale` (AWS
+ * behaviour at one merchant's full speed: the capacity model, id allocation, the outbox outage,
+ * webhook isolation). `.ci/run` runs all three after `npm test`.
  */
 const kind = process.env.SUITE_KIND ?? 'slow';
 export default defineConfig({

@@ -60,16 +60,30 @@ const wrapNumbers = (text: string): number | string => {
 
 const token = (count: number, delay: number): RetryToken => ({ getRetryCount: () => count, getRetryDelay: () => delay });
 
+/** Set while a request that must not be sent twice is in flight (see `isCounterUpdate`). */
+const sentOnce = new AsyncLocalStorage<true>();
+
+/**
+ * An update that moves a counter (`ADD`, or `SET a = a + :n`) changes the item again each time it
+ * lands: a re-send after a lost answer would count twice. Every other write here is idempotent when
+ * repeated as it is (a put, a delete, an update that sets values), and transactions carry the
+ * SDK's idempotency token, so DynamoDB answers a repeated one without applying it again.
+ */
+export const isCounterUpdate = (commandName: string, input: { UpdateExpression?: string }): boolean =>
+  commandName === 'UpdateItemCommand' && /\bADD\b|[+-]\s*:/.test(input.UpdateExpression ?? '');
+
 /**
  * The SDK re-sends a request only when its connection failed before an answer (a TRANSIENT error:
  * reset socket, timeout), at most twice and at once: the same request, with the same idempotency
- * token for transactions, so a write that did land is not repeated. Throttling, conflicts and
- * server errors are answered to lib/db/retry.ts, the one layer that decides about another attempt.
+ * token for transactions, so a write that did land is not repeated. A counter update is never
+ * re-sent: its lost answer surfaces as no answer (503, lib/db/retry.ts `isUnanswered`) rather than
+ * risk counting twice. Throttling, conflicts and server errors are answered to lib/db/retry.ts, the
+ * one layer that decides about another attempt.
  */
 const resendOnConnectionFailure: RetryStrategyV2 = {
   acquireInitialRetryToken: async () => token(0, 0),
   refreshRetryTokenForRetry: async (previous, info: RetryErrorInfo) => {
-    if (info.errorType !== 'TRANSIENT' || previous.getRetryCount() >= 2) throw info.error;
+    if (info.errorType !== 'TRANSIENT' || previous.getRetryCount() >= 2 || sentOnce.getStore()) throw info.error;
     return token(previous.getRetryCount() + 1, 10);
   },
   recordSuccess: () => undefined,
@@ -108,7 +122,7 @@ const create = (): DynamoDBDocumentClient => {
       }
       const input = args.input as { ReturnConsumedCapacity?: string };
       if (tally && REPORTS_CAPACITY.has(name)) input.ReturnConsumedCapacity ??= 'TOTAL';
-      const out = await next(args);
+      const out = isCounterUpdate(name, input as { UpdateExpression?: string }) ? await sentOnce.run(true, () => next(args)) : await next(args);
       if (tally) tally.capacityUnits += capacityOf((out.output as { ConsumedCapacity?: Capacity }).ConsumedCapacity);
       return out;
     },

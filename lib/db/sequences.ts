@@ -1,7 +1,6 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
-import type { WriteSet } from '#lib/db/writes';
 
 export type Sequence = 'customer' | 'order' | 'subscription' | 'subscription_event' | 'webhook_endpoint' | 'activity';
 
@@ -10,8 +9,10 @@ const sequenceItem = (merchantId: string, seq: Sequence) => (seq === 'activity' 
 
 /**
  * Allocates ids from the merchant's per-resource sequences in one atomic ADD (transactions return
- * no values, so ids are taken before the write; a gap after a failed write is harmless).
- * Returns the first id of each requested block.
+ * no values, so ids are taken before the write; a gap after a failed write is harmless). No
+ * transaction ever names a sequence item, so an allocation never waits on, or fails, another
+ * write of the merchant. The ADD is sent once (lib/db/client.ts): a lost answer leaves a gap, never
+ * an id given twice. Returns the first id of each requested block.
  */
 export const allocateIds = async (
   merchantId: string,
@@ -41,23 +42,4 @@ export const allocateIds = async (
   const out: Partial<Record<Sequence, number>> = {};
   for (const [seq, n] of wanted) out[seq] = Number(Attributes![seq]) - n + 1;
   return out;
-};
-
-/**
- * Ids claimed inside a transaction instead of before it: `read` is the sequence item as read in
- * the attempt (one BatchGetItem with the other items it needs, so no request of its own). The
- * transaction sets the sequence past the claimed block on condition that it still holds what was
- * read; a concurrent allocation fails the condition and the attempt runs again from fresh reads.
- */
-export const claimIds = (ws: WriteSet, merchantId: string, read: Record<string, unknown> | undefined, seq: Sequence, n = 1): number => {
-  const current = read?.[seq];
-  const from = Number(current ?? 0);
-  ws.update('sequence', keys.sequences(merchantId))
-    .set(seq, from + n)
-    .when(
-      current === undefined
-        ? { expression: 'attribute_not_exists(#s)', names: { '#s': seq } }
-        : { expression: '#s = :n', names: { '#s': seq }, values: { ':n': from } },
-    );
-  return from + 1;
 };

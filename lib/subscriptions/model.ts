@@ -29,8 +29,25 @@ export type SubscriptionItem = {
   deleted_at?: string;
   /** When its latest change took effect (no later change may be dated before it). */
   changed_at?: string;
+  /**
+   * Event ids held for this subscription's own changes, [next, end): a change takes one in the
+   * write that records it, so no change holds the merchant's id sequence in its transaction.
+   */
+  event_ids_next?: number;
+  event_ids_end?: number;
   version: number;
 };
+
+/** How many event ids a subscription takes from the merchant's sequence at a time. */
+export const EVENT_ID_BLOCK = 8;
+
+/** The id the subscription's next event takes from its held block, or null when the block is used up. */
+export const heldEventId = (s: SubscriptionItem): number | null =>
+  s.event_ids_next !== undefined && s.event_ids_end !== undefined && s.event_ids_next < s.event_ids_end ? Number(s.event_ids_next) : null;
+
+/** The held block after taking `id` (from the held block, or from a fresh one starting at `id`). */
+export const afterTaking = (s: SubscriptionItem, id: number): Pick<SubscriptionItem, 'event_ids_next' | 'event_ids_end'> =>
+  heldEventId(s) === id ? { event_ids_next: id + 1, event_ids_end: Number(s.event_ids_end) } : { event_ids_next: id + 1, event_ids_end: id + EVENT_ID_BLOCK };
 
 export type SubscriptionEventItem = {
   pk: string;

@@ -6,7 +6,7 @@ import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
 import { RetryableError, retrying } from '#lib/db/retry';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
-import { allocateIds, claimIds } from '#lib/db/sequences';
+import { allocateIds } from '#lib/db/sequences';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { addTimelineChange, readTimeline } from '#lib/metrics/store';
 import { subscriptionTimeline } from '#lib/metrics/lines';
@@ -16,7 +16,7 @@ import { liveCondition } from '#lib/customers/store';
 import { addOutboxEvent, type EventType } from '#lib/outbox';
 import { formatTimestamp } from '#lib/shared/time';
 import { addSubscriptionEvent, CUSTOMER_INVALID, type NewEvent } from '#lib/subscriptions/events';
-import { mrrContribution, presentSubscription, type Subscription, type SubscriptionItem } from '#lib/subscriptions/model';
+import { afterTaking, EVENT_ID_BLOCK, heldEventId, mrrContribution, presentSubscription, type Subscription, type SubscriptionItem } from '#lib/subscriptions/model';
 import type {
   SubscriptionCancel,
   SubscriptionCreate,
@@ -104,7 +104,8 @@ const holdsLive = (id: number) => ({ expression: 'subscription_id = :sid', value
 /** POST /subscriptions: customer live and without a live subscription, both decided inside the transaction. */
 export const createSubscription = async (scope: Scope, input: SubscriptionCreate) => {
   const { merchantId } = scope;
-  const ids = await retrying(() => allocateIds(merchantId, { subscription: 1, subscription_event: 1 }));
+  // Its created event's id, and a block held for its later changes.
+  const ids = await retrying(() => allocateIds(merchantId, { subscription: 1, subscription_event: 1 + EVENT_ID_BLOCK }));
   return retrying(async () => {
     const at = formatTimestamp(now());
     const startedAt = input.started_at ?? at;
@@ -127,6 +128,8 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
       created_at: at,
       updated_at: at,
       changed_at: startedAt,
+      event_ids_next: ids.subscription_event! + 1,
+      event_ids_end: ids.subscription_event! + 1 + EVENT_ID_BLOCK,
       version: 1,
     };
     const timeline = await readTimeline(merchantId, input.customer_id);
@@ -197,10 +200,11 @@ const change = async (scope: Scope, segment: string, plan: (sub: SubscriptionIte
   const { merchantId } = scope;
   const id = idFromPath(segment);
   const subKey = keys.subscription(merchantId, id);
-  const seqKey = keys.sequences(merchantId);
+  // A fresh block of event ids, taken when the subscription's held block is used up; kept across
+  // attempts (a lost race does not use it), so a retry does not take another.
+  let fresh: number | undefined;
   return retrying(async () => {
-    // The subscription and the id sequence in one request: the event id is claimed in the transaction.
-    const found = Number.isSafeInteger(id) && id >= 1 ? await batchGet([subKey, seqKey]) : new Map();
+    const found = Number.isSafeInteger(id) && id >= 1 ? await batchGet([subKey]) : new Map();
     const sub = found.get(keyId(subKey)) as SubscriptionItem | undefined;
     if (!sub || sub.deleted_at) throw new NotFoundError();
     const at = formatTimestamp(now());
@@ -212,9 +216,12 @@ const change = async (scope: Scope, segment: string, plan: (sub: SubscriptionIte
     }
     const { next: planned, effective, event: e, webhook, unchanged } = plan(sub, at);
     if (unchanged) return presentSubscription(sub, scope.reportingCurrency);
-    const next: SubscriptionItem = { ...planned, updated_at: at, changed_at: effective, version: sub.version + 1 };
+    // The event's id: from the subscription's held block, else from a fresh block (a standalone
+    // ADD before the transaction, so the merchant's sequence is never held by it).
+    const eventId = !e ? 0 : (heldEventId(sub) ?? (fresh ??= (await allocateIds(merchantId, { subscription_event: EVENT_ID_BLOCK })).subscription_event!));
+    const held = e ? afterTaking(sub, eventId) : {};
+    const next: SubscriptionItem = { ...planned, ...held, updated_at: at, changed_at: effective, version: sub.version + 1 };
     const ws = new WriteSet();
-    const eventId = e ? claimIds(ws, merchantId, found.get(keyId(seqKey)), 'subscription_event') : 0;
     ws.put('subscription', { ...next, ...subscriptionIndexAttributes(merchantId, next) }, versionIs(sub.version));
     const wasLive = sub.status !== 'cancelled';
     const isLive = next.status !== 'cancelled';

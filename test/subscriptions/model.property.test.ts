@@ -1,3 +1,4 @@
+import canonicalize from 'canonicalize';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import fc from 'fast-check';
@@ -226,6 +227,8 @@ const newestFirst = <T>(xs: T[], key: (x: T) => string) =>
     .sort((a, b) => (key(a.x) === key(b.x) ? b.i - a.i : key(a.x) < key(b.x) ? 1 : -1))
     .map(({ x }) => x);
 const withoutId = ({ id: _id, ...rest }: Record<string, any>) => rest;
+/** Events as a sorted list of their canonical JSON without ids: equal when the same events, in any order. */
+const sameEvents = (xs: Array<Record<string, any>>) => xs.map((x) => canonicalize(withoutId(x))!).sort();
 
 const readItem = async (key: { pk: string; sk: string }) =>
   (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
@@ -597,24 +600,31 @@ describe('subscriptions model property', () => {
           ...STATUSES.map((st) => visible.filter((s) => s.status === st).length),
         ]);
 
-        // Events: in id order exactly the model's, in the order it generated them; listed newest first by occurred_at.
+        // Events: exactly the model's. Ids are distinct per merchant but not a creation order (a
+        // subscription takes its changes' ids from a block it holds), so the model compares without
+        // them; lists are newest first by occurred_at, then id descending.
         expect(listedEvents.total, `events total${where}`).toBe(events.length);
-        const byId = [...listedEvents.data].sort((a, b) => a.id - b.id);
-        expect(new Set(byId.map((e) => e.id)).size, 'distinct event ids').toBe(byId.length);
-        expect(byId.map(withoutId), `events in id order${where}`).toEqual(events.map(withoutId));
+        const listedIds = listedEvents.data.map((e: { id: number }) => e.id);
+        expect(new Set(listedIds).size, 'distinct event ids').toBe(listedIds.length);
         events.forEach((e, i) => {
-          if (e.id !== undefined) expect(byId[i].id, `recorded event ${i}: the id its 201 showed`).toBe(e.id);
+          if (e.id !== undefined) expect(listedEvents.data.find((x: { id: number }) => x.id === e.id), `recorded event ${i}: the id its 201 showed`).toEqual(e);
         });
-        expect(listedEvents.data.map(withoutId), `events list order${where}`).toEqual(newestFirst(events, (e) => e.occurred_at).map(withoutId));
+        const listedAs = (listed: Array<Record<string, any>>, model: typeof events, label: string) => {
+          expect(listed.map((e) => e.occurred_at), `${label}: newest first by occurred_at${where}`).toEqual(newestFirst(model, (e) => e.occurred_at).map((e) => e.occurred_at));
+          expect(sameEvents(listed), `${label}: the model's events${where}`).toEqual(sameEvents(model));
+          listed.forEach((e, i) => {
+            if (i > 0 && listed[i - 1].occurred_at === e.occurred_at) expect(e.id, `${label}: equal occurred_at, id descending`).toBeLessThan(listed[i - 1].id);
+          });
+        };
+        listedAs(listedEvents.data, events, 'events list');
         expect(typeTotals, `events totals by type (${EVENT_TYPES.join(', ')})${where}`).toEqual(EVENT_TYPES.map((type) => events.filter((e) => e.event_type === type).length));
         customerIds.forEach((customerId, i) => {
-          const want = newestFirst(events.filter((e) => e.customer_id === customerId), (e) => e.occurred_at).map(withoutId);
-          expect(eventsPerCustomer[i].data.map(withoutId), `events of customer ${customerId}${where}`).toEqual(want);
+          const want = events.filter((e) => e.customer_id === customerId);
+          listedAs(eventsPerCustomer[i].data, want, `events of customer ${customerId}`);
           expect(eventsPerCustomer[i].total, `events total of customer ${customerId}`).toBe(want.length);
         });
         subs.forEach((s, i) => {
-          const want = newestFirst(events.filter((e) => e.subscription_id === s.id), (e) => e.occurred_at).map(withoutId);
-          expect(eventsPerSub[i].data.map(withoutId), `events of subscription ${s.id}${where}`).toEqual(want);
+          listedAs(eventsPerSub[i].data, events.filter((e) => e.subscription_id === s.id), `events of subscription ${s.id}`);
         });
 
         // Webhooks (outbox), oldest first: one per API change, none for deletes and recorded events.

@@ -644,3 +644,36 @@ export const observeWrites = (): Installed<WriteObserverStats> => {
   });
   return { stats, uninstall };
 };
+
+/* ------------------------------------------------------------------------------------------ */
+/* 6. An answer lost on the wire, under the SDK's own re-send                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+export type LostAnswerStats = { lost: number; sent: number };
+
+/**
+ * The first `times` attempts of `commandName` that `when` accepts reach DynamoDB Local (and land),
+ * then their answer is lost as a socket timeout (TimeoutError, a TRANSIENT error to the SDK).
+ * Unlike the middlewares above, this one sits at step `deserialize`, inside the SDK's retry
+ * middleware: it runs once per attempt, so the SDK's own re-send of the same request is seen
+ * (`stats.sent`) and reaches DynamoDB Local again. Its input is already marshalled (`{ pk: { S } }`).
+ */
+export const lostAnswer = (commandName: string, opts: { times?: number; when?: (input: Input) => boolean } = {}): Installed<LostAnswerStats> => {
+  const target = operation(commandName);
+  const stats: LostAnswerStats = { lost: 0, sent: 0 };
+  const name = `faults:lostAnswer#${++installs}:${Math.random().toString(36).slice(2, 8)}`;
+  const stack = db().middlewareStack;
+  stack.add(
+    (next, context) => async (args) => {
+      const input = (args as { input?: Input }).input ?? {};
+      if (operation(context.commandName) !== target || (opts.when && !opts.when(input))) return next(args);
+      stats.sent++;
+      const out = await next(args);
+      if (stats.lost >= (opts.times ?? 1)) return out;
+      stats.lost++;
+      throw Object.assign(new Error('socket hang up: answer lost after the request was sent'), { name: 'TimeoutError' });
+    },
+    { step: 'deserialize', priority: 'low', name },
+  );
+  return { stats, uninstall: () => stack.remove(name) };
+};

@@ -1,0 +1,138 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { newMerchant, useApi } from '../support/api.ts';
+import { keyShape, ratesAt, recordCapacity, type CapacityRecorder } from '../support/capacity.ts';
+
+/**
+ * One merchant at full speed, priced key by key (docs/scale.md, "Limits of one merchant"): a mixed
+ * load of order writes and subscription changes runs through the API, every write it makes is
+ * priced (test/support/capacity.ts), and the load is scaled to 500 order writes and 100
+ * subscription changes a second. No partition key of the table or of an index may then take more
+ * than half of the 1,000 WCU DynamoDB gives one partition key.
+ */
+const api = useApi();
+let recorder: CapacityRecorder | undefined;
+afterEach(() => recorder?.uninstall());
+
+export const TARGET = { orderWritesPerSecond: 500, subscriptionChangesPerSecond: 100 } as const;
+export const PARTITION_KEY_BUDGET_WCU = 500;
+/** The pace one customer, order or subscription is written at, at most (a customer's 10 orders a second). */
+const ENTITY_WRITES_PER_SECOND = 10;
+/** A key of one entity (its id in the key), rather than one the merchant's every write shares. */
+const isEntityKey = (shape: string) => shape.includes('<n>') || /#ORDER#[^#]+$/.test(shape);
+
+/** Metadata of the largest size an order may carry (16 KiB as JSON), or a typical small one. */
+const metadataOf = (kind: 'small' | 'largest') =>
+  kind === 'small' ? { channel: 'web', campaign: 'autumn' } : Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${i}`, 'x'.repeat(1000)]));
+
+type Load = { orderWrites: number; subscriptionChanges: number };
+
+/**
+ * Per 10 order writes: 5 orders of new customers, 2 of returning customers, 3 status changes;
+ * per 5 order writes, one subscription change (creates, upgrades, pauses, reactivations, cancels).
+ */
+const mixedLoad = async (token: string, rounds: number, metadata: 'small' | 'largest'): Promise<Load> => {
+  const load: Load = { orderWrites: 0, subscriptionChanges: 0 };
+  const ok = async (p: Promise<{ status: number; body: any }>, status: number) => {
+    const r = await p;
+    expect(r.status, JSON.stringify(r.body)).toBe(status);
+    return r.body;
+  };
+  for (let round = 0; round < rounds; round++) {
+    const pending: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      // Returning customers are two of the previous round's new ones: no customer is hot.
+      const email = i < 5 ? `r${round}-c${i}@example.com` : `r${round - 1}-c${i - 5}@example.com`;
+      const orderNo = `R${round}-${i}`;
+      await ok(api.post('/orders', token, { order_no: orderNo, amount: '19.90', status: i < 3 ? 'pending' : 'paid', customer_email: email, metadata: metadataOf(metadata) }), 201);
+      if (i < 3) pending.push(orderNo);
+      load.orderWrites++;
+    }
+    for (const orderNo of pending) {
+      await ok(api.patch(`/orders/${orderNo}`, token, { status: 'paid' }), 200);
+      load.orderWrites++;
+    }
+    // Two subscription changes per ten order writes.
+    const customer = (await ok(api.post('/customers', token, { email: `s${round}@example.com` }), 201)).data.id;
+    const sub = (await ok(api.post('/subscriptions', token, { customer_id: customer, plan_name: 'Pro', mrr: '49.00', billing_cycle: 'monthly' }), 201)).data.id;
+    load.subscriptionChanges++;
+    const step = round % 3;
+    if (step === 0) await ok(api.put(`/subscriptions/${sub}`, token, { mrr: '99.00' }), 200);
+    else if (step === 1) await ok(api.put(`/subscriptions/${sub}/pause`, token, {}), 200);
+    else await ok(api.put(`/subscriptions/${sub}/cancel`, token, {}), 200);
+    load.subscriptionChanges++;
+  }
+  return load;
+};
+
+const measure = async (metadata: 'small' | 'largest') => {
+  const { merchantId, token } = await newMerchant();
+  // Returning customers exist before the measured load.
+  for (let i = 0; i < 2; i++) expect((await api.post('/customers', token, { email: `r-1-c${i}@example.com` })).status).toBe(201);
+  recorder = recordCapacity();
+  const load = await mixedLoad(token, 10, metadata);
+  recorder.uninstall();
+  // The load's mix is 5 order writes per subscription change: scaled so orders run at the target.
+  expect(load.orderWrites / load.subscriptionChanges).toBe(TARGET.orderWritesPerSecond / TARGET.subscriptionChangesPerSecond);
+  const rates = ratesAt(recorder.records, TARGET.orderWritesPerSecond / load.orderWrites);
+  const hottest = [...rates].sort((a, b) => b[1] - a[1]);
+  console.info(
+    `capacity model, ${metadata} metadata, at ${TARGET.orderWritesPerSecond} order writes/s + ${TARGET.subscriptionChangesPerSecond} subscription changes/s (WCU/s per partition key):\n` +
+      hottest.slice(0, 15).map(([k, wcu]) => `  ${wcu.toFixed(0).padStart(6)}  ${keyShape(k, merchantId)}`).join('\n'),
+  );
+  return { rates, hottest, merchantId, records: recorder.records };
+};
+
+/**
+ * Keys this model still finds over the budget, with the WCU/s it measured for each (docs/scale.md,
+ * "Still over"): each may only go down. Any other key over the budget fails the test, and so does
+ * one of these going up. An entry is removed once its key is sharded or slimmed under the budget.
+ */
+const STILL_OVER: Record<'small' | 'largest', Record<string, number>> = {
+  small: {
+    'table M#<m>#TOTALS': 1930,
+    'table M#<m>#STATS#<yyyy-mm>': 1700,
+    'table M#<m>#OUTBOX': 1600,
+    'gsi1 M#<m>#CUSTOMERS': 1100,
+    'gsi1 M#<m>#ORDERS': 1000,
+    'gsi4 M#<m>#CUSTOMERS': 920,
+    'gsi2 M#<m>#ORDERS#STATUS#paid': 700,
+    'table RATE#M#<m>': 650,
+    'gsi2 M#<m>#ORDERS#STATUS#pending': 600,
+  },
+  largest: {
+    'table M#<m>#OUTBOX': 24000,
+    'gsi1 M#<m>#ORDERS': 17000,
+    'gsi2 M#<m>#ORDERS#STATUS#paid': 11900,
+    'gsi2 M#<m>#ORDERS#STATUS#pending': 10200,
+    'table M#<m>#TOTALS': 1930,
+    'table M#<m>#STATS#<yyyy-mm>': 1700,
+    'gsi1 M#<m>#CUSTOMERS': 1100,
+    'gsi4 M#<m>#CUSTOMERS': 920,
+    'table RATE#M#<m>': 650,
+  },
+};
+
+describe('capacity model: one merchant at 500 order writes/s and 100 subscription changes/s', () => {
+  for (const metadata of ['small', 'largest'] as const) {
+    it(`no partition key takes more than ${PARTITION_KEY_BUDGET_WCU} WCU, but those still listed as over, which only go down (${metadata} metadata)`, async () => {
+      const { hottest, merchantId, records } = await measure(metadata);
+      // The load did reach the merchant's shared keys (the check below is not vacuous).
+      expect(hottest.length).toBeGreaterThan(50);
+      // Keys of one customer, order or subscription are written at that entity's pace, not the
+      // merchant's: each write on one may cost at most a tenth of the budget (10 writes/s each).
+      const perEntity = hottest.filter(([k]) => isEntityKey(keyShape(k, merchantId)));
+      expect(perEntity.length).toBeGreaterThan(20);
+      const heaviest = new Map<string, number>();
+      for (const r of records!) if (isEntityKey(keyShape(r.key, merchantId))) heaviest.set(keyShape(r.key, merchantId), Math.max(heaviest.get(keyShape(r.key, merchantId)) ?? 0, r.wcu));
+      expect([...heaviest].filter(([, wcu]) => wcu > PARTITION_KEY_BUDGET_WCU / ENTITY_WRITES_PER_SECOND), 'entity keys: WCU of one write').toEqual([]);
+      const over = hottest
+        .filter(([k, wcu]) => wcu > PARTITION_KEY_BUDGET_WCU && !isEntityKey(keyShape(k, merchantId)))
+        .map(([k, wcu]) => [keyShape(k, merchantId), Math.round(wcu)] as const);
+      const known = STILL_OVER[metadata];
+      expect(over.filter(([shape]) => !(shape in known)), 'keys over the budget').toEqual([]);
+      expect(over.filter(([shape, wcu]) => wcu > known[shape]), 'listed keys that went up').toEqual([]);
+      const fixed = Object.keys(known).filter((shape) => !over.some(([s]) => s === shape));
+      if (fixed.length) console.info(`now under the budget (remove from STILL_OVER): ${fixed.join(', ')}`);
+    }, 300_000);
+  }
+});

@@ -1,0 +1,125 @@
+import { DynamoDBClient, GetItemCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
+import { config } from '#lib/config';
+import { db, tableName } from '#lib/db/client';
+import { GSIS, TABLE_KEYS } from '#lib/db/table';
+import { itemSize } from './write-limits.ts';
+
+/**
+ * The capacity model: what each partition key (of the table and of every index) is written at,
+ * in write capacity units, for a given load. The recorder sees every write the API sends, reads
+ * each written item's image before and after it (strongly consistent, through a client of its own,
+ * so the API's request tally is unchanged), and prices it as DynamoDB does:
+ *
+ * - a table write costs ⌈max(old, new) / 1 KB⌉ WCU, twice that inside a transaction;
+ * - an index entry costs ⌈its projected size / 1 KB⌉ where it is put, and again where it is removed
+ *   when its key moved; an update that changes neither the index key nor a projected attribute
+ *   writes nothing to that index. Entries written by a transaction are counted twice (an upper
+ *   bound: AWS documents the doubling for the table's items).
+ *
+ * Loads run one request at a time, so the images around each write are that write's own.
+ */
+export type CapacityRecord = { key: string; wcu: number; op: string };
+
+type Image = Record<string, AttributeValue> | undefined;
+type Action = { pk: string; sk: string; transactional: boolean };
+
+const str = (v: unknown): string => {
+  if (v && typeof v === 'object' && 'S' in (v as object)) return String((v as { S: string }).S);
+  return String(v);
+};
+
+const actionsOf = (op: string, input: Record<string, any>): Action[] => {
+  const k = (key: Record<string, unknown> | undefined, transactional: boolean): Action => ({
+    pk: str(key?.[TABLE_KEYS.partitionKey]),
+    sk: str(key?.[TABLE_KEYS.sortKey]),
+    transactional,
+  });
+  if (op === 'PutItem') return [k(input.Item, false)];
+  if (op === 'UpdateItem' || op === 'DeleteItem') return [k(input.Key, false)];
+  if (op === 'TransactWriteItems') {
+    return (input.TransactItems ?? []).flatMap((a: Record<string, any>) => (a.ConditionCheck ? [] : [k(a.Put?.Item ?? a.Update?.Key ?? a.Delete?.Key, true)]));
+  }
+  if (op === 'BatchWriteItem') {
+    return Object.values(input.RequestItems ?? {}).flatMap((rs) => (rs as Record<string, any>[]).map((r) => k(r.PutRequest?.Item ?? r.DeleteRequest?.Key, false)));
+  }
+  return [];
+};
+
+const units = (bytes: number): number => Math.max(1, Math.ceil(bytes / 1024));
+
+/** The attributes an index entry holds: its keys, the table's keys and what it projects. */
+const entryOf = (g: (typeof GSIS)[number], image: Image): Image => {
+  if (!image?.[g.partitionKey]) return undefined;
+  if (!('nonKeyAttributes' in g)) return image;
+  const kept: string[] = [g.partitionKey, g.sortKey, TABLE_KEYS.partitionKey, TABLE_KEYS.sortKey, ...g.nonKeyAttributes];
+  return Object.fromEntries(Object.entries(image).filter(([name]) => kept.includes(name)));
+};
+
+/** What one write action costs, by partition key (`table <pk>` / `<index> <pk>`). */
+export const price = (before: Image, after: Image, transactional: boolean, pk: string): Array<{ key: string; wcu: number }> => {
+  const factor = transactional ? 2 : 1;
+  const size = (i: Image) => (i ? itemSize(i as unknown as Record<string, Record<string, unknown>>) : 0);
+  const out = [{ key: `table ${pk}`, wcu: units(Math.max(size(before), size(after))) * factor }];
+  for (const g of GSIS) {
+    const [o, n] = [entryOf(g, before), entryOf(g, after)];
+    const keyOf = (e: Image) => (e ? `${str(e[g.partitionKey])}\u0000${str(e[g.sortKey])}` : '');
+    if (o && n && keyOf(o) === keyOf(n)) {
+      if (JSON.stringify(o) !== JSON.stringify(n)) out.push({ key: `${g.indexName} ${str(n[g.partitionKey])}`, wcu: units(Math.max(size(o), size(n))) * factor });
+      continue;
+    }
+    if (o) out.push({ key: `${g.indexName} ${str(o[g.partitionKey])}`, wcu: units(size(o)) * factor });
+    if (n) out.push({ key: `${g.indexName} ${str(n[g.partitionKey])}`, wcu: units(size(n)) * factor });
+  }
+  return out;
+};
+
+export type CapacityRecorder = { records: CapacityRecord[]; uninstall(): void };
+
+/** Records the price of every write the shared client sends until uninstalled. */
+export const recordCapacity = (): CapacityRecorder => {
+  const endpoint = config.dynamoEndpoint();
+  const peekClient = new DynamoDBClient({ region: config.region(), ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}) });
+  const peek = async (a: Action): Promise<Image> =>
+    (await peekClient.send(new GetItemCommand({ TableName: tableName(), Key: { pk: { S: a.pk }, sk: { S: a.sk } }, ConsistentRead: true }))).Item;
+  const records: CapacityRecord[] = [];
+  const name = `capacity-model#${Math.random().toString(36).slice(2, 8)}`;
+  const middleware: InitializeMiddleware<Record<string, any>, MetadataBearer> = (next, context) => async (args) => {
+    // The client command's name (PutItemCommand…), lib-dynamodb's commands included.
+    const op = String(context.commandName ?? '').replace(/Command$/, '');
+    const actions = actionsOf(op, args.input);
+    if (!actions.length) return next(args);
+    const before = await Promise.all(actions.map(peek));
+    try {
+      return await next(args);
+    } finally {
+      const after = await Promise.all(actions.map(peek));
+      actions.forEach((a, i) => {
+        for (const r of price(before[i], after[i], a.transactional, a.pk)) records.push({ ...r, op });
+      });
+    }
+  };
+  db().middlewareStack.add(middleware, { step: 'initialize', priority: 'low', name });
+  return {
+    records,
+    uninstall: () => {
+      db().middlewareStack.remove(name);
+      peekClient.destroy();
+    },
+  };
+};
+
+/** WCU per second on each partition key when the recorded load runs `scale` times a second. */
+export const ratesAt = (records: CapacityRecord[], scale: number): Map<string, number> => {
+  const out = new Map<string, number>();
+  for (const r of records) out.set(r.key, (out.get(r.key) ?? 0) + r.wcu * scale);
+  return out;
+};
+
+/** A partition key with the merchant's id and the entity ids written as placeholders (for reports). */
+export const keyShape = (key: string, merchantId: string): string =>
+  key
+    .split(`M#${merchantId}`)
+    .join('M#<m>')
+    .replace(/#\d{4}-\d{2}(?=#|$)/g, '#<yyyy-mm>')
+    .replace(/#\d+(?=#|$)/g, '#<n>');
