@@ -17,8 +17,11 @@ export const TARGET = { orderWritesPerSecond: 500, subscriptionChangesPerSecond:
 export const PARTITION_KEY_BUDGET_WCU = 500;
 /** The pace one customer, order or subscription is written at, at most (a customer's 10 orders a second). */
 const ENTITY_WRITES_PER_SECOND = 10;
-/** A key of one entity (its id in the key), rather than one the merchant's every write shares. */
-const isEntityKey = (shape: string) => shape.includes('<n>') || /#ORDER#[^#]+$/.test(shape);
+/**
+ * A key of one entity (a customer, order, subscription, event, endpoint, idempotency key…), rather
+ * than one every write of the merchant shares (shards of a counter or of the outbox are the latter).
+ */
+const isEntityKey = (shape: string) => /#(CUSTOMER|CUSTOMER_EMAIL|CUSTOMER_EXT|ORDER|SUB|SUB_EXT|SUBEVT|WEBHOOK|ACTIVITY|OUTBOX_EVENT|IDEMPOTENCY)#/.test(shape);
 
 /** Metadata of the largest size an order may carry (16 KiB as JSON), or a typical small one. */
 const metadataOf = (kind: 'small' | 'largest') =>
@@ -135,4 +138,47 @@ describe('capacity model: one merchant at 500 order writes/s and 100 subscriptio
       if (fixed.length) console.info(`now under the budget (remove from STILL_OVER): ${fixed.join(', ')}`);
     }, 300_000);
   }
+});
+
+/**
+ * The "limits of one merchant" table (docs/scale.md): each write path alone, its hottest shared key
+ * and that key's WCU per call; the ceiling is the budget over it. Each ceiling may only go up.
+ */
+const CEILINGS: Record<string, { key: string; perSecond: number }> = {
+  'POST /orders (small metadata)': { key: 'table M#<m>#TOTALS', perSecond: 125 },
+  'POST /orders (16 KiB metadata)': { key: 'gsi1 M#<m>#ORDERS', perSecond: 14 },
+  'PATCH /orders/{orderNo}': { key: 'table M#<m>#STATS#<yyyy-mm>', perSecond: 125 },
+  'PUT /subscriptions/{id}': { key: 'table M#<m>#MRR', perSecond: 125 },
+};
+
+describe('limits of one merchant, by write path', () => {
+  it('each path alone: its hottest shared key and its ceiling in calls/s', async () => {
+    const { merchantId, token } = await newMerchant();
+    const CALLS = 10;
+    const paths: Record<string, (i: number) => Promise<unknown>> = {
+      'POST /orders (small metadata)': (i) => api.post('/orders', token, { order_no: `S${i}`, amount: '5.00', status: 'pending', customer_email: `s${i}@limits.test`, metadata: metadataOf('small') }),
+      'POST /orders (16 KiB metadata)': (i) => api.post('/orders', token, { order_no: `L${i}`, amount: '5.00', status: 'pending', customer_email: `l${i}@limits.test`, metadata: metadataOf('largest') }),
+      'PATCH /orders/{orderNo}': (i) => api.patch(`/orders/S${i}`, token, { status: 'paid' }),
+      'PUT /subscriptions/{id}': async (i) => api.put(`/subscriptions/${subs[i]}`, token, { mrr: '20.00' }),
+    };
+    const subs: number[] = [];
+    for (let i = 0; i < CALLS; i++) {
+      const customer = (await api.post('/customers', token, { email: `u${i}@limits.test` })).body.data.id;
+      subs.push((await api.post('/subscriptions', token, { customer_id: customer, plan_name: 'P', mrr: '10.00', billing_cycle: 'monthly' })).body.data.id);
+    }
+    const lines: string[] = [];
+    const found: Record<string, number> = {};
+    for (const [path, call] of Object.entries(paths)) {
+      recorder = recordCapacity();
+      for (let i = 0; i < CALLS; i++) await call(i);
+      recorder.uninstall();
+      const shared = [...ratesAt(recorder.records, 1 / CALLS)].filter(([k]) => !isEntityKey(keyShape(k, merchantId))).sort((a, b) => b[1] - a[1]);
+      const [key, perCall] = shared[0];
+      const ceiling = Math.floor(PARTITION_KEY_BUDGET_WCU / perCall + 1e-9);
+      lines.push(`  ${path}: ${keyShape(key, merchantId)} ${perCall.toFixed(1)} WCU per call → ${ceiling} calls/s`);
+      found[path] = ceiling;
+    }
+    console.info(`limits of one merchant (hottest shared key, WCU per call, ceiling):\n${lines.join('\n')}`);
+    for (const [path, { perSecond }] of Object.entries(CEILINGS)) expect(found[path], path).toBeGreaterThanOrEqual(perSecond);
+  }, 300_000);
 });
