@@ -6,8 +6,22 @@ import { keys, type Key } from '#lib/db/keys';
 
 export type RateState = { limit: number; remaining: number; reset: number; exceeded: boolean };
 
-/** Fixed-window counter in DynamoDB: one atomic ADD per request, so every function instance shares the count. */
-const hit = async (key: Key, limit: number, windowSeconds: number, windowStart: number): Promise<RateState> => {
+/**
+ * Requests a second one window item takes, at most on average: half of what half a partition key's
+ * 1,000 WCU allows, since a fixed window may receive its whole allowance in a burst.
+ */
+export const RATE_SHARD_CAPACITY = 250;
+
+/** How many items a window of `limit` requests is spread over: one (an exact count) up to 250 a second. */
+export const rateShards = (limit: number, windowSeconds: number): number => Math.max(1, Math.ceil(limit / windowSeconds / RATE_SHARD_CAPACITY));
+
+/**
+ * Fixed-window counter in DynamoDB: one atomic ADD per request, so every function instance shares
+ * the count. A window over several items (`shards` > 1) counts each request in one of them at
+ * random and reads the window's count as that item's times the shards: an estimate, within a few
+ * percent once the window holds thousands of requests, which is where sharding begins.
+ */
+const hit = async (key: Key, limit: number, windowSeconds: number, windowStart: number, shards = 1): Promise<RateState> => {
   const reset = windowStart + windowSeconds;
   const { Attributes } = await db().send(
     new UpdateCommand({
@@ -19,7 +33,7 @@ const hit = async (key: Key, limit: number, windowSeconds: number, windowStart: 
       ReturnValues: 'UPDATED_NEW',
     }),
   );
-  const count = Number(Attributes?.count ?? 1);
+  const count = Number(Attributes?.count ?? 1) * shards;
   return { limit, remaining: Math.max(0, limit - count), reset, exceeded: count > limit };
 };
 
@@ -28,7 +42,9 @@ const windowStart = (seconds: number): number => Math.floor(now().getTime() / 10
 /** Authenticated requests: per merchant, per clock hour. */
 export const hitMerchant = (merchantId: string): Promise<RateState> => {
   const start = windowStart(3600);
-  return hit(keys.merchantRateWindow(merchantId, start), config.rateLimitPerHour(), 3600, start);
+  const limit = config.rateLimitPerHour();
+  const shards = rateShards(limit, 3600);
+  return hit(keys.merchantRateWindow(merchantId, start, Math.floor(Math.random() * shards)), limit, 3600, start, shards);
 };
 
 /**

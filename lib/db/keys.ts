@@ -10,7 +10,7 @@
  * | merchant's token pointer  | M#<m>                               | TOKEN           |                                                         |
  * | id sequences              | M#<m>                               | SEQ             |                                                         |
  * | list totals (sharded)     | M#<m>#TOTALS                        | <RESOURCE>#<nnn>|                                                         |
- * | rate window (merchant)    | RATE#M#<m>                          | <window start>  |                                                         |
+ * | rate window (merchant)    | RATE#M#<m>[#<shard>]                | <window start>  |  (one item per shard; shards only for limits over 250/s) |
  * | rate window (back office) | RATE#M#<m>                          | BACKOFFICE#<window start> | (per minute; TTL like every rate window)      |
  * | rate window (IP)          | RATE#IP#<ip>                        | <window start>  |                                                         |
  * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi1 list newest first; gsi4 search (id, email, name); gsi2 by external_id |
@@ -92,8 +92,9 @@ export const keys = {
     sk: `${resource}#${padShard(shard)}`,
   }),
   // Rate windows lead with `RATE#`, a prefix no data key can take (IAM lets read functions update only these).
-  merchantRateWindow: (merchantId: string, windowStart: number): Key => ({
-    pk: `${RATE_PREFIX}${m(merchantId)}`,
+  /** Shard 0 is the window's first (and, for limits up to RATE_SHARD_CAPACITY a second, only) item. */
+  merchantRateWindow: (merchantId: string, windowStart: number, shard = 0): Key => ({
+    pk: shard === 0 ? `${RATE_PREFIX}${m(merchantId)}` : `${RATE_PREFIX}${m(merchantId)}#${shard}`,
     sk: String(windowStart),
   }),
   /** Back-office requests of a merchant (their own window, under the merchant's rate partition). */

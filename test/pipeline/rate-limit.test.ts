@@ -3,6 +3,12 @@ import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
 import { isolatedClock, withEnv } from './support.ts';
 import { generateToken } from '#lib/auth/tokens';
 import { customerIdsByEmail } from '#lib/customers/store';
+import { rateShards } from '#lib/auth/rate-limit';
+import { keys } from '#lib/db/keys';
+import { db, tableName } from '#lib/db/client';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+
+const readItem = async (key: { pk: string; sk: string }) => (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
 
 /** decisions §3: per-merchant hourly and per-IP minute windows, and their headers. */
 process.env.RATE_LIMIT_PER_HOUR = '5';
@@ -161,5 +167,38 @@ describe('per-IP minute limit for requests without a valid token', () => {
     } finally {
       clock.set(new Date(clock.start * 1000).toISOString());
     }
+  });
+});
+
+describe('a limit over 250 requests a second: the window spread over several items', () => {
+  it('each request is counted once, in one of the shards, and the headers read the estimate', async () => {
+    const { token, merchantId } = await newMerchant();
+    // 3,600,000 an hour is 1,000 a second: four window items.
+    await withEnv({ RATE_LIMIT_PER_HOUR: '3600000' }, async () => {
+      expect(rateShards(3_600_000, 3600)).toBe(4);
+      const REQUESTS = 60;
+      const remaining: number[] = [];
+      for (let i = 0; i < REQUESTS; i++) {
+        const r = await api.get('/customers/1', token);
+        expect(r.status).toBe(404);
+        expect(rate(r)).toMatchObject({ limit: 3_600_000, reset: hourEnd() });
+        remaining.push(rate(r).remaining);
+      }
+      const start = hourEnd() - 3600;
+      const counts = await Promise.all([0, 1, 2, 3].map(async (s) => Number((await readItem(keys.merchantRateWindow(merchantId, start, s)))?.count ?? 0)));
+      // Counted exactly once each, over more than one item (60 draws all landing in one of 4: p ≈ 4⁻⁵⁹).
+      expect(counts.reduce((a, b) => a + b, 0)).toBe(REQUESTS);
+      expect(counts.filter((c) => c > 0).length).toBeGreaterThan(1);
+      // Each answer's remaining is the limit less its item's count times four.
+      for (const r of remaining) expect((3_600_000 - r) % 4).toBe(0);
+      expect(Math.min(...remaining)).toBe(3_600_000 - 4 * Math.max(...counts));
+    });
+  });
+
+  it('up to 250 a second the window is one item and the count exact', () => {
+    expect(rateShards(5, 3600)).toBe(1);
+    expect(rateShards(3600, 3600)).toBe(1);
+    expect(rateShards(900_000, 3600)).toBe(1);
+    expect(rateShards(900_001, 3600)).toBe(2);
   });
 });

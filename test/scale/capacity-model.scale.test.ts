@@ -9,6 +9,9 @@ import { keyShape, ratesAt, recordCapacity, type CapacityRecorder } from '../sup
  * subscription changes a second. No partition key of the table or of an index may then take more
  * than half of the 1,000 WCU DynamoDB gives one partition key.
  */
+// A merchant at this speed makes over 2 million requests an hour: the stage's limit is raised to
+// 1,000 a second (its window then spread over four items, lib/auth/rate-limit.ts).
+process.env.RATE_LIMIT_PER_HOUR = '3600000';
 const api = useApi();
 let recorder: CapacityRecorder | undefined;
 afterEach(() => recorder?.uninstall());
@@ -99,7 +102,6 @@ const STILL_OVER: Record<'small' | 'largest', Record<string, number>> = {
     'gsi1 M#<m>#ORDERS': 1000,
     'gsi4 M#<m>#CUSTOMERS': 920,
     'gsi2 M#<m>#ORDERS#STATUS#paid': 700,
-    'table RATE#M#<m>': 650,
     'gsi2 M#<m>#ORDERS#STATUS#pending': 600,
   },
   largest: {
@@ -111,7 +113,6 @@ const STILL_OVER: Record<'small' | 'largest', Record<string, number>> = {
     'table M#<m>#STATS#<yyyy-mm>': 1700,
     'gsi1 M#<m>#CUSTOMERS': 1100,
     'gsi4 M#<m>#CUSTOMERS': 920,
-    'table RATE#M#<m>': 650,
   },
 };
 
