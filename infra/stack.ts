@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
+  CfnStage,
   CorsHttpMethod,
   HttpApi,
   HttpMethod,
@@ -19,7 +20,7 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct, Node } from 'constructs';
-import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
+import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type Ability, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { RouteGroup, routeGroupOf } from './constructs/route-group.ts';
 import { ApiFunction, METRICS_NAMESPACE_ENV, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
@@ -44,8 +45,14 @@ export type ApiStackProps = StackProps & {
   /** decisions §3: 10 per source IP per minute. */
   unauthenticatedRateLimitPerMinute?: number;
   logLevel?: (typeof LOG_LEVELS)[number];
-  /** Account-level guard in front of the per-merchant limits. */
+  /** Account-level guard in front of the per-merchant limits: every route's bucket unless `routeThrottleFor` sizes it. */
   throttle?: Required<ThrottleSettings>;
+  /**
+   * The most requests per second one merchant may send to the routes of an ability (order writes
+   * 500/s, subscription changes 100/s): those routes' stage throttle is at least this, so one
+   * merchant at full speed is never cut by the stage's default bucket.
+   */
+  merchantPeakPerSecond?: Partial<Record<Ability, number>>;
   /**
    * Keep the table, its key and the user pool when the stack (or they) are deleted, with deletion
    * protection on. Always true for prod; other stages default to false (`cdk destroy` removes them).
@@ -71,6 +78,7 @@ export const DEFAULTS = {
   unauthenticatedRateLimitPerMinute: 10,
   logLevel: 'INFO',
   throttle: { rateLimit: 100, burstLimit: 200 },
+  merchantPeakPerSecond: { 'orders:write': 500, 'subscriptions:write': 100 } as Partial<Record<Ability, number>>,
   /** The table `npm start` creates in DynamoDB Local. */
   localTableName: 'revenue-analytics',
 } as const;
@@ -86,6 +94,21 @@ export const tableAccessFor = (route: Pick<RouteDef, 'writes' | 'ability' | 'aut
 
 /** The one KMS action a route's function may take on the webhook secrets key (RouteDef `secrets`). */
 export const KMS_ACTION = { encrypt: 'kms:Encrypt', decrypt: 'kms:Decrypt' } as const;
+
+/**
+ * A route's own stage throttle, when its bucket must be larger than the stage default: the routes
+ * of an ability one merchant may call at `peaks[ability]` per second get that rate (and a burst of
+ * twice it); every other route keeps the default bucket (undefined).
+ */
+export const routeThrottleFor = (
+  route: Pick<RouteDef, 'ability'>,
+  stageThrottle: Required<ThrottleSettings>,
+  peaks: Partial<Record<Ability, number>>,
+): Required<ThrottleSettings> | undefined => {
+  const peak = route.ability ? peaks[route.ability] : undefined;
+  if (peak === undefined || peak <= stageThrottle.rateLimit) return undefined;
+  return { rateLimit: peak, burstLimit: Math.max(stageThrottle.burstLimit, 2 * peak) };
+};
 
 /** PascalCase construct id from a route name: customersList → CustomersList. */
 export const constructIdFor = (routeName: string) => routeName.charAt(0).toUpperCase() + routeName.slice(1);
@@ -231,6 +254,15 @@ export class ApiStack extends Stack {
       retention: RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    // Routes one merchant may call faster than the default bucket allows get a bucket of their own.
+    const peaks = props.merchantPeakPerSecond ?? DEFAULTS.merchantPeakPerSecond;
+    const routeSettings = Object.fromEntries(
+      this.routeTable.flatMap((route) => {
+        const own = routeThrottleFor(route, throttle, peaks);
+        // RouteSettings is a plain JSON property: written as CloudFormation names it.
+        return own ? [[`${route.method} ${BASE_PATH}${route.path}`, { ThrottlingRateLimit: own.rateLimit, ThrottlingBurstLimit: own.burstLimit }]] : [];
+      }),
+    );
     const apiStage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.api,
       stageName: '$default',
@@ -256,6 +288,11 @@ export class ApiStack extends Stack {
         ),
       },
     });
+    if (Object.keys(routeSettings).length) {
+      (apiStage.node.defaultChild as CfnStage).routeSettings = routeSettings;
+      // A route's settings name its route key, which must exist first: the routes are in the nested stacks.
+      for (const group of Object.values(this.routeGroups)) apiStage.node.addDependency(group);
+    }
 
     // Webhook events (decisions §8) are published here by the outbox relay and delivered from here.
     this.eventBus = new EventBus(this, 'EventBus', { eventBusName: `${SERVICE_NAME}-${stage}` });
@@ -344,7 +381,16 @@ export const propsFromContext = (node: Node): ApiStackProps => {
   }
   const rateLimit = positiveInt('throttleRateLimit');
   const burstLimit = positiveInt('throttleBurstLimit');
+  const orderWrites = positiveInt('orderWritesPerSecond');
+  const subscriptionWrites = positiveInt('subscriptionWritesPerSecond');
   return {
+    merchantPeakPerSecond:
+      orderWrites === undefined && subscriptionWrites === undefined
+        ? undefined
+        : {
+            'orders:write': orderWrites ?? DEFAULTS.merchantPeakPerSecond['orders:write'],
+            'subscriptions:write': subscriptionWrites ?? DEFAULTS.merchantPeakPerSecond['subscriptions:write'],
+          },
     stage,
     rateLimitPerHour: positiveInt('rateLimitPerHour'),
     unauthenticatedRateLimitPerMinute: positiveInt('unauthenticatedRateLimitPerMinute'),

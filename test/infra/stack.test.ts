@@ -104,6 +104,23 @@ describe('routes', () => {
     expect(JSON.parse(Format)).toMatchObject({ requestId: '$context.requestId', routeKey: '$context.routeKey', status: '$context.status' });
   });
 
+  it('routes one merchant may call faster than the default bucket allows get their own: order writes 500/s, subscription changes 100/s', () => {
+    const stageOf = (s: typeof defaults) => Object.values(resources(s.template, 'AWS::ApiGatewayV2::Stage'))[0] as Resource & { DependsOn?: string[] };
+    const keysOf = (ability: string) => routeList.filter((r) => r.ability === ability).map((r) => `${r.method} ${BASE_PATH}${r.path}`);
+    const bucket = (rate: number, burst: number) => ({ ThrottlingRateLimit: rate, ThrottlingBurstLimit: burst });
+    const orderWrites = keysOf('orders:write');
+    expect(orderWrites).toEqual(expect.arrayContaining(['POST /v1/orders', 'POST /v1/orders/batch']));
+    // Defaults (100/s a route): order writes get 500/s (burst 1,000); subscription changes fit the default bucket.
+    expect(stageOf(defaults).Properties.RouteSettings).toEqual(Object.fromEntries(orderWrites.map((k) => [k, bucket(500, 1000)])));
+    // A stage default of 5/s: subscription changes need their own 100/s bucket too.
+    expect(stageOf(variant).Properties.RouteSettings).toEqual(
+      Object.fromEntries([...orderWrites.map((k) => [k, bucket(500, 1000)]), ...keysOf('subscriptions:write').map((k) => [k, bucket(100, 200)])]),
+    );
+    // Route settings name route keys, so the stage waits for every nested stack of routes.
+    const { stack } = defaults;
+    for (const group of Object.values(stack.routeGroups)) expect(stageOf(defaults).DependsOn).toContain(stack.getLogicalId(group.nestedStackResource as never));
+  });
+
   it('outputs the API URL under /v1, the table name and the event bus', () => {
     const { stack, template } = defaults;
     const outputs = template.findOutputs('*');
@@ -434,6 +451,7 @@ describe('app context', () => {
       retainTable: false,
       throttle: { rateLimit: 9, burstLimit: DEFAULTS.throttle.burstLimit },
     });
+    expect(contextProps({ orderWritesPerSecond: '800' }).merchantPeakPerSecond).toEqual({ 'orders:write': 800, 'subscriptions:write': 100 });
     expect(contextProps({ localDynamoEndpoint: 'http://host.docker.internal:8000' }).localDynamo).toEqual({
       endpoint: 'http://host.docker.internal:8000',
       tableName: DEFAULTS.localTableName,
