@@ -1,7 +1,8 @@
 import type { BuildMiddleware, MetadataBearer } from '@smithy/types';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { db } from '#lib/db/client';
-import { PIPELINE_UPDATES, TOKEN_LOOKUP, type KeyedGrant } from '../../infra/constructs/api-function.ts';
+import { keys } from '#lib/db/keys';
+import { PIPELINE_UPDATES, TOKEN_LOOKUP, WEBHOOK_WRITES, type KeyedGrant } from '../../infra/constructs/api-function.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { isolatedClock } from './support.ts';
 
@@ -69,7 +70,7 @@ const expectInsideGrants = (requests: Sent[]) => {
   }
 };
 
-describe('the request pipeline stays inside the IAM grants of read functions', () => {
+describe('requests stay inside the IAM grants of the functions that send them', () => {
   it('an authenticated read: the token lookup, the request count and the use stamp, each to the attribute', async () => {
     const { token } = await newMerchant();
     clock.set(new Date(clock.start * 1000 + 3_600_000).toISOString());
@@ -82,6 +83,17 @@ describe('the request pipeline stays inside the IAM grants of read functions', (
     expectInsideGrants(requests.filter((r) => r.operation === 'UpdateItem' || (r.operation === 'GetItem' && (r.body.Key.pk.S as string).startsWith('TOKEN#'))));
     // The stamp names the key and last_used_at only: never status, merchant_id or abilities.
     expect(attributesOf(updates.find((u) => u.body.Key.pk.S.startsWith('TOKEN#'))!.body)).toEqual(['last_used_at', 'pk', 'sk']);
+  });
+
+  it("a merchant's webhook items are reachable by the webhook senders' grant (merchant ids as the store makes them)", async () => {
+    const { merchantId } = await newMerchant();
+    for (const key of [keys.webhookEndpoint(merchantId, 1), keys.webhookEndpointHealth(merchantId, 1), keys.webhookDeliveryLogHead(merchantId, 1)]) {
+      expect(grantFor(WEBHOOK_WRITES, 'PutItem', key.pk), key.pk).toHaveLength(1);
+    }
+    // …and none of its other items.
+    for (const key of [keys.merchant(merchantId), keys.customerExternalId(merchantId, 'x#WEBHOOK#1'), keys.totals(merchantId, 'WEBHOOK_ENDPOINTS', 0)]) {
+      expect(grantFor(WEBHOOK_WRITES, 'PutItem', key.pk), key.pk).toEqual([]);
+    }
   });
 
   it('an invalid token and an unknown path (the 404 function): the per-IP count only', async () => {
