@@ -3,9 +3,9 @@ import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { authKindOf } from '#lib/http/route';
-import { routeList } from '#lib/http/routes';
+import type { RouteName } from '#lib/http/routes';
 import { ApiFunction } from './constructs/api-function.ts';
-import { constructIdFor, type ApiStack } from './stack.ts';
+import type { ApiStack } from './stack.ts';
 
 /** The cdk-nag 3 packs `cdk synth` runs (infra/app.ts) and test/infra/nag.test.ts checks. */
 export const nagPacks = (app?: App) => [new AwsSolutionsChecks(app), new ServerlessChecks(app)];
@@ -71,10 +71,10 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
     acknowledge(resourceOf(fn), 'Serverless-LambdaDLQ', NAG_REASONS.noAsyncInvocation);
   }
 
-  for (const route of routeList) {
+  for (const route of stack.routeTable) {
     const kind = authKindOf(route);
     if (kind === 'backoffice') continue; // the Cognito JWT authorizer
-    const construct = stack.node.findChild(`${constructIdFor(route.name)}Route`);
+    const construct = stack.routes[route.name as RouteName];
     acknowledge(resourceOf(construct), 'AwsSolutions-APIG4', kind === 'token' ? NAG_REASONS.tokenRoute : NAG_REASONS.publicRoute);
   }
   acknowledge(resourceOf(stack.api.node.findChild('DefaultRoute')), 'AwsSolutions-APIG4', NAG_REASONS.defaultRoute);

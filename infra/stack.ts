@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
+  CfnStage,
   CorsHttpMethod,
   HttpApi,
   HttpMethod,
@@ -19,8 +20,9 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct, Node } from 'constructs';
-import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
+import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type Ability, type RouteDef } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
+import { RouteGroup, routeGroupOf } from './constructs/route-group.ts';
 import { ApiFunction, METRICS_NAMESPACE_ENV, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
 import { BackofficeIdentity } from './constructs/backoffice-identity.ts';
 import { DashboardSite } from './constructs/dashboard-site.ts';
@@ -43,8 +45,14 @@ export type ApiStackProps = StackProps & {
   /** decisions §3: 10 per source IP per minute. */
   unauthenticatedRateLimitPerMinute?: number;
   logLevel?: (typeof LOG_LEVELS)[number];
-  /** Account-level guard in front of the per-merchant limits. */
+  /** Account-level guard in front of the per-merchant limits: every route's bucket unless `routeThrottleFor` sizes it. */
   throttle?: Required<ThrottleSettings>;
+  /**
+   * The most requests per second one merchant may send to the routes of an ability (order writes
+   * 500/s, subscription changes 100/s): those routes' stage throttle is at least this, so one
+   * merchant at full speed is never cut by the stage's default bucket.
+   */
+  merchantPeakPerSecond?: Partial<Record<Ability, number>>;
   /**
    * Keep the table, its key and the user pool when the stack (or they) are deleted, with deletion
    * protection on. Always true for prod; other stages default to false (`cdk destroy` removes them).
@@ -52,6 +60,8 @@ export type ApiStackProps = StackProps & {
   retainTable?: boolean;
   /** Where package.json and the handler modules live (tests point it elsewhere). */
   projectRoot?: string;
+  /** The routes to build (the route table unless told: tests build a larger table to measure head-room). */
+  routes?: readonly (RouteDef & { name: string })[];
   /**
    * For `sam local start-api` only: point every function at a DynamoDB Local table (the
    * functions' TABLE_NAME otherwise resolves to a logical id there). Never deploy such a template.
@@ -68,19 +78,37 @@ export const DEFAULTS = {
   unauthenticatedRateLimitPerMinute: 10,
   logLevel: 'INFO',
   throttle: { rateLimit: 100, burstLimit: 200 },
+  merchantPeakPerSecond: { 'orders:write': 500, 'subscriptions:write': 100 } as Partial<Record<Ability, number>>,
   /** The table `npm start` creates in DynamoDB Local. */
   localTableName: 'revenue-analytics',
 } as const;
 
 /**
- * Table access of a route's function: write routes write; public routes (such as the OpenAPI
- * document) read no data, only the token and rate-window items every request touches.
+ * Table access of a route's function: write routes write, except those that send a signed request
+ * to a merchant-chosen URL (they decrypt signing secrets: test, manual retry), which write webhook
+ * items only; public routes (such as the OpenAPI document) read no data, only the token and
+ * rate-window items every request touches.
  */
-export const tableAccessFor = (route: Pick<RouteDef, 'writes' | 'ability' | 'auth'>): TableAccess =>
-  route.writes ? 'write' : authKindOf(route) === 'none' ? 'pipeline' : 'read';
+export const tableAccessFor = (route: Pick<RouteDef, 'writes' | 'ability' | 'auth' | 'secrets'>): TableAccess =>
+  route.secrets === 'decrypt' ? 'webhookSend' : route.writes ? 'write' : authKindOf(route) === 'none' ? 'pipeline' : 'read';
 
 /** The one KMS action a route's function may take on the webhook secrets key (RouteDef `secrets`). */
 export const KMS_ACTION = { encrypt: 'kms:Encrypt', decrypt: 'kms:Decrypt' } as const;
+
+/**
+ * A route's own stage throttle, when its bucket must be larger than the stage default: the routes
+ * of an ability one merchant may call at `peaks[ability]` per second get that rate (and a burst of
+ * twice it); every other route keeps the default bucket (undefined).
+ */
+export const routeThrottleFor = (
+  route: Pick<RouteDef, 'ability'>,
+  stageThrottle: Required<ThrottleSettings>,
+  peaks: Partial<Record<Ability, number>>,
+): Required<ThrottleSettings> | undefined => {
+  const peak = route.ability ? peaks[route.ability] : undefined;
+  if (peak === undefined || peak <= stageThrottle.rateLimit) return undefined;
+  return { rateLimit: peak, burstLimit: Math.max(stageThrottle.burstLimit, 2 * peak) };
+};
 
 /** PascalCase construct id from a route name: customersList → CustomersList. */
 export const constructIdFor = (routeName: string) => routeName.charAt(0).toUpperCase() + routeName.slice(1);
@@ -100,6 +128,12 @@ export class ApiStack extends Stack {
   readonly webhookDelivery: WebhookDelivery;
   readonly cancelScheduler: CancelScheduler;
   readonly functions: Record<RouteName, ApiFunction>;
+  /** The route table this stack was built from. */
+  readonly routeTable: readonly (RouteDef & { name: string })[];
+  /** Each route's API Gateway route, by route name. */
+  readonly routes: Record<RouteName, HttpRoute>;
+  /** The nested stacks holding the route functions, one per route family (`routeGroupOf`). */
+  readonly routeGroups: Record<string, RouteGroup>;
   readonly notFoundFunction: ApiFunction;
   readonly monitoring: ApiMonitoring;
   readonly dashboard: DashboardSite;
@@ -137,10 +171,10 @@ export class ApiStack extends Stack {
       RATE_LIMIT_PER_HOUR: String(props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour),
       UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: String(props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute),
     };
-    const apiFunction = (fnId: string, handlerPath: string, description: string, access: TableAccess, timeoutSeconds = FUNCTION_TIMEOUT_SECONDS) =>
-      new ApiFunction(this, fnId, { projectRoot, handlerPath, description, environment, timeout: Duration.seconds(timeoutSeconds) }).bindTable(this.table, access);
+    const apiFunction = (scope: Construct, fnId: string, handlerPath: string, description: string, access: TableAccess, timeoutSeconds = FUNCTION_TIMEOUT_SECONDS) =>
+      new ApiFunction(scope, fnId, { projectRoot, handlerPath, description, environment, timeout: Duration.seconds(timeoutSeconds) }).bindTable(this.table, access);
 
-    this.notFoundFunction = apiFunction('NotFoundFunction', NOT_FOUND_HANDLER, `$default (${NOT_FOUND_HANDLER})`, 'pipeline');
+    this.notFoundFunction = apiFunction(this, 'NotFoundFunction', NOT_FOUND_HANDLER, `$default (${NOT_FOUND_HANDLER})`, 'pipeline');
     // The merchant dashboard (S3 + CloudFront); the browser calls the API from its origin (CORS).
     this.dashboard = new DashboardSite(this, 'Dashboard', { projectRoot, retain });
     this.api = new HttpApi(this, 'HttpApi', {
@@ -166,11 +200,17 @@ export class ApiStack extends Stack {
       dashboard: { callbackUrl: this.dashboard.url, domainPrefix: `revenue-dashboard-${stage}-${this.account}` },
     });
     const functions: Partial<Record<RouteName, ApiFunction>> = {};
-    for (const route of routeList) {
+    const routes: Partial<Record<RouteName, HttpRoute>> = {};
+    this.routeGroups = {};
+    this.routeTable = props.routes ?? routeList;
+    for (const route of this.routeTable) {
       const name = constructIdFor(route.name);
       const routeKey = `${route.method} ${BASE_PATH}${route.path}`;
+      // Route functions live in nested stacks by family, so the root template stays far from 500 resources.
+      const groupId = routeGroupOf(route);
+      const group = (this.routeGroups[groupId] ??= new RouteGroup(this, groupId, groupId.replace(/Routes$/, '')));
       // Routes that call a merchant's webhook URL (test, retry) run longer than the others.
-      const fn = apiFunction(`${name}Function`, route.handler, `${routeKey} (${route.handler})`, tableAccessFor(route), route.timeoutSeconds);
+      const fn = apiFunction(group, `${name}Function`, route.handler, `${routeKey} (${route.handler})`, tableAccessFor(route), route.timeoutSeconds);
       // Routes open to the dashboard verify its users' ID tokens themselves (no authorizer on a token route).
       if (route.dashboard) {
         fn.addEnvironment('BACKOFFICE_JWT_ISSUER', backoffice.issuer);
@@ -181,7 +221,7 @@ export class ApiStack extends Stack {
         fn.addEnvironment('WEBHOOK_KMS_KEY_ID', this.webhookSecretsKey.keyArn);
         fn.addToRolePolicy(new PolicyStatement({ actions: [KMS_ACTION[route.secrets]], resources: [this.webhookSecretsKey.keyArn] }));
       }
-      new HttpRoute(this, `${name}Route`, {
+      routes[route.name as RouteName] = new HttpRoute(group, `${name}Route`, {
         httpApi: this.api,
         routeKey: HttpRouteKey.with(`${BASE_PATH}${route.path}`, HttpMethod[route.method]),
         integration: new HttpLambdaIntegration(`${name}Integration`, fn, {
@@ -192,6 +232,7 @@ export class ApiStack extends Stack {
       functions[route.name as RouteName] = fn;
     }
     this.functions = functions as Record<RouteName, ApiFunction>;
+    this.routes = routes as Record<RouteName, HttpRoute>;
 
     this.dashboard.deploy({
       apiBase: `${this.api.apiEndpoint}${BASE_PATH}`,
@@ -213,6 +254,15 @@ export class ApiStack extends Stack {
       retention: RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    // Routes one merchant may call faster than the default bucket allows get a bucket of their own.
+    const peaks = props.merchantPeakPerSecond ?? DEFAULTS.merchantPeakPerSecond;
+    const routeSettings = Object.fromEntries(
+      this.routeTable.flatMap((route) => {
+        const own = routeThrottleFor(route, throttle, peaks);
+        // RouteSettings is a plain JSON property: written as CloudFormation names it.
+        return own ? [[`${route.method} ${BASE_PATH}${route.path}`, { ThrottlingRateLimit: own.rateLimit, ThrottlingBurstLimit: own.burstLimit }]] : [];
+      }),
+    );
     const apiStage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.api,
       stageName: '$default',
@@ -238,6 +288,11 @@ export class ApiStack extends Stack {
         ),
       },
     });
+    if (Object.keys(routeSettings).length) {
+      (apiStage.node.defaultChild as CfnStage).routeSettings = routeSettings;
+      // A route's settings name its route key, which must exist first: the routes are in the nested stacks.
+      for (const group of Object.values(this.routeGroups)) apiStage.node.addDependency(group);
+    }
 
     // Webhook events (decisions §8) are published here by the outbox relay and delivered from here.
     this.eventBus = new EventBus(this, 'EventBus', { eventBusName: `${SERVICE_NAME}-${stage}` });
@@ -326,7 +381,16 @@ export const propsFromContext = (node: Node): ApiStackProps => {
   }
   const rateLimit = positiveInt('throttleRateLimit');
   const burstLimit = positiveInt('throttleBurstLimit');
+  const orderWrites = positiveInt('orderWritesPerSecond');
+  const subscriptionWrites = positiveInt('subscriptionWritesPerSecond');
   return {
+    merchantPeakPerSecond:
+      orderWrites === undefined && subscriptionWrites === undefined
+        ? undefined
+        : {
+            'orders:write': orderWrites ?? DEFAULTS.merchantPeakPerSecond['orders:write'],
+            'subscriptions:write': subscriptionWrites ?? DEFAULTS.merchantPeakPerSecond['subscriptions:write'],
+          },
     stage,
     rateLimitPerHour: positiveInt('rateLimitPerHour'),
     unauthenticatedRateLimitPerMinute: positiveInt('unauthenticatedRateLimitPerMinute'),

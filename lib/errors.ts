@@ -26,10 +26,14 @@ export class InvalidError extends DomainError {
 /** A state conflict the client must resolve (e.g. a token already exists). */
 export class ConflictError extends DomainError {}
 
-/** Concurrent writers kept winning until the deadline: nothing was written, the client may retry. */
+/**
+ * A concurrent writer won: nothing was written, and the same request may succeed on a retry (the
+ * answer carries Retry-After). Raised when contention outlasts the deadline, and by operations that
+ * read then write under a condition another request broke (such as a token regenerated meanwhile).
+ */
 export class ContentionError extends ConflictError {
-  constructor() {
-    super('The resource was changed by concurrent requests. Try again.');
+  constructor(message = 'The resource was changed by concurrent requests. Try again.') {
+    super(message);
   }
 }
 

@@ -7,7 +7,9 @@ import { NodejsFunction, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { keys } from '#lib/db/keys';
-import { GSIS, type IndexName } from '#lib/db/table';
+import { GSIS, TABLE_KEYS, type IndexName } from '#lib/db/table';
+import { RATE_WINDOW_ATTRIBUTES } from '#lib/auth/rate-limit';
+import { TOKEN_USE_ATTRIBUTE } from '#lib/auth/tokens';
 import { FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
 import { SERVICE_NAME } from '#lib/observability';
 import { cdkBundling } from '../bundles/options.ts';
@@ -19,15 +21,29 @@ export { SERVICE_NAME };
 export const RATE_WINDOW_PK_PATTERNS = [keys.merchantRateWindow('*', 0).pk, keys.ipRateWindow('*', 0).pk];
 /** Partition keys of the token-hash lookup items (`TOKEN#<sha256>`). */
 export const TOKEN_PK_PATTERNS = [keys.token('*').pk];
+/**
+ * A merchant id as IAM can match it exactly: `mer_` and 20 hex digits (lib/merchants/store.ts),
+ * one `?` per character. A `*` there could stretch over `#`: `M#*#WEBHOOK#*` would also match a
+ * customer marker whose external id (free text) holds `#WEBHOOK#`.
+ */
+export const MERCHANT_ID_IAM_PATTERN = `mer_${'?'.repeat(20)}`;
+/**
+ * Partition keys of a webhook endpoint's items: the endpoint, its delivery states and health
+ * (`M#<m>#WEBHOOK#<id>`), its delivery log (`…#DELIVERIES`), and anything else kept under the
+ * endpoint's own partition prefix (such as a per-day delivery counter): nothing of another resource.
+ */
+export const WEBHOOK_PK_PATTERNS = [`${keys.webhookEndpoint(MERCHANT_ID_IAM_PATTERN, 0).pk.replace(/0$/, '')}*`];
 
 /**
  * How a function uses the table:
  * - `pipeline`: only what every request does (token lookup, rate counter): the 404 function and
  *   public routes such as the OpenAPI document;
  * - `read`: read routes (`writes: false`), which still count requests;
+ * - `webhookSend`: the routes that send a signed request to a merchant's URL (test, manual retry):
+ *   they read like a read route and write webhook items only;
  * - `write`: write routes.
  */
-export type TableAccess = 'pipeline' | 'read' | 'write';
+export type TableAccess = 'pipeline' | 'read' | 'webhookSend' | 'write';
 
 /**
  * What DynamoDB asks KMS for on a caller's behalf when the table is under a customer-managed key:
@@ -50,21 +66,51 @@ export type TableAction =
   | 'ConditionCheckItem';
 
 /**
+ * An action allowed only on items whose partition key matches one of `leadingKeys` (IAM
+ * `dynamodb:LeadingKeys`), and, with `attributes`, only when every attribute the request names is
+ * one of them (`dynamodb:Attributes`: for UpdateItem the key attributes and every attribute of the
+ * update and condition expressions) and it asks back for updated attributes at most
+ * (`dynamodb:ReturnValues` NONE, UPDATED_OLD or UPDATED_NEW: ALL_OLD/ALL_NEW would return others).
+ */
+export type KeyedGrant = { action: TableAction; leadingKeys: string[]; attributes?: string[] };
+
+const KEY_ATTRIBUTES = [TABLE_KEYS.partitionKey, TABLE_KEYS.sortKey];
+/** The token lookup of every request (lib/auth/tokens.ts `authenticate`). */
+export const TOKEN_LOOKUP: KeyedGrant = { action: 'GetItem', leadingKeys: TOKEN_PK_PATTERNS };
+/**
+ * The two updates every authenticated or counted request makes, to the attribute: a request count
+ * (lib/auth/rate-limit.ts: ADD `count`, SET `expires_at` on `RATE#…`) and the token's use stamp
+ * (lib/auth/tokens.ts `stampTokenUse`: SET `last_used_at` on `TOKEN#…`, at most once a minute).
+ * Two grants, so a token item can never take `expires_at` (TTL would delete it) nor a rate window
+ * `last_used_at`; merchant id, abilities and status are in neither.
+ */
+export const PIPELINE_UPDATES: KeyedGrant[] = [
+  { action: 'UpdateItem', leadingKeys: RATE_WINDOW_PK_PATTERNS, attributes: [...KEY_ATTRIBUTES, ...Object.values(RATE_WINDOW_ATTRIBUTES)] },
+  { action: 'UpdateItem', leadingKeys: TOKEN_PK_PATTERNS, attributes: [...KEY_ATTRIBUTES, TOKEN_USE_ATTRIBUTE] },
+];
+/**
+ * What a webhook attempt writes (lib/webhooks/delivery.ts `attemptAndRecord`, one transaction):
+ * Put of the log entry (`…#DELIVERIES`), Update of the delivery state, Update or Delete of the
+ * endpoint's health; the delivery worker also Updates the endpoint when it disables it.
+ */
+export const WEBHOOK_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteItem'] as const).map((action) => ({ action, leadingKeys: WEBHOOK_PK_PATTERNS }));
+
+/**
  * The DynamoDB actions of each kind, and nothing the code does not call (`grep -rn "Command(" lib
  * functions`: Get, BatchGet, Query, Update, TransactWrite). TransactWriteItems is no IAM action:
  * each Put/Update/Delete/ConditionCheck inside a transaction is authorised as PutItem, UpdateItem,
  * DeleteItem or ConditionCheckItem. No Scan, BatchWriteItem, DescribeTable or stream actions.
  *
  * - `table`:   on any item of the table;
- * - `keyed`:   only on the items the request pipeline touches, by an IAM `dynamodb:LeadingKeys`
- *              condition: GetItem of `TOKEN#…` (token lookup), UpdateItem of `RATE#…` (rate windows)
- *              and of `TOKEN#…` (last_used_at);
+ * - `keyed`:   only on some items (and attributes): `KeyedGrant`;
  * - `indexes`: on each of the table's global secondary indexes, by name (`<table arn>/index/gsi1`, …:
  *              no wildcard resource).
  */
-export const TABLE_ACCESS: Record<TableAccess, { table: TableAction[]; keyed: ('GetItem' | 'UpdateItem')[]; indexes: TableAction[] }> = {
-  pipeline: { table: [], keyed: ['GetItem', 'UpdateItem'], indexes: [] },
-  read: { table: ['GetItem', 'BatchGetItem', 'Query'], keyed: ['UpdateItem'], indexes: ['Query'] },
+export const TABLE_ACCESS: Record<TableAccess, { table: TableAction[]; keyed: KeyedGrant[]; indexes: TableAction[] }> = {
+  pipeline: { table: [], keyed: [TOKEN_LOOKUP, ...PIPELINE_UPDATES], indexes: [] },
+  read: { table: ['GetItem', 'BatchGetItem', 'Query'], keyed: PIPELINE_UPDATES, indexes: ['Query'] },
+  // Reads the endpoint (GetItem), or it and the delivery state (BatchGetItem); the dashboard's caller reads the merchant.
+  webhookSend: { table: ['GetItem', 'BatchGetItem'], keyed: [...PIPELINE_UPDATES, ...WEBHOOK_WRITES], indexes: [] },
   write: {
     table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'],
     keyed: [],
@@ -74,11 +120,16 @@ export const TABLE_ACCESS: Record<TableAccess, { table: TableAction[]; keyed: ('
 
 const dynamodb = (actions: TableAction[]) => actions.map((a) => `dynamodb:${a}`);
 
-/**
- * The partition-key patterns a keyed action is limited to. UpdateItem reaches token items only to
- * stamp `last_used_at` (lib/auth/tokens.ts `stampTokenUse`, at most once a minute per token).
- */
-const KEYED_PATTERNS = { GetItem: TOKEN_PK_PATTERNS, UpdateItem: [...RATE_WINDOW_PK_PATTERNS, ...TOKEN_PK_PATTERNS] };
+/** The IAM condition of a keyed grant. */
+export const keyedCondition = (grant: KeyedGrant) => ({
+  'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': grant.leadingKeys },
+  ...(grant.attributes
+    ? {
+        'ForAllValues:StringEquals': { 'dynamodb:Attributes': grant.attributes },
+        StringEqualsIfExists: { 'dynamodb:ReturnValues': ['NONE', 'UPDATED_OLD', 'UPDATED_NEW'] },
+      }
+    : {}),
+});
 
 export type ApiFunctionProps = Omit<NodejsFunctionProps, 'entry' | 'projectRoot' | 'depsLockFilePath' | 'code' | 'logGroup'> & {
   /** Directory holding package.json, package-lock.json and the handler modules. */
@@ -148,16 +199,12 @@ export class ApiFunction extends NodejsFunction {
   /** Least-privilege table access: exactly the actions `TABLE_ACCESS` lists for this kind of function. */
   bindTable(table: ITable, access: TableAccess): this {
     const grant = TABLE_ACCESS[access];
-    return this.grantTableActions(table, {
-      table: grant.table,
-      allIndexes: grant.indexes,
-      keyed: Object.fromEntries(grant.keyed.map((action) => [action, KEYED_PATTERNS[action]])),
-    });
+    return this.grantTableActions(table, { table: grant.table, allIndexes: grant.indexes, keyed: grant.keyed });
   }
 
   /**
    * TABLE_NAME and exactly these DynamoDB actions: on the table's items, on items whose partition
-   * key matches a pattern (`keyed`, an IAM `dynamodb:LeadingKeys` condition), on named indexes, or
+   * key matches a pattern and to the attribute (`keyed`: `KeyedGrant`), on named indexes, or
    * on every index (each named). For functions outside the route table's kinds (the webhook
    * consumers), whose needs are narrower than any row of `TABLE_ACCESS`. Adds the table key's
    * actions these calls need when the table has a customer-managed key.
@@ -166,7 +213,7 @@ export class ApiFunction extends NodejsFunction {
     table: ITable,
     grant: {
       table?: TableAction[];
-      keyed?: Partial<Record<TableAction, string[]>>;
+      keyed?: KeyedGrant[];
       indexes?: Partial<Record<IndexName, TableAction[]>>;
       allIndexes?: TableAction[];
     },
@@ -175,14 +222,8 @@ export class ApiFunction extends NodejsFunction {
     if (grant.table?.length) {
       this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(grant.table), resources: [table.tableArn] }));
     }
-    for (const [action, patterns] of Object.entries(grant.keyed ?? {})) {
-      this.addToRolePolicy(
-        new PolicyStatement({
-          actions: dynamodb([action as TableAction]),
-          resources: [table.tableArn],
-          conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': patterns } },
-        }),
-      );
+    for (const keyed of grant.keyed ?? []) {
+      this.addToRolePolicy(new PolicyStatement({ actions: dynamodb([keyed.action]), resources: [table.tableArn], conditions: keyedCondition(keyed) }));
     }
     for (const [index, actions] of Object.entries(grant.indexes ?? {})) {
       if (actions?.length) this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(actions), resources: [`${table.tableArn}/index/${index}`] }));
@@ -193,7 +234,7 @@ export class ApiFunction extends NodejsFunction {
     }
     const used = [
       ...(grant.table ?? []),
-      ...(Object.keys(grant.keyed ?? {}) as TableAction[]),
+      ...(grant.keyed ?? []).map((k) => k.action),
       ...Object.values(grant.indexes ?? {}).flat(),
       ...(grant.allIndexes ?? []),
     ];

@@ -10,7 +10,7 @@ import { Construct } from 'constructs';
 import { EVENT_TYPES } from '#lib/outbox';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { FAN_OUT_FUNCTION_TIMEOUT_SECONDS, WEBHOOK_QUEUES } from '#lib/webhooks/queue';
-import { ApiFunction, SERVICE_NAME } from './api-function.ts';
+import { ApiFunction, SERVICE_NAME, WEBHOOK_WRITES } from './api-function.ts';
 
 export const WEBHOOK_FAN_OUT_HANDLER = 'functions/webhooks/fan-out.ts';
 export const WEBHOOK_DELIVER_HANDLER = 'functions/webhooks/deliver.ts';
@@ -138,12 +138,13 @@ export class WebhookDelivery extends Construct {
 
     // Delivery (delivery.ts deliverTask): one BatchGetItem (endpoint, state, health), one
     // TransactWriteItems (Put log entry, Update state and health, or Delete health), an UpdateItem
-    // of the endpoint when it auto-disables it. No Query, no index. kms:Decrypt for the secrets.
+    // of the endpoint when it auto-disables it: writes on webhook items only (it calls
+    // merchant-chosen URLs). No Query, no index. kms:Decrypt for the secrets.
     this.deliveryFunction = fn('DeliveryFunction', WEBHOOK_DELIVER_HANDLER, 'webhook delivery: one signed attempt per task', DELIVERY_FUNCTION_TIMEOUT_SECONDS, {
       WEBHOOK_DELIVERY_QUEUE_URL: this.deliveryQueue.queueUrl,
       WEBHOOK_DELIVERY_DLQ_URL: this.deliveryDeadLetterQueue.queueUrl,
       WEBHOOK_KMS_KEY_ID: props.secretsKey.keyArn,
-    }).grantTableActions(props.table, { table: ['BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem'] });
+    }).grantTableActions(props.table, { table: ['BatchGetItem'], keyed: WEBHOOK_WRITES });
     this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['kms:Decrypt'], resources: [props.secretsKey.keyArn] }));
     this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryDeadLetterQueue.queueArn] }));
     // Includes sqs:ChangeMessageVisibility on the deliveries queue: how a failed attempt is postponed.

@@ -3,6 +3,14 @@ import { now } from '#lib/clock';
 import { config } from '#lib/config';
 import { db, tableName } from '#lib/db/client';
 import { keys, type Key } from '#lib/db/keys';
+import { TTL_ATTRIBUTE } from '#lib/db/table';
+
+/**
+ * The only attributes a request count writes, besides the key: IAM lets read functions update
+ * rate-window items in exactly these (infra/constructs/api-function.ts), so the expression below
+ * and that grant must name the same ones.
+ */
+export const RATE_WINDOW_ATTRIBUTES = { count: 'count', expiresAt: TTL_ATTRIBUTE } as const;
 
 export type RateState = { limit: number; remaining: number; reset: number; exceeded: boolean };
 
@@ -27,8 +35,8 @@ const hit = async (key: Key, limit: number, windowSeconds: number, windowStart: 
     new UpdateCommand({
       TableName: tableName(),
       Key: key,
-      UpdateExpression: 'ADD #count :one SET expires_at = :exp',
-      ExpressionAttributeNames: { '#count': 'count' },
+      UpdateExpression: 'ADD #count :one SET #exp = :exp',
+      ExpressionAttributeNames: { '#count': RATE_WINDOW_ATTRIBUTES.count, '#exp': RATE_WINDOW_ATTRIBUTES.expiresAt },
       ExpressionAttributeValues: { ':one': 1, ':exp': reset + 3600 },
       ReturnValues: 'UPDATED_NEW',
     }),

@@ -68,6 +68,9 @@ export const authenticate = async (token: string): Promise<(AuthContext & TokenU
   };
 };
 
+/** The one attribute of a token item a request may write (`stampTokenUse`). */
+export const TOKEN_USE_ATTRIBUTE = 'last_used_at';
+
 /** `last_used_at` moves at most once per this many milliseconds (no write per request). */
 export const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -91,11 +94,14 @@ export const stampTokenUse = async ({ tokenHash, lastUsedAt }: TokenUse): Promis
       new UpdateCommand({
         TableName: tableName(),
         Key: keys.token(tokenHash),
-        UpdateExpression: 'SET last_used_at = :now',
-        // The item must still be the valid token: a revoked or deleted (regenerated) one is left alone.
-        ConditionExpression: 'attribute_exists(pk) AND #st = :active AND (attribute_not_exists(last_used_at) OR last_used_at <= :cutoff)',
-        ExpressionAttributeNames: { '#st': 'status' },
-        ExpressionAttributeValues: { ':now': due.now, ':cutoff': due.cutoff, ':active': 'active' },
+        UpdateExpression: 'SET #used = :now',
+        // A deleted (regenerated) token is not brought back. The condition names no other attribute:
+        // IAM lets read functions touch only the key and last_used_at of a token item (a condition's
+        // attributes count too), so they can never change its status. A token revoked since it was
+        // read is stamped all the same: it did authenticate this request.
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(#used) OR #used <= :cutoff)',
+        ExpressionAttributeNames: { '#used': TOKEN_USE_ATTRIBUTE },
+        ExpressionAttributeValues: { ':now': due.now, ':cutoff': due.cutoff },
       }),
     );
   } catch (err) {

@@ -50,14 +50,34 @@ const security = (route: RouteDef): { security: Record<string, string[]>[]; [ext
   }
 };
 
+const optionalString = (description: string) => ({ description, required: false, schema: { type: 'string' as const } });
+/**
+ * A back-office route's 401 comes from one of two places. API Gateway's JWT authorizer answers a
+ * missing or invalid ID token itself, before any function runs: `{"message": "Unauthorized"}` with
+ * `WWW-Authenticate` and API Gateway's own `apigw-requestid`, and none of the API's headers (an HTTP
+ * API cannot add headers to its own answers). The function answers a valid token whose merchant
+ * does not exist, with every header. So the API's headers are declared optional here.
+ */
+const gatewayUnauthorizedHeaders = {
+  'apigw-requestid': { description: "API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered)", required: true, schema: { type: 'string' as const } },
+  'WWW-Authenticate': optionalString("Only on the authorizer's answer: `Bearer` and the reason the ID token was refused"),
+  'X-Request-Id': optionalString('Only when the function answered (the merchant does not exist)'),
+  'X-RateLimit-Limit': optionalString('Only when the function answered'),
+  'X-RateLimit-Remaining': optionalString('Only when the function answered'),
+  'X-RateLimit-Reset': optionalString('Only when the function answered'),
+};
+const GATEWAY_UNAUTHORIZED_NOTE =
+  ' API Gateway\'s JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*.';
+
 const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObject => {
+  const gateway401 = authKindOf(route) === 'backoffice';
   const declared = Object.fromEntries(
     Object.entries(route.responses).map(([status, r]) => [
       status,
       {
-        description: r.description,
+        description: gateway401 && status === '401' ? `${r.description}.${GATEWAY_UNAUTHORIZED_NOTE}` : r.description,
         headers: {
-          ...(status === '429' ? rateLimitedHeaders : commonHeaders),
+          ...(gateway401 && status === '401' ? gatewayUnauthorizedHeaders : status === '429' ? rateLimitedHeaders : commonHeaders),
           ...Object.fromEntries(Object.entries(r.headers ?? {}).map(([name, description]) => [name, { description, schema: { type: 'string' as const } }])),
         },
         ...(r.schema ? { content: { 'application/json': { schema: r.schema } } } : {}),

@@ -7,7 +7,7 @@ import { keys } from '#lib/db/keys';
 import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
 import { generateToken, hashToken, type TokenItem } from '#lib/auth/tokens';
 import { ABILITIES, type Ability } from '#lib/auth/abilities';
-import { ConflictError, NotFoundError } from '#lib/errors';
+import { ConflictError, ContentionError, NotFoundError } from '#lib/errors';
 import { formatTimestamp } from '#lib/shared/time';
 
 /** Merchants and their single API token (spec: Authentication; decisions §3). */
@@ -147,7 +147,7 @@ export const regenerateToken = async (merchantOrId: Merchant | string) => {
       .commit();
   } catch (err) {
     if (err instanceof WriteConflict && err.tags.includes('merchant')) throw new NotFoundError();
-    if (err instanceof WriteConflict) throw new ConflictError('The token changed while it was being regenerated. Try again.');
+    if (err instanceof WriteConflict) throw new ContentionError('The token changed while it was being regenerated. Try again.');
     throw err;
   }
   return issued(merchantId, token, items.token);
@@ -172,7 +172,7 @@ export const revokeToken = async (merchantId: string) => {
   try {
     await ws.commit();
   } catch (err) {
-    if (err instanceof WriteConflict) throw new ConflictError('The token changed while it was being revoked. Try again.');
+    if (err instanceof WriteConflict) throw new ContentionError('The token changed while it was being revoked. Try again.');
     throw err;
   }
   return { merchant_id: merchantId, revoked_at: revokedAt };

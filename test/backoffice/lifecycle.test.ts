@@ -1,10 +1,10 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { ABILITIES } from '#lib/auth/abilities';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { hashToken } from '#lib/auth/tokens';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
-import { createMerchant } from '#lib/merchants/store';
+import { createMerchant, regenerateToken } from '#lib/merchants/store';
 import { newMerchant, useApi } from '../support/api.ts';
 import { failDynamoWhen, isolatedClock } from '../pipeline/support.ts';
 import { backoffice, backofficeJwt, OPERATIONS, type Operation } from './support.ts';
@@ -145,6 +145,46 @@ describe('last_used_at', () => {
     expect((await backoffice(api, 'view', await backofficeJwt(merchantId, 'user'))).body.data.last_used_at).toBeNull();
     await api.get('/customers', token);
     expect((await backoffice(api, 'view', await backofficeJwt(merchantId, 'user'))).body.data.last_used_at).toBe(at(clock.start + 3 * 3600));
+  });
+});
+
+describe('losing a race', () => {
+  /** Runs `rival` just before the next transaction the request sends, so that transaction finds the token changed. */
+  const raceNextTransaction = (rival: () => Promise<unknown>) => {
+    const client = db();
+    const original = client.send.bind(client);
+    let raced = false;
+    return vi.spyOn(client, 'send').mockImplementation((async (command: any, ...rest: unknown[]) => {
+      if (!raced && command.constructor.name === 'TransactWriteCommand') {
+        raced = true;
+        await rival();
+      }
+      return (original as any)(command, ...rest);
+    }) as never);
+  };
+
+  it('a regenerate or revoke overtaken by another answers 409 with Retry-After (retrying it is safe), and changes nothing', async () => {
+    const { merchantId } = await newMerchant();
+    const admin = await backofficeJwt(merchantId, 'admin');
+    for (const op of ['regenerate', 'revoke'] as const) {
+      if (op === 'revoke') await regenerateToken(merchantId);
+      let winner = '';
+      const race = raceNextTransaction(async () => (winner = (await regenerateToken(merchantId)).token));
+      let res;
+      try {
+        res = await backoffice(api, op, admin);
+      } finally {
+        race.mockRestore();
+      }
+      expect(res.status, op).toBe(409);
+      expect(res.headers.get('retry-after'), op).toBe('1');
+      expect(res.headers.get('x-request-id'), op).toEqual(expect.any(String));
+      expect(res.body.message, op).toMatch(/^The token changed while it was being (regenerated|revoked)\. Try again\.$/);
+      // The rival's token is the valid one; the lost request left no trace.
+      expect((await api.get('/customers', winner)).status, op).toBe(200);
+    }
+    // The retry the header invites succeeds.
+    expect((await backoffice(api, 'revoke', admin)).status).toBe(204);
   });
 });
 

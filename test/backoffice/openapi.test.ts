@@ -35,4 +35,27 @@ describe('OpenAPI security schemes', () => {
     expect(doc.paths['/customers'].get).toMatchObject({ security: [{ bearerAuth: [] }], 'x-required-ability': 'customers:read' });
     expect(doc.paths['/openapi.json'].get.security).toEqual([]);
   });
+
+  it("says what API Gateway answers itself: a back-office 401 may come without the API's headers; a write's 409 carries Retry-After", async () => {
+    const { body: doc } = await api.get('/openapi.json');
+    const token = doc.paths['/backoffice/api-token'];
+    for (const op of [token.get, token.post, token.delete, doc.paths['/backoffice/api-token/regenerate'].post, doc.paths['/backoffice/me'].get]) {
+      const unauthorized = op.responses['401'];
+      expect(unauthorized.description).toContain('{"message": "Unauthorized"}');
+      expect(unauthorized.headers['apigw-requestid'].required).toBe(true);
+      for (const name of ['X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'WWW-Authenticate']) {
+        expect(unauthorized.headers[name].required, name).toBe(false);
+      }
+      // Every other answer is the function's, with the API's headers.
+      expect(op.responses['403'].headers['X-Request-Id']).toEqual({ $ref: '#/components/headers/XRequestId' });
+    }
+    // Token routes are authorised by the function: their 401 keeps the API's headers.
+    expect(doc.paths['/customers'].get.responses['401']?.headers?.['apigw-requestid']).toBeUndefined();
+    // Regenerate and revoke answer a lost race 409 with Retry-After (test/backoffice/lifecycle.test.ts); create's 409 is a state, without.
+    for (const op of [doc.paths['/backoffice/api-token/regenerate'].post, token.delete]) {
+      expect(op.responses['409'].headers['Retry-After']).toEqual({ $ref: '#/components/headers/RetryAfter' });
+    }
+    expect(token.post.responses['409'].headers['Retry-After']).toBeUndefined();
+    expect(doc.components.headers.RetryAfter.required).toBe(true);
+  });
 });

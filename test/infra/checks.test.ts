@@ -123,11 +123,16 @@ describe.skipIf(!cfnLint)('cfn-lint (skipped when cfn-lint is not installed: pip
     // The only check the project's config ignores, each with its reason written there.
     const config = readFileSync(join(PROJECT_ROOT, '.cfnlintrc.yaml'), 'utf8');
     expect([...config.matchAll(/^\s+- ([EWI]\d+)\s*$/gm)].map((m) => m[1])).toEqual(['W3005']);
-    const file = join(dir, 'template.json');
-    writeFileSync(file, JSON.stringify(synthesized.template.toJSON()));
+    // Every template as deployed: the root and each nested stack's (a file of its own).
+    const files = Object.values(synthesized.templates).map((t, i) => {
+      const file = join(dir, `template-${i}.json`);
+      writeFileSync(file, JSON.stringify(t));
+      return file;
+    });
+    expect(files.length).toBeGreaterThan(1);
     // Run from the project root so cfn-lint reads .cfnlintrc.yaml, as .ci/run does. Exit code: a bit
     // field of errors (2), warnings (4), informational (8); the JSON lists each finding.
-    const output = await promisify(execFile)('cfn-lint', ['--format', 'json', file], { cwd: PROJECT_ROOT, maxBuffer: 64 * 1024 * 1024 }).then(
+    const output = await promisify(execFile)('cfn-lint', ['--format', 'json', ...files], { cwd: PROJECT_ROOT, maxBuffer: 64 * 1024 * 1024 }).then(
       (r) => r.stdout,
       (e: { stdout?: string; code?: number }) => {
         if (typeof e.stdout !== 'string' || !e.stdout.trim().startsWith('[')) throw e;

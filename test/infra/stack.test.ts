@@ -104,6 +104,23 @@ describe('routes', () => {
     expect(JSON.parse(Format)).toMatchObject({ requestId: '$context.requestId', routeKey: '$context.routeKey', status: '$context.status' });
   });
 
+  it('routes one merchant may call faster than the default bucket allows get their own: order writes 500/s, subscription changes 100/s', () => {
+    const stageOf = (s: typeof defaults) => Object.values(resources(s.template, 'AWS::ApiGatewayV2::Stage'))[0] as Resource & { DependsOn?: string[] };
+    const keysOf = (ability: string) => routeList.filter((r) => r.ability === ability).map((r) => `${r.method} ${BASE_PATH}${r.path}`);
+    const bucket = (rate: number, burst: number) => ({ ThrottlingRateLimit: rate, ThrottlingBurstLimit: burst });
+    const orderWrites = keysOf('orders:write');
+    expect(orderWrites).toEqual(expect.arrayContaining(['POST /v1/orders', 'POST /v1/orders/batch']));
+    // Defaults (100/s a route): order writes get 500/s (burst 1,000); subscription changes fit the default bucket.
+    expect(stageOf(defaults).Properties.RouteSettings).toEqual(Object.fromEntries(orderWrites.map((k) => [k, bucket(500, 1000)])));
+    // A stage default of 5/s: subscription changes need their own 100/s bucket too.
+    expect(stageOf(variant).Properties.RouteSettings).toEqual(
+      Object.fromEntries([...orderWrites.map((k) => [k, bucket(500, 1000)]), ...keysOf('subscriptions:write').map((k) => [k, bucket(100, 200)])]),
+    );
+    // Route settings name route keys, so the stage waits for every nested stack of routes.
+    const { stack } = defaults;
+    for (const group of Object.values(stack.routeGroups)) expect(stageOf(defaults).DependsOn).toContain(stack.getLogicalId(group.nestedStackResource as never));
+  });
+
   it('outputs the API URL under /v1, the table name and the event bus', () => {
     const { stack, template } = defaults;
     const outputs = template.findOutputs('*');
@@ -212,9 +229,20 @@ describe('table grants', () => {
   const dynamoGrants = (stack: Stack, template: Template, fn: ApiFunction): Grant[] =>
     roleGrants(stack, template, fn).filter((g) => g.action.startsWith('dynamodb:'));
 
-  const RATE = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#M#*', 'RATE#IP#*'] } };
-  const TOKEN = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['TOKEN#*'] } };
-  const RATE_AND_TOKEN = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['RATE#M#*', 'RATE#IP#*', 'TOKEN#*'] } };
+  /** A condition written out: the leading keys, the attributes (`[…]`), and `updated only` for the ReturnValues limit. */
+  const describeCondition = (condition: any): string => {
+    const { 'ForAllValues:StringLike': like, 'ForAllValues:StringEquals': equals, StringEqualsIfExists: ifExists, ...rest } = condition;
+    expect(rest).toEqual({});
+    const parts = [(like['dynamodb:LeadingKeys'] as string[]).join(',')];
+    if (equals) parts.push(`[${(equals['dynamodb:Attributes'] as string[]).join(',')}]`);
+    if (ifExists) {
+      expect(ifExists).toEqual({ 'dynamodb:ReturnValues': ['NONE', 'UPDATED_OLD', 'UPDATED_NEW'] });
+      parts.push('updated only');
+    }
+    // Attributes without the ReturnValues limit (or the reverse) would leave a way round the list.
+    expect(Boolean(equals)).toBe(Boolean(ifExists));
+    return ` ${parts.join(' ')}`;
+  };
   /** Grants written as `Action on table|index [condition]`, so a failure reads as a policy. */
   const describeGrants = (stack: ApiStack, grants: Grant[]) => {
     const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.table.node.defaultChild as never), 'Arn'] };
@@ -223,17 +251,24 @@ describe('table grants', () => {
     return grants
       .map(({ action, resource, condition }) => {
         const on = JSON.stringify(resource) === JSON.stringify(tableArn) ? 'table' : indexName(resource) ? `index ${indexName(resource)}` : JSON.stringify(resource);
-        const when = condition === undefined ? '' : JSON.stringify(condition) === JSON.stringify(RATE) ? ' RATE#' : JSON.stringify(condition) === JSON.stringify(TOKEN) ? ' TOKEN#' : JSON.stringify(condition) === JSON.stringify(RATE_AND_TOKEN) ? ' RATE#,TOKEN#' : ` ${JSON.stringify(condition)}`;
+        const when = condition === undefined ? '' : describeCondition(condition);
         return `${action.replace(/^dynamodb:/, '')} on ${on}${when}`;
       })
       .sort();
   };
 
+  /** The webhook partitions of a merchant whose id is `mer_` and 20 hex digits. */
+  const WEBHOOK = `M#mer_${'?'.repeat(20)}#WEBHOOK#*`;
+  /** The request pipeline's two updates: a request count, and the token's use stamp, each to the attribute. */
+  const PIPELINE_UPDATES = [
+    'UpdateItem on table RATE#M#*,RATE#IP#* [pk,sk,count,expires_at] updated only',
+    'UpdateItem on table TOKEN#* [pk,sk,last_used_at] updated only',
+  ];
   /** The exact grants per kind, written out (not derived from api-function.ts) so a change shows here. */
   const expected = {
     // Token lookup and rate counter only: no Query, no index, no data item.
     // UpdateItem on token items stamps last_used_at (at most once a minute per token).
-    pipeline: ['GetItem on table TOKEN#', 'UpdateItem on table RATE#,TOKEN#'],
+    pipeline: ['GetItem on table TOKEN#*', ...PIPELINE_UPDATES],
     read: [
       'BatchGetItem on table',
       'GetItem on table',
@@ -242,7 +277,16 @@ describe('table grants', () => {
       'Query on index gsi3',
       'Query on index gsi4',
       'Query on table',
-      'UpdateItem on table RATE#,TOKEN#',
+      ...PIPELINE_UPDATES,
+    ],
+    // Test and manual retry call merchant-chosen URLs: they write webhook items only.
+    webhookSend: [
+      'BatchGetItem on table',
+      `DeleteItem on table ${WEBHOOK}`,
+      'GetItem on table',
+      `PutItem on table ${WEBHOOK}`,
+      `UpdateItem on table ${WEBHOOK}`,
+      ...PIPELINE_UPDATES,
     ],
     // TransactWriteItems is authorised per contained action (no IAM action of its own).
     write: [
@@ -264,11 +308,16 @@ describe('table grants', () => {
     const { stack, template } = defaults;
     const kinds = new Map<ApiFunction, keyof typeof expected>([[stack.notFoundFunction, 'pipeline']]);
     for (const route of routeList) {
-      const kind = route.writes ? 'write' : authKindOf(route) === 'none' ? 'pipeline' : 'read';
+      const kind = route.secrets === 'decrypt' ? 'webhookSend' : route.writes ? 'write' : authKindOf(route) === 'none' ? 'pipeline' : 'read';
       kinds.set(stack.functions[route.name as RouteName], kind);
     }
     // The OpenAPI document and the 404 function only authenticate and count.
     expect(kinds.get(stack.functions.openapi)).toBe('pipeline');
+    // The routes that send to a merchant's URL: the test event and the manual retry.
+    expect(routeList.filter((r) => kinds.get(stack.functions[r.name as RouteName]) === 'webhookSend').map((r) => r.name).sort()).toEqual([
+      'webhookEndpointsRetryDelivery',
+      'webhookEndpointsTest',
+    ]);
     expect([...kinds.values()]).toEqual(expect.arrayContaining(['read', 'write']));
     expect(kinds.size).toBe(apiFunctions(defaults).length);
     for (const [fn, kind] of kinds) {
@@ -295,7 +344,7 @@ describe('table grants', () => {
     expect(actions.filter((a) => a.startsWith('dynamodb:') && a.includes('*'))).toEqual([]);
   });
 
-  it('LeadingKeys conditions name only the rate-window and token prefixes, which no data key can match', () => {
+  it('LeadingKeys conditions name only the rate-window, token and webhook prefixes, which no other data key can match', () => {
     const conditions = Object.values(resources(defaults.template, 'AWS::IAM::Policy'))
       .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Condition?: Record<string, Record<string, string[]>> }[])
       .filter((s) => [s.Action].flat().some((a) => a.startsWith('dynamodb:')))
@@ -303,12 +352,12 @@ describe('table grants', () => {
     expect(conditions.length).toBeGreaterThan(0);
     const patterns = new Set<string>();
     for (const condition of conditions) {
-      expect(Object.keys(condition)).toEqual(['ForAllValues:StringLike']);
       expect(Object.keys(condition['ForAllValues:StringLike'])).toEqual(['dynamodb:LeadingKeys']);
       for (const p of condition['ForAllValues:StringLike']['dynamodb:LeadingKeys']) patterns.add(p);
     }
-    expect([...patterns].sort()).toEqual(['RATE#IP#*', 'RATE#M#*', 'TOKEN#*']);
-    expect([...patterns].filter((p) => !p.startsWith('TOKEN#')).every((p) => p.startsWith(RATE_PREFIX))).toBe(true);
+    const webhook = `M#mer_${'?'.repeat(20)}#WEBHOOK#*`;
+    expect([...patterns].sort()).toEqual([webhook, 'RATE#IP#*', 'RATE#M#*', 'TOKEN#*']);
+    expect([...patterns].filter((p) => !p.startsWith('TOKEN#') && p !== webhook).every((p) => p.startsWith(RATE_PREFIX))).toBe(true);
 
     // IAM StringLike: `*` is any run of characters, `?` one character.
     const like = (pattern: string) => {
@@ -319,8 +368,14 @@ describe('table grants', () => {
     expect(matching(keys.merchantRateWindow('mer_1', 3600).pk)).toEqual(['RATE#M#*']);
     expect(matching(keys.ipRateWindow('203.0.113.9', 60).pk)).toEqual(['RATE#IP#*']);
     expect(matching(keys.token('ab12').pk)).toEqual(['TOKEN#*']);
-    // Merchant ids and external ids are free text in keys: none can reach a pattern.
-    for (const tricky of ['RATE#M#x', 'TOKEN#x', '*']) {
+    // A merchant's webhook items, and anything else under an endpoint's partition (such as a per-day counter), match the webhook pattern.
+    const merchant = `mer_${'0a'.repeat(10)}`;
+    const endpointPk = keys.webhookEndpoint(merchant, 7).pk;
+    for (const pk of [endpointPk, keys.webhookDeliveryState(merchant, 7, 'evt_1').pk, keys.webhookDelivery(merchant, 7, '2025-01-01T00:00:00Z', 'evt_1', 1).pk, `${endpointPk}#DAY#2025-01-01`]) {
+      expect(matching(pk), pk).toEqual([webhook]);
+    }
+    // Merchant ids and external ids are free text in keys: none can reach a pattern (`#WEBHOOK#` in an external id neither).
+    for (const tricky of ['RATE#M#x', 'TOKEN#x', '*', merchant]) {
       const dataKeys = [
         keys.merchant(tricky),
         keys.merchantToken(tricky),
@@ -329,6 +384,9 @@ describe('table grants', () => {
         keys.customer(tricky, 1),
         keys.customerEmail(tricky, 'a@example.com'),
         keys.customerExternalId(tricky, 'RATE#M#x'),
+        keys.customerExternalId(tricky, '#WEBHOOK#1'),
+        keys.order(tricky, '#WEBHOOK#1'),
+        keys.totals(tricky, 'WEBHOOK_ENDPOINTS', 0),
         keys.order(tricky, 'TOKEN#1'),
         keys.idempotency(tricky, 'k'),
         keys.statsDay(tricky, '2025-01-01', 1),
@@ -393,6 +451,7 @@ describe('app context', () => {
       retainTable: false,
       throttle: { rateLimit: 9, burstLimit: DEFAULTS.throttle.burstLimit },
     });
+    expect(contextProps({ orderWritesPerSecond: '800' }).merchantPeakPerSecond).toEqual({ 'orders:write': 800, 'subscriptions:write': 100 });
     expect(contextProps({ localDynamoEndpoint: 'http://host.docker.internal:8000' }).localDynamo).toEqual({
       endpoint: 'http://host.docker.internal:8000',
       tableName: DEFAULTS.localTableName,

@@ -205,6 +205,11 @@ describe('least privilege', () => {
       .map((g) => {
         const on = `${g.action} on ${named(g.resource)}`;
         if (g.condition === undefined) return on;
+        const webhookItems = { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [`M#mer_${'?'.repeat(20)}#WEBHOOK#*`] } };
+        if (JSON.stringify(g.condition) === JSON.stringify(webhookItems)) return `${on} webhook items`;
+        // The request pipeline's updates (the route functions; asserted in test/infra/stack.test.ts).
+        const keyed = (g.condition as Record<string, Record<string, string[]>>)['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];
+        if (keyed) return `${on} ${keyed.join(',')}`;
         expect(g.condition).toEqual(viaDynamoDb);
         return `${on} via DynamoDB`;
       })
@@ -224,14 +229,15 @@ describe('least privilege', () => {
     );
   });
 
-  it('delivery: BatchGetItem and the transaction/disable writes on the table (no Query), kms:Decrypt, consume the deliveries queue, send to its DLQ', () => {
+  it('delivery: BatchGetItem, and the transaction/disable writes on webhook items only (no Query), kms:Decrypt, consume the deliveries queue, send to its DLQ', () => {
     const grants = grantsOf(synthesized.stack.webhookDelivery.deliveryFunction);
     expect(grants).toEqual(
       [
         'dynamodb:BatchGetItem on table',
-        'dynamodb:DeleteItem on table',
-        'dynamodb:PutItem on table',
-        'dynamodb:UpdateItem on table',
+        // It calls merchant-chosen URLs: the endpoint's own partitions (`M#<m>#WEBHOOK#<id>…`) and nothing else.
+        'dynamodb:DeleteItem on table webhook items',
+        'dynamodb:PutItem on table webhook items',
+        'dynamodb:UpdateItem on table webhook items',
         'kms:Decrypt on key',
         ...consume('deliveries queue'),
         'sqs:SendMessage on delivery dlq',

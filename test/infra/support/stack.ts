@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { App, type Stack } from 'aws-cdk-lib';
+import { App, NestedStack, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
@@ -33,14 +33,69 @@ export const fixtureProjectRoot = () => {
   return { root, remove: () => rmSync(root, { recursive: true, force: true }) };
 };
 
+type TemplateJson = { Resources: Record<string, any>; Outputs?: Record<string, { Value: unknown }>; Parameters?: Record<string, unknown>; [k: string]: unknown };
+
+/** `value` with every `{Ref: <key of values>}` and `{'Fn::GetAtt': [<id>, 'Outputs.<name>']}` replaced. */
+const substitute = (value: unknown, refs: Map<string, unknown>, outputs: Map<string, unknown>): unknown => {
+  if (Array.isArray(value)) return value.map((v) => substitute(v, refs, outputs));
+  if (value === null || typeof value !== 'object') return value;
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.length === 1 && entries[0][0] === 'Ref' && typeof entries[0][1] === 'string' && refs.has(entries[0][1])) return refs.get(entries[0][1]);
+  if (entries.length === 1 && entries[0][0] === 'Fn::GetAtt') {
+    const [id, attribute] = entries[0][1] as [string, string];
+    const key = `${id}.${attribute}`;
+    if (outputs.has(key)) return outputs.get(key);
+  }
+  return Object.fromEntries(entries.map(([k, v]) => [k, substitute(v, refs, outputs)]));
+};
+
 /**
- * The stack's template without bundling. CDK's CloudFormation validation costs half a minute per
- * synth and cfn-lint checks more: only test/infra/checks.test.ts asks for it, when cfn-lint is absent.
+ * The whole app as one template: the root stack's resources and every nested stack's, with the
+ * nested stacks' wiring undone (a nested template's parameter is replaced by the value the root
+ * passes it; the root's `Outputs.X` of a nested stack by the output's value). Assertions then read
+ * `{'Fn::GetAtt': [<table>, 'Arn']}` wherever a resource uses the table, whichever template it is
+ * in. Logical ids are unique across the app (each is the construct path within its own stack, and
+ * a collision fails here). `templates` holds each template as deployed, for per-template limits.
+ */
+export const flattenApp = (app: App, root: Stack) => {
+  const assembly = app.synth();
+  const rootJson = assembly.getStackArtifact(root.artifactId).template as TemplateJson;
+  const nested = root.node.findAll().filter((c): c is NestedStack => NestedStack.isNestedStack(c));
+  const templates: Record<string, TemplateJson> = { [root.stackName]: rootJson };
+  const refs = new Map<string, unknown>();
+  const outputs = new Map<string, unknown>();
+  const nestedJson = nested.map((n) => {
+    const json = JSON.parse(readFileSync(join(assembly.directory, n.templateFile), 'utf8')) as TemplateJson;
+    templates[n.node.path] = json;
+    const resourceId = root.getLogicalId(n.nestedStackResource!);
+    const params = (rootJson.Resources[resourceId].Properties?.Parameters ?? {}) as Record<string, unknown>;
+    for (const [name, output] of Object.entries(json.Outputs ?? {})) outputs.set(`${resourceId}.Outputs.${name}`, output.Value);
+    return { json, params, resourceId };
+  });
+  const merged: TemplateJson = { ...rootJson, Resources: {} };
+  const add = (id: string, resource: unknown) => {
+    if (id in merged.Resources) throw new Error(`logical id ${id} is in two templates`);
+    merged.Resources[id] = resource;
+  };
+  const nestedIds = new Set(nestedJson.map((n) => n.resourceId));
+  for (const [id, resource] of Object.entries(rootJson.Resources)) if (!nestedIds.has(id)) add(id, substitute(resource, refs, outputs));
+  merged.Outputs = substitute(rootJson.Outputs ?? {}, refs, outputs) as TemplateJson['Outputs'];
+  for (const { json, params } of nestedJson) {
+    const paramRefs = new Map(Object.entries(params));
+    for (const [id, resource] of Object.entries(json.Resources)) add(id, substitute(resource, paramRefs, outputs));
+  }
+  return { template: Template.fromJSON(merged, { skipCyclicalDependenciesCheck: true }), templates };
+};
+
+/**
+ * The app's template without bundling (the root stack and its nested stacks as one: `flattenApp`).
+ * CDK's CloudFormation validation costs half a minute per synth and cfn-lint checks more: only
+ * test/infra/checks.test.ts asks for it, when cfn-lint is absent.
  */
 export const synthStack = (projectRoot: string, props: ApiStackProps = {}, validate = false) => {
   const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: validate });
   const stack = new ApiStack(app, 'TestApi', { projectRoot, ...props });
-  return { stack, template: Template.fromStack(stack) };
+  return { stack, ...flattenApp(app, stack) };
 };
 
 export type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
