@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    // `--dir test/<folder>` (e.g. test/scale) matches a folder's own files with the second pattern.
+    include: ['test/**/*.test.ts', '*.test.ts'],
     // The load and reliability suites run on their own: `npm run test:slow` / `npm run test:reliability` (vitest.slow.config.ts).
     exclude: ['**/node_modules/**', 'test/**/*.slow.test.ts', 'test/**/*.reliability.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
