@@ -18,10 +18,11 @@ import type { Resolver } from '#lib/webhooks/url-safety';
 import type { EventType } from '#lib/outbox';
 
 /**
- * Delivering one event to one endpoint (decisions §8), for the queue consumer (`deliverTask`), the
- * test event and the manual retry (`attemptAndRecord`). Every attempt is recorded in one
- * transaction: its delivery-log entry, the delivery's state (body, attempt count, delivered_at) and
- * the endpoint's health (since when every attempt has failed).
+ * Delivering one event to one endpoint, for the queue consumer (`deliverTask`), the test event and
+ * the manual retry (`attemptAndRecord`). Every attempt is recorded in one transaction, exactly once:
+ * its delivery-log entry and its day's count, the delivery's state (body, attempt count,
+ * delivered_at; conditional on the count the attempt was numbered from) and the endpoint's health
+ * (since when every attempt has failed).
  */
 
 /** One event for one endpoint: what the fan-out queues and the delivery consumer receives. */

@@ -22,23 +22,24 @@ import { idFromPath } from '#lib/shared/ids';
 import { checkWebhookUrl } from '#lib/webhooks/url-safety';
 
 /**
- * Webhook endpoints (decisions §8). Each change is one transaction: the endpoint (created with
- * `attribute_not_exists`, changed or deleted under `version = :read`) and, on create and delete,
- * the merchant's endpoint count and the delivery log's head (`lib/webhooks/deliveries.ts`). Each
+ * Webhook endpoints. Each change is one transaction: the endpoint (created with
+ * `attribute_not_exists`, changed or deleted under `version = :read`), its entry in the merchant's
+ * endpoint list (the delivery fan-out's read, `lib/webhooks/store.ts`) and, on create and delete,
+ * the merchant's endpoint count and the delivery log's heads (`lib/webhooks/deliveries.ts`). Each
  * attempt reads by key under the one retry policy. The plain secret exists only in memory, between
  * its generation and the 201/200 that returns it.
  */
 
-/** Endpoints per merchant: keeps the delivery fan-out (every endpoint of a merchant) one Query. */
+/** Endpoints per merchant: keeps the delivery fan-out's read (every endpoint of a merchant) one Query page. */
 export const MAX_WEBHOOK_ENDPOINTS = 20;
 export const LIMIT_REACHED = `A merchant can have at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints. Delete one first.`;
-/** How long a replaced secret keeps signing deliveries after a rotation (decisions §8). */
+/** How long a replaced secret keeps signing deliveries after a rotation. */
 export const PREVIOUS_SECRET_TTL_MS = 24 * 3600 * 1000;
 
 const ONE = new Decimal(1);
 
 
-/** The URL's host must resolve to public addresses only (decisions §8): a 422 on `url` otherwise. */
+/** The URL's host must resolve to public addresses only: a 422 on `url` otherwise. */
 const assertUrlSafe = async (url: string): Promise<void> => {
   const check = await checkWebhookUrl(url, { allowLocal: config.isLocal() });
   if (!check.ok) throw InvalidError.field('url', check.message);
