@@ -59,16 +59,21 @@ export type AttemptOptions = {
 /** How long a decrypted secret is kept in memory (a KMS Decrypt per attempt otherwise). */
 const SECRET_CACHE_MS = 5 * 60 * 1000;
 const SECRET_CACHE_MAX = 500;
-const secretCache = new Map<string, { plain: string; until: number }>();
+const secretCache = new Map<string, { plain: Promise<string>; until: number }>();
 
-/** Decrypts (or recalls) a stored secret; the cache is keyed by merchant and ciphertext, so a rotation misses it. */
-const plainSecret = async (merchantId: string, stored: string): Promise<string> => {
+/**
+ * Decrypts (or recalls) a stored secret; the cache is keyed by merchant and ciphertext, so a
+ * rotation misses it. It holds the decryption itself, so a batch's tasks for one endpoint, attempted
+ * at once, share one KMS call; a failed decryption is not kept.
+ */
+const plainSecret = (merchantId: string, stored: string): Promise<string> => {
   const id = `${merchantId}\u0000${stored}`;
   const hit = secretCache.get(id);
   if (hit && hit.until > Date.now()) return hit.plain;
-  const plain = await decryptSecret(merchantId, stored);
+  const plain = decryptSecret(merchantId, stored);
   if (secretCache.size >= SECRET_CACHE_MAX) secretCache.delete(secretCache.keys().next().value!);
   secretCache.set(id, { plain, until: Date.now() + SECRET_CACHE_MS });
+  plain.catch(() => secretCache.get(id)?.plain === plain && secretCache.delete(id));
   return plain;
 };
 
