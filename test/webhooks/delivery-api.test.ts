@@ -10,6 +10,7 @@ import { newEventId } from '#lib/outbox';
 import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS } from '#lib/webhooks/deliveries';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
 import { AUTO_DISABLE_AFTER_MS, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
+import { endpointsReceiving } from '#lib/webhooks/store';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { registerEndpoint } from './support/pipeline.ts';
@@ -370,10 +371,13 @@ describe('deliverTask (one queued task)', () => {
     clock.advance(1000);
     await deliverTask(task(merchantId, endpoint.id));
     expect((await api.get(`/webhook-endpoints/${endpoint.id}`, token)).body.data.status).toBe('disabled');
+    // Its list entry went with it: the fan-out queues nothing more for it.
+    expect(await endpointsReceiving(merchantId, 'order.paid')).toEqual([]);
     expect(await deliverTask(task(merchantId, endpoint.id))).toEqual({ action: 'done', reason: 'endpoint disabled' });
     expect(r.received).toHaveLength(3);
 
     expect((await api.patch(`/webhook-endpoints/${endpoint.id}`, token, { status: 'enabled' })).status).toBe(200);
+    expect((await endpointsReceiving(merchantId, 'order.paid')).map((e) => e.id)).toEqual([endpoint.id]);
     clock.advance(AUTO_DISABLE_AFTER_MS);
     await deliverTask(task(merchantId, endpoint.id));
     expect((await storedEndpoint(merchantId, endpoint.id))?.status).toBe('enabled');
