@@ -1,9 +1,11 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
+import { batchGet, keyId } from '#lib/db/batch-get';
 import { readTotals } from '#lib/db/counters';
 import { keys, webhookEndpointIndexes, webhookEndpointListPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
-import type { WriteSet } from '#lib/db/writes';
+import { retrying } from '#lib/db/retry';
+import { versionIs, WriteSet } from '#lib/db/writes';
 import type { EventType } from '#lib/outbox';
 import { receives, type WebhookEndpointItem } from '#lib/webhooks/model';
 
@@ -51,4 +53,35 @@ export const endpointsReceiving = async (merchantId: string, type: EventType): P
     all = [...all, ...indexed.map((e) => ({ ...e, id: Number(e.id) })).filter((e) => !listed.has(e.id))];
   }
   return all.filter((e) => receives(e, type));
+};
+
+/**
+ * `ops webhooks backfill`: gives every endpoint of the merchant written before list entries existed
+ * its entry, so the fan-out stops reading the index for it. Endpoints are found by key, every id
+ * the merchant's sequence has handed out (no index read decides a write); each entry is written
+ * beside a check of the endpoint's version, so a concurrent change (which writes its own entry)
+ * makes that one go round again from a fresh read. Running it twice writes nothing the second time.
+ */
+export const backfillEndpointList = async (merchantId: string): Promise<{ endpoints: number; written: number }> => {
+  const seq = (await batchGet([keys.sequences(merchantId)])).get(keyId(keys.sequences(merchantId)));
+  const ids = Array.from({ length: Number(seq?.webhook_endpoint ?? 0) }, (_, i) => i + 1);
+  const found = await batchGet(ids.flatMap((id) => [keys.webhookEndpoint(merchantId, id), keys.webhookEndpointListEntry(merchantId, id)]));
+  let endpoints = 0;
+  let written = 0;
+  for (const id of ids) {
+    if (!found.has(keyId(keys.webhookEndpoint(merchantId, id)))) continue;
+    endpoints++;
+    if (found.has(keyId(keys.webhookEndpointListEntry(merchantId, id)))) continue;
+    const wrote = await retrying(async () => {
+      const e = await getWebhookEndpointItem(merchantId, id);
+      if (!e) return false;
+      const ws = new WriteSet();
+      ws.check('endpoint', keys.webhookEndpoint(merchantId, id), versionIs(e.version));
+      putListEntry(ws, merchantId, e);
+      await ws.commit();
+      return true;
+    });
+    if (wrote) written++;
+  }
+  return { endpoints, written };
 };

@@ -1,12 +1,13 @@
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { db, tableName } from '#lib/db/client';
+import { db, requestCounter, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
 import { newEventId } from '#lib/outbox';
 import { tasksFor } from '#lib/webhooks/consumers';
 import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS } from '#lib/webhooks/deliveries';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
+import { backfillEndpointList, endpointsReceiving } from '#lib/webhooks/store';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { loseResponseOnce, staleIndexReads } from '../support/faults.ts';
@@ -142,6 +143,32 @@ describe('fan-out while the endpoint list index lags', () => {
     expect((await api.post(`/webhook-endpoints/${endpoint.id}/rotate-secret`, token)).status).toBe(200);
     const entry = await db().send(new GetCommand({ TableName: tableName(), Key: keys.webhookEndpointListEntry(merchantId, endpoint.id), ConsistentRead: true }));
     expect(entry.Item).toMatchObject({ id: endpoint.id, status: 'enabled', events: ['*'] });
+  });
+});
+
+describe('ops webhooks backfill', () => {
+  it('writes the list entries endpoints from before them lack (by key, not from the index); a second run writes nothing', async () => {
+    const { merchantId, token, endpoint } = await setup();
+    const other = await registerEndpoint(api, token, 'http://127.0.0.1:9/other', ['order.refunded']);
+    const deleted = await registerEndpoint(api, token, 'http://127.0.0.1:9/deleted');
+    expect((await api.del(`/webhook-endpoints/${deleted.id}`, token)).status).toBe(204);
+    for (const id of [endpoint.id, other.id]) {
+      await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.webhookEndpointListEntry(merchantId, id) }));
+    }
+    const stale = staleIndexReads();
+    try {
+      stale.freeze();
+      expect(await backfillEndpointList(merchantId)).toEqual({ endpoints: 2, written: 2 });
+      expect(await backfillEndpointList(merchantId)).toEqual({ endpoints: 2, written: 0 });
+      expect(stale.stats.passedThrough).toBe(0);
+      requestCounter.reset();
+      expect((await endpointsReceiving(merchantId, 'order.refunded')).map((e) => e.id).sort((a, b) => a - b)).toEqual([endpoint.id, other.id]);
+      // The list alone, beside the count: no index read any more.
+      expect(requestCounter.byCommand).toEqual({ QueryCommand: 2 });
+      expect(stale.stats.passedThrough).toBe(0);
+    } finally {
+      stale.uninstall();
+    }
   });
 });
 
