@@ -65,9 +65,15 @@ export const addDeliveryLog = (ws: WriteSet, merchantId: string, endpointId: num
     .set('expires_at', Math.floor(Date.parse(day) / 1000) + DELIVERY_LOG_TTL_SECONDS + 24 * 3600);
 };
 
-/** In the endpoint's create and delete transactions: its counts are complete while it exists. */
-export const putDeliveryDaysHead = (ws: WriteSet, merchantId: string, endpointId: number): void => {
-  ws.put('days-head', keys.webhookDeliveryDaysHead(merchantId, endpointId), itemAbsent);
+const COMPLETE_FROM = 'complete_from';
+
+/**
+ * In the endpoint's create and delete transactions: its counts are complete while it exists. For
+ * an endpoint created before the counts (the backfill), `completeFrom` is the first UTC day all of
+ * whose attempts are counted: until it starts the list's window, the list still counts item by item.
+ */
+export const putDeliveryDaysHead = (ws: WriteSet, merchantId: string, endpointId: number, completeFrom?: string): void => {
+  ws.put('days-head', { ...keys.webhookDeliveryDaysHead(merchantId, endpointId), ...(completeFrom ? { [COMPLETE_FROM]: completeFrom } : {}) }, itemAbsent);
 };
 export const deleteDeliveryDaysHead = (ws: WriteSet, merchantId: string, endpointId: number): void => {
   ws.delete('days-head', keys.webhookDeliveryDaysHead(merchantId, endpointId));
@@ -97,8 +103,8 @@ const endpointExists = async (merchantId: string, endpointId: number): Promise<b
  * consistent read of the table, never an index. The total is one Query of the day counts of the
  * window up to their head (the head proves the endpoint exists), in parallel with the page's Query:
  * page 1 and a cursor page cost the same 2 requests however long the log. An endpoint created
- * before the counts (no head) is counted item by item and checked by key (its counts miss its
- * earlier attempts).
+ * before the counts (no head, or a backfilled head whose counts start inside the window) is counted
+ * item by item and checked by key.
  */
 export const listDeliveries = async (
   merchantId: string,
@@ -115,7 +121,10 @@ export const listDeliveries = async (
   const head = keys.webhookDeliveryDaysHead(merchantId, endpointId);
   const count = async () => {
     const items = await readCounterItems(webhookDeliveryDaysPartition(merchantId, endpointId), keys.webhookDeliveryDay(merchantId, endpointId, firstDay, 0).sk.slice(0, -3), head.sk);
-    if (items.some((i) => i.sk === head.sk)) return sumShards(items.filter((i) => i.sk !== head.sk))[COUNT_ATTR]?.toNumber() ?? 0;
+    const headItem = items.find((i) => i.sk === head.sk);
+    // A head from the backfill counts from its first whole day: earlier days' attempts were not counted.
+    const complete = headItem && !(String(headItem[COMPLETE_FROM] ?? '') > firstDay);
+    if (complete) return sumShards(items.filter((i) => i !== headItem))[COUNT_ATTR]?.toNumber() ?? 0;
     const [total, exists] = await Promise.all([countQuery(attempts), endpointExists(merchantId, endpointId)]);
     if (!exists) throw new NotFoundError();
     return total;

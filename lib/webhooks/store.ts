@@ -2,11 +2,14 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { readTotals } from '#lib/db/counters';
-import { keys, webhookEndpointIndexes, webhookEndpointListPartition } from '#lib/db/keys';
+import { keys, webhookEndpointIndexes, webhookEndpointListPartition, type Key } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
 import { versionIs, WriteSet } from '#lib/db/writes';
 import type { EventType } from '#lib/outbox';
+import { now } from '#lib/clock';
+import { utcDay } from '#lib/shared/time';
+import { putDeliveryDaysHead } from '#lib/webhooks/deliveries';
 import { receives, type WebhookEndpointItem } from '#lib/webhooks/model';
 
 /** The merchant's endpoint count: one totals item whose condition enforces the cap on create. */
@@ -56,8 +59,9 @@ export const endpointsReceiving = async (merchantId: string, type: EventType): P
 };
 
 /**
- * `ops webhooks backfill`: gives every endpoint of the merchant written before list entries existed
- * its entry, so the fan-out stops reading the index for it. Endpoints are found by key, every id
+ * `ops webhooks backfill`: gives every endpoint of the merchant written before list entries and
+ * delivery counts existed its list entry (the fan-out stops reading the index for it) and its
+ * delivery-count head (its log's total comes from the counts once they cover the list's window). Endpoints are found by key, every id
  * the merchant's sequence has handed out (no index read decides a write); each entry is written
  * beside a check of the endpoint's version, so a concurrent change (which writes its own entry)
  * makes that one go round again from a fresh read. Running it twice writes nothing the second time.
@@ -65,19 +69,24 @@ export const endpointsReceiving = async (merchantId: string, type: EventType): P
 export const backfillEndpointList = async (merchantId: string): Promise<{ endpoints: number; written: number }> => {
   const seq = (await batchGet([keys.sequences(merchantId)])).get(keyId(keys.sequences(merchantId)));
   const ids = Array.from({ length: Number(seq?.webhook_endpoint ?? 0) }, (_, i) => i + 1);
-  const found = await batchGet(ids.flatMap((id) => [keys.webhookEndpoint(merchantId, id), keys.webhookEndpointListEntry(merchantId, id)]));
+  const owned = (id: number) => [keys.webhookEndpoint(merchantId, id), keys.webhookEndpointListEntry(merchantId, id), keys.webhookDeliveryDaysHead(merchantId, id)];
+  const found = await batchGet(ids.flatMap(owned));
+  const has = (key: Key) => found.has(keyId(key));
   let endpoints = 0;
   let written = 0;
   for (const id of ids) {
-    if (!found.has(keyId(keys.webhookEndpoint(merchantId, id)))) continue;
+    const [endpoint, entry, daysHead] = owned(id);
+    if (!has(endpoint)) continue;
     endpoints++;
-    if (found.has(keyId(keys.webhookEndpointListEntry(merchantId, id)))) continue;
+    if (has(entry) && has(daysHead)) continue;
     const wrote = await retrying(async () => {
       const e = await getWebhookEndpointItem(merchantId, id);
       if (!e) return false;
       const ws = new WriteSet();
-      ws.check('endpoint', keys.webhookEndpoint(merchantId, id), versionIs(e.version));
-      putListEntry(ws, merchantId, e);
+      ws.check('endpoint', endpoint, versionIs(e.version));
+      if (!has(entry)) putListEntry(ws, merchantId, e);
+      // Today's earlier attempts were not counted: its counts are whole from tomorrow.
+      if (!has(daysHead)) putDeliveryDaysHead(ws, merchantId, id, utcDay(new Date(now().getTime() + 24 * 3600 * 1000).toISOString()));
       await ws.commit();
       return true;
     });

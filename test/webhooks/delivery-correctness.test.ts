@@ -1,11 +1,12 @@
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
+import { fixedClock, resetClock } from '#lib/clock';
 import { db, requestCounter, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
 import { newEventId } from '#lib/outbox';
 import { tasksFor } from '#lib/webhooks/consumers';
-import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS } from '#lib/webhooks/deliveries';
+import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS, listDeliveries } from '#lib/webhooks/deliveries';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
 import { backfillEndpointList, endpointsReceiving } from '#lib/webhooks/store';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
@@ -147,13 +148,15 @@ describe('fan-out while the endpoint list index lags', () => {
 });
 
 describe('ops webhooks backfill', () => {
-  it('writes the list entries endpoints from before them lack (by key, not from the index); a second run writes nothing', async () => {
+  it('writes the list entries and count heads endpoints from before them lack (by key, not from the index); a second run writes nothing', async () => {
     const { merchantId, token, endpoint } = await setup();
     const other = await registerEndpoint(api, token, 'http://127.0.0.1:9/other', ['order.refunded']);
     const deleted = await registerEndpoint(api, token, 'http://127.0.0.1:9/deleted');
     expect((await api.del(`/webhook-endpoints/${deleted.id}`, token)).status).toBe(204);
     for (const id of [endpoint.id, other.id]) {
-      await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.webhookEndpointListEntry(merchantId, id) }));
+      for (const key of [keys.webhookEndpointListEntry(merchantId, id), keys.webhookDeliveryDaysHead(merchantId, id)]) {
+        await db().send(new DeleteCommand({ TableName: tableName(), Key: key }));
+      }
     }
     const stale = staleIndexReads();
     try {
@@ -169,6 +172,23 @@ describe('ops webhooks backfill', () => {
     } finally {
       stale.uninstall();
     }
+    // The log's total: counted item by item while the window still holds uncounted days, from the counts after.
+    const listed = async (daysLater: number) => {
+      requestCounter.reset();
+      const r = await listDeliveries(merchantId, endpoint.id, { page: 1, per_page: 20 }, Math.floor(Date.now() / 1000) + daysLater * 24 * 3600);
+      return { total: r.meta.total, requests: requestCounter.total };
+    };
+    await deliverTask(task(merchantId, endpoint.id));
+    expect(await listed(0)).toEqual({ total: 1, requests: 4 });
+    // An attempt tomorrow, the first whole counted day; 30 days on, the window starts there.
+    fixedClock(new Date(Date.now() + 24 * 3600 * 1000).toISOString());
+    try {
+      await deliverTask(task(merchantId, endpoint.id));
+    } finally {
+      resetClock();
+    }
+    expect(await listed(29)).toEqual({ total: 2, requests: 4 });
+    expect(await listed(30)).toEqual({ total: 1, requests: 2 });
   });
 });
 
