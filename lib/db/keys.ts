@@ -37,7 +37,7 @@
  * | webhook endpoint count    | M#<m>#TOTALS                        | WEBHOOK_ENDPOINTS#000 | (one item, not sharded: it enforces the cap)      |
  * | webhook endpoint list entry | M#<m>#WEBHOOK_LIST                | ENDPOINT#<id15> |  (id, status, events: the fan-out's strongly consistent Query; ≤ 20) |
  * | webhook delivery day count | M#<m>#WEBHOOK#<id>#DELIVERY_DAYS   | D#<yyyy-mm-dd>#<nnn> | (attempts logged that UTC day, 8 shards; TTL 31 d) |
- * | webhook delivery count head | M#<m>#WEBHOOK#<id>#DELIVERY_DAYS  | ~ENDPOINT       |  (while the endpoint exists: its day counts are complete) |
+ * | webhook delivery count head | M#<m>#WEBHOOK#<id>#DELIVERY_DAYS  | ~ENDPOINT       |  (while the endpoint exists: its day counts are complete, from `complete_from` when backfilled) |
  * | webhook delivery attempt  | M#<m>#WEBHOOK#<id>#DELIVERIES       | <at>#<evt>#<nnn> | (attempt nnn; newest first = Query desc; TTL expires_at, 30 d) |
  * | webhook delivery log head | M#<m>#WEBHOOK#<id>#DELIVERIES       | ~ENDPOINT       |  (while the endpoint exists: the log's page 1 proves it; no TTL) |
  * | webhook delivery (state)  | M#<m>#WEBHOOK#<id>                  | DELIVERY#<evt>  |  (body, attempts, delivered_at: dedupe + manual retry; TTL 30 d) |
