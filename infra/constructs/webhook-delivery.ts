@@ -19,7 +19,7 @@ export const WEBHOOK_RULE_NAME = 'webhook-delivery';
 
 /**
  * THE pattern of the events webhooks deliver, as EventBridge reads it: the service's events of the
- * known types (decisions §8). The rule below and test/events/webhook-queues.test.ts (against moto)
+ * known types. The rule below and test/events/webhook-queues.test.ts (against moto)
  * both use this object.
  */
 export const WEBHOOK_EVENT_PATTERN = { source: [SERVICE_NAME], 'detail-type': [...EVENT_TYPES] };
@@ -32,8 +32,9 @@ export const WEBHOOK_CONSUMER_SOURCE = { batchSize: 10, reportBatchItemFailures:
  * receiver down for hours, then back) must not take the account's Lambda concurrency from the API:
  * the mapping stops polling at this cap, and messages wait in the queue (retention 4 / 14 days)
  * instead of being throttled back into it, which reserved concurrency would do (each throttle
- * counting a receive towards the dead-letter queue). Delivery: 20 at once, each attempt at most
- * 10 s, so at least 2 attempts a second even when every receiver times out.
+ * counting a receive towards the dead-letter queue). Delivery: 20 invocations × a batch of 10
+ * attempted at once = 200 attempts in flight, so at least 20 deliveries a second even when every
+ * receiver takes its whole 10 s; this is the knob that scales it (docs/webhooks.md, *Capacity*).
  */
 export const WEBHOOK_CONSUMER_MAX_CONCURRENCY = { fanOut: 5, delivery: 20 } as const;
 
@@ -64,7 +65,7 @@ export type WebhookDeliveryProps = {
 };
 
 /**
- * Webhook delivery on AWS (decisions §8; lib/webhooks/consumers.ts is the code):
+ * Webhook delivery on AWS (docs/webhooks.md; lib/webhooks/consumers.ts is the code):
  *
  *   bus ─rule─▶ events queue ─▶ fan-out function ─▶ deliveries queue (one task per endpoint) ─▶ delivery function
  *
@@ -106,7 +107,7 @@ export class WebhookDelivery extends Construct {
 
     this.rule = new Rule(this, 'Rule', {
       ruleName: WEBHOOK_RULE_NAME,
-      description: 'Webhook events (decisions §8) → the webhook events queue',
+      description: 'Webhook events → the webhook events queue',
       eventBus: props.eventBus,
       eventPattern: { source: WEBHOOK_EVENT_PATTERN.source, detailType: WEBHOOK_EVENT_PATTERN['detail-type'] },
     });
@@ -125,11 +126,13 @@ export class WebhookDelivery extends Construct {
         environment: { ...props.environment, ...environment },
       });
 
-    // Fan-out: reads the merchant's endpoint list (one Query of gsi1: store.ts endpointsReceiving)
-    // and queues tasks; nothing else on the table, nothing on the key.
+    // Fan-out (store.ts endpointsReceiving): strongly consistent Queries of the merchant's endpoint
+    // list and endpoint count, gsi1 for endpoints from before list entries; queues tasks. No write,
+    // nothing on the key. (LeadingKeys patterns are kept to the rate and token prefixes, which no
+    // data key can match: a merchant-prefixed pattern could be matched by free-text ids.)
     this.fanOutFunction = fn('FanOutFunction', WEBHOOK_FAN_OUT_HANDLER, 'webhook fan-out: events queue → one task per endpoint', FAN_OUT_FUNCTION_TIMEOUT_SECONDS, {
       WEBHOOK_DELIVERY_QUEUE_URL: this.deliveryQueue.queueUrl,
-    }).grantTableActions(props.table, { indexes: { gsi1: ['Query'] } });
+    }).grantTableActions(props.table, { table: ['Query'], indexes: { gsi1: ['Query'] } });
     this.fanOutFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryQueue.queueArn] }));
     // Grants Receive/Delete/ChangeMessageVisibility/GetQueueAttributes/GetQueueUrl on the events queue.
     this.fanOutFunction.addEventSource(

@@ -27,6 +27,7 @@ const USAGE = `usage:
   ops activity list --merchant ID [--type T] [--import-run R] [--start-date D] [--end-date D]
              [--page N] [--per-page N] [--cursor C]      (the activity log, as GET /v1/activity lists it)
   ops webhooks listen [--port 4000] [--secret whsec_… (repeatable)] [--fail-first N]
+  ops webhooks backfill --merchant ID       (list entries for endpoints written before them; once per merchant)
   ops import --url URL --token TOKEN [--customers F] [--subscriptions F] [--orders F] [--events F]
              [--checkpoint import-checkpoint.json] [--failures import-failures.jsonl] [--batch-size 100] [--on-conflict skip|update]
              (CSV with a header row, or JSONL; columns: docs/importing-history.md)`;
@@ -71,6 +72,12 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
       return listActivityLog(values);
     case 'webhooks listen':
       return listenForWebhooks(values);
+    case 'webhooks backfill': {
+      const merchantId = need(values.merchant, 'merchant');
+      const [{ getMerchant }, { backfillEndpointList }] = await Promise.all([store(), import('#lib/webhooks/store')]);
+      if (!(await getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
+      return backfillEndpointList(merchantId);
+    }
     case 'import undefined':
       return importHistory(values);
     case 'backoffice-token undefined':

@@ -33,8 +33,11 @@
  * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>               | D#<dd>#<nnn> / M#<nnn>  (sharded; one Query reads today + month) |
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
  * | outbox event              | M#<m>#OUTBOX                        | <created>#<nn>#<evt> | entity "outbox", TTL expires_at (stream filter)       |
- * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS), also the delivery fan-out  |
+ * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS)                              |
  * | webhook endpoint count    | M#<m>#TOTALS                        | WEBHOOK_ENDPOINTS#000 | (one item, not sharded: it enforces the cap)      |
+ * | webhook endpoint list entry | M#<m>#WEBHOOK_LIST                | ENDPOINT#<id15> |  (id, status, events: the fan-out's strongly consistent Query; ≤ 20) |
+ * | webhook delivery day count | M#<m>#WEBHOOK#<id>#DELIVERY_DAYS   | D#<yyyy-mm-dd>#<nnn> | (attempts logged that UTC day, 8 shards; TTL 31 d) |
+ * | webhook delivery count head | M#<m>#WEBHOOK#<id>#DELIVERY_DAYS  | ~ENDPOINT       |  (while the endpoint exists: its day counts are complete, from `complete_from` when backfilled) |
  * | webhook delivery attempt  | M#<m>#WEBHOOK#<id>#DELIVERIES       | <at>#<evt>#<nnn> | (attempt nnn; newest first = Query desc; TTL expires_at, 30 d) |
  * | webhook delivery log head | M#<m>#WEBHOOK#<id>#DELIVERIES       | ~ENDPOINT       |  (while the endpoint exists: the log's page 1 proves it; no TTL) |
  * | webhook delivery (state)  | M#<m>#WEBHOOK#<id>                  | DELIVERY#<evt>  |  (body, attempts, delivered_at: dedupe + manual retry; TTL 30 d) |
@@ -79,6 +82,15 @@ export const statsPartition = (merchantId: string, month: string): string => `${
 export const metricsPartition = (merchantId: string): string => `${m(merchantId)}#MRR`;
 /** Partition of a merchant's cohort items (`<cohort month>#<month>`). */
 export const cohortPartition = (merchantId: string): string => `${m(merchantId)}#COHORT`;
+/**
+ * Day counts of a delivery log are spread over this many shards: a busy endpoint's attempts rarely
+ * meet on one item, and the 30 days' counts (240 small items) stay one Query page.
+ */
+export const DELIVERY_DAY_SHARDS = 8;
+/** Partition of a merchant's webhook endpoint list entries (the delivery fan-out reads it whole). */
+export const webhookEndpointListPartition = (merchantId: string): string => `${m(merchantId)}#WEBHOOK_LIST`;
+/** Partition of an endpoint's delivery counts per day (the log's total) and their head. */
+export const webhookDeliveryDaysPartition = (merchantId: string, endpointId: number): string => `${m(merchantId)}#WEBHOOK#${endpointId}#DELIVERY_DAYS`;
 /** Partition of an endpoint's delivery log (newest first: Query descending). */
 export const webhookDeliveriesPartition = (merchantId: string, endpointId: number): string => `${m(merchantId)}#WEBHOOK#${endpointId}#DELIVERIES`;
 
@@ -180,6 +192,15 @@ export const keys = {
   }),
   // '~' sorts after every attempt's ISO-time sort key, so a newest-first query of the partition returns it first.
   webhookDeliveryLogHead: (merchantId: string, endpointId: number): Key => ({ pk: webhookDeliveriesPartition(merchantId, endpointId), sk: '~ENDPOINT' }),
+  /** An endpoint's entry in the merchant's endpoint list (written with every change of its status or events). */
+  webhookEndpointListEntry: (merchantId: string, id: number): Key => ({ pk: webhookEndpointListPartition(merchantId), sk: `ENDPOINT#${pad(id)}` }),
+  /** The attempts logged on one UTC day, in one of DELIVERY_DAY_SHARDS shards (the transaction's shard modulo). */
+  webhookDeliveryDay: (merchantId: string, endpointId: number, day: string, shard: number): Key => ({
+    pk: webhookDeliveryDaysPartition(merchantId, endpointId),
+    sk: `D#${day}#${padShard(shard % DELIVERY_DAY_SHARDS)}`,
+  }),
+  // '~' sorts after every day: one Query from a day to the head reads the counts and the head.
+  webhookDeliveryDaysHead: (merchantId: string, endpointId: number): Key => ({ pk: webhookDeliveryDaysPartition(merchantId, endpointId), sk: '~ENDPOINT' }),
   /** One activity-log entry (a batch request's record), read by id. */
   activity: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#ACTIVITY#${id}`, sk: 'ACTIVITY' }),
   /** The activity ids' own sequence item, so batches never contend with the other sequences. */
@@ -272,10 +293,7 @@ export const subscriptionEventIndexes = {
   },
 };
 
-/**
- * The list of a merchant's webhook endpoints (created_at order). The delivery fan-out reads the
- * whole partition in one Query (the count is capped) and filters on `status` and `events`.
- */
+/** The list of a merchant's webhook endpoints (created_at order), for the API's list. */
 export const webhookEndpointIndexes = {
   all: (merchantId: string, createdAt: string, id: number) => ({ gsi1pk: `${m(merchantId)}#WEBHOOKS`, gsi1sk: `${createdAt}#${pad(id)}` }),
   partitions: {

@@ -135,17 +135,28 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export const retryStats = { retries: 0, byKind: { contention: 0, throttle: 0 } as Record<'contention' | 'throttle', number> };
 
+export type RetryingOptions = {
+  /**
+   * The attempt's write is conditional on the state it was planned from and carries a token the
+   * attempt checks on a conflict, so a re-sent write that already landed is recognised, not
+   * applied twice: a request left without an answer may then be sent again (on the throttling
+   * bounds: an unanswered request is most often an overloaded one).
+   */
+  resendUnanswered?: boolean;
+};
+
 /**
  * Runs `attempt` until it succeeds, fails finally, or a bound (attempts, the invocation's retries,
  * the throttle bucket, the deadline) leaves no room for another; `attempt` gets its 1-based number.
  */
-export const retrying = async <T>(attempt: (n: number) => Promise<T>): Promise<T> => {
+export const retrying = async <T>(attempt: (n: number) => Promise<T>, opts: RetryingOptions = {}): Promise<T> => {
   const end = deadline();
   for (let n = 1; ; n++) {
     try {
       return await attempt(n);
     } catch (err) {
-      const kind = retryKind(err);
+      // A write that may have landed goes again only when the caller recognises its own landed write.
+      const kind = retryKind(err) ?? (opts.resendUnanswered && isUnanswered(err) ? 'throttle' : null);
       if (!kind) throw err;
       const pause = backoffMs(n);
       if (!mayRetry(kind, n, pause, end)) throw kind === 'throttle' ? new ThrottledError(1) : new ContentionError();

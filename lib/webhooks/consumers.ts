@@ -8,15 +8,17 @@ import { parseTask, type DeliveryQueue } from '#lib/webhooks/queue';
 import { endpointsReceiving } from '#lib/webhooks/store';
 
 /**
- * The two SQS consumers of webhook delivery (decisions §8):
+ * The two SQS consumers of webhook delivery:
  *
  *   event bus ─rule─▶ events queue ─▶ fan-out ─▶ delivery queue (one task per endpoint) ─▶ delivery
  *
  * The fan-out turns each event into one task per enabled endpoint subscribed to its type; the
  * delivery consumer makes one attempt per task and either finishes it, postpones its message to
  * the next attempt of the schedule, or parks it in the dead-letter queue. Each task is its own
- * message, so one slow or failing endpoint never delays or repeats another's deliveries. Both
- * answer partial batch failures: only the messages that failed come back.
+ * message (in its endpoint's message group, so SQS fair queues serve a quiet endpoint before a
+ * noisy one's backlog), and a batch's tasks run at once, so one slow or failing endpoint never
+ * delays or repeats another's deliveries (docs/webhooks.md). Both answer partial batch failures:
+ * only the messages that failed come back.
  */
 
 const KNOWN_TYPES = new Set<string>(EVENT_TYPES);
@@ -48,13 +50,12 @@ export const tasksFor = async (event: EventDetail): Promise<DeliveryTask[]> => {
 /**
  * Parses every record's body once and runs `each` on it; a record that does not parse, or whose
  * `each` throws, is reported failed. Records of one group (`groupOf`) run one after another in
- * batch order, groups concurrently: an endpoint gets a batch's events in the order they were
- * published, and a slow one holds only its own.
+ * batch order, groups concurrently; without `groupOf` every record runs at once.
  */
 const eachRecord = async <P>(
   records: SQSRecord[],
   parse: (body: string) => P,
-  groupOf: (parsed: P) => string,
+  groupOf: ((parsed: P) => string) | undefined,
   each: (r: SQSRecord, parsed: P) => Promise<void>,
 ): Promise<SQSBatchResponse> => {
   const failures: SQSBatchItemFailure[] = [];
@@ -71,7 +72,7 @@ const eachRecord = async <P>(
       fail(r, err);
       continue;
     }
-    const g = groupOf(parsed);
+    const g = groupOf ? groupOf(parsed) : r.messageId;
     groups.set(g, [...(groups.get(g) ?? []), { r, parsed }]);
   }
   await Promise.all(
@@ -103,12 +104,15 @@ export type DeliveryOptions = AttemptOptions & {
 };
 
 /**
- * The delivery consumer over a batch of delivery-queue messages. A failed attempt with attempts
- * left is a reported failure whose message was postponed to the next attempt's time; the last
- * failed attempt parks the task and deletes the message.
+ * The delivery consumer over a batch of delivery-queue messages. Every task of the batch is
+ * attempted at once, each with its own full timeout: a slow endpoint neither waits behind its own
+ * earlier tasks (whose timeouts would otherwise eat into the later ones') nor holds another's, and
+ * the invocation lasts one attempt, not the sum of a batch's. A failed attempt with attempts left
+ * is a reported failure whose message was postponed to the next attempt's time; the last failed
+ * attempt parks the task and deletes the message.
  */
 export const deliverRecords = (records: SQSRecord[], queue: DeliveryQueue, opts: DeliveryOptions = {}): Promise<SQSBatchResponse> =>
-  eachRecord(records, parseTask, (task) => `${task.merchant_id}#${task.endpoint_id}`, async (r, task) => {
+  eachRecord(records, parseTask, undefined, async (r, task) => {
     const outcome = await deliverTask(task, opts);
     opts.onOutcome?.(task, outcome);
     const log = { event_id: task.event.id, type: task.event.type, endpoint_id: task.endpoint_id, merchant_id: task.merchant_id };

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import { now } from '#lib/clock';
 import { config } from '#lib/config';
@@ -12,14 +13,16 @@ import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS, type DeliveryLogEntry } from 
 import { receives, type WebhookEndpointItem } from '#lib/webhooks/model';
 import { AUTO_DISABLE_AFTER_MS, nextRetryDelaySeconds } from '#lib/webhooks/schedule';
 import { decryptSecret } from '#lib/webhooks/secrets';
+import { putListEntry } from '#lib/webhooks/store';
 import type { Resolver } from '#lib/webhooks/url-safety';
 import type { EventType } from '#lib/outbox';
 
 /**
- * Delivering one event to one endpoint (decisions §8), for the queue consumer (`deliverTask`), the
- * test event and the manual retry (`attemptAndRecord`). Every attempt is recorded in one
- * transaction: its delivery-log entry, the delivery's state (body, attempt count, delivered_at) and
- * the endpoint's health (since when every attempt has failed).
+ * Delivering one event to one endpoint, for the queue consumer (`deliverTask`), the test event and
+ * the manual retry (`attemptAndRecord`). Every attempt is recorded in one transaction, exactly once:
+ * its delivery-log entry and its day's count, the delivery's state (body, attempt count,
+ * delivered_at; conditional on the count the attempt was numbered from) and the endpoint's health
+ * (since when every attempt has failed).
  */
 
 /** One event for one endpoint: what the fan-out queues and the delivery consumer receives. */
@@ -40,6 +43,8 @@ export type DeliveryStateItem = {
   last_attempt_at: string;
   last_status: number | null;
   last_error: string | null;
+  /** The token of the attempt recorded last (how a re-sent record recognises that it landed). */
+  attempt_token?: string;
   expires_at: number;
 };
 type HealthItem = { pk: string; sk: string; failing_since: string };
@@ -54,16 +59,21 @@ export type AttemptOptions = {
 /** How long a decrypted secret is kept in memory (a KMS Decrypt per attempt otherwise). */
 const SECRET_CACHE_MS = 5 * 60 * 1000;
 const SECRET_CACHE_MAX = 500;
-const secretCache = new Map<string, { plain: string; until: number }>();
+const secretCache = new Map<string, { plain: Promise<string>; until: number }>();
 
-/** Decrypts (or recalls) a stored secret; the cache is keyed by merchant and ciphertext, so a rotation misses it. */
-const plainSecret = async (merchantId: string, stored: string): Promise<string> => {
+/**
+ * Decrypts (or recalls) a stored secret; the cache is keyed by merchant and ciphertext, so a
+ * rotation misses it. It holds the decryption itself, so a batch's tasks for one endpoint, attempted
+ * at once, share one KMS call; a failed decryption is not kept.
+ */
+const plainSecret = (merchantId: string, stored: string): Promise<string> => {
   const id = `${merchantId}\u0000${stored}`;
   const hit = secretCache.get(id);
   if (hit && hit.until > Date.now()) return hit.plain;
-  const plain = await decryptSecret(merchantId, stored);
+  const plain = decryptSecret(merchantId, stored);
   if (secretCache.size >= SECRET_CACHE_MAX) secretCache.delete(secretCache.keys().next().value!);
   secretCache.set(id, { plain, until: Date.now() + SECRET_CACHE_MS });
+  plain.catch(() => secretCache.get(id)?.plain === plain && secretCache.delete(id));
   return plain;
 };
 
@@ -107,7 +117,12 @@ export const attemptAndRecord = async (
     timeoutMs,
     now: started,
   });
-  let attempt = Number(state?.attempts ?? 0) + 1;
+  // The attempt is recorded on condition that the count is still the one it was numbered from, with
+  // a token of this attempt: a re-send of a write that landed (its answer lost) finds its own token
+  // and stops; a duplicate of the task that recorded first makes this one the next number.
+  const token = randomUUID();
+  let counted = Number(state?.attempts ?? 0);
+  let attempt = counted + 1;
   const entry = (): DeliveryLogEntry => ({
     event_id: event.id,
     event_type: event.type,
@@ -117,29 +132,38 @@ export const attemptAndRecord = async (
     duration_ms: result.durationMs,
     at,
   });
-  await retrying(async () => {
-    const ws = new WriteSet();
-    addDeliveryLog(ws, merchantId, endpoint.id, entry(), started.toISOString());
-    const record = ws
-      .update('delivery', keys.webhookDeliveryState(merchantId, endpoint.id, event.id))
-      .setAll({ event_id: event.id, event_type: event.type, body, last_attempt_at: at, last_status: result.status ?? null, last_error: result.error ?? null })
-      .set('expires_at', Math.floor(started.getTime() / 1000) + DELIVERY_LOG_TTL_SECONDS)
-      .add('attempts', ONE);
-    if (opts.scheduled) record.add('scheduled_attempts', ONE);
-    if (result.ok) record.set('delivered_at', at);
-    // Health: gone after a success, `failing_since` from the first failure after one. Skipped when
-    // the read shows it already so (many deliveries to one endpoint would all write one item).
-    const health = keys.webhookEndpointHealth(merchantId, endpoint.id);
-    if (result.ok && opts.health !== null) ws.delete('health', health);
-    if (!result.ok && !opts.health) ws.update('health', health).setIfAbsent('failing_since', at);
-    try {
-      await ws.commit();
-    } catch (err) {
-      // A duplicate of this task logged the same attempt number at the same moment: log the next.
-      if (err instanceof WriteConflict && err.tags.includes('webhook-delivery')) attempt++;
-      throw err;
-    }
-  });
+  const stateKey = keys.webhookDeliveryState(merchantId, endpoint.id, event.id);
+  await retrying(
+    async () => {
+      attempt = counted + 1;
+      const ws = new WriteSet();
+      addDeliveryLog(ws, merchantId, endpoint.id, entry(), started.toISOString());
+      const record = ws
+        .update('delivery', stateKey)
+        .setAll({ event_id: event.id, event_type: event.type, body, last_attempt_at: at, last_status: result.status ?? null, last_error: result.error ?? null })
+        .set('expires_at', Math.floor(started.getTime() / 1000) + DELIVERY_LOG_TTL_SECONDS)
+        .set('attempt_token', token)
+        .add('attempts', ONE)
+        .when(counted ? { expression: 'attempts = :n', values: { ':n': counted } } : { expression: 'attribute_not_exists(attempts)' });
+      if (opts.scheduled) record.add('scheduled_attempts', ONE);
+      if (result.ok) record.set('delivered_at', at);
+      // Health: gone after a success, `failing_since` from the first failure after one. Skipped when
+      // the read shows it already so (many deliveries to one endpoint would all write one item).
+      const health = keys.webhookEndpointHealth(merchantId, endpoint.id);
+      if (result.ok && opts.health !== null) ws.delete('health', health);
+      if (!result.ok && !opts.health) ws.update('health', health).setIfAbsent('failing_since', at);
+      try {
+        await ws.commit();
+      } catch (err) {
+        if (!(err instanceof WriteConflict) || !err.tags.some((t) => t === 'delivery' || t === 'webhook-delivery')) throw err;
+        const now = (await batchGet([stateKey])).get(keyId(stateKey)) as DeliveryStateItem | undefined;
+        if (now?.attempt_token === token) return;
+        counted = Number(now?.attempts ?? 0);
+        throw err;
+      }
+    },
+    { resendUnanswered: true },
+  );
   return { entry: entry(), result, scheduledAttempts: Number(state?.scheduled_attempts ?? 0) + (opts.scheduled ? 1 : 0) };
 };
 
@@ -151,6 +175,7 @@ const disableEndpoint = async (merchantId: string, endpoint: WebhookEndpointItem
     .setAll({ status: 'disabled', updated_at: at })
     .add('version', ONE)
     .when({ expression: 'version = :v AND #status = :enabled', names: { '#status': 'status' }, values: { ':v': endpoint.version, ':enabled': 'enabled' } });
+  putListEntry(ws, merchantId, { ...endpoint, status: 'disabled' });
   try {
     await ws.commit();
     logger.warn('webhook endpoint disabled after 5 days of failed deliveries', { merchant_id: merchantId, endpoint_id: endpoint.id, failing_since: failingSince });

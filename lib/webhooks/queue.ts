@@ -48,6 +48,13 @@ const SEND_ATTEMPTS = 3;
 
 export const taskBody = (task: DeliveryTask): string => JSON.stringify(task);
 
+/**
+ * A task's message group: its endpoint. On a standard queue this makes it a fair queue: when one
+ * endpoint's tasks pile up in flight (a slow receiver, a burst), SQS hands out other endpoints'
+ * messages first, so they are not left waiting behind the backlog. Order and retries are unchanged.
+ */
+export const taskGroup = (task: DeliveryTask): string => `${task.merchant_id}#${task.endpoint_id}`;
+
 /** A delivery task from a message body; throws on anything else. */
 export const parseTask = (body: string): DeliveryTask => {
   const t = JSON.parse(body) as DeliveryTask;
@@ -83,7 +90,7 @@ export const sqsDeliveryQueue = (opts: { queueUrl: string; deadLetterUrl?: strin
   const sqs = () => (client ??= sqsClient());
   return {
     async send(tasks) {
-      const entries = tasks.map((task, i) => ({ Id: String(i), MessageBody: taskBody(task) }));
+      const entries = tasks.map((task, i) => ({ Id: String(i), MessageBody: taskBody(task), MessageGroupId: taskGroup(task) }));
       for (const chunk of chunkBy(entries, SEND_BATCH_MAX_ENTRIES, SEND_BATCH_MAX_BYTES, (e) => Buffer.byteLength(e.MessageBody))) {
         const { failures } = await resendingFailures(
           chunk,

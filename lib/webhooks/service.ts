@@ -14,34 +14,32 @@ import type { WebhookDeliveriesListQuery, WebhookEndpointCreate, WebhookEndpoint
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { newEventId } from '#lib/outbox';
 import type { WebhookEvent } from '#lib/webhooks/deliver';
-import { listDeliveries } from '#lib/webhooks/deliveries';
+import { deleteDeliveryDaysHead, listDeliveries, putDeliveryDaysHead } from '#lib/webhooks/deliveries';
 import { attemptAndRecord, type DeliveryStateItem } from '#lib/webhooks/delivery';
 import { encryptSecret, newWebhookSecret } from '#lib/webhooks/secrets';
-import { getWebhookEndpointItem } from '#lib/webhooks/store';
+import { deleteListEntry, ENDPOINT_COUNT_ATTR, endpointCountKey, getWebhookEndpointItem, putListEntry } from '#lib/webhooks/store';
 import { idFromPath } from '#lib/shared/ids';
 import { checkWebhookUrl } from '#lib/webhooks/url-safety';
 
 /**
- * Webhook endpoints (decisions §8). Each change is one transaction: the endpoint (created with
- * `attribute_not_exists`, changed or deleted under `version = :read`) and, on create and delete,
- * the merchant's endpoint count and the delivery log's head (`lib/webhooks/deliveries.ts`). Each
+ * Webhook endpoints. Each change is one transaction: the endpoint (created with
+ * `attribute_not_exists`, changed or deleted under `version = :read`), its entry in the merchant's
+ * endpoint list (the delivery fan-out's read, `lib/webhooks/store.ts`) and, on create and delete,
+ * the merchant's endpoint count and the delivery log's heads (`lib/webhooks/deliveries.ts`). Each
  * attempt reads by key under the one retry policy. The plain secret exists only in memory, between
  * its generation and the 201/200 that returns it.
  */
 
-/** Endpoints per merchant: keeps the delivery fan-out (every endpoint of a merchant) one Query. */
+/** Endpoints per merchant: keeps the delivery fan-out's read (every endpoint of a merchant) one Query page. */
 export const MAX_WEBHOOK_ENDPOINTS = 20;
 export const LIMIT_REACHED = `A merchant can have at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints. Delete one first.`;
-/** How long a replaced secret keeps signing deliveries after a rotation (decisions §8). */
+/** How long a replaced secret keeps signing deliveries after a rotation. */
 export const PREVIOUS_SECRET_TTL_MS = 24 * 3600 * 1000;
 
 const ONE = new Decimal(1);
 
-/** The endpoint count: one item (not sharded), whose condition enforces the cap on create. */
-const countKey = (merchantId: string) => keys.totals(merchantId, 'WEBHOOK_ENDPOINTS', 0);
-const COUNT_ATTR = 'endpoints';
 
-/** The URL's host must resolve to public addresses only (decisions §8): a 422 on `url` otherwise. */
+/** The URL's host must resolve to public addresses only: a 422 on `url` otherwise. */
 const assertUrlSafe = async (url: string): Promise<void> => {
   const check = await checkWebhookUrl(url, { allowLocal: config.isLocal() });
   if (!check.ok) throw InvalidError.field('url', check.message);
@@ -80,9 +78,11 @@ export const createWebhookEndpoint = async (merchantId: string, input: WebhookEn
     const ws = new WriteSet();
     ws.put('endpoint', withIndex(merchantId, item), itemAbsent);
     ws.put('log-head', keys.webhookDeliveryLogHead(merchantId, id!), itemAbsent);
-    ws.update('endpoint-count', countKey(merchantId))
-      .add(COUNT_ATTR, ONE)
-      .when({ expression: 'attribute_not_exists(#n) OR #n < :max', names: { '#n': COUNT_ATTR }, values: { ':max': MAX_WEBHOOK_ENDPOINTS } });
+    putDeliveryDaysHead(ws, merchantId, id!);
+    putListEntry(ws, merchantId, item);
+    ws.update('endpoint-count', endpointCountKey(merchantId))
+      .add(ENDPOINT_COUNT_ATTR, ONE)
+      .when({ expression: 'attribute_not_exists(#n) OR #n < :max', names: { '#n': ENDPOINT_COUNT_ATTR }, values: { ':max': MAX_WEBHOOK_ENDPOINTS } });
     try {
       await ws.commit();
     } catch (err) {
@@ -133,6 +133,7 @@ export const updateWebhookEndpoint = async (merchantId: string, segment: string,
     const next: WebhookEndpointItem = { ...withoutExpiredPrevious(planned, at), updated_at: at, version: item.version + 1 };
     const ws = new WriteSet();
     ws.put('endpoint', withIndex(merchantId, next), versionIs(item.version));
+    putListEntry(ws, merchantId, next);
     // Enabled again: its 5 days of failures (auto-disable) count from scratch.
     if (item.status === 'disabled' && next.status === 'enabled') ws.delete('health', keys.webhookEndpointHealth(merchantId, id));
     await ws.commit();
@@ -167,6 +168,8 @@ export const rotateWebhookSecret = async (merchantId: string, segment: string) =
     };
     const ws = new WriteSet();
     ws.put('endpoint', withIndex(merchantId, next), versionIs(item.version));
+    // Not changed, but written: an endpoint from before list entries gets its entry.
+    putListEntry(ws, merchantId, next);
     await ws.commit();
     return { ...presentWebhookEndpoint(next), secret: fresh.secret };
   });
@@ -181,7 +184,9 @@ export const deleteWebhookEndpoint = async (merchantId: string, segment: string)
     const ws = new WriteSet();
     ws.delete('endpoint', keys.webhookEndpoint(merchantId, id), versionIs(item.version));
     ws.delete('log-head', keys.webhookDeliveryLogHead(merchantId, id));
-    ws.update('endpoint-count', countKey(merchantId)).add(COUNT_ATTR, ONE.negated());
+    deleteDeliveryDaysHead(ws, merchantId, id);
+    deleteListEntry(ws, merchantId, id);
+    ws.update('endpoint-count', endpointCountKey(merchantId)).add(ENDPOINT_COUNT_ATTR, ONE.negated());
     await ws.commit();
   });
 };
@@ -189,7 +194,7 @@ export const deleteWebhookEndpoint = async (merchantId: string, segment: string)
 /** GET /webhook-endpoints, newest first; the total comes from the endpoint count (strongly consistent). */
 export const listWebhookEndpoints = async (merchantId: string, q: WebhookEndpointListQuery) => {
   const query: IndexQuery = { index: 'gsi1', partition: webhookEndpointIndexes.partitions.all(merchantId) };
-  const count = async () => (await readTotals(merchantId, 'WEBHOOK_ENDPOINTS'))[COUNT_ATTR]?.toNumber() ?? 0;
+  const count = async () => (await readTotals(merchantId, 'WEBHOOK_ENDPOINTS'))[ENDPOINT_COUNT_ATTR]?.toNumber() ?? 0;
   const { items, meta } = await listPage<WebhookEndpointItem>(query, count, q);
   return { data: items.map(presentWebhookEndpoint), meta };
 };

@@ -1,9 +1,20 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
-import { keys, webhookEndpointIndexes } from '#lib/db/keys';
+import { batchGet, keyId } from '#lib/db/batch-get';
+import { readTotals } from '#lib/db/counters';
+import { keys, webhookEndpointIndexes, webhookEndpointListPartition, type Key } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
+import { retrying } from '#lib/db/retry';
+import { versionIs, WriteSet } from '#lib/db/writes';
 import type { EventType } from '#lib/outbox';
+import { now } from '#lib/clock';
+import { utcDay } from '#lib/shared/time';
+import { putDeliveryDaysHead } from '#lib/webhooks/deliveries';
 import { receives, type WebhookEndpointItem } from '#lib/webhooks/model';
+
+/** The merchant's endpoint count: one totals item whose condition enforces the cap on create. */
+export const endpointCountKey = (merchantId: string) => keys.totals(merchantId, 'WEBHOOK_ENDPOINTS', 0);
+export const ENDPOINT_COUNT_ATTR = 'endpoints';
 
 /** A webhook endpoint by id, read by key (strongly consistent). */
 export const getWebhookEndpointItem = async (merchantId: string, id: number): Promise<WebhookEndpointItem | null> => {
@@ -12,16 +23,74 @@ export const getWebhookEndpointItem = async (merchantId: string, id: number): Pr
   return (Item as WebhookEndpointItem | undefined) ?? null;
 };
 
+type ListEntry = Pick<WebhookEndpointItem, 'id' | 'status' | 'events'>;
 
 /**
- * The delivery fan-out: the merchant's enabled endpoints subscribed to `type`, in one Query of
- * the list index (the number of endpoints is capped, so one page holds them all). The index is
- * eventually consistent: the delivery re-reads each endpoint by key before sending.
+ * The endpoint's entry in the merchant's endpoint list, in the transaction that writes the
+ * endpoint itself (under its version condition): the fan-out's copy of what it filters on.
  */
-export const endpointsReceiving = async (merchantId: string, type: EventType): Promise<Pick<WebhookEndpointItem, 'id' | 'status' | 'events'>[]> => {
-  const all = await queryAll<Pick<WebhookEndpointItem, 'id' | 'status' | 'events'>>(
-    { index: 'gsi1', partition: webhookEndpointIndexes.partitions.all(merchantId), descending: false },
-    ['id', 'status', 'events'],
-  );
-  return all.filter((e) => receives(e, type)).map((e) => ({ ...e, id: Number(e.id) }));
+export const putListEntry = (ws: WriteSet, merchantId: string, e: ListEntry): void => {
+  ws.put('list-entry', { ...keys.webhookEndpointListEntry(merchantId, e.id), id: e.id, status: e.status, events: e.events });
+};
+export const deleteListEntry = (ws: WriteSet, merchantId: string, id: number): void => {
+  ws.delete('list-entry', keys.webhookEndpointListEntry(merchantId, id));
+};
+
+/**
+ * The delivery fan-out: the merchant's enabled endpoints subscribed to `type`, from a strongly
+ * consistent Query of the endpoint list partition (at most 20 small items: one page), beside the
+ * endpoint count. An endpoint created or re-enabled a moment before the event is in it; an index
+ * would show it only after its lag. Endpoints written before list entries existed have none until
+ * their next change: while the count says some are missing, the index adds them (entries win).
+ */
+export const endpointsReceiving = async (merchantId: string, type: EventType): Promise<ListEntry[]> => {
+  const fields = ['id', 'status', 'events'];
+  const [entries, totals] = await Promise.all([
+    queryAll<ListEntry>({ partition: webhookEndpointListPartition(merchantId), descending: false }, fields),
+    readTotals(merchantId, 'WEBHOOK_ENDPOINTS'),
+  ]);
+  let all = entries.map((e) => ({ ...e, id: Number(e.id) }));
+  if ((totals[ENDPOINT_COUNT_ATTR]?.toNumber() ?? 0) > all.length) {
+    const listed = new Set(all.map((e) => e.id));
+    const indexed = await queryAll<ListEntry>({ index: 'gsi1', partition: webhookEndpointIndexes.partitions.all(merchantId), descending: false }, fields);
+    all = [...all, ...indexed.map((e) => ({ ...e, id: Number(e.id) })).filter((e) => !listed.has(e.id))];
+  }
+  return all.filter((e) => receives(e, type));
+};
+
+/**
+ * `ops webhooks backfill`: gives every endpoint of the merchant written before list entries and
+ * delivery counts existed its list entry (the fan-out stops reading the index for it) and its
+ * delivery-count head (its log's total comes from the counts once they cover the list's window). Endpoints are found by key, every id
+ * the merchant's sequence has handed out (no index read decides a write); each entry is written
+ * beside a check of the endpoint's version, so a concurrent change (which writes its own entry)
+ * makes that one go round again from a fresh read. Running it twice writes nothing the second time.
+ */
+export const backfillEndpointList = async (merchantId: string): Promise<{ endpoints: number; written: number }> => {
+  const seq = (await batchGet([keys.sequences(merchantId)])).get(keyId(keys.sequences(merchantId)));
+  const ids = Array.from({ length: Number(seq?.webhook_endpoint ?? 0) }, (_, i) => i + 1);
+  const owned = (id: number) => [keys.webhookEndpoint(merchantId, id), keys.webhookEndpointListEntry(merchantId, id), keys.webhookDeliveryDaysHead(merchantId, id)];
+  const found = await batchGet(ids.flatMap(owned));
+  const has = (key: Key) => found.has(keyId(key));
+  let endpoints = 0;
+  let written = 0;
+  for (const id of ids) {
+    const [endpoint, entry, daysHead] = owned(id);
+    if (!has(endpoint)) continue;
+    endpoints++;
+    if (has(entry) && has(daysHead)) continue;
+    const wrote = await retrying(async () => {
+      const e = await getWebhookEndpointItem(merchantId, id);
+      if (!e) return false;
+      const ws = new WriteSet();
+      ws.check('endpoint', endpoint, versionIs(e.version));
+      if (!has(entry)) putListEntry(ws, merchantId, e);
+      // Today's earlier attempts were not counted: its counts are whole from tomorrow.
+      if (!has(daysHead)) putDeliveryDaysHead(ws, merchantId, id, utcDay(new Date(now().getTime() + 24 * 3600 * 1000).toISOString()));
+      await ws.commit();
+      return true;
+    });
+    if (wrote) written++;
+  }
+  return { endpoints, written };
 };

@@ -159,6 +159,8 @@ describe.skipIf(!hasMoto)('bus rule → events queue → fan-out → deliveries 
       expect(parsed.map((t) => t.endpoint_id).sort((a, b) => a - b)).toEqual([paidOnly.id, everything.id].sort((a, b) => a - b));
       const { merchant_id: _m, ...body } = paid;
       for (const t of parsed) expect(t).toEqual({ merchant_id: merchantId, endpoint_id: t.endpoint_id, event: body } satisfies DeliveryTask);
+      // Each in its endpoint's message group (a fair queue: one endpoint's backlog does not hold the others).
+      expect(tasks.map((m) => m.Attributes?.MessageGroupId)).toEqual(parsed.map((t) => `${merchantId}#${t.endpoint_id}`));
 
       // Attempt 1 fails (HTTP 500): each message is postponed by the schedule's first pause (1 s here).
       vi.stubEnv('WEBHOOK_RETRY_DELAYS_SECONDS', '1');

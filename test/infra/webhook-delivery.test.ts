@@ -223,9 +223,17 @@ describe('least privilege', () => {
     ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage'].map((a) => `${a} on ${queue}`);
   const XRAY = ['xray:PutTelemetryRecords on *', 'xray:PutTraceSegments on *'];
 
-  it('fan-out: Query on the endpoint list index only, SendMessage to the deliveries queue, consume the events queue', () => {
+  it('fan-out: Query on the table (its strongly consistent list read) and the list index only, SendMessage to the deliveries queue, consume the events queue', () => {
     expect(grantsOf(synthesized.stack.webhookDelivery.fanOutFunction)).toEqual(
-      ['dynamodb:Query on index gsi1', ...consume('events queue'), 'sqs:SendMessage on deliveries queue', ...XRAY, ...OWN_LOGS, ...TABLE_KEY_READ].sort(),
+      [
+        'dynamodb:Query on table',
+        'dynamodb:Query on index gsi1',
+        ...consume('events queue'),
+        'sqs:SendMessage on deliveries queue',
+        ...XRAY,
+        ...OWN_LOGS,
+        ...TABLE_KEY_READ,
+      ].sort(),
     );
   });
 

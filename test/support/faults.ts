@@ -519,17 +519,43 @@ export const failOnce = (
   commandName: string,
   errorFactory: (input: Input) => Error,
   opts: { when?: (input: Input) => boolean } = {},
-): Installed<FailOnceStats> => {
+): Installed<FailOnceStats> =>
+  onceOn('failOnce', commandName, opts.when, async (args) => {
+    throw errorFactory(args.input);
+  });
+
+/** Runs `fault` instead of the next matching call (one of `commandName` whose input passes `when`), then removes itself. */
+const onceOn = (label: string, commandName: string, when: ((input: Input) => boolean) | undefined, fault: Handler): Installed<FailOnceStats> => {
   const target = operation(commandName);
   const stats: FailOnceStats = { fired: false };
-  const uninstall = install(`failOnce:${target}`, async (args, context, next) => {
-    if (stats.fired || operation(context.commandName) !== target || (opts.when && !opts.when(args.input))) return next(args);
+  const uninstall = install(`${label}:${target}`, async (args, context, next) => {
+    if (stats.fired || operation(context.commandName) !== target || (when && !when(args.input))) return next(args);
     stats.fired = true;
     uninstall();
-    throw errorFactory(args.input);
+    return fault(args, context, next);
   });
   return { stats, uninstall };
 };
+
+/**
+ * Lets the next call of one operation (optionally only one whose input passes `when`) reach
+ * DynamoDB Local, so it lands, then throws the SDK's TimeoutError as if its answer was lost on the
+ * way back; then removes itself. The caller cannot tell whether the write landed.
+ *
+ * @example
+ * const lost = loseResponseOnce('TransactWriteItems');
+ * try {
+ *   await recordSomething();                 // must recognise its own landed write on the re-send
+ *   expect(lost.stats.fired).toBe(true);
+ * } finally {
+ *   lost.uninstall();
+ * }
+ */
+export const loseResponseOnce = (commandName: string, opts: { when?: (input: Input) => boolean } = {}): Installed<FailOnceStats> =>
+  onceOn('loseResponseOnce', commandName, opts.when, async (args, _context, next) => {
+    await next(args);
+    throw sdkTimeout();
+  });
 
 /* ------------------------------------------------------------------------------------------ */
 /* 4. Mixed faults at a rate: throttling, conflicts and timeouts                                */

@@ -266,9 +266,12 @@ describe('delivery log', () => {
     expect(next.data).toEqual([entries[0]]);
     expect(next.meta).toMatchObject({ current_page: 2, from: 3, to: 3, next_cursor: null });
 
-    // Past 30 days the attempts are expired (TTL), even before DynamoDB removes them.
-    const later = Date.parse('2026-03-31T10:00:05Z') / 1000; // 30 days after attempt 1 (10:00:01), before attempt 2's
-    expect(shown(await listDeliveries(merchantId, 1, page(1, 20), later))).toEqual({ data: [entries[2], entries[1]], total: 2 });
+    // The list covers today and the 29 UTC days before: a day's attempts leave it together, before
+    // their 30-day TTL, even when DynamoDB has not removed them yet.
+    const lastDay = Date.parse('2026-03-30T23:59:59Z') / 1000;
+    expect(shown(await listDeliveries(merchantId, 1, page(1, 20), lastDay))).toEqual({ data: [entries[2], entries[1], entries[0]], total: 3 });
+    const dayAfter = Date.parse('2026-03-31T00:00:00Z') / 1000;
+    expect(shown(await listDeliveries(merchantId, 1, page(1, 20), dayAfter))).toEqual({ data: [], total: 0 });
   });
 
   it('an attempt is logged once (the same key twice is refused)', async () => {

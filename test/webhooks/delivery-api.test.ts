@@ -10,6 +10,7 @@ import { newEventId } from '#lib/outbox';
 import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS } from '#lib/webhooks/deliveries';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
 import { AUTO_DISABLE_AFTER_MS, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
+import { endpointsReceiving } from '#lib/webhooks/store';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { registerEndpoint } from './support/pipeline.ts';
@@ -205,15 +206,15 @@ describe('GET /webhook-endpoints/{id}/deliveries: the log head (existence withou
     for (const page of [2, 3]) {
       const r = await list(endpoint.id, token, `?per_page=3&page=${page}`);
       expect(r.res.status).toBe(200);
-      // Deeper pages: the count ‖ the existence check (BatchGetItem), then the keys-only skip and the page.
-      expect(r.requests).toBe(6);
+      // Deeper pages by number: the day counts with their head, then the keys-only skip and the page.
+      expect(r.requests).toBe(5);
       pages.push(r.res.body.data);
     }
     expect(pages.map((p) => p.length)).toEqual([3, 3, 1]);
     expect(new Set(pages.flat().map((e: any) => e.event_id)).size).toBe(7);
     const past = await list(endpoint.id, token, '?per_page=3&page=4');
     expect(past.res.status).toBe(200);
-    expect(past.requests).toBe(4);
+    expect(past.requests).toBe(3);
     expect(past.res.body).toMatchObject({ data: [], meta: { total: 7 } });
   });
 
@@ -235,13 +236,16 @@ describe('GET /webhook-endpoints/{id}/deliveries: the log head (existence withou
     }
   });
 
-  it('an endpoint created before the head existed still lists (5 requests: the endpoint read by key)', async () => {
+  it('an endpoint created before the heads existed still lists (counted item by item, the endpoint read by key)', async () => {
     const { merchantId, token, endpoint } = await setup();
     const ats = await seedLog(merchantId, endpoint.id, 3);
-    await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.webhookDeliveryLogHead(merchantId, endpoint.id) }));
+    for (const key of [keys.webhookDeliveryLogHead(merchantId, endpoint.id), keys.webhookDeliveryDaysHead(merchantId, endpoint.id)]) {
+      await db().send(new DeleteCommand({ TableName: tableName(), Key: key }));
+    }
     const page1 = await list(endpoint.id, token, '?per_page=2');
     expect(page1.res.status).toBe(200);
-    expect(page1.requests).toBe(5);
+    // token, rate, the day counts (no head), then the count of the log ‖ the endpoint's existence, and the page.
+    expect(page1.requests).toBe(6);
     expect(page1.res.body).toMatchObject({ data: [{ at: ats[0] }, { at: ats[1] }], meta: { total: 3, last_page: 2 } });
     expect((await list(endpoint.id, token, '?per_page=2&page=2')).res.body.data).toHaveLength(1);
     expect((await list(endpoint.id, token, '?per_page=2&page=3')).res.body.data).toEqual([]);
@@ -280,7 +284,7 @@ describe('deliverTask (one queued task)', () => {
     expect(r.received[0].event).toEqual(t.event);
   });
 
-  it('health is written only when it changes: successes to a healthy endpoint write 2 items, failures after the first 2', async () => {
+  it('health is written only when it changes: successes to a healthy endpoint write 3 items, failures after the first 3', async () => {
     let answer = 204;
     const { merchantId, endpoint } = await setup({ respond: () => answer });
     const sizes: number[] = [];
@@ -300,8 +304,8 @@ describe('deliverTask (one queued task)', () => {
     } finally {
       db().middlewareStack.remove(name);
     }
-    // log + state, plus health on the first failure (set) and the first success after it (delete).
-    expect(sizes).toEqual([2, 2, 3, 2, 3, 2]);
+    // log + its day count + state, plus health on the first failure (set) and the first success after it (delete).
+    expect(sizes).toEqual([3, 3, 4, 3, 4, 3]);
   });
 
   it('disabled, deleted and no-longer-subscribed endpoints get nothing', async () => {
@@ -367,10 +371,13 @@ describe('deliverTask (one queued task)', () => {
     clock.advance(1000);
     await deliverTask(task(merchantId, endpoint.id));
     expect((await api.get(`/webhook-endpoints/${endpoint.id}`, token)).body.data.status).toBe('disabled');
+    // Its list entry went with it: the fan-out queues nothing more for it.
+    expect(await endpointsReceiving(merchantId, 'order.paid')).toEqual([]);
     expect(await deliverTask(task(merchantId, endpoint.id))).toEqual({ action: 'done', reason: 'endpoint disabled' });
     expect(r.received).toHaveLength(3);
 
     expect((await api.patch(`/webhook-endpoints/${endpoint.id}`, token, { status: 'enabled' })).status).toBe(200);
+    expect((await endpointsReceiving(merchantId, 'order.paid')).map((e) => e.id)).toEqual([endpoint.id]);
     clock.advance(AUTO_DISABLE_AFTER_MS);
     await deliverTask(task(merchantId, endpoint.id));
     expect((await storedEndpoint(merchantId, endpoint.id))?.status).toBe('enabled');
