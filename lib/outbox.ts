@@ -14,10 +14,10 @@ import { formatTimestamp } from '#lib/shared/time';
  * committed is an event recorded), as two items:
  *
  * - the event (payload): the object exactly as the API returns it, under a key of its own
- *   (`M#<m>#OUTBOX_EVENT#<evt>`), so however large, its writes never meet another event's. Its
+ *   (`OUTBOX_EVENT#M#<m>#<evt>`), so however large, its writes never meet another event's. Its
  *   stream INSERT is what the relay publishes (the stream filter matches `entity`);
  * - the mark: a small item in one of OUTBOX_SHARDS time-ordered partitions of the merchant
- *   (`M#<m>#OUTBOX#<ss>`), listed in the sparse pending index (gsi4) until the relay or the
+ *   (`OUTBOX#M#<m>#<ss>`), listed in the sparse pending index (gsi4) until the relay or the
  *   sweeper stamps it published. The replay reads marks by time; the sweeper reads pending ones.
  *
  * Both expire by TTL after OUTBOX_TTL_SECONDS. docs/events-and-outbox.md has the capacity arithmetic.
@@ -163,8 +163,8 @@ export const markPagesSince = (merchantId: string, shard: number, since: string,
  * only those whose mark still exists without `published_at` (what the sweeper confirms on the
  * table before publishing again, since the index it found them in may be stale).
  */
-export const eventsOfMarks = async (marks: Key[], opts: { unpublished: boolean }): Promise<OutboxItem[]> => {
-  const eventKeys = marks.map((mk) => keys.outboxEvent(merchantOfMark(mk), eventIdOfMark(mk)));
+export const eventsOfMarks = async (merchantId: string, marks: Key[], opts: { unpublished: boolean }): Promise<OutboxItem[]> => {
+  const eventKeys = marks.map((mk) => keys.outboxEvent(merchantId, eventIdOfMark(mk)));
   const items = await batchGet<Record<string, unknown>>(opts.unpublished ? [...marks, ...eventKeys] : eventKeys);
   return marks.flatMap((mk, i) => {
     const event = items.get(keyId(eventKeys[i])) as OutboxItem | undefined;
@@ -177,7 +177,6 @@ export const eventsOfMarks = async (marks: Key[], opts: { unpublished: boolean }
   });
 };
 
-const merchantOfMark = (mk: Key): string => mk.pk.slice(2, mk.pk.lastIndexOf('#OUTBOX#'));
 const eventIdOfMark = (mk: Key): string => mk.sk.slice(mk.sk.lastIndexOf('#') + 1);
 
 /** Every shard of a merchant's outbox. */
@@ -187,7 +186,7 @@ export const OUTBOX_SHARD_LIST = Array.from({ length: OUTBOX_SHARDS }, (_, s) =>
 export async function* outboxEventPagesSince(merchantId: string, since: string, pageSize = 100): AsyncGenerator<OutboxItem[]> {
   for (const shard of OUTBOX_SHARD_LIST) {
     for await (const marks of markPagesSince(merchantId, shard, since, pageSize)) {
-      const events = await eventsOfMarks(marks.map(({ pk, sk }) => ({ pk, sk })), { unpublished: false });
+      const events = await eventsOfMarks(merchantId, marks.map(({ pk, sk }) => ({ pk, sk })), { unpublished: false });
       if (events.length) yield events;
     }
   }

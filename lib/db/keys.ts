@@ -1,8 +1,9 @@
 /**
  * The table design, in one place. One table, every key prefixed by the merchant (`M#<id>`),
  * except the token-hash lookup (the merchant is not known until it is read) and the per-IP
- * rate window of unauthenticated requests, and the merchant directory's index partition (one entry
- * per merchant, written when it is created).
+ * rate window of unauthenticated requests, the outbox (led by `OUTBOX#` / `OUTBOX_EVENT#` then the
+ * merchant: prefixes no data key can take, so IAM can limit the relay to them), and the merchant
+ * directory's index partition (one entry per merchant, written when it is created).
  *
  * | item                      | pk                                  | sk              | indexes (sparse)                                        |
  * |---------------------------|-------------------------------------|-----------------|---------------------------------------------------------|
@@ -33,8 +34,8 @@
  * | idempotent batch item     | M#<m>#IDEMPOTENCY#<key>             | ITEM#<index>    |  (TTL 24 h: a recorded event applied under that key)    |
  * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>               | D#<dd>#<nnn> / M#<nnn>  (sharded; one Query reads today + month) |
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
- * | outbox event (payload)    | M#<m>#OUTBOX_EVENT#<evt>            | EVENT           |  (entity "outbox": the stream filter; TTL 3 days; unique key per event) |
- * | outbox mark               | M#<m>#OUTBOX#<ss>                   | <created>#<nn>#<evt> | gsi4 pending (M#<m>#OUTBOX_PENDING#<ss>) until published; TTL 3 days |
+ * | outbox event (payload)    | OUTBOX_EVENT#M#<m>#<evt>            | EVENT           |  (entity "outbox": the stream filter; TTL 3 days; unique key per event) |
+ * | outbox mark               | OUTBOX#M#<m>#<ss>                   | <created>#<nn>#<evt> | gsi4 pending (OUTBOX_PENDING#M#<m>#<ss>) until published; TTL 3 days |
  * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS), also the delivery fan-out  |
  * | webhook endpoint count    | M#<m>#TOTALS                        | WEBHOOK_ENDPOINTS#000 | (one item, not sharded: it enforces the cap)      |
  * | webhook delivery attempt  | M#<m>#WEBHOOK#<id>#DELIVERIES       | <at>#<evt>#<nnn> | (attempt nnn; newest first = Query desc; TTL expires_at, 30 d) |
@@ -82,10 +83,13 @@ export const outboxShardOf = (eventId: string): number => {
   return h % OUTBOX_SHARDS;
 };
 const padOutboxShard = (shard: number): string => String(shard).padStart(2, '0');
+/** Leading prefixes of outbox marks and outbox event items (the IAM `LeadingKeys` patterns of the relay and the sweeper). */
+export const OUTBOX_PREFIX = 'OUTBOX#';
+export const OUTBOX_EVENT_PREFIX = 'OUTBOX_EVENT#';
 /** Partition of one shard of a merchant's outbox marks (time-ordered: the replay reads them). */
-export const outboxPartition = (merchantId: string, shard: number): string => `${m(merchantId)}#OUTBOX#${padOutboxShard(shard)}`;
+export const outboxPartition = (merchantId: string, shard: number): string => `${OUTBOX_PREFIX}${m(merchantId)}#${padOutboxShard(shard)}`;
 /** Partition (gsi4) of one shard of a merchant's marks not yet published: the sweeper's candidates. */
-export const outboxPendingPartition = (merchantId: string, shard: number): string => `${m(merchantId)}#OUTBOX_PENDING#${padOutboxShard(shard)}`;
+export const outboxPendingPartition = (merchantId: string, shard: number): string => `OUTBOX_PENDING#${m(merchantId)}#${padOutboxShard(shard)}`;
 /** The merchant directory (gsi1 of merchant items): written once per merchant, read by the outbox sweeper. */
 export const MERCHANT_DIRECTORY = 'MERCHANTS';
 export const merchantDirectoryIndex = (merchantId: string) => ({ gsi1pk: MERCHANT_DIRECTORY, gsi1sk: m(merchantId) });
@@ -190,7 +194,7 @@ export const keys = {
     sk: `${createdAt}#${String(ordinal).padStart(2, '0')}#${eventId}`,
   }),
   /** An event's payload (the object as the API returns it, up to the largest metadata): its own partition. */
-  outboxEvent: (merchantId: string, eventId: string): Key => ({ pk: `${m(merchantId)}#OUTBOX_EVENT#${eventId}`, sk: 'EVENT' }),
+  outboxEvent: (merchantId: string, eventId: string): Key => ({ pk: `${OUTBOX_EVENT_PREFIX}${m(merchantId)}#${eventId}`, sk: 'EVENT' }),
   /** A webhook endpoint (hard-deleted: DELETE removes the item and its encrypted secrets). */
   webhookEndpoint: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#WEBHOOK#${id}`, sk: 'ENDPOINT' }),
   /** The delivery of one event to one endpoint: its body, attempt count and success (30 days by TTL). */

@@ -122,6 +122,7 @@ export const sweepOutbox = async (opts: SweepOptions): Promise<SweepStats> => {
         for await (const marks of pendingMarkPages(merchantId, shard, oldest, until)) {
           stats.candidates += marks.length;
           const items = await eventsOfMarks(
+            merchantId,
             marks.map(({ pk, sk }) => ({ pk, sk })),
             { unpublished: true },
           );
