@@ -51,6 +51,8 @@ export const NAG_REASONS = {
     "CDK's LambdaInvoke grants lambda:InvokeFunction on the check function and its versions (`<arn>:*`): one function, no other.",
   schedulerLogs:
     'Execution logs would need wildcard log-delivery permissions; the check function logs every decision (applied, not due, replaced), and executions are traced by X-Ray and kept in the Step Functions history for 90 days.',
+  sweepSchedule:
+    'The outbox sweeper runs on a schedule every few minutes: a run that fails, or that the schedule cannot deliver, is followed by the next, which finds the same pending events in the table (nothing is lost); the function alarms on errors.',
   cdkHandler:
     "A CDK-provided deploy-time custom-resource handler (dashboard upload, bucket emptying on a dev stack's deletion), not a service function: CDK writes its role (the AWS-managed basic execution role), its runtime and its grants (this bucket's objects, the CDK asset objects, CloudFront invalidations).",
 } as const;
@@ -109,6 +111,10 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
       for (const id of findings[r.cfnResourceType] ?? []) acknowledge(r, id, NAG_REASONS.cdkHandler);
     }
   }
+
+  const sweeper = stack.outboxRelay.sweeper;
+  acknowledge(resourceOf(stack.outboxRelay.sweepSchedule), 'Serverless-EventBusDLQ', NAG_REASONS.sweepSchedule);
+  acknowledge(sweeper.node.tryFindChild('EventInvokeConfig')?.node.defaultChild, 'Serverless-LambdaAsyncFailureDestination', NAG_REASONS.sweepSchedule);
 
   const webhooks = stack.webhookDelivery;
   const queue = (q: Queue) => resourceOf(q);

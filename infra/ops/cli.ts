@@ -18,6 +18,8 @@ const store = () => import('#lib/merchants/store');
 const USAGE = `usage:
   ops merchant create --name NAME [--currency TWD]
   ops merchant delete --merchant ID          (its token is refused from the next request; data kept)
+  ops merchant directory [--merchant ID]    (lists merchants created before the directory in it, for the outbox sweeper;
+             without --merchant: every such merchant, found by a Scan of the table)
   ops metrics rebuild --merchant ID         (aggregates from the timelines, search keys; writes paused)
   ops token create --merchant ID [--abilities customers:read,orders:read]
   ops token regenerate --merchant ID
@@ -49,6 +51,13 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
     case 'merchant delete': {
       const merchantId = need(values.merchant, 'merchant');
       return explainNotFound(merchantId, (await store()).deleteMerchant(merchantId));
+    }
+    case 'merchant directory': {
+      const { addToMerchantDirectory, backfillMerchantDirectory } = await import('./directory.ts');
+      if (values.merchant === undefined) return backfillMerchantDirectory();
+      const merchantId = merchantOption(values.merchant);
+      if (!(await (await store()).getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
+      return { added: (await addToMerchantDirectory(merchantId)) ? 1 : 0 };
     }
     case 'metrics rebuild': {
       const merchantId = need(values.merchant, 'merchant');

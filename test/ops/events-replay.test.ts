@@ -1,11 +1,15 @@
 import { CreateEventBusCommand, type EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { db } from '#lib/db/client';
+import { keys } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
 import { eventBridgeClient } from '#lib/events/eventbridge';
 import { createMerchant } from '#lib/merchants/store';
 import { addOutboxEvent } from '#lib/outbox';
 import { formatTimestamp } from '#lib/shared/time';
 import { motoInstalled, ruleToQueue, sqsClient, startMoto } from '../events/support/moto.ts';
+import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { runCli } from '../support/cli.ts';
 
 /**
@@ -97,6 +101,32 @@ describe('ops events replay', { timeout: 90_000 }, () => {
       expect(again.json).toMatchObject({ published: 3 });
       expect((await drain()).map((d) => d.id).sort()).toEqual([...inRange].sort());
     });
+  });
+});
+
+describe('ops merchant directory', { timeout: 90_000 }, () => {
+  it('adds merchants created before the directory to it: one by id, or every one missing (a Scan), each once', async () => {
+    // A table of its own: the Scan reads all of it.
+    const table = `directory-${Date.now()}`;
+    await ensureTable(process.env.DYNAMODB_ENDPOINT, table);
+    const legacy = ['mer_0000000000000000000a', 'mer_0000000000000000000b', 'mer_0000000000000000000c'];
+    for (const id of legacy) {
+      await db().send(new PutCommand({ TableName: table, Item: { ...keys.merchant(id), merchant_id: id, name: id, reporting_currency: 'USD', created_at: '2025-01-01T00:00:00Z' } }));
+    }
+    await db().send(new PutCommand({ TableName: table, Item: { ...keys.order('mer_0000000000000000000a', 'A-1'), entity: 'order' } }));
+    const listed = async () =>
+      ((await db().send(new QueryCommand({ TableName: table, IndexName: 'gsi1', KeyConditionExpression: 'gsi1pk = :p', ExpressionAttributeValues: { ':p': 'MERCHANTS' } }))).Items ?? [])
+        .map((i) => i.merchant_id)
+        .sort();
+    const env = { ...process.env, TABLE_NAME: table };
+    expect(await listed()).toEqual([]);
+    const one = await runCli(['merchant', 'directory', '--merchant', legacy[1]], env);
+    expect(one.json, one.stderr).toEqual({ added: 1 });
+    expect(await listed()).toEqual([legacy[1]]);
+    const all = await runCli(['merchant', 'directory'], env);
+    expect(all.json, all.stderr).toEqual({ added: 2 });
+    expect(await listed()).toEqual(legacy);
+    expect((await runCli(['merchant', 'directory'], env)).json).toEqual({ added: 0 });
   });
 });
 
