@@ -108,8 +108,6 @@ export type OutboxItem = { pk: string; sk: string; id: string; type: string; mer
 /** A mark as stored; `published_at` once the event was published. */
 export type MarkItem = Key & { id: string; merchant_id: string; created_at: string; published_at?: string };
 
-export const markKeyOf = (event: Pick<OutboxItem, 'mark_pk' | 'mark_sk'>): Key => ({ pk: event.mark_pk, sk: event.mark_sk });
-
 /** Marks stamped at once by `markPublished` (each its own UpdateItem). */
 const MARK_CONCURRENCY = 10;
 

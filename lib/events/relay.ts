@@ -102,9 +102,6 @@ const imageOf = (record: DynamoDBRecord): Record<string, unknown> =>
   // The Lambda event's AttributeValue type differs from the SDK's only in binary values (none here).
   unmarshall(record.dynamodb!.NewImage as Record<string, AttributeValue>);
 
-/** The event an outbox INSERT announces; null for any other record. Throws on a malformed item. */
-export const outboxEventOf = (record: DynamoDBRecord): EventDetail | null => (isOutboxInsert(record) ? eventOfItem(imageOf(record)) : null);
-
 /** The PutEvents entry of an event. */
 export const toEntry = (event: EventDetail, opts: { source: string; eventBusName?: string }): PutEventsRequestEntry => {
   const time = new Date(event.created_at);
