@@ -108,6 +108,9 @@ const publishItems = async (items: OutboxItem[], opts: SweepOptions, stats: Swee
 
 const pastDeadline = (opts: SweepOptions) => Date.now() >= (opts.deadline ?? Infinity);
 
+/** Merchants swept at once (each with its shards at once): a run covers thousands of merchants within its timeout. */
+export const SWEEP_MERCHANT_CONCURRENCY = 4;
+
 /** One run of the sweeper over every merchant (or `opts.merchants`). */
 export const sweepOutbox = async (opts: SweepOptions): Promise<SweepStats> => {
   const stats = emptyStats();
@@ -115,22 +118,29 @@ export const sweepOutbox = async (opts: SweepOptions): Promise<SweepStats> => {
   const until = formatTimestamp(new Date(at - (opts.graceMs ?? SWEEP_GRACE_MS)));
   // Marks past their TTL may linger until DynamoDB deletes them: their events are not published any more.
   const oldest = formatTimestamp(new Date(at - OUTBOX_TTL_SECONDS * 1000));
-  for await (const merchantIds of opts.merchants ?? merchantIdPages()) {
-    for (const merchantId of merchantIds) {
-      stats.merchants++;
-      for (const shard of OUTBOX_SHARD_LIST) {
-        for await (const marks of pendingMarkPages(merchantId, shard, oldest, until)) {
-          stats.candidates += marks.length;
-          const items = await eventsOfMarks(
-            merchantId,
-            marks.map(({ pk, sk }) => ({ pk, sk })),
-            { unpublished: true },
-          );
-          stats.confirmed += items.length;
-          if (!(await publishItems(items, opts, stats)) || pastDeadline(opts)) return { ...stats, stopped: true };
-        }
-      }
+  const sweepShard = async (merchantId: string, shard: number) => {
+    for await (const marks of pendingMarkPages(merchantId, shard, oldest, until)) {
+      if (stats.stopped) return;
+      stats.candidates += marks.length;
+      const items = await eventsOfMarks(
+        merchantId,
+        marks.map(({ pk, sk }) => ({ pk, sk })),
+        { unpublished: true },
+      );
+      stats.confirmed += items.length;
+      // EventBridge refusing: the rest of the run would fail the same way; the next run starts over.
+      if (!(await publishItems(items, opts, stats)) || pastDeadline(opts)) stats.stopped = true;
     }
+  };
+  const sweepMerchant = async (merchantId: string) => {
+    stats.merchants++;
+    await Promise.all(OUTBOX_SHARD_LIST.map((shard) => sweepShard(merchantId, shard)));
+  };
+  for await (const merchantIds of opts.merchants ?? merchantIdPages()) {
+    for (let i = 0; i < merchantIds.length && !stats.stopped; i += SWEEP_MERCHANT_CONCURRENCY) {
+      await Promise.all(merchantIds.slice(i, i + SWEEP_MERCHANT_CONCURRENCY).map(sweepMerchant));
+    }
+    if (stats.stopped || pastDeadline(opts)) return { ...stats, stopped: true };
   }
   return stats;
 };
