@@ -23,7 +23,7 @@ export const NAG_REASONS = {
   runtime:
     'nodejs22.x on purpose: the code is built and tested for the Node 22 line (esbuild target node22, SDK bundled); moving to a newer runtime is a deliberate upgrade with its own test run, not a default.',
   noAsyncInvocation:
-    'Never invoked asynchronously, so a function DLQ would never receive anything: API functions are invoked synchronously by API Gateway (the caller gets the answer), the relay by a stream mapping with an on-failure SQS destination, the webhook consumers by SQS mappings whose queues redrive to dead-letter queues.',
+    'Never invoked asynchronously, so a function DLQ would never receive anything: API functions are invoked synchronously by API Gateway (the caller gets the answer), the relay by a stream mapping with an on-failure SQS destination, the outbox sweeper by its schedule with no retry (a failed run is followed by the next, which finds the same pending events in the table), the webhook consumers by SQS mappings whose queues redrive to dead-letter queues.',
   tokenRoute:
     'Authorised by the function, not API Gateway: the API token is looked up in the table on every request (decisions §3: a revoked or regenerated token is refused on the very next request, which an authorizer cache would not guarantee) and unauthenticated requests are rate limited per IP.',
   publicRoute:
@@ -51,6 +51,8 @@ export const NAG_REASONS = {
     "CDK's LambdaInvoke grants lambda:InvokeFunction on the check function and its versions (`<arn>:*`): one function, no other.",
   schedulerLogs:
     'Execution logs would need wildcard log-delivery permissions; the check function logs every decision (applied, not due, replaced), and executions are traced by X-Ray and kept in the Step Functions history for 90 days.',
+  sweepSchedule:
+    'The outbox sweeper runs on a schedule every few minutes: a run that fails, or that the schedule cannot deliver, is followed by the next, which finds the same pending events in the table (nothing is lost); the function alarms on errors.',
   cdkHandler:
     "A CDK-provided deploy-time custom-resource handler (dashboard upload, bucket emptying on a dev stack's deletion), not a service function: CDK writes its role (the AWS-managed basic execution role), its runtime and its grants (this bucket's objects, the CDK asset objects, CloudFront invalidations).",
 } as const;
@@ -109,6 +111,10 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
       for (const id of findings[r.cfnResourceType] ?? []) acknowledge(r, id, NAG_REASONS.cdkHandler);
     }
   }
+
+  const sweeper = stack.outboxRelay.sweeper;
+  acknowledge(resourceOf(stack.outboxRelay.sweepSchedule), 'Serverless-EventBusDLQ', NAG_REASONS.sweepSchedule);
+  acknowledge(sweeper.node.tryFindChild('EventInvokeConfig')?.node.defaultChild, 'Serverless-LambdaAsyncFailureDestination', NAG_REASONS.sweepSchedule);
 
   const webhooks = stack.webhookDelivery;
   const queue = (q: Queue) => resourceOf(q);

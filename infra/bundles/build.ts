@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
-import { OUTBOX_RELAY_HANDLER } from '../constructs/outbox-relay.ts';
+import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../constructs/outbox-relay.ts';
 import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_FAN_OUT_HANDLER } from '../constructs/webhook-delivery.ts';
 import { PROJECT_ROOT } from '../stack.ts';
 import { esbuildOptions } from './options.ts';
@@ -16,6 +16,7 @@ export const functionEntries = (): FunctionEntry[] => [
   ...routeList.map((route) => ({ name: route.name, handlerPath: route.handler })),
   { name: 'notFound', handlerPath: NOT_FOUND_HANDLER },
   { name: 'outboxRelay', handlerPath: OUTBOX_RELAY_HANDLER },
+  { name: 'outboxSweeper', handlerPath: OUTBOX_SWEEPER_HANDLER },
   { name: 'webhookFanOut', handlerPath: WEBHOOK_FAN_OUT_HANDLER },
   { name: 'webhookDeliver', handlerPath: WEBHOOK_DELIVER_HANDLER },
 ];

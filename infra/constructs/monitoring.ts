@@ -143,7 +143,7 @@ export class ApiMonitoring extends Construct {
         alarmFriendlyName: 'OutboxDeadLetters',
         addQueueMaxSizeAlarm: critical({
           maxMessageCount: t.deadLetters,
-          alarmDescriptionOverride: 'Outbox events the relay gave up on (shard and sequence range in the queue): replay them',
+          alarmDescriptionOverride: 'Outbox records that left the stream before the relay published them (EventBridge down 24 h): the sweeper publishes their events; check it does',
         }),
       })
       .monitorSqsQueueWithDlq({
@@ -201,6 +201,7 @@ export class ApiMonitoring extends Construct {
         ],
       });
     for (const [fn, label] of [
+      [relay.sweeper, 'OutboxSweeper'],
       [webhooks.fanOutFunction, 'WebhookFanOut'],
       [webhooks.deliveryFunction, 'WebhookDelivery'],
       [props.cancelScheduler.checkFunction, 'CancelCheck'],

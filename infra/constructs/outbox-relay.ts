@@ -1,11 +1,14 @@
 import { Duration } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
-import type { IEventBus } from 'aws-cdk-lib/aws-events';
+import { Rule, Schedule, type IEventBus } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { EventSourceMapping, FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/events/sweeper';
+import { OUTBOX_EVENT_PREFIX, OUTBOX_PREFIX } from '#lib/db/keys';
 import { OUTBOX_ENTITY } from '#lib/outbox';
 import { ApiFunction, SERVICE_NAME } from './api-function.ts';
 
@@ -14,19 +17,26 @@ export const OUTBOX_RELAY_HANDLER = 'functions/events/relay.ts';
 /** The stream actions the relay's event source mapping needs, on the table's stream only. */
 export const STREAM_READ_ACTIONS = ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'];
 
+export const OUTBOX_SWEEPER_HANDLER = 'functions/events/sweeper.ts';
+
 /**
  * How Lambda feeds the relay. Up to 100 records or 1 s per invocation; one batch in flight per
  * shard (ordered); a batch whose events still fail is retried from the first failed record
- * (ReportBatchItemFailures), bisected on a function error, at most 10 times, then its shard and
- * sequence range go to the dead-letter queue (the outbox items themselves stay 3 days, by TTL).
+ * (ReportBatchItemFailures), bisected on a function error, without limit (-1) and with no maximum
+ * record age: the shard waits, in order, for as long as EventBridge is down, until its records
+ * leave the stream (24 h). Only then does a batch's shard and sequence range reach the dead-letter
+ * queue; its events are still in the table, pending, and the sweeper publishes them.
  */
 export const OUTBOX_RELAY_MAPPING = {
   batchSize: 100,
   maxBatchingWindow: Duration.seconds(1),
-  retryAttempts: 10,
-  maxRecordAge: Duration.hours(24),
+  retryAttempts: -1,
   parallelizationFactor: 1,
 } as const;
+
+/** The items the relay and the sweeper stamp (marks), and the event items the sweeper reads: `LeadingKeys` patterns. */
+export const OUTBOX_MARK_PK_PATTERNS = [`${OUTBOX_PREFIX}*`];
+export const OUTBOX_EVENT_PK_PATTERNS = [`${OUTBOX_EVENT_PREFIX}*`];
 
 /**
  * The mapping's filter: INSERTs of outbox items only (lib/events/relay.ts `isOutboxInsert` is the
@@ -47,11 +57,17 @@ export type OutboxRelayProps = {
 
 /**
  * The publishing half of the transactional outbox: table stream → relay function → PutEvents on
- * the bus. The function may read the table's stream, put events on the bus and send to its
- * dead-letter queue, and nothing else: no action on the table or its items.
+ * the bus, then the events' marks stamped published. The function may read the table's stream,
+ * put events on the bus, send to its dead-letter queue and update outbox marks, nothing else.
+ *
+ * With it, the sweeper: a function run every SWEEP_INTERVAL_MINUTES by a schedule rule, which
+ * publishes events still pending past the grace period. It may list merchants (gsi1) and pending
+ * marks (gsi4), read marks and event items, stamp marks and put events on the bus.
  */
 export class OutboxRelay extends Construct {
   readonly function: ApiFunction;
+  readonly sweeper: ApiFunction;
+  readonly sweepSchedule: Rule;
   readonly mapping: EventSourceMapping;
   /** Its depth and the relay's iterator age are alarmed in infra/constructs/monitoring.ts. */
   readonly deadLetterQueue: Queue;
@@ -68,9 +84,31 @@ export class OutboxRelay extends Construct {
       environment: { ...props.environment, EVENT_BUS_NAME: props.eventBus.eventBusName, EVENT_SOURCE: SERVICE_NAME },
     });
     this.function.addToRolePolicy(new PolicyStatement({ actions: STREAM_READ_ACTIONS, resources: [streamArn] }));
-    // Stream records are encrypted under the table's key.
-    this.function.grantTableKey(props.table, false);
+    // The stamp is an UpdateItem of marks only; its key grants also decrypt the stream's records.
+    this.function.grantTableActions(props.table, { keyed: [{ action: 'UpdateItem', leadingKeys: OUTBOX_MARK_PK_PATTERNS }] });
     props.eventBus.grantPutEventsTo(this.function);
+
+    this.sweeper = new ApiFunction(this, 'SweeperFunction', {
+      projectRoot: props.projectRoot,
+      handlerPath: OUTBOX_SWEEPER_HANDLER,
+      description: `outbox sweeper: pending events → event bus (${OUTBOX_SWEEPER_HANDLER})`,
+      timeout: Duration.seconds(SWEEP_FUNCTION_TIMEOUT_SECONDS),
+      // A failed run is not retried: the next scheduled run finds the same pending marks.
+      retryAttempts: 0,
+      environment: { ...props.environment, EVENT_BUS_NAME: props.eventBus.eventBusName, EVENT_SOURCE: SERVICE_NAME },
+    }).grantTableActions(props.table, {
+      keyed: [
+        { action: 'BatchGetItem', leadingKeys: [...OUTBOX_MARK_PK_PATTERNS, ...OUTBOX_EVENT_PK_PATTERNS] },
+        { action: 'UpdateItem', leadingKeys: OUTBOX_MARK_PK_PATTERNS },
+      ],
+      indexes: { gsi1: ['Query'], gsi4: ['Query'] },
+    });
+    props.eventBus.grantPutEventsTo(this.sweeper);
+    this.sweepSchedule = new Rule(this, 'SweepSchedule', {
+      description: 'Runs the outbox sweeper: events recorded but not published past the grace period',
+      schedule: Schedule.rate(Duration.minutes(SWEEP_INTERVAL_MINUTES)),
+      targets: [new LambdaFunction(this.sweeper, { retryAttempts: 0 })],
+    });
 
     // Holds the shard and sequence range of batches given up on (Lambda's on-failure record), for replay.
     this.deadLetterQueue = new Queue(this, 'DeadLetterQueue', {

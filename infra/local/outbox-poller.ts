@@ -260,12 +260,33 @@ export const startOutboxPoller = async (opts: OutboxPollerOptions): Promise<Outb
  * `npm start`'s relay: the poller invoking the relay handler, publishing to the local bus (its
  * subscribers are the local consumers; `log` gets one line per event), or, when EVENTBRIDGE_ENDPOINT
  * names an emulator, the deployed function's own handler publishing there (bus EVENT_BUS_NAME).
+ * With it, the outbox sweeper on a timer every SWEEP_INTERVAL_MINUTES, as its schedule runs it on
+ * AWS, publishing to the same place.
  */
 export const startLocalRelay = async (opts: { endpoint: string; tableName: string; checkpointFile?: string; log?: (line: string) => void }) => {
   const bus = new LocalBus({ log: opts.log });
   const eventBridge = config.eventBridgeEndpoint();
   const handler: RelayHandler = eventBridge ? (await import('../../functions/events/relay.ts')).handler : createRelayHandler(bus.publish);
   const poller = await startOutboxPoller({ endpoint: opts.endpoint, tableName: opts.tableName, handler, checkpointFile: opts.checkpointFile });
+  const { sweepOutbox, SWEEP_INTERVAL_MINUTES } = await import('#lib/events/sweeper');
+  const publish = eventBridge ? (await import('#lib/events/eventbridge')).eventBridgePublisher() : bus.publish;
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const sweep = () =>
+    (sweeping = sweepOutbox({ publish })
+      .then((stats) => stats.confirmed && opts.log?.(`outbox sweeper: ${stats.published} pending event(s) published again`))
+      .catch((err) => console.error('outbox sweeper:', err instanceof Error ? err.message : err)));
+  const timer = setInterval(() => void sweep(), SWEEP_INTERVAL_MINUTES * 60_000);
+  timer.unref();
   const target = eventBridge ? `EventBridge at ${eventBridge} (bus ${config.eventBusName() ?? 'default'})` : 'local bus (one line per event)';
-  return { bus, poller, target };
+  return {
+    bus,
+    poller: {
+      streamArn: poller.streamArn,
+      stop: async () => {
+        clearInterval(timer);
+        await Promise.all([poller.stop(), sweeping]);
+      },
+    },
+    target,
+  };
 };

@@ -193,7 +193,7 @@ const main = async () => {
   console.log(`Revenue Analytics API   http://localhost:${port}${BASE_PATH}`);
   console.log(`OpenAPI document        http://localhost:${port}${BASE_PATH}/openapi.json`);
   console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);
-  if (relay) console.log(`Outbox relay            table stream → ${relay.target}`);
+  if (relay) console.log(`Outbox relay            table stream → ${relay.target}; sweeper every 5 minutes (events still pending)`);
   if (cancels) console.log(`Scheduled cancellations applied at their cancel_at (${cancels.pending} armed)`);
   if (webhooks) console.log(`Webhooks                delivered to registered endpoints (one line per attempt); receiver: npm run -s ops -- webhooks listen --port 4000 --secret whsec_…`);
   console.log(`Demo merchant           ${DEMO_MERCHANT}`);

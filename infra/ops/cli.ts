@@ -18,6 +18,8 @@ const store = () => import('#lib/merchants/store');
 const USAGE = `usage:
   ops merchant create --name NAME [--currency TWD]
   ops merchant delete --merchant ID          (its token is refused from the next request; data kept)
+  ops merchant directory [--merchant ID]    (lists merchants created before the directory in it, for the outbox sweeper;
+             without --merchant: every such merchant, found by a Scan of the table)
   ops metrics rebuild --merchant ID         (aggregates from the timelines, search keys; writes paused)
   ops token create --merchant ID [--abilities customers:read,orders:read]
   ops token regenerate --merchant ID
@@ -26,6 +28,8 @@ const USAGE = `usage:
   ops backoffice-user create --merchant ID --email E --role admin|user [--user-pool-id ID]
   ops activity list --merchant ID [--type T] [--import-run R] [--start-date D] [--end-date D]
              [--page N] [--per-page N] [--cursor C]      (the activity log, as GET /v1/activity lists it)
+  ops events replay --merchant ID --since T   (publishes again the merchant's webhook events recorded since T, an ISO time,
+             to EVENT_BUS_NAME; the outbox keeps events 3 days, so T may be at most 3 days ago; receivers drop repeats by webhook-id)
   ops webhooks listen [--port 4000] [--secret whsec_… (repeatable)] [--fail-first N]
   ops webhooks backfill --merchant ID       (list entries for endpoints written before them; once per merchant)
   ops import --url URL --token TOKEN [--customers F] [--subscriptions F] [--orders F] [--events F]
@@ -49,6 +53,13 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
       const merchantId = need(values.merchant, 'merchant');
       return explainNotFound(merchantId, (await store()).deleteMerchant(merchantId));
     }
+    case 'merchant directory': {
+      const { addToMerchantDirectory, backfillMerchantDirectory } = await import('./directory.ts');
+      if (values.merchant === undefined) return backfillMerchantDirectory();
+      const merchantId = merchantOption(values.merchant);
+      if (!(await (await store()).getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
+      return { added: (await addToMerchantDirectory(merchantId)) ? 1 : 0 };
+    }
     case 'metrics rebuild': {
       const merchantId = need(values.merchant, 'merchant');
       const [{ getMerchant }, { rebuildMerchantAggregates }] = await Promise.all([store(), import('#lib/metrics/rebuild')]);
@@ -70,6 +81,8 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
     }
     case 'activity list':
       return listActivityLog(values);
+    case 'events replay':
+      return replayEvents(values);
     case 'webhooks listen':
       return listenForWebhooks(values);
     case 'webhooks backfill': {
@@ -125,6 +138,7 @@ const parseOptions = (argv: string[]) => {
         page: { type: 'string' },
         'per-page': { type: 'string' },
         cursor: { type: 'string' },
+        since: { type: 'string' },
       },
     });
   } catch (err) {
@@ -190,6 +204,34 @@ const importHistory = async (values: Record<string, string | string[] | boolean 
     progress: Boolean(process.stderr.isTTY),
     log: (line) => process.stderr.write(`${line}\n`),
   });
+};
+
+/**
+ * `events replay`: every webhook event of the merchant recorded since `--since` published again to
+ * the event bus (EVENT_BUS_NAME on AWS, or the emulator at EVENTBRIDGE_ENDPOINT), published before
+ * or not (lib/events/sweeper.ts `replayOutbox`). Outbox items expire after 3 days: an older start
+ * is a usage error naming the oldest time the outbox still holds.
+ */
+const replayEvents = async (values: { merchant?: string; since?: string }) => {
+  const merchantId = merchantOption(values.merchant);
+  if (!values.since) throw new UsageError('--since is required (an ISO time, at most 3 days ago)');
+  if (!Number.isFinite(Date.parse(values.since))) throw new UsageError(`--since must be an ISO time such as 2026-01-31T12:00:00Z, got ${values.since}`);
+  if (process.env.DYNAMODB_ENDPOINT && !process.env.EVENTBRIDGE_ENDPOINT) {
+    throw new UsageError("the local stack's bus lives inside npm start: set EVENTBRIDGE_ENDPOINT (and EVENT_BUS_NAME) to replay to an EventBridge emulator");
+  }
+  const [{ getMerchant }, { replayOutbox, ReplayRangeError }, { eventBridgePublisher }] = await Promise.all([
+    store(),
+    import('#lib/events/sweeper'),
+    import('#lib/events/eventbridge'),
+  ]);
+  if (!(await getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
+  try {
+    const stats = await replayOutbox(merchantId, values.since, { publish: eventBridgePublisher() });
+    return { merchant_id: merchantId, since: values.since, events: stats.events, published: stats.published, unpublished: stats.unpublished };
+  } catch (err) {
+    if (err instanceof ReplayRangeError) throw new UsageError(err.message);
+    throw err;
+  }
 };
 
 /**

@@ -1,12 +1,14 @@
 /**
  * The table design, in one place. One table, every key prefixed by the merchant (`M#<id>`),
  * except the token-hash lookup (the merchant is not known until it is read) and the per-IP
- * rate window of unauthenticated requests.
+ * rate window of unauthenticated requests, the outbox (led by `OUTBOX#` / `OUTBOX_EVENT#` then the
+ * merchant: prefixes no data key can take, so IAM can limit the relay to them), and the merchant
+ * directory's index partition (one entry per merchant, written when it is created).
  *
  * | item                      | pk                                  | sk              | indexes (sparse)                                        |
  * |---------------------------|-------------------------------------|-----------------|---------------------------------------------------------|
  * | token (by hash)           | TOKEN#<sha256>                      | TOKEN           |  (last_used_at: stamped at most once a minute, no TTL)  |
- * | merchant                  | M#<m>                               | MERCHANT        |                                                         |
+ * | merchant                  | M#<m>                               | MERCHANT        | gsi1 the merchant directory (MERCHANTS: the outbox sweeper's list) |
  * | merchant's token pointer  | M#<m>                               | TOKEN           |                                                         |
  * | id sequences              | M#<m>                               | SEQ             |                                                         |
  * | list totals (sharded)     | M#<m>#TOTALS                        | <RESOURCE>#<nnn>|                                                         |
@@ -32,7 +34,8 @@
  * | idempotent batch item     | M#<m>#IDEMPOTENCY#<key>             | ITEM#<index>    |  (TTL 24 h: a recorded event applied under that key)    |
  * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>               | D#<dd>#<nnn> / M#<nnn>  (sharded; one Query reads today + month) |
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
- * | outbox event              | M#<m>#OUTBOX                        | <created>#<nn>#<evt> | entity "outbox", TTL expires_at (stream filter)       |
+ * | outbox event (payload)    | OUTBOX_EVENT#M#<m>#<evt>            | EVENT           |  (entity "outbox": the stream filter; TTL 3 days; unique key per event) |
+ * | outbox mark               | OUTBOX#M#<m>#<ss>                   | <created>#<nn>#<evt> | gsi4 pending (OUTBOX_PENDING#M#<m>#<ss>) until published; TTL 3 days |
  * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS)                              |
  * | webhook endpoint count    | M#<m>#TOTALS                        | WEBHOOK_ENDPOINTS#000 | (one item, not sharded: it enforces the cap)      |
  * | webhook endpoint list entry | M#<m>#WEBHOOK_LIST                | ENDPOINT#<id15> |  (id, status, events: the fan-out's strongly consistent Query; ≤ 20) |
@@ -69,6 +72,30 @@ const padShard = (shard: number): string => String(shard).padStart(3, '0');
  */
 export const METRIC_SHARDS = 8;
 const padMetricShard = (shard: number): string => String(shard % METRIC_SHARDS).padStart(2, '0');
+
+/**
+ * A merchant's outbox marks (and their pending index entries) are spread over this many partitions
+ * by event id, so that at the hottest merchant's event rate no outbox partition nears 500 WCU
+ * (docs/events-and-outbox.md has the arithmetic).
+ */
+export const OUTBOX_SHARDS = 16;
+/** The shard of an event: a hash of its id, so the relay and the sweeper find its mark from the event alone. */
+export const outboxShardOf = (eventId: string): number => {
+  let h = 0;
+  for (let i = 0; i < eventId.length; i++) h = (h * 31 + eventId.charCodeAt(i)) >>> 0;
+  return h % OUTBOX_SHARDS;
+};
+const padOutboxShard = (shard: number): string => String(shard).padStart(2, '0');
+/** Leading prefixes of outbox marks and outbox event items (the IAM `LeadingKeys` patterns of the relay and the sweeper). */
+export const OUTBOX_PREFIX = 'OUTBOX#';
+export const OUTBOX_EVENT_PREFIX = 'OUTBOX_EVENT#';
+/** Partition of one shard of a merchant's outbox marks (time-ordered: the replay reads them). */
+export const outboxPartition = (merchantId: string, shard: number): string => `${OUTBOX_PREFIX}${m(merchantId)}#${padOutboxShard(shard)}`;
+/** Partition (gsi4) of one shard of a merchant's marks not yet published: the sweeper's candidates. */
+export const outboxPendingPartition = (merchantId: string, shard: number): string => `OUTBOX_PENDING#${m(merchantId)}#${padOutboxShard(shard)}`;
+/** The merchant directory (gsi1 of merchant items): written once per merchant, read by the outbox sweeper. */
+export const MERCHANT_DIRECTORY = 'MERCHANTS';
+export const merchantDirectoryIndex = (merchantId: string) => ({ gsi1pk: MERCHANT_DIRECTORY, gsi1sk: m(merchantId) });
 
 export type TotalsResource = 'ORDERS' | 'CUSTOMERS' | 'SUBSCRIPTIONS' | 'SUBSCRIPTION_EVENTS' | 'WEBHOOK_ENDPOINTS';
 export const PAYMENT_PREFIX = 'PAY#';
@@ -171,11 +198,16 @@ export const keys = {
     pk: `${m(merchantId)}#CUSTOMER#${customerId}`,
     sk: `${PAYMENT_PREFIX}${paidAt}#${orderNo}`,
   }),
-  /** Time-ordered; `ordinal` keeps the events of one transaction in the order they were added. */
+  /**
+   * An event's mark: small, time-ordered within its shard (`ordinal` keeps the events of one
+   * transaction in the order they were added); the relay stamps it published.
+   */
   outbox: (merchantId: string, createdAt: string, eventId: string, ordinal = 0): Key => ({
-    pk: `${m(merchantId)}#OUTBOX`,
+    pk: outboxPartition(merchantId, outboxShardOf(eventId)),
     sk: `${createdAt}#${String(ordinal).padStart(2, '0')}#${eventId}`,
   }),
+  /** An event's payload (the object as the API returns it, up to the largest metadata): its own partition. */
+  outboxEvent: (merchantId: string, eventId: string): Key => ({ pk: `${OUTBOX_EVENT_PREFIX}${m(merchantId)}#${eventId}`, sk: 'EVENT' }),
   /** A webhook endpoint (hard-deleted: DELETE removes the item and its encrypted secrets). */
   webhookEndpoint: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#WEBHOOK#${id}`, sk: 'ENDPOINT' }),
   /** The delivery of one event to one endpoint: its body, attempt count and success (30 days by TTL). */

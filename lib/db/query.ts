@@ -184,6 +184,20 @@ const queryAfter = async <T>(q: IndexQuery, after: Record<string, unknown> | und
   return out.slice(0, limit);
 };
 
+/**
+ * Every matching item, `limit` at a time: each page is read after the previous page's last key
+ * (for walks over a whole partition, whatever its length, in bounded memory).
+ */
+export async function* pagesOf<T extends Record<string, unknown>>(q: IndexQuery, limit: number): AsyncGenerator<T[]> {
+  let after: Record<string, unknown> | undefined;
+  for (;;) {
+    const items = await queryAfter<T>(q, after, limit);
+    if (items.length) yield items;
+    if (items.length < limit) return;
+    after = keyOf(q, items[items.length - 1]);
+  }
+}
+
 export type PageRequest = { page: number; per_page: number; cursor?: string };
 export type CursorPage<T> = { items: T[]; meta: PageMeta & { next_cursor: string | null } };
 

@@ -3,18 +3,20 @@ import type { PutEventsRequestEntry, PutEventsResultEntry } from '@aws-sdk/clien
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { config } from '#lib/config';
-import { DEADLINE_MARGIN_MS, resendingFailures } from '#lib/db/retry';
+import { DEADLINE_MARGIN_MS, resendingFailures, withDeadline } from '#lib/db/retry';
 import { logger } from '#lib/logger';
 import { chunkBy } from '#lib/shared/chunks';
-import { OUTBOX_ENTITY } from '#lib/outbox';
+import type { Key } from '#lib/db/keys';
+import { OUTBOX_ENTITY, stampPublishedNow } from '#lib/outbox';
 
 /**
  * The publishing half of the transactional outbox: the table's stream → EventBridge PutEvents.
  *
  * An outbox item is committed in the same transaction as the change it announces; its INSERT
- * stream record is the only way it is published, so no write path ever writes twice. Delivery is
- * at least once: a record is checkpointed (by the event source mapping on AWS, by the local
- * poller) only once every event up to it was accepted by EventBridge.
+ * stream record is how it is published (the sweeper, lib/events/sweeper.ts, publishes what the
+ * stream never delivered). Delivery is at least once: a record is checkpointed (by the event
+ * source mapping on AWS, by the local poller) only once every event up to it was accepted by
+ * EventBridge; then the events' marks are stamped published (conditionally: lib/outbox.ts).
  *
  * - Entries go out in stream order, in calls of at most 10 entries and 256 KiB (PutEvents' limits).
  * - A partial failure (`FailedEntryCount`, per-entry `ErrorCode`) or a failed call sends the failed
@@ -22,8 +24,8 @@ import { OUTBOX_ENTITY } from '#lib/outbox';
  * - Entries still failing: the batch answers `batchItemFailures` with the sequence number of the
  *   FIRST failed record. For streams Lambda checkpoints before it and retries from it (so events
  *   after it that were published are published again: the at-least-once duplicates), bisecting,
- *   up to the mapping's retry limit, then its on-failure destination. Later chunks are not sent:
- *   they would be sent again anyway.
+ *   until the record expires from the stream (24 h: the shard waits, in order, while EventBridge
+ *   is down). Later chunks are not sent: they would be sent again anyway.
  */
 
 /** PutEvents takes at most 10 entries and 256 KiB of entries per call. */
@@ -50,6 +52,8 @@ export type RelayOptions = {
   /** Epoch ms: no pause may end past it (the invocation's remaining time less a margin). */
   deadline?: number;
   sleep?: (ms: number) => Promise<void>;
+  /** Stamps the marks of the events EventBridge accepted; unset: nothing is stamped. */
+  markPublished?: MarkPublished;
 };
 
 export type RelayStats = {
@@ -61,7 +65,11 @@ export type RelayStats = {
   calls: number;
   retried: number;
 };
-export type RelayResult = DynamoDBBatchResponse & { stats: RelayStats };
+/** Marks stamped published, found already stamped (or expired), and left pending by a failed stamp. */
+export type MarkStats = { marked: number; already: number; failed: number };
+export type RelayResult = DynamoDBBatchResponse & { stats: RelayStats; marks?: MarkStats };
+/** Stamps the marks of published events (lib/outbox.ts `markPublished`, or a test double). */
+export type MarkPublished = (marks: Key[]) => Promise<{ marked: number; already: number }>;
 
 /**
  * What the event source mapping's filter lets through (infra/constructs/outbox-relay.ts): INSERTs of
@@ -70,13 +78,10 @@ export type RelayResult = DynamoDBBatchResponse & { stats: RelayStats };
 export const isOutboxInsert = (record: DynamoDBRecord): boolean =>
   record.eventName === 'INSERT' && record.dynamodb?.NewImage?.entity?.S === OUTBOX_ENTITY;
 
-/** The event an outbox INSERT announces; null for any other record. Throws on a malformed item. */
-export const outboxEventOf = (record: DynamoDBRecord): EventDetail | null => {
-  if (!isOutboxInsert(record)) return null;
-  // The Lambda event's AttributeValue type differs from the SDK's only in binary values (none here).
-  const item = unmarshall(record.dynamodb!.NewImage as Record<string, AttributeValue>);
+/** The event an outbox item holds (as stored, or its stream image unmarshalled). Throws on a malformed item. */
+export const eventOfItem = (item: Record<string, unknown>): EventDetail => {
   const { id, type, created_at, merchant_id, data } = item;
-  if (![id, type, created_at, merchant_id, data].every((v) => typeof v === 'string')) {
+  if (typeof id !== 'string' || typeof type !== 'string' || typeof created_at !== 'string' || typeof merchant_id !== 'string' || typeof data !== 'string') {
     throw new Error(`outbox item ${String(id)} lacks one of id, type, created_at, merchant_id, data`);
   }
   let parsed: { object: unknown };
@@ -88,6 +93,14 @@ export const outboxEventOf = (record: DynamoDBRecord): EventDetail | null => {
   }
   return { id, type, created_at, merchant_id, data: parsed };
 };
+
+/** The mark an outbox item names (where it is stamped published); undefined on an item without one. */
+export const markOfItem = (item: Record<string, unknown>): Key | undefined =>
+  typeof item.mark_pk === 'string' && typeof item.mark_sk === 'string' ? { pk: item.mark_pk, sk: item.mark_sk } : undefined;
+
+const imageOf = (record: DynamoDBRecord): Record<string, unknown> =>
+  // The Lambda event's AttributeValue type differs from the SDK's only in binary values (none here).
+  unmarshall(record.dynamodb!.NewImage as Record<string, AttributeValue>);
 
 /** The PutEvents entry of an event. */
 export const toEntry = (event: EventDetail, opts: { source: string; eventBusName?: string }): PutEventsRequestEntry => {
@@ -113,11 +126,11 @@ export const chunkEntries = <T extends { entry: PutEventsRequestEntry }>(items: 
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-type Pending = { index: number; event: EventDetail; entry: PutEventsRequestEntry };
+export type Pending = { index: number; event: EventDetail; entry: PutEventsRequestEntry; mark?: Key };
 type Failure = { item: Pending; code: string; message?: string };
 
 /** Publishes one chunk, sending failed entries again (one resend policy); returns the entries still failing. */
-const publishChunk = async (chunk: Pending[], publish: Publish, opts: Required<RelayOptions>, stats: RelayStats): Promise<Pending[]> => {
+const publishChunk = async (chunk: Pending[], publish: Publish, opts: Required<Omit<RelayOptions, 'markPublished'>>, stats: RelayStats): Promise<Pending[]> => {
   const { failures, calls } = await resendingFailures<Pending, Failure>(
     chunk,
     async (pending) => {
@@ -154,7 +167,7 @@ const publishChunk = async (chunk: Pending[], publish: Publish, opts: Required<R
  * must be retried, as a Lambda handler for a DynamoDB stream with ReportBatchItemFailures answers.
  */
 export const relayRecords = async (records: DynamoDBRecord[], publish: Publish, options: RelayOptions = {}): Promise<RelayResult> => {
-  const opts: Required<RelayOptions> = {
+  const opts: Required<Omit<RelayOptions, 'markPublished'>> = {
     source: options.source ?? config.eventSource(),
     eventBusName: options.eventBusName ?? config.eventBusName() ?? '',
     maxAttempts: options.maxAttempts ?? PUBLISH_ATTEMPTS,
@@ -167,8 +180,10 @@ export const relayRecords = async (records: DynamoDBRecord[], publish: Publish, 
   const pending: Pending[] = [];
   for (let index = 0; index < records.length && firstFailed === undefined; index++) {
     try {
-      const event = outboxEventOf(records[index]);
-      if (event) pending.push({ index, event, entry: toEntry(event, opts) });
+      if (!isOutboxInsert(records[index])) continue;
+      const item = imageOf(records[index]);
+      const event = eventOfItem(item);
+      pending.push({ index, event, entry: toEntry(event, opts), mark: markOfItem(item) });
     } catch (err) {
       // A malformed item cannot be published: it fails (and ends in the on-failure destination).
       logger.error('outbox record cannot be published', { sequence_number: records[index].dynamodb?.SequenceNumber, error: (err as Error).message });
@@ -176,16 +191,49 @@ export const relayRecords = async (records: DynamoDBRecord[], publish: Publish, 
     }
   }
   stats.events = pending.length;
-  for (const chunk of chunkEntries(pending)) {
-    const failed = await publishChunk(chunk, publish, opts, stats);
-    if (failed.length) {
-      firstFailed = Math.min(firstFailed ?? Infinity, ...failed.map((p) => p.index));
-      break;
-    }
-  }
+  const { published, failed } = await publishInOrder(pending, publish, opts, stats);
+  if (failed.length) firstFailed = Math.min(firstFailed ?? Infinity, ...failed.map((p) => p.index));
   // An empty identifier makes Lambda retry the whole batch, the safe reading of a record without one.
   const batchItemFailures = firstFailed === undefined ? [] : [{ itemIdentifier: records[firstFailed].dynamodb?.SequenceNumber ?? '' }];
-  return { batchItemFailures, stats };
+  if (!options.markPublished) return { batchItemFailures, stats };
+  return { batchItemFailures, stats, marks: await stampPublished(published, options.markPublished) };
+};
+
+/**
+ * Publishes `pending` in order, chunk by chunk (PutEvents' limits), each chunk's failures sent
+ * again within the options' attempts and deadline; stops at the first chunk that still fails
+ * (what follows would only be sent again). Returns what EventBridge accepted and what it did not.
+ */
+export const publishInOrder = async (
+  pending: Pending[],
+  publish: Publish,
+  opts: Required<Omit<RelayOptions, 'markPublished'>>,
+  stats: RelayStats,
+): Promise<{ published: Pending[]; failed: Pending[] }> => {
+  const published: Pending[] = [];
+  for (const chunk of chunkEntries(pending)) {
+    const failed = await publishChunk(chunk, publish, opts, stats);
+    const refused = new Set(failed);
+    published.push(...chunk.filter((p) => !refused.has(p)));
+    if (failed.length) return { published, failed };
+  }
+  return { published, failed: [] };
+};
+
+/**
+ * Stamps the marks of published events. A stamp that fails leaves its event pending, not lost:
+ * the sweeper publishes it again after its grace period (a duplicate receivers drop by event id),
+ * so the batch is not failed for it (which would publish the whole batch again).
+ */
+const stampPublished = async (published: Pending[], mark: MarkPublished): Promise<MarkStats> => {
+  const marks = published.flatMap((p) => (p.mark ? [p.mark] : []));
+  if (!marks.length) return { marked: 0, already: 0, failed: 0 };
+  try {
+    return { ...(await mark(marks)), failed: 0 };
+  } catch (err) {
+    logger.warn('outbox marks not stamped: the sweeper publishes their events again', { marks: marks.length, error: (err as Error).message });
+    return { marked: 0, already: 0, failed: marks.length };
+  }
 };
 
 /**
@@ -198,7 +246,9 @@ export const createRelayHandler =
   async (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> => {
     logger.addContext(context);
     const deadline = Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS;
-    const { batchItemFailures, stats } = await relayRecords(event.Records ?? [], publish, { ...options, deadline });
-    logger.info('outbox relay batch', { ...stats, first_failed_sequence_number: batchItemFailures[0]?.itemIdentifier });
+    const { batchItemFailures, stats, marks } = await withDeadline(deadline, () =>
+      relayRecords(event.Records ?? [], publish, { markPublished: stampPublishedNow, ...options, deadline }),
+    );
+    logger.info('outbox relay batch', { ...stats, ...marks, first_failed_sequence_number: batchItemFailures[0]?.itemIdentifier });
     return { batchItemFailures };
   };

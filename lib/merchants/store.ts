@@ -3,7 +3,8 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { now } from '#lib/clock';
 import { config } from '#lib/config';
 import { db, tableName } from '#lib/db/client';
-import { keys } from '#lib/db/keys';
+import { keys, MERCHANT_DIRECTORY, merchantDirectoryIndex } from '#lib/db/keys';
+import { pagesOf } from '#lib/db/query';
 import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
 import { generateToken, hashToken, type TokenItem } from '#lib/auth/tokens';
 import { ABILITIES, type Ability } from '#lib/auth/abilities';
@@ -21,10 +22,17 @@ export const createMerchant = async (name: string, reportingCurrency = config.de
     created_at: formatTimestamp(now()),
   };
   await new WriteSet()
-    .put('merchant', { ...keys.merchant(merchant.merchant_id), ...merchant }, itemAbsent)
+    .put('merchant', { ...keys.merchant(merchant.merchant_id), ...merchant, ...merchantDirectoryIndex(merchant.merchant_id) }, itemAbsent)
     .commit();
   return merchant;
 };
+
+/** Every merchant's id (deleted ones too: their recorded events are still published), a page at a time. */
+export async function* merchantIdPages(pageSize = 100): AsyncGenerator<string[]> {
+  for await (const page of pagesOf<{ merchant_id: string }>({ index: 'gsi1', partition: MERCHANT_DIRECTORY, descending: false }, pageSize)) {
+    yield page.map((m) => m.merchant_id);
+  }
+}
 
 /** The merchant, or null when it does not exist or was deleted. */
 export const getMerchant = async (merchantId: string): Promise<Merchant | null> => {

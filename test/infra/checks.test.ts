@@ -78,6 +78,9 @@ describe('cdk-nag', () => {
       'AwsSolutions-S1',
       'AwsSolutions-SF1',
       'AwsSolutions-SQS3',
+      // The outbox sweeper's schedule: a lost run is followed by the next (NAG_REASONS.sweepSchedule).
+      'Serverless-EventBusDLQ',
+      'Serverless-LambdaAsyncFailureDestination',
       'Serverless-LambdaDLQ',
       'Serverless-LambdaEventSourceMappingDestination',
       'Serverless-LambdaLatestVersion',

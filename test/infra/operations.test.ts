@@ -166,7 +166,7 @@ describe('observability', () => {
   it('every function alarms on errors and on throttles, per minute: the workers each, route functions in groups of at most 10', () => {
     const alarms = alarmViews(prod.template);
     const stack = prod.stack;
-    const workers = new Set<ApiFunction>([stack.outboxRelay.function, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction, stack.cancelScheduler.checkFunction]);
+    const workers = new Set<ApiFunction>([stack.outboxRelay.function, stack.outboxRelay.sweeper, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction, stack.cancelScheduler.checkFunction]);
     for (const fn of allFunctions(prod)) {
       const dimension = JSON.stringify([{ Name: 'FunctionName', Value: { Ref: idOf(stack, fn) } }]);
       for (const metricName of ['Errors', 'Throttles']) {

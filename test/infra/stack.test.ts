@@ -7,7 +7,8 @@ import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { ApiStack, DEFAULTS, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
-import { OUTBOX_RELAY_HANDLER } from '../../infra/constructs/outbox-relay.ts';
+import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../../infra/constructs/outbox-relay.ts';
+import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/events/sweeper';
 import { isOutboxInsert } from '#lib/events/relay';
 import { outboxInsert, outboxItem, streamRecord } from '../events/support/records.ts';
 import { alarmsOn, fixtureProjectRoot, logicalId, resources, roleGrants, synthStack, type Grant, type Resource } from './support/stack.ts';
@@ -37,9 +38,9 @@ beforeAll(() => {
   });
 });
 
-/** The functions no route reaches: the outbox relay and the webhook consumers (test/infra/webhook-delivery.test.ts). */
+/** The functions no route reaches: the outbox relay and sweeper and the webhook consumers (test/infra/webhook-delivery.test.ts). */
 const workerIds = (stack: ApiStack) =>
-  new Set([stack.outboxRelay.function, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction, stack.cancelScheduler.checkFunction].map((fn) => logicalId(stack, fn)));
+  new Set([stack.outboxRelay.function, stack.outboxRelay.sweeper, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction, stack.cancelScheduler.checkFunction].map((fn) => logicalId(stack, fn)));
 /** CDK's own custom-resource handlers (the dashboard's upload, its bucket's emptying on delete). */
 const isCdkProvider = (id: string) => /^Custom(S3AutoDeleteObjects|CDKBucketDeployment)/.test(id);
 /** The API's functions (route handlers and the 404 function), by logical id. */
@@ -83,8 +84,8 @@ describe('routes', () => {
     expect(fnId).toBe(logicalId(stack, stack.notFoundFunction));
     expect(fn.Properties.Description).toContain(NOT_FOUND_HANDLER);
     template.resourceCountIs('AWS::ApiGatewayV2::Route', routeList.length + 1);
-    // …and the outbox relay, the two webhook consumers and the cancellation check, which no route reaches.
-    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 5);
+    // …and the outbox relay and sweeper, the two webhook consumers and the cancellation check, which no route reaches.
+    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 6);
   });
 
   it('the $default stage deploys itself, is throttled and writes access logs', () => {
@@ -130,8 +131,12 @@ describe('routes', () => {
     const busId = stack.getLogicalId(stack.eventBus.node.defaultChild as never);
     expect(outputs.EventBusName.Value).toEqual({ Ref: busId });
     template.hasResourceProperties('AWS::Events::EventBus', { Name: `revenue-analytics-api-${DEFAULTS.stage}` });
-    // The bus's rules: webhook delivery (test/infra/webhook-delivery.test.ts) and the cancellation scheduler.
-    template.resourceCountIs('AWS::Events::Rule', 2);
+    // The bus's rules: webhook delivery (test/infra/webhook-delivery.test.ts) and the cancellation scheduler;
+    // the outbox sweeper's schedule is on the default bus.
+    const rules = Object.values(resources(template, 'AWS::Events::Rule'));
+    expect(rules.filter((r) => JSON.stringify(r.Properties.EventBusName) === JSON.stringify({ Ref: busId }))).toHaveLength(2);
+    expect(rules.filter((r) => r.Properties.ScheduleExpression)).toHaveLength(1);
+    expect(rules).toHaveLength(3);
   });
 });
 
@@ -356,8 +361,8 @@ describe('table grants', () => {
       for (const p of condition['ForAllValues:StringLike']['dynamodb:LeadingKeys']) patterns.add(p);
     }
     const webhook = `M#mer_${'?'.repeat(20)}#WEBHOOK#*`;
-    expect([...patterns].sort()).toEqual([webhook, 'RATE#IP#*', 'RATE#M#*', 'TOKEN#*']);
-    expect([...patterns].filter((p) => !p.startsWith('TOKEN#') && p !== webhook).every((p) => p.startsWith(RATE_PREFIX))).toBe(true);
+    expect([...patterns].sort()).toEqual([webhook, 'OUTBOX#*', 'OUTBOX_EVENT#*', 'RATE#IP#*', 'RATE#M#*', 'TOKEN#*']);
+    expect([...patterns].filter((p) => !p.startsWith('TOKEN#') && !p.startsWith('OUTBOX') && p !== webhook).every((p) => p.startsWith(RATE_PREFIX))).toBe(true);
 
     // IAM StringLike: `*` is any run of characters, `?` one character.
     const like = (pattern: string) => {
@@ -375,7 +380,9 @@ describe('table grants', () => {
       expect(matching(pk), pk).toEqual([webhook]);
     }
     // Merchant ids and external ids are free text in keys: none can reach a pattern (`#WEBHOOK#` in an external id neither).
-    for (const tricky of ['RATE#M#x', 'TOKEN#x', '*', merchant]) {
+    expect(matching(keys.outbox('mer_1', '2025-01-01T00:00:00Z', 'evt_1').pk)).toEqual(['OUTBOX#*']);
+    expect(matching(keys.outboxEvent('mer_1', 'evt_1').pk)).toEqual(['OUTBOX_EVENT#*']);
+    for (const tricky of ['RATE#M#x', 'TOKEN#x', 'OUTBOX#x', '*', merchant]) {
       const dataKeys = [
         keys.merchant(tricky),
         keys.merchantToken(tricky),
@@ -392,7 +399,6 @@ describe('table grants', () => {
         keys.statsDay(tricky, '2025-01-01', 1),
         keys.customerPayment(tricky, 1, '2025-01-01T00:00:00Z', 'RATE#1'),
         keys.statsMonth(tricky, '2025-01', 1),
-        keys.outbox(tricky, '2025-01-01T00:00:00Z', 'evt_1'),
         keys.activity(tricky, 1),
         keys.activitySequence(tricky),
         keys.activityTotals(tricky, 'RATE#1', '2025-01', 1),
@@ -499,7 +505,7 @@ describe('outbox relay', () => {
     expect(relayMapping(defaults).Properties.EventSourceArn).toEqual({ 'Fn::GetAtt': [table, 'StreamArn'] });
   });
 
-  it('is fed by an event source mapping: outbox INSERTs, batches of 100 / 1 s, partial failures, bisect, 10 retries, then the DLQ', () => {
+  it('is fed by an event source mapping: outbox INSERTs, batches of 100 / 1 s, partial failures, bisect, retried until the record leaves the stream, then the DLQ', () => {
     const { fn, queue } = ids(defaults);
     const mapping = relayMapping(defaults).Properties;
     expect(mapping).toEqual({
@@ -511,8 +517,8 @@ describe('outbox relay', () => {
       ParallelizationFactor: 1,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       BisectBatchOnFunctionError: true,
-      MaximumRetryAttempts: 10,
-      MaximumRecordAgeInSeconds: 86400,
+      // -1: no retry limit; no MaximumRecordAgeInSeconds (-1 by default): a record is retried for as long as the stream keeps it (24 h).
+      MaximumRetryAttempts: -1,
       DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queue, 'Arn'] } } },
       FilterCriteria: { Filters: [{ Pattern: expect.any(String) }] },
     });
@@ -538,7 +544,7 @@ describe('outbox relay', () => {
     expect(records.map(isOutboxInsert)).toEqual(records.map((r) => matches(pattern, r)));
   });
 
-  it('least privilege: stream reads on the stream, decrypt its records, PutEvents on the bus, send to its DLQ, its own logs, nothing on the table', () => {
+  it('least privilege: stream reads on the stream, decrypt its records, PutEvents on the bus, send to its DLQ, its own logs, and on the table only UpdateItem of outbox marks', () => {
     const { role, table, bus, queue, fn } = ids(defaults);
     const tableKey = defaults.stack.getLogicalId(defaults.stack.table.encryptionKey!.node.defaultChild as never);
     const logGroup = resources(defaults.template, 'AWS::Lambda::Function')[fn].Properties.LoggingConfig.LogGroup.Ref;
@@ -549,6 +555,7 @@ describe('outbox relay', () => {
     const named = (resource: unknown) => {
       const text = JSON.stringify(resource);
       if (text === JSON.stringify({ 'Fn::GetAtt': [table, 'StreamArn'] })) return 'stream';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [table, 'Arn'] })) return 'table';
       if (text === JSON.stringify({ 'Fn::GetAtt': [bus, 'Arn'] })) return 'bus';
       if (text === JSON.stringify({ 'Fn::GetAtt': [queue, 'Arn'] })) return 'dlq';
       if (text === JSON.stringify({ 'Fn::GetAtt': [tableKey, 'Arn'] })) return 'table key';
@@ -567,9 +574,12 @@ describe('outbox relay', () => {
       'dynamodb:GetRecords on stream',
       'dynamodb:GetShardIterator on stream',
       'dynamodb:ListStreams on stream',
+      `dynamodb:UpdateItem on table if {"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["OUTBOX#*"]}}`,
       'events:PutEvents on bus',
       'kms:Decrypt on table key if via DynamoDB',
       'kms:DescribeKey on table key if via DynamoDB',
+      'kms:Encrypt on table key if via DynamoDB',
+      'kms:GenerateDataKey on table key if via DynamoDB',
       'logs:CreateLogStream on own log group',
       'logs:PutLogEvents on own log group',
       'sqs:GetQueueAttributes on dlq',
@@ -583,12 +593,13 @@ describe('outbox relay', () => {
     expect(resources(defaults.template, 'AWS::IAM::Role')[role].Properties.ManagedPolicyArns).toBeUndefined();
   });
 
-  it('publishes to the stack bus as the service, with the project runtime and no table configuration', () => {
+  it('publishes to the stack bus as the service, with the project runtime and the table it stamps', () => {
     const { fn, bus } = ids(defaults);
     const { Properties: p } = resources(defaults.template, 'AWS::Lambda::Function')[fn];
     expect(p).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Timeout: 10, TracingConfig: { Mode: 'Active' }, Handler: 'index.handler' });
     expect(p.Description).toContain(OUTBOX_RELAY_HANDLER);
     expect(p.Environment.Variables).toEqual({
+      TABLE_NAME: { Ref: ids(defaults).table },
       EVENT_BUS_NAME: { Ref: bus },
       EVENT_SOURCE: 'revenue-analytics-api',
       STAGE: DEFAULTS.stage,
@@ -632,5 +643,61 @@ describe('outbox relay', () => {
       }),
     ]);
     expect(template.findOutputs('OutboxDeadLetterQueueUrl').OutboxDeadLetterQueueUrl.Value).toEqual({ Ref: queue });
+  });
+});
+
+describe('outbox sweeper', () => {
+  const ids = ({ stack }: { stack: ApiStack }) => ({
+    fn: logicalId(stack, stack.outboxRelay.sweeper),
+    table: stack.getLogicalId(stack.table.node.defaultChild as never),
+    bus: stack.getLogicalId(stack.eventBus.node.defaultChild as never),
+    tableKey: stack.getLogicalId(stack.table.encryptionKey!.node.defaultChild as never),
+  });
+
+  it('runs on a schedule every SWEEP_INTERVAL_MINUTES, each run within its timeout, a failed run not retried (the next run is)', () => {
+    const { fn } = ids(defaults);
+    const rules = Object.values(resources(defaults.template, 'AWS::Events::Rule')).filter((r) =>
+      (r.Properties.Targets ?? []).some((t: { Arn: unknown }) => JSON.stringify(t.Arn) === JSON.stringify({ 'Fn::GetAtt': [fn, 'Arn'] })),
+    );
+    expect(rules).toHaveLength(1);
+    expect(rules[0].Properties).toMatchObject({ ScheduleExpression: `rate(${SWEEP_INTERVAL_MINUTES} minutes)`, State: 'ENABLED' });
+    expect(rules[0].Properties.EventBusName).toBeUndefined();
+    expect(rules[0].Properties.Targets[0].RetryPolicy).toEqual({ MaximumRetryAttempts: 0 });
+    const { Properties: p } = resources(defaults.template, 'AWS::Lambda::Function')[fn];
+    expect(p.Timeout).toBe(SWEEP_FUNCTION_TIMEOUT_SECONDS);
+    expect(SWEEP_FUNCTION_TIMEOUT_SECONDS).toBeLessThan(SWEEP_INTERVAL_MINUTES * 60);
+    expect(p.Description).toContain(OUTBOX_SWEEPER_HANDLER);
+    defaults.template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', { FunctionName: { Ref: fn }, MaximumRetryAttempts: 0 });
+  });
+
+  it('least privilege: lists merchants (gsi1) and pending marks (gsi4), reads marks and event items, stamps marks, puts events on the bus', () => {
+    const { stack, template } = defaults;
+    const { table, bus, tableKey } = ids(defaults);
+    const name = (resource: unknown) => {
+      const text = JSON.stringify(resource);
+      if (text === JSON.stringify({ 'Fn::GetAtt': [table, 'Arn'] })) return 'table';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [bus, 'Arn'] })) return 'bus';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [tableKey, 'Arn'] })) return 'table key';
+      const index = /\/index\/(gsi\d)/.exec(text);
+      return index ? `index ${index[1]}` : 'other';
+    };
+    const grants = roleGrants(stack, template, stack.outboxRelay.sweeper)
+      .filter((g) => !g.action.startsWith('logs:') && !g.action.startsWith('xray:'))
+      .map((g) => {
+        const leading = (g.condition as { 'ForAllValues:StringLike'?: { 'dynamodb:LeadingKeys': string[] } } | undefined)?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];
+        return `${g.action} on ${name(g.resource)}${leading ? ` ${leading.join(',')}` : ''}`;
+      })
+      .sort();
+    expect(grants).toEqual([
+      'dynamodb:BatchGetItem on table OUTBOX#*,OUTBOX_EVENT#*',
+      'dynamodb:Query on index gsi1',
+      'dynamodb:Query on index gsi4',
+      'dynamodb:UpdateItem on table OUTBOX#*',
+      'events:PutEvents on bus',
+      'kms:Decrypt on table key',
+      'kms:DescribeKey on table key',
+      'kms:Encrypt on table key',
+      'kms:GenerateDataKey on table key',
+    ]);
   });
 });

@@ -337,7 +337,7 @@ describe('POST /orders/batch when DynamoDB does not answer', () => {
 });
 
 describe('outbox items', () => {
-  it('carry the stream filter attribute and a TTL, and no flag needing a second write', async () => {
+  it('carry the stream filter attribute, a TTL and their time-ordered mark, and no flag of their own to write again', async () => {
     const clock = fixedClock('2026-06-01T00:00:00Z');
     const { token, merchantId } = await newMerchant();
     await createOrder(api, token, { status: 'paid' });
@@ -346,7 +346,7 @@ describe('outbox items', () => {
     for (const e of events) {
       expect(e).toMatchObject({ entity: 'outbox', expires_at: Date.parse('2026-06-04T00:00:00Z') / 1000 });
       expect(e).not.toHaveProperty('published');
-      expect(e.sk).toMatch(/^2026-06-01T00:00:00Z#0[01]#evt_/);
+      expect(e.mark_sk).toMatch(/^2026-06-01T00:00:00Z#0[01]#evt_/);
     }
     clock.set('2026-06-01T00:00:00Z');
     resetClock();

@@ -3,6 +3,7 @@ import Decimal from 'decimal.js';
 import { expect } from 'vitest';
 import { db, tableName } from '#lib/db/client';
 import { activityIndexes, indexPartitions, keys } from '#lib/db/keys';
+import { eventsOfMarks, markPagesSince, OUTBOX_SHARD_LIST, type OutboxItem } from '#lib/outbox';
 import type { useApi } from '../support/api.ts';
 import { allPages } from '../support/pages.ts';
 
@@ -50,8 +51,19 @@ const queryAllItems = async (input: { pk?: string; index?: string; partition?: s
 };
 
 /** The merchant's outbox (webhook events recorded in the order transactions), oldest first. */
-export const outboxEvents = async (merchantId: string): Promise<Record<string, any>[]> =>
-  (await queryAllItems({ pk: keys.outbox(merchantId, '', '').pk })).map((e) => ({ ...e, data: JSON.parse(e.data as string) }));
+export const outboxEvents = async (merchantId: string): Promise<Record<string, any>[]> => {
+  // The shards in parallel: tests read the outbox while deliveries race them.
+  const shards = await Promise.all(
+    OUTBOX_SHARD_LIST.map(async (shard) => {
+      const events: OutboxItem[] = [];
+      for await (const marks of markPagesSince(merchantId, shard, '0')) events.push(...(await eventsOfMarks(merchantId, marks, { unpublished: false })));
+      return events;
+    }),
+  );
+  const events = shards.flat();
+  // Every shard's events, back in the order they were recorded (time, then order within a transaction).
+  return events.sort((a, b) => (a.mark_sk < b.mark_sk ? -1 : 1)).map((e) => ({ ...e, data: JSON.parse(e.data) }));
+};
 export const outboxFor = async (merchantId: string, orderNo: string) =>
   (await outboxEvents(merchantId)).filter((e) => e.data.object.order_no === orderNo);
 

@@ -7,7 +7,7 @@ import type { IConstruct } from 'constructs';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
 import { ApiStack, PROJECT_ROOT, type ApiStackProps } from '../../../infra/stack.ts';
 import type { ApiFunction } from '../../../infra/constructs/api-function.ts';
-import { OUTBOX_RELAY_HANDLER } from '../../../infra/constructs/outbox-relay.ts';
+import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../../../infra/constructs/outbox-relay.ts';
 import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_FAN_OUT_HANDLER } from '../../../infra/constructs/webhook-delivery.ts';
 import { CANCEL_CHECK_HANDLER } from '../../../infra/constructs/cancel-scheduler.ts';
 
@@ -15,7 +15,7 @@ import { CANCEL_CHECK_HANDLER } from '../../../infra/constructs/cancel-scheduler
 const cdkJsonContext = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
 
 /** Every handler module the stack names. */
-export const STACK_HANDLERS = [...routeList.map((r) => r.handler), NOT_FOUND_HANDLER, OUTBOX_RELAY_HANDLER, WEBHOOK_FAN_OUT_HANDLER, WEBHOOK_DELIVER_HANDLER, CANCEL_CHECK_HANDLER];
+export const STACK_HANDLERS = [...routeList.map((r) => r.handler), NOT_FOUND_HANDLER, OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER, WEBHOOK_FAN_OUT_HANDLER, WEBHOOK_DELIVER_HANDLER, CANCEL_CHECK_HANDLER];
 
 /**
  * A stand-in project root where every handler module of the stack exists (empty), so the template

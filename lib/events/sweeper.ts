@@ -1,0 +1,188 @@
+import type { Context } from 'aws-lambda';
+import { now } from '#lib/clock';
+import { config } from '#lib/config';
+import { DEADLINE_MARGIN_MS, withDeadline } from '#lib/db/retry';
+import { logger } from '#lib/logger';
+import { merchantIdPages } from '#lib/merchants/store';
+import {
+  eventsOfMarks,
+  OUTBOX_SHARD_LIST,
+  OUTBOX_TTL_SECONDS,
+  outboxEventPagesSince,
+  pendingMarkPages,
+  stampPublishedNow,
+  type OutboxItem,
+} from '#lib/outbox';
+import { formatTimestamp } from '#lib/shared/time';
+import {
+  eventOfItem,
+  markOfItem,
+  PUBLISH_ATTEMPTS,
+  publishInOrder,
+  toEntry,
+  type Publish,
+  type RelayOptions,
+  type RelayStats,
+} from '#lib/events/relay';
+
+/**
+ * The safety net of the outbox: events recorded but never published (the stream record expired
+ * while EventBridge or the relay was down for more than the stream's 24 h, or the relay's stamp
+ * failed) are found by their marks still pending (gsi4) past a grace period, confirmed unpublished
+ * on the table (strongly consistent), published again and stamped. The replay publishes a
+ * merchant's recorded events since a time on demand, published or not.
+ *
+ * Both are at least once: an event the relay publishes while the sweeper reads it may go out
+ * twice, and a replay repeats what was delivered. Receivers dedupe on the event id (`webhook-id`).
+ */
+
+/** Marks pending for less than this are left to the relay (it is normally seconds behind). */
+export const SWEEP_GRACE_MS = 15 * 60_000;
+/** How often the sweeper runs (its EventBridge schedule; `npm start`'s timer). */
+export const SWEEP_INTERVAL_MINUTES = 5;
+/** The sweeper function's timeout: under the interval, so runs seldom overlap (an overlap only duplicates). */
+export const SWEEP_FUNCTION_TIMEOUT_SECONDS = 4 * 60;
+
+/** The relay's options (`deadline`: also no new page is started past it) and the sweep's own. */
+export type SweepOptions = RelayOptions & {
+  publish: Publish;
+  graceMs?: number;
+  /** The merchants to sweep, a page at a time (default: the merchant directory). */
+  merchants?: AsyncIterable<string[]>;
+};
+
+export type SweepStats = RelayStats & {
+  merchants: number;
+  /** Pending marks found in the index, and of those, confirmed unpublished on the table. */
+  candidates: number;
+  confirmed: number;
+  marked: number;
+  /** Events EventBridge still refused (left pending for the next run). */
+  unpublished: number;
+  /** True when the run stopped early (EventBridge failing, or the deadline). */
+  stopped: boolean;
+};
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+const publishOptions = (o: Omit<SweepOptions, 'publish' | 'merchants' | 'markPublished' | 'graceMs'>) => ({
+  source: o.source ?? config.eventSource(),
+  eventBusName: o.eventBusName ?? config.eventBusName() ?? '',
+  maxAttempts: o.maxAttempts ?? PUBLISH_ATTEMPTS,
+  deadline: o.deadline ?? Infinity,
+  sleep: o.sleep ?? sleep,
+});
+
+const emptyStats = (): SweepStats => ({
+  records: 0,
+  events: 0,
+  published: 0,
+  calls: 0,
+  retried: 0,
+  merchants: 0,
+  candidates: 0,
+  confirmed: 0,
+  marked: 0,
+  unpublished: 0,
+  stopped: false,
+});
+
+/**
+ * Publishes stored outbox items (in the given order) and stamps the marks of those EventBridge
+ * accepted. Returns false when some were refused (the rest of the run would fail the same way).
+ */
+const publishItems = async (items: OutboxItem[], opts: SweepOptions, stats: SweepStats): Promise<boolean> => {
+  const o = publishOptions(opts);
+  const pending = items.map((item, index) => {
+    const event = eventOfItem(item);
+    return { index, event, entry: toEntry(event, o), mark: markOfItem(item) };
+  });
+  stats.records += items.length;
+  stats.events += pending.length;
+  const { published, failed } = await publishInOrder(pending, opts.publish, o, stats);
+  const marks = published.flatMap((p) => (p.mark ? [p.mark] : []));
+  if (marks.length) stats.marked += (await (opts.markPublished ?? stampPublishedNow)(marks)).marked;
+  stats.unpublished += pending.length - published.length;
+  return failed.length === 0;
+};
+
+const pastDeadline = (opts: SweepOptions) => Date.now() >= (opts.deadline ?? Infinity);
+
+/** Merchants swept at once (each with its shards at once): a run covers thousands of merchants within its timeout. */
+export const SWEEP_MERCHANT_CONCURRENCY = 4;
+
+/** One run of the sweeper over every merchant (or `opts.merchants`). */
+export const sweepOutbox = async (opts: SweepOptions): Promise<SweepStats> => {
+  const stats = emptyStats();
+  const at = now().getTime();
+  const until = formatTimestamp(new Date(at - (opts.graceMs ?? SWEEP_GRACE_MS)));
+  // Marks past their TTL may linger until DynamoDB deletes them: their events are not published any more.
+  const oldest = formatTimestamp(new Date(at - OUTBOX_TTL_SECONDS * 1000));
+  const sweepShard = async (merchantId: string, shard: number) => {
+    for await (const marks of pendingMarkPages(merchantId, shard, oldest, until)) {
+      if (stats.stopped) return;
+      stats.candidates += marks.length;
+      const items = await eventsOfMarks(
+        merchantId,
+        marks.map(({ pk, sk }) => ({ pk, sk })),
+        { unpublished: true },
+      );
+      stats.confirmed += items.length;
+      // EventBridge refusing: the rest of the run would fail the same way; the next run starts over.
+      if (!(await publishItems(items, opts, stats)) || pastDeadline(opts)) stats.stopped = true;
+    }
+  };
+  const sweepMerchant = async (merchantId: string) => {
+    stats.merchants++;
+    await Promise.all(OUTBOX_SHARD_LIST.map((shard) => sweepShard(merchantId, shard)));
+  };
+  for await (const merchantIds of opts.merchants ?? merchantIdPages()) {
+    for (let i = 0; i < merchantIds.length && !stats.stopped; i += SWEEP_MERCHANT_CONCURRENCY) {
+      await Promise.all(merchantIds.slice(i, i + SWEEP_MERCHANT_CONCURRENCY).map(sweepMerchant));
+    }
+    if (stats.stopped || pastDeadline(opts)) return { ...stats, stopped: true };
+  }
+  return stats;
+};
+
+/** The replay refuses a start the outbox no longer holds (items expire after OUTBOX_TTL_SECONDS). */
+export class ReplayRangeError extends Error {
+  constructor(since: string, oldest: string) {
+    super(`--since ${since} is older than the outbox keeps events (3 days, by TTL): the oldest replayable time is ${oldest}.`);
+    this.name = 'ReplayRangeError';
+  }
+}
+
+/**
+ * Publishes again every recorded event of `merchantId` created at or after `since` (shard by
+ * shard, each oldest first), published or not. Throws ReplayRangeError for a start past the
+ * outbox's retention, and an Error when EventBridge keeps refusing (what was sent is in its stats).
+ */
+export const replayOutbox = async (merchantId: string, since: string, opts: Omit<SweepOptions, 'merchants' | 'graceMs'>): Promise<SweepStats> => {
+  const oldest = formatTimestamp(new Date(now().getTime() - OUTBOX_TTL_SECONDS * 1000));
+  const start = new Date(since);
+  if (!Number.isFinite(start.getTime())) throw new ReplayRangeError(since, oldest);
+  const from = formatTimestamp(start);
+  if (from < oldest) throw new ReplayRangeError(since, oldest);
+  const stats = emptyStats();
+  stats.merchants = 1;
+  for await (const items of outboxEventPagesSince(merchantId, from)) {
+    stats.candidates += items.length;
+    stats.confirmed += items.length;
+    if (!(await publishItems(items, opts, stats))) {
+      throw new Error(`EventBridge refused ${stats.unpublished} event(s) after ${stats.published} were published: run the replay again (receivers drop duplicates).`);
+    }
+  }
+  return stats;
+};
+
+/** The sweeper as a scheduled Lambda handler. */
+export const createSweeperHandler =
+  (publish: Publish, options: Omit<SweepOptions, 'publish' | 'deadline'> = {}) =>
+  async (_event: unknown, context: Context): Promise<SweepStats> => {
+    logger.addContext(context);
+    const deadline = Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS;
+    const stats = await withDeadline(deadline, () => sweepOutbox({ ...options, publish, deadline }));
+    logger[stats.unpublished ? 'warn' : 'info']('outbox sweep', { ...stats });
+    return stats;
+  };
