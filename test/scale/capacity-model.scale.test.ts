@@ -24,7 +24,7 @@ const ENTITY_WRITES_PER_SECOND = 10;
  * A key of one entity (a customer, order, subscription, event, endpoint, idempotency key…), rather
  * than one every write of the merchant shares (shards of a counter or of the outbox are the latter).
  */
-const isEntityKey = (shape: string) => /#(CUSTOMER|CUSTOMER_EMAIL|CUSTOMER_EXT|ORDER|SUB|SUB_EXT|SUBEVT|WEBHOOK|ACTIVITY|OUTBOX_EVENT|IDEMPOTENCY)#/.test(shape);
+const isEntityKey = (shape: string) => /(?:^| |#)(CUSTOMER|CUSTOMER_EMAIL|CUSTOMER_EXT|ORDER|SUB|SUB_EXT|SUBEVT|WEBHOOK|ACTIVITY|OUTBOX_EVENT|IDEMPOTENCY)#/.test(shape);
 
 /** Metadata of the largest size an order may carry (16 KiB as JSON), or a typical small one. */
 const metadataOf = (kind: 'small' | 'largest') =>
