@@ -294,7 +294,7 @@ export class ApiStack extends Stack {
       for (const group of Object.values(this.routeGroups)) apiStage.node.addDependency(group);
     }
 
-    // Webhook events (decisions §8) are published here by the outbox relay and delivered from here.
+    // Webhook events (docs/webhook-endpoints.md) are published here by the outbox relay and delivered from here.
     this.eventBus = new EventBus(this, 'EventBus', { eventBusName: `${SERVICE_NAME}-${stage}` });
     const workerEnvironment = observability;
     this.outboxRelay = new OutboxRelay(this, 'OutboxRelay', {

@@ -20,6 +20,6 @@ export const config = {
   eventSource: (): string => process.env.EVENT_SOURCE || 'revenue-analytics-api',
   /** Local only: an EventBridge emulator (moto) instead of AWS. */
   eventBridgeEndpoint: (): string | undefined => process.env.EVENTBRIDGE_ENDPOINT || undefined,
-  /** Local stack only: lets webhook endpoints use http://localhost (decisions §8). */
+  /** Local stack only: lets webhook endpoints use http://localhost (docs/webhook-endpoints.md). */
   isLocal: (): boolean => process.env.STAGE === 'local',
 };

@@ -39,7 +39,7 @@ export type PutEventsOutput = { FailedEntryCount?: number; Entries?: PutEventsRe
 /** One PutEvents call: EventBridge (lib/events/eventbridge.ts), the local bus, or a test double. */
 export type Publish = (entries: PutEventsRequestEntry[]) => Promise<PutEventsOutput>;
 
-/** The `detail` of every published event: the webhook body (decisions §8) plus the merchant. */
+/** The `detail` of every published event: the webhook body (docs/webhook-endpoints.md) plus the merchant. */
 export type EventDetail = { id: string; type: string; created_at: string; merchant_id: string; data: { object: unknown } };
 
 export type RelayOptions = {

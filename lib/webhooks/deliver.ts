@@ -5,7 +5,7 @@ import { now as clockNow } from '#lib/clock';
 import { checkWebhookUrl, guardedLookup, type Resolver } from '#lib/webhooks/url-safety';
 
 /**
- * One webhook delivery attempt (decisions §8): the body, the Standard Webhooks signature headers,
+ * One webhook delivery attempt (docs/webhook-endpoints.md): the body, the Standard Webhooks signature headers,
  * and a single POST to the endpoint. No queue, no retries here: the delivery consumer calls
  * `attemptDelivery` once per attempt and records the outcome (`lib/webhooks/deliveries.ts`).
  */
@@ -14,7 +14,7 @@ import { checkWebhookUrl, guardedLookup, type Resolver } from '#lib/webhooks/url
 export type WebhookEvent = { id: string; type: string; created_at: string; data: { object: unknown } };
 
 /**
- * The exact body of decisions §8, as JSON text: computed once per event, and these same bytes are
+ * The exact body of docs/webhook-endpoints.md, as JSON text: computed once per event, and these same bytes are
  * signed and sent on every attempt.
  */
 export const webhookBody = (event: WebhookEvent): string =>

@@ -4,7 +4,7 @@ import type { EventFilter, WebhookStatus } from '#lib/webhooks/schemas';
 /**
  * A stored webhook endpoint. The signing secret is kept only encrypted (`lib/webhooks/secrets.ts`);
  * after a rotation the replaced one stays, encrypted, until `previous_secret_expires_at`, so
- * deliveries can carry both signatures for 24 hours (decisions §8). `version` guards every change.
+ * deliveries can carry both signatures for 24 hours (docs/webhook-endpoints.md). `version` guards every change.
  */
 export type WebhookEndpointItem = {
   pk: string;

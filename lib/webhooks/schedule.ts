@@ -5,7 +5,7 @@
 export const DELIVERY_FUNCTION_TIMEOUT_SECONDS = 30;
 
 /**
- * When a failed webhook delivery is tried again (decisions §8): about 10 s after the first attempt,
+ * When a failed webhook delivery is tried again (docs/webhooks.md, Retries): about 10 s after the first attempt,
  * then roughly 1 min, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h — 9 attempts over at least 24 hours —
  * then the task is parked in the dead-letter queue.
  *
@@ -16,7 +16,7 @@ export const RETRY_DELAYS_SECONDS = [10, 60, 300, 1_800, 7_200, 18_000, 36_000, 
 export const RETRY_JITTER = 0.1;
 /** The first attempt plus one per pause. */
 export const MAX_ATTEMPTS = RETRY_DELAYS_SECONDS.length + 1;
-/** An endpoint whose every attempt has failed for this long is disabled (decisions §8). */
+/** An endpoint whose every attempt has failed for this long is disabled (docs/webhook-endpoints.md). */
 export const AUTO_DISABLE_AFTER_MS = 5 * 24 * 3600 * 1000;
 
 /**

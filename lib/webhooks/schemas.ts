@@ -36,7 +36,7 @@ const webhookUrl = () =>
     .meta({ format: 'uri', maxLength: URL_MAX, example: 'https://example.com/webhooks' });
 
 /**
- * `events`: event types (decisions §8), or exactly `["*"]` for all of them; duplicates collapse
+ * `events`: event types (docs/webhook-endpoints.md), or exactly `["*"]` for all of them; duplicates collapse
  * (first occurrence kept). An unknown type is a 422 on its item (`events.1`).
  */
 const eventFilter = () =>
@@ -73,7 +73,7 @@ const description = () =>
     .nullish()
     .transform((v) => (v === '' ? null : v));
 
-/** POST /webhook-endpoints (decisions §8). */
+/** POST /webhook-endpoints (docs/webhook-endpoints.md). */
 export const webhookEndpointCreateBody = z.object({
   url: webhookUrl(),
   events: eventFilter(),

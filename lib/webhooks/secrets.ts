@@ -4,7 +4,7 @@ import { config } from '#lib/config';
 import { traced } from '#lib/observability';
 
 /**
- * Webhook signing secrets (decisions §8): `whsec_` + base64 of 32 random bytes, returned to the
+ * Webhook signing secrets (docs/webhook-endpoints.md): `whsec_` + base64 of 32 random bytes, returned to the
  * merchant at creation and rotation only, stored encrypted, never logged.
  *
  * - In AWS (`WEBHOOK_KMS_KEY_ID` set, stage not `local`): KMS Encrypt/Decrypt with the encryption

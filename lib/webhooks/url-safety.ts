@@ -2,7 +2,7 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 
 /**
- * Webhook URL safety (decisions §8): no server-side request forgery into the platform's network.
+ * Webhook URL safety (docs/webhook-endpoints.md): no server-side request forgery into the platform's network.
  * A URL must be https (http only to localhost, and only in the local stack), carry no user info,
  * and its host must resolve only to public addresses: checked at registration and again at
  * delivery time, since DNS can change (`guardedLookup` re-checks at connection time).

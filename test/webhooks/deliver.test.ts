@@ -12,7 +12,7 @@ import { addDeliveryLog, listDeliveries, type DeliveryLogEntry } from '#lib/webh
 import { attemptDelivery, signatureHeaders, USER_AGENT, webhookBody } from '#lib/webhooks/deliver';
 
 /**
- * One delivery attempt (decisions §8) against a real receiver on 127.0.0.1: Standard Webhooks
+ * One delivery attempt (docs/webhook-endpoints.md) against a real receiver on 127.0.0.1: Standard Webhooks
  * signatures verified by the `standardwebhooks` library, rotation, failures (5xx, redirects,
  * timeouts, huge answers, refused addresses), and the delivery log in DynamoDB Local.
  */

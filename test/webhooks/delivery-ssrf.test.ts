@@ -6,7 +6,7 @@ import { createOrder } from '../orders/helpers.ts';
 import { deliveryLog, eventually, receiverWithEndpoint, registerEndpoint, useDeliveryPipeline } from './support/pipeline.ts';
 
 /**
- * Server-side request forgery at delivery time (decisions §8): an endpoint registered while its
+ * Server-side request forgery at delivery time (docs/webhook-endpoints.md): an endpoint registered while its
  * host resolved to a public address, whose DNS answer later changes to a refused address, gets no
  * request: its attempt is logged `refused url: <class> address`. Registration-time refusals are in
  * url-safety.test.ts; here every refused class goes through the running pipeline.

@@ -12,7 +12,7 @@ import { newMerchant, useApi } from '../support/api.ts';
 import { captureLogs, failDynamoWhen } from '../pipeline/support.ts';
 
 /**
- * Webhook endpoints (decisions §8): create, read, list, update, rotate and delete through the API,
+ * Webhook endpoints (docs/webhook-endpoints.md): create, read, list, update, rotate and delete through the API,
  * with exact response shapes; the secret shown only at creation and rotation, stored encrypted,
  * valid for Standard Webhooks signing; rotation keeping the previous secret for 24 hours.
  */

@@ -2,13 +2,13 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_ATTEMPTS, nextRetryDelaySeconds, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
 
-/** The retry schedule of decisions §8: about 10 s, 1 min, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, at least 24 h in all. */
+/** The retry schedule of docs/webhooks.md (Retries): about 10 s, 1 min, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, at least 24 h in all. */
 afterEach(() => {
   delete process.env.WEBHOOK_RETRY_DELAYS_SECONDS;
 });
 
 describe('retry schedule', () => {
-  it('is the schedule of decisions §8: 9 attempts, no pause after the last', () => {
+  it('is the schedule of docs/webhooks.md: 9 attempts, no pause after the last', () => {
     expect(RETRY_DELAYS_SECONDS).toEqual([10, 60, 300, 1800, 7200, 18000, 36000, 36000]);
     expect(MAX_ATTEMPTS).toBe(9);
     expect(nextRetryDelaySeconds(0)).toBeNull();

@@ -30,7 +30,7 @@ describe('newWebhookSecret', () => {
     const payload = JSON.stringify({ id: 'evt_1', type: 'order.paid', data: { object: { order_no: 'A-1' } } });
     const at = new Date();
     const signature = new Webhook(secret).sign('evt_1', at, payload);
-    // decisions §8: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")> with the key after whsec_.
+    // docs/webhook-endpoints.md: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")> with the key after whsec_.
     const timestamp = Math.floor(at.getTime() / 1000);
     const expected = createHmac('sha256', Buffer.from(secret.slice(6), 'base64')).update(`evt_1.${timestamp}.${payload}`).digest('base64');
     expect(signature).toBe(`v1,${expected}`);

@@ -12,7 +12,7 @@ import {
 } from '#lib/webhooks/url-safety';
 
 /**
- * SSRF rules of webhook URLs (decisions §8), as unit tests of the check with an injected resolver:
+ * SSRF rules of webhook URLs (docs/webhook-endpoints.md), as unit tests of the check with an injected resolver:
  * every refused address class as an IPv4 and IPv6 literal and as a host name resolving to it,
  * public addresses allowed, the local stack's loopback allowance, and the URL shape rules.
  */
