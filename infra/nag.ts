@@ -25,7 +25,7 @@ export const NAG_REASONS = {
   noAsyncInvocation:
     'Never invoked asynchronously, so a function DLQ would never receive anything: API functions are invoked synchronously by API Gateway (the caller gets the answer), the relay by a stream mapping with an on-failure SQS destination, the outbox sweeper by its schedule with no retry (a failed run is followed by the next, which finds the same pending events in the table), the webhook consumers by SQS mappings whose queues redrive to dead-letter queues.',
   tokenRoute:
-    'Authorised by the function, not API Gateway: the API token is looked up in the table on every request (decisions §3: a revoked or regenerated token is refused on the very next request, which an authorizer cache would not guarantee) and unauthenticated requests are rate limited per IP.',
+    'Authorised by the function, not API Gateway: the API token is looked up in the table on every request (docs/authentication-and-limits.md: a revoked or regenerated token is refused on the very next request, which an authorizer cache would not guarantee) and unauthenticated requests are rate limited per IP.',
   publicRoute:
     'Public by design: the OpenAPI document needs no token (README: Decisions); like any request without a valid token it counts against the per-IP limit.',
   defaultRoute:

@@ -40,9 +40,9 @@ export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'] as const;
 export type ApiStackProps = StackProps & {
   /** Deployment stage; names the event bus and is passed to the functions as STAGE. */
   stage?: string;
-  /** decisions §3: 3,600 per merchant per hour. */
+  /** docs/authentication-and-limits.md: 3,600 per merchant per hour. */
   rateLimitPerHour?: number;
-  /** decisions §3: 10 per source IP per minute. */
+  /** docs/authentication-and-limits.md: 10 per source IP per minute. */
   unauthenticatedRateLimitPerMinute?: number;
   logLevel?: (typeof LOG_LEVELS)[number];
   /** Account-level guard in front of the per-merchant limits: every route's bucket unless `routeThrottleFor` sizes it. */

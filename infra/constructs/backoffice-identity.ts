@@ -31,7 +31,7 @@ export type BackofficeIdentityProps = {
 const MERCHANT_ATTRIBUTE = CLAIMS.merchant.replace(/^custom:/, '');
 
 /**
- * Back-office users (decisions §3): a Cognito user pool whose groups (`admin`, `user`) give the role
+ * Back-office users (docs/authentication-and-limits.md): a Cognito user pool whose groups (`admin`, `user`) give the role
  * and whose immutable `custom:merchant_id` attribute gives the merchant, and the HTTP API JWT
  * authorizer that verifies their ID tokens for the back-office routes (the functions only read the
  * claims it passes). Operators create users with `npm run ops -- backoffice-user create`; nobody

@@ -1,4 +1,4 @@
-/** What a token may do (decisions §3); routes name the one they need. */
+/** What a token may do (docs/authentication-and-limits.md); routes name the one they need. */
 export const ABILITIES = [
   'customers:read',
   'customers:write',

@@ -1,7 +1,7 @@
 import type { Merchant } from '#lib/merchants/store';
 
 /**
- * Back-office callers (decisions §3): a user of the platform's identity provider whose group gives
+ * Back-office callers (docs/authentication-and-limits.md): a user of the platform's identity provider whose group gives
  * the role and whose `merchant_id` attribute gives the merchant. In AWS the HTTP API's JWT
  * authorizer (Cognito) verifies the token and passes its claims in
  * `requestContext.authorizer.jwt.claims`; locally the local server does the same with its

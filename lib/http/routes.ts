@@ -88,7 +88,7 @@ export const routes = {
     responses: { 200: { description: 'OpenAPI 3.1 document' } },
   }),
 
-  // The back office (decisions §3): the merchant's API token, for back-office users (Cognito).
+  // The back office (docs/authentication-and-limits.md): the merchant's API token, for back-office users (Cognito).
   backofficeTokenView: defineRoute({
     method: 'GET',
     path: '/backoffice/api-token',

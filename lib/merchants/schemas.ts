@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { ABILITIES } from '#lib/auth/abilities';
 
-/** The back office's view of the merchant's API token (decisions §3): never the token itself. */
+/** The back office's view of the merchant's API token (docs/authentication-and-limits.md): never the token itself. */
 export const apiTokenSchema = z
   .object({
     prefix: z.string().meta({ description: 'The first characters of the token (`ras_` and four more)', example: 'ras_Ab3d' }),

@@ -11,7 +11,7 @@ import { ABILITIES, type Ability } from '#lib/auth/abilities';
 import { ConflictError, ContentionError, NotFoundError } from '#lib/errors';
 import { formatTimestamp } from '#lib/shared/time';
 
-/** Merchants and their single API token (spec: Authentication; decisions §3). */
+/** Merchants and their single API token (docs/authentication-and-limits.md). */
 export type Merchant = { merchant_id: string; name: string; reporting_currency: string; created_at: string };
 
 export const createMerchant = async (name: string, reportingCurrency = config.defaultReportingCurrency()): Promise<Merchant> => {
@@ -58,7 +58,7 @@ const requireMerchant = async (merchantOrId: Merchant | string): Promise<Merchan
   return merchant;
 };
 
-/** What the back office shows of a token (decisions §3): never the token itself. */
+/** What the back office shows of a token (docs/authentication-and-limits.md): never the token itself. */
 export type TokenDetails = { prefix: string; last_four: string; abilities: Ability[]; created_at: string; last_used_at: string | null };
 
 /** The merchant's valid token, described; 404 when it has none (never created, or revoked). */

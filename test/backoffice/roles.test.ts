@@ -5,7 +5,7 @@ import { isolatedClock, withEnv } from '../pipeline/support.ts';
 import { LOCAL_BACKOFFICE_AUDIENCE, LOCAL_BACKOFFICE_ISSUER, signLocalJwt } from '../../infra/local/backoffice-jwt.ts';
 import { backoffice, backofficeJwt, forgedJwt, OPERATIONS, type Operation } from './support.ts';
 
-/** Who may do what (decisions §3), and who is refused before or in the pipeline. */
+/** Who may do what (docs/authentication-and-limits.md), and who is refused before or in the pipeline. */
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
 isolatedClock();
 const api = useApi();

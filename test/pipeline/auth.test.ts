@@ -9,7 +9,7 @@ import { createMerchant, createToken, regenerateToken, revokeToken } from '#lib/
 import { ConflictError, DomainError, NotFoundError } from '#lib/errors';
 import { toHttpError } from '#lib/http/errors';
 
-/** decisions §3: who may call, and what a refusal looks like. */
+/** docs/authentication-and-limits.md: who may call, and what a refusal looks like. */
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
 isolatedClock();
 const api = useApi();

@@ -10,7 +10,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 
 const readItem = async (key: { pk: string; sk: string }) => (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
 
-/** decisions §3: per-merchant hourly and per-IP minute windows, and their headers. */
+/** docs/authentication-and-limits.md: per-merchant hourly and per-IP minute windows, and their headers. */
 process.env.RATE_LIMIT_PER_HOUR = '5';
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '3';
 // 50 s into a random minute: the hour and the minute both end soon, at known instants.
