@@ -18,7 +18,7 @@ import type { CancelScheduler } from './cancel-scheduler.ts';
  * "any". Every alarm evaluates 1-minute periods.
  */
 export const ALARM_THRESHOLDS = {
-  /** Share of API requests answered 5xx (decisions §2: a 5xx is a defect), over 5 minutes. */
+  /** Share of API requests answered 5xx (docs/api-conventions.md: a 5xx is a defect), over 5 minutes. */
   api5xxRate: 0.01,
   /** Lambda `Errors` (crashes, timeouts: the pipeline turns handled errors into responses) per minute. */
   functionErrors: 0,

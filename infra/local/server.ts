@@ -136,7 +136,7 @@ const ERROR_MESSAGES: Record<number, string> = {
 
 /**
  * A request Node refuses before any handler runs (oversized head, malformed HTTP) still gets a JSON
- * body and an X-Request-Id (decisions §1). No X-RateLimit-* headers: such a request is not counted.
+ * body and an X-Request-Id (docs/api-conventions.md). No X-RateLimit-* headers: such a request is not counted.
  */
 const answerClientError = (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;

@@ -38,7 +38,7 @@ const isInvocationTimeout = (err: unknown): boolean =>
   err instanceof Error && err.name === 'TimeoutError' && (err.cause as { package?: string } | undefined)?.package === '@middy/core';
 
 /**
- * The one mapping from domain errors to HTTP (decisions §2): not found 404, invalid 422, conflict
+ * The one mapping from domain errors to HTTP (docs/api-conventions.md): not found 404, invalid 422, conflict
  * and contention 409, throttling 503 with Retry-After. Anything else is not an HttpError (→ 500).
  */
 export const toHttpError = (err: unknown): HttpError | null => {

@@ -64,7 +64,7 @@ const recordRequest = (route: RouteDef | null, request: Request, response: Resul
   addRequestMetrics(routeKey(route), status, response.headers ?? {}, currentTally());
 };
 
-/** Request id and logging in, headers, error bodies and metrics out (decisions §1–2). */
+/** Request id and logging in, headers, error bodies and metrics out (docs/api-conventions.md). */
 const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> => ({
   before: (request) => {
     const requestId = request.event.requestContext?.requestId ?? request.context.awsRequestId;

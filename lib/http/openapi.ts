@@ -3,7 +3,7 @@ import { routeList } from '#lib/http/routes';
 import { authKindOf, BASE_PATH, type RouteDef } from '#lib/http/route';
 import { messageBody } from '#lib/shared/schemas';
 
-/** Headers every response carries (decisions §1), declared once and referenced by each response. */
+/** Headers every response carries (docs/api-conventions.md), declared once and referenced by each response. */
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 const integerHeader = (description: string) => ({ description, required: true, schema: { type: 'integer' as const } });
 const commonHeaders = {

@@ -4,7 +4,7 @@ import { isDateOnly, parseDate, parseTimestamp } from '#lib/shared/time';
 export const INTERVALS = ['day', 'week', 'month'] as const;
 export type Interval = (typeof INTERVALS)[number];
 
-/** A UTC day `YYYY-MM-DD`; a date-time (ISO 8601 with `Z` or an offset, decisions §1) names its UTC day. */
+/** A UTC day `YYYY-MM-DD`; a date-time (ISO 8601 with `Z` or an offset, docs/api-conventions.md) names its UTC day. */
 export const utcDayOf = (v: string): string | null => {
   const d = parseDate(v) ?? (isDateOnly(v) ? null : parseTimestamp(v));
   return d ? d.toISOString().slice(0, 10) : null;

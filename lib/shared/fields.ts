@@ -102,7 +102,7 @@ const nestingDepth = (value: unknown): number => {
 /**
  * An integer query parameter in min..max with a default. A number too long for a double
  * (`99999999999999999999`) is above `max`, so it gets the maximum's message, never the minimum's.
- * `between` words both sides with the two bounds (per_page's contract range, decisions §4).
+ * `between` words both sides with the two bounds (per_page's contract range, docs/api-conventions.md).
  */
 export const intParam = (min: number, max: number, fallback: number, { between = false } = {}) =>
   z
@@ -134,7 +134,7 @@ export const intParam = (min: number, max: number, fallback: number, { between =
  */
 export const MAX_PAGE = 2 ** 31 - 1;
 
-/** `page` and `per_page` (decisions §4). */
+/** `page` and `per_page` (docs/api-conventions.md). */
 export const pageQuery = {
   page: intParam(1, MAX_PAGE, 1),
   per_page: intParam(1, 100, 20, { between: true }),

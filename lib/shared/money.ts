@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 
-/** Exact decimal money (decisions §1): at most 13 integer and 2 fraction digits, not negative. */
+/** Exact decimal money (docs/api-conventions.md): at most 13 integer and 2 fraction digits, not negative. */
 export { Decimal };
 
 const AMOUNT = /^\d{1,13}(\.\d{1,2})?$/;

@@ -1,6 +1,6 @@
 import { InvalidError } from '#lib/errors';
 
-/** The list envelope's meta (decisions §4). */
+/** The list envelope's meta (docs/api-conventions.md). */
 export type PageMeta = {
   current_page: number;
   from: number | null;

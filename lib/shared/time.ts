@@ -1,4 +1,4 @@
-/** Wire format for time: `YYYY-MM-DDTHH:MM:SSZ`, UTC, no fraction (decisions §1). */
+/** Wire format for time: `YYYY-MM-DDTHH:MM:SSZ`, UTC, no fraction (docs/api-conventions.md). */
 export const formatTimestamp = (d: Date): string => d.toISOString().slice(0, 19) + 'Z';
 
 const ISO_DATETIME =

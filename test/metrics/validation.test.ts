@@ -22,7 +22,7 @@ const get = async (token: string, path: string) => {
 };
 
 describe('GET /metrics/mrr parameters', () => {
-  it('a date-time is taken as its UTC day (decisions §1: offsets converted to UTC)', async () => {
+  it('a date-time is taken as its UTC day (docs/api-conventions.md: offsets converted to UTC)', async () => {
     fixedClock('2026-03-15T12:00:00Z');
     const { token } = await newMerchant();
     const days = async (q: string) => (await get(token, `/metrics/mrr?interval=day&${q}`)).data.map((e: { date: string }) => e.date);

@@ -10,7 +10,7 @@ import { email, metadata } from '#lib/shared/fields';
 import { apiHandler, MAX_BODY_BYTES } from '#lib/http/handler';
 import { defineRoute } from '#lib/http/route';
 
-/** decisions §1–2: the error bodies and the headers every response carries. */
+/** docs/api-conventions.md: the error bodies and the headers every response carries. */
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
 isolatedClock();
 const api = useApi();

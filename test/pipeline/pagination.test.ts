@@ -9,7 +9,7 @@ import { idParam, MAX_PAGE, pageQuery } from '#lib/shared/fields';
 import { pageMeta, paginated } from '#lib/shared/pagination';
 import { parseOr422 } from '#lib/http/validation';
 
-/** decisions §4: the list envelope's meta, and page / per_page validation. */
+/** docs/api-conventions.md: the list envelope's meta, and page / per_page validation. */
 describe('pageMeta', () => {
   it('empty list: one last page, from and to null', () => {
     expect(pageMeta(1, 20, 0, 0)).toEqual({ current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0 });

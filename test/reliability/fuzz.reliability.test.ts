@@ -14,7 +14,7 @@ import { merchantSnapshot, SAMPLE_BODIES, snapshotDiff } from './support.ts';
 /**
  * Issue #11, bad input: fast-check path segments, query strings, headers and bodies for every route
  * of the route table (a new route is fuzzed without touching this file; a write route without a
- * sample body below is fuzzed from `{}`). Every answer is below 500; a 4xx is one of decisions §2's
+ * sample body below is fuzzed from `{}`). Every answer is below 500; a 4xx is one of docs/api-conventions.md's
  * with its documented body, and a refused request stores nothing (the merchant's items are read
  * before and after each case: `merchantSnapshot`). Each route gets its own table (TABLE_NAME is read
  * per call), so that read stays small. FUZZ_RUNS (write routes, default 500), FUZZ_READ_RUNS (reads,
@@ -139,7 +139,7 @@ const ERROR_BODIES: Record<number, unknown> = {
   413: { message: 'The request body is too large.' },
 };
 
-/** A 4xx from decisions §2's table with its documented body (or 409 `{message}`), and the common headers. */
+/** A 4xx from docs/api-conventions.md's table with its documented body (or 409 `{message}`), and the common headers. */
 const expectDocumented = (r: ApiResponse, label: string) => {
   expect(r.status, label).toBeLessThan(500);
   expect(r.headers.get('content-type'), label).toBe('application/json');

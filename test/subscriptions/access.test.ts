@@ -9,7 +9,7 @@ import { newMerchant, useApi } from '../support/api.ts';
 import { outboxEvents } from '../orders/helpers.ts';
 
 /**
- * Who may do what to a subscription (decisions §2, §3, §7): 401, 403, 404, isolation between
+ * Who may do what to a subscription (docs/api-conventions.md): 401, 403, 404, isolation between
  * merchants, the forbidden state moves and the one-live-subscription rule.
  */
 

@@ -4,7 +4,7 @@ import { newMerchant, useApi } from '../support/api.ts';
 import { expect422 } from '../orders/helpers.ts';
 
 /**
- * GET /subscriptions and GET /subscriptions/events (decisions §4 and §7): order, filters, their
+ * GET /subscriptions and GET /subscriptions/events (docs/api-conventions.md, and the subscription rules): order, filters, their
  * combinations, pagination meta, soft deletes; POST /subscriptions/events as seen in the lists.
  */
 const api = useApi();

@@ -5,7 +5,7 @@ import { outboxEvents } from '../orders/helpers.ts';
 
 /**
  * Field-by-field validation of every subscription write endpoint and of the two list queries
- * (decisions §1, §2, §4, §7). Every 422 is checked for its exact body, and that nothing was stored.
+ * (docs/api-conventions.md). Every 422 is checked for its exact body, and that nothing was stored.
  */
 
 const api = useApi();

@@ -8,7 +8,7 @@ import { resetResolver, setResolver } from '#lib/webhooks/url-safety';
 import { newMerchant, useApi } from '../support/api.ts';
 
 /**
- * Who may do what to a webhook endpoint (decisions §2, §3, §8): 401, 403 per ability
+ * Who may do what to a webhook endpoint (docs/api-conventions.md): 401, 403 per ability
  * (`webhooks:read` for GETs, `webhooks:write` otherwise), 404 for unknown, malformed and other
  * merchants' ids, and isolation between merchants.
  */

@@ -158,7 +158,7 @@ describe('GET /webhook-endpoints/{id} and the list', () => {
     expect(JSON.stringify(r.body)).not.toContain(secret.slice(6));
   });
 
-  it('lists newest first (created_at desc, then id desc) with decisions §4 meta, the same shape as GET, no secrets', async () => {
+  it('lists newest first (created_at desc, then id desc) with docs/api-conventions.md meta, the same shape as GET, no secrets', async () => {
     const m = await newMerchant();
     const clock = fixedClock('2026-02-01T00:00:00Z');
     const made: Record<string, unknown>[] = [];
@@ -192,7 +192,7 @@ describe('GET /webhook-endpoints/{id} and the list', () => {
     expect((await api.get('/webhook-endpoints', m.token)).body).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null } });
   });
 
-  it('list query validation: page and per_page as decisions §4', async () => {
+  it('list query validation: page and per_page as docs/api-conventions.md', async () => {
     const m = await newMerchant();
     for (const [q, errors] of [
       ['per_page=0', { per_page: ['The per page field must be between 1 and 100.'] }],

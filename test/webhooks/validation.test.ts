@@ -5,7 +5,7 @@ import { newMerchant, useApi } from '../support/api.ts';
 import { withEnv } from '../pipeline/support.ts';
 
 /**
- * Field-by-field validation of POST and PATCH /webhook-endpoints (decisions §1, §2, §8), the URL
+ * Field-by-field validation of POST and PATCH /webhook-endpoints (docs/api-conventions.md), the URL
  * rules at registration through the API (SSRF: host names resolving to refused addresses, through
  * the resolver test hook) and the production-mode https rule. Every 422 is checked for its exact
  * body, and that nothing was stored.
