@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { markdownItem, type BenchItem, type ItemResult } from './support/report.ts';
 
 /**
- * `npm run bench [-- --only scaling,import]`: starts DynamoDB Local, runs the items of issue #11
+ * `npm run bench [-- --only scaling,import]`: starts DynamoDB Local, runs the benchmark items
  * (each a module of bench/items/), prints one markdown section per item and writes
  * bench/results.json (items not run keep their previous figures there).
  */

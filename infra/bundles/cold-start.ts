@@ -46,7 +46,7 @@ const median = (values: number[]) => {
 const round = (n: number, digits = 1) => Number(n.toFixed(digits));
 
 /**
- * Cold-start proxy of one function bundle (issue #10): a fresh `node` importing the bundle, which
+ * Cold-start proxy of one function bundle: a fresh `node` importing the bundle, which
  * builds its handler, against a fresh `node` importing an empty module; runs alternate so load on
  * the machine falls on both alike.
  */

@@ -11,7 +11,7 @@ import { PROJECT_ROOT } from '../../infra/stack.ts';
 import { fixtureProjectRoot, synthStack } from './support/stack.ts';
 
 /**
- * The static checks of issue #10 on the synthesized stack: cdk-nag 3 (AwsSolutions, Serverless)
+ * The static checks on the synthesized stack: cdk-nag 3 (AwsSolutions, Serverless)
  * with every acknowledgment on its own resource and with its reason, and cfn-lint on the template.
  * One synth for the file.
  */

@@ -4,7 +4,7 @@ import { seedOrders } from '../support/seed.ts';
 import { cursorAt } from '../support/pages.ts';
 
 /**
- * Request budgets of issue #3, counted with the shared DynamoDB request counter. "Flat" reads are
+ * Request budgets of the order routes, counted with the shared DynamoDB request counter. "Flat" reads are
  * measured on a merchant with 100 orders and on one with 20,000 and must cost the same.
  */
 const api = useApi();

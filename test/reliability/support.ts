@@ -5,7 +5,7 @@ import type { ApiResponse, useApi } from '../support/api.ts';
 
 export type Api = ReturnType<typeof useApi>;
 
-/** Answers a well-behaved client retries with the same idempotency key (issue #11). */
+/** Answers a well-behaved client retries with the same idempotency key. */
 export const isRetryable = (status: number) => status >= 500 || status === 409;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
