@@ -32,6 +32,8 @@ const USAGE = `usage:
              to EVENT_BUS_NAME; the outbox keeps events 3 days, so T may be at most 3 days ago; receivers drop repeats by webhook-id)
   ops webhooks listen [--port 4000] [--secret whsec_… (repeatable)] [--fail-first N]
   ops webhooks backfill --merchant ID       (list entries for endpoints written before them; once per merchant)
+  ops upgrade --merchant ID | --all         (brings a merchant's items, or every merchant's, to this version's layout;
+             run once after deploying a version whose notes ask for it; safe to run again)
   ops import --url URL --token TOKEN [--customers F] [--subscriptions F] [--orders F] [--events F]
              [--checkpoint import-checkpoint.json] [--failures import-failures.jsonl] [--batch-size 100] [--on-conflict skip|update]
              (CSV with a header row, or JSONL; columns: docs/importing-history.md)`;
@@ -91,6 +93,13 @@ export const runOps = async (argv: string[]): Promise<unknown> => {
       if (!(await getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
       return backfillEndpointList(merchantId);
     }
+    case 'upgrade undefined': {
+      const { upgradeAllMerchants, upgradeMerchant } = await import('./upgrade.ts');
+      if (values.all) return upgradeAllMerchants();
+      const merchantId = need(values.merchant, 'merchant');
+      if (!(await (await store()).getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
+      return upgradeMerchant(merchantId);
+    }
     case 'import undefined':
       return importHistory(values);
     case 'backoffice-token undefined':
@@ -139,6 +148,7 @@ const parseOptions = (argv: string[]) => {
         'per-page': { type: 'string' },
         cursor: { type: 'string' },
         since: { type: 'string' },
+        all: { type: 'boolean' },
       },
     });
   } catch (err) {

@@ -1,13 +1,24 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
+import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
-import { keys, statsPartition, totalsPartition, type TotalsResource } from '#lib/db/keys';
-import type { WriteSet } from '#lib/db/writes';
+import { keys, legacyCounterPartitions, type Key, type TotalsResource } from '#lib/db/keys';
+import { COUNTER_SHARDS } from '#lib/db/writes-constants';
+import { WriteConflict, WriteSet } from '#lib/db/writes';
 
 /**
  * Sharded counters. A write adds its deltas to the shard its transaction drew (`ws.shard`); a
- * read sums every shard in one request. The sums are exact: DynamoDB numbers are decimals.
+ * read sums every shard, fetched by their exact keys in one BatchGetItem. The sums are exact:
+ * DynamoDB numbers are decimals.
  */
+
+/** Shards a resource's totals are spread over: the endpoint count is one item (it enforces the cap). */
+const shardsOf = (resource: TotalsResource): number => (resource === 'WEBHOOK_ENDPOINTS' ? 1 : COUNTER_SHARDS);
+const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+
+/** The keys of every shard of a resource's list totals (a list page may fetch them with its items). */
+export const totalsKeys = (merchantId: string, resource: TotalsResource): Key[] =>
+  range(shardsOf(resource)).map((shard) => keys.totals(merchantId, resource, shard));
 
 /** Adds `delta` to a list total (orders, orders_<status>, customers) in this transaction's shard. */
 export const addTotal = (ws: WriteSet, merchantId: string, resource: TotalsResource, attr: string, delta: Decimal) =>
@@ -27,18 +38,9 @@ export const sumShards = (items: Record<string, unknown>[]): Record<string, Deci
   return out;
 };
 
-/** A merchant's list totals of one resource: one strongly consistent Query over its shards. */
-export const readTotals = async (merchantId: string, resource: TotalsResource): Promise<Record<string, Decimal>> => {
-  const { Items } = await db().send(
-    new QueryCommand({
-      TableName: tableName(),
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :res)',
-      ExpressionAttributeValues: { ':pk': totalsPartition(merchantId), ':res': `${resource}#` },
-      ConsistentRead: true,
-    }),
-  );
-  return sumShards(Items ?? []);
-};
+/** A merchant's list totals of one resource: one strongly consistent BatchGetItem of its shards. */
+export const readTotals = async (merchantId: string, resource: TotalsResource): Promise<Record<string, Decimal>> =>
+  sumShards([...(await batchGet(totalsKeys(merchantId, resource))).values()]);
 
 /** The counter items of a partition between two sort keys, inclusive: strongly consistent, every page. */
 export const readCounterItems = async (pk: string, from: string, to: string): Promise<Record<string, unknown>[]> => {
@@ -60,15 +62,48 @@ export const readCounterItems = async (pk: string, from: string, to: string): Pr
   return items;
 };
 
-/**
- * A day's and its month's stats, summed over their shards: one strongly consistent Query over the
- * month's partition from that day on (later days of the month only exist for future-dated writes).
- */
+/** A day's and its month's stats, summed over their shards: one strongly consistent BatchGetItem. */
 export const readDayAndMonth = async (merchantId: string, day: string) => {
-  const items = await readCounterItems(statsPartition(merchantId, day.slice(0, 7)), `D#${day.slice(8, 10)}#`, 'M#~');
-  const dayKey = keys.statsDay(merchantId, day, 0).sk.slice(0, 5);
-  return {
-    day: sumShards(items.filter((i) => String(i.sk).startsWith(dayKey))),
-    month: sumShards(items.filter((i) => String(i.sk).startsWith('M#'))),
+  const dayKeys = range(COUNTER_SHARDS).map((shard) => keys.statsDay(merchantId, day, shard));
+  const monthKeys = range(COUNTER_SHARDS).map((shard) => keys.statsMonth(merchantId, day.slice(0, 7), shard));
+  const items = await batchGet<Record<string, unknown>>([...dayKeys, ...monthKeys]);
+  const pick = (ks: Key[]): Record<string, unknown>[] => 
+    ks.map((k) => items.get(keyId(k))).filter((item) => item !== undefined);
+  return { day: sumShards(pick(dayKeys)), month: sumShards(pick(monthKeys)) };
+};
+
+/**
+ * Counters written before they were grouped (`M#<m>#TOTALS`, `M#<m>#STATS#<yyyy-mm>`, 256
+ * shards) are folded into the grouped layout: each old item is deleted and its numbers added to
+ * the matching new shard in one transaction, so a fold interrupted or run twice never counts twice.
+ * Stats are folded for the months reads use (`months`: the current one and any later).
+ */
+export const foldLegacyCounters = async (merchantId: string, months: string[]): Promise<{ folded: number }> => {
+  let folded = 0;
+  const fold = async (item: Record<string, unknown>, target: Key) => {
+    const ws = new WriteSet(0);
+    ws.delete('legacy counter', { pk: String(item.pk), sk: String(item.sk) }, { expression: 'attribute_exists(pk)' });
+    const update = ws.update('counter', target);
+    for (const [attr, value] of Object.entries(sumShards([item]))) update.add(attr, value);
+    try {
+      await ws.commit();
+      folded++;
+    } catch (err) {
+      if (!(err instanceof WriteConflict && err.tags.includes('legacy counter'))) throw err;
+    }
   };
+  const shardOf = (sk: string) => Number(sk.slice(sk.lastIndexOf('#') + 1)) % COUNTER_SHARDS;
+  for (const item of await readCounterItems(legacyCounterPartitions.totals(merchantId), '#', '~')) {
+    const sk = String(item.sk);
+    const resource = sk.slice(0, sk.lastIndexOf('#')) as TotalsResource;
+    await fold(item, keys.totals(merchantId, resource, resource === 'WEBHOOK_ENDPOINTS' ? 0 : shardOf(sk)));
+  }
+  for (const month of months) {
+    for (const item of await readCounterItems(legacyCounterPartitions.stats(merchantId, month), '#', '~')) {
+      const sk = String(item.sk);
+      const target = sk.startsWith('D#') ? keys.statsDay(merchantId, `${month}-${sk.slice(2, 4)}`, shardOf(sk)) : keys.statsMonth(merchantId, month, shardOf(sk));
+      await fold(item, target);
+    }
+  }
+  return { folded };
 };

@@ -11,7 +11,7 @@
  * | merchant                  | M#<m>                               | MERCHANT        | gsi1 the merchant directory (MERCHANTS: the outbox sweeper's list) |
  * | merchant's token pointer  | M#<m>                               | TOKEN           |                                                         |
  * | id sequences              | M#<m>                               | SEQ             |                                                         |
- * | list totals (sharded)     | M#<m>#TOTALS                        | <RESOURCE>#<nnn>|                                                         |
+ * | list totals (sharded)     | M#<m>#TOTALS#<nnn>                  | <RESOURCE>#<nnn>|  (one BatchGetItem reads a resource's shards)          |
  * | rate window (merchant)    | RATE#M#<m>[#<shard>]                | <window start>  |  (one item per shard; shards only for limits over 250/s) |
  * | rate window (back office) | RATE#M#<m>                          | BACKOFFICE#<window start> | (per minute; TTL like every rate window)      |
  * | rate window (IP)          | RATE#IP#<ip>                        | <window start>  |                                                         |
@@ -32,12 +32,12 @@
  * | subscription event        | M#<m>#SUBEVT#<id>                   | EVENT           | gsi1 all; gsi2 by type; gsi3 by customer (occurred_at)  |
  * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
  * | idempotent batch item     | M#<m>#IDEMPOTENCY#<key>             | ITEM#<index>    |  (TTL 24 h: a recorded event applied under that key)    |
- * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>               | D#<dd>#<nnn> / M#<nnn>  (sharded; one Query reads today + month) |
+ * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>#<nnn>         | D#<dd>#<nnn> / M#<nnn>  (sharded; one BatchGetItem reads today + month) |
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
  * | outbox event (payload)    | OUTBOX_EVENT#M#<m>#<evt>            | EVENT           |  (entity "outbox": the stream filter; TTL 3 days; unique key per event) |
  * | outbox mark               | OUTBOX#M#<m>#<ss>                   | <created>#<nn>#<evt> | gsi4 pending (OUTBOX_PENDING#M#<m>#<ss>) until published; TTL 3 days |
  * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS)                              |
- * | webhook endpoint count    | M#<m>#TOTALS                        | WEBHOOK_ENDPOINTS#000 | (one item, not sharded: it enforces the cap)      |
+ * | webhook endpoint count    | M#<m>#TOTALS#000                    | WEBHOOK_ENDPOINTS#000 | (one item, not sharded: it enforces the cap)      |
  * | webhook endpoint list entry | M#<m>#WEBHOOK_LIST                | ENDPOINT#<id15> |  (id, status, events: the fan-out's strongly consistent Query; ≤ 20) |
  * | webhook delivery day count | M#<m>#WEBHOOK#<id>#DELIVERY_DAYS   | D#<yyyy-mm-dd>#<nnn> | (attempts logged that UTC day, 8 shards; TTL 31 d) |
  * | webhook delivery count head | M#<m>#WEBHOOK#<id>#DELIVERY_DAYS  | ~ENDPOINT       |  (while the endpoint exists: its day counts are complete, from `complete_from` when backfilled) |
@@ -50,8 +50,10 @@
  * | activity-log totals       | M#<m>#ACTIVITY_TOTALS               | <yyyy-mm>#<nnn> |  (entries, entries_<type> per month, sharded; TTL with the month's entries) |
  * | import-run totals         | M#<m>#ACTIVITY_RUN#<run>            | <yyyy-mm>#<nnn> |  (the same counts for one import run)                   |
  *
- * Hot counters (totals, stats) are written to one of COUNTER_SHARDS shards (`<nn>`, chosen per
- * transaction) and summed on read in one request, so a merchant's concurrent writers rarely meet.
+ * Hot counters (totals, stats) are written to one of COUNTER_SHARDS shards (`<nnn>`, chosen per
+ * transaction), each under its own partition key, and summed on read from one BatchGetItem of
+ * their exact keys: concurrent writers rarely meet on an item, and no counter partition takes more
+ * than one writer's share of the merchant's writes.
  * Customer payment-time items live under the customer's own partition: first/last_payment_at are
  * recomputed from them with a strongly consistent Query, never from an index.
  *
@@ -101,10 +103,19 @@ export type TotalsResource = 'ORDERS' | 'CUSTOMERS' | 'SUBSCRIPTIONS' | 'SUBSCRI
 export const PAYMENT_PREFIX = 'PAY#';
 /** Sort-key prefix of a customer's timeline chunks (read with one strongly consistent Query). */
 export const TIMELINE_CHUNK_PREFIX = 'MRR_TIMELINE#';
-/** Partition of a merchant's sharded list totals (read with one Query). */
-export const totalsPartition = (merchantId: string): string => `${m(merchantId)}#TOTALS`;
-/** Partition of a merchant's stats of one month (day shards `D#<dd>#<nnn>`, month shards `M#<nnn>`). */
-export const statsPartition = (merchantId: string, month: string): string => `${m(merchantId)}#STATS#${month}`;
+/**
+ * Each counter shard is its own partition key: a shard is written by one writer at a time (a
+ * second one conflicts and draws another), so no counter key takes more than one writer's pace.
+ */
+/** Partition of one shard of a merchant's list totals. */
+export const totalsPartition = (merchantId: string, shard: number): string => `${m(merchantId)}#TOTALS#${padShard(shard)}`;
+/** Partition of one shard of a merchant's stats of one month (its day items `D#<dd>#<nnn>` and month item `M#<nnn>`). */
+export const statsPartition = (merchantId: string, month: string, shard: number): string => `${m(merchantId)}#STATS#${month}#${padShard(shard)}`;
+/** The partitions counters had before they were grouped (read only by `ops migrate`). */
+export const legacyCounterPartitions = {
+  totals: (merchantId: string): string => `${m(merchantId)}#TOTALS`,
+  stats: (merchantId: string, month: string): string => `${m(merchantId)}#STATS#${month}`,
+};
 /** Partition of a merchant's MRR movement items (days `D#<yyyy-mm-dd>`, month roll-ups `M#<yyyy-mm>`). */
 export const metricsPartition = (merchantId: string): string => `${m(merchantId)}#MRR`;
 /** Partition of a merchant's cohort items (`<cohort month>#<month>`). */
@@ -127,7 +138,7 @@ export const keys = {
   merchantToken: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'TOKEN' }),
   sequences: (merchantId: string): Key => ({ pk: m(merchantId), sk: 'SEQ' }),
   totals: (merchantId: string, resource: TotalsResource, shard: number): Key => ({
-    pk: `${m(merchantId)}#TOTALS`,
+    pk: totalsPartition(merchantId, shard),
     sk: `${resource}#${padShard(shard)}`,
   }),
   // Rate windows lead with `RATE#`, a prefix no data key can take (IAM lets read functions update only these).
@@ -184,13 +195,13 @@ export const keys = {
     pk: `${m(merchantId)}#IDEMPOTENCY#${key}`,
     sk: `ITEM#${String(index).padStart(3, '0')}`,
   }),
-  // One partition per month: today's day shards and the month's shards come back in one Query.
+  // Today's day shards and the month's shards come back in one BatchGetItem of their keys.
   statsDay: (merchantId: string, day: string, shard: number): Key => ({
-    pk: statsPartition(merchantId, day.slice(0, 7)),
+    pk: statsPartition(merchantId, day.slice(0, 7), shard),
     sk: `D#${day.slice(8, 10)}#${padShard(shard)}`,
   }),
   statsMonth: (merchantId: string, month: string, shard: number): Key => ({
-    pk: statsPartition(merchantId, month),
+    pk: statsPartition(merchantId, month, shard),
     sk: `M#${padShard(shard)}`,
   }),
   /** One paid order's payment time, under its customer's partition (first/last_payment_at). */

@@ -3,6 +3,7 @@ import type { InitializeMiddleware, MetadataBearer } from '@smithy/types';
 import { config } from '#lib/config';
 import { db, tableName } from '#lib/db/client';
 import { GSIS, TABLE_KEYS } from '#lib/db/table';
+import { COUNTER_SHARDS } from '#lib/db/writes-constants';
 import { itemSize } from './write-limits.ts';
 
 /**
@@ -14,8 +15,9 @@ import { itemSize } from './write-limits.ts';
  * - a table write costs ⌈max(old, new) / 1 KB⌉ WCU, twice that inside a transaction;
  * - an index entry costs ⌈its projected size / 1 KB⌉ where it is put, and again where it is removed
  *   when its key moved; an update that changes neither the index key nor a projected attribute
- *   writes nothing to that index. Entries written by a transaction are counted twice (an upper
- *   bound: AWS documents the doubling for the table's items).
+ *   writes nothing to that index. The transaction's doubling applies to the table's items only:
+ *   an index entry costs what the same write costs outside a transaction (docs/scale.md, "How
+ *   the model prices a write", has the evidence).
  *
  * Loads run one request at a time, so the images around each write are that write's own.
  */
@@ -65,11 +67,11 @@ export const price = (before: Image, after: Image, transactional: boolean, pk: s
     const [o, n] = [entryOf(g, before), entryOf(g, after)];
     const keyOf = (e: Image) => (e ? `${str(e[g.partitionKey])}\u0000${str(e[g.sortKey])}` : '');
     if (o && n && keyOf(o) === keyOf(n)) {
-      if (JSON.stringify(o) !== JSON.stringify(n)) out.push({ key: `${g.indexName} ${str(n[g.partitionKey])}`, wcu: units(Math.max(size(o), size(n))) * factor });
+      if (JSON.stringify(o) !== JSON.stringify(n)) out.push({ key: `${g.indexName} ${str(n[g.partitionKey])}`, wcu: units(Math.max(size(o), size(n))) });
       continue;
     }
-    if (o) out.push({ key: `${g.indexName} ${str(o[g.partitionKey])}`, wcu: units(size(o)) * factor });
-    if (n) out.push({ key: `${g.indexName} ${str(n[g.partitionKey])}`, wcu: units(size(n)) * factor });
+    if (o) out.push({ key: `${g.indexName} ${str(o[g.partitionKey])}`, wcu: units(size(o)) });
+    if (n) out.push({ key: `${g.indexName} ${str(n[g.partitionKey])}`, wcu: units(size(n)) });
   }
   return out;
 };
@@ -109,10 +111,24 @@ export const recordCapacity = (): CapacityRecorder => {
   };
 };
 
-/** WCU per second on each partition key when the recorded load runs `scale` times a second. */
+/** A counter shard's partition key: its family (the key without the shard). */
+const counterFamily = (key: string): string | undefined => /^(table M#[^#]+#(?:TOTALS|STATS#\d{4}-\d{2}))#\d{3}$/.exec(key)?.[1];
+
+/**
+ * WCU per second on each partition key when the recorded load runs `scale` times a second.
+ *
+ * A load run here goes through one process, which keeps its counter shard from one transaction
+ * to the next; at a merchant's full speed many writers run at once, each on a shard of its own
+ * (one that meets another conflicts and draws again). So a counter family's writes are priced
+ * spread evenly over its COUNTER_SHARDS keys, each reported as `<family>#<each>`.
+ */
 export const ratesAt = (records: CapacityRecord[], scale: number): Map<string, number> => {
   const out = new Map<string, number>();
-  for (const r of records) out.set(r.key, (out.get(r.key) ?? 0) + r.wcu * scale);
+  for (const r of records) {
+    const family = counterFamily(r.key);
+    const key = family ? `${family}#<each>` : r.key;
+    out.set(key, (out.get(key) ?? 0) + (r.wcu * scale) / (family ? COUNTER_SHARDS : 1));
+  }
   return out;
 };
 

@@ -426,7 +426,7 @@ describe('delivery fan-out: endpoints of a merchant subscribed to a type', () =>
     requestCounter.reset();
     const forPaid = await endpointsReceiving(m.merchantId, 'order.paid');
     expect(requestCounter.total).toBe(2);
-    expect(requestCounter.byCommand).toEqual({ QueryCommand: 2 });
+    expect(requestCounter.byCommand).toEqual({ QueryCommand: 1, BatchGetCommand: 1 });
     expect(forPaid.map((e) => e.id).sort()).toEqual([paid.id, star.id].sort());
     expect((await endpointsReceiving(m.merchantId, 'order.refunded')).map((e) => e.id).sort()).toEqual([star.id, subs.id].sort());
     expect((await endpointsReceiving(m.merchantId, 'subscription.paused')).map((e) => e.id)).toEqual([star.id]);
