@@ -4,6 +4,7 @@ import { config } from '#lib/config';
 import { db, tableName } from '#lib/db/client';
 import { GSIS, TABLE_KEYS } from '#lib/db/table';
 import { COUNTER_SHARDS } from '#lib/db/writes-constants';
+import { writtenKeys, type WrittenKey } from './faults.ts';
 import { itemSize } from './write-limits.ts';
 
 /**
@@ -24,28 +25,10 @@ import { itemSize } from './write-limits.ts';
 export type CapacityRecord = { key: string; wcu: number; op: string };
 
 type Image = Record<string, AttributeValue> | undefined;
-type Action = { pk: string; sk: string; transactional: boolean };
 
 const str = (v: unknown): string => {
   if (v && typeof v === 'object' && 'S' in (v as object)) return String((v as { S: string }).S);
   return String(v);
-};
-
-const actionsOf = (op: string, input: Record<string, any>): Action[] => {
-  const k = (key: Record<string, unknown> | undefined, transactional: boolean): Action => ({
-    pk: str(key?.[TABLE_KEYS.partitionKey]),
-    sk: str(key?.[TABLE_KEYS.sortKey]),
-    transactional,
-  });
-  if (op === 'PutItem') return [k(input.Item, false)];
-  if (op === 'UpdateItem' || op === 'DeleteItem') return [k(input.Key, false)];
-  if (op === 'TransactWriteItems') {
-    return (input.TransactItems ?? []).flatMap((a: Record<string, any>) => (a.ConditionCheck ? [] : [k(a.Put?.Item ?? a.Update?.Key ?? a.Delete?.Key, true)]));
-  }
-  if (op === 'BatchWriteItem') {
-    return Object.values(input.RequestItems ?? {}).flatMap((rs) => (rs as Record<string, any>[]).map((r) => k(r.PutRequest?.Item ?? r.DeleteRequest?.Key, false)));
-  }
-  return [];
 };
 
 const units = (bytes: number): number => Math.max(1, Math.ceil(bytes / 1024));
@@ -82,14 +65,14 @@ export type CapacityRecorder = { records: CapacityRecord[]; uninstall(): void };
 export const recordCapacity = (): CapacityRecorder => {
   const endpoint = config.dynamoEndpoint();
   const peekClient = new DynamoDBClient({ region: config.region(), ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}) });
-  const peek = async (a: Action): Promise<Image> =>
+  const peek = async (a: WrittenKey): Promise<Image> =>
     (await peekClient.send(new GetItemCommand({ TableName: tableName(), Key: { pk: { S: a.pk }, sk: { S: a.sk } }, ConsistentRead: true }))).Item;
   const records: CapacityRecord[] = [];
   const name = `capacity-model#${Math.random().toString(36).slice(2, 8)}`;
   const middleware: InitializeMiddleware<Record<string, any>, MetadataBearer> = (next, context) => async (args) => {
     // The client command's name (PutItemCommand…), lib-dynamodb's commands included.
     const op = String(context.commandName ?? '').replace(/Command$/, '');
-    const actions = actionsOf(op, args.input);
+    const actions = writtenKeys(op, args.input);
     if (!actions.length) return next(args);
     const before = await Promise.all(actions.map(peek));
     try {

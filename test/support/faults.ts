@@ -62,12 +62,15 @@ export type Installed<S> = {
 
 let installs = 0;
 
-/** Adds `handler` at step `initialize`, priority `low`, under a unique name; returns its remover. */
-const install = (label: string, handler: Handler): (() => void) => {
+/**
+ * Adds `handler` at `step` (`initialize` by default: once per call, above the SDK's retries;
+ * `deserialize`: once per attempt, inside them), priority `low`, under a unique name; returns its remover.
+ */
+const install = (label: string, handler: Handler, step: 'initialize' | 'deserialize' = 'initialize'): (() => void) => {
   const name = `faults:${label}#${++installs}:${Math.random().toString(36).slice(2, 8)}`;
   const middleware: InitializeMiddleware<Input, MetadataBearer> = (next, context) => (args) => handler(args, context, next);
   const stack = db().middlewareStack;
-  stack.add(middleware, { step: 'initialize', priority: 'low', name });
+  stack.add(middleware as never, { step: step as 'initialize', priority: 'low', name });
   let removed = false;
   return () => {
     if (removed) return;
@@ -650,25 +653,35 @@ export type WriteObserverStats = {
  */
 export const observeWrites = (): Installed<WriteObserverStats> => {
   const stats: WriteObserverStats = { partitions: [] };
-  const pk = (key: Record<string, unknown> | undefined) => keyPart(key?.pk).replace(/^S:/, '');
   const uninstall = install('observeWrites', async (args, context, next) => {
-    const op = operation(context.commandName);
-    const input = args.input;
-    if (op === 'PutItem') stats.partitions.push(pk(input.Item));
-    else if (op === 'UpdateItem' || op === 'DeleteItem') stats.partitions.push(pk(input.Key));
-    else if (op === 'TransactWriteItems') {
-      for (const a of (input.TransactItems ?? []) as Input[]) {
-        if (a.ConditionCheck) continue;
-        stats.partitions.push(pk(a.Put?.Item ?? a.Update?.Key ?? a.Delete?.Key));
-      }
-    } else if (op === 'BatchWriteItem') {
-      for (const requests of Object.values((input.RequestItems ?? {}) as Record<string, Input[]>)) {
-        for (const r of requests) stats.partitions.push(pk(r.PutRequest?.Item ?? r.DeleteRequest?.Key));
-      }
-    }
+    for (const w of writtenKeys(operation(context.commandName), args.input)) stats.partitions.push(w.pk);
     return next(args);
   });
   return { stats, uninstall };
+};
+
+export type WrittenKey = { pk: string; sk: string; transactional: boolean };
+
+/**
+ * The key of every item a write request writes, in order: PutItem, UpdateItem, DeleteItem, each
+ * action of TransactWriteItems (condition checks write nothing) and of BatchWriteItem. Key values
+ * come from either input form (native or marshalled).
+ */
+export const writtenKeys = (op: string, input: Input): WrittenKey[] => {
+  const k = (key: Record<string, unknown> | undefined, transactional: boolean): WrittenKey => ({
+    pk: keyPart(key?.pk).replace(/^S:/, ''),
+    sk: keyPart(key?.sk).replace(/^S:/, ''),
+    transactional,
+  });
+  if (op === 'PutItem') return [k(input.Item, false)];
+  if (op === 'UpdateItem' || op === 'DeleteItem') return [k(input.Key, false)];
+  if (op === 'TransactWriteItems') {
+    return ((input.TransactItems ?? []) as Input[]).flatMap((a) => (a.ConditionCheck ? [] : [k(a.Put?.Item ?? a.Update?.Key ?? a.Delete?.Key, true)]));
+  }
+  if (op === 'BatchWriteItem') {
+    return Object.values((input.RequestItems ?? {}) as Record<string, Input[]>).flatMap((rs) => rs.map((r) => k(r.PutRequest?.Item ?? r.DeleteRequest?.Key, false)));
+  }
+  return [];
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -687,11 +700,10 @@ export type LostAnswerStats = { lost: number; sent: number };
 export const lostAnswer = (commandName: string, opts: { times?: number; when?: (input: Input) => boolean } = {}): Installed<LostAnswerStats> => {
   const target = operation(commandName);
   const stats: LostAnswerStats = { lost: 0, sent: 0 };
-  const name = `faults:lostAnswer#${++installs}:${Math.random().toString(36).slice(2, 8)}`;
-  const stack = db().middlewareStack;
-  stack.add(
-    (next, context) => async (args) => {
-      const input = (args as { input?: Input }).input ?? {};
+  const uninstall = install(
+    'lostAnswer',
+    async (args, context, next) => {
+      const input = args.input ?? {};
       if (operation(context.commandName) !== target || (opts.when && !opts.when(input))) return next(args);
       stats.sent++;
       const out = await next(args);
@@ -699,7 +711,7 @@ export const lostAnswer = (commandName: string, opts: { times?: number; when?: (
       stats.lost++;
       throw Object.assign(new Error('socket hang up: answer lost after the request was sent'), { name: 'TimeoutError' });
     },
-    { step: 'deserialize', priority: 'low', name },
+    'deserialize',
   );
-  return { stats, uninstall: () => stack.remove(name) };
+  return { stats, uninstall };
 };
