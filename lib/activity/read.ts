@@ -29,9 +29,8 @@ export const listActivity = async (merchantId: string, q: ActivityListQuery) => 
 };
 
 /** GET /activity/{id}: one entry, while it is kept. */
-export const getActivity = async (merchantId: string, rawId: string) => {
-  const id = /^[1-9]\d{0,15}$/.test(rawId) ? Number(rawId) : NaN;
-  const item = Number.isSafeInteger(id) ? await getActivityItem(merchantId, id) : undefined;
+export const getActivity = async (merchantId: string, id: number) => {
+  const item = id > 0 ? await getActivityItem(merchantId, id) : undefined;
   if (!item || !isListed(item, formatTimestamp(now()))) throw new NotFoundError();
   return presentEntry(item);
 };

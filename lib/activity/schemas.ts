@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { dateBound, pageQuery } from '#lib/shared/fields';
+import { dateBound, pageQuery, pathId } from '#lib/shared/fields';
 
 /** What wrote an activity entry: one type per batch endpoint. */
 export const ACTIVITY_TYPES = ['customers.batch', 'orders.batch', 'subscriptions.batch', 'subscription_events.batch'] as const;
@@ -33,7 +33,7 @@ export const activityListQuery = z
   });
 export type ActivityListQuery = z.output<typeof activityListQuery>;
 
-export const activityPathParams = z.object({ id: z.string().min(1).meta({ description: 'Activity entry id' }) });
+export const activityPathParams = z.object({ id: pathId('Activity entry id') });
 
 const itemReport = z.object({ index: z.int(), identifier: z.string(), reason: z.string(), message: z.string() });
 export const activityEntrySchema = z

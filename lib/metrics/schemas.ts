@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { isDateOnly, parseDate, parseTimestamp } from '#lib/shared/time';
+import { DATE_OR_DATETIME_PATTERN, isDateOnly, parseDate, parseTimestamp } from '#lib/shared/time';
 
 export const INTERVALS = ['day', 'week', 'month'] as const;
 export type Interval = (typeof INTERVALS)[number];
@@ -14,7 +14,7 @@ const date = () =>
   z
     .string()
     .refine((v) => utcDayOf(v) !== null, { message: 'The :field field must be a valid date (YYYY-MM-DD).' })
-    .meta({ format: 'date', example: '2026-01-31', description: 'A date; a date-time is taken as its UTC day' });
+    .meta({ pattern: DATE_OR_DATETIME_PATTERN, example: '2026-01-31', description: 'A date (YYYY-MM-DD); a date-time is taken as its UTC day' });
 
 const MONTH = /^(\d{4})-(\d{2})$/;
 /** `YYYY-MM`, years 0001–9999. */

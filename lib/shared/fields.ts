@@ -2,7 +2,8 @@ import * as z from 'zod';
 import { now } from '#lib/clock';
 import { parseAmount } from '#lib/shared/money';
 import { isCurrency } from '#lib/shared/currency';
-import { formatTimestamp, parseDate, parseTimestamp } from '#lib/shared/time';
+import { idFromPath } from '#lib/shared/ids';
+import { DATE_OR_DATETIME_PATTERN, formatTimestamp, ISO_DATETIME_PATTERN, parseDate, parseTimestamp } from '#lib/shared/time';
 
 /**
  * Reusable field schemas. Custom messages use `:field`, replaced by the field's name when the
@@ -31,7 +32,8 @@ export const timestamp = () =>
       ctx.addIssue({ code: 'custom', message: 'The :field field must be a valid ISO 8601 date-time with a time zone.' });
       return z.NEVER;
     })
-    .meta({ format: 'date-time', example: '2026-01-31T12:00:00Z' });
+    // No `format: date-time` (RFC 3339 wants seconds): the pattern says what is accepted.
+    .meta({ pattern: ISO_DATETIME_PATTERN, example: '2026-01-31T12:00:00Z', description: 'ISO 8601 date-time with Z or an offset; seconds optional' });
 
 /** A timestamp of something that has happened: not after now (history, not a schedule). */
 export const pastTimestamp = () =>
@@ -49,7 +51,7 @@ export const dateBound = (end: boolean) =>
       ctx.addIssue({ code: 'custom', message: 'The :field field must be a date (YYYY-MM-DD) or an ISO 8601 date-time.' });
       return z.NEVER;
     })
-    .meta({ description: 'YYYY-MM-DD or ISO 8601 date-time (inclusive)', example: '2026-01-31' });
+    .meta({ pattern: DATE_OR_DATETIME_PATTERN, description: 'YYYY-MM-DD or ISO 8601 date-time (inclusive)', example: '2026-01-31' });
 
 export const currency = () =>
   z
@@ -145,6 +147,16 @@ export const pageQuery = {
     .optional()
     .meta({ description: "`meta.next_cursor` of the previous page, with the same filters: reads on from there at one page's cost, however deep" }),
 };
+
+/**
+ * A resource id in the path: documented as a positive integer, parsed here once. Anything else names
+ * no resource, so it becomes 0, which no stored resource has: the service answers 404, never 422.
+ */
+export const pathId = (description: string) =>
+  z
+    .string()
+    .transform(idFromPath)
+    .meta({ description, override: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } });
 
 /** An optional id-like positive integer query filter; ids are exact integers (≤ 2^53 − 1). */
 export const idParam = () =>

@@ -1,9 +1,15 @@
 /** Wire format for time: `YYYY-MM-DDTHH:MM:SSZ`, UTC, no fraction (docs/api-conventions.md). */
 export const formatTimestamp = (d: Date): string => d.toISOString().slice(0, 19) + 'Z';
 
-const ISO_DATETIME =
-  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i;
+/**
+ * The date-times accepted on input: ISO 8601 with `Z` or an offset, seconds and their fraction
+ * optional (`2026-11-24T08:00Z`). Also the OpenAPI document's pattern, so it accepts what we do.
+ */
+export const ISO_DATETIME_PATTERN = '^(\\d{4})-(\\d{2})-(\\d{2})[Tt](\\d{2}):(\\d{2})(?::(\\d{2})(?:\\.\\d+)?)?([Zz]|[+-]\\d{2}:?\\d{2})$';
+const ISO_DATETIME = new RegExp(ISO_DATETIME_PATTERN);
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+/** A day (`YYYY-MM-DD`) or a date-time as above: the OpenAPI pattern of inputs that take either. */
+export const DATE_OR_DATETIME_PATTERN = `^\\d{4}-\\d{2}-\\d{2}$|${ISO_DATETIME_PATTERN}`;
 
 /** Date.UTC maps years 0–99 to 1900–1999, so the year is set on its own. */
 const utc = (y: number, mo: number, d: number, h = 0, mi = 0, s = 0): Date => {

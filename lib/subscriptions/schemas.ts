@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { amount, currency, dateBound, email, idParam, pageQuery, pastTimestamp, timestamp } from '#lib/shared/fields';
+import { amount, currency, dateBound, email, idParam, pageQuery, pastTimestamp, pathId, timestamp } from '#lib/shared/fields';
 import { Decimal } from '#lib/shared/money';
 
 export const SUBSCRIPTION_STATUSES = ['active', 'paused', 'cancelled'] as const;
@@ -52,7 +52,7 @@ export const subscriptionReactivateBody = z.object({
 });
 export type SubscriptionReactivate = z.output<typeof subscriptionReactivateBody>;
 
-export const subscriptionPathParams = z.object({ id: z.string().min(1).meta({ description: 'Subscription id' }) });
+export const subscriptionPathParams = z.object({ id: pathId('Subscription id') });
 
 export const subscriptionListQuery = z.object({
   ...pageQuery,

@@ -29,7 +29,6 @@ import type {
 import { asOf, effectiveTime, isDue, latestChangeAt } from '#lib/subscriptions/effective';
 import { getSubscriptionItem, subscriptionIndexAttributes } from '#lib/subscriptions/store';
 import type { AuthContext } from '#lib/auth/tokens';
-import { idFromPath } from '#lib/shared/ids';
 
 /**
  * Subscriptions (decisions §7). Every change is one transaction: the subscription (guarded by its
@@ -196,9 +195,8 @@ const refuse = (message: string) => InvalidError.field('status', message);
  * Runs one state change: read the subscription by key, plan the move (or refuse it with a 422 on
  * status), then one transaction guarded by the version read.
  */
-const change = async (scope: Scope, segment: string, plan: (sub: SubscriptionItem, at: string) => Plan, field = 'status'): Promise<Subscription> => {
+const change = async (scope: Scope, id: number, plan: (sub: SubscriptionItem, at: string) => Plan, field = 'status'): Promise<Subscription> => {
   const { merchantId } = scope;
-  const id = idFromPath(segment);
   const subKey = keys.subscription(merchantId, id);
   // A fresh block of event ids, taken when the subscription's held block is used up; kept across
   // attempts (a lost race does not use it), so a retry does not take another.
@@ -211,8 +209,8 @@ const change = async (scope: Scope, segment: string, plan: (sub: SubscriptionIte
     // A cancellation that has fallen due is applied first (if its scheduler has not run yet), so
     // every change starts from what every read already shows: a cancelled subscription.
     if (plan !== settleDue && isDue(sub, at)) {
-      await change(scope, segment, settleDue);
-      return change(scope, segment, plan, field);
+      await change(scope, id, settleDue);
+      return change(scope, id, plan, field);
     }
     const { next: planned, effective, event: e, webhook, unchanged } = plan(sub, at);
     if (unchanged) return presentSubscription(sub, scope.reportingCurrency);
@@ -272,7 +270,7 @@ const settleDue = (sub: SubscriptionItem, at: string): Plan => {
 export const applyScheduledCancel = async (scope: Scope, subscriptionId: number, cancelAt: string) => {
   const sub = await getSubscriptionItem(scope.merchantId, subscriptionId);
   if (!sub || sub.deleted_at || sub.cancel_at !== cancelAt) return null;
-  return change(scope, String(subscriptionId), settleDue);
+  return change(scope, subscriptionId, settleDue);
 };
 
 /** A schedule (a future cancelled_at, or cancel_at) must be later than now. */
@@ -281,8 +279,8 @@ const scheduleAfterNow = (field: string, value: string, at: string) => {
 };
 
 /** PUT /subscriptions/{id}: active or paused only; mrr up → upgrade, down → downgrade, equal → no event. */
-export const updateSubscription = (scope: Scope, segment: string, input: SubscriptionUpdate) =>
-  change(scope, segment, (sub, at) => {
+export const updateSubscription = (scope: Scope, id: number, input: SubscriptionUpdate) =>
+  change(scope, id, (sub, at) => {
     if (sub.status === 'cancelled') throw refuse('A cancelled subscription cannot be updated.');
     const effective = effectiveTime(sub, input.effective_at, 'effective_at', at);
     const next: SubscriptionItem = {
@@ -319,8 +317,8 @@ export const updateSubscription = (scope: Scope, segment: string, input: Subscri
   }, 'effective_at');
 
 /** PUT /subscriptions/{id}/cancel: from active or paused; a `cancel` event at cancelled_at. */
-export const cancelSubscription = (scope: Scope, segment: string, input: SubscriptionCancel) =>
-  change(scope, segment, (sub, at) => {
+export const cancelSubscription = (scope: Scope, id: number, input: SubscriptionCancel) =>
+  change(scope, id, (sub, at) => {
     if (sub.status === 'cancelled') throw refuse('The subscription is already cancelled.');
     const cancelledAt = effectiveTime(sub, input.cancelled_at, 'cancelled_at', at);
     if (input.cancelled_at && cancelledAt > at) {
@@ -340,8 +338,8 @@ export const cancelSubscription = (scope: Scope, segment: string, input: Subscri
   }, 'cancelled_at');
 
 /** PUT /subscriptions/{id}/pause: from active only; its mrr stops counting; no subscription event. */
-export const pauseSubscription = (scope: Scope, segment: string, input: SubscriptionPause) =>
-  change(scope, segment, (sub, at) => {
+export const pauseSubscription = (scope: Scope, id: number, input: SubscriptionPause) =>
+  change(scope, id, (sub, at) => {
     if (sub.status === 'paused') throw refuse('The subscription is already paused.');
     if (sub.status === 'cancelled') throw refuse('A cancelled subscription cannot be paused.');
     const pausedAt = effectiveTime(sub, input.paused_at, 'paused_at', at);
@@ -352,8 +350,8 @@ export const pauseSubscription = (scope: Scope, segment: string, input: Subscrip
  * PUT /subscriptions/{id}/reactivate: from paused, or from cancelled when the customer has no
  * other live subscription (the marker put decides, in the transaction); a `reactivated` event.
  */
-export const reactivateSubscription = (scope: Scope, segment: string, input: SubscriptionReactivate) =>
-  change(scope, segment, (sub, at) => {
+export const reactivateSubscription = (scope: Scope, id: number, input: SubscriptionReactivate) =>
+  change(scope, id, (sub, at) => {
     if (sub.status === 'active' && sub.cancel_at) {
       // Reactivating a subscription scheduled to cancel keeps it: the schedule is cleared, nothing else moves.
       return { next: { ...sub, cancel_at: null, cancel_reason: null }, effective: latestChangeAt(sub), webhook: 'subscription.reactivated' };
@@ -372,9 +370,8 @@ export const reactivateSubscription = (scope: Scope, segment: string, input: Sub
  * DELETE /subscriptions/{id}: soft. It leaves the lists, releases the customer's live slot and
  * stops counting towards the customer's MRR; its events stay. No subscription event, no webhook.
  */
-export const deleteSubscription = async (scope: Scope, segment: string): Promise<void> => {
+export const deleteSubscription = async (scope: Scope, id: number): Promise<void> => {
   const { merchantId } = scope;
-  const id = idFromPath(segment);
   await retrying(async () => {
     const sub = await getSubscriptionItem(merchantId, id);
     if (!sub || sub.deleted_at) throw new NotFoundError();
@@ -395,8 +392,8 @@ export const deleteSubscription = async (scope: Scope, segment: string): Promise
 };
 
 /** GET /subscriptions/{id}: live (not deleted) subscriptions. */
-export const getSubscription = async (scope: Scope, segment: string) => {
-  const sub = await getSubscriptionItem(scope.merchantId, idFromPath(segment));
+export const getSubscription = async (scope: Scope, id: number) => {
+  const sub = await getSubscriptionItem(scope.merchantId, id);
   if (!sub || sub.deleted_at) throw new NotFoundError();
   return presentSubscription(asOf(sub, formatTimestamp(now())), scope.reportingCurrency);
 };

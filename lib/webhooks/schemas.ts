@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { config } from '#lib/config';
 import { EVENT_TYPES, type EventType } from '#lib/outbox';
-import { pageQuery } from '#lib/shared/fields';
+import { pageQuery, pathId } from '#lib/shared/fields';
 import { selectedInvalid } from '#lib/shared/validation';
 import { checkUrlShape } from '#lib/webhooks/url-safety';
 
@@ -90,7 +90,7 @@ export const webhookEndpointUpdateBody = z.object({
 });
 export type WebhookEndpointUpdate = z.output<typeof webhookEndpointUpdateBody>;
 
-export const webhookEndpointPathParams = z.object({ id: z.string().min(1).meta({ description: 'Webhook endpoint id' }) });
+export const webhookEndpointPathParams = z.object({ id: pathId('Webhook endpoint id') });
 
 export const webhookEndpointListQuery = z.object({ ...pageQuery });
 export type WebhookEndpointListQuery = z.output<typeof webhookEndpointListQuery>;
@@ -117,9 +117,9 @@ export const webhookEndpointWithSecretSchema = z
   })
   .meta({ id: 'WebhookEndpointWithSecret' });
 
-export const webhookDeliveriesPathParams = z.object({ id: z.string().min(1).meta({ description: 'Webhook endpoint id' }) });
+export const webhookDeliveriesPathParams = z.object({ id: pathId('Webhook endpoint id') });
 export const webhookDeliveryRetryPathParams = z.object({
-  id: z.string().min(1).meta({ description: 'Webhook endpoint id' }),
+  id: pathId('Webhook endpoint id'),
   event_id: z.string().min(1).meta({ description: 'Event id (`evt_…`, the `webhook-id` header of its deliveries)' }),
 });
 export const webhookDeliveriesListQuery = z.object({ ...pageQuery });

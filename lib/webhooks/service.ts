@@ -18,7 +18,6 @@ import { deleteDeliveryDaysHead, listDeliveries, putDeliveryDaysHead } from '#li
 import { attemptAndRecord, type DeliveryStateItem } from '#lib/webhooks/delivery';
 import { encryptSecret, newWebhookSecret } from '#lib/webhooks/secrets';
 import { deleteListEntry, ENDPOINT_COUNT_ATTR, endpointCountKey, getWebhookEndpointItem, putListEntry } from '#lib/webhooks/store';
-import { idFromPath } from '#lib/shared/ids';
 import { checkWebhookUrl } from '#lib/webhooks/url-safety';
 
 /**
@@ -94,8 +93,8 @@ export const createWebhookEndpoint = async (merchantId: string, input: WebhookEn
 };
 
 /** GET /webhook-endpoints/{id}. */
-export const getWebhookEndpoint = async (merchantId: string, segment: string) => {
-  const item = await getWebhookEndpointItem(merchantId, idFromPath(segment));
+export const getWebhookEndpoint = async (merchantId: string, id: number) => {
+  const item = await getWebhookEndpointItem(merchantId, id);
   if (!item) throw new NotFoundError();
   return presentWebhookEndpoint(item);
 };
@@ -106,8 +105,7 @@ const sameEvents = (a: readonly string[], b: readonly string[]) => a.length === 
  * PATCH /webhook-endpoints/{id}: `url` (checked again), `events`, `description` (null clears),
  * `status`. A request that changes nothing writes nothing.
  */
-export const updateWebhookEndpoint = async (merchantId: string, segment: string, input: WebhookEndpointUpdate) => {
-  const id = idFromPath(segment);
+export const updateWebhookEndpoint = async (merchantId: string, id: number, input: WebhookEndpointUpdate) => {
   let urlChecked = false;
   return retrying(async () => {
     const item = await getWebhookEndpointItem(merchantId, id);
@@ -146,8 +144,7 @@ export const updateWebhookEndpoint = async (merchantId: string, segment: string,
  * kept, encrypted, for 24 hours so deliveries carry both signatures meanwhile. A second rotation
  * within those hours replaces the kept one: only the secret just replaced stays valid beside the new.
  */
-export const rotateWebhookSecret = async (merchantId: string, segment: string) => {
-  const id = idFromPath(segment);
+export const rotateWebhookSecret = async (merchantId: string, id: number) => {
   let fresh: { secret: string; encrypted: string } | undefined;
   return retrying(async () => {
     const item = await getWebhookEndpointItem(merchantId, id);
@@ -176,8 +173,7 @@ export const rotateWebhookSecret = async (merchantId: string, segment: string) =
 };
 
 /** DELETE /webhook-endpoints/{id}: hard delete (the encrypted secrets go with the item). */
-export const deleteWebhookEndpoint = async (merchantId: string, segment: string): Promise<void> => {
-  const id = idFromPath(segment);
+export const deleteWebhookEndpoint = async (merchantId: string, id: number): Promise<void> => {
   await retrying(async () => {
     const item = await getWebhookEndpointItem(merchantId, id);
     if (!item) throw new NotFoundError();
@@ -205,8 +201,8 @@ export const TEST_EVENT_TYPE = 'webhook.test';
 const EVENT_ID_MAX = 200;
 
 /** POST /webhook-endpoints/{id}/test: one signed `webhook.test` now, enabled or not; answers the attempt. */
-export const sendTestEvent = async (merchantId: string, segment: string) => {
-  const endpoint = await getWebhookEndpointItem(merchantId, idFromPath(segment));
+export const sendTestEvent = async (merchantId: string, id: number) => {
+  const endpoint = await getWebhookEndpointItem(merchantId, id);
   if (!endpoint) throw new NotFoundError();
   const event = {
     id: newEventId(),
@@ -222,8 +218,7 @@ export const sendTestEvent = async (merchantId: string, segment: string) => {
  * attempt of its delivery (the body is the one first sent; the signature is new). Any event this
  * endpoint was sent in the last 30 days, delivered or not; 404 otherwise.
  */
-export const retryDelivery = async (merchantId: string, segment: string, eventId: string) => {
-  const id = idFromPath(segment);
+export const retryDelivery = async (merchantId: string, id: number, eventId: string) => {
   if (eventId.length > EVENT_ID_MAX || !Number.isSafeInteger(id) || id < 1) throw new NotFoundError();
   const endpointKey = keys.webhookEndpoint(merchantId, id);
   const stateKey = keys.webhookDeliveryState(merchantId, id, eventId);
@@ -236,5 +231,5 @@ export const retryDelivery = async (merchantId: string, segment: string, eventId
 };
 
 /** GET /webhook-endpoints/{id}/deliveries: the endpoint's attempts of the last 30 days, newest first. */
-export const listEndpointDeliveries = async (merchantId: string, segment: string, q: WebhookDeliveriesListQuery) =>
-  listDeliveries(merchantId, idFromPath(segment), q, Math.floor(now().getTime() / 1000));
+export const listEndpointDeliveries = async (merchantId: string, id: number, q: WebhookDeliveriesListQuery) =>
+  listDeliveries(merchantId, id, q, Math.floor(now().getTime() / 1000));

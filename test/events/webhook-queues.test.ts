@@ -126,7 +126,7 @@ describe.skipIf(!hasMoto)('bus rule → events queue → fan-out → deliveries 
       const paidOnly = await createWebhookEndpoint(merchantId, { url, events: ['order.paid'], description: undefined });
       const everything = await createWebhookEndpoint(merchantId, { url, events: ['*'], description: undefined });
       const disabled = await createWebhookEndpoint(merchantId, { url, events: ['order.paid'], description: undefined });
-      await updateWebhookEndpoint(merchantId, String(disabled.id), { status: 'disabled', description: undefined });
+      await updateWebhookEndpoint(merchantId, disabled.id, { status: 'disabled', description: undefined });
       await createWebhookEndpoint(merchantId, { url, events: ['subscription.created'], description: undefined });
       secrets.push(paidOnly.secret, everything.secret);
 

@@ -411,7 +411,7 @@ describe(`at most ${MAX_WEBHOOK_ENDPOINTS} endpoints per merchant`, () => {
 });
 
 describe('delivery fan-out: endpoints of a merchant subscribed to a type', () => {
-  it('one strongly consistent Query of the list (beside the count) returns the enabled endpoints whose events include the type or "*"', async () => {
+  it('one strongly consistent Query of the list (beside one BatchGetItem of the count) returns the enabled endpoints whose events include the type or "*"', async () => {
     const m = await newMerchant();
     const paid = await create(m.token, { events: ['order.paid'] });
     const star = await create(m.token, { events: ['*'] });
@@ -426,7 +426,7 @@ describe('delivery fan-out: endpoints of a merchant subscribed to a type', () =>
     requestCounter.reset();
     const forPaid = await endpointsReceiving(m.merchantId, 'order.paid');
     expect(requestCounter.total).toBe(2);
-    expect(requestCounter.byCommand).toEqual({ QueryCommand: 1, BatchGetCommand: 1 });
+    expect(requestCounter.byCommand).toEqual({ QueryCommand: 1, BatchGetItemCommand: 1 });
     expect(forPaid.map((e) => e.id).sort()).toEqual([paid.id, star.id].sort());
     expect((await endpointsReceiving(m.merchantId, 'order.refunded')).map((e) => e.id).sort()).toEqual([star.id, subs.id].sort());
     expect((await endpointsReceiving(m.merchantId, 'subscription.paused')).map((e) => e.id)).toEqual([star.id]);
