@@ -143,7 +143,7 @@ export class ApiStack extends Stack {
     if (stage === 'local') throw new Error('stage "local" is reserved for the local stack (it relaxes webhook URL rules)');
     if (stage === PROD_STAGE && props.retainTable === false) throw new Error('the prod stack always keeps its data: retainTable=false is refused for stage prod');
     // The stage throttle is the account's backstop: above what one merchant may send (its own limit,
-    // per hour) and below the account's Lambda concurrency (README: *Concurrency and throttling*).
+    // per hour) and below the account's Lambda concurrency (docs/operations.md: Concurrency and throttling).
     const throttle = props.throttle ?? DEFAULTS.throttle;
     const merchantPerSecond = (props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour) / 3600;
     if (throttle.rateLimit < merchantPerSecond || throttle.burstLimit < throttle.rateLimit) {

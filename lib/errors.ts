@@ -1,6 +1,6 @@
 /**
  * Domain errors. `lib/` modules throw these; the HTTP pipeline maps them to the bodies of
- * decisions.md §2 in one place (`lib/http/errors.ts`), so domain code knows nothing of HTTP.
+ * docs/api-conventions.md (Errors) in one place (`lib/http/errors.ts`), so domain code knows nothing of HTTP.
  */
 export type FieldErrors = Record<string, string[]>;
 

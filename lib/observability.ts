@@ -7,7 +7,7 @@ export const SERVICE_NAME = 'revenue-analytics-api';
 /** CloudWatch namespace of the service's metrics, unless POWERTOOLS_METRICS_NAMESPACE names another. */
 export const METRICS_NAMESPACE = 'RevenueAnalyticsApi';
 
-/** The metrics every invocation of the API pipeline emits (one EMF line per request; README: *Observability*). */
+/** The metrics every invocation of the API pipeline emits (one EMF line per request; docs/operations.md: Observability). */
 export const METRIC = {
   requests: 'Requests',
   /** Answers 5xx (500, 503 busy). */

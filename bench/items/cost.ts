@@ -8,14 +8,14 @@ import type { BenchItem, Cell } from '../support/report.ts';
 /**
  * Item 1: DynamoDB requests and consumed capacity units (ReturnConsumedCapacity TOTAL) of one call
  * of every route, from the request's own tally (per invocation, kept by the pipeline), against the
- * budgets the issues set (access-patterns.md and the README's "Request budgets"). Steady state: the
+ * the request budgets (docs/benchmarks.md, "Request budgets"). Steady state: the
  * token's last_used_at is stamped before each call, as after a use within the minute.
  */
 type RouteName = keyof typeof routes;
 type Call = { method: string; path: string; body?: unknown; headers?: Record<string, string>; token?: string | null };
 type Scenario = { route: RouteName; label: string; budget?: number; status: number; call: () => Promise<Call> };
 
-/** Budgets the issues set (requests per call, pipeline included); routes without one show "–". */
+/** The request budgets (requests per call, pipeline included); routes without one show "–". */
 const BUDGETS: Partial<Record<RouteName, number>> = {
   customersGet: 3,
   customersList: 4,

@@ -17,7 +17,7 @@ export const BUNDLE = {
   minify: true,
   sourceMap: true,
   sourcesContent: false,
-  /** Packages replaced by a smaller module of ours in every bundle (README: *Function bundles*). */
+  /** Packages replaced by a smaller module of ours in every bundle (docs/function-bundles.md). */
   alias: {
     '@aws-sdk/credential-provider-node': shim('credentials-from-env.ts'),
     '@smithy/core/event-streams': shim('no-event-streams.ts'),
@@ -25,7 +25,7 @@ export const BUNDLE = {
   } as Record<string, string>,
 } as const;
 
-/** Issue #10's budget for a function's bundle (`index.mjs`): not reached yet (README: *Function bundles*). */
+/** The original budget for a function's bundle (`index.mjs`): not reached yet (docs/function-bundles.md). */
 export const BUNDLE_BUDGET_BYTES = 300 * 1024;
 /** What test/infra/bundles.test.ts enforces meanwhile: just above the largest bundle today, so none grows unnoticed. */
 export const BUNDLE_LIMIT_BYTES = 584 * 1024;

@@ -52,7 +52,7 @@ export const bundleReport = async (
 
 const kib = (bytes: number) => (bytes / 1024).toFixed(1);
 
-/** The README's bundle table (cold-start columns `–` when not measured). */
+/** The bundle table of docs/function-bundles.md (cold-start columns `–` when not measured). */
 export const markdownTable = (rows: BundleReportRow[]): string => {
   const lines = ['| function | bundle (KiB) | CPU ms to handler: bundle / empty | CPU ratio | wall ratio |', '|---|--:|--:|--:|--:|'];
   for (const { name, bytes, coldStart: c } of rows) {

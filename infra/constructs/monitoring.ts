@@ -14,7 +14,7 @@ import { WEBHOOK_RULE_NAME, type WebhookDelivery } from './webhook-delivery.ts';
 import type { CancelScheduler } from './cancel-scheduler.ts';
 
 /**
- * The thresholds, in one place (README: *Operations*). Counts alarm above the figure: 0 means
+ * The thresholds, in one place (docs/operations.md). Counts alarm above the figure: 0 means
  * "any". Every alarm evaluates 1-minute periods.
  */
 export const ALARM_THRESHOLDS = {

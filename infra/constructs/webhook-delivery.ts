@@ -28,7 +28,7 @@ export const WEBHOOK_EVENT_PATTERN = { source: [SERVICE_NAME], 'detail-type': [.
 export const WEBHOOK_CONSUMER_SOURCE = { batchSize: 10, reportBatchItemFailures: true } as const;
 
 /**
- * The most invocations each SQS mapping runs at once (README: *Concurrency*). A backlog (a
+ * The most invocations each SQS mapping runs at once (docs/operations.md: Concurrency and throttling). A backlog (a
  * receiver down for hours, then back) must not take the account's Lambda concurrency from the API:
  * the mapping stops polling at this cap, and messages wait in the queue (retention 4 / 14 days)
  * instead of being throttled back into it, which reserved concurrency would do (each throttle

@@ -14,7 +14,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
  * - batches are handed over as soon as messages are visible, each invocation on its own (Lambda
  *   scales out), so one slow invocation never holds back the next messages.
  *
- * Messages live as long as the process: a restart forgets queued deliveries (documented in the README).
+ * Messages live as long as the process: a restart forgets queued deliveries (documented in docs/webhooks.md, "Locally").
  */
 export type SqsConsumer = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 export type LocalQueueOptions = {

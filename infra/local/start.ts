@@ -136,7 +136,7 @@ const main = async () => {
   process.on('SIGINT', () => void shutdown(0));
   process.on('SIGTERM', () => void shutdown(0));
   process.env.STAGE ??= 'local';
-  // EMF metric lines are for CloudWatch; locally they would drown the log (README: Observability).
+  // EMF metric lines are for CloudWatch; locally they would drown the log (docs/operations.md: Observability).
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
   // Lambda runs Node 22; the lockfile pins SDK versions that still support the Node 20 used locally.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';

@@ -4,7 +4,7 @@ import { email, isWellFormed, metadata, pageQuery, WELL_FORMED_MESSAGE } from '#
 const optionalText = (max: number) => z.string().max(max).nullish();
 
 /**
- * Decisions §5 sets no format for external_id. Refused are only values no path can address: a
+ * docs/customers.md: external_id has no set format. Refused are only values no path can address: a
  * lone surrogate (no URL form) and "." / ".." (collapsed by URL handling). In the path of
  * GET/PUT/DELETE /customers/{idOrExternalId} an all-digit segment always means the id, so an
  * all-digit external_id is reached through the list, search or batch, not the path.
@@ -19,7 +19,7 @@ const externalId = () =>
     .refine(isWellFormed, { message: WELL_FORMED_MESSAGE })
     .refine((v) => v !== '.' && v !== '..', { message: 'The :field field must not be "." or "..".' });
 
-/** Writable customer fields (decisions §5). */
+/** Writable customer fields (docs/customers.md). */
 export const customerCreateBody = z.object({
   email: email(),
   name: optionalText(255),

@@ -21,7 +21,7 @@ import {
   resolveForWrite,
 } from '#lib/customers/store';
 
-/** Customer use cases behind the handlers (decisions §5). Each write attempt runs through `retrying`. */
+/** Customer use cases behind the handlers (docs/customers.md). Each write attempt runs through `retrying`. */
 
 export const EMAIL_TAKEN = 'The email has already been taken.';
 export const EXTERNAL_ID_TAKEN = 'The external id has already been taken.';

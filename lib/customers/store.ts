@@ -55,7 +55,7 @@ export const resolveForWrite = async (merchantId: string, idOrExternalId: string
 
 const isIdSegment = (segment: string) => /^\d{1,15}$/.test(segment);
 
-/** The path segment is an id when it is all digits, else an external_id (decisions §5). */
+/** The path segment is an id when it is all digits, else an external_id (docs/customers.md). */
 export const findCustomer = async (merchantId: string, idOrExternalId: string): Promise<CustomerItem | null> =>
   isIdSegment(idOrExternalId)
     ? getCustomerById(merchantId, Number(idOrExternalId))

@@ -1,7 +1,7 @@
 import { ConflictError, ContentionError, InvalidError, NotFoundError, ThrottledError, type FieldErrors } from '#lib/errors';
 import { settledError } from '#lib/db/retry';
 
-/** Errors with their exact bodies from decisions.md §2. Thrown anywhere; rendered once by the pipeline. */
+/** Errors with their exact bodies from docs/api-conventions.md (Errors). Thrown anywhere; rendered once by the pipeline. */
 export class HttpError extends Error {
   constructor(
     public readonly status: number,

@@ -175,7 +175,7 @@ const authAndRateLimit = (route: RouteDef | null): middy.MiddlewareObj<Event, Re
   },
 });
 
-/** JSON bodies (middy's parser), with the spec's 400 and 413; empty bodies read as `{}`. */
+/** JSON bodies (middy's parser), with docs/api-conventions.md's 400 and 413; empty bodies read as `{}`. */
 const jsonBody = (route: RouteDef): middy.MiddlewareObj<Event, Result> => {
   // Any content type is read as JSON; the option exists at runtime but not in the package's typings.
   const parser = httpJsonBodyParser({ disableContentTypeCheck: true } as Parameters<typeof httpJsonBodyParser>[0]);

@@ -16,7 +16,7 @@ export type SubscriptionFacts = {
 const latest = (a: string, b: string) => (a > b ? a : b);
 
 /**
- * A subscription's line after an API change (decisions §9): the subscription's state holds from
+ * A subscription's line after an API change (docs/metrics.md): the subscription's state holds from
  * the moment the change takes effect on (later points of the line are superseded):
  * created → its mrr from started_at; cancelled → 0 from cancelled_at (back-dating reclassifies);
  * paused → 0, reactivated or mrr changed → its mrr, each from the change's effective time (or from

@@ -10,7 +10,7 @@ import { ExactSum } from '#lib/shared/money';
 import { utcDayOf, type CohortsQuery, type Interval, type MrrQuery } from '#lib/metrics/schemas';
 
 /**
- * GET /metrics/* (decisions §9), from the pre-aggregated items only — never orders, events or
+ * GET /metrics/* (docs/metrics.md), from the pre-aggregated items only — never orders, events or
  * subscriptions. Levels (MRR, active customers and subscriptions) are sums of movements: the month
  * roll-ups before the range plus the day items of the range's first month before it. A monthly
  * series reads months, and days only for its partial first and last months; a daily or weekly one
@@ -157,7 +157,7 @@ const plus = (a: Sums, b: Sums): Sums => Object.fromEntries(LEVEL_ATTRS.map((k) 
 
 const dateError = (field: string, message: string) => InvalidError.field(field, message);
 
-/** start/end with their defaults and the limits of decisions §9 (422 on the parameter at fault). */
+/** start/end with their defaults and the limits of docs/metrics.md (422 on the parameter at fault). */
 export const resolveRange = (q: MrrQuery) => {
   const interval: Interval = q.interval ?? 'month';
   const end = q.end_date ? utcDayOf(q.end_date)! : today();

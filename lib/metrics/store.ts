@@ -7,7 +7,7 @@ import { itemAbsent, versionIs, type WriteSet } from '#lib/db/writes';
 import { chunkTimeline, contributionChange, firstDifference, joinChunks, type Timeline } from '#lib/metrics/timeline';
 
 /**
- * The customer's MRR timeline and the aggregate moves of a change (decisions §9). A write
+ * The customer's MRR timeline and the aggregate moves of a change (docs/architecture.md, "Metrics aggregates"). A write
  * reads the timeline by key (strongly consistent) in the same attempt as the rest of its state,
  * computes the new timeline, and `addTimelineChange` adds to its WriteSet: the timeline (its head
  * put under the version read) and the difference of the customer's contributions as ADD deltas to

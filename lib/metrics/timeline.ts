@@ -1,7 +1,7 @@
 import Decimal from 'decimal.js';
 
 /**
- * A customer's MRR timeline (decisions §9), pure. The customer's MRR is the sum of its lines; each
+ * A customer's MRR timeline (docs/metrics.md), pure. The customer's MRR is the sum of its lines; each
  * line is a list of change points `[at, amount, flag]` ("from `at` on the line is `amount`"):
  * - `S<id>`: a subscription (API changes and recorded events naming it);
  * - `I`: the customer's imported line (recorded events without a subscription);
@@ -61,7 +61,7 @@ export const MOVEMENTS = ['new', 'expansion', 'contraction', 'churn', 'reactivat
 export type Movement = (typeof MOVEMENTS)[number];
 
 /**
- * How a change of a customer's total MRR is classified (decisions §9), or null when it did not
+ * How a change of a customer's total MRR is classified (docs/metrics.md, "Movements"), or null when it did not
  * move: 0 → more is `new` the first time, `reactivation` later; up `expansion`; down above 0
  * `contraction`; down to 0 `churn` (the last two negative).
  */

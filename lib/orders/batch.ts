@@ -23,7 +23,7 @@ import { amountCurrencyError } from '#lib/shared/currency';
 import { formatTimestamp } from '#lib/shared/time';
 
 /**
- * POST /orders/batch (decisions §6): an upsert by order_no, applied in array order, through the
+ * POST /orders/batch (docs/orders.md): an upsert by order_no, applied in array order, through the
  * batch engine. Items naming one order_no fold into one unit (its final write); every email an
  * item names gets its customer, created if no live one holds it (as separate batches would), named
  * by the first item naming it. No webhook events; one activity-log record.
@@ -33,7 +33,7 @@ type Collector = ReturnType<typeof batchCollector>;
 
 const FIELDS = ['amount', 'currency', 'status', 'payment_method', 'billing_cycle', 'paid_at', 'refunded_at', 'failed_at', 'metadata', 'created_at'] as const;
 
-/** Absent, null, empty-string and empty-object fields leave the stored value alone (decisions §6: accumulate). */
+/** Absent, null, empty-string and empty-object fields leave the stored value alone (docs/orders.md: accumulate). */
 const isEmpty = (v: unknown) =>
   v === null || v === undefined || v === '' || (typeof v === 'object' && !Array.isArray(v) && Object.keys(v as object).length === 0);
 const dropEmpty = (raw: Record<string, unknown>) => Object.fromEntries(Object.entries(raw).filter(([, v]) => !isEmpty(v)));

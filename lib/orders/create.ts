@@ -27,7 +27,7 @@ export type CreateResult = { status: number; body: { data: Order }; replayed: bo
 export const ORDER_NO_TAKEN = 'The order no has already been taken.';
 const replay = (record: IdempotencyRecord, hash: string): CreateResult => replayRecord<CreateResult['body']>(record, hash);
 
-/** A creation request with the defaults of decisions §6 applied (null means the default). */
+/** A creation request with the defaults of docs/orders.md applied (null means the default). */
 export const withOrderDefaults = (input: OrderInput) => ({
   ...input,
   status: input.status ?? 'pending',
@@ -41,7 +41,7 @@ export const withOrderDefaults = (input: OrderInput) => ({
   metadata: input.metadata ?? null,
 });
 
-/** The order a creation request describes, with the defaults of decisions §6. */
+/** The order a creation request describes, with the defaults of docs/orders.md. */
 export const newOrderItem = (
   merchantId: string,
   id: number,
@@ -87,7 +87,7 @@ export const createOrder = async (
   opts: { idempotencyKey?: string },
 ): Promise<CreateResult> => {
   const { merchantId } = auth;
-  // The validated request with its defaults: equal requests hash equally (decisions §6).
+  // The validated request with its defaults: equal requests hash equally (docs/orders.md, idempotency).
   const hash = opts.idempotencyKey ? requestHash(withOrderDefaults(input)) : '';
   const emailKey = keys.customerEmail(merchantId, input.customer_email);
   const orderKey = keys.order(merchantId, input.order_no);

@@ -68,7 +68,7 @@ const totalOrders = async (merchantId: string, status?: string): Promise<number>
 
 /**
  * GET /orders/stats from the pre-aggregated day and month items (one BatchGetItem, whatever the
- * number of orders). Revenue by `paid_at`, counts by `created_at`, UTC (decisions §6).
+ * number of orders). Revenue by `paid_at`, counts by `created_at`, UTC (docs/orders.md).
  */
 export const orderStats = async (merchantId: string, currency: string) => {
   const today = formatTimestamp(now());

@@ -1,6 +1,6 @@
 import type { OrderStatus } from '#lib/orders/schemas';
 
-/** Status changes allowed through the API (decisions §6); imports may move freely. */
+/** Status changes allowed through the API (docs/orders.md); imports may move freely. */
 const ALLOWED: Record<OrderStatus, OrderStatus[]> = {
   pending: ['paid', 'failed', 'cancelled'],
   failed: ['paid', 'cancelled'],
@@ -11,7 +11,7 @@ const ALLOWED: Record<OrderStatus, OrderStatus[]> = {
 
 export const canTransition = (from: OrderStatus, to: OrderStatus): boolean => ALLOWED[from].includes(to);
 
-/** The timestamp a status fills when it is reached without one (spec: initial-state rules). */
+/** The timestamp a status fills when it is reached without one (docs/orders.md: status times). */
 export const STATUS_TIMESTAMP: Partial<Record<OrderStatus, 'paid_at' | 'refunded_at' | 'failed_at'>> = {
   paid: 'paid_at',
   refunded: 'refunded_at',

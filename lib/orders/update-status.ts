@@ -22,7 +22,7 @@ export const rewriteOrder = (merchantId: string, order: OrderItem, changes: Part
 };
 
 /**
- * PATCH /orders/{orderNo}: an allowed status move (decisions §6). The order is guarded by its
+ * PATCH /orders/{orderNo}: an allowed status move (docs/orders.md). The order is guarded by its
  * version; the customer's figures and the stats move by the difference in the same transaction,
  * with an `order.<status>` outbox event. A lost race re-reads and judges the move afresh.
  */

@@ -67,7 +67,7 @@ export const email = () =>
     .transform((v) => v.toLowerCase());
 
 /**
- * Free-form metadata object: ≤ 50 keys, ≤ 16 KiB as JSON (decisions §5). Its output is the JSON
+ * Free-form metadata object: ≤ 50 keys, ≤ 16 KiB as JSON (docs/customers.md). Its output is the JSON
  * text, stored as a string: any JSON the client sends (huge numbers, empty keys, deep nesting)
  * round-trips, where a DynamoDB map would refuse some of it. Presenters decode it.
  */

@@ -44,7 +44,7 @@ export const batchResultSchema = z
 
 export type BatchResult = z.infer<typeof batchResultSchema>;
 
-/** Collects per-item outcomes in the spec's batch result shape. */
+/** Collects per-item outcomes in the batch result shape of docs/importing-history.md. */
 export const batchCollector = (total: number) => {
   const results: BatchResult['results'] = { created: [], updated: [], skipped: [], failed: [] };
   return {

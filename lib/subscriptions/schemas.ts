@@ -15,7 +15,7 @@ const plan = () => z.string().min(1).max(255);
 /** A subscription's MRR is above zero: pause and cancel are what take it to zero. */
 const mrr = () => amount().refine((v) => new Decimal(v).gt(0), { message: 'The :field field must be greater than 0.' });
 
-/** POST /subscriptions (decisions §7). */
+/** POST /subscriptions (docs/subscriptions.md). */
 export const subscriptionCreateBody = z.object({
   customer_id: bodyId(),
   plan_name: plan(),

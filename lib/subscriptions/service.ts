@@ -31,7 +31,7 @@ import { getSubscriptionItem, subscriptionIndexAttributes } from '#lib/subscript
 import type { AuthContext } from '#lib/auth/tokens';
 
 /**
- * Subscriptions (decisions §7). Every change is one transaction: the subscription (guarded by its
+ * Subscriptions (docs/subscriptions.md). Every change is one transaction: the subscription (guarded by its
  * version), the live-subscription marker under the customer, the customer's current MRR (ADD of
  * the difference), the subscription event, list totals and the webhook outbox item — so there is
  * never a change without its event, nor the reverse. Each attempt reads by key and runs under the
@@ -62,8 +62,8 @@ export const moveTotals = (ws: WriteSet, merchantId: string, before: Subscriptio
 };
 
 /**
- * The customer's MRR timeline and the metrics aggregates follow the subscription's line (decisions
- * §9); the timeline is read only when the line moves. `field` is what a 422 blames when the
+ * The customer's MRR timeline and the metrics aggregates follow the subscription's line
+ * (docs/metrics.md); the timeline is read only when the line moves. `field` is what a 422 blames when the
  * reclassification does not fit the transaction.
  */
 const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem, after: SubscriptionItem, effective: string, field: string) => {

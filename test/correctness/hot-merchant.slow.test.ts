@@ -17,7 +17,7 @@ const api = useApi();
 let model: TransactionConflictModel | undefined;
 afterEach(() => model?.uninstall());
 
-// 1,000 in CI (about 2 minutes); HOT_ORDERS=2000 reproduces the README's table.
+// 1,000 in CI (about 2 minutes); HOT_ORDERS=2000 reproduces the table in docs/benchmarks.md.
 const ORDERS = Number(process.env.HOT_ORDERS ?? 1000);
 const CLIENTS = 50;
 const CUSTOMERS_PER_CLIENT = 8; // each client's orders go to its own 8 customers (5 orders each at 2,000)
@@ -59,7 +59,7 @@ describe('hot merchant under the transaction conflict model', () => {
     const cold = await newMerchant();
     const random = await load([cold.token], ORDERS / CLIENTS).finally(() => setShardPolicy('lease'));
 
-    // Written to the README's figures by hand; printed so a run shows them.
+    // Written to docs/benchmarks.md's figures by hand; printed so a run shows them.
     console.info(`conflicts by item: ${JSON.stringify(model!.stats.conflictsByItem)}\nhot merchant: ${JSON.stringify(one)}\nhot merchant, random shards: ${JSON.stringify(random)}\nspread over ${CLIENTS} merchants: ${JSON.stringify(spread)}`);
     expect(one.non201).toBe(0);
     expect(random.non201).toBe(0);

@@ -71,7 +71,7 @@ describe('function bundles', () => {
     expect(over).toEqual([]);
   });
 
-  // Issue #10's budget: not reachable with the SDK bundled, zod 4 and the X-Ray SDK (README: *Function bundles*).
+  // The 300 KiB budget: not reachable with the SDK bundled, zod 4 and the X-Ray SDK (docs/function-bundles.md).
   it.todo(`every function's bundle stays within ${kib(BUNDLE_BUDGET_BYTES)} (the original 300 KiB target)`);
 
   it('carries none of what was cut: the default credential chain, event streams, whole or duplicate semver, nested copies', () => {

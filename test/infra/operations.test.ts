@@ -8,7 +8,7 @@ import { routeList } from '#lib/http/routes';
 import { alarmViews, fixtureProjectRoot, idOf, resources, roleGrants, synthStack, type Resource } from './support/stack.ts';
 
 /**
- * Issue #10's production items in the template: the table's protection and key, stages, least
+ * The production items in the template (docs/operations.md, docs/deployment-and-protection.md): the table's protection and key, stages, least
  * privilege (logs, X-Ray, the table key), tracing and metrics configuration, alarms on one topic,
  * the dashboard, and the concurrency policy. Two synths: prod (defaults) and dev.
  */
@@ -274,7 +274,7 @@ describe('observability', () => {
 });
 
 describe('concurrency and throttling', () => {
-  it('no function reserves concurrency (README: the policy); the stage throttle is the backstop', () => {
+  it('no function reserves concurrency (docs/operations.md: the policy); the stage throttle is the backstop', () => {
     for (const [id, fn] of Object.entries(resources(prod.template, 'AWS::Lambda::Function') as Record<string, Resource>)) {
       expect(fn.Properties.ReservedConcurrentExecutions, id).toBeUndefined();
     }

@@ -4,7 +4,7 @@ import { newMerchant, useApi } from '../support/api.ts';
 import { seedMetricsAggregates } from '../support/seed-metrics.ts';
 
 /**
- * Request budgets of the metrics issue (README "Request budgets"), counted with the shared DynamoDB
+ * Request budgets of the metrics reads (docs/benchmarks.md "Request budgets"), counted with the shared DynamoDB
  * request counter, token lookup and rate counter included. Reads are measured on a merchant with
  * 100 subscriptions made through the API and on one with the aggregates of 20,000 subscriptions.
  *

@@ -30,7 +30,7 @@ describe('concurrent writes for one customer', () => {
       ...orders.map((o) => api.post('/orders', token, { order_no: o.no, amount: String(o.amount), customer_email: 'same@concurrency.test', status: 'paid', billing_cycle: 'quarterly', paid_at: o.paid })),
     ]);
     // A dozen writers on one item: some lose every retry until the deadline (409: nothing stored,
-    // README "Decisions"); on a starved machine a write can also run out of time while its commit is
+    // docs/architecture.md "Retries and the deadline"); on a starved machine a write can also run out of time while its commit is
     // in flight (503 + Retry-After: the write is whole or absent, and the client cannot know which,
     // so it retries with an idempotency key). The reference is what the API shows as stored.
     const statuses = answers.map((a) => a.status);

@@ -3,7 +3,7 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
 
 /**
- * The scripted merchant of README "Revenue metrics": every figure below is worked
+ * The scripted merchant of docs/metrics.md ("Worked example"): every figure below is worked
  * out by hand from the history (reporting currency TWD).
  *
  * | when (2025, UTC)  | write                                                         | movement (customer)                 |

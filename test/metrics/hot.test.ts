@@ -7,7 +7,7 @@ import { transactionConflictModel, type TransactionConflictModel } from '../supp
  * One merchant's concurrent MRR-moving writes under AWS's transaction isolation (the conflict
  * model of test/support/faults.ts): every one of them moves the same day's, year's and cohort's
  * metrics items (8 shards each). CLIENTS concurrent clients each send paid monthly orders for
- * their own customers; every answer is 201 and the figures are exact. README "Revenue metrics"
+ * their own customers; every answer is 201 and the figures are exact. docs/benchmarks.md "Metrics under contention"
  * records the measured conflicts (HOT_CLIENTS=50 shows where it stops: 409s past the deadline).
  */
 const api = useApi();

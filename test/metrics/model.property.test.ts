@@ -8,7 +8,7 @@ import { assertWithinBudget } from '../support/property.ts';
 import { expectedCohorts, expectedSeries, expectedSummary, refImportedEnd, refSetAt, refSetFrom, type RefCustomer, type RefPoint } from './reference.ts';
 
 /**
- * Property (decisions §9 "Freshness"): for random histories sent through the API — subscription
+ * Property (docs/metrics.md, "Freshness and cost"): for random histories sent through the API — subscription
  * creates (some back-dated), updates, pauses, reactivations, cancellations (some back-dated) and
  * deletions, recorded events (back-dated, with or without a subscription), recurring paid orders in
  * the reporting currency or another (some with a past paid_at), refunds, order batches (new orders,
@@ -127,7 +127,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
         const ok = (r: { status: number; body: unknown }, what: string) => expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBeLessThan(300);
 
         /**
-         * An order's line after a write (the contract's rules, as the reference reads them): only a
+         * An order's line after a write (docs/metrics.md's rules, as the reference reads them): only a
          * paid order in the reporting currency counts, over its cycle; any other never counted.
          */
         const relineOrder = (c: number, o: Order) => {

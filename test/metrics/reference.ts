@@ -1,7 +1,7 @@
 import Decimal from 'decimal.js';
 
 /**
- * A from-scratch reference of decisions §9 for the property test, written apart from
+ * A from-scratch reference of docs/metrics.md for the property test, written apart from
  * lib/metrics (no import from it): raw per-customer lines (the subscriptions, recorded events and
  * orders a test sent) → the figures the API must answer. Levels (MRR, active customers and
  * subscriptions, cohort figures) are evaluated directly at each day's or month's end; movements
@@ -108,7 +108,7 @@ const bucketOf = (day: string, interval: 'day' | 'week' | 'month') => {
   return addDays(day, -((dow + 6) % 7));
 };
 
-/** GET /metrics/mrr as the contract gives it, from scratch. */
+/** GET /metrics/mrr as docs/metrics.md defines it, from scratch. */
 export const expectedSeries = (customers: RefCustomer[], start: string, end: string, interval: 'day' | 'week' | 'month') => {
   const moves = dayMoves(customers);
   const buckets: { key: string; date: string; last: string; m: DayMoves }[] = [];

@@ -10,7 +10,7 @@ import { assertWithinBudget } from '../support/property.ts';
 /**
  * Model-based property: after any short sequence of ROUNDS — each round 1–4 commands (creates,
  * PATCHes, batch upserts, customer deletes) sent at the same moment — every order is what the rules
- * of decisions §5–§6 say, and every pre-aggregated figure equals the figure recomputed from the
+ * of docs/customers.md and docs/orders.md say, and every pre-aggregated figure equals the figure recomputed from the
  * orders themselves: each customer's ltv / order_count / payment times (deleted customers included,
  * read from the table since the API hides them), the stats of EVERY day and month an order touched
  * (read through GET /orders/stats with the clock set to that day), and the list totals per status.

@@ -15,7 +15,7 @@ const batch = async (token: string, orders: unknown[]) => {
   return r.body.data;
 };
 
-describe('customer figures (decisions §5)', () => {
+describe('customer figures (docs/customers.md)', () => {
   it('follow creates and PATCHes: ltv in the reporting currency, per currency, paid count, payment times', async () => {
     fixedClock('2026-03-31T12:00:00Z');
     const { token } = await newMerchant();

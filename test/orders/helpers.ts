@@ -117,7 +117,7 @@ export const expect422 = (res: { status: number; body: any }, field: string) => 
   for (const m of res.body.errors[field]) expect(typeof m).toBe('string');
 };
 
-/** A customer's derived figures recomputed from its orders (decisions §5). */
+/** A customer's derived figures recomputed from its orders (docs/customers.md). */
 export const figuresFromOrders = (orders: any[], reportingCurrency = 'TWD') => {
   const paid = orders.filter((o) => o.status === 'paid');
   const byCurrency = new Map<string, Decimal>();

@@ -9,7 +9,7 @@ import { pool } from './support.ts';
 import { allPages } from '../support/pages.ts';
 
 /**
- * Issue #11, faults: DynamoDB throttling, transaction conflicts, timeouts before a call reaches
+ * Faults: DynamoDB throttling, transaction conflicts, timeouts before a call reaches
  * DynamoDB and lost answers of writes that did commit, injected through SDK middleware
  * (test/support/faults.ts `faultsAtRate`) on 10 % of all calls. Every answer is a 2xx or a retryable
  * 409 / 503 with Retry-After (never a 500, never another 4xx to a valid request); once the faults

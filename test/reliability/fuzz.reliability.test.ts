@@ -12,7 +12,7 @@ import { assertWithinBudget } from '../support/property.ts';
 import { merchantSnapshot, SAMPLE_BODIES, snapshotDiff } from './support.ts';
 
 /**
- * Issue #11, bad input: fast-check path segments, query strings, headers and bodies for every route
+ * Bad input: fast-check path segments, query strings, headers and bodies for every route
  * of the route table (a new route is fuzzed without touching this file; a write route without a
  * sample body below is fuzzed from `{}`). Every answer is below 500; a 4xx is one of docs/api-conventions.md's
  * with its documented body, and a refused request stores nothing (the merchant's items are read
@@ -191,7 +191,7 @@ describe('bad input on every route: a documented 4xx, never a 5xx, nothing store
     const cases$ = caseArb.filter((c) => headBytes(c) < 9_000);
     const statuses: Record<number, number> = {};
     let cases = 0;
-    // Ids are allocated by one ADD before the write's transaction (README: Table design), so a request
+    // Ids are allocated by one ADD before the write's transaction (docs/architecture.md: Table design), so a request
     // that passes validation and then loses at its conditional write (email taken, a live subscription
     // exists: 422; the 20-endpoint cap: 409) leaves a gap in the sequence; nothing else may change.
     const sequenceItem = `${keys.sequences(merchantId).pk} | ${keys.sequences(merchantId).sk}`;

@@ -7,7 +7,7 @@ import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
 import { merchantSnapshot, SAMPLE_BODIES, snapshotDiff } from './support.ts';
 
 /**
- * Issue #11, isolation: merchant B's token on every route that names one of merchant A's resources
+ * Isolation: merchant B's token on every route that names one of merchant A's resources
  * (an id, an order number, an external_id, an endpoint or event id: every route of the route table
  * with a path parameter) → 404, and nothing of A changes; no list, stats or metrics answer B gets
  * contains A's data; a deleted merchant's token (and back office) is refused.

@@ -10,7 +10,7 @@ import { addCounts, sendUntilSettled } from './support.ts';
 import { allPages } from '../support/pages.ts';
 
 /**
- * Issue #11, load and no loss: 2,000 order creates from 50 concurrent clients against one merchant,
+ * Load and no loss: 2,000 order creates from 50 concurrent clients against one merchant,
  * under the model of AWS's transaction isolation (a transaction naming an item another in-flight one
  * holds is cancelled). Each client retries any 5xx, 409 or network error with the same idempotency
  * key. Afterwards: exactly the 2,000 orders, every answer the stored order, customer figures, stats

@@ -4,7 +4,7 @@ import { isolatedClock, withEnv } from '../pipeline/support.ts';
 import { storedCounts } from '../orders/helpers.ts';
 
 /**
- * Issue #11: with a limit of 100 an hour, 150 concurrent requests → exactly 100 served, 50 × 429.
+ * With a limit of 100 an hour, 150 concurrent requests → exactly 100 served, 50 × 429.
  * The clock is pinned mid-hour so no request of a burst falls into the next window.
  */
 const clock = isolatedClock({ secondOfMinute: 30 });

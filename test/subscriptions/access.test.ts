@@ -368,7 +368,7 @@ describe('merchant isolation', () => {
 
 // ---------------------------------------------------------------------------------------------
 
-describe('forbidden state moves (decisions §7): 422 on status, nothing changes', () => {
+describe('forbidden state moves (docs/subscriptions.md): 422 on status, nothing changes', () => {
   let m: Merchant;
   beforeAll(async () => {
     m = await newMerchant();
@@ -533,7 +533,7 @@ describe('a customer soft-deleted while holding a live subscription', () => {
     expect422(await api.post('/subscriptions', m.token, { customer_id: c, plan_name: 'New', mrr: '1', billing_cycle: 'monthly' }), { customer_id: [CUSTOMER_INVALID] });
     expect(await snapshot(m)).toEqual(before);
 
-    // It can still be updated, paused and resumed (decisions §5: a deleted customer's subscriptions stay).
+    // It can still be updated, paused and resumed (docs/subscriptions.md: a deleted customer's subscriptions stay).
     expect(await ok(api.put(`/subscriptions/${sub.id}`, m.token, { mrr: '90.00' }))).toMatchObject({ mrr: '90.00', status: 'active' });
     expect(await customerMrr(m.merchantId, c)).toBe('90.00');
     expect(await ok(api.put(`/subscriptions/${sub.id}/pause`, m.token, {}))).toMatchObject({ status: 'paused' });

@@ -7,7 +7,7 @@ import { seededTypeCounts, seedSubscriptionEvents } from '../support/seed-subscr
  * Request budgets of the subscriptions issue, counted with the shared DynamoDB request counter
  * (token lookup and rate counter included). "Flat" reads are measured on a merchant with 100
  * subscription events and on one with 20,000 and must cost the same. Measured counts are printed
- * (console.info) for the README table.
+ * (console.info) for the table in docs/benchmarks.md.
  */
 const api = useApi();
 

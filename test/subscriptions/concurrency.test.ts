@@ -9,7 +9,7 @@ import { transactionConflictModel, type TransactionConflictModel } from '../supp
 import { outboxEvents } from '../orders/helpers.ts';
 
 /**
- * Concurrency guarantees of subscriptions (decisions §7; README "Subscriptions"): every change is
+ * Concurrency guarantees of subscriptions (docs/subscriptions.md, "Concurrency"): every change is
  * one transaction guarded by the subscription's version, the customer's one live subscription is
  * the `LIVE_SUB` marker, and the customer's current MRR item moves by ADD. Concurrent requests go
  * out together through the in-process local server; afterwards what is stored (subscriptions,
@@ -212,7 +212,7 @@ type Status = 'active' | 'paused' | 'cancelled';
 type Op = 'cancel' | 'reactivate' | 'pause';
 type Step = { ok: true; next: Status; event?: 'cancel' | 'reactivated' } | { ok: false };
 
-/** Decisions §7 for one subscription whose customer has no other live subscription. */
+/** docs/subscriptions.md for one subscription whose customer has no other live subscription. */
 const step = (s: Status, op: Op): Step => {
   if (op === 'cancel') return s === 'cancelled' ? { ok: false } : { ok: true, next: 'cancelled', event: 'cancel' };
   if (op === 'pause') return s === 'active' ? { ok: true, next: 'paused' } : { ok: false };

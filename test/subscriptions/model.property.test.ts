@@ -12,7 +12,7 @@ import { outboxEvents } from '../orders/helpers.ts';
 import { assertWithinBudget } from '../support/property.ts';
 
 /**
- * Model-based property of subscriptions (decisions §7, README "Subscriptions"): for a random
+ * Model-based property of subscriptions (docs/subscriptions.md): for a random
  * sequence of commands — create (for one of 2–3 customers, now and then an unknown one), update
  * mrr / plan / period, pause, reactivate, cancel, delete, record a historical event — sent one at a
  * time with the clock one second further each time, every answer is the one the rules give, and
@@ -32,7 +32,7 @@ import { assertWithinBudget } from '../support/property.ts';
  * `customer_id`; a deleted or unknown subscription → 404 (422 on `subscription_id` when a recorded
  * event names it, or names another customer's).
  *
- * Where decisions §7 is silent the model follows README/service.ts: a PUT that changes nothing
+ * Where docs/subscriptions.md is silent the model follows service.ts: a PUT that changes nothing
  * answers the stored subscription and writes nothing (updated_at stays; no event, no webhook), a
  * `cancel` event's old_amount is the subscription's mrr even when it was paused (events describe
  * the subscription's price; pausing moves the customer's MRR without an event), and cancelling a
@@ -265,7 +265,7 @@ const count = (label: string) => void (tally.answers[label] = (tally.answers[lab
 
 describe('subscriptions model property', () => {
   it(
-    'random command sequences: every answer follows decisions §7, and stored subscriptions, events, MRR items, markers, totals and webhooks equal the model',
+    'random command sequences: every answer follows docs/subscriptions.md, and stored subscriptions, events, MRR items, markers, totals and webhooks equal the model',
     async () => {
       const property = fc.asyncProperty(scenario, async ({ customers: customerCount, commands }) => {
         const clock = fixedClock(START);

@@ -5,7 +5,7 @@ import { eventually, receiverWithEndpoint, useDeliveryPipeline, verifiedEvents }
 
 /**
  * Commit → delivery latency on the local stack, measured (not asserted: the machine is shared, the
- * figures go to the README by hand). 200 orders created one after another by one client; for each,
+ * figures go to docs/benchmarks.md by hand). 200 orders created one after another by one client; for each,
  * the time from its POST /orders answer (the commit) to the receiver getting its order.created,
  * split at the moment the local bus accepted the event (relay: stream poll + PutEvents; delivery:
  * events queue → fan-out → delivery queue → signed POST). The poller polls an idle stream every

@@ -37,7 +37,7 @@ describe('local delivery end to end', () => {
 
     await eventually(() => receiver.received.length >= 2, 15_000, 'two deliveries');
     // Events relayed in one batch are delivered by concurrent tasks: arrival order is not promised
-    // (the contract does not), `created_at` orders them.
+    // (docs/webhooks.md does not), `created_at` orders them.
     const events = verifiedEvents(receiver.received);
     const created = events.find((e) => e.type === 'order.created')!;
     const paidEvt = events.find((e) => e.type === 'order.paid')!;
