@@ -27,7 +27,7 @@ export const NAG_REASONS = {
   tokenRoute:
     'Authorised by the function, not API Gateway: the API token is looked up in the table on every request (docs/authentication-and-limits.md: a revoked or regenerated token is refused on the very next request, which an authorizer cache would not guarantee) and unauthenticated requests are rate limited per IP.',
   publicRoute:
-    'Public by design: the OpenAPI document needs no token (README: Decisions); like any request without a valid token it counts against the per-IP limit.',
+    'Public by design: the OpenAPI document needs no token (docs/decisions.md); like any request without a valid token it counts against the per-IP limit.',
   defaultRoute:
     'The catch-all ($default) only answers 404 for unknown paths (after counting the request against the caller\'s rate window); it reads no data.',
   cognitoLite:
@@ -44,7 +44,7 @@ export const NAG_REASONS = {
   siteWaf: 'A static bundle with no server side: every API call it makes is authenticated and rate-limited by the API itself, so a web ACL in front of the files buys nothing.',
   siteLogs: 'Access logs of a static bundle are not needed: the API calls it makes are logged by API Gateway.',
   siteTls:
-    'TLSv1.2_2021 is requested; with the default *.cloudfront.net certificate CloudFront keeps its own TLS floor until a custom domain and ACM certificate are added (README: Merchant dashboard).',
+    'TLSv1.2_2021 is requested; with the default *.cloudfront.net certificate CloudFront keeps its own TLS floor until a custom domain and ACM certificate are added (docs/backoffice-and-dashboard.md).',
   schedulerTracing:
     "X-Ray: the cancellation scheduler's state machine traces its executions, and its tracing grants (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, GetSamplingTargets) support no resource-level permissions.",
   schedulerInvoke:

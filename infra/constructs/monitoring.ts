@@ -200,6 +200,15 @@ export class ApiMonitoring extends Construct {
           },
         ],
       });
+    this.facade.monitorSqsQueue({
+      queue: props.cancelScheduler.deadLetterQueue,
+      humanReadableName: 'Scheduled cancellation dead letters',
+      alarmFriendlyName: 'CancelSchedulerDeadLetters',
+      addQueueMaxSizeAlarm: critical({
+        maxMessageCount: t.deadLetters,
+        alarmDescriptionOverride: 'The scheduler could not start a scheduled cancellation for 24 hours: the subscription reads cancelled but its cancel event and webhook wait; redrive the queue (docs/operations.md)',
+      }),
+    });
     for (const [fn, label] of [
       [relay.sweeper, 'OutboxSweeper'],
       [webhooks.fanOutFunction, 'WebhookFanOut'],

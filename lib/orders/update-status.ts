@@ -50,7 +50,6 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
     addAggregateDeltas(ws, merchantId, order, after);
     const presented = presentOrder(after, customer);
     addOutboxEvent(ws, merchantId, `order.${after.status}` as OrderEventType, presented, at);
-    const field = patch.status === 'refunded' ? 'refunded_at' : 'paid_at';
     addTimelineChange(ws, merchantId, order.customer_id, timeline, orderTimeline(timeline.timeline, order.order_no, after, auth.reportingCurrency));
     await ws.commit();
     return presented;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CANCEL_CHECK_HANDLER, CANCEL_SCHEDULE_PATTERN } from '../../infra/constructs/cancel-scheduler.ts';
-import { fixtureProjectRoot, idOf, resources, roleGrants, synthStack } from './support/stack.ts';
+import { alarmsOn, fixtureProjectRoot, idOf, resources, roleGrants, synthStack } from './support/stack.ts';
 
 /** The cancellation scheduler's AWS resources (infra/constructs/cancel-scheduler.ts) in the stack's template. */
 let fixture: ReturnType<typeof fixtureProjectRoot>;
@@ -35,6 +35,10 @@ describe('cancellation scheduler', () => {
     expect(target.Arn).toEqual({ Ref: idOf(stack, s.stateMachine) });
     expect(target.RetryPolicy).toEqual({ MaximumEventAgeInSeconds: 86_400, MaximumRetryAttempts: 185 });
     expect(target.DeadLetterConfig.Arn).toEqual({ 'Fn::GetAtt': [idOf(stack, s.deadLetterQueue), 'Arn'] });
+    // A message in it alarms (docs/operations.md has the runbook).
+    const [alarm] = alarmsOn(template, 'ApproximateNumberOfMessagesVisible', { 'Fn::GetAtt': [idOf(stack, s.deadLetterQueue), 'QueueName'] });
+    expect(alarm).toMatchObject({ threshold: 0, comparison: 'GreaterThanThreshold' });
+    expect(alarm.description).toMatch(/scheduled cancellation/);
     expect(JSON.parse(target.InputTransformer.InputTemplate.replace(/<([\w-]+)>/g, '"$1"'))).toEqual({
       merchant_id: 'detail-merchant_id',
       subscription_id: 'detail-data-object-id',
