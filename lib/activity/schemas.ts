@@ -22,8 +22,8 @@ export const activityListQuery = z
   .object({
     ...pageQuery,
     cursor: z.string().min(1).optional().meta({ description: "`meta.next_cursor` of the previous page (same filters): reads from there at one page's cost" }),
-    type: z.enum(ACTIVITY_TYPES).optional(),
-    import_run: importRun().optional(),
+    type: z.enum(ACTIVITY_TYPES).optional().meta({ description: 'Only entries of this kind of batch' }),
+    import_run: importRun().optional().meta({ description: 'Only entries of this import run (the X-Import-Run header the batches carried)' }),
     start_date: dateBound(false).optional().meta({ description: 'On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time' }),
     end_date: dateBound(true).optional().meta({ description: 'On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time' }),
   })

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { batchItems } from '#lib/shared/schemas';
 import { email, isWellFormed, metadata, pageQuery, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
 
 const optionalText = (max: number) => z.string().max(max).nullish();
@@ -33,7 +34,7 @@ export type CustomerCreate = z.output<typeof customerCreateBody>;
 export const customerUpdateBody = customerCreateBody.partial();
 export type CustomerUpdate = z.output<typeof customerUpdateBody>;
 
-export const customerListQuery = z.object({ ...pageQuery, search: z.string().max(255).optional() });
+export const customerListQuery = z.object({ ...pageQuery, search: z.string().max(255).optional().meta({ description: 'Keeps customers whose email or name contains this text, ignoring case; empty means no filter' }) });
 
 export const customerPathParams = z.object({
   idOrExternalId: z.string().min(1).meta({ description: 'Customer id (all digits) or external_id' }),
@@ -41,10 +42,12 @@ export const customerPathParams = z.object({
 
 export const onConflict = z.enum(['skip', 'update']);
 export const customerBatchBody = z.object({
-  customers: z.array(z.unknown()).min(1).max(100),
+  customers: batchItems('CustomerInput'),
   on_conflict: onConflict.nullish(),
 });
-export const customerBatchQuery = z.object({ on_conflict: onConflict.optional() });
+export const customerBatchQuery = z.object({
+  on_conflict: onConflict.optional().meta({ description: 'What an item whose email or external_id exists does: skip it (default) or update it; the body\'s on_conflict wins' }),
+});
 
 export const customerSchema = z
   .object({

@@ -1,7 +1,10 @@
-import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import { createDocument, createSchema, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { routeList } from '#lib/http/routes';
 import { authKindOf, BASE_PATH, type RouteDef } from '#lib/http/route';
+import { customerCreateBody } from '#lib/customers/schemas';
+import { orderBatchItem } from '#lib/orders/schemas';
 import { messageBody } from '#lib/shared/schemas';
+import { subscriptionBatchItem, subscriptionEventBatchItem } from '#lib/subscriptions/schemas';
 
 /** Headers every response carries (docs/api-conventions.md), declared once and referenced by each response. */
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
@@ -35,20 +38,42 @@ const pipelineResponses = (route: RouteDef) => ({
   } as typeof commonHeaders),
 });
 
-/** The API token and its ability, the back-office JWT and its roles, or an empty list (public). */
+/**
+ * Who may call: the API token with the route's ability, or a back-office JWT with one of its roles
+ * (OpenAPI 3.1 lets any scheme list the roles it needs, as OAuth lists scopes); none when public.
+ * The `x-` extensions say the same for tools that read them.
+ */
 const security = (route: RouteDef): { security: Record<string, string[]>[]; [extension: `x-${string}`]: unknown } => {
   switch (authKindOf(route)) {
     case 'token':
       // Alternatives: the API token, or (dashboard routes) a back-office JWT whose role is listed.
       return route.dashboard
-        ? { security: [{ bearerAuth: [] }, { backofficeJwt: [] }], 'x-required-ability': route.ability, 'x-backoffice-roles': route.dashboard.roles }
-        : { security: [{ bearerAuth: [] }], 'x-required-ability': route.ability };
+        ? {
+            security: [{ bearerAuth: [route.ability!] }, { backofficeJwt: [...route.dashboard.roles] }],
+            'x-required-ability': route.ability,
+            'x-backoffice-roles': route.dashboard.roles,
+          }
+        : { security: [{ bearerAuth: [route.ability!] }], 'x-required-ability': route.ability };
     case 'backoffice':
-      return { security: [{ backofficeJwt: [] }], 'x-backoffice-roles': route.roles };
+      return { security: [{ backofficeJwt: [...route.roles!] }], 'x-backoffice-roles': route.roles };
     case 'none':
       return { security: [] };
   }
 };
+
+/** The description, with who may call it spelled out. */
+const describe = (route: RouteDef): string => {
+  const who =
+    authKindOf(route) === 'token'
+      ? `Requires an API token with the \`${route.ability}\` ability${route.dashboard ? `, or a back-office ID token (role ${route.dashboard.roles.join(' or ')})` : ''}.`
+      : authKindOf(route) === 'backoffice'
+        ? `Back office: an ID token of role ${route.roles!.join(' or ')}.`
+        : 'Public.';
+  return `${route.description}\n\n${who}`;
+};
+
+/** Routes whose body may be left out: the pipeline reads a missing body as `{}`. */
+const bodyRequired = (body: NonNullable<NonNullable<RouteDef['request']>['body']>): boolean => !body.safeParse({}).success;
 
 const optionalString = (description: string) => ({ description, required: false, schema: { type: 'string' as const } });
 /**
@@ -87,6 +112,7 @@ const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObjec
   return {
     operationId: route.name,
     summary: route.summary,
+    description: describe(route),
     tags: route.tags,
     ...security(route),
     requestParams: {
@@ -95,10 +121,24 @@ const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObjec
       ...(route.request?.headers ? { header: route.request.headers } : {}),
     },
     ...(route.request?.body
-      ? { requestBody: { required: true, content: { 'application/json': { schema: route.request.body } } } }
+      ? { requestBody: { required: bodyRequired(route.request.body), content: { 'application/json': { schema: route.request.body } } } }
       : {}),
     responses: { ...pipelineResponses(route), ...declared },
   };
+};
+
+/**
+ * The item schemas batch bodies refer to (`batchItems`), rendered as request input (their
+ * transforms are what the server does with an item, not part of what a client sends).
+ */
+const batchItemSchemas = () => {
+  const items = { CustomerInput: customerCreateBody, OrderBatchItem: orderBatchItem, SubscriptionBatchItem: subscriptionBatchItem, SubscriptionEventBatchItem: subscriptionEventBatchItem };
+  const out: Record<string, unknown> = {};
+  for (const [name, schema] of Object.entries(items)) {
+    const { schema: json, components } = createSchema(schema, { io: 'input', schemaRefPath: '#/components/schemas/' });
+    Object.assign(out, components, { [name]: json });
+  }
+  return out as NonNullable<NonNullable<Parameters<typeof createDocument>[0]['components']>['schemas']>;
 };
 
 /** The OpenAPI 3.1 document, generated from the route table's zod schemas. */
@@ -113,11 +153,14 @@ export const openApiDocument = () => {
     info: {
       title: 'Revenue Analytics API',
       version: '1.0.0',
+      license: { name: 'Proprietary, all rights reserved', identifier: 'LicenseRef-Proprietary' },
+      contact: { name: 'The Revenue Analytics API maintainers (docs/ in the repository)' },
       description:
         'Every response is JSON and carries X-Request-Id and X-RateLimit-*. Unknown routes answer 404 {"message": "Resource not found"}.',
     },
     servers: [{ url: BASE_PATH }],
     components: {
+      schemas: batchItemSchemas(),
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'API token: ras_ followed by 40+ base62 characters' },
         backofficeJwt: {

@@ -35,6 +35,8 @@ export type RouteDef = {
    */
   dashboard?: { roles: readonly BackofficeRole[] };
   summary: string;
+  /** What the operation does, its rules in a sentence or three, and the docs/ page that has them all. */
+  description: string;
   tags: string[];
   /** Whether the function writes data (drives its IAM grant). */
   writes: boolean;

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { batchItems } from '#lib/shared/schemas';
 import { amountCurrencyError } from '#lib/shared/currency';
 import { amount, currency, dateBound, email, idParam, isWellFormed, metadata, pageQuery, pastTimestamp, timestamp, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
 
@@ -58,14 +59,14 @@ export const orderPatchBody = z.object({
 });
 export type OrderPatch = z.output<typeof orderPatchBody>;
 
-export const orderPathParams = z.object({ orderNo: z.string().min(1) });
+export const orderPathParams = z.object({ orderNo: z.string().min(1).meta({ description: 'The order_no the order was created with' }) });
 
 export const orderListQuery = z
   .object({
     ...pageQuery,
-    status: z.enum(ORDER_STATUSES).optional(),
-    customer_id: idParam().optional(),
-    customer_email: email().optional(),
+    status: z.enum(ORDER_STATUSES).optional().meta({ description: 'Only orders in this status' }),
+    customer_id: idParam().optional().meta({ description: "Only this customer's orders, by id" }),
+    customer_email: email().optional().meta({ description: "Only this customer's orders, by email" }),
     start_date: dateBound(false).optional(),
     end_date: dateBound(true).optional(),
   })
@@ -76,9 +77,11 @@ export const orderListQuery = z
   });
 export type OrderListQuery = z.output<typeof orderListQuery>;
 
-export const orderBatchBody = z.object({ orders: z.array(z.unknown()).min(1).max(100) });
+export const orderBatchBody = z.object({ orders: batchItems('OrderBatchItem') });
 
-export const orderStatsQuery = z.object({ currency: currency().optional() });
+export const orderStatsQuery = z.object({
+  currency: currency().optional().meta({ description: 'Revenue of orders in this currency (ISO 4217), in it; default the reporting currency' }),
+});
 
 export const orderSchema = z
   .object({

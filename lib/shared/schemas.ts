@@ -25,6 +25,18 @@ export const listOf = <T extends z.ZodType>(item: T) =>
   });
 export const dataOf = <T extends z.ZodType>(item: T) => z.object({ data: item });
 
+/**
+ * The items of a batch body: 1 to 100 of anything here, because the batch validates each item on
+ * its own and answers per item. The document types them as `component` (a schema of that name in
+ * the document's components: `lib/http/openapi.ts` registers it).
+ */
+export const batchItems = (component: string) =>
+  z
+    .array(z.unknown())
+    .min(1)
+    .max(100)
+    .meta({ override: { type: 'array', minItems: 1, maxItems: 100, items: { $ref: `#/components/schemas/${component}` } } });
+
 const batchRef = z.object({ index: z.int(), id: z.int(), identifier: z.string() });
 export const batchResultSchema = z
   .object({

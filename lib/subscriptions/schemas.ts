@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { batchItems } from '#lib/shared/schemas';
 import { amount, currency, dateBound, email, idParam, pageQuery, pastTimestamp, pathId, timestamp } from '#lib/shared/fields';
 import { Decimal } from '#lib/shared/money';
 
@@ -56,18 +57,18 @@ export const subscriptionPathParams = z.object({ id: pathId('Subscription id') }
 
 export const subscriptionListQuery = z.object({
   ...pageQuery,
-  customer_id: idParam().optional(),
-  status: z.enum(SUBSCRIPTION_STATUSES).optional(),
-  plan_name: z.string().min(1).max(255).optional(),
+  customer_id: idParam().optional().meta({ description: "Only this customer's subscriptions" }),
+  status: z.enum(SUBSCRIPTION_STATUSES).optional().meta({ description: 'Only subscriptions in this status (as stored; a due scheduled cancellation is applied within a minute)' }),
+  plan_name: z.string().min(1).max(255).optional().meta({ description: 'Only subscriptions of this plan (exact name)' }),
 });
 export type SubscriptionListQuery = z.output<typeof subscriptionListQuery>;
 
 export const subscriptionEventListQuery = z
   .object({
     ...pageQuery,
-    customer_id: idParam().optional(),
-    subscription_id: idParam().optional(),
-    event_type: z.enum(EVENT_TYPES).optional(),
+    customer_id: idParam().optional().meta({ description: "Only this customer's events" }),
+    subscription_id: idParam().optional().meta({ description: "Only this subscription's events" }),
+    event_type: z.enum(EVENT_TYPES).optional().meta({ description: 'Only events of this type' }),
     start_date: dateBound(false).optional(),
     end_date: dateBound(true).optional(),
   })
@@ -115,7 +116,7 @@ export const subscriptionBatchItem = z
     }
   });
 export type SubscriptionBatchInput = z.output<typeof subscriptionBatchItem>;
-export const subscriptionBatchBody = z.object({ subscriptions: z.array(z.unknown()).min(1).max(100) });
+export const subscriptionBatchBody = z.object({ subscriptions: batchItems('SubscriptionBatchItem') });
 
 /**
  * A recorded event: POST /subscriptions/events (customer_id required), or a batch item, which may
@@ -154,7 +155,7 @@ export type SubscriptionEventBatchInput = z.output<typeof subscriptionEventBatch
 /** POST /subscriptions/events: one recorded event. */
 export const subscriptionEventCreateBody = recordedEvent(true);
 export type SubscriptionEventCreate = SubscriptionEventBatchInput;
-export const subscriptionEventBatchBody = z.object({ events: z.array(z.unknown()).min(1).max(100) });
+export const subscriptionEventBatchBody = z.object({ events: batchItems('SubscriptionEventBatchItem') });
 
 export const subscriptionSchema = z
   .object({

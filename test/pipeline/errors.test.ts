@@ -162,6 +162,7 @@ const testRoute = defineRoute({
   ability: 'customers:write',
   writes: false,
   summary: 'test',
+  description: 'A route of this test only.',
   tags: [],
   request: {
     body: z.object({

@@ -71,7 +71,8 @@ describe('GET /v1/openapi.json', () => {
       const op = doc.paths[route.path][route.method.toLowerCase()];
       if (route.ability) {
         // Routes open to the dashboard also take the back-office JWT (test/web/dashboard-auth.test.ts).
-        expect(op.security, route.name).toEqual(route.dashboard ? [{ bearerAuth: [] }, { backofficeJwt: [] }] : [{ bearerAuth: [] }]);
+        expect(op.security, route.name).toEqual(route.dashboard ? [{ bearerAuth: [route.ability] }, { backofficeJwt: [...route.dashboard.roles] }] : [{ bearerAuth: [route.ability] }]);
+        expect(op.description, route.name).toContain(`\`${route.ability}\` ability`);
         expect(op['x-required-ability'], route.name).toBe(route.ability);
         expect(op.responses['401'], route.name).toBeDefined();
         expect(op.responses['403'], route.name).toBeDefined();
