@@ -1,5 +1,5 @@
 import { getActivity } from '#lib/activity/read';
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/activity/routes';
 
 export const handler = apiHandler(routes.activityGet, async ({ auth, params }) => ({ status: 200, body: { data: await getActivity(auth.merchantId, params.id) } }));

@@ -1,5 +1,5 @@
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/merchants/routes';
 
 export const handler = apiHandler(routes.backofficeMe, async ({ identity: { merchant, role } }) => ({
   status: 200,

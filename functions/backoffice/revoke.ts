@@ -1,5 +1,5 @@
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/merchants/routes';
 import { revokeToken } from '#lib/merchants/store';
 
 export const handler = apiHandler(routes.backofficeTokenRevoke, async ({ identity }) => {

@@ -1,5 +1,5 @@
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/merchants/routes';
 import { viewToken } from '#lib/merchants/store';
 
 export const handler = apiHandler(routes.backofficeTokenView, async ({ identity }) => ({

@@ -1,7 +1,7 @@
 import { sourceOf } from '#lib/activity/store';
 import { importCustomers } from '#lib/customers/batch';
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/customers/routes';
 import { idempotentBatch } from '#lib/shared/idempotency';
 
 export const handler = apiHandler(routes.customersBatch, async (req) => {

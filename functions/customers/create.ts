@@ -1,7 +1,7 @@
 import { createCustomer } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/customers/routes';
 
 export const handler = apiHandler(routes.customersCreate, async ({ auth, body }) => {
   const customer = await createCustomer(auth.merchantId, body);

@@ -1,6 +1,6 @@
 import { deleteCustomer } from '#lib/customers/service';
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/customers/routes';
 
 export const handler = apiHandler(routes.customersDelete, async ({ auth, params }) => {
   await deleteCustomer(auth.merchantId, params.idOrExternalId);

@@ -2,7 +2,7 @@ import { findCustomer } from '#lib/customers/store';
 import { presentCustomer } from '#lib/customers/model';
 import { NotFoundError } from '#lib/errors';
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/customers/routes';
 
 export const handler = apiHandler(routes.customersGet, async ({ auth, params }) => {
   const customer = await findCustomer(auth.merchantId, params.idOrExternalId);

@@ -1,7 +1,7 @@
 import { listCustomers } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/customers/routes';
 
 export const handler = apiHandler(routes.customersList, async ({ auth, query }) => {
   const { items, meta } = await listCustomers(auth.merchantId, query);

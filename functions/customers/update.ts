@@ -1,7 +1,7 @@
 import { updateCustomer } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/customers/routes';
 
 export const handler = apiHandler(routes.customersUpdate, async ({ auth, params, body }) => {
   const customer = await updateCustomer(auth.merchantId, params.idOrExternalId, body);

@@ -1,5 +1,5 @@
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/orders/routes';
 import { createOrder } from '#lib/orders/create';
 
 export const handler = apiHandler(routes.ordersCreate, async ({ auth, body, headers }) => {

@@ -1,6 +1,6 @@
 import { NotFoundError } from '#lib/errors';
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/orders/routes';
 import { findOrder } from '#lib/orders/read';
 
 export const handler = apiHandler(routes.ordersGet, async ({ auth, params }) => {

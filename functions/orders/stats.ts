@@ -1,5 +1,5 @@
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/orders/routes';
 import { orderStats } from '#lib/orders/read';
 
 export const handler = apiHandler(routes.ordersStats, async ({ auth, query }) => ({

@@ -1,5 +1,5 @@
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/orders/routes';
 import { changeOrderStatus } from '#lib/orders/update-status';
 
 export const handler = apiHandler(routes.ordersUpdateStatus, async ({ auth, params, body }) => ({

@@ -1,6 +1,6 @@
 import { sourceOf } from '#lib/activity/store';
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/subscriptions/routes';
 import { idempotentBatch } from '#lib/shared/idempotency';
 import { importSubscriptions } from '#lib/subscriptions/batch';
 

@@ -1,5 +1,5 @@
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/subscriptions/routes';
 import { listSubscriptionEvents } from '#lib/subscriptions/events';
 
 export const handler = apiHandler(routes.subscriptionEventsList, async ({ auth, query }) => ({

@@ -1,5 +1,5 @@
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/subscriptions/routes';
 import { recordSubscriptionEvent } from '#lib/subscriptions/recorded';
 
 export const handler = apiHandler(routes.subscriptionEventsCreate, async ({ auth, body }) => ({

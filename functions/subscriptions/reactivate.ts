@@ -1,5 +1,5 @@
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/subscriptions/routes';
 import { reactivateSubscription } from '#lib/subscriptions/service';
 
 export const handler = apiHandler(routes.subscriptionsReactivate, async ({ auth, params, body }) => ({

@@ -1,5 +1,5 @@
 import { apiHandler } from '#lib/http/handler';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/webhooks/routes';
 import { listWebhookEndpoints } from '#lib/webhooks/service';
 
 export const handler = apiHandler(routes.webhookEndpointsList, async ({ auth, query }) => ({

@@ -11,6 +11,7 @@ import { measureColdStart } from '../../infra/bundles/cold-start.ts';
 import { BUNDLE_BUDGET_BYTES, BUNDLE_LIMIT_BYTES } from '../../infra/bundles/options.ts';
 import { ApiFunction } from '../../infra/constructs/api-function.ts';
 import { PROJECT_ROOT } from '../../infra/stack.ts';
+import { routeList } from '#lib/http/routes';
 
 /**
  * Every function bundled once, all together (infra/bundles/build.ts), with the settings CDK uses;
@@ -69,6 +70,17 @@ describe('function bundles', () => {
     expect(bundles).toHaveLength(functionEntries().length);
     const over = bundles.filter((b) => b.bytes > BUNDLE_LIMIT_BYTES).map((b) => `${b.name}: ${kib(b.bytes)}`);
     expect(over).toEqual([]);
+  });
+
+  it("a route function carries its own resource's route entries only, never the whole route table", () => {
+    const routeFiles = (b: FunctionBundle) => inputsOf(b).filter((input) => /^lib\/(?:[a-z]+\/routes|http\/(?:system-)?routes)\.ts$/.test(input));
+    const whole = ['openapi', 'notFound'];
+    const checked = bundles.filter((b) => routeList.some((r) => r.name === b.name) && !whole.includes(b.name));
+    expect(checked.length).toBeGreaterThan(40);
+    for (const b of checked) {
+      expect(routeFiles(b), b.name).toHaveLength(1);
+      expect(routeFiles(b)[0], b.name).not.toBe('lib/http/routes.ts');
+    }
   });
 
   // The 300 KiB budget: not reachable with the SDK bundled, zod 4 and the X-Ray SDK (docs/function-bundles.md).

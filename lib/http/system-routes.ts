@@ -1,0 +1,17 @@
+import { defineRoute } from '#lib/http/route';
+
+/** The system routes (their handlers import only these; lib/http/routes.ts is the union). */
+export const routes = {
+  openapi: defineRoute({
+    method: 'GET',
+    path: '/openapi.json',
+    handler: 'functions/system/openapi.ts',
+    ability: null,
+    writes: false,
+    summary: 'This OpenAPI document',
+    description:
+      'The OpenAPI 3.1 document of this API, generated from the same route table the functions are built from. Public: no token needed; it counts against the per-IP limit of unauthenticated requests.',
+    tags: ['system'],
+    responses: { 200: { description: 'OpenAPI 3.1 document' } },
+  }),
+};

@@ -1,0 +1,50 @@
+import * as z from 'zod';
+import { cohortSchema, cohortsQuery, metricsSummarySchema, mrrQuery, mrrSeriesSchema } from '#lib/metrics/schemas';
+import { defineRoute } from '#lib/http/route';
+import { dataOf } from '#lib/shared/schemas';
+import { errors, dashboardRead, invalid } from '#lib/http/route-parts';
+
+/** The metrics routes (their handlers import only these; lib/http/routes.ts is the union). */
+export const routes = {
+  metricsMrr: defineRoute({
+    method: 'GET',
+    path: '/metrics/mrr',
+    handler: 'functions/metrics/mrr.ts',
+    ability: 'analytics:read',
+    dashboard: dashboardRead,
+    writes: false,
+    summary: 'MRR and its movements per day, week (Monday, UTC) or month, with the range summary',
+    description:
+      'MRR per interval (day, week from Monday, or month; UTC) between `start_date` and `end_date`, with each point\'s movements (new, expansion, contraction, churn, reactivation) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md).',
+    tags: ['metrics'],
+    request: { query: mrrQuery },
+    responses: { 200: { description: 'The MRR series', schema: mrrSeriesSchema }, ...errors, ...invalid },
+  }),
+  metricsSummary: defineRoute({
+    method: 'GET',
+    path: '/metrics/summary',
+    handler: 'functions/metrics/summary.ts',
+    ability: 'analytics:read',
+    dashboard: dashboardRead,
+    writes: false,
+    summary: 'Current MRR, ARR, ARPA, active counts, and the last 30 days: churn rates, quick ratio, LTV',
+    description:
+      'The figures of today: MRR, ARR, ARPA, active subscriptions and customers, and over the last 30 days the customer and MRR churn rates, quick ratio and LTV (docs/metrics.md).',
+    tags: ['metrics'],
+    responses: { 200: { description: 'The summary', schema: dataOf(metricsSummarySchema) }, ...errors },
+  }),
+  metricsCohorts: defineRoute({
+    method: 'GET',
+    path: '/metrics/cohorts',
+    handler: 'functions/metrics/cohorts.ts',
+    ability: 'analytics:read',
+    dashboard: dashboardRead,
+    writes: false,
+    summary: 'Monthly cohorts (first month with MRR) with customer and MRR retention',
+    description:
+      'Customers grouped by the month their MRR first went above zero, with customer and MRR retention at the end of each later month; the first element is 100 / 100 (docs/metrics.md).',
+    tags: ['metrics'],
+    request: { query: cohortsQuery },
+    responses: { 200: { description: 'Cohorts', schema: z.object({ data: z.array(cohortSchema) }) }, ...errors, ...invalid },
+  }),
+};
