@@ -5,8 +5,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The load, reliability and scale suites run on their own: `npm run test:slow` / `test:reliability` / `test:scale` (vitest.slow.config.ts).
-    exclude: ['**/node_modules/**', 'test/**/*.slow.test.ts', 'test/**/*.reliability.test.ts', 'test/**/*.scale.test.ts'],
+    // The unit tier runs first, on its own (vitest.unit.config.ts); the load, reliability and scale suites run on their own: `npm run test:slow` / `test:reliability` / `test:scale` (vitest.slow.config.ts).
+    exclude: ['**/node_modules/**', 'test/**/*.unit.test.ts', 'test/**/*.slow.test.ts', 'test/**/*.reliability.test.ts', 'test/**/*.scale.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     // Every test file: writes past AWS's limits (a 64 KB item, a 100-action or 4 MB transaction) fail the test.
     setupFiles: ['test/support/write-limits.ts', 'test/support/fresh-instance.ts'],

@@ -15,7 +15,7 @@ afterEach(() => resetClock());
 
 describe('concurrent writes for one customer', () => {
   // This test found the arrival-order dependence fixed in lib/metrics/timeline.ts (a repeated point
-  // was dropped, losing it when a later-arriving point landed between): test/metrics/timeline.test.ts.
+  // was dropped, losing it when a later-arriving point landed between): test/metrics/timeline.unit.test.ts.
   it('8 back-dated recorded events and 4 recurring orders sent at once: the figures equal the recomputation of what committed', { timeout: 120_000 }, async () => {
     fixedClock('2025-06-30T12:00:00Z');
     const { token } = await newMerchant();

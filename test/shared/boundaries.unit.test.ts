@@ -1,0 +1,64 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The code's boundaries, read from its imports (docs/architecture.md): the pure rules reach no
+ * database or HTTP code, even indirectly, and the unit tier's tests start no database or server.
+ */
+const ROOT = join(import.meta.dirname, '..', '..');
+
+/** Modules an import names, as paths from the project root (`#lib/x` → `lib/x.ts`, `./y.ts` from the file). */
+const importsOf = (file: string): string[] =>
+  [...readFileSync(join(ROOT, file), 'utf8').matchAll(/^(?:import|export)\s[^;]*?from\s+'([^']+)'/gms)]
+    .filter((m) => !/^import\s+type\s/.test(m[0]))
+    .map((m) => m[1])
+    .flatMap((spec) => {
+      if (spec.startsWith('#lib/')) return [`lib/${spec.slice(5)}.ts`];
+      if (spec.startsWith('.')) return [join(file, '..', spec).replace(/\\/g, '/')];
+      return [];
+    });
+
+/** Every local module `file` loads, directly or not. */
+const reach = (file: string, seen = new Set<string>()): Set<string> => {
+  for (const dep of importsOf(file)) {
+    if (seen.has(dep)) continue;
+    seen.add(dep);
+    reach(dep, seen);
+  }
+  return seen;
+};
+
+const PURE_RULES = [
+  'lib/orders/transitions.ts',
+  'lib/subscriptions/effective.ts',
+  'lib/activity/rules.ts',
+  'lib/metrics/timeline.ts',
+  'lib/shared/money.ts',
+  'lib/shared/time.ts',
+  'lib/shared/currency.ts',
+  'lib/webhooks/schedule.ts',
+];
+
+describe('boundaries', () => {
+  it('the pure rules load no database, HTTP or AWS code, even indirectly', () => {
+    for (const file of PURE_RULES) {
+      const loaded = [...reach(file)];
+      expect(loaded.filter((m) => /^lib\/(db|http|events)\//.test(m) || m === 'lib/outbox.ts'), file).toEqual([]);
+      expect(readFileSync(join(ROOT, file), 'utf8'), file).not.toMatch(/from '@aws-sdk\//);
+    }
+  });
+
+  it("the unit tier's tests start no database, server or browser", () => {
+    const find = (dir: string): string[] =>
+      readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? find(`${dir}/${e.name}`) : e.name.endsWith('.unit.test.ts') ? [`${dir}/${e.name}`] : [],
+      );
+    const units = find('test');
+    expect(units.length).toBeGreaterThan(10);
+    for (const file of units) {
+      const loaded = [...reach(file)];
+      expect(loaded.filter((m) => /^(test\/support\/(api|global-setup|cli|seed)|infra\/local\/(server|dynamodb-local))\.ts$/.test(m)), file).toEqual([]);
+    }
+  });
+});

@@ -1,0 +1,78 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { amountCurrencyError } from '#lib/shared/currency';
+import { ExactSum, parseAmount } from '#lib/shared/money';
+import { DATE_OR_DATETIME_PATTERN, formatTimestamp, ISO_DATETIME_PATTERN, parseDate, parseTimestamp } from '#lib/shared/time';
+
+/** Money and time on the wire (docs/api-conventions.md), in memory. */
+describe('amounts', () => {
+  it('takes a decimal string or number and keeps two fraction digits', () => {
+    expect(parseAmount('1200', 'amount')).toEqual({ ok: true, value: '1200.00' });
+    expect(parseAmount(' 19.9 ', 'amount')).toEqual({ ok: true, value: '19.90' });
+    expect(parseAmount(0.1, 'amount')).toEqual({ ok: true, value: '0.10' });
+  });
+
+  it('refuses what is not exact money, with the message a client sees', () => {
+    expect(parseAmount('1.234', 'amount')).toEqual({ ok: false, message: 'The amount field must have at most 2 decimal places.' });
+    expect(parseAmount('-5', 'amount')).toEqual({ ok: false, message: 'The amount field must be at least 0.' });
+    expect(parseAmount('12345678901234', 'amount')).toEqual({ ok: false, message: 'The amount field must not have more than 13 integer digits.' });
+    expect(parseAmount('1e3', 'amount')).toEqual({ ok: false, message: 'The amount field must be a number.' });
+    expect(parseAmount(Number.NaN, 'amount')).toEqual({ ok: false, message: 'The amount field must be a number.' });
+    expect(parseAmount(null, 'amount')).toEqual({ ok: false, message: 'The amount field must be a number.' });
+  });
+
+  it('refuses a fraction in a currency without a minor unit, in any case', () => {
+    expect(amountCurrencyError('100.50', 'jpy', 'amount')).toBe('The amount field must be a whole number in JPY, which has no minor unit.');
+    expect(amountCurrencyError('100.00', 'JPY')).toBeNull();
+    expect(amountCurrencyError('100.50', 'TWD')).toBeNull();
+  });
+
+  it('sums exactly, whatever the order (no binary floating point)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: -10_000_000, max: 10_000_000 }), { maxLength: 50 }), (cents) => {
+        const forward = new ExactSum();
+        const backward = new ExactSum();
+        for (const c of cents) forward.add((c / 100).toFixed(2));
+        for (const c of [...cents].reverse()) backward.add((c / 100).toFixed(2));
+        const expected = (cents.reduce((a, b) => a + b, 0) / 100).toFixed(2);
+        expect(forward.value().toFixed(2)).toBe(expected);
+        expect(backward.value().toFixed(2)).toBe(expected);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('time', () => {
+  it('reads ISO 8601 with Z or an offset, seconds optional, and writes UTC to the second', () => {
+    expect(formatTimestamp(parseTimestamp('2026-11-24T08:00Z')!)).toBe('2026-11-24T08:00:00Z');
+    expect(formatTimestamp(parseTimestamp('2026-11-24T08:00:00.999+08:00')!)).toBe('2026-11-24T00:00:00Z');
+    expect(formatTimestamp(parseTimestamp('2026-11-24T23:30:00-0130')!)).toBe('2026-11-25T01:00:00Z');
+  });
+
+  it('refuses a missing zone, an impossible date or a space for T', () => {
+    for (const bad of ['2026-11-24T08:00:00', '2026-02-30T00:00Z', '2026-11-24 08:00Z', '2026-11-24T24:00Z', '2026-11-24']) expect(parseTimestamp(bad), bad).toBeNull();
+    expect(parseDate('2026-02-29')).toBeNull();
+    expect(parseDate('2024-02-29')?.toISOString()).toBe('2024-02-29T00:00:00.000Z');
+  });
+
+  it('the OpenAPI patterns accept everything the server accepts', () => {
+    const dateTime = new RegExp(ISO_DATETIME_PATTERN);
+    const either = new RegExp(DATE_OR_DATETIME_PATTERN);
+    const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
+    const inputs = fc
+      .tuple(fc.integer({ min: 1, max: 9999 }), two(13), two(32), fc.constantFrom('T', 't'), two(25), two(60), fc.option(two(60)), fc.constantFrom('Z', 'z', '+08:00', '-0130', '+14:00', ''))
+      .map(([y, mo, d, t, h, mi, s, zone]) => `${String(y).padStart(4, '0')}-${mo}-${d}${t}${h}:${mi}${s === null ? '' : `:${s}`}${zone}`);
+    fc.assert(
+      fc.property(inputs, (input) => {
+        if (parseTimestamp(input)) {
+          expect(dateTime.test(input), input).toBe(true);
+          expect(either.test(input), input).toBe(true);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+    expect(either.test('2026-11-24')).toBe(true);
+    expect(dateTime.test('2026-11-24')).toBe(false);
+  });
+});
