@@ -122,6 +122,7 @@ const buildProgram = (done: (result: unknown) => void): Command => {
         'any other error exits 1 (a service error as JSON {error, status} on stderr).',
     )
     .usage('<resource> <action> [options]')
+    // `usage:`, `options:`, `commands:`, as the usage errors have always said.
     .configureHelp({ styleTitle: (title) => title.toLowerCase() })
     .showHelpAfterError()
     .exitOverride()
@@ -219,7 +220,7 @@ const buildProgram = (done: (result: unknown) => void): Command => {
   const events = resource('events', 'Webhook events: replay.');
   command(events, 'replay', "Publish again a merchant's webhook events recorded since a time to EVENT_BUS_NAME; receivers drop repeats by webhook-id.", replayEvents)
     .addOption(merchantFlag())
-    .option('--since <time>', 'an ISO time at most 3 days ago: the outbox keeps events 3 days (required)');
+    .option('--since <time>', 'an ISO time; the outbox keeps events 3 days (required)');
 
   const webhooks = resource('webhooks', 'Webhooks: listen, backfill.');
   command(webhooks, 'listen', 'Run a local webhook receiver on 127.0.0.1 that verifies and prints each delivery, until Ctrl-C.', listenForWebhooks)
