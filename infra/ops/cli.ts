@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { Command, CommanderError, Option } from 'commander';
 import { ABILITIES, type Ability } from '#lib/http/route';
 import { HttpError, toHttpError } from '#lib/http/errors';
 import { NotFoundError } from '#lib/errors';
@@ -8,152 +8,283 @@ import { isCurrency } from '#lib/shared/currency';
 import { BACKOFFICE_ROLES, CLAIMS, readClaims, type BackofficeRole } from '#lib/auth/backoffice';
 import { awsCredentialsConfigured, LOCAL_STACK_FILE_LABEL, readLocalStackFile } from '../local/stack-file.ts';
 
-/** Loaded only for a well-formed command: usage errors answer at once, without the AWS SDK. */
+/** Loaded only for a well-formed command: usage errors and --help answer at once, without the AWS SDK. */
 const store = () => import('#lib/merchants/store');
 
 /**
- * Operator tooling: `npm run ops -- <resource> <action> [options]`. Talks to the DynamoDB named by
- * DYNAMODB_ENDPOINT (local) or the default AWS credentials chain, and the table TABLE_NAME.
+ * Operator tooling: `npm run ops -- <resource> <action> [options]`, on commander (every command has
+ * --help; docs/ops-cli.md is the reference). Talks to the DynamoDB named by DYNAMODB_ENDPOINT
+ * (local) or the default AWS credentials chain, and the table TABLE_NAME. A result is printed as
+ * JSON on stdout; a usage error exits 2 with the command's help on stderr, any other error exits 1
+ * (a service error as JSON `{error, status}` on stderr).
  */
-const USAGE = `usage:
-  ops merchant create --name NAME [--currency TWD]
-  ops merchant delete --merchant ID          (its token is refused from the next request; data kept)
-  ops merchant directory [--merchant ID]    (lists merchants created before the directory in it, for the outbox sweeper;
-             without --merchant: every such merchant, found by a Scan of the table)
-  ops metrics rebuild --merchant ID         (aggregates from the timelines, search keys; writes paused)
-  ops token create --merchant ID [--abilities customers:read,orders:read]
-  ops token regenerate --merchant ID
-  ops token revoke --merchant ID
-  ops backoffice-token --merchant ID --role admin|user [--ttl 1h] [--email E]      (local stack only)
-  ops backoffice-user create --merchant ID --email E --role admin|user [--user-pool-id ID]
-  ops activity list --merchant ID [--type T] [--import-run R] [--start-date D] [--end-date D]
-             [--page N] [--per-page N] [--cursor C]      (the activity log, as GET /v1/activity lists it)
-  ops events replay --merchant ID --since T   (publishes again the merchant's webhook events recorded since T, an ISO time,
-             to EVENT_BUS_NAME; the outbox keeps events 3 days, so T may be at most 3 days ago; receivers drop repeats by webhook-id)
-  ops webhooks listen [--port 4000] [--secret whsec_… (repeatable)] [--fail-first N]
-  ops webhooks backfill --merchant ID       (list entries for endpoints written before them; once per merchant)
-  ops upgrade --merchant ID | --all         (brings a merchant's items, or every merchant's, to this version's layout;
-             run once after deploying a version whose notes ask for it; safe to run again)
-  ops import --url URL --token TOKEN [--customers F] [--subscriptions F] [--orders F] [--events F]
-             [--checkpoint import-checkpoint.json] [--failures import-failures.jsonl] [--batch-size 100] [--on-conflict skip|update]
-             (CSV with a header row, or JSONL; columns: docs/importing-history.md)`;
-
-export const runOps = async (argv: string[]): Promise<unknown> => {
-  const { positionals, values } = parseOptions(argv);
-  const [resource, action] = positionals;
-  const need = (v: string | undefined, flag: string): string => {
-    if (!v) throw new UsageError(`--${flag} is required`);
-    return v;
-  };
-  switch (`${resource} ${action}`) {
-    case 'merchant create':
-      if (values.currency !== undefined && !isCurrency(values.currency)) {
-        throw new UsageError(`--currency must be an ISO 4217 code, got ${values.currency}`);
-      }
-      return (await store()).createMerchant(need(values.name, 'name'), values.currency);
-    case 'merchant delete': {
-      const merchantId = need(values.merchant, 'merchant');
-      return explainNotFound(merchantId, (await store()).deleteMerchant(merchantId));
-    }
-    case 'merchant directory': {
-      const { addToMerchantDirectory, backfillMerchantDirectory } = await import('./directory.ts');
-      if (values.merchant === undefined) return backfillMerchantDirectory();
-      const merchantId = merchantOption(values.merchant);
-      if (!(await (await store()).getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
-      return { added: (await addToMerchantDirectory(merchantId)) ? 1 : 0 };
-    }
-    case 'metrics rebuild': {
-      const merchantId = need(values.merchant, 'merchant');
-      const [{ getMerchant }, { rebuildMerchantAggregates }] = await Promise.all([store(), import('#lib/metrics/rebuild')]);
-      if (!(await getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
-      return rebuildMerchantAggregates(merchantId);
-    }
-    case 'token create': {
-      const merchantId = need(values.merchant, 'merchant');
-      const abilities = parseAbilities(values.abilities);
-      return explainNotFound(merchantId, (await store()).createToken(merchantId, abilities));
-    }
-    case 'token regenerate': {
-      const merchantId = need(values.merchant, 'merchant');
-      return explainNotFound(merchantId, (await store()).regenerateToken(merchantId));
-    }
-    case 'token revoke': {
-      const merchantId = need(values.merchant, 'merchant');
-      return explainNotFound(merchantId, (await store()).revokeToken(merchantId));
-    }
-    case 'activity list':
-      return listActivityLog(values);
-    case 'events replay':
-      return replayEvents(values);
-    case 'webhooks listen':
-      return listenForWebhooks(values);
-    case 'webhooks backfill': {
-      const merchantId = need(values.merchant, 'merchant');
-      const [{ getMerchant }, { backfillEndpointList }] = await Promise.all([store(), import('#lib/webhooks/store')]);
-      if (!(await getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
-      return backfillEndpointList(merchantId);
-    }
-    case 'upgrade undefined': {
-      const { upgradeAllMerchants, upgradeMerchant } = await import('./upgrade.ts');
-      if (values.all) return upgradeAllMerchants();
-      const merchantId = need(values.merchant, 'merchant');
-      if (!(await (await store()).getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
-      return upgradeMerchant(merchantId);
-    }
-    case 'import undefined':
-      return importHistory(values);
-    case 'backoffice-token undefined':
-      return issueBackofficeToken(values);
-    case 'backoffice-user create':
-      return createBackofficeUser(values);
-    default:
-      throw new UsageError(`unknown command: ${positionals.join(' ') || '(none)'}`);
-  }
-};
-
 class UsageError extends Error {}
 
-const parseOptions = (argv: string[]) => {
-  try {
-    return parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        name: { type: 'string' },
-        currency: { type: 'string' },
-        merchant: { type: 'string' },
-        abilities: { type: 'string' },
-        port: { type: 'string' },
-        secret: { type: 'string', multiple: true },
-        'fail-first': { type: 'string' },
-        role: { type: 'string' },
-        ttl: { type: 'string' },
-        email: { type: 'string' },
-        'user-pool-id': { type: 'string' },
-        url: { type: 'string' },
-        token: { type: 'string' },
-        customers: { type: 'string' },
-        subscriptions: { type: 'string' },
-        orders: { type: 'string' },
-        events: { type: 'string' },
-        checkpoint: { type: 'string' },
-        failures: { type: 'string' },
-        'batch-size': { type: 'string' },
-        'on-conflict': { type: 'string' },
-        type: { type: 'string' },
-        'import-run': { type: 'string' },
-        'start-date': { type: 'string' },
-        'end-date': { type: 'string' },
-        page: { type: 'string' },
-        'per-page': { type: 'string' },
-        cursor: { type: 'string' },
-        since: { type: 'string' },
-        all: { type: 'boolean' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
+/** The options of a command as commander parses them (camelCase keys: `--per-page` → `perPage`). */
+type Values = Record<string, string | string[] | boolean | undefined>;
+type Run = (values: Values) => Promise<unknown>;
+
+const camel = (flag: string) => flag.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
+const str = (values: Values, flag: string) => values[camel(flag)] as string | undefined;
+
+const need = (v: string | undefined, flag: string): string => {
+  if (!v) throw new UsageError(`--${flag} is required`);
+  return v;
+};
+
+const notFound = (merchantId: string) => new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
+
+const requireExistingMerchant = async (merchantId: string) => {
+  if (!(await (await store()).getMerchant(merchantId))) throw notFound(merchantId);
+};
+
+/** A merchant deleted or not (`show` commands report deleted merchants too); 404 when it never existed. */
+const requireMerchantRecord = async (merchantId: string) => {
+  const record = await (await store()).getMerchantRecord(merchantId);
+  if (!record) throw notFound(merchantId);
+  return record;
+};
+
+const currencyOption = (raw: string | undefined): string | undefined => {
+  if (raw !== undefined && !isCurrency(raw)) throw new UsageError(`--currency must be an ISO 4217 code, got ${raw}`);
+  return raw;
+};
+
+/** `merchant list`: the merchant directory, `--limit` merchants at most; `meta.more` when some were left out. */
+const listMerchants = async (values: Values) => {
+  const limit = str(values, 'limit') === undefined ? Infinity : nonNegativeInt(str(values, 'limit'), 'limit', 0);
+  if (limit < 1) throw new UsageError(`--limit must be at least 1, got ${str(values, 'limit')}`);
+  const { merchantPages, presentMerchantRecord } = await store();
+  const data: ReturnType<typeof presentMerchantRecord>[] = [];
+  let more = false;
+  for await (const page of merchantPages(Math.min(limit + 1, 100))) {
+    for (const m of page) {
+      if (data.length === limit) more = true;
+      else data.push(presentMerchantRecord(m));
+    }
+    if (more) break;
   }
+  return { data, meta: { count: data.length, more } };
+};
+
+/** `merchant show`: the merchant (deleted or not) and its token's status, never the token. */
+const showMerchant = async (values: Values) => {
+  const merchantId = merchantOption(str(values, 'merchant'));
+  const merchant = await requireMerchantRecord(merchantId);
+  const { presentMerchantRecord, tokenStatus } = await store();
+  return { ...presentMerchantRecord(merchant), token: await tokenStatus(merchantId) };
+};
+
+/** `merchant update`: what an operator may change (the name); the reporting currency is refused with the reason. */
+const updateMerchant = async (values: Values) => {
+  const merchantId = merchantOption(str(values, 'merchant'));
+  if (str(values, 'currency') !== undefined) {
+    throw new UsageError(
+      '--currency cannot be changed: metrics, customer ltv and stats are recorded in the reporting currency as data is written (create a merchant for another currency)',
+    );
+  }
+  const name = str(values, 'name');
+  if (name === undefined) throw new UsageError('nothing to update: give --name');
+  return explainNotFound(merchantId, (await store()).updateMerchant(merchantId, { name: need(name, 'name') }));
+};
+
+/** `token show`: the token's status, abilities and use, never the token or its hash. */
+const showToken = async (values: Values) => {
+  const merchantId = merchantOption(str(values, 'merchant'));
+  await requireMerchantRecord(merchantId);
+  return { merchant_id: merchantId, ...(await (await store()).tokenStatus(merchantId)) };
+};
+
+/** A store operation on `--merchant`, its 404 explained (merchant or token missing). */
+const onMerchant =
+  (op: (s: Awaited<ReturnType<typeof store>>, merchantId: string) => Promise<unknown>): Run =>
+  async (values) => {
+    const merchantId = need(str(values, 'merchant'), 'merchant');
+    return explainNotFound(merchantId, op(await store(), merchantId));
+  };
+
+const merchantFlag = () => new Option('--merchant <id>', 'the merchant id, mer_… (required)');
+const roleFlag = () => new Option('--role <role>', 'admin or user (required)');
+
+/** An option with a default commander fills in (shown in --help as `(default: …)`). */
+const withDefault = (flags: string, description: string, value: string) => new Option(flags, description).default(value, value);
+
+/**
+ * The command tree. `run` is each command's work; `done` receives its result. Resources with
+ * actions (`merchant`, `token`, …) answer a missing or unknown action themselves, naming theirs.
+ */
+const buildProgram = (done: (result: unknown) => void): Command => {
+  const program = new Command('ops')
+    .description(
+      'Operator tooling of the revenue analytics API: merchants, tokens, back-office users, maintenance and imports.\n\n' +
+        'Talks to the table TABLE_NAME at DYNAMODB_ENDPOINT (local), or on AWS through the default credentials chain; with ' +
+        'neither, to the local stack a running `npm start` recorded. Prints the result as JSON on stdout; a usage error exits 2, ' +
+        'any other error exits 1 (a service error as JSON {error, status} on stderr).',
+    )
+    .usage('<resource> <action> [options]')
+    // `usage:`, `options:`, `commands:`, as the usage errors have always said.
+    .configureHelp({ styleTitle: (title) => title.toLowerCase() })
+    .showHelpAfterError()
+    .exitOverride()
+    .addHelpText('after', "\nRun 'ops <resource> --help' for its actions and 'ops <resource> <action> --help' for their options;\ndocs/ops-cli.md describes them all.");
+
+  /** `ops <name>` with actions of its own. */
+  const resource = (name: string, summary: string) => program.command(name).summary(summary).description(summary).usage('<action> [options]');
+
+  /** A command that runs: `run` gets its options; a usage error shows its help. */
+  const command = (parent: Command, name: string, description: string, run: Run) =>
+    parent
+      .command(name)
+      .description(description)
+      .allowExcessArguments(false)
+      .action(async (values: Values, cmd: Command) => {
+        try {
+          done(await run(values));
+        } catch (err) {
+          if (err instanceof UsageError) cmd.error(`error: ${err.message}`, { exitCode: 2, code: 'ops.usage' });
+          throw err;
+        }
+      });
+
+  const merchant = resource('merchant', 'Merchants: create, list, show, update, delete; directory.');
+  command(merchant, 'create', 'Create a merchant; prints it with its merchant_id.', async (values) => {
+    const currency = currencyOption(str(values, 'currency'));
+    return (await store()).createMerchant(need(str(values, 'name'), 'name'), currency);
+  })
+    .option('--name <name>', "the merchant's name (required)")
+    .option('--currency <code>', 'reporting currency, an ISO 4217 code: the currency of its metrics and stats, fixed once created (default: $REPORTING_CURRENCY, else TWD)');
+  command(merchant, 'list', 'List the merchants of the merchant directory, deleted ones too, in merchant id order: {data, meta: {count, more}}.', listMerchants)
+    .option('--limit <n>', 'at most n merchants; meta.more is true when some were left out (default: all)');
+  command(merchant, 'show', "Show a merchant (deleted or not) and its token's status, abilities, created and last used times (never the token).", showMerchant)
+    .addOption(merchantFlag());
+  command(merchant, 'update', "Change a merchant's name (the reporting currency is fixed at creation); prints the merchant.", updateMerchant)
+    .addOption(merchantFlag())
+    .option('--name <name>', 'the new name')
+    .addOption(new Option('--currency <code>').hideHelp());
+  command(merchant, 'delete', 'Delete a merchant: its token is refused from the next request; its data is kept.', onMerchant((s, id) => s.deleteMerchant(id)))
+    .addOption(merchantFlag());
+  command(merchant, 'directory', 'Add merchants created before the merchant directory to it (the outbox sweeper lists merchants from it).', async (values) => {
+    const { addToMerchantDirectory, backfillMerchantDirectory } = await import('./directory.ts');
+    if (values.merchant === undefined) return backfillMerchantDirectory();
+    const merchantId = merchantOption(str(values, 'merchant'));
+    await requireExistingMerchant(merchantId);
+    return { added: (await addToMerchantDirectory(merchantId)) ? 1 : 0 };
+  }).option('--merchant <id>', 'only this merchant (default: every merchant missing from it, found by a Scan of the table)');
+
+  const metrics = resource('metrics', 'Revenue metrics: rebuild.');
+  command(metrics, 'rebuild', "Rebuild a merchant's aggregates from its timelines, and its search keys (its writes paused meanwhile); prints a report.", async (values) => {
+    const merchantId = need(str(values, 'merchant'), 'merchant');
+    await requireExistingMerchant(merchantId);
+    return (await import('#lib/metrics/rebuild')).rebuildMerchantAggregates(merchantId);
+  }).addOption(merchantFlag());
+
+  const token = resource('token', "A merchant's API token: create, show, regenerate, revoke.");
+  command(token, 'create', 'Create the merchant\'s token (refused while one is valid); prints the token, shown this once.', async (values) => {
+    const merchantId = need(str(values, 'merchant'), 'merchant');
+    const abilities = parseAbilities(str(values, 'abilities'));
+    return explainNotFound(merchantId, (await store()).createToken(merchantId, abilities));
+  })
+    .addOption(merchantFlag())
+    .addOption(new Option('--abilities <list>', `comma-separated, of: ${ABILITIES.join(', ')} (default: all of them)`));
+  command(token, 'show', "Show the merchant's token: status (active, revoked or none), abilities, created and last used times (never the token).", showToken)
+    .addOption(merchantFlag());
+  command(token, 'regenerate', 'Replace the valid token by a new one with its abilities; the old one is refused from the next request.', onMerchant((s, id) => s.regenerateToken(id)))
+    .addOption(merchantFlag());
+  command(token, 'revoke', 'Revoke the valid token, irreversibly.', onMerchant((s, id) => s.revokeToken(id)))
+    .addOption(merchantFlag());
+
+  command(program, 'backoffice-token', 'Issue a back-office JWT for the LOCAL stack (in AWS, back-office users sign in to Cognito).', issueBackofficeToken)
+    .addOption(merchantFlag())
+    .addOption(roleFlag())
+    .addOption(withDefault('--ttl <duration>', 'lifetime, 1s to 1d: 90s, 15m, 1h, 1d', '1h'))
+    .option('--email <email>', "the user's e-mail, as a claim of the token");
+
+  const backofficeUser = resource('backoffice-user', 'Back-office users: create.');
+  command(backofficeUser, 'create', "Create a back-office user in the stack's Cognito user pool (Cognito e-mails a temporary password); locally, say how to issue a token instead.", createBackofficeUser)
+    .addOption(merchantFlag())
+    .option('--email <email>', "the user's e-mail address (required)")
+    .addOption(roleFlag())
+    .option('--user-pool-id <id>', "the stack's BackofficeIdentity UserPoolId output (default: $BACKOFFICE_USER_POOL_ID)");
+
+  const activity = resource('activity', "A merchant's activity log: list.");
+  command(activity, 'list', "List a merchant's activity log (one entry per batch request), newest first, as GET /v1/activity answers: {data, meta}.", listActivityLog)
+    .addOption(merchantFlag())
+    .option('--type <type>', 'only this batch type, such as orders.batch')
+    .option('--import-run <run>', "only this import run's entries (the run id `ops import` prints)")
+    .option('--start-date <date>', 'from this day or time on (YYYY-MM-DD or ISO 8601), inclusive')
+    .option('--end-date <date>', 'up to this day or time (YYYY-MM-DD or ISO 8601), inclusive')
+    .option('--page <n>', 'page number (default: 1)')
+    .option('--per-page <n>', 'entries per page, 1 to 100 (default: 20)')
+    .option('--cursor <cursor>', "the previous page's meta.next_cursor (same filters)");
+
+  const events = resource('events', 'Webhook events: replay.');
+  command(events, 'replay', "Publish again a merchant's webhook events recorded since a time to EVENT_BUS_NAME; receivers drop repeats by webhook-id.", replayEvents)
+    .addOption(merchantFlag())
+    .option('--since <time>', 'an ISO time; the outbox keeps events 3 days (required)');
+
+  const webhooks = resource('webhooks', 'Webhooks: listen, backfill.');
+  command(webhooks, 'listen', 'Run a local webhook receiver on 127.0.0.1 that verifies and prints each delivery, until Ctrl-C.', listenForWebhooks)
+    .addOption(withDefault('--port <port>', 'the port to listen on', '4000'))
+    .addOption(new Option('--secret <secret>', "an endpoint's signing secret, whsec_…; repeat for several (default: none, nothing verified)").argParser((v, prev?: string[]) => [...(prev ?? []), v]))
+    .addOption(withDefault('--fail-first <n>', 'answer 500 to the first n deliveries, to watch retries', '0'));
+  command(webhooks, 'backfill', "Add list entries for a merchant's endpoints written before the list existed (once per merchant).", async (values) => {
+    const merchantId = need(str(values, 'merchant'), 'merchant');
+    await requireExistingMerchant(merchantId);
+    return (await import('#lib/webhooks/store')).backfillEndpointList(merchantId);
+  }).addOption(merchantFlag());
+
+  command(program, 'upgrade', "Bring a merchant's items, or every merchant's, to this version's layout (after deploying a version whose notes ask for it; safe to run again).", async (values) => {
+    const { upgradeAllMerchants, upgradeMerchant } = await import('./upgrade.ts');
+    if (values.all) return upgradeAllMerchants();
+    const merchantId = need(str(values, 'merchant'), 'merchant');
+    await requireExistingMerchant(merchantId);
+    return upgradeMerchant(merchantId);
+  })
+    .option('--merchant <id>', 'the merchant id, mer_… (this or --all)')
+    .addOption(new Option('--all', 'every merchant of the merchant directory').conflicts('merchant'));
+
+  command(program, 'import', 'Import history files through the batch endpoints of a running service (CSV with a header row, or JSONL; columns: docs/importing-history.md).', importHistory)
+    .option('--url <url>', 'the API root, such as http://localhost:3000/v1 (required)')
+    .option('--token <token>', 'an API token with the write abilities of what is imported (required)')
+    .option('--customers <file>', 'customers file')
+    .option('--subscriptions <file>', 'subscriptions file')
+    .option('--orders <file>', 'orders file')
+    .option('--events <file>', 'subscription events file')
+    .addOption(withDefault('--checkpoint <file>', 'where progress is kept, so a stopped run resumes', 'import-checkpoint.json'))
+    .addOption(withDefault('--failures <file>', 'where failed rows are written with their line and reason', 'import-failures.jsonl'))
+    .addOption(withDefault('--batch-size <n>', 'rows per batch request, 1 to 100', '100'))
+    .option('--on-conflict <mode>', 'customers whose e-mail exists: skip or update (default: skip)');
+
+  // A resource, or ops itself, with no action or an unknown one: name the ones there are.
+  for (const cmd of [program, ...program.commands.filter((c) => c.commands.length)]) {
+    cmd
+      .helpCommand(true)
+      .allowUnknownOption()
+      .allowExcessArguments()
+      .action((_values: Values, self: Command) => {
+        const path = self === program ? '' : `${self.name()} `;
+        const known = self.commands.map((c) => c.name()).join(', ');
+        const [first] = self.args;
+        const message =
+          first === undefined ? `missing command: ops ${path}<${self === program ? 'resource' : 'action'}>, one of ${known}`
+          : first.startsWith('-') ? `unknown option '${first}'`
+          : `unknown command: ${path}${first} (${self === program ? 'commands' : `${self.name()} actions`}: ${known})`;
+        self.error(`error: ${message}`, { exitCode: 2, code: 'ops.usage' });
+      });
+  }
+  return program;
+};
+
+/** Runs one command line (without `node cli.ts`); resolves to what the command prints, rejects with its error. */
+export const runOps = async (argv: string[]): Promise<unknown> => {
+  let result: unknown;
+  const program = buildProgram((r) => (result = r));
+  // `import` speaks HTTP to a running service only: no table of its own.
+  program.hook('preAction', (_program, cmd) => {
+    if (!cmd.commands.length && cmd.name() !== 'import') useLocalStackWhenUnconfigured();
+  });
+  await program.parseAsync(argv, { from: 'user' });
+  return result;
 };
 
 const nonNegativeInt = (raw: string | undefined, flag: string, fallback: number): number => {
@@ -168,10 +299,10 @@ const nonNegativeInt = (raw: string | undefined, flag: string, fallback: number)
  * http://localhost:<port> as an endpoint of the local stack, pass its secret, watch events arrive;
  * `--fail-first N` answers 500 to the first N deliveries, to watch retries. Runs until Ctrl-C.
  */
-const listenForWebhooks = async (values: { port?: string; secret?: string[]; 'fail-first'?: string }) => {
-  const port = nonNegativeInt(values.port, 'port', 4000);
-  const failFirst = nonNegativeInt(values['fail-first'], 'fail-first', 0);
-  const secrets = values.secret ?? [];
+const listenForWebhooks = async (values: Values) => {
+  const port = nonNegativeInt(str(values, 'port'), 'port', 4000);
+  const failFirst = nonNegativeInt(str(values, 'fail-first'), 'fail-first', 0);
+  const secrets = (values.secret as string[] | undefined) ?? [];
   const { startWebhookReceiver } = await import('../local/webhook-receiver.ts');
   const receiver = await startWebhookReceiver({
     port,
@@ -190,25 +321,25 @@ const listenForWebhooks = async (values: { port?: string; secret?: string[]; 'fa
 };
 
 /** `import`: history files through the batch endpoints of a running service (infra/ops/import.ts). */
-const importHistory = async (values: Record<string, string | string[] | boolean | undefined>) => {
-  const str = (flag: string) => values[flag] as string | undefined;
-  const url = str('url');
-  const token = str('token');
+const importHistory = async (values: Values) => {
+  const opt = (flag: string) => str(values, flag);
+  const url = opt('url');
+  const token = opt('token');
   if (!url) throw new UsageError('--url is required (the API root, such as http://localhost:3000/v1)');
   if (!token) throw new UsageError('--token is required (an API token with the write abilities of what you import)');
-  const batchSize = nonNegativeInt(str('batch-size'), 'batch-size', 100);
+  const batchSize = nonNegativeInt(opt('batch-size'), 'batch-size', 100);
   if (batchSize < 1 || batchSize > 100) throw new UsageError(`--batch-size must be between 1 and 100, got ${batchSize}`);
-  const onConflict = str('on-conflict');
+  const onConflict = opt('on-conflict');
   if (onConflict !== undefined && onConflict !== 'skip' && onConflict !== 'update') throw new UsageError(`--on-conflict must be skip or update, got ${onConflict}`);
   const { runImport, KINDS } = await import('./import.ts');
-  const files = Object.fromEntries(KINDS.filter((k) => str(k)).map((k) => [k, str(k)!]));
+  const files = Object.fromEntries(KINDS.filter((k) => opt(k)).map((k) => [k, opt(k)!]));
   for (const f of Object.values(files)) if (!existsSync(f)) throw new UsageError(`no such file: ${f}`);
   return runImport({
     url,
     token,
     files,
-    checkpoint: str('checkpoint') ?? 'import-checkpoint.json',
-    failures: str('failures') ?? 'import-failures.jsonl',
+    checkpoint: opt('checkpoint') ?? 'import-checkpoint.json',
+    failures: opt('failures') ?? 'import-failures.jsonl',
     batchSize,
     onConflict,
     progress: Boolean(process.stderr.isTTY),
@@ -222,10 +353,11 @@ const importHistory = async (values: Record<string, string | string[] | boolean 
  * or not (lib/events/sweeper.ts `replayOutbox`). Outbox items expire after 3 days: an older start
  * is a usage error naming the oldest time the outbox still holds.
  */
-const replayEvents = async (values: { merchant?: string; since?: string }) => {
-  const merchantId = merchantOption(values.merchant);
-  if (!values.since) throw new UsageError('--since is required (an ISO time, at most 3 days ago)');
-  if (!Number.isFinite(Date.parse(values.since))) throw new UsageError(`--since must be an ISO time such as 2026-01-31T12:00:00Z, got ${values.since}`);
+const replayEvents = async (values: Values) => {
+  const merchantId = merchantOption(str(values, 'merchant'));
+  const since = str(values, 'since');
+  if (!since) throw new UsageError('--since is required (an ISO time, at most 3 days ago)');
+  if (!Number.isFinite(Date.parse(since))) throw new UsageError(`--since must be an ISO time such as 2026-01-31T12:00:00Z, got ${since}`);
   if (process.env.DYNAMODB_ENDPOINT && !process.env.EVENTBRIDGE_ENDPOINT) {
     throw new UsageError("the local stack's bus lives inside npm start: set EVENTBRIDGE_ENDPOINT (and EVENT_BUS_NAME) to replay to an EventBridge emulator");
   }
@@ -234,10 +366,10 @@ const replayEvents = async (values: { merchant?: string; since?: string }) => {
     import('#lib/events/sweeper'),
     import('#lib/events/eventbridge'),
   ]);
-  if (!(await getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
+  if (!(await getMerchant(merchantId))) throw notFound(merchantId);
   try {
-    const stats = await replayOutbox(merchantId, values.since, { publish: eventBridgePublisher() });
-    return { merchant_id: merchantId, since: values.since, events: stats.events, published: stats.published, unpublished: stats.unpublished };
+    const stats = await replayOutbox(merchantId, since, { publish: eventBridgePublisher() });
+    return { merchant_id: merchantId, since: since, events: stats.events, published: stats.published, unpublished: stats.unpublished };
   } catch (err) {
     if (err instanceof ReplayRangeError) throw new UsageError(err.message);
     throw err;
@@ -250,18 +382,18 @@ const replayEvents = async (values: { merchant?: string; since?: string }) => {
  * options are the API's query parameters, checked by the same schema; `--cursor` is the previous
  * page's `meta.next_cursor`.
  */
-const listActivityLog = async (values: Record<string, string | string[] | boolean | undefined>) => {
-  const str = (flag: string) => values[flag] as string | undefined;
-  const merchantId = merchantOption(str('merchant'));
+const listActivityLog = async (values: Values) => {
+  const opt = (flag: string) => str(values, flag);
+  const merchantId = merchantOption(opt('merchant'));
   const [{ ACTIVITY_TYPES }, { activityListQuery }, { issueMessage }] = await Promise.all([
     import('#lib/activity/rules'),
     import('#lib/activity/schemas'),
     import('#lib/shared/validation'),
   ]);
-  const type = str('type');
+  const type = opt('type');
   if (type !== undefined && !(ACTIVITY_TYPES as readonly string[]).includes(type)) throw new UsageError(`--type must be one of ${ACTIVITY_TYPES.join(', ')}, got ${type}`);
   const flags = { page: 'page', per_page: 'per-page', cursor: 'cursor', type: 'type', import_run: 'import-run', start_date: 'start-date', end_date: 'end-date' } as const;
-  const raw = Object.fromEntries(Object.entries(flags).flatMap(([field, flag]) => (str(flag) === undefined ? [] : [[field, str(flag)]])));
+  const raw = Object.fromEntries(Object.entries(flags).flatMap(([field, flag]) => (opt(flag) === undefined ? [] : [[field, opt(flag)]])));
   const parsed = activityListQuery.safeParse(raw, { reportInput: true });
   if (!parsed.success) {
     throw new UsageError(parsed.error.issues.map((i) => `--${flags[i.path[0] as keyof typeof flags] ?? String(i.path[0])}: ${issueMessage(i)}`).join('\n'));
@@ -291,24 +423,20 @@ const ttlOption = (raw: string | undefined): number => {
   return seconds;
 };
 
-const requireExistingMerchant = async (merchantId: string) => {
-  if (!(await (await store()).getMerchant(merchantId))) throw new HttpError(404, { message: `Merchant ${merchantId} does not exist.` });
-};
-
 /**
  * `backoffice-token`: a back-office JWT for the LOCAL stack, signed with its development key
  * (infra/local/backoffice-jwt.ts). In AWS back-office users sign in to Cognito instead.
  */
-const issueBackofficeToken = async (values: { merchant?: string; role?: string; ttl?: string; email?: string }) => {
-  const merchantId = merchantOption(values.merchant);
-  const role = roleOption(values.role);
-  const ttlSeconds = ttlOption(values.ttl);
+const issueBackofficeToken = async (values: Values) => {
+  const merchantId = merchantOption(str(values, 'merchant'));
+  const role = roleOption(str(values, 'role'));
+  const ttlSeconds = ttlOption(str(values, 'ttl'));
   if (!process.env.DYNAMODB_ENDPOINT) {
     throw new Error('backoffice-token issues tokens for the local stack only (run npm start, or set DYNAMODB_ENDPOINT); in AWS, back-office users sign in to the Cognito user pool');
   }
   await requireExistingMerchant(merchantId);
   const { issueLocalBackofficeToken } = await import('../local/backoffice-jwt.ts');
-  const issued = await issueLocalBackofficeToken({ merchantId, role, ttlSeconds, email: values.email });
+  const issued = await issueLocalBackofficeToken({ merchantId, role, ttlSeconds, email: str(values, 'email') });
   process.stderr.write(`local back-office token (${role} of ${merchantId}); use it as: Authorization: Bearer <token>\n`);
   return { ...issued, merchant_id: merchantId, role };
 };
@@ -319,12 +447,12 @@ const issueBackofficeToken = async (values: { merchant?: string; role?: string; 
  * attribute and the role's group; Cognito e-mails a temporary password. The local stack has no
  * users: it says how to issue a token instead.
  */
-const createBackofficeUser = async (values: { merchant?: string; role?: string; email?: string; 'user-pool-id'?: string }) => {
-  const merchantId = merchantOption(values.merchant);
-  const role = roleOption(values.role);
-  const email = values.email?.trim();
+const createBackofficeUser = async (values: Values) => {
+  const merchantId = merchantOption(str(values, 'merchant'));
+  const role = roleOption(str(values, 'role'));
+  const email = str(values, 'email')?.trim();
   if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new UsageError(`--email must be an e-mail address${email ? `, got ${email}` : ''}`);
-  const poolId = values['user-pool-id'] ?? process.env.BACKOFFICE_USER_POOL_ID;
+  const poolId = str(values, 'user-pool-id') ?? process.env.BACKOFFICE_USER_POOL_ID;
   if (!poolId) {
     if (!process.env.DYNAMODB_ENDPOINT) throw new UsageError('--user-pool-id (or BACKOFFICE_USER_POOL_ID) is required: the stack output BackofficeIdentity…UserPoolId');
     await requireExistingMerchant(merchantId);
@@ -385,14 +513,12 @@ const main = async () => {
   // Lambda runs Node 22; the lockfile pins SDK versions that still support the Node 20 used locally.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   try {
-    // `import` speaks HTTP to a running service only: no table of its own.
-    if (process.argv[2] !== 'import') useLocalStackWhenUnconfigured();
     const result = await runOps(process.argv.slice(2));
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`${err.message}\n${USAGE}\n`);
-      process.exitCode = 2;
+    if (err instanceof CommanderError) {
+      // Commander printed the help, or the usage error and the command's help, already.
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
     } else if (toHttpError(err)) {
       const http = toHttpError(err)!;
       process.stderr.write(`${JSON.stringify({ error: http.body.message, status: http.status })}\n`);

@@ -27,23 +27,48 @@ export const createMerchant = async (name: string, reportingCurrency = config.de
   return merchant;
 };
 
-/** Every merchant's id (deleted ones too: their recorded events are still published), a page at a time. */
-export async function* merchantIdPages(pageSize = 100): AsyncGenerator<string[]> {
-  for await (const page of pagesOf<{ merchant_id: string }>({ index: 'gsi1', partition: MERCHANT_DIRECTORY, descending: false }, pageSize)) {
-    yield page.map((m) => m.merchant_id);
-  }
+/** A merchant item as stored: `deleted_at` once deleted (its data is kept). */
+export type MerchantRecord = Merchant & { deleted_at?: string };
+
+/** What an operator sees of a merchant: its fields, and whether and when it was deleted. */
+export const presentMerchantRecord = ({ merchant_id, name, reporting_currency, created_at, deleted_at }: MerchantRecord) => ({
+  merchant_id,
+  name,
+  reporting_currency,
+  created_at,
+  deleted: Boolean(deleted_at),
+  deleted_at: deleted_at ?? null,
+});
+
+/**
+ * Every merchant of the merchant directory (deleted ones too: their recorded events are still
+ * published), in merchant id order, a page at a time.
+ */
+export async function* merchantPages(pageSize = 100): AsyncGenerator<MerchantRecord[]> {
+  yield* pagesOf<MerchantRecord>({ index: 'gsi1', partition: MERCHANT_DIRECTORY, descending: false }, pageSize);
 }
+
+/** Every merchant's id (deleted ones too), a page at a time. */
+export async function* merchantIdPages(pageSize = 100): AsyncGenerator<string[]> {
+  for await (const page of merchantPages(pageSize)) yield page.map((m) => m.merchant_id);
+}
+
+/** The merchant item, deleted or not; null when it never existed. */
+export const getMerchantRecord = async (merchantId: string): Promise<MerchantRecord | null> => {
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.merchant(merchantId), ConsistentRead: true }));
+  return (Item as MerchantRecord | undefined) ?? null;
+};
 
 /** The merchant, or null when it does not exist or was deleted. */
 export const getMerchant = async (merchantId: string): Promise<Merchant | null> => {
-  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.merchant(merchantId), ConsistentRead: true }));
-  return Item && !Item.deleted_at ? (Item as Merchant) : null;
+  const record = await getMerchantRecord(merchantId);
+  return record && !record.deleted_at ? record : null;
 };
 
 /** Token writes commit only while the merchant exists and is not deleted (a deletion may race them). */
 const merchantLive = { expression: 'attribute_exists(pk) AND attribute_not_exists(deleted_at)' };
 
-type TokenPointer = { token_hash: string; status: 'active' | 'revoked' } & Omit<TokenItem, 'merchant_id' | 'status'>;
+type TokenPointer = { token_hash: string; status: 'active' | 'revoked'; revoked_at?: string } & Omit<TokenItem, 'merchant_id' | 'status'>;
 
 const getPointer = async (merchantId: string): Promise<TokenPointer | null> => {
   const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.merchantToken(merchantId), ConsistentRead: true }));
@@ -61,11 +86,8 @@ const requireMerchant = async (merchantOrId: Merchant | string): Promise<Merchan
 /** What the back office shows of a token (docs/authentication-and-limits.md): never the token itself. */
 export type TokenDetails = { prefix: string; last_four: string; abilities: Ability[]; created_at: string; last_used_at: string | null };
 
-/** The merchant's valid token, described; 404 when it has none (never created, or revoked). */
-export const viewToken = async (merchantId: string): Promise<TokenDetails> => {
-  const pointer = await getPointer(merchantId);
-  if (!pointer || pointer.status !== 'active') throw new NotFoundError();
-  // last_used_at lives on the token's own item, where the request pipeline stamps it.
+/** The token's details from its pointer; last_used_at lives on the token's own item, where the request pipeline stamps it. */
+const tokenDetails = async (pointer: TokenPointer): Promise<TokenDetails> => {
   const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.token(pointer.token_hash), ConsistentRead: true }));
   const token = Item as TokenItem | undefined;
   return {
@@ -75,6 +97,26 @@ export const viewToken = async (merchantId: string): Promise<TokenDetails> => {
     created_at: pointer.created_at,
     last_used_at: token?.last_used_at ?? null,
   };
+};
+
+/** The merchant's valid token, described; 404 when it has none (never created, or revoked). */
+export const viewToken = async (merchantId: string): Promise<TokenDetails> => {
+  const pointer = await getPointer(merchantId);
+  if (!pointer || pointer.status !== 'active') throw new NotFoundError();
+  return tokenDetails(pointer);
+};
+
+/** What an operator sees of a merchant's token, valid or not: `none` when it never had one. Never the token or its hash. */
+export type TokenStatus =
+  | ({ status: 'active' } & TokenDetails)
+  | ({ status: 'revoked'; revoked_at: string | null } & TokenDetails)
+  | { status: 'none' };
+
+export const tokenStatus = async (merchantId: string): Promise<TokenStatus> => {
+  const pointer = await getPointer(merchantId);
+  if (!pointer) return { status: 'none' };
+  const details = await tokenDetails(pointer);
+  return pointer.status === 'active' ? { status: 'active', ...details } : { status: 'revoked', ...details, revoked_at: pointer.revoked_at ?? null };
 };
 
 const tokenItems = (merchant: Merchant, token: string, abilities: Ability[]) => {
@@ -207,4 +249,23 @@ export const deleteMerchant = async (merchantId: string) => {
     throw err;
   }
   return { merchant_id: merchantId, deleted_at: deletedAt };
+};
+
+/** What an operator may change of a merchant. The reporting currency is not: metrics are recorded in it as data is written. */
+export type MerchantChanges = { name?: string };
+
+/** Changes a live merchant (operator CLI only); unknown or deleted: 404. Returns the merchant as changed. */
+export const updateMerchant = async (merchantId: string, changes: MerchantChanges): Promise<Merchant> => {
+  const merchant = await requireMerchant(merchantId);
+  const ws = new WriteSet();
+  const update = ws.update('merchant', keys.merchant(merchantId)).when(merchantLive);
+  if (changes.name !== undefined) update.set('name', changes.name);
+  try {
+    await ws.commit();
+  } catch (err) {
+    if (err instanceof WriteConflict) throw new NotFoundError();
+    throw err;
+  }
+  const { merchant_id, name, reporting_currency, created_at } = { ...merchant, ...changes };
+  return { merchant_id, name, reporting_currency, created_at };
 };
