@@ -18,7 +18,8 @@ import { issueMessage } from '#lib/shared/validation';
 import { CUSTOMER_INVALID } from '#lib/subscriptions/events';
 import type { SubscriptionItem } from '#lib/subscriptions/model';
 import { subscriptionBatchItem, type SubscriptionBatchInput } from '#lib/subscriptions/schemas';
-import { addChangeEvent, cancelEvent, createdEvent, LIVE_TAKEN, moveCustomerMrr, moveTotals, type Scope } from '#lib/subscriptions/service';
+import { cancelEvent, createdEvent } from '#lib/subscriptions/rules';
+import { addChangeEvent, LIVE_TAKEN, moveCustomerMrr, moveTotals, type Scope } from '#lib/subscriptions/service';
 import { subscriptionIndexAttributes } from '#lib/subscriptions/store';
 
 /**

@@ -13,7 +13,7 @@ import { subscriptionTimeline } from '#lib/metrics/lines';
 import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
 import { InvalidError, NotFoundError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
-import { addOutboxEvent, type EventType } from '#lib/outbox';
+import { addOutboxEvent } from '#lib/outbox';
 import { formatTimestamp } from '#lib/shared/time';
 import { addSubscriptionEvent, CUSTOMER_INVALID, type NewEvent } from '#lib/subscriptions/events';
 import { afterTaking, EVENT_ID_BLOCK, heldEventId, mrrContribution, presentSubscription, type Subscription, type SubscriptionItem } from '#lib/subscriptions/model';
@@ -23,10 +23,10 @@ import type {
   SubscriptionListQuery,
   SubscriptionPause,
   SubscriptionReactivate,
-  SubscriptionStatus,
   SubscriptionUpdate,
 } from '#lib/subscriptions/schemas';
-import { asOf, effectiveTime, isDue, latestChangeAt } from '#lib/subscriptions/effective';
+import { asOf, isDue } from '#lib/subscriptions/effective';
+import { createdEvent, decide, reactivationRefused, TIME_FIELD, type ChangeEvent, type Command } from '#lib/subscriptions/rules';
 import { getSubscriptionItem, subscriptionIndexAttributes } from '#lib/subscriptions/store';
 import type { AuthContext } from '#lib/auth/tokens';
 
@@ -73,18 +73,6 @@ const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem
   const timeline = await readTimeline(scope.merchantId, customerId);
   addTimelineChange(ws, scope.merchantId, customerId, timeline, subscriptionTimeline(timeline.timeline, before, after, effective, scope.reportingCurrency));
 };
-
-/** A subscription's `created` event, at its start. */
-export const createdEvent = (sub: SubscriptionItem): ChangeEvent => ({ type: 'created', old_amount: '0', new_amount: sub.mrr, old_plan: null, new_plan: sub.plan_name, occurred_at: sub.started_at });
-/** Its `cancel` event, at cancelled_at. */
-export const cancelEvent = (sub: SubscriptionItem, cancelledAt: string): ChangeEvent => ({
-  type: 'cancel',
-  old_amount: sub.mrr,
-  new_amount: '0',
-  old_plan: sub.plan_name,
-  new_plan: sub.plan_name,
-  occurred_at: cancelledAt,
-});
 
 /**
  * When the customer's live slot is held by a subscription whose scheduled cancellation is due,
@@ -157,7 +145,6 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
 };
 
 /** What a change records of itself: a subscription event's type, amounts, plans and time. */
-export type ChangeEvent = { type: NewEvent['event_type']; old_amount: string; new_amount: string; old_plan: string | null; new_plan: string | null; occurred_at: string };
 
 /** Adds the subscription's event of a change (source api, or import for imported subscriptions). */
 export const addChangeEvent = (ws: WriteSet, merchantId: string, id: number, sub: SubscriptionItem, e: ChangeEvent, at: string, source: NewEvent['source'] = 'api') =>
@@ -179,23 +166,11 @@ export const addChangeEvent = (ws: WriteSet, merchantId: string, id: number, sub
     at,
   );
 
-/** A planned change: the next state, when it takes effect, its event (if any) and its webhook type. */
-type Plan = {
-  next: SubscriptionItem;
-  effective: string;
-  event?: ChangeEvent;
-  webhook: EventType;
-  /** Nothing changes: answer with the stored subscription and write nothing (no webhook). */
-  unchanged?: boolean;
-};
-
-const refuse = (message: string) => InvalidError.field('status', message);
-
 /**
- * Runs one state change: read the subscription by key, plan the move (or refuse it with a 422 on
- * status), then one transaction guarded by the version read.
+ * Runs one state change: read the subscription by key, decide (lib/subscriptions/rules.ts: the
+ * plan, or the 422 that refuses it), then one transaction guarded by the version read.
  */
-const change = async (scope: Scope, id: number, plan: (sub: SubscriptionItem, at: string) => Plan, field = 'status'): Promise<Subscription> => {
+const change = async (scope: Scope, id: number, command: Command): Promise<Subscription> => {
   const { merchantId } = scope;
   const subKey = keys.subscription(merchantId, id);
   // A fresh block of event ids, taken when the subscription's held block is used up; kept across
@@ -208,11 +183,11 @@ const change = async (scope: Scope, id: number, plan: (sub: SubscriptionItem, at
     const at = formatTimestamp(now());
     // A cancellation that has fallen due is applied first (if its scheduler has not run yet), so
     // every change starts from what every read already shows: a cancelled subscription.
-    if (plan !== settleDue && isDue(sub, at)) {
-      await change(scope, id, settleDue);
-      return change(scope, id, plan, field);
+    if (command.kind !== 'settleDue' && isDue(sub, at)) {
+      await change(scope, id, { kind: 'settleDue' });
+      return change(scope, id, command);
     }
-    const { next: planned, effective, event: e, webhook, unchanged } = plan(sub, at);
+    const { next: planned, effective, event: e, webhook, unchanged } = decide(sub, command, at);
     if (unchanged) return presentSubscription(sub, scope.reportingCurrency);
     // The event's id: from the subscription's held block, else from a fresh block (a standalone
     // ADD before the transaction, so the merchant's sequence is never held by it).
@@ -231,13 +206,13 @@ const change = async (scope: Scope, id: number, plan: (sub: SubscriptionItem, at
     if (e) addChangeEvent(ws, merchantId, eventId, next, e, at);
     const presented = presentSubscription(next, scope.reportingCurrency);
     addOutboxEvent(ws, merchantId, webhook, presented, at);
-    await moveTimeline(ws, scope, sub, next, effective, field);
+    await moveTimeline(ws, scope, sub, next, effective, TIME_FIELD[command.kind]);
     try {
       await ws.commit();
     } catch (err) {
       if (err instanceof WriteConflict && err.tags.includes('live') && !err.tags.includes('subscription')) {
         if (await settleLiveHolder(scope, sub.customer_id)) throw new RetryableError('contention', 'a due cancellation was applied');
-        throw refuse('The subscription cannot be reactivated: the customer has another active or paused subscription.');
+        throw reactivationRefused();
       }
       throw err; // the version moved (or a race on the marker): read again
     }
@@ -245,22 +220,6 @@ const change = async (scope: Scope, id: number, plan: (sub: SubscriptionItem, at
   });
 };
 
-const same = (a: string, b: string) => new Decimal(a).eq(b);
-
-/**
- * Applies a scheduled cancellation once it is due: cancelled at `cancel_at` (its `cancel` event
- * there, the line at 0 from then), `subscription.cancelled` delivered. Nothing when it is not due.
- */
-const settleDue = (sub: SubscriptionItem, at: string): Plan => {
-  if (!isDue(sub, at)) return { next: sub, effective: latestChangeAt(sub), webhook: 'subscription.cancelled', unchanged: true };
-  const cancelledAt = sub.cancel_at!;
-  return {
-    next: { ...sub, status: 'cancelled', cancelled_at: cancelledAt, cancel_at: null, paused_at: null },
-    effective: cancelledAt,
-    event: cancelEvent(sub, cancelledAt),
-    webhook: 'subscription.cancelled',
-  };
-};
 
 /**
  * The scheduler's call at a cancellation's time (AWS: the state machine; locally: `npm start`'s
@@ -270,101 +229,17 @@ const settleDue = (sub: SubscriptionItem, at: string): Plan => {
 export const applyScheduledCancel = async (scope: Scope, subscriptionId: number, cancelAt: string) => {
   const sub = await getSubscriptionItem(scope.merchantId, subscriptionId);
   if (!sub || sub.deleted_at || sub.cancel_at !== cancelAt) return null;
-  return change(scope, subscriptionId, settleDue);
+  return change(scope, subscriptionId, { kind: 'settleDue' });
 };
 
-/** A schedule (a future cancelled_at, or cancel_at) must be later than now. */
-const scheduleAfterNow = (field: string, value: string, at: string) => {
-  if (value <= at) throw InvalidError.field(field, `The ${field.replace(/_/g, ' ')} field must be a date after now.`);
-};
-
-/** PUT /subscriptions/{id}: active or paused only; mrr up → upgrade, down → downgrade, equal → no event. */
-export const updateSubscription = (scope: Scope, id: number, input: SubscriptionUpdate) =>
-  change(scope, id, (sub, at) => {
-    if (sub.status === 'cancelled') throw refuse('A cancelled subscription cannot be updated.');
-    const effective = effectiveTime(sub, input.effective_at, 'effective_at', at);
-    const next: SubscriptionItem = {
-      ...sub,
-      plan_name: input.plan_name ?? sub.plan_name,
-      mrr: input.mrr ?? sub.mrr,
-      current_period_start: input.current_period_start ?? sub.current_period_start,
-    };
-    if (input.cancel_at !== undefined) {
-      if (input.cancel_at !== null) scheduleAfterNow('cancel_at', input.cancel_at, at);
-      next.cancel_at = input.cancel_at;
-    }
-    const moved = !same(next.mrr, sub.mrr);
-    const unchanged =
-      !moved && next.plan_name === sub.plan_name && next.current_period_start === sub.current_period_start && (next.cancel_at ?? null) === (sub.cancel_at ?? null);
-    return {
-      next,
-      effective,
-      unchanged,
-      webhook: 'subscription.updated',
-      ...(moved
-        ? {
-            event: {
-              type: new Decimal(next.mrr).gt(sub.mrr) ? 'upgrade' : 'downgrade',
-              old_amount: sub.mrr,
-              new_amount: next.mrr,
-              old_plan: sub.plan_name,
-              new_plan: next.plan_name,
-              occurred_at: effective,
-            },
-          }
-        : {}),
-    } as Plan;
-  }, 'effective_at');
-
-/** PUT /subscriptions/{id}/cancel: from active or paused; a `cancel` event at cancelled_at. */
-export const cancelSubscription = (scope: Scope, id: number, input: SubscriptionCancel) =>
-  change(scope, id, (sub, at) => {
-    if (sub.status === 'cancelled') throw refuse('The subscription is already cancelled.');
-    const cancelledAt = effectiveTime(sub, input.cancelled_at, 'cancelled_at', at);
-    if (input.cancelled_at && cancelledAt > at) {
-      // A future date given: scheduled (without one, a subscription not started yet is cancelled at its start, now). It counts until then and reads as cancelled from then; a later cancel replaces the schedule.
-      return {
-        next: { ...sub, cancel_at: cancelledAt, cancel_reason: input.reason ?? null },
-        effective: latestChangeAt(sub),
-        webhook: 'subscription.updated',
-      };
-    }
-    return {
-      next: { ...sub, status: 'cancelled', cancelled_at: cancelledAt, cancel_at: null, paused_at: null, cancel_reason: input.reason ?? null },
-      effective: cancelledAt,
-      event: cancelEvent(sub, cancelledAt),
-      webhook: 'subscription.cancelled',
-    };
-  }, 'cancelled_at');
-
-/** PUT /subscriptions/{id}/pause: from active only; its mrr stops counting; no subscription event. */
-export const pauseSubscription = (scope: Scope, id: number, input: SubscriptionPause) =>
-  change(scope, id, (sub, at) => {
-    if (sub.status === 'paused') throw refuse('The subscription is already paused.');
-    if (sub.status === 'cancelled') throw refuse('A cancelled subscription cannot be paused.');
-    const pausedAt = effectiveTime(sub, input.paused_at, 'paused_at', at);
-    return { next: { ...sub, status: 'paused' as SubscriptionStatus, paused_at: pausedAt }, effective: pausedAt, webhook: 'subscription.paused' };
-  }, 'paused_at');
-
-/**
- * PUT /subscriptions/{id}/reactivate: from paused, or from cancelled when the customer has no
- * other live subscription (the marker put decides, in the transaction); a `reactivated` event.
- */
-export const reactivateSubscription = (scope: Scope, id: number, input: SubscriptionReactivate) =>
-  change(scope, id, (sub, at) => {
-    if (sub.status === 'active' && sub.cancel_at) {
-      // Reactivating a subscription scheduled to cancel keeps it: the schedule is cleared, nothing else moves.
-      return { next: { ...sub, cancel_at: null, cancel_reason: null }, effective: latestChangeAt(sub), webhook: 'subscription.reactivated' };
-    }
-    if (sub.status === 'active') throw refuse('The subscription is already active.');
-    const reactivatedAt = effectiveTime(sub, input.reactivated_at, 'reactivated_at', at);
-    return {
-      next: { ...sub, status: 'active', cancelled_at: null, cancel_at: null, paused_at: null, cancel_reason: null },
-      effective: reactivatedAt,
-      event: { type: 'reactivated', old_amount: '0', new_amount: sub.mrr, old_plan: sub.plan_name, new_plan: sub.plan_name, occurred_at: reactivatedAt },
-      webhook: 'subscription.reactivated',
-    };
-  }, 'reactivated_at');
+/** PUT /subscriptions/{id}: plan, mrr, period, or a scheduled cancellation (rules: `decide`). */
+export const updateSubscription = (scope: Scope, id: number, input: SubscriptionUpdate) => change(scope, id, { kind: 'update', input });
+/** PUT /subscriptions/{id}/cancel. */
+export const cancelSubscription = (scope: Scope, id: number, input: SubscriptionCancel) => change(scope, id, { kind: 'cancel', input });
+/** PUT /subscriptions/{id}/pause. */
+export const pauseSubscription = (scope: Scope, id: number, input: SubscriptionPause) => change(scope, id, { kind: 'pause', input });
+/** PUT /subscriptions/{id}/reactivate (the customer's live slot is decided by the transaction's marker put). */
+export const reactivateSubscription = (scope: Scope, id: number, input: SubscriptionReactivate) => change(scope, id, { kind: 'reactivate', input });
 
 /**
  * DELETE /subscriptions/{id}: soft. It leaves the lists, releases the customer's live slot and

@@ -32,6 +32,7 @@ const reach = (file: string, seen = new Set<string>()): Set<string> => {
 const PURE_RULES = [
   'lib/orders/transitions.ts',
   'lib/subscriptions/effective.ts',
+  'lib/subscriptions/rules.ts',
   'lib/activity/rules.ts',
   'lib/metrics/timeline.ts',
   'lib/shared/money.ts',
