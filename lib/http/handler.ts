@@ -12,7 +12,7 @@ import { toHttpError, validationFailed, forbidden, invalidJson, methodNotAllowed
 import { parseOr422 } from '#lib/http/validation';
 import { authKindOf, BASE_PATH, type RouteDef } from '#lib/http/route';
 import { allowedMethods } from '#lib/http/paths';
-import { isFrontDoorSecret, ORIGIN_VERIFY_HEADER, VIEWER_ADDRESS_HEADER, viewerIpOf } from '#lib/http/front-door';
+import { isFrontDoorSecret, ORIGIN_VERIFY_HEADER, viewerIpOf } from '#lib/http/front-door';
 import { config } from '#lib/config';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
@@ -100,7 +100,7 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
 /**
  * The front door (lib/http/front-door.ts): with a secret configured, a request without it did not
  * come through CloudFront and is refused (403, before it is counted or costs a read); one with it
- * is counted per IP under the viewer's address CloudFront gives. The header is dropped from the
+ * is counted per IP under the viewer's address CloudFront gives (`viewerIpOf`). The header is dropped from the
  * event either way, so nothing after this reads or logs it.
  */
 const frontDoor = (): middy.MiddlewareObj<Event, Result> => ({
@@ -114,7 +114,7 @@ const frontDoor = (): middy.MiddlewareObj<Event, Result> => ({
       logger.warn('request without the front-door secret', { source_ip: request.event.requestContext?.http?.sourceIp });
       throw forbidden();
     }
-    const viewer = viewerIpOf(headers[VIEWER_ADDRESS_HEADER]);
+    const viewer = viewerIpOf(headers, request.event.requestContext?.http?.sourceIp);
     if (viewer) state(request).clientIp = viewer;
   },
 });

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
 import { isolatedClock, withEnv } from './support.ts';
-import { isFrontDoorSecret, ORIGIN_VERIFY_ENV, ORIGIN_VERIFY_HEADER, VIEWER_ADDRESS_HEADER, viewerIpOf } from '#lib/http/front-door';
+import { FORWARDED_FOR_HEADER, isFrontDoorSecret, ORIGIN_VERIFY_ENV, ORIGIN_VERIFY_HEADER, VIEWER_ADDRESS_HEADER, viewerAddressIp, viewerIpOf } from '#lib/http/front-door';
 
 /**
  * The front door (docs/deployment-and-protection.md, *In front of the functions*): with a secret
@@ -96,9 +96,21 @@ describe('front door helpers', () => {
   });
 
   it('reads the viewer IP of CloudFront-Viewer-Address, IPv4 and IPv6, and nothing else', () => {
-    expect(viewerIpOf('198.51.100.10:46532')).toBe('198.51.100.10');
-    expect(viewerIpOf('2001:db8::1:46532')).toBe('2001:db8::1');
-    expect(viewerIpOf('[2001:db8::1]:46532')).toBe('2001:db8::1');
-    for (const bad of [undefined, '', '198.51.100.10', 'host.example:443', ':443', 'a b:1']) expect(viewerIpOf(bad), String(bad)).toBeUndefined();
+    expect(viewerAddressIp('198.51.100.10:46532')).toBe('198.51.100.10');
+    expect(viewerAddressIp('2001:db8::1:46532')).toBe('2001:db8::1');
+    expect(viewerAddressIp('[2001:db8::1]:46532')).toBe('2001:db8::1');
+    for (const bad of [undefined, '', '198.51.100.10', 'host.example:443', ':443', 'a b:1']) expect(viewerAddressIp(bad), String(bad)).toBeUndefined();
+  });
+
+  it('without CloudFront-Viewer-Address, takes the X-Forwarded-For entry CloudFront appended, never the caller\'s own', () => {
+    const edge = '130.176.0.1';
+    const xff = (value: string) => ({ [FORWARDED_FOR_HEADER]: value });
+    // CloudFront appends the viewer; API Gateway may append the edge server it was connected from.
+    expect(viewerIpOf(xff('198.51.100.7'), edge)).toBe('198.51.100.7');
+    expect(viewerIpOf(xff(`198.51.100.7, ${edge}`), edge)).toBe('198.51.100.7');
+    // Entries the caller sent itself come first and are ignored.
+    expect(viewerIpOf(xff(`10.0.0.1, 203.0.113.5, 198.51.100.7, ${edge}`), edge)).toBe('198.51.100.7');
+    expect(viewerIpOf({ ...xff(`198.51.100.7, ${edge}`), [VIEWER_ADDRESS_HEADER]: '198.51.100.8:1234' }, edge)).toBe('198.51.100.8');
+    for (const headers of [{}, xff(''), xff('not-an-ip')]) expect(viewerIpOf(headers, edge)).toBeUndefined();
   });
 });
