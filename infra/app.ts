@@ -1,11 +1,15 @@
 import { App } from 'aws-cdk-lib';
 import { addNagChecks } from './nag.ts';
-import { ApiStack, propsFromContext, stackNameFor } from './stack.ts';
+import { buildStacks, propsFromContext } from './stack.ts';
 
-/** `npx cdk synth|deploy [-c stage=dev] [-c rateLimitPerHour=…]`; see propsFromContext for the keys. */
+/**
+ * `npx cdk synth|deploy --all [-c stage=dev] [-c rateLimitPerHour=…] [-c edge=false]`; see
+ * propsFromContext for the keys. Two stacks per stage unless `edge=false`: the web ACL's in
+ * us-east-1, then the API's, which reads it.
+ */
 const app = new App();
 const props = propsFromContext(app.node);
-new ApiStack(app, stackNameFor(props.stage), {
+buildStacks(app, {
   ...props,
   // Account/region from the CLI profile; synth stays offline (no lookups are made).
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },

@@ -45,6 +45,13 @@ export const NAG_REASONS = {
   siteLogs: 'Access logs of a static bundle are not needed: the API calls it makes are logged by API Gateway.',
   siteTls:
     'TLSv1.2_2021 is requested; with the default *.cloudfront.net certificate CloudFront keeps its own TLS floor until a custom domain and ACM certificate are added (docs/backoffice-and-dashboard.md).',
+  apiGeo: 'The API serves merchants anywhere: no geo restriction; the web ACL limits each IP instead.',
+  apiLogs:
+    "CloudFront access logs would need a bucket of their own (with ACLs) and would record nothing new: every request the web ACL blocks or counts is in its WAF log (us-east-1, Authorization redacted), and every request that reaches the API is in API Gateway's access log.",
+  apiTls:
+    'TLSv1.2_2021 is requested; with the default *.cloudfront.net certificate CloudFront keeps its own TLS floor until a custom domain and ACM certificate are added (docs/deployment-and-protection.md).',
+  originSecret:
+    "The origin secret only tells CloudFront's requests from direct calls to the execute-api URL (it grants no data access). CloudFormation resolves it into the distribution's origin header and the functions' environment at deploy time, so a Secrets Manager rotation would reach neither end until the next deploy and would refuse every request in between; it is changed by a deploy instead (docs/deployment-and-protection.md).",
   schedulerTracing:
     "X-Ray: the cancellation scheduler's state machine traces its executions, and its tracing grants (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, GetSamplingTargets) support no resource-level permissions.",
   schedulerInvoke:
@@ -110,6 +117,16 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
       };
       for (const id of findings[r.cfnResourceType] ?? []) acknowledge(r, id, NAG_REASONS.cdkHandler);
     }
+  }
+
+  // The API's front door (when built with the edge stack): its distribution and origin secret.
+  if (stack.front) {
+    const api = stack.front.distribution;
+    acknowledge(resourceOf(api), 'AwsSolutions-CFR1', NAG_REASONS.apiGeo);
+    acknowledge(resourceOf(api), 'AwsSolutions-CFR3', NAG_REASONS.apiLogs);
+    acknowledge(resourceOf(api), 'AwsSolutions-CFR4', NAG_REASONS.apiTls);
+    Validations.of(api).acknowledge({ id: 'Annotation::@aws-cdk/aws-cloudfront:minimumProtocolVersionWithoutCertificate', reason: NAG_REASONS.apiTls });
+    acknowledge(resourceOf(stack.front.secret), 'AwsSolutions-SMG4', NAG_REASONS.originSecret);
   }
 
   const sweeper = stack.outboxRelay.sweeper;

@@ -1,6 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Annotations, CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
   CfnStage,
@@ -32,6 +32,9 @@ import { acknowledgeNagFindings } from './nag.ts';
 import { OutboxRelay } from './constructs/outbox-relay.ts';
 import { WebhookDelivery } from './constructs/webhook-delivery.ts';
 import { CancelScheduler } from './constructs/cancel-scheduler.ts';
+import { ApiFront } from './constructs/api-front.ts';
+import { EdgeStack, WEB_ACL_ARN_OUTPUT, wafRateLimitFor } from './edge-stack.ts';
+import { ORIGIN_VERIFY_ENV } from '#lib/http/front-door';
 
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const STACK_BASE_NAME = 'RevenueAnalyticsApi';
@@ -67,6 +70,13 @@ export type ApiStackProps = StackProps & {
    * functions' TABLE_NAME otherwise resolves to a logical id there). Never deploy such a template.
    */
   localDynamo?: { endpoint: string; tableName: string };
+  /**
+   * The us-east-1 stack holding the web ACL (`buildStacks` makes it): when given, the API gets its
+   * front door, a CloudFront distribution with that web ACL and the origin secret the functions
+   * check, and the API's public URL is the distribution's. Absent, the API is reached on its
+   * execute-api URL as before (`-c edge=false`: a team that fronts the API with its own edge).
+   */
+  edge?: EdgeStack;
 };
 
 /** The stage whose stack keeps its data and has termination protection. */
@@ -137,6 +147,10 @@ export class ApiStack extends Stack {
   readonly notFoundFunction: ApiFunction;
   readonly monitoring: ApiMonitoring;
   readonly dashboard: DashboardSite;
+  /** The CloudFront distribution and origin secret in front of the API (when built with an edge stack). */
+  readonly front?: ApiFront;
+  /** The API's public base URL, `…/v1`: the distribution's when fronted, else the execute-api URL. */
+  readonly apiUrl: string;
 
   constructor(scope: Construct, id: string, props: ApiStackProps = {}) {
     const stage = props.stage ?? DEFAULTS.stage;
@@ -166,10 +180,13 @@ export class ApiStack extends Stack {
 
     // The functions' Powertools metrics land in a namespace named after the stack, so stages never mix.
     const observability = { STAGE: stage, LOG_LEVEL: props.logLevel ?? DEFAULTS.logLevel, [METRICS_NAMESPACE_ENV]: this.stackName };
+    // Behind the edge, every API function refuses requests without CloudFront's origin secret.
+    this.front = props.edge ? new ApiFront(this, 'Front') : undefined;
     const environment = {
       ...observability,
       RATE_LIMIT_PER_HOUR: String(props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour),
       UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: String(props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute),
+      ...(this.front ? { [ORIGIN_VERIFY_ENV]: this.front.secretValue } : {}),
     };
     const apiFunction = (scope: Construct, fnId: string, handlerPath: string, description: string, access: TableAccess, timeoutSeconds = FUNCTION_TIMEOUT_SECONDS) =>
       new ApiFunction(scope, fnId, { projectRoot, handlerPath, description, environment, timeout: Duration.seconds(timeoutSeconds) }).bindTable(this.table, access);
@@ -234,8 +251,15 @@ export class ApiStack extends Stack {
     this.functions = functions as Record<RouteName, ApiFunction>;
     this.routes = routes as Record<RouteName, HttpRoute>;
 
+    if (props.edge && this.front) {
+      // The web ACL's ARN, read from the edge stack's output at deploy time (it is deployed first).
+      this.front.fronting(this.api, Fn.getStackOutput(props.edge.stackName, WEB_ACL_ARN_OUTPUT, props.edge.region));
+      this.addStackDependency(props.edge, 'the API distribution uses the edge stack\'s web ACL');
+    }
+    this.apiUrl = this.front ? this.front.url : `${this.api.apiEndpoint}${BASE_PATH}`;
+
     this.dashboard.deploy({
-      apiBase: `${this.api.apiEndpoint}${BASE_PATH}`,
+      apiBase: this.apiUrl,
       auth: { kind: 'cognito', domain: backoffice.domain!.baseUrl(), clientId: backoffice.dashboardClient!.userPoolClientId, redirectUri: this.dashboard.url },
     });
 
@@ -332,7 +356,10 @@ export class ApiStack extends Stack {
       metricsNamespace: this.stackName,
     });
 
-    new CfnOutput(this, 'ApiUrl', { value: `${this.api.apiEndpoint}${BASE_PATH}` });
+    new CfnOutput(this, 'ApiUrl', {
+      value: this.apiUrl,
+      description: this.front ? 'The API (CloudFront, behind the web ACL); its execute-api URL refuses direct calls' : 'The API (execute-api)',
+    });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
     new CfnOutput(this, 'EventBusArn', { value: this.eventBus.eventBusArn });
@@ -350,8 +377,42 @@ export class ApiStack extends Stack {
   }
 }
 
+/** What `cdk -c` sets: the API stack's props and the edge's (`buildStacks`). */
+export type AppProps = Omit<ApiStackProps, 'edge'> & {
+  /** The CloudFront distribution and the us-east-1 web ACL in front of the API. Default true. */
+  edgeProtection?: boolean;
+  /** Requests per IP per 5 minutes before WAF answers 429 (default: `wafRateLimitFor` the API's own limits). */
+  wafRateLimit?: number;
+  /** `block` (default) or `count` what the AWS managed rule groups match. */
+  wafManagedRules?: 'block' | 'count';
+};
+
+/**
+ * The app's stacks for one stage: the edge stack (`<name>-Edge`, us-east-1: the web ACL) unless
+ * `edgeProtection` is false, and the API stack, which depends on it.
+ */
+export const buildStacks = (scope: Construct, props: AppProps, id = stackNameFor(props.stage)) => {
+  const { edgeProtection, wafRateLimit, wafManagedRules, ...apiProps } = props;
+  const stage = props.stage ?? DEFAULTS.stage;
+  const edge =
+    edgeProtection === false
+      ? undefined
+      : new EdgeStack(scope, `${id}-Edge`, {
+          env: props.env,
+          stage,
+          description: 'Revenue analytics API: the AWS WAF web ACL in front of its CloudFront distribution (us-east-1)',
+          terminationProtection: stage === PROD_STAGE,
+          rateLimit:
+            wafRateLimit ??
+            wafRateLimitFor(props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour, props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute),
+          managedRulesAction: wafManagedRules,
+        });
+  const api = new ApiStack(scope, id, { ...apiProps, edge });
+  return { api, edge };
+};
+
 /** Stack props from `cdk -c key=value` (values arrive as strings); bad values fail the synth. */
-export const propsFromContext = (node: Node): ApiStackProps => {
+export const propsFromContext = (node: Node): AppProps => {
   const ctx = (key: string): string | undefined => {
     const v = node.tryGetContext(key);
     return v === undefined || v === null || v === '' ? undefined : String(v);
@@ -375,6 +436,14 @@ export const propsFromContext = (node: Node): ApiStackProps => {
   if (retain !== undefined && retain !== 'true' && retain !== 'false') {
     throw new Error(`context retainTable must be true or false, got "${retain}"`);
   }
+  const edge = ctx('edge');
+  if (edge !== undefined && edge !== 'true' && edge !== 'false') throw new Error(`context edge must be true or false, got "${edge}"`);
+  const wafManagedRules = ctx('wafManagedRules');
+  if (wafManagedRules !== undefined && wafManagedRules !== 'block' && wafManagedRules !== 'count') {
+    throw new Error(`context wafManagedRules must be block or count, got "${wafManagedRules}"`);
+  }
+  const wafRateLimit = positiveInt('wafRateLimit');
+  if (wafRateLimit !== undefined && wafRateLimit < 10) throw new Error(`context wafRateLimit must be at least 10 (WAF's smallest limit), got "${wafRateLimit}"`);
   const localEndpoint = ctx('localDynamoEndpoint');
   if (localEndpoint !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(localEndpoint)) {
     throw new Error(`context localDynamoEndpoint must be an http(s) URL such as http://host.docker.internal:8000, got "${localEndpoint}"`);
@@ -402,6 +471,9 @@ export const propsFromContext = (node: Node): ApiStackProps => {
         : { rateLimit: rateLimit ?? DEFAULTS.throttle.rateLimit, burstLimit: burstLimit ?? DEFAULTS.throttle.burstLimit },
     localDynamo:
       localEndpoint === undefined ? undefined : { endpoint: localEndpoint, tableName: ctx('localTableName') ?? DEFAULTS.localTableName },
+    edgeProtection: edge === undefined ? undefined : edge === 'true',
+    wafRateLimit,
+    wafManagedRules: wafManagedRules as AppProps['wafManagedRules'],
   };
 };
 

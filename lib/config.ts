@@ -20,6 +20,11 @@ export const config = {
   eventSource: (): string => process.env.EVENT_SOURCE || 'revenue-analytics-api',
   /** Local only: an EventBridge emulator (moto) instead of AWS. */
   eventBridgeEndpoint: (): string | undefined => process.env.EVENTBRIDGE_ENDPOINT || undefined,
+  /**
+   * The secret CloudFront adds to every request it forwards (lib/http/front-door.ts): when set, the
+   * pipeline refuses requests without it. Unset locally and in tests: nothing is checked.
+   */
+  originVerifySecret: (): string | undefined => process.env.ORIGIN_VERIFY_SECRET || undefined,
   /** Local stack only: lets webhook endpoints use http://localhost (docs/webhook-endpoints.md). */
   isLocal: (): boolean => process.env.STAGE === 'local',
 };

@@ -12,6 +12,8 @@ import { toHttpError, validationFailed, forbidden, invalidJson, methodNotAllowed
 import { parseOr422 } from '#lib/http/validation';
 import { authKindOf, BASE_PATH, type RouteDef } from '#lib/http/route';
 import { allowedMethods } from '#lib/http/paths';
+import { isFrontDoorSecret, ORIGIN_VERIFY_HEADER, viewerIpOf } from '#lib/http/front-door';
+import { config } from '#lib/config';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
@@ -38,8 +40,8 @@ type Event = APIGatewayProxyEventV2;
 type Result = APIGatewayProxyStructuredResultV2;
 type Request = middy.Request<Event, Result, Error, Context>;
 
-/** Per-invocation pipeline state, kept beside the event. */
-type State = { requestId: string; started: number; auth: AuthContext | null; identity: BackofficeIdentity | null; rate?: RateState };
+/** Per-invocation pipeline state, kept beside the event. `clientIp` is the caller's, for the per-IP window. */
+type State = { requestId: string; started: number; auth: AuthContext | null; identity: BackofficeIdentity | null; rate?: RateState; clientIp: string };
 const states = new WeakMap<Event, State>();
 const state = (request: Request): State => states.get(request.event)!;
 
@@ -68,7 +70,8 @@ const recordRequest = (route: RouteDef | null, request: Request, response: Resul
 const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> => ({
   before: (request) => {
     const requestId = request.event.requestContext?.requestId ?? request.context.awsRequestId;
-    states.set(request.event, { requestId, started: Date.now(), auth: null, identity: null });
+    const clientIp = request.event.requestContext?.http?.sourceIp ?? 'unknown';
+    states.set(request.event, { requestId, started: Date.now(), auth: null, identity: null, clientIp });
     logger.appendKeys({ request_id: requestId, route: routeKey(route) });
   },
   after: (request) => {
@@ -94,11 +97,31 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
   },
 });
 
-const sourceIp = (request: Request) => request.event.requestContext?.http?.sourceIp ?? 'unknown';
+/**
+ * The front door (lib/http/front-door.ts): with a secret configured, a request without it did not
+ * come through CloudFront and is refused (403, before it is counted or costs a read); one with it
+ * is counted per IP under the viewer's address CloudFront gives (`viewerIpOf`). The header is dropped from the
+ * event either way, so nothing after this reads or logs it.
+ */
+const frontDoor = (): middy.MiddlewareObj<Event, Result> => ({
+  before: (request) => {
+    const secret = config.originVerifySecret();
+    const headers = request.event.headers ?? {};
+    const presented = headers[ORIGIN_VERIFY_HEADER];
+    delete headers[ORIGIN_VERIFY_HEADER];
+    if (!secret) return;
+    if (!isFrontDoorSecret(presented, secret)) {
+      logger.warn('request without the front-door secret', { source_ip: request.event.requestContext?.http?.sourceIp });
+      throw forbidden();
+    }
+    const viewer = viewerIpOf(headers, request.event.requestContext?.http?.sourceIp);
+    if (viewer) state(request).clientIp = viewer;
+  },
+});
 
 /** Counts a request that carries no valid identity against its source IP: 429 past the limit. */
-const countAnonymous = async (request: Request, s: State) => {
-  s.rate = await retrying(() => hitIp(sourceIp(request)));
+const countAnonymous = async (s: State) => {
+  s.rate = await retrying(() => hitIp(s.clientIp));
   if (s.rate.exceeded) throw tooManyAttempts(retryAfter(s.rate));
 };
 
@@ -113,7 +136,7 @@ const tokenAuth = async (route: RouteDef | null, request: Request, s: State) => 
   const token = bearerToken(request.event.headers?.authorization);
   const auth = token ? await retrying(() => authenticate(token)) : null;
   if (!auth) {
-    await countAnonymous(request, s);
+    await countAnonymous(s);
     if (route && authKindOf(route) === 'token') throw unauthenticated();
     return;
   }
@@ -137,7 +160,7 @@ const backofficeCaller = async (
   const { merchantId, role } = readClaims(claims);
   const merchant = merchantId ? await retrying(() => getMerchant(merchantId)) : null;
   if (!merchant) {
-    await countAnonymous(request, s);
+    await countAnonymous(s);
     throw unauthenticated();
   }
   s.rate = await retrying(() => countIn(merchant.merchant_id));
@@ -225,14 +248,14 @@ const pathParams = (params: Record<string, string | undefined> | undefined): Rec
  * context to every log line (and drops the request's keys after it), publishes the request's
  * metrics as one EMF line after everything else has run, and, when tracing is on, records the
  * invocation as a subsegment (never its response: bodies carry tokens and personal data); then
- * the responder, headers, and who is calling.
+ * the responder, headers, the front door, and who is calling.
  */
 const pipeline = (route: RouteDef | null) => {
   const chain = middy<Event, Result>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics(), { captureColdStartMetric: true }));
   if (tracer) chain.use(captureLambdaHandler(tracer, { captureResponse: false }));
-  return chain.use(responder(route)).use(httpHeaderNormalizer()).use(authAndRateLimit(route));
+  return chain.use(responder(route)).use(httpHeaderNormalizer()).use(frontDoor()).use(authAndRateLimit(route));
 };
 
 /**

@@ -72,8 +72,10 @@ describe('back-office identity (CDK)', () => {
     expect(resource.Properties.GenerateSecret ?? false).toBe(false);
     expect(resource.Properties).toMatchObject({ AllowedOAuthFlows: ['code'], SupportedIdentityProviders: ['COGNITO'], PreventUserExistenceErrors: 'ENABLED' });
     expect([...resource.Properties.AllowedOAuthScopes].sort()).toEqual(['email', 'openid']);
-    const distribution = Object.keys(prod.findResources('AWS::CloudFront::Distribution'))[0];
-    const url = { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distribution, 'DomainName'] }, '/']] };
+    // The dashboard's distribution (the API's own has no Origin Access Control: test/infra/edge.test.ts).
+    const distribution = Object.entries(prod.findResources('AWS::CloudFront::Distribution')).filter(([, d]) => (d as any).Properties.DistributionConfig.Origins[0].OriginAccessControlId).map(([id]) => id);
+    expect(distribution).toHaveLength(1);
+    const url = { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distribution[0], 'DomainName'] }, '/']] };
     expect(resource.Properties.CallbackURLs).toEqual([url]);
     expect(resource.Properties.LogoutURLs).toEqual([url]);
     expect(resource.Properties.ReadAttributes).toContain('custom:merchant_id');

@@ -25,6 +25,12 @@ const one = (template: Template, type: string) => {
   return { id: found[0][0], props: (found[0][1] as { Properties: Record<string, any> }).Properties };
 };
 
+/** The dashboard's distribution (the API has one of its own: test/infra/edge.test.ts). */
+const dashboardDistribution = (s: typeof unbuilt) => {
+  const id = idOf(s.stack, s.stack.dashboard.distribution);
+  return { id, props: (s.template.findResources('AWS::CloudFront::Distribution')[id] as { Properties: Record<string, any> }).Properties };
+};
+
 describe('dashboard site (CDK)', () => {
   it('a private bucket: public access blocked, TLS enforced, encrypted', () => {
     const { template } = unbuilt;
@@ -41,7 +47,7 @@ describe('dashboard site (CDK)', () => {
 
   it('CloudFront: OAC origin, HTTPS only, TLS 1.2 (2021), the security headers policy', () => {
     const { template } = unbuilt;
-    const dist = one(template, 'AWS::CloudFront::Distribution').props.DistributionConfig;
+    const dist = dashboardDistribution(unbuilt).props.DistributionConfig;
     const oac = one(template, 'AWS::CloudFront::OriginAccessControl');
     expect(dist.Origins[0].OriginAccessControlId).toEqual({ 'Fn::GetAtt': [oac.id, 'Id'] });
     expect(dist).toMatchObject({ DefaultRootObject: 'index.html', DefaultCacheBehavior: { ViewerProtocolPolicy: 'redirect-to-https' } });
@@ -66,7 +72,7 @@ describe('dashboard site (CDK)', () => {
 
   it('the API answers CORS for the dashboard origin only; dashboard routes get the issuer and the dashboard client as audience', () => {
     const { stack, template } = unbuilt;
-    const distribution = Object.keys(template.findResources('AWS::CloudFront::Distribution'))[0];
+    const distribution = dashboardDistribution(unbuilt).id;
     const api = one(template, 'AWS::ApiGatewayV2::Api');
     expect(api.props.CorsConfiguration.AllowOrigins).toEqual([{ 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distribution, 'DomainName'] }]] }]);
     expect(api.props.CorsConfiguration.AllowHeaders).toEqual(['authorization', 'content-type']);

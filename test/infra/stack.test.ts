@@ -122,11 +122,11 @@ describe('routes', () => {
     for (const group of Object.values(stack.routeGroups)) expect(stageOf(defaults).DependsOn).toContain(stack.getLogicalId(group.nestedStackResource as never));
   });
 
-  it('outputs the API URL under /v1, the table name and the event bus', () => {
+  it('outputs the API URL under /v1 (its CloudFront distribution\'s: test/infra/edge.test.ts), the table name and the event bus', () => {
     const { stack, template } = defaults;
     const outputs = template.findOutputs('*');
-    const apiId = stack.getLogicalId(stack.api.node.defaultChild as never);
-    expect(outputs.ApiUrl.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, BASE_PATH]] });
+    const distributionId = stack.getLogicalId(stack.front!.distribution.node.defaultChild as never);
+    expect(outputs.ApiUrl.Value).toEqual({ 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distributionId, 'DomainName'] }, BASE_PATH]] });
     expect(outputs.TableName.Value).toEqual({ Ref: stack.getLogicalId(stack.table.node.defaultChild as never) });
     const busId = stack.getLogicalId(stack.eventBus.node.defaultChild as never);
     expect(outputs.EventBusName.Value).toEqual({ Ref: busId });
@@ -193,6 +193,8 @@ describe('functions', () => {
         POWERTOOLS_SERVICE_NAME: 'revenue-analytics-api',
         POWERTOOLS_METRICS_NAMESPACE: stack.stackName,
         NODE_OPTIONS: '--enable-source-maps',
+        // The front door's secret (asserted in test/infra/edge.test.ts).
+        ORIGIN_VERIFY_SECRET: expect.anything(),
         ...(route?.secrets ? { WEBHOOK_KMS_KEY_ID: keyArn } : {}),
         // Values asserted in test/infra/dashboard-site.test.ts.
         ...(route?.dashboard ? { BACKOFFICE_JWT_ISSUER: expect.anything(), BACKOFFICE_JWT_AUDIENCE: expect.anything() } : {}),

@@ -5,7 +5,7 @@ import { App, NestedStack, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
-import { ApiStack, PROJECT_ROOT, type ApiStackProps } from '../../../infra/stack.ts';
+import { buildStacks, PROJECT_ROOT, type AppProps } from '../../../infra/stack.ts';
 import type { ApiFunction } from '../../../infra/constructs/api-function.ts';
 import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../../../infra/constructs/outbox-relay.ts';
 import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_FAN_OUT_HANDLER } from '../../../infra/constructs/webhook-delivery.ts';
@@ -92,10 +92,14 @@ export const flattenApp = (app: App, root: Stack) => {
  * CDK's CloudFormation validation costs half a minute per synth and cfn-lint checks more: only
  * test/infra/checks.test.ts asks for it, when cfn-lint is absent.
  */
-export const synthStack = (projectRoot: string, props: ApiStackProps = {}, validate = false) => {
+export const synthStack = (projectRoot: string, props: AppProps = {}, validate = false) => {
   const app = new App({ context: { ...cdkJsonContext, 'aws:cdk:bundling-stacks': [] }, builtinCloudFormationValidation: validate });
-  const stack = new ApiStack(app, 'TestApi', { projectRoot, ...props });
-  return { stack, ...flattenApp(app, stack) };
+  const { api: stack, edge } = buildStacks(app, { projectRoot, ...props }, 'TestApi');
+  const flat = flattenApp(app, stack);
+  // The edge stack (us-east-1, the web ACL) is a stack of its own: its template beside the API's.
+  const edgeJson = edge ? (app.synth().getStackArtifact(edge.artifactId).template as TemplateJson) : undefined;
+  if (edge && edgeJson) flat.templates[edge.stackName] = edgeJson;
+  return { stack, edge, edgeTemplate: edgeJson ? Template.fromJSON(edgeJson) : undefined, ...flat };
 };
 
 export type Resource = { Type: string; Properties: Record<string, any>; DeletionPolicy?: string };
