@@ -1,9 +1,9 @@
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { addTotal, readTotals } from '#lib/db/counters';
+import { addTotal, listTotal } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
-import { indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
+import { CUSTOMER_SK, ENTRY_OF, indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
 import { itemAbsent, type WriteSet } from '#lib/db/writes';
 import { queryAll, type IndexQuery } from '#lib/db/query';
 import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/customers/schemas';
@@ -87,7 +87,17 @@ export const customersByIds = async (merchantId: string, ids: number[]): Promise
 
 export { batchGet, keyId };
 
-/** Adds a new customer (with its unique email and external_id markers and the live total) to `ws`. */
+/**
+ * The customer's entry in the merchant's customer list (gsi1), in its own partition: written at
+ * create, deleted at delete, so the figures orders move on the customer item never reach the list.
+ */
+export const customerListEntry = (merchantId: string, id: number, createdAt: string) => ({
+  ...keys.customerListEntry(merchantId, id),
+  [ENTRY_OF]: CUSTOMER_SK,
+  ...indexes.customersByCreated(merchantId, createdAt, id),
+});
+
+/** Adds a new customer (with its list entry, its unique email and external_id markers and the live total) to `ws`. */
 export const addCustomerCreate = (
   ws: WriteSet,
   merchantId: string,
@@ -97,7 +107,7 @@ export const addCustomerCreate = (
 ): CustomerItem => {
   const item: CustomerItem = {
     ...keys.customer(merchantId, id),
-    ...indexes.customersByCreated(merchantId, at, id),
+    ...indexes.customerSearch(merchantId, at, id),
     ...(input.external_id ? indexes.customerByExternalId(merchantId, input.external_id) : {}),
     id,
     email: input.email.toLowerCase(),
@@ -111,6 +121,7 @@ export const addCustomerCreate = (
     updated_at: at,
   };
   ws.put('customer', item, itemAbsent);
+  ws.put('customer-list', customerListEntry(merchantId, id, at));
   ws.put('email', { ...keys.customerEmail(merchantId, item.email), customer_id: id }, itemAbsent);
   if (item.external_id) {
     ws.put('external_id', { ...keys.customerExternalId(merchantId, item.external_id), customer_id: id }, itemAbsent);
@@ -189,9 +200,10 @@ export const addCustomerUpdate = (
 };
 
 /**
- * Adds a soft delete to `ws`: stamps deleted_at, leaves the list and external_id indexes, frees the
- * email and external_id for reuse, and decrements the live total. Email, name and the figures stay
- * on the item because orders still show them.
+ * Adds a soft delete to `ws`: stamps deleted_at, leaves the list (its entry is deleted; the keys an
+ * item of an earlier version carries itself are removed), the search and external_id indexes, frees
+ * the email and external_id for reuse, and decrements the live total. Email, name and the figures
+ * stay on the item because orders still show them.
  */
 export const addCustomerDelete = (ws: WriteSet, merchantId: string, current: CustomerItem, at: string): void => {
   ws.update('customer', keys.customer(merchantId, current.id))
@@ -206,6 +218,7 @@ export const addCustomerDelete = (ws: WriteSet, merchantId: string, current: Cus
     .remove('gsi4sk')
     .remove('gsi2pk')
     .remove('gsi2sk');
+  ws.delete('customer-list', keys.customerListEntry(merchantId, current.id));
   ws.delete('email', keys.customerEmail(merchantId, current.email), markerOwnedBy(current.id));
   if (current.external_id) {
     ws.delete('external_id', keys.customerExternalId(merchantId, current.external_id), markerOwnedBy(current.id));
@@ -214,12 +227,17 @@ export const addCustomerDelete = (ws: WriteSet, merchantId: string, current: Cus
 };
 
 /** Live customers of the merchant, from the sharded totals (kept by the create/delete transactions). */
-export const customerTotal = async (merchantId: string): Promise<number> =>
-  Math.max(0, (await readTotals(merchantId, 'CUSTOMERS')).customers?.toNumber() ?? 0);
+export const customerTotal = (merchantId: string) => listTotal(merchantId, 'CUSTOMERS', 'customers');
 
-/** One page of live customers, newest first (gsi1); page 1 is a single Query. */
-/** The live customers' list index, newest first. */
-export const customersList = (merchantId: string): IndexQuery => ({ index: 'gsi1', partition: indexPartitions.customers(merchantId) });
+/**
+ * The live customers' list, newest first: their entries in gsi1, then the customers by key (one
+ * deleted after the index was read is left out).
+ */
+export const customersList = (merchantId: string): IndexQuery => ({
+  index: 'gsi1',
+  partition: indexPartitions.customers(merchantId),
+  live: (item) => !item.deleted_at,
+});
 
 export type CustomerSearchRow = { id: number; email: string; name?: string | null };
 

@@ -1,6 +1,7 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
-import { indexes, keys } from '#lib/db/keys';
+import { ENTRY_OF, indexes, keys, ORDER_SK } from '#lib/db/keys';
+import { itemAbsent, versionIs, type WriteSet } from '#lib/db/writes';
 import type { OrderItem } from '#lib/orders/model';
 
 export const getOrder = async (merchantId: string, orderNo: string): Promise<OrderItem | null> => {
@@ -10,9 +11,47 @@ export const getOrder = async (merchantId: string, orderNo: string): Promise<Ord
   return (Item as OrderItem | undefined) ?? null;
 };
 
-/** The index attributes an order carries (all orders; by status; by customer). */
-export const orderIndexAttributes = (merchantId: string, o: Pick<OrderItem, 'id' | 'status' | 'created_at' | 'customer_id'>) => ({
-  ...indexes.ordersByCreated(merchantId, o.created_at, o.id),
-  ...indexes.ordersByStatus(merchantId, o.status, o.created_at, o.id),
-  ...indexes.ordersByCustomer(merchantId, o.customer_id, o.created_at, o.id),
-});
+type Listed = Pick<OrderItem, 'order_no' | 'id' | 'status' | 'created_at' | 'customer_id'>;
+
+/** The index attributes the order item carries: its customer's orders (gsi3, a partition of that customer's). */
+export const orderIndexAttributes = (merchantId: string, o: Listed) => indexes.ordersByCustomer(merchantId, o.customer_id, o.created_at, o.id);
+
+/** The merchant-wide list keys an order written by an earlier version carries on itself (moved to its entries). */
+export const LEGACY_ORDER_INDEX_ATTRIBUTES = ['gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk'] as const;
+
+/** The order without the merchant-wide list keys an earlier version kept on it. */
+export const withoutListKeys = <T extends Record<string, unknown>>(order: T): T => {
+  const out: Record<string, unknown> = { ...order };
+  for (const attr of LEGACY_ORDER_INDEX_ATTRIBUTES) delete out[attr];
+  return out as T;
+};
+
+/**
+ * The order's list entries: all orders (gsi1) and by status (gsi2), two so that a status change
+ * leaves the first alone. Each holds its index keys and names the order item (`ENTRY_OF`).
+ */
+export const orderListEntries = (merchantId: string, o: Listed) => [
+  { ...keys.orderListEntry(merchantId, o.order_no, 'all'), [ENTRY_OF]: ORDER_SK, ...indexes.ordersByCreated(merchantId, o.created_at, o.id) },
+  { ...keys.orderListEntry(merchantId, o.order_no, 'status'), [ENTRY_OF]: ORDER_SK, ...indexes.ordersByStatus(merchantId, o.status, o.created_at, o.id) },
+];
+
+/**
+ * Adds to `ws` the list entries the order needs as `after` (written in the order's transaction,
+ * under its condition): both for a new order (`before` null) and for one an earlier version wrote
+ * (its list keys were on the item, `LEGACY_ORDER_INDEX_ATTRIBUTES`); else only an entry whose index
+ * key moved (the status entry on a status change; both when an import gives the order its own date).
+ */
+const addOrderListEntries = (ws: WriteSet, merchantId: string, before: OrderItem | null, after: Listed): void => {
+  const stored = before && before.gsi1pk === undefined ? orderListEntries(merchantId, before) : [];
+  orderListEntries(merchantId, after).forEach((entry, i) => {
+    const old = stored[i];
+    if (old && JSON.stringify(old) === JSON.stringify(entry)) return;
+    ws.put('order-list', entry);
+  });
+};
+
+/** Adds the order's write to `ws`: the item (new, or guarded by the version it was computed from) and its list entries. */
+export const addOrderWrite = (ws: WriteSet, merchantId: string, before: OrderItem | null, after: OrderItem): void => {
+  ws.put('order', after, before ? versionIs(before.version) : itemAbsent);
+  addOrderListEntries(ws, merchantId, before, after);
+};
