@@ -4,8 +4,9 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { addTotal, listTotal } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
 import { CUSTOMER_SK, ENTRY_OF, indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
-import { itemAbsent, type WriteSet } from '#lib/db/writes';
-import { queryAll, type IndexQuery } from '#lib/db/query';
+import { itemAbsent, WriteSet } from '#lib/db/writes';
+import { itemRowsOf, queryAll, type IndexQuery } from '#lib/db/query';
+import { retrying } from '#lib/db/retry';
 import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
 
@@ -244,3 +245,37 @@ export type CustomerSearchRow = { id: number; email: string; name?: string | nul
 /** id, email and name of every live customer, newest first (for in-memory search), from the search index. */
 export const customerSearchRows = (merchantId: string): Promise<CustomerSearchRow[]> =>
   queryAll<CustomerSearchRow>({ index: 'gsi4', partition: indexPartitions.customers(merchantId) }, ['id', 'email', 'name']);
+
+/**
+ * `ops upgrade`: live customers written before list entries existed (their list keys on the item)
+ * get their entry, and the keys leave the item (which gets its search keys if it had none), in one
+ * transaction on condition that the customer is still live and listed under those keys: a
+ * concurrent delete sends it round again from a fresh read; every other customer write updates
+ * attributes of its own. Found through the customer list; each is read by key. A second run moves
+ * nothing.
+ */
+export const moveCustomerListKeys = async (merchantId: string): Promise<{ moved: number }> => {
+  let moved = 0;
+  for await (const rows of itemRowsOf(customersList(merchantId))) {
+    for (const row of rows) {
+      const wrote = await retrying(async () => {
+        const customer = await getCustomerById(merchantId, Number(row.id));
+        const listed = customer as (CustomerItem & { gsi1sk?: string }) | null;
+        if (!listed?.gsi1sk) return false;
+        const ws = new WriteSet(0);
+        ws.put('customer-list', customerListEntry(merchantId, listed.id, listed.created_at));
+        const item = ws
+          .update('customer', keys.customer(merchantId, listed.id))
+          .when(liveCondition)
+          .when({ expression: '#c_lsk = :c_lsk', names: { '#c_lsk': 'gsi1sk' }, values: { ':c_lsk': listed.gsi1sk } })
+          .remove('gsi1pk')
+          .remove('gsi1sk');
+        for (const [attr, value] of Object.entries(indexes.customerSearch(merchantId, listed.created_at, listed.id))) item.setIfAbsent(attr, value);
+        await ws.commit();
+        return true;
+      });
+      if (wrote) moved++;
+    }
+  }
+  return { moved };
+};

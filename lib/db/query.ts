@@ -260,6 +260,17 @@ export async function* pagesOf<T extends Record<string, unknown>>(q: IndexQuery,
   }
 }
 
+/**
+ * The rows of a list index that are items carrying their own list keys (written before list
+ * entries existed), a page at a time, for `ops upgrade` to move their keys to entries.
+ */
+export async function* itemRowsOf(q: IndexQuery, limit = 100): AsyncGenerator<Row[]> {
+  for await (const rows of pagesOf(q, limit)) {
+    const items = rows.filter((row) => listedKey(row) === null);
+    if (items.length) yield items;
+  }
+}
+
 export type PageRequest = { page: number; per_page: number; cursor?: string };
 export type CursorPage<T> = { items: T[]; meta: PageMeta & { next_cursor: string | null } };
 

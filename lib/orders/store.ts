@@ -1,7 +1,9 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
-import { ENTRY_OF, indexes, keys, ORDER_SK } from '#lib/db/keys';
-import { itemAbsent, versionIs, type WriteSet } from '#lib/db/writes';
+import { ENTRY_OF, indexes, indexPartitions, keys, ORDER_SK } from '#lib/db/keys';
+import { itemRowsOf } from '#lib/db/query';
+import { retrying } from '#lib/db/retry';
+import { itemAbsent, versionIs, WriteSet } from '#lib/db/writes';
 import type { OrderItem } from '#lib/orders/model';
 
 export const getOrder = async (merchantId: string, orderNo: string): Promise<OrderItem | null> => {
@@ -54,4 +56,30 @@ const addOrderListEntries = (ws: WriteSet, merchantId: string, before: OrderItem
 export const addOrderWrite = (ws: WriteSet, merchantId: string, before: OrderItem | null, after: OrderItem): void => {
   ws.put('order', after, before ? versionIs(before.version) : itemAbsent);
   addOrderListEntries(ws, merchantId, before, after);
+};
+
+/**
+ * `ops upgrade`: orders written before list entries existed (their list keys on the item) get their
+ * entries, and the keys leave the item, in one transaction guarded by the order's version (a
+ * concurrent write, which writes the entries itself, sends that order round again from a fresh
+ * read). Found through the list of all orders; each is read by key. A second run moves nothing.
+ */
+export const moveOrderListKeys = async (merchantId: string): Promise<{ moved: number }> => {
+  let moved = 0;
+  for await (const rows of itemRowsOf({ index: 'gsi1', partition: indexPartitions.orders(merchantId), descending: false })) {
+    for (const row of rows) {
+      const wrote = await retrying(async () => {
+        const order = await getOrder(merchantId, String(row.order_no));
+        if (!order || order.gsi1pk === undefined) return false;
+        const ws = new WriteSet(0);
+        for (const entry of orderListEntries(merchantId, order)) ws.put('order-list', entry);
+        const item = ws.update('order', keys.order(merchantId, order.order_no)).when(versionIs(order.version));
+        for (const attr of LEGACY_ORDER_INDEX_ATTRIBUTES) item.remove(attr);
+        await ws.commit();
+        return true;
+      });
+      if (wrote) moved++;
+    }
+  }
+  return { moved };
 };
