@@ -3,7 +3,7 @@ import Decimal from 'decimal.js';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { addTotal, listTotal } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
-import { CUSTOMER_SK, ENTRY_OF, indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
+import { ENTRY_OF, indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
 import { itemAbsent, WriteSet } from '#lib/db/writes';
 import { itemRowsOf, queryAll, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
@@ -89,16 +89,19 @@ export const customersByIds = async (merchantId: string, ids: number[]): Promise
 export { batchGet, keyId };
 
 /**
- * The customer's entry in the merchant's customer list (gsi1), in its own partition: written at
- * create, deleted at delete, so the figures orders move on the customer item never reach the list.
+ * The customer's email marker, which is also its entry in the merchant's customer list (gsi1): it
+ * is put when the customer is created, moved with its email and deleted with it, exactly the life
+ * of a live customer, so the figures orders move on the customer item never reach the list and the
+ * entry costs no write of its own.
  */
-export const customerListEntry = (merchantId: string, id: number, createdAt: string) => ({
-  ...keys.customerListEntry(merchantId, id),
-  [ENTRY_OF]: CUSTOMER_SK,
+export const emailMarker = (merchantId: string, email: string, id: number, createdAt: string) => ({
+  ...keys.customerEmail(merchantId, email),
+  customer_id: id,
+  [ENTRY_OF]: keys.customer(merchantId, id),
   ...indexes.customersByCreated(merchantId, createdAt, id),
 });
 
-/** Adds a new customer (with its list entry, its unique email and external_id markers and the live total) to `ws`. */
+/** Adds a new customer (with its unique email marker, its list entry, its external_id marker and the live total) to `ws`. */
 export const addCustomerCreate = (
   ws: WriteSet,
   merchantId: string,
@@ -122,8 +125,7 @@ export const addCustomerCreate = (
     updated_at: at,
   };
   ws.put('customer', item, itemAbsent);
-  ws.put('customer-list', customerListEntry(merchantId, id, at));
-  ws.put('email', { ...keys.customerEmail(merchantId, item.email), customer_id: id }, itemAbsent);
+  ws.put('email', emailMarker(merchantId, item.email, id, at), itemAbsent);
   if (item.external_id) {
     ws.put('external_id', { ...keys.customerExternalId(merchantId, item.external_id), customer_id: id }, itemAbsent);
   }
@@ -182,7 +184,9 @@ export const addCustomerUpdate = (
   for (const [field, value] of Object.entries(changes)) update.set(field, value);
   update.set('updated_at', at);
   if (changes.email !== undefined && changes.email !== current.email) {
-    ws.put('email', { ...keys.customerEmail(merchantId, changes.email), customer_id: current.id }, itemAbsent);
+    // The list entry moves with the marker (a customer of an earlier version leaves its own list keys for it).
+    ws.put('email', emailMarker(merchantId, changes.email, current.id, current.created_at), itemAbsent);
+    update.remove('gsi1pk').remove('gsi1sk');
     ws.delete('old_email', keys.customerEmail(merchantId, current.email), markerOwnedBy(current.id));
   }
   if (changes.external_id !== undefined) {
@@ -201,9 +205,9 @@ export const addCustomerUpdate = (
 };
 
 /**
- * Adds a soft delete to `ws`: stamps deleted_at, leaves the list (its entry is deleted; the keys an
- * item of an earlier version carries itself are removed), the search and external_id indexes, frees
- * the email and external_id for reuse, and decrements the live total. Email, name and the figures
+ * Adds a soft delete to `ws`: stamps deleted_at, leaves the list (its entry, the email marker, is
+ * deleted; the keys an item of an earlier version carries itself are removed), the search and
+ * external_id indexes, frees the email and external_id for reuse, and decrements the live total. Email, name and the figures
  * stay on the item because orders still show them.
  */
 export const addCustomerDelete = (ws: WriteSet, merchantId: string, current: CustomerItem, at: string): void => {
@@ -219,7 +223,6 @@ export const addCustomerDelete = (ws: WriteSet, merchantId: string, current: Cus
     .remove('gsi4sk')
     .remove('gsi2pk')
     .remove('gsi2sk');
-  ws.delete('customer-list', keys.customerListEntry(merchantId, current.id));
   ws.delete('email', keys.customerEmail(merchantId, current.email), markerOwnedBy(current.id));
   if (current.external_id) {
     ws.delete('external_id', keys.customerExternalId(merchantId, current.external_id), markerOwnedBy(current.id));
@@ -248,9 +251,10 @@ export const customerSearchRows = (merchantId: string): Promise<CustomerSearchRo
 
 /**
  * `ops upgrade`: live customers written before list entries existed (their list keys on the item)
- * get their entry, and the keys leave the item (which gets its search keys if it had none), in one
- * transaction on condition that the customer is still live and listed under those keys: a
- * concurrent delete sends it round again from a fresh read; every other customer write updates
+ * get their entry (their email marker takes the keys), and the keys leave the item (which gets its
+ * search keys if it had none), in one transaction on condition that the customer is still live,
+ * listed under those keys and holding that email, and the marker still its own: a concurrent delete
+ * or email change sends it round again from a fresh read; every other customer write updates
  * attributes of its own. Found through the customer list; each is read by key. A second run moves
  * nothing.
  */
@@ -259,14 +263,17 @@ export const moveCustomerListKeys = async (merchantId: string): Promise<{ moved:
   for await (const rows of itemRowsOf(customersList(merchantId))) {
     for (const row of rows) {
       const wrote = await retrying(async () => {
-        const customer = await getCustomerById(merchantId, Number(row.id));
-        const listed = customer as (CustomerItem & { gsi1sk?: string }) | null;
+        const listed = (await getCustomerById(merchantId, Number(row.id))) as (CustomerItem & { gsi1sk?: string }) | null;
         if (!listed?.gsi1sk) return false;
         const ws = new WriteSet(0);
-        ws.put('customer-list', customerListEntry(merchantId, listed.id, listed.created_at));
+        const { pk: _pk, sk: _sk, customer_id: _id, ...entry } = emailMarker(merchantId, listed.email, listed.id, listed.created_at);
+        ws.update('email', keys.customerEmail(merchantId, listed.email))
+          .when({ expression: 'customer_id = :c_id', values: { ':c_id': listed.id } })
+          .setAll(entry);
         const item = ws
           .update('customer', keys.customer(merchantId, listed.id))
           .when(liveCondition)
+          .when(holdsEmail(listed.email))
           .when({ expression: '#c_lsk = :c_lsk', names: { '#c_lsk': 'gsi1sk' }, values: { ':c_lsk': listed.gsi1sk } })
           .remove('gsi1pk')
           .remove('gsi1sk');

@@ -16,8 +16,7 @@
  * | rate window (back office) | RATE#M#<m>                          | BACKOFFICE#<window start> | (per minute; TTL like every rate window)      |
  * | rate window (IP)          | RATE#IP#<ip>                        | <window start>  |                                                         |
  * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi4 search (id, email, name); gsi2 by external_id      |
- * | customer list entry       | M#<m>#CUSTOMER#<id>                 | LIST#ALL        | gsi1 list newest first (while live; names its item)     |
- * | email marker (unique)     | M#<m>#CUSTOMER_EMAIL#<email>        | MARKER          |                                                         |
+ * | email marker (unique)     | M#<m>#CUSTOMER_EMAIL#<email>        | MARKER          | gsi1 customer list, newest first (the customer's list entry) |
  * | external_id marker        | M#<m>#CUSTOMER_EXT#<external_id>    | MARKER          |                                                         |
  * | order                     | M#<m>#ORDER#<order_no>              | ORDER           | gsi3 by customer                                        |
  * | order list entry (all)    | M#<m>#ORDER#<order_no>              | LIST#ALL        | gsi1 all (names its item)                               |
@@ -66,9 +65,11 @@
  * the items: gsi1 and gsi2 project every attribute (other item types need that), so an order
  * carrying its list keys would copy all of itself (up to 17 KB of metadata) into the merchant's
  * list partitions on every write, and a customer would be copied again by every order that moves
- * its figures. An entry is a small item in the entity's own partition, written in the entity's
- * transaction, holding only its index keys and `entry_of` (the sort key of the item it lists); it
- * is rewritten only when its index key moves (an order's status entry on a status change). A list
+ * its figures. An entry is a small item written in the entity's transaction, holding only its
+ * index keys and `entry_of` (the key of the item it lists); it is rewritten only when its index key
+ * moves (an order's status entry on a status change). An order's two entries are in its own
+ * partition; a customer's is its email marker, which lives exactly as long as the customer does
+ * (so a customer create writes no more items than before, and a batch of them packs as densely). A list
  * reads the entries from the index, then the items by key (lib/db/query.ts). Items written before
  * entries existed carry the keys themselves until `ops upgrade` moves them to entries; a list
  * takes such an index row as the item. A customer's per-customer order list (gsi3) stays on the
@@ -114,15 +115,12 @@ export const outboxPendingPartition = (merchantId: string, shard: number): strin
 export const MERCHANT_DIRECTORY = 'MERCHANTS';
 export const merchantDirectoryIndex = (merchantId: string) => ({ gsi1pk: MERCHANT_DIRECTORY, gsi1sk: m(merchantId) });
 
-/** Sort keys of the order and customer items (a list entry's `entry_of` names one of them). */
-export const ORDER_SK = 'ORDER';
-export const CUSTOMER_SK = 'CUSTOMER';
-/** Sort keys of list entries, in the listed entity's own partition. */
+/** Sort keys of an order's list entries, in the order's own partition. */
 const LIST_ENTRY_ALL = 'LIST#ALL';
 const LIST_ENTRY_STATUS = 'LIST#STATUS';
 /**
- * The attribute of a list entry naming the sort key of the item it lists (in the entry's own
- * partition): an index row carrying it is an entry, any other row is the item itself.
+ * The attribute of a list entry naming the key (`{ pk, sk }`) of the item it lists: an index row
+ * carrying it is an entry, any other row is the item itself.
  */
 export const ENTRY_OF = 'entry_of';
 
@@ -180,7 +178,7 @@ export const keys = {
     sk: `BACKOFFICE#${windowStart}`,
   }),
   ipRateWindow: (ip: string, windowStart: number): Key => ({ pk: `${RATE_PREFIX}IP#${ip}`, sk: String(windowStart) }),
-  customer: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${id}`, sk: CUSTOMER_SK }),
+  customer: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${id}`, sk: 'CUSTOMER' }),
   customerEmail: (merchantId: string, email: string): Key => ({
     pk: `${m(merchantId)}#CUSTOMER_EMAIL#${email.toLowerCase()}`,
     sk: 'MARKER',
@@ -189,14 +187,12 @@ export const keys = {
     pk: `${m(merchantId)}#CUSTOMER_EXT#${externalId}`,
     sk: 'MARKER',
   }),
-  order: (merchantId: string, orderNo: string): Key => ({ pk: `${m(merchantId)}#ORDER#${orderNo}`, sk: ORDER_SK }),
+  order: (merchantId: string, orderNo: string): Key => ({ pk: `${m(merchantId)}#ORDER#${orderNo}`, sk: 'ORDER' }),
   /** An order's entry in the merchant's list of all orders (`all`, gsi1) or of its status (`status`, gsi2). */
   orderListEntry: (merchantId: string, orderNo: string, list: 'all' | 'status'): Key => ({
     pk: `${m(merchantId)}#ORDER#${orderNo}`,
     sk: list === 'all' ? LIST_ENTRY_ALL : LIST_ENTRY_STATUS,
   }),
-  /** A live customer's entry in the merchant's customer list (gsi1). */
-  customerListEntry: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${id}`, sk: LIST_ENTRY_ALL }),
   subscription: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#SUB#${id}`, sk: 'SUB' }),
   /** A subscription's external id (imports): unique per merchant, names the subscription and its customer. */
   subscriptionExternalId: (merchantId: string, externalId: string): Key => ({ pk: `${m(merchantId)}#SUB_EXT#${externalId}`, sk: 'MARKER' }),

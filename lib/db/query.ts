@@ -220,7 +220,10 @@ const rowsAfter = async (q: IndexQuery, after: Record<string, unknown> | undefin
 };
 
 /** The key of the item a list entry names (its `ENTRY_OF`), or null when the row is an item itself. */
-const listedKey = (row: Row): Key | null => (typeof row[ENTRY_OF] === 'string' ? { pk: String(row.pk), sk: row[ENTRY_OF] as string } : null);
+const listedKey = (row: Row): Key | null => {
+  const of = row[ENTRY_OF] as Partial<Key> | undefined;
+  return of && typeof of.pk === 'string' && typeof of.sk === 'string' ? { pk: of.pk, sk: of.sk } : null;
+};
 
 /**
  * The items of index rows, in their order: a row that is an item is taken as it is (an item

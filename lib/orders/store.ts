@@ -1,6 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
-import { ENTRY_OF, indexes, indexPartitions, keys, ORDER_SK } from '#lib/db/keys';
+import { ENTRY_OF, indexes, indexPartitions, keys } from '#lib/db/keys';
 import { itemRowsOf } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
 import { itemAbsent, versionIs, WriteSet } from '#lib/db/writes';
@@ -33,8 +33,8 @@ export const withoutListKeys = <T extends Record<string, unknown>>(order: T): T 
  * leaves the first alone. Each holds its index keys and names the order item (`ENTRY_OF`).
  */
 export const orderListEntries = (merchantId: string, o: Listed) => [
-  { ...keys.orderListEntry(merchantId, o.order_no, 'all'), [ENTRY_OF]: ORDER_SK, ...indexes.ordersByCreated(merchantId, o.created_at, o.id) },
-  { ...keys.orderListEntry(merchantId, o.order_no, 'status'), [ENTRY_OF]: ORDER_SK, ...indexes.ordersByStatus(merchantId, o.status, o.created_at, o.id) },
+  { ...keys.orderListEntry(merchantId, o.order_no, 'all'), [ENTRY_OF]: keys.order(merchantId, o.order_no), ...indexes.ordersByCreated(merchantId, o.created_at, o.id) },
+  { ...keys.orderListEntry(merchantId, o.order_no, 'status'), [ENTRY_OF]: keys.order(merchantId, o.order_no), ...indexes.ordersByStatus(merchantId, o.status, o.created_at, o.id) },
 ];
 
 /**

@@ -85,7 +85,8 @@ const orderAsBeforeEntries = async (merchantId: string, orderNo: string) => {
 const customerAsBeforeEntries = async (merchantId: string, id: number) => {
   const customer = (await getItem(keys.customer(merchantId, id)))!;
   await db().send(new PutCommand({ TableName: tableName(), Item: { ...customer, ...indexes.customersByCreated(merchantId, customer.created_at, id) } }));
-  await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.customerListEntry(merchantId, id) }));
+  // The email marker as it was: its customer's id only.
+  await db().send(new PutCommand({ TableName: tableName(), Item: { ...keys.customerEmail(merchantId, customer.email), customer_id: id } }));
 };
 
 describe('ops upgrade: orders and customers from before list entries', { timeout: 90_000 }, () => {
@@ -121,10 +122,15 @@ describe('ops upgrade: orders and customers from before list entries', { timeout
     expect(changed.pending).toEqual(['E4', 'E3']);
     expect(changed.customers.data.map((c: { id: number }) => c.id)).toEqual(customerIds);
     expect(await getItem(keys.order(merchantId, 'E2'))).not.toHaveProperty('gsi1pk');
+    // So does an email change of such a customer (its list entry moves to the new marker).
+    expect((await api.put(`/customers/${customerIds[1]}`, token, { email: 'moved@entries.test' })).status).toBe(200);
+    expect((await api.get('/customers', token)).body.data.map((c: { id: number }) => c.id)).toEqual(customerIds);
+    expect(await getItem(keys.customer(merchantId, customerIds[1]))).not.toHaveProperty('gsi1pk');
+    const moved = await read();
 
     const first = await ok('upgrade', '--merchant', merchantId);
-    expect(first['list entries']).toEqual({ orders: 4, customers: 3 });
-    expect(await read()).toEqual(changed);
+    expect(first['list entries']).toEqual({ orders: 4, customers: 2 });
+    expect(await read()).toEqual(moved);
     for (const no of orderNos) {
       const order = (await getItem(keys.order(merchantId, no)))!;
       for (const attr of ['gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']) expect(order, no).not.toHaveProperty(attr);
@@ -136,16 +142,17 @@ describe('ops upgrade: orders and customers from before list entries', { timeout
       const customer = (await getItem(keys.customer(merchantId, id)))!;
       expect(customer).not.toHaveProperty('gsi1pk');
       expect(customer.gsi4pk).toBeDefined();
-      expect(await getItem(keys.customerListEntry(merchantId, id))).toBeDefined();
+      expect(await getItem(keys.customerEmail(merchantId, customer.email))).toMatchObject({ customer_id: id, gsi1sk: expect.stringContaining(customer.created_at) });
     }
 
     const second = await ok('upgrade', '--merchant', merchantId);
     expect(second['list entries']).toEqual({ orders: 0, customers: 0 });
-    expect(await read()).toEqual(changed);
+    expect(await read()).toEqual(moved);
 
-    // A deleted customer leaves the list (its entry goes with it).
+    // A deleted customer leaves the list (its entry, the email marker, goes with it).
+    const gone = (await getItem(keys.customer(merchantId, customerIds[0])))!;
     expect((await api.del(`/customers/${customerIds[0]}`, token)).status).toBe(204);
     expect((await api.get('/customers', token)).body.data.map((c: { id: number }) => c.id)).toEqual(customerIds.slice(1));
-    expect(await getItem(keys.customerListEntry(merchantId, customerIds[0]))).toBeUndefined();
+    expect(await getItem(keys.customerEmail(merchantId, gone.email))).toBeUndefined();
   });
 });

@@ -73,7 +73,7 @@ export const activityRecords = (merchantId: string) => queryAllItems({ index: 'g
 
 /** The items a list index's rows name: a list entry's item read by key, an item carrying its own keys as it is. */
 const listedItems = async (rows: Record<string, any>[]) => {
-  const named = rows.map((r) => (r[ENTRY_OF] ? { pk: r.pk, sk: r[ENTRY_OF] } : null));
+  const named = rows.map((r): Key | null => r[ENTRY_OF] ?? null);
   const found = await batchGet(named.filter((k): k is Key => k !== null));
   return rows.flatMap((r, i) => {
     const item = named[i] ? found.get(keyId(named[i])) : r;
