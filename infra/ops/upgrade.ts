@@ -1,4 +1,6 @@
 import { foldLegacyCounters } from '#lib/db/counters';
+import { moveCustomerListKeys } from '#lib/customers/store';
+import { moveOrderListKeys } from '#lib/orders/store';
 import { merchantIdPages } from '#lib/merchants/store';
 import { backfillEndpointList } from '#lib/webhooks/store';
 import { now } from '#lib/clock';
@@ -22,6 +24,10 @@ export const UPGRADE_STEPS: Step[] = [
   { name: 'merchant directory', run: async (merchantId) => ({ added: (await addToMerchantDirectory(merchantId)) ? 1 : 0 }) },
   { name: 'webhook endpoint list', run: backfillEndpointList },
   { name: 'grouped counters', run: (merchantId) => foldLegacyCounters(merchantId, statsMonths()) },
+  {
+    name: 'list entries',
+    run: async (merchantId) => ({ orders: (await moveOrderListKeys(merchantId)).moved, customers: (await moveCustomerListKeys(merchantId)).moved }),
+  },
 ];
 
 export const upgradeMerchant = async (merchantId: string): Promise<Record<string, unknown>> => {

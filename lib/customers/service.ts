@@ -87,14 +87,15 @@ export const deleteCustomer = async (merchantId: string, idOrExternalId: string)
 export type CustomerListQuery = { page: number; per_page: number; cursor?: string; search?: string };
 
 /**
- * A page of live customers, newest first, by page number or cursor. Unfiltered: the total from the
- * TOTALS counter and the page from the list index (one Query whatever the list size or depth).
+ * A page of live customers, newest first, by page number or cursor. Unfiltered: the page's entries
+ * from the list index (one Query whatever the list size or depth), then the customers and the
+ * TOTALS counter's shards in one BatchGetItem.
  * Search: a case-insensitive substring of email or name over a small projection of the list, then
  * the page's items by BatchGetItem; its cursor names the last customer shown.
  */
 export const listCustomers = async (merchantId: string, q: CustomerListQuery): Promise<CursorPage<CustomerItem>> => {
   const term = q.search?.trim().toLowerCase();
-  if (!term) return listPage<CustomerItem>(customersList(merchantId), () => customerTotal(merchantId), q);
+  if (!term) return listPage<CustomerItem>(customersList(merchantId), customerTotal(merchantId), q);
   const rows = await customerSearchRows(merchantId);
   const matches = rows.filter((r) => r.email.includes(term) || (r.name ?? '').toLowerCase().includes(term));
   const list = `search:${createHash('sha256').update(term).digest('base64url').slice(0, 16)}`;

@@ -1,11 +1,12 @@
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { addTotal, readTotals } from '#lib/db/counters';
+import { addTotal, listTotal } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
-import { indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
-import { itemAbsent, type WriteSet } from '#lib/db/writes';
-import { queryAll, type IndexQuery } from '#lib/db/query';
+import { ENTRY_OF, indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
+import { itemAbsent, WriteSet } from '#lib/db/writes';
+import { itemRowsOf, queryAll, type IndexQuery } from '#lib/db/query';
+import { retrying } from '#lib/db/retry';
 import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
 
@@ -87,7 +88,20 @@ export const customersByIds = async (merchantId: string, ids: number[]): Promise
 
 export { batchGet, keyId };
 
-/** Adds a new customer (with its unique email and external_id markers and the live total) to `ws`. */
+/**
+ * The customer's email marker, which is also its entry in the merchant's customer list (gsi1): it
+ * is put when the customer is created, moved with its email and deleted with it, exactly the life
+ * of a live customer, so the figures orders move on the customer item never reach the list and the
+ * entry costs no write of its own.
+ */
+export const emailMarker = (merchantId: string, email: string, id: number, createdAt: string) => ({
+  ...keys.customerEmail(merchantId, email),
+  customer_id: id,
+  [ENTRY_OF]: keys.customer(merchantId, id),
+  ...indexes.customersByCreated(merchantId, createdAt, id),
+});
+
+/** Adds a new customer (with its unique email marker, its list entry, its external_id marker and the live total) to `ws`. */
 export const addCustomerCreate = (
   ws: WriteSet,
   merchantId: string,
@@ -97,7 +111,7 @@ export const addCustomerCreate = (
 ): CustomerItem => {
   const item: CustomerItem = {
     ...keys.customer(merchantId, id),
-    ...indexes.customersByCreated(merchantId, at, id),
+    ...indexes.customerSearch(merchantId, at, id),
     ...(input.external_id ? indexes.customerByExternalId(merchantId, input.external_id) : {}),
     id,
     email: input.email.toLowerCase(),
@@ -111,7 +125,7 @@ export const addCustomerCreate = (
     updated_at: at,
   };
   ws.put('customer', item, itemAbsent);
-  ws.put('email', { ...keys.customerEmail(merchantId, item.email), customer_id: id }, itemAbsent);
+  ws.put('email', emailMarker(merchantId, item.email, id, at), itemAbsent);
   if (item.external_id) {
     ws.put('external_id', { ...keys.customerExternalId(merchantId, item.external_id), customer_id: id }, itemAbsent);
   }
@@ -170,7 +184,9 @@ export const addCustomerUpdate = (
   for (const [field, value] of Object.entries(changes)) update.set(field, value);
   update.set('updated_at', at);
   if (changes.email !== undefined && changes.email !== current.email) {
-    ws.put('email', { ...keys.customerEmail(merchantId, changes.email), customer_id: current.id }, itemAbsent);
+    // The list entry moves with the marker (a customer of an earlier version leaves its own list keys for it).
+    ws.put('email', emailMarker(merchantId, changes.email, current.id, current.created_at), itemAbsent);
+    update.remove('gsi1pk').remove('gsi1sk');
     ws.delete('old_email', keys.customerEmail(merchantId, current.email), markerOwnedBy(current.id));
   }
   if (changes.external_id !== undefined) {
@@ -189,9 +205,10 @@ export const addCustomerUpdate = (
 };
 
 /**
- * Adds a soft delete to `ws`: stamps deleted_at, leaves the list and external_id indexes, frees the
- * email and external_id for reuse, and decrements the live total. Email, name and the figures stay
- * on the item because orders still show them.
+ * Adds a soft delete to `ws`: stamps deleted_at, leaves the list (its entry, the email marker, is
+ * deleted; the keys an item of an earlier version carries itself are removed), the search and
+ * external_id indexes, frees the email and external_id for reuse, and decrements the live total. Email, name and the figures
+ * stay on the item because orders still show them.
  */
 export const addCustomerDelete = (ws: WriteSet, merchantId: string, current: CustomerItem, at: string): void => {
   ws.update('customer', keys.customer(merchantId, current.id))
@@ -214,15 +231,58 @@ export const addCustomerDelete = (ws: WriteSet, merchantId: string, current: Cus
 };
 
 /** Live customers of the merchant, from the sharded totals (kept by the create/delete transactions). */
-export const customerTotal = async (merchantId: string): Promise<number> =>
-  Math.max(0, (await readTotals(merchantId, 'CUSTOMERS')).customers?.toNumber() ?? 0);
+export const customerTotal = (merchantId: string) => listTotal(merchantId, 'CUSTOMERS', 'customers');
 
-/** One page of live customers, newest first (gsi1); page 1 is a single Query. */
-/** The live customers' list index, newest first. */
-export const customersList = (merchantId: string): IndexQuery => ({ index: 'gsi1', partition: indexPartitions.customers(merchantId) });
+/**
+ * The live customers' list, newest first: their entries in gsi1, then the customers by key (one
+ * deleted after the index was read is left out).
+ */
+export const customersList = (merchantId: string): IndexQuery => ({
+  index: 'gsi1',
+  partition: indexPartitions.customers(merchantId),
+  live: (item) => !item.deleted_at,
+});
 
 export type CustomerSearchRow = { id: number; email: string; name?: string | null };
 
 /** id, email and name of every live customer, newest first (for in-memory search), from the search index. */
 export const customerSearchRows = (merchantId: string): Promise<CustomerSearchRow[]> =>
   queryAll<CustomerSearchRow>({ index: 'gsi4', partition: indexPartitions.customers(merchantId) }, ['id', 'email', 'name']);
+
+/**
+ * `ops upgrade`: live customers written before list entries existed (their list keys on the item)
+ * get their entry (their email marker takes the keys), and the keys leave the item (which gets its
+ * search keys if it had none), in one transaction on condition that the customer is still live,
+ * listed under those keys and holding that email, and the marker still its own: a concurrent delete
+ * or email change sends it round again from a fresh read; every other customer write updates
+ * attributes of its own. Found through the customer list; each is read by key. A second run moves
+ * nothing.
+ */
+export const moveCustomerListKeys = async (merchantId: string): Promise<{ moved: number }> => {
+  let moved = 0;
+  for await (const rows of itemRowsOf(customersList(merchantId))) {
+    for (const row of rows) {
+      const wrote = await retrying(async () => {
+        const listed = (await getCustomerById(merchantId, Number(row.id))) as (CustomerItem & { gsi1sk?: string }) | null;
+        if (!listed?.gsi1sk) return false;
+        const ws = new WriteSet(0);
+        const { pk: _pk, sk: _sk, customer_id: _id, ...entry } = emailMarker(merchantId, listed.email, listed.id, listed.created_at);
+        ws.update('email', keys.customerEmail(merchantId, listed.email))
+          .when({ expression: 'customer_id = :c_id', values: { ':c_id': listed.id } })
+          .setAll(entry);
+        const item = ws
+          .update('customer', keys.customer(merchantId, listed.id))
+          .when(liveCondition)
+          .when(holdsEmail(listed.email))
+          .when({ expression: '#c_lsk = :c_lsk', names: { '#c_lsk': 'gsi1sk' }, values: { ':c_lsk': listed.gsi1sk } })
+          .remove('gsi1pk')
+          .remove('gsi1sk');
+        for (const [attr, value] of Object.entries(indexes.customerSearch(merchantId, listed.created_at, listed.id))) item.setIfAbsent(attr, value);
+        await ws.commit();
+        return true;
+      });
+      if (wrote) moved++;
+    }
+  }
+  return { moved };
+};

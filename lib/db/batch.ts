@@ -2,15 +2,15 @@ import { deadline, retrying, settledError } from '#lib/db/retry';
 import { ContentionError, DomainError } from '#lib/errors';
 import { METRIC_SHARDS } from '#lib/db/keys';
 import { leaseShard, releaseShard } from '#lib/db/shards';
-import { MAX_ACTIONS, WriteSet } from '#lib/db/writes';
+import { MAX_ACTIONS, MAX_TRANSACTION_BYTES, WriteSet } from '#lib/db/writes';
 import { logger } from '#lib/logger';
 
 /**
  * The one batch engine (customers and orders imports): plan → pack → commit → report.
  * - plan: the caller turns items into units (one per customer or order_no), in array order;
- * - pack: consecutive units go into one transaction while it stays within DynamoDB's limits —
- *   the WriteSet itself merges shared items (stats, totals, a customer's figures), so packing
- *   measures the real transaction instead of estimating it;
+ * - pack: consecutive units go into one transaction while it stays within DynamoDB's limits (100
+ *   actions, 4 MB) — the WriteSet itself merges shared items (stats, totals, a customer's figures),
+ *   so packing measures the real transaction instead of estimating it;
  * - commit: one TransactWriteItems per chunk, up to IN_FLIGHT at once when they name no common
  *   item (a chunk naming an item of one in flight waits for it, then is packed again from the state
  *   it left); a chunk that loses a race is redone unit by unit from fresh reads under the retry
@@ -40,6 +40,12 @@ export type BatchOptions = {
  * transaction takes a few hundred ms on DynamoDB Local), so independent chunks overlap.
  */
 export const IN_FLIGHT = 4;
+/**
+ * Bytes a packed transaction may reach (its `WriteSet.bytes`), below DynamoDB's 4 MB: the rest is
+ * room for the closing record and for the attribute type tags the request adds. Actions are
+ * counted exactly, list entries and every other companion item a unit writes included.
+ */
+export const PACKED_BYTES = MAX_TRANSACTION_BYTES - 512 * 1024;
 
 type Packed = { ws: WriteSet; end: number; onCommit: () => void };
 type Flight = { ids: Set<string>; shard: number; done: Promise<void> };
@@ -54,32 +60,32 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
 
   /**
    * The longest run of units from `start` whose transaction fits: gallops up from the last chunk's
-   * size, then bisects (a unit never removes an action, so "fits" only turns false once).
+   * size, then bisects (a unit never removes an action or a byte, so "fits" only turns false once).
    */
   const pack = async (start: number, shard: number): Promise<Packed> => {
-    const build = async (end: number): Promise<Packed & { actions: number }> => {
+    const build = async (end: number): Promise<Packed & { over: boolean }> => {
       const ws = new WriteSet(shard);
       const onCommit = await plan.write(ws, units.slice(start, end));
-      return { ws, end, onCommit, actions: ws.actions };
+      return { ws, end, onCommit, over: ws.actions > limit || ws.bytes > PACKED_BYTES };
     };
     const first = await build(Math.min(units.length, start + guess));
-    let fits: Packed | undefined = first.actions <= limit ? first : undefined;
+    let fits: Packed | undefined = first.over ? undefined : first;
     let over = fits ? units.length + 1 : first.end;
     let lo = fits ? first.end : start + 1;
     if (!fits) {
       const one = first.end === start + 1 ? first : await build(start + 1);
       fits = one; // a unit alone always goes (an oversized one fails at commit and is redone alone)
       lo = one.end;
-      if (one.actions > limit) over = one.end;
+      if (one.over) over = one.end;
     }
     for (let step = 1; over === units.length + 1 && lo < units.length; step *= 2) {
       const trial = await build(Math.min(units.length, lo + step));
-      if (trial.actions > limit) over = trial.end;
+      if (trial.over) over = trial.end;
       else ({ end: lo } = fits = trial);
     }
     while (over - lo > 1 && lo < units.length) {
       const trial = await build(Math.floor((lo + over) / 2));
-      if (trial.actions > limit) over = trial.end;
+      if (trial.over) over = trial.end;
       else ({ end: lo } = fits = trial);
     }
     guess = Math.max(1, fits.end - start);

@@ -42,6 +42,15 @@ export const sumShards = (items: Record<string, unknown>[]): Record<string, Deci
 export const readTotals = async (merchantId: string, resource: TotalsResource): Promise<Record<string, Decimal>> =>
   sumShards([...(await batchGet(totalsKeys(merchantId, resource))).values()]);
 
+/**
+ * A list's total kept by its totals shards (`attr` of `resource`, never below 0), as a list page
+ * takes it: the shards' keys, which the page fetches with its items, and their sum.
+ */
+export const listTotal = (merchantId: string, resource: TotalsResource, attr: string) => ({
+  keys: totalsKeys(merchantId, resource),
+  sum: (shards: Record<string, unknown>[]): number => Math.max(0, sumShards(shards)[attr]?.toNumber() ?? 0),
+});
+
 /** The counter items of a partition between two sort keys, inclusive: strongly consistent, every page. */
 export const readCounterItems = async (pk: string, from: string, to: string): Promise<Record<string, unknown>[]> => {
   const items: Record<string, unknown>[] = [];

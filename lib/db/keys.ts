@@ -15,10 +15,12 @@
  * | rate window (merchant)    | RATE#M#<m>[#<shard>]                | <window start>  |  (one item per shard; shards only for limits over 250/s) |
  * | rate window (back office) | RATE#M#<m>                          | BACKOFFICE#<window start> | (per minute; TTL like every rate window)      |
  * | rate window (IP)          | RATE#IP#<ip>                        | <window start>  |                                                         |
- * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi1 list newest first; gsi4 search (id, email, name); gsi2 by external_id |
- * | email marker (unique)     | M#<m>#CUSTOMER_EMAIL#<email>        | MARKER          |                                                         |
+ * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi4 search (id, email, name); gsi2 by external_id      |
+ * | email marker (unique)     | M#<m>#CUSTOMER_EMAIL#<email>        | MARKER          | gsi1 customer list, newest first (the customer's list entry) |
  * | external_id marker        | M#<m>#CUSTOMER_EXT#<external_id>    | MARKER          |                                                         |
- * | order                     | M#<m>#ORDER#<order_no>              | ORDER           | gsi1 all; gsi2 by status; gsi3 by customer              |
+ * | order                     | M#<m>#ORDER#<order_no>              | ORDER           | gsi3 by customer                                        |
+ * | order list entry (all)    | M#<m>#ORDER#<order_no>              | LIST#ALL        | gsi1 all (names its item)                               |
+ * | order list entry (status) | M#<m>#ORDER#<order_no>              | LIST#STATUS     | gsi2 by status (names its item)                         |
  * | subscription              | M#<m>#SUB#<id>                      | SUB             | gsi1 list; gsi2 by status; gsi3 by customer (live items) |
  * | subscription external_id  | M#<m>#SUB_EXT#<external_id>         | MARKER          |  (unique per merchant: subscription_id, customer_id)   |
  * | live-subscription marker  | M#<m>#CUSTOMER#<id>                 | LIVE_SUB        |  (one per customer: active or paused)                   |
@@ -58,6 +60,20 @@
  * recomputed from them with a strongly consistent Query, never from an index.
  *
  * Index sort keys are `<created_at>#<id, 15 digits>` so lists come out newest first, then id desc.
+ *
+ * The merchant-wide lists of orders and customers are indexed through list entries, not through
+ * the items: gsi1 and gsi2 project every attribute (other item types need that), so an order
+ * carrying its list keys would copy all of itself (up to 17 KB of metadata) into the merchant's
+ * list partitions on every write, and a customer would be copied again by every order that moves
+ * its figures. An entry is a small item written in the entity's transaction, holding only its
+ * index keys and `entry_of` (the key of the item it lists); it is rewritten only when its index key
+ * moves (an order's status entry on a status change). An order's two entries are in its own
+ * partition; a customer's is its email marker, which lives exactly as long as the customer does
+ * (so a customer create writes no more items than before, and a batch of them packs as densely). A list
+ * reads the entries from the index, then the items by key (lib/db/query.ts). Items written before
+ * entries existed carry the keys themselves until `ops upgrade` moves them to entries; a list
+ * takes such an index row as the item. A customer's per-customer order list (gsi3) stays on the
+ * order: its partition is the customer's own.
  */
 export type Key = { pk: string; sk: string };
 
@@ -98,6 +114,15 @@ export const outboxPendingPartition = (merchantId: string, shard: number): strin
 /** The merchant directory (gsi1 of merchant items): written once per merchant, read by the outbox sweeper. */
 export const MERCHANT_DIRECTORY = 'MERCHANTS';
 export const merchantDirectoryIndex = (merchantId: string) => ({ gsi1pk: MERCHANT_DIRECTORY, gsi1sk: m(merchantId) });
+
+/** Sort keys of an order's list entries, in the order's own partition. */
+const LIST_ENTRY_ALL = 'LIST#ALL';
+const LIST_ENTRY_STATUS = 'LIST#STATUS';
+/**
+ * The attribute of a list entry naming the key (`{ pk, sk }`) of the item it lists: an index row
+ * carrying it is an entry, any other row is the item itself.
+ */
+export const ENTRY_OF = 'entry_of';
 
 export type TotalsResource = 'ORDERS' | 'CUSTOMERS' | 'SUBSCRIPTIONS' | 'SUBSCRIPTION_EVENTS' | 'WEBHOOK_ENDPOINTS';
 export const PAYMENT_PREFIX = 'PAY#';
@@ -163,6 +188,11 @@ export const keys = {
     sk: 'MARKER',
   }),
   order: (merchantId: string, orderNo: string): Key => ({ pk: `${m(merchantId)}#ORDER#${orderNo}`, sk: 'ORDER' }),
+  /** An order's entry in the merchant's list of all orders (`all`, gsi1) or of its status (`status`, gsi2). */
+  orderListEntry: (merchantId: string, orderNo: string, list: 'all' | 'status'): Key => ({
+    pk: `${m(merchantId)}#ORDER#${orderNo}`,
+    sk: list === 'all' ? LIST_ENTRY_ALL : LIST_ENTRY_STATUS,
+  }),
   subscription: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#SUB#${id}`, sk: 'SUB' }),
   /** A subscription's external id (imports): unique per merchant, names the subscription and its customer. */
   subscriptionExternalId: (merchantId: string, externalId: string): Key => ({ pk: `${m(merchantId)}#SUB_EXT#${externalId}`, sk: 'MARKER' }),
@@ -275,12 +305,15 @@ export const activityIndexes = {
   },
 };
 
-/** Index attributes written on items (sparse: removed when an item leaves a list). */
+/** Index attributes written on items or their list entries (sparse: removed when an item leaves a list). */
 export const indexes = {
-  /** The live list (gsi1) and its search projection (gsi4: id, email, name), same keys. */
+  /** The live list (gsi1), newest first: on the customer's list entry. */
   customersByCreated: (merchantId: string, createdAt: string, id: number) => ({
     gsi1pk: `${m(merchantId)}#CUSTOMERS`,
     gsi1sk: `${createdAt}#${pad(id)}`,
+  }),
+  /** The search projection (gsi4: id, email, name) of the live list, same keys: on the customer item. */
+  customerSearch: (merchantId: string, createdAt: string, id: number) => ({
     gsi4pk: `${m(merchantId)}#CUSTOMERS`,
     gsi4sk: `${createdAt}#${pad(id)}`,
   }),

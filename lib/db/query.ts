@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { QueryCommand, type QueryCommandInput, type QueryCommandOutput } from '@aws-sdk/lib-dynamodb';
 import { InvalidError } from '#lib/errors';
 import { CURSOR_INVALID, checkPageOffset, cursorMeta, decodeCursor, encodeCursor, type PageMeta } from '#lib/shared/pagination';
+import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
+import { ENTRY_OF, type Key } from '#lib/db/keys';
 import { GSIS, type IndexName } from '#lib/db/table';
 import type { Condition } from '#lib/db/writes';
 
@@ -16,7 +18,12 @@ export type IndexQuery = {
   filter?: Condition;
   /** Newest first unless false. */
   descending?: boolean;
+  /** Whether a listed item is still in the list (one that left it after the index was read, e.g. a soft delete, is skipped). */
+  live?: (item: Record<string, unknown>) => boolean;
 };
+
+/** One row of an index or of the table, as the Query returns it: an item, or a list entry naming one. */
+type Row = Record<string, unknown>;
 
 const TABLE_KEY = { partitionKey: 'pk', sortKey: 'sk' } as const;
 const indexDef = (name: IndexName | undefined) => (name ? GSIS.find((g) => g.indexName === name)! : TABLE_KEY);
@@ -66,11 +73,11 @@ const keyOf = (q: IndexQuery, item: Record<string, unknown>) => Object.fromEntri
 export const MAX_QUERY_LIMIT = 10_000;
 
 /**
- * One offset page of an index. Skipped items are read as keys only (deep pages stay cheap in
- * bytes, but cost O(offset) reads: callers that know the total skip pages past the end);
+ * The rows of an offset page of an index: skipped rows are read as keys only (deep pages stay
+ * cheap in bytes, but cost O(offset) reads: callers that know the total skip pages past the end);
  * page 1 of an unfiltered index is a single Query.
  */
-export const queryPage = async <T>(q: IndexQuery, offset: number, limit: number): Promise<T[]> => {
+const rowsAtOffset = async (q: IndexQuery, offset: number, limit: number): Promise<Row[]> => {
   const keyNames = Object.fromEntries(keyAttributes(q).map((attr, i) => [`#k${i}`, attr]));
   const input = baseInput(q);
   let startKey: Record<string, unknown> | undefined;
@@ -97,8 +104,12 @@ export const queryPage = async <T>(q: IndexQuery, offset: number, limit: number)
     if (!res.LastEvaluatedKey) return [];
     startKey = res.LastEvaluatedKey;
   }
-  return queryAfter<T>(q, startKey, limit);
+  return rowsAfter(q, startKey, limit);
 };
+
+/** One offset page of an index, as items (list entries replaced by the items they name). */
+export const queryPage = async <T>(q: IndexQuery, offset: number, limit: number): Promise<T[]> =>
+  (await itemsOf<T>(q, await rowsAtOffset(q, offset, limit))).items;
 
 /** Number of matching items (reads the range; used only where no counter keeps the total). */
 export const countQuery = async (q: IndexQuery): Promise<number> => {
@@ -134,19 +145,43 @@ export const queryAll = async <T>(q: IndexQuery, projection: string[]): Promise<
 };
 
 /**
- * One offset page of a list with its total. Page 1 reads the total and the page in
- * parallel (the budgeted request count); deeper pages read the total first, so a page past the
- * end reads nothing more and a skip is bounded by the total.
+ * A list's total: counted by a function of its own (a Query COUNT, or counters read apart), or
+ * summed from counter items read by key (`keys`, e.g. a resource's totals shards), which a page
+ * fetches in the BatchGetItem that fetches its items.
  */
-const offsetPage = async <T>(q: IndexQuery, count: () => Promise<number>, page: number, perPage: number): Promise<{ items: T[]; total: number }> => {
-  const offset = (page - 1) * perPage;
-  if (offset === 0) {
-    const [total, items] = await Promise.all([count(), queryPage<T>(q, 0, perPage)]);
-    return { items, total };
+export type ListTotal = (() => Promise<number>) | { keys: Key[]; sum: (items: Record<string, unknown>[]) => number };
+
+/** The total on its own (a deep offset page reads it before its rows). */
+const readTotal = async (total: ListTotal): Promise<number> =>
+  typeof total === 'function' ? total() : total.sum([...(await batchGet(total.keys)).values()]);
+
+/**
+ * The rows of one page and their items with the total: a keyed total comes from the items'
+ * BatchGetItem, any other is counted beside the page (the budgeted request count of page 1 and of
+ * a cursor page, whatever its depth).
+ */
+const pageWithTotal = async <T>(q: IndexQuery, rows: () => Promise<Row[]>, total: ListTotal): Promise<{ rows: Row[]; items: T[]; total: number }> => {
+  if (typeof total === 'function') {
+    const [n, page] = await Promise.all([total(), rows().then(async (r) => ({ rows: r, ...(await itemsOf<T>(q, r)) }))]);
+    return { rows: page.rows, items: page.items, total: n };
   }
-  const total = await count();
-  if (offset >= total) return { items: [], total };
-  return { items: await queryPage<T>(q, offset, perPage), total };
+  const r = await rows();
+  const { items, extra } = await itemsOf<T>(q, r, total.keys);
+  return { rows: r, items, total: total.sum(extra) };
+};
+
+/**
+ * One offset page of a list with its total. Page 1 reads the total with the page (above); deeper
+ * pages read the total first, so a page past the end reads nothing more and a skip is bounded by
+ * the total.
+ */
+const offsetPage = async <T>(q: IndexQuery, total: ListTotal, page: number, perPage: number): Promise<{ rows: Row[]; items: T[]; total: number }> => {
+  const offset = (page - 1) * perPage;
+  if (offset === 0) return pageWithTotal<T>(q, () => rowsAfter(q, undefined, perPage), total);
+  const n = await readTotal(total);
+  if (offset >= n) return { rows: [], items: [], total: n };
+  const rows = await rowsAtOffset(q, offset, perPage);
+  return { rows, ...(await itemsOf<T>(q, rows)), total: n };
 };
 
 /** The list a cursor belongs to: its index, partition, bounds and filter (a cursor of another list is refused). */
@@ -170,31 +205,72 @@ const keyFits = (q: IndexQuery, key: Record<string, string>): boolean => {
   );
 };
 
-/** Up to `limit` items after `after` (exclusive; from the start when absent): one Query when unfiltered. */
-const queryAfter = async <T>(q: IndexQuery, after: Record<string, unknown> | undefined, limit: number): Promise<T[]> => {
+/** Up to `limit` index rows after `after` (exclusive; from the start when absent): one Query when unfiltered. */
+const rowsAfter = async (q: IndexQuery, after: Record<string, unknown> | undefined, limit: number): Promise<Row[]> => {
   const input = baseInput(q);
-  const out: T[] = [];
+  const out: Row[] = [];
   let startKey: Record<string, unknown> | undefined = after;
   while (out.length < limit) {
     const res: QueryCommandOutput = await db().send(new QueryCommand({ ...input, Limit: q.filter ? undefined : limit - out.length, ExclusiveStartKey: startKey }));
-    out.push(...((res.Items ?? []) as T[]));
+    out.push(...((res.Items ?? []) as Row[]));
     if (!res.LastEvaluatedKey) break;
     startKey = res.LastEvaluatedKey;
   }
   return out.slice(0, limit);
 };
 
+/** The key of the item a list entry names (its `ENTRY_OF`), or null when the row is an item itself. */
+const listedKey = (row: Row): Key | null => {
+  const of = row[ENTRY_OF] as Partial<Key> | undefined;
+  return of && typeof of.pk === 'string' && typeof of.sk === 'string' ? { pk: of.pk, sk: of.sk } : null;
+};
+
 /**
- * Every matching item, `limit` at a time: each page is read after the previous page's last key
- * (for walks over a whole partition, whatever its length, in bounded memory).
+ * The items of index rows, in their order: a row that is an item is taken as it is (an item
+ * written before list entries existed carries its index keys itself); a list entry is replaced by
+ * the item it names, read by key, strongly consistent, in one BatchGetItem with `extra` (the list's
+ * totals shards; `batchGet` splits past 100 keys into requests sent together). An entry whose item
+ * is gone (deleted between the two reads), or has left the list (`q.live`), is skipped.
+ */
+const itemsOf = async <T>(q: IndexQuery, rows: Row[], extra: Key[] = []): Promise<{ items: T[]; extra: Record<string, unknown>[] }> => {
+  const named = rows.map(listedKey);
+  const wanted = [...named.filter((k): k is Key => k !== null), ...extra];
+  const found = wanted.length ? await batchGet<Row>(wanted) : new Map<string, Row>();
+  const items = rows.flatMap((row, i) => {
+    const k = named[i];
+    const item = k ? found.get(keyId(k)) : row;
+    return item && (q.live?.(item) ?? true) ? [item as T] : [];
+  });
+  const extraItems = extra.flatMap((k): Row[] => {
+    const item = found.get(keyId(k));
+    return item ? [item] : [];
+  });
+  return { items, extra: extraItems };
+};
+
+/**
+ * Every matching index row, `limit` at a time, as the index holds it (list entries included, not
+ * replaced by their items): each page is read after the previous page's last key (for walks over a
+ * whole partition, whatever its length, in bounded memory).
  */
 export async function* pagesOf<T extends Record<string, unknown>>(q: IndexQuery, limit: number): AsyncGenerator<T[]> {
   let after: Record<string, unknown> | undefined;
   for (;;) {
-    const items = await queryAfter<T>(q, after, limit);
+    const rows = await rowsAfter(q, after, limit);
+    if (rows.length) yield rows as T[];
+    if (rows.length < limit) return;
+    after = keyOf(q, rows[rows.length - 1]);
+  }
+}
+
+/**
+ * The rows of a list index that are items carrying their own list keys (written before list
+ * entries existed), a page at a time, for `ops upgrade` to move their keys to entries.
+ */
+export async function* itemRowsOf(q: IndexQuery, limit = 100): AsyncGenerator<Row[]> {
+  for await (const rows of pagesOf(q, limit)) {
+    const items = rows.filter((row) => listedKey(row) === null);
     if (items.length) yield items;
-    if (items.length < limit) return;
-    after = keyOf(q, items[items.length - 1]);
   }
 }
 
@@ -203,36 +279,37 @@ export type CursorPage<T> = { items: T[]; meta: PageMeta & { next_cursor: string
 
 /**
  * One page of a list by number or by cursor, with its total and `next_cursor`. A cursor page reads
- * the total and the page in parallel, like page 1, whatever its depth; page numbers stop at an
- * offset of MAX_PAGE_OFFSET (a 422 on `page` that points to the cursor).
+ * the total and the page like page 1, whatever its depth; page numbers stop at an offset of
+ * MAX_PAGE_OFFSET (a 422 on `page` that points to the cursor). The page's items are its index
+ * rows, list entries replaced by their items (`itemsOf`); the cursor names the last row read.
  */
 export const listPage = async <T extends Record<string, unknown>>(
   q: IndexQuery,
-  count: () => Promise<number>,
+  total: ListTotal,
   req: PageRequest,
   /** What names the list for its cursors, when `q` also carries bounds that move with time (retention). */
   identity: IndexQuery = q,
 ): Promise<CursorPage<T>> => {
   const list = listFingerprint(identity);
   let offset: number;
-  let items: T[];
-  let total: number;
+  let page: { rows: Row[]; items: T[]; total: number };
   if (req.cursor !== undefined) {
     const cursor = decodeCursor(req.cursor);
     if (!cursor || cursor.list !== list || !keyFits(q, cursor.key)) throw InvalidError.field('cursor', CURSOR_INVALID);
     offset = cursor.offset;
-    [total, items] = await Promise.all([count(), queryAfter<T>(q, cursor.key, req.per_page)]);
+    page = await pageWithTotal<T>(q, () => rowsAfter(q, cursor.key, req.per_page), total);
   } else {
     offset = checkPageOffset(req.page, req.per_page);
     // An empty range (its end before the retention bound) reads nothing: DynamoDB refuses inverted bounds.
     if (q.from !== undefined && q.to !== undefined && q.from > q.to) return { items: [], meta: cursorMeta(offset, req.per_page, 0, 0, null) };
-    ({ items, total } = await offsetPage<T>(q, count, req.page, req.per_page));
+    page = await offsetPage<T>(q, total, req.page, req.per_page);
   }
-  return { items, meta: cursorMeta(offset, req.per_page, total, items.length, cursorAfter(q, identity, offset, items, req.per_page, total)) };
+  const next = cursorAfter(q, identity, offset, page.rows, req.per_page, page.total);
+  return { items: page.items, meta: cursorMeta(offset, req.per_page, page.total, page.items.length, next) };
 };
 
-/** The cursor of the page after `items` (read at `offset` of a list of `total`), or null when none follows. */
-export const cursorAfter = (q: IndexQuery, identity: IndexQuery, offset: number, items: Record<string, unknown>[], perPage: number, total: number): string | null => {
-  const more = items.length === perPage && offset + items.length < total;
-  return more ? encodeCursor({ list: listFingerprint(identity), offset: offset + items.length, key: keyOf(q, items[items.length - 1]) as Record<string, string> }) : null;
+/** The cursor of the page after `rows` (read at `offset` of a list of `total`), or null when none follows. */
+const cursorAfter = (q: IndexQuery, identity: IndexQuery, offset: number, rows: Row[], perPage: number, total: number): string | null => {
+  const more = rows.length === perPage && offset + rows.length < total;
+  return more ? encodeCursor({ list: listFingerprint(identity), offset: offset + rows.length, key: keyOf(q, rows[rows.length - 1]) as Record<string, string> }) : null;
 };

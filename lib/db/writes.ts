@@ -138,6 +138,11 @@ export class WriteSet {
     return this.toTransactItems('').length;
   }
 
+  /** About the bytes the transaction will send: its actions as JSON (without the attribute type tags the request adds). */
+  get bytes(): number {
+    return Buffer.byteLength(JSON.stringify(this.toTransactItems('')));
+  }
+
   put(tag: string, item: Key & Record<string, unknown>, condition?: Condition): this {
     const key = { pk: item.pk, sk: item.sk };
     this.assertNew(key, tag);
@@ -327,8 +332,9 @@ export const applyPending = async (key: Key): Promise<boolean> => {
   }
 };
 
-/** DynamoDB's limit of actions per TransactWriteItems. */
+/** DynamoDB's limits of one TransactWriteItems: actions, and bytes. */
 export const MAX_ACTIONS = 100;
+export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024;
 
 const emptyToUndefined = <T extends Record<string, unknown>>(o: T): T | undefined =>
   Object.keys(o).length ? o : undefined;

@@ -2,7 +2,7 @@ import Decimal from 'decimal.js';
 import { DeleteCommand, GetCommand, NumberValue, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
-import { cohortPartition, keys, metricsPartition } from '#lib/db/keys';
+import { cohortPartition, indexes, keys, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { addTimelineChange, aggregateKey, STORED_ATTR, timelinesFrom } from '#lib/metrics/store';
 import {
@@ -106,14 +106,16 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
         addContributions(target, contributions(current));
       }
       const customer = found.get(keyId(keys.customer(merchantId, id)));
-      if (customer?.gsi1pk && !customer.gsi4pk) {
+      if (customer && !customer.deleted_at && !customer.gsi4pk) {
+        const search = indexes.customerSearch(merchantId, String(customer.created_at), id);
         await db().send(
           new UpdateCommand({
             TableName: tableName(),
             Key: keys.customer(merchantId, id),
-            UpdateExpression: 'SET gsi4pk = gsi1pk, gsi4sk = gsi1sk',
+            UpdateExpression: 'SET gsi4pk = :pk, gsi4sk = :sk',
             // Still live and still without the keys (a delete or a newer write decides otherwise).
-            ConditionExpression: 'attribute_exists(gsi1pk) AND attribute_not_exists(gsi4pk)',
+            ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(deleted_at) AND attribute_not_exists(gsi4pk)',
+            ExpressionAttributeValues: { ':pk': search.gsi4pk, ':sk': search.gsi4sk },
           }),
         ).then(
           () => (searchKeysAdded += 1),

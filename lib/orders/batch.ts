@@ -5,7 +5,7 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
-import { itemAbsent, versionIs, WriteSet } from '#lib/db/writes';
+import { WriteSet } from '#lib/db/writes';
 import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, type TimelineState } from '#lib/metrics/store';
@@ -19,6 +19,7 @@ import type { OrderItem } from '#lib/orders/model';
 import { orderBatchItem, type OrderBatchItem } from '#lib/orders/schemas';
 import { fillStatusTimestamp } from '#lib/orders/transitions';
 import { rewriteOrder } from '#lib/orders/update-status';
+import { addOrderWrite } from '#lib/orders/store';
 import { amountCurrencyError } from '#lib/shared/currency';
 import { formatTimestamp } from '#lib/shared/time';
 
@@ -239,7 +240,7 @@ const writeUnits = async (
     if (u.order === u.stored) continue; // nothing changes
     if (u.stored && u.stored.customer_id !== u.order.customer_id) moveLine(u.stored.customer_id, u.orderNo, null);
     moveLine(u.order.customer_id, u.orderNo, u.order);
-    ws.put('order', u.order, u.stored ? versionIs(u.stored.version) : itemAbsent);
+    addOrderWrite(ws, merchantId, u.stored, u.order);
     addAggregateDeltas(ws, merchantId, u.stored, u.order);
     for (const e of u.emails) touched.add(customerIdOf.get(e)!);
     if (u.stored && u.stored.customer_id !== u.order.customer_id) {

@@ -6,7 +6,7 @@ import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { retrying, RetryableError } from '#lib/db/retry';
-import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
+import { WriteConflict, WriteSet } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import { orderTimeline } from '#lib/metrics/lines';
@@ -18,7 +18,7 @@ import { addIdempotencyRecord, isLive, replay as replayRecord, requestHash, type
 export { IDEMPOTENCY_MISMATCH } from '#lib/shared/idempotency';
 import { presentOrder, type Order, type OrderItem } from '#lib/orders/model';
 import type { OrderInput } from '#lib/orders/schemas';
-import { orderIndexAttributes } from '#lib/orders/store';
+import { addOrderWrite, orderIndexAttributes } from '#lib/orders/store';
 import { fillStatusTimestamp } from '#lib/orders/transitions';
 import { formatTimestamp } from '#lib/shared/time';
 
@@ -131,7 +131,7 @@ export const createOrder = async (
       timeline = read.timelines.get(existing.id)!;
       customer = existing;
       order = newOrderItem(merchantId, orderId, existing.id, input, 'api', at);
-      ws.put('order', order, itemAbsent);
+      addOrderWrite(ws, merchantId, null, order);
       await addCustomerFigures(ws, merchantId, existing, [{ before: null, after: order }]);
       // Still live at commit: a customer deleted meanwhile sends us round again.
       ws.update('customer-figures', keys.customer(merchantId, existing.id)).when(liveCondition);
@@ -139,7 +139,7 @@ export const createOrder = async (
       const created = addCustomerCreate(ws, merchantId, ids.customer!, { email: input.customer_email, name: input.customer_name ?? null }, at);
       customer = created;
       order = newOrderItem(merchantId, orderId, created.id, input, 'api', at);
-      ws.put('order', order, itemAbsent);
+      addOrderWrite(ws, merchantId, null, order);
       await addCustomerFigures(ws, merchantId, created, [{ before: null, after: order }], created);
     }
     addAggregateDeltas(ws, merchantId, null, order);

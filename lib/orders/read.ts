@@ -5,7 +5,7 @@ import { db, tableName } from '#lib/db/client';
 import { createdRange, indexPartitions, keys } from '#lib/db/keys';
 import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
 import { customerIdsByEmail, customersByIds } from '#lib/customers/store';
-import { readDayAndMonth, readTotals } from '#lib/db/counters';
+import { listTotal, readDayAndMonth } from '#lib/db/counters';
 import { emptyPage } from '#lib/shared/pagination';
 import { presentOrder, type OrderItem } from '#lib/orders/model';
 import type { OrderListQuery } from '#lib/orders/schemas';
@@ -29,9 +29,11 @@ export const presentOrders = async (merchantId: string, orders: OrderItem[]) => 
 };
 
 /**
- * GET /orders. Index choice: by customer (gsi3) when a customer filter is given, else by status
- * (gsi2), else all (gsi1); the created_at range narrows the sort key. Totals come from the TOTALS
- * counters when no range or customer filter applies, so page 1 stays flat in the order count.
+ * GET /orders. Index choice: by customer (gsi3, the orders themselves) when a customer filter is
+ * given, else by status (gsi2), else all (gsi1), both of list entries whose orders are then read by
+ * key; the created_at range narrows the sort key. Totals come from the TOTALS counters, fetched
+ * with the page's orders, when no range or customer filter applies, so page 1 stays flat in the
+ * order count.
  */
 export const listOrders = async (merchantId: string, q: OrderListQuery) => {
   let customerId = q.customer_id;
@@ -58,13 +60,10 @@ export const listOrders = async (merchantId: string, q: OrderListQuery) => {
   query = { ...query, from: range.from, to: range.to };
 
   const countedByTotals = customerId === undefined && range.from === undefined && range.to === undefined;
-  const count = () => (countedByTotals ? totalOrders(merchantId, q.status) : countQuery(query));
-  const { items, meta } = await listPage<OrderItem>(query, count, q);
+  const total = countedByTotals ? listTotal(merchantId, 'ORDERS', q.status ? `orders_${q.status}` : 'orders') : () => countQuery(query);
+  const { items, meta } = await listPage<OrderItem>(query, total, q);
   return { data: await presentOrders(merchantId, items), meta };
 };
-
-const totalOrders = async (merchantId: string, status?: string): Promise<number> =>
-  (await readTotals(merchantId, 'ORDERS'))[status ? `orders_${status}` : 'orders']?.toNumber() ?? 0;
 
 /**
  * GET /orders/stats from the pre-aggregated day and month items (one BatchGetItem, whatever the

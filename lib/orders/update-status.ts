@@ -1,7 +1,7 @@
 import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
 import { retrying } from '#lib/db/retry';
-import { versionIs, WriteSet } from '#lib/db/writes';
+import { WriteSet } from '#lib/db/writes';
 import { InvalidError, NotFoundError } from '#lib/errors';
 import type { CustomerItem } from '#lib/customers/model';
 import { orderTimeline } from '#lib/metrics/lines';
@@ -10,14 +10,17 @@ import { addAggregateDeltas, addCustomerFigures } from '#lib/orders/figures';
 import { addOutboxEvent, type OrderEventType } from '#lib/orders/events';
 import { presentOrder, type OrderItem } from '#lib/orders/model';
 import type { OrderPatch } from '#lib/orders/schemas';
-import { getOrder, orderIndexAttributes } from '#lib/orders/store';
+import { addOrderWrite, getOrder, orderIndexAttributes, withoutListKeys } from '#lib/orders/store';
 import { canTransition, fillStatusTimestamp } from '#lib/orders/transitions';
 import { formatTimestamp } from '#lib/shared/time';
 
 
-/** The order after a change of fields: index keys follow the status, the version moves on. */
+/**
+ * The order after a change of fields: its index keys follow it, the version moves on. List keys an
+ * earlier version kept on the item are dropped (its list entries carry them: `addOrderWrite`).
+ */
 export const rewriteOrder = (merchantId: string, order: OrderItem, changes: Partial<OrderItem>, at: string): OrderItem => {
-  const next = fillStatusTimestamp({ ...order, ...changes, updated_at: at, version: order.version + 1 }, at);
+  const next = fillStatusTimestamp(withoutListKeys({ ...order, ...changes, updated_at: at, version: order.version + 1 }), at);
   return { ...next, ...orderIndexAttributes(merchantId, next) };
 };
 
@@ -45,7 +48,7 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
     const customer = read.customers.get(order.customer_id);
     const timeline = read.timelines.get(order.customer_id)!;
     const ws = new WriteSet();
-    ws.put('order', after, versionIs(order.version));
+    addOrderWrite(ws, merchantId, order, after);
     if (customer) await addCustomerFigures(ws, merchantId, customer, [{ before: order, after }]);
     addAggregateDeltas(ws, merchantId, order, after);
     const presented = presentOrder(after, customer);

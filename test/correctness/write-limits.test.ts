@@ -1,6 +1,8 @@
-import { PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
+import { runBatch } from '#lib/db/batch';
 import { db, tableName } from '#lib/db/client';
+import { MAX_TRANSACTION_BYTES } from '#lib/db/writes';
 import { ITEM_CEILING_BYTES, itemSize, takeWriteLimitBreaches, WriteLimitError } from '../support/write-limits.ts';
 
 /**
@@ -41,4 +43,33 @@ describe('writes past AWS limits fail the test that makes them', () => {
     expect(itemSize({ m: { M: { a: { S: 'xy' } } } })).toBe(1 + 3 + 3 + 1);
     expect(itemSize({ l: { L: [{ BOOL: true }, { NULL: true }] } })).toBe(1 + 3 + 2 + 2);
   });
+});
+
+describe('the batch engine packs within both limits', () => {
+  it('units of large items go out in transactions under 4 MB, each unit once', async () => {
+    // 100 units of one 60 KB item: 100 actions would fit, 6 MB would not.
+    const units = Array.from({ length: 100 }, (_, i) => i);
+    const chunks: number[][] = [];
+    await runBatch(units, {
+      write: async (ws, chunk) => {
+        for (const i of chunk) ws.put('big', { ...key(`packed-${i}`), blob: 'x'.repeat(60 * 1024) });
+        expect(ws.bytes).toBeGreaterThan(chunk.length * 60 * 1024);
+        return () => chunks.push(chunk);
+      },
+      alone: async () => {
+        throw new Error('no unit is redone alone');
+      },
+      failed: (_, err) => {
+        throw err;
+      },
+    });
+    expect(takeWriteLimitBreaches()).toEqual([]);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(chunks.flat().sort((a, b) => a - b)).toEqual(units);
+    for (const chunk of chunks) expect(chunk.length * 60 * 1024).toBeLessThan(MAX_TRANSACTION_BYTES);
+    const stored = await db().send(
+      new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: [key('packed-0'), key('packed-99')], ProjectionExpression: 'sk' } } }),
+    );
+    expect(stored.Responses?.[tableName()]).toHaveLength(2);
+  }, 60_000);
 });

@@ -2,7 +2,8 @@ import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { expect } from 'vitest';
 import { db, tableName } from '#lib/db/client';
-import { activityIndexes, indexPartitions, keys } from '#lib/db/keys';
+import { activityIndexes, ENTRY_OF, indexPartitions, keys, type Key } from '#lib/db/keys';
+import { batchGet, keyId } from '#lib/db/batch-get';
 import { eventsOfMarks, markPagesSince, OUTBOX_SHARD_LIST, type OutboxItem } from '#lib/outbox';
 import type { useApi } from '../support/api.ts';
 import { allPages } from '../support/pages.ts';
@@ -70,9 +71,19 @@ export const outboxFor = async (merchantId: string, orderNo: string) =>
 /** The merchant's activity-log records. */
 export const activityRecords = (merchantId: string) => queryAllItems({ index: 'gsi1', partition: activityIndexes.partitions.all(merchantId) });
 
+/** The items a list index's rows name: a list entry's item read by key, an item carrying its own keys as it is. */
+const listedItems = async (rows: Record<string, any>[]) => {
+  const named = rows.map((r): Key | null => r[ENTRY_OF] ?? null);
+  const found = await batchGet(named.filter((k): k is Key => k !== null));
+  return rows.flatMap((r, i) => {
+    const item = named[i] ? found.get(keyId(named[i])) : r;
+    return item ? [item as Record<string, any>] : [];
+  });
+};
+
 /** Orders and (live) customers as stored, read from the list indexes. */
-export const storedOrders = (merchantId: string) => queryAllItems({ index: 'gsi1', partition: indexPartitions.orders(merchantId) });
-export const storedCustomers = (merchantId: string) => queryAllItems({ index: 'gsi1', partition: indexPartitions.customers(merchantId) });
+export const storedOrders = async (merchantId: string) => listedItems(await queryAllItems({ index: 'gsi1', partition: indexPartitions.orders(merchantId) }));
+export const storedCustomers = async (merchantId: string) => listedItems(await queryAllItems({ index: 'gsi1', partition: indexPartitions.customers(merchantId) }));
 
 /** A customer item as stored, deleted ones included (the API hides those), by its key; undefined when absent. */
 export const storedCustomer = async (merchantId: string, id: number): Promise<Record<string, any> | undefined> =>

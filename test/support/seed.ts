@@ -2,19 +2,20 @@ import { BatchWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { newOrderItem } from '#lib/orders/create';
+import { orderListEntries } from '#lib/orders/store';
 import type { OrderStatus } from '#lib/orders/schemas';
 import { formatTimestamp } from '#lib/shared/time';
 
 /**
  * Writes `count` orders for one customer straight to the table (BatchWriteItem, 25 a call), with
- * the same item builder the API uses and the TOTALS counters the lists read. For request-budget
+ * the same item and list-entry builders the API uses and the TOTALS counters the lists read. For request-budget
  * tests that need a large merchant fast; behaviour tests go through the API. Several statuses are
  * given to the orders in turn.
  */
 export const seedOrders = async (merchantId: string, customerId: number, count: number, status: OrderStatus | OrderStatus[] = 'pending') => {
   const statuses = Array.isArray(status) ? status : [status];
   const base = Date.parse('2025-01-01T00:00:00Z');
-  const items = Array.from({ length: count }, (_, i) =>
+  const orders = Array.from({ length: count }, (_, i) =>
     newOrderItem(
       merchantId,
       1_000_000 + i,
@@ -24,7 +25,8 @@ export const seedOrders = async (merchantId: string, customerId: number, count: 
       formatTimestamp(new Date(base + i * 60_000)),
     ),
   );
-  await batchWriteAll(items);
+  // Each order with its list entries, as the API's transaction writes them.
+  await batchWriteAll(orders.flatMap((o) => [o, ...orderListEntries(merchantId, o)]));
   await db().send(
     new UpdateCommand({
       TableName: tableName(),
