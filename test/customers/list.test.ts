@@ -148,7 +148,7 @@ describe('GET /customers', () => {
     expect(Object.keys(rows.Items![0]).sort()).toEqual(['email', 'gsi4pk', 'gsi4sk', 'id', 'name', 'pk', 'sk']);
   });
 
-  it('page 1 costs ≤ 4 DynamoDB requests, the same with 150 customers as with 5', async () => {
+  it('page 1 costs ≤ 4 DynamoDB requests, the same with 150 customers as with 5 (one more for a page of over 52)', async () => {
     const small = await newMerchant();
     const large = await newMerchant();
     await seed(small.token, people(5));
@@ -163,7 +163,9 @@ describe('GET /customers', () => {
     expect(c.res.body.data).toHaveLength(100);
     expect(a.requests).toBeLessThanOrEqual(4);
     expect(b.requests).toBe(a.requests);
-    expect(c.requests).toBe(a.requests);
+    // 100 customers and the 48 shards of the total are 148 keys: BatchGetItem takes 100 a request,
+    // so a page of more than 52 reads them in two requests at once (docs/customers.md).
+    expect(c.requests).toBe(a.requests + 1);
     // A cursor page 100 customers in costs what page 1 costs.
     const deep = await api.counted('GET', `/customers?cursor=${encodeURIComponent(c.res.body.meta.next_cursor)}`, { token: large.token });
     expect(deep.res.body.meta).toMatchObject({ current_page: 6, from: 101, to: 120 });

@@ -206,11 +206,12 @@ describe('GET /orders', () => {
   });
 
   it('a page past the end costs no page query', async () => {
-    // Unfiltered or by status the total is one Query over the sharded totals, and no page query.
+    // Unfiltered or by status the total is one BatchGetItem of the sharded totals, and no page query.
     for (const query of ['page=3&per_page=5', 'status=paid&page=2&per_page=3', 'page=100&per_page=100']) {
       const { res, byCommand } = await api.counted('GET', `/orders?${query}`, { token });
       expect(res.body.data, query).toEqual([]);
-      expect(byCommand.QueryCommand ?? 0, query).toBe(1);
+      expect(byCommand.QueryCommand ?? 0, query).toBe(0);
+      expect(byCommand.BatchGetItemCommand, query).toBe(1);
     }
     // With a customer or date filter the total is one counting Query, and that is all.
     for (const query of [`customer_id=${ann.id}&page=3&per_page=2`, 'start_date=2026-02-01&page=2&per_page=5']) {
@@ -218,14 +219,15 @@ describe('GET /orders', () => {
       expect(res.body.data, query).toEqual([]);
       expect(byCommand.QueryCommand, query).toBe(1);
     }
-    // Page 1 is unchanged (token, rate, total and page in parallel, customers); a page inside the list still reads it.
+    // Page 1: token, rate, the page's entries, then the orders with the totals by key; a page inside the list still reads it.
     const first = await api.counted('GET', '/orders?per_page=5', { token });
     expect(nos(first.res)).toEqual(['L-7', 'L-6', 'L-5', 'L-4', 'L-3']);
     expect(first.requests).toBe(5);
     const inside = await api.counted('GET', '/orders?page=2&per_page=5', { token });
     expect(nos(inside.res)).toEqual(['L-2', 'L-1']);
     expect(inside.res.body.meta).toEqual({ current_page: 2, from: 6, last_page: 2, per_page: 5, to: 7, total: 7, next_cursor: null });
-    expect(inside.byCommand.QueryCommand).toBe(3); // the totals, skip 5 keys, then the page
+    expect(inside.byCommand.QueryCommand).toBe(2); // skip 5 keys, then the page's entries
+    expect(inside.byCommand.BatchGetItemCommand).toBe(3); // the totals first (past the end?), the orders, their customers
   });
 
   it('numbers too large to be exact are refused with their bound, not "at least 1"', async () => {
