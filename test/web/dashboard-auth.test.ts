@@ -126,8 +126,8 @@ describe('the dashboard identity on token routes', () => {
     );
     for (const r of routeList.filter((x) => x.dashboard && x.writes)) expect(r.dashboard!.roles, r.path).toEqual(['admin']);
     const { body: doc } = await api.get('/openapi.json');
-    expect(doc.paths['/orders/stats'].get).toMatchObject({ security: [{ bearerAuth: [] }, { backofficeJwt: [] }], 'x-backoffice-roles': ['admin', 'user'] });
+    expect(doc.paths['/orders/stats'].get).toMatchObject({ security: [{ bearerAuth: ['orders:read'] }, { backofficeJwt: ['admin', 'user'] }], 'x-backoffice-roles': ['admin', 'user'] });
     expect(doc.paths['/webhook-endpoints/{id}/test'].post).toMatchObject({ 'x-backoffice-roles': ['admin'], 'x-required-ability': 'webhooks:write' });
-    expect(doc.paths['/customers'].get.security).toEqual([{ bearerAuth: [] }]);
+    expect(doc.paths['/customers'].get.security).toEqual([{ bearerAuth: ['customers:read'] }]);
   });
 });
