@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidError } from '#lib/errors';
+import { refusal } from '../support/refusal.ts';
 import type { SubscriptionItem } from '#lib/subscriptions/model';
 import { effectiveTime, latestChangeAt } from '#lib/subscriptions/effective';
 
@@ -7,16 +7,6 @@ import { effectiveTime, latestChangeAt } from '#lib/subscriptions/effective';
 const sub = (over: Partial<SubscriptionItem> = {}) =>
   ({ started_at: '2026-01-15T00:00:00Z', updated_at: '2026-04-01T00:00:00Z', version: 1, ...over }) as SubscriptionItem;
 const NOW = '2026-05-01T12:00:00Z';
-
-const refusal = (fn: () => unknown) => {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidError);
-    return (err as InvalidError).fields;
-  }
-  throw new Error('expected a refusal');
-};
 
 describe('effectiveTime', () => {
   it('takes a given time at or after the start and the latest change', () => {

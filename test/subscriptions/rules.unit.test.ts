@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidError } from '#lib/errors';
+import { refusal } from '../support/refusal.ts';
 import type { SubscriptionItem } from '#lib/subscriptions/model';
 import { decide, type Command } from '#lib/subscriptions/rules';
 
@@ -25,16 +25,6 @@ const sub = (over: Partial<SubscriptionItem> = {}): SubscriptionItem => ({
   version: 3,
   ...over,
 });
-
-const refusal = (fn: () => unknown) => {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidError);
-    return (err as InvalidError).fields;
-  }
-  throw new Error('expected a refusal');
-};
 
 const update = (input: Partial<Extract<Command, { kind: 'update' }>['input']>): Command => ({ kind: 'update', input: input as never });
 
