@@ -76,14 +76,14 @@ export const readDayAndMonth = async (merchantId: string, day: string) => {
   const dayKeys = range(COUNTER_SHARDS).map((shard) => keys.statsDay(merchantId, day, shard));
   const monthKeys = range(COUNTER_SHARDS).map((shard) => keys.statsMonth(merchantId, day.slice(0, 7), shard));
   const items = await batchGet<Record<string, unknown>>([...dayKeys, ...monthKeys]);
-  const pick = (ks: Key[]): Record<string, unknown>[] => 
+  const pick = (ks: Key[]): Record<string, unknown>[] =>
     ks.map((k) => items.get(keyId(k))).filter((item) => item !== undefined);
   return { day: sumShards(pick(dayKeys)), month: sumShards(pick(monthKeys)) };
 };
 
 /**
- * Counters written before they were grouped (`M#<m>#TOTALS`, `M#<m>#STATS#<yyyy-mm>`, 256
- * shards) are folded into the grouped layout: each old item is deleted and its numbers added to
+ * Counters written before each shard had a partition key of its own (`M#<m>#TOTALS`,
+ * `M#<m>#STATS#<yyyy-mm>`, 256 shards in one partition) are folded into today's layout: each old item is deleted and its numbers added to
  * the matching new shard in one transaction, so a fold interrupted or run twice never counts twice.
  * Stats are folded for the months reads use (`months`: the current one and any later).
  */

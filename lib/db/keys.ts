@@ -136,7 +136,7 @@ export const TIMELINE_CHUNK_PREFIX = 'MRR_TIMELINE#';
 export const totalsPartition = (merchantId: string, shard: number): string => `${m(merchantId)}#TOTALS#${padShard(shard)}`;
 /** Partition of one shard of a merchant's stats of one month (its day items `D#<dd>#<nnn>` and month item `M#<nnn>`). */
 export const statsPartition = (merchantId: string, month: string, shard: number): string => `${m(merchantId)}#STATS#${month}#${padShard(shard)}`;
-/** The partitions counters had before they were grouped (read only by `ops migrate`). */
+/** The partitions counters had before each shard had its own (read only by `ops upgrade`). */
 export const legacyCounterPartitions = {
   totals: (merchantId: string): string => `${m(merchantId)}#TOTALS`,
   stats: (merchantId: string, month: string): string => `${m(merchantId)}#STATS#${month}`,
