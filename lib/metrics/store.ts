@@ -103,7 +103,7 @@ export const addTimelineChange = (ws: WriteSet, merchantId: string, customerId: 
     ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version }, guard);
   } else {
     // Only the chunks whose points moved are written; one outgrowing its limit is split.
-    chunks = chunkTimeline(after, CHUNK_LIMIT, before.chunks ?? undefined);
+    chunks = chunkTimeline(after, CHUNK_LIMIT, before.chunks ?? undefined, before.timeline);
     ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version }, guard);
     for (const [period, json] of chunks) {
       if (before.chunks?.get(period) !== json) ws.put('timeline-chunk', { ...keys.customerTimelineChunk(merchantId, customerId, period), lines: json });

@@ -91,7 +91,10 @@ const isSubscriptionLine = (line: string) => line.startsWith('S');
  */
 export const importedLineEnd = (tl: Timeline): string | null => {
   let end: string | null = null;
-  for (const [line, pts] of Object.entries(tl)) if (isSubscriptionLine(line) && pts.length && (end === null || pts[0][0] < end)) end = pts[0][0];
+  for (const line in tl) {
+    const pts = tl[line];
+    if (isSubscriptionLine(line) && pts.length && (end === null || pts[0][0] < end)) end = pts[0][0];
+  }
   return end;
 };
 
@@ -129,15 +132,25 @@ const lastBefore = (pts: Point[], t: string) => {
 const samePoint = (p: Point, q: Point) => p[0] === q[0] && p[1] === q[1] && p[2] === q[2];
 
 /**
+ * The lines whose arrays differ between two timelines. A change copies only the lines it moves (the
+ * others are the same arrays), so this costs a look per line and nothing per point.
+ */
+export const changedLines = (a: Timeline, b: Timeline): string[] => {
+  const out: string[] = [];
+  for (const line of Object.keys(a)) if (a[line] !== b[line]) out.push(line);
+  for (const line of Object.keys(b)) if (a[line] === undefined) out.push(line);
+  return out;
+};
+
+/**
  * The first instant at which two timelines differ (null: they are the same). Lines a change did
  * not touch are the same arrays (a change copies only the lines it moves), so only those are compared.
  */
 export const firstDifference = (a: Timeline, b: Timeline): string | null => {
   let t0: string | null = null;
-  for (const line of new Set([...Object.keys(a), ...Object.keys(b)])) {
+  for (const line of changedLines(a, b)) {
     const x = a[line] ?? [];
     const y = b[line] ?? [];
-    if (x === y) continue;
     for (let i = 0; i < Math.max(x.length, y.length); i++) {
       if (x[i] && y[i] && samePoint(x[i], y[i])) continue;
       const t = !x[i] ? y[i][0] : !y[i] ? x[i][0] : x[i][0] < y[i][0] ? x[i][0] : y[i][0];
@@ -180,11 +193,13 @@ const scan = (tl: Timeline, from: string | null): Contributions => {
     const i = from === null ? -1 : lastBefore(pts, from);
     if (i >= 0) {
       const p = pts[i];
-      current.set(line, p);
+      // Only a line with points from `from` on is looked up again.
+      if (i < pts.length - 1) current.set(line, p);
       if (p[1] !== '0') mrr = mrr.plus(p[1]);
       liveLines += Number(isLive(p));
       subs += Number(isActiveSub(line, p));
-      for (let j = 0; j <= i; j++) {
+      // Only a line starting before the earliest positive point found so far can move it.
+      for (let j = 0; j <= i && (firstPositive === null || pts[j][0] < firstPositive); j++) {
         // A line's value after an instant is its last point at that instant.
         if (j < i && pts[j + 1][0] === pts[j][0]) continue;
         if (pts[j][1] !== '0' && new Decimal(pts[j][1]).gt(0)) {
@@ -309,6 +324,7 @@ export const orderLine = (order: OrderFacts | null, reportingCurrency: string): 
  */
 const PERIOD_LENGTHS = [7, 10, 13, 16, 19];
 type Located = { line: string; p: Point };
+const locate = (tl: Timeline, lines: string[]): Located[] => lines.flatMap((line) => (tl[line] ?? []).map((p) => ({ line, p })));
 /** A chunk's JSON, canonical (lines in name order, points in time order) so an unchanged chunk compares equal. */
 const partOf = (members: Located[]) => {
   const byLine = new Map<string, Point[]>();
@@ -340,24 +356,50 @@ const pack = (members: Located[], limit: number, level = 0): { start: string; me
   return pieces;
 };
 
-export const chunkTimeline = (tl: Timeline, limit: number, previous?: Map<string, string>): Map<string, string> => {
-  const points: Located[] = Object.entries(tl).flatMap(([line, pts]) => pts.map((p) => ({ line, p })));
+/**
+ * `previous`: the chunks of the timeline before the change; `before`: that timeline, when known. With
+ * both, only the chunks holding points of a changed line (before or after) are recomputed, from their
+ * stored JSON, and the others keep theirs: a change costs its own chunks, not the customer's history.
+ */
+export const chunkTimeline = (tl: Timeline, limit: number, previous?: Map<string, string>, before?: Timeline): Map<string, string> => {
   const starts = previous ? [...previous.keys()].sort() : [];
-  if (!starts.length) return new Map(pack(points, limit).map((piece) => [piece.start, partOf(piece.members)]));
+  if (!starts.length) return new Map(pack(locate(tl, Object.keys(tl)), limit).map((piece) => [piece.start, partOf(piece.members)]));
   // Each point to the chunk it falls in: the last start at or before it (the first chunk also takes what is earlier).
-  const members = new Map<string, Located[]>(starts.map((st) => [st, []]));
-  for (const x of points) {
+  const chunkOf = (at: string) => {
     let lo = 0;
     let hi = starts.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (starts[mid] <= x.p[0]) lo = mid + 1;
+      if (starts[mid] <= at) lo = mid + 1;
       else hi = mid;
     }
-    members.get(starts[Math.max(0, lo - 1)])!.push(x);
+    return starts[Math.max(0, lo - 1)];
+  };
+  const members = new Map<string, Located[]>(starts.map((st) => [st, []]));
+  const kept = new Set<string>();
+  if (before) {
+    const moved = changedLines(before, tl);
+    const touched = new Set(moved.flatMap((line) => [...(before[line] ?? []), ...(tl[line] ?? [])].map((p) => chunkOf(p[0]))));
+    const movedSet = new Set(moved);
+    for (const start of starts) {
+      if (!touched.has(start)) {
+        kept.add(start);
+        continue;
+      }
+      // The chunk's unchanged lines as stored; its changed lines' points are added below.
+      const stored = JSON.parse(previous!.get(start)!) as Timeline;
+      members.get(start)!.push(...locate(stored, Object.keys(stored).filter((line) => !movedSet.has(line))));
+    }
+    for (const x of locate(tl, moved)) members.get(chunkOf(x.p[0]))!.push(x);
+  } else {
+    for (const x of locate(tl, Object.keys(tl))) members.get(chunkOf(x.p[0]))!.push(x);
   }
   const out = new Map<string, string>();
   for (const [start, group] of members) {
+    if (kept.has(start)) {
+      out.set(start, previous!.get(start)!);
+      continue;
+    }
     if (!group.length) continue; // emptied: its range joins the chunk before it
     const json = partOf(group);
     if (Buffer.byteLength(json) <= limit) {
@@ -365,9 +407,11 @@ export const chunkTimeline = (tl: Timeline, limit: number, previous?: Map<string
       continue;
     }
     // Outgrown: split, the first piece keeping this chunk's start (and so its range's beginning),
-    // or an earlier one when the first chunk took points from before it.
+    // or an earlier one when the first chunk took points from before it. Any other chunk's first
+    // piece keeps its start exactly: a coarser period (the month of a day-long chunk) would be the
+    // start of the chunk before it and overwrite that one.
     const pieces = pack(group, limit);
-    if (pieces[0].start > start) pieces[0].start = start;
+    if (pieces[0].start > start || start !== starts[0]) pieces[0].start = start;
     for (const piece of pieces) out.set(piece.start, partOf(piece.members));
   }
   return out;
