@@ -67,23 +67,31 @@ const lastDayOf = (month: string) => {
   return dayOf(d);
 };
 
+/** Intervals made of whole months: read from the month roll-ups, days only at a partial end. */
+const MONTHS_IN: Partial<Record<Interval, number>> = { month: 1, quarter: 3, year: 12 };
+
+/** The bucket a month falls in (`yyyy-mm`, `yyyy-Qn`, `yyyy`). */
+const monthBucket = (month: string, interval: Interval) =>
+  interval === 'year' ? month.slice(0, 4) : interval === 'quarter' ? `${month.slice(0, 4)}-Q${Math.floor((Number(month.slice(5, 7)) - 1) / 3) + 1}` : month;
+
 const bucketKey = (day: string, interval: Interval) => {
   if (interval === 'day') return day;
-  if (interval === 'month') return day.slice(0, 7);
+  if (MONTHS_IN[interval]) return monthBucket(day.slice(0, 7), interval);
   const d = toDate(day);
   return addDays(day, -((d.getUTCDay() + 6) % 7)); // the Monday of its week (UTC)
 };
 
-/** The first day of each bucket of [start, end]: the range's start, then each next day, Monday or 1st. */
+/** The first day of each bucket of [start, end]: the range's start, then each next day, Monday, 1st of a month, quarter or year. */
 function* bucketStarts(start: string, end: string, interval: Interval) {
   // Compared as times, not text: past 9999-12-31 ISO dates gain a sign and sort first.
   const last = toDate(end).getTime();
+  const months = MONTHS_IN[interval];
   for (let t = toDate(start).getTime(); t <= last; ) {
     yield dayOf(new Date(t));
     const d = new Date(t);
     if (interval === 'day') t += DAY_MS;
     else if (interval === 'week') t += (7 - ((d.getUTCDay() + 6) % 7)) * DAY_MS;
-    else t = d.setUTCMonth(d.getUTCMonth() + 1, 1);
+    else t = d.setUTCMonth(d.getUTCMonth() - (d.getUTCMonth() % months!) + months!, 1);
   }
 }
 
@@ -100,7 +108,7 @@ const readRange = async (merchantId: string, from: string, to: string, interval:
   const toMonth = to.slice(0, 7);
   const firstDay = `${fromMonth}-01`;
   const lastDay = lastDayOf(toMonth);
-  const monthly = interval === 'month';
+  const monthly = MONTHS_IN[interval] !== undefined;
   // Bounds are inclusive: `M#<fromMonth>` sorts before that month's items, so it stops just before them.
   const months = query('M#', monthly ? `M#${toMonth}#~` : `M#${fromMonth}`);
   const dayRanges = monthly
@@ -121,14 +129,14 @@ const readRange = async (merchantId: string, from: string, to: string, interval:
   for (const item of monthItems) {
     const month = String(item.sk).slice(2, 9);
     if (month < fromMonth) addItem(before, item);
-    else addItem(into(month), item);
+    else addItem(into(monthBucket(month, interval)), item);
   }
   for (const item of dayItems.flat()) {
     const day = String(item.sk).slice(2, 12);
     if (day < from) {
       addItem(before, item);
-      if (monthly) addItem(into(fromMonth), item, -1);
-    } else if (day > to) addItem(into(toMonth), item, -1); // monthly only: after the range, in its last month
+      if (monthly) addItem(into(monthBucket(fromMonth, interval)), item, -1);
+    } else if (day > to) addItem(into(monthBucket(toMonth, interval)), item, -1); // months only: after the range, in its last month
     else addItem(into(bucketKey(day, interval)), item);
   }
   return { before, moves: byBucket };
@@ -180,18 +188,29 @@ export const resolveRange = (q: MrrQuery) => {
   return { start, end, interval };
 };
 
-const entryOf = (date: string, moves: Sums, end: Acc) => ({
-  date,
-  mrr: money(netOf(end)),
-  new: money(moves.new),
-  expansion: money(moves.expansion),
-  contraction: money(moves.contraction),
-  churn: money(moves.churn),
-  reactivation: money(moves.reactivation),
-  net_change: money(net(moves)),
-  active_subscriptions: end.subscriptions.value().toNumber(),
-  active_customers: end.customers.value().toNumber(),
-});
+/** One bucket: its movements, the levels at its end, and its rates against the levels just before it. */
+const entryOf = (date: string, start: Sums, moves: Sums, end: Sums) => {
+  const mrr = net(end);
+  const base = net(start);
+  const kept = base.plus(moves.contraction).plus(moves.churn);
+  return {
+    date,
+    mrr: money(mrr),
+    new: money(moves.new),
+    expansion: money(moves.expansion),
+    contraction: money(moves.contraction),
+    churn: money(moves.churn),
+    reactivation: money(moves.reactivation),
+    net_change: money(net(moves)),
+    active_subscriptions: end.subscriptions.toNumber(),
+    active_customers: end.customers.toNumber(),
+    arpa: end.customers.isZero() ? null : money(mrr.div(end.customers)),
+    customer_churn_rate: pct(moves.churned, start.customers),
+    mrr_churn_rate: pct(moves.churn.abs().plus(moves.contraction.abs()), base),
+    net_mrr_retention: pct(kept.plus(moves.expansion), base),
+    gross_mrr_retention: pct(kept, base),
+  };
+};
 
 /** GET /metrics/mrr: one entry per day, week or month of the range, and the range's summary. */
 export const mrrSeries = async (merchantId: string, q: MrrQuery) => {
@@ -202,13 +221,16 @@ export const mrrSeries = async (merchantId: string, q: MrrQuery) => {
   const all = emptyAcc();
   const none = emptySums();
   const data = [];
+  let atStart = sumsOf(level);
   for (const day of bucketStarts(start, end, interval)) {
     const m = moves.get(bucketKey(day, interval));
     if (m) {
       addAcc(level, m);
       addAcc(all, m);
     }
-    data.push(entryOf(day, m ? sumsOf(m) : none, level));
+    const atEnd = m ? sumsOf(level) : atStart;
+    data.push(entryOf(day, atStart, m ? sumsOf(m) : none, atEnd));
+    atStart = atEnd;
   }
   return { data, summary: rangeSummary({ start: sumsOf(before), moves: sumsOf(all), end: sumsOf(level) }) };
 };

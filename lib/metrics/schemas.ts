@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { DATE_OR_DATETIME_PATTERN, isDateOnly, parseDate, parseTimestamp } from '#lib/shared/time';
 
-export const INTERVALS = ['day', 'week', 'month'] as const;
+export const INTERVALS = ['day', 'week', 'month', 'quarter', 'year'] as const;
 export type Interval = (typeof INTERVALS)[number];
 
 /** A UTC day `YYYY-MM-DD`; a date-time (ISO 8601 with `Z` or an offset, docs/api-conventions.md) names its UTC day. */
@@ -32,7 +32,7 @@ const month = () =>
 export const mrrQuery = z.object({
   start_date: date().optional().meta({ description: 'First day (UTC, inclusive). Default: the 1st of the month 11 months before end_date' }),
   end_date: date().optional().meta({ description: 'Last day (UTC, inclusive). Default: today' }),
-  interval: z.enum(INTERVALS).optional().meta({ description: 'day, week (Monday to Sunday, UTC) or month (default)' }),
+  interval: z.enum(INTERVALS).optional().meta({ description: 'day, week (Monday to Sunday, UTC), month (default), quarter (January, April, July, October) or year' }),
 });
 export type MrrQuery = z.output<typeof mrrQuery>;
 
@@ -58,6 +58,13 @@ export const mrrEntrySchema = z
     net_change: signed(),
     active_subscriptions: z.int(),
     active_customers: z.int(),
+    arpa: amount().nullable().meta({ description: 'mrr ÷ active_customers at the end of the interval; null without any' }),
+    customer_churn_rate: rate().meta({ description: 'Customers churned in the interval ÷ active customers just before it × 100; null when there were none' }),
+    mrr_churn_rate: rate().meta({ description: '(|churn| + |contraction|) ÷ MRR just before the interval × 100; null when that MRR was 0' }),
+    net_mrr_retention: rate().meta({
+      description: '(MRR just before the interval + expansion + contraction + churn) ÷ that MRR × 100 (new and reactivation left out); null when that MRR was 0',
+    }),
+    gross_mrr_retention: rate().meta({ description: '(MRR just before the interval + contraction + churn) ÷ that MRR × 100; null when that MRR was 0' }),
   })
   .meta({ id: 'MrrEntry' });
 

@@ -43,6 +43,6 @@ export const issueMessage = (issue: z.core.$ZodIssue): string => {
   }
 };
 
-/** An enumeration's 422 names what it takes ("The selected interval is invalid. Allowed: day, week, month."). */
+/** An enumeration's 422 names what it takes ("The selected interval is invalid. Allowed: day, week, month, quarter, year."). */
 export const selectedInvalid = (field: string, allowed: readonly unknown[]): string =>
   allowed.length ? `The selected ${field} is invalid. Allowed: ${allowed.map(String).join(', ')}.` : `The selected ${field} is invalid.`;

@@ -20,7 +20,7 @@ describe('request validation', () => {
   it('names the allowed values of an enumeration', () => {
     expect(refusal(() => parseOr422(mrrQuery, { interval: 'fortnight' }))).toMatchObject({
       status: 422,
-      body: { message: 'The given data was invalid.', errors: { interval: [expect.stringMatching(/^The selected interval is invalid\. Allowed: day, week, month/)] } },
+      body: { message: 'The given data was invalid.', errors: { interval: [expect.stringMatching(/^The selected interval is invalid\. Allowed: day, week, month, quarter, year/)] } },
     });
   });
 

@@ -30,12 +30,15 @@ const reads = async (token: string) => ({
   weekly: await api.counted('GET', '/metrics/mrr?start_date=2024-01-01&end_date=2025-12-31&interval=week', { token }),
   // Partial first and last months: their days outside the range are read too (the most a monthly series reads).
   monthlyMidMonth: await api.counted('GET', '/metrics/mrr?start_date=2024-01-15&end_date=2025-12-20&interval=month', { token }),
+  // Quarters and years read as months do: month roll-ups, and days only at a partial end.
+  quarterly8: await api.counted('GET', '/metrics/mrr?start_date=2024-01-15&end_date=2025-12-20&interval=quarter', { token }),
+  yearly: await api.counted('GET', '/metrics/mrr?start_date=2019-01-01&end_date=2025-12-31&interval=year', { token }),
   summary: await api.counted('GET', '/metrics/summary', { token }),
   cohorts24: await api.counted('GET', '/metrics/cohorts?start_month=2024-01&end_month=2025-12', { token }),
 });
 
 describe('metrics request budgets (DynamoDB requests per API call)', () => {
-  it('GET /metrics/mrr 24 monthly points ≤ 5, 731 daily points ≤ 8, /metrics/summary ≤ 4, /metrics/cohorts 24 months ≤ 5: the same for 100 and 20,000 subscriptions', { timeout: 180_000 }, async () => {
+  it('GET /metrics/mrr 24 monthly points ≤ 5 (8 quarters, 7 years ≤ 5), 731 daily points ≤ 8, /metrics/summary ≤ 4, /metrics/cohorts 24 months ≤ 5: the same for 100 and 20,000 subscriptions', { timeout: 180_000 }, async () => {
     const clock = fixedClock('2024-03-01T00:00:00Z');
     const small = await newMerchant();
     const batch = await api.post('/customers/batch', small.token, { customers: Array.from({ length: 100 }, (_, i) => ({ email: `s${i}@budget.test`, name: `S${i}` })) });
@@ -52,7 +55,7 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
     clock.set('2025-12-31T12:00:00Z');
     const a = await reads(small.token);
     const b = await reads(large.token);
-    for (const [name, budget] of [['monthly24', 5], ['monthlyMidMonth', 5], ['daily731', 8], ['weekly', 8], ['summary', 4], ['cohorts24', 5]] as const) {
+    for (const [name, budget] of [['monthly24', 5], ['monthlyMidMonth', 5], ['quarterly8', 5], ['yearly', 5], ['daily731', 8], ['weekly', 8], ['summary', 4], ['cohorts24', 5]] as const) {
       expect(a[name].res.status, JSON.stringify(a[name].res.body)).toBe(200);
       expect(b[name].res.status, JSON.stringify(b[name].res.body)).toBe(200);
       report(`${name} (100 subscriptions)`, a[name].requests, budget);
@@ -62,6 +65,9 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
     }
     expect(a.monthly24.res.body.data).toHaveLength(24);
     expect(a.daily731.res.body.data).toHaveLength(731);
+    expect(a.quarterly8.res.body.data).toHaveLength(8);
+    expect(a.yearly.res.body.data).toHaveLength(7);
+    expect(b.quarterly8.res.body.data.at(-1).mrr).toBe(b.monthlyMidMonth.res.body.data.at(-1).mrr);
     expect(a.monthly24.res.body.data.at(-1).mrr).toBe('1000.00');
     expect(a.summary.res.body.data.active_subscriptions).toBe(100);
   });

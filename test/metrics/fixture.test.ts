@@ -32,11 +32,19 @@ const ok = async (p: Promise<{ status: number; body: any }>, status = 200) => {
 };
 const series = async (query: string) => ok(api.get(`/metrics/mrr?${query}`, token));
 
-const entry = (date: string, mrr: string, moves: Partial<Record<'new' | 'expansion' | 'contraction' | 'churn' | 'reactivation', string>>, subs: number, customers: number) => {
+/**
+ * One point's rates, worked by hand: arpa at its end; customer churn, MRR churn, net and gross MRR
+ * retention against the levels just before it (null on a zero base).
+ */
+type Rates = [arpa: string | null, customerChurn: number | null, mrrChurn: number | null, netRetention: number | null, grossRetention: number | null];
+const entry = (date: string, mrr: string, moves: Partial<Record<'new' | 'expansion' | 'contraction' | 'churn' | 'reactivation', string>>, subs: number, customers: number, rates: Rates) => {
   const m = { new: '0.00', expansion: '0.00', contraction: '0.00', churn: '0.00', reactivation: '0.00', ...moves };
   const net = Object.values(m).reduce((a, v) => a + Math.round(Number(v) * 100), 0) / 100;
-  return { date, mrr, ...m, net_change: net.toFixed(2), active_subscriptions: subs, active_customers: customers };
+  const [arpa, customer_churn_rate, mrr_churn_rate, net_mrr_retention, gross_mrr_retention] = rates;
+  return { date, mrr, ...m, net_change: net.toFixed(2), active_subscriptions: subs, active_customers: customers, arpa, customer_churn_rate, mrr_churn_rate, net_mrr_retention, gross_mrr_retention };
 };
+/** Nothing before the point: every rate's base is 0. */
+const noBase = (arpa: string | null): Rates => [arpa, null, null, null, null];
 
 let janBeforeImport: any;
 
@@ -99,22 +107,41 @@ describe('the scripted merchant (figures worked by hand)', () => {
     readOn('2025-09-01T09:00:00Z');
     const r = await series('start_date=2024-12-01&end_date=2025-08-31&interval=month');
     expect(r.data).toEqual([
-      entry('2024-12-01', '0.00', { new: '30.00', churn: '-30.00' }, 0, 0),
-      entry('2025-01-01', '300.00', { new: '200.00', reactivation: '100.00' }, 2, 2),
-      entry('2025-02-01', '270.00', { expansion: '50.00', contraction: '-80.00' }, 2, 2),
-      entry('2025-03-01', '270.00', { churn: '-150.00', reactivation: '150.00' }, 2, 2),
-      entry('2025-04-01', '150.00', { churn: '-120.00' }, 1, 1),
-      entry('2025-05-01', '370.00', { new: '100.00', reactivation: '120.00' }, 2, 3),
-      entry('2025-06-01', '370.00', {}, 2, 3), // D's refunded order never counted
-      entry('2025-07-01', '370.00', { new: '50.00', churn: '-50.00' }, 2, 3),
-      entry('2025-08-01', '270.00', { churn: '-100.00' }, 2, 2),
+      entry('2024-12-01', '0.00', { new: '30.00', churn: '-30.00' }, 0, 0, noBase(null)),
+      entry('2025-01-01', '300.00', { new: '200.00', reactivation: '100.00' }, 2, 2, noBase('150.00')),
+      entry('2025-02-01', '270.00', { expansion: '50.00', contraction: '-80.00' }, 2, 2, ['135.00', 0, 26.67, 90, 73.33]),
+      entry('2025-03-01', '270.00', { churn: '-150.00', reactivation: '150.00' }, 2, 2, ['135.00', 0, 55.56, 44.44, 44.44]), // a pause is MRR churn, not customer churn
+      entry('2025-04-01', '150.00', { churn: '-120.00' }, 1, 1, ['150.00', 50, 44.44, 55.56, 55.56]),
+      entry('2025-05-01', '370.00', { new: '100.00', reactivation: '120.00' }, 2, 3, ['123.33', 0, 0, 100, 100]),
+      entry('2025-06-01', '370.00', {}, 2, 3, ['123.33', 0, 0, 100, 100]), // D's refunded order never counted
+      entry('2025-07-01', '370.00', { new: '50.00', churn: '-50.00' }, 2, 3, ['123.33', 33.33, 13.51, 86.49, 86.49]),
+      entry('2025-08-01', '270.00', { churn: '-100.00' }, 2, 2, ['135.00', 0, 27.03, 72.97, 72.97]),
     ]);
     // No MRR and no customers at the start: both rates have no base.
     expect(r.summary).toEqual({ current_mrr: '270.00', arr: '3240.00', arpa: '135.00', customer_churn_rate: null, mrr_churn_rate: null });
   });
 
+  it('quarterly and yearly series: calendar quarters and years, clamped to the range; rates against the level before each', async () => {
+    readOn('2025-09-01T09:00:00Z');
+    const quarters = await series('start_date=2024-12-01&end_date=2025-08-31&interval=quarter');
+    expect(quarters.data).toEqual([
+      entry('2024-12-01', '0.00', { new: '30.00', churn: '-30.00' }, 0, 0, noBase(null)),
+      entry('2025-01-01', '270.00', { new: '200.00', expansion: '50.00', contraction: '-80.00', churn: '-150.00', reactivation: '250.00' }, 2, 2, noBase('135.00')),
+      entry('2025-04-01', '370.00', { new: '100.00', churn: '-120.00', reactivation: '120.00' }, 2, 3, ['123.33', 50, 44.44, 55.56, 55.56]),
+      entry('2025-07-01', '270.00', { new: '50.00', churn: '-150.00' }, 2, 2, ['135.00', 33.33, 40.54, 59.46, 59.46]),
+    ]);
+    const years = await series('start_date=2024-12-01&end_date=2025-08-31&interval=year');
+    expect(years.data).toEqual([
+      entry('2024-12-01', '0.00', { new: '30.00', churn: '-30.00' }, 0, 0, noBase(null)),
+      entry('2025-01-01', '270.00', { new: '350.00', expansion: '50.00', contraction: '-80.00', churn: '-420.00', reactivation: '370.00' }, 2, 2, noBase('135.00')),
+    ]);
+    // The range summary does not depend on the interval.
+    expect(quarters.summary).toEqual(years.summary);
+    expect(years.summary).toEqual((await series('start_date=2024-12-01&end_date=2025-08-31&interval=month')).summary);
+  });
+
   it('the back-dated import reclassified January: A was new there before, a reactivation after', () => {
-    expect(janBeforeImport).toEqual(entry('2025-01-01', '300.00', { new: '300.00' }, 2, 2));
+    expect(janBeforeImport).toEqual(entry('2025-01-01', '300.00', { new: '300.00' }, 2, 2, noBase('150.00')));
   });
 
   it('range summary Feb – Jul 2025: churn rates over the MRR and customers at its start', async () => {
@@ -131,12 +158,12 @@ describe('the scripted merchant (figures worked by hand)', () => {
     const daily = await series('start_date=2025-06-26&end_date=2025-07-25&interval=day');
     expect(daily.data).toHaveLength(30);
     const byDate = Object.fromEntries(daily.data.map((e: any) => [e.date, e]));
-    expect(byDate['2025-07-01']).toEqual(entry('2025-07-01', '420.00', { new: '50.00' }, 3, 4));
-    expect(byDate['2025-07-05']).toEqual(entry('2025-07-05', '370.00', { churn: '-50.00' }, 2, 3));
+    expect(byDate['2025-07-01']).toEqual(entry('2025-07-01', '420.00', { new: '50.00' }, 3, 4, ['105.00', 0, 0, 100, 100]));
+    expect(byDate['2025-07-05']).toEqual(entry('2025-07-05', '370.00', { churn: '-50.00' }, 2, 3, ['123.33', 25, 11.9, 88.1, 88.1]));
     const weekly = await series('start_date=2025-06-26&end_date=2025-07-25&interval=week');
     // Thursday 06-26 (clamped start), then Mondays 06-30, 07-07, 07-14, 07-21.
     expect(weekly.data.map((e: any) => e.date)).toEqual(['2025-06-26', '2025-06-30', '2025-07-07', '2025-07-14', '2025-07-21']);
-    expect(weekly.data[1]).toEqual(entry('2025-06-30', '370.00', { new: '50.00', churn: '-50.00' }, 2, 3));
+    expect(weekly.data[1]).toEqual(entry('2025-06-30', '370.00', { new: '50.00', churn: '-50.00' }, 2, 3, ['123.33', 33.33, 13.51, 86.49, 86.49]));
     expect(weekly.summary).toEqual(daily.summary);
   });
 

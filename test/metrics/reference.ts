@@ -101,15 +101,19 @@ const levelAt = (customers: RefCustomer[], t: string) => {
   return { mrr, active, subs };
 };
 
-const bucketOf = (day: string, interval: 'day' | 'week' | 'month') => {
+export type RefInterval = 'day' | 'week' | 'month' | 'quarter' | 'year';
+
+const bucketOf = (day: string, interval: RefInterval) => {
   if (interval === 'day') return day;
   if (interval === 'month') return day.slice(0, 7);
+  if (interval === 'year') return day.slice(0, 4);
+  if (interval === 'quarter') return `${day.slice(0, 4)}/${['1', '1', '1', '2', '2', '2', '3', '3', '3', '4', '4', '4'][Number(day.slice(5, 7)) - 1]}`;
   const dow = new Date(`${day}T00:00:00Z`).getUTCDay();
   return addDays(day, -((dow + 6) % 7));
 };
 
 /** GET /metrics/mrr as docs/metrics.md defines it, from scratch. */
-export const expectedSeries = (customers: RefCustomer[], start: string, end: string, interval: 'day' | 'week' | 'month') => {
+export const expectedSeries = (customers: RefCustomer[], start: string, end: string, interval: RefInterval) => {
   const moves = dayMoves(customers);
   const buckets: { key: string; date: string; last: string; m: DayMoves }[] = [];
   for (let d = start; d <= end; d = addDays(d, 1)) {
@@ -122,7 +126,10 @@ export const expectedSeries = (customers: RefCustomer[], start: string, end: str
   }
   const data = buckets.map((b) => {
     const level = levelAt(customers, endOf(b.last));
+    // The bucket's rates are against the levels at the end of the day before its first.
+    const before = levelAt(customers, endOf(addDays(b.date, -1)));
     const net = b.m.new.plus(b.m.expansion).plus(b.m.contraction).plus(b.m.churn).plus(b.m.reactivation);
+    const lost = b.m.churn.abs().plus(b.m.contraction.abs());
     return {
       date: b.date,
       mrr: money(level.mrr),
@@ -134,6 +141,11 @@ export const expectedSeries = (customers: RefCustomer[], start: string, end: str
       net_change: money(net),
       active_subscriptions: level.subs,
       active_customers: level.active,
+      arpa: level.active ? money(level.mrr.div(level.active)) : null,
+      customer_churn_rate: pct(new Decimal(b.m.churned), new Decimal(before.active)),
+      mrr_churn_rate: pct(lost, before.mrr),
+      net_mrr_retention: pct(before.mrr.minus(lost).plus(b.m.expansion), before.mrr),
+      gross_mrr_retention: pct(before.mrr.minus(lost), before.mrr),
     };
   });
   const startLevel = levelAt(customers, endOf(addDays(start, -1)));

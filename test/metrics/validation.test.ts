@@ -41,8 +41,8 @@ describe('GET /metrics/mrr parameters', () => {
       expect(await expect422(token, `/metrics/mrr?start_date=${encodeURIComponent(bad)}`, 'start_date')).toBe('The start date field must be a valid date (YYYY-MM-DD).');
       await expect422(token, `/metrics/mrr?end_date=${encodeURIComponent(bad)}`, 'end_date');
     }
-    for (const bad of ['year', 'DAY', '', 'weeks']) {
-      expect(await expect422(token, `/metrics/mrr?interval=${bad}`, 'interval')).toBe('The selected interval is invalid. Allowed: day, week, month.');
+    for (const bad of ['years', 'DAY', '', 'weeks', 'Q1']) {
+      expect(await expect422(token, `/metrics/mrr?interval=${bad}`, 'interval')).toBe('The selected interval is invalid. Allowed: day, week, month, quarter, year.');
     }
     expect(await expect422(token, '/metrics/mrr?start_date=2025-02-01&end_date=2025-01-31', 'end_date')).toBe(
       'The end date field must be a date after or equal to the start date.',

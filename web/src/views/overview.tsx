@@ -11,7 +11,7 @@ const RANGES = [
   { id: '12m', label: 'Last 12 months', months: 11 },
   { id: '24m', label: 'Last 24 months', months: 23 },
 ] as const;
-const INTERVALS = ['day', 'week', 'month'] as const;
+const INTERVALS = ['day', 'week', 'month', 'quarter', 'year'] as const;
 
 const isoDay = (d: Date) => d.toISOString().slice(0, 10);
 /** The range's first day (UTC): N days back, or the 1st of the month N months back. */
