@@ -1,9 +1,9 @@
 import { listCustomers } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
-import { apiHandler } from '#lib/http/handler';
+import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/customers/routes';
 
-export const handler = apiHandler(routes.customersList, async ({ auth, query }) => {
+export const handler = csvApiHandler(routes.customersList, async ({ auth, query }) => {
   const { items, meta } = await listCustomers(auth.merchantId, query);
   return { status: 200, body: { data: items.map((c) => presentCustomer(c, auth.reportingCurrency)), meta } };
 });

@@ -1,5 +1,5 @@
-import { apiHandler } from '#lib/http/handler';
+import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/metrics/routes';
 import { cohorts } from '#lib/metrics/read';
 
-export const handler = apiHandler(routes.metricsCohorts, async ({ auth, query }) => ({ status: 200, body: { data: await cohorts(auth.merchantId, query) } }));
+export const handler = csvApiHandler(routes.metricsCohorts, async ({ auth, query }) => ({ status: 200, body: { data: await cohorts(auth.merchantId, query) } }));

@@ -1,5 +1,5 @@
-import { apiHandler } from '#lib/http/handler';
+import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/metrics/routes';
 import { mrrSeries } from '#lib/metrics/read';
 
-export const handler = apiHandler(routes.metricsMrr, async ({ auth, query }) => ({ status: 200, body: await mrrSeries(auth.merchantId, query) }));
+export const handler = csvApiHandler(routes.metricsMrr, async ({ auth, query }) => ({ status: 200, body: await mrrSeries(auth.merchantId, query) }));

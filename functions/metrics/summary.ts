@@ -1,5 +1,5 @@
-import { apiHandler } from '#lib/http/handler';
+import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/metrics/routes';
 import { metricsSummary } from '#lib/metrics/read';
 
-export const handler = apiHandler(routes.metricsSummary, async ({ auth }) => ({ status: 200, body: { data: await metricsSummary(auth.merchantId) } }));
+export const handler = csvApiHandler(routes.metricsSummary, async ({ auth }) => ({ status: 200, body: { data: await metricsSummary(auth.merchantId) } }));

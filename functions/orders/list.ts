@@ -1,8 +1,8 @@
-import { apiHandler } from '#lib/http/handler';
+import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/orders/routes';
 import { listOrders } from '#lib/orders/read';
 
-export const handler = apiHandler(routes.ordersList, async ({ auth, query }) => ({
+export const handler = csvApiHandler(routes.ordersList, async ({ auth, query }) => ({
   status: 200,
   body: await listOrders(auth.merchantId, query),
 }));

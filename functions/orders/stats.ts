@@ -1,8 +1,8 @@
-import { apiHandler } from '#lib/http/handler';
+import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/orders/routes';
 import { orderStats } from '#lib/orders/read';
 
-export const handler = apiHandler(routes.ordersStats, async ({ auth, query }) => ({
+export const handler = csvApiHandler(routes.ordersStats, async ({ auth, query }) => ({
   status: 200,
   body: { data: await orderStats(auth.merchantId, query.currency ?? auth.reportingCurrency) },
 }));

@@ -1,8 +1,8 @@
-import { apiHandler } from '#lib/http/handler';
+import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/subscriptions/routes';
 import { listSubscriptionEvents } from '#lib/subscriptions/events';
 
-export const handler = apiHandler(routes.subscriptionEventsList, async ({ auth, query }) => ({
+export const handler = csvApiHandler(routes.subscriptionEventsList, async ({ auth, query }) => ({
   status: 200,
   body: await listSubscriptionEvents(auth.merchantId, query),
 }));

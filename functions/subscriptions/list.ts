@@ -1,8 +1,8 @@
-import { apiHandler } from '#lib/http/handler';
+import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/subscriptions/routes';
 import { listSubscriptions } from '#lib/subscriptions/service';
 
-export const handler = apiHandler(routes.subscriptionsList, async ({ auth, query }) => ({
+export const handler = csvApiHandler(routes.subscriptionsList, async ({ auth, query }) => ({
   status: 200,
   body: await listSubscriptions(auth, query),
 }));

@@ -1,8 +1,8 @@
-import { apiHandler } from '#lib/http/handler';
+import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/webhooks/routes';
 import { listEndpointDeliveries } from '#lib/webhooks/service';
 
-export const handler = apiHandler(routes.webhookEndpointsDeliveries, async ({ auth, params, query }) => ({
+export const handler = csvApiHandler(routes.webhookEndpointsDeliveries, async ({ auth, params, query }) => ({
   status: 200,
   body: await listEndpointDeliveries(auth.merchantId, params.id, query),
 }));

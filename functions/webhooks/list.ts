@@ -1,8 +1,8 @@
-import { apiHandler } from '#lib/http/handler';
+import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/webhooks/routes';
 import { listWebhookEndpoints } from '#lib/webhooks/service';
 
-export const handler = apiHandler(routes.webhookEndpointsList, async ({ auth, query }) => ({
+export const handler = csvApiHandler(routes.webhookEndpointsList, async ({ auth, query }) => ({
   status: 200,
   body: await listWebhookEndpoints(auth.merchantId, query),
 }));

@@ -12,6 +12,7 @@ export const routes = {
     ability: 'activity:read',
     dashboard: dashboardRead,
     writes: false,
+    csv: true,
     summary: 'The activity log: one entry per batch request, newest first, kept for the 13 whole months after the month it ran in',
     description:
       'The activity log: one entry per batch request (what was sent, how many items were created, updated, skipped or refused), newest first, optionally by type, import run or date range. Entries are kept for the 13 whole months after their month (docs/activity-log.md).',

@@ -12,6 +12,7 @@ export const routes = {
     handler: 'functions/customers/list.ts',
     ability: 'customers:read',
     writes: false,
+    csv: true,
     summary: 'List customers, newest first',
     description:
       'Lists live customers, newest first (created_at, then id). With `search`, the customers whose email or name contains the term, case-insensitively. Pages by number or by cursor (docs/api-conventions.md); `meta.total` counts every match (docs/customers.md).',

@@ -259,13 +259,20 @@ const pipeline = (route: RouteDef | null) => {
 };
 
 /**
+ * Another form of a route's answer than JSON (lib/http/csv-handler.ts): a middleware that reads what
+ * the caller asks for, and the answer in that form (null: JSON as usual). Only the routes that
+ * offer it carry its code.
+ */
+export type AnswerForm = { negotiate: middy.MiddlewareObj<Event, Result>; render: (result: ApiResult, context: Context) => Result | null };
+
+/**
  * Wraps a route's handler in the shared pipeline. The handler gets the validated params, query and
  * body, and returns a status and a body; everything HTTP lives here.
  */
-export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>) => Promise<ApiResult>) =>
+export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>) => Promise<ApiResult>, form?: AnswerForm) =>
   withInvocationDeadline(pipeline(route)
-    .use(jsonBody(route))
-    .handler(async (event) => {
+    .use(form ? [jsonBody(route), form.negotiate] : [jsonBody(route)])
+    .handler(async (event, context) => {
       const s = states.get(event)!;
       const req = {
         auth: s.auth,
@@ -277,6 +284,8 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
         requestId: s.requestId,
       } as ApiRequest<R>;
       const result = await fn(req);
+      const rendered = form?.render(result, context);
+      if (rendered) return rendered;
       return {
         statusCode: result.status,
         headers: result.headers,

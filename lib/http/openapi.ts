@@ -94,6 +94,17 @@ const gatewayUnauthorizedHeaders = {
 const GATEWAY_UNAUTHORIZED_NOTE =
   ' API Gateway\'s JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*.';
 
+/** A CSV answer (`Accept: text/csv`, docs/api-conventions.md): `data` as rows; a list's paging in headers. */
+const csvContent = {
+  'text/csv': {
+    schema: { type: 'string' as const, description: 'UTF-8 CSV: a header row (the fields of `data`), then one row per item; with Accept: text/csv' },
+  },
+};
+const csvHeaders = {
+  'X-Total-Count': optionalString('CSV answers of a list: `meta.total`'),
+  'X-Next-Cursor': optionalString('CSV answers of a list: `meta.next_cursor`, when there is a next page'),
+};
+
 const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObject => {
   const gateway401 = authKindOf(route) === 'backoffice';
   const declared = Object.fromEntries(
@@ -104,8 +115,9 @@ const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObjec
         headers: {
           ...(gateway401 && status === '401' ? gatewayUnauthorizedHeaders : status === '429' ? rateLimitedHeaders : commonHeaders),
           ...Object.fromEntries(Object.entries(r.headers ?? {}).map(([name, description]) => [name, { description, schema: { type: 'string' as const } }])),
+          ...(route.csv && status === '200' ? csvHeaders : {}),
         },
-        ...(r.schema ? { content: { 'application/json': { schema: r.schema } } } : {}),
+        ...(r.schema ? { content: { 'application/json': { schema: r.schema }, ...(route.csv && status === '200' ? csvContent : {}) } } : {}),
       },
     ]),
   );

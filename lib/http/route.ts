@@ -55,6 +55,8 @@ export type RouteDef = {
     /** Request headers by lower-case name; a 422 names the field `x-foo-bar` → `foo_bar`. */
     headers?: z.ZodObject;
   };
+  /** A metrics read or a list: `Accept: text/csv` gets its `data` as CSV (lib/http/csv.ts). */
+  csv?: boolean;
   /** Responses the handler gives; `headers` are extra response headers (name → description). */
   responses: Record<number, { description: string; schema?: z.ZodType; headers?: Record<string, string> }>;
 };

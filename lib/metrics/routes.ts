@@ -13,9 +13,10 @@ export const routes = {
     ability: 'analytics:read',
     dashboard: dashboardRead,
     writes: false,
-    summary: 'MRR and its movements per day, week (Monday, UTC) or month, with the range summary',
+    csv: true,
+    summary: 'MRR, its movements and rates per day, week (Monday, UTC), month, quarter or year, with the range summary',
     description:
-      'MRR per interval (day, week from Monday, or month; UTC) between `start_date` and `end_date`, with each point\'s movements (new, expansion, contraction, churn, reactivation) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md).',
+      'MRR per interval (day, week from Monday, month, calendar quarter or year; UTC) between `start_date` and `end_date`, with each point\'s movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). `Accept: text/csv` gives the points as CSV (docs/api-conventions.md).',
     tags: ['metrics'],
     request: { query: mrrQuery },
     responses: { 200: { description: 'The MRR series', schema: mrrSeriesSchema }, ...errors, ...invalid },
@@ -27,6 +28,7 @@ export const routes = {
     ability: 'analytics:read',
     dashboard: dashboardRead,
     writes: false,
+    csv: true,
     summary: 'Current MRR, ARR, ARPA, active counts, and the last 30 days: churn rates, quick ratio, LTV',
     description:
       'The figures of today: MRR, ARR, ARPA, active subscriptions and customers, and over the last 30 days the customer and MRR churn rates, quick ratio and LTV (docs/metrics.md).',
@@ -40,6 +42,7 @@ export const routes = {
     ability: 'analytics:read',
     dashboard: dashboardRead,
     writes: false,
+    csv: true,
     summary: 'Monthly cohorts (first month with MRR) with customer and MRR retention',
     description:
       'Customers grouped by the month their MRR first went above zero, with customer and MRR retention at the end of each later month; the first element is 100 / 100 (docs/metrics.md).',

@@ -13,6 +13,7 @@ export const routes = {
     ability: 'orders:read',
     dashboard: dashboardRead,
     writes: false,
+    csv: true,
     summary: 'List orders, newest first',
     description:
       'Lists orders newest first (created_at, then id), optionally by status, by customer (id or email) and by a created_at range (dates inclusive). Pages by number or cursor; `meta.total` comes from counters, so every page costs the same (docs/orders.md).',
@@ -61,6 +62,7 @@ export const routes = {
     ability: 'orders:read',
     dashboard: dashboardRead,
     writes: false,
+    csv: true,
     summary: "Today's and this month's figures (UTC)",
     description:
       'Today\'s and this month\'s figures in UTC: revenue of paid orders in the reporting currency (or `currency`), the number of orders created today and the share of them paid. Read from counters: three requests however many orders there are (docs/orders.md).',

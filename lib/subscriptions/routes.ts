@@ -12,6 +12,7 @@ export const routes = {
     handler: 'functions/subscriptions/list.ts',
     ability: 'subscriptions:read',
     writes: false,
+    csv: true,
     summary: 'List subscriptions, newest first',
     description:
       'Lists subscriptions newest first, optionally by customer, status or plan name. Pages by number or cursor (docs/subscriptions.md).',
@@ -39,6 +40,7 @@ export const routes = {
     ability: 'subscriptions:read',
     dashboard: dashboardRead,
     writes: false,
+    csv: true,
     summary: 'List subscription events, newest first by occurred_at',
     description:
       'Lists subscription events (created, upgrade, downgrade, cancel, reactivated) newest first by occurred_at, then id, optionally by customer, subscription or type (docs/subscriptions.md).',

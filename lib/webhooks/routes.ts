@@ -14,6 +14,7 @@ export const routes = {
     ability: 'webhooks:read',
     dashboard: dashboardRead,
     writes: false,
+    csv: true,
     summary: 'List webhook endpoints, newest first (no secrets)',
     description:
       'Lists the merchant\'s webhook endpoints newest first, without secrets (docs/webhook-endpoints.md).',
@@ -117,6 +118,7 @@ export const routes = {
     ability: 'webhooks:read',
     dashboard: dashboardRead,
     writes: false,
+    csv: true,
     summary: "The endpoint's delivery attempts of the last 30 days, newest first",
     description:
       'The endpoint\'s delivery attempts of the last 30 days, newest first, with their status code, error and next retry time (docs/webhooks.md).',

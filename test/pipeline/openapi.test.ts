@@ -104,7 +104,7 @@ describe('GET /v1/openapi.json', () => {
     }
   });
 
-  it('gives every operation described JSON responses with the common headers, 429 with Retry-After', () => {
+  it('gives every operation described JSON responses (and CSV where offered) with the common headers, 429 with Retry-After', () => {
     for (const { path, method, op } of operations()) {
       const label = `${method} ${path}`;
       expect(Object.keys(op.responses).length, label).toBeGreaterThan(0);
@@ -114,7 +114,9 @@ describe('GET /v1/openapi.json', () => {
         for (const h of ['X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) {
           expect(res.headers?.[h], `${label} ${status} ${h}`).toBeDefined();
         }
-        for (const type of Object.keys(res.content ?? {})) expect(type).toBe('application/json');
+        // JSON, and CSV beside it on the 200 of a route that offers it (docs/api-conventions.md, "CSV").
+        const csv = routes.find((r) => r.path === path && r.method.toLowerCase() === method)?.csv === true && status === '200';
+        expect(Object.keys(res.content ?? {}), `${label} ${status}`).toEqual(res.content ? (csv ? ['application/json', 'text/csv'] : ['application/json']) : []);
       }
       expect(op.responses['429'].headers['Retry-After'], label).toBeDefined();
       expect(op.responses['500'], label).toBeDefined();
