@@ -1,6 +1,6 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/orders/routes';
-import { createOrder } from '#lib/orders/create';
+import { createOrder } from '#lib/orders/service';
 
 export const handler = apiHandler(routes.ordersCreate, async ({ auth, body, headers }) => {
   const result = await createOrder(auth, body, { idempotencyKey: headers['x-idempotency-key'] });

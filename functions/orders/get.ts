@@ -1,7 +1,7 @@
 import { NotFoundError } from '#lib/errors';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/orders/routes';
-import { findOrder } from '#lib/orders/read';
+import { findOrder } from '#lib/orders/service';
 
 export const handler = apiHandler(routes.ordersGet, async ({ auth, params }) => {
   const order = await findOrder(auth.merchantId, params.orderNo);

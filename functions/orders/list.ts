@@ -1,6 +1,6 @@
 import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/orders/routes';
-import { listOrders } from '#lib/orders/read';
+import { listOrders } from '#lib/orders/service';
 
 export const handler = csvApiHandler(routes.ordersList, async ({ auth, query }) => ({
   status: 200,

@@ -1,6 +1,6 @@
 import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/orders/routes';
-import { orderStats } from '#lib/orders/read';
+import { orderStats } from '#lib/orders/service';
 
 export const handler = csvApiHandler(routes.ordersStats, async ({ auth, query }) => ({
   status: 200,

@@ -1,6 +1,6 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/orders/routes';
-import { changeOrderStatus } from '#lib/orders/update-status';
+import { changeOrderStatus } from '#lib/orders/service';
 
 export const handler = apiHandler(routes.ordersUpdateStatus, async ({ auth, params, body }) => ({
   status: 200,

@@ -1,4 +1,4 @@
-import { NO_SOURCE, openBatchActivity, type ActivitySource } from '#lib/activity/store';
+import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
 import { batchGet, keyId } from '#lib/db/batch-get';
@@ -13,14 +13,10 @@ import { lineOf, orderLine, type Timeline } from '#lib/metrics/timeline';
 import type { CustomerItem } from '#lib/customers/model';
 import { issueMessage } from '#lib/shared/validation';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
-import { newOrderItem } from '#lib/orders/create';
-import { addAggregateDeltas, addCustomerFigures, type CustomerOrderChange } from '#lib/orders/figures';
 import type { OrderItem } from '#lib/orders/model';
+import { dropEmpty, foldImportItem, importUnchanged, missingForNew } from '#lib/orders/rules';
 import { orderBatchItem, type OrderBatchItem } from '#lib/orders/schemas';
-import { fillStatusTimestamp } from '#lib/orders/transitions';
-import { rewriteOrder } from '#lib/orders/update-status';
-import { addOrderWrite } from '#lib/orders/store';
-import { amountCurrencyError } from '#lib/shared/currency';
+import { addAggregateDeltas, addCustomerFigures, addOrderWrite, newOrderItem, rewriteOrder, type CustomerOrderChange } from '#lib/orders/store';
 import { formatTimestamp } from '#lib/shared/time';
 
 /**
@@ -32,14 +28,9 @@ import { formatTimestamp } from '#lib/shared/time';
 type Item = { index: number; input: OrderBatchItem };
 type Collector = ReturnType<typeof batchCollector>;
 
-const FIELDS = ['amount', 'currency', 'status', 'payment_method', 'billing_cycle', 'paid_at', 'refunded_at', 'failed_at', 'metadata', 'created_at'] as const;
-
-/** Absent, null, empty-string and empty-object fields leave the stored value alone (docs/orders.md: accumulate). */
-const isEmpty = (v: unknown) =>
-  v === null || v === undefined || v === '' || (typeof v === 'object' && !Array.isArray(v) && Object.keys(v as object).length === 0);
-const dropEmpty = (raw: Record<string, unknown>) => Object.fromEntries(Object.entries(raw).filter(([, v]) => !isEmpty(v)));
-
-export const importOrders = async (auth: AuthContext, rawItems: unknown[], source: ActivitySource = NO_SOURCE): Promise<BatchResult> => {
+/** `request`: the HTTP request the batch came in (its id and import run name its activity entry). */
+export const importOrders = async (auth: AuthContext, rawItems: unknown[], request?: Parameters<typeof sourceOf>[0]): Promise<BatchResult> => {
+  const source = request ? sourceOf(request) : NO_SOURCE;
   const collector = batchCollector(rawItems.length);
   const valid: Item[] = [];
   rawItems.forEach((raw, index) => {
@@ -78,6 +69,9 @@ type Unit = {
   outcomes: { index: number; kind: 'created' | 'updated' }[];
 };
 
+/** The one message of an item's refusal. */
+const refusalMessage = (err: InvalidError) => Object.values(err.fields)[0][0];
+
 type CustomerState = { item: CustomerItem; exists: boolean; name: string | null; timeline: TimelineState };
 
 /**
@@ -102,9 +96,9 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
     const prev = units.get(input.order_no);
     const base = prev?.order ?? stored(input.order_no);
     if (!base) {
-      const missing = !input.amount ? 'amount' : !input.customer_email ? 'customer_email' : null;
+      const missing = missingForNew(input);
       if (missing) {
-        collector.failed(index, 'validation_error', `The ${missing.replace('_', ' ')} field is required.`, input.order_no);
+        collector.failed(index, 'validation_error', missing, input.order_no);
         continue;
       }
       units.set(input.order_no, {
@@ -118,16 +112,12 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
       continue;
     }
     const unit: Unit = prev ?? { orderNo: input.order_no, items: [], order: base, stored: base, emails: [], outcomes: [] };
-    const changes: Partial<OrderItem> = {};
-    for (const f of FIELDS) if (input[f] !== undefined) (changes as Record<string, unknown>)[f] = input[f];
-    const next = fillStatusTimestamp({ ...unit.order, ...changes } as OrderItem, input.created_at ?? at);
-    // The stored amount and a new currency (or the reverse) must still agree.
-    const mismatch = amountCurrencyError(next.amount, next.currency, 'amount');
-    if (mismatch) {
-      const message = input.amount
-        ? mismatch
-        : `The currency field cannot be ${next.currency}: the order's amount ${next.amount} has a fraction and ${next.currency} has no minor unit.`;
-      collector.failed(index, 'validation_error', message, input.order_no);
+    let next: OrderItem;
+    try {
+      next = foldImportItem(unit.order, input, at);
+    } catch (err) {
+      if (!(err instanceof InvalidError)) throw err;
+      collector.failed(index, 'validation_error', refusalMessage(err), input.order_no);
       continue;
     }
     unit.order = next;
@@ -157,7 +147,7 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
   for (const u of units.values()) {
     const email = u.emails.at(-1);
     const customerId = email ? customerIdOf.get(email)! : u.order.customer_id;
-    const unchanged = u.stored && u.stored.customer_id === customerId && FIELDS.every((f) => JSON.stringify(u.order[f]) === JSON.stringify(u.stored![f]));
+    const unchanged = u.stored && importUnchanged(u.stored, u.order, customerId);
     // An item that changes nothing is still reported `updated`, but writes nothing (updated_at stays).
     u.order = unchanged
       ? u.stored!
@@ -202,7 +192,7 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
           : err instanceof ThrottledError
             ? ['throttled', 'The service was busy; retry the item.']
             : err instanceof InvalidError
-              ? ['validation_error', Object.values(err.fields)[0][0]]
+              ? ['validation_error', refusalMessage(err)]
               : ['error', 'The item could not be written; retry it.'];
       for (const o of unit.outcomes) collector.failed(o.index, reason, message, unit.orderNo);
     },

@@ -1,10 +1,22 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, NumberValue, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import Decimal from 'decimal.js';
+import { addTotal, listTotal, readDayAndMonth } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
-import { ENTRY_OF, indexes, indexPartitions, keys } from '#lib/db/keys';
-import { itemRowsOf } from '#lib/db/query';
+import { createdRange, ENTRY_OF, indexes, indexPartitions, keys, PAYMENT_PREFIX } from '#lib/db/keys';
+import { countQuery, itemRowsOf, listPage, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
-import { itemAbsent, versionIs, WriteSet } from '#lib/db/writes';
+import { itemAbsent, versionIs, WriteConflict, WriteSet, type Condition } from '#lib/db/writes';
+import { ltvAttr, type CustomerItem } from '#lib/customers/model';
 import type { OrderItem } from '#lib/orders/model';
+import { changed, newOrder, paymentTime, revenueAttr } from '#lib/orders/rules';
+import type { OrderListQuery } from '#lib/orders/schemas';
+import type { IdempotencyRecord } from '#lib/shared/idempotency';
+import { utcDay, utcMonth } from '#lib/shared/time';
+
+/**
+ * The orders' table adapter: keys and index attributes, reads, and the writes of a planned change
+ * (the order, its list entries, the figures it moves), and what a failed write's tags mean.
+ */
 
 export const getOrder = async (merchantId: string, orderNo: string): Promise<OrderItem | null> => {
   // No stored order_no is longer than 100 characters (a longer key would not even be a valid DynamoDB key).
@@ -13,10 +25,31 @@ export const getOrder = async (merchantId: string, orderNo: string): Promise<Ord
   return (Item as OrderItem | undefined) ?? null;
 };
 
+/** The customer an order names, by key (deleted ones too: their orders still show them). */
+export const getOrderCustomer = async (merchantId: string, customerId: number) => {
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.customer(merchantId, customerId), ConsistentRead: true }));
+  return Item as { email: string; name: string | null } | undefined;
+};
+
 type Listed = Pick<OrderItem, 'order_no' | 'id' | 'status' | 'created_at' | 'customer_id'>;
 
 /** The index attributes the order item carries: its customer's orders (gsi3, a partition of that customer's). */
 export const orderIndexAttributes = (merchantId: string, o: Listed) => indexes.ordersByCustomer(merchantId, o.customer_id, o.created_at, o.id);
+
+/** A new order as stored (rules: `newOrder`): its key and index attributes. */
+export const newOrderItem = (merchantId: string, ...args: Parameters<typeof newOrder>): OrderItem => {
+  const order = newOrder(...args);
+  return { ...keys.order(merchantId, order.order_no), ...orderIndexAttributes(merchantId, order), ...order } as OrderItem;
+};
+
+/**
+ * The order after a change of fields as stored: its index keys follow it, the version moves on.
+ * List keys an earlier version kept on the item are dropped (its list entries carry them: `addOrderWrite`).
+ */
+export const rewriteOrder = (merchantId: string, order: OrderItem, changes: Partial<OrderItem>, at: string): OrderItem => {
+  const next = withoutListKeys(changed(order, changes, at));
+  return { ...next, ...orderIndexAttributes(merchantId, next) };
+};
 
 /** The merchant-wide list keys an order written by an earlier version carries on itself (moved to its entries). */
 export const LEGACY_ORDER_INDEX_ATTRIBUTES = ['gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk'] as const;
@@ -58,6 +91,44 @@ export const addOrderWrite = (ws: WriteSet, merchantId: string, before: OrderIte
   addOrderListEntries(ws, merchantId, before, after);
 };
 
+/** The idempotency record under `key` (strongly consistent): read again when the order_no is found taken. */
+export const getIdempotencyRecord = async (key: ReturnType<typeof keys.idempotency>) => {
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }));
+  return Item as IdempotencyRecord | undefined;
+};
+
+/** A failed create's tags: the order_no was taken, by a request without our idempotency record. */
+export const orderNoTakenBy = (err: unknown) => err instanceof WriteConflict && err.tags.includes('order') && !err.tags.includes('idempotency');
+
+/**
+ * A page of orders, newest first. By customer (gsi3, the orders themselves) when one is given, else
+ * by status (gsi2), else all (gsi1), both of list entries whose orders are then read by key; the
+ * created_at range narrows the sort key. Totals come from the TOTALS counters, fetched with the
+ * page's orders, when no range or customer filter applies, so page 1 stays flat in the order count.
+ */
+export const ordersPage = (merchantId: string, customerId: number | undefined, q: OrderListQuery) => {
+  const range = createdRange(q.start_date, q.end_date);
+  let query: IndexQuery;
+  if (customerId !== undefined) {
+    query = {
+      index: 'gsi3',
+      partition: indexPartitions.ordersByCustomer(merchantId, customerId),
+      ...(q.status ? { filter: { expression: '#fst = :fst', names: { '#fst': 'status' }, values: { ':fst': q.status } } } : {}),
+    };
+  } else if (q.status) {
+    query = { index: 'gsi2', partition: indexPartitions.ordersByStatus(merchantId, q.status) };
+  } else {
+    query = { index: 'gsi1', partition: indexPartitions.orders(merchantId) };
+  }
+  query = { ...query, from: range.from, to: range.to };
+  const countedByTotals = customerId === undefined && range.from === undefined && range.to === undefined;
+  const total = countedByTotals ? listTotal(merchantId, 'ORDERS', q.status ? `orders_${q.status}` : 'orders') : () => countQuery(query);
+  return listPage<OrderItem>(query, total, q);
+};
+
+/** A day's and its month's stats counters (one BatchGetItem, whatever the number of orders). */
+export const readStats = (merchantId: string, day: string) => readDayAndMonth(merchantId, day);
+
 /**
  * `ops upgrade`: orders written before list entries existed (their list keys on the item) get their
  * entries, and the keys leave the item, in one transaction guarded by the order's version (a
@@ -82,4 +153,187 @@ export const moveOrderListKeys = async (merchantId: string): Promise<{ moved: nu
     }
   }
   return { moved };
+};
+
+/**
+ * What an order contributes to the pre-aggregated figures. Every order write turns the stored
+ * state (`before`, null when new) and the new state (`after`) into ADD deltas in the same
+ * transaction as the order, so figures and orders never disagree.
+ */
+export type OrderFigures = Pick<OrderItem, 'order_no' | 'amount' | 'currency' | 'status' | 'paid_at' | 'created_at' | 'customer_id'>;
+
+const ONE = new Decimal(1);
+const sign = (d: Decimal, negative: boolean) => (negative ? d.negated() : d);
+
+/** Stats (per UTC day and month, per currency) and list totals, in this transaction's counter shard. */
+export const addAggregateDeltas = (ws: WriteSet, merchantId: string, before: OrderFigures | null, after: OrderFigures | null) => {
+  const day = (d: string) => ws.update('stats', keys.statsDay(merchantId, utcDay(d), ws.shard));
+  const apply = (o: OrderFigures, negative: boolean) => {
+    if (o.status === 'paid' && o.paid_at) {
+      const amount = sign(new Decimal(o.amount), negative);
+      day(o.paid_at).add(revenueAttr(o.currency), amount);
+      ws.update('stats', keys.statsMonth(merchantId, utcMonth(o.paid_at), ws.shard)).add(revenueAttr(o.currency), amount);
+    }
+    if (o.status === 'paid') day(o.created_at).add('created_paid', sign(ONE, negative));
+    addTotal(ws, merchantId, 'ORDERS', `orders_${o.status}`, sign(ONE, negative));
+  };
+  if (before) apply(before, true);
+  if (after) apply(after, false);
+  if (!before && after) {
+    day(after.created_at).add('created', ONE);
+    addTotal(ws, merchantId, 'ORDERS', 'orders', ONE);
+  } else if (before && after && utcDay(before.created_at) !== utcDay(after.created_at)) {
+    // An import gave the order its own date: it counts on that day.
+    day(before.created_at).add('created', ONE.negated());
+    day(after.created_at).add('created', ONE);
+  }
+};
+
+/** A change of one order as seen by one customer (null: not this customer's order before/after). */
+export type CustomerOrderChange = { before: OrderFigures | null; after: OrderFigures | null };
+
+/** The payment-time fields of a customer, as read (or as a transaction leaves them). */
+export type PaymentState = Pick<CustomerItem, 'first_payment_at' | 'last_payment_at' | 'payment_version'>;
+
+const minOf = (times: string[]) => (times.length ? times.reduce((a, b) => (b < a ? b : a)) : null);
+const maxOf = (times: string[]) => (times.length ? times.reduce((a, b) => (b > a ? b : a)) : null);
+
+/**
+ * Payment times of the customer's paid orders other than the `excluded` payment items, nearest
+ * each end: a strongly consistent Query on the customer's own partition (never an index, which
+ * can be stale on AWS). `k` items from each end are enough when at most k − 1 are excluded.
+ */
+const paymentExtremes = async (merchantId: string, customerId: number, excluded: Set<string>) => {
+  const k = excluded.size + 1;
+  const ends = await Promise.all(
+    [true, false].map((forward) =>
+      db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :pay)',
+          ExpressionAttributeValues: { ':pk': keys.customer(merchantId, customerId).pk, ':pay': PAYMENT_PREFIX },
+          ConsistentRead: true,
+          ScanIndexForward: forward,
+          Limit: k,
+        }),
+      ),
+    ),
+  );
+  const times = (items: Record<string, unknown>[] | undefined) =>
+    (items ?? []).filter((i) => !excluded.has(String(i.sk))).map((i) => String(i.paid_at));
+  return { first: times(ends[0].Items)[0] ?? null, last: times(ends[1].Items)[0] ?? null };
+};
+
+const exists = (attr: string): Condition => ({ expression: `attribute_exists(${attr})` });
+
+/**
+ * Moves one customer's figures for a set of order changes inside `ws`: ltv and order_count by ADD,
+ * payment-time items put/deleted under the customer's key, and first/last_payment_at:
+ * - only additions (or removals strictly inside the range): monotone guards — the stored first is
+ *   still ≤ what we keep (or ≥ what we lower it to), likewise the last — so concurrent payers of
+ *   one customer never invalidate each other;
+ * - a removal of the first or last: recomputed from the payment items (consistent Query), guarded
+ *   by `payment_version`, which every payment change bumps.
+ * `created` is the customer item being put in the same transaction (figures applied to it).
+ * Returns the payment state the transaction leaves, for callers carrying state between transactions.
+ */
+export const addCustomerFigures = async (
+  ws: WriteSet,
+  merchantId: string,
+  customer: CustomerItem,
+  changes: CustomerOrderChange[],
+  created?: CustomerItem,
+): Promise<PaymentState> => {
+  const ltv = new Map<string, Decimal>();
+  let orderCount = new Decimal(0);
+  const removed: { at: string; sk: string }[] = [];
+  const added: { at: string; sk: string; order_no: string }[] = [];
+  for (const { before, after } of changes) {
+    for (const [o, negative] of [[before, true], [after, false]] as const) {
+      if (o?.status === 'paid') {
+        ltv.set(o.currency, (ltv.get(o.currency) ?? new Decimal(0)).plus(sign(new Decimal(o.amount), negative)));
+        orderCount = orderCount.plus(sign(ONE, negative));
+      }
+    }
+    const b = paymentTime(before);
+    const a = paymentTime(after);
+    if (b === a && before?.order_no === after?.order_no) continue;
+    if (b) removed.push({ at: b, sk: keys.customerPayment(merchantId, customer.id, b, before!.order_no).sk });
+    if (a) added.push({ at: a, sk: keys.customerPayment(merchantId, customer.id, a, after!.order_no).sk, order_no: after!.order_no });
+  }
+  const key = keys.customer(merchantId, customer.id);
+  for (const r of removed) ws.delete('payment', { pk: key.pk, sk: r.sk }, exists('pk'));
+  for (const a of added) ws.put('payment', { pk: key.pk, sk: a.sk, paid_at: a.at, order_no: a.order_no });
+
+  const state: PaymentState = {
+    first_payment_at: customer.first_payment_at ?? null,
+    last_payment_at: customer.last_payment_at ?? null,
+    payment_version: customer.payment_version ?? 0,
+  };
+  const paymentsMove = removed.length > 0 || added.length > 0;
+  const addedTimes = added.map((a) => a.at);
+
+  if (created) {
+    for (const [currency, delta] of ltv) {
+      if (delta.isZero()) continue;
+      const sum = new Decimal(String(created[ltvAttr(currency) as `ltv_${string}`] ?? 0)).plus(delta);
+      (created as Record<string, unknown>)[ltvAttr(currency)] = NumberValue.from(sum.toFixed());
+    }
+    created.order_count = Number(new Decimal(created.order_count ?? 0).plus(orderCount));
+    if (paymentsMove) {
+      created.first_payment_at = minOf(addedTimes) ?? undefined;
+      created.last_payment_at = maxOf(addedTimes) ?? undefined;
+      created.payment_version = (created.payment_version ?? 0) + 1;
+    }
+    return { first_payment_at: created.first_payment_at ?? null, last_payment_at: created.last_payment_at ?? null, payment_version: created.payment_version };
+  }
+
+  const u = ws.update('customer-figures', key);
+  for (const [currency, delta] of ltv) u.add(ltvAttr(currency), delta);
+  u.add('order_count', orderCount);
+  if (!paymentsMove) return state;
+  u.add('payment_version', ONE);
+  const next: PaymentState = { ...state, payment_version: (state.payment_version ?? 0) + 1 };
+  const first = state.first_payment_at ?? null;
+  const last = state.last_payment_at ?? null;
+
+  if (removed.some((r) => r.at === first || r.at === last)) {
+    const others = await paymentExtremes(merchantId, customer.id, new Set(removed.map((r) => r.sk)));
+    next.first_payment_at = minOf([...(others.first ? [others.first] : []), ...addedTimes]);
+    next.last_payment_at = maxOf([...(others.last ? [others.last] : []), ...addedTimes]);
+    u.when(
+      customer.payment_version === undefined
+        ? { expression: 'attribute_not_exists(payment_version)' }
+        : { expression: 'payment_version = :pv', values: { ':pv': customer.payment_version } },
+    );
+    for (const [attr, value] of [['first_payment_at', next.first_payment_at], ['last_payment_at', next.last_payment_at]] as const) {
+      if (value === null || value === undefined) u.remove(attr);
+      else u.set(attr, value);
+    }
+    return next;
+  }
+
+  // Monotone guards: additions can only lower the first and raise the last.
+  const minAdded = minOf(addedTimes);
+  const maxAdded = maxOf(addedTimes);
+  for (const [attr, read, cand, better] of [
+    ['first_payment_at', first, minAdded, (x: string, y: string) => x < y],
+    ['last_payment_at', last, maxAdded, (x: string, y: string) => x > y],
+  ] as const) {
+    const op = attr === 'first_payment_at' ? '>=' : '<=';
+    const keep = attr === 'first_payment_at' ? '<=' : '>=';
+    if (cand !== null && (read === null || better(cand, read))) {
+      // Ours becomes the extreme unless a concurrent writer already went past it.
+      u.set(attr, cand);
+      u.when({ expression: `attribute_not_exists(#a) OR attribute_type(#a, :null) OR #a ${op} :t`, names: { '#a': attr }, values: { ':t': cand, ':null': 'NULL' } });
+      next[attr] = cand;
+    } else if (read !== null) {
+      // The stored extreme stays: it must not have moved inwards (only a recomputation can do that).
+      u.when({ expression: `#a ${keep} :t`, names: { '#a': attr }, values: { ':t': read } });
+    } else {
+      // Nothing stored and nothing added on this side (only removals of unknown times): stay empty.
+      u.when({ expression: 'attribute_not_exists(#a) OR attribute_type(#a, :null)', names: { '#a': attr }, values: { ':null': 'NULL' } });
+    }
+  }
+  return next;
 };

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -29,11 +29,13 @@ const reach = (file: string, seen = new Set<string>()): Set<string> => {
   return seen;
 };
 
+/** Every resource's rules (`lib/<resource>/rules.ts`), and the other pure modules. */
+const RULES = readdirSync(join(ROOT, 'lib'), { withFileTypes: true })
+  .filter((e) => e.isDirectory() && existsSync(join(ROOT, 'lib', e.name, 'rules.ts')))
+  .map((e) => `lib/${e.name}/rules.ts`);
 const PURE_RULES = [
-  'lib/orders/transitions.ts',
+  ...RULES,
   'lib/subscriptions/effective.ts',
-  'lib/subscriptions/rules.ts',
-  'lib/activity/rules.ts',
   'lib/metrics/timeline.ts',
   'lib/shared/money.ts',
   'lib/shared/time.ts',
@@ -42,6 +44,11 @@ const PURE_RULES = [
 ];
 
 describe('boundaries', () => {
+  it('every resource has its rules, in the unit tier', () => {
+    expect(RULES.length).toBeGreaterThanOrEqual(3);
+    for (const file of RULES) expect(existsSync(join(ROOT, 'test', file.split('/')[1], 'rules.unit.test.ts')), file).toBe(true);
+  });
+
   it('the pure rules load no database, HTTP or AWS code, even indirectly', () => {
     for (const file of PURE_RULES) {
       const loaded = [...reach(file)];

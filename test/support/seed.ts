@@ -1,8 +1,7 @@
 import { BatchWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
-import { newOrderItem } from '#lib/orders/create';
-import { orderListEntries } from '#lib/orders/store';
+import { newOrderItem, orderListEntries } from '#lib/orders/store';
 import type { OrderStatus } from '#lib/orders/schemas';
 import { formatTimestamp } from '#lib/shared/time';
 

@@ -1,91 +1,53 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { now } from '#lib/clock';
-import { db, tableName } from '#lib/db/client';
 import type { AuthContext } from '#lib/auth/tokens';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { retrying, RetryableError } from '#lib/db/retry';
-import { WriteConflict, WriteSet } from '#lib/db/writes';
-import { InvalidError } from '#lib/errors';
-import { addCustomerCreate, liveCondition } from '#lib/customers/store';
+import { WriteSet } from '#lib/db/writes';
+import { InvalidError, NotFoundError } from '#lib/errors';
+import { addCustomerCreate, customerIdsByEmail, customersByIds, liveCondition } from '#lib/customers/store';
+import type { CustomerItem } from '#lib/customers/model';
 import { orderTimeline } from '#lib/metrics/lines';
 import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE } from '#lib/metrics/store';
-import type { CustomerItem } from '#lib/customers/model';
-import { addAggregateDeltas, addCustomerFigures } from '#lib/orders/figures';
-import { addOutboxEvent } from '#lib/orders/events';
+import { addOutboxEvent } from '#lib/outbox';
 import { addIdempotencyRecord, isLive, replay as replayRecord, requestHash, type IdempotencyRecord } from '#lib/shared/idempotency';
-export { IDEMPOTENCY_MISMATCH } from '#lib/shared/idempotency';
+import { emptyPage } from '#lib/shared/pagination';
 import { presentOrder, type Order, type OrderItem } from '#lib/orders/model';
-import type { OrderInput } from '#lib/orders/schemas';
-import { addOrderWrite, orderIndexAttributes } from '#lib/orders/store';
-import { fillStatusTimestamp } from '#lib/orders/transitions';
-import { formatTimestamp } from '#lib/shared/time';
+import { createdWebhooks, decide, ORDER_NO_TAKEN, stats, withOrderDefaults } from '#lib/orders/rules';
+import type { OrderInput, OrderListQuery, OrderPatch } from '#lib/orders/schemas';
+import {
+  addAggregateDeltas,
+  addCustomerFigures,
+  addOrderWrite,
+  getIdempotencyRecord,
+  getOrder,
+  getOrderCustomer,
+  newOrderItem,
+  orderNoTakenBy,
+  ordersPage,
+  readStats,
+  rewriteOrder,
+} from '#lib/orders/store';
+import { formatTimestamp, utcDay } from '#lib/shared/time';
+
+/**
+ * Orders (docs/orders.md): each change reads by key, decides (lib/orders/rules.ts) and persists
+ * in one transaction: the order, the customer's figures, the stats and totals, the MRR timeline
+ * and the webhook's outbox item. A lost race re-reads and decides afresh.
+ */
 
 export type CreateResult = { status: number; body: { data: Order }; replayed: boolean };
 
-export const ORDER_NO_TAKEN = 'The order no has already been taken.';
 const replay = (record: IdempotencyRecord, hash: string): CreateResult => replayRecord<CreateResult['body']>(record, hash);
-
-/** A creation request with the defaults of docs/orders.md applied (null means the default). */
-export const withOrderDefaults = (input: OrderInput) => ({
-  ...input,
-  status: input.status ?? 'pending',
-  currency: input.currency ?? 'TWD',
-  billing_cycle: input.billing_cycle ?? 'one-time',
-  customer_name: input.customer_name ?? null,
-  payment_method: input.payment_method ?? null,
-  paid_at: input.paid_at ?? null,
-  refunded_at: input.refunded_at ?? null,
-  failed_at: input.failed_at ?? null,
-  metadata: input.metadata ?? null,
-});
-
-/** The order a creation request describes, with the defaults of docs/orders.md. */
-export const newOrderItem = (
-  merchantId: string,
-  id: number,
-  customerId: number,
-  input: OrderInput,
-  source: OrderItem['source'],
-  at: string,
-  /** Imported history's own date (batch); else the time of the write. */
-  createdAt: string = at,
-): OrderItem => {
-  const base = {
-    id,
-    order_no: input.order_no,
-    amount: input.amount,
-    currency: input.currency ?? 'TWD',
-    status: input.status ?? 'pending',
-    payment_method: input.payment_method ?? null,
-    source,
-    billing_cycle: input.billing_cycle ?? 'one-time',
-    paid_at: input.paid_at ?? null,
-    refunded_at: input.refunded_at ?? null,
-    failed_at: input.failed_at ?? null,
-    metadata: input.metadata ?? null,
-    customer_id: customerId,
-    created_at: createdAt,
-    updated_at: at,
-    version: 1,
-  };
-  // Imported history: a status time it does not give is the order's own date, not the import's.
-  const filled = fillStatusTimestamp(base, createdAt);
-  return { ...keys.order(merchantId, input.order_no), ...orderIndexAttributes(merchantId, filled), ...filled } as OrderItem;
-};
 
 /**
  * POST /orders: one transaction writes the order (unique order_no), the idempotency record, the
- * customer (created, or its figures moved), the stats and totals, and the outbox events.
+ * customer (created, or its figures moved), the stats and totals, and the outbox items.
  * Reads before it: one BatchGetItem (idempotency record, email marker, order_no), one id
  * allocation, and the existing customer. Each attempt re-reads; `retrying` bounds the attempts.
  */
-export const createOrder = async (
-  auth: AuthContext,
-  input: OrderInput,
-  opts: { idempotencyKey?: string },
-): Promise<CreateResult> => {
+export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { idempotencyKey?: string }): Promise<CreateResult> => {
   const { merchantId } = auth;
   // The validated request with its defaults: equal requests hash equally (docs/orders.md, idempotency).
   const hash = opts.idempotencyKey ? requestHash(withOrderDefaults(input)) : '';
@@ -101,8 +63,8 @@ export const createOrder = async (
    */
   const orderNoTaken = async (): Promise<CreateResult> => {
     if (idemKey) {
-      const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: idemKey, ConsistentRead: true }));
-      if (isLive(Item as IdempotencyRecord | undefined)) return replay(Item as IdempotencyRecord, hash);
+      const record = await getIdempotencyRecord(idemKey);
+      if (isLive(record)) return replay(record, hash);
     }
     throw InvalidError.field('order_no', ORDER_NO_TAKEN);
   };
@@ -144,8 +106,7 @@ export const createOrder = async (
     }
     addAggregateDeltas(ws, merchantId, null, order);
     const presented = presentOrder(order, customer);
-    addOutboxEvent(ws, merchantId, 'order.created', presented, at);
-    if (order.status === 'paid') addOutboxEvent(ws, merchantId, 'order.paid', presented, at);
+    for (const webhook of createdWebhooks(order)) addOutboxEvent(ws, merchantId, webhook, presented, at);
     const body = { data: presented };
     if (opts.idempotencyKey) {
       addIdempotencyRecord(ws, merchantId, opts.idempotencyKey, { request_hash: hash, status: 201, body: JSON.stringify(body), created_at: at });
@@ -156,9 +117,67 @@ export const createOrder = async (
       return { status: 201, body, replayed: false };
     } catch (err) {
       // The order_no was taken meanwhile (a same-key racer is told apart by its record).
-      if (err instanceof WriteConflict && err.tags.includes('order') && !err.tags.includes('idempotency')) return orderNoTaken();
+      if (orderNoTakenBy(err)) return orderNoTaken();
       // Otherwise (same key won, customer created/deleted/changed): read again.
       throw err;
     }
   });
+};
+
+/**
+ * PATCH /orders/{orderNo}: an allowed status move (rules: `decide`). The order is guarded by its
+ * version; the customer's figures and the stats move by the difference in the same transaction,
+ * with an `order.<status>` outbox item. A lost race re-reads and judges the move afresh.
+ */
+export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patch: OrderPatch) => {
+  const { merchantId } = auth;
+  return retrying(async () => {
+    const order = await getOrder(merchantId, orderNo);
+    if (!order) throw new NotFoundError();
+    const { changes, webhook } = decide(order, patch);
+    const at = formatTimestamp(now());
+    const after = rewriteOrder(merchantId, order, changes, at);
+
+    // The customer and its MRR timeline in one request.
+    const read = await customersWithTimelines<CustomerItem>(merchantId, [order.customer_id]);
+    const customer = read.customers.get(order.customer_id);
+    const timeline = read.timelines.get(order.customer_id)!;
+    const ws = new WriteSet();
+    addOrderWrite(ws, merchantId, order, after);
+    if (customer) await addCustomerFigures(ws, merchantId, customer, [{ before: order, after }]);
+    addAggregateDeltas(ws, merchantId, order, after);
+    const presented = presentOrder(after, customer);
+    addOutboxEvent(ws, merchantId, webhook, presented, at);
+    addTimelineChange(ws, merchantId, order.customer_id, timeline, orderTimeline(timeline.timeline, order.order_no, after, auth.reportingCurrency));
+    await ws.commit();
+    return presented;
+  });
+};
+
+/** GET /orders/{orderNo}: the order and its customer (two GetItems). */
+export const findOrder = async (merchantId: string, orderNo: string) => {
+  const order = await getOrder(merchantId, orderNo);
+  if (!order) return null;
+  return presentOrder(order, await getOrderCustomer(merchantId, order.customer_id));
+};
+
+/** GET /orders: a page of orders (store: `ordersPage`) with their customers (one BatchGetItem). */
+export const listOrders = async (merchantId: string, q: OrderListQuery) => {
+  let customerId = q.customer_id;
+  if (q.customer_email !== undefined) {
+    const byEmail = (await customerIdsByEmail(merchantId, [q.customer_email])).get(q.customer_email);
+    if (byEmail === undefined || (customerId !== undefined && customerId !== byEmail)) {
+      return emptyPage(q);
+    }
+    customerId = byEmail;
+  }
+  const { items, meta } = await ordersPage(merchantId, customerId, q);
+  const customers = await customersByIds(merchantId, items.map((o) => o.customer_id));
+  return { data: items.map((o) => presentOrder(o, customers.get(o.customer_id))), meta };
+};
+
+/** GET /orders/stats from the pre-aggregated day and month items. Revenue by `paid_at`, counts by `created_at`, UTC (docs/orders.md). */
+export const orderStats = async (merchantId: string, currency: string) => {
+  const { day, month } = await readStats(merchantId, utcDay(formatTimestamp(now())));
+  return stats(day, month, currency);
 };

@@ -1,0 +1,175 @@
+import Decimal from 'decimal.js';
+import { InvalidError } from '#lib/errors';
+import type { EventType } from '#lib/outbox';
+import type { OrderItem } from '#lib/orders/model';
+import type { OrderBatchItem, OrderInput, OrderPatch, OrderStatus } from '#lib/orders/schemas';
+import { amountCurrencyError } from '#lib/shared/currency';
+import { money } from '#lib/shared/money';
+
+/**
+ * The order's rules (docs/orders.md), pure: the status machine, the defaults of a new order, what a
+ * status change or an import item does to an order, and what the stats read. No database, no
+ * HTTP: the service reads, decides and persists.
+ */
+
+/** An order's webhook types (`order.created`, `order.paid`…). */
+export type OrderWebhook = Extract<EventType, `order.${string}`>;
+
+/** Status changes allowed through the API; imports may move freely. */
+const ALLOWED: Record<OrderStatus, OrderStatus[]> = {
+  pending: ['paid', 'failed', 'cancelled'],
+  failed: ['paid', 'cancelled'],
+  paid: ['refunded'],
+  refunded: [],
+  cancelled: [],
+};
+
+export const canTransition = (from: OrderStatus, to: OrderStatus): boolean => ALLOWED[from].includes(to);
+
+/** The timestamp a status fills when it is reached without one (docs/orders.md: status times). */
+export const STATUS_TIMESTAMP: Partial<Record<OrderStatus, 'paid_at' | 'refunded_at' | 'failed_at'>> = {
+  paid: 'paid_at',
+  refunded: 'refunded_at',
+  failed: 'failed_at',
+};
+
+/** Fills the reached status's timestamp with `at` unless one is already set: supplied times are never overwritten. */
+export const fillStatusTimestamp = <T extends { status: OrderStatus; paid_at: string | null; refunded_at: string | null; failed_at: string | null }>(
+  order: T,
+  at: string,
+): T => {
+  const field = STATUS_TIMESTAMP[order.status];
+  return field && !order[field] ? { ...order, [field]: at } : order;
+};
+
+export const ORDER_NO_TAKEN = 'The order no has already been taken.';
+
+/** A creation request with the defaults of docs/orders.md applied (null means the default). */
+export const withOrderDefaults = (input: OrderInput) => ({
+  ...input,
+  status: input.status ?? 'pending',
+  currency: input.currency ?? 'TWD',
+  billing_cycle: input.billing_cycle ?? 'one-time',
+  customer_name: input.customer_name ?? null,
+  payment_method: input.payment_method ?? null,
+  paid_at: input.paid_at ?? null,
+  refunded_at: input.refunded_at ?? null,
+  failed_at: input.failed_at ?? null,
+  metadata: input.metadata ?? null,
+});
+
+/** The fields of a new order (no keys: the store adds them), with the defaults of docs/orders.md. */
+export const newOrder = (
+  id: number,
+  customerId: number,
+  input: OrderInput,
+  source: OrderItem['source'],
+  at: string,
+  /** Imported history's own date (batch); else the time of the write. */
+  createdAt: string = at,
+) => {
+  const base = {
+    id,
+    order_no: input.order_no,
+    amount: input.amount,
+    currency: input.currency ?? 'TWD',
+    status: input.status ?? 'pending',
+    payment_method: input.payment_method ?? null,
+    source,
+    billing_cycle: input.billing_cycle ?? 'one-time',
+    paid_at: input.paid_at ?? null,
+    refunded_at: input.refunded_at ?? null,
+    failed_at: input.failed_at ?? null,
+    metadata: input.metadata ?? null,
+    customer_id: customerId,
+    created_at: createdAt,
+    updated_at: at,
+    version: 1,
+  };
+  // Imported history: a status time it does not give is the order's own date, not the import's.
+  return fillStatusTimestamp(base, createdAt);
+};
+
+/** The webhooks of a new order: `order.created`, and `order.paid` when it is created paid. */
+export const createdWebhooks = (order: Pick<OrderItem, 'status'>): OrderWebhook[] => (order.status === 'paid' ? ['order.created', 'order.paid'] : ['order.created']);
+
+/** The order after a change of fields: the reached status's time filled, the version moved on. */
+export const changed = (order: OrderItem, changes: Partial<OrderItem>, at: string): OrderItem =>
+  fillStatusTimestamp({ ...order, ...changes, updated_at: at, version: order.version + 1 }, at);
+
+/** A planned status change: the order's changed fields and its webhook. */
+export type Plan = { changes: Partial<OrderItem>; webhook: OrderWebhook };
+
+/**
+ * PATCH /orders/{orderNo}: an allowed status move (the given status times and metadata ride
+ * along), or the 422 that refuses it.
+ */
+export const decide = (order: Pick<OrderItem, 'status'>, patch: OrderPatch): Plan => {
+  if (!canTransition(order.status, patch.status)) {
+    throw InvalidError.field('status', `The order cannot move from ${order.status} to ${patch.status}.`);
+  }
+  const changes: Partial<OrderItem> = { status: patch.status };
+  for (const field of ['paid_at', 'failed_at', 'refunded_at'] as const) if (patch[field]) changes[field] = patch[field];
+  if (patch.metadata !== undefined) changes.metadata = patch.metadata;
+  return { changes, webhook: `order.${patch.status}` as OrderWebhook };
+};
+
+/** The fields an import item may set on an order, and that tell whether it changed. */
+export const IMPORT_FIELDS = ['amount', 'currency', 'status', 'payment_method', 'billing_cycle', 'paid_at', 'refunded_at', 'failed_at', 'metadata', 'created_at'] as const;
+
+/** Absent, null, empty-string and empty-object fields leave the stored value alone (docs/orders.md: accumulate). */
+const isEmpty = (v: unknown) =>
+  v === null || v === undefined || v === '' || (typeof v === 'object' && !Array.isArray(v) && Object.keys(v as object).length === 0);
+export const dropEmpty = (raw: Record<string, unknown>) => Object.fromEntries(Object.entries(raw).filter(([, v]) => !isEmpty(v)));
+
+/** Why an import item cannot create its order_no (it needs an amount and an email), or null. */
+export const missingForNew = (input: OrderBatchItem): string | null => {
+  const missing = !input.amount ? 'amount' : !input.customer_email ? 'customer_email' : null;
+  return missing ? `The ${missing.replace('_', ' ')} field is required.` : null;
+};
+
+/**
+ * An import item folded into the order as the items before it left it: its fields set, the
+ * reached status's time filled (the item's own date, else `at`). Refused (a 422 naming the
+ * message) when the amount and the currency no longer agree.
+ */
+export const foldImportItem = (order: OrderItem, input: OrderBatchItem, at: string): OrderItem => {
+  const changes: Partial<OrderItem> = {};
+  for (const f of IMPORT_FIELDS) if (input[f] !== undefined) (changes as Record<string, unknown>)[f] = input[f];
+  const next = fillStatusTimestamp({ ...order, ...changes } as OrderItem, input.created_at ?? at);
+  // The stored amount and a new currency (or the reverse) must still agree.
+  const mismatch = amountCurrencyError(next.amount, next.currency, 'amount');
+  if (mismatch) {
+    throw InvalidError.field(
+      input.amount ? 'amount' : 'currency',
+      input.amount ? mismatch : `The currency field cannot be ${next.currency}: the order's amount ${next.amount} has a fraction and ${next.currency} has no minor unit.`,
+    );
+  }
+  return next;
+};
+
+/** Whether the folded order leaves the stored one as it is (then it writes nothing, updated_at stays). */
+export const importUnchanged = (stored: OrderItem, folded: OrderItem, customerId: number) =>
+  stored.customer_id === customerId && IMPORT_FIELDS.every((f) => JSON.stringify(folded[f]) === JSON.stringify(stored[f]));
+
+/** The order's payment time for first/last_payment_at: orders that have been paid (paid or refunded). */
+export const paymentTime = (o: Pick<OrderItem, 'status' | 'paid_at'> | null): string | null =>
+  o && (o.status === 'paid' || o.status === 'refunded') && o.paid_at ? o.paid_at : null;
+
+/** The counters a day and a month of stats hold, by attribute. */
+type Counters = Record<string, Decimal | undefined>;
+
+/** The stats counter of revenue paid in `currency`. */
+export const revenueAttr = (currency: string) => `rev_${currency}`;
+
+/** GET /orders/stats from today's and this month's counters: revenue by paid_at, counts by created_at. */
+export const stats = (day: Counters, month: Counters, currency: string) => {
+  const created = day.created?.toNumber() ?? 0;
+  const createdPaid = day.created_paid?.toNumber() ?? 0;
+  return {
+    today_revenue: money(day[revenueAttr(currency)]),
+    monthly_revenue: money(month[revenueAttr(currency)]),
+    today_count: created,
+    today_success_rate: created ? new Decimal(createdPaid).times(100).div(created).toDecimalPlaces(1, Decimal.ROUND_HALF_UP).toNumber() : 0,
+  };
+};
