@@ -1,4 +1,3 @@
-import { sourceOf } from '#lib/activity/store';
 import { importCustomers } from '#lib/customers/batch';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/customers/routes';
@@ -9,6 +8,6 @@ export const handler = apiHandler(routes.customersBatch, async (req) => {
   // on_conflict is read from the body; the query string is accepted too.
   const onConflict = body.on_conflict ?? query.on_conflict ?? 'skip';
   return idempotentBatch(auth.merchantId, headers['x-idempotency-key'], { ...body, on_conflict: onConflict }, () =>
-    importCustomers(auth.merchantId, body.customers, onConflict, sourceOf(req)),
+    importCustomers(auth.merchantId, body.customers, onConflict, req),
   );
 });

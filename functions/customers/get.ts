@@ -1,4 +1,4 @@
-import { findCustomer } from '#lib/customers/store';
+import { findCustomer } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
 import { NotFoundError } from '#lib/errors';
 import { apiHandler } from '#lib/http/handler';

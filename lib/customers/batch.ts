@@ -1,4 +1,4 @@
-import { NO_SOURCE, openBatchActivity, type ActivitySource } from '#lib/activity/store';
+import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import { keys, type Key } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
@@ -9,38 +9,12 @@ import { ThrottledError } from '#lib/errors';
 import { issueMessage } from '#lib/shared/validation';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
 import { formatTimestamp } from '#lib/shared/time';
-import { customerCreateBody, type CustomerCreate, type CustomerUpdate } from '#lib/customers/schemas';
+import { customerCreateBody, type CustomerCreate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
-import {
-  addCustomerCreate,
-  addCustomerUpdate,
-  batchGet,
-  customersByIds,
-  getCustomerById,
-  customerIdsByEmail,
-  profileChanges,
-} from '#lib/customers/store';
-import { EXTERNAL_ID_TAKEN, takenError } from '#lib/customers/service';
+import { EXTERNAL_ID_TAKEN, planImport, profileChanges, type ImportItem as Item, type ImportPlan as Plan, type OnConflict } from '#lib/customers/rules';
+import { addCustomerCreate, addCustomerUpdate, batchGet, customersByIds, getCustomerById, customerIdsByEmail, takenError } from '#lib/customers/store';
 
-export type OnConflict = 'skip' | 'update';
-
-type Item = { index: number; identifier: string; input: CustomerCreate };
-
-/**
- * Everything the batch does to one customer: the items naming one email are folded into one plan
- * (a later item is applied on top of the earlier one, as if the earlier one already existed).
- */
-type Plan =
-  | { kind: 'create'; items: Item[]; input: CustomerCreate; id: number }
-  | { kind: 'update'; items: Item[]; input: CustomerUpdate; current: CustomerItem };
-
-
-/** The given (non-undefined) fields of `next` over `base`. */
-const overlay = <T extends Record<string, unknown>>(base: T, next: Record<string, unknown>): T => {
-  const out: Record<string, unknown> = { ...base };
-  for (const [k, v] of Object.entries(next)) if (v !== undefined) out[k] = v;
-  return out as T;
-};
+export type { OnConflict };
 
 
 /**
@@ -50,7 +24,8 @@ const overlay = <T extends Record<string, unknown>>(base: T, next: Record<string
  * concurrent writer is redone item by item, so every item is still classified correctly.
  * Nothing is rolled back; the last transaction also records the import in the activity log.
  */
-export const importCustomers = async (merchantId: string, rawItems: unknown[], onConflict: OnConflict, source: ActivitySource = NO_SOURCE): Promise<BatchResult> => {
+export const importCustomers = async (merchantId: string, rawItems: unknown[], onConflict: OnConflict, request?: Parameters<typeof sourceOf>[0]): Promise<BatchResult> => {
+  const source = request ? sourceOf(request) : NO_SOURCE;
   const results = batchCollector(rawItems.length);
   const at = formatTimestamp(now());
   // The entry's id is taken while the batch reads (awaited before anything is written).
@@ -96,49 +71,13 @@ export const importCustomers = async (merchantId: string, rawItems: unknown[], o
         )
       : new Map<number, CustomerItem>();
 
-  // 3. Plan, in array order.
-  const plans: Plan[] = [];
-  const byEmail = new Map<string, Plan | 'skip'>();
-  /** Who holds each external_id: an existing customer's id, or a plan of this batch. */
-  const extHolder = new Map<string, number | Plan>();
-  for (const v of valid) {
-    const { email } = v.input;
-    let plan = byEmail.get(email);
-    if (plan === 'skip' || (plan && onConflict === 'skip')) {
-      skipped(v.index, v.identifier);
-      continue;
-    }
-    if (!plan) {
-      const ownerId = markerOwner(emailKey(email));
-      if (ownerId !== undefined && onConflict === 'skip') {
-        byEmail.set(email, 'skip');
-        skipped(v.index, v.identifier);
-        continue;
-      }
-      const current = ownerId === undefined ? undefined : existing.get(ownerId);
-      // A marker whose customer is gone was freed meanwhile: create (the transaction re-checks).
-      plan =
-        current && !current.deleted_at
-          ? { kind: 'update', items: [], input: {}, current }
-          : { kind: 'create', items: [], input: v.input, id: 0 };
-    }
-    const ext = v.input.external_id;
-    if (ext) {
-      const holder = extHolder.get(ext) ?? markerOwner(extKey(ext));
-      const self = plan.kind === 'update' ? plan.current.id : plan;
-      if (holder !== undefined && holder !== self) {
-        failed(v.index, EXTERNAL_ID_TAKEN, v.identifier);
-        continue;
-      }
-      extHolder.set(ext, self);
-    }
-    if (!plan.items.length) {
-      plans.push(plan);
-      byEmail.set(email, plan);
-    }
-    plan.items.push(v);
-    plan.input = overlay(plan.input, v.input);
-  }
+  // 3. Plan, in array order (rules: `planImport`).
+  const plans = planImport(
+    valid,
+    onConflict,
+    { emailOwner: (email) => markerOwner(emailKey(email)), externalIdOwner: (ext) => markerOwner(extKey(ext)), customer: (id) => existing.get(id) },
+    { skipped: (v) => skipped(v.index, v.identifier), failed: (v, message) => failed(v.index, message, v.identifier) },
+  );
 
   // 4. New ids in one allocation, in array order.
   const creates = plans.filter((p): p is Extract<Plan, { kind: 'create' }> => p.kind === 'create');

@@ -1,13 +1,13 @@
-import { createHash } from 'node:crypto';
 import { now } from '#lib/clock';
 import { listPage, type CursorPage } from '#lib/db/query';
-import { CURSOR_INVALID, checkPageOffset, cursorMeta, decodeCursor, encodeCursor } from '#lib/shared/pagination';
+import { cursorMeta } from '#lib/shared/pagination';
 import { allocateIds } from '#lib/db/sequences';
 import { retrying } from '#lib/db/retry';
-import { WriteConflict, WriteSet } from '#lib/db/writes';
-import { InvalidError, NotFoundError, type FieldErrors } from '#lib/errors';
+import { WriteSet } from '#lib/db/writes';
+import { NotFoundError } from '#lib/errors';
 import { formatTimestamp } from '#lib/shared/time';
-import type { CustomerCreate, CustomerUpdate } from '#lib/customers/schemas';
+import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/customers/schemas';
+import { isIdSegment, profileChanges, searchPage, searchTerm } from '#lib/customers/rules';
 import type { CustomerItem } from '#lib/customers/model';
 import {
   addCustomerCreate,
@@ -17,23 +17,16 @@ import {
   customersByIds,
   customersList,
   customerTotal,
-  profileChanges,
+  getCustomerByExternalId,
+  getCustomerById,
   resolveForWrite,
+  takenError,
 } from '#lib/customers/store';
 
-/** Customer use cases behind the handlers (docs/customers.md). Each write attempt runs through `retrying`. */
-
-export const EMAIL_TAKEN = 'The email has already been taken.';
-export const EXTERNAL_ID_TAKEN = 'The external id has already been taken.';
-
-/** The 422 for unique fields whose marker write failed, or null when the conflict was something else. */
-export const takenError = (err: unknown): InvalidError | null => {
-  if (!(err instanceof WriteConflict)) return null;
-  const errors: FieldErrors = {};
-  if (err.tags.includes('email')) errors.email = [EMAIL_TAKEN];
-  if (err.tags.includes('external_id')) errors.external_id = [EXTERNAL_ID_TAKEN];
-  return Object.keys(errors).length ? new InvalidError(errors) : null;
-};
+/**
+ * Customers (docs/customers.md): each write reads by key, decides (lib/customers/rules.ts) and
+ * persists in one transaction, every attempt through `retrying`.
+ */
 
 /** A write whose uniqueness markers were taken answers 422; any other lost race is retried. */
 const commitOr422 = async (ws: WriteSet): Promise<void> => {
@@ -90,33 +83,25 @@ export type CustomerListQuery = { page: number; per_page: number; cursor?: strin
  * A page of live customers, newest first, by page number or cursor. Unfiltered: the page's entries
  * from the list index (one Query whatever the list size or depth), then the customers and the
  * TOTALS counter's shards in one BatchGetItem.
- * Search: a case-insensitive substring of email or name over a small projection of the list, then
- * the page's items by BatchGetItem; its cursor names the last customer shown.
+ * Search: a case-insensitive substring of email or name (rules: `searchPage`) over a small
+ * projection of the list, then the page's items by BatchGetItem.
  */
 export const listCustomers = async (merchantId: string, q: CustomerListQuery): Promise<CursorPage<CustomerItem>> => {
-  const term = q.search?.trim().toLowerCase();
+  const term = searchTerm(q.search);
   if (!term) return listPage<CustomerItem>(customersList(merchantId), customerTotal(merchantId), q);
-  const rows = await customerSearchRows(merchantId);
-  const matches = rows.filter((r) => r.email.includes(term) || (r.name ?? '').toLowerCase().includes(term));
-  const list = `search:${createHash('sha256').update(term).digest('base64url').slice(0, 16)}`;
-  let offset: number;
-  if (q.cursor !== undefined) {
-    const cursor = decodeCursor(q.cursor);
-    if (!cursor || cursor.list !== list || !/^\d+$/.test(cursor.key.id ?? '')) throw InvalidError.field('cursor', CURSOR_INVALID);
-    // After the customer the cursor names (still there unless deleted meanwhile), else at its offset.
-    const at = matches.findIndex((r) => String(r.id) === cursor.key.id);
-    offset = at >= 0 ? at + 1 : cursor.offset;
-  } else {
-    offset = checkPageOffset(q.page, q.per_page);
-  }
-  const shown = matches.slice(offset, offset + q.per_page);
-  const last = shown.at(-1);
-  const next = last && offset + shown.length < matches.length ? encodeCursor({ list, offset: offset + shown.length, key: { id: String(last.id) } }) : null;
+  const { shown, offset, total, next } = searchPage(await customerSearchRows(merchantId), term, q);
   const found = shown.length ? await customersByIds(merchantId, shown.map((r) => Number(r.id))) : new Map<number, CustomerItem>();
   // A customer deleted between the two reads is left out.
   const items = shown.flatMap((r) => {
     const item = found.get(Number(r.id));
     return item && !item.deleted_at ? [item] : [];
   });
-  return { items, meta: cursorMeta(offset, q.per_page, matches.length, items.length, next) };
+  return { items, meta: cursorMeta(offset, q.per_page, total, items.length, next) };
 };
+
+/** GET /customers/{idOrExternalId}: an all-digit segment is the id, else an external_id (docs/customers.md). */
+export const findCustomer = async (merchantId: string, idOrExternalId: string): Promise<CustomerItem | null> =>
+  isIdSegment(idOrExternalId)
+    ? getCustomerById(merchantId, Number(idOrExternalId))
+    : // Longer than any external_id: no key to read (and one past 2,048 bytes would be a DynamoDB ValidationException, a 500).
+      idOrExternalId.length > EXTERNAL_ID_MAX ? null : getCustomerByExternalId(merchantId, idOrExternalId);

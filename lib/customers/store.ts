@@ -4,13 +4,18 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { addTotal, listTotal } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
 import { ENTRY_OF, indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
-import { itemAbsent, WriteSet } from '#lib/db/writes';
+import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
+import { InvalidError, type FieldErrors } from '#lib/errors';
 import { itemRowsOf, queryAll, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
-import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/customers/schemas';
+import { EXTERNAL_ID_MAX, type CustomerCreate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
+import { EMAIL_TAKEN, EXTERNAL_ID_TAKEN, isIdSegment, type ProfileChanges, type SearchRow } from '#lib/customers/rules';
 
-/** Customer persistence: reads and the write actions other modules add to their transactions. */
+/**
+ * The customers' table adapter: reads by key and index, the write actions (theirs and those other
+ * resources add to their transactions), and what a failed write's tags mean.
+ */
 
 const live = (item: Record<string, unknown> | undefined): CustomerItem | null =>
   item && !item.deleted_at ? (item as CustomerItem) : null;
@@ -53,15 +58,6 @@ export const resolveForWrite = async (merchantId: string, idOrExternalId: string
   const customer = await getCustomerById(merchantId, Number(marker.customer_id));
   return customer && customer.external_id === idOrExternalId ? customer : null;
 };
-
-const isIdSegment = (segment: string) => /^\d{1,15}$/.test(segment);
-
-/** The path segment is an id when it is all digits, else an external_id (docs/customers.md). */
-export const findCustomer = async (merchantId: string, idOrExternalId: string): Promise<CustomerItem | null> =>
-  isIdSegment(idOrExternalId)
-    ? getCustomerById(merchantId, Number(idOrExternalId))
-    : // Longer than any external_id: no key to read (and one past 2,048 bytes would be a DynamoDB ValidationException, a 500).
-      idOrExternalId.length > EXTERNAL_ID_MAX ? null : getCustomerByExternalId(merchantId, idOrExternalId);
 
 type Marker = { customer_id: number };
 
@@ -133,24 +129,17 @@ export const addCustomerCreate = (
   return item;
 };
 
+/** The 422 for unique fields whose marker write failed, or null when the conflict was something else. */
+export const takenError = (err: unknown): InvalidError | null => {
+  if (!(err instanceof WriteConflict)) return null;
+  const errors: FieldErrors = {};
+  if (err.tags.includes('email')) errors.email = [EMAIL_TAKEN];
+  if (err.tags.includes('external_id')) errors.external_id = [EXTERNAL_ID_TAKEN];
+  return Object.keys(errors).length ? new InvalidError(errors) : null;
+};
+
 /** Guard: the customer is still live. */
 export const liveCondition = { expression: 'attribute_exists(pk) AND attribute_not_exists(deleted_at)' };
-
-/** The profile fields a create or update may write; derived figures are never among them. */
-export const PROFILE_FIELDS = ['email', 'name', 'phone', 'external_id', 'metadata'] as const;
-export type ProfileChanges = Partial<Pick<CustomerItem, (typeof PROFILE_FIELDS)[number]>>;
-
-/** The given fields of `input` that differ from `current` (null clears; email is never null here). */
-export const profileChanges = (current: CustomerItem, input: CustomerUpdate): ProfileChanges => {
-  const out: Record<string, unknown> = {};
-  for (const field of PROFILE_FIELDS) {
-    const value = input[field];
-    if (value === undefined) continue;
-    const next = field === 'email' ? String(value).toLowerCase() : value;
-    if (JSON.stringify(next) !== JSON.stringify(current[field] ?? null)) out[field] = next;
-  }
-  return out as ProfileChanges;
-};
 
 /** A marker may be removed only by the customer that holds it (a missing one is fine). */
 const markerOwnedBy = (id: number) => ({
@@ -243,11 +232,9 @@ export const customersList = (merchantId: string): IndexQuery => ({
   live: (item) => !item.deleted_at,
 });
 
-export type CustomerSearchRow = { id: number; email: string; name?: string | null };
-
 /** id, email and name of every live customer, newest first (for in-memory search), from the search index. */
-export const customerSearchRows = (merchantId: string): Promise<CustomerSearchRow[]> =>
-  queryAll<CustomerSearchRow>({ index: 'gsi4', partition: indexPartitions.customers(merchantId) }, ['id', 'email', 'name']);
+export const customerSearchRows = (merchantId: string): Promise<SearchRow[]> =>
+  queryAll<SearchRow>({ index: 'gsi4', partition: indexPartitions.customers(merchantId) }, ['id', 'email', 'name']);
 
 /**
  * `ops upgrade`: live customers written before list entries existed (their list keys on the item)
