@@ -1,9 +1,8 @@
-import { sourceOf } from '#lib/activity/store';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/subscriptions/routes';
 import { idempotentBatch } from '#lib/shared/idempotency';
 import { importSubscriptions } from '#lib/subscriptions/batch';
 
 export const handler = apiHandler(routes.subscriptionsBatch, async (req) =>
-  idempotentBatch(req.auth.merchantId, req.headers['x-idempotency-key'], req.body, () => importSubscriptions(req.auth, req.body.subscriptions, sourceOf(req))),
+  idempotentBatch(req.auth.merchantId, req.headers['x-idempotency-key'], req.body, () => importSubscriptions(req.auth, req.body.subscriptions, req)),
 );

@@ -1,4 +1,3 @@
-import { sourceOf } from '#lib/activity/store';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/subscriptions/routes';
 import { idempotentBatch } from '#lib/shared/idempotency';
@@ -6,5 +5,5 @@ import { importSubscriptionEvents } from '#lib/subscriptions/recorded';
 
 export const handler = apiHandler(routes.subscriptionEventsBatch, async (req) => {
   const key = req.headers['x-idempotency-key'];
-  return idempotentBatch(req.auth.merchantId, key, req.body, () => importSubscriptionEvents(req.auth, req.body.events, key, sourceOf(req)));
+  return idempotentBatch(req.auth.merchantId, key, req.body, () => importSubscriptionEvents(req.auth, req.body.events, key, req));
 });

@@ -1,4 +1,4 @@
-import { NO_SOURCE, openBatchActivity, type ActivitySource } from '#lib/activity/store';
+import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { runBatch } from '#lib/db/batch';
@@ -41,7 +41,8 @@ type Unit = { index: number; customerId: number; create: { email: string; name: 
 
 export const DUPLICATE_EXTERNAL_ID = 'duplicate_external_id';
 
-export const importSubscriptions = async (scope: Scope, rawItems: unknown[], source: ActivitySource = NO_SOURCE): Promise<BatchResult> => {
+export const importSubscriptions = async (scope: Scope, rawItems: unknown[], request?: Parameters<typeof sourceOf>[0]): Promise<BatchResult> => {
+  const source = request ? sourceOf(request) : NO_SOURCE;
   const collector = batchCollector(rawItems.length);
   const valid: Item[] = [];
   rawItems.forEach((raw, index) => {

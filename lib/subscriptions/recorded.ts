@@ -1,4 +1,4 @@
-import { NO_SOURCE, openBatchActivity, type ActivitySource } from '#lib/activity/store';
+import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import Decimal from 'decimal.js';
 import { now } from '#lib/clock';
 import { batchGet, keyId } from '#lib/db/batch-get';
@@ -230,7 +230,8 @@ export const recordSubscriptionEvent = async (scope: Scope, input: SubscriptionE
 };
 
 /** POST /subscriptions/events/batch: up to 100 recorded events, in array order, through the batch engine. */
-export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[], idempotencyKey?: string, source: ActivitySource = NO_SOURCE): Promise<BatchResult> => {
+export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[], idempotencyKey?: string, request?: Parameters<typeof sourceOf>[0]): Promise<BatchResult> => {
+  const source = request ? sourceOf(request) : NO_SOURCE;
   const collector = batchCollector(rawItems.length);
   const report: Report = {
     skipped: (index, reason, identifier) => collector.skipped(index, reason, identifier),

@@ -43,10 +43,25 @@ const PURE_RULES = [
   'lib/webhooks/schedule.ts',
 ];
 
+/** The lib/ folder a handler folder serves (functions/<folder>/), where the two names differ. */
+const RESOURCE_OF: Record<string, string> = { backoffice: 'merchants', system: 'http' };
+/** What every handler may load besides its own resource: the pipeline, the domain errors, shared fields. */
+const COMMON = /^lib\/(http\/handler|errors|shared\/[a-z-]+)\.ts$/;
+
 describe('boundaries', () => {
   it('every resource has its rules, in the unit tier', () => {
     expect(RULES.length).toBeGreaterThanOrEqual(3);
     for (const file of RULES) expect(existsSync(join(ROOT, 'test', file.split('/')[1], 'rules.unit.test.ts')), file).toBe(true);
+  });
+
+  it("a handler imports only its own resource's modules", () => {
+    for (const dir of readdirSync(join(ROOT, 'functions'))) {
+      const own = new RegExp(`^lib/${RESOURCE_OF[dir] ?? dir}/`);
+      for (const name of readdirSync(join(ROOT, 'functions', dir))) {
+        const file = `functions/${dir}/${name}`;
+        expect(importsOf(file).filter((m) => !own.test(m) && !COMMON.test(m)), file).toEqual([]);
+      }
+    }
   });
 
   it('the pure rules load no database, HTTP or AWS code, even indirectly', () => {
