@@ -1,8 +1,8 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/webhooks/routes';
-import { sendTestEvent } from '#lib/webhooks/service';
+import { sendTestWebhook } from '#lib/webhooks/service';
 
 export const handler = apiHandler(routes.webhookEndpointsTest, async ({ auth, params }) => ({
   status: 200,
-  body: { data: await sendTestEvent(auth.merchantId, params.id) },
+  body: { data: await sendTestWebhook(auth.merchantId, params.id) },
 }));

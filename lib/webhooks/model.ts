@@ -1,4 +1,3 @@
-import type { EventType } from '#lib/outbox';
 import type { EventFilter, WebhookStatus } from '#lib/webhooks/schemas';
 
 /**
@@ -36,7 +35,3 @@ export const presentWebhookEndpoint = (e: WebhookEndpointItem) => ({
   updated_at: e.updated_at,
 });
 export type WebhookEndpoint = ReturnType<typeof presentWebhookEndpoint>;
-
-/** Whether an endpoint receives events of this type (delivery fan-out). */
-export const receives = (e: Pick<WebhookEndpointItem, 'status' | 'events'>, type: EventType): boolean =>
-  e.status === 'enabled' && (e.events[0] === '*' || (e.events as string[]).includes(type));

@@ -1,56 +1,44 @@
-import Decimal from 'decimal.js';
 import { now } from '#lib/clock';
 import { config } from '#lib/config';
-import { readTotals } from '#lib/db/counters';
-import { keys, webhookEndpointIndexes } from '#lib/db/keys';
-import { listPage, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
 import { allocateIds } from '#lib/db/sequences';
-import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
+import { WriteSet } from '#lib/db/writes';
 import { ConflictError, InvalidError, NotFoundError } from '#lib/errors';
 import { formatTimestamp } from '#lib/shared/time';
-import { presentWebhookEndpoint, type WebhookEndpointItem } from '#lib/webhooks/model';
+import { presentWebhookEndpoint } from '#lib/webhooks/model';
 import type { WebhookDeliveriesListQuery, WebhookEndpointCreate, WebhookEndpointListQuery, WebhookEndpointUpdate } from '#lib/webhooks/schemas';
-import { batchGet, keyId } from '#lib/db/batch-get';
 import { newEventId } from '#lib/outbox';
 import type { WebhookEvent } from '#lib/webhooks/deliver';
-import { deleteDeliveryDaysHead, listDeliveries, putDeliveryDaysHead } from '#lib/webhooks/deliveries';
-import { attemptAndRecord, type DeliveryStateItem } from '#lib/webhooks/delivery';
+import { listDeliveries } from '#lib/webhooks/deliveries';
+import { attemptAndRecord } from '#lib/webhooks/delivery';
+import { decide, LIMIT_REACHED, newEndpoint, testWebhook, type Command } from '#lib/webhooks/rules';
 import { encryptSecret, newWebhookSecret } from '#lib/webhooks/secrets';
-import { deleteListEntry, ENDPOINT_COUNT_ATTR, endpointCountKey, getWebhookEndpointItem, putListEntry } from '#lib/webhooks/store';
+import {
+  addEndpointChange,
+  addEndpointCreate,
+  addEndpointDelete,
+  endpointItem,
+  endpointsPage,
+  getDelivery,
+  getWebhookEndpointItem,
+  limitReachedBy,
+} from '#lib/webhooks/store';
 import { checkWebhookUrl } from '#lib/webhooks/url-safety';
 
 /**
- * Webhook endpoints. Each change is one transaction: the endpoint (created with
- * `attribute_not_exists`, changed or deleted under `version = :read`), its entry in the merchant's
- * endpoint list (the delivery fan-out's read, `lib/webhooks/store.ts`) and, on create and delete,
- * the merchant's endpoint count and the delivery log's heads (`lib/webhooks/deliveries.ts`). Each
- * attempt reads by key under the one retry policy. The plain secret exists only in memory, between
- * its generation and the 201/200 that returns it.
+ * Webhook endpoints (docs/webhook-endpoints.md). Each change reads by key, decides
+ * (lib/webhooks/rules.ts) and persists in one transaction (lib/webhooks/store.ts): the endpoint
+ * (created with `attribute_not_exists`, changed or deleted under `version = :read`), its entry in
+ * the merchant's endpoint list (the delivery fan-out's read) and, on create and delete, the
+ * merchant's endpoint count and the delivery log's heads. Each attempt runs under the one retry
+ * policy. The plain secret exists only in memory, between its generation and the 201/200 that
+ * returns it.
  */
-
-/** Endpoints per merchant: keeps the delivery fan-out's read (every endpoint of a merchant) one Query page. */
-export const MAX_WEBHOOK_ENDPOINTS = 20;
-export const LIMIT_REACHED = `A merchant can have at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints. Delete one first.`;
-/** How long a replaced secret keeps signing deliveries after a rotation. */
-export const PREVIOUS_SECRET_TTL_MS = 24 * 3600 * 1000;
-
-const ONE = new Decimal(1);
-
 
 /** The URL's host must resolve to public addresses only: a 422 on `url` otherwise. */
 const assertUrlSafe = async (url: string): Promise<void> => {
   const check = await checkWebhookUrl(url, { allowLocal: config.isLocal() });
   if (!check.ok) throw InvalidError.field('url', check.message);
-};
-
-const withIndex = (merchantId: string, e: WebhookEndpointItem) => ({ ...e, ...webhookEndpointIndexes.all(merchantId, e.created_at, e.id) });
-
-/** A replaced secret past its 24 hours is dropped at the endpoint's next write. */
-const withoutExpiredPrevious = (e: WebhookEndpointItem, at: string): WebhookEndpointItem => {
-  if (!e.previous_secret_expires_at || e.previous_secret_expires_at > at) return e;
-  const { previous_secret_encrypted: _1, previous_secret_expires_at: _2, ...rest } = e;
-  return rest;
 };
 
 /** POST /webhook-endpoints: 201 with the secret, the only time besides rotation it is shown. */
@@ -60,32 +48,13 @@ export const createWebhookEndpoint = async (merchantId: string, input: WebhookEn
   const secretEncrypted = await encryptSecret(merchantId, secret);
   const { webhook_endpoint: id } = await retrying(() => allocateIds(merchantId, { webhook_endpoint: 1 }));
   return retrying(async () => {
-    const at = formatTimestamp(now());
-    const item: WebhookEndpointItem = {
-      ...keys.webhookEndpoint(merchantId, id!),
-      id: id!,
-      url: input.url,
-      events: input.events,
-      status: 'enabled',
-      description: input.description ?? null,
-      secret_encrypted: secretEncrypted,
-      secret_created_at: at,
-      created_at: at,
-      updated_at: at,
-      version: 1,
-    };
+    const item = endpointItem(merchantId, newEndpoint(id!, input, secretEncrypted, formatTimestamp(now())));
     const ws = new WriteSet();
-    ws.put('endpoint', withIndex(merchantId, item), itemAbsent);
-    ws.put('log-head', keys.webhookDeliveryLogHead(merchantId, id!), itemAbsent);
-    putDeliveryDaysHead(ws, merchantId, id!);
-    putListEntry(ws, merchantId, item);
-    ws.update('endpoint-count', endpointCountKey(merchantId))
-      .add(ENDPOINT_COUNT_ATTR, ONE)
-      .when({ expression: 'attribute_not_exists(#n) OR #n < :max', names: { '#n': ENDPOINT_COUNT_ATTR }, values: { ':max': MAX_WEBHOOK_ENDPOINTS } });
+    addEndpointCreate(ws, merchantId, item);
     try {
       await ws.commit();
     } catch (err) {
-      if (err instanceof WriteConflict && err.tags.includes('endpoint-count')) throw new ConflictError(LIMIT_REACHED);
+      if (limitReachedBy(err)) throw new ConflictError(LIMIT_REACHED);
       throw err;
     }
     return { ...presentWebhookEndpoint(item), secret };
@@ -99,7 +68,18 @@ export const getWebhookEndpoint = async (merchantId: string, id: number) => {
   return presentWebhookEndpoint(item);
 };
 
-const sameEvents = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((t, i) => t === b[i]);
+/** Reads the endpoint by key, decides (rules: `decide`), and writes the plan under the version read. */
+const change = async (merchantId: string, id: number, command: () => Promise<Command>) =>
+  retrying(async () => {
+    const item = await getWebhookEndpointItem(merchantId, id);
+    if (!item) throw new NotFoundError();
+    const plan = decide(item, await command(), formatTimestamp(now()));
+    if (plan.unchanged) return plan.next;
+    const ws = new WriteSet();
+    addEndpointChange(ws, merchantId, item, plan);
+    await ws.commit();
+    return plan.next;
+  });
 
 /**
  * PATCH /webhook-endpoints/{id}: `url` (checked again), `events`, `description` (null clears),
@@ -107,69 +87,30 @@ const sameEvents = (a: readonly string[], b: readonly string[]) => a.length === 
  */
 export const updateWebhookEndpoint = async (merchantId: string, id: number, input: WebhookEndpointUpdate) => {
   let urlChecked = false;
-  return retrying(async () => {
-    const item = await getWebhookEndpointItem(merchantId, id);
-    if (!item) throw new NotFoundError();
+  const next = await change(merchantId, id, async () => {
     if (input.url !== undefined && !urlChecked) {
       await assertUrlSafe(input.url);
       urlChecked = true;
     }
-    const at = formatTimestamp(now());
-    const planned: WebhookEndpointItem = {
-      ...item,
-      url: input.url ?? item.url,
-      events: input.events ?? item.events,
-      description: input.description === undefined ? (item.description ?? null) : input.description,
-      status: input.status ?? item.status,
-    };
-    const unchanged =
-      planned.url === item.url &&
-      sameEvents(planned.events, item.events) &&
-      planned.description === (item.description ?? null) &&
-      planned.status === item.status;
-    if (unchanged) return presentWebhookEndpoint(item);
-    const next: WebhookEndpointItem = { ...withoutExpiredPrevious(planned, at), updated_at: at, version: item.version + 1 };
-    const ws = new WriteSet();
-    ws.put('endpoint', withIndex(merchantId, next), versionIs(item.version));
-    putListEntry(ws, merchantId, next);
-    // Enabled again: its 5 days of failures (auto-disable) count from scratch.
-    if (item.status === 'disabled' && next.status === 'enabled') ws.delete('health', keys.webhookEndpointHealth(merchantId, id));
-    await ws.commit();
-    return presentWebhookEndpoint(next);
+    return { kind: 'update', input };
   });
+  return presentWebhookEndpoint(next);
 };
 
 /**
  * POST /webhook-endpoints/{id}/rotate-secret: a new secret (returned once); the replaced one is
- * kept, encrypted, for 24 hours so deliveries carry both signatures meanwhile. A second rotation
- * within those hours replaces the kept one: only the secret just replaced stays valid beside the new.
+ * kept, encrypted, for 24 hours (rules: `decide`).
  */
 export const rotateWebhookSecret = async (merchantId: string, id: number) => {
   let fresh: { secret: string; encrypted: string } | undefined;
-  return retrying(async () => {
-    const item = await getWebhookEndpointItem(merchantId, id);
-    if (!item) throw new NotFoundError();
+  const next = await change(merchantId, id, async () => {
     if (!fresh) {
       const secret = newWebhookSecret();
       fresh = { secret, encrypted: await encryptSecret(merchantId, secret) };
     }
-    const at = formatTimestamp(now());
-    const next: WebhookEndpointItem = {
-      ...item,
-      secret_encrypted: fresh.encrypted,
-      secret_created_at: at,
-      previous_secret_encrypted: item.secret_encrypted,
-      previous_secret_expires_at: formatTimestamp(new Date(Date.parse(at) + PREVIOUS_SECRET_TTL_MS)),
-      updated_at: at,
-      version: item.version + 1,
-    };
-    const ws = new WriteSet();
-    ws.put('endpoint', withIndex(merchantId, next), versionIs(item.version));
-    // Not changed, but written: an endpoint from before list entries gets its entry.
-    putListEntry(ws, merchantId, next);
-    await ws.commit();
-    return { ...presentWebhookEndpoint(next), secret: fresh.secret };
+    return { kind: 'rotate', secretEncrypted: fresh.encrypted };
   });
+  return { ...presentWebhookEndpoint(next), secret: fresh!.secret };
 };
 
 /** DELETE /webhook-endpoints/{id}: hard delete (the encrypted secrets go with the item). */
@@ -178,39 +119,25 @@ export const deleteWebhookEndpoint = async (merchantId: string, id: number): Pro
     const item = await getWebhookEndpointItem(merchantId, id);
     if (!item) throw new NotFoundError();
     const ws = new WriteSet();
-    ws.delete('endpoint', keys.webhookEndpoint(merchantId, id), versionIs(item.version));
-    ws.delete('log-head', keys.webhookDeliveryLogHead(merchantId, id));
-    deleteDeliveryDaysHead(ws, merchantId, id);
-    deleteListEntry(ws, merchantId, id);
-    ws.update('endpoint-count', endpointCountKey(merchantId)).add(ENDPOINT_COUNT_ATTR, ONE.negated());
+    addEndpointDelete(ws, merchantId, item);
     await ws.commit();
   });
 };
 
 /** GET /webhook-endpoints, newest first; the total comes from the endpoint count (strongly consistent). */
 export const listWebhookEndpoints = async (merchantId: string, q: WebhookEndpointListQuery) => {
-  const query: IndexQuery = { index: 'gsi1', partition: webhookEndpointIndexes.partitions.all(merchantId) };
-  const count = async () => (await readTotals(merchantId, 'WEBHOOK_ENDPOINTS'))[ENDPOINT_COUNT_ATTR]?.toNumber() ?? 0;
-  const { items, meta } = await listPage<WebhookEndpointItem>(query, count, q);
+  const { items, meta } = await endpointsPage(merchantId, q);
   return { data: items.map(presentWebhookEndpoint), meta };
 };
 
-/** The type of the event `POST /webhook-endpoints/{id}/test` sends (not one a merchant subscribes to). */
-export const TEST_EVENT_TYPE = 'webhook.test';
 /** Longer event ids than this are unknown (and would not fit a key). */
 const EVENT_ID_MAX = 200;
 
-/** POST /webhook-endpoints/{id}/test: one signed `webhook.test` now, enabled or not; answers the attempt. */
-export const sendTestEvent = async (merchantId: string, id: number) => {
+/** POST /webhook-endpoints/{id}/test: one signed test webhook now, enabled or not; answers the attempt. */
+export const sendTestWebhook = async (merchantId: string, id: number) => {
   const endpoint = await getWebhookEndpointItem(merchantId, id);
   if (!endpoint) throw new NotFoundError();
-  const event = {
-    id: newEventId(),
-    type: TEST_EVENT_TYPE,
-    created_at: formatTimestamp(now()),
-    data: { object: { webhook_endpoint_id: endpoint.id, message: 'A test event from the revenue analytics API.' } },
-  };
-  return (await attemptAndRecord(merchantId, endpoint, event, undefined)).entry;
+  return (await attemptAndRecord(merchantId, endpoint, testWebhook(endpoint.id, newEventId(), formatTimestamp(now())), undefined)).entry;
 };
 
 /**
@@ -220,11 +147,7 @@ export const sendTestEvent = async (merchantId: string, id: number) => {
  */
 export const retryDelivery = async (merchantId: string, id: number, eventId: string) => {
   if (eventId.length > EVENT_ID_MAX || !Number.isSafeInteger(id) || id < 1) throw new NotFoundError();
-  const endpointKey = keys.webhookEndpoint(merchantId, id);
-  const stateKey = keys.webhookDeliveryState(merchantId, id, eventId);
-  const found = await batchGet([endpointKey, stateKey]);
-  const endpoint = found.get(keyId(endpointKey)) as WebhookEndpointItem | undefined;
-  const state = found.get(keyId(stateKey)) as DeliveryStateItem | undefined;
+  const { endpoint, state } = await getDelivery(merchantId, id, eventId);
   if (!endpoint || !state || Number(state.expires_at) <= Math.floor(now().getTime() / 1000)) throw new NotFoundError();
   const event = JSON.parse(state.body) as WebhookEvent;
   return (await attemptAndRecord(merchantId, endpoint, event, state)).entry;

@@ -1,16 +1,26 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import Decimal from 'decimal.js';
 import { db, tableName } from '#lib/db/client';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { readTotals } from '#lib/db/counters';
 import { keys, webhookEndpointIndexes, webhookEndpointListPartition, type Key } from '#lib/db/keys';
-import { queryAll } from '#lib/db/query';
+import { listPage, queryAll, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
-import { versionIs, WriteSet } from '#lib/db/writes';
+import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
 import type { EventType } from '#lib/outbox';
 import { now } from '#lib/clock';
 import { utcDay } from '#lib/shared/time';
-import { putDeliveryDaysHead } from '#lib/webhooks/deliveries';
-import { receives, type WebhookEndpointItem } from '#lib/webhooks/model';
+import { deleteDeliveryDaysHead, putDeliveryDaysHead } from '#lib/webhooks/deliveries';
+import type { DeliveryStateItem } from '#lib/webhooks/delivery';
+import type { WebhookEndpointItem } from '#lib/webhooks/model';
+import { MAX_WEBHOOK_ENDPOINTS, receives, type Endpoint, type Plan } from '#lib/webhooks/rules';
+import type { WebhookEndpointListQuery } from '#lib/webhooks/schemas';
+
+/**
+ * The webhook endpoints' table adapter: keys and reads, the writes of a planned change (the
+ * endpoint under its version, its list entry, the count that caps them, the delivery log's heads)
+ * and what a failed write's tags mean.
+ */
 
 /** The merchant's endpoint count: one totals item whose condition enforces the cap on create. */
 export const endpointCountKey = (merchantId: string) => keys.totals(merchantId, 'WEBHOOK_ENDPOINTS', 0);
@@ -21,6 +31,61 @@ export const getWebhookEndpointItem = async (merchantId: string, id: number): Pr
   if (!Number.isSafeInteger(id) || id < 1) return null;
   const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.webhookEndpoint(merchantId, id), ConsistentRead: true }));
   return (Item as WebhookEndpointItem | undefined) ?? null;
+};
+
+/** The endpoint as stored: its key, and its place in the merchant's list (gsi1). */
+export const endpointItem = (merchantId: string, e: Endpoint): WebhookEndpointItem => ({ ...keys.webhookEndpoint(merchantId, e.id), ...e });
+const withIndex = (merchantId: string, e: WebhookEndpointItem) => ({ ...e, ...webhookEndpointIndexes.all(merchantId, e.created_at, e.id) });
+
+const ONE = new Decimal(1);
+
+/**
+ * Adds a new endpoint to `ws`: the item, its delivery log's heads, its list entry, and the count,
+ * whose condition keeps the merchant within the cap (tag `endpoint-count`: `limitReachedBy`).
+ */
+export const addEndpointCreate = (ws: WriteSet, merchantId: string, item: WebhookEndpointItem): void => {
+  ws.put('endpoint', withIndex(merchantId, item), itemAbsent);
+  ws.put('log-head', keys.webhookDeliveryLogHead(merchantId, item.id), itemAbsent);
+  putDeliveryDaysHead(ws, merchantId, item.id);
+  putListEntry(ws, merchantId, item);
+  ws.update('endpoint-count', endpointCountKey(merchantId))
+    .add(ENDPOINT_COUNT_ATTR, ONE)
+    .when({ expression: 'attribute_not_exists(#n) OR #n < :max', names: { '#n': ENDPOINT_COUNT_ATTR }, values: { ':max': MAX_WEBHOOK_ENDPOINTS } });
+};
+
+/** A failed create's tags: the merchant already has as many endpoints as the cap allows. */
+export const limitReachedBy = (err: unknown) => err instanceof WriteConflict && err.tags.includes('endpoint-count');
+
+/** Adds a planned change to `ws`: the endpoint guarded by the version read, its list entry, and its health cleared when the plan says so. */
+export const addEndpointChange = (ws: WriteSet, merchantId: string, before: WebhookEndpointItem, plan: Plan<WebhookEndpointItem>): void => {
+  ws.put('endpoint', withIndex(merchantId, plan.next), versionIs(before.version));
+  // Written even when it did not change: an endpoint from before list entries gets its entry.
+  putListEntry(ws, merchantId, plan.next);
+  if (plan.healthReset) ws.delete('health', keys.webhookEndpointHealth(merchantId, before.id));
+};
+
+/** Adds a hard delete to `ws` (the encrypted secrets go with the item): its log's heads, its list entry, one off the count. */
+export const addEndpointDelete = (ws: WriteSet, merchantId: string, item: WebhookEndpointItem): void => {
+  ws.delete('endpoint', keys.webhookEndpoint(merchantId, item.id), versionIs(item.version));
+  ws.delete('log-head', keys.webhookDeliveryLogHead(merchantId, item.id));
+  deleteDeliveryDaysHead(ws, merchantId, item.id);
+  deleteListEntry(ws, merchantId, item.id);
+  ws.update('endpoint-count', endpointCountKey(merchantId)).add(ENDPOINT_COUNT_ATTR, ONE.negated());
+};
+
+/** A page of the merchant's endpoints, newest first; the total comes from the endpoint count (strongly consistent). */
+export const endpointsPage = (merchantId: string, q: WebhookEndpointListQuery) => {
+  const query: IndexQuery = { index: 'gsi1', partition: webhookEndpointIndexes.partitions.all(merchantId) };
+  const count = async () => (await readTotals(merchantId, 'WEBHOOK_ENDPOINTS'))[ENDPOINT_COUNT_ATTR]?.toNumber() ?? 0;
+  return listPage<WebhookEndpointItem>(query, count, q);
+};
+
+/** The endpoint and its delivery of one webhook, in one BatchGetItem (for a manual retry). */
+export const getDelivery = async (merchantId: string, id: number, eventId: string) => {
+  const endpointKey = keys.webhookEndpoint(merchantId, id);
+  const stateKey = keys.webhookDeliveryState(merchantId, id, eventId);
+  const found = await batchGet([endpointKey, stateKey]);
+  return { endpoint: found.get(keyId(endpointKey)) as WebhookEndpointItem | undefined, state: found.get(keyId(stateKey)) as DeliveryStateItem | undefined };
 };
 
 type ListEntry = Pick<WebhookEndpointItem, 'id' | 'status' | 'events'>;

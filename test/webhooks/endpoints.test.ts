@@ -5,7 +5,7 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { db, requestCounter, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { decryptSecret } from '#lib/webhooks/secrets';
-import { LIMIT_REACHED, MAX_WEBHOOK_ENDPOINTS } from '#lib/webhooks/service';
+import { LIMIT_REACHED, MAX_WEBHOOK_ENDPOINTS } from '#lib/webhooks/rules';
 import { endpointsReceiving } from '#lib/webhooks/store';
 import { resetResolver, setResolver } from '#lib/webhooks/url-safety';
 import { newMerchant, useApi } from '../support/api.ts';
