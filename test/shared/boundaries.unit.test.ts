@@ -45,8 +45,8 @@ const PURE_RULES = [
 
 /** The lib/ folder a handler folder serves (functions/<folder>/), where the two names differ. */
 const RESOURCE_OF: Record<string, string> = { backoffice: 'merchants', system: 'http' };
-/** What every handler may load besides its own resource: the pipeline, the domain errors, shared fields. */
-const COMMON = /^lib\/(http\/handler|errors|shared\/[a-z-]+)\.ts$/;
+/** What every handler may load besides its own resource: the pipeline (JSON, or JSON and CSV), the domain errors, shared fields. */
+const COMMON = /^lib\/(http\/(csv-)?handler|errors|shared\/[a-z-]+)\.ts$/;
 
 describe('boundaries', () => {
   it('every resource has its rules, in the unit tier', () => {
