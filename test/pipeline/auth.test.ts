@@ -8,6 +8,7 @@ import { db, tableName } from '#lib/db/client';
 import { createMerchant, createToken, regenerateToken, revokeToken } from '#lib/merchants/store';
 import { ConflictError, DomainError, NotFoundError } from '#lib/errors';
 import { toHttpError } from '#lib/http/errors';
+import { ensureTable } from '../../infra/local/dynamodb.ts';
 
 /** docs/authentication-and-limits.md: who may call, and what a refusal looks like. */
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
@@ -123,34 +124,43 @@ describe('tokens', () => {
   });
 
   it('are stored only as SHA-256 hashes: the plain value appears in no item of the table', async () => {
-    const { merchantId, token } = await newMerchant();
-    const regenerated = (await regenerateToken(merchantId)).token;
-    expect((await api.get('/customers/1', regenerated)).status).toBe(404); // writes the rate window too
-    // The whole shared test table (other files' large seeds included): a parallel scan.
-    const items: Record<string, unknown>[] = [];
-    const SEGMENTS = 4;
-    await Promise.all(
-      Array.from({ length: SEGMENTS }, async (_, Segment) => {
-        let ExclusiveStartKey: Record<string, unknown> | undefined;
-        do {
-          const page = await db().send(new ScanCommand({ TableName: tableName(), ExclusiveStartKey, Segment, TotalSegments: SEGMENTS }));
-          items.push(...((page.Items ?? []) as Record<string, unknown>[]));
-          ExclusiveStartKey = page.LastEvaluatedKey;
-        } while (ExclusiveStartKey);
-      }),
-    );
-    const text = items.map((i) => JSON.stringify(i));
-    const mine = text.filter((t) => t.includes(merchantId));
-    // merchant, token pointer, rate window, and the hash-keyed token items (old, now deleted, and new)
-    expect(mine.length).toBeGreaterThanOrEqual(3);
-    for (const plain of [token, regenerated]) {
-      expect(text.filter((t) => t.includes(plain))).toEqual([]);
-      expect(text.filter((t) => t.includes(plain.slice(4)))).toEqual([]);
+    // A table of its own: scanning the shared one (other files' large seeds) would hold DynamoDB
+    // Local for seconds and stall every other test file's requests meanwhile.
+    const shared = process.env.TABLE_NAME;
+    process.env.TABLE_NAME = `auth-scan-${process.pid}`;
+    await ensureTable(process.env.DYNAMODB_ENDPOINT!, tableName());
+    try {
+      const { merchantId, token } = await newMerchant();
+      const regenerated = (await regenerateToken(merchantId)).token;
+      expect((await api.get('/customers/1', regenerated)).status).toBe(404); // writes the rate window too
+      // The whole table: a parallel scan.
+      const items: Record<string, unknown>[] = [];
+      const SEGMENTS = 4;
+      await Promise.all(
+        Array.from({ length: SEGMENTS }, async (_, Segment) => {
+          let ExclusiveStartKey: Record<string, unknown> | undefined;
+          do {
+            const page = await db().send(new ScanCommand({ TableName: tableName(), ExclusiveStartKey, Segment, TotalSegments: SEGMENTS }));
+            items.push(...((page.Items ?? []) as Record<string, unknown>[]));
+            ExclusiveStartKey = page.LastEvaluatedKey;
+          } while (ExclusiveStartKey);
+        }),
+      );
+      const text = items.map((i) => JSON.stringify(i));
+      const mine = text.filter((t) => t.includes(merchantId));
+      // merchant, token pointer, rate window, and the hash-keyed token items (old, now deleted, and new)
+      expect(mine.length).toBeGreaterThanOrEqual(3);
+      for (const plain of [token, regenerated]) {
+        expect(text.filter((t) => t.includes(plain))).toEqual([]);
+        expect(text.filter((t) => t.includes(plain.slice(4)))).toEqual([]);
+      }
+      expect(hashToken(regenerated)).toMatch(/^[0-9a-f]{64}$/);
+      expect(mine.some((t) => t.includes(`TOKEN#${hashToken(regenerated)}`))).toBe(true);
+      expect(mine.some((t) => t.includes(`TOKEN#${hashToken(token)}`))).toBe(false); // the old one is gone
+    } finally {
+      process.env.TABLE_NAME = shared;
     }
-    expect(hashToken(regenerated)).toMatch(/^[0-9a-f]{64}$/);
-    expect(mine.some((t) => t.includes(`TOKEN#${hashToken(regenerated)}`))).toBe(true);
-    expect(mine.some((t) => t.includes(`TOKEN#${hashToken(token)}`))).toBe(false); // the old one is gone
-  }, 180_000);
+  });
 
   it('one valid token per merchant: a second create is refused with 409 until the first is revoked', async () => {
     const merchant = await createMerchant('two tokens');
