@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useApi } from '../support/api.ts';
 import { isolatedClock } from './support.ts';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { openApiDocument } from '#lib/http/openapi';
 import { authKindOf, type RouteDef } from '#lib/http/route';
 import { routeList } from '#lib/http/routes';
@@ -47,6 +48,12 @@ const operations = () =>
 describe('GET /v1/openapi.json', () => {
   it('is public and is the generated document', () => {
     expect(doc).toEqual(JSON.parse(JSON.stringify(openApiDocument())));
+  });
+
+  it("is a valid OpenAPI 3.1 document by the specification's own JSON Schema (@seriousme/openapi-schema-validator)", async () => {
+    const result = await new Validator().validate(JSON.parse(JSON.stringify(doc)));
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
   });
 
   it('is OpenAPI 3.1.0 with info, the /v1 server and the bearer scheme', () => {

@@ -5,12 +5,14 @@ import { createLocalServer, TALLY_HEADERS } from '../../infra/local/server.ts';
 import { createMerchant, createToken } from '#lib/merchants/store';
 import type { Ability } from '#lib/http/route';
 import { hashToken, stampTokenUse } from '#lib/auth/tokens';
+import { checkAnswer } from './contract.ts';
 
 export type ApiResponse<T = any> = { status: number; headers: Headers; body: T };
 
 /**
  * Starts the local server (the real handlers through the route table) on 127.0.0.1 for one test
- * file, and returns a small client.
+ * file, and returns a small client. Every answer it receives must match the OpenAPI document: a
+ * mismatch fails the request (test/support/contract.ts).
  */
 export const useApi = (options: Parameters<typeof createLocalServer>[0] = {}) => {
   let server: Server;
@@ -38,6 +40,8 @@ export const useApi = (options: Parameters<typeof createLocalServer>[0] = {}) =>
     }
     const res = await fetch(`${base}${path}`, { method, headers, body });
     const text = await res.text();
+    // Every answer is checked against the OpenAPI document (test/support/contract.ts).
+    await checkAnswer({ method, path, status: res.status, headers: res.headers, text });
     let parsed: unknown = text;
     try {
       parsed = text ? JSON.parse(text) : undefined;
