@@ -3,6 +3,7 @@ import { appendFileSync, existsSync, readFileSync, renameSync, statSync, writeFi
 import { resolve } from 'node:path';
 import { SingleBar, Presets } from 'cli-progress';
 import { parse as parseCsv } from 'csv-parse/sync';
+import { createApiClient, type ApiClient, type components } from '../../clients/typescript/index.ts';
 
 /**
  * `ops import`: a merchant's history from CSV (header row) or JSONL files, sent through the
@@ -102,8 +103,6 @@ export const readRows = (path: string): Row[] => {
   return records.map(({ record, info }) => ({ line: info.lines, item: fromCsvRecord(record) }));
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 const writeCheckpoint = (path: string, cp: Checkpoint) => {
   // Written whole, then renamed over the old one: a stop mid-write never leaves half a checkpoint.
   writeFileSync(`${path}.tmp`, `${JSON.stringify(cp, null, 2)}\n`);
@@ -149,45 +148,70 @@ const openCheckpoint = (opts: ImportOptions): Checkpoint => {
 
 type BatchAnswer = {
   status: number;
-  body: { data?: { results: { created: unknown[]; updated: unknown[]; skipped: { index: number; reason: string; identifier: string }[]; failed: { index: number; reason: string; message: string; identifier: string }[] } }; message?: string; errors?: Record<string, string[]> };
+  body: { data?: components['schemas']['BatchResult']; message?: string; errors?: Record<string, string[]> };
+};
+
+/**
+ * The typed client (clients/typescript) for one run: its retries are the import's, 429, 502, 503
+ * and 504 after Retry-After and a lost answer, `maxAttempts` times in all (every batch carries its
+ * idempotency key, so a retry never imports twice).
+ */
+const clients = new WeakMap<ImportOptions, ApiClient>();
+const clientFor = (opts: ImportOptions): ApiClient => {
+  let client = clients.get(opts);
+  if (!client) {
+    client = createApiClient({
+      baseUrl: opts.url,
+      token: opts.token,
+      retry: {
+        attempts: opts.maxAttempts ?? 10,
+        statuses: [429, 502, 503, 504],
+        maxDelayMs: MAX_PAUSE_MS,
+        onRetry: ({ status, delayMs }) => {
+          if (status !== null) opts.log?.(`${currentKind.get(opts) ?? 'import'}: ${status}, waiting ${Math.round(delayMs / 1000)} s (Retry-After)`);
+        },
+      },
+    });
+    clients.set(opts, client);
+  }
+  return client;
+};
+/** The longest pause before one retry, whatever Retry-After asks. */
+const MAX_PAUSE_MS = 60_000;
+const currentKind = new WeakMap<ImportOptions, Kind>();
+
+/** One batch through its batch endpoint, with the run's headers. */
+const post = (client: ApiClient, opts: ImportOptions, kind: Kind, items: unknown[], header: { 'x-idempotency-key': string; 'x-import-run': string }) => {
+  switch (kind) {
+    case 'customers':
+      return client.POST('/customers/batch', {
+        params: { header, query: opts.onConflict ? { on_conflict: opts.onConflict } : {} },
+        body: { customers: items as components['schemas']['CustomerInput'][] },
+      });
+    case 'subscriptions':
+      return client.POST('/subscriptions/batch', { params: { header }, body: { subscriptions: items as components['schemas']['SubscriptionBatchItem'][] } });
+    case 'orders':
+      return client.POST('/orders/batch', { params: { header }, body: { orders: items as components['schemas']['OrderBatchItem'][] } });
+    case 'events':
+      return client.POST('/subscriptions/events/batch', { params: { header }, body: { events: items as components['schemas']['SubscriptionEventBatchItem'][] } });
+  }
 };
 
 /** One batch, retried on 429/503 (after Retry-After) and on network errors, with the same idempotency key. */
 const send = async (opts: ImportOptions, kind: Kind, items: unknown[], key: string, runId: string): Promise<BatchAnswer> => {
-  const { path, items: field } = PATHS[kind];
-  const query = kind === 'customers' && opts.onConflict ? `?on_conflict=${opts.onConflict}` : '';
-  const attempts = opts.maxAttempts ?? 10;
-  for (let attempt = 1; ; attempt++) {
-    let res: Response;
-    try {
-      res = await fetch(`${opts.url.replace(/\/$/, '')}${path}${query}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${opts.token}`, 'content-type': 'application/json', 'x-idempotency-key': key, 'x-import-run': runId },
-        body: JSON.stringify({ [field]: items }),
-      });
-    } catch (err) {
-      if (attempt >= attempts) throw new ImportError(`${kind}: the service did not answer (${(err as Error).message}); run the same command again to resume`);
-      await sleep(Math.min(30_000, 500 * 2 ** attempt));
-      continue;
-    }
-    if ((res.status === 429 || res.status === 503 || res.status === 502 || res.status === 504) && attempt < attempts) {
-      const retryAfter = Number(res.headers.get('retry-after'));
-      const wait = Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : Math.min(30_000, 500 * 2 ** attempt);
-      opts.log?.(`${kind}: ${res.status}, waiting ${Math.round(wait / 1000)} s (Retry-After)`);
-      await res.body?.cancel();
-      await sleep(wait);
-      continue;
-    }
-    const text = await res.text();
-    let body: BatchAnswer['body'] = {};
-    try {
-      body = text ? JSON.parse(text) : {};
-    } catch {
-      body = { message: text.slice(0, 200) };
-    }
-    if (res.status === 401 || res.status === 403) throw new ImportError(`${kind}: ${res.status} ${body.message ?? ''} (check --token and its abilities)`.trim());
-    return { status: res.status, body };
+  currentKind.set(opts, kind);
+  let answer: Awaited<ReturnType<typeof post>>;
+  try {
+    answer = await post(clientFor(opts), opts, kind, items, { 'x-idempotency-key': key, 'x-import-run': runId });
+  } catch (err) {
+    throw new ImportError(`${kind}: the service did not answer (${(err as Error).message}); run the same command again to resume`);
   }
+  const { data, response } = answer;
+  // An answer that is not JSON comes as text: its start is the message.
+  const error: unknown = answer.error;
+  const body = (data ?? (typeof error === 'string' ? { message: error.slice(0, 200) } : (error ?? {}))) as BatchAnswer['body'];
+  if (response.status === 401 || response.status === 403) throw new ImportError(`${kind}: ${response.status} ${body.message ?? ''} (check --token and its abilities)`.trim());
+  return { status: response.status, body };
 };
 
 const customerIds = new Map<string, number | null>();
@@ -204,11 +228,10 @@ const resolveCustomer = async (opts: ImportOptions, row: Row, kind: Kind) => {
   if (item.customer_id !== undefined || (!byExternal && !byEmail)) return;
   const cacheKey = byExternal ? `x:${byExternal}` : `e:${byEmail}`;
   if (!customerIds.has(cacheKey)) {
-    const base = opts.url.replace(/\/$/, '');
-    const path = byExternal ? `/customers/${encodeURIComponent(byExternal)}` : `/customers?search=${encodeURIComponent(byEmail!)}&per_page=100`;
-    const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${opts.token}` } });
-    const body = (await res.json().catch(() => ({}))) as { data?: { id: number; email: string } | { id: number; email: string }[] };
-    const found = Array.isArray(body.data) ? body.data.find((c) => c.email === byEmail) : res.ok ? body.data : undefined;
+    const client = clientFor(opts);
+    const found = byExternal
+      ? (await client.GET('/customers/{idOrExternalId}', { params: { path: { idOrExternalId: byExternal } } })).data?.data
+      : (await client.GET('/customers', { params: { query: { search: byEmail!, per_page: 100 } } })).data?.data.find((c) => c.email === byEmail);
     customerIds.set(cacheKey, found ? found.id : null);
   }
   const id = customerIds.get(cacheKey);

@@ -1,65 +1,33 @@
 import { forgetSession, idToken, type DashboardConfig } from './auth';
 
-/** The API's answers the dashboard reads (see the OpenAPI document for the full shapes). */
-export type Meta = { current_page: number; last_page: number; per_page: number; total: number; from: number | null; to: number | null };
+import type { components, paths } from '../../clients/typescript/schema';
+
+/**
+ * The API's answers the dashboard reads: the typed client's types, generated from the OpenAPI
+ * document (clients/typescript/schema.ts), so a change of the document that breaks a view fails
+ * `npm run typecheck`. Type-only: nothing of the client lands in the bundle.
+ */
+type Schemas = components['schemas'];
+/** A list's answer, as GET /activity gives it (every list has the same meta). */
+export type ActivityPage = paths['/activity']['get']['responses'][200]['content']['application/json'];
+export type Meta = Omit<ActivityPage['meta'], 'next_cursor'>;
 export type Page<T> = { data: T[]; meta: Meta };
-export type Me = { merchant_id: string; name: string; reporting_currency: string; role: 'admin' | 'user' };
-export type Stats = { today_revenue: string; monthly_revenue: string; today_count: number; today_success_rate: number };
-export type MrrEntry = {
-  date: string;
-  mrr: string;
-  new: string;
-  expansion: string;
-  contraction: string;
-  churn: string;
-  reactivation: string;
-  net_change: string;
-  active_subscriptions: number;
-  active_customers: number;
-};
-export type MrrSeries = { data: MrrEntry[]; summary: { current_mrr: string; arr: string; arpa: string | null; customer_churn_rate: number | null; mrr_churn_rate: number | null } };
-export type Summary = {
-  current_mrr: string;
-  arr: string;
-  arpa: string | null;
-  active_subscriptions: number;
-  active_customers: number;
-  customer_churn_rate: number | null;
-  mrr_churn_rate: number | null;
-  net_mrr_churn_rate: number | null;
-  quick_ratio: number | null;
-  ltv: string | null;
-};
-export type Cohort = {
-  cohort: string;
-  customers: number;
-  mrr: string;
-  retention: { month: string; customers: number; mrr: string; customer_retention: number | null; mrr_retention: number | null }[];
-};
-export type Order = { id: number; order_no: string; amount: string; currency: string; status: string; customer_email: string | null; customer_name: string | null; created_at: string };
-export type SubscriptionEvent = { id: number; customer_id: number; event_type: string; old_amount: string; new_amount: string; amount_change: string; new_plan: string | null; occurred_at: string };
-export type Endpoint = { id: string; url: string; events: string[]; status: string; description: string | null };
-export type Delivery = { event_id: string; event_type: string; attempt: number; status: number | null; error: string | null; duration_ms: number; at: string };
-export type ApiToken = { prefix: string; last_four: string; abilities: string[]; created_at: string; last_used_at: string | null };
-export type IssuedToken = ApiToken & { token: string };
-export type ActivityType = 'customers.batch' | 'orders.batch' | 'subscriptions.batch' | 'subscription_events.batch';
+export type Me = Schemas['BackofficeSession'];
+export type Stats = Schemas['OrderStats'];
+export type MrrEntry = Schemas['MrrEntry'];
+export type MrrSeries = { data: MrrEntry[]; summary: Schemas['MrrRangeSummary'] };
+export type Summary = Schemas['MetricsSummary'];
+export type Cohort = Schemas['Cohort'];
+export type Order = Schemas['Order'];
+export type SubscriptionEvent = Schemas['SubscriptionEvent'];
+export type Endpoint = Schemas['WebhookEndpoint'];
+export type Delivery = Schemas['WebhookDelivery'];
+export type ApiToken = Schemas['ApiToken'];
+export type IssuedToken = Schemas['ApiTokenIssued'];
+export type ActivityEntry = Schemas['ActivityEntry'];
+export type ActivityType = ActivityEntry['type'];
 /** A skipped or failed item of a batch, as the batch answered it (identifier and message cut to 200 bytes). */
-export type ItemReport = { index: number; identifier: string; reason: string; message: string };
-/** One batch request in the activity log (kept 13 months); `import_run` is the X-Import-Run it was sent with. */
-export type ActivityEntry = {
-  id: number;
-  type: ActivityType;
-  created_at: string;
-  total: number;
-  created: number;
-  updated: number;
-  skipped: number;
-  failed: number;
-  results: { skipped: ItemReport[]; failed: ItemReport[] };
-  request_id: string;
-  import_run: string | null;
-};
-export type ActivityPage = { data: ActivityEntry[]; meta: Meta & { next_cursor: string | null } };
+export type ItemReport = ActivityEntry['results']['failed'][number];
 
 export class ApiError extends Error {
   constructor(

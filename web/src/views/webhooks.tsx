@@ -70,7 +70,7 @@ const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: En
 
 export const Webhooks = ({ api, me }: { api: Api; me: Me }) => {
   const [result, retry] = useAsync(null, () => api.get<Page<Endpoint>>('/webhook-endpoints?per_page=100'));
-  const [selected, setSelected] = useState<string | null>(null);
+  const [selected, setSelected] = useState<number | null>(null);
   const endpoints = result.state === 'ready' ? result.data.data : [];
   const current = endpoints.find((e) => e.id === selected) ?? endpoints[0];
   return (
