@@ -1252,9 +1252,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1265,9 +1268,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -1304,8 +1310,8 @@ export interface operations {
             /** @description No back-office identity, or its merchant does not exist. API Gateway's JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*. */
             401: {
                 headers: {
-                    /** @description API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered) */
-                    "apigw-requestid": string;
+                    /** @description API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered) */
+                    "apigw-requestid"?: string;
                     /** @description Only on the authorizer's answer: `Bearer` and the reason the ID token was refused */
                     "WWW-Authenticate"?: string;
                     /** @description Only when the function answered (the merchant does not exist) */
@@ -1366,9 +1372,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1379,9 +1388,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -1418,8 +1430,8 @@ export interface operations {
             /** @description No back-office identity, or its merchant does not exist. API Gateway's JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*. */
             401: {
                 headers: {
-                    /** @description API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered) */
-                    "apigw-requestid": string;
+                    /** @description API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered) */
+                    "apigw-requestid"?: string;
                     /** @description Only on the authorizer's answer: `Bearer` and the reason the ID token was refused */
                     "WWW-Authenticate"?: string;
                     /** @description Only when the function answered (the merchant does not exist) */
@@ -1480,9 +1492,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1493,9 +1508,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -1528,8 +1546,8 @@ export interface operations {
             /** @description No back-office identity, or its merchant does not exist. API Gateway's JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*. */
             401: {
                 headers: {
-                    /** @description API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered) */
-                    "apigw-requestid": string;
+                    /** @description API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered) */
+                    "apigw-requestid"?: string;
                     /** @description Only on the authorizer's answer: `Bearer` and the reason the ID token was refused */
                     "WWW-Authenticate"?: string;
                     /** @description Only when the function answered (the merchant does not exist) */
@@ -1604,9 +1622,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1617,9 +1638,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -1656,8 +1680,8 @@ export interface operations {
             /** @description No back-office identity, or its merchant does not exist. API Gateway's JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*. */
             401: {
                 headers: {
-                    /** @description API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered) */
-                    "apigw-requestid": string;
+                    /** @description API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered) */
+                    "apigw-requestid"?: string;
                     /** @description Only on the authorizer's answer: `Bearer` and the reason the ID token was refused */
                     "WWW-Authenticate"?: string;
                     /** @description Only when the function answered (the merchant does not exist) */
@@ -1705,9 +1729,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1718,9 +1745,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -1757,8 +1787,8 @@ export interface operations {
             /** @description No back-office identity, or its merchant does not exist. API Gateway's JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*. */
             401: {
                 headers: {
-                    /** @description API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered) */
-                    "apigw-requestid": string;
+                    /** @description API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered) */
+                    "apigw-requestid"?: string;
                     /** @description Only on the authorizer's answer: `Bearer` and the reason the ID token was refused */
                     "WWW-Authenticate"?: string;
                     /** @description Only when the function answered (the merchant does not exist) */
@@ -1833,9 +1863,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1846,9 +1879,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -1958,9 +1994,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1971,9 +2010,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -2117,9 +2159,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2130,9 +2175,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -2280,9 +2328,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2293,9 +2344,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -2389,9 +2443,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2402,9 +2459,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -2564,9 +2624,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2577,9 +2640,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -2683,9 +2749,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2696,9 +2765,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -2814,9 +2886,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2827,9 +2902,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -2989,9 +3067,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3002,9 +3083,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -3148,9 +3232,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3161,9 +3248,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -3257,9 +3347,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3270,9 +3363,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -3366,9 +3462,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3379,9 +3478,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -3541,9 +3643,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3554,9 +3659,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -3670,9 +3778,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3683,9 +3794,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -3832,9 +3946,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3845,9 +3962,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -3963,9 +4083,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3976,9 +4099,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -4132,9 +4258,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4145,9 +4274,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -4291,9 +4423,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4304,9 +4439,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -4450,9 +4588,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4463,9 +4604,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -4559,9 +4703,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4572,9 +4719,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -4733,9 +4883,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4746,9 +4899,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -4852,9 +5008,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4865,9 +5024,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -5022,9 +5184,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5035,9 +5200,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -5191,9 +5359,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5204,9 +5375,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -5360,9 +5534,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5373,9 +5550,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -5483,9 +5663,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5496,9 +5679,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -5647,9 +5833,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5660,9 +5849,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -5756,9 +5948,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5769,9 +5964,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -5875,9 +6073,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5888,9 +6089,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -6058,9 +6262,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6071,9 +6278,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -6181,9 +6391,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6194,9 +6407,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -6304,9 +6520,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6317,9 +6536,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -6443,9 +6665,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6456,9 +6681,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -6568,9 +6796,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6581,9 +6812,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -6682,9 +6916,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6695,9 +6932,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -6775,9 +7015,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6788,9 +7031,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -6886,9 +7132,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6899,9 +7148,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -7017,9 +7269,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7030,9 +7285,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
@@ -7126,9 +7384,12 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7139,9 +7400,12 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };

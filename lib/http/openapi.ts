@@ -18,7 +18,20 @@ const commonHeaders = {
 
 const rateLimitedHeaders = { ...commonHeaders, 'Retry-After': headerRef('RetryAfter') };
 
-const message = (description: string, headers: typeof commonHeaders = commonHeaders) => ({
+/**
+ * A 500 or 503 can come before the request was counted (DynamoDB throttled or failed the token
+ * lookup or the rate counter itself): then it carries no X-RateLimit-* headers.
+ */
+const ifCounted = (description: string) => ({ description: `${description}; absent when the failure came before the request was counted`, required: false, schema: { type: 'integer' as const } });
+const failureHeaders = {
+  'X-Request-Id': headerRef('XRequestId'),
+  'X-RateLimit-Limit': ifCounted('Requests allowed in the current window'),
+  'X-RateLimit-Remaining': ifCounted('Requests left in the current window'),
+  'X-RateLimit-Reset': ifCounted('Unix time at which the current window ends'),
+};
+
+type ResponseHeaders = Record<string, ReturnType<typeof headerRef> | ReturnType<typeof ifCounted>>;
+const message = (description: string, headers: ResponseHeaders = commonHeaders) => ({
   description,
   headers,
   content: { 'application/json': { schema: messageBody } },
@@ -31,11 +44,11 @@ const pipelineResponses = (route: RouteDef) => ({
     : {}),
   429: message('Too many requests', rateLimitedHeaders),
   ...(route.writes ? { 409: message('Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After)', rateLimitedHeaders) } : {}),
-  500: message('Server error'),
+  500: message('Server error', failureHeaders),
   503: message('DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds', {
-    ...commonHeaders,
+    ...failureHeaders,
     'Retry-After': headerRef('RetryAfter'),
-  } as typeof commonHeaders),
+  }),
 });
 
 /**
@@ -84,7 +97,8 @@ const optionalString = (description: string) => ({ description, required: false,
  * does not exist, with every header. So the API's headers are declared optional here.
  */
 const gatewayUnauthorizedHeaders = {
-  'apigw-requestid': { description: "API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered)", required: true, schema: { type: 'string' as const } },
+  // API Gateway adds it in AWS; the local server (npm start) does not emulate it.
+  'apigw-requestid': { description: "API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered)", required: false, schema: { type: 'string' as const } },
   'WWW-Authenticate': optionalString("Only on the authorizer's answer: `Bearer` and the reason the ID token was refused"),
   'X-Request-Id': optionalString('Only when the function answered (the merchant does not exist)'),
   'X-RateLimit-Limit': optionalString('Only when the function answered'),
@@ -168,7 +182,7 @@ export const openApiDocument = () => {
       license: { name: 'Proprietary, all rights reserved', identifier: 'LicenseRef-Proprietary' },
       contact: { name: 'The Revenue Analytics API maintainers (docs/ in the repository)' },
       description:
-        'Every response is JSON and carries X-Request-Id and X-RateLimit-*. Unknown routes answer 404 {"message": "Resource not found"}.',
+        'Every response is JSON and carries X-Request-Id and X-RateLimit-* (a 500 or 503 that came before the request was counted carries no X-RateLimit-*). Requests no operation matches get the catch-all answers: an unknown path 404 {"message": "Resource not found"}; a known path asked with a method it does not serve 405 {"message": "Method not allowed."} with Allow naming the methods it serves.',
     },
     servers: [{ url: BASE_PATH }],
     components: {
