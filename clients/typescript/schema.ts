@@ -1310,8 +1310,8 @@ export interface operations {
             /** @description No back-office identity, or its merchant does not exist. API Gateway's JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*. */
             401: {
                 headers: {
-                    /** @description API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered) */
-                    "apigw-requestid"?: string;
+                    /** @description API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered) */
+                    "apigw-requestid": string;
                     /** @description Only on the authorizer's answer: `Bearer` and the reason the ID token was refused */
                     "WWW-Authenticate"?: string;
                     /** @description Only when the function answered (the merchant does not exist) */
@@ -1430,8 +1430,8 @@ export interface operations {
             /** @description No back-office identity, or its merchant does not exist. API Gateway's JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*. */
             401: {
                 headers: {
-                    /** @description API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered) */
-                    "apigw-requestid"?: string;
+                    /** @description API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered) */
+                    "apigw-requestid": string;
                     /** @description Only on the authorizer's answer: `Bearer` and the reason the ID token was refused */
                     "WWW-Authenticate"?: string;
                     /** @description Only when the function answered (the merchant does not exist) */
@@ -1546,8 +1546,8 @@ export interface operations {
             /** @description No back-office identity, or its merchant does not exist. API Gateway's JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*. */
             401: {
                 headers: {
-                    /** @description API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered) */
-                    "apigw-requestid"?: string;
+                    /** @description API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered) */
+                    "apigw-requestid": string;
                     /** @description Only on the authorizer's answer: `Bearer` and the reason the ID token was refused */
                     "WWW-Authenticate"?: string;
                     /** @description Only when the function answered (the merchant does not exist) */
@@ -1680,8 +1680,8 @@ export interface operations {
             /** @description No back-office identity, or its merchant does not exist. API Gateway's JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*. */
             401: {
                 headers: {
-                    /** @description API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered) */
-                    "apigw-requestid"?: string;
+                    /** @description API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered) */
+                    "apigw-requestid": string;
                     /** @description Only on the authorizer's answer: `Bearer` and the reason the ID token was refused */
                     "WWW-Authenticate"?: string;
                     /** @description Only when the function answered (the merchant does not exist) */
@@ -1787,8 +1787,8 @@ export interface operations {
             /** @description No back-office identity, or its merchant does not exist. API Gateway's JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*. */
             401: {
                 headers: {
-                    /** @description API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered) */
-                    "apigw-requestid"?: string;
+                    /** @description API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered) */
+                    "apigw-requestid": string;
                     /** @description Only on the authorizer's answer: `Bearer` and the reason the ID token was refused */
                     "WWW-Authenticate"?: string;
                     /** @description Only when the function answered (the merchant does not exist) */

@@ -223,6 +223,8 @@ export const createLocalServer = async ({ exposeRequestTally = false, dashboard:
       const { result, tally } = await tallied(() => handler(event, context));
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(result.headers ?? {})) headers[k] = String(v);
+      // API Gateway (HTTP API) adds its request id to every answer; the function's is the same id.
+      headers['apigw-requestid'] ??= event.requestContext.requestId;
       if (exposeRequestTally) {
         headers[TALLY_HEADERS.requests] = String(tally.total);
         headers[TALLY_HEADERS.capacity] = String(tally.capacityUnits);

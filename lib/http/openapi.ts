@@ -97,8 +97,7 @@ const optionalString = (description: string) => ({ description, required: false,
  * does not exist, with every header. So the API's headers are declared optional here.
  */
 const gatewayUnauthorizedHeaders = {
-  // API Gateway adds it in AWS; the local server (npm start) does not emulate it.
-  'apigw-requestid': { description: "API Gateway's id of the request, on every answer in AWS (equal to X-Request-Id when the function answered)", required: false, schema: { type: 'string' as const } },
+  'apigw-requestid': { description: "API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered)", required: true, schema: { type: 'string' as const } },
   'WWW-Authenticate': optionalString("Only on the authorizer's answer: `Bearer` and the reason the ID token was refused"),
   'X-Request-Id': optionalString('Only when the function answered (the merchant does not exist)'),
   'X-RateLimit-Limit': optionalString('Only when the function answered'),
