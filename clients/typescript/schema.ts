@@ -1234,6 +1234,22 @@ export interface operations {
                     "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
+            /** @description A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*) */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
             /** @description Too many requests */
             429: {
                 headers: {
@@ -1328,13 +1344,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description The role may not do this (`user` may only view) */
+            /** @description The role may not do this (`user` may only view). Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1448,13 +1467,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description The role may not do this (`user` may only view) */
+            /** @description The role may not do this (`user` may only view). Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1564,13 +1586,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description The role may not do this (`user` may only view) */
+            /** @description The role may not do this (`user` may only view). Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1698,13 +1723,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description The role may not do this (`user` may only view) */
+            /** @description The role may not do this (`user` may only view). Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1805,13 +1833,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description The role may not do this (`user` may only view) */
+            /** @description The role may not do this (`user` may only view). Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1950,13 +1981,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2088,13 +2122,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2257,13 +2294,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2399,13 +2439,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2540,13 +2583,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2691,13 +2737,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2842,13 +2891,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2996,13 +3048,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3161,13 +3216,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3303,13 +3361,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3418,13 +3479,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3559,13 +3623,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3734,13 +3801,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3875,13 +3945,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4039,13 +4112,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4187,13 +4263,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4352,13 +4431,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4517,13 +4599,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4659,13 +4744,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4799,13 +4887,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4950,13 +5041,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5100,13 +5194,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5275,13 +5372,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5450,13 +5550,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5619,13 +5722,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5763,13 +5869,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5904,13 +6013,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6015,13 +6127,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6178,13 +6293,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6333,13 +6451,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6462,13 +6583,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6608,13 +6732,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6738,13 +6865,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6872,13 +7002,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6984,13 +7117,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7088,13 +7224,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7225,13 +7364,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7340,13 +7482,16 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability */
+            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
-                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
-                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -20,7 +20,8 @@ const rateLimitedHeaders = { ...commonHeaders, 'Retry-After': headerRef('RetryAf
 
 /**
  * A 500 or 503 can come before the request was counted (DynamoDB throttled or failed the token
- * lookup or the rate counter itself): then it carries no X-RateLimit-* headers.
+ * lookup or the rate counter itself), and so does the front door's 403: then it carries no
+ * X-RateLimit-* headers.
  */
 const ifCounted = (description: string) => ({ description: `${description}; absent when the failure came before the request was counted`, required: false, schema: { type: 'integer' as const } });
 const failureHeaders = {
@@ -37,6 +38,14 @@ const message = (description: string, headers: ResponseHeaders = commonHeaders) 
   content: { 'application/json': { schema: messageBody } },
 });
 
+/**
+ * The front door (docs/deployment-and-protection.md): a stack deployed behind CloudFront refuses a
+ * request that did not come through it (sent to the execute-api address instead of the API's URL),
+ * before anything else, on every route.
+ */
+const FRONT_DOOR_403 =
+  'A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API\'s URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*)';
+
 /** Errors any operation can answer, whatever its route declares. */
 const pipelineResponses = (route: RouteDef) => ({
   ...(route.request?.body
@@ -44,6 +53,7 @@ const pipelineResponses = (route: RouteDef) => ({
     : {}),
   429: message('Too many requests', rateLimitedHeaders),
   ...(route.writes ? { 409: message('Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After)', rateLimitedHeaders) } : {}),
+  403: message(FRONT_DOOR_403, failureHeaders),
   500: message('Server error', failureHeaders),
   503: message('DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds', {
     ...failureHeaders,
@@ -124,9 +134,9 @@ const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObjec
     Object.entries(route.responses).map(([status, r]) => [
       status,
       {
-        description: gateway401 && status === '401' ? `${r.description}.${GATEWAY_UNAUTHORIZED_NOTE}` : r.description,
+        description: gateway401 && status === '401' ? `${r.description}.${GATEWAY_UNAUTHORIZED_NOTE}` : status === '403' ? `${r.description}. Or: ${FRONT_DOOR_403}.` : r.description,
         headers: {
-          ...(gateway401 && status === '401' ? gatewayUnauthorizedHeaders : status === '429' ? rateLimitedHeaders : commonHeaders),
+          ...(gateway401 && status === '401' ? gatewayUnauthorizedHeaders : status === '429' ? rateLimitedHeaders : status === '403' ? failureHeaders : commonHeaders),
           ...Object.fromEntries(Object.entries(r.headers ?? {}).map(([name, description]) => [name, { description, schema: { type: 'string' as const } }])),
           ...(route.csv && status === '200' ? csvHeaders : {}),
         },
@@ -181,7 +191,7 @@ export const openApiDocument = () => {
       license: { name: 'Proprietary, all rights reserved', identifier: 'LicenseRef-Proprietary' },
       contact: { name: 'The Revenue Analytics API maintainers (docs/ in the repository)' },
       description:
-        'Every response is JSON and carries X-Request-Id and X-RateLimit-* (a 500 or 503 that came before the request was counted carries no X-RateLimit-*). Requests no operation matches get the catch-all answers: an unknown path 404 {"message": "Resource not found"}; a known path asked with a method it does not serve 405 {"message": "Method not allowed."} with Allow naming the methods it serves.',
+        'Every response is JSON and carries X-Request-Id and X-RateLimit-* (a 500 or 503 that came before the request was counted carries no X-RateLimit-*, nor does the front door\'s 403). Requests no operation matches get the catch-all answers: an unknown path 404 {"message": "Resource not found"}; a known path asked with a method it does not serve 405 {"message": "Method not allowed."} with Allow naming the methods it serves. On a stack deployed behind CloudFront, a request sent round it, to the execute-api address, is refused first, whatever its path: 403 {"message": "This action is unauthorized."} without X-RateLimit-*.',
     },
     servers: [{ url: BASE_PATH }],
     components: {

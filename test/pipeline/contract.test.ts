@@ -44,9 +44,10 @@ describe('the contract check of every answer', () => {
     await expect(checkAnswer(answer({ headers: headers({ 'x-ratelimit-limit': 'sixty' }) }))).rejects.toThrow(/x-ratelimit-limit must be integer/);
   });
 
-  it("holds requests no operation matches to the catch-all's 404 or 405 with Allow", async () => {
+  it("holds requests no operation matches to the catch-all's 404 or 405 with Allow (or the front door's 403)", async () => {
     await expect(checkAnswer(answer({ path: '/nowhere' }))).resolves.toBeUndefined();
     await expect(checkAnswer(answer({ path: '/nowhere', status: 200, text: '{}' }))).rejects.toThrow(/\(catch-all\) 200/);
+    await expect(checkAnswer(answer({ path: '/nowhere', status: 403, text: '{"message":"This action is unauthorized."}' }))).resolves.toBeUndefined();
     await expect(checkAnswer(answer({ method: 'PATCH', path: '/orders', status: 405, text: '{"message":"Method not allowed."}' }))).rejects.toThrow(/Allow/);
     await expect(checkAnswer(answer({ method: 'PATCH', path: '/orders', status: 405, headers: headers({ allow: 'GET, POST' }), text: '{"message":"Method not allowed."}' }))).resolves.toBeUndefined();
   });
