@@ -646,8 +646,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * MRR and its movements per day, week (Monday, UTC) or month, with the range summary
-         * @description MRR per interval (day, week from Monday, or month; UTC) between `start_date` and `end_date`, with each point's movements (new, expansion, contraction, churn, reactivation) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md).
+         * MRR, its movements and rates per day, week (Monday, UTC), month, quarter or year, with the range summary
+         * @description MRR per interval (day, week from Monday, month, calendar quarter or year; UTC) between `start_date` and `end_date`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). `Accept: text/csv` gives the points as CSV (docs/api-conventions.md).
          *
          *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
          */
@@ -1093,6 +1093,28 @@ export interface components {
             net_change: string;
             active_subscriptions: number;
             active_customers: number;
+            /** @description mrr ÷ active_customers at the end of the interval; null without any */
+            arpa: string | null;
+            /**
+             * @description Customers churned in the interval ÷ active customers just before it × 100; null when there were none
+             * @example 4.17
+             */
+            customer_churn_rate: number | null;
+            /**
+             * @description (|churn| + |contraction|) ÷ MRR just before the interval × 100; null when that MRR was 0
+             * @example 4.17
+             */
+            mrr_churn_rate: number | null;
+            /**
+             * @description (MRR just before the interval + expansion + contraction + churn) ÷ that MRR × 100 (new and reactivation left out); null when that MRR was 0
+             * @example 4.17
+             */
+            net_mrr_retention: number | null;
+            /**
+             * @description (MRR just before the interval + contraction + churn) ÷ that MRR × 100; null when that MRR was 0
+             * @example 4.17
+             */
+            gross_mrr_retention: number | null;
         };
         MrrRangeSummary: {
             /** @example 1200.00 */
@@ -1950,6 +1972,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1966,6 +1992,7 @@ export interface operations {
                             next_cursor: string | null;
                         };
                     };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated */
@@ -2860,6 +2887,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2876,6 +2907,7 @@ export interface operations {
                             next_cursor: string | null;
                         };
                     };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated */
@@ -3340,12 +3372,17 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         data: components["schemas"]["OrderStats"];
                     };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated */
@@ -3770,6 +3807,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3786,6 +3827,7 @@ export interface operations {
                             next_cursor: string | null;
                         };
                     };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated */
@@ -4081,6 +4123,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4097,6 +4143,7 @@ export interface operations {
                             next_cursor: string | null;
                         };
                     };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated */
@@ -5691,6 +5738,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5707,6 +5758,7 @@ export interface operations {
                             next_cursor: string | null;
                         };
                     };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated */
@@ -6701,6 +6753,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6717,6 +6773,7 @@ export interface operations {
                             next_cursor: string | null;
                         };
                     };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated */
@@ -6964,8 +7021,8 @@ export interface operations {
                 start_date?: string;
                 /** @description Last day (UTC, inclusive). Default: today */
                 end_date?: string;
-                /** @description day, week (Monday to Sunday, UTC) or month (default) */
-                interval?: "day" | "week" | "month";
+                /** @description day, week (Monday to Sunday, UTC), month (default), quarter (January, April, July, October) or year */
+                interval?: "day" | "week" | "month" | "quarter" | "year";
             };
             header?: never;
             path?: never;
@@ -6980,6 +7037,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6987,6 +7048,7 @@ export interface operations {
                         data: components["schemas"]["MrrEntry"][];
                         summary: components["schemas"]["MrrRangeSummary"];
                     };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated */
@@ -7096,12 +7158,17 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         data: components["schemas"]["MetricsSummary"];
                     };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated */
@@ -7203,12 +7270,17 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         data: components["schemas"]["Cohort"][];
                     };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated */
@@ -7333,6 +7405,10 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7349,6 +7425,7 @@ export interface operations {
                             next_cursor: string | null;
                         };
                     };
+                    "text/csv": string;
                 };
             };
             /** @description Unauthenticated */
