@@ -1256,15 +1256,15 @@ export interface operations {
                     "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
-            /** @description A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*) */
+            /** @description Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1290,11 +1290,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1306,11 +1306,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -1366,15 +1366,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description The role may not do this (`user` may only view). Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description The role may not do this (`user` may only view). Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1413,11 +1413,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1429,11 +1429,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -1489,15 +1489,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description The role may not do this (`user` may only view). Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description The role may not do this (`user` may only view). Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1536,11 +1536,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1552,11 +1552,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -1608,15 +1608,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description The role may not do this (`user` may only view). Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description The role may not do this (`user` may only view). Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1669,11 +1669,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1685,11 +1685,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -1745,15 +1745,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description The role may not do this (`user` may only view). Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description The role may not do this (`user` may only view). Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1779,11 +1779,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1795,11 +1795,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -1855,15 +1855,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description The role may not do this (`user` may only view). Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description The role may not do this (`user` may only view). Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1916,11 +1916,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -1932,11 +1932,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -2008,15 +2008,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2055,11 +2055,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2071,11 +2071,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -2149,15 +2149,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2223,11 +2223,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2239,11 +2239,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -2321,15 +2321,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2395,11 +2395,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2411,11 +2411,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -2466,15 +2466,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2513,11 +2513,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2529,11 +2529,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -2610,15 +2610,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2697,11 +2697,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2713,11 +2713,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -2764,15 +2764,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2825,11 +2825,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2841,11 +2841,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -2923,15 +2923,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2970,11 +2970,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -2986,11 +2986,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -3080,15 +3080,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3154,11 +3154,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3170,11 +3170,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -3248,15 +3248,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3322,11 +3322,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3338,11 +3338,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -3398,15 +3398,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3445,11 +3445,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3461,11 +3461,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -3516,15 +3516,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3563,11 +3563,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3579,11 +3579,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -3660,15 +3660,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3747,11 +3747,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3763,11 +3763,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -3843,15 +3843,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3890,11 +3890,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -3906,11 +3906,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -3987,15 +3987,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4061,11 +4061,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4077,11 +4077,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -4159,15 +4159,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4206,11 +4206,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4222,11 +4222,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -4310,15 +4310,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4384,11 +4384,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4400,11 +4400,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -4478,15 +4478,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4552,11 +4552,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4568,11 +4568,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -4646,15 +4646,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4720,11 +4720,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4736,11 +4736,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -4791,15 +4791,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4838,11 +4838,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -4854,11 +4854,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -4934,15 +4934,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5021,11 +5021,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5037,11 +5037,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -5088,15 +5088,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5149,11 +5149,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5165,11 +5165,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -5241,15 +5241,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5328,11 +5328,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5344,11 +5344,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -5419,15 +5419,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5506,11 +5506,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5522,11 +5522,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -5597,15 +5597,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5684,11 +5684,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5700,11 +5700,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -5774,15 +5774,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5821,11 +5821,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5837,11 +5837,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -5921,15 +5921,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -5994,11 +5994,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6010,11 +6010,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -6065,15 +6065,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6112,11 +6112,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6128,11 +6128,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -6179,15 +6179,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6240,11 +6240,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6256,11 +6256,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -6345,15 +6345,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6432,11 +6432,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6448,11 +6448,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -6503,15 +6503,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6564,11 +6564,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6580,11 +6580,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -6635,15 +6635,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6696,11 +6696,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6712,11 +6712,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -6789,15 +6789,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6849,11 +6849,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6865,11 +6865,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -6922,15 +6922,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6983,11 +6983,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -6999,11 +6999,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -7064,15 +7064,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -7111,11 +7111,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -7127,11 +7127,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -7184,15 +7184,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -7218,11 +7218,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -7234,11 +7234,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -7296,15 +7296,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -7343,11 +7343,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -7359,11 +7359,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -7441,15 +7441,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -7488,11 +7488,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -7504,11 +7504,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
@@ -7559,15 +7559,15 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Missing ability. Or: A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API's URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*). */
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -7606,11 +7606,11 @@ export interface operations {
             500: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
@@ -7622,11 +7622,11 @@ export interface operations {
             503: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
-                    /** @description Requests allowed in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
                     "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window; absent when the failure came before the request was counted */
+                    /** @description Requests left in the current window; absent if the request was not counted */
                     "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time at which the current window ends; absent when the failure came before the request was counted */
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
                     "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;

@@ -28,7 +28,7 @@ export const BUNDLE = {
 /** The original budget for a function's bundle (`index.mjs`): not reached yet (docs/function-bundles.md). */
 export const BUNDLE_BUDGET_BYTES = 300 * 1024;
 /** What test/infra/bundles.test.ts enforces meanwhile: just above the largest bundle today, so none grows unnoticed. */
-export const BUNDLE_LIMIT_BYTES = 567 * 1024;
+export const BUNDLE_LIMIT_BYTES = 568 * 1024;
 
 function shim(file: string): string {
   return fileURLToPath(new URL(`./shims/${file}`, import.meta.url));

@@ -17,18 +17,24 @@ const commonHeaders = {
 };
 
 const rateLimitedHeaders = { ...commonHeaders, 'Retry-After': headerRef('RetryAfter') };
+/** What the X-RateLimit-* headers say, wherever they are declared. */
+const RATE_LIMIT_HEADERS = {
+  limit: 'Requests allowed in the current window',
+  remaining: 'Requests left in the current window',
+  reset: 'Unix time at which the current window ends',
+};
 
 /**
  * A 500 or 503 can come before the request was counted (DynamoDB throttled or failed the token
  * lookup or the rate counter itself), and so does the front door's 403: then it carries no
  * X-RateLimit-* headers.
  */
-const ifCounted = (description: string) => ({ description: `${description}; absent when the failure came before the request was counted`, required: false, schema: { type: 'integer' as const } });
+const ifCounted = (description: string) => ({ description: `${description}; absent if the request was not counted`, required: false, schema: { type: 'integer' as const } });
 const failureHeaders = {
   'X-Request-Id': headerRef('XRequestId'),
-  'X-RateLimit-Limit': ifCounted('Requests allowed in the current window'),
-  'X-RateLimit-Remaining': ifCounted('Requests left in the current window'),
-  'X-RateLimit-Reset': ifCounted('Unix time at which the current window ends'),
+  'X-RateLimit-Limit': ifCounted(RATE_LIMIT_HEADERS.limit),
+  'X-RateLimit-Remaining': ifCounted(RATE_LIMIT_HEADERS.remaining),
+  'X-RateLimit-Reset': ifCounted(RATE_LIMIT_HEADERS.reset),
 };
 
 type ResponseHeaders = Record<string, ReturnType<typeof headerRef> | ReturnType<typeof ifCounted>>;
@@ -43,8 +49,7 @@ const message = (description: string, headers: ResponseHeaders = commonHeaders) 
  * request that did not come through it (sent to the execute-api address instead of the API's URL),
  * before anything else, on every route.
  */
-const FRONT_DOOR_403 =
-  'A stack deployed behind CloudFront refuses a request sent round it, to its execute-api address instead of the API\'s URL: {"message": "This action is unauthorized."}, before it is counted (no X-RateLimit-*)';
+const FRONT_DOOR_403 = 'Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted';
 
 /** Errors any operation can answer, whatever its route declares. */
 const pipelineResponses = (route: RouteDef) => ({
@@ -191,7 +196,9 @@ export const openApiDocument = () => {
       license: { name: 'Proprietary, all rights reserved', identifier: 'LicenseRef-Proprietary' },
       contact: { name: 'The Revenue Analytics API maintainers (docs/ in the repository)' },
       description:
-        'Every response is JSON and carries X-Request-Id and X-RateLimit-* (a 500 or 503 that came before the request was counted carries no X-RateLimit-*, nor does the front door\'s 403). Requests no operation matches get the catch-all answers: an unknown path 404 {"message": "Resource not found"}; a known path asked with a method it does not serve 405 {"message": "Method not allowed."} with Allow naming the methods it serves. On a stack deployed behind CloudFront, a request sent round it, to the execute-api address, is refused first, whatever its path: 403 {"message": "This action is unauthorized."} without X-RateLimit-*.',
+        'Every response carries X-Request-Id, and X-RateLimit-* once the request was counted. Requests no operation matches: an unknown path 404 {"message": "Resource not found"}; a method the path does not serve 405 {"message": "Method not allowed."} with Allow. ' +
+        FRONT_DOOR_403 +
+        ', on any path: 403 {"message": "This action is unauthorized."}.',
     },
     servers: [{ url: BASE_PATH }],
     components: {
@@ -208,9 +215,9 @@ export const openApiDocument = () => {
       },
       headers: {
         XRequestId: { description: 'Identifier of this request (quote it when reporting a problem)', required: true, schema: { type: 'string' } },
-        XRateLimitLimit: integerHeader('Requests allowed in the current window'),
-        XRateLimitRemaining: integerHeader('Requests left in the current window'),
-        XRateLimitReset: integerHeader('Unix time at which the current window ends'),
+        XRateLimitLimit: integerHeader(RATE_LIMIT_HEADERS.limit),
+        XRateLimitRemaining: integerHeader(RATE_LIMIT_HEADERS.remaining),
+        XRateLimitReset: integerHeader(RATE_LIMIT_HEADERS.reset),
         RetryAfter: integerHeader('Seconds to wait before retrying'),
       },
     },
