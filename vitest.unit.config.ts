@@ -12,6 +12,12 @@ export default defineConfig({
     pool: 'threads',
     maxWorkers: 2,
     testTimeout: 10_000,
-    env: { LOG_LEVEL: 'SILENT', AWS_REGION: 'us-east-1', STAGE: 'local', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', POWERTOOLS_METRICS_DISABLED: 'true' },
+    env: {
+      LOG_LEVEL: 'SILENT',
+      AWS_REGION: 'us-east-1',
+      STAGE: 'local',
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+    },
   },
 });

@@ -58,7 +58,9 @@ const main = async () => {
   process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
   await ensureTable(dynamo.endpoint, process.env.TABLE_NAME!);
   const before = machine();
-  console.log(`# npm run bench (${new Date().toISOString()})\n\nMachine: ${before.cpu}, ${before.cores} cores, ${before.memory_gb} GB, Node ${before.node}; load average at start ${before.load_average.join(' / ')}\n`);
+  console.log(
+    `# npm run bench (${new Date().toISOString()})\n\nMachine: ${before.cpu}, ${before.cores} cores, ${before.memory_gb} GB, Node ${before.node}; load average at start ${before.load_average.join(' / ')}\n`,
+  );
   const results: Record<string, ItemResult & { title: string; seconds: number }> = {};
   let failed = false;
   try {
@@ -81,7 +83,13 @@ const main = async () => {
   const previous = existsSync(RESULTS) ? JSON.parse(readFileSync(RESULTS, 'utf8')) : {};
   const out = {
     ...previous,
-    run: { at: new Date(started).toISOString(), seconds: Math.round((Date.now() - started) / 1000), items: selected, machine: before, load_average_end: machine().load_average },
+    run: {
+      at: new Date(started).toISOString(),
+      seconds: Math.round((Date.now() - started) / 1000),
+      items: selected,
+      machine: before,
+      load_average_end: machine().load_average,
+    },
     items: { ...(previous.items ?? {}), ...results },
   };
   writeFileSync(RESULTS, `${JSON.stringify(out, null, 2)}\n`);

@@ -70,7 +70,8 @@ export class EdgeStack extends Stack {
 
   constructor(scope: Construct, id: string, props: EdgeStackProps) {
     super(scope, id, { ...props, env: { account: props.env?.account, region: EDGE_REGION } });
-    if (!Number.isInteger(props.rateLimit) || props.rateLimit < WAF_MIN_LIMIT) throw new Error(`the per-IP WAF limit must be an integer of at least ${WAF_MIN_LIMIT}, got ${props.rateLimit}`);
+    if (!Number.isInteger(props.rateLimit) || props.rateLimit < WAF_MIN_LIMIT)
+      throw new Error(`the per-IP WAF limit must be an integer of at least ${WAF_MIN_LIMIT}, got ${props.rateLimit}`);
     const name = `revenue-analytics-api-${props.stage}`;
     const visibility = (metricName: string) => ({ cloudWatchMetricsEnabled: true, metricName, sampledRequestsEnabled: true });
     const block = (status: number, body: keyof typeof WAF_BODIES, headers: Record<string, string> = {}) => ({
@@ -82,7 +83,9 @@ export class EdgeStack extends Stack {
         },
       },
     });
-    const labelRules: CfnWebACL.StatementProperty[] = MANAGED_RULE_GROUPS.flatMap((g) => g.block.map((label) => ({ labelMatchStatement: { ...label } })));
+    const labelRules: CfnWebACL.StatementProperty[] = MANAGED_RULE_GROUPS.flatMap((g) =>
+      g.block.map((label) => ({ labelMatchStatement: { ...label } })),
+    );
 
     this.webAcl = new CfnWebACL(this, 'WebAcl', {
       name,
@@ -124,16 +127,27 @@ export class EdgeStack extends Stack {
     this.logGroup = new LogGroup(this, 'Logs', { logGroupName, retention: RetentionDays.ONE_MONTH, removalPolicy: RemovalPolicy.DESTROY });
     new CfnLoggingConfiguration(this, 'Logging', {
       resourceArn: this.webAcl.attrArn,
-      logDestinationConfigs: [this.formatArn({ service: 'logs', resource: 'log-group', resourceName: logGroupName, arnFormat: ArnFormat.COLON_RESOURCE_NAME })],
+      logDestinationConfigs: [
+        this.formatArn({ service: 'logs', resource: 'log-group', resourceName: logGroupName, arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+      ],
       // Merchants' API tokens never reach a log.
       redactedFields: [{ singleHeader: { Name: 'authorization' } }],
       // Only what a rule blocked or counted: allowed requests are in the API's own access log.
       loggingFilter: {
         DefaultBehavior: 'DROP',
-        Filters: [{ Behavior: 'KEEP', Requirement: 'MEETS_ANY', Conditions: [{ ActionCondition: { Action: 'BLOCK' } }, { ActionCondition: { Action: 'COUNT' } }] }],
+        Filters: [
+          {
+            Behavior: 'KEEP',
+            Requirement: 'MEETS_ANY',
+            Conditions: [{ ActionCondition: { Action: 'BLOCK' } }, { ActionCondition: { Action: 'COUNT' } }],
+          },
+        ],
       },
     }).node.addDependency(this.logGroup);
 
-    new CfnOutput(this, WEB_ACL_ARN_OUTPUT, { value: this.webAcl.attrArn, description: 'The web ACL of the API distribution (read by the API stack)' });
+    new CfnOutput(this, WEB_ACL_ARN_OUTPUT, {
+      value: this.webAcl.attrArn,
+      description: 'The web ACL of the API distribution (read by the API stack)',
+    });
   }
 }

@@ -29,11 +29,11 @@ export const NAG_REASONS = {
   publicRoute:
     'Public by design: the OpenAPI document needs no token (docs/decisions.md); like any request without a valid token it counts against the per-IP limit.',
   defaultRoute:
-    'The catch-all ($default) only answers 404 for unknown paths (after counting the request against the caller\'s rate window); it reads no data.',
+    "The catch-all ($default) only answers 404 for unknown paths (after counting the request against the caller's rate window); it reads no data.",
   cognitoLite:
     'Lite plan on purpose: users are created by operators only (no self sign-up), MFA with an authenticator app is required for everyone, and the pool holds a handful of merchant admins; Plus (threat protection) is priced per user for risks these settings already close.',
   deadLetterQueue:
-    'This queue IS a dead-letter queue (a Lambda stream mapping\'s on-failure destination or an EventBridge target\'s DLQ): cdk-nag only recognises DLQs named in an SQS redrive policy. It is alarmed at one message.',
+    "This queue IS a dead-letter queue (a Lambda stream mapping's on-failure destination or an EventBridge target's DLQ): cdk-nag only recognises DLQs named in an SQS redrive policy. It is alarmed at one message.",
   endOfLine:
     'A dead-letter queue is the end of the line: there is nothing further to redrive to. It keeps messages 14 days and is alarmed at one message.',
   sqsMapping:
@@ -41,7 +41,8 @@ export const NAG_REASONS = {
   siteBucketLogs:
     'The dashboard bucket holds only the public, rebuildable web bundle and is read by CloudFront alone (OAC); server access logs would record nothing but CloudFront.',
   siteGeo: 'The dashboard is for merchants anywhere: no geo restriction.',
-  siteWaf: 'A static bundle with no server side: every API call it makes is authenticated and rate-limited by the API itself, so a web ACL in front of the files buys nothing.',
+  siteWaf:
+    'A static bundle with no server side: every API call it makes is authenticated and rate-limited by the API itself, so a web ACL in front of the files buys nothing.',
   siteLogs: 'Access logs of a static bundle are not needed: the API calls it makes are logged by API Gateway.',
   siteTls:
     'TLSv1.2_2021 is requested; with the default *.cloudfront.net certificate CloudFront keeps its own TLS floor until a custom domain and ACM certificate are added (docs/backoffice-and-dashboard.md).',
@@ -65,7 +66,8 @@ export const NAG_REASONS = {
 } as const;
 
 const acknowledge = (construct: IConstruct | undefined, id: string, reason: string) => {
-  if (!construct || !CfnResource.isCfnResource(construct)) throw new Error(`cdk-nag acknowledgment ${id}: expected a CloudFormation resource, got ${construct?.node.path}`);
+  if (!construct || !CfnResource.isCfnResource(construct))
+    throw new Error(`cdk-nag acknowledgment ${id}: expected a CloudFormation resource, got ${construct?.node.path}`);
   Validations.of(construct).acknowledge({ id, reason });
 };
 const resourceOf = (construct: IConstruct) => construct.node.defaultChild;
@@ -98,7 +100,10 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
   acknowledge(resourceOf(site.distribution), 'AwsSolutions-CFR3', NAG_REASONS.siteLogs);
   acknowledge(resourceOf(site.distribution), 'AwsSolutions-CFR4', NAG_REASONS.siteTls);
   // CDK's annotation is on the L2 distribution, so its acknowledgment is too.
-  Validations.of(site.distribution).acknowledge({ id: 'Annotation::@aws-cdk/aws-cloudfront:minimumProtocolVersionWithoutCertificate', reason: NAG_REASONS.siteTls });
+  Validations.of(site.distribution).acknowledge({
+    id: 'Annotation::@aws-cdk/aws-cloudfront:minimumProtocolVersionWithoutCertificate',
+    reason: NAG_REASONS.siteTls,
+  });
   // The upload handler's grants, as cdk-nag 3 names each wildcard (bucket objects, CDK's asset bucket, invalidations).
   const known = (value: string, pseudo: string) => (Token.isUnresolved(value) ? `<AWS::${pseudo}>` : value);
   const uploadWildcards = [
@@ -113,7 +118,14 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
       const findings: Record<string, string[]> = {
         'AWS::IAM::Role': ['AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]'],
         'AWS::IAM::Policy': uploadWildcards.map((w) => `AwsSolutions-IAM5[${w}]`),
-        'AWS::Lambda::Function': ['AwsSolutions-L1', 'Serverless-LambdaDLQ', 'Serverless-LambdaLatestVersion', 'Serverless-LambdaTracing', 'Serverless-LambdaDefaultMemorySize', 'Serverless-LambdaAsyncFailureDestination'],
+        'AWS::Lambda::Function': [
+          'AwsSolutions-L1',
+          'Serverless-LambdaDLQ',
+          'Serverless-LambdaLatestVersion',
+          'Serverless-LambdaTracing',
+          'Serverless-LambdaDefaultMemorySize',
+          'Serverless-LambdaAsyncFailureDestination',
+        ],
       };
       for (const id of findings[r.cfnResourceType] ?? []) acknowledge(r, id, NAG_REASONS.cdkHandler);
     }
@@ -125,13 +137,20 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
     acknowledge(resourceOf(api), 'AwsSolutions-CFR1', NAG_REASONS.apiGeo);
     acknowledge(resourceOf(api), 'AwsSolutions-CFR3', NAG_REASONS.apiLogs);
     acknowledge(resourceOf(api), 'AwsSolutions-CFR4', NAG_REASONS.apiTls);
-    Validations.of(api).acknowledge({ id: 'Annotation::@aws-cdk/aws-cloudfront:minimumProtocolVersionWithoutCertificate', reason: NAG_REASONS.apiTls });
+    Validations.of(api).acknowledge({
+      id: 'Annotation::@aws-cdk/aws-cloudfront:minimumProtocolVersionWithoutCertificate',
+      reason: NAG_REASONS.apiTls,
+    });
     acknowledge(resourceOf(stack.front.secret), 'AwsSolutions-SMG4', NAG_REASONS.originSecret);
   }
 
   const sweeper = stack.outboxRelay.sweeper;
   acknowledge(resourceOf(stack.outboxRelay.sweepSchedule), 'Serverless-EventBusDLQ', NAG_REASONS.sweepSchedule);
-  acknowledge(sweeper.node.tryFindChild('EventInvokeConfig')?.node.defaultChild, 'Serverless-LambdaAsyncFailureDestination', NAG_REASONS.sweepSchedule);
+  acknowledge(
+    sweeper.node.tryFindChild('EventInvokeConfig')?.node.defaultChild,
+    'Serverless-LambdaAsyncFailureDestination',
+    NAG_REASONS.sweepSchedule,
+  );
 
   const webhooks = stack.webhookDelivery;
   const queue = (q: Queue) => resourceOf(q);
@@ -144,7 +163,13 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
   const checkId = stack.resolve(stack.getLogicalId(resourceOf(scheduler.checkFunction) as CfnResource));
   acknowledge(machinePolicy, `AwsSolutions-IAM5[Resource::<${checkId}.Arn>:*]`, NAG_REASONS.schedulerInvoke);
   acknowledge(resourceOf(scheduler.stateMachine), 'AwsSolutions-SF1', NAG_REASONS.schedulerLogs);
-  for (const dlq of [stack.outboxRelay.deadLetterQueue, webhooks.ruleDeadLetterQueue, scheduler.deadLetterQueue, webhooks.eventsDeadLetterQueue, webhooks.deliveryDeadLetterQueue]) {
+  for (const dlq of [
+    stack.outboxRelay.deadLetterQueue,
+    webhooks.ruleDeadLetterQueue,
+    scheduler.deadLetterQueue,
+    webhooks.eventsDeadLetterQueue,
+    webhooks.deliveryDeadLetterQueue,
+  ]) {
     acknowledge(queue(dlq), 'Serverless-SQSRedrivePolicy', NAG_REASONS.endOfLine);
   }
   for (const consumer of [webhooks.fanOutFunction, webhooks.deliveryFunction]) {

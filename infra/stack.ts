@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Annotations, CfnOutput, Duration, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
-  CfnStage,
+  type CfnStage,
   CorsHttpMethod,
   HttpApi,
   HttpMethod,
@@ -155,7 +155,8 @@ export class ApiStack extends Stack {
   constructor(scope: Construct, id: string, props: ApiStackProps = {}) {
     const stage = props.stage ?? DEFAULTS.stage;
     if (stage === 'local') throw new Error('stage "local" is reserved for the local stack (it relaxes webhook URL rules)');
-    if (stage === PROD_STAGE && props.retainTable === false) throw new Error('the prod stack always keeps its data: retainTable=false is refused for stage prod');
+    if (stage === PROD_STAGE && props.retainTable === false)
+      throw new Error('the prod stack always keeps its data: retainTable=false is refused for stage prod');
     // The stage throttle is the account's backstop: above what one merchant may send (its own limit,
     // per hour) and below the account's Lambda concurrency (docs/operations.md: Concurrency and throttling).
     const throttle = props.throttle ?? DEFAULTS.throttle;
@@ -188,8 +189,21 @@ export class ApiStack extends Stack {
       UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: String(props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute),
       ...(this.front ? { [ORIGIN_VERIFY_ENV]: this.front.secretValue } : {}),
     };
-    const apiFunction = (scope: Construct, fnId: string, handlerPath: string, description: string, access: TableAccess, timeoutSeconds = FUNCTION_TIMEOUT_SECONDS) =>
-      new ApiFunction(scope, fnId, { projectRoot, handlerPath, description, environment, timeout: Duration.seconds(timeoutSeconds) }).bindTable(this.table, access);
+    const apiFunction = (
+      scope: Construct,
+      fnId: string,
+      handlerPath: string,
+      description: string,
+      access: TableAccess,
+      timeoutSeconds = FUNCTION_TIMEOUT_SECONDS,
+    ) =>
+      new ApiFunction(scope, fnId, {
+        projectRoot,
+        handlerPath,
+        description,
+        environment,
+        timeout: Duration.seconds(timeoutSeconds),
+      }).bindTable(this.table, access);
 
     this.notFoundFunction = apiFunction(this, 'NotFoundFunction', NOT_FOUND_HANDLER, `$default (${NOT_FOUND_HANDLER})`, 'pipeline');
     // The merchant dashboard (S3 + CloudFront); the browser calls the API from its origin (CORS).
@@ -227,7 +241,14 @@ export class ApiStack extends Stack {
       const groupId = routeGroupOf(route);
       const group = (this.routeGroups[groupId] ??= new RouteGroup(this, groupId, groupId.replace(/Routes$/, '')));
       // Routes that call a merchant's webhook URL (test, retry) run longer than the others.
-      const fn = apiFunction(group, `${name}Function`, route.handler, `${routeKey} (${route.handler})`, tableAccessFor(route), route.timeoutSeconds);
+      const fn = apiFunction(
+        group,
+        `${name}Function`,
+        route.handler,
+        `${routeKey} (${route.handler})`,
+        tableAccessFor(route),
+        route.timeoutSeconds,
+      );
       // Routes open to the dashboard verify its users' ID tokens themselves (no authorizer on a token route).
       if (route.dashboard) {
         fn.addEnvironment('BACKOFFICE_JWT_ISSUER', backoffice.issuer);
@@ -254,13 +275,18 @@ export class ApiStack extends Stack {
     if (props.edge && this.front) {
       // The web ACL's ARN, read from the edge stack's output at deploy time (it is deployed first).
       this.front.fronting(this.api, Fn.getStackOutput(props.edge.stackName, WEB_ACL_ARN_OUTPUT, props.edge.region));
-      this.addStackDependency(props.edge, 'the API distribution uses the edge stack\'s web ACL');
+      this.addStackDependency(props.edge, "the API distribution uses the edge stack's web ACL");
     }
     this.apiUrl = this.front ? this.front.url : `${this.api.apiEndpoint}${BASE_PATH}`;
 
     this.dashboard.deploy({
       apiBase: this.apiUrl,
-      auth: { kind: 'cognito', domain: backoffice.domain!.baseUrl(), clientId: backoffice.dashboardClient!.userPoolClientId, redirectUri: this.dashboard.url },
+      auth: {
+        kind: 'cognito',
+        domain: backoffice.domain!.baseUrl(),
+        clientId: backoffice.dashboardClient!.userPoolClientId,
+        redirectUri: this.dashboard.url,
+      },
     });
 
     if (props.localDynamo) {
@@ -284,7 +310,9 @@ export class ApiStack extends Stack {
       this.routeTable.flatMap((route) => {
         const own = routeThrottleFor(route, throttle, peaks);
         // RouteSettings is a plain JSON property: written as CloudFormation names it.
-        return own ? [[`${route.method} ${BASE_PATH}${route.path}`, { ThrottlingRateLimit: own.rateLimit, ThrottlingBurstLimit: own.burstLimit }]] : [];
+        return own
+          ? [[`${route.method} ${BASE_PATH}${route.path}`, { ThrottlingRateLimit: own.rateLimit, ThrottlingBurstLimit: own.burstLimit }]]
+          : [];
       }),
     );
     const apiStage = new HttpStage(this, 'DefaultStage', {
@@ -358,7 +386,9 @@ export class ApiStack extends Stack {
 
     new CfnOutput(this, 'ApiUrl', {
       value: this.apiUrl,
-      description: this.front ? 'The API (CloudFront, behind the web ACL); its execute-api URL refuses direct calls' : 'The API (execute-api)',
+      description: this.front
+        ? 'The API (CloudFront, behind the web ACL); its execute-api URL refuses direct calls'
+        : 'The API (execute-api)',
     });
     new CfnOutput(this, 'TableName', { value: this.table.tableName });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
@@ -370,7 +400,10 @@ export class ApiStack extends Stack {
     new CfnOutput(this, 'WebhookRuleDeadLetterQueueUrl', { value: webhooks.ruleDeadLetterQueue.queueUrl });
     new CfnOutput(this, 'WebhookDeliveryQueueUrl', { value: webhooks.deliveryQueue.queueUrl });
     new CfnOutput(this, 'WebhookDeliveryDeadLetterQueueUrl', { value: webhooks.deliveryDeadLetterQueue.queueUrl });
-    new CfnOutput(this, 'AlarmTopicArn', { value: this.monitoring.alarmTopic.topicArn, description: 'Subscribe the on-call here (every alarm of the stack)' });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      value: this.monitoring.alarmTopic.topicArn,
+      description: 'Subscribe the on-call here (every alarm of the stack)',
+    });
 
     // cdk-nag findings that are right for this stack, each on its resource with its reason (infra/nag.ts).
     acknowledgeNagFindings(this);
@@ -404,7 +437,10 @@ export const buildStacks = (scope: Construct, props: AppProps, id = stackNameFor
           terminationProtection: stage === PROD_STAGE,
           rateLimit:
             wafRateLimit ??
-            wafRateLimitFor(props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour, props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute),
+            wafRateLimitFor(
+              props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour,
+              props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute,
+            ),
           managedRulesAction: wafManagedRules,
         });
   const api = new ApiStack(scope, id, { ...apiProps, edge });
@@ -443,7 +479,8 @@ export const propsFromContext = (node: Node): AppProps => {
     throw new Error(`context wafManagedRules must be block or count, got "${wafManagedRules}"`);
   }
   const wafRateLimit = positiveInt('wafRateLimit');
-  if (wafRateLimit !== undefined && wafRateLimit < 10) throw new Error(`context wafRateLimit must be at least 10 (WAF's smallest limit), got "${wafRateLimit}"`);
+  if (wafRateLimit !== undefined && wafRateLimit < 10)
+    throw new Error(`context wafRateLimit must be at least 10 (WAF's smallest limit), got "${wafRateLimit}"`);
   const localEndpoint = ctx('localDynamoEndpoint');
   if (localEndpoint !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(localEndpoint)) {
     throw new Error(`context localDynamoEndpoint must be an http(s) URL such as http://host.docker.internal:8000, got "${localEndpoint}"`);

@@ -34,7 +34,12 @@ export const metrics = (): Metrics =>
   (instance ??= new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || METRICS_NAMESPACE, serviceName: SERVICE_NAME }));
 
 /** The metrics of one API request, by its answer and its DynamoDB tally. */
-export const addRequestMetrics = (route: string, status: number, headers: Record<string, unknown>, tally: RequestTally | undefined): void => {
+export const addRequestMetrics = (
+  route: string,
+  status: number,
+  headers: Record<string, unknown>,
+  tally: RequestTally | undefined,
+): void => {
   const m = metrics();
   m.addMetadata('route', route);
   m.addMetric(METRIC.requests, MetricUnit.Count, 1);

@@ -67,7 +67,10 @@ export const OUTBOX_CAPACITY = {
 export const newEventId = (): string => `evt_${randomBytes(12).toString('hex')}`;
 
 /** The pending index entry of a mark (gsi4: keys and `id` only, so each entry is small). */
-const pendingIndex = (merchantId: string, eventId: string, sk: string) => ({ gsi4pk: outboxPendingPartition(merchantId, outboxShardOf(eventId)), gsi4sk: sk });
+const pendingIndex = (merchantId: string, eventId: string, sk: string) => ({
+  gsi4pk: outboxPendingPartition(merchantId, outboxShardOf(eventId)),
+  gsi4sk: sk,
+});
 
 /** Adds an outbox event carrying `object` exactly as the API returns it (two puts: the event and its mark). */
 export const addOutboxEvent = (ws: WriteSet, merchantId: string, type: EventType, object: unknown, at: string): string => {
@@ -97,14 +100,32 @@ export const addOutboxEvent = (ws: WriteSet, merchantId: string, type: EventType
   );
   ws.put(
     'outbox-mark',
-    { ...mark, id, merchant_id: merchantId, created_at: at, entity: OUTBOX_MARK_ENTITY, expires_at, ...pendingIndex(merchantId, id, mark.sk) },
+    {
+      ...mark,
+      id,
+      merchant_id: merchantId,
+      created_at: at,
+      entity: OUTBOX_MARK_ENTITY,
+      expires_at,
+      ...pendingIndex(merchantId, id, mark.sk),
+    },
     itemAbsent,
   );
   return id;
 };
 
 /** An outbox event item as stored (the payload). */
-export type OutboxItem = { pk: string; sk: string; id: string; type: string; merchant_id: string; created_at: string; data: string; mark_pk: string; mark_sk: string };
+export type OutboxItem = {
+  pk: string;
+  sk: string;
+  id: string;
+  type: string;
+  merchant_id: string;
+  created_at: string;
+  data: string;
+  mark_pk: string;
+  mark_sk: string;
+};
 /** A mark as stored; `published_at` once the event was published. */
 export type MarkItem = Key & { id: string; merchant_id: string; created_at: string; published_at?: string };
 
@@ -184,7 +205,11 @@ export const OUTBOX_SHARD_LIST = Array.from({ length: OUTBOX_SHARDS }, (_, s) =>
 export async function* outboxEventPagesSince(merchantId: string, since: string, pageSize = 100): AsyncGenerator<OutboxItem[]> {
   for (const shard of OUTBOX_SHARD_LIST) {
     for await (const marks of markPagesSince(merchantId, shard, since, pageSize)) {
-      const events = await eventsOfMarks(merchantId, marks.map(({ pk, sk }) => ({ pk, sk })), { unpublished: false });
+      const events = await eventsOfMarks(
+        merchantId,
+        marks.map(({ pk, sk }) => ({ pk, sk })),
+        { unpublished: false },
+      );
       if (events.length) yield events;
     }
   }

@@ -11,6 +11,7 @@ const deep = (levels: number): Record<string, unknown> => {
 };
 
 const awkwardMetadata: [string, Record<string, unknown>][] = [
+  // biome-ignore lint/correctness/noPrecisionLoss: the point: a number JSON carries that a double cannot hold exactly
   ['numbers beyond the safe-integer range', { big: 1e300, neg: -1e20, exact: 12345678901234567890 }],
   ['an empty key, top level and nested', { '': 1, k: { '': 2 } }],
   ['constructor keys', { constructor: 1, x: { constructor: {} } }],
@@ -36,7 +37,9 @@ describe('metadata round-trips whatever JSON the client sends', () => {
       ],
     });
     expect(batch.body.data).toMatchObject({ created: 2, failed: 0 });
-    const customers = await api.post('/customers/batch', token, { customers: [{ email: 'b@example.com', metadata }, { email: 'c@example.com' }] });
+    const customers = await api.post('/customers/batch', token, {
+      customers: [{ email: 'b@example.com', metadata }, { email: 'c@example.com' }],
+    });
     expect(customers.body.data).toMatchObject({ created: 2, failed: 0 });
   });
 });
@@ -59,10 +62,22 @@ describe('pathological metadata is a 422, never a crash', () => {
 describe('timestamps stay in the four-digit-year wire format', () => {
   it('accepts year 0001 and refuses an instant an offset carries past 9999', async () => {
     const { token } = await newMerchant();
-    const early = await api.post('/orders', token, { order_no: 'T-1', amount: '1', customer_email: 't@example.com', status: 'paid', paid_at: '0001-01-01T00:00:00Z' });
+    const early = await api.post('/orders', token, {
+      order_no: 'T-1',
+      amount: '1',
+      customer_email: 't@example.com',
+      status: 'paid',
+      paid_at: '0001-01-01T00:00:00Z',
+    });
     expect(early.status).toBe(201);
     expect(early.body.data.paid_at).toBe('0001-01-01T00:00:00Z');
-    const late = await api.post('/orders', token, { order_no: 'T-2', amount: '1', customer_email: 't@example.com', status: 'paid', paid_at: '9999-12-31T23:59:59-01:00' });
+    const late = await api.post('/orders', token, {
+      order_no: 'T-2',
+      amount: '1',
+      customer_email: 't@example.com',
+      status: 'paid',
+      paid_at: '9999-12-31T23:59:59-01:00',
+    });
     expect(late.status).toBe(422);
     expect(late.body.errors.paid_at).toHaveLength(1);
     expect((await api.get('/orders?start_date=9999-12-31T23:59:59-01:00', token)).status).toBe(422);
@@ -83,7 +98,10 @@ describe('messages and reserved values', () => {
       expect(r.body.errors.order_no).toHaveLength(1);
     }
     const batch = await api.post('/orders/batch', token, { orders: ['nope'] });
-    expect(batch.body.data.results.failed[0]).toMatchObject({ reason: 'validation_error', message: 'The orders.0 field must be an object.' });
+    expect(batch.body.data.results.failed[0]).toMatchObject({
+      reason: 'validation_error',
+      message: 'The orders.0 field must be an object.',
+    });
   });
 
   it('on_conflict null means the default (skip)', async () => {
@@ -108,7 +126,13 @@ describe('second black-box pass', () => {
   it('year 0000 is outside the wire format, even through an offset', async () => {
     const { token } = await newMerchant();
     for (const paid_at of ['0000-12-31T23:59:59Z', '0001-01-01T00:00:00+01:00']) {
-      const r = await api.post('/orders', token, { order_no: `Y-${paid_at.length}${paid_at.slice(-3)}`, amount: '1', customer_email: 'y@example.com', status: 'paid', paid_at });
+      const r = await api.post('/orders', token, {
+        order_no: `Y-${paid_at.length}${paid_at.slice(-3)}`,
+        amount: '1',
+        customer_email: 'y@example.com',
+        status: 'paid',
+        paid_at,
+      });
       expect(r.status, paid_at).toBe(422);
       expect(r.body.errors.paid_at).toHaveLength(1);
     }
@@ -146,10 +170,18 @@ describe('third black-box pass', () => {
       expect(r.status, orderNo).toBe(422);
       expect(r.body.errors, orderNo).toEqual({ order_no: UNICODE('order no') });
     }
-    const batch = await rawPost('/orders/batch', token, '{"orders":[{"order_no":"C-\\ud800","amount":"1","customer_email":"u@example.com"},{"order_no":"C-\\ud801","amount":"1","customer_email":"u@example.com"}]}');
+    const batch = await rawPost(
+      '/orders/batch',
+      token,
+      '{"orders":[{"order_no":"C-\\ud800","amount":"1","customer_email":"u@example.com"},{"order_no":"C-\\ud801","amount":"1","customer_email":"u@example.com"}]}',
+    );
     expect(batch.status).toBe(200);
     expect(batch.body.data).toMatchObject({ created: 0, failed: 2 });
-    expect(batch.body.data.results.failed[0]).toMatchObject({ reason: 'validation_error', message: 'The order no field must be valid Unicode text.', identifier: 'C-\ud800' });
+    expect(batch.body.data.results.failed[0]).toMatchObject({
+      reason: 'validation_error',
+      message: 'The order no field must be valid Unicode text.',
+      identifier: 'C-\ud800',
+    });
     // A surrogate pair (an emoji) is valid text, accepted and reachable.
     const emoji = await rawPost('/orders', token, '{"order_no":"E-\\ud83d\\ude00","amount":"1","customer_email":"u@example.com"}');
     expect(emoji.status).toBe(201);
@@ -160,7 +192,12 @@ describe('third black-box pass', () => {
   it('an external_id that no path can reach is refused: a lone surrogate, "." or ".."', async () => {
     const { token } = await newMerchant();
     const dots = ['The external id field must not be "." or "..".'];
-    for (const [externalId, errors] of [['.', dots], ['..', dots], ['\\ud800', UNICODE('external id')], ['x\\udfff', UNICODE('external id')]] as const) {
+    for (const [externalId, errors] of [
+      ['.', dots],
+      ['..', dots],
+      ['\\ud800', UNICODE('external id')],
+      ['x\\udfff', UNICODE('external id')],
+    ] as const) {
       const r = await rawPost('/customers', token, `{"email":"e@example.com","external_id":"${externalId}"}`);
       expect(r.status, externalId).toBe(422);
       expect(r.body.errors, externalId).toEqual({ external_id: errors });
@@ -173,7 +210,11 @@ describe('third black-box pass', () => {
     expect(put.body.errors).toEqual({ external_id: dots });
     const putSurrogate = await rawPut(`/customers/${c.body.data.id}`, token, '{"external_id":"\\udc00"}');
     expect(putSurrogate.body.errors).toEqual({ external_id: UNICODE('external id') });
-    const batch = await rawPost('/customers/batch', token, '{"customers":[{"email":"b1@example.com","external_id":"."},{"email":"b2@example.com","external_id":"\\ud800"}]}');
+    const batch = await rawPost(
+      '/customers/batch',
+      token,
+      '{"customers":[{"email":"b1@example.com","external_id":"."},{"email":"b2@example.com","external_id":"\\ud800"}]}',
+    );
     expect(batch.body.data).toMatchObject({ created: 0, failed: 2 });
     expect(batch.body.data.results.failed.map((f: { message: string }) => f.message)).toEqual([dots[0], UNICODE('external id')[0]]);
     expect((await api.get('/customers', token)).body.meta.total).toBe(1);
@@ -187,7 +228,11 @@ describe('third black-box pass', () => {
     expect(c2.status).toBe(201);
     expect((await api.get(`/customers/${c.body.data.id}`, token)).body.data).toMatchObject({ name: 'x\ud800y', phone: '\udc00' });
     expect((await api.get(`/customers/${c2.body.data.id}`, token)).body.data.name).toBe('x\ud801y');
-    const o = await rawPost('/orders', token, '{"order_no":"T-1","amount":"1","customer_email":"t3@example.com","customer_name":"n\\udfff"}');
+    const o = await rawPost(
+      '/orders',
+      token,
+      '{"order_no":"T-1","amount":"1","customer_email":"t3@example.com","customer_name":"n\\udfff"}',
+    );
     expect(o.status).toBe(201);
     expect((await api.get('/orders/T-1', token)).body.data.customer_name).toBe('n\udfff');
     const search = await api.get('/customers?search=y', token);
@@ -196,7 +241,12 @@ describe('third black-box pass', () => {
 
   it('query date bounds refuse year 0000 like body timestamps do', async () => {
     const { token } = await newMerchant();
-    for (const [param, value] of [['start_date', '0000-01-01'], ['end_date', '0000-12-31'], ['start_date', '0000-02-29'], ['end_date', '0000-12-31T23:59:59Z']]) {
+    for (const [param, value] of [
+      ['start_date', '0000-01-01'],
+      ['end_date', '0000-12-31'],
+      ['start_date', '0000-02-29'],
+      ['end_date', '0000-12-31T23:59:59Z'],
+    ]) {
       const r = await api.get(`/orders?${param}=${value}`, token);
       expect(r.status, `${param}=${value}`).toBe(422);
       expect(Object.keys(r.body.errors), `${param}=${value}`).toEqual([param]);

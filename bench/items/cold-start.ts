@@ -21,14 +21,22 @@ export const item: BenchItem = {
     try {
       const bundles = await functionBundles(join(dir, 'bundles'));
       const rows = [];
-      for (const b of bundles) rows.push({ handler: b.handler, kb: round(b.bytes / 1024, 0), ...(await measureColdStart(b.file, { runs: ROUNDS })) });
+      for (const b of bundles)
+        rows.push({ handler: b.handler, kb: round(b.bytes / 1024, 0), ...(await measureColdStart(b.file, { runs: ROUNDS })) });
       const worst = rows.reduce((a, b) => (b.cpuRatio > a.cpuRatio ? b : a));
       const largest = rows.reduce((a, b) => (b.kb > a.kb ? b : a));
       return {
         tables: [
           {
             columns: ['function (handler)', 'bundle KB', 'CPU ms: bundle / empty', 'CPU ratio', 'wall ms: bundle / empty', 'wall ratio'],
-            rows: rows.map((r) => [r.handler.replace(/^functions\//, ''), r.kb, `${r.bundleCpuMs} / ${r.emptyCpuMs}`, r.cpuRatio, `${r.bundleWallMs} / ${r.emptyWallMs}`, r.wallRatio]),
+            rows: rows.map((r) => [
+              r.handler.replace(/^functions\//, ''),
+              r.kb,
+              `${r.bundleCpuMs} / ${r.emptyCpuMs}`,
+              r.cpuRatio,
+              `${r.bundleWallMs} / ${r.emptyWallMs}`,
+              r.wallRatio,
+            ]),
           },
         ],
         targets: [],

@@ -34,7 +34,12 @@ export const item: BenchItem = {
         for (const side of round % 2 ? (['hot', 'spread'] as const) : (['spread', 'hot'] as const)) {
           const before = { conflicts: model.stats.conflicts, retries: retryStats.retries };
           const tokens = side === 'hot' ? [hot.token] : spread.map((m) => m.token);
-          const r = await hotLoad(post, tokens, { clients: CLIENTS, perClient, customersPerClient: CUSTOMERS_PER_CLIENT, prefix: `R${round}` });
+          const r = await hotLoad(post, tokens, {
+            clients: CLIENTS,
+            perClient,
+            customersPerClient: CUSTOMERS_PER_CLIENT,
+            prefix: `R${round}`,
+          });
           sides[side].ms += r.ms;
           sides[side].non201 += r.non201;
           sides[side].conflicts += model.stats.conflicts - before.conflicts;
@@ -48,14 +53,23 @@ export const item: BenchItem = {
         tables: [
           {
             columns: ['side', 'orders', 'orders/s', 'non-201', 'cancelled transactions (conflicts)', 'retries'],
-            rows: (['hot', 'spread'] as const).map((s) => [s === 'hot' ? 'one merchant' : `${CLIENTS} merchants`, orders, rate(sides[s].ms), sides[s].non201, sides[s].conflicts, sides[s].retries]),
+            rows: (['hot', 'spread'] as const).map((s) => [
+              s === 'hot' ? 'one merchant' : `${CLIENTS} merchants`,
+              orders,
+              rate(sides[s].ms),
+              sides[s].non201,
+              sides[s].conflicts,
+              sides[s].retries,
+            ]),
           },
         ],
         targets: [
           { name: 'throughput one merchant / spread', value: r, target: '≥ 0.9', met: r >= 0.9 },
           { name: 'non-201 answers (one merchant)', value: sides.hot.non201, target: '0', met: sides.hot.non201 === 0 },
         ],
-        notes: [`${ROUNDS} alternating rounds per side, ${perClient} orders per client per round, each client's orders to its own ${CUSTOMERS_PER_CLIENT} customers; shards kept per process (the local server; Lambda containers once settled).`],
+        notes: [
+          `${ROUNDS} alternating rounds per side, ${perClient} orders per client per round, each client's orders to its own ${CUSTOMERS_PER_CLIENT} customers; shards kept per process (the local server; Lambda containers once settled).`,
+        ],
         data: { clients: CLIENTS, orders_per_side: orders, ratio: r, sides },
       };
     } finally {

@@ -30,8 +30,16 @@ const SECONDS = Number(process.env.BENCH_HTTP_SECONDS ?? 20);
 const CONNECTIONS = 20;
 const HERE = dirname(fileURLToPath(import.meta.url));
 
-const startServerProcess = async (): Promise<{ child: ChildProcess; base: string; ask: (msg: object, answer: string) => Promise<unknown> }> => {
-  const child = fork(join(HERE, '../support/serve.ts'), [], { execArgv: ['--import', 'tsx'], env: { ...process.env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+const startServerProcess = async (): Promise<{
+  child: ChildProcess;
+  base: string;
+  ask: (msg: object, answer: string) => Promise<unknown>;
+}> => {
+  const child = fork(join(HERE, '../support/serve.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const ask = (msg: object, answer: string) =>
     new Promise((done) => {
       const on = (m: Record<string, unknown>) => {
@@ -56,7 +64,8 @@ export const item: BenchItem = {
     try {
       const { token } = await benchMerchant('http');
       const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-      const order = (n: number) => JSON.stringify({ order_no: `HTTP-${n}`, amount: '10.00', status: 'paid', customer_email: `c${n}@http.bench` });
+      const order = (n: number) =>
+        JSON.stringify({ order_no: `HTTP-${n}`, amount: '10.00', status: 'paid', customer_email: `c${n}@http.bench` });
       let next = 0;
       // Warm-up: handlers loaded, connections open; the order the GET run reads.
       for (let i = 0; i < 30; i++) {
@@ -66,7 +75,11 @@ export const item: BenchItem = {
       }
       const runs: { call: string; expected: number; requests: Record<string, unknown> }[] = [
         { call: 'GET /orders/{orderNo}', expected: 200, requests: { method: 'GET', path: '/v1/orders/HTTP-0' } },
-        { call: 'POST /orders (unique order_no, new customer)', expected: 201, requests: { method: 'POST', path: '/v1/orders', setupRequest: (req: object) => ({ ...req, body: order(next++) }) } },
+        {
+          call: 'POST /orders (unique order_no, new customer)',
+          expected: 201,
+          requests: { method: 'POST', path: '/v1/orders', setupRequest: (req: object) => ({ ...req, body: order(next++) }) },
+        },
       ];
       const rows = [];
       for (const run of runs) {
@@ -76,23 +89,53 @@ export const item: BenchItem = {
         await server.ask({ profile: 'stop', file }, 'profiled');
         const profile: ProfileSummary = summarise(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile);
         const statuses = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([k, v]) => [k, v.count]));
-        const unexpected = Object.entries(statuses).filter(([k]) => Number(k) !== run.expected).reduce((s, [, n]) => s + n, 0) + r.errors + r.timeouts;
-        rows.push({ call: run.call, rps: round(r.requests.average, 0), total: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, statuses, unexpected, profile });
+        const unexpected =
+          Object.entries(statuses)
+            .filter(([k]) => Number(k) !== run.expected)
+            .reduce((s, [, n]) => s + n, 0) +
+          r.errors +
+          r.timeouts;
+        rows.push({
+          call: run.call,
+          rps: round(r.requests.average, 0),
+          total: r.requests.total,
+          p50: r.latency.p50,
+          p99: r.latency.p99,
+          statuses,
+          unexpected,
+          profile,
+        });
       }
       return {
         tables: [
           {
-            columns: ['call', 'requests/s', 'p50 ms', 'p99 ms', 'answers', 'unexpected (non-2xx, errors, timeouts)', 'server CPU in the AWS SDK'],
+            columns: [
+              'call',
+              'requests/s',
+              'p50 ms',
+              'p99 ms',
+              'answers',
+              'unexpected (non-2xx, errors, timeouts)',
+              'server CPU in the AWS SDK',
+            ],
             rows: rows.map((r) => [r.call, r.rps, r.p50, r.p99, JSON.stringify(r.statuses), r.unexpected, `${r.profile.sdk_share} %`]),
           },
           {
             title: 'Server CPU profile by area (% of busy samples)',
             columns: ['call', 'top areas'],
-            rows: rows.map((r) => [r.call, Object.entries(r.profile.by_area).slice(0, 8).map(([a, p]) => `${a} ${p}`).join('; ')]),
+            rows: rows.map((r) => [
+              r.call,
+              Object.entries(r.profile.by_area)
+                .slice(0, 8)
+                .map(([a, p]) => `${a} ${p}`)
+                .join('; '),
+            ]),
           },
         ],
         targets: rows.map((r) => ({ name: `${r.call}: unexpected answers`, value: r.unexpected, target: '0', met: r.unexpected === 0 })),
-        notes: ['The server runs in its own process (forked, tsx) against the bench\'s DynamoDB Local; autocannon runs in the bench process. Profiles are the server process\'s own (V8 sampling, inspector), during each run.'],
+        notes: [
+          "The server runs in its own process (forked, tsx) against the bench's DynamoDB Local; autocannon runs in the bench process. Profiles are the server process's own (V8 sampling, inspector), during each run.",
+        ],
         data: { seconds: SECONDS, connections: CONNECTIONS, runs: rows },
       };
     } finally {

@@ -16,7 +16,7 @@ const ORDERS = Number(process.env.BENCH_IMPORT_ORDERS ?? 10_000);
 const PER_CALL = 100;
 const CUSTOMERS = Math.max(1, Math.floor(ORDERS / 4)); // each customer gets 4 orders, in 4 different calls
 const BASE = Date.parse('2025-01-01T00:00:00Z');
-const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z';
+const iso = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}Z`;
 
 /** The i-th order of the import: history in time order, mostly paid, 30 % monthly, some refunded or pending. */
 export const importOrder = (i: number): OrderBatchItem & { order_no: string; amount: string; customer_email: string } => {
@@ -47,9 +47,14 @@ export const item: BenchItem = {
       const viaApi = await benchMerchant('import api');
       const raw = await benchMerchant('import raw');
       // Loads the handler (a cold start) outside the measurement.
-      expectStatus(await api.request('POST', '/orders/batch', (await benchMerchant('import warm-up')).token, { orders: [importOrder(0)] }), 200, 'warm-up');
+      expectStatus(
+        await api.request('POST', '/orders/batch', (await benchMerchant('import warm-up')).token, { orders: [importOrder(0)] }),
+        200,
+        'warm-up',
+      );
       const calls = Math.ceil(ORDERS / PER_CALL);
-      const chunk = (k: number) => Array.from({ length: Math.min(PER_CALL, ORDERS - k * PER_CALL) }, (_, j) => importOrder(k * PER_CALL + j));
+      const chunk = (k: number) =>
+        Array.from({ length: Math.min(PER_CALL, ORDERS - k * PER_CALL) }, (_, j) => importOrder(k * PER_CALL + j));
       const apiMs: number[] = [];
       const rawMs: number[] = [];
       let created = 0;
@@ -80,16 +85,33 @@ export const item: BenchItem = {
             columns: ['side', 'orders', 'DynamoDB writes', 'seconds', 'orders/s', 'median ms per 100 orders'],
             rows: [
               ['POST /orders/batch', ORDERS, `${transactions} transactions`, round(seconds(apiMs), 1), apiRate, round(median(apiMs), 1)],
-              ['raw BatchWriteItem of the same items', ORDERS, `${rawItems} items, ${Math.ceil(rawItems / 25)}+ calls`, round(seconds(rawMs), 1), rawRate, round(median(rawMs), 1)],
+              [
+                'raw BatchWriteItem of the same items',
+                ORDERS,
+                `${rawItems} items, ${Math.ceil(rawItems / 25)}+ calls`,
+                round(seconds(rawMs), 1),
+                rawRate,
+                round(median(rawMs), 1),
+              ],
             ],
           },
         ],
         targets: [{ name: 'import throughput ratio API / raw', value: r, target: '≥ 0.5', met: r >= 0.5 }],
         notes: [
           `${CUSTOMERS.toLocaleString('en')} customers created by the import (4 orders each, in 4 different calls); 30 % monthly (MRR timelines and aggregates move), 10 % refunded, 10 % pending.`,
-          'Raw side: after each API call, every item its transactions put or updated (orders, customers, email markers, payments, timelines, totals, stats, MRR aggregates), in its state after the call, rewritten to a second merchant and put with BatchWriteItem (25 a call, 8 in flight); calls alternate with the API\'s.',
+          "Raw side: after each API call, every item its transactions put or updated (orders, customers, email markers, payments, timelines, totals, stats, MRR aggregates), in its state after the call, rewritten to a second merchant and put with BatchWriteItem (25 a call, 8 in flight); calls alternate with the API's.",
         ],
-        data: { orders: ORDERS, customers: CUSTOMERS, transactions, raw_items: rawItems, api_orders_per_s: apiRate, raw_orders_per_s: rawRate, ratio: r, api_ms: apiMs.map((x) => round(x, 1)), raw_ms: rawMs.map((x) => round(x, 1)) },
+        data: {
+          orders: ORDERS,
+          customers: CUSTOMERS,
+          transactions,
+          raw_items: rawItems,
+          api_orders_per_s: apiRate,
+          raw_orders_per_s: rawRate,
+          ratio: r,
+          api_ms: apiMs.map((x) => round(x, 1)),
+          raw_ms: rawMs.map((x) => round(x, 1)),
+        },
       };
     } finally {
       await api.close();

@@ -4,7 +4,13 @@ import { createLocalServer, TALLY_HEADERS } from '../../infra/local/server.ts';
 import { createMerchant, createToken } from '#lib/merchants/store';
 
 /** An answer with the DynamoDB requests and capacity units of that request alone (the server's per-invocation tally). */
-export type BenchResponse<T = any> = { status: number; body: T; requests: number; capacityUnits: number; byCommand: Record<string, number> };
+export type BenchResponse<T = any> = {
+  status: number;
+  body: T;
+  requests: number;
+  capacityUnits: number;
+  byCommand: Record<string, number>;
+};
 export type BenchApi = Awaited<ReturnType<typeof startApi>>;
 
 /** The local server (real handlers through the route table) in this process, on 127.0.0.1, exposing each request's tally. */
@@ -13,7 +19,13 @@ export const startApi = async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
 
-  const request = async <T = any>(method: string, path: string, token?: string | null, body?: unknown, headers: Record<string, string> = {}): Promise<BenchResponse<T>> => {
+  const request = async <T = any>(
+    method: string,
+    path: string,
+    token?: string | null,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<BenchResponse<T>> => {
     const h: Record<string, string> = { ...headers };
     if (token) h.authorization = `Bearer ${token}`;
     if (body !== undefined) h['content-type'] = 'application/json';

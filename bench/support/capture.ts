@@ -18,7 +18,12 @@ const install = () => {
     (next, context) => async (args) => {
       const log = recording;
       if (!log) return next(args);
-      const sent: Sent = { command: String(context.commandName).replace(/Command$/, ''), input: args.input as Record<string, any>, start: performance.now(), end: 0 };
+      const sent: Sent = {
+        command: String(context.commandName).replace(/Command$/, ''),
+        input: args.input as Record<string, any>,
+        start: performance.now(),
+        end: 0,
+      };
       log.push(sent);
       try {
         return await next(args);

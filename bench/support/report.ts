@@ -26,6 +26,8 @@ export const markdownItem = (item: BenchItem, r: ItemResult): string =>
     `### ${item.title}`,
     '',
     ...r.tables.flatMap((t) => [markdownTable(t), '']),
-    ...(r.targets.length ? [...r.targets.map((t) => `- ${t.met ? 'met' : '**MISSED**'}: ${t.name} = ${t.value} (target ${t.target})`), ''] : []),
+    ...(r.targets.length
+      ? [...r.targets.map((t) => `- ${t.met ? 'met' : '**MISSED**'}: ${t.name} = ${t.value} (target ${t.target})`), '']
+      : []),
     ...(r.notes.length ? [...r.notes.map((n) => `- ${n}`), ''] : []),
   ].join('\n');

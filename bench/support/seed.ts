@@ -20,7 +20,13 @@ export const seedMerchant = async (label: string, records: number) => {
   const customers: Record<string, unknown>[] = [];
   for (let id = 1; id <= records; id++) {
     const ws = new WriteSet(0);
-    addCustomerCreate(ws, m.merchantId, id, { email: `customer${id}@${label.replace(/\W/g, '')}.bench`, name: `Customer ${id}` } as never, at);
+    addCustomerCreate(
+      ws,
+      m.merchantId,
+      id,
+      { email: `customer${id}@${label.replace(/\W/g, '')}.bench`, name: `Customer ${id}` } as never,
+      at,
+    );
     for (const a of ws.toTransactItems()) if (a.Put) customers.push(a.Put.Item as Record<string, unknown>);
   }
   await batchWriteAll(customers);

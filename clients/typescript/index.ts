@@ -45,7 +45,13 @@ export type ApiClientOptions = {
  * The POSTs that read `X-Idempotency-Key` (a repeat within 24 hours replays the first answer), so
  * a retry can never create twice. test/clients/typescript.test.ts holds this list to the document.
  */
-export const IDEMPOTENT_POSTS: readonly string[] = ['/customers/batch', '/orders', '/orders/batch', '/subscriptions/batch', '/subscriptions/events/batch'];
+export const IDEMPOTENT_POSTS: readonly string[] = [
+  '/customers/batch',
+  '/orders',
+  '/orders/batch',
+  '/subscriptions/batch',
+  '/subscriptions/events/batch',
+];
 
 const IDEMPOTENCY_HEADER = 'x-idempotency-key';
 /** Methods a retry cannot turn into a second change. */
@@ -127,7 +133,8 @@ export class ApiError extends Error {
     readonly body: unknown,
     readonly requestId: string | null,
   ) {
-    const message = body && typeof body === 'object' && 'message' in body ? String((body as { message: unknown }).message) : `HTTP ${status}`;
+    const message =
+      body && typeof body === 'object' && 'message' in body ? String((body as { message: unknown }).message) : `HTTP ${status}`;
     super(`${status} ${message}${requestId ? ` (request ${requestId})` : ''}`);
     this.name = 'ApiError';
   }
@@ -158,7 +165,9 @@ export async function* pages<P extends PagedPath>(client: ApiClient, path: P, in
   do {
     const params = { ...init.params, query: { ...(init.params?.query ?? {}), ...(cursor ? { cursor } : {}) } };
     // The path is one of PagedPath's: openapi-fetch's overloads cannot see that through a type parameter.
-    const { data, error, response } = await (client.GET as (path: string, init: unknown) => Promise<{ data?: unknown; error?: unknown; response: Response }>)(path, { params });
+    const { data, error, response } = await (
+      client.GET as (path: string, init: unknown) => Promise<{ data?: unknown; error?: unknown; response: Response }>
+    )(path, { params });
     if (!data) throw new ApiError(response.status, error, response.headers.get('x-request-id'));
     yield data as PageOf<P>;
     cursor = (data as { meta: { next_cursor: string | null } }).meta.next_cursor;

@@ -2,4 +2,7 @@ import { getActivity } from '#lib/activity/read';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/activity/routes';
 
-export const handler = apiHandler(routes.activityGet, async ({ auth, params }) => ({ status: 200, body: { data: await getActivity(auth.merchantId, params.id) } }));
+export const handler = apiHandler(routes.activityGet, async ({ auth, params }) => ({
+  status: 200,
+  body: { data: await getActivity(auth.merchantId, params.id) },
+}));

@@ -2,4 +2,7 @@ import { listActivity } from '#lib/activity/read';
 import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/activity/routes';
 
-export const handler = csvApiHandler(routes.activityList, async ({ auth, query }) => ({ status: 200, body: await listActivity(auth.merchantId, query) }));
+export const handler = csvApiHandler(routes.activityList, async ({ auth, query }) => ({
+  status: 200,
+  body: await listActivity(auth.merchantId, query),
+}));

@@ -2,4 +2,7 @@ import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/metrics/routes';
 import { mrrSeries } from '#lib/metrics/read';
 
-export const handler = csvApiHandler(routes.metricsMrr, async ({ auth, query }) => ({ status: 200, body: await mrrSeries(auth.merchantId, query) }));
+export const handler = csvApiHandler(routes.metricsMrr, async ({ auth, query }) => ({
+  status: 200,
+  body: await mrrSeries(auth.merchantId, query),
+}));

@@ -2,4 +2,7 @@ import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/metrics/routes';
 import { metricsSummary } from '#lib/metrics/read';
 
-export const handler = csvApiHandler(routes.metricsSummary, async ({ auth }) => ({ status: 200, body: { data: await metricsSummary(auth.merchantId) } }));
+export const handler = csvApiHandler(routes.metricsSummary, async ({ auth }) => ({
+  status: 200,
+  body: { data: await metricsSummary(auth.merchantId) },
+}));

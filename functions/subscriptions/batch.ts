@@ -4,5 +4,7 @@ import { idempotentBatch } from '#lib/shared/idempotency';
 import { importSubscriptions } from '#lib/subscriptions/batch';
 
 export const handler = apiHandler(routes.subscriptionsBatch, async (req) =>
-  idempotentBatch(req.auth.merchantId, req.headers['x-idempotency-key'], req.body, () => importSubscriptions(req.auth, req.body.subscriptions, req)),
+  idempotentBatch(req.auth.merchantId, req.headers['x-idempotency-key'], req.body, () =>
+    importSubscriptions(req.auth, req.body.subscriptions, req),
+  ),
 );

@@ -66,7 +66,12 @@ export const measureColdStart = async (bundleFile: string, options: ColdStartOpt
     ...options.env,
   };
   const once = async (file: string, expectHandler: boolean) => {
-    const args = [...(options.nodeArgs ?? ['--enable-source-maps']), '--input-type=module', '-e', probe(pathToFileURL(file).href, expectHandler)];
+    const args = [
+      ...(options.nodeArgs ?? ['--enable-source-maps']),
+      '--input-type=module',
+      '-e',
+      probe(pathToFileURL(file).href, expectHandler),
+    ];
     const { stdout } = await run(process.execPath, args, { env, cwd: dir });
     return JSON.parse(stdout) as { wallMs: number; cpuMs: number };
   };

@@ -34,7 +34,8 @@ export const bundleReport = async (
   try {
     const bundles = await bundleFunctions({ outdir, only: options.only });
     for (const bundle of bundles.sort((a, b) => b.bytes - a.bytes)) {
-      const coldStart = options.coldStart === false ? undefined : await measureColdStart(bundle.file, options.coldStart === true ? {} : options.coldStart);
+      const coldStart =
+        options.coldStart === false ? undefined : await measureColdStart(bundle.file, options.coldStart === true ? {} : options.coldStart);
       rows.push({
         name: bundle.name,
         handlerPath: bundle.handlerPath,
@@ -56,7 +57,9 @@ const kib = (bytes: number) => (bytes / 1024).toFixed(1);
 export const markdownTable = (rows: BundleReportRow[]): string => {
   const lines = ['| function | bundle (KiB) | CPU ms to handler: bundle / empty | CPU ratio | wall ratio |', '|---|--:|--:|--:|--:|'];
   for (const { name, bytes, coldStart: c } of rows) {
-    const measured = c ? `${c.bundleCpuMs.toFixed(0)} / ${c.emptyCpuMs.toFixed(0)} | ${c.cpuRatio.toFixed(1)} | ${c.wallRatio.toFixed(1)}` : '– | – | –';
+    const measured = c
+      ? `${c.bundleCpuMs.toFixed(0)} / ${c.emptyCpuMs.toFixed(0)} | ${c.cpuRatio.toFixed(1)} | ${c.wallRatio.toFixed(1)}`
+      : '– | – | –';
     lines.push(`| ${name} | ${kib(bytes)} | ${measured} |`);
   }
   return lines.join('\n');
@@ -81,6 +84,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     const over = rows.filter((r) => r.overBudget).length;
     process.stdout.write(`${markdownTable(rows)}\n\n${over} of ${rows.length} bundles over the ${kib(BUNDLE_BUDGET_BYTES)} KiB budget.\n`);
     const largest = rows[0];
-    if (largest) process.stdout.write(`Largest bundle, ${largest.name}: ${largest.largest.map(([k, b]) => `${k} ${kib(b)}`).join(', ')} KiB\n`);
+    if (largest)
+      process.stdout.write(`Largest bundle, ${largest.name}: ${largest.largest.map(([k, b]) => `${k} ${kib(b)}`).join(', ')} KiB\n`);
   }
 }

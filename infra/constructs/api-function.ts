@@ -56,14 +56,7 @@ export const TABLE_KEY_ACTIONS = {
 } as const;
 const WRITE_ACTIONS = new Set<string>(['PutItem', 'UpdateItem', 'DeleteItem']);
 
-export type TableAction =
-  | 'GetItem'
-  | 'BatchGetItem'
-  | 'Query'
-  | 'PutItem'
-  | 'UpdateItem'
-  | 'DeleteItem'
-  | 'ConditionCheckItem';
+export type TableAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
 
 /**
  * An action allowed only on items whose partition key matches one of `leadingKeys` (IAM
@@ -93,7 +86,10 @@ export const PIPELINE_UPDATES: KeyedGrant[] = [
  * Put of the log entry (`…#DELIVERIES`), Update of the delivery state, Update or Delete of the
  * endpoint's health; the delivery worker also Updates the endpoint when it disables it.
  */
-export const WEBHOOK_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteItem'] as const).map((action) => ({ action, leadingKeys: WEBHOOK_PK_PATTERNS }));
+export const WEBHOOK_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteItem'] as const).map((action) => ({
+  action,
+  leadingKeys: WEBHOOK_PK_PATTERNS,
+}));
 
 /**
  * The DynamoDB actions of each kind, and nothing the code does not call (`grep -rn "Command(" lib
@@ -223,10 +219,13 @@ export class ApiFunction extends NodejsFunction {
       this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(grant.table), resources: [table.tableArn] }));
     }
     for (const keyed of grant.keyed ?? []) {
-      this.addToRolePolicy(new PolicyStatement({ actions: dynamodb([keyed.action]), resources: [table.tableArn], conditions: keyedCondition(keyed) }));
+      this.addToRolePolicy(
+        new PolicyStatement({ actions: dynamodb([keyed.action]), resources: [table.tableArn], conditions: keyedCondition(keyed) }),
+      );
     }
     for (const [index, actions] of Object.entries(grant.indexes ?? {})) {
-      if (actions?.length) this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(actions), resources: [`${table.tableArn}/index/${index}`] }));
+      if (actions?.length)
+        this.addToRolePolicy(new PolicyStatement({ actions: dynamodb(actions), resources: [`${table.tableArn}/index/${index}`] }));
     }
     if (grant.allIndexes?.length) {
       const indexArns = GSIS.map((g) => `${table.tableArn}/index/${g.indexName}`);
@@ -238,7 +237,11 @@ export class ApiFunction extends NodejsFunction {
       ...Object.values(grant.indexes ?? {}).flat(),
       ...(grant.allIndexes ?? []),
     ];
-    if (used.length) this.grantTableKey(table, used.some((a) => a !== undefined && WRITE_ACTIONS.has(a)));
+    if (used.length)
+      this.grantTableKey(
+        table,
+        used.some((a) => a !== undefined && WRITE_ACTIONS.has(a)),
+      );
     return this;
   }
 

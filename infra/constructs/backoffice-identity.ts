@@ -94,7 +94,9 @@ export class BackofficeIdentity extends Construct {
       idTokenValidity: Duration.hours(1),
       accessTokenValidity: Duration.hours(1),
       refreshTokenValidity: Duration.hours(12),
-      readAttributes: new ClientAttributes().withStandardAttributes({ email: true, emailVerified: true }).withCustomAttributes(MERCHANT_ATTRIBUTE),
+      readAttributes: new ClientAttributes()
+        .withStandardAttributes({ email: true, emailVerified: true })
+        .withCustomAttributes(MERCHANT_ATTRIBUTE),
     };
     // The back-office client: SRP sign-in only, no hosted OAuth flows.
     this.client = this.userPool.addClient('Client', {
@@ -128,7 +130,13 @@ export class BackofficeIdentity extends Construct {
       jwtAudience: [this.client.userPoolClientId, ...(this.dashboardClient ? [this.dashboardClient.userPoolClientId] : [])],
     });
 
-    new CfnOutput(this, 'UserPoolId', { value: this.userPool.userPoolId, description: 'BACKOFFICE_USER_POOL_ID for `ops backoffice-user create`' });
-    new CfnOutput(this, 'UserPoolClientId', { value: this.client.userPoolClientId, description: 'The back-office app client (audience of the JWT authorizer)' });
+    new CfnOutput(this, 'UserPoolId', {
+      value: this.userPool.userPoolId,
+      description: 'BACKOFFICE_USER_POOL_ID for `ops backoffice-user create`',
+    });
+    new CfnOutput(this, 'UserPoolClientId', {
+      value: this.client.userPoolClientId,
+      description: 'The back-office app client (audience of the JWT authorizer)',
+    });
   }
 }

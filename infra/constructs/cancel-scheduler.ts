@@ -3,7 +3,17 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { EventField, Rule, RuleTargetInput, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { SfnStateMachine } from 'aws-cdk-lib/aws-events-targets';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
-import { Choice, Condition, DefinitionBody, JsonPath, StateMachine, Succeed, TaskInput, Wait, WaitTime } from 'aws-cdk-lib/aws-stepfunctions';
+import {
+  Choice,
+  Condition,
+  DefinitionBody,
+  JsonPath,
+  StateMachine,
+  Succeed,
+  TaskInput,
+  Wait,
+  WaitTime,
+} from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke, StepFunctionsStartExecution } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
 import { ApiFunction, SERVICE_NAME } from './api-function.ts';
@@ -56,8 +66,17 @@ export class CancelScheduler extends Construct {
     }).grantTableActions(props.table, { table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'] });
 
     const stateMachineName = `${SERVICE_NAME}-${props.stage}-cancel-scheduler`;
-    const selfArn = Stack.of(this).formatArn({ service: 'states', resource: 'stateMachine', resourceName: stateMachineName, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
-    const input = { merchant_id: JsonPath.stringAt('$.merchant_id'), subscription_id: JsonPath.numberAt('$.subscription_id'), cancel_at: JsonPath.stringAt('$.cancel_at') };
+    const selfArn = Stack.of(this).formatArn({
+      service: 'states',
+      resource: 'stateMachine',
+      resourceName: stateMachineName,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+    const input = {
+      merchant_id: JsonPath.stringAt('$.merchant_id'),
+      subscription_id: JsonPath.numberAt('$.subscription_id'),
+      cancel_at: JsonPath.stringAt('$.cancel_at'),
+    };
 
     const check = (name: string) =>
       new LambdaInvoke(this, name, {
@@ -93,11 +112,19 @@ export class CancelScheduler extends Construct {
       tracingEnabled: true,
     });
 
-    this.deadLetterQueue = new Queue(this, 'RuleDeadLetterQueue', { encryption: QueueEncryption.SQS_MANAGED, enforceSSL: true, retentionPeriod: Duration.days(14) });
+    this.deadLetterQueue = new Queue(this, 'RuleDeadLetterQueue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
     this.rule = new Rule(this, 'Rule', {
       description: 'Subscription events carrying a scheduled cancellation → the cancellation scheduler',
       eventBus: props.eventBus,
-      eventPattern: { source: CANCEL_SCHEDULE_PATTERN.source, detailType: CANCEL_SCHEDULE_PATTERN['detail-type'] as never, detail: CANCEL_SCHEDULE_PATTERN.detail },
+      eventPattern: {
+        source: CANCEL_SCHEDULE_PATTERN.source,
+        detailType: CANCEL_SCHEDULE_PATTERN['detail-type'] as never,
+        detail: CANCEL_SCHEDULE_PATTERN.detail,
+      },
     });
     this.rule.addTarget(
       new SfnStateMachine(this.stateMachine, {

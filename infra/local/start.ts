@@ -12,7 +12,14 @@ import { formatTimestamp } from '#lib/shared/time';
 import { ensureTable, freePort, isDynamoDbLocalProcess, isPortFree, startDynamoDbLocal, stopDynamoDbLocalProcess } from './dynamodb.ts';
 import { buildDashboard, type DashboardOptions } from './dashboard.ts';
 import { issueLocalBackofficeToken } from './backoffice-jwt.ts';
-import { LOCAL_STACK_FILE_LABEL, localStateFile, readLocalStackFile, removeLocalStack, removeStaleLocalStack, writeLocalStack } from './stack-file.ts';
+import {
+  LOCAL_STACK_FILE_LABEL,
+  localStateFile,
+  readLocalStackFile,
+  removeLocalStack,
+  removeStaleLocalStack,
+  writeLocalStack,
+} from './stack-file.ts';
 
 /**
  * `npm start`: DynamoDB Local (unless DYNAMODB_ENDPOINT names one), the table, a demo merchant and
@@ -114,7 +121,8 @@ const listen = (port: number, host: string, dashboard: DashboardOptions | undefi
   });
 
 /** The server module is imported after the environment is settled (DYNAMODB_ENDPOINT, TABLE_NAME). */
-const createLocalServerLazy = async (dashboard: DashboardOptions | undefined) => (await import('./server.ts')).createLocalServer({ dashboard });
+const createLocalServerLazy = async (dashboard: DashboardOptions | undefined) =>
+  (await import('./server.ts')).createLocalServer({ dashboard });
 
 /**
  * The dashboard at `/`: web/ is built with Vite when its sources are newer than web/dist (about a
@@ -176,7 +184,8 @@ const main = async () => {
       log: (line) => console.log(line),
     });
     // Deliveries from the local bus; with an EventBridge emulator, its own rules and queues are the consumers.
-    if (!config.eventBridgeEndpoint()) webhooks = (await import('./webhooks.ts')).startLocalWebhooks(relay.bus, { log: (line) => console.log(line) });
+    if (!config.eventBridgeEndpoint())
+      webhooks = (await import('./webhooks.ts')).startLocalWebhooks(relay.bus, { log: (line) => console.log(line) });
     cancels = (await import('./cancel-scheduler.ts')).startLocalCancelScheduler(relay.bus, { log: (line) => console.log(line) });
     await cancels.rearm();
   } catch (err) {
@@ -195,10 +204,15 @@ const main = async () => {
   console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);
   if (relay) console.log(`Outbox relay            table stream → ${relay.target}; sweeper every 5 minutes (events still pending)`);
   if (cancels) console.log(`Scheduled cancellations applied at their cancel_at (${cancels.pending} armed)`);
-  if (webhooks) console.log(`Webhooks                delivered to registered endpoints (one line per attempt); receiver: npm run -s ops -- webhooks listen --port 4000 --secret whsec_…`);
+  if (webhooks)
+    console.log(
+      `Webhooks                delivered to registered endpoints (one line per attempt); receiver: npm run -s ops -- webhooks listen --port 4000 --secret whsec_…`,
+    );
   console.log(`Demo merchant           ${DEMO_MERCHANT}`);
   console.log(`Demo token              ${token}`);
-  console.log(`Back office             npm run -s ops -- backoffice-token --merchant ${DEMO_MERCHANT} --role admin   (a local JWT for ${BASE_PATH}/backoffice/api-token)`);
+  console.log(
+    `Back office             npm run -s ops -- backoffice-token --merchant ${DEMO_MERCHANT} --role admin   (a local JWT for ${BASE_PATH}/backoffice/api-token)`,
+  );
   console.log(`\ncurl -H "Authorization: Bearer ${token}" http://localhost:${port}${BASE_PATH}/customers`);
 };
 

@@ -14,6 +14,7 @@ export type ReceivedDelivery = {
   signature: string;
   body: string;
   /** The parsed event when the signature verified with one of the secrets; null otherwise. */
+  // biome-ignore lint/suspicious/noExplicitAny: the payload's object is whatever resource the event names; callers read its fields
   event: { id: string; type: string; created_at: string; data: { object: any } } | null;
   /** Why verification failed (no secret given: "no secret"). */
   error?: string;

@@ -44,7 +44,11 @@ export const startLocalWebhooks = (bus: LocalBus, opts: { log?: (line: string) =
         resolver: opts.resolver,
         onOutcome: (task, outcome) => {
           const e = outcome.entry;
-          const what = e ? `attempt ${e.attempt}: ${e.status ?? e.error} (${e.duration_ms} ms)` : outcome.action === 'done' ? outcome.reason : '';
+          const what = e
+            ? `attempt ${e.attempt}: ${e.status ?? e.error} (${e.duration_ms} ms)`
+            : outcome.action === 'done'
+              ? outcome.reason
+              : '';
           const next = outcome.action === 'retry' ? `, next in ${Math.round(outcome.delaySeconds)} s` : '';
           log(`webhook ${task.event.type} ${task.event.id} → endpoint ${task.endpoint_id}: ${what}${next}`);
         },

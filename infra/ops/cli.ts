@@ -126,10 +126,14 @@ const buildProgram = (done: (result: unknown) => void): Command => {
     .configureHelp({ styleTitle: (title) => title.toLowerCase() })
     .showHelpAfterError()
     .exitOverride()
-    .addHelpText('after', "\nRun 'ops <resource> --help' for its actions and 'ops <resource> <action> --help' for their options;\ndocs/ops-cli.md describes them all.");
+    .addHelpText(
+      'after',
+      "\nRun 'ops <resource> --help' for its actions and 'ops <resource> <action> --help' for their options;\ndocs/ops-cli.md describes them all.",
+    );
 
   /** `ops <name>` with actions of its own. */
-  const resource = (name: string, summary: string) => program.command(name).summary(summary).description(summary).usage('<action> [options]');
+  const resource = (name: string, summary: string) =>
+    program.command(name).summary(summary).description(summary).usage('<action> [options]');
 
   /** A command that runs: `run` gets its options; a usage error shows its help. */
   const command = (parent: Command, name: string, description: string, run: Run) =>
@@ -152,62 +156,124 @@ const buildProgram = (done: (result: unknown) => void): Command => {
     return (await store()).createMerchant(need(str(values, 'name'), 'name'), currency);
   })
     .option('--name <name>', "the merchant's name (required)")
-    .option('--currency <code>', 'reporting currency, an ISO 4217 code: the currency of its metrics and stats, fixed once created (default: $REPORTING_CURRENCY, else TWD)');
-  command(merchant, 'list', 'List the merchants of the merchant directory, deleted ones too, in merchant id order: {data, meta: {count, more}}.', listMerchants)
-    .option('--limit <n>', 'at most n merchants; meta.more is true when some were left out (default: all)');
-  command(merchant, 'show', "Show a merchant (deleted or not) and its token's status, abilities, created and last used times (never the token).", showMerchant)
-    .addOption(merchantFlag());
-  command(merchant, 'update', "Change a merchant's name (the reporting currency is fixed at creation); prints the merchant.", updateMerchant)
+    .option(
+      '--currency <code>',
+      'reporting currency, an ISO 4217 code: the currency of its metrics and stats, fixed once created (default: $REPORTING_CURRENCY, else TWD)',
+    );
+  command(
+    merchant,
+    'list',
+    'List the merchants of the merchant directory, deleted ones too, in merchant id order: {data, meta: {count, more}}.',
+    listMerchants,
+  ).option('--limit <n>', 'at most n merchants; meta.more is true when some were left out (default: all)');
+  command(
+    merchant,
+    'show',
+    "Show a merchant (deleted or not) and its token's status, abilities, created and last used times (never the token).",
+    showMerchant,
+  ).addOption(merchantFlag());
+  command(
+    merchant,
+    'update',
+    "Change a merchant's name (the reporting currency is fixed at creation); prints the merchant.",
+    updateMerchant,
+  )
     .addOption(merchantFlag())
     .option('--name <name>', 'the new name')
     .addOption(new Option('--currency <code>').hideHelp());
-  command(merchant, 'delete', 'Delete a merchant: its token is refused from the next request; its data is kept.', onMerchant((s, id) => s.deleteMerchant(id)))
-    .addOption(merchantFlag());
-  command(merchant, 'directory', 'Add merchants created before the merchant directory to it (the outbox sweeper lists merchants from it).', async (values) => {
-    const { addToMerchantDirectory, backfillMerchantDirectory } = await import('./directory.ts');
-    if (values.merchant === undefined) return backfillMerchantDirectory();
-    const merchantId = merchantOption(str(values, 'merchant'));
-    await requireExistingMerchant(merchantId);
-    return { added: (await addToMerchantDirectory(merchantId)) ? 1 : 0 };
-  }).option('--merchant <id>', 'only this merchant (default: every merchant missing from it, found by a Scan of the table)');
+  command(
+    merchant,
+    'delete',
+    'Delete a merchant: its token is refused from the next request; its data is kept.',
+    onMerchant((s, id) => s.deleteMerchant(id)),
+  ).addOption(merchantFlag());
+  command(
+    merchant,
+    'directory',
+    'Add merchants created before the merchant directory to it (the outbox sweeper lists merchants from it).',
+    async (values) => {
+      const { addToMerchantDirectory, backfillMerchantDirectory } = await import('./directory.ts');
+      if (values.merchant === undefined) return backfillMerchantDirectory();
+      const merchantId = merchantOption(str(values, 'merchant'));
+      await requireExistingMerchant(merchantId);
+      return { added: (await addToMerchantDirectory(merchantId)) ? 1 : 0 };
+    },
+  ).option('--merchant <id>', 'only this merchant (default: every merchant missing from it, found by a Scan of the table)');
 
   const metrics = resource('metrics', 'Revenue metrics: rebuild.');
-  command(metrics, 'rebuild', "Rebuild a merchant's aggregates from its timelines, and its search keys (its writes paused meanwhile); prints a report.", async (values) => {
-    const merchantId = need(str(values, 'merchant'), 'merchant');
-    await requireExistingMerchant(merchantId);
-    return (await import('#lib/metrics/rebuild')).rebuildMerchantAggregates(merchantId);
-  }).addOption(merchantFlag());
+  command(
+    metrics,
+    'rebuild',
+    "Rebuild a merchant's aggregates from its timelines, and its search keys (its writes paused meanwhile); prints a report.",
+    async (values) => {
+      const merchantId = need(str(values, 'merchant'), 'merchant');
+      await requireExistingMerchant(merchantId);
+      return (await import('#lib/metrics/rebuild')).rebuildMerchantAggregates(merchantId);
+    },
+  ).addOption(merchantFlag());
 
   const token = resource('token', "A merchant's API token: create, show, regenerate, revoke.");
-  command(token, 'create', 'Create the merchant\'s token (refused while one is valid); prints the token, shown this once.', async (values) => {
-    const merchantId = need(str(values, 'merchant'), 'merchant');
-    const abilities = parseAbilities(str(values, 'abilities'));
-    return explainNotFound(merchantId, (await store()).createToken(merchantId, abilities));
-  })
+  command(
+    token,
+    'create',
+    "Create the merchant's token (refused while one is valid); prints the token, shown this once.",
+    async (values) => {
+      const merchantId = need(str(values, 'merchant'), 'merchant');
+      const abilities = parseAbilities(str(values, 'abilities'));
+      return explainNotFound(merchantId, (await store()).createToken(merchantId, abilities));
+    },
+  )
     .addOption(merchantFlag())
     .addOption(new Option('--abilities <list>', `comma-separated, of: ${ABILITIES.join(', ')} (default: all of them)`));
-  command(token, 'show', "Show the merchant's token: status (active, revoked or none), abilities, created and last used times (never the token).", showToken)
-    .addOption(merchantFlag());
-  command(token, 'regenerate', 'Replace the valid token by a new one with its abilities; the old one is refused from the next request.', onMerchant((s, id) => s.regenerateToken(id)))
-    .addOption(merchantFlag());
-  command(token, 'revoke', 'Revoke the valid token, irreversibly.', onMerchant((s, id) => s.revokeToken(id)))
-    .addOption(merchantFlag());
+  command(
+    token,
+    'show',
+    "Show the merchant's token: status (active, revoked or none), abilities, created and last used times (never the token).",
+    showToken,
+  ).addOption(merchantFlag());
+  command(
+    token,
+    'regenerate',
+    'Replace the valid token by a new one with its abilities; the old one is refused from the next request.',
+    onMerchant((s, id) => s.regenerateToken(id)),
+  ).addOption(merchantFlag());
+  command(
+    token,
+    'revoke',
+    'Revoke the valid token, irreversibly.',
+    onMerchant((s, id) => s.revokeToken(id)),
+  ).addOption(merchantFlag());
 
-  command(program, 'backoffice-token', 'Issue a back-office JWT for the LOCAL stack (in AWS, back-office users sign in to Cognito).', issueBackofficeToken)
+  command(
+    program,
+    'backoffice-token',
+    'Issue a back-office JWT for the LOCAL stack (in AWS, back-office users sign in to Cognito).',
+    issueBackofficeToken,
+  )
     .addOption(merchantFlag())
     .addOption(roleFlag())
     .addOption(withDefault('--ttl <duration>', 'lifetime, 1s to 1d: 90s, 15m, 1h, 1d', '1h'))
     .option('--email <email>', "the user's e-mail, as a claim of the token");
 
   const backofficeUser = resource('backoffice-user', 'Back-office users: create.');
-  command(backofficeUser, 'create', "Create a back-office user in the stack's Cognito user pool (Cognito e-mails a temporary password); locally, say how to issue a token instead.", createBackofficeUser)
+  command(
+    backofficeUser,
+    'create',
+    "Create a back-office user in the stack's Cognito user pool (Cognito e-mails a temporary password); locally, say how to issue a token instead.",
+    createBackofficeUser,
+  )
     .addOption(merchantFlag())
     .option('--email <email>', "the user's e-mail address (required)")
     .addOption(roleFlag())
     .option('--user-pool-id <id>', "the stack's BackofficeIdentity UserPoolId output (default: $BACKOFFICE_USER_POOL_ID)");
 
   const activity = resource('activity', "A merchant's activity log: list.");
-  command(activity, 'list', "List a merchant's activity log (one entry per batch request), newest first, as GET /v1/activity answers: {data, meta}.", listActivityLog)
+  command(
+    activity,
+    'list',
+    "List a merchant's activity log (one entry per batch request), newest first, as GET /v1/activity answers: {data, meta}.",
+    listActivityLog,
+  )
     .addOption(merchantFlag())
     .option('--type <type>', 'only this batch type, such as orders.batch')
     .option('--import-run <run>', "only this import run's entries (the run id `ops import` prints)")
@@ -218,32 +284,62 @@ const buildProgram = (done: (result: unknown) => void): Command => {
     .option('--cursor <cursor>', "the previous page's meta.next_cursor (same filters)");
 
   const events = resource('events', 'Webhook events: replay.');
-  command(events, 'replay', "Publish again a merchant's webhook events recorded since a time to EVENT_BUS_NAME; receivers drop repeats by webhook-id.", replayEvents)
+  command(
+    events,
+    'replay',
+    "Publish again a merchant's webhook events recorded since a time to EVENT_BUS_NAME; receivers drop repeats by webhook-id.",
+    replayEvents,
+  )
     .addOption(merchantFlag())
     .option('--since <time>', 'an ISO time; the outbox keeps events 3 days (required)');
 
   const webhooks = resource('webhooks', 'Webhooks: listen, backfill.');
-  command(webhooks, 'listen', 'Run a local webhook receiver on 127.0.0.1 that verifies and prints each delivery, until Ctrl-C.', listenForWebhooks)
+  command(
+    webhooks,
+    'listen',
+    'Run a local webhook receiver on 127.0.0.1 that verifies and prints each delivery, until Ctrl-C.',
+    listenForWebhooks,
+  )
     .addOption(withDefault('--port <port>', 'the port to listen on', '4000'))
-    .addOption(new Option('--secret <secret>', "an endpoint's signing secret, whsec_…; repeat for several (default: none, nothing verified)").argParser((v, prev?: string[]) => [...(prev ?? []), v]))
+    .addOption(
+      new Option(
+        '--secret <secret>',
+        "an endpoint's signing secret, whsec_…; repeat for several (default: none, nothing verified)",
+      ).argParser((v, prev?: string[]) => [...(prev ?? []), v]),
+    )
     .addOption(withDefault('--fail-first <n>', 'answer 500 to the first n deliveries, to watch retries', '0'));
-  command(webhooks, 'backfill', "Add list entries for a merchant's endpoints written before the list existed (once per merchant).", async (values) => {
-    const merchantId = need(str(values, 'merchant'), 'merchant');
-    await requireExistingMerchant(merchantId);
-    return (await import('#lib/webhooks/store')).backfillEndpointList(merchantId);
-  }).addOption(merchantFlag());
+  command(
+    webhooks,
+    'backfill',
+    "Add list entries for a merchant's endpoints written before the list existed (once per merchant).",
+    async (values) => {
+      const merchantId = need(str(values, 'merchant'), 'merchant');
+      await requireExistingMerchant(merchantId);
+      return (await import('#lib/webhooks/store')).backfillEndpointList(merchantId);
+    },
+  ).addOption(merchantFlag());
 
-  command(program, 'upgrade', "Bring a merchant's items, or every merchant's, to this version's layout (after deploying a version whose notes ask for it; safe to run again).", async (values) => {
-    const { upgradeAllMerchants, upgradeMerchant } = await import('./upgrade.ts');
-    if (values.all) return upgradeAllMerchants();
-    const merchantId = need(str(values, 'merchant'), 'merchant');
-    await requireExistingMerchant(merchantId);
-    return upgradeMerchant(merchantId);
-  })
+  command(
+    program,
+    'upgrade',
+    "Bring a merchant's items, or every merchant's, to this version's layout (after deploying a version whose notes ask for it; safe to run again).",
+    async (values) => {
+      const { upgradeAllMerchants, upgradeMerchant } = await import('./upgrade.ts');
+      if (values.all) return upgradeAllMerchants();
+      const merchantId = need(str(values, 'merchant'), 'merchant');
+      await requireExistingMerchant(merchantId);
+      return upgradeMerchant(merchantId);
+    },
+  )
     .option('--merchant <id>', 'the merchant id, mer_… (this or --all)')
     .addOption(new Option('--all', 'every merchant of the merchant directory').conflicts('merchant'));
 
-  command(program, 'import', 'Import history files through the batch endpoints of a running service (CSV with a header row, or JSONL; columns: docs/importing-history.md).', importHistory)
+  command(
+    program,
+    'import',
+    'Import history files through the batch endpoints of a running service (CSV with a header row, or JSONL; columns: docs/importing-history.md).',
+    importHistory,
+  )
     .option('--url <url>', 'the API root, such as http://localhost:3000/v1 (required)')
     .option('--token <token>', 'an API token with the write abilities of what is imported (required)')
     .option('--customers <file>', 'customers file')
@@ -266,9 +362,11 @@ const buildProgram = (done: (result: unknown) => void): Command => {
         const known = self.commands.map((c) => c.name()).join(', ');
         const [first] = self.args;
         const message =
-          first === undefined ? `missing command: ops ${path}<${self === program ? 'resource' : 'action'}>, one of ${known}`
-          : first.startsWith('-') ? `unknown option '${first}'`
-          : `unknown command: ${path}${first} (${self === program ? 'commands' : `${self.name()} actions`}: ${known})`;
+          first === undefined
+            ? `missing command: ops ${path}<${self === program ? 'resource' : 'action'}>, one of ${known}`
+            : first.startsWith('-')
+              ? `unknown option '${first}'`
+              : `unknown command: ${path}${first} (${self === program ? 'commands' : `${self.name()} actions`}: ${known})`;
         self.error(`error: ${message}`, { exitCode: 2, code: 'ops.usage' });
       });
   }
@@ -309,7 +407,15 @@ const listenForWebhooks = async (values: Values) => {
     secrets,
     respond: (d, n) => (n <= failFirst ? 500 : d.event || !secrets.length ? 204 : 400),
     onDelivery: (d) => {
-      const type = d.event?.type ?? (() => { try { return JSON.parse(d.body).type; } catch { return '?'; } })();
+      const type =
+        d.event?.type ??
+        (() => {
+          try {
+            return JSON.parse(d.body).type;
+          } catch {
+            return '?';
+          }
+        })();
       const verdict = d.event ? 'verified' : secrets.length ? `REJECTED (${d.error})` : 'not verified (no --secret)';
       process.stdout.write(`${new Date().toISOString()} ${type} ${d.id} ${verdict}\n${d.event ? `${JSON.stringify(d.event)}\n` : ''}`);
     },
@@ -330,7 +436,8 @@ const importHistory = async (values: Values) => {
   const batchSize = nonNegativeInt(opt('batch-size'), 'batch-size', 100);
   if (batchSize < 1 || batchSize > 100) throw new UsageError(`--batch-size must be between 1 and 100, got ${batchSize}`);
   const onConflict = opt('on-conflict');
-  if (onConflict !== undefined && onConflict !== 'skip' && onConflict !== 'update') throw new UsageError(`--on-conflict must be skip or update, got ${onConflict}`);
+  if (onConflict !== undefined && onConflict !== 'skip' && onConflict !== 'update')
+    throw new UsageError(`--on-conflict must be skip or update, got ${onConflict}`);
   const { runImport, KINDS } = await import('./import.ts');
   const files = Object.fromEntries(KINDS.filter((k) => opt(k)).map((k) => [k, opt(k)!]));
   for (const f of Object.values(files)) if (!existsSync(f)) throw new UsageError(`no such file: ${f}`);
@@ -359,7 +466,9 @@ const replayEvents = async (values: Values) => {
   if (!since) throw new UsageError('--since is required (an ISO time, at most 3 days ago)');
   if (!Number.isFinite(Date.parse(since))) throw new UsageError(`--since must be an ISO time such as 2026-01-31T12:00:00Z, got ${since}`);
   if (process.env.DYNAMODB_ENDPOINT && !process.env.EVENTBRIDGE_ENDPOINT) {
-    throw new UsageError("the local stack's bus lives inside npm start: set EVENTBRIDGE_ENDPOINT (and EVENT_BUS_NAME) to replay to an EventBridge emulator");
+    throw new UsageError(
+      "the local stack's bus lives inside npm start: set EVENTBRIDGE_ENDPOINT (and EVENT_BUS_NAME) to replay to an EventBridge emulator",
+    );
   }
   const [{ getMerchant }, { replayOutbox, ReplayRangeError }, { eventBridgePublisher }] = await Promise.all([
     store(),
@@ -391,12 +500,23 @@ const listActivityLog = async (values: Values) => {
     import('#lib/shared/validation'),
   ]);
   const type = opt('type');
-  if (type !== undefined && !(ACTIVITY_TYPES as readonly string[]).includes(type)) throw new UsageError(`--type must be one of ${ACTIVITY_TYPES.join(', ')}, got ${type}`);
-  const flags = { page: 'page', per_page: 'per-page', cursor: 'cursor', type: 'type', import_run: 'import-run', start_date: 'start-date', end_date: 'end-date' } as const;
+  if (type !== undefined && !(ACTIVITY_TYPES as readonly string[]).includes(type))
+    throw new UsageError(`--type must be one of ${ACTIVITY_TYPES.join(', ')}, got ${type}`);
+  const flags = {
+    page: 'page',
+    per_page: 'per-page',
+    cursor: 'cursor',
+    type: 'type',
+    import_run: 'import-run',
+    start_date: 'start-date',
+    end_date: 'end-date',
+  } as const;
   const raw = Object.fromEntries(Object.entries(flags).flatMap(([field, flag]) => (opt(flag) === undefined ? [] : [[field, opt(flag)]])));
   const parsed = activityListQuery.safeParse(raw, { reportInput: true });
   if (!parsed.success) {
-    throw new UsageError(parsed.error.issues.map((i) => `--${flags[i.path[0] as keyof typeof flags] ?? String(i.path[0])}: ${issueMessage(i)}`).join('\n'));
+    throw new UsageError(
+      parsed.error.issues.map((i) => `--${flags[i.path[0] as keyof typeof flags] ?? String(i.path[0])}: ${issueMessage(i)}`).join('\n'),
+    );
   }
   await requireExistingMerchant(merchantId);
   const { listActivity } = await import('#lib/activity/read');
@@ -405,7 +525,8 @@ const listActivityLog = async (values: Values) => {
 
 const roleOption = (raw: string | undefined): BackofficeRole => {
   if (!raw) throw new UsageError('--role is required (admin or user)');
-  if (!(BACKOFFICE_ROLES as readonly string[]).includes(raw)) throw new UsageError(`--role must be one of ${BACKOFFICE_ROLES.join(', ')}, got ${raw}`);
+  if (!(BACKOFFICE_ROLES as readonly string[]).includes(raw))
+    throw new UsageError(`--role must be one of ${BACKOFFICE_ROLES.join(', ')}, got ${raw}`);
   return raw as BackofficeRole;
 };
 
@@ -432,7 +553,9 @@ const issueBackofficeToken = async (values: Values) => {
   const role = roleOption(str(values, 'role'));
   const ttlSeconds = ttlOption(str(values, 'ttl'));
   if (!process.env.DYNAMODB_ENDPOINT) {
-    throw new Error('backoffice-token issues tokens for the local stack only (run npm start, or set DYNAMODB_ENDPOINT); in AWS, back-office users sign in to the Cognito user pool');
+    throw new Error(
+      'backoffice-token issues tokens for the local stack only (run npm start, or set DYNAMODB_ENDPOINT); in AWS, back-office users sign in to the Cognito user pool',
+    );
   }
   await requireExistingMerchant(merchantId);
   const { issueLocalBackofficeToken } = await import('../local/backoffice-jwt.ts');
@@ -454,7 +577,8 @@ const createBackofficeUser = async (values: Values) => {
   if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) throw new UsageError(`--email must be an e-mail address${email ? `, got ${email}` : ''}`);
   const poolId = str(values, 'user-pool-id') ?? process.env.BACKOFFICE_USER_POOL_ID;
   if (!poolId) {
-    if (!process.env.DYNAMODB_ENDPOINT) throw new UsageError('--user-pool-id (or BACKOFFICE_USER_POOL_ID) is required: the stack output BackofficeIdentity…UserPoolId');
+    if (!process.env.DYNAMODB_ENDPOINT)
+      throw new UsageError('--user-pool-id (or BACKOFFICE_USER_POOL_ID) is required: the stack output BackofficeIdentity…UserPoolId');
     await requireExistingMerchant(merchantId);
     const command = `npm run -s ops -- backoffice-token --merchant ${merchantId} --role ${role} --email ${email}`;
     process.stderr.write(`the local stack has no user pool: nothing to create. Issue a token for this user with:\n  ${command}\n`);
@@ -468,7 +592,14 @@ const createBackofficeUser = async (values: Values) => {
 /** `--abilities a,b` → a checked, de-duplicated list; absent → every ability. */
 const parseAbilities = (raw: string | undefined): Ability[] | undefined => {
   if (raw === undefined) return undefined;
-  const abilities = [...new Set(raw.split(',').map((a) => a.trim()).filter(Boolean))];
+  const abilities = [
+    ...new Set(
+      raw
+        .split(',')
+        .map((a) => a.trim())
+        .filter(Boolean),
+    ),
+  ];
   if (!abilities.length) throw new UsageError(`--abilities needs at least one of: ${ABILITIES.join(', ')}`);
   const unknown = abilities.filter((a) => !(ABILITIES as readonly string[]).includes(a));
   if (unknown.length) throw new UsageError(`unknown abilities: ${unknown.join(', ')} (known: ${ABILITIES.join(', ')})`);

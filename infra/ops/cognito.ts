@@ -1,6 +1,7 @@
 import {
   AdminAddUserToGroupCommand,
   AdminCreateUserCommand,
+  type AdminCreateUserCommandOutput,
   CognitoIdentityProviderClient,
   UsernameExistsException,
 } from '@aws-sdk/client-cognito-identity-provider';
@@ -14,7 +15,7 @@ import { HttpError } from '#lib/http/errors';
  */
 export const createCognitoBackofficeUser = async (input: { poolId: string; merchantId: string; email: string; role: BackofficeRole }) => {
   const cognito = new CognitoIdentityProviderClient({});
-  let created;
+  let created: AdminCreateUserCommandOutput;
   try {
     created = await cognito.send(
       new AdminCreateUserCommand({
@@ -29,7 +30,8 @@ export const createCognitoBackofficeUser = async (input: { poolId: string; merch
       }),
     );
   } catch (err) {
-    if (err instanceof UsernameExistsException) throw new HttpError(409, { message: `A back-office user ${input.email} already exists in ${input.poolId}.` });
+    if (err instanceof UsernameExistsException)
+      throw new HttpError(409, { message: `A back-office user ${input.email} already exists in ${input.poolId}.` });
     throw err;
   }
   const username = created.User?.Username ?? input.email;

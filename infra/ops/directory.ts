@@ -42,7 +42,8 @@ export const backfillMerchantDirectory = async (): Promise<{ added: number }> =>
     },
   );
   for await (const page of pages) {
-    for (const item of page.Items ?? []) if (typeof item.merchant_id === 'string' && (await addToMerchantDirectory(item.merchant_id))) added++;
+    for (const item of page.Items ?? [])
+      if (typeof item.merchant_id === 'string' && (await addToMerchantDirectory(item.merchant_id))) added++;
   }
   return { added };
 };

@@ -19,13 +19,6 @@ import { createApiClient, type ApiClient, type components } from '../../clients/
 export const KINDS = ['customers', 'subscriptions', 'orders', 'events'] as const;
 export type Kind = (typeof KINDS)[number];
 
-const PATHS: Record<Kind, { path: string; items: string }> = {
-  customers: { path: '/customers/batch', items: 'customers' },
-  subscriptions: { path: '/subscriptions/batch', items: 'subscriptions' },
-  orders: { path: '/orders/batch', items: 'orders' },
-  events: { path: '/subscriptions/events/batch', items: 'events' },
-};
-
 /** Columns read as whole numbers (ids) rather than text. */
 const INTEGER_FIELDS = new Set(['customer_id', 'subscription_id']);
 
@@ -89,7 +82,8 @@ export const readRows = (path: string): Row[] => {
       if (!raw.trim()) return [];
       try {
         const item = JSON.parse(raw) as unknown;
-        if (!item || typeof item !== 'object' || Array.isArray(item)) return [{ line: i + 1, item: null, error: 'The line is not a JSON object.' }];
+        if (!item || typeof item !== 'object' || Array.isArray(item))
+          return [{ line: i + 1, item: null, error: 'The line is not a JSON object.' }];
         return [{ line: i + 1, item: item as Record<string, unknown> }];
       } catch (err) {
         return [{ line: i + 1, item: null, error: `The line is not valid JSON: ${(err as Error).message}` }];
@@ -127,7 +121,9 @@ const openCheckpoint = (opts: ImportOptions): Checkpoint => {
         return f && f.path === id.path && f.size === id.size && f.mtime_ms === id.mtime_ms;
       });
     if (!same) {
-      throw new ImportError(`${opts.checkpoint} belongs to another import (other files, or files changed since, or another --url): finish that one, or remove the file to start over`);
+      throw new ImportError(
+        `${opts.checkpoint} belongs to another import (other files, or files changed since, or another --url): finish that one, or remove the file to start over`,
+      );
     }
     // A checkpoint written before runs had an id (or with one the header cannot carry) gets a new one, kept from here on.
     if (typeof cp.run_id !== 'string' || !IMPORT_RUN.test(cp.run_id)) {
@@ -168,7 +164,8 @@ const clientFor = (opts: ImportOptions): ApiClient => {
         statuses: [429, 502, 503, 504],
         maxDelayMs: MAX_PAUSE_MS,
         onRetry: ({ status, delayMs }) => {
-          if (status !== null) opts.log?.(`${currentKind.get(opts) ?? 'import'}: ${status}, waiting ${Math.round(delayMs / 1000)} s (Retry-After)`);
+          if (status !== null)
+            opts.log?.(`${currentKind.get(opts) ?? 'import'}: ${status}, waiting ${Math.round(delayMs / 1000)} s (Retry-After)`);
         },
       },
     });
@@ -181,7 +178,13 @@ const MAX_PAUSE_MS = 60_000;
 const currentKind = new WeakMap<ImportOptions, Kind>();
 
 /** One batch through its batch endpoint, with the run's headers. */
-const post = (client: ApiClient, opts: ImportOptions, kind: Kind, items: unknown[], header: { 'x-idempotency-key': string; 'x-import-run': string }) => {
+const post = (
+  client: ApiClient,
+  opts: ImportOptions,
+  kind: Kind,
+  items: unknown[],
+  header: { 'x-idempotency-key': string; 'x-import-run': string },
+) => {
   switch (kind) {
     case 'customers':
       return client.POST('/customers/batch', {
@@ -189,11 +192,17 @@ const post = (client: ApiClient, opts: ImportOptions, kind: Kind, items: unknown
         body: { customers: items as components['schemas']['CustomerInput'][] },
       });
     case 'subscriptions':
-      return client.POST('/subscriptions/batch', { params: { header }, body: { subscriptions: items as components['schemas']['SubscriptionBatchItem'][] } });
+      return client.POST('/subscriptions/batch', {
+        params: { header },
+        body: { subscriptions: items as components['schemas']['SubscriptionBatchItem'][] },
+      });
     case 'orders':
       return client.POST('/orders/batch', { params: { header }, body: { orders: items as components['schemas']['OrderBatchItem'][] } });
     case 'events':
-      return client.POST('/subscriptions/events/batch', { params: { header }, body: { events: items as components['schemas']['SubscriptionEventBatchItem'][] } });
+      return client.POST('/subscriptions/events/batch', {
+        params: { header },
+        body: { events: items as components['schemas']['SubscriptionEventBatchItem'][] },
+      });
   }
 };
 
@@ -210,7 +219,8 @@ const send = async (opts: ImportOptions, kind: Kind, items: unknown[], key: stri
   // An answer that is not JSON comes as text: its start is the message.
   const error: unknown = answer.error;
   const body = (data ?? (typeof error === 'string' ? { message: error.slice(0, 200) } : (error ?? {}))) as BatchAnswer['body'];
-  if (response.status === 401 || response.status === 403) throw new ImportError(`${kind}: ${response.status} ${body.message ?? ''} (check --token and its abilities)`.trim());
+  if (response.status === 401 || response.status === 403)
+    throw new ImportError(`${kind}: ${response.status} ${body.message ?? ''} (check --token and its abilities)`.trim());
   return { status: response.status, body };
 };
 
@@ -231,7 +241,9 @@ const resolveCustomer = async (opts: ImportOptions, row: Row, kind: Kind) => {
     const client = clientFor(opts);
     const found = byExternal
       ? (await client.GET('/customers/{idOrExternalId}', { params: { path: { idOrExternalId: byExternal } } })).data?.data
-      : (await client.GET('/customers', { params: { query: { search: byEmail!, per_page: 100 } } })).data?.data.find((c) => c.email === byEmail);
+      : (await client.GET('/customers', { params: { query: { search: byEmail!, per_page: 100 } } })).data?.data.find(
+          (c) => c.email === byEmail,
+        );
     customerIds.set(cacheKey, found ? found.id : null);
   }
   const id = customerIds.get(cacheKey);
@@ -240,13 +252,16 @@ const resolveCustomer = async (opts: ImportOptions, row: Row, kind: Kind) => {
   if (id) item.customer_id = id;
   else {
     row.item = null;
-    row.error = byExternal ? `The selected customer external id is invalid: no customer has ${byExternal}.` : `The selected customer email is invalid: no customer has ${byEmail}.`;
+    row.error = byExternal
+      ? `The selected customer external id is invalid: no customer has ${byExternal}.`
+      : `The selected customer email is invalid: no customer has ${byEmail}.`;
   }
 };
 
 /** Runs (or resumes) an import; returns its summary. */
 export const runImport = async (opts: ImportOptions) => {
-  if (!Object.values(opts.files).some(Boolean)) throw new ImportError('nothing to import: give at least one of --customers, --orders, --subscriptions, --events');
+  if (!Object.values(opts.files).some(Boolean))
+    throw new ImportError('nothing to import: give at least one of --customers, --orders, --subscriptions, --events');
   const started = Date.now();
   const cp = openCheckpoint(opts);
   const resumed = Object.values(cp.files).some((f) => f!.batches_done > 0);
@@ -261,7 +276,13 @@ export const runImport = async (opts: ImportOptions) => {
     const batches = Math.ceil(rows.length / opts.batchSize);
     state.totals.rows = rows.length;
     const bar = opts.progress
-      ? new SingleBar({ format: `${kind.padEnd(13)} [{bar}] {value}/{total} rows | {created} created, {updated} updated, {skipped} skipped, {failed} failed`, hideCursor: true }, Presets.shades_classic)
+      ? new SingleBar(
+          {
+            format: `${kind.padEnd(13)} [{bar}] {value}/{total} rows | {created} created, {updated} updated, {skipped} skipped, {failed} failed`,
+            hideCursor: true,
+          },
+          Presets.shades_classic,
+        )
       : null;
     bar?.start(rows.length, Math.min(rows.length, state.batches_done * opts.batchSize), state.totals);
     for (let b = state.batches_done; b < batches; b++) {
@@ -277,7 +298,13 @@ export const runImport = async (opts: ImportOptions) => {
       });
       const t = state.totals;
       if (sendable.length) {
-        const answer = await send(opts, kind, sendable.map((r) => r.item), `${cp.run_id}:${kind}:${b + 1}`, cp.run_id);
+        const answer = await send(
+          opts,
+          kind,
+          sendable.map((r) => r.item),
+          `${cp.run_id}:${kind}:${b + 1}`,
+          cp.run_id,
+        );
         const results = answer.body.data?.results;
         if (answer.status === 200 && results) {
           t.created += results.created.length;
@@ -299,7 +326,10 @@ export const runImport = async (opts: ImportOptions) => {
       bar?.update(Math.min(rows.length, (b + 1) * opts.batchSize), t);
     }
     bar?.stop();
-    if (!opts.progress) opts.log?.(`${kind}: ${state.totals.rows} rows, ${state.totals.created} created, ${state.totals.updated} updated, ${state.totals.skipped} skipped, ${state.totals.failed} failed`);
+    if (!opts.progress)
+      opts.log?.(
+        `${kind}: ${state.totals.rows} rows, ${state.totals.created} created, ${state.totals.updated} updated, ${state.totals.skipped} skipped, ${state.totals.failed} failed`,
+      );
   }
   cp.complete = true;
   writeCheckpoint(opts.checkpoint, cp);

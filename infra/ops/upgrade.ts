@@ -26,7 +26,10 @@ export const UPGRADE_STEPS: Step[] = [
   { name: 'grouped counters', run: (merchantId) => foldLegacyCounters(merchantId, statsMonths()) },
   {
     name: 'list entries',
-    run: async (merchantId) => ({ orders: (await moveOrderListKeys(merchantId)).moved, customers: (await moveCustomerListKeys(merchantId)).moved }),
+    run: async (merchantId) => ({
+      orders: (await moveOrderListKeys(merchantId)).moved,
+      customers: (await moveCustomerListKeys(merchantId)).moved,
+    }),
   },
 ];
 

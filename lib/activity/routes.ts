@@ -18,7 +18,11 @@ export const routes = {
       'The activity log: one entry per batch request (what was sent, how many items were created, updated, skipped or refused), newest first, optionally by type, import run or date range. Entries are kept for the 13 whole months after their month (docs/activity-log.md).',
     tags: ['activity'],
     request: { query: activityListQuery },
-    responses: { 200: { description: 'A page of activity entries (`meta.next_cursor` reads the next one)', schema: listOf(activityEntrySchema) }, ...errors, ...invalid },
+    responses: {
+      200: { description: 'A page of activity entries (`meta.next_cursor` reads the next one)', schema: listOf(activityEntrySchema) },
+      ...errors,
+      ...invalid,
+    },
   }),
   activityGet: defineRoute({
     method: 'GET',
@@ -28,8 +32,7 @@ export const routes = {
     dashboard: dashboardRead,
     writes: false,
     summary: 'One activity entry (404 once it is no longer kept)',
-    description:
-      'One activity-log entry, while it is kept (docs/activity-log.md).',
+    description: 'One activity-log entry, while it is kept (docs/activity-log.md).',
     tags: ['activity'],
     request: { params: activityPathParams },
     responses: { 200: { description: 'The entry', schema: dataOf(activityEntrySchema) }, ...errors, ...notFound },

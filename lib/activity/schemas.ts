@@ -7,23 +7,30 @@ export type ActivityType = (typeof ACTIVITY_TYPES)[number];
 
 /** An import run's id: what `ops import` sends as `X-Import-Run` on every batch of one run. */
 const importRun = () =>
-  z
-    .string()
-    .regex(/^[A-Za-z0-9._:-]{1,100}$/, { message: 'The :field field must be 1 to 100 letters, digits, dots, underscores, colons or hyphens.' });
+  z.string().regex(/^[A-Za-z0-9._:-]{1,100}$/, {
+    message: 'The :field field must be 1 to 100 letters, digits, dots, underscores, colons or hyphens.',
+  });
 
 /** `X-Import-Run` on the batch endpoints: the entry of the batch names this run. */
 export const importRunHeaders = {
-  'x-import-run': importRun()
-    .optional()
-    .meta({ description: 'An import run id (1 to 100 of `A-Za-z0-9._:-`): the activity entry records it, and `GET /activity?import_run=` lists the run' }),
+  'x-import-run': importRun().optional().meta({
+    description:
+      'An import run id (1 to 100 of `A-Za-z0-9._:-`): the activity entry records it, and `GET /activity?import_run=` lists the run',
+  }),
 };
 
 export const activityListQuery = z
   .object({
     ...pageQuery,
-    cursor: z.string().min(1).optional().meta({ description: "`meta.next_cursor` of the previous page (same filters): reads from there at one page's cost" }),
+    cursor: z
+      .string()
+      .min(1)
+      .optional()
+      .meta({ description: "`meta.next_cursor` of the previous page (same filters): reads from there at one page's cost" }),
     type: z.enum(ACTIVITY_TYPES).optional().meta({ description: 'Only entries of this kind of batch' }),
-    import_run: importRun().optional().meta({ description: 'Only entries of this import run (the X-Import-Run header the batches carried)' }),
+    import_run: importRun()
+      .optional()
+      .meta({ description: 'Only entries of this import run (the X-Import-Run header the batches carried)' }),
     start_date: dateBound(false).optional().meta({ description: 'On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time' }),
     end_date: dateBound(true).optional().meta({ description: 'On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time' }),
   })

@@ -70,7 +70,12 @@ export const getActivityItem = async (merchantId: string, id: number): Promise<R
  * Listed entries counted from the monthly totals of months `fromMonth` on (one strongly consistent
  * Query of at most 14 months × the counter shards, whatever the number of entries).
  */
-export const countActivity = async (merchantId: string, run: string | null, type: ActivityType | undefined, fromMonth: string): Promise<number> => {
+export const countActivity = async (
+  merchantId: string,
+  run: string | null,
+  type: ActivityType | undefined,
+  fromMonth: string,
+): Promise<number> => {
   const items = await readCounterItems(activityTotalsPartition(merchantId, run), fromMonth, '~');
   return sumShards(items)[type ? `entries_${type}` : 'entries']?.toNumber() ?? 0;
 };

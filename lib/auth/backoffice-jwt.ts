@@ -29,7 +29,11 @@ export const backofficeVerifier = (env = process.env): BackofficeVerifier | null
   if (!issuer || !audience.length) return null;
   const key = `${issuer} ${audience.join(',')}`;
   // One JWKS cache per container: jose fetches the keys once and again only for an unknown kid.
-  if (fromEnv?.key !== key) fromEnv = { key, verifier: { issuer, audience, keys: createRemoteJWKSet(new URL(`${issuer.replace(/\/$/, '')}/.well-known/jwks.json`)) } };
+  if (fromEnv?.key !== key)
+    fromEnv = {
+      key,
+      verifier: { issuer, audience, keys: createRemoteJWKSet(new URL(`${issuer.replace(/\/$/, '')}/.well-known/jwks.json`)) },
+    };
   return fromEnv.verifier;
 };
 
@@ -45,7 +49,8 @@ export const verifyBackofficeJwt = async (jwt: string, verifier: BackofficeVerif
     algorithms: [BACKOFFICE_JWT_ALG],
     requiredClaims: ['exp', 'iat'],
   });
-  if (payload.token_use !== undefined && payload.token_use !== 'id') throw new errors.JWTClaimValidationFailed('not an ID token', payload, 'token_use');
+  if (payload.token_use !== undefined && payload.token_use !== 'id')
+    throw new errors.JWTClaimValidationFailed('not an ID token', payload, 'token_use');
   return payload;
 };
 

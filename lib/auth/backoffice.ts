@@ -34,7 +34,10 @@ export const groupsOf = (raw: unknown): string[] => {
     } catch {
       /* API Gateway's own form: [a b] */
     }
-    return text.slice(1, -1).split(/[\s,]+/).filter(Boolean);
+    return text
+      .slice(1, -1)
+      .split(/[\s,]+/)
+      .filter(Boolean);
   }
   return text.split(/[\s,]+/).filter(Boolean);
 };

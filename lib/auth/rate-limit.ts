@@ -21,7 +21,8 @@ export type RateState = { limit: number; remaining: number; reset: number; excee
 export const RATE_SHARD_CAPACITY = 250;
 
 /** How many items a window of `limit` requests is spread over: one (an exact count) up to 250 a second. */
-export const rateShards = (limit: number, windowSeconds: number): number => Math.max(1, Math.ceil(limit / windowSeconds / RATE_SHARD_CAPACITY));
+export const rateShards = (limit: number, windowSeconds: number): number =>
+  Math.max(1, Math.ceil(limit / windowSeconds / RATE_SHARD_CAPACITY));
 
 /**
  * Fixed-window counter in DynamoDB: one atomic ADD per request, so every function instance shares

@@ -54,11 +54,9 @@ export type TokenUse = { tokenHash: string; lastUsedAt: string | null };
 
 /** Looks the token up afresh (strongly consistent): revocation takes effect on the next request. */
 export const authenticate = async (token: string): Promise<(AuthContext & TokenUse) | null> => {
-  const { Item } = await db().send(
-    new GetCommand({ TableName: tableName(), Key: keys.token(hashToken(token)), ConsistentRead: true }),
-  );
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.token(hashToken(token)), ConsistentRead: true }));
   const item = Item as TokenItem | undefined;
-  if (!item || item.status !== 'active') return null;
+  if (item?.status !== 'active') return null;
   return {
     merchantId: item.merchant_id,
     abilities: item.abilities,

@@ -11,11 +11,25 @@ import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/sche
 import { formatTimestamp } from '#lib/shared/time';
 import { customerCreateBody, type CustomerCreate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
-import { EXTERNAL_ID_TAKEN, planImport, profileChanges, type ImportItem as Item, type ImportPlan as Plan, type OnConflict } from '#lib/customers/rules';
-import { addCustomerCreate, addCustomerUpdate, batchGet, customersByIds, getCustomerById, customerIdsByEmail, takenError } from '#lib/customers/store';
+import {
+  EXTERNAL_ID_TAKEN,
+  planImport,
+  profileChanges,
+  type ImportItem as Item,
+  type ImportPlan as Plan,
+  type OnConflict,
+} from '#lib/customers/rules';
+import {
+  addCustomerCreate,
+  addCustomerUpdate,
+  batchGet,
+  customersByIds,
+  getCustomerById,
+  customerIdsByEmail,
+  takenError,
+} from '#lib/customers/store';
 
 export type { OnConflict };
-
 
 /**
  * POST /customers/batch. Items are validated like POST /customers; the existing email and
@@ -24,7 +38,12 @@ export type { OnConflict };
  * concurrent writer is redone item by item, so every item is still classified correctly.
  * Nothing is rolled back; the last transaction also records the import in the activity log.
  */
-export const importCustomers = async (merchantId: string, rawItems: unknown[], onConflict: OnConflict, request?: Parameters<typeof sourceOf>[0]): Promise<BatchResult> => {
+export const importCustomers = async (
+  merchantId: string,
+  rawItems: unknown[],
+  onConflict: OnConflict,
+  request?: Parameters<typeof sourceOf>[0],
+): Promise<BatchResult> => {
   const source = request ? sourceOf(request) : NO_SOURCE;
   const results = batchCollector(rawItems.length);
   const at = formatTimestamp(now());
@@ -75,7 +94,11 @@ export const importCustomers = async (merchantId: string, rawItems: unknown[], o
   const plans = planImport(
     valid,
     onConflict,
-    { emailOwner: (email) => markerOwner(emailKey(email)), externalIdOwner: (ext) => markerOwner(extKey(ext)), customer: (id) => existing.get(id) },
+    {
+      emailOwner: (email) => markerOwner(emailKey(email)),
+      externalIdOwner: (ext) => markerOwner(extKey(ext)),
+      customer: (id) => existing.get(id),
+    },
     { skipped: (v) => skipped(v.index, v.identifier), failed: (v, message) => failed(v.index, message, v.identifier) },
   );
 
@@ -110,10 +133,13 @@ export const importCustomers = async (merchantId: string, rawItems: unknown[], o
       },
       alone: (plan) => importAlone(merchantId, plan, onConflict, { outcomes, skipped, failed }),
       failed: (plan, err) => {
-        const message = err instanceof ThrottledError ? 'The service was busy; retry the item.' : 'The customer was changed concurrently; retry the item.';
+        const message =
+          err instanceof ThrottledError
+            ? 'The service was busy; retry the item.'
+            : 'The customer was changed concurrently; retry the item.';
         for (const v of plan.items) {
           results.failed(v.index, err instanceof ThrottledError ? 'throttled' : 'conflict', message, v.identifier);
-              }
+        }
       },
     },
     {
@@ -135,7 +161,11 @@ const importAlone = async (
   merchantId: string,
   plan: Plan,
   onConflict: OnConflict,
-  sink: { outcomes: (plan: Plan, id: number) => void; skipped: (index: number, identifier: string) => void; failed: (index: number, message: string, identifier: string) => void },
+  sink: {
+    outcomes: (plan: Plan, id: number) => void;
+    skipped: (index: number, identifier: string) => void;
+    failed: (index: number, message: string, identifier: string) => void;
+  },
 ) => {
   const email = plan.items[0].input.email;
   const ownerId = (await customerIdsByEmail(merchantId, [email])).get(email);
@@ -169,5 +199,5 @@ const importAlone = async (
     }
     throw err;
   }
-  sink.outcomes(current ? { ...plan, kind: 'update', current } as Plan : plan, id);
+  sink.outcomes(current ? ({ ...plan, kind: 'update', current } as Plan) : plan, id);
 };

@@ -1,11 +1,18 @@
-import { customerBatchBody, customerBatchQuery, customerCreateBody, customerListQuery, customerPathParams, customerSchema, customerUpdateBody } from '#lib/customers/schemas';
+import {
+  customerBatchBody,
+  customerBatchQuery,
+  customerCreateBody,
+  customerListQuery,
+  customerPathParams,
+  customerSchema,
+  customerUpdateBody,
+} from '#lib/customers/schemas';
 import { defineRoute } from '#lib/http/route';
 import { batchAnswer, dataOf, listOf } from '#lib/shared/schemas';
 import { errors, batchHeaders, notFound, invalid } from '#lib/http/route-parts';
 
 /** The customers routes (their handlers import only these; lib/http/routes.ts is the union). */
 export const routes = {
-
   customersList: defineRoute({
     method: 'GET',
     path: '/customers',
@@ -28,7 +35,7 @@ export const routes = {
     writes: true,
     summary: 'Create a customer',
     description:
-      'Creates a customer. The email is unique per merchant (case-insensitively) and so is `external_id` when given: a taken one is a 422 on that field. Figures (`ltv`, `order_count`, payment times) start empty and follow the customer\'s orders (docs/customers.md).',
+      "Creates a customer. The email is unique per merchant (case-insensitively) and so is `external_id` when given: a taken one is a 422 on that field. Figures (`ltv`, `order_count`, payment times) start empty and follow the customer's orders (docs/customers.md).",
     tags: ['customers'],
     request: { body: customerCreateBody },
     responses: { 201: { description: 'Created', schema: dataOf(customerSchema) }, ...errors, ...invalid },
@@ -67,7 +74,7 @@ export const routes = {
     writes: true,
     summary: 'Update a customer',
     description:
-      'Changes a customer\'s email, name, external_id or metadata; fields left out stay. Uniqueness rules are those of create. Figures are not writable: they follow the orders (docs/customers.md).',
+      "Changes a customer's email, name, external_id or metadata; fields left out stay. Uniqueness rules are those of create. Figures are not writable: they follow the orders (docs/customers.md).",
     tags: ['customers'],
     request: { params: customerPathParams, body: customerUpdateBody },
     responses: { 200: { description: 'The customer', schema: dataOf(customerSchema) }, ...errors, ...notFound, ...invalid },

@@ -89,7 +89,10 @@ export const planImport = (
       }
       const current = ownerId === undefined ? undefined : reads.customer(ownerId);
       // A marker whose customer is gone was freed meanwhile: create (the transaction re-checks).
-      plan = current && !current.deleted_at ? { kind: 'update', items: [], input: {}, current } : { kind: 'create', items: [], input: v.input, id: 0 };
+      plan =
+        current && !current.deleted_at
+          ? { kind: 'update', items: [], input: {}, current }
+          : { kind: 'create', items: [], input: v.input, id: 0 };
     }
     const ext = v.input.external_id;
     if (ext) {
@@ -136,6 +139,9 @@ export const searchPage = <R extends SearchRow>(rows: R[], term: string, q: Sear
   }
   const shown = matches.slice(offset, offset + q.per_page);
   const last = shown.at(-1);
-  const next = last && offset + shown.length < matches.length ? encodeCursor({ list, offset: offset + shown.length, key: { id: String(last.id) } }) : null;
+  const next =
+    last && offset + shown.length < matches.length
+      ? encodeCursor({ list, offset: offset + shown.length, key: { id: String(last.id) } })
+      : null;
   return { shown, offset, total: matches.length, next };
 };

@@ -34,7 +34,14 @@ export type CustomerCreate = z.output<typeof customerCreateBody>;
 export const customerUpdateBody = customerCreateBody.partial();
 export type CustomerUpdate = z.output<typeof customerUpdateBody>;
 
-export const customerListQuery = z.object({ ...pageQuery, search: z.string().max(255).optional().meta({ description: 'Keeps customers whose email or name contains this text, ignoring case; empty means no filter' }) });
+export const customerListQuery = z.object({
+  ...pageQuery,
+  search: z
+    .string()
+    .max(255)
+    .optional()
+    .meta({ description: 'Keeps customers whose email or name contains this text, ignoring case; empty means no filter' }),
+});
 
 export const customerPathParams = z.object({
   idOrExternalId: z.string().min(1).meta({ description: 'Customer id (all digits) or external_id' }),
@@ -46,7 +53,9 @@ export const customerBatchBody = z.object({
   on_conflict: onConflict.nullish(),
 });
 export const customerBatchQuery = z.object({
-  on_conflict: onConflict.optional().meta({ description: 'What an item whose email or external_id exists does: skip it (default) or update it; the body\'s on_conflict wins' }),
+  on_conflict: onConflict.optional().meta({
+    description: "What an item whose email or external_id exists does: skip it (default) or update it; the body's on_conflict wins",
+  }),
 });
 
 export const customerSchema = z

@@ -90,7 +90,12 @@ export const listCustomers = async (merchantId: string, q: CustomerListQuery): P
   const term = searchTerm(q.search);
   if (!term) return listPage<CustomerItem>(customersList(merchantId), customerTotal(merchantId), q);
   const { shown, offset, total, next } = searchPage(await customerSearchRows(merchantId), term, q);
-  const found = shown.length ? await customersByIds(merchantId, shown.map((r) => Number(r.id))) : new Map<number, CustomerItem>();
+  const found = shown.length
+    ? await customersByIds(
+        merchantId,
+        shown.map((r) => Number(r.id)),
+      )
+    : new Map<number, CustomerItem>();
   // A customer deleted between the two reads is left out.
   const items = shown.flatMap((r) => {
     const item = found.get(Number(r.id));
@@ -104,4 +109,6 @@ export const findCustomer = async (merchantId: string, idOrExternalId: string): 
   isIdSegment(idOrExternalId)
     ? getCustomerById(merchantId, Number(idOrExternalId))
     : // Longer than any external_id: no key to read (and one past 2,048 bytes would be a DynamoDB ValidationException, a 500).
-      idOrExternalId.length > EXTERNAL_ID_MAX ? null : getCustomerByExternalId(merchantId, idOrExternalId);
+      idOrExternalId.length > EXTERNAL_ID_MAX
+      ? null
+      : getCustomerByExternalId(merchantId, idOrExternalId);

@@ -17,8 +17,7 @@ import { EMAIL_TAKEN, EXTERNAL_ID_TAKEN, isIdSegment, type ProfileChanges, type 
  * resources add to their transactions), and what a failed write's tags mean.
  */
 
-const live = (item: Record<string, unknown> | undefined): CustomerItem | null =>
-  item && !item.deleted_at ? (item as CustomerItem) : null;
+const live = (item: Record<string, unknown> | undefined): CustomerItem | null => (item && !item.deleted_at ? (item as CustomerItem) : null);
 
 export const getCustomerById = async (merchantId: string, id: number): Promise<CustomerItem | null> => {
   const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.customer(merchantId, id), ConsistentRead: true }));
@@ -98,13 +97,7 @@ export const emailMarker = (merchantId: string, email: string, id: number, creat
 });
 
 /** Adds a new customer (with its unique email marker, its list entry, its external_id marker and the live total) to `ws`. */
-export const addCustomerCreate = (
-  ws: WriteSet,
-  merchantId: string,
-  id: number,
-  input: CustomerCreate,
-  at: string,
-): CustomerItem => {
+export const addCustomerCreate = (ws: WriteSet, merchantId: string, id: number, input: CustomerCreate, at: string): CustomerItem => {
   const item: CustomerItem = {
     ...keys.customer(merchantId, id),
     ...indexes.customerSearch(merchantId, at, id),
@@ -148,11 +141,19 @@ const markerOwnedBy = (id: number) => ({
 });
 
 /** The customer still has the email (and external_id) whose markers the write moves. */
-const holdsEmail = (email: string) => ({ expression: '#c_email = :c_email', names: { '#c_email': 'email' }, values: { ':c_email': email } });
+const holdsEmail = (email: string) => ({
+  expression: '#c_email = :c_email',
+  names: { '#c_email': 'email' },
+  values: { ':c_email': email },
+});
 const holdsExternalId = (externalId: string | null) =>
   externalId
     ? { expression: '#c_ext = :c_ext', names: { '#c_ext': 'external_id' }, values: { ':c_ext': externalId } }
-    : { expression: 'attribute_not_exists(#c_ext) OR attribute_type(#c_ext, :c_null)', names: { '#c_ext': 'external_id' }, values: { ':c_null': 'NULL' } };
+    : {
+        expression: 'attribute_not_exists(#c_ext) OR attribute_type(#c_ext, :c_null)',
+        names: { '#c_ext': 'external_id' },
+        values: { ':c_null': 'NULL' },
+      };
 
 /**
  * Adds a profile update to `ws`: SETs only the changed profile fields (derived figures written by
@@ -166,10 +167,7 @@ export const addCustomerUpdate = (
   changes: ProfileChanges,
   at: string,
 ): CustomerItem => {
-  const update = ws
-    .update('customer', keys.customer(merchantId, current.id))
-    .when(liveCondition)
-    .when(holdsEmail(current.email));
+  const update = ws.update('customer', keys.customer(merchantId, current.id)).when(liveCondition).when(holdsEmail(current.email));
   for (const [field, value] of Object.entries(changes)) update.set(field, value);
   update.set('updated_at', at);
   if (changes.email !== undefined && changes.email !== current.email) {
@@ -264,7 +262,8 @@ export const moveCustomerListKeys = async (merchantId: string): Promise<{ moved:
           .when({ expression: '#c_lsk = :c_lsk', names: { '#c_lsk': 'gsi1sk' }, values: { ':c_lsk': listed.gsi1sk } })
           .remove('gsi1pk')
           .remove('gsi1sk');
-        for (const [attr, value] of Object.entries(indexes.customerSearch(merchantId, listed.created_at, listed.id))) item.setIfAbsent(attr, value);
+        for (const [attr, value] of Object.entries(indexes.customerSearch(merchantId, listed.created_at, listed.id)))
+          item.setIfAbsent(attr, value);
         await ws.commit();
         return true;
       });

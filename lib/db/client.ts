@@ -28,8 +28,16 @@ export const withTally = <T>(fn: () => Promise<T>): Promise<T> => (tallies.getSt
 
 /** Commands that can report consumed capacity (ReturnConsumedCapacity TOTAL is free to ask for). */
 const REPORTS_CAPACITY = new Set([
-  'GetItemCommand', 'PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'QueryCommand', 'ScanCommand',
-  'BatchGetItemCommand', 'BatchWriteItemCommand', 'TransactWriteItemsCommand', 'TransactGetItemsCommand',
+  'GetItemCommand',
+  'PutItemCommand',
+  'UpdateItemCommand',
+  'DeleteItemCommand',
+  'QueryCommand',
+  'ScanCommand',
+  'BatchGetItemCommand',
+  'BatchWriteItemCommand',
+  'TransactWriteItemsCommand',
+  'TransactGetItemsCommand',
 ]);
 
 type Capacity = { CapacityUnits?: number } | Array<{ CapacityUnits?: number }> | undefined;
@@ -99,16 +107,16 @@ export class DeadlineBoundHandler extends NodeHttpHandler {
 const create = (): DynamoDBDocumentClient => {
   const endpoint = config.dynamoEndpoint();
   // Each call an X-Ray subsegment when tracing is on (lib/observability.ts); the document client shares this stack.
-  const base = traced(new DynamoDBClient({
-    region: config.region(),
-    ...(endpoint
-      ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
-      : {}),
-    // Retries live in one layer (lib/db/retry.ts), bounded by the invocation's deadline; the SDK only
-    // re-sends a request whose connection failed (see `resendOnConnectionFailure`).
-    retryStrategy: resendOnConnectionFailure,
-    requestHandler: new DeadlineBoundHandler({ throwOnRequestTimeout: true }),
-  }));
+  const base = traced(
+    new DynamoDBClient({
+      region: config.region(),
+      ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+      // Retries live in one layer (lib/db/retry.ts), bounded by the invocation's deadline; the SDK only
+      // re-sends a request whose connection failed (see `resendOnConnectionFailure`).
+      retryStrategy: resendOnConnectionFailure,
+      requestHandler: new DeadlineBoundHandler({ throwOnRequestTimeout: true }),
+    }),
+  );
   // No logger is configured, yet the SDK's logger middleware builds a redacted copy of every input
   // and output (schemaLogFilter) for the no-op logger: CPU for nothing on every request.
   base.middlewareStack.remove('loggerMiddleware');
@@ -122,7 +130,9 @@ const create = (): DynamoDBDocumentClient => {
       }
       const input = args.input as { ReturnConsumedCapacity?: string };
       if (tally && REPORTS_CAPACITY.has(name)) input.ReturnConsumedCapacity ??= 'TOTAL';
-      const out = isCounterUpdate(name, input as { UpdateExpression?: string }) ? await sentOnce.run(true, () => next(args)) : await next(args);
+      const out = isCounterUpdate(name, input as { UpdateExpression?: string })
+        ? await sentOnce.run(true, () => next(args))
+        : await next(args);
       if (tally) tally.capacityUnits += capacityOf((out.output as { ConsumedCapacity?: Capacity }).ConsumedCapacity);
       return out;
     },

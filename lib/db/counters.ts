@@ -76,8 +76,7 @@ export const readDayAndMonth = async (merchantId: string, day: string) => {
   const dayKeys = range(COUNTER_SHARDS).map((shard) => keys.statsDay(merchantId, day, shard));
   const monthKeys = range(COUNTER_SHARDS).map((shard) => keys.statsMonth(merchantId, day.slice(0, 7), shard));
   const items = await batchGet<Record<string, unknown>>([...dayKeys, ...monthKeys]);
-  const pick = (ks: Key[]): Record<string, unknown>[] =>
-    ks.map((k) => items.get(keyId(k))).filter((item) => item !== undefined);
+  const pick = (ks: Key[]): Record<string, unknown>[] => ks.map((k) => items.get(keyId(k))).filter((item) => item !== undefined);
   return { day: sumShards(pick(dayKeys)), month: sumShards(pick(monthKeys)) };
 };
 
@@ -110,7 +109,9 @@ export const foldLegacyCounters = async (merchantId: string, months: string[]): 
   for (const month of months) {
     for (const item of await readCounterItems(legacyCounterPartitions.stats(merchantId, month), '#', '~')) {
       const sk = String(item.sk);
-      const target = sk.startsWith('D#') ? keys.statsDay(merchantId, `${month}-${sk.slice(2, 4)}`, shardOf(sk)) : keys.statsMonth(merchantId, month, shardOf(sk));
+      const target = sk.startsWith('D#')
+        ? keys.statsDay(merchantId, `${month}-${sk.slice(2, 4)}`, shardOf(sk))
+        : keys.statsMonth(merchantId, month, shardOf(sk));
       await fold(item, target);
     }
   }

@@ -110,7 +110,8 @@ export const OUTBOX_EVENT_PREFIX = 'OUTBOX_EVENT#';
 /** Partition of one shard of a merchant's outbox marks (time-ordered: the replay reads them). */
 export const outboxPartition = (merchantId: string, shard: number): string => `${OUTBOX_PREFIX}${m(merchantId)}#${padOutboxShard(shard)}`;
 /** Partition (gsi4) of one shard of a merchant's marks not yet published: the sweeper's candidates. */
-export const outboxPendingPartition = (merchantId: string, shard: number): string => `OUTBOX_PENDING#${m(merchantId)}#${padOutboxShard(shard)}`;
+export const outboxPendingPartition = (merchantId: string, shard: number): string =>
+  `OUTBOX_PENDING#${m(merchantId)}#${padOutboxShard(shard)}`;
 /** The merchant directory (gsi1 of merchant items): written once per merchant, read by the outbox sweeper. */
 export const MERCHANT_DIRECTORY = 'MERCHANTS';
 export const merchantDirectoryIndex = (merchantId: string) => ({ gsi1pk: MERCHANT_DIRECTORY, gsi1sk: m(merchantId) });
@@ -135,7 +136,8 @@ export const TIMELINE_CHUNK_PREFIX = 'MRR_TIMELINE#';
 /** Partition of one shard of a merchant's list totals. */
 export const totalsPartition = (merchantId: string, shard: number): string => `${m(merchantId)}#TOTALS#${padShard(shard)}`;
 /** Partition of one shard of a merchant's stats of one month (its day items `D#<dd>#<nnn>` and month item `M#<nnn>`). */
-export const statsPartition = (merchantId: string, month: string, shard: number): string => `${m(merchantId)}#STATS#${month}#${padShard(shard)}`;
+export const statsPartition = (merchantId: string, month: string, shard: number): string =>
+  `${m(merchantId)}#STATS#${month}#${padShard(shard)}`;
 /** The partitions counters had before each shard had its own (read only by `ops upgrade`). */
 export const legacyCounterPartitions = {
   totals: (merchantId: string): string => `${m(merchantId)}#TOTALS`,
@@ -153,9 +155,11 @@ export const DELIVERY_DAY_SHARDS = 8;
 /** Partition of a merchant's webhook endpoint list entries (the delivery fan-out reads it whole). */
 export const webhookEndpointListPartition = (merchantId: string): string => `${m(merchantId)}#WEBHOOK_LIST`;
 /** Partition of an endpoint's delivery counts per day (the log's total) and their head. */
-export const webhookDeliveryDaysPartition = (merchantId: string, endpointId: number): string => `${m(merchantId)}#WEBHOOK#${endpointId}#DELIVERY_DAYS`;
+export const webhookDeliveryDaysPartition = (merchantId: string, endpointId: number): string =>
+  `${m(merchantId)}#WEBHOOK#${endpointId}#DELIVERY_DAYS`;
 /** Partition of an endpoint's delivery log (newest first: Query descending). */
-export const webhookDeliveriesPartition = (merchantId: string, endpointId: number): string => `${m(merchantId)}#WEBHOOK#${endpointId}#DELIVERIES`;
+export const webhookDeliveriesPartition = (merchantId: string, endpointId: number): string =>
+  `${m(merchantId)}#WEBHOOK#${endpointId}#DELIVERIES`;
 
 export const keys = {
   token: (hash: string): Key => ({ pk: `TOKEN#${hash}`, sk: 'TOKEN' }),
@@ -201,15 +205,24 @@ export const keys = {
   /** The customer's current total MRR (live, unpaused subscriptions), under the customer. */
   customerMrr: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR' }),
   /** The customer's MRR timeline (every line's change points), the base of its metrics classification. */
-  customerTimeline: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR_TIMELINE' }),
+  customerTimeline: (merchantId: string, customerId: number): Key => ({
+    pk: `${m(merchantId)}#CUSTOMER#${customerId}`,
+    sk: 'MRR_TIMELINE',
+  }),
   /** One part of a long timeline: its points from `period` (a month, or finer) to the next part's start. */
   customerTimelineChunk: (merchantId: string, customerId: number, period: string): Key => ({
     pk: `${m(merchantId)}#CUSTOMER#${customerId}`,
     sk: `${TIMELINE_CHUNK_PREFIX}${period}`,
   }),
   /** MRR movements of one UTC day (`D#`) or month (`M#`, the roll-up) in one of METRIC_SHARDS shards: ADD deltas, read as ranges. */
-  metricsDay: (merchantId: string, day: string, shard: number): Key => ({ pk: metricsPartition(merchantId), sk: `D#${day}#${padMetricShard(shard)}` }),
-  metricsMonth: (merchantId: string, month: string, shard: number): Key => ({ pk: metricsPartition(merchantId), sk: `M#${month}#${padMetricShard(shard)}` }),
+  metricsDay: (merchantId: string, day: string, shard: number): Key => ({
+    pk: metricsPartition(merchantId),
+    sk: `D#${day}#${padMetricShard(shard)}`,
+  }),
+  metricsMonth: (merchantId: string, month: string, shard: number): Key => ({
+    pk: metricsPartition(merchantId),
+    sk: `M#${month}#${padMetricShard(shard)}`,
+  }),
   /** One cohort's figures moved in one month (the cohort month's item also counts who joined), in one shard. */
   metricsCohort: (merchantId: string, cohort: string, month: string, shard: number): Key => ({
     pk: cohortPartition(merchantId),
@@ -264,16 +277,25 @@ export const keys = {
     sk: `${at}#${eventId}#${String(attempt).padStart(3, '0')}`,
   }),
   // '~' sorts after every attempt's ISO-time sort key, so a newest-first query of the partition returns it first.
-  webhookDeliveryLogHead: (merchantId: string, endpointId: number): Key => ({ pk: webhookDeliveriesPartition(merchantId, endpointId), sk: '~ENDPOINT' }),
+  webhookDeliveryLogHead: (merchantId: string, endpointId: number): Key => ({
+    pk: webhookDeliveriesPartition(merchantId, endpointId),
+    sk: '~ENDPOINT',
+  }),
   /** An endpoint's entry in the merchant's endpoint list (written with every change of its status or events). */
-  webhookEndpointListEntry: (merchantId: string, id: number): Key => ({ pk: webhookEndpointListPartition(merchantId), sk: `ENDPOINT#${pad(id)}` }),
+  webhookEndpointListEntry: (merchantId: string, id: number): Key => ({
+    pk: webhookEndpointListPartition(merchantId),
+    sk: `ENDPOINT#${pad(id)}`,
+  }),
   /** The attempts logged on one UTC day, in one of DELIVERY_DAY_SHARDS shards (the transaction's shard modulo). */
   webhookDeliveryDay: (merchantId: string, endpointId: number, day: string, shard: number): Key => ({
     pk: webhookDeliveryDaysPartition(merchantId, endpointId),
     sk: `D#${day}#${padShard(shard % DELIVERY_DAY_SHARDS)}`,
   }),
   // '~' sorts after every day: one Query from a day to the head reads the counts and the head.
-  webhookDeliveryDaysHead: (merchantId: string, endpointId: number): Key => ({ pk: webhookDeliveryDaysPartition(merchantId, endpointId), sk: '~ENDPOINT' }),
+  webhookDeliveryDaysHead: (merchantId: string, endpointId: number): Key => ({
+    pk: webhookDeliveryDaysPartition(merchantId, endpointId),
+    sk: '~ENDPOINT',
+  }),
   /** One activity-log entry (a batch request's record), read by id. */
   activity: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#ACTIVITY#${id}`, sk: 'ACTIVITY' }),
   /** The activity ids' own sequence item, so batches never contend with the other sequences. */
@@ -353,7 +375,10 @@ export const subscriptionIndexes = {
   },
 };
 export const subscriptionEventIndexes = {
-  all: (merchantId: string, occurredAt: string, id: number) => ({ gsi1pk: `${m(merchantId)}#SUBEVENTS`, gsi1sk: `${occurredAt}#${pad(id)}` }),
+  all: (merchantId: string, occurredAt: string, id: number) => ({
+    gsi1pk: `${m(merchantId)}#SUBEVENTS`,
+    gsi1sk: `${occurredAt}#${pad(id)}`,
+  }),
   byType: (merchantId: string, type: string, occurredAt: string, id: number) => ({
     gsi2pk: `${m(merchantId)}#SUBEVENTS#TYPE#${type}`,
     gsi2sk: `${occurredAt}#${pad(id)}`,

@@ -160,7 +160,11 @@ const readTotal = async (total: ListTotal): Promise<number> =>
  * BatchGetItem, any other is counted beside the page (the budgeted request count of page 1 and of
  * a cursor page, whatever its depth).
  */
-const pageWithTotal = async <T>(q: IndexQuery, rows: () => Promise<Row[]>, total: ListTotal): Promise<{ rows: Row[]; items: T[]; total: number }> => {
+const pageWithTotal = async <T>(
+  q: IndexQuery,
+  rows: () => Promise<Row[]>,
+  total: ListTotal,
+): Promise<{ rows: Row[]; items: T[]; total: number }> => {
   if (typeof total === 'function') {
     const [n, page] = await Promise.all([total(), rows().then(async (r) => ({ rows: r, ...(await itemsOf<T>(q, r)) }))]);
     return { rows: page.rows, items: page.items, total: n };
@@ -175,7 +179,12 @@ const pageWithTotal = async <T>(q: IndexQuery, rows: () => Promise<Row[]>, total
  * pages read the total first, so a page past the end reads nothing more and a skip is bounded by
  * the total.
  */
-const offsetPage = async <T>(q: IndexQuery, total: ListTotal, page: number, perPage: number): Promise<{ rows: Row[]; items: T[]; total: number }> => {
+const offsetPage = async <T>(
+  q: IndexQuery,
+  total: ListTotal,
+  page: number,
+  perPage: number,
+): Promise<{ rows: Row[]; items: T[]; total: number }> => {
   const offset = (page - 1) * perPage;
   if (offset === 0) return pageWithTotal<T>(q, () => rowsAfter(q, undefined, perPage), total);
   const n = await readTotal(total);
@@ -211,7 +220,9 @@ const rowsAfter = async (q: IndexQuery, after: Record<string, unknown> | undefin
   const out: Row[] = [];
   let startKey: Record<string, unknown> | undefined = after;
   while (out.length < limit) {
-    const res: QueryCommandOutput = await db().send(new QueryCommand({ ...input, Limit: q.filter ? undefined : limit - out.length, ExclusiveStartKey: startKey }));
+    const res: QueryCommandOutput = await db().send(
+      new QueryCommand({ ...input, Limit: q.filter ? undefined : limit - out.length, ExclusiveStartKey: startKey }),
+    );
     out.push(...((res.Items ?? []) as Row[]));
     if (!res.LastEvaluatedKey) break;
     startKey = res.LastEvaluatedKey;
@@ -301,7 +312,8 @@ export const listPage = async <T extends Record<string, unknown>>(
   } else {
     offset = checkPageOffset(req.page, req.per_page);
     // An empty range (its end before the retention bound) reads nothing: DynamoDB refuses inverted bounds.
-    if (q.from !== undefined && q.to !== undefined && q.from > q.to) return { items: [], meta: cursorMeta(offset, req.per_page, 0, 0, null) };
+    if (q.from !== undefined && q.to !== undefined && q.from > q.to)
+      return { items: [], meta: cursorMeta(offset, req.per_page, 0, 0, null) };
     page = await offsetPage<T>(q, total, req.page, req.per_page);
   }
   const next = cursorAfter(q, identity, offset, page.rows, req.per_page, page.total);
@@ -311,5 +323,11 @@ export const listPage = async <T extends Record<string, unknown>>(
 /** The cursor of the page after `rows` (read at `offset` of a list of `total`), or null when none follows. */
 const cursorAfter = (q: IndexQuery, identity: IndexQuery, offset: number, rows: Row[], perPage: number, total: number): string | null => {
   const more = rows.length === perPage && offset + rows.length < total;
-  return more ? encodeCursor({ list: listFingerprint(identity), offset: offset + rows.length, key: keyOf(q, rows[rows.length - 1]) as Record<string, string> }) : null;
+  return more
+    ? encodeCursor({
+        list: listFingerprint(identity),
+        offset: offset + rows.length,
+        key: keyOf(q, rows[rows.length - 1]) as Record<string, string>,
+      })
+    : null;
 };

@@ -129,7 +129,8 @@ export const settledError = (err: unknown): unknown => {
 const BASE_MS = 15;
 const CAP_MS = 400;
 /** Full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"); other callers pass their own base and cap. */
-export const backoffMs = (attempt: number, baseMs = BASE_MS, capMs = CAP_MS): number => Math.random() * Math.min(capMs, baseMs * 2 ** attempt);
+export const backoffMs = (attempt: number, baseMs = BASE_MS, capMs = CAP_MS): number =>
+  Math.random() * Math.min(capMs, baseMs * 2 ** attempt);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -198,7 +199,14 @@ const ANSWER_MS = 500;
 export const resendingFailures = async <T, F extends { item: T }>(
   items: T[],
   send: (pending: T[]) => Promise<F[]>,
-  opts: { maxAttempts: number; deadline?: number; baseMs?: number; capMs?: number; sleep?: (ms: number) => Promise<void>; onRetry?: (failures: F[]) => void },
+  opts: {
+    maxAttempts: number;
+    deadline?: number;
+    baseMs?: number;
+    capMs?: number;
+    sleep?: (ms: number) => Promise<void>;
+    onRetry?: (failures: F[]) => void;
+  },
 ): Promise<{ failures: F[]; calls: number }> => {
   let pending = items;
   for (let calls = 1; ; calls++) {

@@ -5,7 +5,8 @@ import { keys } from '#lib/db/keys';
 export type Sequence = 'customer' | 'order' | 'subscription' | 'subscription_event' | 'webhook_endpoint' | 'activity';
 
 /** The activity log's ids live in an item of their own (batches never meet other writers' sequences). */
-const sequenceItem = (merchantId: string, seq: Sequence) => (seq === 'activity' ? keys.activitySequence(merchantId) : keys.sequences(merchantId));
+const sequenceItem = (merchantId: string, seq: Sequence) =>
+  seq === 'activity' ? keys.activitySequence(merchantId) : keys.sequences(merchantId);
 
 /**
  * Allocates ids from the merchant's per-resource sequences in one atomic ADD (transactions return

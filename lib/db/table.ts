@@ -24,7 +24,9 @@ export const GSIS = [
 
 /** An index's projection as CreateTable and CDK take it. */
 export const projectionOf = (g: IndexDefinition) =>
-  g.nonKeyAttributes ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...g.nonKeyAttributes] } : { ProjectionType: 'ALL' as const };
+  g.nonKeyAttributes
+    ? { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...g.nonKeyAttributes] }
+    : { ProjectionType: 'ALL' as const };
 
 export type IndexName = (typeof GSIS)[number]['indexName'];
 

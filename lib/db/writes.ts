@@ -34,7 +34,15 @@ type Op =
 
 /** Which kind of change an attribute already has in one update (one kind per attribute). */
 const kindOf = (op: Extract<Op, { kind: 'update' }>, attr: string): string | null =>
-  op.add.has(attr) ? 'ADD' : op.set.has(attr) ? 'SET' : op.setIfAbsent.has(attr) ? 'SET if_not_exists' : op.remove.has(attr) ? 'REMOVE' : null;
+  op.add.has(attr)
+    ? 'ADD'
+    : op.set.has(attr)
+      ? 'SET'
+      : op.setIfAbsent.has(attr)
+        ? 'SET if_not_exists'
+        : op.remove.has(attr)
+          ? 'REMOVE'
+          : null;
 
 export class UpdateBuilder {
   constructor(private readonly op: Extract<Op, { kind: 'update' }>) {}
@@ -198,7 +206,10 @@ export class WriteSet {
           return [{ ConditionCheck: { TableName: table, Key: op.key, ...cond, ConditionExpression: cond.ConditionExpression! } }];
         case 'update': {
           const update = renderUpdate(op);
-          if (!update) return op.conditions.length ? [{ ConditionCheck: { TableName: table, Key: op.key, ...cond, ConditionExpression: cond.ConditionExpression! } }] : [];
+          if (!update)
+            return op.conditions.length
+              ? [{ ConditionCheck: { TableName: table, Key: op.key, ...cond, ConditionExpression: cond.ConditionExpression! } }]
+              : [];
           return [
             {
               Update: {
@@ -237,7 +248,9 @@ export class WriteSet {
       return;
     }
     if (items.length > MAX_ACTIONS) throw new Error(`transaction of ${items.length} actions exceeds ${MAX_ACTIONS}`);
-    const tags = [...this.ops.values()].filter((op) => op.kind !== 'update' || renderUpdate(op) || op.conditions.length).map((op) => op.tag);
+    const tags = [...this.ops.values()]
+      .filter((op) => op.kind !== 'update' || renderUpdate(op) || op.conditions.length)
+      .map((op) => op.tag);
     let committed = false;
     try {
       await db().send(new TransactWriteCommand({ TransactItems: items }));
@@ -268,7 +281,16 @@ export class WriteSet {
   private spillOverflow(): Key[] {
     const total = this.actions;
     if (total <= MAX_ACTIONS) return [];
-    const spillable = [...this.ops.values()].filter((op): op is Extract<Op, { kind: 'update' }> => op.kind === 'update' && !!op.spill && !op.conditions.length && !op.set.size && !op.setIfAbsent.size && !op.remove.size && renderUpdate(op) !== null);
+    const spillable = [...this.ops.values()].filter(
+      (op): op is Extract<Op, { kind: 'update' }> =>
+        op.kind === 'update' &&
+        !!op.spill &&
+        !op.conditions.length &&
+        !op.set.size &&
+        !op.setIfAbsent.size &&
+        !op.remove.size &&
+        renderUpdate(op) !== null,
+    );
     // Room for P pending items: the least P such that the moves left over, grouped by home, fit in P items.
     const others = total - spillable.length;
     const group = (moved: typeof spillable) => {
@@ -296,12 +318,21 @@ export class WriteSet {
       for (let i = 0; i < ops.length; i += MOVES_PER_PENDING) {
         const part = ops.slice(i, i + MOVES_PER_PENDING);
         const key = { pk: home.pk, sk: `${home.sk}#${PENDING_MARK}#${batchId}#${String(n++).padStart(3, '0')}` };
-        const moves: PendingMoves = part.map((op) => [op.key.sk, Object.fromEntries([...op.add].filter(([, d]) => !d.isZero()).map(([a, d]) => [a, d.toFixed()]))]);
+        const moves: PendingMoves = part.map((op) => [
+          op.key.sk,
+          Object.fromEntries([...op.add].filter(([, d]) => !d.isZero()).map(([a, d]) => [a, d.toFixed()])),
+        ]);
         for (const op of part) {
           if (op.key.pk !== home.pk) throw new Error(`${op.tag}: a pending move must stay in its partition (${op.key.pk} ≠ ${home.pk})`);
           this.ops.delete(id(op.key));
         }
-        this.ops.set(id(key), { kind: 'put', tag: 'pending-moves', key, item: { ...key, moves: JSON.stringify(moves) }, conditions: [itemAbsent] });
+        this.ops.set(id(key), {
+          kind: 'put',
+          tag: 'pending-moves',
+          key,
+          item: { ...key, moves: JSON.stringify(moves) },
+          conditions: [itemAbsent],
+        });
         keysOut.push(key);
       }
     }
@@ -336,8 +367,7 @@ export const applyPending = async (key: Key): Promise<boolean> => {
 export const MAX_ACTIONS = 100;
 export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024;
 
-const emptyToUndefined = <T extends Record<string, unknown>>(o: T): T | undefined =>
-  Object.keys(o).length ? o : undefined;
+const emptyToUndefined = <T extends Record<string, unknown>>(o: T): T | undefined => (Object.keys(o).length ? o : undefined);
 
 const renderUpdate = (op: Extract<Op, { kind: 'update' }>) => {
   const names: Record<string, string> = {};
@@ -383,7 +413,12 @@ const renderUpdate = (op: Extract<Op, { kind: 'update' }>) => {
  * each other's values.
  */
 export const mergeConditions = (conditions: Condition[]) => {
-  if (!conditions.length) return {} as { ConditionExpression?: string; ExpressionAttributeNames?: Record<string, string>; ExpressionAttributeValues?: Record<string, unknown> };
+  if (!conditions.length)
+    return {} as {
+      ConditionExpression?: string;
+      ExpressionAttributeNames?: Record<string, string>;
+      ExpressionAttributeValues?: Record<string, unknown>;
+    };
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = {};
   const parts = conditions.map((c, i) => {

@@ -81,7 +81,13 @@ export const isOutboxInsert = (record: DynamoDBRecord): boolean =>
 /** The event an outbox item holds (as stored, or its stream image unmarshalled). Throws on a malformed item. */
 export const eventOfItem = (item: Record<string, unknown>): EventDetail => {
   const { id, type, created_at, merchant_id, data } = item;
-  if (typeof id !== 'string' || typeof type !== 'string' || typeof created_at !== 'string' || typeof merchant_id !== 'string' || typeof data !== 'string') {
+  if (
+    typeof id !== 'string' ||
+    typeof type !== 'string' ||
+    typeof created_at !== 'string' ||
+    typeof merchant_id !== 'string' ||
+    typeof data !== 'string'
+  ) {
     throw new Error(`outbox item ${String(id)} lacks one of id, type, created_at, merchant_id, data`);
   }
   let parsed: { object: unknown };
@@ -105,7 +111,13 @@ const imageOf = (record: DynamoDBRecord): Record<string, unknown> =>
 /** The PutEvents entry of an event. */
 export const toEntry = (event: EventDetail, opts: { source: string; eventBusName?: string }): PutEventsRequestEntry => {
   const time = new Date(event.created_at);
-  const detail: EventDetail = { id: event.id, type: event.type, created_at: event.created_at, merchant_id: event.merchant_id, data: event.data };
+  const detail: EventDetail = {
+    id: event.id,
+    type: event.type,
+    created_at: event.created_at,
+    merchant_id: event.merchant_id,
+    data: event.data,
+  };
   return {
     Source: opts.source,
     DetailType: event.type,
@@ -130,7 +142,12 @@ export type Pending = { index: number; event: EventDetail; entry: PutEventsReque
 type Failure = { item: Pending; code: string; message?: string };
 
 /** Publishes one chunk, sending failed entries again (one resend policy); returns the entries still failing. */
-const publishChunk = async (chunk: Pending[], publish: Publish, opts: Required<Omit<RelayOptions, 'markPublished'>>, stats: RelayStats): Promise<Pending[]> => {
+const publishChunk = async (
+  chunk: Pending[],
+  publish: Publish,
+  opts: Required<Omit<RelayOptions, 'markPublished'>>,
+  stats: RelayStats,
+): Promise<Pending[]> => {
   const { failures, calls } = await resendingFailures<Pending, Failure>(
     chunk,
     async (pending) => {
@@ -151,7 +168,13 @@ const publishChunk = async (chunk: Pending[], publish: Publish, opts: Required<O
       stats.published += pending.length - failures.length;
       return failures;
     },
-    { ...PUBLISH_BACKOFF, maxAttempts: opts.maxAttempts, deadline: opts.deadline, sleep: opts.sleep, onRetry: (f) => (stats.retried += f.length) },
+    {
+      ...PUBLISH_BACKOFF,
+      maxAttempts: opts.maxAttempts,
+      deadline: opts.deadline,
+      sleep: opts.sleep,
+      onRetry: (f) => (stats.retried += f.length),
+    },
   );
   if (failures.length) {
     logger.warn('outbox events not published', {
@@ -186,7 +209,10 @@ export const relayRecords = async (records: DynamoDBRecord[], publish: Publish, 
       pending.push({ index, event, entry: toEntry(event, opts), mark: markOfItem(item) });
     } catch (err) {
       // A malformed item cannot be published: it fails (and ends in the on-failure destination).
-      logger.error('outbox record cannot be published', { sequence_number: records[index].dynamodb?.SequenceNumber, error: (err as Error).message });
+      logger.error('outbox record cannot be published', {
+        sequence_number: records[index].dynamodb?.SequenceNumber,
+        error: (err as Error).message,
+      });
       firstFailed = index;
     }
   }
@@ -231,7 +257,10 @@ const stampPublished = async (published: Pending[], mark: MarkPublished): Promis
   try {
     return { ...(await mark(marks)), failed: 0 };
   } catch (err) {
-    logger.warn('outbox marks not stamped: the sweeper publishes their events again', { marks: marks.length, error: (err as Error).message });
+    logger.warn('outbox marks not stamped: the sweeper publishes their events again', {
+      marks: marks.length,
+      error: (err as Error).message,
+    });
     return { marked: 0, already: 0, failed: marks.length };
   }
 };

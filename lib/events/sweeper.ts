@@ -158,7 +158,11 @@ export class ReplayRangeError extends Error {
  * shard, each oldest first), published or not. Throws ReplayRangeError for a start past the
  * outbox's retention, and an Error when EventBridge keeps refusing (what was sent is in its stats).
  */
-export const replayOutbox = async (merchantId: string, since: string, opts: Omit<SweepOptions, 'merchants' | 'graceMs'>): Promise<SweepStats> => {
+export const replayOutbox = async (
+  merchantId: string,
+  since: string,
+  opts: Omit<SweepOptions, 'merchants' | 'graceMs'>,
+): Promise<SweepStats> => {
   const oldest = formatTimestamp(new Date(now().getTime() - OUTBOX_TTL_SECONDS * 1000));
   const start = new Date(since);
   if (!Number.isFinite(start.getTime())) throw new ReplayRangeError(since, oldest);
@@ -170,7 +174,9 @@ export const replayOutbox = async (merchantId: string, since: string, opts: Omit
     stats.candidates += items.length;
     stats.confirmed += items.length;
     if (!(await publishItems(items, opts, stats))) {
-      throw new Error(`EventBridge refused ${stats.unpublished} event(s) after ${stats.published} were published: run the replay again (receivers drop duplicates).`);
+      throw new Error(
+        `EventBridge refused ${stats.unpublished} event(s) after ${stats.published} were published: run the replay again (receivers drop duplicates).`,
+      );
     }
   }
   return stats;

@@ -19,7 +19,8 @@ type Row = Record<string, unknown>;
 /** The element schema of `data` (an array, or one object), if the route declares one. */
 const itemSchemaOf = (schema: z.ZodType | undefined): z.ZodObject | null => {
   const data = schema instanceof z.ZodObject ? (schema.shape as Record<string, z.ZodType>).data : undefined;
-  const unwrap = (t: z.ZodType | undefined): z.ZodType | undefined => (t instanceof z.ZodNullable || t instanceof z.ZodOptional ? unwrap(t.unwrap() as z.ZodType) : t);
+  const unwrap = (t: z.ZodType | undefined): z.ZodType | undefined =>
+    t instanceof z.ZodNullable || t instanceof z.ZodOptional ? unwrap(t.unwrap() as z.ZodType) : t;
   const item = unwrap(data instanceof z.ZodArray ? (data.element as z.ZodType) : data);
   return item instanceof z.ZodObject ? item : null;
 };

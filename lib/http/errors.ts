@@ -24,8 +24,7 @@ export const tooLarge = () => new HttpError(413, { message: 'The request body is
 export const conflict = (message: string) => new HttpError(409, { message });
 export const tooManyAttempts = (retryAfterSeconds: number) =>
   new HttpError(429, { message: 'Too Many Attempts.' }, { 'Retry-After': String(retryAfterSeconds) });
-export const validationFailed = (errors: FieldErrors) =>
-  new HttpError(422, { message: 'The given data was invalid.', errors });
+export const validationFailed = (errors: FieldErrors) => new HttpError(422, { message: 'The given data was invalid.', errors });
 /** A 422 on one field. */
 export const invalidField = (field: string, message: string) => validationFailed({ [field]: [message] });
 export const serverError = () => new HttpError(500, { message: 'Server Error' });

@@ -44,7 +44,10 @@ export const viewerAddressIp = (address: string | undefined): string | undefined
 export const viewerIpOf = (headers: Record<string, string | undefined>, sourceIp: string | undefined): string | undefined => {
   const address = viewerAddressIp(headers[VIEWER_ADDRESS_HEADER]);
   if (address) return address;
-  const forwarded = (headers[FORWARDED_FOR_HEADER] ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  const forwarded = (headers[FORWARDED_FOR_HEADER] ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   if (forwarded.length > 1 && forwarded.at(-1) === sourceIp) forwarded.pop();
   const last = forwarded.at(-1);
   return last !== undefined && isIp(last) ? last : undefined;

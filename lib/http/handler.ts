@@ -1,14 +1,30 @@
 import middy from '@middy/core';
 import httpHeaderNormalizer from '@middy/http-header-normalizer';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
-import type { APIGatewayProxyEventV2, APIGatewayProxyEventV2WithJWTAuthorizer, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type {
+  APIGatewayProxyEventV2,
+  APIGatewayProxyEventV2WithJWTAuthorizer,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+} from 'aws-lambda';
 import type { z } from 'zod';
 import { authenticate, bearerToken, stampTokenUse, type AuthContext } from '#lib/auth/tokens';
 import { readClaims, type BackofficeIdentity, type BackofficeRole } from '#lib/auth/backoffice';
 import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
 import { getMerchant, type Merchant } from '#lib/merchants/store';
-import { toHttpError, validationFailed, forbidden, invalidJson, methodNotAllowed, notFound, serverError, tooLarge, tooManyAttempts, unauthenticated } from '#lib/http/errors';
+import {
+  toHttpError,
+  validationFailed,
+  forbidden,
+  invalidJson,
+  methodNotAllowed,
+  notFound,
+  serverError,
+  tooLarge,
+  tooManyAttempts,
+  unauthenticated,
+} from '#lib/http/errors';
 import { parseOr422 } from '#lib/http/validation';
 import { authKindOf, BASE_PATH, type RouteDef } from '#lib/http/route';
 import { allowedMethods } from '#lib/http/paths';
@@ -41,7 +57,14 @@ type Result = APIGatewayProxyStructuredResultV2;
 type Request = middy.Request<Event, Result, Error, Context>;
 
 /** Per-invocation pipeline state, kept beside the event. `clientIp` is the caller's, for the per-IP window. */
-type State = { requestId: string; started: number; auth: AuthContext | null; identity: BackofficeIdentity | null; rate?: RateState; clientIp: string };
+type State = {
+  requestId: string;
+  started: number;
+  auth: AuthContext | null;
+  identity: BackofficeIdentity | null;
+  rate?: RateState;
+  clientIp: string;
+};
 const states = new WeakMap<Event, State>();
 const state = (request: Request): State => states.get(request.event)!;
 
@@ -132,7 +155,7 @@ const countAnonymous = async (s: State) => {
  */
 const tokenAuth = async (route: RouteDef | null, request: Request, s: State) => {
   const presented = /^Bearer\s+(\S+)\s*$/i.exec(request.event.headers?.authorization ?? '')?.[1];
-  if (route?.dashboard && presented && looksLikeJwt(presented)) return dashboardAuth(route, presented, request, s);
+  if (route?.dashboard && presented && looksLikeJwt(presented)) return dashboardAuth(route, presented, s);
   const token = bearerToken(request.event.headers?.authorization);
   const auth = token ? await retrying(() => authenticate(token)) : null;
   if (!auth) {
@@ -154,7 +177,6 @@ const backofficeCaller = async (
   claims: Record<string, unknown> | null | undefined,
   roles: readonly BackofficeRole[] | undefined,
   countIn: (merchantId: string) => Promise<RateState>,
-  request: Request,
   s: State,
 ): Promise<Merchant> => {
   const { merchantId, role } = readClaims(claims);
@@ -176,7 +198,7 @@ const backofficeCaller = async (
  */
 const backofficeAuth = async (route: RouteDef, request: Request, s: State) => {
   const claims = (request.event as unknown as APIGatewayProxyEventV2WithJWTAuthorizer).requestContext?.authorizer?.jwt?.claims;
-  await backofficeCaller(claims, route.roles, hitBackoffice, request, s);
+  await backofficeCaller(claims, route.roles, hitBackoffice, s);
 };
 
 /**
@@ -184,8 +206,8 @@ const backofficeAuth = async (route: RouteDef, request: Request, s: State) => {
  * authorizer on the route), counts it in the merchant's hourly window as for its token, and checks
  * the role in place of the ability. The caller acts as its merchant with this route's ability only.
  */
-const dashboardAuth = async (route: RouteDef, jwt: string, request: Request, s: State) => {
-  const merchant = await backofficeCaller(await backofficeClaimsOf(jwt), route.dashboard?.roles, hitMerchant, request, s);
+const dashboardAuth = async (route: RouteDef, jwt: string, s: State) => {
+  const merchant = await backofficeCaller(await backofficeClaimsOf(jwt), route.dashboard?.roles, hitMerchant, s);
   s.auth = { merchantId: merchant.merchant_id, abilities: [route.ability!], reportingCurrency: merchant.reporting_currency };
 };
 
@@ -231,7 +253,9 @@ const parseHeaders = (schema: z.ZodObject, headers: Record<string, string | unde
     if (!http || !errors) throw err;
     const field = (h: string) => h.replace(/^x-/, '').replace(/-/g, '_');
     throw validationFailed(
-      Object.fromEntries(Object.entries(errors).map(([k, v]) => [field(k), v.map((m) => m.replace(k.replace(/_/g, ' '), field(k).replace(/_/g, ' ')))])),
+      Object.fromEntries(
+        Object.entries(errors).map(([k, v]) => [field(k), v.map((m) => m.replace(k.replace(/_/g, ' '), field(k).replace(/_/g, ' ')))]),
+      ),
     );
   }
 };
@@ -270,28 +294,30 @@ export type AnswerForm = { negotiate: middy.MiddlewareObj<Event, Result>; render
  * body, and returns a status and a body; everything HTTP lives here.
  */
 export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>) => Promise<ApiResult>, form?: AnswerForm) =>
-  withInvocationDeadline(pipeline(route)
-    .use(form ? [jsonBody(route), form.negotiate] : [jsonBody(route)])
-    .handler(async (event, context) => {
-      const s = states.get(event)!;
-      const req = {
-        auth: s.auth,
-        identity: s.identity,
-        params: route.request?.params ? parseOr422(route.request.params, pathParams(event.pathParameters)) : {},
-        query: route.request?.query ? parseOr422(route.request.query, event.queryStringParameters ?? {}) : {},
-        body: route.request?.body ? parseOr422(route.request.body, event.body) : {},
-        headers: route.request?.headers ? parseHeaders(route.request.headers, event.headers ?? {}) : {},
-        requestId: s.requestId,
-      } as ApiRequest<R>;
-      const result = await fn(req);
-      const rendered = form?.render(result, context);
-      if (rendered) return rendered;
-      return {
-        statusCode: result.status,
-        headers: result.headers,
-        body: result.body === undefined ? '' : JSON.stringify(result.body),
-      };
-    }));
+  withInvocationDeadline(
+    pipeline(route)
+      .use(form ? [jsonBody(route), form.negotiate] : [jsonBody(route)])
+      .handler(async (event, context) => {
+        const s = states.get(event)!;
+        const req = {
+          auth: s.auth,
+          identity: s.identity,
+          params: route.request?.params ? parseOr422(route.request.params, pathParams(event.pathParameters)) : {},
+          query: route.request?.query ? parseOr422(route.request.query, event.queryStringParameters ?? {}) : {},
+          body: route.request?.body ? parseOr422(route.request.body, event.body) : {},
+          headers: route.request?.headers ? parseHeaders(route.request.headers, event.headers ?? {}) : {},
+          requestId: s.requestId,
+        } as ApiRequest<R>;
+        const result = await fn(req);
+        const rendered = form?.render(result, context);
+        if (rendered) return rendered;
+        return {
+          statusCode: result.status,
+          headers: result.headers,
+          body: result.body === undefined ? '' : JSON.stringify(result.body),
+        };
+      }),
+  );
 
 /**
  * The catch-all for requests no route takes: counted like any request, then 405 with `Allow` when

@@ -29,7 +29,11 @@ const RATE_LIMIT_HEADERS = {
  * lookup or the rate counter itself), and so does the front door's 403: then it carries no
  * X-RateLimit-* headers.
  */
-const ifCounted = (description: string) => ({ description: `${description}; absent if the request was not counted`, required: false, schema: { type: 'integer' as const } });
+const ifCounted = (description: string) => ({
+  description: `${description}; absent if the request was not counted`,
+  required: false,
+  schema: { type: 'integer' as const },
+});
 const failureHeaders = {
   'X-Request-Id': headerRef('XRequestId'),
   'X-RateLimit-Limit': ifCounted(RATE_LIMIT_HEADERS.limit),
@@ -57,13 +61,23 @@ const pipelineResponses = (route: RouteDef) => ({
     ? { 400: message('The request body is not valid JSON'), 413: message('The request body is larger than 1 MiB') }
     : {}),
   429: message('Too many requests', rateLimitedHeaders),
-  ...(route.writes ? { 409: message('Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After)', rateLimitedHeaders) } : {}),
+  ...(route.writes
+    ? {
+        409: message(
+          'Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After)',
+          rateLimitedHeaders,
+        ),
+      }
+    : {}),
   403: message(FRONT_DOOR_403, failureHeaders),
   500: message('Server error', failureHeaders),
-  503: message('DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds', {
-    ...failureHeaders,
-    'Retry-After': headerRef('RetryAfter'),
-  }),
+  503: message(
+    'DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds',
+    {
+      ...failureHeaders,
+      'Retry-After': headerRef('RetryAfter'),
+    },
+  ),
 });
 
 /**
@@ -112,7 +126,11 @@ const optionalString = (description: string) => ({ description, required: false,
  * does not exist, with every header. So the API's headers are declared optional here.
  */
 const gatewayUnauthorizedHeaders = {
-  'apigw-requestid': { description: "API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered)", required: true, schema: { type: 'string' as const } },
+  'apigw-requestid': {
+    description: "API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered)",
+    required: true,
+    schema: { type: 'string' as const },
+  },
   'WWW-Authenticate': optionalString("Only on the authorizer's answer: `Bearer` and the reason the ID token was refused"),
   'X-Request-Id': optionalString('Only when the function answered (the merchant does not exist)'),
   'X-RateLimit-Limit': optionalString('Only when the function answered'),
@@ -125,7 +143,10 @@ const GATEWAY_UNAUTHORIZED_NOTE =
 /** A CSV answer (`Accept: text/csv`, docs/api-conventions.md): `data` as rows; a list's paging in headers. */
 const csvContent = {
   'text/csv': {
-    schema: { type: 'string' as const, description: 'UTF-8 CSV: a header row (the fields of `data`), then one row per item; with Accept: text/csv' },
+    schema: {
+      type: 'string' as const,
+      description: 'UTF-8 CSV: a header row (the fields of `data`), then one row per item; with Accept: text/csv',
+    },
   },
 };
 const csvHeaders = {
@@ -139,13 +160,28 @@ const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObjec
     Object.entries(route.responses).map(([status, r]) => [
       status,
       {
-        description: gateway401 && status === '401' ? `${r.description}.${GATEWAY_UNAUTHORIZED_NOTE}` : status === '403' ? `${r.description}. Or: ${FRONT_DOOR_403}.` : r.description,
+        description:
+          gateway401 && status === '401'
+            ? `${r.description}.${GATEWAY_UNAUTHORIZED_NOTE}`
+            : status === '403'
+              ? `${r.description}. Or: ${FRONT_DOOR_403}.`
+              : r.description,
         headers: {
-          ...(gateway401 && status === '401' ? gatewayUnauthorizedHeaders : status === '429' ? rateLimitedHeaders : status === '403' ? failureHeaders : commonHeaders),
-          ...Object.fromEntries(Object.entries(r.headers ?? {}).map(([name, description]) => [name, { description, schema: { type: 'string' as const } }])),
+          ...(gateway401 && status === '401'
+            ? gatewayUnauthorizedHeaders
+            : status === '429'
+              ? rateLimitedHeaders
+              : status === '403'
+                ? failureHeaders
+                : commonHeaders),
+          ...Object.fromEntries(
+            Object.entries(r.headers ?? {}).map(([name, description]) => [name, { description, schema: { type: 'string' as const } }]),
+          ),
           ...(route.csv && status === '200' ? csvHeaders : {}),
         },
-        ...(r.schema ? { content: { 'application/json': { schema: r.schema }, ...(route.csv && status === '200' ? csvContent : {}) } } : {}),
+        ...(r.schema
+          ? { content: { 'application/json': { schema: r.schema }, ...(route.csv && status === '200' ? csvContent : {}) } }
+          : {}),
       },
     ]),
   );
@@ -172,7 +208,12 @@ const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObjec
  * transforms are what the server does with an item, not part of what a client sends).
  */
 const batchItemSchemas = () => {
-  const items = { CustomerInput: customerCreateBody, OrderBatchItem: orderBatchItem, SubscriptionBatchItem: subscriptionBatchItem, SubscriptionEventBatchItem: subscriptionEventBatchItem };
+  const items = {
+    CustomerInput: customerCreateBody,
+    OrderBatchItem: orderBatchItem,
+    SubscriptionBatchItem: subscriptionBatchItem,
+    SubscriptionEventBatchItem: subscriptionEventBatchItem,
+  };
   const out: Record<string, unknown> = {};
   for (const [name, schema] of Object.entries(items)) {
     const { schema: json, components } = createSchema(schema, { io: 'input', schemaRefPath: '#/components/schemas/' });
@@ -210,11 +251,15 @@ export const openApiDocument = () => {
           scheme: 'bearer',
           bearerFormat: 'JWT',
           description:
-            "Back-office routes: the ID token of a back-office user of the stack's Cognito user pool (group admin or user, attribute custom:merchant_id), verified by API Gateway's JWT authorizer, which answers 401 {\"message\": \"Unauthorized\"} itself to a missing or invalid one. Locally: `npm run ops -- backoffice-token`. Operations that list both schemes (the dashboard's reads and webhook test) take it in place of the API token, verified by the function (an invalid one: 401 {\"message\": \"Unauthenticated.\"}); `x-backoffice-roles` names the roles that may.",
+            'Back-office routes: the ID token of a back-office user of the stack\'s Cognito user pool (group admin or user, attribute custom:merchant_id), verified by API Gateway\'s JWT authorizer, which answers 401 {"message": "Unauthorized"} itself to a missing or invalid one. Locally: `npm run ops -- backoffice-token`. Operations that list both schemes (the dashboard\'s reads and webhook test) take it in place of the API token, verified by the function (an invalid one: 401 {"message": "Unauthenticated."}); `x-backoffice-roles` names the roles that may.',
         },
       },
       headers: {
-        XRequestId: { description: 'Identifier of this request (quote it when reporting a problem)', required: true, schema: { type: 'string' } },
+        XRequestId: {
+          description: 'Identifier of this request (quote it when reporting a problem)',
+          required: true,
+          schema: { type: 'string' },
+        },
         XRateLimitLimit: integerHeader(RATE_LIMIT_HEADERS.limit),
         XRateLimitRemaining: integerHeader(RATE_LIMIT_HEADERS.remaining),
         XRateLimitReset: integerHeader(RATE_LIMIT_HEADERS.reset),

@@ -33,4 +33,3 @@ export const routeList: (RouteDef & { name: RouteName })[] = Object.entries(rout
 
 /** The catch-all handler for unknown paths (API Gateway `$default`). */
 export const NOT_FOUND_HANDLER = 'functions/system/not-found.ts';
-

@@ -1,12 +1,11 @@
-import * as z from 'zod';
+import type * as z from 'zod';
 import { validationFailed, type FieldErrors } from '#lib/http/errors';
 import { issueMessage } from '#lib/shared/validation';
 
 export { issueMessage };
 
 /** Dot path of an issue as the client sent the field (`metadata.plan`, `customers.3.email`). */
-export const issuePath = (issue: z.core.$ZodIssue): string =>
-  issue.path.length ? issue.path.map(String).join('.') : 'body';
+export const issuePath = (issue: z.core.$ZodIssue): string => (issue.path.length ? issue.path.map(String).join('.') : 'body');
 
 export const toFieldErrors = (issues: z.core.$ZodIssue[]): FieldErrors => {
   const errors: FieldErrors = {};

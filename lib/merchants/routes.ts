@@ -5,7 +5,6 @@ import { backofficeErrors } from '#lib/http/route-parts';
 
 /** The backoffice routes (their handlers import only these; lib/http/routes.ts is the union). */
 export const routes = {
-
   // The back office (docs/authentication-and-limits.md): the merchant's API token, for back-office users (Cognito).
   backofficeTokenView: defineRoute({
     method: 'GET',
@@ -17,9 +16,13 @@ export const routes = {
     writes: false,
     summary: "View the merchant's API token (prefix, last four characters, abilities, times)",
     description:
-      'Shows the merchant\'s valid API token without its secret: its prefix, last four characters, abilities and times. For the back-office user signed in to the dashboard (docs/backoffice-and-dashboard.md).',
+      "Shows the merchant's valid API token without its secret: its prefix, last four characters, abilities and times. For the back-office user signed in to the dashboard (docs/backoffice-and-dashboard.md).",
     tags: ['backoffice'],
-    responses: { 200: { description: 'The valid token', schema: dataOf(apiTokenSchema) }, ...backofficeErrors, 404: { description: 'The merchant has no valid token', schema: messageBody } },
+    responses: {
+      200: { description: 'The valid token', schema: dataOf(apiTokenSchema) },
+      ...backofficeErrors,
+      404: { description: 'The merchant has no valid token', schema: messageBody },
+    },
   }),
   backofficeMe: defineRoute({
     method: 'GET',
@@ -31,7 +34,7 @@ export const routes = {
     writes: false,
     summary: 'The signed-in back-office user: merchant, its reporting currency, and role (the dashboard starts here)',
     description:
-      'Who the signed-in back-office user is: the merchant it acts for, that merchant\'s reporting currency, and the user\'s role. The dashboard calls it first.',
+      "Who the signed-in back-office user is: the merchant it acts for, that merchant's reporting currency, and the user's role. The dashboard calls it first.",
     tags: ['backoffice'],
     responses: { 200: { description: 'The caller', schema: dataOf(backofficeSessionSchema) }, ...backofficeErrors },
   }),
@@ -45,7 +48,7 @@ export const routes = {
     writes: true,
     summary: 'Create the API token (every ability); refused while a valid one exists',
     description:
-      'Issues the merchant\'s API token with every ability. The secret is in this answer only. A merchant has at most one valid token: while one exists the answer is 409 (revoke or regenerate it instead). Admins only.',
+      "Issues the merchant's API token with every ability. The secret is in this answer only. A merchant has at most one valid token: while one exists the answer is 409 (revoke or regenerate it instead). Admins only.",
     tags: ['backoffice'],
     responses: {
       201: { description: 'The new token, shown this once', schema: dataOf(apiTokenIssuedSchema) },
@@ -80,9 +83,12 @@ export const routes = {
     roles: ['admin'],
     writes: true,
     summary: 'Revoke the valid token, immediately and irreversibly',
-    description:
-      'Revokes the valid token at once; it cannot be undone. Create a new one afterwards. Admins only.',
+    description: 'Revokes the valid token at once; it cannot be undone. Create a new one afterwards. Admins only.',
     tags: ['backoffice'],
-    responses: { 204: { description: 'Revoked' }, ...backofficeErrors, 404: { description: 'The merchant has no valid token', schema: messageBody } },
+    responses: {
+      204: { description: 'Revoked' },
+      ...backofficeErrors,
+      404: { description: 'The merchant has no valid token', schema: messageBody },
+    },
   }),
 };

@@ -8,7 +8,10 @@ export const apiTokenSchema = z
     last_four: z.string().meta({ example: 'x9Qz' }),
     abilities: z.array(z.enum(ABILITIES)),
     created_at: z.string(),
-    last_used_at: z.string().nullable().meta({ description: 'When the token last authenticated a request, to the minute; null until then' }),
+    last_used_at: z
+      .string()
+      .nullable()
+      .meta({ description: 'When the token last authenticated a request, to the minute; null until then' }),
   })
   .meta({ id: 'ApiToken' });
 

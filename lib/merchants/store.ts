@@ -102,7 +102,7 @@ const tokenDetails = async (pointer: TokenPointer): Promise<TokenDetails> => {
 /** The merchant's valid token, described; 404 when it has none (never created, or revoked). */
 export const viewToken = async (merchantId: string): Promise<TokenDetails> => {
   const pointer = await getPointer(merchantId);
-  if (!pointer || pointer.status !== 'active') throw new NotFoundError();
+  if (pointer?.status !== 'active') throw new NotFoundError();
   return tokenDetails(pointer);
 };
 
@@ -116,7 +116,9 @@ export const tokenStatus = async (merchantId: string): Promise<TokenStatus> => {
   const pointer = await getPointer(merchantId);
   if (!pointer) return { status: 'none' };
   const details = await tokenDetails(pointer);
-  return pointer.status === 'active' ? { status: 'active', ...details } : { status: 'revoked', ...details, revoked_at: pointer.revoked_at ?? null };
+  return pointer.status === 'active'
+    ? { status: 'active', ...details }
+    : { status: 'revoked', ...details, revoked_at: pointer.revoked_at ?? null };
 };
 
 const tokenItems = (merchant: Merchant, token: string, abilities: Ability[]) => {
@@ -136,7 +138,11 @@ const tokenItems = (merchant: Merchant, token: string, abilities: Ability[]) => 
 };
 
 /** A token just issued: the plain value (shown this once) and its details. */
-const issued = (merchantId: string, token: string, item: { abilities: Ability[]; prefix: string; last_four: string; created_at: string }) => ({
+const issued = (
+  merchantId: string,
+  token: string,
+  item: { abilities: Ability[]; prefix: string; last_four: string; created_at: string },
+) => ({
   token,
   merchant_id: merchantId,
   abilities: item.abilities,
@@ -180,7 +186,7 @@ export const regenerateToken = async (merchantOrId: Merchant | string) => {
   const merchant = await requireMerchant(merchantOrId);
   const merchantId = merchant.merchant_id;
   const current = await getPointer(merchantId);
-  if (!current || current.status !== 'active') throw new NotFoundError();
+  if (current?.status !== 'active') throw new NotFoundError();
   const token = generateToken();
   const items = tokenItems(merchant, token, current.abilities);
   try {
@@ -208,14 +214,18 @@ const revokeActiveToken = (ws: WriteSet, merchantId: string, tokenHash: string, 
   ws.update('pointer', keys.merchantToken(merchantId))
     .set('status', 'revoked')
     .set('revoked_at', revokedAt)
-    .when({ expression: 'token_hash = :h AND #st = :active', names: { '#st': 'status' }, values: { ':h': tokenHash, ':active': 'active' } });
+    .when({
+      expression: 'token_hash = :h AND #st = :active',
+      names: { '#st': 'status' },
+      values: { ':h': tokenHash, ':active': 'active' },
+    });
   ws.update('token', keys.token(tokenHash)).set('status', 'revoked').set('revoked_at', revokedAt);
 };
 
 /** Revokes the valid token, irreversibly. */
 export const revokeToken = async (merchantId: string) => {
   const current = await getPointer(merchantId);
-  if (!current || current.status !== 'active') throw new NotFoundError();
+  if (current?.status !== 'active') throw new NotFoundError();
   const revokedAt = formatTimestamp(now());
   const ws = new WriteSet();
   revokeActiveToken(ws, merchantId, current.token_hash, revokedAt);

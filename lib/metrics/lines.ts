@@ -37,7 +37,8 @@ export const subscriptionTimeline = (
   if ((after.currency ?? reportingCurrency) !== reportingCurrency) return tl;
   // Deleting corrects a mistake: the line goes whole (recorded events naming it included), no churn is booked.
   if (after.deleted_at) return before?.deleted_at ? tl : replaceLine(tl, line, []);
-  if (before && before.status === after.status && new Decimal(before.mrr).eq(after.mrr) && before.cancelled_at === after.cancelled_at) return tl;
+  if (before && before.status === after.status && new Decimal(before.mrr).eq(after.mrr) && before.cancelled_at === after.cancelled_at)
+    return tl;
   switch (after.status) {
     case 'active':
       return setFrom(tl, line, before ? effective : after.started_at, after.mrr, 'a');
@@ -49,7 +50,8 @@ export const subscriptionTimeline = (
 };
 
 /** A recorded event's point: its line (the named subscription, or the imported line) is new_amount from occurred_at. */
-export const recordedLine = (subscriptionId: number | null | undefined) => (subscriptionId ? lineOf.subscription(subscriptionId) : lineOf.imported);
+export const recordedLine = (subscriptionId: number | null | undefined) =>
+  subscriptionId ? lineOf.subscription(subscriptionId) : lineOf.imported;
 
 /**
  * An order's line in its customer's timeline after a write: the line follows the order as it now

@@ -24,7 +24,8 @@ const DAY_MS = 86_400_000;
 
 const isPending = (item: Record<string, unknown>) => item.moves !== undefined;
 /** A pending-moves item as the items it is for (their sort keys, the deltas as their attributes). */
-const pendingItems = (item: Record<string, unknown>): Record<string, unknown>[] => pendingMovesOf(item).map(([sk, adds]) => ({ sk, ...adds }));
+const pendingItems = (item: Record<string, unknown>): Record<string, unknown>[] =>
+  pendingMovesOf(item).map(([sk, adds]) => ({ sk, ...adds }));
 export const MAX_DAY_POINTS = 731;
 export const MAX_YEARS = 10;
 export const MAX_COHORT_MONTHS = 36;
@@ -48,12 +49,6 @@ const sumsOf = (acc: Acc): Sums => Object.fromEntries(LEVEL_ATTRS.map((a) => [a,
 const addAcc = (into: Acc, from: Acc) => {
   for (const a of LEVEL_ATTRS) into[a].addSum(from[a]);
 };
-/** Net MRR of running sums, as a Decimal. */
-const netOf = (acc: Acc) => {
-  const sum = new ExactSum();
-  for (const m of MOVEMENTS) sum.addSum(acc[m]);
-  return sum.value();
-};
 const net = (s: Sums) => MOVEMENTS.reduce((acc, m) => acc.plus(s[m]), ZERO);
 
 const dayOf = (d: Date) => d.toISOString().slice(0, 10);
@@ -72,7 +67,11 @@ const MONTHS_IN: Partial<Record<Interval, number>> = { month: 1, quarter: 3, yea
 
 /** The bucket a month falls in (`yyyy-mm`, `yyyy-Qn`, `yyyy`). */
 const monthBucket = (month: string, interval: Interval) =>
-  interval === 'year' ? month.slice(0, 4) : interval === 'quarter' ? `${month.slice(0, 4)}-Q${Math.floor((Number(month.slice(5, 7)) - 1) / 3) + 1}` : month;
+  interval === 'year'
+    ? month.slice(0, 4)
+    : interval === 'quarter'
+      ? `${month.slice(0, 4)}-Q${Math.floor((Number(month.slice(5, 7)) - 1) / 3) + 1}`
+      : month;
 
 const bucketKey = (day: string, interval: Interval) => {
   if (interval === 'day') return day;
@@ -136,7 +135,8 @@ const readRange = async (merchantId: string, from: string, to: string, interval:
     if (day < from) {
       addItem(before, item);
       if (monthly) addItem(into(monthBucket(fromMonth, interval)), item, -1);
-    } else if (day > to) addItem(into(monthBucket(toMonth, interval)), item, -1); // months only: after the range, in its last month
+    } else if (day > to)
+      addItem(into(monthBucket(toMonth, interval)), item, -1); // months only: after the range, in its last month
     else addItem(into(bucketKey(day, interval)), item);
   }
   return { before, moves: byBucket };
@@ -172,10 +172,17 @@ export const resolveRange = (q: MrrQuery) => {
   // No projections: the figures after today would only repeat today's.
   if (end > today()) throw dateError('end_date', 'The end date field must be a date before or equal to today.');
   const endMonth = toDate(end);
-  const start = q.start_date ? utcDayOf(q.start_date)! : dayOf(new Date(Date.UTC(endMonth.getUTCFullYear(), endMonth.getUTCMonth() - 11, 1)));
+  const start = q.start_date
+    ? utcDayOf(q.start_date)!
+    : dayOf(new Date(Date.UTC(endMonth.getUTCFullYear(), endMonth.getUTCMonth() - 11, 1)));
   const blame = q.end_date ? 'end_date' : 'start_date';
   if (start > end) {
-    throw dateError(blame, blame === 'end_date' ? 'The end date field must be a date after or equal to the start date.' : 'The start date field must be a date before or equal to the end date.');
+    throw dateError(
+      blame,
+      blame === 'end_date'
+        ? 'The end date field must be a date after or equal to the start date.'
+        : 'The start date field must be a date before or equal to the end date.',
+    );
   }
   const days = (toDate(end).getTime() - toDate(start).getTime()) / DAY_MS + 1;
   if (interval === 'day' && days > MAX_DAY_POINTS) {
@@ -275,9 +282,15 @@ export const cohorts = async (merchantId: string, q: CohortsQuery) => {
   const start = q.start_month ?? monthOf(Math.max(monthIndex(end) - 11, monthIndex('0001-01')));
   const blame = q.end_month ? 'end_month' : 'start_month';
   if (start > end) {
-    throw dateError(blame, blame === 'end_month' ? 'The end month field must be a month after or equal to the start month.' : 'The start month field must be a month before or equal to the end month.');
+    throw dateError(
+      blame,
+      blame === 'end_month'
+        ? 'The end month field must be a month after or equal to the start month.'
+        : 'The start month field must be a month before or equal to the end month.',
+    );
   }
-  if (monthIndex(end) - monthIndex(start) + 1 > MAX_COHORT_MONTHS) throw dateError(blame, `The range must not have more than ${MAX_COHORT_MONTHS} months.`);
+  if (monthIndex(end) - monthIndex(start) + 1 > MAX_COHORT_MONTHS)
+    throw dateError(blame, `The range must not have more than ${MAX_COHORT_MONTHS} months.`);
   const read = await queryAll<Record<string, unknown>>(
     { partition: cohortPartition(merchantId), from: `${start}#`, to: `${end}#~`, descending: false },
     ['sk', 'moves', STORED_ATTR.joined, STORED_ATTR.start, STORED_ATTR.customers, STORED_ATTR.mrr],
@@ -315,10 +328,15 @@ export const cohorts = async (merchantId: string, q: CohortsQuery) => {
       mrr = mrr.plus(item?.mrr ?? ZERO);
       // The cohort month is measured right after each member joined (100 %), later months at their end.
       const [n, v] = m === c ? [joined, startMrr] : [customers, mrr];
-      retention.push({ month: monthOf(m), customers: n.toNumber(), mrr: money(v), customer_retention: pct(n, joined), mrr_retention: pct(v, startMrr) });
+      retention.push({
+        month: monthOf(m),
+        customers: n.toNumber(),
+        mrr: money(v),
+        customer_retention: pct(n, joined),
+        mrr_retention: pct(v, startMrr),
+      });
     }
     out.push({ cohort, customers: joined.toNumber(), mrr: money(startMrr), retention });
   }
   return out;
 };
-

@@ -58,9 +58,16 @@ export type RebuildReport = {
  * currency. Lines of records that still count are kept as they are.
  */
 const rederiveLines = async (merchantId: string, reportingCurrency: string, customerId: number, tl: Timeline): Promise<Timeline> => {
-  const orderNos = Object.keys(tl).filter((l) => l.startsWith('O')).map((l) => l.slice(1));
-  const subIds = Object.keys(tl).filter((l) => l.startsWith('S')).map((l) => Number(l.slice(1)));
-  const found = await batchGet<Record<string, unknown>>([...orderNos.map((n) => keys.order(merchantId, n)), ...subIds.map((s) => keys.subscription(merchantId, s))]);
+  const orderNos = Object.keys(tl)
+    .filter((l) => l.startsWith('O'))
+    .map((l) => l.slice(1));
+  const subIds = Object.keys(tl)
+    .filter((l) => l.startsWith('S'))
+    .map((l) => Number(l.slice(1)));
+  const found = await batchGet<Record<string, unknown>>([
+    ...orderNos.map((n) => keys.order(merchantId, n)),
+    ...subIds.map((s) => keys.subscription(merchantId, s)),
+  ]);
   let next = tl;
   for (const no of orderNos) {
     const order = found.get(keyId(keys.order(merchantId, no))) as (OrderFacts & { customer_id: number }) | undefined;
@@ -86,7 +93,9 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   let searchKeysAdded = 0;
   for (let first = 1; first <= lastCustomerId; first += CUSTOMERS_PER_READ) {
     const ids = Array.from({ length: Math.min(CUSTOMERS_PER_READ, lastCustomerId - first + 1) }, (_, i) => first + i);
-    const found = await batchGet<Record<string, unknown>>(ids.flatMap((id) => [keys.customer(merchantId, id), keys.customerTimeline(merchantId, id)]));
+    const found = await batchGet<Record<string, unknown>>(
+      ids.flatMap((id) => [keys.customer(merchantId, id), keys.customerTimeline(merchantId, id)]),
+    );
     const read = await timelinesFrom(merchantId, found, ids);
     for (const id of ids) {
       if (found.has(keyId(keys.customerTimeline(merchantId, id)))) {
@@ -108,21 +117,23 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
       const customer = found.get(keyId(keys.customer(merchantId, id)));
       if (customer && !customer.deleted_at && !customer.gsi4pk) {
         const search = indexes.customerSearch(merchantId, String(customer.created_at), id);
-        await db().send(
-          new UpdateCommand({
-            TableName: tableName(),
-            Key: keys.customer(merchantId, id),
-            UpdateExpression: 'SET gsi4pk = :pk, gsi4sk = :sk',
-            // Still live and still without the keys (a delete or a newer write decides otherwise).
-            ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(deleted_at) AND attribute_not_exists(gsi4pk)',
-            ExpressionAttributeValues: { ':pk': search.gsi4pk, ':sk': search.gsi4sk },
-          }),
-        ).then(
-          () => (searchKeysAdded += 1),
-          (err: Error) => {
-            if (err.name !== 'ConditionalCheckFailedException') throw err;
-          },
-        );
+        await db()
+          .send(
+            new UpdateCommand({
+              TableName: tableName(),
+              Key: keys.customer(merchantId, id),
+              UpdateExpression: 'SET gsi4pk = :pk, gsi4sk = :sk',
+              // Still live and still without the keys (a delete or a newer write decides otherwise).
+              ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(deleted_at) AND attribute_not_exists(gsi4pk)',
+              ExpressionAttributeValues: { ':pk': search.gsi4pk, ':sk': search.gsi4sk },
+            }),
+          )
+          .then(
+            () => (searchKeysAdded += 1),
+            (err: Error) => {
+              if (err.name !== 'ConditionalCheckFailedException') throw err;
+            },
+          );
       }
     }
   }
@@ -139,7 +150,10 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   const yearItems: { pk: string; sk: string }[] = [];
   const attrs = ['pk', 'sk', ...Object.values(STORED_ATTR)];
   for (const partition of ['metrics', 'cohort'] as const) {
-    const items = await queryAll<Record<string, unknown>>({ partition: partition === 'metrics' ? metricsPartition(merchantId) : cohortPartition(merchantId) }, attrs);
+    const items = await queryAll<Record<string, unknown>>(
+      { partition: partition === 'metrics' ? metricsPartition(merchantId) : cohortPartition(merchantId) },
+      attrs,
+    );
     for (const item of items) {
       const id = aggregateIdOf(partition, String(item.sk));
       if (id.startsWith('Y#')) {

@@ -16,7 +16,7 @@ export const routes = {
     csv: true,
     summary: 'MRR, its movements and rates per day, week (Monday, UTC), month, quarter or year, with the range summary',
     description:
-      'MRR per interval (day, week from Monday, month, calendar quarter or year; UTC) between `start_date` and `end_date`, with each point\'s movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). `Accept: text/csv` gives the points as CSV (docs/api-conventions.md).',
+      "MRR per interval (day, week from Monday, month, calendar quarter or year; UTC) between `start_date` and `end_date`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). `Accept: text/csv` gives the points as CSV (docs/api-conventions.md).",
     tags: ['metrics'],
     request: { query: mrrQuery },
     responses: { 200: { description: 'The MRR series', schema: mrrSeriesSchema }, ...errors, ...invalid },

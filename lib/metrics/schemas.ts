@@ -14,7 +14,11 @@ const date = () =>
   z
     .string()
     .refine((v) => utcDayOf(v) !== null, { message: 'The :field field must be a valid date (YYYY-MM-DD).' })
-    .meta({ pattern: DATE_OR_DATETIME_PATTERN, example: '2026-01-31', description: 'A date (YYYY-MM-DD); a date-time is taken as its UTC day' });
+    .meta({
+      pattern: DATE_OR_DATETIME_PATTERN,
+      example: '2026-01-31',
+      description: 'A date (YYYY-MM-DD); a date-time is taken as its UTC day',
+    });
 
 const MONTH = /^(\d{4})-(\d{2})$/;
 /** `YYYY-MM`, years 0001–9999. */
@@ -23,22 +27,26 @@ export const isMonth = (v: string): boolean => {
   return !!m && Number(m[1]) >= 1 && Number(m[2]) >= 1 && Number(m[2]) <= 12;
 };
 const month = () =>
-  z
-    .string()
-    .refine(isMonth, { message: 'The :field field must be a valid month (YYYY-MM).' })
-    .meta({ example: '2026-01' });
+  z.string().refine(isMonth, { message: 'The :field field must be a valid month (YYYY-MM).' }).meta({ example: '2026-01' });
 
 /** GET /metrics/mrr: dates (UTC days, inclusive); the range checks need the clock's defaults (service). */
 export const mrrQuery = z.object({
-  start_date: date().optional().meta({ description: 'First day (UTC, inclusive). Default: the 1st of the month 11 months before end_date' }),
+  start_date: date()
+    .optional()
+    .meta({ description: 'First day (UTC, inclusive). Default: the 1st of the month 11 months before end_date' }),
   end_date: date().optional().meta({ description: 'Last day (UTC, inclusive). Default: today' }),
-  interval: z.enum(INTERVALS).optional().meta({ description: 'day, week (Monday to Sunday, UTC), month (default), quarter (January, April, July, October) or year' }),
+  interval: z
+    .enum(INTERVALS)
+    .optional()
+    .meta({ description: 'day, week (Monday to Sunday, UTC), month (default), quarter (January, April, July, October) or year' }),
 });
 export type MrrQuery = z.output<typeof mrrQuery>;
 
 export const cohortsQuery = z.object({
   start_month: month().optional().meta({ description: 'First cohort (YYYY-MM). Default: 11 months before end_month' }),
-  end_month: month().optional().meta({ description: 'Last cohort and last retention month (YYYY-MM), at most 36 months after start_month. Default: the current month' }),
+  end_month: month().optional().meta({
+    description: 'Last cohort and last retention month (YYYY-MM), at most 36 months after start_month. Default: the current month',
+  }),
 });
 export type CohortsQuery = z.output<typeof cohortsQuery>;
 
@@ -59,12 +67,19 @@ export const mrrEntrySchema = z
     active_subscriptions: z.int(),
     active_customers: z.int(),
     arpa: amount().nullable().meta({ description: 'mrr ÷ active_customers at the end of the interval; null without any' }),
-    customer_churn_rate: rate().meta({ description: 'Customers churned in the interval ÷ active customers just before it × 100; null when there were none' }),
-    mrr_churn_rate: rate().meta({ description: '(|churn| + |contraction|) ÷ MRR just before the interval × 100; null when that MRR was 0' }),
-    net_mrr_retention: rate().meta({
-      description: '(MRR just before the interval + expansion + contraction + churn) ÷ that MRR × 100 (new and reactivation left out); null when that MRR was 0',
+    customer_churn_rate: rate().meta({
+      description: 'Customers churned in the interval ÷ active customers just before it × 100; null when there were none',
     }),
-    gross_mrr_retention: rate().meta({ description: '(MRR just before the interval + contraction + churn) ÷ that MRR × 100; null when that MRR was 0' }),
+    mrr_churn_rate: rate().meta({
+      description: '(|churn| + |contraction|) ÷ MRR just before the interval × 100; null when that MRR was 0',
+    }),
+    net_mrr_retention: rate().meta({
+      description:
+        '(MRR just before the interval + expansion + contraction + churn) ÷ that MRR × 100 (new and reactivation left out); null when that MRR was 0',
+    }),
+    gross_mrr_retention: rate().meta({
+      description: '(MRR just before the interval + contraction + churn) ÷ that MRR × 100; null when that MRR was 0',
+    }),
   })
   .meta({ id: 'MrrEntry' });
 

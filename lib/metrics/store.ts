@@ -31,17 +31,31 @@ export const INLINE_LIMIT = 32_000;
 export const CHUNK_LIMIT = 32_000;
 
 /** The state a head item stands for, once its chunks (if any) are read. */
-const stateOf = async (merchantId: string, customerId: number, head: Record<string, unknown> | undefined | null): Promise<TimelineState> => {
+const stateOf = async (
+  merchantId: string,
+  customerId: number,
+  head: Record<string, unknown> | undefined | null,
+): Promise<TimelineState> => {
   if (!head) return EMPTY_TIMELINE;
   const version = Number(head.version);
   if (!head.chunked) return { timeline: JSON.parse(String(head.lines)) as Timeline, version, chunks: null };
-  const items = await queryAll<{ sk: string; lines: string }>({ partition: keys.customer(merchantId, customerId).pk, from: TIMELINE_CHUNK_PREFIX, to: `${TIMELINE_CHUNK_PREFIX}~`, descending: false }, ['sk', 'lines']);
+  const items = await queryAll<{ sk: string; lines: string }>(
+    {
+      partition: keys.customer(merchantId, customerId).pk,
+      from: TIMELINE_CHUNK_PREFIX,
+      to: `${TIMELINE_CHUNK_PREFIX}~`,
+      descending: false,
+    },
+    ['sk', 'lines'],
+  );
   const chunks = new Map(items.map((i) => [i.sk.slice(TIMELINE_CHUNK_PREFIX.length), i.lines]));
   return { timeline: joinChunks(chunks.values()), version, chunks };
 };
 
 export const readTimeline = async (merchantId: string, customerId: number): Promise<TimelineState> => {
-  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.customerTimeline(merchantId, customerId), ConsistentRead: true }));
+  const { Item } = await db().send(
+    new GetCommand({ TableName: tableName(), Key: keys.customerTimeline(merchantId, customerId), ConsistentRead: true }),
+  );
   return stateOf(merchantId, customerId, Item);
 };
 
@@ -49,9 +63,17 @@ export const readTimeline = async (merchantId: string, customerId: number): Prom
  * The timelines of `ids` from their head items as read by key (a BatchGetItem with the caller's
  * other reads); a chunked one costs one more strongly consistent Query for its chunks.
  */
-export const timelinesFrom = async (merchantId: string, found: Map<string, Record<string, unknown>>, ids: Iterable<number>): Promise<Map<number, TimelineState>> => {
+export const timelinesFrom = async (
+  merchantId: string,
+  found: Map<string, Record<string, unknown>>,
+  ids: Iterable<number>,
+): Promise<Map<number, TimelineState>> => {
   const out = new Map<number, TimelineState>();
-  await Promise.all([...new Set(ids)].map(async (id) => out.set(id, await stateOf(merchantId, id, found.get(keyId(keys.customerTimeline(merchantId, id)))))));
+  await Promise.all(
+    [...new Set(ids)].map(async (id) =>
+      out.set(id, await stateOf(merchantId, id, found.get(keyId(keys.customerTimeline(merchantId, id))))),
+    ),
+  );
   return out;
 };
 
@@ -84,14 +106,22 @@ export const aggregateKey = (merchantId: string, id: string, shard: number): Key
  */
 export const PENDING_MONTH = '0000-00';
 export const pendingHome = (merchantId: string, id: string): Key =>
-  id.startsWith('C#') ? { pk: cohortPartition(merchantId), sk: `${id.split('#')[1]}#${PENDING_MONTH}` } : { pk: metricsPartition(merchantId), sk: `M#${PENDING_MONTH}` };
+  id.startsWith('C#')
+    ? { pk: cohortPartition(merchantId), sk: `${id.split('#')[1]}#${PENDING_MONTH}` }
+    : { pk: metricsPartition(merchantId), sk: `M#${PENDING_MONTH}` };
 
 /**
  * Adds the customer's timeline change to `ws`: the timeline's items and the aggregate moves (those
  * beyond what one transaction holds wait as pending moves, see `WriteSet.spillable`). Returns the
  * state the transaction leaves.
  */
-export const addTimelineChange = (ws: WriteSet, merchantId: string, customerId: number, before: TimelineState, after: Timeline): TimelineState => {
+export const addTimelineChange = (
+  ws: WriteSet,
+  merchantId: string,
+  customerId: number,
+  before: TimelineState,
+  after: Timeline,
+): TimelineState => {
   const changedFrom = firstDifference(before.timeline, after);
   if (changedFrom === null) return before;
   const key = keys.customerTimeline(merchantId, customerId);
@@ -106,11 +136,13 @@ export const addTimelineChange = (ws: WriteSet, merchantId: string, customerId: 
     chunks = chunkTimeline(after, CHUNK_LIMIT, before.chunks ?? undefined, before.timeline);
     ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version }, guard);
     for (const [period, json] of chunks) {
-      if (before.chunks?.get(period) !== json) ws.put('timeline-chunk', { ...keys.customerTimelineChunk(merchantId, customerId, period), lines: json });
+      if (before.chunks?.get(period) !== json)
+        ws.put('timeline-chunk', { ...keys.customerTimelineChunk(merchantId, customerId, period), lines: json });
     }
   }
   // Chunks of periods the new layout no longer has (or all of them, back inline) go.
-  for (const period of before.chunks?.keys() ?? []) if (!chunks?.has(period)) ws.delete('timeline-chunk', keys.customerTimelineChunk(merchantId, customerId, period));
+  for (const period of before.chunks?.keys() ?? [])
+    if (!chunks?.has(period)) ws.delete('timeline-chunk', keys.customerTimelineChunk(merchantId, customerId, period));
   // A change reaching far back may move more aggregates than one transaction holds: the excess
   // waits in pending-moves items that every read adds in (exact from the next read on).
   for (const [id, attrs] of contributionChange(before.timeline, after)) {
@@ -126,7 +158,9 @@ export const addTimelineChange = (ws: WriteSet, merchantId: string, customerId: 
  */
 export const customersWithTimelines = async <C>(merchantId: string, ids: number[]) => {
   const unique = [...new Set(ids)];
-  const found = await batchGet<Record<string, unknown>>(unique.flatMap((id) => [keys.customer(merchantId, id), keys.customerTimeline(merchantId, id)]));
+  const found = await batchGet<Record<string, unknown>>(
+    unique.flatMap((id) => [keys.customer(merchantId, id), keys.customerTimeline(merchantId, id)]),
+  );
   const customers = new Map<number, C>();
   for (const id of unique) {
     const customer = found.get(keyId(keys.customer(merchantId, id)));

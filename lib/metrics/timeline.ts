@@ -286,7 +286,7 @@ export const addMonths = (iso: string, months: number): string => {
   target.setUTCMonth(target.getUTCMonth() + months);
   const last = new Date(Date.UTC(target.getUTCFullYear(), target.getUTCMonth() + 1, 0)).getUTCDate();
   target.setUTCDate(Math.min(day, last));
-  return target.toISOString().slice(0, 19) + 'Z';
+  return `${target.toISOString().slice(0, 19)}Z`;
 };
 
 export type OrderFacts = {
@@ -388,7 +388,12 @@ export const chunkTimeline = (tl: Timeline, limit: number, previous?: Map<string
       }
       // The chunk's unchanged lines as stored; its changed lines' points are added below.
       const stored = JSON.parse(previous!.get(start)!) as Timeline;
-      members.get(start)!.push(...locate(stored, Object.keys(stored).filter((line) => !movedSet.has(line))));
+      members.get(start)!.push(
+        ...locate(
+          stored,
+          Object.keys(stored).filter((line) => !movedSet.has(line)),
+        ),
+      );
     }
     for (const x of locate(tl, moved)) members.get(chunkOf(x.p[0]))!.push(x);
   } else {

@@ -16,7 +16,14 @@ import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/sche
 import type { OrderItem } from '#lib/orders/model';
 import { dropEmpty, foldImportItem, importUnchanged, missingForNew } from '#lib/orders/rules';
 import { orderBatchItem, type OrderBatchItem } from '#lib/orders/schemas';
-import { addAggregateDeltas, addCustomerFigures, addOrderWrite, newOrderItem, rewriteOrder, type CustomerOrderChange } from '#lib/orders/store';
+import {
+  addAggregateDeltas,
+  addCustomerFigures,
+  addOrderWrite,
+  newOrderItem,
+  rewriteOrder,
+  type CustomerOrderChange,
+} from '#lib/orders/store';
 import { formatTimestamp } from '#lib/shared/time';
 
 /**
@@ -29,7 +36,11 @@ type Item = { index: number; input: OrderBatchItem };
 type Collector = ReturnType<typeof batchCollector>;
 
 /** `request`: the HTTP request the batch came in (its id and import run name its activity entry). */
-export const importOrders = async (auth: AuthContext, rawItems: unknown[], request?: Parameters<typeof sourceOf>[0]): Promise<BatchResult> => {
+export const importOrders = async (
+  auth: AuthContext,
+  rawItems: unknown[],
+  request?: Parameters<typeof sourceOf>[0],
+): Promise<BatchResult> => {
   const source = request ? sourceOf(request) : NO_SOURCE;
   const collector = batchCollector(rawItems.length);
   const valid: Item[] = [];
@@ -82,7 +93,10 @@ type CustomerState = { item: CustomerItem; exists: boolean; name: string | null;
 const prepare = async (merchantId: string, reportingCurrency: string, items: Item[], collector: Collector, at: string) => {
   const orderNos = [...new Set(items.map((i) => i.input.order_no))];
   const emails = [...new Set(items.flatMap((i) => i.input.customer_email ?? []))];
-  const found = await batchGet([...orderNos.map((n) => keys.order(merchantId, n)), ...emails.map((e) => keys.customerEmail(merchantId, e))]);
+  const found = await batchGet([
+    ...orderNos.map((n) => keys.order(merchantId, n)),
+    ...emails.map((e) => keys.customerEmail(merchantId, e)),
+  ]);
   const stored = (n: string) => (found.get(keyId(keys.order(merchantId, n))) as OrderItem | undefined) ?? null;
   const markerId = (e: string) => {
     const m = found.get(keyId(keys.customerEmail(merchantId, e)));
@@ -104,7 +118,15 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
       units.set(input.order_no, {
         orderNo: input.order_no,
         items: [item],
-        order: newOrderItem(merchantId, 0, 0, { ...input, amount: input.amount!, customer_email: input.customer_email! }, 'import', at, input.created_at ?? at),
+        order: newOrderItem(
+          merchantId,
+          0,
+          0,
+          { ...input, amount: input.amount!, customer_email: input.customer_email! },
+          'import',
+          at,
+          input.created_at ?? at,
+        ),
         stored: null,
         emails: [input.customer_email!],
         outcomes: [{ index, kind: 'created' }],
@@ -153,7 +175,15 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
       ? u.stored!
       : u.stored
         ? rewriteOrder(merchantId, u.stored, { ...u.order, customer_id: customerId }, at)
-        : newOrderItem(merchantId, nextOrderId++, customerId, { ...u.order, customer_email: email! } as never, 'import', at, u.order.created_at);
+        : newOrderItem(
+            merchantId,
+            nextOrderId++,
+            customerId,
+            { ...u.order, customer_email: email! } as never,
+            'import',
+            at,
+            u.order.created_at,
+          );
   }
 
   // Customers whose figures move or who are created (deleted ones included: their history counts).
@@ -169,7 +199,12 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
   for (const [id, item] of read.customers) customers.set(id, { item, exists: true, name: item.name, timeline: read.timelines.get(id)! });
   for (const e of newEmails) {
     const id = customerIdOf.get(e)!;
-    customers.set(id, { item: { id, email: e, payment_version: 0 } as CustomerItem, exists: false, name: namedBy.get(e) ?? null, timeline: EMPTY_TIMELINE });
+    customers.set(id, {
+      item: { id, email: e, payment_version: 0 } as CustomerItem,
+      exists: false,
+      name: namedBy.get(e) ?? null,
+      timeline: EMPTY_TIMELINE,
+    });
   }
   /** Customers linked by email must still be live at commit (a concurrent delete frees the email). */
   const linkedByEmail = new Set([...namedBy.keys()].map((e) => customerIdOf.get(e)!));
@@ -177,7 +212,8 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
   const unitList = [...units.values()];
   return {
     units: unitList,
-    write: (ws: WriteSet, chunk: Unit[]) => writeUnits(ws, merchantId, reportingCurrency, chunk, customers, customerIdOf, linkedByEmail, at, collector),
+    write: (ws: WriteSet, chunk: Unit[]) =>
+      writeUnits(ws, merchantId, reportingCurrency, chunk, customers, customerIdOf, linkedByEmail, at, collector),
     alone: async (unit: Unit) => {
       const fresh = await prepare(merchantId, reportingCurrency, unit.items, collector, at);
       const ws = new WriteSet();

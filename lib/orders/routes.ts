@@ -1,11 +1,20 @@
-import { orderBatchBody, orderCreateBody, orderCreateHeaders, orderListQuery, orderPatchBody, orderPathParams, orderSchema, orderStatsQuery, orderStatsSchema } from '#lib/orders/schemas';
+import {
+  orderBatchBody,
+  orderCreateBody,
+  orderCreateHeaders,
+  orderListQuery,
+  orderPatchBody,
+  orderPathParams,
+  orderSchema,
+  orderStatsQuery,
+  orderStatsSchema,
+} from '#lib/orders/schemas';
 import { defineRoute } from '#lib/http/route';
 import { batchAnswer, dataOf, listOf } from '#lib/shared/schemas';
 import { errors, dashboardRead, batchHeaders, notFound, invalid } from '#lib/http/route-parts';
 
 /** The orders routes (their handlers import only these; lib/http/routes.ts is the union). */
 export const routes = {
-
   ordersList: defineRoute({
     method: 'GET',
     path: '/orders',
@@ -29,7 +38,7 @@ export const routes = {
     writes: true,
     summary: 'Create an order (idempotent with X-Idempotency-Key)',
     description:
-      'Creates an order for a customer named by email (created when new). `order_no` is unique per merchant. Amounts are exact decimals with at most the currency\'s fraction digits. A paid order moves the customer\'s figures and the stats. Send X-Idempotency-Key to make a retry safe: the first answer is replayed for 24 hours (docs/orders.md).',
+      "Creates an order for a customer named by email (created when new). `order_no` is unique per merchant. Amounts are exact decimals with at most the currency's fraction digits. A paid order moves the customer's figures and the stats. Send X-Idempotency-Key to make a retry safe: the first answer is replayed for 24 hours (docs/orders.md).",
     tags: ['orders'],
     request: { body: orderCreateBody, headers: orderCreateHeaders },
     responses: {
@@ -65,7 +74,7 @@ export const routes = {
     csv: true,
     summary: "Today's and this month's figures (UTC)",
     description:
-      'Today\'s and this month\'s figures in UTC: revenue of paid orders in the reporting currency (or `currency`), the number of orders created today and the share of them paid. Read from counters: three requests however many orders there are (docs/orders.md).',
+      "Today's and this month's figures in UTC: revenue of paid orders in the reporting currency (or `currency`), the number of orders created today and the share of them paid. Read from counters: three requests however many orders there are (docs/orders.md).",
     tags: ['orders'],
     request: { query: orderStatsQuery },
     responses: { 200: { description: 'Stats', schema: dataOf(orderStatsSchema) }, ...errors, ...invalid },
@@ -77,8 +86,7 @@ export const routes = {
     ability: 'orders:read',
     writes: false,
     summary: 'Get an order by order_no',
-    description:
-      'One order by its `order_no`, with its customer\'s email and name (docs/orders.md).',
+    description: "One order by its `order_no`, with its customer's email and name (docs/orders.md).",
     tags: ['orders'],
     request: { params: orderPathParams },
     responses: { 200: { description: 'The order', schema: dataOf(orderSchema) }, ...errors, ...notFound },

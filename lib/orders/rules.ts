@@ -34,7 +34,9 @@ export const STATUS_TIMESTAMP: Partial<Record<OrderStatus, 'paid_at' | 'refunded
 };
 
 /** Fills the reached status's timestamp with `at` unless one is already set: supplied times are never overwritten. */
-export const fillStatusTimestamp = <T extends { status: OrderStatus; paid_at: string | null; refunded_at: string | null; failed_at: string | null }>(
+export const fillStatusTimestamp = <
+  T extends { status: OrderStatus; paid_at: string | null; refunded_at: string | null; failed_at: string | null },
+>(
   order: T,
   at: string,
 ): T => {
@@ -91,7 +93,8 @@ export const newOrder = (
 };
 
 /** The webhooks of a new order: `order.created`, and `order.paid` when it is created paid. */
-export const createdWebhooks = (order: Pick<OrderItem, 'status'>): OrderWebhook[] => (order.status === 'paid' ? ['order.created', 'order.paid'] : ['order.created']);
+export const createdWebhooks = (order: Pick<OrderItem, 'status'>): OrderWebhook[] =>
+  order.status === 'paid' ? ['order.created', 'order.paid'] : ['order.created'];
 
 /** The order after a change of fields: the reached status's time filled, the version moved on. */
 export const changed = (order: OrderItem, changes: Partial<OrderItem>, at: string): OrderItem =>
@@ -115,7 +118,18 @@ export const decide = (order: Pick<OrderItem, 'status'>, patch: OrderPatch): Pla
 };
 
 /** The fields an import item may set on an order, and that tell whether it changed. */
-export const IMPORT_FIELDS = ['amount', 'currency', 'status', 'payment_method', 'billing_cycle', 'paid_at', 'refunded_at', 'failed_at', 'metadata', 'created_at'] as const;
+export const IMPORT_FIELDS = [
+  'amount',
+  'currency',
+  'status',
+  'payment_method',
+  'billing_cycle',
+  'paid_at',
+  'refunded_at',
+  'failed_at',
+  'metadata',
+  'created_at',
+] as const;
 
 /** Absent, null, empty-string and empty-object fields leave the stored value alone (docs/orders.md: accumulate). */
 const isEmpty = (v: unknown) =>
@@ -142,7 +156,9 @@ export const foldImportItem = (order: OrderItem, input: OrderBatchItem, at: stri
   if (mismatch) {
     throw InvalidError.field(
       input.amount ? 'amount' : 'currency',
-      input.amount ? mismatch : `The currency field cannot be ${next.currency}: the order's amount ${next.amount} has a fraction and ${next.currency} has no minor unit.`,
+      input.amount
+        ? mismatch
+        : `The currency field cannot be ${next.currency}: the order's amount ${next.amount} has a fraction and ${next.currency} has no minor unit.`,
     );
   }
   return next;

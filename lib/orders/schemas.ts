@@ -1,7 +1,19 @@
 import * as z from 'zod';
 import { batchItems } from '#lib/shared/schemas';
 import { amountCurrencyError } from '#lib/shared/currency';
-import { amount, currency, dateBound, email, idParam, isWellFormed, metadata, pageQuery, pastTimestamp, timestamp, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
+import {
+  amount,
+  currency,
+  dateBound,
+  email,
+  idParam,
+  isWellFormed,
+  metadata,
+  pageQuery,
+  pastTimestamp,
+  timestamp,
+  WELL_FORMED_MESSAGE,
+} from '#lib/shared/fields';
 
 export const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
@@ -80,7 +92,9 @@ export type OrderListQuery = z.output<typeof orderListQuery>;
 export const orderBatchBody = z.object({ orders: batchItems('OrderBatchItem') });
 
 export const orderStatsQuery = z.object({
-  currency: currency().optional().meta({ description: 'Revenue of orders in this currency (ISO 4217), in it; default the reporting currency' }),
+  currency: currency()
+    .optional()
+    .meta({ description: 'Revenue of orders in this currency (ISO 4217), in it; default the reporting currency' }),
 });
 
 export const orderSchema = z
@@ -120,7 +134,9 @@ export const orderBatchItem = orderFields
   .extend({
     order_no: orderNo(),
     // Imported history keeps its dates: lists, date filters and today's count follow created_at.
-    created_at: pastTimestamp().nullish().meta({ description: 'When the order was placed (imports only; default: the time of the import)' }),
+    created_at: pastTimestamp()
+      .nullish()
+      .meta({ description: 'When the order was placed (imports only; default: the time of the import)' }),
   })
   .superRefine(wholeInCurrency);
 export type OrderBatchItem = z.output<typeof orderBatchItem>;

@@ -98,7 +98,13 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
       // Still live at commit: a customer deleted meanwhile sends us round again.
       ws.update('customer-figures', keys.customer(merchantId, existing.id)).when(liveCondition);
     } else {
-      const created = addCustomerCreate(ws, merchantId, ids.customer!, { email: input.customer_email, name: input.customer_name ?? null }, at);
+      const created = addCustomerCreate(
+        ws,
+        merchantId,
+        ids.customer!,
+        { email: input.customer_email, name: input.customer_name ?? null },
+        at,
+      );
       customer = created;
       order = newOrderItem(merchantId, orderId, created.id, input, 'api', at);
       addOrderWrite(ws, merchantId, null, order);
@@ -109,9 +115,20 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
     for (const webhook of createdWebhooks(order)) addOutboxEvent(ws, merchantId, webhook, presented, at);
     const body = { data: presented };
     if (opts.idempotencyKey) {
-      addIdempotencyRecord(ws, merchantId, opts.idempotencyKey, { request_hash: hash, status: 201, body: JSON.stringify(body), created_at: at });
+      addIdempotencyRecord(ws, merchantId, opts.idempotencyKey, {
+        request_hash: hash,
+        status: 201,
+        body: JSON.stringify(body),
+        created_at: at,
+      });
     }
-    addTimelineChange(ws, merchantId, customer.id, timeline, orderTimeline(timeline.timeline, order.order_no, order, auth.reportingCurrency));
+    addTimelineChange(
+      ws,
+      merchantId,
+      customer.id,
+      timeline,
+      orderTimeline(timeline.timeline, order.order_no, order, auth.reportingCurrency),
+    );
     try {
       await ws.commit();
       return { status: 201, body, replayed: false };
@@ -148,7 +165,13 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
     addAggregateDeltas(ws, merchantId, order, after);
     const presented = presentOrder(after, customer);
     addOutboxEvent(ws, merchantId, webhook, presented, at);
-    addTimelineChange(ws, merchantId, order.customer_id, timeline, orderTimeline(timeline.timeline, order.order_no, after, auth.reportingCurrency));
+    addTimelineChange(
+      ws,
+      merchantId,
+      order.customer_id,
+      timeline,
+      orderTimeline(timeline.timeline, order.order_no, after, auth.reportingCurrency),
+    );
     await ws.commit();
     return presented;
   });
@@ -172,7 +195,10 @@ export const listOrders = async (merchantId: string, q: OrderListQuery) => {
     customerId = byEmail;
   }
   const { items, meta } = await ordersPage(merchantId, customerId, q);
-  const customers = await customersByIds(merchantId, items.map((o) => o.customer_id));
+  const customers = await customersByIds(
+    merchantId,
+    items.map((o) => o.customer_id),
+  );
   return { data: items.map((o) => presentOrder(o, customers.get(o.customer_id))), meta };
 };
 

@@ -27,14 +27,17 @@ export const getOrder = async (merchantId: string, orderNo: string): Promise<Ord
 
 /** The customer an order names, by key (deleted ones too: their orders still show them). */
 export const getOrderCustomer = async (merchantId: string, customerId: number) => {
-  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.customer(merchantId, customerId), ConsistentRead: true }));
+  const { Item } = await db().send(
+    new GetCommand({ TableName: tableName(), Key: keys.customer(merchantId, customerId), ConsistentRead: true }),
+  );
   return Item as { email: string; name: string | null } | undefined;
 };
 
 type Listed = Pick<OrderItem, 'order_no' | 'id' | 'status' | 'created_at' | 'customer_id'>;
 
 /** The index attributes the order item carries: its customer's orders (gsi3, a partition of that customer's). */
-export const orderIndexAttributes = (merchantId: string, o: Listed) => indexes.ordersByCustomer(merchantId, o.customer_id, o.created_at, o.id);
+export const orderIndexAttributes = (merchantId: string, o: Listed) =>
+  indexes.ordersByCustomer(merchantId, o.customer_id, o.created_at, o.id);
 
 /** A new order as stored (rules: `newOrder`): its key and index attributes. */
 export const newOrderItem = (merchantId: string, ...args: Parameters<typeof newOrder>): OrderItem => {
@@ -66,8 +69,16 @@ export const withoutListKeys = <T extends Record<string, unknown>>(order: T): T 
  * leaves the first alone. Each holds its index keys and names the order item (`ENTRY_OF`).
  */
 export const orderListEntries = (merchantId: string, o: Listed) => [
-  { ...keys.orderListEntry(merchantId, o.order_no, 'all'), [ENTRY_OF]: keys.order(merchantId, o.order_no), ...indexes.ordersByCreated(merchantId, o.created_at, o.id) },
-  { ...keys.orderListEntry(merchantId, o.order_no, 'status'), [ENTRY_OF]: keys.order(merchantId, o.order_no), ...indexes.ordersByStatus(merchantId, o.status, o.created_at, o.id) },
+  {
+    ...keys.orderListEntry(merchantId, o.order_no, 'all'),
+    [ENTRY_OF]: keys.order(merchantId, o.order_no),
+    ...indexes.ordersByCreated(merchantId, o.created_at, o.id),
+  },
+  {
+    ...keys.orderListEntry(merchantId, o.order_no, 'status'),
+    [ENTRY_OF]: keys.order(merchantId, o.order_no),
+    ...indexes.ordersByStatus(merchantId, o.status, o.created_at, o.id),
+  },
 ];
 
 /**
@@ -98,7 +109,8 @@ export const getIdempotencyRecord = async (key: ReturnType<typeof keys.idempoten
 };
 
 /** A failed create's tags: the order_no was taken, by a request without our idempotency record. */
-export const orderNoTakenBy = (err: unknown) => err instanceof WriteConflict && err.tags.includes('order') && !err.tags.includes('idempotency');
+export const orderNoTakenBy = (err: unknown) =>
+  err instanceof WriteConflict && err.tags.includes('order') && !err.tags.includes('idempotency');
 
 /**
  * A page of orders, newest first. By customer (gsi3, the orders themselves) when one is given, else
@@ -249,7 +261,10 @@ export const addCustomerFigures = async (
   const removed: { at: string; sk: string }[] = [];
   const added: { at: string; sk: string; order_no: string }[] = [];
   for (const { before, after } of changes) {
-    for (const [o, negative] of [[before, true], [after, false]] as const) {
+    for (const [o, negative] of [
+      [before, true],
+      [after, false],
+    ] as const) {
       if (o?.status === 'paid') {
         ltv.set(o.currency, (ltv.get(o.currency) ?? new Decimal(0)).plus(sign(new Decimal(o.amount), negative)));
         orderCount = orderCount.plus(sign(ONE, negative));
@@ -285,7 +300,11 @@ export const addCustomerFigures = async (
       created.last_payment_at = maxOf(addedTimes) ?? undefined;
       created.payment_version = (created.payment_version ?? 0) + 1;
     }
-    return { first_payment_at: created.first_payment_at ?? null, last_payment_at: created.last_payment_at ?? null, payment_version: created.payment_version };
+    return {
+      first_payment_at: created.first_payment_at ?? null,
+      last_payment_at: created.last_payment_at ?? null,
+      payment_version: created.payment_version,
+    };
   }
 
   const u = ws.update('customer-figures', key);
@@ -306,7 +325,10 @@ export const addCustomerFigures = async (
         ? { expression: 'attribute_not_exists(payment_version)' }
         : { expression: 'payment_version = :pv', values: { ':pv': customer.payment_version } },
     );
-    for (const [attr, value] of [['first_payment_at', next.first_payment_at], ['last_payment_at', next.last_payment_at]] as const) {
+    for (const [attr, value] of [
+      ['first_payment_at', next.first_payment_at],
+      ['last_payment_at', next.last_payment_at],
+    ] as const) {
       if (value === null || value === undefined) u.remove(attr);
       else u.set(attr, value);
     }
@@ -325,7 +347,11 @@ export const addCustomerFigures = async (
     if (cand !== null && (read === null || better(cand, read))) {
       // Ours becomes the extreme unless a concurrent writer already went past it.
       u.set(attr, cand);
-      u.when({ expression: `attribute_not_exists(#a) OR attribute_type(#a, :null) OR #a ${op} :t`, names: { '#a': attr }, values: { ':t': cand, ':null': 'NULL' } });
+      u.when({
+        expression: `attribute_not_exists(#a) OR attribute_type(#a, :null) OR #a ${op} :t`,
+        names: { '#a': attr },
+        values: { ':t': cand, ':null': 'NULL' },
+      });
       next[attr] = cand;
     } else if (read !== null) {
       // The stored extreme stays: it must not have moved inwards (only a recomputation can do that).

@@ -8,7 +8,23 @@ export const isCurrency = (code: string): boolean => /^[A-Za-z]{3}$/.test(code) 
  * for some codes): an amount in them has no fraction.
  */
 export const ZERO_DECIMAL_CURRENCIES: ReadonlySet<string> = new Set([
-  'BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'UYI', 'VND', 'VUV', 'XAF', 'XOF', 'XPF',
+  'BIF',
+  'CLP',
+  'DJF',
+  'GNF',
+  'ISK',
+  'JPY',
+  'KMF',
+  'KRW',
+  'PYG',
+  'RWF',
+  'UGX',
+  'UYI',
+  'VND',
+  'VUV',
+  'XAF',
+  'XOF',
+  'XPF',
 ]);
 
 /** Why `amount` (a decimal string) cannot be in `currency` (a fraction other than zero), or null when it can. */

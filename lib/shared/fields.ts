@@ -33,7 +33,11 @@ export const timestamp = () =>
       return z.NEVER;
     })
     // No `format: date-time` (RFC 3339 wants seconds): the pattern says what is accepted.
-    .meta({ pattern: ISO_DATETIME_PATTERN, example: '2026-01-31T12:00:00Z', description: 'ISO 8601 date-time with Z or an offset; seconds optional' });
+    .meta({
+      pattern: ISO_DATETIME_PATTERN,
+      example: '2026-01-31T12:00:00Z',
+      description: 'ISO 8601 date-time with Z or an offset; seconds optional',
+    });
 
 /** A timestamp of something that has happened: not after now (history, not a schedule). */
 export const pastTimestamp = () =>
@@ -140,12 +144,9 @@ export const MAX_PAGE = 2 ** 31 - 1;
 export const pageQuery = {
   page: intParam(1, MAX_PAGE, 1),
   per_page: intParam(1, 100, 20, { between: true }),
-  cursor: z
-    .string()
-    .min(1)
-    .max(4096)
-    .optional()
-    .meta({ description: "`meta.next_cursor` of the previous page, with the same filters: reads on from there at one page's cost, however deep" }),
+  cursor: z.string().min(1).max(4096).optional().meta({
+    description: "`meta.next_cursor` of the previous page, with the same filters: reads on from there at one page's cost, however deep",
+  }),
 };
 
 /**

@@ -61,7 +61,9 @@ const canonicalWithoutRecursion = (root: unknown): string => {
       }
       stack.push(new Token('['));
     } else if (v !== null && typeof v === 'object') {
-      const keys = Object.keys(v).filter((k) => (v as Record<string, unknown>)[k] !== undefined).sort();
+      const keys = Object.keys(v)
+        .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+        .sort();
       stack.push(new Token('}'));
       for (let i = keys.length - 1; i >= 0; i--) {
         stack.push((v as Record<string, unknown>)[keys[i]]);
@@ -79,12 +81,7 @@ const nowSeconds = () => Math.floor(now().getTime() / 1000);
 export const isLive = (record: IdempotencyRecord | null | undefined): record is IdempotencyRecord =>
   !!record && Number(record.expires_at) > nowSeconds();
 
-export const addIdempotencyRecord = (
-  ws: WriteSet,
-  merchantId: string,
-  key: string,
-  record: Omit<IdempotencyRecord, 'expires_at'>,
-) => {
+export const addIdempotencyRecord = (ws: WriteSet, merchantId: string, key: string, record: Omit<IdempotencyRecord, 'expires_at'>) => {
   ws.put(
     'idempotency',
     { ...keys.idempotency(merchantId, key), ...record, expires_at: nowSeconds() + IDEMPOTENCY_TTL_SECONDS },
@@ -108,17 +105,32 @@ export const replay = <B>(record: IdempotencyRecord, hash: string): Replayable<B
  * that stopped before answering left no record: run again, its items are found by their own keys
  * (order_no, email, external_id, recorded events' per-item markers), so nothing is applied twice.
  */
-export const runIdempotent = async <B>(merchantId: string, key: string | undefined, request: Record<string, unknown>, run: () => Promise<B>, status = 200): Promise<Replayable<B>> => {
+export const runIdempotent = async <B>(
+  merchantId: string,
+  key: string | undefined,
+  request: Record<string, unknown>,
+  run: () => Promise<B>,
+  status = 200,
+): Promise<Replayable<B>> => {
   if (!key) return { status, body: await run(), replayed: false };
   const hash = requestHash(request);
-  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.idempotency(merchantId, key), ConsistentRead: true }));
+  const { Item } = await db().send(
+    new GetCommand({ TableName: tableName(), Key: keys.idempotency(merchantId, key), ConsistentRead: true }),
+  );
   if (isLive(Item as IdempotencyRecord | undefined)) return replay<B>(Item as IdempotencyRecord, hash);
   const body = await run();
   await db()
     .send(
       new PutCommand({
         TableName: tableName(),
-        Item: { ...keys.idempotency(merchantId, key), request_hash: hash, status, body: JSON.stringify(body), created_at: formatTimestamp(now()), expires_at: nowSeconds() + IDEMPOTENCY_TTL_SECONDS },
+        Item: {
+          ...keys.idempotency(merchantId, key),
+          request_hash: hash,
+          status,
+          body: JSON.stringify(body),
+          created_at: formatTimestamp(now()),
+          expires_at: nowSeconds() + IDEMPOTENCY_TTL_SECONDS,
+        },
         ConditionExpression: 'attribute_not_exists(pk) OR expires_at <= :now',
         ExpressionAttributeValues: { ':now': nowSeconds() },
       }),
@@ -130,7 +142,12 @@ export const runIdempotent = async <B>(merchantId: string, key: string | undefin
 };
 
 /** A batch endpoint's answer under an optional `X-Idempotency-Key` (replays say so in a header). */
-export const idempotentBatch = async <B>(merchantId: string, key: string | undefined, request: Record<string, unknown>, run: () => Promise<B>) => {
+export const idempotentBatch = async <B>(
+  merchantId: string,
+  key: string | undefined,
+  request: Record<string, unknown>,
+  run: () => Promise<B>,
+) => {
   const r = await runIdempotent(merchantId, key, request, run);
   return { status: r.status, body: { data: r.body }, headers: r.replayed ? { 'Idempotent-Replayed': 'true' } : undefined };
 };

@@ -21,7 +21,9 @@ export const pageMetaSchema = z
 export const listOf = <T extends z.ZodType>(item: T) =>
   z.object({
     data: z.array(item),
-    meta: pageMetaSchema.extend({ next_cursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page' }) }),
+    meta: pageMetaSchema.extend({
+      next_cursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page' }),
+    }),
   });
 export const dataOf = <T extends z.ZodType>(item: T) => z.object({ data: item });
 

@@ -1,5 +1,5 @@
 /** Wire format for time: `YYYY-MM-DDTHH:MM:SSZ`, UTC, no fraction (docs/api-conventions.md). */
-export const formatTimestamp = (d: Date): string => d.toISOString().slice(0, 19) + 'Z';
+export const formatTimestamp = (d: Date): string => `${d.toISOString().slice(0, 19)}Z`;
 
 /**
  * The date-times accepted on input: ISO 8601 with `Z` or an offset, seconds and their fraction

@@ -25,7 +25,9 @@ export const issueMessage = (issue: z.core.$ZodIssue): string => {
       return `The ${field} field must not be greater than ${issue.maximum}.`;
     case 'too_small':
       if (issue.origin === 'string') {
-        return Number(issue.minimum) <= 1 ? `The ${field} field is required.` : `The ${field} field must be at least ${issue.minimum} characters.`;
+        return Number(issue.minimum) <= 1
+          ? `The ${field} field is required.`
+          : `The ${field} field must be at least ${issue.minimum} characters.`;
       }
       if (issue.origin === 'array') {
         return `The ${field} field must contain at least ${issue.minimum} item${Number(issue.minimum) === 1 ? '' : 's'}.`;

@@ -7,7 +7,6 @@ import { allocateIds } from '#lib/db/sequences';
 import { itemAbsent, WriteSet } from '#lib/db/writes';
 import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
-import type { CustomerItem } from '#lib/customers/model';
 import { subscriptionTimeline } from '#lib/metrics/lines';
 import { addTimelineChange, EMPTY_TIMELINE, timelinesFrom } from '#lib/metrics/store';
 import type { Timeline } from '#lib/metrics/timeline';
@@ -37,11 +36,21 @@ type Collector = ReturnType<typeof batchCollector>;
  * One imported subscription; `create` when its customer is new (created by the first of its units
  * to commit). Units of one customer in one transaction share one timeline write.
  */
-type Unit = { index: number; customerId: number; create: { email: string; name: string | null } | null; sub: SubscriptionItem; eventIds: number[] };
+type Unit = {
+  index: number;
+  customerId: number;
+  create: { email: string; name: string | null } | null;
+  sub: SubscriptionItem;
+  eventIds: number[];
+};
 
 export const DUPLICATE_EXTERNAL_ID = 'duplicate_external_id';
 
-export const importSubscriptions = async (scope: Scope, rawItems: unknown[], request?: Parameters<typeof sourceOf>[0]): Promise<BatchResult> => {
+export const importSubscriptions = async (
+  scope: Scope,
+  rawItems: unknown[],
+  request?: Parameters<typeof sourceOf>[0],
+): Promise<BatchResult> => {
   const source = request ? sourceOf(request) : NO_SOURCE;
   const collector = batchCollector(rawItems.length);
   const valid: Item[] = [];
@@ -56,7 +65,10 @@ export const importSubscriptions = async (scope: Scope, rawItems: unknown[], req
     else valid.push({ index, input: parsed.data });
   });
   const at = formatTimestamp(now());
-  const [plan, activity] = await Promise.all([prepare(scope, valid, collector, at), openBatchActivity(scope.merchantId, 'subscriptions.batch', source, at)]);
+  const [plan, activity] = await Promise.all([
+    prepare(scope, valid, collector, at),
+    openBatchActivity(scope.merchantId, 'subscriptions.batch', source, at),
+  ]);
   // Each unit of the last transaction creates one subscription.
   await runBatch(plan.units, plan, { finish: activity(collector.result, (pending) => ({ created: pending, updated: 0 })) });
   return collector.result();
@@ -182,10 +194,22 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
           if (unit.create && !created.has(customerId)) addCustomerCreate(ws, scope.merchantId, customerId, unit.create, at);
           else ws.update('customer', keys.customer(scope.merchantId, customerId)).when(liveCondition);
         }
-        changed.set(customerId, writeSubscription(ws, scope, unit.sub, unit.eventIds, changed.get(customerId) ?? (timelines.get(customerId) ?? EMPTY_TIMELINE).timeline, at));
+        changed.set(
+          customerId,
+          writeSubscription(
+            ws,
+            scope,
+            unit.sub,
+            unit.eventIds,
+            changed.get(customerId) ?? (timelines.get(customerId) ?? EMPTY_TIMELINE).timeline,
+            at,
+          ),
+        );
       }
       // One timeline write per customer per transaction, whatever the number of its subscriptions.
-      const after = [...changed].map(([id, tl]) => [id, addTimelineChange(ws, scope.merchantId, id, timelines.get(id) ?? EMPTY_TIMELINE, tl)] as const);
+      const after = [...changed].map(
+        ([id, tl]) => [id, addTimelineChange(ws, scope.merchantId, id, timelines.get(id) ?? EMPTY_TIMELINE, tl)] as const,
+      );
       return () => {
         for (const [id, timeline] of after) {
           timelines.set(id, timeline);
@@ -223,13 +247,28 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
 };
 
 /** The writes of one imported subscription; returns its customer's timeline with its line added. */
-const writeSubscription = (ws: WriteSet, scope: Scope, sub: SubscriptionItem, eventIds: number[], before: Timeline, at: string): Timeline => {
+const writeSubscription = (
+  ws: WriteSet,
+  scope: Scope,
+  sub: SubscriptionItem,
+  eventIds: number[],
+  before: Timeline,
+  at: string,
+): Timeline => {
   const { merchantId } = scope;
   const started: SubscriptionItem = { ...sub, status: 'active', cancelled_at: null, cancel_reason: null };
-  ws.put('external_id', { ...keys.subscriptionExternalId(merchantId, sub.external_id!), subscription_id: sub.id, customer_id: sub.customer_id }, itemAbsent);
+  ws.put(
+    'external_id',
+    { ...keys.subscriptionExternalId(merchantId, sub.external_id!), subscription_id: sub.id, customer_id: sub.customer_id },
+    itemAbsent,
+  );
   ws.put('subscription', { ...sub, ...subscriptionIndexAttributes(merchantId, sub) }, itemAbsent);
   if (sub.status === 'active') {
-    ws.put('live', { ...keys.liveSubscription(merchantId, sub.customer_id), subscription_id: sub.id, customer_id: sub.customer_id }, itemAbsent);
+    ws.put(
+      'live',
+      { ...keys.liveSubscription(merchantId, sub.customer_id), subscription_id: sub.id, customer_id: sub.customer_id },
+      itemAbsent,
+    );
   }
   moveCustomerMrr(ws, merchantId, sub.customer_id, null, sub);
   moveTotals(ws, merchantId, null, sub);

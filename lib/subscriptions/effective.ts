@@ -18,9 +18,11 @@ export const latestChangeAt = (sub: Pick<SubscriptionItem, 'changed_at' | 'versi
  */
 export const effectiveTime = (sub: SubscriptionItem, given: string | null | undefined, field: string, at: string): string => {
   const latest = latestChangeAt(sub);
-  const [floor, what] = latest > sub.started_at ? [latest, "the subscription's latest change"] : [sub.started_at, 'when the subscription started'];
+  const [floor, what] =
+    latest > sub.started_at ? [latest, "the subscription's latest change"] : [sub.started_at, 'when the subscription started'];
   if (given) {
-    if (given < floor) throw InvalidError.field(field, `The ${field.replace(/_/g, ' ')} field must be a date after or equal to ${floor}, ${what}.`);
+    if (given < floor)
+      throw InvalidError.field(field, `The ${field.replace(/_/g, ' ')} field must be a date after or equal to ${floor}, ${what}.`);
     return given;
   }
   return at < sub.started_at ? sub.started_at : at;

@@ -2,7 +2,7 @@ import Decimal from 'decimal.js';
 import { addTotal, readTotals } from '#lib/db/counters';
 import { keys, subscriptionEventIndexes } from '#lib/db/keys';
 import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
-import { itemAbsent, WriteSet } from '#lib/db/writes';
+import { itemAbsent, type WriteSet } from '#lib/db/writes';
 import { emptyPage } from '#lib/shared/pagination';
 import { presentSubscriptionEvent, type SubscriptionEventItem } from '#lib/subscriptions/model';
 import type { SubscriptionEventListQuery, SubscriptionEventType } from '#lib/subscriptions/schemas';
@@ -89,7 +89,9 @@ export const listSubscriptionEvents = async (merchantId: string, q: Subscription
   };
   const byTotals = customerId === undefined && !q.start_date && !q.end_date;
   const count = async () =>
-    byTotals ? ((await readTotals(merchantId, 'SUBSCRIPTION_EVENTS'))[q.event_type ? `events_${q.event_type}` : 'events']?.toNumber() ?? 0) : countQuery(query);
+    byTotals
+      ? ((await readTotals(merchantId, 'SUBSCRIPTION_EVENTS'))[q.event_type ? `events_${q.event_type}` : 'events']?.toNumber() ?? 0)
+      : countQuery(query);
   const { items, meta } = await listPage<SubscriptionEventItem>(query, count, q);
   return { data: items.map(presentSubscriptionEvent), meta };
 };

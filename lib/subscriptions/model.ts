@@ -47,7 +47,9 @@ export const heldEventId = (s: SubscriptionItem): number | null =>
 
 /** The held block after taking `id` (from the held block, or from a fresh one starting at `id`). */
 export const afterTaking = (s: SubscriptionItem, id: number): Pick<SubscriptionItem, 'event_ids_next' | 'event_ids_end'> =>
-  heldEventId(s) === id ? { event_ids_next: id + 1, event_ids_end: Number(s.event_ids_end) } : { event_ids_next: id + 1, event_ids_end: id + EVENT_ID_BLOCK };
+  heldEventId(s) === id
+    ? { event_ids_next: id + 1, event_ids_end: Number(s.event_ids_end) }
+    : { event_ids_next: id + 1, event_ids_end: id + EVENT_ID_BLOCK };
 
 export type SubscriptionEventItem = {
   pk: string;

@@ -57,8 +57,11 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
     ...items.flatMap((i) => (i.input.customer_id ? customerKeys(i.input.customer_id) : [])),
   ]);
   // Without customer_id the customer is the named subscription's (its external id marker says which): read in a second round.
-  const customerOf = (i: Item): number | undefined => i.input.customer_id ?? (found.has(keyId(externalKey(i))) ? Number(found.get(keyId(externalKey(i)))!.customer_id) : undefined);
-  const unread = [...new Set(items.flatMap((i) => (i.input.customer_id ? [] : (customerOf(i) ?? [])) as number[]))].filter((id) => !found.has(keyId(keys.customerTimeline(merchantId, id))) && !found.has(keyId(keys.customer(merchantId, id))));
+  const customerOf = (i: Item): number | undefined =>
+    i.input.customer_id ?? (found.has(keyId(externalKey(i))) ? Number(found.get(keyId(externalKey(i)))!.customer_id) : undefined);
+  const unread = [...new Set(items.flatMap((i) => (i.input.customer_id ? [] : (customerOf(i) ?? [])) as number[]))].filter(
+    (id) => !found.has(keyId(keys.customerTimeline(merchantId, id))) && !found.has(keyId(keys.customer(merchantId, id))),
+  );
   if (unread.length) for (const [k, v] of await batchGet<Record<string, unknown>>(unread.flatMap(customerKeys))) found.set(k, v);
   const timelines: Map<number, TimelineState> = await timelinesFrom(
     merchantId,
@@ -76,7 +79,10 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
     let subscriptionId: number | null = null;
     let identifier = input.subscription_external_id ?? String(input.customer_id);
     const fail = (field: string, message: string) => report.failed(index, field, message, identifier);
-    if (idempotencyKey && isLive(found.get(keyId(keys.idempotentItem(merchantId, idempotencyKey, index))) as IdempotencyRecord | undefined)) {
+    if (
+      idempotencyKey &&
+      isLive(found.get(keyId(keys.idempotentItem(merchantId, idempotencyKey, index))) as IdempotencyRecord | undefined)
+    ) {
       report.skipped(index, ALREADY_RECORDED, identifier);
       continue;
     }
@@ -178,7 +184,11 @@ const applyEvent = (tl: Timeline, subscriptionId: number | null, newAmount: stri
 const addItemMarker = (ws: WriteSet, merchantId: string, key: string, index: number, eventId: number) =>
   ws.put(
     'item-marker',
-    { ...keys.idempotentItem(merchantId, key, index), event_id: eventId, expires_at: Math.floor(now().getTime() / 1000) + IDEMPOTENCY_TTL_SECONDS },
+    {
+      ...keys.idempotentItem(merchantId, key, index),
+      event_id: eventId,
+      expires_at: Math.floor(now().getTime() / 1000) + IDEMPOTENCY_TTL_SECONDS,
+    },
     { expression: 'attribute_not_exists(pk) OR expires_at <= :now', values: { ':now': Math.floor(now().getTime() / 1000) } },
   );
 
@@ -196,7 +206,7 @@ const scratchReport = () => {
 };
 
 /** One unit's items, read, decided and committed on their own (one attempt). */
-const attempt = async (scope: Scope, items: Item[], into: Report, at: string, field: string | null, idempotencyKey?: string) => {
+const attempt = async (scope: Scope, items: Item[], into: Report, at: string, idempotencyKey?: string) => {
   const scratch = scratchReport();
   const plan = await prepare(scope, items, scratch.report, at, idempotencyKey);
   const ws = new WriteSet();
@@ -222,7 +232,6 @@ export const recordSubscriptionEvent = async (scope: Scope, input: SubscriptionE
         recorded: (_i, event) => (result = event),
       },
       formatTimestamp(now()),
-      'occurred_at',
     );
   });
   if (refusal) throw refusal;
@@ -230,7 +239,12 @@ export const recordSubscriptionEvent = async (scope: Scope, input: SubscriptionE
 };
 
 /** POST /subscriptions/events/batch: up to 100 recorded events, in array order, through the batch engine. */
-export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[], idempotencyKey?: string, request?: Parameters<typeof sourceOf>[0]): Promise<BatchResult> => {
+export const importSubscriptionEvents = async (
+  scope: Scope,
+  rawItems: unknown[],
+  idempotencyKey?: string,
+  request?: Parameters<typeof sourceOf>[0],
+): Promise<BatchResult> => {
   const source = request ? sourceOf(request) : NO_SOURCE;
   const collector = batchCollector(rawItems.length);
   const report: Report = {
@@ -242,7 +256,11 @@ export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[]
   rawItems.forEach((raw, index) => {
     const r = raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : null;
     const identifier =
-      typeof r?.subscription_external_id === 'string' ? r.subscription_external_id : typeof r?.customer_id === 'number' ? String(r.customer_id) : '';
+      typeof r?.subscription_external_id === 'string'
+        ? r.subscription_external_id
+        : typeof r?.customer_id === 'number'
+          ? String(r.customer_id)
+          : '';
     if (!r) {
       collector.failed(index, 'validation_error', `The events.${index} field must be an object.`, identifier);
       return;
@@ -261,7 +279,7 @@ export const importSubscriptionEvents = async (scope: Scope, rawItems: unknown[]
     plan.units,
     {
       write: plan.write,
-      alone: (unit) => attempt(scope, [byIndex.get(unit.index)!], report, at, null, idempotencyKey),
+      alone: (unit) => attempt(scope, [byIndex.get(unit.index)!], report, at, idempotencyKey),
       failed: (unit, err) => {
         const [reason, message] =
           err instanceof ContentionError

@@ -1,11 +1,24 @@
-import { subscriptionPauseBody, subscriptionReactivateBody, subscriptionCancelBody, subscriptionCreateBody, subscriptionEventCreateBody, subscriptionBatchBody, subscriptionEventBatchBody, subscriptionEventListQuery, subscriptionEventSchema, subscriptionListQuery, subscriptionPathParams, subscriptionSchema, subscriptionUpdateBody } from '#lib/subscriptions/schemas';
+import {
+  subscriptionPauseBody,
+  subscriptionReactivateBody,
+  subscriptionCancelBody,
+  subscriptionCreateBody,
+  subscriptionEventCreateBody,
+  subscriptionBatchBody,
+  subscriptionEventBatchBody,
+  subscriptionEventListQuery,
+  subscriptionEventSchema,
+  subscriptionListQuery,
+  subscriptionPathParams,
+  subscriptionSchema,
+  subscriptionUpdateBody,
+} from '#lib/subscriptions/schemas';
 import { defineRoute } from '#lib/http/route';
 import { batchAnswer, dataOf, listOf } from '#lib/shared/schemas';
 import { errors, dashboardRead, batchHeaders, notFound, invalid } from '#lib/http/route-parts';
 
 /** The subscriptions routes (their handlers import only these; lib/http/routes.ts is the union). */
 export const routes = {
-
   subscriptionsList: defineRoute({
     method: 'GET',
     path: '/subscriptions',
@@ -85,7 +98,11 @@ export const routes = {
       'Records up to 100 historical events, applied in array order, each on its own; the answer reports each item (docs/importing-history.md).',
     tags: ['subscriptions'],
     request: { body: subscriptionEventBatchBody, headers: batchHeaders },
-    responses: { 200: batchAnswer("Batch result; `identifier` is the subscription's external id, else the customer id"), ...errors, ...invalid },
+    responses: {
+      200: batchAnswer("Batch result; `identifier` is the subscription's external id, else the customer id"),
+      ...errors,
+      ...invalid,
+    },
   }),
   subscriptionsGet: defineRoute({
     method: 'GET',

@@ -3,7 +3,13 @@ import { InvalidError } from '#lib/errors';
 import type { EventType } from '#lib/outbox';
 import { effectiveTime, isDue, latestChangeAt } from '#lib/subscriptions/effective';
 import type { SubscriptionItem } from '#lib/subscriptions/model';
-import type { SubscriptionCancel, SubscriptionPause, SubscriptionReactivate, SubscriptionStatus, SubscriptionUpdate } from '#lib/subscriptions/schemas';
+import type {
+  SubscriptionCancel,
+  SubscriptionPause,
+  SubscriptionReactivate,
+  SubscriptionStatus,
+  SubscriptionUpdate,
+} from '#lib/subscriptions/schemas';
 import type { NewEvent } from '#lib/subscriptions/events';
 
 /**
@@ -12,7 +18,14 @@ import type { NewEvent } from '#lib/subscriptions/events';
  * a 422. No database, no HTTP: the service reads, decides and persists.
  */
 
-export type ChangeEvent = { type: NewEvent['event_type']; old_amount: string; new_amount: string; old_plan: string | null; new_plan: string | null; occurred_at: string };
+export type ChangeEvent = {
+  type: NewEvent['event_type'];
+  old_amount: string;
+  new_amount: string;
+  old_plan: string | null;
+  new_plan: string | null;
+  occurred_at: string;
+};
 
 /** A planned change: the next state, when it takes effect, its event (if any) and its webhook type. */
 export type Plan = {
@@ -42,7 +55,14 @@ export const TIME_FIELD: Record<Command['kind'], string> = {
 };
 
 /** A subscription's `created` event, at its start. */
-export const createdEvent = (sub: SubscriptionItem): ChangeEvent => ({ type: 'created', old_amount: '0', new_amount: sub.mrr, old_plan: null, new_plan: sub.plan_name, occurred_at: sub.started_at });
+export const createdEvent = (sub: SubscriptionItem): ChangeEvent => ({
+  type: 'created',
+  old_amount: '0',
+  new_amount: sub.mrr,
+  old_plan: null,
+  new_plan: sub.plan_name,
+  occurred_at: sub.started_at,
+});
 /** Its `cancel` event, at cancelled_at. */
 export const cancelEvent = (sub: SubscriptionItem, cancelledAt: string): ChangeEvent => ({
   type: 'cancel',
@@ -55,7 +75,8 @@ export const cancelEvent = (sub: SubscriptionItem, cancelledAt: string): ChangeE
 
 const refuse = (message: string) => InvalidError.field('status', message);
 /** The refusal when the transaction finds the customer's live slot taken by another subscription. */
-export const reactivationRefused = () => refuse('The subscription cannot be reactivated: the customer has another active or paused subscription.');
+export const reactivationRefused = () =>
+  refuse('The subscription cannot be reactivated: the customer has another active or paused subscription.');
 const same = (a: string, b: string) => new Decimal(a).eq(b);
 
 /** A schedule (a future cancelled_at, or cancel_at) must be later than now. */
@@ -94,9 +115,19 @@ const update = (sub: SubscriptionItem, input: SubscriptionUpdate, at: string): P
   }
   const moved = !same(next.mrr, sub.mrr);
   const unchanged =
-    !moved && next.plan_name === sub.plan_name && next.current_period_start === sub.current_period_start && (next.cancel_at ?? null) === (sub.cancel_at ?? null);
+    !moved &&
+    next.plan_name === sub.plan_name &&
+    next.current_period_start === sub.current_period_start &&
+    (next.cancel_at ?? null) === (sub.cancel_at ?? null);
   const event: ChangeEvent | undefined = moved
-    ? { type: new Decimal(next.mrr).gt(sub.mrr) ? 'upgrade' : 'downgrade', old_amount: sub.mrr, new_amount: next.mrr, old_plan: sub.plan_name, new_plan: next.plan_name, occurred_at: effective }
+    ? {
+        type: new Decimal(next.mrr).gt(sub.mrr) ? 'upgrade' : 'downgrade',
+        old_amount: sub.mrr,
+        new_amount: next.mrr,
+        old_plan: sub.plan_name,
+        new_plan: next.plan_name,
+        occurred_at: effective,
+      }
     : undefined;
   return { next, effective, unchanged, webhook: 'subscription.updated', ...(event ? { event } : {}) };
 };
@@ -107,7 +138,11 @@ const cancel = (sub: SubscriptionItem, input: SubscriptionCancel, at: string): P
   const cancelledAt = effectiveTime(sub, input.cancelled_at, 'cancelled_at', at);
   if (input.cancelled_at && cancelledAt > at) {
     // A future date given: scheduled (without one, a subscription not started yet is cancelled at its start, now). It counts until then and reads as cancelled from then; a later cancel replaces the schedule.
-    return { next: { ...sub, cancel_at: cancelledAt, cancel_reason: input.reason ?? null }, effective: latestChangeAt(sub), webhook: 'subscription.updated' };
+    return {
+      next: { ...sub, cancel_at: cancelledAt, cancel_reason: input.reason ?? null },
+      effective: latestChangeAt(sub),
+      webhook: 'subscription.updated',
+    };
   }
   return {
     next: { ...sub, status: 'cancelled', cancelled_at: cancelledAt, cancel_at: null, paused_at: null, cancel_reason: input.reason ?? null },
@@ -122,7 +157,11 @@ const pause = (sub: SubscriptionItem, input: SubscriptionPause, at: string): Pla
   if (sub.status === 'paused') throw refuse('The subscription is already paused.');
   if (sub.status === 'cancelled') throw refuse('A cancelled subscription cannot be paused.');
   const pausedAt = effectiveTime(sub, input.paused_at, 'paused_at', at);
-  return { next: { ...sub, status: 'paused' as SubscriptionStatus, paused_at: pausedAt }, effective: pausedAt, webhook: 'subscription.paused' };
+  return {
+    next: { ...sub, status: 'paused' as SubscriptionStatus, paused_at: pausedAt },
+    effective: pausedAt,
+    webhook: 'subscription.paused',
+  };
 };
 
 /**
@@ -139,7 +178,14 @@ const reactivate = (sub: SubscriptionItem, input: SubscriptionReactivate, at: st
   return {
     next: { ...sub, status: 'active', cancelled_at: null, cancel_at: null, paused_at: null, cancel_reason: null },
     effective: reactivatedAt,
-    event: { type: 'reactivated', old_amount: '0', new_amount: sub.mrr, old_plan: sub.plan_name, new_plan: sub.plan_name, occurred_at: reactivatedAt },
+    event: {
+      type: 'reactivated',
+      old_amount: '0',
+      new_amount: sub.mrr,
+      old_plan: sub.plan_name,
+      new_plan: sub.plan_name,
+      occurred_at: reactivatedAt,
+    },
     webhook: 'subscription.reactivated',
   };
 };

@@ -15,7 +15,11 @@ import { applyScheduledCancel } from '#lib/subscriptions/service';
 export type ScheduledCancel = { merchant_id: string; subscription_id: number; cancel_at: string };
 
 /** What a subscription bus event arms, or null (no schedule on it). */
-export const scheduleOf = (detail: { merchant_id?: string; type?: string; data?: { object?: Record<string, unknown> } }): ScheduledCancel | null => {
+export const scheduleOf = (detail: {
+  merchant_id?: string;
+  type?: string;
+  data?: { object?: Record<string, unknown> };
+}): ScheduledCancel | null => {
   const object = detail.data?.object;
   if (!detail.merchant_id || !detail.type?.startsWith('subscription.') || typeof object?.cancel_at !== 'string') return null;
   return { merchant_id: detail.merchant_id, subscription_id: Number(object.id), cancel_at: object.cancel_at };
@@ -42,6 +46,10 @@ export const checkScheduledCancel = async (s: ScheduledCancel): Promise<CancelCh
   }
   const merchant = await getMerchant(s.merchant_id);
   if (!merchant) return { due: true, applied: false };
-  const applied = await applyScheduledCancel({ merchantId: s.merchant_id, reportingCurrency: merchant.reporting_currency }, s.subscription_id, s.cancel_at);
+  const applied = await applyScheduledCancel(
+    { merchantId: s.merchant_id, reportingCurrency: merchant.reporting_currency },
+    s.subscription_id,
+    s.cancel_at,
+  );
   return { due: true, applied: applied !== null && applied.status === 'cancelled' };
 };

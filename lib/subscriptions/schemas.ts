@@ -32,8 +32,13 @@ export const subscriptionUpdateBody = z.object({
   plan_name: plan().nullish(),
   mrr: mrr().nullish(),
   current_period_start: timestamp().nullish(),
-  effective_at: pastTimestamp().nullish().meta({ description: 'When the change takes effect (default now); not before the start or the latest change' }),
-  cancel_at: timestamp().nullable().optional().meta({ description: 'Schedules the cancellation at this future time; null clears a schedule' }),
+  effective_at: pastTimestamp()
+    .nullish()
+    .meta({ description: 'When the change takes effect (default now); not before the start or the latest change' }),
+  cancel_at: timestamp()
+    .nullable()
+    .optional()
+    .meta({ description: 'Schedules the cancellation at this future time; null clears a schedule' }),
 });
 export type SubscriptionUpdate = z.output<typeof subscriptionUpdateBody>;
 
@@ -45,11 +50,15 @@ export type SubscriptionCancel = z.output<typeof subscriptionCancelBody>;
 
 /** Pause and reactivate take their effective time (default now); unknown fields are ignored. */
 export const subscriptionPauseBody = z.object({
-  paused_at: pastTimestamp().nullish().meta({ description: 'When the pause takes effect (default now); not before the start or the latest change' }),
+  paused_at: pastTimestamp()
+    .nullish()
+    .meta({ description: 'When the pause takes effect (default now); not before the start or the latest change' }),
 });
 export type SubscriptionPause = z.output<typeof subscriptionPauseBody>;
 export const subscriptionReactivateBody = z.object({
-  reactivated_at: pastTimestamp().nullish().meta({ description: 'When the subscription is active again (default now); not before the start or the latest change' }),
+  reactivated_at: pastTimestamp()
+    .nullish()
+    .meta({ description: 'When the subscription is active again (default now); not before the start or the latest change' }),
 });
 export type SubscriptionReactivate = z.output<typeof subscriptionReactivateBody>;
 
@@ -58,7 +67,10 @@ export const subscriptionPathParams = z.object({ id: pathId('Subscription id') }
 export const subscriptionListQuery = z.object({
   ...pageQuery,
   customer_id: idParam().optional().meta({ description: "Only this customer's subscriptions" }),
-  status: z.enum(SUBSCRIPTION_STATUSES).optional().meta({ description: 'Only subscriptions in this status (as stored; a due scheduled cancellation is applied within a minute)' }),
+  status: z
+    .enum(SUBSCRIPTION_STATUSES)
+    .optional()
+    .meta({ description: 'Only subscriptions in this status (as stored; a due scheduled cancellation is applied within a minute)' }),
   plan_name: z.string().min(1).max(255).optional().meta({ description: 'Only subscriptions of this plan (exact name)' }),
 });
 export type SubscriptionListQuery = z.output<typeof subscriptionListQuery>;
@@ -79,14 +91,16 @@ export const subscriptionEventListQuery = z
 export type SubscriptionEventListQuery = z.output<typeof subscriptionEventListQuery>;
 
 /** What each recorded event type says of its amounts; the 422 on `event_type` quotes the rule. */
-export const EVENT_AMOUNT_RULES: Record<SubscriptionEventType, { rule: string; holds: (oldAmount: Decimal, newAmount: Decimal) => boolean }> = {
+export const EVENT_AMOUNT_RULES: Record<
+  SubscriptionEventType,
+  { rule: string; holds: (oldAmount: Decimal, newAmount: Decimal) => boolean }
+> = {
   created: { rule: 'old amount 0 and new amount above 0', holds: (o, n) => o.isZero() && n.gt(0) },
   upgrade: { rule: 'new amount greater than old amount', holds: (o, n) => n.gt(o) },
   downgrade: { rule: 'new amount above 0 and less than old amount', holds: (o, n) => n.gt(0) && n.lt(o) },
   cancel: { rule: 'old amount above 0 and new amount 0', holds: (o, n) => o.gt(0) && n.isZero() },
   reactivated: { rule: 'old amount 0 and new amount above 0', holds: (o, n) => o.isZero() && n.gt(0) },
 };
-
 
 /** A merchant's own id for a subscription (imports): unique per merchant. */
 const externalId = () => z.string().min(1).max(255);
@@ -109,10 +123,18 @@ export const subscriptionBatchItem = z
   })
   .superRefine((s, ctx) => {
     if (!s.customer_id && !s.customer_email) {
-      ctx.addIssue({ code: 'custom', path: ['customer_id'], message: 'The customer id field is required when customer email is not present.' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['customer_id'],
+        message: 'The customer id field is required when customer email is not present.',
+      });
     }
     if (s.cancelled_at && s.started_at && s.cancelled_at < s.started_at) {
-      ctx.addIssue({ code: 'custom', path: ['cancelled_at'], message: 'The cancelled at field must be a date after or equal to started at.' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['cancelled_at'],
+        message: 'The cancelled at field must be a date after or equal to started at.',
+      });
     }
   });
 export type SubscriptionBatchInput = z.output<typeof subscriptionBatchItem>;
@@ -127,7 +149,9 @@ const recordedEvent = (customerRequired: boolean) =>
     .object({
       customer_id: customerRequired
         ? bodyId()
-        : bodyId().nullish().meta({ description: "Required unless subscription_external_id names the subscription (its customer is then the subscription's)" }),
+        : bodyId().nullish().meta({
+            description: "Required unless subscription_external_id names the subscription (its customer is then the subscription's)",
+          }),
       subscription_id: bodyId().nullish(),
       subscription_external_id: externalId().nullish(),
       event_type: z.enum(EVENT_TYPES),
@@ -143,10 +167,18 @@ const recordedEvent = (customerRequired: boolean) =>
         ctx.addIssue({ code: 'custom', path: ['event_type'], message: `The ${e.event_type} event type needs ${rule}.` });
       }
       if (!customerRequired && e.customer_id == null && !e.subscription_external_id) {
-        ctx.addIssue({ code: 'custom', path: ['customer_id'], message: 'The customer id field is required when subscription external id is not present.' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['customer_id'],
+          message: 'The customer id field is required when subscription external id is not present.',
+        });
       }
       if (e.subscription_id && e.subscription_external_id) {
-        ctx.addIssue({ code: 'custom', path: ['subscription_external_id'], message: 'The subscription external id field must not be present when subscription id is present.' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['subscription_external_id'],
+          message: 'The subscription external id field must not be present when subscription id is present.',
+        });
       }
     });
 /** POST /subscriptions/events/batch item. */
@@ -161,7 +193,7 @@ export const subscriptionSchema = z
   .object({
     id: z.int(),
     customer_id: z.int(),
-    external_id: z.string().nullable().meta({ description: 'The merchant\'s own id (set by imports), null when none' }),
+    external_id: z.string().nullable().meta({ description: "The merchant's own id (set by imports), null when none" }),
     status: z.enum(SUBSCRIPTION_STATUSES),
     plan_name: z.string(),
     mrr: z.string().meta({ example: '990.00' }),
@@ -171,7 +203,10 @@ export const subscriptionSchema = z
     started_at: z.string(),
     current_period_start: z.string(),
     cancelled_at: z.string().nullable(),
-    cancel_at: z.string().nullable().meta({ description: 'A scheduled cancellation (a future cancelled_at): counted until then, cancelled from then' }),
+    cancel_at: z
+      .string()
+      .nullable()
+      .meta({ description: 'A scheduled cancellation (a future cancelled_at): counted until then, cancelled from then' }),
     paused_at: z.string().nullable(),
     cancel_reason: z.string().nullable(),
     created_at: z.string(),

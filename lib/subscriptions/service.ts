@@ -16,7 +16,15 @@ import { liveCondition } from '#lib/customers/store';
 import { addOutboxEvent } from '#lib/outbox';
 import { formatTimestamp } from '#lib/shared/time';
 import { addSubscriptionEvent, CUSTOMER_INVALID, type NewEvent } from '#lib/subscriptions/events';
-import { afterTaking, EVENT_ID_BLOCK, heldEventId, mrrContribution, presentSubscription, type Subscription, type SubscriptionItem } from '#lib/subscriptions/model';
+import {
+  afterTaking,
+  EVENT_ID_BLOCK,
+  heldEventId,
+  mrrContribution,
+  presentSubscription,
+  type Subscription,
+  type SubscriptionItem,
+} from '#lib/subscriptions/model';
 import type {
   SubscriptionCancel,
   SubscriptionCreate,
@@ -26,7 +34,7 @@ import type {
   SubscriptionUpdate,
 } from '#lib/subscriptions/schemas';
 import { asOf, isDue } from '#lib/subscriptions/effective';
-import { createdEvent, decide, reactivationRefused, TIME_FIELD, type ChangeEvent, type Command } from '#lib/subscriptions/rules';
+import { createdEvent, decide, reactivationRefused, type ChangeEvent, type Command } from '#lib/subscriptions/rules';
 import { getSubscriptionItem, subscriptionIndexAttributes } from '#lib/subscriptions/store';
 import type { AuthContext } from '#lib/auth/tokens';
 
@@ -44,7 +52,13 @@ export type Scope = Pick<AuthContext, 'merchantId' | 'reportingCurrency'>;
 const ONE = new Decimal(1);
 
 /** The customer's current MRR moves by the change in this subscription's contribution. */
-export const moveCustomerMrr = (ws: WriteSet, merchantId: string, customerId: number, before: SubscriptionItem | null, after: SubscriptionItem | null) => {
+export const moveCustomerMrr = (
+  ws: WriteSet,
+  merchantId: string,
+  customerId: number,
+  before: SubscriptionItem | null,
+  after: SubscriptionItem | null,
+) => {
   const delta = new Decimal(mrrContribution(after)).minus(mrrContribution(before));
   if (delta.isZero()) return;
   ws.update('customer-mrr', keys.customerMrr(merchantId, customerId)).add('mrr', delta).add('version', ONE);
@@ -63,15 +77,20 @@ export const moveTotals = (ws: WriteSet, merchantId: string, before: Subscriptio
 
 /**
  * The customer's MRR timeline and the metrics aggregates follow the subscription's line
- * (docs/metrics.md); the timeline is read only when the line moves. `field` is what a 422 blames when the
- * reclassification does not fit the transaction.
+ * (docs/metrics.md); the timeline is read only when the line moves.
  */
-const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem, after: SubscriptionItem, effective: string, field: string) => {
+const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem, after: SubscriptionItem, effective: string) => {
   const customerId = Number(before.customer_id);
   const unchanged = {};
   if (subscriptionTimeline(unchanged, before, after, effective, scope.reportingCurrency) === unchanged) return;
   const timeline = await readTimeline(scope.merchantId, customerId);
-  addTimelineChange(ws, scope.merchantId, customerId, timeline, subscriptionTimeline(timeline.timeline, before, after, effective, scope.reportingCurrency));
+  addTimelineChange(
+    ws,
+    scope.merchantId,
+    customerId,
+    timeline,
+    subscriptionTimeline(timeline.timeline, before, after, effective, scope.reportingCurrency),
+  );
 };
 
 /**
@@ -79,7 +98,9 @@ const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem
  * applies it (the slot is free from then, as every read already shows) and says so.
  */
 const settleLiveHolder = async (scope: Scope, customerId: number): Promise<boolean> => {
-  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.liveSubscription(scope.merchantId, customerId), ConsistentRead: true }));
+  const { Item } = await db().send(
+    new GetCommand({ TableName: tableName(), Key: keys.liveSubscription(scope.merchantId, customerId), ConsistentRead: true }),
+  );
   const holder = Item ? await getSubscriptionItem(scope.merchantId, Number(Item.subscription_id)) : null;
   if (!holder || !isDue(holder, formatTimestamp(now()))) return false;
   await applyScheduledCancel(scope, holder.id, holder.cancel_at!);
@@ -122,14 +143,24 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
     const timeline = await readTimeline(merchantId, input.customer_id);
     const ws = new WriteSet();
     ws.check('customer', keys.customer(merchantId, input.customer_id), liveCondition);
-    ws.put('live', { ...keys.liveSubscription(merchantId, input.customer_id), subscription_id: sub.id, customer_id: sub.customer_id }, itemAbsent);
+    ws.put(
+      'live',
+      { ...keys.liveSubscription(merchantId, input.customer_id), subscription_id: sub.id, customer_id: sub.customer_id },
+      itemAbsent,
+    );
     ws.put('subscription', { ...sub, ...subscriptionIndexAttributes(merchantId, sub) }, itemAbsent);
     moveCustomerMrr(ws, merchantId, sub.customer_id, null, sub);
     moveTotals(ws, merchantId, null, sub);
     addChangeEvent(ws, merchantId, ids.subscription_event!, sub, createdEvent(sub), at);
     const presented = presentSubscription(sub, scope.reportingCurrency);
     addOutboxEvent(ws, merchantId, 'subscription.created', presented, at);
-    addTimelineChange(ws, merchantId, sub.customer_id, timeline, subscriptionTimeline(timeline.timeline, null, sub, at, scope.reportingCurrency));
+    addTimelineChange(
+      ws,
+      merchantId,
+      sub.customer_id,
+      timeline,
+      subscriptionTimeline(timeline.timeline, null, sub, at, scope.reportingCurrency),
+    );
     try {
       await ws.commit();
     } catch (err) {
@@ -147,7 +178,15 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
 /** What a change records of itself: a subscription event's type, amounts, plans and time. */
 
 /** Adds the subscription's event of a change (source api, or import for imported subscriptions). */
-export const addChangeEvent = (ws: WriteSet, merchantId: string, id: number, sub: SubscriptionItem, e: ChangeEvent, at: string, source: NewEvent['source'] = 'api') =>
+export const addChangeEvent = (
+  ws: WriteSet,
+  merchantId: string,
+  id: number,
+  sub: SubscriptionItem,
+  e: ChangeEvent,
+  at: string,
+  source: NewEvent['source'] = 'api',
+) =>
   addSubscriptionEvent(
     ws,
     merchantId,
@@ -191,7 +230,9 @@ const change = async (scope: Scope, id: number, command: Command): Promise<Subsc
     if (unchanged) return presentSubscription(sub, scope.reportingCurrency);
     // The event's id: from the subscription's held block, else from a fresh block (a standalone
     // ADD before the transaction, so the merchant's sequence is never held by it).
-    const eventId = !e ? 0 : (heldEventId(sub) ?? (fresh ??= (await allocateIds(merchantId, { subscription_event: EVENT_ID_BLOCK })).subscription_event!));
+    const eventId = !e
+      ? 0
+      : (heldEventId(sub) ?? (fresh ??= (await allocateIds(merchantId, { subscription_event: EVENT_ID_BLOCK })).subscription_event!));
     const held = e ? afterTaking(sub, eventId) : {};
     const next: SubscriptionItem = { ...planned, ...held, updated_at: at, changed_at: effective, version: sub.version + 1 };
     const ws = new WriteSet();
@@ -206,7 +247,7 @@ const change = async (scope: Scope, id: number, command: Command): Promise<Subsc
     if (e) addChangeEvent(ws, merchantId, eventId, next, e, at);
     const presented = presentSubscription(next, scope.reportingCurrency);
     addOutboxEvent(ws, merchantId, webhook, presented, at);
-    await moveTimeline(ws, scope, sub, next, effective, TIME_FIELD[command.kind]);
+    await moveTimeline(ws, scope, sub, next, effective);
     try {
       await ws.commit();
     } catch (err) {
@@ -219,7 +260,6 @@ const change = async (scope: Scope, id: number, command: Command): Promise<Subsc
     return presented;
   });
 };
-
 
 /**
  * The scheduler's call at a cancellation's time (AWS: the state machine; locally: `npm start`'s
@@ -239,7 +279,8 @@ export const cancelSubscription = (scope: Scope, id: number, input: Subscription
 /** PUT /subscriptions/{id}/pause. */
 export const pauseSubscription = (scope: Scope, id: number, input: SubscriptionPause) => change(scope, id, { kind: 'pause', input });
 /** PUT /subscriptions/{id}/reactivate (the customer's live slot is decided by the transaction's marker put). */
-export const reactivateSubscription = (scope: Scope, id: number, input: SubscriptionReactivate) => change(scope, id, { kind: 'reactivate', input });
+export const reactivateSubscription = (scope: Scope, id: number, input: SubscriptionReactivate) =>
+  change(scope, id, { kind: 'reactivate', input });
 
 /**
  * DELETE /subscriptions/{id}: soft. It leaves the lists, releases the customer's live slot and
@@ -252,7 +293,15 @@ export const deleteSubscription = async (scope: Scope, id: number): Promise<void
     if (!sub || sub.deleted_at) throw new NotFoundError();
     const at = formatTimestamp(now());
     // Without its index attributes: a deleted subscription leaves every list.
-    const { gsi1pk: _1, gsi1sk: _2, gsi2pk: _3, gsi2sk: _4, gsi3pk: _5, gsi3sk: _6, ...rest } = sub as SubscriptionItem & Record<string, unknown>;
+    const {
+      gsi1pk: _1,
+      gsi1sk: _2,
+      gsi2pk: _3,
+      gsi2sk: _4,
+      gsi3pk: _5,
+      gsi3sk: _6,
+      ...rest
+    } = sub as SubscriptionItem & Record<string, unknown>;
     const deleted: SubscriptionItem = { ...(rest as SubscriptionItem), deleted_at: at, updated_at: at, version: sub.version + 1 };
     const ws = new WriteSet();
     ws.put('subscription', deleted, versionIs(sub.version));
@@ -261,7 +310,7 @@ export const deleteSubscription = async (scope: Scope, id: number): Promise<void
     if (sub.external_id) ws.delete('external_id', keys.subscriptionExternalId(merchantId, sub.external_id), holdsLive(sub.id));
     moveCustomerMrr(ws, merchantId, sub.customer_id, sub, null);
     moveTotals(ws, merchantId, sub, deleted);
-    await moveTimeline(ws, scope, sub, deleted, at, 'id');
+    await moveTimeline(ws, scope, sub, deleted, at);
     await ws.commit();
   });
 };
@@ -301,7 +350,9 @@ export const listSubscriptions = async (scope: Scope, q: SubscriptionListQuery) 
   if (filters.length) query = { ...query, filter: { expression: filters.join(' AND '), names, values } };
   const byTotals = q.customer_id === undefined && !q.plan_name;
   const count = async () =>
-    byTotals ? ((await readTotals(merchantId, 'SUBSCRIPTIONS'))[q.status ? `subscriptions_${q.status}` : 'subscriptions']?.toNumber() ?? 0) : countQuery(query);
+    byTotals
+      ? ((await readTotals(merchantId, 'SUBSCRIPTIONS'))[q.status ? `subscriptions_${q.status}` : 'subscriptions']?.toNumber() ?? 0)
+      : countQuery(query);
   const { items, meta } = await listPage<SubscriptionItem>(query, count, q);
   const at = formatTimestamp(now());
   return { data: items.map((s) => presentSubscription(asOf(s, at), scope.reportingCurrency)), meta };

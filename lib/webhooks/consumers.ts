@@ -91,11 +91,21 @@ const eachRecord = async <P>(
 
 /** The fan-out over a batch of events-queue messages. */
 export const fanOutRecords = (records: SQSRecord[], queue: DeliveryQueue): Promise<SQSBatchResponse> =>
-  eachRecord(records, eventOfMessage, (event) => event.merchant_id, async (_r, event) => {
-    const tasks = await tasksFor(event);
-    if (tasks.length) await queue.send(tasks);
-    logger.info('webhook event fanned out', { event_id: event.id, type: event.type, merchant_id: event.merchant_id, endpoints: tasks.length });
-  });
+  eachRecord(
+    records,
+    eventOfMessage,
+    (event) => event.merchant_id,
+    async (_r, event) => {
+      const tasks = await tasksFor(event);
+      if (tasks.length) await queue.send(tasks);
+      logger.info('webhook event fanned out', {
+        event_id: event.id,
+        type: event.type,
+        merchant_id: event.merchant_id,
+        endpoints: tasks.length,
+      });
+    },
+  );
 
 export type DeliveryOptions = AttemptOptions & {
   random?: () => number;
@@ -116,14 +126,21 @@ export const deliverRecords = (records: SQSRecord[], queue: DeliveryQueue, opts:
     const outcome = await deliverTask(task, opts);
     opts.onOutcome?.(task, outcome);
     const log = { event_id: task.event.id, type: task.event.type, endpoint_id: task.endpoint_id, merchant_id: task.merchant_id };
-    if (outcome.action === 'done') return logger.info('webhook task done', { ...log, reason: outcome.reason, attempt: outcome.entry?.attempt });
+    if (outcome.action === 'done')
+      return logger.info('webhook task done', { ...log, reason: outcome.reason, attempt: outcome.entry?.attempt });
     const { attempt, status, error } = outcome.entry;
     if (outcome.action === 'dead-letter') {
       await queue.deadLetter(task, `attempt ${attempt} failed: ${error ?? `HTTP ${status}`}`);
       return logger.warn('webhook task dead-lettered', { ...log, attempt, status, error });
     }
     await queue.postpone(r.receiptHandle, outcome.delaySeconds);
-    logger.info('webhook attempt failed, retry scheduled', { ...log, attempt, status, error, retry_in_s: Math.round(outcome.delaySeconds) });
+    logger.info('webhook attempt failed, retry scheduled', {
+      ...log,
+      attempt,
+      status,
+      error,
+      retry_in_s: Math.round(outcome.delaySeconds),
+    });
     throw new RetryLater(`attempt ${attempt} failed`);
   });
 

@@ -73,7 +73,11 @@ const COMPLETE_FROM = 'complete_from';
  * whose attempts are counted: until it starts the list's window, the list still counts item by item.
  */
 export const putDeliveryDaysHead = (ws: WriteSet, merchantId: string, endpointId: number, completeFrom?: string): void => {
-  ws.put('days-head', { ...keys.webhookDeliveryDaysHead(merchantId, endpointId), ...(completeFrom ? { [COMPLETE_FROM]: completeFrom } : {}) }, itemAbsent);
+  ws.put(
+    'days-head',
+    { ...keys.webhookDeliveryDaysHead(merchantId, endpointId), ...(completeFrom ? { [COMPLETE_FROM]: completeFrom } : {}) },
+    itemAbsent,
+  );
 };
 export const deleteDeliveryDaysHead = (ws: WriteSet, merchantId: string, endpointId: number): void => {
   ws.delete('days-head', keys.webhookDeliveryDaysHead(merchantId, endpointId));
@@ -120,7 +124,11 @@ export const listDeliveries = async (
   const identity: IndexQuery = { partition, to: '~' };
   const head = keys.webhookDeliveryDaysHead(merchantId, endpointId);
   const count = async () => {
-    const items = await readCounterItems(webhookDeliveryDaysPartition(merchantId, endpointId), keys.webhookDeliveryDay(merchantId, endpointId, firstDay, 0).sk.slice(0, -3), head.sk);
+    const items = await readCounterItems(
+      webhookDeliveryDaysPartition(merchantId, endpointId),
+      keys.webhookDeliveryDay(merchantId, endpointId, firstDay, 0).sk.slice(0, -3),
+      head.sk,
+    );
     const headItem = items.find((i) => i.sk === head.sk);
     // A head from the backfill counts from its first whole day: earlier days' attempts were not counted.
     const complete = headItem && !(String(headItem[COMPLETE_FROM] ?? '') > firstDay);

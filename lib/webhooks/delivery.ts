@@ -141,7 +141,14 @@ export const attemptAndRecord = async (
       addDeliveryLog(ws, merchantId, endpoint.id, entry(), started.toISOString());
       const record = ws
         .update('delivery', stateKey)
-        .setAll({ event_id: event.id, event_type: event.type, body, last_attempt_at: at, last_status: result.status ?? null, last_error: result.error ?? null })
+        .setAll({
+          event_id: event.id,
+          event_type: event.type,
+          body,
+          last_attempt_at: at,
+          last_status: result.status ?? null,
+          last_error: result.error ?? null,
+        })
         .set('expires_at', Math.floor(started.getTime() / 1000) + DELIVERY_LOG_TTL_SECONDS)
         .set('attempt_token', token)
         .add('attempts', ONE)
@@ -175,11 +182,19 @@ const disableEndpoint = async (merchantId: string, endpoint: WebhookEndpointItem
   ws.update('endpoint', keys.webhookEndpoint(merchantId, endpoint.id))
     .setAll({ status: 'disabled', updated_at: at })
     .add('version', ONE)
-    .when({ expression: 'version = :v AND #status = :enabled', names: { '#status': 'status' }, values: { ':v': endpoint.version, ':enabled': 'enabled' } });
+    .when({
+      expression: 'version = :v AND #status = :enabled',
+      names: { '#status': 'status' },
+      values: { ':v': endpoint.version, ':enabled': 'enabled' },
+    });
   putListEntry(ws, merchantId, { ...endpoint, status: 'disabled' });
   try {
     await ws.commit();
-    logger.warn('webhook endpoint disabled after 5 days of failed deliveries', { merchant_id: merchantId, endpoint_id: endpoint.id, failing_since: failingSince });
+    logger.warn('webhook endpoint disabled after 5 days of failed deliveries', {
+      merchant_id: merchantId,
+      endpoint_id: endpoint.id,
+      failing_since: failingSince,
+    });
   } catch (err) {
     // Changed meanwhile (PATCHed, rotated, deleted): the next failed attempt decides again.
     if (!(err instanceof WriteConflict)) throw err;
@@ -188,7 +203,11 @@ const disableEndpoint = async (merchantId: string, endpoint: WebhookEndpointItem
 
 export type TaskOutcome =
   /** Nothing more to do: delivered now or before, or the endpoint is gone, disabled or unsubscribed. */
-  | { action: 'done'; reason: 'delivered' | 'already delivered' | 'endpoint deleted' | 'endpoint disabled' | 'not subscribed'; entry?: DeliveryLogEntry }
+  | {
+      action: 'done';
+      reason: 'delivered' | 'already delivered' | 'endpoint deleted' | 'endpoint disabled' | 'not subscribed';
+      entry?: DeliveryLogEntry;
+    }
   /** Failed: try again after `delaySeconds`. */
   | { action: 'retry'; delaySeconds: number; entry: DeliveryLogEntry }
   /** Failed its last attempt: park the task in the dead-letter queue. */
@@ -214,7 +233,11 @@ export const deliverTask = async (task: DeliveryTask, opts: AttemptOptions & { r
   if (state?.delivered_at) return { action: 'done', reason: 'already delivered' };
   if (!receives(endpoint, event.type as EventType)) return { action: 'done', reason: 'not subscribed' };
 
-  const { entry, result, scheduledAttempts } = await attemptAndRecord(merchantId, endpoint, event, state, { ...opts, scheduled: true, health: health ?? null });
+  const { entry, result, scheduledAttempts } = await attemptAndRecord(merchantId, endpoint, event, state, {
+    ...opts,
+    scheduled: true,
+    health: health ?? null,
+  });
   if (result.ok) return { action: 'done', reason: 'delivered', entry };
   if (health?.failing_since && Date.parse(entry.at) - Date.parse(health.failing_since) >= AUTO_DISABLE_AFTER_MS) {
     await retrying(() => disableEndpoint(merchantId, endpoint, health.failing_since));

@@ -1,4 +1,15 @@
-import { webhookEndpointCreateBody, webhookEndpointListQuery, webhookEndpointPathParams, webhookEndpointSchema, webhookEndpointUpdateBody, webhookEndpointWithSecretSchema, webhookDeliveriesListQuery, webhookDeliveriesPathParams, webhookDeliveryRetryPathParams, webhookDeliverySchema } from '#lib/webhooks/schemas';
+import {
+  webhookEndpointCreateBody,
+  webhookEndpointListQuery,
+  webhookEndpointPathParams,
+  webhookEndpointSchema,
+  webhookEndpointUpdateBody,
+  webhookEndpointWithSecretSchema,
+  webhookDeliveriesListQuery,
+  webhookDeliveriesPathParams,
+  webhookDeliveryRetryPathParams,
+  webhookDeliverySchema,
+} from '#lib/webhooks/schemas';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { defineRoute } from '#lib/http/route';
 import { dataOf, listOf, messageBody } from '#lib/shared/schemas';
@@ -6,7 +17,6 @@ import { errors, dashboardRead, dashboardAdmin, notFound, invalid } from '#lib/h
 
 /** The webhooks routes (their handlers import only these; lib/http/routes.ts is the union). */
 export const routes = {
-
   webhookEndpointsList: defineRoute({
     method: 'GET',
     path: '/webhook-endpoints',
@@ -16,8 +26,7 @@ export const routes = {
     writes: false,
     csv: true,
     summary: 'List webhook endpoints, newest first (no secrets)',
-    description:
-      'Lists the merchant\'s webhook endpoints newest first, without secrets (docs/webhook-endpoints.md).',
+    description: "Lists the merchant's webhook endpoints newest first, without secrets (docs/webhook-endpoints.md).",
     tags: ['webhooks'],
     request: { query: webhookEndpointListQuery },
     responses: { 200: { description: 'A page of webhook endpoints', schema: listOf(webhookEndpointSchema) }, ...errors, ...invalid },
@@ -48,8 +57,7 @@ export const routes = {
     ability: 'webhooks:read',
     writes: false,
     summary: 'Get a webhook endpoint (no secret)',
-    description:
-      'One webhook endpoint, without its secret (docs/webhook-endpoints.md).',
+    description: 'One webhook endpoint, without its secret (docs/webhook-endpoints.md).',
     tags: ['webhooks'],
     request: { params: webhookEndpointPathParams },
     responses: { 200: { description: 'The webhook endpoint', schema: dataOf(webhookEndpointSchema) }, ...errors, ...notFound },
@@ -74,8 +82,7 @@ export const routes = {
     ability: 'webhooks:write',
     writes: true,
     summary: 'Delete a webhook endpoint (its deliveries stop)',
-    description:
-      'Deletes an endpoint with its secrets; deliveries to it stop (docs/webhook-endpoints.md).',
+    description: 'Deletes an endpoint with its secrets; deliveries to it stop (docs/webhook-endpoints.md).',
     tags: ['webhooks'],
     request: { params: webhookEndpointPathParams },
     responses: { 204: { description: 'Deleted' }, ...errors, ...notFound },
@@ -93,7 +100,11 @@ export const routes = {
       'Issues a new signing secret, shown in this answer only. The previous one keeps signing beside it for 24 hours, so a receiver can switch without missing a delivery (docs/webhook-endpoints.md).',
     tags: ['webhooks'],
     request: { params: webhookEndpointPathParams },
-    responses: { 200: { description: 'The webhook endpoint with its new secret', schema: dataOf(webhookEndpointWithSecretSchema) }, ...errors, ...notFound },
+    responses: {
+      200: { description: 'The webhook endpoint with its new secret', schema: dataOf(webhookEndpointWithSecretSchema) },
+      ...errors,
+      ...notFound,
+    },
   }),
   webhookEndpointsTest: defineRoute({
     method: 'POST',
@@ -109,7 +120,11 @@ export const routes = {
       'Sends a signed `webhook.test` event to the endpoint now, enabled or not, and answers with the attempt: status code, duration and error if any (docs/webhooks.md).',
     tags: ['webhooks'],
     request: { params: webhookEndpointPathParams },
-    responses: { 200: { description: 'The attempt (also in the delivery log)', schema: dataOf(webhookDeliverySchema) }, ...errors, ...notFound },
+    responses: {
+      200: { description: 'The attempt (also in the delivery log)', schema: dataOf(webhookDeliverySchema) },
+      ...errors,
+      ...notFound,
+    },
   }),
   webhookEndpointsDeliveries: defineRoute({
     method: 'GET',
@@ -121,10 +136,15 @@ export const routes = {
     csv: true,
     summary: "The endpoint's delivery attempts of the last 30 days, newest first",
     description:
-      'The endpoint\'s delivery attempts of the last 30 days, newest first, with their status code, error and next retry time (docs/webhooks.md).',
+      "The endpoint's delivery attempts of the last 30 days, newest first, with their status code, error and next retry time (docs/webhooks.md).",
     tags: ['webhooks'],
     request: { params: webhookDeliveriesPathParams, query: webhookDeliveriesListQuery },
-    responses: { 200: { description: 'A page of delivery attempts', schema: listOf(webhookDeliverySchema) }, ...errors, ...notFound, ...invalid },
+    responses: {
+      200: { description: 'A page of delivery attempts', schema: listOf(webhookDeliverySchema) },
+      ...errors,
+      ...notFound,
+      ...invalid,
+    },
   }),
   webhookEndpointsRetryDelivery: defineRoute({
     method: 'POST',
@@ -139,6 +159,10 @@ export const routes = {
       'Delivers one event again now to this endpoint (one it was sent in the last 30 days) and answers with the attempt (docs/webhooks.md).',
     tags: ['webhooks'],
     request: { params: webhookDeliveryRetryPathParams },
-    responses: { 200: { description: 'The attempt (also in the delivery log)', schema: dataOf(webhookDeliverySchema) }, ...errors, ...notFound },
+    responses: {
+      200: { description: 'The attempt (also in the delivery log)', schema: dataOf(webhookDeliverySchema) },
+      ...errors,
+      ...notFound,
+    },
   }),
 };

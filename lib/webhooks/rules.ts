@@ -80,7 +80,10 @@ export const decide = <T extends Endpoint>(e: T, command: Command, at: string): 
     status: input.status ?? e.status,
   };
   const unchanged =
-    planned.url === e.url && sameEvents(planned.events, e.events) && planned.description === (e.description ?? null) && planned.status === e.status;
+    planned.url === e.url &&
+    sameEvents(planned.events, e.events) &&
+    planned.description === (e.description ?? null) &&
+    planned.status === e.status;
   if (unchanged) return { next: e, unchanged: true };
   const next: T = { ...withoutExpiredPrevious(planned, at), updated_at: at, version: e.version + 1 };
   return { next, healthReset: e.status === 'disabled' && next.status === 'enabled' };

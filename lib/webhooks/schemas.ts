@@ -132,7 +132,10 @@ export const webhookDeliverySchema = z
     event_type: z.string().meta({ example: 'order.paid' }),
     attempt: z.int().meta({ description: '1 for the first attempt, one more per retry (automatic or manual)' }),
     status: z.int().nullable().meta({ description: 'HTTP status of the answer; null when none arrived' }),
-    error: z.string().nullable().meta({ description: '`timeout`, a connection error code or `refused url: …`; null when an answer arrived' }),
+    error: z
+      .string()
+      .nullable()
+      .meta({ description: '`timeout`, a connection error code or `refused url: …`; null when an answer arrived' }),
     duration_ms: z.int(),
     at: z.string().meta({ description: 'When the attempt started' }),
   })

@@ -80,7 +80,10 @@ export const encryptSecret = async (merchantId: string, plain: string): Promise<
 export const decryptSecret = async (merchantId: string, stored: string): Promise<string> => {
   if (stored.startsWith(KMS_PREFIX)) {
     const out = await kmsClient().send(
-      new DecryptCommand({ CiphertextBlob: Buffer.from(stored.slice(KMS_PREFIX.length), 'base64'), EncryptionContext: context(merchantId) }),
+      new DecryptCommand({
+        CiphertextBlob: Buffer.from(stored.slice(KMS_PREFIX.length), 'base64'),
+        EncryptionContext: context(merchantId),
+      }),
     );
     if (!out.Plaintext) throw new Error('KMS Decrypt returned no plaintext');
     return Buffer.from(out.Plaintext).toString('utf8');

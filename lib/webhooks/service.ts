@@ -6,7 +6,12 @@ import { WriteSet } from '#lib/db/writes';
 import { ConflictError, InvalidError, NotFoundError } from '#lib/errors';
 import { formatTimestamp } from '#lib/shared/time';
 import { presentWebhookEndpoint } from '#lib/webhooks/model';
-import type { WebhookDeliveriesListQuery, WebhookEndpointCreate, WebhookEndpointListQuery, WebhookEndpointUpdate } from '#lib/webhooks/schemas';
+import type {
+  WebhookDeliveriesListQuery,
+  WebhookEndpointCreate,
+  WebhookEndpointListQuery,
+  WebhookEndpointUpdate,
+} from '#lib/webhooks/schemas';
 import { newEventId } from '#lib/outbox';
 import type { WebhookEvent } from '#lib/webhooks/deliver';
 import { listDeliveries } from '#lib/webhooks/deliveries';

@@ -29,7 +29,9 @@ export const ENDPOINT_COUNT_ATTR = 'endpoints';
 /** A webhook endpoint by id, read by key (strongly consistent). */
 export const getWebhookEndpointItem = async (merchantId: string, id: number): Promise<WebhookEndpointItem | null> => {
   if (!Number.isSafeInteger(id) || id < 1) return null;
-  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.webhookEndpoint(merchantId, id), ConsistentRead: true }));
+  const { Item } = await db().send(
+    new GetCommand({ TableName: tableName(), Key: keys.webhookEndpoint(merchantId, id), ConsistentRead: true }),
+  );
   return (Item as WebhookEndpointItem | undefined) ?? null;
 };
 
@@ -50,7 +52,11 @@ export const addEndpointCreate = (ws: WriteSet, merchantId: string, item: Webhoo
   putListEntry(ws, merchantId, item);
   ws.update('endpoint-count', endpointCountKey(merchantId))
     .add(ENDPOINT_COUNT_ATTR, ONE)
-    .when({ expression: 'attribute_not_exists(#n) OR #n < :max', names: { '#n': ENDPOINT_COUNT_ATTR }, values: { ':max': MAX_WEBHOOK_ENDPOINTS } });
+    .when({
+      expression: 'attribute_not_exists(#n) OR #n < :max',
+      names: { '#n': ENDPOINT_COUNT_ATTR },
+      values: { ':max': MAX_WEBHOOK_ENDPOINTS },
+    });
 };
 
 /** A failed create's tags: the merchant already has as many endpoints as the cap allows. */
@@ -85,7 +91,10 @@ export const getDelivery = async (merchantId: string, id: number, eventId: strin
   const endpointKey = keys.webhookEndpoint(merchantId, id);
   const stateKey = keys.webhookDeliveryState(merchantId, id, eventId);
   const found = await batchGet([endpointKey, stateKey]);
-  return { endpoint: found.get(keyId(endpointKey)) as WebhookEndpointItem | undefined, state: found.get(keyId(stateKey)) as DeliveryStateItem | undefined };
+  return {
+    endpoint: found.get(keyId(endpointKey)) as WebhookEndpointItem | undefined,
+    state: found.get(keyId(stateKey)) as DeliveryStateItem | undefined,
+  };
 };
 
 type ListEntry = Pick<WebhookEndpointItem, 'id' | 'status' | 'events'>;
@@ -117,7 +126,10 @@ export const endpointsReceiving = async (merchantId: string, type: EventType): P
   let all = entries.map((e) => ({ ...e, id: Number(e.id) }));
   if ((totals[ENDPOINT_COUNT_ATTR]?.toNumber() ?? 0) > all.length) {
     const listed = new Set(all.map((e) => e.id));
-    const indexed = await queryAll<ListEntry>({ index: 'gsi1', partition: webhookEndpointIndexes.partitions.all(merchantId), descending: false }, fields);
+    const indexed = await queryAll<ListEntry>(
+      { index: 'gsi1', partition: webhookEndpointIndexes.partitions.all(merchantId), descending: false },
+      fields,
+    );
     all = [...all, ...indexed.map((e) => ({ ...e, id: Number(e.id) })).filter((e) => !listed.has(e.id))];
   }
   return all.filter((e) => receives(e, type));
@@ -134,7 +146,11 @@ export const endpointsReceiving = async (merchantId: string, type: EventType): P
 export const backfillEndpointList = async (merchantId: string): Promise<{ endpoints: number; written: number }> => {
   const seq = (await batchGet([keys.sequences(merchantId)])).get(keyId(keys.sequences(merchantId)));
   const ids = Array.from({ length: Number(seq?.webhook_endpoint ?? 0) }, (_, i) => i + 1);
-  const owned = (id: number) => [keys.webhookEndpoint(merchantId, id), keys.webhookEndpointListEntry(merchantId, id), keys.webhookDeliveryDaysHead(merchantId, id)];
+  const owned = (id: number) => [
+    keys.webhookEndpoint(merchantId, id),
+    keys.webhookEndpointListEntry(merchantId, id),
+    keys.webhookDeliveryDaysHead(merchantId, id),
+  ];
   const found = await batchGet(ids.flatMap(owned));
   const has = (key: Key) => found.has(keyId(key));
   let endpoints = 0;

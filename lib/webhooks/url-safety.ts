@@ -130,7 +130,10 @@ export type UrlCheck = { ok: true; url: URL; addresses: string[] } | { ok: false
  * The synchronous part: the URL parses (WHATWG), is https (or http to a loopback host locally) and
  * has no user info. Returns the parsed URL or the 422 message.
  */
-export const checkUrlShape = (raw: string, { allowLocal }: { allowLocal: boolean }): { ok: true; url: URL; localLoopback: boolean } | { ok: false; message: string } => {
+export const checkUrlShape = (
+  raw: string,
+  { allowLocal }: { allowLocal: boolean },
+): { ok: true; url: URL; localLoopback: boolean } | { ok: false; message: string } => {
   let url: URL;
   try {
     url = new URL(raw);
@@ -212,12 +215,18 @@ export const checkWebhookUrl = async (raw: string, opts: { resolver?: Resolver; 
  */
 export const guardedLookup =
   (opts: { resolver?: Resolver; allowLocal: boolean }) =>
-  (hostname: string, options: { all?: boolean } | number | undefined, callback: (err: NodeJS.ErrnoException | null, address: string | { address: string; family: number }[], family?: number) => void) => {
+  (
+    hostname: string,
+    options: { all?: boolean } | number | undefined,
+    callback: (err: NodeJS.ErrnoException | null, address: string | { address: string; family: number }[], family?: number) => void,
+  ) => {
     const scheme = opts.allowLocal && LOCAL_HOSTS.has(hostname) ? 'http' : 'https';
     checkWebhookUrl(`${scheme}://${isIP(hostname) === 6 ? `[${hostname}]` : hostname}/`, opts).then(
       (r) => {
         if (!r.ok) {
-          const err = Object.assign(new Error(`${hostname}: ${r.refused ? `refused ${r.refused} address` : r.message}`), { code: 'EWEBHOOKADDR' });
+          const err = Object.assign(new Error(`${hostname}: ${r.refused ? `refused ${r.refused} address` : r.message}`), {
+            code: 'EWEBHOOKADDR',
+          });
           return callback(err, []);
         }
         const all = r.addresses.map((address) => ({ address, family: isIP(address) }));

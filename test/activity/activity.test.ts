@@ -11,9 +11,20 @@ afterEach(() => resetClock());
 type Entry = Record<string, any>;
 const list = async (token: string, qs = '') => api.get(`/activity${qs}`, token);
 const entries = async (token: string, qs = '') => (await list(token, qs)).body.data as Entry[];
-const order = (no: string, over: Record<string, unknown> = {}) => ({ order_no: no, amount: '100', customer_email: `${no}@example.com`, ...over });
+const order = (no: string, over: Record<string, unknown> = {}) => ({
+  order_no: no,
+  amount: '100',
+  customer_email: `${no}@example.com`,
+  ...over,
+});
 /** The counts of a batch answer, as an entry repeats them. */
-const counts = (data: Entry) => ({ total: data.total, created: data.created, updated: data.updated, skipped: data.skipped, failed: data.failed });
+const counts = (data: Entry) => ({
+  total: data.total,
+  created: data.created,
+  updated: data.updated,
+  skipped: data.skipped,
+  failed: data.failed,
+});
 
 describe('GET /activity', () => {
   it('has one entry per batch request of each type, with the counts, skipped and failed items the batch answered, its request id and import run', async () => {
@@ -23,13 +34,31 @@ describe('GET /activity', () => {
     const customers = await api.post(
       '/customers/batch',
       token,
-      { customers: [{ email: 'a@example.com', name: 'A' }, { email: 'a@example.com', name: 'A again' }, { email: 'nope', name: 'Bad' }] },
+      {
+        customers: [
+          { email: 'a@example.com', name: 'A' },
+          { email: 'a@example.com', name: 'A again' },
+          { email: 'nope', name: 'Bad' },
+        ],
+      },
       { 'X-Import-Run': run },
     );
-    const orders = await api.post('/orders/batch', token, { orders: [order('o1'), order('o2', { amount: '-3' }), order('o1', { status: 'paid' })] }, { 'X-Import-Run': run });
+    const orders = await api.post(
+      '/orders/batch',
+      token,
+      { orders: [order('o1'), order('o2', { amount: '-3' }), order('o1', { status: 'paid' })] },
+      { 'X-Import-Run': run },
+    );
     const subscriptions = await api.post('/subscriptions/batch', token, {
       subscriptions: [
-        { external_id: 's1', customer_email: 'a@example.com', plan_name: 'Pro', mrr: '10', billing_cycle: 'monthly', started_at: '2026-01-01T00:00:00Z' },
+        {
+          external_id: 's1',
+          customer_email: 'a@example.com',
+          plan_name: 'Pro',
+          mrr: '10',
+          billing_cycle: 'monthly',
+          started_at: '2026-01-01T00:00:00Z',
+        },
         { external_id: 's1', customer_email: 'b@example.com', plan_name: 'Pro', mrr: '10', billing_cycle: 'monthly' },
       ],
     });
@@ -53,17 +82,27 @@ describe('GET /activity', () => {
       expect(Number.isSafeInteger(e.id)).toBe(true);
       // Every skipped and failed item the batch answered, with a message that says why.
       expect(e.results.failed).toEqual(answered[i].body.data.results.failed);
-      expect(e.results.skipped).toEqual(answered[i].body.data.results.skipped.map((s: Entry) => ({ ...s, message: expect.stringMatching(/\w/) })));
+      expect(e.results.skipped).toEqual(
+        answered[i].body.data.results.skipped.map((s: Entry) => ({ ...s, message: expect.stringMatching(/\w/) })),
+      );
     });
     expect([e1.import_run, e2.import_run, e3.import_run, e4.import_run]).toEqual([run, run, null, null]);
     // Newest first: same second, so by id.
     expect(e4.id).toBeGreaterThan(e3.id);
     expect(e1).toMatchObject({ total: 3, created: 1, skipped: 1, failed: 1 });
-    expect(e1.results.skipped).toEqual([{ index: 1, identifier: 'a@example.com', reason: 'duplicate_email', message: expect.stringContaining('already has this email') }]);
-    expect(e1.results.failed).toEqual([{ index: 2, identifier: 'nope', reason: 'validation_error', message: expect.stringContaining('email') }]);
+    expect(e1.results.skipped).toEqual([
+      { index: 1, identifier: 'a@example.com', reason: 'duplicate_email', message: expect.stringContaining('already has this email') },
+    ]);
+    expect(e1.results.failed).toEqual([
+      { index: 2, identifier: 'nope', reason: 'validation_error', message: expect.stringContaining('email') },
+    ]);
     expect(e2).toMatchObject({ total: 3, created: 1, updated: 1, failed: 1 });
     expect(e3.results.skipped[0]).toMatchObject({ index: 1, identifier: 's1', reason: 'duplicate_external_id' });
-    expect(e4.results.failed[0]).toMatchObject({ index: 1, reason: 'validation_error', message: expect.stringContaining('new amount greater than old amount') });
+    expect(e4.results.failed[0]).toMatchObject({
+      index: 1,
+      reason: 'validation_error',
+      message: expect.stringContaining('new amount greater than old amount'),
+    });
 
     // One entry by id, the same as listed.
     const one = await api.get(`/activity/${e2.id}`, token);
@@ -75,7 +114,10 @@ describe('GET /activity', () => {
     const { token } = await newMerchant();
     const batch = (day: string, run?: string, type: 'orders' | 'customers' = 'orders') => {
       fixedClock(`${day}T08:00:00Z`);
-      const body = type === 'orders' ? { orders: [order(`o${Math.random().toString(36).slice(2)}`)] } : { customers: [{ email: `${Math.random()}@example.com` }] };
+      const body =
+        type === 'orders'
+          ? { orders: [order(`o${Math.random().toString(36).slice(2)}`)] }
+          : { customers: [{ email: `${Math.random()}@example.com` }] };
       return api.post(`/${type}/batch`, token, body, run ? { 'X-Import-Run': run } : {});
     };
     await batch('2026-01-10', 'r1');
@@ -112,7 +154,9 @@ describe('GET /activity', () => {
 
     const bad = await list(token, '?type=orders');
     expect(bad.status).toBe(422);
-    expect(bad.body.errors.type[0]).toBe('The selected type is invalid. Allowed: customers.batch, orders.batch, subscriptions.batch, subscription_events.batch.');
+    expect(bad.body.errors.type[0]).toBe(
+      'The selected type is invalid. Allowed: customers.batch, orders.batch, subscriptions.batch, subscription_events.batch.',
+    );
     for (const [qs, field] of [
       ['?start_date=yesterday', 'start_date'],
       ['?start_date=2026-01-12&end_date=2026-01-11', 'end_date'],
@@ -128,7 +172,8 @@ describe('GET /activity', () => {
   it('pages by number and by cursor alike; a cursor of another list or made up is a 422; a page offset of 10,000 or more points to the cursor', async () => {
     fixedClock('2026-05-01T00:00:00Z');
     const { token } = await newMerchant();
-    for (let i = 0; i < 5; i++) await api.post('/customers/batch', token, { customers: [{ email: `p${i}@example.com` }] }, { 'X-Import-Run': 'paged' });
+    for (let i = 0; i < 5; i++)
+      await api.post('/customers/batch', token, { customers: [{ email: `p${i}@example.com` }] }, { 'X-Import-Run': 'paged' });
     const byPage = await Promise.all([1, 2, 3].map((p) => list(token, `?per_page=2&page=${p}`)));
     expect(byPage.map((r) => r.body.data.length)).toEqual([2, 2, 1]);
     expect(byPage[2].body.meta).toMatchObject({ current_page: 3, from: 5, to: 5, last_page: 3, total: 5, next_cursor: null });
@@ -148,9 +193,16 @@ describe('GET /activity', () => {
     expect(walked.map((e) => e.id)).toEqual(byPage.flatMap((r) => r.body.data.map((e: Entry) => e.id)));
 
     const first = (await list(token, '?per_page=2')).body.meta.next_cursor as string;
-    for (const qs of [`?type=orders.batch&cursor=${first}`, '?cursor=bm90IGEgY3Vyc29y', `?cursor=${Buffer.from(JSON.stringify(['x', 0, { pk: 'M#x' }])).toString('base64url')}`]) {
+    for (const qs of [
+      `?type=orders.batch&cursor=${first}`,
+      '?cursor=bm90IGEgY3Vyc29y',
+      `?cursor=${Buffer.from(JSON.stringify(['x', 0, { pk: 'M#x' }])).toString('base64url')}`,
+    ]) {
       const r = await list(token, qs);
-      expect([r.status, r.body.errors?.cursor?.[0]], qs).toEqual([422, 'The cursor field must be a meta.next_cursor value returned by this list with the same filters.']);
+      expect([r.status, r.body.errors?.cursor?.[0]], qs).toEqual([
+        422,
+        'The cursor field must be a meta.next_cursor value returned by this list with the same filters.',
+      ]);
     }
     // The same list under another merchant's token: its cursor names a partition that is not theirs.
     const other = await newMerchant();
@@ -162,7 +214,7 @@ describe('GET /activity', () => {
     expect((await list(token, '?page=100&per_page=100')).status).toBe(200);
   });
 
-  it('is the merchant\'s own: another merchant sees none of it, by list or by id; unknown ids are a 404', async () => {
+  it("is the merchant's own: another merchant sees none of it, by list or by id; unknown ids are a 404", async () => {
     const a = await newMerchant();
     const b = await newMerchant();
     await api.post('/orders/batch', a.token, { orders: [order(`iso${Date.now()}`)] });
@@ -209,7 +261,9 @@ describe('GET /activity', () => {
     const r1 = await api.post('/orders/batch', token, { orders: [] });
     const r2 = await api.post('/orders/batch', token, { orders: [order('x1')] }, { 'X-Import-Run': 'not valid!' });
     expect([r1.status, r2.status]).toEqual([422, 422]);
-    expect(r2.body.errors).toEqual({ import_run: ['The import run field must be 1 to 100 letters, digits, dots, underscores, colons or hyphens.'] });
+    expect(r2.body.errors).toEqual({
+      import_run: ['The import run field must be 1 to 100 letters, digits, dots, underscores, colons or hyphens.'],
+    });
     expect((await api.get('/orders/x1', token)).status).toBe(404);
     expect(await activityRecords(merchantId)).toEqual([]);
   });
@@ -237,7 +291,9 @@ describe('GET /activity', () => {
       },
     });
     try {
-      const res = await api.post('/orders/batch', token, { orders: [order(`race${Date.now()}a`), order(`race${Date.now()}b`, { amount: 'x' })] });
+      const res = await api.post('/orders/batch', token, {
+        orders: [order(`race${Date.now()}a`), order(`race${Date.now()}b`, { amount: 'x' })],
+      });
       expect(res.status).toBe(200);
       expect(probe.stats.fired).toBe(true);
       expect(seen[0]).toBe(true); // the entry and the order were in one transaction
@@ -253,7 +309,9 @@ describe('GET /activity', () => {
   it('stays a bounded item: 100 failed items with 1,000-character identifiers and messages are cut to 200 bytes each', async () => {
     const { token, merchantId } = await newMerchant();
     const long = 'é'.repeat(1000);
-    const res = await api.post('/orders/batch', token, { orders: Array.from({ length: 100 }, (_, i) => ({ order_no: `${long}${i}`, amount: 'x', customer_email: 'a@example.com' })) });
+    const res = await api.post('/orders/batch', token, {
+      orders: Array.from({ length: 100 }, (_, i) => ({ order_no: `${long}${i}`, amount: 'x', customer_email: 'a@example.com' })),
+    });
     expect(res.body.data.failed).toBe(100);
     const [entry] = await entries(token);
     expect(entry.failed).toBe(100);
@@ -280,9 +338,11 @@ describe('GET /activity request budget', () => {
       const byRun = await api.counted('GET', '/activity?per_page=2&import_run=budget', { token });
       return [page1.requests, cursorPage.requests, byType.requests, byRun.requests];
     };
-    for (let i = 0; i < 3; i++) await api.post('/customers/batch', token, { customers: [{ email: `b${i}@example.com` }] }, { 'X-Import-Run': 'budget' });
+    for (let i = 0; i < 3; i++)
+      await api.post('/customers/batch', token, { customers: [{ email: `b${i}@example.com` }] }, { 'X-Import-Run': 'budget' });
     const small = await measure();
-    for (let i = 3; i < 40; i++) await api.post('/customers/batch', token, { customers: [{ email: `b${i}@example.com` }] }, { 'X-Import-Run': 'budget' });
+    for (let i = 3; i < 40; i++)
+      await api.post('/customers/batch', token, { customers: [{ email: `b${i}@example.com` }] }, { 'X-Import-Run': 'budget' });
     const large = await measure();
     expect(small).toEqual([4, 4, 4, 4]);
     expect(large).toEqual(small);

@@ -16,7 +16,9 @@ describe('back-office claims', () => {
   });
 
   it('the local server shapes claims like API Gateway: strings, arrays as [a b]', () => {
-    expect(toGatewayClaims({ 'cognito:groups': ['admin', 'user'], exp: 1700000000, 'custom:merchant_id': 'mer_1', email_verified: true })).toEqual({
+    expect(
+      toGatewayClaims({ 'cognito:groups': ['admin', 'user'], exp: 1700000000, 'custom:merchant_id': 'mer_1', email_verified: true }),
+    ).toEqual({
       'cognito:groups': '[admin user]',
       exp: '1700000000',
       'custom:merchant_id': 'mer_1',
@@ -25,10 +27,13 @@ describe('back-office claims', () => {
   });
 
   it('role: admin wins over user; merchant: only a well-formed merchant id', () => {
-    expect(readClaims({ 'custom:merchant_id': 'mer_abc', 'cognito:groups': '[user admin]' })).toEqual({ merchantId: 'mer_abc', role: 'admin' });
+    expect(readClaims({ 'custom:merchant_id': 'mer_abc', 'cognito:groups': '[user admin]' })).toEqual({
+      merchantId: 'mer_abc',
+      role: 'admin',
+    });
     expect(readClaims({ 'custom:merchant_id': 'mer_abc', 'cognito:groups': '[user]' })).toEqual({ merchantId: 'mer_abc', role: 'user' });
     expect(readClaims({ 'custom:merchant_id': 'mer_abc', 'cognito:groups': '[Admin]' }).role).toBeNull(); // group names are exact
-    for (const bad of ['', 'mer_', 'M#mer_1', 'mer_1#TOKEN', 'cus_1', 'mer_' + 'a'.repeat(65)]) {
+    for (const bad of ['', 'mer_', 'M#mer_1', 'mer_1#TOKEN', 'cus_1', `mer_${'a'.repeat(65)}`]) {
       expect(readClaims({ 'custom:merchant_id': bad }).merchantId, bad).toBeNull();
     }
     expect(readClaims(undefined)).toEqual({ merchantId: null, role: null });

@@ -27,7 +27,12 @@ describe('ops backoffice-token (local stack)', { timeout: 90_000 }, () => {
   it('issues a JWT the local server accepts, with the role asked for', async () => {
     const id = await merchant();
     const admin = await ok('backoffice-token', '--merchant', id, '--role', 'admin', '--email', 'owner@example.com');
-    expect(admin).toEqual({ token: expect.stringMatching(/^ey[\w-]+\.[\w-]+\.[\w-]+$/), expires_at: expect.any(String), merchant_id: id, role: 'admin' });
+    expect(admin).toEqual({
+      token: expect.stringMatching(/^ey[\w-]+\.[\w-]+\.[\w-]+$/),
+      expires_at: expect.any(String),
+      merchant_id: id,
+      role: 'admin',
+    });
     const lifetime = Date.parse(admin.expires_at) - Date.now();
     expect(lifetime).toBeGreaterThan(3500_000);
     expect(lifetime).toBeLessThanOrEqual(3600_000);
@@ -64,7 +69,10 @@ describe('ops backoffice-token (local stack)', { timeout: 90_000 }, () => {
     ]);
     // Usage errors: exit 2, nothing on stdout, the reason and the usage on stderr.
     runs.forEach((r, i) =>
-      expect({ code: r.code, stdout: r.stdout, usage: r.stderr.includes('usage:'), reason: r.stderr.includes(usage[i][1]) }, r.stderr).toEqual({
+      expect(
+        { code: r.code, stdout: r.stdout, usage: r.stderr.includes('usage:'), reason: r.stderr.includes(usage[i][1]) },
+        r.stderr,
+      ).toEqual({
         code: 2,
         stdout: '',
         usage: true,
@@ -77,7 +85,11 @@ describe('ops backoffice-token (local stack)', { timeout: 90_000 }, () => {
     // No local stack (no endpoint, no stack file): it does not pretend to issue Cognito tokens.
     const { DYNAMODB_ENDPOINT: _e, ...rest } = process.env;
     const dir = mkdtempSync(join(tmpdir(), 'ops-bo-'));
-    const away = await runCli(['backoffice-token', '--merchant', 'mer_x', '--role', 'admin'], { ...rest, HOME: dir, LOCAL_STACK_FILE: join(dir, 'none.json') });
+    const away = await runCli(['backoffice-token', '--merchant', 'mer_x', '--role', 'admin'], {
+      ...rest,
+      HOME: dir,
+      LOCAL_STACK_FILE: join(dir, 'none.json'),
+    });
     expect(away.code).toBe(1);
     expect(away.stderr).toContain('backoffice-token issues tokens for the local stack only');
   });
@@ -115,7 +127,11 @@ describe('ops backoffice-user create', { timeout: 90_000 }, () => {
     });
     beforeAll(async () => {
       moto = await startMoto();
-      cognito = new CognitoIdentityProviderClient({ endpoint: moto.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+      cognito = new CognitoIdentityProviderClient({
+        endpoint: moto.endpoint,
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      });
       const pool = await cognito.send(
         new CreateUserPoolCommand({
           PoolName: 'backoffice-test',
@@ -130,7 +146,18 @@ describe('ops backoffice-user create', { timeout: 90_000 }, () => {
 
     it('creates the user with the merchant attribute and the role group; a second create is 409', async () => {
       const id = await merchant();
-      const args = ['backoffice-user', 'create', '--merchant', id, '--email', 'boss@example.com', '--role', 'admin', '--user-pool-id', poolId];
+      const args = [
+        'backoffice-user',
+        'create',
+        '--merchant',
+        id,
+        '--email',
+        'boss@example.com',
+        '--role',
+        'admin',
+        '--user-pool-id',
+        poolId,
+      ];
       const r = await runCli(args, awsEnv());
       expect(r.code, r.stderr).toBe(0);
       expect(r.json).toMatchObject({ created: true, user_pool_id: poolId, email: 'boss@example.com', merchant_id: id, role: 'admin' });
@@ -145,10 +172,13 @@ describe('ops backoffice-user create', { timeout: 90_000 }, () => {
       expect(again.code).toBe(1);
       expect(JSON.parse(again.stderr)).toEqual({ error: `A back-office user boss@example.com already exists in ${poolId}.`, status: 409 });
       // The pool id may come from the environment too; an unknown merchant is refused before Cognito.
-      const unknown = await runCli(['backoffice-user', 'create', '--merchant', 'mer_nobody', '--email', 'x@example.com', '--role', 'user'], {
-        ...awsEnv(),
-        BACKOFFICE_USER_POOL_ID: poolId,
-      });
+      const unknown = await runCli(
+        ['backoffice-user', 'create', '--merchant', 'mer_nobody', '--email', 'x@example.com', '--role', 'user'],
+        {
+          ...awsEnv(),
+          BACKOFFICE_USER_POOL_ID: poolId,
+        },
+      );
       expect(unknown.code).toBe(1);
       expect(JSON.parse(unknown.stderr)).toEqual({ error: 'Merchant mer_nobody does not exist.', status: 404 });
     });

@@ -16,7 +16,7 @@ const api = useApi();
 
 const item = async (key: { pk: string; sk: string }) =>
   (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
-const at = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString().slice(0, 19) + 'Z';
+const at = (unixSeconds: number) => `${new Date(unixSeconds * 1000).toISOString().slice(0, 19)}Z`;
 
 describe('token lifecycle through the back office', () => {
   it('create → use → regenerate (old refused, new accepted) → revoke (refused) → create again; 409 while valid', async () => {
@@ -56,7 +56,11 @@ describe('token lifecycle through the back office', () => {
     expect(regenerated.status).toBe(200);
     const second = regenerated.body.data.token as string;
     expect(second).not.toBe(first);
-    expect(regenerated.body.data).toMatchObject({ last_four: second.slice(-4), abilities: created.body.data.abilities, last_used_at: null });
+    expect(regenerated.body.data).toMatchObject({
+      last_four: second.slice(-4),
+      abilities: created.body.data.abilities,
+      last_used_at: null,
+    });
     const old = await api.get('/customers', first);
     expect(old.status).toBe(401);
     expect(old.body).toEqual({ message: 'Unauthenticated.' });
@@ -144,7 +148,9 @@ describe('last_used_at', () => {
     }
     expect((await backoffice(api, 'view', await backofficeJwt(merchantId, 'user'))).body.data.last_used_at).toBeNull();
     await api.get('/customers', token);
-    expect((await backoffice(api, 'view', await backofficeJwt(merchantId, 'user'))).body.data.last_used_at).toBe(at(clock.start + 3 * 3600));
+    expect((await backoffice(api, 'view', await backofficeJwt(merchantId, 'user'))).body.data.last_used_at).toBe(
+      at(clock.start + 3 * 3600),
+    );
   });
 });
 
@@ -170,7 +176,7 @@ describe('losing a race', () => {
       if (op === 'revoke') await regenerateToken(merchantId);
       let winner = '';
       const race = raceNextTransaction(async () => (winner = (await regenerateToken(merchantId)).token));
-      let res;
+      let res: Awaited<ReturnType<typeof backoffice>>;
       try {
         res = await backoffice(api, op, admin);
       } finally {

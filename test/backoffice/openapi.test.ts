@@ -15,10 +15,17 @@ describe('OpenAPI security schemes', () => {
       backofficeJwt: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: expect.stringContaining('Cognito') },
     });
     const token = doc.paths['/backoffice/api-token'];
-    expect(token.get).toMatchObject({ security: [{ backofficeJwt: ['admin', 'user'] }], 'x-backoffice-roles': ['admin', 'user'], tags: ['backoffice'] });
+    expect(token.get).toMatchObject({
+      security: [{ backofficeJwt: ['admin', 'user'] }],
+      'x-backoffice-roles': ['admin', 'user'],
+      tags: ['backoffice'],
+    });
     expect(token.post).toMatchObject({ security: [{ backofficeJwt: ['admin'] }], 'x-backoffice-roles': ['admin'] });
     expect(token.delete).toMatchObject({ security: [{ backofficeJwt: ['admin'] }], 'x-backoffice-roles': ['admin'] });
-    expect(doc.paths['/backoffice/api-token/regenerate'].post).toMatchObject({ security: [{ backofficeJwt: ['admin'] }], 'x-backoffice-roles': ['admin'] });
+    expect(doc.paths['/backoffice/api-token/regenerate'].post).toMatchObject({
+      security: [{ backofficeJwt: ['admin'] }],
+      'x-backoffice-roles': ['admin'],
+    });
     for (const op of [token.get, token.post, token.delete]) {
       expect(op['x-required-ability']).toBeUndefined();
       expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403', '429']));
@@ -32,14 +39,23 @@ describe('OpenAPI security schemes', () => {
     const issued = schema(token.post.responses['201'].content['application/json'].schema.properties.data.$ref);
     expect(Object.keys(issued.properties)).toContain('token');
     // Token routes keep the bearer token and their ability.
-    expect(doc.paths['/customers'].get).toMatchObject({ security: [{ bearerAuth: ['customers:read'] }], 'x-required-ability': 'customers:read' });
+    expect(doc.paths['/customers'].get).toMatchObject({
+      security: [{ bearerAuth: ['customers:read'] }],
+      'x-required-ability': 'customers:read',
+    });
     expect(doc.paths['/openapi.json'].get.security).toEqual([]);
   });
 
   it("says what API Gateway answers itself: a back-office 401 may come without the API's headers; a write's 409 carries Retry-After", async () => {
     const { body: doc } = await api.get('/openapi.json');
     const token = doc.paths['/backoffice/api-token'];
-    for (const op of [token.get, token.post, token.delete, doc.paths['/backoffice/api-token/regenerate'].post, doc.paths['/backoffice/me'].get]) {
+    for (const op of [
+      token.get,
+      token.post,
+      token.delete,
+      doc.paths['/backoffice/api-token/regenerate'].post,
+      doc.paths['/backoffice/me'].get,
+    ]) {
       const unauthorized = op.responses['401'];
       expect(unauthorized.description).toContain('{"message": "Unauthorized"}');
       expect(unauthorized.headers['apigw-requestid'].required).toBe(true);

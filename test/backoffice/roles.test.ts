@@ -1,4 +1,4 @@
-import { generateKeyPair, SignJWT, type JWTPayload } from 'jose';
+import type { JWTPayload } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { newMerchant, useApi } from '../support/api.ts';
 import { isolatedClock, withEnv } from '../pipeline/support.ts';
@@ -55,12 +55,18 @@ describe('back-office roles', () => {
     const user = await backofficeJwt(merchantId, 'user');
     await backoffice(api, 'revoke', await backofficeJwt(merchantId, 'admin'));
     expect((await backoffice(api, 'view', user)).status).toBe(404);
-    for (const op of ['regenerate', 'revoke', 'create'] as Operation[]) expect((await backoffice(api, op, user)).body, op).toEqual(FORBIDDEN);
+    for (const op of ['regenerate', 'revoke', 'create'] as Operation[])
+      expect((await backoffice(api, op, user)).body, op).toEqual(FORBIDDEN);
   });
 });
 
 describe('back-office identity', () => {
-  const claimsFor = (merchantId: string, groups: string[] = ['admin']) => ({ sub: 'u-1', 'custom:merchant_id': merchantId, 'cognito:groups': groups, token_use: 'id' });
+  const claimsFor = (merchantId: string, groups: string[] = ['admin']) => ({
+    sub: 'u-1',
+    'custom:merchant_id': merchantId,
+    'cognito:groups': groups,
+    token_use: 'id',
+  });
 
   it('refuses, as API Gateway does, a missing, forged, unsigned, expired, wrong-audience or wrong-issuer JWT', async () => {
     const { merchantId } = await newMerchant();
@@ -71,7 +77,7 @@ describe('back-office identity', () => {
     const unsigned = `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...claims, iss: LOCAL_BACKOFFICE_ISSUER, aud: LOCAL_BACKOFFICE_AUDIENCE, iat: now, exp: now + 3600 })}.`;
     const cases: [string, string | null, string | null][] = [
       ['no Authorization header', null, null],
-      ['not a JWT', 'ras_' + 'a'.repeat(44), 'the token is not valid'],
+      ['not a JWT', `ras_${'a'.repeat(44)}`, 'the token is not valid'],
       ['forged (another key)', forged, 'the token signature is invalid'],
       ['unsigned (alg none)', unsigned, 'the token is not valid'],
       ['expired', (await signLocalJwt(claims, { ttlSeconds: -60 })).token, 'the token has expired'],

@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { newMerchant, useApi } from '../support/api.ts';
 import { checkAnswer } from '../support/contract.ts';
 import { generateSchema, SCHEMA_FILE } from '../../clients/typescript/generate.ts';
-import { createApiClient, IDEMPOTENT_POSTS, paginate, retryAfterMs, retryingFetch, type ApiClientOptions } from '../../clients/typescript/index.ts';
+import {
+  createApiClient,
+  IDEMPOTENT_POSTS,
+  paginate,
+  retryAfterMs,
+  retryingFetch,
+  type ApiClientOptions,
+} from '../../clients/typescript/index.ts';
 import { openApiDocument } from '#lib/http/openapi';
 
 /** The typed client (clients/typescript, docs/typed-client.md): in step with the document, and its own layer. */
@@ -17,7 +24,13 @@ const client = (token: string, options: Partial<ApiClientOptions> = {}) =>
     fetch: async (request) => {
       const res = await (options.fetch ?? fetch)(request);
       const url = new URL(request.url);
-      await checkAnswer({ method: request.method, path: `${url.pathname.replace(/^\/v1/, '')}${url.search}`, status: res.status, headers: res.headers, text: await res.clone().text() });
+      await checkAnswer({
+        method: request.method,
+        path: `${url.pathname.replace(/^\/v1/, '')}${url.search}`,
+        status: res.status,
+        headers: res.headers,
+        text: await res.clone().text(),
+      });
       return res;
     },
     ...(options.retry !== undefined ? { retry: options.retry } : {}),
@@ -65,7 +78,9 @@ describe('the typed client', () => {
         return ++calls === 1 ? new Response('{"message":"busy"}', { status: 503, headers: { 'retry-after': '1' } }) : res;
       },
     });
-    const { data, response } = await c.POST('/orders', { body: { order_no: 'IDEM-1', customer_email: 'idem@example.com', amount: '10.00', currency: 'USD', status: 'paid' } });
+    const { data, response } = await c.POST('/orders', {
+      body: { order_no: 'IDEM-1', customer_email: 'idem@example.com', amount: '10.00', currency: 'USD', status: 'paid' },
+    });
     expect(response.status).toBe(201);
     expect(response.headers.get('idempotent-replayed')).toBe('true');
     expect(keys).toHaveLength(2);
@@ -90,7 +105,9 @@ describe('retries', () => {
   it('retry a 429 after its Retry-After, whatever the method', async () => {
     const { sent, base } = answers([429, '3'], [200]);
     const waits: number[] = [];
-    const res = await retryingFetch(base, { sleep: async (ms) => void waits.push(ms) })(new Request('http://x/v1/customers', { method: 'POST', body: '{}' }));
+    const res = await retryingFetch(base, { sleep: async (ms) => void waits.push(ms) })(
+      new Request('http://x/v1/customers', { method: 'POST', body: '{}' }),
+    );
     expect(res.status).toBe(200);
     expect(sent).toHaveLength(2);
     expect(waits).toEqual([3000]);
@@ -99,7 +116,9 @@ describe('retries', () => {
   it('are bounded: attempts in all, each pause at most maxDelayMs; the last answer is returned', async () => {
     const { sent, base } = answers([503, '3600']);
     const waits: number[] = [];
-    const res = await retryingFetch(base, { attempts: 3, maxDelayMs: 5_000, sleep: async (ms) => void waits.push(ms) })(new Request('http://x/v1/customers'));
+    const res = await retryingFetch(base, { attempts: 3, maxDelayMs: 5_000, sleep: async (ms) => void waits.push(ms) })(
+      new Request('http://x/v1/customers'),
+    );
     expect(res.status).toBe(503);
     expect(sent).toHaveLength(3);
     expect(waits).toEqual([5_000, 5_000]);
@@ -107,7 +126,9 @@ describe('retries', () => {
 
   it('never repeat a 503 of a POST without an idempotency key (it may have been stored)', async () => {
     const { sent, base } = answers([503, '1'], [200]);
-    const res = await retryingFetch(base, { sleep: async () => undefined })(new Request('http://x/v1/customers', { method: 'POST', body: '{}' }));
+    const res = await retryingFetch(base, { sleep: async () => undefined })(
+      new Request('http://x/v1/customers', { method: 'POST', body: '{}' }),
+    );
     expect(res.status).toBe(503);
     expect(sent).toHaveLength(1);
   });

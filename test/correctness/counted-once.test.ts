@@ -15,19 +15,26 @@ const api = useApi();
 let fault: Installed<LostAnswerStats> | undefined;
 afterEach(() => fault?.uninstall());
 
-const read = async (key: { pk: string; sk: string }) => (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
+const read = async (key: { pk: string; sk: string }) =>
+  (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
 const adds = (input: Record<string, any>) => /\bADD\b/.test(input.UpdateExpression ?? '');
 
 describe('counters are never applied twice by a re-send', () => {
   it('a SET whose answer is lost is re-sent and succeeds; an ADD is sent once and fails as unanswered', async () => {
     const key = { pk: `TEST#counted-once#${Math.random()}`, sk: 'C' };
     fault = lostAnswer('UpdateItem', { when: (i) => !adds(i) });
-    await db().send(new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'SET v = :v', ExpressionAttributeValues: { ':v': 1 } }));
+    await db().send(
+      new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'SET v = :v', ExpressionAttributeValues: { ':v': 1 } }),
+    );
     expect(fault.stats).toEqual({ lost: 1, sent: 2 });
     fault.uninstall();
 
     fault = lostAnswer('UpdateItem', { when: adds });
-    await expect(db().send(new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': 1 } }))).rejects.toMatchObject({ name: 'TimeoutError' });
+    await expect(
+      db().send(
+        new UpdateCommand({ TableName: tableName(), Key: key, UpdateExpression: 'ADD n :one', ExpressionAttributeValues: { ':one': 1 } }),
+      ),
+    ).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(fault.stats).toEqual({ lost: 1, sent: 1 });
     expect((await read(key))?.n).toBe(1);
   });

@@ -26,7 +26,11 @@ type Run = { non201: number; conflicts: number; retries: number; transactions: n
 
 const load = async (tokens: string[], perClient: number): Promise<Run> => {
   const before = { retries: retryStats.retries, conflicts: model!.stats.conflicts, transactions: model!.stats.transactions };
-  const { non201, ms } = await hotLoad((token, body) => api.post('/orders', token, body), tokens, { clients: CLIENTS, perClient, customersPerClient: CUSTOMERS_PER_CLIENT });
+  const { non201, ms } = await hotLoad((token, body) => api.post('/orders', token, body), tokens, {
+    clients: CLIENTS,
+    perClient,
+    customersPerClient: CUSTOMERS_PER_CLIENT,
+  });
   return {
     non201,
     conflicts: model!.stats.conflicts - before.conflicts,
@@ -41,7 +45,12 @@ const checkFigures = async (token: string, orders: number) => {
   expect((await api.get('/orders?per_page=1', token)).body.meta.total).toBe(orders);
   expect((await api.get('/orders?status=paid&per_page=1', token)).body.meta.total).toBe(orders);
   const stats = (await api.get('/orders/stats', token)).body.data;
-  expect(stats).toEqual({ today_revenue: new Decimal(orders).toFixed(2), monthly_revenue: new Decimal(orders).toFixed(2), today_count: orders, today_success_rate: 100 });
+  expect(stats).toEqual({
+    today_revenue: new Decimal(orders).toFixed(2),
+    monthly_revenue: new Decimal(orders).toFixed(2),
+    today_count: orders,
+    today_success_rate: 100,
+  });
   const { items: customers } = await allPages(api, token, '/customers');
   expect(customers.reduce((s, c) => s + c.order_count, 0)).toBe(orders);
   for (const c of customers) expect(c.ltv).toBe(new Decimal(c.order_count).toFixed(2));
@@ -51,7 +60,10 @@ describe('hot merchant under the transaction conflict model', () => {
   it(`${CLIENTS} clients creating ${ORDERS} orders for one merchant: all 201, figures exact, conflicts near the spread-out level`, async () => {
     model = transactionConflictModel();
     const many = await Promise.all(Array.from({ length: CLIENTS }, () => newMerchant()));
-    const spread = await load(many.map((m) => m.token), ORDERS / CLIENTS);
+    const spread = await load(
+      many.map((m) => m.token),
+      ORDERS / CLIENTS,
+    );
     const hot = await newMerchant();
     const one = await load([hot.token], ORDERS / CLIENTS);
     // Worst case: no shard kept between transactions (each draws at random, like fresh containers).
@@ -60,7 +72,9 @@ describe('hot merchant under the transaction conflict model', () => {
     const random = await load([cold.token], ORDERS / CLIENTS).finally(() => setShardPolicy('lease'));
 
     // Written to docs/benchmarks.md's figures by hand; printed so a run shows them.
-    console.info(`conflicts by item: ${JSON.stringify(model!.stats.conflictsByItem)}\nhot merchant: ${JSON.stringify(one)}\nhot merchant, random shards: ${JSON.stringify(random)}\nspread over ${CLIENTS} merchants: ${JSON.stringify(spread)}`);
+    console.info(
+      `conflicts by item: ${JSON.stringify(model!.stats.conflictsByItem)}\nhot merchant: ${JSON.stringify(one)}\nhot merchant, random shards: ${JSON.stringify(random)}\nspread over ${CLIENTS} merchants: ${JSON.stringify(spread)}`,
+    );
     expect(one.non201).toBe(0);
     expect(random.non201).toBe(0);
     await checkFigures(cold.token, ORDERS);

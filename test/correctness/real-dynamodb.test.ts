@@ -14,7 +14,10 @@ import { orderBody, uniqueNo } from '../orders/helpers.ts';
  */
 const api = useApi();
 const installed: Installed<unknown>[] = [];
-const use = <T extends Installed<unknown>>(m: T): T => (installed.push(m), m);
+const use = <T extends Installed<unknown>>(m: T): T => {
+  installed.push(m);
+  return m;
+};
 afterEach(() => {
   for (const m of installed.splice(0)) m.uninstall();
 });
@@ -70,8 +73,16 @@ describe('no write decided by an index read', () => {
     const { token } = await newMerchant();
     const no1 = uniqueNo();
     const no2 = uniqueNo();
-    await api.post('/orders', token, orderBody({ order_no: no1, customer_email: 'p@example.com', status: 'paid', paid_at: '2026-01-01T00:00:00Z' }));
-    await api.post('/orders', token, orderBody({ order_no: no2, customer_email: 'p@example.com', status: 'paid', paid_at: '2026-02-01T00:00:00Z' }));
+    await api.post(
+      '/orders',
+      token,
+      orderBody({ order_no: no1, customer_email: 'p@example.com', status: 'paid', paid_at: '2026-01-01T00:00:00Z' }),
+    );
+    await api.post(
+      '/orders',
+      token,
+      orderBody({ order_no: no2, customer_email: 'p@example.com', status: 'paid', paid_at: '2026-02-01T00:00:00Z' }),
+    );
     const spy = indexQueries();
     expect((await api.patch(`/orders/${no1}`, token, { status: 'refunded' })).status).toBe(200);
     const batch = await api.post('/orders/batch', token, {
@@ -197,7 +208,10 @@ describe('batches keep their reports', () => {
   it('a customers batch whose transaction lost one race redoes its items and reports them all', async () => {
     const { token } = await newMerchant();
     use(failOnce('TransactWriteItems', () => awsErrors.transactionCanceled([awsErrors.conflictReason()])));
-    const r = await api.post('/customers/batch', token, { on_conflict: 'update', customers: [{ email: 'x@example.com' }, { email: 'y@example.com' }, { email: 'x@example.com', name: 'X' }] });
+    const r = await api.post('/customers/batch', token, {
+      on_conflict: 'update',
+      customers: [{ email: 'x@example.com' }, { email: 'y@example.com' }, { email: 'x@example.com', name: 'X' }],
+    });
     expect(r.body.data).toMatchObject({ created: 2, updated: 1, failed: 0 });
     expect((await api.get('/customers?search=x@example.com', token)).body.data[0].name).toBe('X');
   });
@@ -220,7 +234,9 @@ describe('batches keep their reports', () => {
     );
     use({ stats: {}, uninstall: () => db().middlewareStack.remove(name) });
     const no = uniqueNo();
-    const r = await api.post('/orders/batch', token, { orders: [{ order_no: no, amount: '10.00', customer_email: 'gone@example.com', status: 'paid' }] });
+    const r = await api.post('/orders/batch', token, {
+      orders: [{ order_no: no, amount: '10.00', customer_email: 'gone@example.com', status: 'paid' }],
+    });
     expect(r.body.data.created, JSON.stringify(r.body)).toBe(1);
     const order = (await api.get(`/orders/${no}`, token)).body.data;
     expect(order.customer_id).not.toBe(deletedId);

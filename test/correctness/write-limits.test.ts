@@ -19,14 +19,36 @@ const refused = async (write: Promise<unknown>) => {
 describe('writes past AWS limits fail the test that makes them', () => {
   it('an item over 64 KB (put, in a transaction, or an update carrying that much) is refused and not stored', async () => {
     const big = 'x'.repeat(ITEM_CEILING_BYTES);
-    expect((await refused(db().send(new PutCommand({ TableName: tableName(), Item: { ...key('big'), blob: big } })))).join()).toContain('PutItem: an item of');
-    expect((await db().send(new PutCommand({ TableName: tableName(), Item: { ...key('small'), blob: 'x'.repeat(60 * 1024) } }))).$metadata.httpStatusCode).toBe(200);
+    expect((await refused(db().send(new PutCommand({ TableName: tableName(), Item: { ...key('big'), blob: big } })))).join()).toContain(
+      'PutItem: an item of',
+    );
+    expect(
+      (await db().send(new PutCommand({ TableName: tableName(), Item: { ...key('small'), blob: 'x'.repeat(60 * 1024) } }))).$metadata
+        .httpStatusCode,
+    ).toBe(200);
     expect(takeWriteLimitBreaches()).toEqual([]);
     expect(
-      (await refused(db().send(new TransactWriteCommand({ TransactItems: [{ Put: { TableName: tableName(), Item: { ...key('big-tx'), blob: big } } }] })))).join(),
+      (
+        await refused(
+          db().send(
+            new TransactWriteCommand({ TransactItems: [{ Put: { TableName: tableName(), Item: { ...key('big-tx'), blob: big } } }] }),
+          ),
+        )
+      ).join(),
     ).toContain('TransactWriteItems Put');
     expect(
-      (await refused(db().send(new UpdateCommand({ TableName: tableName(), Key: key('small'), UpdateExpression: 'SET blob = :b', ExpressionAttributeValues: { ':b': big } })))).join(),
+      (
+        await refused(
+          db().send(
+            new UpdateCommand({
+              TableName: tableName(),
+              Key: key('small'),
+              UpdateExpression: 'SET blob = :b',
+              ExpressionAttributeValues: { ':b': big },
+            }),
+          ),
+        )
+      ).join(),
     ).toContain('an update carrying');
     const stored = await db().send(new PutCommand({ TableName: tableName(), Item: { ...key('probe') } }));
     expect(stored.$metadata.httpStatusCode).toBe(200);
@@ -34,7 +56,9 @@ describe('writes past AWS limits fail the test that makes them', () => {
 
   it('a transaction over 100 actions is refused', async () => {
     const puts = Array.from({ length: 101 }, (_, i) => ({ Put: { TableName: tableName(), Item: key(`tx-${i}`) } }));
-    expect((await refused(db().send(new TransactWriteCommand({ TransactItems: puts }))))).toEqual(['TransactWriteItems: 101 actions (at most 100)']);
+    expect(await refused(db().send(new TransactWriteCommand({ TransactItems: puts })))).toEqual([
+      'TransactWriteItems: 101 actions (at most 100)',
+    ]);
   });
 
   it('sizes follow DynamoDB: names and values, numbers by digits, maps and lists with overhead', () => {

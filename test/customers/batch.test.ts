@@ -6,7 +6,6 @@ import { createCustomer } from '#lib/customers/service';
 
 const api = useApi();
 const INVALID = 'The given data was invalid.';
-const EMAIL_TAKEN = 'The email has already been taken.';
 const EXT_TAKEN = 'The external id has already been taken.';
 
 const batch = (token: string, body: unknown, qs = '') => api.post(`/customers/batch${qs}`, token, body);
@@ -46,7 +45,13 @@ describe('POST /customers/batch', () => {
       { index: 5, reason: 'validation_error', message: 'The metadata field must be an object.', identifier: 'new2@example.com' },
     ]);
     const [c0, c6] = d.results.created;
-    expect(await customer(token, c0.id)).toMatchObject({ email: 'new1@example.com', name: 'New One', phone: '1', external_id: 'n-1', metadata: { src: 'crm' } });
+    expect(await customer(token, c0.id)).toMatchObject({
+      email: 'new1@example.com',
+      name: 'New One',
+      phone: '1',
+      external_id: 'n-1',
+      metadata: { src: 'crm' },
+    });
     expect((await customer(token, 'n-1')).id).toBe(c0.id);
     expect((await customer(token, c6.id)).email).toBe('new3@example.com');
     expect((await customer(token, existing.id)).name).toBe('Old');
@@ -60,7 +65,8 @@ describe('POST /customers/batch', () => {
 
   it('on_conflict update: updates the given fields of the existing customer, keeps the rest', async () => {
     const { token } = await newMerchant();
-    const existing = (await api.post('/customers', token, { email: 'u@example.com', name: 'Before', phone: '555', external_id: 'u-1' })).body.data;
+    const existing = (await api.post('/customers', token, { email: 'u@example.com', name: 'Before', phone: '555', external_id: 'u-1' }))
+      .body.data;
     const r = await batch(token, {
       on_conflict: 'update',
       customers: [{ email: 'U@Example.com', name: 'After', metadata: { tier: 2 } }, { email: 'fresh@example.com' }],
@@ -68,7 +74,13 @@ describe('POST /customers/batch', () => {
     expect(r.status).toBe(200);
     expect(r.body.data).toMatchObject({ total: 2, created: 1, updated: 1, skipped: 0, failed: 0 });
     expect(r.body.data.results.updated).toEqual([{ index: 0, id: existing.id, identifier: 'U@Example.com' }]);
-    expect(await customer(token, existing.id)).toMatchObject({ name: 'After', phone: '555', external_id: 'u-1', metadata: { tier: 2 }, email: 'u@example.com' });
+    expect(await customer(token, existing.id)).toMatchObject({
+      name: 'After',
+      phone: '555',
+      external_id: 'u-1',
+      metadata: { tier: 2 },
+      email: 'u@example.com',
+    });
     expect(await total(token)).toBe(2);
   });
 
@@ -84,7 +96,10 @@ describe('POST /customers/batch', () => {
 
     const bad = await batch(token, { on_conflict: 'merge', customers: [{ email: 'z@example.com' }] });
     expect(bad.status).toBe(422);
-    expect(bad.body).toEqual({ message: INVALID, errors: { on_conflict: ['The selected on conflict is invalid. Allowed: skip, update.'] } });
+    expect(bad.body).toEqual({
+      message: INVALID,
+      errors: { on_conflict: ['The selected on conflict is invalid. Allowed: skip, update.'] },
+    });
     const badQuery = await batch(token, { customers: [{ email: 'z@example.com' }] }, '?on_conflict=merge');
     expect(badQuery.status).toBe(422);
     expect(Object.keys(badQuery.body.errors)).toEqual(['on_conflict']);
@@ -94,7 +109,11 @@ describe('POST /customers/batch', () => {
   it('an email repeated in the batch is handled as if the earlier item already existed', async () => {
     const { token } = await newMerchant();
     const skip = await batch(token, {
-      customers: [{ email: 'twice@example.com', name: 'First' }, { email: 'other@example.com' }, { email: 'TWICE@example.com', name: 'Second' }],
+      customers: [
+        { email: 'twice@example.com', name: 'First' },
+        { email: 'other@example.com' },
+        { email: 'TWICE@example.com', name: 'Second' },
+      ],
     });
     expect(skip.body.data).toMatchObject({ created: 2, skipped: 1 });
     expect(skip.body.data.results.skipped).toEqual([{ index: 2, reason: 'duplicate_email', identifier: 'TWICE@example.com' }]);
@@ -196,7 +215,9 @@ describe('POST /customers/batch', () => {
     expect(a.requests).toBeLessThanOrEqual(8);
     expect(b.requests).toBeLessThanOrEqual(10);
     expect(a.byCommand.TransactWriteItemsCommand).toBeLessThanOrEqual(3);
-    console.info(`batch of 100 new customers: ${a.requests} requests ${JSON.stringify(a.byCommand)}; with external_ids: ${b.requests} ${JSON.stringify(b.byCommand)}`);
+    console.info(
+      `batch of 100 new customers: ${a.requests} requests ${JSON.stringify(a.byCommand)}; with external_ids: ${b.requests} ${JSON.stringify(b.byCommand)}`,
+    );
     expect(await total(plain.token)).toBe(100);
     expect(await total(withExt.token)).toBe(100);
 
@@ -226,7 +247,7 @@ describe('POST /customers/batch', () => {
         },
         { step: 'initialize', name },
       );
-      let r;
+      let r: Awaited<ReturnType<typeof batch>>;
       try {
         r = await batch(token, {
           on_conflict: onConflict,

@@ -88,12 +88,22 @@ describe('POST /customers', () => {
     ['null email', { email: null }, 'email', 'The email field is required.'],
     ['email not a string', { email: 42 }, 'email', 'The email field must be a string.'],
     ['malformed email', { email: 'not-an-email' }, 'email', 'The email field must be a valid email address.'],
-    ['email over 255', { email: `${long(64)}@${long(63)}.${long(63)}.${long(63)}.com` }, 'email', 'The email field must not be greater than 255 characters.'],
+    [
+      'email over 255',
+      { email: `${long(64)}@${long(63)}.${long(63)}.${long(63)}.com` },
+      'email',
+      'The email field must not be greater than 255 characters.',
+    ],
     ['name not a string', { email: 'a@example.com', name: 5 }, 'name', 'The name field must be a string.'],
     ['name over 255', { email: 'a@example.com', name: long(256) }, 'name', 'The name field must not be greater than 255 characters.'],
     ['phone over 50', { email: 'a@example.com', phone: long(51) }, 'phone', 'The phone field must not be greater than 50 characters.'],
     ['empty external_id', { email: 'a@example.com', external_id: '' }, 'external_id', 'The external id field is required.'],
-    ['external_id over 255', { email: 'a@example.com', external_id: long(256) }, 'external_id', 'The external id field must not be greater than 255 characters.'],
+    [
+      'external_id over 255',
+      { email: 'a@example.com', external_id: long(256) },
+      'external_id',
+      'The external id field must not be greater than 255 characters.',
+    ],
     ['metadata an array', { email: 'a@example.com', metadata: [1] }, 'metadata', 'The metadata field must be an object.'],
     ['metadata a string', { email: 'a@example.com', metadata: 'x' }, 'metadata', 'The metadata field must be an object.'],
     [
@@ -102,7 +112,12 @@ describe('POST /customers', () => {
       'metadata',
       'The metadata field must not have more than 50 keys.',
     ],
-    ['metadata over 16 KiB', { email: 'a@example.com', metadata: { blob: long(16 * 1024) } }, 'metadata', 'The metadata field must not be larger than 16 KiB.'],
+    [
+      'metadata over 16 KiB',
+      { email: 'a@example.com', metadata: { blob: long(16 * 1024) } },
+      'metadata',
+      'The metadata field must not be larger than 16 KiB.',
+    ],
   ];
   it.each(cases)('422 for %s, nothing stored', async (_name, body, field, message) => {
     const { token } = await newMerchant();
@@ -129,7 +144,9 @@ describe('POST /customers', () => {
   it('20 concurrent creates of one email: exactly one 201, the rest 422', async () => {
     const { token } = await newMerchant();
     const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => api.post('/customers', token, { email: i % 2 ? 'Race@Example.com' : 'race@example.com', name: `n${i}` })),
+      Array.from({ length: 20 }, (_, i) =>
+        api.post('/customers', token, { email: i % 2 ? 'Race@Example.com' : 'race@example.com', name: `n${i}` }),
+      ),
     );
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 201)).toHaveLength(1);

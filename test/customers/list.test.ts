@@ -32,7 +32,10 @@ describe('GET /customers', () => {
     const { token } = await newMerchant();
     const r = await api.get('/customers', token);
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null } });
+    expect(r.body).toEqual({
+      data: [],
+      meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null },
+    });
   });
 
   it('pages newest first with correct meta; a page past the end is empty with correct meta', async () => {
@@ -50,7 +53,10 @@ describe('GET /customers', () => {
     expect(ids(p3.body)).toEqual(newestFirst.slice(4));
     expect(p3.body.meta).toEqual({ current_page: 3, from: 5, last_page: 3, per_page: 2, to: 5, total: 5, next_cursor: null });
     const past = await api.get('/customers?per_page=2&page=4', token);
-    expect(past.body).toEqual({ data: [], meta: { current_page: 4, from: null, last_page: 3, per_page: 2, to: null, total: 5, next_cursor: null } });
+    expect(past.body).toEqual({
+      data: [],
+      meta: { current_page: 4, from: null, last_page: 3, per_page: 2, to: null, total: 5, next_cursor: null },
+    });
     // Page numbers stop at an offset of 10,000: deeper, the cursor.
     const far = await api.get('/customers?page=2147483647', token);
     expect([far.status, far.body.errors?.page?.[0]]).toEqual([422, expect.stringContaining('meta.next_cursor')]);
@@ -63,7 +69,9 @@ describe('GET /customers', () => {
       cursor = r.body.meta.next_cursor;
     }
     expect(walked).toEqual(newestFirst);
-    expect((await api.get('/customers?page=9007199254740991', token)).body.errors).toEqual({ page: ['The page field must not be greater than 2147483647.'] });
+    expect((await api.get('/customers?page=9007199254740991', token)).body.errors).toEqual({
+      page: ['The page field must not be greater than 2147483647.'],
+    });
 
     const all = await api.get('/customers?per_page=100', token);
     expect(ids(all.body)).toEqual(newestFirst);
@@ -117,13 +125,22 @@ describe('GET /customers', () => {
     expect(ids(p2)).toEqual([ann]);
     expect(p2.meta).toEqual({ current_page: 2, from: 3, last_page: 2, per_page: 2, to: 3, total: 3, next_cursor: null });
     const past = await q('search=shop&per_page=2&page=3');
-    expect(past).toEqual({ data: [], meta: { current_page: 3, from: null, last_page: 2, per_page: 2, to: null, total: 3, next_cursor: null } });
-    expect(await q('search=zzz')).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null } });
+    expect(past).toEqual({
+      data: [],
+      meta: { current_page: 3, from: null, last_page: 2, per_page: 2, to: null, total: 3, next_cursor: null },
+    });
+    expect(await q('search=zzz')).toEqual({
+      data: [],
+      meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null },
+    });
     // A search's cursor reads on after the customer it names; under another term it is refused.
     const s1 = await q('search=shop&per_page=2');
     expect(ids(s1)).toEqual([dan, carol]);
     const s2 = await q(`search=shop&per_page=2&cursor=${encodeURIComponent(s1.meta.next_cursor)}`);
-    expect([ids(s2), s2.meta]).toEqual([[ann], { current_page: 2, from: 3, last_page: 2, per_page: 2, to: 3, total: 3, next_cursor: null }]);
+    expect([ids(s2), s2.meta]).toEqual([
+      [ann],
+      { current_page: 2, from: 3, last_page: 2, per_page: 2, to: 3, total: 3, next_cursor: null },
+    ]);
     const other = await api.get(`/customers?search=bob&cursor=${encodeURIComponent(s1.meta.next_cursor)}`, token);
     expect([other.status, Object.keys(other.body.errors ?? {})]).toEqual([422, ['cursor']]);
     // an empty search is no filter
@@ -142,7 +159,12 @@ describe('GET /customers', () => {
     ]);
     expect((await api.del(`/customers/${gone}`, token)).status).toBe(204);
     const rows = await db().send(
-      new QueryCommand({ TableName: tableName(), IndexName: 'gsi4', KeyConditionExpression: 'gsi4pk = :p', ExpressionAttributeValues: { ':p': indexPartitions.customers(merchantId) } }),
+      new QueryCommand({
+        TableName: tableName(),
+        IndexName: 'gsi4',
+        KeyConditionExpression: 'gsi4pk = :p',
+        ExpressionAttributeValues: { ':p': indexPartitions.customers(merchantId) },
+      }),
     );
     expect(rows.Items!.map((r) => r.id)).toEqual([keep]);
     expect(Object.keys(rows.Items![0]).sort()).toEqual(['email', 'gsi4pk', 'gsi4sk', 'id', 'name', 'pk', 'sk']);

@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { refusal } from '../support/refusal.ts';
 import type { CustomerItem } from '#lib/customers/model';
-import { EXTERNAL_ID_TAKEN, isIdSegment, planImport, profileChanges, searchPage, searchTerm, type ImportItem, type ImportReads } from '#lib/customers/rules';
+import {
+  EXTERNAL_ID_TAKEN,
+  isIdSegment,
+  planImport,
+  profileChanges,
+  searchPage,
+  searchTerm,
+  type ImportItem,
+  type ImportReads,
+} from '#lib/customers/rules';
 
 /** The customers' rules (docs/customers.md), decided in memory: no database, no HTTP. */
 const customer = (over: Partial<CustomerItem> = {}): CustomerItem => ({
@@ -27,21 +36,35 @@ describe('addressing and updates', () => {
 
   it('an update changes only the given fields that differ; emails compare in lower case; null clears', () => {
     expect(profileChanges(customer(), { email: 'A@Example.com', name: 'Ann' })).toEqual({});
-    expect(profileChanges(customer(), { name: null, phone: '123', email: 'B@example.com' })).toEqual({ name: null, phone: '123', email: 'b@example.com' });
+    expect(profileChanges(customer(), { name: null, phone: '123', email: 'B@example.com' })).toEqual({
+      name: null,
+      phone: '123',
+      email: 'b@example.com',
+    });
   });
 });
 
 describe('planImport', () => {
-  const item = (index: number, input: Partial<ImportItem['input']>): ImportItem => ({ index, identifier: input.email ?? '', input: { email: 'a@example.com', ...input } as ImportItem['input'] });
+  const item = (index: number, input: Partial<ImportItem['input']>): ImportItem => ({
+    index,
+    identifier: input.email ?? '',
+    input: { email: 'a@example.com', ...input } as ImportItem['input'],
+  });
   const none: ImportReads = { emailOwner: () => undefined, externalIdOwner: () => undefined, customer: () => undefined };
   const run = (items: ImportItem[], onConflict: 'skip' | 'update', reads: ImportReads = none) => {
     const out = { skipped: [] as number[], failed: [] as [number, string][] };
-    const plans = planImport(items, onConflict, reads, { skipped: (v) => out.skipped.push(v.index), failed: (v, m) => out.failed.push([v.index, m]) });
+    const plans = planImport(items, onConflict, reads, {
+      skipped: (v) => out.skipped.push(v.index),
+      failed: (v, m) => out.failed.push([v.index, m]),
+    });
     return { plans, ...out };
   };
 
   it('folds the items naming one email into one create, later fields over earlier ones', () => {
-    const { plans } = run([item(0, { name: 'A' }), item(1, { email: 'b@example.com' }), item(2, { phone: '9', name: undefined })], 'update');
+    const { plans } = run(
+      [item(0, { name: 'A' }), item(1, { email: 'b@example.com' }), item(2, { phone: '9', name: undefined })],
+      'update',
+    );
     expect(plans.map((p) => [p.kind, p.items.map((i) => i.index), p.input])).toEqual([
       ['create', [0, 2], { email: 'a@example.com', name: 'A', phone: '9' }],
       ['create', [1], { email: 'b@example.com' }],
@@ -56,7 +79,10 @@ describe('planImport', () => {
 
   it('update: an existing live customer is updated; one deleted meanwhile is created anew', () => {
     const live = { ...none, emailOwner: () => 5, customer: () => customer() };
-    expect(run([item(0, { name: 'B' })], 'update', live).plans[0]).toMatchObject({ kind: 'update', input: { email: 'a@example.com', name: 'B' } });
+    expect(run([item(0, { name: 'B' })], 'update', live).plans[0]).toMatchObject({
+      kind: 'update',
+      input: { email: 'a@example.com', name: 'B' },
+    });
     const gone = { ...live, customer: () => customer({ deleted_at: '2026-02-01T00:00:00Z' }) };
     expect(run([item(0, {})], 'update', gone).plans[0].kind).toBe('create');
   });
@@ -64,7 +90,9 @@ describe('planImport', () => {
   it("an external_id held by another customer or another plan refuses the item; the holder's own is fine", () => {
     const reads = { ...none, externalIdOwner: (x: string) => (x === 'X1' ? 7 : undefined) };
     expect(run([item(0, { external_id: 'X1' })], 'update', reads).failed).toEqual([[0, EXTERNAL_ID_TAKEN]]);
-    expect(run([item(0, { external_id: 'X2' }), item(1, { email: 'b@example.com', external_id: 'X2' })], 'update').failed).toEqual([[1, EXTERNAL_ID_TAKEN]]);
+    expect(run([item(0, { external_id: 'X2' }), item(1, { email: 'b@example.com', external_id: 'X2' })], 'update').failed).toEqual([
+      [1, EXTERNAL_ID_TAKEN],
+    ]);
     const own = { ...none, emailOwner: () => 7, customer: () => customer({ id: 7 }), externalIdOwner: () => 7 };
     expect(run([item(0, { external_id: 'X1' })], 'update', own).failed).toEqual([]);
   });
@@ -86,7 +114,11 @@ describe('search', () => {
   it("pages by cursor after the last row shown, and refuses another search's cursor", () => {
     const first = searchPage(rows, 'test', { page: 1, per_page: 2 });
     expect(first).toMatchObject({ offset: 0, total: 3 });
-    const second = searchPage(rows.filter((r) => r.id !== 3), 'test', { page: 1, per_page: 2, cursor: first.next! });
+    const second = searchPage(
+      rows.filter((r) => r.id !== 3),
+      'test',
+      { page: 1, per_page: 2, cursor: first.next! },
+    );
     expect(second.shown.map((r) => r.id)).toEqual([1]);
     expect(second.next).toBeNull();
     expect(refusal(() => searchPage(rows, 'ann', { page: 1, per_page: 2, cursor: first.next! }))).toHaveProperty('cursor');

@@ -23,7 +23,8 @@ import { detailOf, outboxInsert, streamRecord } from './support/records.ts';
  * What the queue receives is what a rule target on AWS would receive.
  */
 const hasMoto = motoInstalled();
-if (!hasMoto) console.warn('SKIPPED test/events/eventbridge.test.ts: moto_server is not installed (pip install "moto[server]"; .ci/run does)');
+if (!hasMoto)
+  console.warn('SKIPPED test/events/eventbridge.test.ts: moto_server is not installed (pip install "moto[server]"; .ci/run does)');
 
 const BUS = 'revenue-analytics-api-test';
 const SOURCE = 'revenue-analytics-api';
@@ -85,19 +86,28 @@ describe.skipIf(!hasMoto)('relay → EventBridge (moto_server) → rule → SQS'
 
   /** Adds an `initialize` middleware to a fresh client: `handle` sees each PutEvents call first. */
   const faultyClient = (
-    handle: (n: number, input: PutEventsCommandInput, send: (input: PutEventsCommandInput) => Promise<PutEventsCommandOutput>) => Promise<PutEventsCommandOutput>,
+    handle: (
+      n: number,
+      input: PutEventsCommandInput,
+      send: (input: PutEventsCommandInput) => Promise<PutEventsCommandOutput>,
+    ) => Promise<PutEventsCommandOutput>,
   ) => {
     const faulty = eventBridgeClient(moto.endpoint);
     let n = 0;
     const middleware: InitializeMiddleware<any, any> = (next) => async (args) => {
-      const send = async (input: PutEventsCommandInput) => ((await next({ ...args, input })) as InitializeHandlerOutput<PutEventsCommandOutput>).output;
+      const send = async (input: PutEventsCommandInput) =>
+        ((await next({ ...args, input })) as InitializeHandlerOutput<PutEventsCommandOutput>).output;
       return { output: await handle(++n, args.input as PutEventsCommandInput, send), response: {} } as InitializeHandlerOutput<any>;
     };
     faulty.middlewareStack.add(middleware, { step: 'initialize', name: 'faults' });
     return faulty;
   };
   /** EventBridge answers the entries at `failing` positions with an error and never sees them. */
-  const partialFailure = async (input: PutEventsCommandInput, failing: (i: number) => boolean, send: (i: PutEventsCommandInput) => Promise<PutEventsCommandOutput>) => {
+  const partialFailure = async (
+    input: PutEventsCommandInput,
+    failing: (i: number) => boolean,
+    send: (i: PutEventsCommandInput) => Promise<PutEventsCommandOutput>,
+  ) => {
     const entries = input.Entries!;
     const out = await send({ ...input, Entries: entries.filter((_, i) => !failing(i)) });
     let next = 0;
@@ -231,7 +241,12 @@ describe.skipIf(!hasMoto)('relay → EventBridge (moto_server) → rule → SQS'
       stopRelay = () => relay.poller.stop();
       expect(relay.target).toBe(`EventBridge at ${moto.endpoint} (bus ${BUS})`);
       const { merchantId, token } = await newMerchant();
-      const order = await api.post('/orders', token, { order_no: `EB-${Date.now()}`, amount: '12.00', customer_email: 'eb@example.com', status: 'paid' });
+      const order = await api.post('/orders', token, {
+        order_no: `EB-${Date.now()}`,
+        amount: '12.00',
+        customer_email: 'eb@example.com',
+        status: 'paid',
+      });
       expect(order.status).toBe(201);
       const messages = await receive(merchantId, 2, 20_000);
       expect(messages.map((m) => m['detail-type']).sort()).toEqual(['order.created', 'order.paid']);

@@ -78,7 +78,12 @@ const countById = (ids: string[]) => {
 
 const paidOrder = async (token: string, orderNo = uniqueNo('EVT')) => {
   // A customer per order: concurrent orders of one customer contend on its figures (tested elsewhere), not the relay.
-  const r = await api.post('/orders', token, { order_no: orderNo, amount: '99.50', customer_email: `events-${orderNo.toLowerCase()}@example.com`, status: 'paid' });
+  const r = await api.post('/orders', token, {
+    order_no: orderNo,
+    amount: '99.50',
+    customer_email: `events-${orderNo.toLowerCase()}@example.com`,
+    status: 'paid',
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body.data;
 };
@@ -97,7 +102,12 @@ describe('local relay: API → stream → poller → relay handler → local bus
     const { merchantId, token } = await newMerchant();
     const order = await paidOrder(token);
     const customer = (await api.post('/customers', token, { email: 'subscriber@example.com', name: 'Sub' })).body.data;
-    const sub = await api.post('/subscriptions', token, { customer_id: customer.id, plan_name: 'Basic', mrr: '100.00', billing_cycle: 'monthly' });
+    const sub = await api.post('/subscriptions', token, {
+      customer_id: customer.id,
+      plan_name: 'Basic',
+      mrr: '100.00',
+      billing_cycle: 'monthly',
+    });
     expect(sub.status).toBe(201);
 
     await waitFor(() => of(merchantId).length >= 3, 'three events');
@@ -111,7 +121,13 @@ describe('local relay: API → stream → poller → relay handler → local bus
       expect(event).toMatchObject({ source: 'revenue-analytics-api', 'detail-type': item.type, time: item.created_at });
       expect(Object.keys(event.detail)).toEqual(['id', 'type', 'created_at', 'merchant_id', 'data']);
       const object = item.type === 'subscription.created' ? sub.body.data : order;
-      expect(event.detail).toEqual({ id: item.id, type: item.type, created_at: item.created_at, merchant_id: merchantId, data: { object } });
+      expect(event.detail).toEqual({
+        id: item.id,
+        type: item.type,
+        created_at: item.created_at,
+        merchant_id: merchantId,
+        data: { object },
+      });
     }
   });
 
@@ -132,7 +148,9 @@ describe('local relay: API → stream → poller → relay handler → local bus
         // Every other entry rejected; the rest accepted.
         const out = await bus.publish(entries.filter((_, i) => i % 2 === 1));
         let accepted = 0;
-        const results = entries.map((_, i) => (i % 2 === 1 ? out.Entries![accepted++] : { ErrorCode: 'InternalFailure', ErrorMessage: 'injected' }));
+        const results = entries.map((_, i) =>
+          i % 2 === 1 ? out.Entries![accepted++] : { ErrorCode: 'InternalFailure', ErrorMessage: 'injected' },
+        );
         injected += entries.length - out.Entries!.length;
         return { FailedEntryCount: results.filter((r) => r.ErrorCode).length, Entries: results };
       }
@@ -145,7 +163,11 @@ describe('local relay: API → stream → poller → relay handler → local bus
     await waitFor(() => of(merchantId).length >= ids.length, 'every event');
     await sleep(500);
     expect(injected).toBeGreaterThan(0);
-    expect(of(merchantId).map((e) => e.detail.id).sort()).toEqual([...ids].sort());
+    expect(
+      of(merchantId)
+        .map((e) => e.detail.id)
+        .sort(),
+    ).toEqual([...ids].sort());
   });
 
   it('an entry failing longer than the relay retries: re-read from it until it passes; nothing lost, duplicates only after it', async () => {
@@ -166,7 +188,13 @@ describe('local relay: API → stream → poller → relay handler → local bus
     };
     const reported: DynamoDBBatchResponse[] = [];
     const relay = createRelayHandler(publish);
-    await startRelay({ handler: async (event, context) => (reported.push(await relay(event, context)), reported[reported.length - 1]) });
+    await startRelay({
+      handler: async (event, context) => {
+        const report = await relay(event, context);
+        reported.push(report);
+        return report;
+      },
+    });
 
     await waitFor(() => reported.filter((r) => r.batchItemFailures.length).length >= 2, 'two batches reported failed');
     expect(of(merchantId).map((e) => e.detail.id)).not.toContain(stuck);
@@ -187,7 +215,9 @@ describe('local relay: restarts', () => {
   const startChild = (env: Record<string, string>) => startRelayProcess(env, children);
   const published = publishedDetails;
 
-  it('the relay killed (kill -9) between the commit and the publish: the event is delivered after a restart', { timeout: 60_000 }, async () => {
+  it('the relay killed (kill -9) between the commit and the publish: the event is delivered after a restart', {
+    timeout: 60_000,
+  }, async () => {
     const { merchantId, token } = await newMerchant();
     const env = { CHECKPOINT_FILE: newCheckpointFile(), OUT_FILE: join(dir, 'killed.jsonl'), TABLE_NAME: tableName() };
     const first = await startChild({ ...env, HANG_MERCHANT: merchantId });
@@ -207,7 +237,11 @@ describe('local relay: restarts', () => {
     const second = await startChild(env);
     await waitFor(() => published(env.OUT_FILE).filter((e) => e.merchant_id === merchantId).length >= 2, 'the events after the restart');
     await sleep(500);
-    expect(published(env.OUT_FILE).filter((e) => e.merchant_id === merchantId).map((e) => e.id)).toEqual(ids);
+    expect(
+      published(env.OUT_FILE)
+        .filter((e) => e.merchant_id === merchantId)
+        .map((e) => e.id),
+    ).toEqual(ids);
     second.child.kill('SIGTERM');
   });
 
@@ -231,7 +265,9 @@ describe('local relay: restarts', () => {
 });
 
 describe('relay cost', () => {
-  it('PutEvents calls per event, 200 paid orders (400 events): created while the relay runs, and as a backlog', { timeout: 180_000 }, async () => {
+  it('PutEvents calls per event, 200 paid orders (400 events): created while the relay runs, and as a backlog', {
+    timeout: 180_000,
+  }, async () => {
     const { bus, of } = recordingBus();
     let calls: number[] = []; // entries per PutEvents call
     let invocations: number[] = []; // events per relay invocation
@@ -247,12 +283,14 @@ describe('relay cost', () => {
     const checkpointFile = newCheckpointFile();
     const createOrders = async (token: string, n: number, concurrency = 4) => {
       let next = 0;
-      await Promise.all(Array.from({ length: concurrency }, async () => {
-        while (next < n) {
-          next++;
-          await paidOrder(token);
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next < n) {
+            next++;
+            await paidOrder(token);
+          }
+        }),
+      );
     };
     const figures = () => {
       const events = calls.reduce((a, b) => a + b, 0);

@@ -57,14 +57,22 @@ describe('the relay stamps what it published', () => {
     const events = [await commitEvent(merchantId, T0), await commitEvent(merchantId, T0)];
     for (const e of events) expect(await getItem(e.mark)).toMatchObject({ gsi4pk: expect.stringContaining(merchantId) });
     const eb = bus();
-    const first = await relayRecords(events.map((e) => e.record), eb.publish, { ...noPause, markPublished: stampPublishedNow });
+    const first = await relayRecords(
+      events.map((e) => e.record),
+      eb.publish,
+      { ...noPause, markPublished: stampPublishedNow },
+    );
     expect(first.marks).toEqual({ marked: 2, already: 0, failed: 0 });
     for (const e of events) {
       const mark = await getItem(e.mark);
       expect(mark).toMatchObject({ published_at: T0, id: e.id });
       expect(mark).not.toHaveProperty('gsi4pk');
     }
-    const again = await relayRecords(events.map((e) => e.record), eb.publish, { ...noPause, markPublished: stampPublishedNow });
+    const again = await relayRecords(
+      events.map((e) => e.record),
+      eb.publish,
+      { ...noPause, markPublished: stampPublishedNow },
+    );
     expect(again.marks).toEqual({ marked: 0, already: 2, failed: 0 });
     expect(eb.accepted).toEqual([...events.map((e) => e.id), ...events.map((e) => e.id)]);
   });
@@ -111,12 +119,22 @@ describe('the sweeper', () => {
     const eb = bus();
     await relayRecords([published.record], eb.publish, { ...noPause, markPublished: stampPublishedNow });
     // Stamped on the table while the index still lists it (an index lags its table): the sweeper must not trust the index.
-    await db().send(new UpdateCommand({ TableName: tableName(), Key: staleIndex.mark, UpdateExpression: 'SET published_at = :t', ExpressionAttributeValues: { ':t': T0 } }));
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: staleIndex.mark,
+        UpdateExpression: 'SET published_at = :t',
+        ExpressionAttributeValues: { ':t': T0 },
+      }),
+    );
     clock.set(at(10));
     const recent = await commitEvent(merchantId, at(10));
 
     clock.set(at(12));
-    expect(await sweepOutbox({ publish: eb.publish, merchants: only(merchantId), ...noPause })).toMatchObject({ candidates: 0, published: 0 });
+    expect(await sweepOutbox({ publish: eb.publish, merchants: only(merchantId), ...noPause })).toMatchObject({
+      candidates: 0,
+      published: 0,
+    });
 
     clock.set(at(20));
     eb.accepted.length = 0;
@@ -166,10 +184,21 @@ describe('outbox item sizes (the capacity model)', () => {
     const ws = { put: (tag: string, item: Record<string, unknown>) => (puts[tag] = item), tags: () => [] } as unknown as WriteSet;
     const metadata = { note: 'é'.repeat(8 * 1024 - 20) }; // 16 KB of UTF-8: the largest metadata allowed
     expect(Buffer.byteLength(JSON.stringify(metadata))).toBeLessThanOrEqual(16 * 1024);
-    const order = { id: 1, order_no: 'x'.repeat(64), amount: '999999999.99', currency: 'USD', status: 'paid', customer_id: 1, metadata, created_at: T0, updated_at: T0 };
+    const order = {
+      id: 1,
+      order_no: 'x'.repeat(64),
+      amount: '999999999.99',
+      currency: 'USD',
+      status: 'paid',
+      customer_id: 1,
+      metadata,
+      created_at: T0,
+      updated_at: T0,
+    };
     addOutboxEvent(ws, `mer_${'f'.repeat(20)}`, 'subscription.reactivated', order, T0);
     // DynamoDB's item size: attribute names and values in UTF-8 (numbers counted generously as their text).
-    const size = (item: Record<string, unknown>) => Object.entries(item).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(String(v)), 0);
+    const size = (item: Record<string, unknown>) =>
+      Object.entries(item).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(String(v)), 0);
     expect(size(puts['outbox-mark'])).toBeLessThanOrEqual(OUTBOX_CAPACITY.markMaxBytes);
     expect(size(puts.outbox)).toBeLessThanOrEqual(OUTBOX_CAPACITY.payloadMaxBytes);
   });

@@ -87,7 +87,13 @@ describe('relayRecords: the event', () => {
     });
     // Exact keys and order: what consumers (webhook delivery) read.
     expect(Object.keys(detailOf(entry))).toEqual(['id', 'type', 'created_at', 'merchant_id', 'data']);
-    expect(detailOf(entry)).toEqual({ id: item.id, type: 'order.paid', created_at: '2026-03-01T10:00:05Z', merchant_id: 'mer_shape', data: { object } });
+    expect(detailOf(entry)).toEqual({
+      id: item.id,
+      type: 'order.paid',
+      created_at: '2026-03-01T10:00:05Z',
+      merchant_id: 'mer_shape',
+      data: { object },
+    });
     expect(item.id).toMatch(/^evt_[0-9a-f]{24}$/);
   });
 
@@ -180,7 +186,12 @@ describe('relayRecords: PutEvents failures', () => {
     const counts = new Map<string, number>();
     for (const id of fake.accepted) counts.set(id, (counts.get(id) ?? 0) + 1);
     const duplicated = ids.filter((id) => counts.get(id)! > 1);
-    expect(duplicated).toEqual(records.slice(14, 21).filter((r) => !stuck.includes(idOf(r))).map(idOf));
+    expect(duplicated).toEqual(
+      records
+        .slice(14, 21)
+        .filter((r) => !stuck.includes(idOf(r)))
+        .map(idOf),
+    );
   });
 
   it('never pauses past the deadline: no time left means no second attempt', async () => {
@@ -208,7 +219,8 @@ describe('relayRecords: PutEvents failures', () => {
 });
 
 describe('the relay handler', () => {
-  const context = (remainingMs: number) => ({ getRemainingTimeInMillis: () => remainingMs, awsRequestId: 'req-1', functionName: 'relay' }) as unknown as Context;
+  const context = (remainingMs: number) =>
+    ({ getRemainingTimeInMillis: () => remainingMs, awsRequestId: 'req-1', functionName: 'relay' }) as unknown as Context;
 
   it('answers a DynamoDB stream batch with batchItemFailures only, and logs no event data', async () => {
     const info = vi.spyOn(logger, 'info');

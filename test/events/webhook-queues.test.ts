@@ -29,7 +29,8 @@ import { motoInstalled, ruleToQueue, sqsClient as sqsJson, startMoto } from './s
  * delete what succeeded) is played by the test with the same SQSRecord shape.
  */
 const hasMoto = motoInstalled();
-if (!hasMoto) console.warn('SKIPPED test/events/webhook-queues.test.ts: moto_server is not installed (pip install "moto[server]"; .ci/run does)');
+if (!hasMoto)
+  console.warn('SKIPPED test/events/webhook-queues.test.ts: moto_server is not installed (pip install "moto[server]"; .ci/run does)');
 
 const BUS = 'revenue-analytics-api-webhooks-test';
 
@@ -62,7 +63,12 @@ describe.skipIf(!hasMoto)('bus rule → events queue → fan-out → deliveries 
     Object.assign(arns, { events: eventsQueue.arn, deliveries: deliveries.arn, dlq: dlq.arn });
 
     // The stack's own pattern object (infra/constructs/webhook-delivery.ts).
-    await ruleToQueue(events, sqsJson(moto.endpoint), { bus: BUS, rule: WEBHOOK_RULE_NAME, pattern: WEBHOOK_EVENT_PATTERN, queueUrl: urls.events });
+    await ruleToQueue(events, sqsJson(moto.endpoint), {
+      bus: BUS,
+      rule: WEBHOOK_RULE_NAME,
+      pattern: WEBHOOK_EVENT_PATTERN,
+      queueUrl: urls.events,
+    });
     queue = sqsDeliveryQueue({ queueUrl: urls.deliveries, deadLetterUrl: urls.dlq, client: sqs });
   });
   afterAll(async () => {
@@ -77,7 +83,13 @@ describe.skipIf(!hasMoto)('bus rule → events queue → fan-out → deliveries 
     const out: Message[] = [];
     for (const until = Date.now() + (opts.waitMs ?? 0); ; ) {
       const { Messages = [] } = await sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'] }),
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 0,
+          MessageSystemAttributeNames: ['All'],
+          MessageAttributeNames: ['All'],
+        }),
       );
       out.push(...Messages);
       if (out.length >= (opts.min ?? 1) || Date.now() >= until) return out;
@@ -150,7 +162,10 @@ describe.skipIf(!hasMoto)('bus rule → events queue → fan-out → deliveries 
       expect(await receive(urls.events)).toEqual([]);
 
       // Fan-out: one task per enabled endpoint subscribed to order.paid.
-      const fanOut = await fanOutRecords(eventMessages.map((m) => asRecord(m, arns.events)), queue);
+      const fanOut = await fanOutRecords(
+        eventMessages.map((m) => asRecord(m, arns.events)),
+        queue,
+      );
       expect(fanOut.batchItemFailures).toEqual([]);
       await settle(urls.events, eventMessages, fanOut.batchItemFailures);
       let tasks = await receive(urls.deliveries, { min: 2, waitMs: 5_000 });
@@ -158,13 +173,17 @@ describe.skipIf(!hasMoto)('bus rule → events queue → fan-out → deliveries 
       const parsed = tasks.map((m) => parseTask(m.Body!));
       expect(parsed.map((t) => t.endpoint_id).sort((a, b) => a - b)).toEqual([paidOnly.id, everything.id].sort((a, b) => a - b));
       const { merchant_id: _m, ...body } = paid;
-      for (const t of parsed) expect(t).toEqual({ merchant_id: merchantId, endpoint_id: t.endpoint_id, event: body } satisfies DeliveryTask);
+      for (const t of parsed)
+        expect(t).toEqual({ merchant_id: merchantId, endpoint_id: t.endpoint_id, event: body } satisfies DeliveryTask);
       // Each in its endpoint's message group (a fair queue: one endpoint's backlog does not hold the others).
       expect(tasks.map((m) => m.Attributes?.MessageGroupId)).toEqual(parsed.map((t) => `${merchantId}#${t.endpoint_id}`));
 
       // Attempt 1 fails (HTTP 500): each message is postponed by the schedule's first pause (1 s here).
       vi.stubEnv('WEBHOOK_RETRY_DELAYS_SECONDS', '1');
-      const first = await deliverRecords(tasks.map((m) => asRecord(m, arns.deliveries)), queue);
+      const first = await deliverRecords(
+        tasks.map((m) => asRecord(m, arns.deliveries)),
+        queue,
+      );
       expect(first.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(tasks.map((m) => m.MessageId).sort());
       await settle(urls.deliveries, tasks, first.batchItemFailures);
       expect(receiver.received).toHaveLength(2);
@@ -183,7 +202,10 @@ describe.skipIf(!hasMoto)('bus rule → events queue → fan-out → deliveries 
       expect(tasks.map((m) => m.Attributes?.ApproximateReceiveCount)).toEqual(['2', '2']);
 
       // Attempt 2 is the last of this schedule: both tasks go to the dead-letter queue, with why.
-      const last = await deliverRecords(tasks.map((m) => asRecord(m, arns.deliveries)), queue);
+      const last = await deliverRecords(
+        tasks.map((m) => asRecord(m, arns.deliveries)),
+        queue,
+      );
       expect(last.batchItemFailures).toEqual([]);
       await settle(urls.deliveries, tasks, last.batchItemFailures);
       expect(receiver.received).toHaveLength(4);

@@ -28,7 +28,10 @@ afterEach(() => {
   expect(faultNames()).toEqual([]);
 });
 
-const faultNames = () => db().middlewareStack.identify().filter((s) => s.startsWith('faults:'));
+const faultNames = () =>
+  db()
+    .middlewareStack.identify()
+    .filter((s) => s.startsWith('faults:'));
 const send = (command: unknown): Promise<any> => db().send(command as any);
 const get = async ({ pk, sk }: { pk: string; sk: string }) =>
   (await db().send(new GetCommand({ TableName: tableName(), Key: { pk, sk }, ConsistentRead: true }))).Item;
@@ -37,7 +40,10 @@ const txPut = (...items: Record<string, unknown>[]) =>
   new TransactWriteCommand({ TransactItems: items.map((Item) => ({ Put: { TableName: tableName(), Item } })) });
 const waitFor = (cond: () => boolean) => eventually(cond, 5_000, 'the held transaction', 5);
 /** Own enumerable properties an SDK error carries, minus the transport ones. */
-const shape = (err: object) => Object.keys(err).filter((k) => !['$metadata', '$response', '$retryable'].includes(k)).sort();
+const shape = (err: object) =>
+  Object.keys(err)
+    .filter((k) => !['$metadata', '$response', '$retryable'].includes(k))
+    .sort();
 
 describe('where the middlewares sit', () => {
   it('initialize sees a document command in native form and a client command marshalled; build sees both marshalled', async () => {
@@ -106,7 +112,10 @@ describe('transactionConflictModel', () => {
     const [{ i: loser, err }] = rejected;
     expect(err).toBeInstanceOf(TransactionCanceledException);
     expect(err.name).toBe('TransactionCanceledException');
-    expect(err.CancellationReasons).toEqual([{ Code: 'None' }, { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' }]);
+    expect(err.CancellationReasons).toEqual([
+      { Code: 'None' },
+      { Code: 'TransactionConflict', Message: 'Transaction is ongoing for the item' },
+    ]);
     expect(err.message).toBe('Transaction cancelled, please refer cancellation reasons for specific reasons [None, TransactionConflict]');
     expect(model.stats).toMatchObject({ transactions: 2, conflicts: 1, singleWriteConflicts: 0 });
     // The loser never reached DynamoDB Local; the winner's writes are all there.
@@ -128,7 +137,10 @@ describe('transactionConflictModel', () => {
       }),
     ).catch((e) => e);
     expect(real).toBeInstanceOf(TransactionCanceledException);
-    expect(real.CancellationReasons).toEqual([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Message: 'The conditional request failed' }]);
+    expect(real.CancellationReasons).toEqual([
+      { Code: 'None' },
+      { Code: 'ConditionalCheckFailed', Message: 'The conditional request failed' },
+    ]);
     const ours = awsErrors.transactionCanceled([awsErrors.noneReason(), awsErrors.conflictReason()]);
     expect(shape(ours)).toEqual(shape(real));
     expect(ours.$fault).toBe(real.$fault);
@@ -146,7 +158,10 @@ describe('transactionConflictModel', () => {
 
     const attempts = [
       () => put({ ...held, v: 2 }),
-      () => send(new UpdateCommand({ TableName: tableName(), Key: held, UpdateExpression: 'SET v = :v', ExpressionAttributeValues: { ':v': 3 } })),
+      () =>
+        send(
+          new UpdateCommand({ TableName: tableName(), Key: held, UpdateExpression: 'SET v = :v', ExpressionAttributeValues: { ':v': 3 } }),
+        ),
       () => send(new DeleteCommand({ TableName: tableName(), Key: held })),
       // client-dynamodb commands reach the middleware marshalled: the key is recognised all the same
       () => send(new PutItemCommand({ TableName: tableName(), Item: { pk: { S: held.pk }, sk: { S: held.sk }, v: { N: '4' } } })),
@@ -253,7 +268,13 @@ describe('staleIndexReads', () => {
     expect(stale.stats.served).toBe(1);
     // the same query written with another key order is the same query
     const reordered = await db().send(
-      new QueryCommand({ ExpressionAttributeValues: { ':p': list }, ScanIndexForward: false, KeyConditionExpression: 'gsi1pk = :p', IndexName: 'gsi1', TableName: tableName() }),
+      new QueryCommand({
+        ExpressionAttributeValues: { ':p': list },
+        ScanIndexForward: false,
+        KeyConditionExpression: 'gsi1pk = :p',
+        IndexName: 'gsi1',
+        TableName: tableName(),
+      }),
     );
     expect(reordered.Items?.map((i) => i.pk)).toEqual([a.pk]);
     expect(stale.stats.served).toBe(2);
@@ -261,7 +282,9 @@ describe('staleIndexReads', () => {
     expect(await listed(list, { Limit: 5 })).toEqual([b.pk, a.pk]);
     expect(stale.stats.passedThrough).toBe(1);
     // a base-table Query is not an index read
-    const base = await db().send(new QueryCommand({ TableName: tableName(), KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': b.pk } }));
+    const base = await db().send(
+      new QueryCommand({ TableName: tableName(), KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': b.pk } }),
+    );
     expect(base.Items).toHaveLength(1);
 
     stale.thaw();
@@ -327,7 +350,9 @@ describe('throttle', () => {
     expect(err.name).toBe('ProvisionedThroughputExceededException');
     expect(err.$fault).toBe('client');
     await expect(get(k)).rejects.toBeInstanceOf(ProvisionedThroughputExceededException);
-    await send(new UpdateCommand({ TableName: tableName(), Key: k, UpdateExpression: 'SET v = :v', ExpressionAttributeValues: { ':v': 1 } }));
+    await send(
+      new UpdateCommand({ TableName: tableName(), Key: k, UpdateExpression: 'SET v = :v', ExpressionAttributeValues: { ':v': 1 } }),
+    );
     expect(t.stats).toMatchObject({ seen: 2, injected: 2, byCommand: { PutItem: 1, GetItem: 1 } });
     t.uninstall();
     expect(await get(k)).toEqual({ ...k, v: 1 }); // the put never landed; the update did
@@ -366,7 +391,13 @@ describe('throttle', () => {
       const t = throttle({ rate: 0.5, commands: ['GetItem'], seed });
       try {
         const out: boolean[] = [];
-        for (let i = 0; i < 24; i++) out.push(await get(key()).then(() => true, () => false));
+        for (let i = 0; i < 24; i++)
+          out.push(
+            await get(key()).then(
+              () => true,
+              () => false,
+            ),
+          );
         return out;
       } finally {
         t.uninstall();
@@ -388,7 +419,11 @@ describe('throttle', () => {
 describe('failOnce', () => {
   it('fails the next matching call only, then removes itself', async () => {
     const k = key();
-    const f = track(failOnce('TransactWriteItemsCommand', () => awsErrors.provisionedThroughputExceeded(), { when: (input) => input.TransactItems.length === 1 }));
+    const f = track(
+      failOnce('TransactWriteItemsCommand', () => awsErrors.provisionedThroughputExceeded(), {
+        when: (input) => input.TransactItems.length === 1,
+      }),
+    );
     await send(txPut(key(), key())); // not matching `when`
     expect(f.stats.fired).toBe(false);
     await expect(send(txPut(k))).rejects.toBeInstanceOf(ProvisionedThroughputExceededException);

@@ -8,7 +8,12 @@ import { routeList } from '#lib/http/routes';
 const read = (text: string) => parse(text, { bom: true }) as string[][];
 
 describe('CSV answers', () => {
-  const item = z.object({ id: z.int(), name: z.string().nullable(), amount: z.string(), metadata: z.record(z.string(), z.unknown()).nullable() });
+  const item = z.object({
+    id: z.int(),
+    name: z.string().nullable(),
+    amount: z.string(),
+    metadata: z.record(z.string(), z.unknown()).nullable(),
+  });
   const list = z.object({ data: z.array(item), meta: z.object({ total: z.int() }) });
 
   it('has the schema fields as its header, in order, even without rows', () => {
@@ -26,16 +31,39 @@ describe('CSV answers', () => {
   });
 
   it('defuses text a spreadsheet would run as a formula, but not a negative amount', () => {
-    const rows = read(toCsv({ data: ['=HYPERLINK("x")', '+1', '@SUM(A1)', '-5.5', '-x'].map((name, id) => ({ id, name, amount: name.startsWith('-5') ? name : '0', metadata: null })) }, list));
+    const rows = read(
+      toCsv(
+        {
+          data: ['=HYPERLINK("x")', '+1', '@SUM(A1)', '-5.5', '-x'].map((name, id) => ({
+            id,
+            name,
+            amount: name.startsWith('-5') ? name : '0',
+            metadata: null,
+          })),
+        },
+        list,
+      ),
+    );
     expect(rows.slice(1).map((r) => r[1])).toEqual(['\'=HYPERLINK("x")', "'+1", "'@SUM(A1)", '-5.5', "'-x"]);
     expect(rows[4][2]).toBe('-5.5');
   });
 
   it('gives one row per element of a nested list, the item fields repeated', () => {
-    const cohort = z.object({ cohort: z.string(), customers: z.int(), retention: z.array(z.object({ month: z.string(), customers: z.int(), mrr_retention: z.number().nullable() })) });
+    const cohort = z.object({
+      cohort: z.string(),
+      customers: z.int(),
+      retention: z.array(z.object({ month: z.string(), customers: z.int(), mrr_retention: z.number().nullable() })),
+    });
     const body = {
       data: [
-        { cohort: '2025-01', customers: 2, retention: [{ month: '2025-01', customers: 2, mrr_retention: 100 }, { month: '2025-02', customers: 1, mrr_retention: 62.5 }] },
+        {
+          cohort: '2025-01',
+          customers: 2,
+          retention: [
+            { month: '2025-01', customers: 2, mrr_retention: 100 },
+            { month: '2025-02', customers: 1, mrr_retention: 62.5 },
+          ],
+        },
         { cohort: '2025-02', customers: 0, retention: [] },
       ],
     };
@@ -49,11 +77,17 @@ describe('CSV answers', () => {
 
   it('takes one object as one row', () => {
     const one = z.object({ data: z.object({ current_mrr: z.string(), quick_ratio: z.number().nullable() }) });
-    expect(read(toCsv({ data: { current_mrr: '10.00', quick_ratio: null } }, one))).toEqual([['current_mrr', 'quick_ratio'], ['10.00', '']]);
+    expect(read(toCsv({ data: { current_mrr: '10.00', quick_ratio: null } }, one))).toEqual([
+      ['current_mrr', 'quick_ratio'],
+      ['10.00', ''],
+    ]);
   });
 
   it("moves a list's paging into headers", () => {
-    expect(csvPagingHeaders({ data: [], meta: { total: 42, next_cursor: 'abc' } })).toEqual({ 'X-Total-Count': '42', 'X-Next-Cursor': 'abc' });
+    expect(csvPagingHeaders({ data: [], meta: { total: 42, next_cursor: 'abc' } })).toEqual({
+      'X-Total-Count': '42',
+      'X-Next-Cursor': 'abc',
+    });
     expect(csvPagingHeaders({ data: [], meta: { total: 0, next_cursor: null } })).toEqual({ 'X-Total-Count': '0' });
     expect(csvPagingHeaders({ data: {} })).toEqual({});
   });
@@ -64,6 +98,8 @@ describe('CSV answers', () => {
       expect(source.includes('csvApiHandler('), `${route.method} ${route.path}`).toBe(route.csv === true);
       if (route.csv) expect(route.method).toBe('GET');
     }
-    expect(routeList.filter((r) => r.csv).map((r) => r.path)).toEqual(expect.arrayContaining(['/metrics/mrr', '/metrics/summary', '/metrics/cohorts', '/customers', '/orders']));
+    expect(routeList.filter((r) => r.csv).map((r) => r.path)).toEqual(
+      expect.arrayContaining(['/metrics/mrr', '/metrics/summary', '/metrics/cohorts', '/customers', '/orders']),
+    );
   });
 });

@@ -20,12 +20,17 @@ describe('request validation', () => {
   it('names the allowed values of an enumeration', () => {
     expect(refusal(() => parseOr422(mrrQuery, { interval: 'fortnight' }))).toMatchObject({
       status: 422,
-      body: { message: 'The given data was invalid.', errors: { interval: [expect.stringMatching(/^The selected interval is invalid\. Allowed: day, week, month, quarter, year/)] } },
+      body: {
+        message: 'The given data was invalid.',
+        errors: { interval: [expect.stringMatching(/^The selected interval is invalid\. Allowed: day, week, month, quarter, year/)] },
+      },
     });
   });
 
   it('says an empty batch needs an item, and takes any item (each is checked on its own)', () => {
-    expect(refusal(() => parseOr422(orderBatchBody, { orders: [] })).body.errors).toEqual({ orders: ['The orders field must contain at least 1 item.'] });
+    expect(refusal(() => parseOr422(orderBatchBody, { orders: [] })).body.errors).toEqual({
+      orders: ['The orders field must contain at least 1 item.'],
+    });
     expect(parseOr422(orderBatchBody, { orders: [{}, 'not an order'] }).orders).toHaveLength(2);
   });
 

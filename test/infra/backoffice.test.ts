@@ -1,4 +1,4 @@
-import { Template } from 'aws-cdk-lib/assertions';
+import type { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_PATH, authKindOf } from '#lib/http/route';
 import { routeList } from '#lib/http/routes';
@@ -34,7 +34,14 @@ describe('back-office identity (CDK)', () => {
       MfaConfiguration: 'ON',
       EnabledMfas: ['SOFTWARE_TOKEN_MFA'],
       Policies: {
-        PasswordPolicy: { MinimumLength: 12, RequireLowercase: true, RequireUppercase: true, RequireNumbers: true, RequireSymbols: true, TemporaryPasswordValidityDays: 3 },
+        PasswordPolicy: {
+          MinimumLength: 12,
+          RequireLowercase: true,
+          RequireUppercase: true,
+          RequireNumbers: true,
+          RequireSymbols: true,
+          TemporaryPasswordValidityDays: 3,
+        },
       },
       AccountRecoverySetting: { RecoveryMechanisms: [{ Name: 'verified_email', Priority: 1 }] },
       UserPoolTier: 'LITE',
@@ -63,17 +70,26 @@ describe('back-office identity (CDK)', () => {
   const clients = (template: Template) => {
     const all = Object.entries(template.findResources('AWS::Cognito::UserPoolClient')) as [string, { Properties: Record<string, any> }][];
     expect(all).toHaveLength(2);
-    const [backoffice, dashboard] = [all.find(([, c]) => c.Properties.ExplicitAuthFlows?.includes('ALLOW_USER_SRP_AUTH'))!, all.find(([, c]) => c.Properties.AllowedOAuthFlowsUserPoolClient)!];
+    const [backoffice, dashboard] = [
+      all.find(([, c]) => c.Properties.ExplicitAuthFlows?.includes('ALLOW_USER_SRP_AUTH'))!,
+      all.find(([, c]) => c.Properties.AllowedOAuthFlowsUserPoolClient)!,
+    ];
     return { backoffice: { id: backoffice[0], resource: backoffice[1] }, dashboard: { id: dashboard[0], resource: dashboard[1] } };
   };
 
   it('the dashboard client: hosted UI code flow (PKCE, no secret) back to the CloudFront URL only, cannot write merchant_id', () => {
     const { resource } = clients(prod).dashboard;
     expect(resource.Properties.GenerateSecret ?? false).toBe(false);
-    expect(resource.Properties).toMatchObject({ AllowedOAuthFlows: ['code'], SupportedIdentityProviders: ['COGNITO'], PreventUserExistenceErrors: 'ENABLED' });
+    expect(resource.Properties).toMatchObject({
+      AllowedOAuthFlows: ['code'],
+      SupportedIdentityProviders: ['COGNITO'],
+      PreventUserExistenceErrors: 'ENABLED',
+    });
     expect([...resource.Properties.AllowedOAuthScopes].sort()).toEqual(['email', 'openid']);
     // The dashboard's distribution (the API's own has no Origin Access Control: test/infra/edge.test.ts).
-    const distribution = Object.entries(prod.findResources('AWS::CloudFront::Distribution')).filter(([, d]) => (d as any).Properties.DistributionConfig.Origins[0].OriginAccessControlId).map(([id]) => id);
+    const distribution = Object.entries(prod.findResources('AWS::CloudFront::Distribution'))
+      .filter(([, d]) => (d as any).Properties.DistributionConfig.Origins[0].OriginAccessControlId)
+      .map(([id]) => id);
     expect(distribution).toHaveLength(1);
     const url = { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distribution[0], 'DomainName'] }, '/']] };
     expect(resource.Properties.CallbackURLs).toEqual([url]);
@@ -95,7 +111,10 @@ describe('back-office identity (CDK)', () => {
 
   it('a JWT authorizer for that pool and client, on exactly the back-office routes', () => {
     const pool = only(prod, 'AWS::Cognito::UserPool').id;
-    const { backoffice: { id: client }, dashboard: { id: dashboardClient } } = clients(prod);
+    const {
+      backoffice: { id: client },
+      dashboard: { id: dashboardClient },
+    } = clients(prod);
     const { id: authorizer, resource } = only(prod, 'AWS::ApiGatewayV2::Authorizer');
     expect(resource.Properties).toMatchObject({
       AuthorizerType: 'JWT',
@@ -129,6 +148,12 @@ describe('back-office identity (CDK)', () => {
 
   it('back-office functions read the merchant (view: read access), the others write', () => {
     const kinds = Object.fromEntries(routeList.filter((r) => authKindOf(r) === 'backoffice').map((r) => [r.name, tableAccessFor(r)]));
-    expect(kinds).toEqual({ backofficeMe: 'read', backofficeTokenView: 'read', backofficeTokenCreate: 'write', backofficeTokenRegenerate: 'write', backofficeTokenRevoke: 'write' });
+    expect(kinds).toEqual({
+      backofficeMe: 'read',
+      backofficeTokenView: 'read',
+      backofficeTokenCreate: 'write',
+      backofficeTokenRegenerate: 'write',
+      backofficeTokenRevoke: 'write',
+    });
   });
 });

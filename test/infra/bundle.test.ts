@@ -53,7 +53,13 @@ const event = (path: string, params: Record<string, string>, token?: string): AP
     apiId: 'test',
     domainName: 'test',
     domainPrefix: 'test',
-    http: { method: 'GET', path: `/v1${path}`, protocol: 'HTTP/1.1', sourceIp: `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`, userAgent: 'vitest' },
+    http: {
+      method: 'GET',
+      path: `/v1${path}`,
+      protocol: 'HTTP/1.1',
+      sourceIp: `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`,
+      userAgent: 'vitest',
+    },
     requestId: `req-${Math.random().toString(36).slice(2)}`,
     routeKey: `GET /v1${routes.customersGet.path}`,
     stage: '$default',
@@ -70,7 +76,16 @@ describe('esbuild bundle of functions/customers/get.ts', () => {
     const file = join(bundleDir, 'index.mjs');
     expect(existsSync(`${file}.map`)).toBe(true);
     // esbuild re-reads the bundle and lists what it imports (string contents do not count).
-    const { metafile } = await build({ entryPoints: [file], bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', external: ['*'], logLevel: 'silent' });
+    const { metafile } = await build({
+      entryPoints: [file],
+      bundle: true,
+      write: false,
+      metafile: true,
+      platform: 'node',
+      format: 'esm',
+      external: ['*'],
+      logLevel: 'silent',
+    });
     const imports = Object.values(metafile.inputs).flatMap((input) => input.imports.map((i) => i.path));
     expect(imports).toContain('node:module'); // the createRequire banner
     expect(imports.filter((path) => !builtins.has(path))).toEqual([]);

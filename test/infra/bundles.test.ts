@@ -30,7 +30,11 @@ beforeAll(async () => {
   // CDK runs the esbuild CLI synchronously; the esbuild service above keeps working meanwhile.
   const cdkOut = mkdtempSync(join(tmpdir(), 'bundles-cdk-'));
   dirs.push(cdkOut);
-  const app = new App({ outdir: cdkOut, context: JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context, builtinCloudFormationValidation: false });
+  const app = new App({
+    outdir: cdkOut,
+    context: JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context,
+    builtinCloudFormationValidation: false,
+  });
   const probe = functionEntries().find((f) => f.name === CDK_PROBE)!;
   new ApiFunction(new Stack(app, 'BundlesProbe'), 'Probe', { projectRoot: PROJECT_ROOT, handlerPath: probe.handlerPath });
   app.synth();
@@ -52,7 +56,9 @@ const invokeInFreshNode = async (file: string, env: Record<string, string>): Pro
     const { handler } = await import(${JSON.stringify(pathToFileURL(file).href)});
     const res = await handler(${JSON.stringify(event)}, { awsRequestId: 'probe', functionName: 'probe', getRemainingTimeInMillis: () => 10000 });
     process.stdout.write(String(res.statusCode));`;
-  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { env: { PATH: process.env.PATH ?? '', ...env } });
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+  });
   return Number(stdout);
 };
 
@@ -73,7 +79,8 @@ describe('function bundles', () => {
   });
 
   it("a route function carries its own resource's route entries only, never the whole route table", () => {
-    const routeFiles = (b: FunctionBundle) => inputsOf(b).filter((input) => /^lib\/(?:[a-z]+\/routes|http\/(?:system-)?routes)\.ts$/.test(input));
+    const routeFiles = (b: FunctionBundle) =>
+      inputsOf(b).filter((input) => /^lib\/(?:[a-z]+\/routes|http\/(?:system-)?routes)\.ts$/.test(input));
     const whole = ['openapi', 'notFound'];
     const checked = bundles.filter((b) => routeList.some((r) => r.name === b.name) && !whole.includes(b.name));
     expect(checked.length).toBeGreaterThan(40);
@@ -96,19 +103,42 @@ describe('function bundles', () => {
     ];
     for (const bundle of bundles) {
       const inputs = inputsOf(bundle);
-      expect(inputs.filter((input) => cut.some((pattern) => pattern.test(input))), bundle.name).toEqual([]);
+      expect(
+        inputs.filter((input) => cut.some((pattern) => pattern.test(input))),
+        bundle.name,
+      ).toEqual([]);
       // A package nested under another's node_modules is a second copy of something.
-      expect(inputs.filter((input) => /node_modules\/.*\/node_modules\//.test(input)), bundle.name).toEqual([]);
-      expect(inputs.some((input) => input.includes('@aws-sdk/credential-provider-env/')), bundle.name).toBe(true);
+      expect(
+        inputs.filter((input) => /node_modules\/.*\/node_modules\//.test(input)),
+        bundle.name,
+      ).toEqual([]);
+      expect(
+        inputs.some((input) => input.includes('@aws-sdk/credential-provider-env/')),
+        bundle.name,
+      ).toBe(true);
     }
   });
 
   it('signs DynamoDB requests with the credentials Lambda puts in the environment (the credential cut), and fails without them', async () => {
     const file = bundles.find((b) => b.name === 'customersGet')!.file;
     // No DYNAMODB_ENDPOINT: the client is built as on AWS; the SDK's own endpoint variable points it at DynamoDB Local.
-    const lambda = { AWS_REGION: 'us-east-1', TABLE_NAME: process.env.TABLE_NAME!, AWS_ENDPOINT_URL_DYNAMODB: process.env.DYNAMODB_ENDPOINT!, LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true', HOME: tmpdir() };
+    const lambda = {
+      AWS_REGION: 'us-east-1',
+      TABLE_NAME: process.env.TABLE_NAME!,
+      AWS_ENDPOINT_URL_DYNAMODB: process.env.DYNAMODB_ENDPOINT!,
+      LOG_LEVEL: 'SILENT',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      HOME: tmpdir(),
+    };
     // 401: the anonymous request's per-IP counter was written, so the request was signed.
-    expect(await invokeInFreshNode(file, { ...lambda, AWS_ACCESS_KEY_ID: 'AKIDLOCAL', AWS_SECRET_ACCESS_KEY: 'local', AWS_SESSION_TOKEN: 'local' })).toBe(401);
+    expect(
+      await invokeInFreshNode(file, {
+        ...lambda,
+        AWS_ACCESS_KEY_ID: 'AKIDLOCAL',
+        AWS_SECRET_ACCESS_KEY: 'local',
+        AWS_SESSION_TOKEN: 'local',
+      }),
+    ).toBe(401);
     expect(await invokeInFreshNode(file, lambda)).toBe(500);
   }, 60_000);
 

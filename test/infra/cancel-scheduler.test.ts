@@ -36,7 +36,9 @@ describe('cancellation scheduler', () => {
     expect(target.RetryPolicy).toEqual({ MaximumEventAgeInSeconds: 86_400, MaximumRetryAttempts: 185 });
     expect(target.DeadLetterConfig.Arn).toEqual({ 'Fn::GetAtt': [idOf(stack, s.deadLetterQueue), 'Arn'] });
     // A message in it alarms (docs/operations.md has the runbook).
-    const [alarm] = alarmsOn(template, 'ApproximateNumberOfMessagesVisible', { 'Fn::GetAtt': [idOf(stack, s.deadLetterQueue), 'QueueName'] });
+    const [alarm] = alarmsOn(template, 'ApproximateNumberOfMessagesVisible', {
+      'Fn::GetAtt': [idOf(stack, s.deadLetterQueue), 'QueueName'],
+    });
     expect(alarm).toMatchObject({ threshold: 0, comparison: 'GreaterThanThreshold' });
     expect(alarm.description).toMatch(/scheduled cancellation/);
     expect(JSON.parse(target.InputTransformer.InputTemplate.replace(/<([\w-]+)>/g, '"$1"'))).toEqual({
@@ -73,6 +75,13 @@ describe('cancellation scheduler', () => {
         return g.action;
       })
       .sort();
-    expect(actions).toEqual(['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    expect(actions).toEqual([
+      'dynamodb:BatchGetItem',
+      'dynamodb:ConditionCheckItem',
+      'dynamodb:DeleteItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+    ]);
   });
 });

@@ -36,11 +36,13 @@ afterAll(() => {
 
 /** Every acknowledgment recorded in the stack: where, which rule, why. */
 const acknowledgments = (stack: Stack) =>
-  stack.node.findAll().flatMap((c) =>
-    c.node.metadata
-      .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
-      .flatMap((m) => Object.entries(m.data as Record<string, string>).map(([id, reason]) => ({ construct: c, id, reason }))),
-  );
+  stack.node
+    .findAll()
+    .flatMap((c) =>
+      c.node.metadata
+        .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+        .flatMap((m) => Object.entries(m.data as Record<string, string>).map(([id, reason]) => ({ construct: c, id, reason }))),
+    );
 
 describe('cdk-nag', () => {
   it('AwsSolutions and Serverless find nothing that is not acknowledged, in the API stack and the edge stack', () => {
@@ -48,7 +50,9 @@ describe('cdk-nag', () => {
     for (const stack of [synthesized.stack, synthesized.edge!]) {
       for (const pack of nagPacks()) {
         const report = pack.validateScope(stack);
-        const found = report.violations.map((v) => `${v.severity} ${v.ruleName}: ${v.violatingResources.map((r) => r.constructPath).join(', ')}`);
+        const found = report.violations.map(
+          (v) => `${v.severity} ${v.ruleName}: ${v.violatingResources.map((r) => r.constructPath).join(', ')}`,
+        );
         expect(found, `${pack.name} on ${stack.stackName}`).toEqual([]);
         expect(report.success).toBe(true);
       }
@@ -68,7 +72,9 @@ describe('cdk-nag', () => {
     }
     // Which rules are acknowledged at all: a new kind of finding must be looked at, not added here by habit.
     // The scheduler's invoke grant names its check function's logical id: compared by shape.
-    const rules = [...new Set(acks.map((a) => a.id.replace(/^annotation::/i, '').replace(/<CancelSchedulerCheckFunction\w+\.Arn>/, '<check>')))].sort();
+    const rules = [
+      ...new Set(acks.map((a) => a.id.replace(/^annotation::/i, '').replace(/<CancelSchedulerCheckFunction\w+\.Arn>/, '<check>'))),
+    ].sort();
     expect(rules).toEqual([
       '@aws-cdk/aws-cloudfront:minimumProtocolVersionWithoutCertificate',
       'AwsSolutions-APIG4',
@@ -100,7 +106,8 @@ describe('cdk-nag', () => {
       const app = new App({ outdir: join(dir, `probe-${acknowledged}`), builtinCloudFormationValidation: false });
       const queue = new Queue(new Stack(app, 'Probe'), 'Queue', { encryption: QueueEncryption.SQS_MANAGED, enforceSSL: true });
       if (acknowledged) {
-        for (const id of ['AwsSolutions-SQS3', 'Serverless-SQSRedrivePolicy']) Validations.of(queue.node.defaultChild!).acknowledge({ id, reason: 'probe' });
+        for (const id of ['AwsSolutions-SQS3', 'Serverless-SQSRedrivePolicy'])
+          Validations.of(queue.node.defaultChild!).acknowledge({ id, reason: 'probe' });
       }
       addNagChecks(app);
       return () => app.synth();
@@ -120,9 +127,12 @@ describe('cdk-nag', () => {
       );
       const actions = wildcard.flatMap((s) => [s.Action].flat()).sort();
       // A function's tracing writes segments; the scheduler's state machine also reads sampling rules.
-      const tracing = construct === synthesized.stack.cancelScheduler.stateMachine.role.node.tryFindChild('DefaultPolicy')?.node.defaultChild;
+      const tracing =
+        construct === synthesized.stack.cancelScheduler.stateMachine.role.node.tryFindChild('DefaultPolicy')?.node.defaultChild;
       expect(actions).toEqual(
-        tracing ? ['xray:GetSamplingRules', 'xray:GetSamplingTargets', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments'] : ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'],
+        tracing
+          ? ['xray:GetSamplingRules', 'xray:GetSamplingTargets', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments']
+          : ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'],
       );
     }
   });
@@ -143,7 +153,10 @@ describe.skipIf(!cfnLint)('cfn-lint (skipped when cfn-lint is not installed: pip
     expect(files.length).toBeGreaterThan(1);
     // Run from the project root so cfn-lint reads .cfnlintrc.yaml, as .ci/run does. Exit code: a bit
     // field of errors (2), warnings (4), informational (8); the JSON lists each finding.
-    const output = await promisify(execFile)('cfn-lint', ['--format', 'json', ...files], { cwd: PROJECT_ROOT, maxBuffer: 64 * 1024 * 1024 }).then(
+    const output = await promisify(execFile)('cfn-lint', ['--format', 'json', ...files], {
+      cwd: PROJECT_ROOT,
+      maxBuffer: 64 * 1024 * 1024,
+    }).then(
       (r) => r.stdout,
       (e: { stdout?: string; code?: number }) => {
         if (typeof e.stdout !== 'string' || !e.stdout.trim().startsWith('[')) throw e;

@@ -35,9 +35,18 @@ describe('dashboard site (CDK)', () => {
   it('a private bucket: public access blocked, TLS enforced, encrypted', () => {
     const { template } = unbuilt;
     const bucket = one(template, 'AWS::S3::Bucket');
-    expect(bucket.props.PublicAccessBlockConfiguration).toEqual({ BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true });
+    expect(bucket.props.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
     expect(bucket.props.BucketEncryption.ServerSideEncryptionConfiguration[0].ServerSideEncryptionByDefault.SSEAlgorithm).toBe('AES256');
-    const statements = one(template, 'AWS::S3::BucketPolicy').props.PolicyDocument.Statement as { Effect: string; Condition?: unknown; Principal: any }[];
+    const statements = one(template, 'AWS::S3::BucketPolicy').props.PolicyDocument.Statement as {
+      Effect: string;
+      Condition?: unknown;
+      Principal: any;
+    }[];
     expect(statements).toContainEqual(expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }));
     // Only CloudFront (through the distribution's OAC) may read, for this distribution.
     const reads = statements.filter((s) => s.Effect === 'Allow');
@@ -74,10 +83,14 @@ describe('dashboard site (CDK)', () => {
     const { stack, template } = unbuilt;
     const distribution = dashboardDistribution(unbuilt).id;
     const api = one(template, 'AWS::ApiGatewayV2::Api');
-    expect(api.props.CorsConfiguration.AllowOrigins).toEqual([{ 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distribution, 'DomainName'] }]] }]);
+    expect(api.props.CorsConfiguration.AllowOrigins).toEqual([
+      { 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distribution, 'DomainName'] }]] },
+    ]);
     expect(api.props.CorsConfiguration.AllowHeaders).toEqual(['authorization', 'content-type']);
     const pool = one(template, 'AWS::Cognito::UserPool').id;
-    const dashboardClient = Object.entries(template.findResources('AWS::Cognito::UserPoolClient')).find(([, c]) => (c as any).Properties.AllowedOAuthFlowsUserPoolClient)![0];
+    const dashboardClient = Object.entries(template.findResources('AWS::Cognito::UserPoolClient')).find(
+      ([, c]) => (c as any).Properties.AllowedOAuthFlowsUserPoolClient,
+    )![0];
     const functions = template.findResources('AWS::Lambda::Function');
     for (const route of routeList) {
       const env = (functions[idOf(stack, stack.functions[route.name])] as any).Properties.Environment.Variables;

@@ -44,7 +44,8 @@ const webAcl = (template: Template) => {
   expect(acls).toHaveLength(1);
   return acls[0].Properties;
 };
-const rule = (template: Template, name: string) => (webAcl(template).Rules as { Name: string; [k: string]: any }[]).find((r) => r.Name === name)!;
+const rule = (template: Template, name: string) =>
+  (webAcl(template).Rules as { Name: string; [k: string]: any }[]).find((r) => r.Name === name)!;
 
 describe('the distribution in front of the API', () => {
   it('has the HTTP API as its one origin, over HTTPS only (TLS 1.2), waiting longer than API Gateway does', () => {
@@ -53,7 +54,11 @@ describe('the distribution in front of the API', () => {
     const apiId = idOf(fronted.stack, fronted.stack.api);
     expect(config.Origins[0]).toMatchObject({
       DomainName: { 'Fn::Select': [2, { 'Fn::Split': ['/', { 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }] }] },
-      CustomOriginConfig: { OriginProtocolPolicy: 'https-only', OriginSSLProtocols: ['TLSv1.2'], OriginReadTimeout: ORIGIN_READ_TIMEOUT_SECONDS },
+      CustomOriginConfig: {
+        OriginProtocolPolicy: 'https-only',
+        OriginSSLProtocols: ['TLSv1.2'],
+        OriginReadTimeout: ORIGIN_READ_TIMEOUT_SECONDS,
+      },
     });
     expect(ORIGIN_READ_TIMEOUT_SECONDS).toBeGreaterThan(30);
   });
@@ -78,31 +83,43 @@ describe('the distribution in front of the API', () => {
     const { stack, template } = fronted;
     const functions = resources(template, 'AWS::Lambda::Function');
     const apiFunctions = [...routeList.map((r) => stack.functions[r.name as RouteName]), stack.notFoundFunction];
-    for (const fn of apiFunctions) expect(functions[logicalId(stack, fn)].Properties.Environment.Variables[ORIGIN_VERIFY_ENV], fn.handlerPath).toEqual(secretReference(fronted));
+    for (const fn of apiFunctions)
+      expect(functions[logicalId(stack, fn)].Properties.Environment.Variables[ORIGIN_VERIFY_ENV], fn.handlerPath).toEqual(
+        secretReference(fronted),
+      );
     const withSecret = Object.values(functions).filter((f) => f.Properties.Environment?.Variables?.[ORIGIN_VERIFY_ENV]);
     expect(withSecret).toHaveLength(apiFunctions.length);
   });
 
-  it('is the API\'s public URL: the ApiUrl output, and what the dashboard calls', () => {
+  it("is the API's public URL: the ApiUrl output, and what the dashboard calls", () => {
     const { id } = apiDistribution(fronted);
-    expect(fronted.template.findOutputs('ApiUrl').ApiUrl.Value).toEqual({ 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [id, 'DomainName'] }, BASE_PATH]] });
-    expect(fronted.stack.resolve(fronted.stack.apiUrl)).toEqual({ 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [id, 'DomainName'] }, BASE_PATH]] });
+    expect(fronted.template.findOutputs('ApiUrl').ApiUrl.Value).toEqual({
+      'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [id, 'DomainName'] }, BASE_PATH]],
+    });
+    expect(fronted.stack.resolve(fronted.stack.apiUrl)).toEqual({
+      'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [id, 'DomainName'] }, BASE_PATH]],
+    });
   });
 
-  it('is associated with the edge stack\'s web ACL, read from its output in us-east-1, and deployed after it', () => {
+  it("is associated with the edge stack's web ACL, read from its output in us-east-1, and deployed after it", () => {
     const { config } = apiDistribution(fronted);
     const edge = fronted.edge!;
-    expect(config.WebACLId).toEqual({ 'Fn::GetStackOutput': { StackName: edge.stackName, OutputName: WEB_ACL_ARN_OUTPUT, Region: EDGE_REGION } });
+    expect(config.WebACLId).toEqual({
+      'Fn::GetStackOutput': { StackName: edge.stackName, OutputName: WEB_ACL_ARN_OUTPUT, Region: EDGE_REGION },
+    });
     expect(edge.region).toBe('us-east-1');
     const aclId = Object.keys(resources(fronted.edgeTemplate!, 'AWS::WAFv2::WebACL'))[0];
     expect(fronted.edgeTemplate!.findOutputs(WEB_ACL_ARN_OUTPUT)[WEB_ACL_ARN_OUTPUT].Value).toEqual({ 'Fn::GetAtt': [aclId, 'Arn'] });
     expect(fronted.stack.dependencies).toContain(edge);
   });
 
-  it('leaves the stage\'s own throttles as they are', () => {
+  it("leaves the stage's own throttles as they are", () => {
     const stageOf = (s: typeof fronted) => Object.values(resources(s.template, 'AWS::ApiGatewayV2::Stage'))[0].Properties;
     for (const s of [fronted, bare]) {
-      expect(stageOf(s).DefaultRouteSettings).toMatchObject({ ThrottlingRateLimit: DEFAULTS.throttle.rateLimit, ThrottlingBurstLimit: DEFAULTS.throttle.burstLimit });
+      expect(stageOf(s).DefaultRouteSettings).toMatchObject({
+        ThrottlingRateLimit: DEFAULTS.throttle.rateLimit,
+        ThrottlingBurstLimit: DEFAULTS.throttle.burstLimit,
+      });
     }
     expect(stageOf(fronted).RouteSettings).toEqual(stageOf(bare).RouteSettings);
   });
@@ -110,18 +127,30 @@ describe('the distribution in front of the API', () => {
 
 describe('the web ACL (edge stack, us-east-1)', () => {
   it('is of scope CLOUDFRONT, allows by default, and is named after the stage', () => {
-    expect(webAcl(fronted.edgeTemplate!)).toMatchObject({ Scope: 'CLOUDFRONT', DefaultAction: { Allow: {} }, Name: 'revenue-analytics-api-prod' });
+    expect(webAcl(fronted.edgeTemplate!)).toMatchObject({
+      Scope: 'CLOUDFRONT',
+      DefaultAction: { Allow: {} },
+      Name: 'revenue-analytics-api-prod',
+    });
     expect(webAcl(variant.edgeTemplate!).Name).toBe('revenue-analytics-api-dev');
     expect(variant.edge!.stackName).toBe('TestApi-Edge');
   });
 
-  it('limits each IP to twice the merchant\'s hourly limit per 5 minutes (7,200 by default), then answers 429 with the API\'s body and Retry-After', () => {
+  it("limits each IP to twice the merchant's hourly limit per 5 minutes (7,200 by default), then answers 429 with the API's body and Retry-After", () => {
     expect(wafRateLimitFor(DEFAULTS.rateLimitPerHour, DEFAULTS.unauthenticatedRateLimitPerMinute)).toBe(7200);
     const rate = rule(fronted.edgeTemplate!, 'PerIpRateLimit');
-    expect(rate.Statement).toEqual({ RateBasedStatement: { AggregateKeyType: 'IP', Limit: 7200, EvaluationWindowSec: WAF_WINDOW_SECONDS } });
+    expect(rate.Statement).toEqual({
+      RateBasedStatement: { AggregateKeyType: 'IP', Limit: 7200, EvaluationWindowSec: WAF_WINDOW_SECONDS },
+    });
     expect(WAF_WINDOW_SECONDS).toBe(300);
     expect(rate.Action).toEqual({
-      Block: { CustomResponse: { ResponseCode: 429, CustomResponseBodyKey: 'tooManyRequests', ResponseHeaders: [{ Name: 'Retry-After', Value: String(WAF_RETRY_AFTER_SECONDS) }] } },
+      Block: {
+        CustomResponse: {
+          ResponseCode: 429,
+          CustomResponseBodyKey: 'tooManyRequests',
+          ResponseHeaders: [{ Name: 'Retry-After', Value: String(WAF_RETRY_AFTER_SECONDS) }],
+        },
+      },
     });
     const body = webAcl(fronted.edgeTemplate!).CustomResponseBodies.tooManyRequests;
     expect(body.ContentType).toBe('APPLICATION_JSON');
@@ -139,7 +168,7 @@ describe('the web ACL (edge stack, us-east-1)', () => {
     expect(rule(own.edgeTemplate!, 'PerIpRateLimit').Statement.RateBasedStatement.Limit).toBe(50_000);
   });
 
-  it('runs AWS\'s IP reputation and known-bad-inputs groups as labels, and blocks on them with 403 and the API\'s body (or only counts)', () => {
+  it("runs AWS's IP reputation and known-bad-inputs groups as labels, and blocks on them with 403 and the API's body (or only counts)", () => {
     const rules = webAcl(fronted.edgeTemplate!).Rules as { Name: string; Priority: number; [k: string]: any }[];
     expect(rules.map((r) => [r.Priority, r.Name])).toEqual([
       [0, 'AWSManagedRulesAmazonIpReputationList'],
@@ -177,23 +206,32 @@ describe('the web ACL (edge stack, us-east-1)', () => {
 });
 
 describe('without the edge (-c edge=false)', () => {
-  it('builds no edge stack, no API distribution and no secret: the execute-api URL is the API\'s, as before', () => {
+  it("builds no edge stack, no API distribution and no secret: the execute-api URL is the API's, as before", () => {
     expect(bare.edge).toBeUndefined();
     expect(bare.stack.front).toBeUndefined();
     expect(Object.keys(bare.templates)).not.toContain('TestApi-Edge');
     // Only the dashboard's distribution.
-    expect(Object.keys(resources(bare.template, 'AWS::CloudFront::Distribution'))).toEqual([idOf(bare.stack, bare.stack.dashboard.distribution)]);
+    expect(Object.keys(resources(bare.template, 'AWS::CloudFront::Distribution'))).toEqual([
+      idOf(bare.stack, bare.stack.dashboard.distribution),
+    ]);
     expect(Object.keys(resources(bare.template, 'AWS::SecretsManager::Secret'))).toEqual([]);
-    for (const fn of Object.values(resources(bare.template, 'AWS::Lambda::Function'))) expect(fn.Properties.Environment?.Variables?.[ORIGIN_VERIFY_ENV]).toBeUndefined();
+    for (const fn of Object.values(resources(bare.template, 'AWS::Lambda::Function')))
+      expect(fn.Properties.Environment?.Variables?.[ORIGIN_VERIFY_ENV]).toBeUndefined();
     const apiId = idOf(bare.stack, bare.stack.api);
-    expect(bare.template.findOutputs('ApiUrl').ApiUrl.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, BASE_PATH]] });
+    expect(bare.template.findOutputs('ApiUrl').ApiUrl.Value).toEqual({
+      'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, BASE_PATH]],
+    });
   });
 
   it('reads edge, wafRateLimit and wafManagedRules from -c, and refuses bad values', () => {
     const contextProps = (context: Record<string, unknown>) => propsFromContext(new App({ context }).node);
     expect(contextProps({}).edgeProtection).toBeUndefined();
     expect(contextProps({ edge: 'false' }).edgeProtection).toBe(false);
-    expect(contextProps({ edge: 'true', wafRateLimit: '20000', wafManagedRules: 'count' })).toMatchObject({ edgeProtection: true, wafRateLimit: 20000, wafManagedRules: 'count' });
+    expect(contextProps({ edge: 'true', wafRateLimit: '20000', wafManagedRules: 'count' })).toMatchObject({
+      edgeProtection: true,
+      wafRateLimit: 20000,
+      wafManagedRules: 'count',
+    });
     expect(() => contextProps({ edge: 'no' })).toThrow(/edge/);
     expect(() => contextProps({ wafRateLimit: '9' })).toThrow(/wafRateLimit/);
     expect(() => contextProps({ wafRateLimit: 'many' })).toThrow(/wafRateLimit/);

@@ -81,7 +81,8 @@ describe('stages', () => {
 
 describe('least privilege', () => {
   it('no role has a managed policy; each function writes logs to its own log group only', () => {
-    for (const [id, role] of Object.entries(resources(prod.template, 'AWS::IAM::Role'))) expect(role.Properties.ManagedPolicyArns, id).toBeUndefined();
+    for (const [id, role] of Object.entries(resources(prod.template, 'AWS::IAM::Role')))
+      expect(role.Properties.ManagedPolicyArns, id).toBeUndefined();
     const fns = allFunctions(prod);
     expect(fns).toHaveLength(Object.keys(resources(prod.template, 'AWS::Lambda::Function')).length);
     const lambdas = resources(prod.template, 'AWS::Lambda::Function');
@@ -95,7 +96,7 @@ describe('least privilege', () => {
     }
   });
 
-  it('the only wildcard resource is X-Ray\'s (no resource-level permissions), and no action is a wildcard', () => {
+  it("the only wildcard resource is X-Ray's (no resource-level permissions), and no action is a wildcard", () => {
     const all = statements(prod);
     for (const s of all) expect(s.Effect).toBe('Allow');
     const wildcard = all.filter((s) => [s.Resource].flat().some((r) => typeof r === 'string' && r.includes('*')));
@@ -111,7 +112,9 @@ describe('least privilege', () => {
 
   it('the table key: through DynamoDB only; decrypt for every table user, encrypt only for those that write', () => {
     const keyArn = arn(idOf(prod.stack, prod.stack.table.encryptionKey!));
-    const viaDynamoDb = { StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['dynamodb.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } } };
+    const viaDynamoDb = {
+      StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['dynamodb.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } },
+    };
     const writes = new Set(['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem']);
     let writers = 0;
     for (const fn of allFunctions(prod)) {
@@ -132,7 +135,9 @@ describe('least privilege', () => {
 describe('observability', () => {
   it('every function traces actively and names the Powertools service and metrics namespace (the stack)', () => {
     // The stack's own functions (CDK's custom-resource handlers, such as the dashboard site's deployment, are not ours).
-    const lambdas = Object.fromEntries(allFunctions(prod).map((fn) => [idOf(prod.stack, fn), resources(prod.template, 'AWS::Lambda::Function')[idOf(prod.stack, fn)]]));
+    const lambdas = Object.fromEntries(
+      allFunctions(prod).map((fn) => [idOf(prod.stack, fn), resources(prod.template, 'AWS::Lambda::Function')[idOf(prod.stack, fn)]]),
+    );
     for (const [id, fn] of Object.entries(lambdas)) {
       expect(fn.Properties.TracingConfig, id).toEqual({ Mode: 'Active' });
       expect(fn.Properties.Environment.Variables, id).toMatchObject({
@@ -141,7 +146,9 @@ describe('observability', () => {
       });
     }
     for (const fn of allFunctions(dev)) {
-      expect(resources(dev.template, 'AWS::Lambda::Function')[idOf(dev.stack, fn)].Properties.Environment.Variables.POWERTOOLS_METRICS_NAMESPACE).toBe(dev.stack.stackName);
+      expect(
+        resources(dev.template, 'AWS::Lambda::Function')[idOf(dev.stack, fn)].Properties.Environment.Variables.POWERTOOLS_METRICS_NAMESPACE,
+      ).toBe(dev.stack.stackName);
     }
   });
 
@@ -151,7 +158,11 @@ describe('observability', () => {
     const key = resources(prod.template, 'AWS::KMS::Key')[keyId];
     expect(key.Properties.EnableKeyRotation).toBe(true);
     expect(key.Properties.KeyPolicy.Statement).toContainEqual(
-      expect.objectContaining({ Effect: 'Allow', Principal: { Service: 'cloudwatch.amazonaws.com' }, Action: ['kms:Decrypt', 'kms:GenerateDataKey'] }),
+      expect.objectContaining({
+        Effect: 'Allow',
+        Principal: { Service: 'cloudwatch.amazonaws.com' },
+        Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
+      }),
     );
     const policy = only(prod, 'AWS::SNS::TopicPolicy');
     expect(policy.Properties.PolicyDocument.Statement).toContainEqual(
@@ -166,11 +177,19 @@ describe('observability', () => {
   it('every function alarms on errors and on throttles, per minute: the workers each, route functions in groups of at most 10', () => {
     const alarms = alarmViews(prod.template);
     const stack = prod.stack;
-    const workers = new Set<ApiFunction>([stack.outboxRelay.function, stack.outboxRelay.sweeper, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction, stack.cancelScheduler.checkFunction]);
+    const workers = new Set<ApiFunction>([
+      stack.outboxRelay.function,
+      stack.outboxRelay.sweeper,
+      stack.webhookDelivery.fanOutFunction,
+      stack.webhookDelivery.deliveryFunction,
+      stack.cancelScheduler.checkFunction,
+    ]);
     for (const fn of allFunctions(prod)) {
       const dimension = JSON.stringify([{ Name: 'FunctionName', Value: { Ref: idOf(stack, fn) } }]);
       for (const metricName of ['Errors', 'Throttles']) {
-        const on = alarms.filter((a) => a.metrics.some((m) => m.namespace === 'AWS/Lambda' && m.metricName === metricName && JSON.stringify(m.dimensions) === dimension));
+        const on = alarms.filter((a) =>
+          a.metrics.some((m) => m.namespace === 'AWS/Lambda' && m.metricName === metricName && JSON.stringify(m.dimensions) === dimension),
+        );
         expect(on, `${metricName} ${fn.node.path}`).toHaveLength(1);
         expect(on[0]).toMatchObject({ comparison: 'GreaterThanThreshold', threshold: 0 });
         for (const m of on[0].metrics) expect(m).toMatchObject({ namespace: 'AWS/Lambda', metricName, stat: 'Sum', period: 60 });
@@ -188,7 +207,7 @@ describe('observability', () => {
     expect(alarms.length).toBeLessThanOrEqual(32);
   });
 
-  it('every template keeps head-room under CloudFormation\'s limits, today and with twice the routes', () => {
+  it("every template keeps head-room under CloudFormation's limits, today and with twice the routes", () => {
     // CloudFormation's limits per template: 500 resources, 200 parameters, 200 outputs.
     const counts = (templates: typeof prod.templates) =>
       Object.entries(templates).map(([name, t]) => ({
@@ -247,29 +266,42 @@ describe('observability', () => {
     const alarms = alarmViews(prod.template);
     for (const dlq of [relay.deadLetterQueue, w.eventsDeadLetterQueue, w.ruleDeadLetterQueue, w.deliveryDeadLetterQueue]) {
       const queueName = { 'Fn::GetAtt': [idOf(prod.stack, dlq), 'QueueName'] };
-      const depth = alarms.filter((a) => a.metrics.some((m) => m.metricName === 'ApproximateNumberOfMessagesVisible' && JSON.stringify(m.dimensions).includes(JSON.stringify(queueName))));
+      const depth = alarms.filter((a) =>
+        a.metrics.some(
+          (m) => m.metricName === 'ApproximateNumberOfMessagesVisible' && JSON.stringify(m.dimensions).includes(JSON.stringify(queueName)),
+        ),
+      );
       expect(depth, dlq.node.path).toEqual([expect.objectContaining({ comparison: 'GreaterThanThreshold', threshold: 0 })]);
     }
     const tableRef = { Ref: idOf(prod.stack, prod.stack.table) };
     for (const metricName of ['ReadThrottleEvents', 'WriteThrottleEvents']) {
-      expect(alarms.filter((a) => a.metrics.some((m) => m.metricName === metricName && JSON.stringify(m.dimensions).includes(JSON.stringify(tableRef))))).toHaveLength(1);
+      expect(
+        alarms.filter((a) =>
+          a.metrics.some((m) => m.metricName === metricName && JSON.stringify(m.dimensions).includes(JSON.stringify(tableRef))),
+        ),
+      ).toHaveLength(1);
     }
   });
 
-  it('one dashboard: the API, the table, the queues, each function, and a search over the functions\' own metrics', () => {
+  it("one dashboard: the API, the table, the queues, each function, and a search over the functions' own metrics", () => {
     // The body is a Fn::Join of JSON text and references: references become <Ref:Id> markers.
     const parts = only(prod, 'AWS::CloudWatch::Dashboard').Properties.DashboardBody['Fn::Join'][1] as (string | { Ref: string })[];
     const text = parts.map((p) => (typeof p === 'string' ? p : `<Ref:${p.Ref}>`)).join('');
     const widgets = (JSON.parse(text) as { widgets: { properties: { metrics?: unknown[][] } }[] }).widgets;
     const metrics = widgets.flatMap((w) => w.properties.metrics ?? []).flat();
-    const expressions = metrics.flatMap((m) => (m && typeof m === 'object' && 'expression' in m ? [(m as { expression: string }).expression] : []));
+    const expressions = metrics.flatMap((m) =>
+      m && typeof m === 'object' && 'expression' in m ? [(m as { expression: string }).expression] : [],
+    );
     expect(expressions).toContain(`SEARCH('{"${prod.stack.stackName}","service"} "service"="revenue-analytics-api" ', 'Sum', 60)`);
     const names = new Set(metrics.filter((m): m is string => typeof m === 'string'));
     for (const fn of allFunctions(prod)) expect(names.has(`<Ref:${idOf(prod.stack, fn)}>`), fn.node.path).toBe(true);
-    for (const namespace of ['AWS/ApiGateway', 'AWS/DynamoDB', 'AWS/SQS', 'AWS/Events', 'AWS/Lambda']) expect(names.has(namespace), namespace).toBe(true);
+    for (const namespace of ['AWS/ApiGateway', 'AWS/DynamoDB', 'AWS/SQS', 'AWS/Events', 'AWS/Lambda'])
+      expect(names.has(namespace), namespace).toBe(true);
     // Iterator age is shown for the relay only (the one stream consumer).
     const iterator = widgets.filter((w) => (w.properties.metrics ?? []).some((m) => m.includes('IteratorAge')));
-    expect(iterator.map((w) => w.properties.metrics!.flat().filter((m) => typeof m === 'string' && m.startsWith('<Ref:')))).toEqual([[`<Ref:${idOf(prod.stack, prod.stack.outboxRelay.function)}>`]]);
+    expect(iterator.map((w) => w.properties.metrics!.flat().filter((m) => typeof m === 'string' && m.startsWith('<Ref:')))).toEqual([
+      [`<Ref:${idOf(prod.stack, prod.stack.outboxRelay.function)}>`],
+    ]);
   });
 });
 

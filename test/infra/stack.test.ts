@@ -1,11 +1,11 @@
-import { Stack, App } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import { type Stack, App } from 'aws-cdk-lib';
+import type { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys, RATE_PREFIX } from '#lib/db/keys';
 import { createTableInput, TTL_ATTRIBUTE } from '#lib/db/table';
 import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
-import { ApiStack, DEFAULTS, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
+import { type ApiStack, DEFAULTS, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
 import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../../infra/constructs/outbox-relay.ts';
 import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/events/sweeper';
@@ -40,7 +40,15 @@ beforeAll(() => {
 
 /** The functions no route reaches: the outbox relay and sweeper and the webhook consumers (test/infra/webhook-delivery.test.ts). */
 const workerIds = (stack: ApiStack) =>
-  new Set([stack.outboxRelay.function, stack.outboxRelay.sweeper, stack.webhookDelivery.fanOutFunction, stack.webhookDelivery.deliveryFunction, stack.cancelScheduler.checkFunction].map((fn) => logicalId(stack, fn)));
+  new Set(
+    [
+      stack.outboxRelay.function,
+      stack.outboxRelay.sweeper,
+      stack.webhookDelivery.fanOutFunction,
+      stack.webhookDelivery.deliveryFunction,
+      stack.cancelScheduler.checkFunction,
+    ].map((fn) => logicalId(stack, fn)),
+  );
 /** CDK's own custom-resource handlers (the dashboard's upload, its bucket's emptying on delete). */
 const isCdkProvider = (id: string) => /^Custom(S3AutoDeleteObjects|CDKBucketDeployment)/.test(id);
 /** The API's functions (route handlers and the 404 function), by logical id. */
@@ -106,7 +114,8 @@ describe('routes', () => {
   });
 
   it('routes one merchant may call faster than the default bucket allows get their own: order writes 500/s, subscription changes 100/s', () => {
-    const stageOf = (s: typeof defaults) => Object.values(resources(s.template, 'AWS::ApiGatewayV2::Stage'))[0] as Resource & { DependsOn?: string[] };
+    const stageOf = (s: typeof defaults) =>
+      Object.values(resources(s.template, 'AWS::ApiGatewayV2::Stage'))[0] as Resource & { DependsOn?: string[] };
     const keysOf = (ability: string) => routeList.filter((r) => r.ability === ability).map((r) => `${r.method} ${BASE_PATH}${r.path}`);
     const bucket = (rate: number, burst: number) => ({ ThrottlingRateLimit: rate, ThrottlingBurstLimit: burst });
     const orderWrites = keysOf('orders:write');
@@ -115,14 +124,18 @@ describe('routes', () => {
     expect(stageOf(defaults).Properties.RouteSettings).toEqual(Object.fromEntries(orderWrites.map((k) => [k, bucket(500, 1000)])));
     // A stage default of 5/s: subscription changes need their own 100/s bucket too.
     expect(stageOf(variant).Properties.RouteSettings).toEqual(
-      Object.fromEntries([...orderWrites.map((k) => [k, bucket(500, 1000)]), ...keysOf('subscriptions:write').map((k) => [k, bucket(100, 200)])]),
+      Object.fromEntries([
+        ...orderWrites.map((k) => [k, bucket(500, 1000)]),
+        ...keysOf('subscriptions:write').map((k) => [k, bucket(100, 200)]),
+      ]),
     );
     // Route settings name route keys, so the stage waits for every nested stack of routes.
     const { stack } = defaults;
-    for (const group of Object.values(stack.routeGroups)) expect(stageOf(defaults).DependsOn).toContain(stack.getLogicalId(group.nestedStackResource as never));
+    for (const group of Object.values(stack.routeGroups))
+      expect(stageOf(defaults).DependsOn).toContain(stack.getLogicalId(group.nestedStackResource as never));
   });
 
-  it('outputs the API URL under /v1 (its CloudFront distribution\'s: test/infra/edge.test.ts), the table name and the event bus', () => {
+  it("outputs the API URL under /v1 (its CloudFront distribution's: test/infra/edge.test.ts), the table name and the event bus", () => {
     const { stack, template } = defaults;
     const outputs = template.findOutputs('*');
     const distributionId = stack.getLogicalId(stack.front!.distribution.node.defaultChild as never);
@@ -166,7 +179,7 @@ describe('table', () => {
 });
 
 describe('functions', () => {
-  it('run nodejs22.x on arm64 with tracing, a 30-day log group, the configuration env and their route\'s timeout', () => {
+  it("run nodejs22.x on arm64 with tracing, a 30-day log group, the configuration env and their route's timeout", () => {
     const { stack, template } = defaults;
     const tableRef = { Ref: stack.getLogicalId(stack.table.node.defaultChild as never) };
     const logGroups = resources(template, 'AWS::Logs::LogGroup');
@@ -222,11 +235,13 @@ describe('functions', () => {
   });
 
   it('point at DynamoDB Local only in a template synthesized for sam local', () => {
-    const { template } = variant;
     const fns = apiFunctions(variant);
     expect(fns).toHaveLength(routeList.length + 1);
     for (const fn of fns) {
-      expect(fn.Properties.Environment.Variables).toMatchObject({ DYNAMODB_ENDPOINT: 'http://host.docker.internal:8000', TABLE_NAME: 'local-table' });
+      expect(fn.Properties.Environment.Variables).toMatchObject({
+        DYNAMODB_ENDPOINT: 'http://host.docker.internal:8000',
+        TABLE_NAME: 'local-table',
+      });
     }
   });
 });
@@ -254,10 +269,17 @@ describe('table grants', () => {
   const describeGrants = (stack: ApiStack, grants: Grant[]) => {
     const tableArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.table.node.defaultChild as never), 'Arn'] };
     const indexName = (resource: unknown) =>
-      ['gsi1', 'gsi2', 'gsi3', 'gsi4'].find((name) => JSON.stringify(resource) === JSON.stringify({ 'Fn::Join': ['', [tableArn, `/index/${name}`]] }));
+      ['gsi1', 'gsi2', 'gsi3', 'gsi4'].find(
+        (name) => JSON.stringify(resource) === JSON.stringify({ 'Fn::Join': ['', [tableArn, `/index/${name}`]] }),
+      );
     return grants
       .map(({ action, resource, condition }) => {
-        const on = JSON.stringify(resource) === JSON.stringify(tableArn) ? 'table' : indexName(resource) ? `index ${indexName(resource)}` : JSON.stringify(resource);
+        const on =
+          JSON.stringify(resource) === JSON.stringify(tableArn)
+            ? 'table'
+            : indexName(resource)
+              ? `index ${indexName(resource)}`
+              : JSON.stringify(resource);
         const when = condition === undefined ? '' : describeCondition(condition);
         return `${action.replace(/^dynamodb:/, '')} on ${on}${when}`;
       })
@@ -315,16 +337,19 @@ describe('table grants', () => {
     const { stack, template } = defaults;
     const kinds = new Map<ApiFunction, keyof typeof expected>([[stack.notFoundFunction, 'pipeline']]);
     for (const route of routeList) {
-      const kind = route.secrets === 'decrypt' ? 'webhookSend' : route.writes ? 'write' : authKindOf(route) === 'none' ? 'pipeline' : 'read';
+      const kind =
+        route.secrets === 'decrypt' ? 'webhookSend' : route.writes ? 'write' : authKindOf(route) === 'none' ? 'pipeline' : 'read';
       kinds.set(stack.functions[route.name as RouteName], kind);
     }
     // The OpenAPI document and the 404 function only authenticate and count.
     expect(kinds.get(stack.functions.openapi)).toBe('pipeline');
     // The routes that send to a merchant's URL: the test event and the manual retry.
-    expect(routeList.filter((r) => kinds.get(stack.functions[r.name as RouteName]) === 'webhookSend').map((r) => r.name).sort()).toEqual([
-      'webhookEndpointsRetryDelivery',
-      'webhookEndpointsTest',
-    ]);
+    expect(
+      routeList
+        .filter((r) => kinds.get(stack.functions[r.name as RouteName]) === 'webhookSend')
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual(['webhookEndpointsRetryDelivery', 'webhookEndpointsTest']);
     expect([...kinds.values()]).toEqual(expect.arrayContaining(['read', 'write']));
     expect(kinds.size).toBe(apiFunctions(defaults).length);
     for (const [fn, kind] of kinds) {
@@ -353,7 +378,10 @@ describe('table grants', () => {
 
   it('LeadingKeys conditions name only the rate-window, token and webhook prefixes, which no other data key can match', () => {
     const conditions = Object.values(resources(defaults.template, 'AWS::IAM::Policy'))
-      .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Condition?: Record<string, Record<string, string[]>> }[])
+      .flatMap(
+        (p) =>
+          p.Properties.PolicyDocument.Statement as { Action: string | string[]; Condition?: Record<string, Record<string, string[]>> }[],
+      )
       .filter((s) => [s.Action].flat().some((a) => a.startsWith('dynamodb:')))
       .flatMap((s) => (s.Condition ? [s.Condition] : []));
     expect(conditions.length).toBeGreaterThan(0);
@@ -364,11 +392,18 @@ describe('table grants', () => {
     }
     const webhook = `M#mer_${'?'.repeat(20)}#WEBHOOK#*`;
     expect([...patterns].sort()).toEqual([webhook, 'OUTBOX#*', 'OUTBOX_EVENT#*', 'RATE#IP#*', 'RATE#M#*', 'TOKEN#*']);
-    expect([...patterns].filter((p) => !p.startsWith('TOKEN#') && !p.startsWith('OUTBOX') && p !== webhook).every((p) => p.startsWith(RATE_PREFIX))).toBe(true);
+    expect(
+      [...patterns]
+        .filter((p) => !p.startsWith('TOKEN#') && !p.startsWith('OUTBOX') && p !== webhook)
+        .every((p) => p.startsWith(RATE_PREFIX)),
+    ).toBe(true);
 
     // IAM StringLike: `*` is any run of characters, `?` one character.
     const like = (pattern: string) => {
-      const escaped = pattern.replace(/[.+^$(){}|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+      const escaped = pattern
+        .replace(/[.+^$(){}|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '.*')
+        .replace(/\?/g, '.');
       return new RegExp(`^${escaped}$`);
     };
     const matching = (pk: string) => [...patterns].filter((p) => like(p).test(pk));
@@ -378,7 +413,12 @@ describe('table grants', () => {
     // A merchant's webhook items, and anything else under an endpoint's partition (such as a per-day counter), match the webhook pattern.
     const merchant = `mer_${'0a'.repeat(10)}`;
     const endpointPk = keys.webhookEndpoint(merchant, 7).pk;
-    for (const pk of [endpointPk, keys.webhookDeliveryState(merchant, 7, 'evt_1').pk, keys.webhookDelivery(merchant, 7, '2025-01-01T00:00:00Z', 'evt_1', 1).pk, `${endpointPk}#DAY#2025-01-01`]) {
+    for (const pk of [
+      endpointPk,
+      keys.webhookDeliveryState(merchant, 7, 'evt_1').pk,
+      keys.webhookDelivery(merchant, 7, '2025-01-01T00:00:00Z', 'evt_1', 1).pk,
+      `${endpointPk}#DAY#2025-01-01`,
+    ]) {
       expect(matching(pk), pk).toEqual([webhook]);
     }
     // Merchant ids and external ids are free text in keys: none can reach a pattern (`#WEBHOOK#` in an external id neither).
@@ -412,7 +452,8 @@ describe('table grants', () => {
 
 describe('webhook secrets key', () => {
   it('one KMS key with rotation, kept with the table by default (deleted with it when retainTable is false)', () => {
-    const secretsKey = (s: typeof defaults) => resources(s.template, 'AWS::KMS::Key')[s.stack.getLogicalId(s.stack.webhookSecretsKey.node.defaultChild as never)];
+    const secretsKey = (s: typeof defaults) =>
+      resources(s.template, 'AWS::KMS::Key')[s.stack.getLogicalId(s.stack.webhookSecretsKey.node.defaultChild as never)];
     expect(secretsKey(defaults).Properties.EnableKeyRotation).toBe(true);
     expect(secretsKey(defaults).DeletionPolicy).toBe('Retain');
     expect(secretsKey(variant).DeletionPolicy).toBe('Delete');
@@ -420,7 +461,11 @@ describe('webhook secrets key', () => {
 
   it('the functions that issue secrets (create, rotate-secret) may only Encrypt; those that send (test, retry, the delivery) only Decrypt', () => {
     const { stack, template } = defaults;
-    const using = (kind: 'encrypt' | 'decrypt') => routeList.filter((r) => r.secrets === kind).map((r) => r.name as string).sort();
+    const using = (kind: 'encrypt' | 'decrypt') =>
+      routeList
+        .filter((r) => r.secrets === kind)
+        .map((r) => r.name as string)
+        .sort();
     expect(using('encrypt')).toEqual(['webhookEndpointsCreate', 'webhookEndpointsRotateSecret']);
     expect(using('decrypt')).toEqual(['webhookEndpointsRetryDelivery', 'webhookEndpointsTest']);
     const keyArn = { 'Fn::GetAtt': [stack.getLogicalId(stack.webhookSecretsKey.node.defaultChild as never), 'Arn'] };
@@ -431,7 +476,9 @@ describe('webhook secrets key', () => {
         .map(({ action, resource }) => ({ action, resource }));
     for (const route of routeList) {
       const expected = route.secrets === 'encrypt' ? 'kms:Encrypt' : route.secrets === 'decrypt' ? 'kms:Decrypt' : undefined;
-      expect(kmsGrants(stack.functions[route.name as RouteName]), route.name).toEqual(expected ? [{ action: expected, resource: keyArn }] : []);
+      expect(kmsGrants(stack.functions[route.name as RouteName]), route.name).toEqual(
+        expected ? [{ action: expected, resource: keyArn }] : [],
+      );
     }
     expect(kmsGrants(stack.notFoundFunction)).toEqual([]);
     expect(kmsGrants(stack.outboxRelay.function)).toEqual([]);
@@ -450,7 +497,14 @@ describe('app context', () => {
 
   it('parses -c values (strings) into stack props and names the stack after the stage', () => {
     expect(
-      contextProps({ stage: 'dev', rateLimitPerHour: '100', unauthenticatedRateLimitPerMinute: '5', logLevel: 'debug', retainTable: 'false', throttleRateLimit: '9' }),
+      contextProps({
+        stage: 'dev',
+        rateLimitPerHour: '100',
+        unauthenticatedRateLimitPerMinute: '5',
+        logLevel: 'debug',
+        retainTable: 'false',
+        throttleRateLimit: '9',
+      }),
     ).toEqual({
       stage: 'dev',
       rateLimitPerHour: 100,
@@ -459,7 +513,10 @@ describe('app context', () => {
       retainTable: false,
       throttle: { rateLimit: 9, burstLimit: DEFAULTS.throttle.burstLimit },
     });
-    expect(contextProps({ orderWritesPerSecond: '800' }).merchantPeakPerSecond).toEqual({ 'orders:write': 800, 'subscriptions:write': 100 });
+    expect(contextProps({ orderWritesPerSecond: '800' }).merchantPeakPerSecond).toEqual({
+      'orders:write': 800,
+      'subscriptions:write': 100,
+    });
     expect(contextProps({ localDynamoEndpoint: 'http://host.docker.internal:8000' }).localDynamo).toEqual({
       endpoint: 'http://host.docker.internal:8000',
       tableName: DEFAULTS.localTableName,
@@ -496,14 +553,18 @@ describe('outbox relay', () => {
   /** The relay's stream mapping (the webhook consumers have SQS mappings of their own). */
   const relayMapping = ({ stack, template }: { stack: ApiStack; template: Template }) => {
     const fn = logicalId(stack, stack.outboxRelay.function);
-    const found = Object.values(resources(template, 'AWS::Lambda::EventSourceMapping')).filter((m) => m.Properties.FunctionName?.Ref === fn);
+    const found = Object.values(resources(template, 'AWS::Lambda::EventSourceMapping')).filter(
+      (m) => m.Properties.FunctionName?.Ref === fn,
+    );
     expect(found).toHaveLength(1);
     return found[0];
   };
 
   it('reads the table stream, which carries new images', () => {
     const { table } = ids(defaults);
-    expect(resources(defaults.template, 'AWS::DynamoDB::Table')[table].Properties.StreamSpecification).toEqual({ StreamViewType: 'NEW_IMAGE' });
+    expect(resources(defaults.template, 'AWS::DynamoDB::Table')[table].Properties.StreamSpecification).toEqual({
+      StreamViewType: 'NEW_IMAGE',
+    });
     expect(relayMapping(defaults).Properties.EventSourceArn).toEqual({ 'Fn::GetAtt': [table, 'StreamArn'] });
   });
 
@@ -534,7 +595,9 @@ describe('outbox relay', () => {
     const pattern = JSON.parse(relayMapping(defaults).Properties.FilterCriteria.Filters[0].Pattern);
     // Lambda filter semantics for exact-value lists: every named field must hold one of the values.
     const matches = (p: any, value: any): boolean =>
-      Array.isArray(p) ? p.includes(value) : value !== null && typeof value === 'object' && Object.entries(p).every(([k, sub]) => matches(sub, value[k]));
+      Array.isArray(p)
+        ? p.includes(value)
+        : value !== null && typeof value === 'object' && Object.entries(p).every(([k, sub]) => matches(sub, value[k]));
     const records = [
       outboxInsert('mer_filter'),
       streamRecord('MODIFY', outboxItem('mer_filter', 'order.paid', {})),
@@ -564,11 +627,29 @@ describe('outbox relay', () => {
       if (text === JSON.stringify({ 'Fn::GetAtt': [logGroup, 'Arn'] })) return 'own log group';
       return text;
     };
-    const viaDynamoDb = { StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['dynamodb.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } } };
-    const grants = (policies[0].Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[])
+    const viaDynamoDb = {
+      StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['dynamodb.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } },
+    };
+    const grants = (
+      policies[0].Properties.PolicyDocument.Statement as {
+        Effect: string;
+        Action: string | string[];
+        Resource: unknown;
+        Condition?: unknown;
+      }[]
+    )
       .flatMap((st) => {
         expect(st.Effect).toBe('Allow');
-        return [st.Action].flat().flatMap((a) => [st.Resource].flat().map((r) => `${a} on ${named(r)}${st.Condition ? ` if ${JSON.stringify(st.Condition) === JSON.stringify(viaDynamoDb) ? 'via DynamoDB' : JSON.stringify(st.Condition)}` : ''}`));
+        return [st.Action]
+          .flat()
+          .flatMap((a) =>
+            [st.Resource]
+              .flat()
+              .map(
+                (r) =>
+                  `${a} on ${named(r)}${st.Condition ? ` if ${JSON.stringify(st.Condition) === JSON.stringify(viaDynamoDb) ? 'via DynamoDB' : JSON.stringify(st.Condition)}` : ''}`,
+              ),
+          );
       })
       .sort();
     expect(grants).toEqual([
@@ -598,7 +679,13 @@ describe('outbox relay', () => {
   it('publishes to the stack bus as the service, with the project runtime and the table it stamps', () => {
     const { fn, bus } = ids(defaults);
     const { Properties: p } = resources(defaults.template, 'AWS::Lambda::Function')[fn];
-    expect(p).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Timeout: 10, TracingConfig: { Mode: 'Active' }, Handler: 'index.handler' });
+    expect(p).toMatchObject({
+      Runtime: 'nodejs22.x',
+      Architectures: ['arm64'],
+      Timeout: 10,
+      TracingConfig: { Mode: 'Active' },
+      Handler: 'index.handler',
+    });
     expect(p.Description).toContain(OUTBOX_RELAY_HANDLER);
     expect(p.Environment.Variables).toEqual({
       TABLE_NAME: { Ref: ids(defaults).table },
@@ -613,16 +700,24 @@ describe('outbox relay', () => {
     expect(resources(defaults.template, 'AWS::Logs::LogGroup')[p.LoggingConfig.LogGroup.Ref].Properties.RetentionInDays).toBe(30);
     // The variant stack: its stage and log level reach the relay too.
     const v = ids(variant);
-    expect(resources(variant.template, 'AWS::Lambda::Function')[v.fn].Properties.Environment.Variables).toMatchObject({ STAGE: 'dev', LOG_LEVEL: 'DEBUG' });
+    expect(resources(variant.template, 'AWS::Lambda::Function')[v.fn].Properties.Environment.Variables).toMatchObject({
+      STAGE: 'dev',
+      LOG_LEVEL: 'DEBUG',
+    });
   });
 
   it('its dead-letter queue is encrypted, TLS-only and alarmed on depth; falling behind the stream is alarmed too', () => {
     const { template } = defaults;
     const { fn, queue } = ids(defaults);
-    expect(resources(template, 'AWS::SQS::Queue')[queue].Properties).toEqual({ SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 });
+    expect(resources(template, 'AWS::SQS::Queue')[queue].Properties).toEqual({
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 14 * 24 * 3600,
+    });
     template.hasResourceProperties('AWS::SQS::QueuePolicy', {
       Queues: [{ Ref: queue }],
-      PolicyDocument: { Statement: [{ Effect: 'Deny', Action: 'sqs:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Principal: { AWS: '*' } }] },
+      PolicyDocument: {
+        Statement: [{ Effect: 'Deny', Action: 'sqs:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Principal: { AWS: '*' } }],
+      },
     });
     // Both alarms notify the stack's alarm topic (test/infra/operations.test.ts).
     const topic = defaults.stack.getLogicalId(defaults.stack.monitoring.alarmTopic.node.defaultChild as never);
@@ -686,7 +781,9 @@ describe('outbox sweeper', () => {
     const grants = roleGrants(stack, template, stack.outboxRelay.sweeper)
       .filter((g) => !g.action.startsWith('logs:') && !g.action.startsWith('xray:'))
       .map((g) => {
-        const leading = (g.condition as { 'ForAllValues:StringLike'?: { 'dynamodb:LeadingKeys': string[] } } | undefined)?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];
+        const leading = (g.condition as { 'ForAllValues:StringLike'?: { 'dynamodb:LeadingKeys': string[] } } | undefined)?.[
+          'ForAllValues:StringLike'
+        ]?.['dynamodb:LeadingKeys'];
         return `${g.action} on ${name(g.resource)}${leading ? ` ${leading.join(',')}` : ''}`;
       })
       .sort();

@@ -4,7 +4,12 @@ import { routes } from '#lib/http/routes';
 import { MAX_VISIBILITY_SECONDS } from '#lib/webhooks/queue';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
-import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_EVENT_PATTERN, WEBHOOK_FAN_OUT_HANDLER, WEBHOOK_RULE_NAME } from '../../infra/constructs/webhook-delivery.ts';
+import {
+  WEBHOOK_DELIVER_HANDLER,
+  WEBHOOK_EVENT_PATTERN,
+  WEBHOOK_FAN_OUT_HANDLER,
+  WEBHOOK_RULE_NAME,
+} from '../../infra/constructs/webhook-delivery.ts';
 import { DEFAULTS } from '../../infra/stack.ts';
 import { alarmsOn, alarmViews, fixtureProjectRoot, idOf, resources, roleGrants, synthStack } from './support/stack.ts';
 
@@ -40,7 +45,9 @@ const arn = (id: string) => ({ 'Fn::GetAtt': [id, 'Arn'] });
 const queueProps = (id: string) => resources(synthesized.template, 'AWS::SQS::Queue')[id].Properties;
 /** The statements of a queue's resource policy. */
 const queuePolicy = (id: string) => {
-  const found = Object.values(resources(synthesized.template, 'AWS::SQS::QueuePolicy')).filter((p) => JSON.stringify(p.Properties.Queues) === JSON.stringify([{ Ref: id }]));
+  const found = Object.values(resources(synthesized.template, 'AWS::SQS::QueuePolicy')).filter(
+    (p) => JSON.stringify(p.Properties.Queues) === JSON.stringify([{ Ref: id }]),
+  );
   expect(found).toHaveLength(1);
   return found[0].Properties.PolicyDocument.Statement as unknown[];
 };
@@ -48,7 +55,9 @@ const queuePolicy = (id: string) => {
 describe('rule', () => {
   it('matches the service source and the known event types (the one pattern the moto test uses too)', () => {
     const { bus } = ids();
-    const rules = Object.values(resources(synthesized.template, 'AWS::Events::Rule')).filter((r) => r.Properties.Name === WEBHOOK_RULE_NAME);
+    const rules = Object.values(resources(synthesized.template, 'AWS::Events::Rule')).filter(
+      (r) => r.Properties.Name === WEBHOOK_RULE_NAME,
+    );
     expect(rules).toHaveLength(1);
     expect(rules[0].Properties).toMatchObject({ Name: WEBHOOK_RULE_NAME, EventBusName: { Ref: bus }, State: 'ENABLED' });
     expect(rules[0].Properties.EventPattern).toEqual(WEBHOOK_EVENT_PATTERN);
@@ -70,11 +79,21 @@ describe('rule', () => {
     ]);
     // Only this rule may send to the two queues (besides the TLS-only deny every queue has).
     const fromRule = (queue: string, actions: string[]) => {
-      const statements = queuePolicy(queue) as { Effect: string; Action: string | string[]; Principal: unknown; Resource: unknown; Condition: unknown }[];
+      const statements = queuePolicy(queue) as {
+        Effect: string;
+        Action: string | string[];
+        Principal: unknown;
+        Resource: unknown;
+        Condition: unknown;
+      }[];
       const allows = statements.filter((st) => st.Effect === 'Allow');
       expect(allows).toHaveLength(1);
       expect([allows[0].Action].flat().sort()).toEqual(actions);
-      expect(allows[0]).toMatchObject({ Principal: { Service: 'events.amazonaws.com' }, Resource: arn(queue), Condition: { ArnEquals: { 'aws:SourceArn': arn(rule) } } });
+      expect(allows[0]).toMatchObject({
+        Principal: { Service: 'events.amazonaws.com' },
+        Resource: arn(queue),
+        Condition: { ArnEquals: { 'aws:SourceArn': arn(rule) } },
+      });
     };
     fromRule(events, ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage']);
     fromRule(ruleDlq, ['sqs:SendMessage']);
@@ -134,7 +153,9 @@ describe('queues', () => {
 
 describe('consumers', () => {
   const mappingOf = (fnId: string) => {
-    const found = Object.values(resources(synthesized.template, 'AWS::Lambda::EventSourceMapping')).filter((m) => m.Properties.FunctionName?.Ref === fnId);
+    const found = Object.values(resources(synthesized.template, 'AWS::Lambda::EventSourceMapping')).filter(
+      (m) => m.Properties.FunctionName?.Ref === fnId,
+    );
     expect(found).toHaveLength(1);
     return found[0].Properties;
   };
@@ -168,10 +189,22 @@ describe('consumers', () => {
       NODE_OPTIONS: '--enable-source-maps',
       TABLE_NAME: { Ref: table },
     };
-    expect(fns[fanOut].Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Timeout: 10, TracingConfig: { Mode: 'Active' }, Handler: 'index.handler' });
+    expect(fns[fanOut].Properties).toMatchObject({
+      Runtime: 'nodejs22.x',
+      Architectures: ['arm64'],
+      Timeout: 10,
+      TracingConfig: { Mode: 'Active' },
+      Handler: 'index.handler',
+    });
     expect(fns[fanOut].Properties.Description).toContain(WEBHOOK_FAN_OUT_HANDLER);
     expect(fns[fanOut].Properties.Environment.Variables).toEqual({ ...common, WEBHOOK_DELIVERY_QUEUE_URL: { Ref: deliveries } });
-    expect(fns[delivery].Properties).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Timeout: 30, TracingConfig: { Mode: 'Active' }, Handler: 'index.handler' });
+    expect(fns[delivery].Properties).toMatchObject({
+      Runtime: 'nodejs22.x',
+      Architectures: ['arm64'],
+      Timeout: 30,
+      TracingConfig: { Mode: 'Active' },
+      Handler: 'index.handler',
+    });
     expect(fns[delivery].Properties.Description).toContain(WEBHOOK_DELIVER_HANDLER);
     expect(fns[delivery].Properties.Environment.Variables).toEqual({
       ...common,
@@ -199,8 +232,11 @@ describe('least privilege', () => {
       ['delivery dlq', arn(i.deliveryDlq)],
       ['*', '*'],
     ];
-    const named = (resource: unknown) => names.find(([, r]) => JSON.stringify(r) === JSON.stringify(resource))?.[0] ?? JSON.stringify(resource);
-    const viaDynamoDb = { StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['dynamodb.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } } };
+    const named = (resource: unknown) =>
+      names.find(([, r]) => JSON.stringify(r) === JSON.stringify(resource))?.[0] ?? JSON.stringify(resource);
+    const viaDynamoDb = {
+      StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['dynamodb.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } },
+    };
     return roleGrants(stack, template, fn)
       .map((g) => {
         const on = `${g.action} on ${named(g.resource)}`;
@@ -220,7 +256,9 @@ describe('least privilege', () => {
   const TABLE_KEY_READ = ['kms:Decrypt on table key via DynamoDB', 'kms:DescribeKey on table key via DynamoDB'];
   const TABLE_KEY_WRITE = [...TABLE_KEY_READ, 'kms:Encrypt on table key via DynamoDB', 'kms:GenerateDataKey on table key via DynamoDB'];
   const consume = (queue: string) =>
-    ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage'].map((a) => `${a} on ${queue}`);
+    ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage'].map(
+      (a) => `${a} on ${queue}`,
+    );
   const XRAY = ['xray:PutTelemetryRecords on *', 'xray:PutTraceSegments on *'];
 
   it('fan-out: Query on the table (its strongly consistent list read) and the list index only, SendMessage to the deliveries queue, consume the events queue', () => {
@@ -254,7 +292,7 @@ describe('least privilege', () => {
         ...TABLE_KEY_WRITE,
       ].sort(),
     );
-    expect(grants.filter((g) => g.includes('Query') || g.includes('GetItem on') && !g.includes('BatchGetItem'))).toEqual([]);
+    expect(grants.filter((g) => g.includes('Query') || (g.includes('GetItem on') && !g.includes('BatchGetItem')))).toEqual([]);
   });
 
   it('the consumers have no managed policy (their logs grant is their own log group, above)', () => {
@@ -297,7 +335,9 @@ describe('alarms and outputs', () => {
   it('one message in any webhook dead-letter queue (events, rule, deliveries) alarms', () => {
     const { eventsDlq, ruleDlq, deliveryDlq } = ids();
     for (const dlq of [eventsDlq, ruleDlq, deliveryDlq]) {
-      expect(alarmsOn(synthesized.template, 'ApproximateNumberOfMessagesVisible', { 'Fn::GetAtt': [dlq, 'QueueName'] })).toEqual([queueDepth()]);
+      expect(alarmsOn(synthesized.template, 'ApproximateNumberOfMessagesVisible', { 'Fn::GetAtt': [dlq, 'QueueName'] })).toEqual([
+        queueDepth(),
+      ]);
     }
   });
 
@@ -314,7 +354,10 @@ describe('alarms and outputs', () => {
     expect(rule).toHaveLength(1);
     expect(rule[0]).toMatchObject({ comparison: 'GreaterThanOrEqualToThreshold', threshold: 1, evaluationPeriods: 1, actions: [topic()] });
     expect(rule[0].expression).toBe('FILL(failed, 0) + FILL(lost, 0)');
-    const dims = [{ Name: 'EventBusName', Value: { Ref: bus } }, { Name: 'RuleName', Value: WEBHOOK_RULE_NAME }];
+    const dims = [
+      { Name: 'EventBusName', Value: { Ref: bus } },
+      { Name: 'RuleName', Value: WEBHOOK_RULE_NAME },
+    ];
     expect(rule[0].metrics.map((m) => [m.id, m.metricName, m.stat, m.dimensions])).toEqual([
       ['failed', 'FailedInvocations', 'Sum', dims],
       ['lost', 'InvocationsFailedToBeSentToDlq', 'Sum', dims],

@@ -13,7 +13,9 @@ afterEach(async () => {
   for (const q of queues.splice(0)) await q.stop();
 });
 
-const queue = (opts: { visibilityTimeoutSeconds?: number; maxReceiveCount?: number; batchSize?: number; onError?: (e: unknown) => void } = {}) => {
+const queue = (
+  opts: { visibilityTimeoutSeconds?: number; maxReceiveCount?: number; batchSize?: number; onError?: (e: unknown) => void } = {},
+) => {
   const q = new LocalQueue(`test-${queues.length}`, { context: () => lambdaContext('test', 'r'), ...opts });
   queues.push(q);
   return q;
@@ -26,7 +28,8 @@ describe('LocalQueue', () => {
     const q = queue({ visibilityTimeoutSeconds: 0.2 });
     const seen: Seen[] = [];
     q.consume(async (event: SQSEvent): Promise<SQSBatchResponse> => {
-      for (const r of event.Records) seen.push({ body: r.body, receiveCount: Number(r.attributes.ApproximateReceiveCount), at: Date.now() });
+      for (const r of event.Records)
+        seen.push({ body: r.body, receiveCount: Number(r.attributes.ApproximateReceiveCount), at: Date.now() });
       const first = seen.filter((s) => s.body === 'b').length === 1;
       return { batchItemFailures: event.Records.filter((r) => r.body === 'b' && first).map((r) => ({ itemIdentifier: r.messageId })) };
     });

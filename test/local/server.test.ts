@@ -78,7 +78,9 @@ describe('local server refusing oversized requests', () => {
   it('answers a head over the limit with JSON 431 (headers) or 414 (URL) and a request id', async () => {
     const { token } = await newMerchant();
     // API Gateway takes 10,240 bytes of request line and header values: such a request is served.
-    const withinGateway = await fetch(`${api.base}/customers`, { headers: { authorization: `Bearer ${token}`, 'x-pad': 'p'.repeat(9_000) } });
+    const withinGateway = await fetch(`${api.base}/customers`, {
+      headers: { authorization: `Bearer ${token}`, 'x-pad': 'p'.repeat(9_000) },
+    });
     expect(withinGateway.status).toBe(200);
 
     for (const size of [20_000, 200_000]) {

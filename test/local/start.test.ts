@@ -28,7 +28,11 @@ const start = async (env: Record<string, string | undefined>): Promise<Stack> =>
     ...env,
   };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete childEnv[k];
-  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start.ts'], { cwd: ROOT, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/local/start.ts'], {
+    cwd: ROOT,
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   started.push(child);
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -120,7 +124,12 @@ const get = async (base: string, path: string, token?: string) => {
 describe('npm start', () => {
   it('runs DynamoDB Local and the API with a demo token, and Ctrl-C stops both', { timeout: 120_000 }, async () => {
     const [port, dynamoPort] = [await freePort(), await freePort()];
-    const stack = await start({ PORT: String(port), DYNAMODB_PORT: String(dynamoPort), DYNAMODB_ENDPOINT: undefined, TABLE_NAME: undefined });
+    const stack = await start({
+      PORT: String(port),
+      DYNAMODB_PORT: String(dynamoPort),
+      DYNAMODB_ENDPOINT: undefined,
+      TABLE_NAME: undefined,
+    });
     expect(stack.output()).toContain(`http://127.0.0.1:${dynamoPort}`);
     expect(dynamoProcesses(dynamoPort)).toHaveLength(1);
     // DynamoDB Local answers on loopback only, not on the machine's other addresses.
@@ -128,7 +137,9 @@ describe('npm start', () => {
     const listening = listeningAddresses(dynamoPort);
     expect(listening.length).toBeGreaterThan(0);
     expect(listening.filter((a) => !LOOPBACK.includes(a))).toEqual([]);
-    const external = Object.values(networkInterfaces()).flat().find((a) => a && a.family === 'IPv4' && !a.internal);
+    const external = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === 'IPv4' && !a.internal);
     if (external) expect(await portOpen(dynamoPort, external.address)).toBe(false);
 
     const list = await get(stack.base, '/customers', stack.token);
@@ -170,7 +181,9 @@ describe('npm start', () => {
     expect((await client.send(new DescribeTableCommand({ TableName: table }))).Table?.TableName).toBe(table);
   });
 
-  it('relays outbox events to the local bus, one line each; started again, it resumes after its checkpoint', { timeout: 120_000 }, async () => {
+  it('relays outbox events to the local bus, one line each; started again, it resumes after its checkpoint', {
+    timeout: 120_000,
+  }, async () => {
     const env = {
       PORT: String(await freePort()),
       DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT!,
@@ -213,10 +226,18 @@ describe('npm start', () => {
     expect(await stop(second.child)).toBe(0);
   });
 
-  it('after kill -9, the ops CLI says the stack is gone and the next start stops the orphaned DynamoDB Local', { timeout: 180_000 }, async () => {
+  it('after kill -9, the ops CLI says the stack is gone and the next start stops the orphaned DynamoDB Local', {
+    timeout: 180_000,
+  }, async () => {
     const stackFile = join(mkdtempSync(join(tmpdir(), 'killed-')), 'stack.json');
     const [port, dynamoPort] = [await freePort(), await freePort()];
-    const env = { PORT: String(port), DYNAMODB_PORT: String(dynamoPort), DYNAMODB_ENDPOINT: undefined, TABLE_NAME: undefined, LOCAL_STACK_FILE: stackFile };
+    const env = {
+      PORT: String(port),
+      DYNAMODB_PORT: String(dynamoPort),
+      DYNAMODB_ENDPOINT: undefined,
+      TABLE_NAME: undefined,
+      LOCAL_STACK_FILE: stackFile,
+    };
     const first = await start(env);
     const [orphan] = dynamoProcesses(dynamoPort);
     orphans.push(orphan);
@@ -239,11 +260,15 @@ describe('npm start', () => {
     );
     expect(cli.code).toBe(1);
     expect(cli.stdout).toBe('');
-    expect(cli.stderr).toContain(`the local stack recorded in ${stackFile} is not running (npm start was killed?); start it again or set DYNAMODB_ENDPOINT`);
+    expect(cli.stderr).toContain(
+      `the local stack recorded in ${stackFile} is not running (npm start was killed?); start it again or set DYNAMODB_ENDPOINT`,
+    );
 
     // The same ports again: the next start stops the orphan (freeing its port) and replaces the file.
     const second = await start(env);
-    expect(second.output()).toContain(`A previous npm start (pid ${first.child.pid}) was not stopped cleanly: stopped its orphaned DynamoDB Local (pid ${orphan}), removed its ${stackFile}`);
+    expect(second.output()).toContain(
+      `A previous npm start (pid ${first.child.pid}) was not stopped cleanly: stopped its orphaned DynamoDB Local (pid ${orphan}), removed its ${stackFile}`,
+    );
     const [fresh] = dynamoProcesses(dynamoPort);
     expect(fresh).not.toBe(orphan);
     expect(dynamoProcesses(dynamoPort)).toEqual([fresh]);

@@ -7,7 +7,12 @@ import { createTableInput, GSIS } from '#lib/db/table';
 const endpoint = process.env.DYNAMODB_ENDPOINT!;
 const client = new DynamoDBClient(localClientConfig(endpoint));
 const indexesOf = async (name: string) =>
-  Object.fromEntries(((await client.send(new DescribeTableCommand({ TableName: name }))).Table!.GlobalSecondaryIndexes ?? []).map((g) => [g.IndexName, g.Projection]));
+  Object.fromEntries(
+    ((await client.send(new DescribeTableCommand({ TableName: name }))).Table!.GlobalSecondaryIndexes ?? []).map((g) => [
+      g.IndexName,
+      g.Projection,
+    ]),
+  );
 
 describe('ensureTable (npm start, DATA_DIR)', () => {
   it('creates the table with every index, and adds to a table kept from an earlier version the indexes it lacks', async () => {

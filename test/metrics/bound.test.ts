@@ -20,7 +20,8 @@ import { expectedCohorts, expectedSeries, refSetAt, refSetFrom, type RefCustomer
 const api = useApi();
 afterEach(() => resetClock());
 
-const pendingItems = (merchantId: string) => queryAll<{ sk: string }>({ partition: metricsPartition(merchantId), from: 'M#0000-00#P', to: 'M#0000-00#P~' }, ['sk']);
+const pendingItems = (merchantId: string) =>
+  queryAll<{ sk: string }>({ partition: metricsPartition(merchantId), from: 'M#0000-00#P', to: 'M#0000-00#P~' }, ['sk']);
 
 describe('a back-dated change reclassifying more than one transaction can hold', () => {
   it('is accepted, and every figure equals the recomputation on the next read', { timeout: 120_000 }, async () => {
@@ -28,7 +29,7 @@ describe('a back-dated change reclassifying more than one transaction can hold',
     const { token, merchantId } = await newMerchant();
     const customer = (await api.post('/customers', token, { email: 'far@bound.test', name: 'F' })).body.data.id;
     const ref: RefCustomer = { lines: new Map() };
-    const day = (i: number) => new Date(Date.parse('2024-01-01T00:00:00Z') + i * 86_400_000).toISOString().slice(0, 19) + 'Z';
+    const day = (i: number) => `${new Date(Date.parse('2024-01-01T00:00:00Z') + i * 86_400_000).toISOString().slice(0, 19)}Z`;
     const events = Array.from({ length: 100 }, (_, i) => ({
       customer_id: customer,
       event_type: i % 2 ? 'cancel' : 'reactivated',
@@ -44,18 +45,39 @@ describe('a back-dated change reclassifying more than one transaction can hold',
     expect((await series()).filter((e: { churn: string }) => e.churn === '-10.00')).toHaveLength(50);
 
     // A subscription from before all of it: the imported line ends there, so its 100 movements go, and the cohort moves.
-    const counted = await api.counted('POST', '/subscriptions', { token, body: { customer_id: customer, plan_name: 'P', mrr: '5', billing_cycle: 'monthly', started_at: '2023-12-01T00:00:00Z' } });
+    const counted = await api.counted('POST', '/subscriptions', {
+      token,
+      body: { customer_id: customer, plan_name: 'P', mrr: '5', billing_cycle: 'monthly', started_at: '2023-12-01T00:00:00Z' },
+    });
     const sub = counted.res;
     expect(sub.status, JSON.stringify(sub.body)).toBe(201);
     // More moves than one transaction holds: the change, then the follow-up that applies the rest.
     expect(counted.byCommand.TransactWriteItemsCommand ?? counted.byCommand.TransactWriteCommand).toBeGreaterThanOrEqual(2);
     refSetFrom(ref, `S${sub.body.data.id}`, '2023-12-01T00:00:00Z', 5, 'a');
     // A yearly order paid then, through POST /orders and the batch: accepted too.
-    const order = await api.post('/orders', token, { order_no: 'FAR-1', amount: '120', customer_email: 'far@bound.test', status: 'paid', billing_cycle: 'yearly', paid_at: '2023-12-15T00:00:00Z' });
+    const order = await api.post('/orders', token, {
+      order_no: 'FAR-1',
+      amount: '120',
+      customer_email: 'far@bound.test',
+      status: 'paid',
+      billing_cycle: 'yearly',
+      paid_at: '2023-12-15T00:00:00Z',
+    });
     expect(order.status, JSON.stringify(order.body)).toBe(201);
     refSetFrom(ref, 'OFAR-1', '2023-12-15T00:00:00Z', 10, 'o');
     refSetAt(ref, 'OFAR-1', '2024-12-15T00:00:00Z', 0, 'o');
-    const batch = await api.post('/orders/batch', token, { orders: [{ order_no: 'FAR-2', amount: '120', customer_email: 'far@bound.test', status: 'paid', billing_cycle: 'yearly', paid_at: '2023-12-20T00:00:00Z' }] });
+    const batch = await api.post('/orders/batch', token, {
+      orders: [
+        {
+          order_no: 'FAR-2',
+          amount: '120',
+          customer_email: 'far@bound.test',
+          status: 'paid',
+          billing_cycle: 'yearly',
+          paid_at: '2023-12-20T00:00:00Z',
+        },
+      ],
+    });
     expect(batch.body.data.created).toBe(1);
     refSetFrom(ref, 'OFAR-2', '2023-12-20T00:00:00Z', 10, 'o');
     refSetAt(ref, 'OFAR-2', '2024-12-20T00:00:00Z', 0, 'o');
@@ -77,7 +99,13 @@ describe('a back-dated change reclassifying more than one transaction can hold',
     fixedClock('2024-06-01T00:00:00Z');
     const { token, merchantId } = await newMerchant();
     const customer = (await api.post('/customers', token, { email: 'p@bound.test', name: 'P' })).body.data.id;
-    await api.post('/subscriptions', token, { customer_id: customer, plan_name: 'P', mrr: '100', billing_cycle: 'monthly', started_at: '2024-02-10T00:00:00Z' });
+    await api.post('/subscriptions', token, {
+      customer_id: customer,
+      plan_name: 'P',
+      mrr: '100',
+      billing_cycle: 'monthly',
+      started_at: '2024-02-10T00:00:00Z',
+    });
     const before = (await api.get('/metrics/mrr?start_date=2024-01-01&end_date=2024-05-31', token)).body;
     // What a follow-up would have applied: the same month and day moved by +7 new, -7 (a net zero
     // across buckets would hide a misread, so it shifts one day into another month).

@@ -19,10 +19,11 @@ import { seedMetricsAggregates } from '../support/seed-metrics.ts';
 const api = useApi();
 afterEach(() => resetClock());
 
-const report = (call: string, requests: number, budget: number) => console.info(`[budget] ${call}: ${requests} requests (budget ≤ ${budget})`);
+const report = (call: string, requests: number, budget: number) =>
+  console.info(`[budget] ${call}: ${requests} requests (budget ≤ ${budget})`);
 
 const DAY = 86_400_000;
-const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z';
+const iso = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}Z`;
 
 const reads = async (token: string) => ({
   monthly24: await api.counted('GET', '/metrics/mrr?start_date=2024-01-01&end_date=2025-12-31&interval=month', { token }),
@@ -38,14 +39,23 @@ const reads = async (token: string) => ({
 });
 
 describe('metrics request budgets (DynamoDB requests per API call)', () => {
-  it('GET /metrics/mrr 24 monthly points ≤ 5 (8 quarters, 7 years ≤ 5), 731 daily points ≤ 8, /metrics/summary ≤ 4, /metrics/cohorts 24 months ≤ 5: the same for 100 and 20,000 subscriptions', { timeout: 180_000 }, async () => {
+  it('GET /metrics/mrr 24 monthly points ≤ 5 (8 quarters, 7 years ≤ 5), 731 daily points ≤ 8, /metrics/summary ≤ 4, /metrics/cohorts 24 months ≤ 5: the same for 100 and 20,000 subscriptions', {
+    timeout: 180_000,
+  }, async () => {
     const clock = fixedClock('2024-03-01T00:00:00Z');
     const small = await newMerchant();
-    const batch = await api.post('/customers/batch', small.token, { customers: Array.from({ length: 100 }, (_, i) => ({ email: `s${i}@budget.test`, name: `S${i}` })) });
+    const batch = await api.post('/customers/batch', small.token, {
+      customers: Array.from({ length: 100 }, (_, i) => ({ email: `s${i}@budget.test`, name: `S${i}` })),
+    });
     expect(batch.status, JSON.stringify(batch.body)).toBe(200);
     for (const [i, c] of (batch.body.data.results.created as { id: number }[]).entries()) {
       clock.set(iso(Date.parse('2024-03-01T00:00:00Z') + i * 3 * DAY));
-      const r = await api.post('/subscriptions', small.token, { customer_id: c.id, plan_name: 'Basic', mrr: '10.00', billing_cycle: 'monthly' });
+      const r = await api.post('/subscriptions', small.token, {
+        customer_id: c.id,
+        plan_name: 'Basic',
+        mrr: '10.00',
+        billing_cycle: 'monthly',
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
     }
     const large = await newMerchant();
@@ -55,7 +65,16 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
     clock.set('2025-12-31T12:00:00Z');
     const a = await reads(small.token);
     const b = await reads(large.token);
-    for (const [name, budget] of [['monthly24', 5], ['monthlyMidMonth', 5], ['quarterly8', 5], ['yearly', 5], ['daily731', 8], ['weekly', 8], ['summary', 4], ['cohorts24', 5]] as const) {
+    for (const [name, budget] of [
+      ['monthly24', 5],
+      ['monthlyMidMonth', 5],
+      ['quarterly8', 5],
+      ['yearly', 5],
+      ['daily731', 8],
+      ['weekly', 8],
+      ['summary', 4],
+      ['cohorts24', 5],
+    ] as const) {
       expect(a[name].res.status, JSON.stringify(a[name].res.body)).toBe(200);
       expect(b[name].res.status, JSON.stringify(b[name].res.body)).toBe(200);
       report(`${name} (100 subscriptions)`, a[name].requests, budget);
@@ -75,7 +94,10 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
   it('writes that move MRR stay within their budgets: subscription changes ≤ 5, a recurring paid order ≤ 6, its refund (PATCH) 5', async () => {
     const { token } = await newMerchant();
     const customer = (await api.post('/customers', token, { email: 'w@budget.test', name: 'W' })).body.data;
-    const create = await api.counted('POST', '/subscriptions', { token, body: { customer_id: customer.id, plan_name: 'B', mrr: '10', billing_cycle: 'monthly', started_at: '2024-01-01T00:00:00Z' } });
+    const create = await api.counted('POST', '/subscriptions', {
+      token,
+      body: { customer_id: customer.id, plan_name: 'B', mrr: '10', billing_cycle: 'monthly', started_at: '2024-01-01T00:00:00Z' },
+    });
     expect(create.res.status).toBe(201);
     const id = create.res.body.data.id;
     const moves = [
@@ -95,12 +117,18 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
       report(`${method} ${path.replace(String(id), '{id}')}`, r.requests, 5);
       expect(r.requests).toBeLessThanOrEqual(5);
     }
-    const recorded = await api.counted('POST', '/subscriptions/events', { token, body: { customer_id: customer.id, event_type: 'created', old_amount: '0', new_amount: '5', occurred_at: '2023-01-01T00:00:00Z' } });
+    const recorded = await api.counted('POST', '/subscriptions/events', {
+      token,
+      body: { customer_id: customer.id, event_type: 'created', old_amount: '0', new_amount: '5', occurred_at: '2023-01-01T00:00:00Z' },
+    });
     expect(recorded.res.status).toBe(201);
     report('POST /subscriptions/events (back-dated)', recorded.requests, 5);
     expect(recorded.requests).toBeLessThanOrEqual(5);
 
-    const order = await api.counted('POST', '/orders', { token, body: { order_no: 'R-1', amount: '300', customer_email: 'w@budget.test', status: 'paid', billing_cycle: 'quarterly' } });
+    const order = await api.counted('POST', '/orders', {
+      token,
+      body: { order_no: 'R-1', amount: '300', customer_email: 'w@budget.test', status: 'paid', billing_cycle: 'quarterly' },
+    });
     expect(order.res.status).toBe(201);
     report('POST /orders (quarterly, paid, existing customer)', order.requests, 6);
     expect(order.requests).toBeLessThanOrEqual(6);

@@ -17,7 +17,8 @@ const seed = async () => {
   const { token } = await newMerchant();
   const a = (await api.post('/customers', token, { email: 'a@csv.test', name: '=cmd|calc', metadata: { tier: 'gold' } })).body.data;
   const b = (await api.post('/customers', token, { email: 'b@csv.test', name: 'Wang, "B"' })).body.data;
-  const sub = (await api.post('/subscriptions', token, { customer_id: a.id, plan_name: 'Pro', mrr: '100', billing_cycle: 'monthly' })).body.data;
+  const sub = (await api.post('/subscriptions', token, { customer_id: a.id, plan_name: 'Pro', mrr: '100', billing_cycle: 'monthly' })).body
+    .data;
   clock.set('2025-02-10T09:00:00Z');
   await api.post('/subscriptions', token, { customer_id: b.id, plan_name: 'Basic', mrr: '40', billing_cycle: 'monthly' });
   await api.put(`/subscriptions/${sub.id}`, token, { mrr: '70' });
@@ -29,7 +30,11 @@ const seed = async () => {
 describe('CSV answers (Accept: text/csv)', () => {
   it('metrics: the series, the summary and the cohorts carry the JSON figures, a header row first', async () => {
     const token = await seed();
-    for (const path of ['/metrics/mrr?start_date=2025-01-01&end_date=2025-03-20&interval=month', '/metrics/mrr?start_date=2025-01-01&end_date=2025-03-20&interval=week', '/metrics/summary']) {
+    for (const path of [
+      '/metrics/mrr?start_date=2025-01-01&end_date=2025-03-20&interval=month',
+      '/metrics/mrr?start_date=2025-01-01&end_date=2025-03-20&interval=week',
+      '/metrics/summary',
+    ]) {
       const json = await api.get(path, token);
       const csv = await api.get(path, token, CSV);
       expect(csv.status, path).toBe(200);
@@ -41,10 +46,26 @@ describe('CSV answers (Accept: text/csv)', () => {
     }
     const cohorts = await api.get('/metrics/cohorts?start_month=2025-01&end_month=2025-03', token);
     const [header, ...body] = rows((await api.get('/metrics/cohorts?start_month=2025-01&end_month=2025-03', token, CSV)).body as string);
-    expect(header).toEqual(['cohort', 'customers', 'mrr', 'retention.month', 'retention.customers', 'retention.mrr', 'retention.customer_retention', 'retention.mrr_retention']);
-    const expected = (cohorts.body.data as { cohort: string; customers: number; mrr: string; retention: Record<string, unknown>[] }[]).flatMap((c) =>
+    expect(header).toEqual([
+      'cohort',
+      'customers',
+      'mrr',
+      'retention.month',
+      'retention.customers',
+      'retention.mrr',
+      'retention.customer_retention',
+      'retention.mrr_retention',
+    ]);
+    const expected = (
+      cohorts.body.data as { cohort: string; customers: number; mrr: string; retention: Record<string, unknown>[] }[]
+    ).flatMap((c) =>
       c.retention.length
-        ? c.retention.map((r) => [c.cohort, String(c.customers), c.mrr, ...asCells(r, ['month', 'customers', 'mrr', 'customer_retention', 'mrr_retention'])])
+        ? c.retention.map((r) => [
+            c.cohort,
+            String(c.customers),
+            c.mrr,
+            ...asCells(r, ['month', 'customers', 'mrr', 'customer_retention', 'mrr_retention']),
+          ])
         : [[c.cohort, String(c.customers), c.mrr, '', '', '', '', '']],
     );
     expect(body).toEqual(expected);
@@ -63,7 +84,15 @@ describe('CSV answers (Accept: text/csv)', () => {
     expect(all.map((r) => r[header.indexOf('name')])).toEqual(expect.arrayContaining(["'=cmd|calc", 'Wang, "B"']));
     const endpoint = (await api.post('/webhook-endpoints', token, { url: 'http://127.0.0.1:9/hook', events: ['*'] })).body.data;
     expect(endpoint?.id).toBeDefined();
-    for (const path of ['/orders', '/orders/stats', '/subscriptions', '/subscriptions/events', '/activity', '/webhook-endpoints', `/webhook-endpoints/${endpoint?.id}/deliveries`]) {
+    for (const path of [
+      '/orders',
+      '/orders/stats',
+      '/subscriptions',
+      '/subscriptions/events',
+      '/activity',
+      '/webhook-endpoints',
+      `/webhook-endpoints/${endpoint?.id}/deliveries`,
+    ]) {
       const r = await api.get(path, token, CSV);
       expect(r.status, path).toBe(200);
       expect(r.headers.get('content-type'), path).toBe('text/csv; charset=utf-8');
@@ -77,8 +106,12 @@ describe('CSV answers (Accept: text/csv)', () => {
   it('JSON unless CSV is preferred; errors and other routes stay JSON', async () => {
     const token = await seed();
     expect((await api.get('/metrics/summary', token)).headers.get('content-type')).toBe('application/json');
-    expect((await api.get('/metrics/summary', token, { accept: 'text/csv;q=0.5, application/json' })).headers.get('content-type')).toBe('application/json');
-    expect((await api.get('/metrics/summary', token, { accept: 'application/json;q=0.1, text/csv' })).headers.get('content-type')).toBe('text/csv; charset=utf-8');
+    expect((await api.get('/metrics/summary', token, { accept: 'text/csv;q=0.5, application/json' })).headers.get('content-type')).toBe(
+      'application/json',
+    );
+    expect((await api.get('/metrics/summary', token, { accept: 'application/json;q=0.1, text/csv' })).headers.get('content-type')).toBe(
+      'text/csv; charset=utf-8',
+    );
     expect((await api.get('/metrics/summary', token, { accept: 'text/html' })).headers.get('content-type')).toBe('application/json');
     const refused = await api.get('/metrics/mrr?interval=fortnight', token, CSV);
     expect(refused.status).toBe(422);

@@ -18,11 +18,12 @@ const timelineItems = async (merchantId: string, customerId: number) => {
     }),
   );
   // DynamoDB's measure of an item: each attribute's name and value bytes (numbers and booleans counted generously).
-  const size = (i: Record<string, unknown>) => Object.entries(i).reduce((n, [k, v]) => n + Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 21), 0);
+  const size = (i: Record<string, unknown>) =>
+    Object.entries(i).reduce((n, [k, v]) => n + Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 21), 0);
   return (Items ?? []).map((i) => ({ sk: String(i.sk), bytes: size(i) }));
 };
 
-export const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z';
+export const iso = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}Z`;
 
 /** `at` plus n calendar months, the day clamped to the target month's last (Jan 31 + 1 → Feb 28 or 29). */
 export const addMonths = (at: string, n: number) => {
@@ -39,48 +40,78 @@ export const addMonths = (at: string, n: number) => {
  * every month's MRR equals the recomputation straight from the orders.
  */
 export const deepOrders = async (api: ReturnType<typeof useApi>, count: number) => {
-    fixedClock('2026-06-01T00:00:00Z');
-    const { token, merchantId } = await newMerchant();
-    const orders = Array.from({ length: count }, (_, i) => {
-      // 20 years of monthly orders, about 42 a month, paid at spread-out times.
-      const paidAt = iso(Date.parse('2006-01-01T00:00:00Z') + Math.floor((i * 20 * 365.25 * 86_400_000) / count) + (i % 13) * 3_600_000);
-      return { order_no: `LONG-${String(i).padStart(5, '0')}`, amount: String(10 + (i % 5)), customer_email: 'deep@example.com', status: 'paid', billing_cycle: 'monthly', paid_at: paidAt, created_at: paidAt };
-    });
-    // As a client would: a batch answered 503 (the function's deadline, on a loaded machine) is sent
-    // again after its Retry-After; what it had committed is found unchanged, so nothing counts twice.
-    let retried = 0;
-    for (let b = 0; b < orders.length; b += 100) {
-      let r = await api.post('/orders/batch', token, { orders: orders.slice(b, b + 100) });
-      for (let attempt = 1; r.status === 503 && attempt <= 3; attempt++) {
-        retried++;
-        await new Promise((done) => setTimeout(done, Number(r.headers.get('retry-after') ?? 1) * 1000));
-        r = await api.post('/orders/batch', token, { orders: orders.slice(b, b + 100) });
-      }
-      expect(r.status).toBe(200);
-      expect(r.body.data.failed, JSON.stringify(r.body.data.results.failed.slice(0, 2))).toBe(0);
+  fixedClock('2026-06-01T00:00:00Z');
+  const { token, merchantId } = await newMerchant();
+  const orders = Array.from({ length: count }, (_, i) => {
+    // 20 years of monthly orders, about 42 a month, paid at spread-out times.
+    const paidAt = iso(Date.parse('2006-01-01T00:00:00Z') + Math.floor((i * 20 * 365.25 * 86_400_000) / count) + (i % 13) * 3_600_000);
+    return {
+      order_no: `LONG-${String(i).padStart(5, '0')}`,
+      amount: String(10 + (i % 5)),
+      customer_email: 'deep@example.com',
+      status: 'paid',
+      billing_cycle: 'monthly',
+      paid_at: paidAt,
+      created_at: paidAt,
+    };
+  });
+  // As a client would: a batch answered 503 (the function's deadline, on a loaded machine) is sent
+  // again after its Retry-After; what it had committed is found unchanged, so nothing counts twice.
+  let retried = 0;
+  for (let b = 0; b < orders.length; b += 100) {
+    let r = await api.post('/orders/batch', token, { orders: orders.slice(b, b + 100) });
+    for (let attempt = 1; r.status === 503 && attempt <= 3; attempt++) {
+      retried++;
+      await new Promise((done) => setTimeout(done, Number(r.headers.get('retry-after') ?? 1) * 1000));
+      r = await api.post('/orders/batch', token, { orders: orders.slice(b, b + 100) });
     }
-    if (retried) console.info(`[depth] ${retried} of ${Math.ceil(orders.length / 100)} batches sent again after a 503`);
+    expect(r.status).toBe(200);
+    expect(r.body.data.failed, JSON.stringify(r.body.data.results.failed.slice(0, 2))).toBe(0);
+  }
+  if (retried) console.info(`[depth] ${retried} of ${Math.ceil(orders.length / 100)} batches sent again after a 503`);
 
-    const customerId = (await api.get('/customers?search=deep@example.com', token)).body.data[0].id as number;
-    const items = await timelineItems(merchantId, customerId);
-    // Chunked (the head and chunks split only when full: each at least a quarter full on average).
-    const chunks = items.filter((i) => i.sk.startsWith('MRR_TIMELINE#'));
-    expect(chunks.length).toBeGreaterThanOrEqual(2);
-    expect(chunks.reduce((n, c) => n + c.bytes, 0) / chunks.length).toBeGreaterThan(CHUNK_LIMIT / 4);
-    for (const i of items) expect(i.bytes, i.sk).toBeLessThan(Math.max(INLINE_LIMIT, CHUNK_LIMIT) + 1_000);
+  const customerId = (await api.get('/customers?search=deep@example.com', token)).body.data[0].id as number;
+  const items = await timelineItems(merchantId, customerId);
+  // Chunked (the head and chunks split only when full: each at least a quarter full on average).
+  const chunks = items.filter((i) => i.sk.startsWith('MRR_TIMELINE#'));
+  expect(chunks.length).toBeGreaterThanOrEqual(2);
+  expect(chunks.reduce((n, c) => n + c.bytes, 0) / chunks.length).toBeGreaterThan(CHUNK_LIMIT / 4);
+  for (const i of items) expect(i.bytes, i.sk).toBeLessThan(Math.max(INLINE_LIMIT, CHUNK_LIMIT) + 1_000);
 
-    // Still writable, today and back-dated, and every figure is the recomputation's.
-    expect((await api.post('/orders', token, { order_no: 'LONG-NOW', amount: '99', customer_email: 'deep@example.com', status: 'paid', billing_cycle: 'monthly', paid_at: '2026-05-31T00:00:00Z' })).status).toBe(201);
-    expect((await api.patch('/orders/LONG-00000', token, { status: 'refunded' })).status).toBe(200);
-    // The recomputation, straight from the orders (each counts its amount for the month from paid_at): MRR at each month's end.
-    const counted = [...orders.slice(1), { amount: '99', paid_at: '2026-05-31T00:00:00Z' }].map((o) => ({ from: o.paid_at, to: addMonths(o.paid_at, 1), amount: new Decimal(o.amount) }));
-    for (const [start, end] of [['2006-01-01', '2015-12-31'], ['2016-06-02', '2026-06-01']]) {
-      const got = (await api.get(`/metrics/mrr?start_date=${start}&end_date=${end}&interval=month`, token)).body.data as { date: string; mrr: string }[];
-      expect(got.length).toBeGreaterThan(100);
-      for (const p of got) {
-        const next = addMonths(`${p.date.slice(0, 7)}-01T00:00:00Z`, 1);
-        const edge = next > `${end}T23:59:59Z` ? `${end}T23:59:59Z` : iso(Date.parse(next) - 1000);
-        const want = counted.filter((o) => o.from <= edge && edge < o.to).reduce((sum, o) => sum.plus(o.amount), new Decimal(0));
-        expect(p.mrr, p.date).toBe(want.toFixed(2));
-      }
-    }};
+  // Still writable, today and back-dated, and every figure is the recomputation's.
+  expect(
+    (
+      await api.post('/orders', token, {
+        order_no: 'LONG-NOW',
+        amount: '99',
+        customer_email: 'deep@example.com',
+        status: 'paid',
+        billing_cycle: 'monthly',
+        paid_at: '2026-05-31T00:00:00Z',
+      })
+    ).status,
+  ).toBe(201);
+  expect((await api.patch('/orders/LONG-00000', token, { status: 'refunded' })).status).toBe(200);
+  // The recomputation, straight from the orders (each counts its amount for the month from paid_at): MRR at each month's end.
+  const counted = [...orders.slice(1), { amount: '99', paid_at: '2026-05-31T00:00:00Z' }].map((o) => ({
+    from: o.paid_at,
+    to: addMonths(o.paid_at, 1),
+    amount: new Decimal(o.amount),
+  }));
+  for (const [start, end] of [
+    ['2006-01-01', '2015-12-31'],
+    ['2016-06-02', '2026-06-01'],
+  ]) {
+    const got = (await api.get(`/metrics/mrr?start_date=${start}&end_date=${end}&interval=month`, token)).body.data as {
+      date: string;
+      mrr: string;
+    }[];
+    expect(got.length).toBeGreaterThan(100);
+    for (const p of got) {
+      const next = addMonths(`${p.date.slice(0, 7)}-01T00:00:00Z`, 1);
+      const edge = next > `${end}T23:59:59Z` ? `${end}T23:59:59Z` : iso(Date.parse(next) - 1000);
+      const want = counted.filter((o) => o.from <= edge && edge < o.to).reduce((sum, o) => sum.plus(o.amount), new Decimal(0));
+      expect(p.mrr, p.date).toBe(want.toFixed(2));
+    }
+  }
+};

@@ -8,7 +8,9 @@ const api = useApi();
 afterEach(() => resetClock());
 
 describe('history at any depth, full size', () => {
-  it('a customer with 10,000 paid monthly orders stays writable and exact; its timeline is stored in bounded chunks', { timeout: 600_000 }, async () => {
+  it('a customer with 10,000 paid monthly orders stays writable and exact; its timeline is stored in bounded chunks', {
+    timeout: 600_000,
+  }, async () => {
     await deepOrders(api, 10_000);
   });
 });

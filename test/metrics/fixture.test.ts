@@ -36,12 +36,37 @@ const series = async (query: string) => ok(api.get(`/metrics/mrr?${query}`, toke
  * One point's rates, worked by hand: arpa at its end; customer churn, MRR churn, net and gross MRR
  * retention against the levels just before it (null on a zero base).
  */
-type Rates = [arpa: string | null, customerChurn: number | null, mrrChurn: number | null, netRetention: number | null, grossRetention: number | null];
-const entry = (date: string, mrr: string, moves: Partial<Record<'new' | 'expansion' | 'contraction' | 'churn' | 'reactivation', string>>, subs: number, customers: number, rates: Rates) => {
+type Rates = [
+  arpa: string | null,
+  customerChurn: number | null,
+  mrrChurn: number | null,
+  netRetention: number | null,
+  grossRetention: number | null,
+];
+const entry = (
+  date: string,
+  mrr: string,
+  moves: Partial<Record<'new' | 'expansion' | 'contraction' | 'churn' | 'reactivation', string>>,
+  subs: number,
+  customers: number,
+  rates: Rates,
+) => {
   const m = { new: '0.00', expansion: '0.00', contraction: '0.00', churn: '0.00', reactivation: '0.00', ...moves };
   const net = Object.values(m).reduce((a, v) => a + Math.round(Number(v) * 100), 0) / 100;
   const [arpa, customer_churn_rate, mrr_churn_rate, net_mrr_retention, gross_mrr_retention] = rates;
-  return { date, mrr, ...m, net_change: net.toFixed(2), active_subscriptions: subs, active_customers: customers, arpa, customer_churn_rate, mrr_churn_rate, net_mrr_retention, gross_mrr_retention };
+  return {
+    date,
+    mrr,
+    ...m,
+    net_change: net.toFixed(2),
+    active_subscriptions: subs,
+    active_customers: customers,
+    arpa,
+    customer_churn_rate,
+    mrr_churn_rate,
+    net_mrr_retention,
+    gross_mrr_retention,
+  };
 };
 /** Nothing before the point: every rate's base is 0. */
 const noBase = (arpa: string | null): Rates => [arpa, null, null, null, null];
@@ -55,7 +80,8 @@ beforeAll(async () => {
     ids[name] = (await ok(api.post('/customers', token, { email: `${name.toLowerCase()}@fixture.test`, name }), 201)).data.id;
   }
   const subscribe = async (who: string, mrr: string) =>
-    (await ok(api.post('/subscriptions', token, { customer_id: ids[who], plan_name: 'Plan', mrr, billing_cycle: 'monthly' }), 201)).data.id as number;
+    (await ok(api.post('/subscriptions', token, { customer_id: ids[who], plan_name: 'Plan', mrr, billing_cycle: 'monthly' }), 201)).data
+      .id as number;
   const at = (iso: string) => clock.set(iso);
 
   const subA = await subscribe('A', '100');
@@ -74,10 +100,29 @@ beforeAll(async () => {
   at('2025-05-05T09:00:00Z');
   await ok(api.put(`/subscriptions/${subB}/reactivate`, token, {}));
   at('2025-05-10T09:00:00Z');
-  const c = await ok(api.post('/orders', token, { order_no: 'C-Q1', amount: '300', customer_email: 'c@fixture.test', customer_name: 'C', status: 'paid', billing_cycle: 'quarterly' }), 201);
+  const c = await ok(
+    api.post('/orders', token, {
+      order_no: 'C-Q1',
+      amount: '300',
+      customer_email: 'c@fixture.test',
+      customer_name: 'C',
+      status: 'paid',
+      billing_cycle: 'quarterly',
+    }),
+    201,
+  );
   ids.C = c.data.customer_id;
   at('2025-06-01T09:00:00Z');
-  await ok(api.post('/orders', token, { order_no: 'D-Y1', amount: '1200', customer_email: 'd@fixture.test', status: 'paid', billing_cycle: 'yearly' }), 201);
+  await ok(
+    api.post('/orders', token, {
+      order_no: 'D-Y1',
+      amount: '1200',
+      customer_email: 'd@fixture.test',
+      status: 'paid',
+      billing_cycle: 'yearly',
+    }),
+    201,
+  );
   at('2025-06-15T09:00:00Z');
   await ok(api.patch('/orders/D-Y1', token, { status: 'refunded' }));
   at('2025-06-20T09:00:00Z');
@@ -96,8 +141,27 @@ beforeAll(async () => {
   await ok(api.put(`/subscriptions/${subE}/cancel`, token, { cancelled_at: '2025-07-05T00:00:00Z' }));
   janBeforeImport = (await series('start_date=2025-01-01&end_date=2025-01-31')).data[0];
   at('2025-07-25T09:00:00Z');
-  await ok(api.post('/subscriptions/events', token, { customer_id: ids.A, event_type: 'created', old_amount: '0', new_amount: '30', occurred_at: '2024-12-01T00:00:00Z' }), 201);
-  await ok(api.post('/subscriptions/events', token, { customer_id: ids.A, event_type: 'cancel', old_amount: '30', new_amount: '0', occurred_at: '2024-12-31T00:00:00Z' }), 201);});
+  await ok(
+    api.post('/subscriptions/events', token, {
+      customer_id: ids.A,
+      event_type: 'created',
+      old_amount: '0',
+      new_amount: '30',
+      occurred_at: '2024-12-01T00:00:00Z',
+    }),
+    201,
+  );
+  await ok(
+    api.post('/subscriptions/events', token, {
+      customer_id: ids.A,
+      event_type: 'cancel',
+      old_amount: '30',
+      new_amount: '0',
+      occurred_at: '2024-12-31T00:00:00Z',
+    }),
+    201,
+  );
+});
 /** The reading day of each test below: series reaching past July 25 are read once August has passed (no projections). */
 const readOn = (iso: string) => fixedClock(iso);
 afterAll(() => resetClock());
@@ -126,14 +190,28 @@ describe('the scripted merchant (figures worked by hand)', () => {
     const quarters = await series('start_date=2024-12-01&end_date=2025-08-31&interval=quarter');
     expect(quarters.data).toEqual([
       entry('2024-12-01', '0.00', { new: '30.00', churn: '-30.00' }, 0, 0, noBase(null)),
-      entry('2025-01-01', '270.00', { new: '200.00', expansion: '50.00', contraction: '-80.00', churn: '-150.00', reactivation: '250.00' }, 2, 2, noBase('135.00')),
+      entry(
+        '2025-01-01',
+        '270.00',
+        { new: '200.00', expansion: '50.00', contraction: '-80.00', churn: '-150.00', reactivation: '250.00' },
+        2,
+        2,
+        noBase('135.00'),
+      ),
       entry('2025-04-01', '370.00', { new: '100.00', churn: '-120.00', reactivation: '120.00' }, 2, 3, ['123.33', 50, 44.44, 55.56, 55.56]),
       entry('2025-07-01', '270.00', { new: '50.00', churn: '-150.00' }, 2, 2, ['135.00', 33.33, 40.54, 59.46, 59.46]),
     ]);
     const years = await series('start_date=2024-12-01&end_date=2025-08-31&interval=year');
     expect(years.data).toEqual([
       entry('2024-12-01', '0.00', { new: '30.00', churn: '-30.00' }, 0, 0, noBase(null)),
-      entry('2025-01-01', '270.00', { new: '350.00', expansion: '50.00', contraction: '-80.00', churn: '-420.00', reactivation: '370.00' }, 2, 2, noBase('135.00')),
+      entry(
+        '2025-01-01',
+        '270.00',
+        { new: '350.00', expansion: '50.00', contraction: '-80.00', churn: '-420.00', reactivation: '370.00' },
+        2,
+        2,
+        noBase('135.00'),
+      ),
     ]);
     // The range summary does not depend on the interval.
     expect(quarters.summary).toEqual(years.summary);
@@ -163,7 +241,9 @@ describe('the scripted merchant (figures worked by hand)', () => {
     const weekly = await series('start_date=2025-06-26&end_date=2025-07-25&interval=week');
     // Thursday 06-26 (clamped start), then Mondays 06-30, 07-07, 07-14, 07-21.
     expect(weekly.data.map((e: any) => e.date)).toEqual(['2025-06-26', '2025-06-30', '2025-07-07', '2025-07-14', '2025-07-21']);
-    expect(weekly.data[1]).toEqual(entry('2025-06-30', '370.00', { new: '50.00', churn: '-50.00' }, 2, 3, ['123.33', 33.33, 13.51, 86.49, 86.49]));
+    expect(weekly.data[1]).toEqual(
+      entry('2025-06-30', '370.00', { new: '50.00', churn: '-50.00' }, 2, 3, ['123.33', 33.33, 13.51, 86.49, 86.49]),
+    );
     expect(weekly.summary).toEqual(daily.summary);
   });
 
@@ -188,7 +268,13 @@ describe('the scripted merchant (figures worked by hand)', () => {
   it('cohorts Dec 2024 – Aug 2025 (retention up to the current month, July)', async () => {
     readOn('2025-07-25T09:00:00Z');
     const r = await ok(api.get('/metrics/cohorts?start_month=2024-12&end_month=2025-08', token));
-    const ret = (month: string, customers: number, mrr: string, cr: number | null, mr: number | null) => ({ month, customers, mrr, customer_retention: cr, mrr_retention: mr });
+    const ret = (month: string, customers: number, mrr: string, cr: number | null, mr: number | null) => ({
+      month,
+      customers,
+      mrr,
+      customer_retention: cr,
+      mrr_retention: mr,
+    });
     const months = ['2025-01', '2025-02', '2025-03', '2025-04', '2025-05', '2025-06', '2025-07'];
     const empty = (cohort: string) => ({
       cohort,
@@ -202,7 +288,11 @@ describe('the scripted merchant (figures worked by hand)', () => {
         cohort: '2024-12',
         customers: 1,
         mrr: '30.00',
-        retention: [ret('2024-12', 1, '30.00', 100, 100), ret('2025-01', 1, '100.00', 100, 333.33), ...months.slice(1).map((m) => ret(m, 1, '150.00', 100, 500))],
+        retention: [
+          ret('2024-12', 1, '30.00', 100, 100),
+          ret('2025-01', 1, '100.00', 100, 333.33),
+          ...months.slice(1).map((m) => ret(m, 1, '150.00', 100, 500)),
+        ],
       },
       {
         cohort: '2025-01',
@@ -219,7 +309,12 @@ describe('the scripted merchant (figures worked by hand)', () => {
       empty('2025-02'),
       empty('2025-03'),
       empty('2025-04'),
-      { cohort: '2025-05', customers: 1, mrr: '100.00', retention: ['2025-05', '2025-06', '2025-07'].map((m) => ret(m, 1, '100.00', 100, 100)) },
+      {
+        cohort: '2025-05',
+        customers: 1,
+        mrr: '100.00',
+        retention: ['2025-05', '2025-06', '2025-07'].map((m) => ret(m, 1, '100.00', 100, 100)),
+      },
       empty('2025-06'), // D's refunded order never counted: D never had MRR
       { cohort: '2025-07', customers: 1, mrr: '50.00', retention: [ret('2025-07', 1, '50.00', 100, 100)] }, // E joined with 50 (gone by the month's end)
       { cohort: '2025-08', customers: 0, mrr: '0.00', retention: [] },

@@ -24,8 +24,24 @@ describe('deleting corrects a mistake', () => {
       const customer = async (email: string) => (await ok(api.post('/customers', token, { email, name: email }), 201)).data.id as number;
       const [a, b, c] = [await customer('a@delete.test'), await customer('b@delete.test'), await customer('c@delete.test')];
       const subs = [];
-      for (const [id, mrr] of [[a, '700'], [b, '100']] as const) {
-        subs.push((await ok(api.post('/subscriptions', token, { customer_id: id, plan_name: 'P', mrr, billing_cycle: 'monthly', started_at: '2026-01-10T00:00:00Z' }), 201)).data.id);
+      for (const [id, mrr] of [
+        [a, '700'],
+        [b, '100'],
+      ] as const) {
+        subs.push(
+          (
+            await ok(
+              api.post('/subscriptions', token, {
+                customer_id: id,
+                plan_name: 'P',
+                mrr,
+                billing_cycle: 'monthly',
+                started_at: '2026-01-10T00:00:00Z',
+              }),
+              201,
+            )
+          ).data.id,
+        );
       }
       clock.set('2026-03-10T09:00:00Z');
       await ok(api.put(`/subscriptions/${subs[0]}`, token, { mrr: '650' })); // a real contraction, kept in the figures
@@ -33,7 +49,18 @@ describe('deleting corrects a mistake', () => {
       if (mistake) {
         // A subscription for C, back-dated into February, deleted a week later.
         clock.set('2026-03-12T09:00:00Z');
-        const wrong = (await ok(api.post('/subscriptions', token, { customer_id: c, plan_name: 'Oops', mrr: '1200', billing_cycle: 'monthly', started_at: '2026-02-15T00:00:00Z' }), 201)).data;
+        const wrong = (
+          await ok(
+            api.post('/subscriptions', token, {
+              customer_id: c,
+              plan_name: 'Oops',
+              mrr: '1200',
+              billing_cycle: 'monthly',
+              started_at: '2026-02-15T00:00:00Z',
+            }),
+            201,
+          )
+        ).data;
         expect((await ok(api.get('/metrics/summary', token))).data.current_mrr).toBe('1950.00');
         clock.set('2026-03-19T09:00:00Z');
         await ok(api.del(`/subscriptions/${wrong.id}`, token), 204);
@@ -60,8 +87,27 @@ describe('deleting corrects a mistake', () => {
     fixedClock('2026-03-01T09:00:00Z');
     const { token } = await newMerchant();
     const id = (await ok(api.post('/customers', token, { email: 'gone@delete.test', name: 'G' }), 201)).data.id;
-    await ok(api.post('/subscriptions', token, { customer_id: id, plan_name: 'P', mrr: '300', billing_cycle: 'monthly', started_at: '2026-02-01T00:00:00Z' }), 201);
-    await ok(api.post('/orders', token, { order_no: 'G-1', amount: '120', customer_email: 'gone@delete.test', status: 'paid', billing_cycle: 'quarterly', paid_at: '2026-02-10T00:00:00Z' }), 201);
+    await ok(
+      api.post('/subscriptions', token, {
+        customer_id: id,
+        plan_name: 'P',
+        mrr: '300',
+        billing_cycle: 'monthly',
+        started_at: '2026-02-01T00:00:00Z',
+      }),
+      201,
+    );
+    await ok(
+      api.post('/orders', token, {
+        order_no: 'G-1',
+        amount: '120',
+        customer_email: 'gone@delete.test',
+        status: 'paid',
+        billing_cycle: 'quarterly',
+        paid_at: '2026-02-10T00:00:00Z',
+      }),
+      201,
+    );
     const figures = async () => [
       (await ok(api.get('/metrics/summary', token))).data,
       (await ok(api.get('/metrics/mrr?start_date=2026-01-01&end_date=2026-03-01&interval=month', token))).data,
@@ -82,11 +128,31 @@ describe('no double counting', () => {
     const [a, b] = [await customer('a@double.test'), await customer('b@double.test')];
     const record = (body: Record<string, unknown>) => api.post('/subscriptions/events', token, body);
     // A's history from elsewhere, then A's subscription here (the same 700 going on).
-    await ok(record({ customer_id: a, event_type: 'created', old_amount: '0', new_amount: '100', occurred_at: '2025-06-01T00:00:00Z' }), 201);
-    await ok(record({ customer_id: a, event_type: 'upgrade', old_amount: '100', new_amount: '700', occurred_at: '2025-09-01T00:00:00Z' }), 201);
-    const sub = (await ok(api.post('/subscriptions', token, { customer_id: a, plan_name: 'P', mrr: '700', billing_cycle: 'monthly', started_at: '2026-01-01T00:00:00Z' }), 201)).data;
+    await ok(
+      record({ customer_id: a, event_type: 'created', old_amount: '0', new_amount: '100', occurred_at: '2025-06-01T00:00:00Z' }),
+      201,
+    );
+    await ok(
+      record({ customer_id: a, event_type: 'upgrade', old_amount: '100', new_amount: '700', occurred_at: '2025-09-01T00:00:00Z' }),
+      201,
+    );
+    const sub = (
+      await ok(
+        api.post('/subscriptions', token, {
+          customer_id: a,
+          plan_name: 'P',
+          mrr: '700',
+          billing_cycle: 'monthly',
+          started_at: '2026-01-01T00:00:00Z',
+        }),
+        201,
+      )
+    ).data;
     // B has only imported history: MRR, but no subscription.
-    await ok(record({ customer_id: b, event_type: 'created', old_amount: '0', new_amount: '100', occurred_at: '2025-10-01T00:00:00Z' }), 201);
+    await ok(
+      record({ customer_id: b, event_type: 'created', old_amount: '0', new_amount: '100', occurred_at: '2025-10-01T00:00:00Z' }),
+      201,
+    );
 
     const summary = (await ok(api.get('/metrics/summary', token))).data;
     expect(summary).toMatchObject({ current_mrr: '800.00', active_customers: 2 });
@@ -113,14 +179,29 @@ describe('no double counting', () => {
       const r = await record({ customer_id: a, event_type: 'upgrade', old_amount: '700', new_amount: '800', occurred_at });
       expect(r.status, String(occurred_at)).toBe(422);
       expect(r.body.errors).toEqual({
-        subscription_id: ["The subscription id field is required for an event at or after 2026-01-01T00:00:00Z, when the customer's first subscription started: name the subscription this event belongs to."],
+        subscription_id: [
+          "The subscription id field is required for an event at or after 2026-01-01T00:00:00Z, when the customer's first subscription started: name the subscription this event belongs to.",
+        ],
       });
     }
     expect(await events()).toBe(before);
     expect((await ok(api.get('/metrics/summary', token))).data.current_mrr).toBe('800.00');
     // Named, it counts on the subscription's line; before the start, history may still be added.
-    await ok(record({ customer_id: a, subscription_id: sub.id, event_type: 'upgrade', old_amount: '700', new_amount: '750', occurred_at: '2026-02-01T00:00:00Z' }), 201);
-    await ok(record({ customer_id: a, event_type: 'downgrade', old_amount: '700', new_amount: '650', occurred_at: '2025-12-01T00:00:00Z' }), 201);
+    await ok(
+      record({
+        customer_id: a,
+        subscription_id: sub.id,
+        event_type: 'upgrade',
+        old_amount: '700',
+        new_amount: '750',
+        occurred_at: '2026-02-01T00:00:00Z',
+      }),
+      201,
+    );
+    await ok(
+      record({ customer_id: a, event_type: 'downgrade', old_amount: '700', new_amount: '650', occurred_at: '2025-12-01T00:00:00Z' }),
+      201,
+    );
     const after = (await ok(api.get('/metrics/mrr?start_date=2025-12-01&end_date=2026-02-28&interval=month', token))).data;
     expect(after.map((m: any) => [m.date, m.mrr, m.expansion, m.contraction])).toEqual([
       ['2025-12-01', '750.00', '0.00', '-50.00'],

@@ -19,7 +19,9 @@ const PER_CLIENT = Number(process.env.HOT_PER_CLIENT ?? 10);
 // that a slow machine is not mistaken for contention (the retry deadline follows it).
 const timeout = process.env.LOCAL_FUNCTION_TIMEOUT_MS;
 beforeAll(() => void (process.env.LOCAL_FUNCTION_TIMEOUT_MS = '30000'));
-afterAll(() => void (timeout === undefined ? delete process.env.LOCAL_FUNCTION_TIMEOUT_MS : (process.env.LOCAL_FUNCTION_TIMEOUT_MS = timeout)));
+afterAll(
+  () => void (timeout === undefined ? delete process.env.LOCAL_FUNCTION_TIMEOUT_MS : (process.env.LOCAL_FUNCTION_TIMEOUT_MS = timeout)),
+);
 
 describe('hot merchant: concurrent recurring orders share the metrics items', () => {
   it(`${CLIENTS} clients × ${PER_CLIENT} monthly paid orders: all 201, MRR exact`, async () => {
@@ -31,12 +33,23 @@ describe('hot merchant: concurrent recurring orders share the metrics items', ()
     await Promise.all(
       Array.from({ length: CLIENTS }, async (_, c) => {
         for (let i = 0; i < PER_CLIENT; i++) {
-          const r = await api.post('/orders', hot.token, { order_no: `H-${c}-${i}`, amount: '30.00', status: 'paid', billing_cycle: 'monthly', customer_email: `c${c}-${i % 4}@hot.test` });
+          const r = await api.post('/orders', hot.token, {
+            order_no: `H-${c}-${i}`,
+            amount: '30.00',
+            status: 'paid',
+            billing_cycle: 'monthly',
+            customer_email: `c${c}-${i % 4}@hot.test`,
+          });
           statuses[r.status] = (statuses[r.status] ?? 0) + 1;
         }
       }),
     );
-    const run = { statuses, retries: retryStats.retries - before.retries, conflicts: model.stats.conflicts - before.conflicts, ms: Date.now() - started };
+    const run = {
+      statuses,
+      retries: retryStats.retries - before.retries,
+      conflicts: model.stats.conflicts - before.conflicts,
+      ms: Date.now() - started,
+    };
     console.info(`[hot metrics] ${CLIENTS} clients × ${PER_CLIENT}: ${JSON.stringify(run)}`);
     // Exact whatever the answers were: every committed order counts, none twice.
     const committed = (await api.get('/orders?per_page=1', hot.token)).body.meta.total;

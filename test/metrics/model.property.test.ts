@@ -5,7 +5,16 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { checkScheduledCancel } from '#lib/subscriptions/schedule';
 import { newMerchant, useApi } from '../support/api.ts';
 import { assertWithinBudget } from '../support/property.ts';
-import { expectedCohorts, expectedSeries, expectedSummary, refImportedEnd, refSetAt, refSetFrom, type RefCustomer, type RefPoint } from './reference.ts';
+import {
+  expectedCohorts,
+  expectedSeries,
+  expectedSummary,
+  refImportedEnd,
+  refSetAt,
+  refSetFrom,
+  type RefCustomer,
+  type RefPoint,
+} from './reference.ts';
 
 /**
  * Property (docs/metrics.md, "Freshness and cost"): for random histories sent through the API — subscription
@@ -27,7 +36,7 @@ const BUDGET_MS = Number(process.env.PROP_BUDGET_MS ?? Math.max(240_000, Math.ce
 const START = Date.parse('2025-01-01T00:00:00Z');
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z';
+const iso = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}Z`;
 const CUSTOMERS = 4;
 const CYCLES = { monthly: 1, quarterly: 3, 'semi-annual': 6, yearly: 12 } as const;
 
@@ -37,7 +46,18 @@ type Op =
   | { kind: 'event'; c: number; withSub: boolean; amount: number; back: number }
   | { kind: 'order'; c: number; cycle: keyof typeof CYCLES; usd: boolean; amount: number; back: number }
   | { kind: 'refund'; c: number }
-  | { kind: 'batch'; c: number; items: { existing: boolean; status: 'paid' | 'cancelled' | 'refunded' | 'pending'; back: number; cycle: keyof typeof CYCLES; amount: number }[]; repeat: boolean }
+  | {
+      kind: 'batch';
+      c: number;
+      items: {
+        existing: boolean;
+        status: 'paid' | 'cancelled' | 'refunded' | 'pending';
+        back: number;
+        cycle: keyof typeof CYCLES;
+        amount: number;
+      }[];
+      repeat: boolean;
+    }
   | { kind: 'import'; c: number; amount: number; back: number; cancelAfter: number }
   | { kind: 'events'; c: number; items: { withSub: boolean; amount: number; back: number }[] }
   | { kind: 'schedule'; c: number; ahead: number };
@@ -60,15 +80,31 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant('batch' as const),
       c: customer,
-      items: fc.array(fc.record({ existing: fc.boolean(), status: fc.constantFrom('paid', 'cancelled', 'refunded', 'pending'), back, cycle, amount }), { minLength: 1, maxLength: 3 }),
+      items: fc.array(
+        fc.record({ existing: fc.boolean(), status: fc.constantFrom('paid', 'cancelled', 'refunded', 'pending'), back, cycle, amount }),
+        { minLength: 1, maxLength: 3 },
+      ),
       repeat: fc.boolean(),
     }),
   },
   // Imported history: a subscription (cancelled `cancelAfter` days after its start when that has passed), recorded events in bulk.
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('import' as const), c: customer, amount, back, cancelAfter: fc.integer({ min: 0, max: 120 }) }) },
   {
     weight: 1,
-    arbitrary: fc.record({ kind: fc.constant('events' as const), c: customer, items: fc.array(fc.record({ withSub: fc.boolean(), amount, back }), { minLength: 1, maxLength: 3 }) }),
+    arbitrary: fc.record({
+      kind: fc.constant('import' as const),
+      c: customer,
+      amount,
+      back,
+      cancelAfter: fc.integer({ min: 0, max: 120 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('events' as const),
+      c: customer,
+      items: fc.array(fc.record({ withSub: fc.boolean(), amount, back }), { minLength: 1, maxLength: 3 }),
+    }),
   },
   // A cancellation scheduled `ahead` hours from now (the scheduler applies it once the clock passes it).
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('schedule' as const), c: customer, ahead: fc.integer({ min: 1, max: 40 * 24 }) }) },
@@ -76,15 +112,35 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 /** A step: one op, or ops of distinct customers sent at once (concurrent writers). */
 const step: fc.Arbitrary<Step> = fc.record({
   advance: fc.integer({ min: 1, max: 20 * 24 }).map((h) => h * HOUR),
-  ops: fc.oneof({ weight: 4, arbitrary: op.map((o) => [o]) }, { weight: 1, arbitrary: fc.uniqueArray(op, { minLength: 2, maxLength: 3, selector: (o) => o.c }) }),
+  ops: fc.oneof(
+    { weight: 4, arbitrary: op.map((o) => [o]) },
+    { weight: 1, arbitrary: fc.uniqueArray(op, { minLength: 2, maxLength: 3, selector: (o) => o.c }) },
+  ),
 });
 
 /** A range of days around the histories (START − 60 d … START + 700 d; at most 500 days long). */
 const range = fc.tuple(fc.integer({ min: -60, max: 200 }), fc.integer({ min: 0, max: 500 }));
 
 /** `changed`: when its latest change took effect (no change may be dated before it, nor before the start). */
-type Sub = { id: number; status: 'active' | 'paused' | 'cancelled'; mrr: string; started_at: string; changed: string; deleted: boolean; cancel_at?: string | null };
-type Order = { no: string; amount: string; currency: string; cycle: keyof typeof CYCLES; status: string; paid_at: string | null; refunded_at: string | null; line: RefPoint[] };
+type Sub = {
+  id: number;
+  status: 'active' | 'paused' | 'cancelled';
+  mrr: string;
+  started_at: string;
+  changed: string;
+  deleted: boolean;
+  cancel_at?: string | null;
+};
+type Order = {
+  no: string;
+  amount: string;
+  currency: string;
+  cycle: keyof typeof CYCLES;
+  status: string;
+  paid_at: string | null;
+  refunded_at: string | null;
+  line: RefPoint[];
+};
 
 const addMonths = (t: string, months: number) => {
   const d = new Date(t);
@@ -115,7 +171,10 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
           for (const [c, list] of subs.entries()) {
             for (const s of list) {
               if (s.deleted || s.status === 'cancelled' || !s.cancel_at || s.cancel_at > iso(now)) continue;
-              expect(await checkScheduledCancel({ merchant_id: merchantId, subscription_id: s.id, cancel_at: s.cancel_at })).toEqual({ due: true, applied: true });
+              expect(await checkScheduledCancel({ merchant_id: merchantId, subscription_id: s.id, cancel_at: s.cancel_at })).toEqual({
+                due: true,
+                applied: true,
+              });
               s.status = 'cancelled';
               s.changed = s.cancel_at;
               refSetFrom(ref[c], `S${s.id}`, s.cancel_at, 0, 'c');
@@ -124,7 +183,8 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
           }
         };
 
-        const ok = (r: { status: number; body: unknown }, what: string) => expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBeLessThan(300);
+        const ok = (r: { status: number; body: unknown }, what: string) =>
+          expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBeLessThan(300);
 
         /**
          * An order's line after a write (docs/metrics.md's rules, as the reference reads them): only a
@@ -134,7 +194,10 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
           const months = CYCLES[o.cycle];
           if (o.currency === 'TWD' && o.paid_at && o.status === 'paid') {
             const share = new Decimal(o.amount).div(months).toDecimalPlaces(10, Decimal.ROUND_HALF_UP);
-            o.line = [{ at: o.paid_at, amount: share, flag: 'o' }, { at: addMonths(o.paid_at, months), amount: new Decimal(0), flag: 'o' }];
+            o.line = [
+              { at: o.paid_at, amount: share, flag: 'o' },
+              { at: addMonths(o.paid_at, months), amount: new Decimal(0), flag: 'o' },
+            ];
           } else {
             o.line = [];
           }
@@ -177,9 +240,22 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 }
                 const started = iso(now - o.back * DAY);
                 const mrr = positive(o.amount);
-                const r = await api.post('/subscriptions', token, { customer_id: ids[c], plan_name: 'P', mrr: String(mrr), billing_cycle: 'monthly', started_at: started });
+                const r = await api.post('/subscriptions', token, {
+                  customer_id: ids[c],
+                  plan_name: 'P',
+                  mrr: String(mrr),
+                  billing_cycle: 'monthly',
+                  started_at: started,
+                });
                 ok(r, 'create');
-                subs[c].push({ id: r.body.data.id, status: 'active', mrr: String(mrr), started_at: started, changed: started, deleted: false });
+                subs[c].push({
+                  id: r.body.data.id,
+                  status: 'active',
+                  mrr: String(mrr),
+                  started_at: started,
+                  changed: started,
+                  deleted: false,
+                });
                 refSetFrom(ref[c], `S${r.body.data.id}`, started, mrr, 'a');
                 return;
               }
@@ -239,7 +315,13 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
               const importedEnd = refImportedEnd(ref[c]);
               if (!s && importedEnd !== null && occurred >= importedEnd) {
                 // Imported history ends where the first subscription starts: later events name theirs.
-                const r = await api.post('/subscriptions/events', token, { customer_id: ids[c], event_type: o.amount > 0 ? 'upgrade' : 'cancel', old_amount: o.amount > 0 ? '0' : '1', new_amount: String(o.amount), occurred_at: occurred });
+                const r = await api.post('/subscriptions/events', token, {
+                  customer_id: ids[c],
+                  event_type: o.amount > 0 ? 'upgrade' : 'cancel',
+                  old_amount: o.amount > 0 ? '0' : '1',
+                  new_amount: String(o.amount),
+                  occurred_at: occurred,
+                });
                 expect(r.status, JSON.stringify(r.body)).toBe(422);
                 expect(Object.keys(r.body.errors)).toEqual(['subscription_id']);
                 return;
@@ -262,9 +344,26 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             case 'order': {
               const no = `O${++orderSeq}`;
               const paidAt = iso(now - o.back * DAY);
-              const body = { order_no: no, amount: String(o.amount), customer_email: emails[c], status: 'paid', billing_cycle: o.cycle, currency: o.usd ? 'USD' : 'TWD', paid_at: paidAt };
+              const body = {
+                order_no: no,
+                amount: String(o.amount),
+                customer_email: emails[c],
+                status: 'paid',
+                billing_cycle: o.cycle,
+                currency: o.usd ? 'USD' : 'TWD',
+                paid_at: paidAt,
+              };
               ok(await api.post('/orders', token, body), 'order');
-              const order: Order = { no, amount: String(o.amount), currency: body.currency, cycle: o.cycle, status: 'paid', paid_at: paidAt, refunded_at: null, line: [] };
+              const order: Order = {
+                no,
+                amount: String(o.amount),
+                currency: body.currency,
+                cycle: o.cycle,
+                status: 'paid',
+                paid_at: paidAt,
+                refunded_at: null,
+                line: [],
+              };
               orders[c].push(order);
               relineOrder(c, order);
               return;
@@ -284,7 +383,16 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
               for (const it of o.items) {
                 const target = it.existing ? orders[c].at(-1 - (items.length % Math.max(1, orders[c].length))) : undefined;
                 if (target && touched.includes(target)) continue;
-                const order: Order = target ?? { no: `O${++orderSeq}`, amount: String(it.amount), currency: 'TWD', cycle: it.cycle, status: 'pending', paid_at: null, refunded_at: null, line: [] };
+                const order: Order = target ?? {
+                  no: `O${++orderSeq}`,
+                  amount: String(it.amount),
+                  currency: 'TWD',
+                  cycle: it.cycle,
+                  status: 'pending',
+                  paid_at: null,
+                  refunded_at: null,
+                  line: [],
+                };
                 const paidAt = it.back ? iso(now - it.back * DAY) : undefined;
                 const item: Record<string, unknown> = { order_no: order.no, status: it.status, ...(paidAt ? { paid_at: paidAt } : {}) };
                 if (!target) Object.assign(item, { amount: order.amount, customer_email: emails[c], billing_cycle: order.cycle });
@@ -310,18 +418,37 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             }
             case 'import': {
               const started = iso(now - o.back * DAY);
-              const cancelled = o.cancelAfter && Date.parse(started) + o.cancelAfter * DAY <= now ? iso(Date.parse(started) + o.cancelAfter * DAY) : null;
+              const cancelled =
+                o.cancelAfter && Date.parse(started) + o.cancelAfter * DAY <= now ? iso(Date.parse(started) + o.cancelAfter * DAY) : null;
               const mrr = positive(o.amount);
-              const item = { external_id: `imp-${++importSeq}`, customer_id: ids[c], plan_name: 'P', mrr: String(mrr), billing_cycle: 'monthly', started_at: started, ...(cancelled ? { cancelled_at: cancelled } : {}) };
+              const item = {
+                external_id: `imp-${++importSeq}`,
+                customer_id: ids[c],
+                plan_name: 'P',
+                mrr: String(mrr),
+                billing_cycle: 'monthly',
+                started_at: started,
+                ...(cancelled ? { cancelled_at: cancelled } : {}),
+              };
               const r = await api.post('/subscriptions/batch', token, { subscriptions: [item] });
               ok(r, 'import');
               if (!cancelled && live) {
-                expect(r.body.data.results.failed.map((f: { message: string }) => f.message), 'a second live subscription').toEqual(['The customer already has an active or paused subscription.']);
+                expect(
+                  r.body.data.results.failed.map((f: { message: string }) => f.message),
+                  'a second live subscription',
+                ).toEqual(['The customer already has an active or paused subscription.']);
                 return;
               }
               expect(r.body.data.created, JSON.stringify(r.body.data)).toBe(1);
               const id = r.body.data.results.created[0].id as number;
-              subs[c].push({ id, status: cancelled ? 'cancelled' : 'active', mrr: String(mrr), started_at: started, changed: cancelled ?? started, deleted: false });
+              subs[c].push({
+                id,
+                status: cancelled ? 'cancelled' : 'active',
+                mrr: String(mrr),
+                started_at: started,
+                changed: cancelled ?? started,
+                deleted: false,
+              });
               refSetFrom(ref[c], `S${id}`, started, mrr, 'a');
               if (cancelled) refSetFrom(ref[c], `S${id}`, cancelled, 0, 'c');
               return;
@@ -374,7 +501,10 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
         const today = iso(now).slice(0, 10);
         // Whole months, and a random range: its partial first and last months are read from day items.
         const day = (days: number) => iso(START + days * 24 * HOUR).slice(0, 10);
-        for (const [from, asked] of [['2024-07-01', '2026-06-30'], [day(offset), day(offset + length)]]) {
+        for (const [from, asked] of [
+          ['2024-07-01', '2026-06-30'],
+          [day(offset), day(offset + length)],
+        ]) {
           // No projections: a range ends today at the latest.
           const to = asked > today ? today : asked;
           if (from > to) continue;

@@ -29,7 +29,7 @@ const MRR_ATTRS = ['pk', 'sk', ...Object.values(STORED_ATTR)];
 
 /** Rewrites the merchant's month roll-ups as the earlier version stored them: year items. */
 const toLegacyShape = async (merchantId: string) => {
-  const months = (await queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: 'M#', to: 'M#~' }, MRR_ATTRS));
+  const months = await queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: 'M#', to: 'M#~' }, MRR_ATTRS);
   for (const item of months) {
     const [, month, shard] = String(item.sk).split('#');
     const values = Object.values(STORED_ATTR).filter((a) => item[a] !== undefined);
@@ -37,7 +37,7 @@ const toLegacyShape = async (merchantId: string) => {
       new UpdateCommand({
         TableName: tableName(),
         Key: { pk: item.pk, sk: `Y#${month.slice(0, 4)}#${shard}` },
-        UpdateExpression: `ADD ${values.map((a, i) => `#a${i} :v${i}`).join(', ')}`,
+        UpdateExpression: `ADD ${values.map((_a, i) => `#a${i} :v${i}`).join(', ')}`,
         ExpressionAttributeNames: Object.fromEntries(values.map((a, i) => [`#a${i}`, a])),
         ExpressionAttributeValues: Object.fromEntries(values.map((a, i) => [`:v${i}`, NumberValue.from(String(item[a]))])),
       }),
@@ -48,18 +48,31 @@ const toLegacyShape = async (merchantId: string) => {
 };
 
 describe('ops metrics rebuild', () => {
-  it('restores every figure of a merchant written in the earlier item shapes, and search; a second run changes nothing', { timeout: 120_000 }, async () => {
+  it('restores every figure of a merchant written in the earlier item shapes, and search; a second run changes nothing', {
+    timeout: 120_000,
+  }, async () => {
     const clock = fixedClock('2025-01-10T09:00:00Z');
     const { token, merchantId } = await newMerchant();
     const customer = async (email: string) => (await ok(api.post('/customers', token, { email, name: email }), 201)).data.id as number;
     const [a, b, c] = [await customer('a@rebuild.test'), await customer('b@rebuild.test'), await customer('c@rebuild.test')];
-    const subA = (await ok(api.post('/subscriptions', token, { customer_id: a, plan_name: 'P', mrr: '100.00', billing_cycle: 'monthly' }), 201)).data.id;
+    const subA = (
+      await ok(api.post('/subscriptions', token, { customer_id: a, plan_name: 'P', mrr: '100.00', billing_cycle: 'monthly' }), 201)
+    ).data.id;
     clock.set('2025-02-17T09:00:00Z');
     await ok(api.post('/subscriptions', token, { customer_id: b, plan_name: 'P', mrr: '33.33', billing_cycle: 'yearly' }), 201);
     clock.set('2025-04-03T09:00:00Z');
     await ok(api.put(`/subscriptions/${subA}`, token, { mrr: '150.50' }));
     clock.set('2025-05-20T09:00:00Z');
-    await ok(api.post('/orders', token, { order_no: 'R-1', amount: '1000.00', status: 'paid', billing_cycle: 'yearly', customer_email: 'c@rebuild.test' }), 201);
+    await ok(
+      api.post('/orders', token, {
+        order_no: 'R-1',
+        amount: '1000.00',
+        status: 'paid',
+        billing_cycle: 'yearly',
+        customer_email: 'c@rebuild.test',
+      }),
+      201,
+    );
     clock.set('2025-07-09T09:00:00Z');
     await ok(api.put(`/subscriptions/${subA}/cancel`, token, {}));
     clock.set('2025-09-30T12:00:00Z');
@@ -78,28 +91,54 @@ describe('ops metrics rebuild', () => {
 
     // The earlier shapes: year items instead of month roll-ups; one customer without search keys.
     expect(await toLegacyShape(merchantId)).toBeGreaterThan(0);
-    await db().send(new UpdateCommand({ TableName: tableName(), Key: keys.customer(merchantId, b), UpdateExpression: 'REMOVE gsi4pk, gsi4sk' }));
+    await db().send(
+      new UpdateCommand({ TableName: tableName(), Key: keys.customer(merchantId, b), UpdateExpression: 'REMOVE gsi4pk, gsi4sk' }),
+    );
     const broken = await reads();
     expect(broken.monthly).not.toEqual(before.monthly);
     expect(broken.search).toEqual([c, a]);
 
     const report = await rebuildMerchantAggregates(merchantId);
-    expect(report).toMatchObject({ customers_read: 3, timelines: 3, search_keys_added: 1, pending_moves_applied: 0, timelines_rederived: 0 });
+    expect(report).toMatchObject({
+      customers_read: 3,
+      timelines: 3,
+      search_keys_added: 1,
+      pending_moves_applied: 0,
+      timelines_rederived: 0,
+    });
     expect(report.year_items_removed).toBeGreaterThan(0);
     expect(report.aggregates_corrected).toBeGreaterThan(0);
     expect(await reads()).toEqual(before);
     expect(await queryAll({ partition: metricsPartition(merchantId), from: 'Y#', to: 'Y#~' }, ['sk'])).toEqual([]);
 
     // Nothing left to correct; the cohort and day items were right all along.
-    expect(await rebuildMerchantAggregates(merchantId)).toEqual({ customers_read: 3, timelines: 3, aggregates_corrected: 0, year_items_removed: 0, search_keys_added: 0, pending_moves_applied: 0, timelines_rederived: 0 });
+    expect(await rebuildMerchantAggregates(merchantId)).toEqual({
+      customers_read: 3,
+      timelines: 3,
+      aggregates_corrected: 0,
+      year_items_removed: 0,
+      search_keys_added: 0,
+      pending_moves_applied: 0,
+      timelines_rederived: 0,
+    });
     expect((await queryAll({ partition: cohortPartition(merchantId) }, ['sk'])).length).toBeGreaterThan(0);
   });
 
-  it('is an operator command: `ops metrics rebuild --merchant ID` prints the report; an unknown merchant is a 404 message', { timeout: 60_000 }, async () => {
+  it('is an operator command: `ops metrics rebuild --merchant ID` prints the report; an unknown merchant is a 404 message', {
+    timeout: 60_000,
+  }, async () => {
     const { merchantId } = await newMerchant();
     const r = await ops('metrics', 'rebuild', '--merchant', merchantId);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.json).toEqual({ customers_read: 0, timelines: 0, aggregates_corrected: 0, year_items_removed: 0, search_keys_added: 0, pending_moves_applied: 0, timelines_rederived: 0 });
+    expect(r.json).toEqual({
+      customers_read: 0,
+      timelines: 0,
+      aggregates_corrected: 0,
+      year_items_removed: 0,
+      search_keys_added: 0,
+      pending_moves_applied: 0,
+      timelines_rederived: 0,
+    });
     const missing = await ops('metrics', 'rebuild', '--merchant', 'mer_nobody');
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toContain('does not exist');
@@ -109,8 +148,29 @@ describe('ops metrics rebuild', () => {
     fixedClock('2025-06-01T00:00:00Z');
     const { token, merchantId } = await newMerchant();
     const customer = (await ok(api.post('/customers', token, { email: 'old@rules.test', name: 'O' }), 201)).data.id as number;
-    const sub = (await ok(api.post('/subscriptions', token, { customer_id: customer, plan_name: 'P', mrr: '50', billing_cycle: 'monthly', started_at: '2025-01-01T00:00:00Z' }), 201)).data;
-    await ok(api.post('/orders', token, { order_no: 'OLD-1', amount: '300', customer_email: 'old@rules.test', status: 'paid', billing_cycle: 'quarterly', paid_at: '2025-02-01T00:00:00Z' }), 201);
+    const sub = (
+      await ok(
+        api.post('/subscriptions', token, {
+          customer_id: customer,
+          plan_name: 'P',
+          mrr: '50',
+          billing_cycle: 'monthly',
+          started_at: '2025-01-01T00:00:00Z',
+        }),
+        201,
+      )
+    ).data;
+    await ok(
+      api.post('/orders', token, {
+        order_no: 'OLD-1',
+        amount: '300',
+        customer_email: 'old@rules.test',
+        status: 'paid',
+        billing_cycle: 'quarterly',
+        paid_at: '2025-02-01T00:00:00Z',
+      }),
+      201,
+    );
     await ok(api.patch('/orders/OLD-1', token, { status: 'refunded' }));
     await ok(api.del(`/subscriptions/${sub.id}`, token), 204);
     const now = await ok(api.get('/metrics/mrr?start_date=2025-01-01&end_date=2025-05-31', token));
@@ -120,8 +180,14 @@ describe('ops metrics rebuild', () => {
     const state = await readTimeline(merchantId, customer);
     const old = {
       ...state.timeline,
-      'OOLD-1': [['2025-02-01T00:00:00Z', '100', 'o'], ['2025-03-10T00:00:00Z', '0', 'o']],
-      [`S${sub.id}`]: [['2025-01-01T00:00:00Z', '50', 'a'], ['2025-04-01T00:00:00Z', '0', 'c']],
+      'OOLD-1': [
+        ['2025-02-01T00:00:00Z', '100', 'o'],
+        ['2025-03-10T00:00:00Z', '0', 'o'],
+      ],
+      [`S${sub.id}`]: [
+        ['2025-01-01T00:00:00Z', '50', 'a'],
+        ['2025-04-01T00:00:00Z', '0', 'c'],
+      ],
     } as Timeline;
     const ws = new WriteSet();
     addTimelineChange(ws, merchantId, customer, state, old);

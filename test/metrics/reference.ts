@@ -53,7 +53,14 @@ export const customerAt = (c: RefCustomer, t: string, strict = false) => {
 const changeTimes = (c: RefCustomer) => [...new Set([...c.lines.values()].flat().map((p) => p.at))].sort();
 
 export type DayMoves = { new: Decimal; expansion: Decimal; contraction: Decimal; churn: Decimal; reactivation: Decimal; churned: number };
-const zeroMoves = (): DayMoves => ({ new: new Decimal(0), expansion: new Decimal(0), contraction: new Decimal(0), churn: new Decimal(0), reactivation: new Decimal(0), churned: 0 });
+const zeroMoves = (): DayMoves => ({
+  new: new Decimal(0),
+  expansion: new Decimal(0),
+  contraction: new Decimal(0),
+  churn: new Decimal(0),
+  reactivation: new Decimal(0),
+  churned: 0,
+});
 
 /** Movements per UTC day over all customers, classified change by change. */
 export const dayMoves = (customers: RefCustomer[]) => {
@@ -107,7 +114,8 @@ const bucketOf = (day: string, interval: RefInterval) => {
   if (interval === 'day') return day;
   if (interval === 'month') return day.slice(0, 7);
   if (interval === 'year') return day.slice(0, 4);
-  if (interval === 'quarter') return `${day.slice(0, 4)}/${['1', '1', '1', '2', '2', '2', '3', '3', '3', '4', '4', '4'][Number(day.slice(5, 7)) - 1]}`;
+  if (interval === 'quarter')
+    return `${day.slice(0, 4)}/${['1', '1', '1', '2', '2', '2', '3', '3', '3', '4', '4', '4'][Number(day.slice(5, 7)) - 1]}`;
   const dow = new Date(`${day}T00:00:00Z`).getUTCDay();
   return addDays(day, -((dow + 6) % 7));
 };
@@ -122,7 +130,9 @@ export const expectedSeries = (customers: RefCustomer[], start: string, end: str
     const b = buckets.at(-1)!;
     b.last = d;
     const dm = moves.get(d);
-    if (dm) for (const k of Object.keys(dm) as (keyof DayMoves)[]) (b.m as any)[k] = k === 'churned' ? b.m.churned + dm.churned : (b.m[k] as Decimal).plus(dm[k] as Decimal);
+    if (dm)
+      for (const k of Object.keys(dm) as (keyof DayMoves)[])
+        (b.m as any)[k] = k === 'churned' ? b.m.churned + dm.churned : (b.m[k] as Decimal).plus(dm[k] as Decimal);
   }
   const data = buckets.map((b) => {
     const level = levelAt(customers, endOf(b.last));
@@ -199,7 +209,10 @@ const monthEnd = (m: string) => endOf(addDays(`${nextMonth(m)}-01`, -1));
 
 /** GET /metrics/cohorts: cohort = the month a customer's MRR first went above 0; figures at each month's end. */
 export const expectedCohorts = (customers: RefCustomer[], start: string, end: string, current: string) => {
-  const cohortOf = (c: RefCustomer) => changeTimes(c).find((t) => customerAt(c, t).mrr.gt(0))?.slice(0, 7) ?? null;
+  const cohortOf = (c: RefCustomer) =>
+    changeTimes(c)
+      .find((t) => customerAt(c, t).mrr.gt(0))
+      ?.slice(0, 7) ?? null;
   const last = end < current ? end : current;
   const out = [];
   for (let m = start; m <= end; m = nextMonth(m)) {
@@ -212,7 +225,13 @@ export const expectedCohorts = (customers: RefCustomer[], start: string, end: st
       const values = members.map((c) => customerAt(c, r === m ? joinedAt(c) : monthEnd(r)).mrr);
       const active = values.filter((v) => v.gt(0)).length;
       const mrr = values.reduce((a, v) => a.plus(v), new Decimal(0));
-      retention.push({ month: r, customers: active, mrr: money(mrr), customer_retention: pct(new Decimal(active), new Decimal(members.length)), mrr_retention: pct(mrr, base) });
+      retention.push({
+        month: r,
+        customers: active,
+        mrr: money(mrr),
+        customer_retention: pct(new Decimal(active), new Decimal(members.length)),
+        mrr_retention: pct(mrr, base),
+      });
     }
     out.push({ cohort: m, customers: members.length, mrr: money(base), retention });
   }

@@ -1,6 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chunkTimeline, contributionChange, contributions, difference, joinChunks, setAt, type Flag, type Timeline } from '#lib/metrics/timeline';
+import {
+  chunkTimeline,
+  contributionChange,
+  contributions,
+  difference,
+  joinChunks,
+  setAt,
+  type Flag,
+  type Timeline,
+} from '#lib/metrics/timeline';
 
 /** Recorded history is a set of points: the timeline must not depend on the order they arrive in. */
 describe('recorded history merges in any arrival order', () => {
@@ -11,8 +20,16 @@ describe('recorded history merges in any arrival order', () => {
   // The case the concurrent-writers test found: a cancellation that repeats an earlier one must be
   // kept, because a later-arriving point may land between the two.
   it('keeps a point that repeats the one before it', () => {
-    const inOrder = apply([[4, 0, 'c'], [5, 50, 'a'], [8, 0, 'c']]);
-    const shuffled = apply([[4, 0, 'c'], [8, 0, 'c'], [5, 50, 'a']]);
+    const inOrder = apply([
+      [4, 0, 'c'],
+      [5, 50, 'a'],
+      [8, 0, 'c'],
+    ]);
+    const shuffled = apply([
+      [4, 0, 'c'],
+      [8, 0, 'c'],
+      [5, 50, 'a'],
+    ]);
     expect(shuffled).toEqual(inOrder);
     expect(inOrder.I.at(-1)).toEqual([at(8), '0', 'c']);
   });
@@ -20,17 +37,21 @@ describe('recorded history merges in any arrival order', () => {
   it('any permutation of distinct-time events gives the same timeline and contributions', () => {
     const event = fc.tuple(fc.integer({ min: 1, max: 28 }), fc.constantFrom(0, 10, 20), fc.constantFrom<Flag>('a', 'c', 'p'));
     fc.assert(
-      fc.property(fc.uniqueArray(event, { selector: (e) => e[0], minLength: 1, maxLength: 8 }), fc.infiniteStream(fc.nat()), (events, seeds) => {
-        const shuffled = [...events];
-        for (let i = shuffled.length - 1; i > 0; i--) {
-          const j = seeds.next().value % (i + 1);
-          [shuffled[i], shuffled[j]] = [shuffled[j], shuffled[i]];
-        }
-        const a = apply(events);
-        const b = apply(shuffled);
-        expect(b).toEqual(a);
-        expect(contributions(b)).toEqual(contributions(a));
-      }),
+      fc.property(
+        fc.uniqueArray(event, { selector: (e) => e[0], minLength: 1, maxLength: 8 }),
+        fc.infiniteStream(fc.nat()),
+        (events, seeds) => {
+          const shuffled = [...events];
+          for (let i = shuffled.length - 1; i > 0; i--) {
+            const j = seeds.next().value % (i + 1);
+            [shuffled[i], shuffled[j]] = [shuffled[j], shuffled[i]];
+          }
+          const a = apply(events);
+          const b = apply(shuffled);
+          expect(b).toEqual(a);
+          expect(contributions(b)).toEqual(contributions(a));
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -42,20 +63,30 @@ describe('recorded history merges in any arrival order', () => {
  * and a timeline cut into bounded chunks joins back to itself.
  */
 describe('changes computed from the first difference; chunked storage', () => {
-  const day = (d: number) => new Date(Date.UTC(2020, 0, 1) + d * 86_400_000).toISOString().slice(0, 19) + 'Z';
-  const point = fc.tuple(fc.integer({ min: 0, max: 2000 }), fc.constantFrom('0', '5', '10', '12.5'), fc.constantFrom<Flag>('a', 'c', 'p', 'o'));
-  const timeline = fc.dictionary(fc.constantFrom('I', 'S1', 'S2', 'Oa', 'Ob', 'Oc'), fc.array(point, { maxLength: 12 }), { maxKeys: 6 }).map((lines) => {
-    const tl: Timeline = {};
-    for (const [line, pts] of Object.entries(lines)) {
-      if (!pts.length) continue;
-      tl[line] = pts.map(([d, amount, flag]) => [day(d), amount, flag] as [string, string, Flag]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    }
-    return tl;
-  });
+  const day = (d: number) => `${new Date(Date.UTC(2020, 0, 1) + d * 86_400_000).toISOString().slice(0, 19)}Z`;
+  const point = fc.tuple(
+    fc.integer({ min: 0, max: 2000 }),
+    fc.constantFrom('0', '5', '10', '12.5'),
+    fc.constantFrom<Flag>('a', 'c', 'p', 'o'),
+  );
+  const timeline = fc
+    .dictionary(fc.constantFrom('I', 'S1', 'S2', 'Oa', 'Ob', 'Oc'), fc.array(point, { maxLength: 12 }), { maxKeys: 6 })
+    .map((lines) => {
+      const tl: Timeline = {};
+      for (const [line, pts] of Object.entries(lines)) {
+        if (!pts.length) continue;
+        tl[line] = pts
+          .map(([d, amount, flag]) => [day(d), amount, flag] as [string, string, Flag])
+          .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      }
+      return tl;
+    });
   // A change of one or two lines of `before` (as writes make them: other lines are the same arrays).
   const changed = fc.tuple(timeline, fc.constantFrom('I', 'S1', 'Oa'), fc.array(point, { maxLength: 6 })).map(([before, line, pts]) => {
     const after = { ...before };
-    const moved = pts.map(([d, amount, flag]) => [day(d), amount, flag] as [string, string, Flag]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    const moved = pts
+      .map(([d, amount, flag]) => [day(d), amount, flag] as [string, string, Flag])
+      .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     if (moved.length) after[line] = moved;
     else delete after[line];
     return { before, after };
@@ -88,7 +119,10 @@ describe('changes computed from the first difference; chunked storage', () => {
           for (const json of next.values()) expectWithinLimit(json, limit);
           expect(joinChunks(next.values())).toEqual(after);
           // A chunk whose points did not move keeps its JSON (nothing to write).
-          if (chunks) for (const [period, json] of next) if (chunks.has(period) && JSON.stringify(joinChunks([json])) === JSON.stringify(joinChunks([chunks.get(period)!]))) expect(json).toBe(chunks.get(period));
+          if (chunks)
+            for (const [period, json] of next)
+              if (chunks.has(period) && JSON.stringify(joinChunks([json])) === JSON.stringify(joinChunks([chunks.get(period)!])))
+                expect(json).toBe(chunks.get(period));
           chunks = next;
           tl = after;
         }
@@ -107,7 +141,9 @@ describe('changes computed from the first difference; chunked storage', () => {
         for (const [line, pts] of edits) {
           // As writes make them: the changed line is a new array, every other line the same one.
           const after = { ...tl };
-          const moved = pts.map(([d, amount, flag]) => [day(d), amount, flag] as [string, string, Flag]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+          const moved = pts
+            .map(([d, amount, flag]) => [day(d), amount, flag] as [string, string, Flag])
+            .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
           if (moved.length) after[line] = moved;
           else delete after[line];
           const incremental = chunkTimeline(after, limit, chunks, tl);
@@ -125,11 +161,24 @@ describe('changes computed from the first difference; chunked storage', () => {
   // level, and its first piece took the month as its start: the start of the chunk before it,
   // whose points were lost.
   it('a day-long chunk that outgrows its limit never takes the place of the chunk before it', () => {
-    const tl: Timeline = { Oa: [[day(0), '0', 'a'], [day(0), '0', 'a'], [day(0), '0', 'a']] };
+    const tl: Timeline = {
+      Oa: [
+        [day(0), '0', 'a'],
+        [day(0), '0', 'a'],
+        [day(0), '0', 'a'],
+      ],
+    };
     const withI: Timeline = { ...tl, I: [[day(1), '0', 'a']] };
     const first = chunkTimeline(withI, 120, chunkTimeline(tl, 120));
     expect([...first.keys()]).toEqual(['2020-01', '2020-01-02']);
-    const after: Timeline = { ...withI, S1: [[day(1), '0', 'a'], [day(1), '0', 'a'], [day(31), '0', 'a']] };
+    const after: Timeline = {
+      ...withI,
+      S1: [
+        [day(1), '0', 'a'],
+        [day(1), '0', 'a'],
+        [day(31), '0', 'a'],
+      ],
+    };
     expect(joinChunks(chunkTimeline(after, 120, first).values())).toEqual(after);
     expect(joinChunks(chunkTimeline(after, 120, first, withI).values())).toEqual(after);
   });
@@ -150,7 +199,12 @@ describe('the state before the first difference', () => {
   // Found by the property above: two points of one line at one instant (5, then 0) leave the line
   // at 0 after it, so the customer was never above 0 and a later start is `new`, not `reactivation`.
   it('reads a line at an instant by its last point there', () => {
-    const before: Timeline = { I: [['2020-01-08T00:00:00Z', '5', 'a'], ['2020-01-08T00:00:00Z', '0', 'a']] };
+    const before: Timeline = {
+      I: [
+        ['2020-01-08T00:00:00Z', '5', 'a'],
+        ['2020-01-08T00:00:00Z', '0', 'a'],
+      ],
+    };
     const after: Timeline = { ...before, S1: [['2020-01-09T00:00:00Z', '10', 'a']] };
     const moves = contributionChange(before, after);
     expect(moves.get('D#2020-01-09')?.get('new')?.toFixed()).toBe('10');

@@ -26,11 +26,11 @@ describe('GET /metrics/mrr parameters', () => {
     fixedClock('2026-03-15T12:00:00Z');
     const { token } = await newMerchant();
     const days = async (q: string) => (await get(token, `/metrics/mrr?interval=day&${q}`)).data.map((e: { date: string }) => e.date);
-    expect(await days(`start_date=${encodeURIComponent('2025-01-01T10:00:00+08:00')}&end_date=${encodeURIComponent('2025-01-02T23:30:00-05:00')}`)).toEqual([
-      '2025-01-01',
-      '2025-01-02',
-      '2025-01-03',
-    ]);
+    expect(
+      await days(
+        `start_date=${encodeURIComponent('2025-01-01T10:00:00+08:00')}&end_date=${encodeURIComponent('2025-01-02T23:30:00-05:00')}`,
+      ),
+    ).toEqual(['2025-01-01', '2025-01-02', '2025-01-03']);
     expect(await days('start_date=2025-01-01T00:00:00Z&end_date=2025-01-01')).toEqual(['2025-01-01']);
   });
 
@@ -38,11 +38,15 @@ describe('GET /metrics/mrr parameters', () => {
     fixedClock('2026-03-15T12:00:00Z');
     const { token } = await newMerchant();
     for (const bad of ['2025-02-30', '2025/01/01', '2025-1-01', '2025-01-01T25:00:00Z', '2025-01-01T00:00:00', '', 'today', '0000-01-01']) {
-      expect(await expect422(token, `/metrics/mrr?start_date=${encodeURIComponent(bad)}`, 'start_date')).toBe('The start date field must be a valid date (YYYY-MM-DD).');
+      expect(await expect422(token, `/metrics/mrr?start_date=${encodeURIComponent(bad)}`, 'start_date')).toBe(
+        'The start date field must be a valid date (YYYY-MM-DD).',
+      );
       await expect422(token, `/metrics/mrr?end_date=${encodeURIComponent(bad)}`, 'end_date');
     }
     for (const bad of ['years', 'DAY', '', 'weeks', 'Q1']) {
-      expect(await expect422(token, `/metrics/mrr?interval=${bad}`, 'interval')).toBe('The selected interval is invalid. Allowed: day, week, month, quarter, year.');
+      expect(await expect422(token, `/metrics/mrr?interval=${bad}`, 'interval')).toBe(
+        'The selected interval is invalid. Allowed: day, week, month, quarter, year.',
+      );
     }
     expect(await expect422(token, '/metrics/mrr?start_date=2025-02-01&end_date=2025-01-31', 'end_date')).toBe(
       'The end date field must be a date after or equal to the start date.',
@@ -58,8 +62,12 @@ describe('GET /metrics/mrr parameters', () => {
     expect((await get(token, '/metrics/mrr?start_date=2015-01-01&end_date=2024-12-31&interval=month')).data).toHaveLength(120);
     expect((await get(token, '/metrics/mrr?start_date=2015-01-01&end_date=2024-12-31&interval=week')).data).toHaveLength(523); // Thu 2015-01-01 … Sun 01-04, then 522 Mondays
     // No projections: an end after today (the merchant's clock says 2026-03-15).
-    expect(await expect422(token, '/metrics/mrr?end_date=2026-03-16', 'end_date')).toBe('The end date field must be a date before or equal to today.');
-    expect(await expect422(token, '/metrics/mrr?start_date=2026-03-01&end_date=2026-04-01&interval=day', 'end_date')).toBe('The end date field must be a date before or equal to today.');
+    expect(await expect422(token, '/metrics/mrr?end_date=2026-03-16', 'end_date')).toBe(
+      'The end date field must be a date before or equal to today.',
+    );
+    expect(await expect422(token, '/metrics/mrr?start_date=2026-03-01&end_date=2026-04-01&interval=day', 'end_date')).toBe(
+      'The end date field must be a date before or equal to today.',
+    );
     expect((await get(token, '/metrics/mrr?end_date=2026-03-15&interval=day&start_date=2026-03-15')).data).toHaveLength(1);
     // The last representable days (the loop must not run past 9999-12-31), on the last day there is.
     fixedClock('9999-12-31T23:59:59Z');
@@ -79,8 +87,18 @@ describe('GET /metrics/mrr parameters', () => {
     const { token } = await newMerchant();
     const r = await get(token, '/metrics/mrr');
     expect(r.data.map((e: { date: string }) => e.date)).toEqual([
-      '2025-04-01', '2025-05-01', '2025-06-01', '2025-07-01', '2025-08-01', '2025-09-01',
-      '2025-10-01', '2025-11-01', '2025-12-01', '2026-01-01', '2026-02-01', '2026-03-01',
+      '2025-04-01',
+      '2025-05-01',
+      '2025-06-01',
+      '2025-07-01',
+      '2025-08-01',
+      '2025-09-01',
+      '2025-10-01',
+      '2025-11-01',
+      '2025-12-01',
+      '2026-01-01',
+      '2026-02-01',
+      '2026-03-01',
     ]);
     expect(r.summary).toEqual({ current_mrr: '0.00', arr: '0.00', arpa: null, customer_churn_rate: null, mrr_churn_rate: null });
   });
@@ -91,18 +109,38 @@ describe('GET /metrics/cohorts parameters', () => {
     fixedClock('2026-03-15T12:00:00Z');
     const { token } = await newMerchant();
     for (const bad of ['2025-13', '2025-00', '2025-1', '2025-01-01', '0000-01', '', 'x']) {
-      expect(await expect422(token, `/metrics/cohorts?start_month=${bad}`, 'start_month')).toBe('The start month field must be a valid month (YYYY-MM).');
+      expect(await expect422(token, `/metrics/cohorts?start_month=${bad}`, 'start_month')).toBe(
+        'The start month field must be a valid month (YYYY-MM).',
+      );
       await expect422(token, `/metrics/cohorts?end_month=${bad}`, 'end_month');
     }
     await expect422(token, '/metrics/cohorts?start_month=2025-02&end_month=2025-01', 'end_month');
     await expect422(token, '/metrics/cohorts?start_month=2026-04', 'start_month');
     expect((await get(token, '/metrics/cohorts?start_month=2023-01&end_month=2025-12')).data).toHaveLength(36);
-    expect(await expect422(token, '/metrics/cohorts?start_month=2023-01&end_month=2026-01', 'end_month')).toBe('The range must not have more than 36 months.');
+    expect(await expect422(token, '/metrics/cohorts?start_month=2023-01&end_month=2026-01', 'end_month')).toBe(
+      'The range must not have more than 36 months.',
+    );
     const d = (await get(token, '/metrics/cohorts')).data;
     expect(d.map((c: { cohort: string }) => c.cohort)).toEqual([
-      '2025-04', '2025-05', '2025-06', '2025-07', '2025-08', '2025-09', '2025-10', '2025-11', '2025-12', '2026-01', '2026-02', '2026-03',
+      '2025-04',
+      '2025-05',
+      '2025-06',
+      '2025-07',
+      '2025-08',
+      '2025-09',
+      '2025-10',
+      '2025-11',
+      '2025-12',
+      '2026-01',
+      '2026-02',
+      '2026-03',
     ]);
-    expect(d[11]).toEqual({ cohort: '2026-03', customers: 0, mrr: '0.00', retention: [{ month: '2026-03', customers: 0, mrr: '0.00', customer_retention: null, mrr_retention: null }] });
+    expect(d[11]).toEqual({
+      cohort: '2026-03',
+      customers: 0,
+      mrr: '0.00',
+      retention: [{ month: '2026-03', customers: 0, mrr: '0.00', customer_retention: null, mrr_retention: null }],
+    });
   });
 });
 
@@ -111,7 +149,10 @@ describe('abilities and isolation', () => {
     fixedClock('2026-03-15T12:00:00Z');
     const a = await newMerchant();
     const c = await api.post('/customers', a.token, { email: 'iso@metrics.test', name: 'I' });
-    expect((await api.post('/subscriptions', a.token, { customer_id: c.body.data.id, plan_name: 'P', mrr: '42', billing_cycle: 'monthly' })).status).toBe(201);
+    expect(
+      (await api.post('/subscriptions', a.token, { customer_id: c.body.data.id, plan_name: 'P', mrr: '42', billing_cycle: 'monthly' }))
+        .status,
+    ).toBe(201);
     const others = await newMerchant(['customers:read', 'orders:read', 'subscriptions:read', 'subscriptions:write']);
     for (const path of ['/metrics/mrr', '/metrics/summary', '/metrics/cohorts']) {
       expect((await api.get(path, others.token)).status).toBe(403);
@@ -119,7 +160,11 @@ describe('abilities and isolation', () => {
     }
     expect((await get(a.token, '/metrics/summary')).data.current_mrr).toBe('42.00');
     const b = await newMerchant();
-    expect((await get(b.token, '/metrics/summary')).data).toMatchObject({ current_mrr: '0.00', active_customers: 0, active_subscriptions: 0 });
+    expect((await get(b.token, '/metrics/summary')).data).toMatchObject({
+      current_mrr: '0.00',
+      active_customers: 0,
+      active_subscriptions: 0,
+    });
     expect((await get(b.token, '/metrics/mrr')).data.every((e: { mrr: string }) => e.mrr === '0.00')).toBe(true);
     expect((await get(b.token, '/metrics/cohorts')).data.every((e: { customers: number }) => e.customers === 0)).toBe(true);
   });
@@ -132,11 +177,26 @@ describe('interval boundaries (UTC)', () => {
     const customer = async (email: string) => (await api.post('/customers', token, { email, name: email })).body.data.id as number;
     const [c1, c2] = [await customer('b1@metrics.test'), await customer('b2@metrics.test')];
     // The last second of January, and the first of February.
-    expect((await api.post('/subscriptions', token, { customer_id: c1, plan_name: 'P', mrr: '10', billing_cycle: 'monthly' })).status).toBe(201);
+    expect((await api.post('/subscriptions', token, { customer_id: c1, plan_name: 'P', mrr: '10', billing_cycle: 'monthly' })).status).toBe(
+      201,
+    );
     clock.set('2024-02-01T00:00:00Z');
-    expect((await api.post('/subscriptions', token, { customer_id: c2, plan_name: 'P', mrr: '20', billing_cycle: 'monthly' })).status).toBe(201);
+    expect((await api.post('/subscriptions', token, { customer_id: c2, plan_name: 'P', mrr: '20', billing_cycle: 'monthly' })).status).toBe(
+      201,
+    );
     // A monthly order paid on Jan 31 ends on the leap day (Feb 29).
-    expect((await api.post('/orders', token, { order_no: 'LEAP', amount: '30', customer_email: 'b3@metrics.test', status: 'paid', billing_cycle: 'monthly', paid_at: '2024-01-31T12:00:00Z' })).status).toBe(201);
+    expect(
+      (
+        await api.post('/orders', token, {
+          order_no: 'LEAP',
+          amount: '30',
+          customer_email: 'b3@metrics.test',
+          status: 'paid',
+          billing_cycle: 'monthly',
+          paid_at: '2024-01-31T12:00:00Z',
+        })
+      ).status,
+    ).toBe(201);
     // Read once the range has passed (no projections).
     clock.set('2024-04-01T00:00:00Z');
 
@@ -177,8 +237,22 @@ describe('order moves in imports', () => {
       expect(r.body.data.failed, JSON.stringify(r.body.data.results.failed)).toBe(0);
     };
     await post([
-      { order_no: 'M-1', amount: '90', customer_email: 'x@moves.test', status: 'paid', billing_cycle: 'quarterly', paid_at: '2025-02-01T00:00:00Z' },
-      { order_no: 'M-2', amount: '50', customer_email: 'x@moves.test', status: 'paid', billing_cycle: 'monthly', paid_at: '2025-02-20T00:00:00Z' },
+      {
+        order_no: 'M-1',
+        amount: '90',
+        customer_email: 'x@moves.test',
+        status: 'paid',
+        billing_cycle: 'quarterly',
+        paid_at: '2025-02-01T00:00:00Z',
+      },
+      {
+        order_no: 'M-2',
+        amount: '50',
+        customer_email: 'x@moves.test',
+        status: 'paid',
+        billing_cycle: 'monthly',
+        paid_at: '2025-02-20T00:00:00Z',
+      },
     ]);
     const month = async (m: string) => (await get(token, `/metrics/mrr?start_date=${m}-01&end_date=${m}-28`)).data[0];
     expect(await month('2025-02')).toMatchObject({ mrr: '80.00', new: '30.00', expansion: '50.00', active_customers: 1 });
@@ -190,12 +264,19 @@ describe('order moves in imports', () => {
     await post([{ order_no: 'M-2', currency: 'USD' }]);
     expect(await month('2025-02')).toMatchObject({ mrr: '30.00', new: '30.00', expansion: '0.00', churn: '0.00', active_customers: 1 });
     const march = await get(token, '/metrics/mrr?start_date=2025-03-01&end_date=2025-03-10&interval=day');
-    expect(march.data.every((e: any) => e.churn === '0.00' && e.mrr === '30.00'), JSON.stringify(march.data)).toBe(true);
+    expect(
+      march.data.every((e: any) => e.churn === '0.00' && e.mrr === '30.00'),
+      JSON.stringify(march.data),
+    ).toBe(true);
     // M-1 becomes one-time: nothing ever counted.
     clock.set('2025-03-15T00:00:00Z');
     await post([{ order_no: 'M-1', billing_cycle: 'one-time' }]);
     expect(await month('2025-02')).toMatchObject({ mrr: '0.00', new: '0.00', churn: '0.00', active_customers: 0 });
-    expect((await get(token, '/metrics/mrr?start_date=2025-03-15&end_date=2025-03-15&interval=day')).data[0]).toMatchObject({ churn: '0.00', mrr: '0.00', active_customers: 0 });
+    expect((await get(token, '/metrics/mrr?start_date=2025-03-15&end_date=2025-03-15&interval=day')).data[0]).toMatchObject({
+      churn: '0.00',
+      mrr: '0.00',
+      active_customers: 0,
+    });
     expect((await get(token, '/metrics/summary')).data).toMatchObject({ current_mrr: '0.00', active_customers: 0 });
     expect((await get(token, '/metrics/cohorts?start_month=2025-02&end_month=2025-03')).data.map((c: any) => c.customers)).toEqual([0, 0]);
   });
@@ -203,7 +284,11 @@ describe('order moves in imports', () => {
   it('the OpenAPI document describes the three metrics routes', async () => {
     const doc = (await api.get('/openapi.json', null)).body;
     for (const path of ['/metrics/mrr', '/metrics/summary', '/metrics/cohorts']) expect(doc.paths[path]?.get, path).toBeTruthy();
-    expect(doc.paths['/metrics/mrr'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['end_date', 'interval', 'start_date']);
+    expect(doc.paths['/metrics/mrr'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual([
+      'end_date',
+      'interval',
+      'start_date',
+    ]);
     expect(doc.paths['/metrics/cohorts'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['end_month', 'start_month']);
   });
 });

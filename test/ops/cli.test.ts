@@ -20,7 +20,14 @@ describe('ops CLI', { timeout: 90_000 }, () => {
   it('creates a merchant and a token the API accepts, with the abilities asked for', async () => {
     const created = await ok('merchant', 'create', '--name', 'Corner Shop', '--currency', 'usd');
     expect(created).toMatchObject({ merchant_id: expect.stringMatching(/^mer_/), name: 'Corner Shop', reporting_currency: 'USD' });
-    const { token, abilities } = await ok('token', 'create', '--merchant', created.merchant_id, '--abilities', 'customers:read, orders:read,customers:read');
+    const { token, abilities } = await ok(
+      'token',
+      'create',
+      '--merchant',
+      created.merchant_id,
+      '--abilities',
+      'customers:read, orders:read,customers:read',
+    );
     expect(token).toMatch(/^ras_[0-9A-Za-z]{40,}$/);
     expect(abilities).toEqual(['customers:read', 'orders:read']);
     expect((await api.get('/customers/1', token)).status).toBe(404);
@@ -79,9 +86,21 @@ describe('ops activity list', { timeout: 90_000 }, () => {
     const id = await merchant('Import shop');
     const { token } = await ok('token', 'create', '--merchant', id);
     const run = { 'x-import-run': 'run_cli_0001' };
-    const customers = await api.post('/customers/batch', token, { customers: [{ email: 'a@example.com' }, { email: 'not-an-email' }] }, run);
-    const orders = await api.post('/orders/batch', token, { orders: [{ order_no: 'CLI-1', customer_email: 'a@example.com', amount: '10.00', status: 'paid' }] }, run);
-    const alone = await api.post('/orders/batch', token, { orders: [{ order_no: 'CLI-2', customer_email: 'a@example.com', amount: '12.00', status: 'paid' }] });
+    const customers = await api.post(
+      '/customers/batch',
+      token,
+      { customers: [{ email: 'a@example.com' }, { email: 'not-an-email' }] },
+      run,
+    );
+    const orders = await api.post(
+      '/orders/batch',
+      token,
+      { orders: [{ order_no: 'CLI-1', customer_email: 'a@example.com', amount: '10.00', status: 'paid' }] },
+      run,
+    );
+    const alone = await api.post('/orders/batch', token, {
+      orders: [{ order_no: 'CLI-2', customer_email: 'a@example.com', amount: '12.00', status: 'paid' }],
+    });
     for (const r of [customers, orders, alone]) expect(r.status, JSON.stringify(r.body)).toBe(200);
 
     const byRun = await ok('activity', 'list', '--merchant', id, '--import-run', 'run_cli_0001');
@@ -90,13 +109,29 @@ describe('ops activity list', { timeout: 90_000 }, () => {
       ['orders.batch', 'run_cli_0001'],
       ['customers.batch', 'run_cli_0001'],
     ]);
-    expect(byRun.data[1]).toMatchObject({ total: 2, created: 1, failed: 1, results: { failed: [{ index: 1, identifier: 'not-an-email', reason: 'validation_error' }] } });
+    expect(byRun.data[1]).toMatchObject({
+      total: 2,
+      created: 1,
+      failed: 1,
+      results: { failed: [{ index: 1, identifier: 'not-an-email', reason: 'validation_error' }] },
+    });
 
     const firstOrder = await ok('activity', 'list', '--merchant', id, '--type', 'orders.batch', '--per-page', '1');
     expect(firstOrder).toEqual((await api.get('/activity?type=orders.batch&per_page=1', token)).body);
     expect(firstOrder.data[0]).toMatchObject({ import_run: null, created: 1 });
     expect(firstOrder.meta).toMatchObject({ total: 2, per_page: 1, next_cursor: expect.any(String) });
-    const next = await ok('activity', 'list', '--merchant', id, '--type', 'orders.batch', '--per-page', '1', '--cursor', firstOrder.meta.next_cursor);
+    const next = await ok(
+      'activity',
+      'list',
+      '--merchant',
+      id,
+      '--type',
+      'orders.batch',
+      '--per-page',
+      '1',
+      '--cursor',
+      firstOrder.meta.next_cursor,
+    );
     expect(next.data.map((e: { id: number }) => e.id)).toEqual([byRun.data[0].id]);
 
     const [badType, badPage, unknown] = await Promise.all([
@@ -108,7 +143,9 @@ describe('ops activity list', { timeout: 90_000 }, () => {
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toContain('usage:');
     }
-    expect(badType.stderr).toContain('--type must be one of customers.batch, orders.batch, subscriptions.batch, subscription_events.batch, got orders');
+    expect(badType.stderr).toContain(
+      '--type must be one of customers.batch, orders.batch, subscriptions.batch, subscription_events.batch, got orders',
+    );
     expect(badPage.stderr).toContain('--per-page: The per page field must be between 1 and 100.');
     expect(unknown.code).toBe(1);
     expect(JSON.parse(unknown.stderr)).toEqual({ error: 'Merchant mer_does_not_exist does not exist.', status: 404 });
@@ -122,7 +159,15 @@ describe('ops CLI finding the local stack', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ops-'));
     const stackFile = join(dir, 'stack.json');
     // The test process stands in for a running `npm start` (the file names a live pid).
-    writeFileSync(stackFile, JSON.stringify({ pid: process.pid, dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT, tableName: process.env.TABLE_NAME, apiUrl: api.base }));
+    writeFileSync(
+      stackFile,
+      JSON.stringify({
+        pid: process.pid,
+        dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT,
+        tableName: process.env.TABLE_NAME,
+        apiUrl: api.base,
+      }),
+    );
     const { DYNAMODB_ENDPOINT: _e, TABLE_NAME: _t, AWS_PROFILE: _p, AWS_ACCESS_KEY_ID: _k, ...rest } = process.env;
     const env = { ...rest, HOME: dir, LOCAL_STACK_FILE: stackFile };
     const found = await run(env);
@@ -131,7 +176,14 @@ describe('ops CLI finding the local stack', () => {
     expect(await getMerchant(found.json.merchant_id)).toMatchObject({ name: 'Found' });
 
     // With AWS credentials configured the CLI never falls back to the local stack.
-    const withAws = await run({ ...env, AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y', AWS_EC2_METADATA_DISABLED: 'true', AWS_MAX_ATTEMPTS: '1' , AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:9' });
+    const withAws = await run({
+      ...env,
+      AWS_ACCESS_KEY_ID: 'x',
+      AWS_SECRET_ACCESS_KEY: 'y',
+      AWS_EC2_METADATA_DISABLED: 'true',
+      AWS_MAX_ATTEMPTS: '1',
+      AWS_ENDPOINT_URL_DYNAMODB: 'http://127.0.0.1:9',
+    });
     expect(withAws.code).not.toBe(0);
     expect(withAws.stderr).not.toContain('using the local stack');
   });
@@ -140,7 +192,16 @@ describe('ops CLI finding the local stack', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ops-'));
     const stackFile = join(dir, 'stack.json');
     const deadPid = spawnSync(process.execPath, ['-e', '']).pid;
-    writeFileSync(stackFile, JSON.stringify({ pid: deadPid, dynamodbPid: deadPid, dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT, tableName: process.env.TABLE_NAME, apiUrl: api.base }));
+    writeFileSync(
+      stackFile,
+      JSON.stringify({
+        pid: deadPid,
+        dynamodbPid: deadPid,
+        dynamodbEndpoint: process.env.DYNAMODB_ENDPOINT,
+        tableName: process.env.TABLE_NAME,
+        apiUrl: api.base,
+      }),
+    );
     const { DYNAMODB_ENDPOINT: _e, TABLE_NAME: _t, AWS_PROFILE: _p, AWS_ACCESS_KEY_ID: _k, ...rest } = process.env;
     const stale = await run({ ...rest, HOME: dir, LOCAL_STACK_FILE: stackFile });
     expect(stale.code).toBe(1);
@@ -151,7 +212,13 @@ describe('ops CLI finding the local stack', () => {
     expect(stale.stderr).not.toMatch(/credential/i);
 
     // An endpoint named explicitly is used as before.
-    const explicit = await run({ ...rest, HOME: dir, LOCAL_STACK_FILE: stackFile, DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT, TABLE_NAME: process.env.TABLE_NAME });
+    const explicit = await run({
+      ...rest,
+      HOME: dir,
+      LOCAL_STACK_FILE: stackFile,
+      DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT,
+      TABLE_NAME: process.env.TABLE_NAME,
+    });
     expect(explicit.code, explicit.stderr).toBe(0);
     expect(await getMerchant(explicit.json.merchant_id)).toMatchObject({ name: 'Found' });
   });

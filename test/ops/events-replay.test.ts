@@ -17,7 +17,8 @@ import { runCli } from '../support/cli.ts';
  * Local and moto_server's EventBridge, whose rule sends the bus's events to a queue read here.
  */
 const hasMoto = motoInstalled();
-if (!hasMoto) console.warn('SKIPPED test/ops/events-replay.test.ts: moto_server is not installed (pip install "moto[server]"; .ci/run does)');
+if (!hasMoto)
+  console.warn('SKIPPED test/ops/events-replay.test.ts: moto_server is not installed (pip install "moto[server]"; .ci/run does)');
 
 const BUS = 'revenue-analytics-api-replay';
 const ago = (minutes: number) => formatTimestamp(new Date(Date.now() - minutes * 60_000));
@@ -65,7 +66,10 @@ describe('ops events replay', { timeout: 90_000 }, () => {
     const drain = async () => {
       const out: { id: string; merchant_id: string }[] = [];
       for (;;) {
-        const { Messages = [] } = await sqs<{ Messages?: { Body: string; ReceiptHandle: string }[] }>('ReceiveMessage', { QueueUrl: queueUrl, MaxNumberOfMessages: 10 });
+        const { Messages = [] } = await sqs<{ Messages?: { Body: string; ReceiptHandle: string }[] }>('ReceiveMessage', {
+          QueueUrl: queueUrl,
+          MaxNumberOfMessages: 10,
+        });
         if (!Messages.length) return out;
         for (const m of Messages) {
           out.push(JSON.parse(m.Body).detail);
@@ -111,11 +115,27 @@ describe('ops merchant directory', { timeout: 90_000 }, () => {
     await ensureTable(process.env.DYNAMODB_ENDPOINT, table);
     const legacy = ['mer_0000000000000000000a', 'mer_0000000000000000000b', 'mer_0000000000000000000c'];
     for (const id of legacy) {
-      await db().send(new PutCommand({ TableName: table, Item: { ...keys.merchant(id), merchant_id: id, name: id, reporting_currency: 'USD', created_at: '2025-01-01T00:00:00Z' } }));
+      await db().send(
+        new PutCommand({
+          TableName: table,
+          Item: { ...keys.merchant(id), merchant_id: id, name: id, reporting_currency: 'USD', created_at: '2025-01-01T00:00:00Z' },
+        }),
+      );
     }
     await db().send(new PutCommand({ TableName: table, Item: { ...keys.order('mer_0000000000000000000a', 'A-1'), entity: 'order' } }));
     const listed = async () =>
-      ((await db().send(new QueryCommand({ TableName: table, IndexName: 'gsi1', KeyConditionExpression: 'gsi1pk = :p', ExpressionAttributeValues: { ':p': 'MERCHANTS' } }))).Items ?? [])
+      (
+        (
+          await db().send(
+            new QueryCommand({
+              TableName: table,
+              IndexName: 'gsi1',
+              KeyConditionExpression: 'gsi1pk = :p',
+              ExpressionAttributeValues: { ':p': 'MERCHANTS' },
+            }),
+          )
+        ).Items ?? []
+      )
         .map((i) => i.merchant_id)
         .sort();
     const env = { ...process.env, TABLE_NAME: table };
@@ -129,4 +149,3 @@ describe('ops merchant directory', { timeout: 90_000 }, () => {
     expect((await runCli(['merchant', 'directory'], env)).json).toEqual({ added: 0 });
   });
 });
-

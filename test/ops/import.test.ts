@@ -33,8 +33,14 @@ const startRecorder = async () => {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
       try {
-        const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'connection' && k !== 'content-length')) as Record<string, string>;
-        const upstream = await fetch(`${api.base}${req.url!.replace(/^\/v1/, '')}`, { method: req.method, headers, body: req.method === 'GET' ? undefined : Buffer.concat(chunks) });
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'connection' && k !== 'content-length'),
+        ) as Record<string, string>;
+        const upstream = await fetch(`${api.base}${req.url!.replace(/^\/v1/, '')}`, {
+          method: req.method,
+          headers,
+          body: req.method === 'GET' ? undefined : Buffer.concat(chunks),
+        });
         const text = await upstream.text();
         if (req.url!.includes('/batch')) {
           seen.push({
@@ -60,7 +66,12 @@ const startRecorder = async () => {
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen, idle: () => pending === 0, close: () => new Promise((r) => server.close(r)) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    seen,
+    idle: () => pending === 0,
+    close: () => new Promise((r) => server.close(r)),
+  };
 };
 
 /** A stand-in service whose batch endpoints answer one item created (the first request `first`, when given, with Retry-After: 1). */
@@ -75,7 +86,18 @@ const fakeService = async ({ first }: { first?: number } = {}) => {
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ data: { total: 1, created: 1, updated: 0, skipped: 0, failed: 0, results: { created: [{ index: 0, id: 1, identifier: 'a' }], updated: [], skipped: [], failed: [] } } }));
+      res.end(
+        JSON.stringify({
+          data: {
+            total: 1,
+            created: 1,
+            updated: 0,
+            skipped: 0,
+            failed: 0,
+            results: { created: [{ index: 0, id: 1, identifier: 'a' }], updated: [], skipped: [], failed: [] },
+          },
+        }),
+      );
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -87,7 +109,17 @@ describe('ops import', { timeout: 120_000 }, () => {
     const { token } = await newMerchant();
     const dir = mkdtempSync(join(tmpdir(), 'import-'));
     const files = ['customers.csv', 'subscriptions.csv', 'orders.csv', 'events.jsonl'];
-    const args = ['import', '--url', api.base, '--token', token, '--checkpoint', join(dir, 'cp.json'), '--failures', join(dir, 'failed.jsonl')];
+    const args = [
+      'import',
+      '--url',
+      api.base,
+      '--token',
+      token,
+      '--checkpoint',
+      join(dir, 'cp.json'),
+      '--failures',
+      join(dir, 'failed.jsonl'),
+    ];
     const kinds = ['--customers', '--subscriptions', '--orders', '--events'];
     const r = await runCli([...args, ...files.flatMap((f, i) => [kinds[i], join(SAMPLES, f)])], process.env);
     expect(r.code, r.stderr).toBe(0);
@@ -102,7 +134,9 @@ describe('ops import', { timeout: 120_000 }, () => {
     });
     expect(await total(token, '/customers')).toBe(5); // and new.customer@ and kay@, created by their items
     expect(await total(token, '/subscriptions?status=active')).toBe(3);
-    expect((await api.get('/orders?start_date=2024-03-01&end_date=2024-03-31', token)).body.data.map((o: { order_no: string }) => o.order_no)).toEqual(['ORD-2024-0002']);
+    expect(
+      (await api.get('/orders?start_date=2024-03-01&end_date=2024-03-31', token)).body.data.map((o: { order_no: string }) => o.order_no),
+    ).toEqual(['ORD-2024-0002']);
     // Ada 1490 (upgraded), Grace 990, the yearly 290, Kay's monthly order 300 ended in 2024.
     expect((await api.get('/metrics/summary', token)).body.data.current_mrr).toBe('2770.00');
 
@@ -123,18 +157,49 @@ describe('ops import', { timeout: 120_000 }, () => {
     writeFileSync(
       orders,
       ['order_no,customer_email,amount,status,billing_cycle,created_at,paid_at']
-        .concat(Array.from({ length: rows }, (_, i) => `R-${i},c${i % 40}@example.com,${100 + (i % 7)},paid,one-time,2025-0${1 + (i % 9)}-0${1 + (i % 9)}T00:00:00Z,`))
+        .concat(
+          Array.from(
+            { length: rows },
+            (_, i) => `R-${i},c${i % 40}@example.com,${100 + (i % 7)},paid,one-time,2025-0${1 + (i % 9)}-0${1 + (i % 9)}T00:00:00Z,`,
+          ),
+        )
         .concat(['R-bad,not-an-email,10,paid,one-time,,'])
         .join('\n'),
     );
-    writeFileSync(events, `${Array.from({ length: 150 }, (_, i) => JSON.stringify({ customer_email: `c${i % 40}@example.com`, event_type: 'created', old_amount: '0', new_amount: String(10 + i), occurred_at: `2024-01-01T00:00:${String(i % 60).padStart(2, '0')}Z` })).join('\n')}\n{oops\n`);
+    writeFileSync(
+      events,
+      `${Array.from({ length: 150 }, (_, i) => JSON.stringify({ customer_email: `c${i % 40}@example.com`, event_type: 'created', old_amount: '0', new_amount: String(10 + i), occurred_at: `2024-01-01T00:00:${String(i % 60).padStart(2, '0')}Z` })).join('\n')}\n{oops\n`,
+    );
     const checkpoint = join(dir, 'cp.json');
     const failures = join(dir, 'failed.jsonl');
-    const args = ['infra/ops/cli.ts', 'import', '--url', recorder.url, '--token', token, '--orders', orders, '--events', events, '--checkpoint', checkpoint, '--failures', failures];
+    const args = [
+      'infra/ops/cli.ts',
+      'import',
+      '--url',
+      recorder.url,
+      '--token',
+      token,
+      '--orders',
+      orders,
+      '--events',
+      events,
+      '--checkpoint',
+      checkpoint,
+      '--failures',
+      failures,
+    ];
 
     // Killed once some batches are answered and recorded (one process, as `npm run ops` runs it: tsx's CLI would fork a second).
-    const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, NODE_NO_WARNINGS: '1' }, stdio: 'ignore' });
-    await eventually(() => existsSync(checkpoint) && JSON.parse(readFileSync(checkpoint, 'utf8')).files.orders.batches_done >= 3, 60_000, 'three batches answered');
+    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, NODE_NO_WARNINGS: '1' },
+      stdio: 'ignore',
+    });
+    await eventually(
+      () => existsSync(checkpoint) && JSON.parse(readFileSync(checkpoint, 'utf8')).files.orders.batches_done >= 3,
+      60_000,
+      'three batches answered',
+    );
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));
     const stopped = JSON.parse(readFileSync(checkpoint, 'utf8'));
@@ -149,15 +214,36 @@ describe('ops import', { timeout: 120_000 }, () => {
     expect(resumed.stderr).toMatch(new RegExp(`import run ${run}: 11 batches, \\d+ created, \\d+ updated, 0 skipped, 2 failed`));
     expect(resumed.json.import_run).toBe(run);
     // The batch in flight when it stopped is sent again under its key: replayed, or (if it had not finished) found by order_no.
-    expect(resumed.json).toMatchObject({ resumed: true, orders: { rows: rows + 1, failed: 1 }, events: { rows: 151, created: 150, failed: 1 } });
+    expect(resumed.json).toMatchObject({
+      resumed: true,
+      orders: { rows: rows + 1, failed: 1 },
+      events: { rows: 151, created: 150, failed: 1 },
+    });
     expect(resumed.json.orders.created + resumed.json.orders.updated).toBe(rows);
     expect(resumed.json.orders.updated).toBeLessThanOrEqual(100);
     expect(await total(token, '/orders')).toBe(rows);
     expect(await total(token, '/subscriptions/events')).toBe(150);
-    const failed = readFileSync(failures, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const failed = readFileSync(failures, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(failed).toEqual([
-      { kind: 'orders', file: orders, line: rows + 2, identifier: 'R-bad', reason: 'validation_error', message: 'The customer email field must be a valid email address.' },
-      { kind: 'events', file: events, line: 151, identifier: '', reason: 'invalid_line', message: expect.stringContaining('The line is not valid JSON') },
+      {
+        kind: 'orders',
+        file: orders,
+        line: rows + 2,
+        identifier: 'R-bad',
+        reason: 'validation_error',
+        message: 'The customer email field must be a valid email address.',
+      },
+      {
+        kind: 'events',
+        file: events,
+        line: 151,
+        identifier: '',
+        reason: 'invalid_line',
+        message: expect.stringContaining('The line is not valid JSON'),
+      },
     ]);
 
     // Every batch request of both processes carried the run id, and its idempotency key is the run's.
@@ -176,9 +262,15 @@ describe('ops import', { timeout: 120_000 }, () => {
     expect(log.meta).toMatchObject({ total: applied.length, next_cursor: null });
     const counts = ({ total, created, updated, skipped, failed }: Record<string, number>) => ({ total, created, updated, skipped, failed });
     const byRequest = (list: { requestId: string; counts: object }[]) => [...list].sort((a, b) => a.requestId.localeCompare(b.requestId));
-    expect(byRequest(log.data.map((e: { request_id: string; import_run: string } & Record<string, number>) => ({ requestId: e.request_id, run: e.import_run, counts: counts(e) })))).toEqual(
-      byRequest(applied.map((x) => ({ requestId: x.requestId, run, counts: counts(x.body.data) }))),
-    );
+    expect(
+      byRequest(
+        log.data.map((e: { request_id: string; import_run: string } & Record<string, number>) => ({
+          requestId: e.request_id,
+          run: e.import_run,
+          counts: counts(e),
+        })),
+      ),
+    ).toEqual(byRequest(applied.map((x) => ({ requestId: x.requestId, run, counts: counts(x.body.data) }))));
   });
 
   it('honours 429 Retry-After, sending the same batch again under the same idempotency key', async () => {
@@ -220,7 +312,16 @@ describe('ops import', { timeout: 120_000 }, () => {
       const customers = { path: resolve(file), size: st.size, mtime_ms: Math.floor(st.mtimeMs), batches_done: 1, totals };
       writeFileSync(checkpoint, JSON.stringify({ version: 1, url: service.url, complete: false, files: { customers } }));
       const logs: string[] = [];
-      const summary = await runImport({ url: service.url, token: 'ras_x', files: { customers: file }, checkpoint, failures: join(dir, 'f.jsonl'), batchSize: 1, progress: false, log: (l) => logs.push(l) });
+      const summary = await runImport({
+        url: service.url,
+        token: 'ras_x',
+        files: { customers: file },
+        checkpoint,
+        failures: join(dir, 'f.jsonl'),
+        batchSize: 1,
+        progress: false,
+        log: (l) => logs.push(l),
+      });
       const run = summary.import_run;
       expect(run).toMatch(/^run_[0-9a-f]{16}$/);
       expect(summary).toMatchObject({ resumed: true, customers: { rows: 2, batches: 2, created: 2 } });
@@ -236,8 +337,14 @@ describe('ops import', { timeout: 120_000 }, () => {
   it('refuses a checkpoint of another import, and says what is missing', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'import-'));
     writeFileSync(join(dir, 'a.csv'), 'email\na@example.com\n');
-    writeFileSync(join(dir, 'cp.json'), JSON.stringify({ version: 1, run_id: 'x', url: 'http://elsewhere/v1', complete: false, files: {} }));
-    const other = await runCli(['import', '--url', api.base, '--token', 't', '--customers', join(dir, 'a.csv'), '--checkpoint', join(dir, 'cp.json')], process.env);
+    writeFileSync(
+      join(dir, 'cp.json'),
+      JSON.stringify({ version: 1, run_id: 'x', url: 'http://elsewhere/v1', complete: false, files: {} }),
+    );
+    const other = await runCli(
+      ['import', '--url', api.base, '--token', 't', '--customers', join(dir, 'a.csv'), '--checkpoint', join(dir, 'cp.json')],
+      process.env,
+    );
     expect(other.code).toBe(1);
     expect(other.stderr).toContain('belongs to another import');
     const missing = await runCli(['import', '--token', 't'], process.env);

@@ -42,7 +42,11 @@ describe('ops merchant list', { timeout: 90_000 }, () => {
       expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
       return r.json;
     };
-    const created = await Promise.all([cli('merchant', 'create', '--name', 'One'), cli('merchant', 'create', '--name', 'Two', '--currency', 'usd'), cli('merchant', 'create', '--name', 'Three')]);
+    const created = await Promise.all([
+      cli('merchant', 'create', '--name', 'One'),
+      cli('merchant', 'create', '--name', 'Two', '--currency', 'usd'),
+      cli('merchant', 'create', '--name', 'Three'),
+    ]);
     const deleted = await cli('merchant', 'delete', '--merchant', created[1].merchant_id);
 
     const all = await cli('merchant', 'list');
@@ -102,14 +106,22 @@ describe('ops merchant show and token show', { timeout: 90_000 }, () => {
     }
 
     const { revoked_at } = await ok('token', 'revoke', '--merchant', id);
-    expect(await ok('token', 'show', '--merchant', id)).toMatchObject({ status: 'revoked', revoked_at, abilities: ['customers:read', 'orders:read'] });
+    expect(await ok('token', 'show', '--merchant', id)).toMatchObject({
+      status: 'revoked',
+      revoked_at,
+      abilities: ['customers:read', 'orders:read'],
+    });
   });
 
   it('show a deleted merchant, marked (its data is kept), and the token revoked with it', async () => {
     const other = await merchant('Deleted shop');
     await ok('token', 'create', '--merchant', other);
     const { deleted_at } = await ok('merchant', 'delete', '--merchant', other);
-    expect(await ok('merchant', 'show', '--merchant', other)).toMatchObject({ deleted: true, deleted_at, token: { status: 'revoked', revoked_at: deleted_at } });
+    expect(await ok('merchant', 'show', '--merchant', other)).toMatchObject({
+      deleted: true,
+      deleted_at,
+      token: { status: 'revoked', revoked_at: deleted_at },
+    });
   });
 
   it('a missing merchant is a 404; bad options are usage errors', async () => {
@@ -136,7 +148,10 @@ describe('ops merchant update', { timeout: 90_000 }, () => {
     const id = await merchant('Old name');
     const renamed = await ok('merchant', 'update', '--merchant', id, '--name', 'New name');
     expect(renamed).toEqual({ merchant_id: id, name: 'New name', reporting_currency: expect.any(String), created_at: expect.any(String) });
-    expect(await ok('merchant', 'show', '--merchant', id)).toMatchObject({ name: 'New name', reporting_currency: renamed.reporting_currency });
+    expect(await ok('merchant', 'show', '--merchant', id)).toMatchObject({
+      name: 'New name',
+      reporting_currency: renamed.reporting_currency,
+    });
 
     const gone = await merchant('Gone');
     await ok('merchant', 'delete', '--merchant', gone);
@@ -172,10 +187,22 @@ describe('ops --help', { timeout: 90_000 }, () => {
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toMatch(/^usage: ops /);
     }
-    for (const name of ['merchant', 'token', 'metrics', 'backoffice-token', 'backoffice-user', 'activity', 'events', 'webhooks', 'upgrade', 'import']) {
+    for (const name of [
+      'merchant',
+      'token',
+      'metrics',
+      'backoffice-token',
+      'backoffice-user',
+      'activity',
+      'events',
+      'webhooks',
+      'upgrade',
+      'import',
+    ]) {
       expect(top.stdout).toMatch(new RegExp(`^  ${name}\\b`, 'm'));
     }
-    for (const name of ['create', 'list', 'show', 'update', 'delete', 'directory']) expect(resource.stdout).toMatch(new RegExp(`^  ${name} \\[options\\]`, 'm'));
+    for (const name of ['create', 'list', 'show', 'update', 'delete', 'directory'])
+      expect(resource.stdout).toMatch(new RegExp(`^  ${name} \\[options\\]`, 'm'));
     expect(action.stdout).toContain('--merchant <id>');
     expect(action.stdout).toMatch(/--abilities <list>\s+comma-separated, of: customers:read,/);
     expect(action.stdout).toContain('(default: all of them)');

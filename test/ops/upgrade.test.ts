@@ -29,7 +29,9 @@ const writeAsBeforeGrouping = async (merchantId: string, day: string): Promise<n
     const sk = String(item.sk);
     const shard = Number(sk.slice(sk.lastIndexOf('#') + 1)) + 200;
     const legacySk = `${sk.slice(0, sk.lastIndexOf('#'))}#${String(shard).padStart(3, '0')}`;
-    const legacyPk = String(item.pk).includes('#TOTALS#') ? legacyCounterPartitions.totals(merchantId) : legacyCounterPartitions.stats(merchantId, day.slice(0, 7));
+    const legacyPk = String(item.pk).includes('#TOTALS#')
+      ? legacyCounterPartitions.totals(merchantId)
+      : legacyCounterPartitions.stats(merchantId, day.slice(0, 7));
     await db().send(new PutCommand({ TableName: tableName(), Item: { ...item, pk: legacyPk, sk: legacySk } }));
     await db().send(new DeleteCommand({ TableName: tableName(), Key: { pk: item.pk, sk: item.sk } }));
   }
@@ -40,7 +42,12 @@ describe('ops upgrade: counters from before grouping', { timeout: 90_000 }, () =
   it('folds them into the grouped shards once: totals and stats read as before, a second run folds nothing', async () => {
     const { merchantId, token } = await newMerchant();
     for (let i = 0; i < 6; i++) {
-      const r = await api.post('/orders', token, { order_no: `U${i}`, amount: '10.50', status: i < 4 ? 'paid' : 'pending', customer_email: `u${i % 3}@upgrade.test` });
+      const r = await api.post('/orders', token, {
+        order_no: `U${i}`,
+        amount: '10.50',
+        status: i < 4 ? 'paid' : 'pending',
+        customer_email: `u${i % 3}@upgrade.test`,
+      });
       expect(r.status).toBe(201);
     }
     const read = async () => ({
@@ -73,18 +80,25 @@ describe('ops upgrade: counters from before grouping', { timeout: 90_000 }, () =
   });
 });
 
-const getItem = async (key: { pk: string; sk: string }) => (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
+const getItem = async (key: { pk: string; sk: string }) =>
+  (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
 
 /** An order and a customer as the version before list entries wrote them: list keys on the item, no entries. */
 const orderAsBeforeEntries = async (merchantId: string, orderNo: string) => {
   const order = (await getItem(keys.order(merchantId, orderNo)))!;
-  const legacy = { ...indexes.ordersByCreated(merchantId, order.created_at, order.id), ...indexes.ordersByStatus(merchantId, order.status, order.created_at, order.id) };
+  const legacy = {
+    ...indexes.ordersByCreated(merchantId, order.created_at, order.id),
+    ...indexes.ordersByStatus(merchantId, order.status, order.created_at, order.id),
+  };
   await db().send(new PutCommand({ TableName: tableName(), Item: { ...order, ...legacy } }));
-  for (const list of ['all', 'status'] as const) await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.orderListEntry(merchantId, orderNo, list) }));
+  for (const list of ['all', 'status'] as const)
+    await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.orderListEntry(merchantId, orderNo, list) }));
 };
 const customerAsBeforeEntries = async (merchantId: string, id: number) => {
   const customer = (await getItem(keys.customer(merchantId, id)))!;
-  await db().send(new PutCommand({ TableName: tableName(), Item: { ...customer, ...indexes.customersByCreated(merchantId, customer.created_at, id) } }));
+  await db().send(
+    new PutCommand({ TableName: tableName(), Item: { ...customer, ...indexes.customersByCreated(merchantId, customer.created_at, id) } }),
+  );
   // The email marker as it was: its customer's id only.
   await db().send(new PutCommand({ TableName: tableName(), Item: { ...keys.customerEmail(merchantId, customer.email), customer_id: id } }));
 };
@@ -94,7 +108,12 @@ describe('ops upgrade: orders and customers from before list entries', { timeout
     const { merchantId, token } = await newMerchant();
     const orderNos: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const r = await api.post('/orders', token, { order_no: `E${i}`, amount: '12.00', status: i < 2 ? 'paid' : 'pending', customer_email: `e${i % 3}@entries.test` });
+      const r = await api.post('/orders', token, {
+        order_no: `E${i}`,
+        amount: '12.00',
+        status: i < 2 ? 'paid' : 'pending',
+        customer_email: `e${i % 3}@entries.test`,
+      });
       expect(r.status).toBe(201);
       orderNos.push(r.body.data.order_no);
     }
@@ -115,7 +134,9 @@ describe('ops upgrade: orders and customers from before list entries', { timeout
 
     // A status change of such an order and an order of such a customer keep both listed.
     expect((await api.patch('/orders/E2', token, { status: 'paid' })).status).toBe(200);
-    expect((await api.post('/orders', token, { order_no: 'E5', amount: '3.00', status: 'paid', customer_email: 'e0@entries.test' })).status).toBe(201);
+    expect(
+      (await api.post('/orders', token, { order_no: 'E5', amount: '3.00', status: 'paid', customer_email: 'e0@entries.test' })).status,
+    ).toBe(201);
     const changed = await read();
     expect(changed.orders.meta.total).toBe(6);
     expect(changed.paid.data.map((o: { order_no: string }) => o.order_no)).toEqual(['E5', 'E2', 'E1', 'E0']);
@@ -135,14 +156,21 @@ describe('ops upgrade: orders and customers from before list entries', { timeout
       const order = (await getItem(keys.order(merchantId, no)))!;
       for (const attr of ['gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk']) expect(order, no).not.toHaveProperty(attr);
       expect(order.gsi3pk, no).toBeDefined();
-      expect(await getItem(keys.orderListEntry(merchantId, no, 'all')), no).toMatchObject({ gsi1sk: expect.stringContaining(order.created_at) });
-      expect(await getItem(keys.orderListEntry(merchantId, no, 'status')), no).toMatchObject({ gsi2pk: expect.stringContaining(`#STATUS#${order.status}`) });
+      expect(await getItem(keys.orderListEntry(merchantId, no, 'all')), no).toMatchObject({
+        gsi1sk: expect.stringContaining(order.created_at),
+      });
+      expect(await getItem(keys.orderListEntry(merchantId, no, 'status')), no).toMatchObject({
+        gsi2pk: expect.stringContaining(`#STATUS#${order.status}`),
+      });
     }
     for (const id of customerIds) {
       const customer = (await getItem(keys.customer(merchantId, id)))!;
       expect(customer).not.toHaveProperty('gsi1pk');
       expect(customer.gsi4pk).toBeDefined();
-      expect(await getItem(keys.customerEmail(merchantId, customer.email))).toMatchObject({ customer_id: id, gsi1sk: expect.stringContaining(customer.created_at) });
+      expect(await getItem(keys.customerEmail(merchantId, customer.email))).toMatchObject({
+        customer_id: id,
+        gsi1sk: expect.stringContaining(customer.created_at),
+      });
     }
 
     const second = await ok('upgrade', '--merchant', merchantId);

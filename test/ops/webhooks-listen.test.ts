@@ -9,7 +9,8 @@ import { freePort } from '../../infra/local/dynamodb.ts';
 /** `npm run ops -- webhooks listen`: the developer's local receiver, verifying as a merchant's would. */
 const ROOT = resolve(import.meta.dirname, '../..');
 // node itself (not the tsx wrapper, which would leave its node child running when killed).
-const cli = (args: string[]) => spawn(process.execPath, ['--import', 'tsx', 'infra/ops/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+const cli = (args: string[]) =>
+  spawn(process.execPath, ['--import', 'tsx', 'infra/ops/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, NODE_NO_WARNINGS: '1' } });
 
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -31,7 +32,12 @@ const listen = async (args: string[]) => {
   return { child, out: () => stdout };
 };
 
-const EVENT = { id: 'evt_00112233445566778899aabb', type: 'order.paid', created_at: '2026-03-01T10:00:00Z', data: { object: { order_no: 'A-1' } } };
+const EVENT = {
+  id: 'evt_00112233445566778899aabb',
+  type: 'order.paid',
+  created_at: '2026-03-01T10:00:00Z',
+  data: { object: { order_no: 'A-1' } },
+};
 
 const post = (port: number, body: string, headers: Record<string, string>) =>
   fetch(`http://127.0.0.1:${port}/`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
@@ -51,11 +57,28 @@ describe('ops webhooks listen', () => {
 
     // Each line is printed before its answer, but the pipe from the child may deliver it later
     // (complete lines only).
-    const lines = () => out().split('\n').slice(0, -1).filter((l) => /^\d{4}-/.test(l) && l.includes(EVENT.id));
-    await eventually(() => lines().length >= 4, 10_000, () => `4 delivery lines:\n${out()}`, 20);
+    const lines = () =>
+      out()
+        .split('\n')
+        .slice(0, -1)
+        .filter((l) => /^\d{4}-/.test(l) && l.includes(EVENT.id));
+    await eventually(
+      () => lines().length >= 4,
+      10_000,
+      () => `4 delivery lines:\n${out()}`,
+      20,
+    );
     expect(lines()).toHaveLength(4);
-    expect(lines().slice(0, 2).every((l) => l.includes('order.paid') && l.endsWith('verified'))).toBe(true);
-    expect(lines().slice(2).every((l) => l.includes('REJECTED'))).toBe(true);
+    expect(
+      lines()
+        .slice(0, 2)
+        .every((l) => l.includes('order.paid') && l.endsWith('verified')),
+    ).toBe(true);
+    expect(
+      lines()
+        .slice(2)
+        .every((l) => l.includes('REJECTED')),
+    ).toBe(true);
     expect(out()).toContain(JSON.stringify(EVENT));
   });
 

@@ -3,7 +3,18 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
 import { failOnce, sdkTimeout } from '../support/faults.ts';
-import { activityRecords, createOrder, expect422, expectFiguresMatchOrders, figuresFromOrders, listAll, outboxEvents, pickFigures, storedCounts, uniqueNo } from './helpers.ts';
+import {
+  activityRecords,
+  createOrder,
+  expect422,
+  expectFiguresMatchOrders,
+  figuresFromOrders,
+  listAll,
+  outboxEvents,
+  pickFigures,
+  storedCounts,
+  uniqueNo,
+} from './helpers.ts';
 
 const api = useApi();
 afterEach(() => resetClock());
@@ -52,8 +63,16 @@ describe('POST /orders/batch', () => {
     ];
     const data = await batch(token, items);
     expect(data).toMatchObject({ total: 16, created: 3, updated: 3, skipped: 0, failed: 10 });
-    expect(data.results.created.map((x: any) => [x.index, x.identifier])).toEqual([[1, 'N-1'], [10, 'N-5'], [11, 'N-2']]);
-    expect(data.results.updated.map((x: any) => [x.index, x.identifier])).toEqual([[0, 'E-1'], [6, 'N-1'], [7, 'N-1']]);
+    expect(data.results.created.map((x: any) => [x.index, x.identifier])).toEqual([
+      [1, 'N-1'],
+      [10, 'N-5'],
+      [11, 'N-2'],
+    ]);
+    expect(data.results.updated.map((x: any) => [x.index, x.identifier])).toEqual([
+      [0, 'E-1'],
+      [6, 'N-1'],
+      [7, 'N-1'],
+    ]);
     expect(data.results.failed.map((x: any) => [x.index, x.identifier, x.reason])).toEqual([
       [2, 'bad no', 'validation_error'],
       [3, '', 'validation_error'],
@@ -124,7 +143,13 @@ describe('POST /orders/batch', () => {
     expect(customers.map((c: any) => c.email).sort()).toEqual(['ann@example.com', 'n2@example.com', 'new@example.com']);
     const annNow = customers.find((c: any) => c.email === 'ann@example.com');
     expect(annNow.name).toBe('Ann');
-    expect(pickFigures(annNow)).toEqual({ ltv: '0.00', ltv_by_currency: { USD: '100.00' }, order_count: 1, first_payment_at: T1, last_payment_at: T1 });
+    expect(pickFigures(annNow)).toEqual({
+      ltv: '0.00',
+      ltv_by_currency: { USD: '100.00' },
+      order_count: 1,
+      first_payment_at: T1,
+      last_payment_at: T1,
+    });
     expect(customers.find((c: any) => c.email === 'new@example.com')).toMatchObject({ name: 'New', ltv: '20.00', order_count: 1 });
     expect((await api.get('/orders', token)).body.meta.total).toBe(4);
   });
@@ -217,7 +242,11 @@ describe('POST /orders/batch', () => {
       { order: [item(0)] },
     ];
     for (const body of bodies) expect422(await api.post('/orders/batch', token, body), 'orders');
-    const notJson = await api.request('POST', '/orders/batch', { token, rawBody: '{"orders": [', headers: { 'content-type': 'application/json' } });
+    const notJson = await api.request('POST', '/orders/batch', {
+      token,
+      rawBody: '{"orders": [',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(notJson.status).toBe(400);
     expect(await storedCounts(merchantId)).toEqual({ orders: 0, customers: 0, outbox: 0 });
     expect(await activityRecords(merchantId)).toEqual([]);
@@ -275,7 +304,13 @@ describe('updated_at', () => {
   it('a batch item that changes nothing is reported updated but writes nothing; order writes leave the customer updated_at alone', async () => {
     const clock = fixedClock('2026-05-01T10:00:00Z');
     const { token } = await newMerchant();
-    const item = { order_no: uniqueNo('UPD'), amount: '10.00', customer_email: 'same@example.com', status: 'paid', paid_at: '2026-05-01T09:00:00Z' };
+    const item = {
+      order_no: uniqueNo('UPD'),
+      amount: '10.00',
+      customer_email: 'same@example.com',
+      status: 'paid',
+      paid_at: '2026-05-01T09:00:00Z',
+    };
     expect((await api.post('/orders/batch', token, { orders: [item] })).body.data.created).toBe(1);
     const customerBefore = (await api.get('/customers?search=same@example.com', token)).body.data[0];
     clock.set('2026-05-02T10:00:00Z');
@@ -326,7 +361,9 @@ describe('POST /orders/batch when DynamoDB does not answer', () => {
       ]);
       expect(faults.map((f) => f.stats.fired)).toEqual([true, true]);
       expect(data).toMatchObject({ total: 2, created: 1, failed: 1 });
-      expect(data.results.failed).toEqual([{ index: 0, identifier: a, reason: 'throttled', message: 'The service was busy; retry the item.' }]);
+      expect(data.results.failed).toEqual([
+        { index: 0, identifier: a, reason: 'throttled', message: 'The service was busy; retry the item.' },
+      ]);
     } finally {
       for (const f of faults) f.uninstall();
     }
@@ -357,20 +394,36 @@ describe('money per currency: zero-decimal currencies take whole amounts', () =>
   it('POST /orders and batch items refuse a fraction in JPY, KRW or VND (422 on amount); nothing is stored', async () => {
     const { token } = await newMerchant();
     const whole = 'The amount field must be a whole number in JPY, which has no minor unit.';
-    const refused = await api.post('/orders', token, { order_no: 'JPY-1', amount: '3561.50', currency: 'jpy', customer_email: 'yen@example.com' });
+    const refused = await api.post('/orders', token, {
+      order_no: 'JPY-1',
+      amount: '3561.50',
+      currency: 'jpy',
+      customer_email: 'yen@example.com',
+    });
     expect(refused.status).toBe(422);
     expect(refused.body).toEqual({ message: 'The given data was invalid.', errors: { amount: [whole] } });
     expect((await api.get('/orders/JPY-1', token)).status).toBe(404);
-    for (const [currency, amount] of [['KRW', 10.5], ['VND', '0.01']] as const) {
+    for (const [currency, amount] of [
+      ['KRW', 10.5],
+      ['VND', '0.01'],
+    ] as const) {
       const r = await api.post('/orders', token, { order_no: `Z-${currency}`, amount, currency, customer_email: 'z@example.com' });
       expect(r.status, currency).toBe(422);
       expect(r.body.errors.amount, currency).toEqual([`The amount field must be a whole number in ${currency}, which has no minor unit.`]);
     }
     // Whole amounts pass, written with 2 fraction digits; two-decimal currencies keep their cents.
-    const yen = await api.post('/orders', token, { order_no: 'JPY-2', amount: '3561.00', currency: 'JPY', customer_email: 'yen@example.com' });
+    const yen = await api.post('/orders', token, {
+      order_no: 'JPY-2',
+      amount: '3561.00',
+      currency: 'JPY',
+      customer_email: 'yen@example.com',
+    });
     expect(yen.status, JSON.stringify(yen.body)).toBe(201);
     expect(yen.body.data).toMatchObject({ amount: '3561.00', currency: 'JPY' });
-    expect((await api.post('/orders', token, { order_no: 'USD-1', amount: '3561.50', currency: 'USD', customer_email: 'usd@example.com' })).status).toBe(201);
+    expect(
+      (await api.post('/orders', token, { order_no: 'USD-1', amount: '3561.50', currency: 'USD', customer_email: 'usd@example.com' }))
+        .status,
+    ).toBe(201);
 
     const data = await batch(token, [
       /* 0 */ { order_no: 'B-JPY', amount: '10.5', currency: 'JPY', customer_email: 'b@example.com' },
@@ -381,9 +434,24 @@ describe('money per currency: zero-decimal currencies take whole amounts', () =>
     ]);
     expect(data).toMatchObject({ created: 1, updated: 1, failed: 3 });
     expect(data.results.failed).toEqual([
-      { index: 0, reason: 'validation_error', message: 'The amount field must be a whole number in JPY, which has no minor unit.', identifier: 'B-JPY' },
-      { index: 2, reason: 'validation_error', message: "The currency field cannot be JPY: the order's amount 3561.50 has a fraction and JPY has no minor unit.", identifier: 'USD-1' },
-      { index: 3, reason: 'validation_error', message: 'The amount field must be a whole number in JPY, which has no minor unit.', identifier: 'JPY-2' },
+      {
+        index: 0,
+        reason: 'validation_error',
+        message: 'The amount field must be a whole number in JPY, which has no minor unit.',
+        identifier: 'B-JPY',
+      },
+      {
+        index: 2,
+        reason: 'validation_error',
+        message: "The currency field cannot be JPY: the order's amount 3561.50 has a fraction and JPY has no minor unit.",
+        identifier: 'USD-1',
+      },
+      {
+        index: 3,
+        reason: 'validation_error',
+        message: 'The amount field must be a whole number in JPY, which has no minor unit.',
+        identifier: 'JPY-2',
+      },
     ]);
     expect((await api.get('/orders/USD-1', token)).body.data).toMatchObject({ amount: '3561.50', currency: 'USD' });
     expect((await api.get('/orders/JPY-2', token)).body.data).toMatchObject({ amount: '12.00', currency: 'JPY' });
@@ -413,26 +481,55 @@ describe('imported orders keep their dates (created_at)', () => {
     ]);
     expect(data).toMatchObject({ created: 8, failed: 2 });
     // A status time the import does not give is the order's own date, not the import's.
-    expect((await api.get('/orders/FEB-PAID', token)).body.data).toMatchObject({ created_at: '2026-02-03T04:05:06Z', paid_at: '2026-02-03T04:05:06Z' });
+    expect((await api.get('/orders/FEB-PAID', token)).body.data).toMatchObject({
+      created_at: '2026-02-03T04:05:06Z',
+      paid_at: '2026-02-03T04:05:06Z',
+    });
     expect((await api.get('/orders/stats', token)).body.data).toMatchObject({ today_revenue: '5.00', monthly_revenue: '5.00' });
     expect(data.results.failed).toEqual([
-      { index: 7, reason: 'validation_error', message: 'The created at field must be a date before or equal to now.', identifier: 'FUTURE' },
-      { index: 8, reason: 'validation_error', message: 'The created at field must be a valid ISO 8601 date-time with a time zone.', identifier: 'BAD-DATE' },
+      {
+        index: 7,
+        reason: 'validation_error',
+        message: 'The created at field must be a date before or equal to now.',
+        identifier: 'FUTURE',
+      },
+      {
+        index: 8,
+        reason: 'validation_error',
+        message: 'The created at field must be a valid ISO 8601 date-time with a time zone.',
+        identifier: 'BAD-DATE',
+      },
     ]);
     const january = await api.get('/orders?start_date=2026-01-01&end_date=2026-01-31', token);
     expect(january.body.data.map((o: { order_no: string }) => o.order_no)).toEqual(['JAN-4', 'JAN-3', 'JAN-2', 'JAN-1', 'JAN-0']);
     expect(january.body.data[4]).toMatchObject({ created_at: '2026-01-10T01:00:00Z', source: 'import' });
-    expect((await api.get('/orders', token)).body.data.map((o: { order_no: string }) => o.order_no)).toEqual(['TODAY-2', 'TODAY-1', 'FEB-PAID', 'JAN-4', 'JAN-3', 'JAN-2', 'JAN-1', 'JAN-0']);
+    expect((await api.get('/orders', token)).body.data.map((o: { order_no: string }) => o.order_no)).toEqual([
+      'TODAY-2',
+      'TODAY-1',
+      'FEB-PAID',
+      'JAN-4',
+      'JAN-3',
+      'JAN-2',
+      'JAN-1',
+      'JAN-0',
+    ]);
     expect((await api.get('/orders/stats', token)).body.data).toMatchObject({ today_count: 2, today_success_rate: 50 });
 
     // A later import dates TODAY-2 to February: it leaves today's count and January's list alone.
     clock.set('2026-03-10T09:00:00Z');
     expect(await batch(token, [{ order_no: 'TODAY-2', created_at: '2026-02-01T00:00:00Z' }])).toMatchObject({ updated: 1, failed: 0 });
     expect((await api.get('/orders/stats', token)).body.data).toMatchObject({ today_count: 1, today_success_rate: 100 });
-    expect((await api.get('/orders?start_date=2026-02-01&end_date=2026-02-28', token)).body.data.map((o: { order_no: string }) => o.order_no)).toEqual(['FEB-PAID', 'TODAY-2']);
+    expect(
+      (await api.get('/orders?start_date=2026-02-01&end_date=2026-02-28', token)).body.data.map((o: { order_no: string }) => o.order_no),
+    ).toEqual(['FEB-PAID', 'TODAY-2']);
     expect((await api.get('/orders?status=pending', token)).body.data.map((o: { order_no: string }) => o.order_no)).toEqual(['TODAY-2']);
     // POST /orders does not take it: the order is created now.
-    const direct = await api.post('/orders', token, { order_no: 'DIRECT', amount: '1', customer_email: 'new@example.com', created_at: '2026-01-01T00:00:00Z' });
+    const direct = await api.post('/orders', token, {
+      order_no: 'DIRECT',
+      amount: '1',
+      customer_email: 'new@example.com',
+      created_at: '2026-01-01T00:00:00Z',
+    });
     expect(direct.body.data.created_at).toBe('2026-03-10T09:00:00Z');
   });
 });

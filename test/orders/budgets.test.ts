@@ -73,16 +73,32 @@ describe('request budgets (DynamoDB requests per API call)', () => {
     expect(l.list.res.body.data).toHaveLength(20);
     expect(l.byStatus.res.body.meta.total).toBe(20_000);
     expect(l.byStatus.res.body.data).toHaveLength(50);
-    for (const [name, budget] of [['list', 5], ['byStatus', 5], ['stats', 3], ['get', 4]] as const) {
+    for (const [name, budget] of [
+      ['list', 5],
+      ['byStatus', 5],
+      ['stats', 3],
+      ['get', 4],
+    ] as const) {
       expect(s[name].res.status, name).toBe(200);
       expect(l[name].requests, name).toBeLessThanOrEqual(budget);
       expect(l[name].requests, name).toBe(s[name].requests);
     }
     // A page 200 pages deep (by cursor, 20 a page) costs what page 1 costs.
-    for (const [path, page1] of [['/orders', l.list], ['/orders?status=paid', l.byStatus]] as const) {
+    for (const [path, page1] of [
+      ['/orders', l.list],
+      ['/orders?status=paid', l.byStatus],
+    ] as const) {
       const cursor = await cursorAt(api, large.token, path, 4_000);
-      const deep = await api.counted('GET', `${path}${path.includes('?') ? '&' : '?'}per_page=20&cursor=${encodeURIComponent(cursor)}`, { token: large.token });
-      expect(deep.res.body.meta, path).toMatchObject({ current_page: 201, from: 4_001, to: 4_020, total: 20_000, next_cursor: expect.any(String) });
+      const deep = await api.counted('GET', `${path}${path.includes('?') ? '&' : '?'}per_page=20&cursor=${encodeURIComponent(cursor)}`, {
+        token: large.token,
+      });
+      expect(deep.res.body.meta, path).toMatchObject({
+        current_page: 201,
+        from: 4_001,
+        to: 4_020,
+        total: 20_000,
+        next_cursor: expect.any(String),
+      });
       expect(deep.requests, path).toBe(page1.requests);
     }
   }, 240_000);

@@ -69,7 +69,12 @@ describe('POST /orders: initial status rules', () => {
 
   it('defaults: pending, TWD, one-time, source api, nulls; the customer is created with the given name', async () => {
     const { token } = await newMerchant();
-    const res = await api.post('/orders', token, { order_no: 'D-1', amount: 99.5, customer_email: 'Buyer@Example.COM', customer_name: 'Ann' });
+    const res = await api.post('/orders', token, {
+      order_no: 'D-1',
+      amount: 99.5,
+      customer_email: 'Buyer@Example.COM',
+      customer_name: 'Ann',
+    });
     expect(res.status).toBe(201);
     expect(res.body.data).toEqual({
       id: 1,

@@ -29,8 +29,22 @@ const api = useApi();
 afterEach(() => resetClock());
 
 const NOW = '2026-03-15T12:00:00Z';
-const CLOCKS = [NOW, '2026-03-15T00:00:00Z', '2026-03-14T23:59:59Z', '2026-03-01T00:00:00Z', '2026-02-28T23:59:59Z', '2026-01-31T10:00:00Z'];
-const PAID_ATS = ['2026-03-15T01:00:00Z', '2026-03-14T23:00:00Z', '2026-03-02T00:00:00Z', '2026-02-28T12:00:00Z', '2026-02-01T00:00:00Z', '2025-12-31T23:59:59Z'];
+const CLOCKS = [
+  NOW,
+  '2026-03-15T00:00:00Z',
+  '2026-03-14T23:59:59Z',
+  '2026-03-01T00:00:00Z',
+  '2026-02-28T23:59:59Z',
+  '2026-01-31T10:00:00Z',
+];
+const PAID_ATS = [
+  '2026-03-15T01:00:00Z',
+  '2026-03-14T23:00:00Z',
+  '2026-03-02T00:00:00Z',
+  '2026-02-28T12:00:00Z',
+  '2026-02-01T00:00:00Z',
+  '2025-12-31T23:59:59Z',
+];
 const STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'] as const;
 type Status = (typeof STATUSES)[number];
 const CURRENCIES = ['TWD', 'USD', 'JPY'];
@@ -38,8 +52,18 @@ const CURRENCIES = ['TWD', 'USD', 'JPY'];
 const wholeOk = (amount: string, currency: string) => currency.toUpperCase() !== 'JPY' || /^\d+(\.0+)?$/.test(String(amount));
 const EMAILS = ['a@example.com', 'b@example.com', 'c@example.com'];
 const ORDER_NOS = ['P-1', 'P-2', 'P-3', 'P-4', 'P-5', 'P-6', 'P-7', 'P-8'];
-const ALLOWED: Record<Status, Status[]> = { pending: ['paid', 'failed', 'cancelled'], failed: ['paid', 'cancelled'], paid: ['refunded'], refunded: [], cancelled: [] };
-const STAMP: Partial<Record<Status, 'paid_at' | 'failed_at' | 'refunded_at'>> = { paid: 'paid_at', failed: 'failed_at', refunded: 'refunded_at' };
+const ALLOWED: Record<Status, Status[]> = {
+  pending: ['paid', 'failed', 'cancelled'],
+  failed: ['paid', 'cancelled'],
+  paid: ['refunded'],
+  refunded: [],
+  cancelled: [],
+};
+const STAMP: Partial<Record<Status, 'paid_at' | 'failed_at' | 'refunded_at'>> = {
+  paid: 'paid_at',
+  failed: 'failed_at',
+  refunded: 'refunded_at',
+};
 
 /**
  * Runs by default (PROP_RUNS overrides; 1–2 s each here) and the wall-clock budget they must all
@@ -90,7 +114,8 @@ const batchItem = (customers: number) =>
     },
     { requiredKeys: ['order_no'] },
   );
-const batchCmd = (customers: number) => fc.record({ kind: fc.constant('batch' as const), items: fc.array(batchItem(customers), { minLength: 1, maxLength: 4 }) });
+const batchCmd = (customers: number) =>
+  fc.record({ kind: fc.constant('batch' as const), items: fc.array(batchItem(customers), { minLength: 1, maxLength: 4 }) });
 /** Soft-deletes the live customer holding this email (found through GET /customers?search=). */
 const deleteCmd = (customers: number) => fc.record({ kind: fc.constant('delete' as const), email: email(customers) });
 
@@ -107,7 +132,11 @@ const lower = (e: string) => e.toLowerCase();
 const orderNosOf = (c: Command): string[] =>
   c.kind === 'create' || c.kind === 'patch' ? [c.order_no] : c.kind === 'batch' ? c.items.map((i) => i.order_no) : [];
 const emailsOf = (c: Command): string[] =>
-  c.kind === 'create' ? [lower(c.customer_email)] : c.kind === 'batch' ? c.items.flatMap((i) => (i.customer_email ? [lower(i.customer_email)] : [])) : [];
+  c.kind === 'create'
+    ? [lower(c.customer_email)]
+    : c.kind === 'batch'
+      ? c.items.flatMap((i) => (i.customer_email ? [lower(i.customer_email)] : []))
+      : [];
 
 /**
  * Makes one round's commands commute: each order_no is addressed by one command only (a batch may
@@ -143,11 +172,15 @@ const exclusive = (commands: Command[]): Command[] => {
 };
 
 const round = (customers: number) =>
-  fc.record({ at: clock, commands: fc.array(command(customers), { minLength: 1, maxLength: 4 }) }).map(({ at, commands }) => ({ at, commands: exclusive(commands) }));
+  fc
+    .record({ at: clock, commands: fc.array(command(customers), { minLength: 1, maxLength: 4 }) })
+    .map(({ at, commands }) => ({ at, commands: exclusive(commands) }));
 
-const scenario = fc.tuple(fc.boolean(), fc.integer({ min: 1, max: 3 })).chain(([conflicts, customers]) =>
-  fc.record({ conflicts: fc.constant(conflicts), rounds: fc.array(round(customers), { minLength: 4, maxLength: 8 }) }),
-);
+const scenario = fc
+  .tuple(fc.boolean(), fc.integer({ min: 1, max: 3 }))
+  .chain(([conflicts, customers]) =>
+    fc.record({ conflicts: fc.constant(conflicts), rounds: fc.array(round(customers), { minLength: 4, maxLength: 8 }) }),
+  );
 
 /** One customer as the model knows it: an email's holder from its creation until its delete. */
 type ModelCustomer = { email: string; id?: number; deleted: boolean };
@@ -243,7 +276,10 @@ describe('orders model property', () => {
             const search = await api.get(`/customers?per_page=100&search=${encodeURIComponent(e)}`, token);
             const found = search.status === 200 ? (search.body.data as any[]).find((c) => c.email === e) : undefined;
             const id = found?.id ?? customers.filter((c) => c.email === e && c.deleted).at(-1)?.id;
-            return { search, r: id === undefined ? { status: 0, headers: new Headers(), body: 'not sent' } : await api.del(`/customers/${id}`, token) };
+            return {
+              search,
+              r: id === undefined ? { status: 0, headers: new Headers(), body: 'not sent' } : await api.del(`/customers/${id}`, token),
+            };
           };
 
           const apply = (cmd: Command, { r, search }: Answer, at: string) => {
@@ -295,7 +331,8 @@ describe('orders model property', () => {
               const want = { created: [] as number[], updated: [] as number[], failed: [] as number[] };
               cmd.items.forEach((item, index) => {
                 const o = orders.get(item.order_no);
-                if (present(item.amount) && present(item.currency) && !wholeOk(item.amount!, item.currency!)) return void want.failed.push(index);
+                if (present(item.amount) && present(item.currency) && !wholeOk(item.amount!, item.currency!))
+                  return void want.failed.push(index);
                 if (!o) {
                   if (!present(item.amount) || !present(item.customer_email)) return void want.failed.push(index);
                   const created: ModelOrder = {
@@ -314,7 +351,8 @@ describe('orders model property', () => {
                   want.created.push(index);
                 } else {
                   // The stored amount and a new currency (or the reverse) must agree too.
-                  if (!wholeOk(present(item.amount) ? item.amount! : o.amount, present(item.currency) ? item.currency! : o.currency)) return void want.failed.push(index);
+                  if (!wholeOk(present(item.amount) ? item.amount! : o.amount, present(item.currency) ? item.currency! : o.currency))
+                    return void want.failed.push(index);
                   if (o.customer.deleted) tally.deletedCustomerWrites++;
                   if (present(item.amount)) o.amount = money(item.amount!);
                   if (present(item.currency)) o.currency = item.currency!.toUpperCase();
@@ -328,11 +366,14 @@ describe('orders model property', () => {
                 }
               });
               const results = r.body.data.results;
-              expect({
-                created: results.created.map((x: { index: number }) => x.index),
-                updated: results.updated.map((x: { index: number }) => x.index),
-                failed: results.failed.map((x: { index: number }) => x.index),
-              }, show(r)).toEqual(want);
+              expect(
+                {
+                  created: results.created.map((x: { index: number }) => x.index),
+                  updated: results.updated.map((x: { index: number }) => x.index),
+                  failed: results.failed.map((x: { index: number }) => x.index),
+                },
+                show(r),
+              ).toEqual(want);
             } else {
               const e = lower(cmd.email);
               expect(search!.status, show(search!)).toBe(200);
@@ -347,7 +388,8 @@ describe('orders model property', () => {
                 live.delete(e);
               } else {
                 expect(found, `no live customer holds ${e}`).toEqual([]);
-                if (customers.some((x) => x.email === e && x.deleted)) expect(r.status, `DELETE of a deleted customer: ${show(r)}`).toBe(404);
+                if (customers.some((x) => x.email === e && x.deleted))
+                  expect(r.status, `DELETE of a deleted customer: ${show(r)}`).toBe(404);
               }
             }
           };
@@ -374,7 +416,10 @@ describe('orders model property', () => {
             expect(got, no).toBeDefined();
             const { amount, currency, status, paid_at, refunded_at, failed_at, customer_email, created_at } = got;
             const { customer, ...fields } = want;
-            expect({ amount, currency, status, paid_at, refunded_at, failed_at, customer_email, created_at }, no).toEqual({ ...fields, customer_email: customer.email });
+            expect({ amount, currency, status, paid_at, refunded_at, failed_at, customer_email, created_at }, no).toEqual({
+              ...fields,
+              customer_email: customer.email,
+            });
             learn(customer, got.customer_id, `order ${no}`);
           }
 
@@ -386,7 +431,10 @@ describe('orders model property', () => {
           expect(list.body.meta.total).toBe(live.size);
           for (const c of listed) learn(live.get(c.email)!, c.id, `list ${c.email}`);
           const ids = customers.map((c) => c.id);
-          expect(ids.every((id) => id !== undefined), 'every customer has an id').toBe(true);
+          expect(
+            ids.every((id) => id !== undefined),
+            'every customer has an id',
+          ).toBe(true);
           expect(new Set(ids).size, `one id per customer: ${JSON.stringify(customers)}`).toBe(customers.length);
 
           // Every customer's figures — deleted ones included — equal those recomputed from the orders linked to it.

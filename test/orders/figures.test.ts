@@ -22,7 +22,13 @@ describe('customer figures (docs/customers.md)', () => {
     const email = 'fig@example.com';
     const o1 = await createOrder(api, token, { customer_email: email, status: 'paid', amount: '100', paid_at: '2026-03-05T00:00:00Z' });
     const id = o1.customer_id;
-    const o2 = await createOrder(api, token, { customer_email: email, status: 'paid', amount: '50.5', currency: 'USD', paid_at: '2026-03-10T00:00:00Z' });
+    const o2 = await createOrder(api, token, {
+      customer_email: email,
+      status: 'paid',
+      amount: '50.5',
+      currency: 'USD',
+      paid_at: '2026-03-10T00:00:00Z',
+    });
     const o3 = await createOrder(api, token, { customer_email: email, status: 'pending', amount: '30' });
     await createOrder(api, token, { customer_email: email, status: 'refunded', amount: '20', paid_at: '2026-03-01T00:00:00Z' });
     await createOrder(api, token, { customer_email: email, status: 'refunded', amount: '1' }); // never paid: no payment time
@@ -83,13 +89,19 @@ describe('customer figures (docs/customers.md)', () => {
         await expectFiguresMatchOrders(api, token, Number(id));
       }
     };
-    await check({ [a]: { ltv: '50.00', order_count: 2, first_payment_at: '2026-03-10T00:00:00Z', last_payment_at: '2026-03-20T00:00:00Z' } });
+    await check({
+      [a]: { ltv: '50.00', order_count: 2, first_payment_at: '2026-03-10T00:00:00Z', last_payment_at: '2026-03-20T00:00:00Z' },
+    });
 
     await batch(token, [{ order_no: 'X-1', status: 'paid' }]); // paid_at filled with now (Mar 25)
-    await check({ [a]: { ltv: '60.00', order_count: 3, first_payment_at: '2026-03-10T00:00:00Z', last_payment_at: '2026-03-25T00:00:00Z' } });
+    await check({
+      [a]: { ltv: '60.00', order_count: 3, first_payment_at: '2026-03-10T00:00:00Z', last_payment_at: '2026-03-25T00:00:00Z' },
+    });
 
     await batch(token, [{ order_no: 'X-1', status: 'pending' }]); // the last payment goes away
-    await check({ [a]: { ltv: '50.00', order_count: 2, first_payment_at: '2026-03-10T00:00:00Z', last_payment_at: '2026-03-20T00:00:00Z' } });
+    await check({
+      [a]: { ltv: '50.00', order_count: 2, first_payment_at: '2026-03-10T00:00:00Z', last_payment_at: '2026-03-20T00:00:00Z' },
+    });
 
     await batch(token, [{ order_no: 'X-2', paid_at: '2026-01-01T00:00:00Z' }]); // earlier
     await check({ [a]: { first_payment_at: '2026-01-01T00:00:00Z', last_payment_at: '2026-03-20T00:00:00Z' } });
@@ -126,7 +138,9 @@ describe('customer figures (docs/customers.md)', () => {
     const { token } = await newMerchant();
     const n = 20; // more writers than one round of retries can absorb
     const orders = await Promise.all(
-      Array.from({ length: n }, (_, i) => createOrder(api, token, { customer_email: 'busy@example.com', amount: `${i + 1}.${i % 10}1`, order_no: `C-${i}` })),
+      Array.from({ length: n }, (_, i) =>
+        createOrder(api, token, { customer_email: 'busy@example.com', amount: `${i + 1}.${i % 10}1`, order_no: `C-${i}` }),
+      ),
     );
     const id = orders[0].customer_id;
     const paidAt = (i: number) => `2026-10-${String(1 + i).padStart(2, '0')}T00:00:00Z`;
@@ -141,7 +155,9 @@ describe('customer figures (docs/customers.md)', () => {
       last_payment_at: paidAt(n - 1),
     });
 
-    const refunded = await Promise.all(orders.filter((_, i) => i % 2 === 0).map((o) => api.patch(`/orders/${o.order_no}`, token, { status: 'refunded' })));
+    const refunded = await Promise.all(
+      orders.filter((_, i) => i % 2 === 0).map((o) => api.patch(`/orders/${o.order_no}`, token, { status: 'refunded' })),
+    );
     for (const r of refunded) expect(r.status, JSON.stringify(r.body)).toBe(200);
     const rest = orders.filter((_, i) => i % 2 === 1).reduce((s, o) => s.plus(o.amount), new Decimal(0));
     expect(await customer(token, id)).toEqual({
@@ -158,10 +174,21 @@ describe('customer figures (docs/customers.md)', () => {
   it('concurrent creates for one existing customer lose no update', async () => {
     fixedClock('2026-10-11T10:00:00Z');
     const { token } = await newMerchant();
-    const first = await createOrder(api, token, { customer_email: 'many@example.com', status: 'paid', amount: '1', paid_at: '2026-10-05T00:00:00Z' });
+    const first = await createOrder(api, token, {
+      customer_email: 'many@example.com',
+      status: 'paid',
+      amount: '1',
+      paid_at: '2026-10-05T00:00:00Z',
+    });
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        api.post('/orders', token, { order_no: `M-${i}`, amount: `${i + 1}`, customer_email: 'many@example.com', status: 'paid', paid_at: `2026-10-${String(10 + i).padStart(2, '0')}T00:00:00Z` }),
+        api.post('/orders', token, {
+          order_no: `M-${i}`,
+          amount: `${i + 1}`,
+          customer_email: 'many@example.com',
+          status: 'paid',
+          paid_at: `2026-10-${String(10 + i).padStart(2, '0')}T00:00:00Z`,
+        }),
       ),
     );
     for (const r of results) expect(r.status, JSON.stringify(r.body)).toBe(201);

@@ -40,7 +40,11 @@ const queryAllItems = async (input: { pk?: string; index?: string; partition?: s
       new QueryCommand({
         TableName: tableName(),
         ...(input.index
-          ? { IndexName: input.index, KeyConditionExpression: `${input.index}pk = :p`, ExpressionAttributeValues: { ':p': input.partition } }
+          ? {
+              IndexName: input.index,
+              KeyConditionExpression: `${input.index}pk = :p`,
+              ExpressionAttributeValues: { ':p': input.partition },
+            }
           : { KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': input.pk }, ConsistentRead: true }),
         ExclusiveStartKey: startKey,
       }),
@@ -57,7 +61,8 @@ export const outboxEvents = async (merchantId: string): Promise<Record<string, a
   const shards = await Promise.all(
     OUTBOX_SHARD_LIST.map(async (shard) => {
       const events: OutboxItem[] = [];
-      for await (const marks of markPagesSince(merchantId, shard, '0')) events.push(...(await eventsOfMarks(merchantId, marks, { unpublished: false })));
+      for await (const marks of markPagesSince(merchantId, shard, '0'))
+        events.push(...(await eventsOfMarks(merchantId, marks, { unpublished: false })));
       return events;
     }),
   );
@@ -69,7 +74,8 @@ export const outboxFor = async (merchantId: string, orderNo: string) =>
   (await outboxEvents(merchantId)).filter((e) => e.data.object.order_no === orderNo);
 
 /** The merchant's activity-log records. */
-export const activityRecords = (merchantId: string) => queryAllItems({ index: 'gsi1', partition: activityIndexes.partitions.all(merchantId) });
+export const activityRecords = (merchantId: string) =>
+  queryAllItems({ index: 'gsi1', partition: activityIndexes.partitions.all(merchantId) });
 
 /** The items a list index's rows name: a list entry's item read by key, an item carrying its own keys as it is. */
 const listedItems = async (rows: Record<string, any>[]) => {
@@ -82,8 +88,10 @@ const listedItems = async (rows: Record<string, any>[]) => {
 };
 
 /** Orders and (live) customers as stored, read from the list indexes. */
-export const storedOrders = async (merchantId: string) => listedItems(await queryAllItems({ index: 'gsi1', partition: indexPartitions.orders(merchantId) }));
-export const storedCustomers = async (merchantId: string) => listedItems(await queryAllItems({ index: 'gsi1', partition: indexPartitions.customers(merchantId) }));
+export const storedOrders = async (merchantId: string) =>
+  listedItems(await queryAllItems({ index: 'gsi1', partition: indexPartitions.orders(merchantId) }));
+export const storedCustomers = async (merchantId: string) =>
+  listedItems(await queryAllItems({ index: 'gsi1', partition: indexPartitions.customers(merchantId) }));
 
 /** A customer item as stored, deleted ones included (the API hides those), by its key; undefined when absent. */
 export const storedCustomer = async (merchantId: string, id: number): Promise<Record<string, any> | undefined> =>
@@ -100,7 +108,10 @@ export const figuresOfStoredCustomer = (item: Record<string, any>, reportingCurr
   return {
     ltv: (ltvs.find(([c]) => c === reportingCurrency)?.[1] ?? new Decimal(0)).toFixed(2),
     ltv_by_currency: Object.fromEntries(
-      ltvs.filter(([, v]) => !v.isZero()).sort(([a], [b]) => a.localeCompare(b)).map(([c, v]) => [c, v.toFixed(2)]),
+      ltvs
+        .filter(([, v]) => !v.isZero())
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([c, v]) => [c, v.toFixed(2)]),
     ),
     order_count: Number(item.order_count ?? 0),
     first_payment_at: item.first_payment_at ?? null,
@@ -134,9 +145,15 @@ export const figuresFromOrders = (orders: any[], reportingCurrency = 'TWD') => {
   const byCurrency = new Map<string, Decimal>();
   for (const o of paid) byCurrency.set(o.currency, (byCurrency.get(o.currency) ?? new Decimal(0)).plus(o.amount));
   const ltvByCurrency = Object.fromEntries(
-    [...byCurrency].filter(([, v]) => !v.isZero()).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, v.toFixed(2)]),
+    [...byCurrency]
+      .filter(([, v]) => !v.isZero())
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, v]) => [k, v.toFixed(2)]),
   );
-  const times = orders.filter((o) => (o.status === 'paid' || o.status === 'refunded') && o.paid_at).map((o) => o.paid_at as string).sort();
+  const times = orders
+    .filter((o) => (o.status === 'paid' || o.status === 'refunded') && o.paid_at)
+    .map((o) => o.paid_at as string)
+    .sort();
   return {
     ltv: (byCurrency.get(reportingCurrency) ?? new Decimal(0)).toFixed(2),
     ltv_by_currency: ltvByCurrency,

@@ -44,7 +44,11 @@ describe('POST /orders with X-Idempotency-Key', () => {
     const body = orderBody();
     await createOrder(api, token, body, key('K-2'));
     const stored = await storedCounts(merchantId);
-    for (const other of [{ ...body, amount: '1200.01' }, { ...body, order_no: `${body.order_no}-x` }, { ...body, metadata: { x: 1 } }]) {
+    for (const other of [
+      { ...body, amount: '1200.01' },
+      { ...body, order_no: `${body.order_no}-x` },
+      { ...body, metadata: { x: 1 } },
+    ]) {
       const r = await api.post('/orders', token, other, key('K-2'));
       expect422(r, 'idempotency_key');
       expect(r.headers.get('idempotent-replayed')).toBeNull();
@@ -155,7 +159,12 @@ describe('POST /orders: concurrent creates of one order_no', () => {
     expect(counts).toEqual({ orders: 1, customers: 1, outbox: 2 });
     const customers = (await api.get('/customers', token)).body;
     expect(customers.data.map((c: { email: string }) => c.email)).toEqual([won.customer_email]);
-    expect(customers.data[0]).toMatchObject({ ltv: won.amount, order_count: 1, first_payment_at: won.paid_at, last_payment_at: won.paid_at });
+    expect(customers.data[0]).toMatchObject({
+      ltv: won.amount,
+      order_count: 1,
+      first_payment_at: won.paid_at,
+      last_payment_at: won.paid_at,
+    });
     expect((await api.get('/orders/stats', token)).body.data).toEqual({
       today_revenue: won.amount,
       monthly_revenue: won.amount,
@@ -173,7 +182,11 @@ describe('idempotency compares the validated request', () => {
     expect(first.status).toBe(201);
     const n = 100_000;
     const rawBody = `{"order_no":"IDK-1","amount":"7","customer_email":"k@example.com","junk":${'['.repeat(n)}${']'.repeat(n)}}`;
-    const again = await api.request('POST', '/orders', { token, rawBody, headers: { 'content-type': 'application/json', 'x-idempotency-key': 'deep' } });
+    const again = await api.request('POST', '/orders', {
+      token,
+      rawBody,
+      headers: { 'content-type': 'application/json', 'x-idempotency-key': 'deep' },
+    });
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(first.body);

@@ -76,7 +76,12 @@ describe('GET /orders', () => {
         expect(o).toHaveProperty(field);
       }
     }
-    expect(r.body.data.find((o: any) => o.order_no === 'L-3')).toMatchObject({ status: 'failed', payment_method: 'atm', source: 'api', customer_name: 'Ann' });
+    expect(r.body.data.find((o: any) => o.order_no === 'L-3')).toMatchObject({
+      status: 'failed',
+      payment_method: 'atm',
+      source: 'api',
+      customer_name: 'Ann',
+    });
     expect(r.body.meta).toEqual({ current_page: 1, from: 1, last_page: 1, per_page: 20, to: 7, total: 7, next_cursor: null });
   });
 
@@ -97,7 +102,10 @@ describe('GET /orders', () => {
     const both = await api.get(`/orders?customer_email=bob%40example.com&customer_id=${bob.id}`, token);
     expect(nos(both)).toEqual(['L-7', 'L-4', 'L-2']);
     const mismatch = await api.get(`/orders?customer_email=bob%40example.com&customer_id=${ann.id}`, token);
-    expect(mismatch.body).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null } });
+    expect(mismatch.body).toEqual({
+      data: [],
+      meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null },
+    });
     expect((await api.get('/orders?customer_email=nobody%40example.com', token)).body.meta.total).toBe(0);
     expect((await api.get('/orders?customer_id=999999', token)).body.meta.total).toBe(0);
   });
@@ -146,15 +154,17 @@ describe('GET /orders', () => {
       pages.push(r);
     }
     expect(pages.map(nos)).toEqual([['L-7', 'L-6'], ['L-5', 'L-4'], ['L-3', 'L-2'], ['L-1']]);
-    expect(pages.map((p) => p.body.meta)).toEqual([1, 2, 3, 4].map((page) => ({
-      current_page: page,
-      from: page * 2 - 1,
-      last_page: 4,
-      per_page: 2,
-      to: Math.min(page * 2, 7),
-      total: 7,
-      next_cursor: page < 4 ? expect.any(String) : null,
-    })));
+    expect(pages.map((p) => p.body.meta)).toEqual(
+      [1, 2, 3, 4].map((page) => ({
+        current_page: page,
+        from: page * 2 - 1,
+        last_page: 4,
+        per_page: 2,
+        to: Math.min(page * 2, 7),
+        total: 7,
+        next_cursor: page < 4 ? expect.any(String) : null,
+      })),
+    );
     // The cursors walk the same pages.
     let cursor = pages[0].body.meta.next_cursor;
     for (const expectedPage of pages.slice(1)) {
@@ -164,7 +174,10 @@ describe('GET /orders', () => {
     }
     expect(cursor).toBeNull();
     const past = await api.get('/orders?per_page=2&page=9', token);
-    expect(past.body).toEqual({ data: [], meta: { current_page: 9, from: null, last_page: 4, per_page: 2, to: null, total: 7, next_cursor: null } });
+    expect(past.body).toEqual({
+      data: [],
+      meta: { current_page: 9, from: null, last_page: 4, per_page: 2, to: null, total: 7, next_cursor: null },
+    });
     const filtered = await api.get(`/orders?customer_id=${ann.id}&per_page=3&page=2`, token);
     expect(nos(filtered)).toEqual(expected((o) => o.customer_id === ann.id).slice(3));
     expect(filtered.body.meta).toEqual({ current_page: 2, from: 4, last_page: 2, per_page: 3, to: 4, total: 4, next_cursor: null });
@@ -191,16 +204,31 @@ describe('GET /orders', () => {
       ['customer_email=nobody%40example.com&', 0],
     ];
     for (const [filter, total] of cases) {
-      for (const [page, perPage] of [[101, 100], [21474838, 100], [2 ** 31 - 1, 100], [10_001, 1]]) {
+      for (const [page, perPage] of [
+        [101, 100],
+        [21474838, 100],
+        [2 ** 31 - 1, 100],
+        [10_001, 1],
+      ]) {
         const r = await api.get(`/orders?${filter}page=${page}&per_page=${perPage}`, token);
         expect(r.status, `${filter} page ${page}`).toBe(422);
-        expect(r.body.errors, `${filter} page ${page}`).toEqual({ page: [expect.stringContaining('meta.next_cursor with the cursor parameter')] });
+        expect(r.body.errors, `${filter} page ${page}`).toEqual({
+          page: [expect.stringContaining('meta.next_cursor with the cursor parameter')],
+        });
       }
       const [page, perPage] = [100, 100];
       const r = await api.get(`/orders?${filter}page=${page}&per_page=${perPage}`, token);
       expect(r.body, `${filter} page ${page}`).toEqual({
         data: [],
-        meta: { current_page: page, from: null, last_page: Math.max(1, Math.ceil(total / perPage)), per_page: perPage, to: null, total, next_cursor: null },
+        meta: {
+          current_page: page,
+          from: null,
+          last_page: Math.max(1, Math.ceil(total / perPage)),
+          per_page: perPage,
+          to: null,
+          total,
+          next_cursor: null,
+        },
       });
     }
   });

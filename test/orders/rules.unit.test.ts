@@ -31,7 +31,9 @@ const order = (over: Partial<OrderItem> = {}): OrderItem => ({
 describe('order status transitions', () => {
   it('allows exactly the documented moves', () => {
     const allowed = ORDER_STATUSES.flatMap((from) => ORDER_STATUSES.filter((to) => canTransition(from, to)).map((to) => `${from}→${to}`));
-    expect(allowed.sort()).toEqual(['failed→cancelled', 'failed→paid', 'paid→refunded', 'pending→cancelled', 'pending→failed', 'pending→paid'].sort());
+    expect(allowed.sort()).toEqual(
+      ['failed→cancelled', 'failed→paid', 'paid→refunded', 'pending→cancelled', 'pending→failed', 'pending→paid'].sort(),
+    );
     // No status moves to itself, and refunded and cancelled are final.
     for (const s of ORDER_STATUSES) expect(canTransition(s, s)).toBe(false);
   });
@@ -48,11 +50,16 @@ describe('decide: a status change', () => {
   it('plans the move with its webhook; given times and metadata ride along', () => {
     const plan = decide(order(), { status: 'paid', paid_at: '2026-04-30T00:00:00Z', metadata: '{"a":1}' } as never);
     expect(plan).toEqual({ changes: { status: 'paid', paid_at: '2026-04-30T00:00:00Z', metadata: '{"a":1}' }, webhook: 'order.paid' });
-    expect(decide(order({ status: 'paid' }), { status: 'refunded' } as never)).toEqual({ changes: { status: 'refunded' }, webhook: 'order.refunded' });
+    expect(decide(order({ status: 'paid' }), { status: 'refunded' } as never)).toEqual({
+      changes: { status: 'refunded' },
+      webhook: 'order.refunded',
+    });
   });
 
   it('refuses a move the machine does not allow, naming both statuses', () => {
-    expect(refusal(() => decide(order({ status: 'refunded' }), { status: 'paid' } as never))).toEqual({ status: ['The order cannot move from refunded to paid.'] });
+    expect(refusal(() => decide(order({ status: 'refunded' }), { status: 'paid' } as never))).toEqual({
+      status: ['The order cannot move from refunded to paid.'],
+    });
   });
 
   it('a change fills the reached status time with now and moves the version on', () => {
@@ -64,22 +71,43 @@ describe('decide: a status change', () => {
 describe('a new order', () => {
   it('takes the documented defaults; its status time is its own date', () => {
     const fresh = newOrder(1, 2, { order_no: 'N', amount: '5.00', customer_email: 'x@example.com' }, 'api', NOW);
-    expect(fresh).toMatchObject({ currency: 'TWD', status: 'pending', billing_cycle: 'one-time', payment_method: null, metadata: null, version: 1 });
+    expect(fresh).toMatchObject({
+      currency: 'TWD',
+      status: 'pending',
+      billing_cycle: 'one-time',
+      payment_method: null,
+      metadata: null,
+      version: 1,
+    });
     expect([fresh.paid_at, fresh.refunded_at, fresh.failed_at, fresh.created_at, fresh.updated_at]).toEqual([null, null, null, NOW, NOW]);
-    const imported = newOrder(1, 2, { order_no: 'N', amount: '5.00', customer_email: 'x@example.com', status: 'paid' }, 'import', NOW, '2025-01-01T00:00:00Z');
+    const imported = newOrder(
+      1,
+      2,
+      { order_no: 'N', amount: '5.00', customer_email: 'x@example.com', status: 'paid' },
+      'import',
+      NOW,
+      '2025-01-01T00:00:00Z',
+    );
     expect(imported).toMatchObject({ created_at: '2025-01-01T00:00:00Z', paid_at: '2025-01-01T00:00:00Z', updated_at: NOW });
   });
 
   it('a paid one has order.created and order.paid; equal requests hash equally with their defaults', () => {
     expect(createdWebhooks({ status: 'paid' })).toEqual(['order.created', 'order.paid']);
     expect(createdWebhooks({ status: 'pending' })).toEqual(['order.created']);
-    expect(withOrderDefaults({ order_no: 'N', amount: '5.00', customer_email: 'x@example.com', currency: null })).toMatchObject({ currency: 'TWD', status: 'pending', metadata: null });
+    expect(withOrderDefaults({ order_no: 'N', amount: '5.00', customer_email: 'x@example.com', currency: null })).toMatchObject({
+      currency: 'TWD',
+      status: 'pending',
+      metadata: null,
+    });
   });
 });
 
 describe('an import item', () => {
   it('empty fields leave the stored value alone; a new order_no needs an amount and an email', () => {
-    expect(dropEmpty({ order_no: 'A', amount: '', metadata: {}, status: null, currency: 'JPY' })).toEqual({ order_no: 'A', currency: 'JPY' });
+    expect(dropEmpty({ order_no: 'A', amount: '', metadata: {}, status: null, currency: 'JPY' })).toEqual({
+      order_no: 'A',
+      currency: 'JPY',
+    });
     expect(missingForNew({ order_no: 'A' })).toBe('The amount field is required.');
     expect(missingForNew({ order_no: 'A', amount: '1.00' })).toBe('The customer email field is required.');
     expect(missingForNew({ order_no: 'A', amount: '1.00', customer_email: 'a@example.com' })).toBeNull();
@@ -117,7 +145,12 @@ describe('figures and stats', () => {
 
   it("reads today's revenue, the month's and the success rate to one decimal, half up", () => {
     const day = { created: new Decimal(3), created_paid: new Decimal(2), rev_TWD: new Decimal('150.5') };
-    expect(stats(day, { rev_TWD: new Decimal('900') }, 'TWD')).toEqual({ today_revenue: '150.50', monthly_revenue: '900.00', today_count: 3, today_success_rate: 66.7 });
+    expect(stats(day, { rev_TWD: new Decimal('900') }, 'TWD')).toEqual({
+      today_revenue: '150.50',
+      monthly_revenue: '900.00',
+      today_count: 3,
+      today_success_rate: 66.7,
+    });
     expect(stats({}, {}, 'USD')).toEqual({ today_revenue: '0.00', monthly_revenue: '0.00', today_count: 0, today_success_rate: 0 });
   });
 });

@@ -68,8 +68,18 @@ describe('GET /orders/stats', () => {
     const twd = await stats(token);
     expect(twd).toEqual({ today_revenue: '10.00', monthly_revenue: '10.00', today_count: 4, today_success_rate: 75 });
     expect(await stats(token, '?currency=TWD')).toEqual(twd);
-    expect(await stats(token, '?currency=usd')).toEqual({ today_revenue: '5.25', monthly_revenue: '7.25', today_count: 4, today_success_rate: 75 });
-    expect(await stats(token, '?currency=JPY')).toEqual({ today_revenue: '0.00', monthly_revenue: '0.00', today_count: 4, today_success_rate: 75 });
+    expect(await stats(token, '?currency=usd')).toEqual({
+      today_revenue: '5.25',
+      monthly_revenue: '7.25',
+      today_count: 4,
+      today_success_rate: 75,
+    });
+    expect(await stats(token, '?currency=JPY')).toEqual({
+      today_revenue: '0.00',
+      monthly_revenue: '0.00',
+      today_count: 4,
+      today_success_rate: 75,
+    });
 
     const usdMerchant = await newMerchant(undefined, 'USD');
     await createOrder(api, usdMerchant.token, { status: 'paid', amount: '3', currency: 'USD' });

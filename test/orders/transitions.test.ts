@@ -32,14 +32,21 @@ describe('PATCH /orders/{orderNo}', () => {
       expect(r.status, `${from}→${to} ${JSON.stringify(r.body)}`).toBe(200);
       const after = r.body.data;
       const field = STAMP[to];
-      const stamps: Record<string, string | null> = { paid_at: before.paid_at, failed_at: before.failed_at, refunded_at: before.refunded_at };
+      const stamps: Record<string, string | null> = {
+        paid_at: before.paid_at,
+        failed_at: before.failed_at,
+        refunded_at: before.refunded_at,
+      };
       if (field) stamps[field] = T1;
       expect(after, `${from}→${to}`).toEqual({ ...before, status: to, ...stamps, updated_at: T1 });
       expect((await api.get(`/orders/${before.order_no}`, token)).body.data).toEqual(after);
 
       const events = await outboxFor(merchantId, before.order_no);
       const patchEvents = events.filter((e) => e.created_at === T1);
-      expect(patchEvents.map((e) => e.type), `${from}→${to}`).toEqual([`order.${to}`]);
+      expect(
+        patchEvents.map((e) => e.type),
+        `${from}→${to}`,
+      ).toEqual([`order.${to}`]);
       expect(patchEvents[0].data.object).toEqual(after);
     }
   });
@@ -51,7 +58,11 @@ describe('PATCH /orders/{orderNo}', () => {
     const b = await createOrder(api, token, { status: 'pending', paid_at: '2026-06-01T00:00:00Z' });
     const c = await createOrder(api, token, { status: 'paid' });
     clock.set(T1);
-    const pa = await api.patch(`/orders/${a.order_no}`, token, { status: 'paid', paid_at: '2026-06-30T20:00:00-04:00', metadata: { via: 'patch' } });
+    const pa = await api.patch(`/orders/${a.order_no}`, token, {
+      status: 'paid',
+      paid_at: '2026-06-30T20:00:00-04:00',
+      metadata: { via: 'patch' },
+    });
     expect(pa.body.data).toMatchObject({ status: 'paid', paid_at: '2026-07-01T00:00:00Z', metadata: { via: 'patch' }, updated_at: T1 });
     const pb = await api.patch(`/orders/${b.order_no}`, token, { status: 'paid' });
     expect(pb.body.data.paid_at).toBe('2026-06-01T00:00:00Z');
@@ -64,7 +75,9 @@ describe('PATCH /orders/{orderNo}', () => {
   it('every forbidden move (same status included) is a 422 on status and changes nothing', async () => {
     const clock = fixedClock(T0);
     const { merchantId, token } = await newMerchant();
-    const forbidden = STATUSES.flatMap((from) => STATUSES.filter((to) => !ALLOWED.some(([f, t]) => f === from && t === to)).map((to) => [from, to] as const));
+    const forbidden = STATUSES.flatMap((from) =>
+      STATUSES.filter((to) => !ALLOWED.some(([f, t]) => f === from && t === to)).map((to) => [from, to] as const),
+    );
     expect(forbidden).toHaveLength(19);
     expect(forbidden).toContainEqual(['paid', 'pending']);
     const orders = new Map<Status, any>();
@@ -98,7 +111,12 @@ describe('PATCH /orders/{orderNo}', () => {
       expect((await api.patch(`/orders/${o.order_no}`, token, { status })).status).toBe(200);
     }
     const final = (await api.get(`/orders/${o.order_no}`, token)).body.data;
-    expect(final).toMatchObject({ status: 'refunded', failed_at: '2026-07-01T09:00:00Z', paid_at: '2026-07-01T10:00:00Z', refunded_at: '2026-07-01T11:00:00Z' });
+    expect(final).toMatchObject({
+      status: 'refunded',
+      failed_at: '2026-07-01T09:00:00Z',
+      paid_at: '2026-07-01T10:00:00Z',
+      refunded_at: '2026-07-01T11:00:00Z',
+    });
     for (const s of STATUSES) expect422(await api.patch(`/orders/${o.order_no}`, token, { status: s }), 'status');
   });
 
@@ -111,7 +129,12 @@ describe('PATCH /orders/{orderNo}', () => {
     for (const r of results.filter((x) => x.status !== 200)) expect422(r, 'status');
     expect((await outboxFor(merchantId, o.order_no)).map((e) => e.type).sort()).toEqual(['order.created', 'order.paid']);
     expect((await api.get(`/customers/${o.customer_id}`, token)).body.data).toMatchObject({ ltv: '15.50', order_count: 1 });
-    expect((await api.get('/orders/stats', token)).body.data).toEqual({ today_revenue: '15.50', monthly_revenue: '15.50', today_count: 1, today_success_rate: 100 });
+    expect((await api.get('/orders/stats', token)).body.data).toEqual({
+      today_revenue: '15.50',
+      monthly_revenue: '15.50',
+      today_count: 1,
+      today_success_rate: 100,
+    });
 
     // Racing moves to different targets: every success is an allowed step of one chain.
     const p = await createOrder(api, token, { amount: '1' });

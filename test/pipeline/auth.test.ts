@@ -167,7 +167,10 @@ describe('tokens', () => {
     const first = await createToken(merchant.merchant_id);
     const refused = await createToken(merchant.merchant_id).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ConflictError);
-    expect(toHttpError(refused)).toMatchObject({ status: 409, body: { message: 'A valid token already exists. Revoke it before creating a new one.' } });
+    expect(toHttpError(refused)).toMatchObject({
+      status: 409,
+      body: { message: 'A valid token already exists. Revoke it before creating a new one.' },
+    });
     expect(await authenticate(first.token)).not.toBeNull();
     await revokeToken(merchant.merchant_id);
     const second = await createToken(merchant.merchant_id);

@@ -13,10 +13,20 @@ describe('pipeline request budget', () => {
     const { token } = await newMerchant(['customers:read']);
     const cases: [string, Parameters<typeof api.counted>, number, Record<string, number>][] = [
       ['no token → 401', ['GET', '/customers/1'], 401, { UpdateItemCommand: 1 }],
-      ['malformed token → 401, no lookup', ['GET', '/customers/1', { headers: { authorization: 'Bearer short' } }], 401, { UpdateItemCommand: 1 }],
+      [
+        'malformed token → 401, no lookup',
+        ['GET', '/customers/1', { headers: { authorization: 'Bearer short' } }],
+        401,
+        { UpdateItemCommand: 1 },
+      ],
       ['unknown token → 401', ['GET', '/customers/1', { token: generateToken() }], 401, { GetItemCommand: 1, UpdateItemCommand: 1 }],
       ['public document', ['GET', '/openapi.json'], 200, { UpdateItemCommand: 1 }],
-      ['missing ability → 403', ['POST', '/customers', { token, body: { email: 'a@example.com' } }], 403, { GetItemCommand: 1, UpdateItemCommand: 1 }],
+      [
+        'missing ability → 403',
+        ['POST', '/customers', { token, body: { email: 'a@example.com' } }],
+        403,
+        { GetItemCommand: 1, UpdateItemCommand: 1 },
+      ],
       ['unknown route → 404', ['GET', '/nope', { token }], 404, { GetItemCommand: 1, UpdateItemCommand: 1 }],
       ['handler read → 404', ['GET', '/customers/1', { token }], 404, { GetItemCommand: 2, UpdateItemCommand: 1 }],
     ];
@@ -26,7 +36,11 @@ describe('pipeline request budget', () => {
       expect(seen, label).toEqual(byCommand);
     }
     const writer = await newMerchant();
-    const bad = await api.counted('POST', '/customers', { token: writer.token, rawBody: '{', headers: { 'content-type': 'application/json' } });
+    const bad = await api.counted('POST', '/customers', {
+      token: writer.token,
+      rawBody: '{',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(bad.res.status).toBe(400);
     expect(bad.byCommand).toEqual({ GetItemCommand: 1, UpdateItemCommand: 1 });
     await withEnv({ RATE_LIMIT_PER_HOUR: '1' }, async () => {

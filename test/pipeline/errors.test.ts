@@ -38,7 +38,11 @@ describe('400 and 413: bodies the pipeline cannot read', () => {
 
   it('reads JSON whatever the content type says, and an empty body as {}', async () => {
     const { token } = await newMerchant();
-    const plain = await api.request('POST', '/customers', { token, rawBody: '{"email":"plain@example.com"}', headers: { 'content-type': 'text/plain' } });
+    const plain = await api.request('POST', '/customers', {
+      token,
+      rawBody: '{"email":"plain@example.com"}',
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(plain.status).toBe(201);
     const empty = await api.request('POST', '/customers', { token, rawBody: '' });
     expect(empty.status).toBe(422);
@@ -143,7 +147,10 @@ describe('422', () => {
       },
     });
     expectEnvelope(r);
-    expect((await api.post('/customers', token, [])).body).toEqual({ message: INVALID, errors: { body: ['The body field must be an object.'] } });
+    expect((await api.post('/customers', token, [])).body).toEqual({
+      message: INVALID,
+      errors: { body: ['The body field must be an object.'] },
+    });
   });
 
   it('ignores unknown fields in an otherwise valid body', async () => {
@@ -222,9 +229,16 @@ describe('the pipeline with a nested body', () => {
     const { token } = await newMerchant();
     const body = JSON.stringify({ customer: { email: 'A@Example.com', address: { city: 'Taipei' } }, items: [{ qty: 2 }] });
     for (const base64 of [false, true]) {
-      const res = await invoke(async ({ body: parsed, auth }) => ({ status: 200, body: { parsed, merchant: auth.merchantId } }), { token, body, base64 });
+      const res = await invoke(async ({ body: parsed, auth }) => ({ status: 200, body: { parsed, merchant: auth.merchantId } }), {
+        token,
+        body,
+        base64,
+      });
       expect(res.statusCode).toBe(200);
-      expect(JSON.parse(res.body!).parsed).toEqual({ customer: { email: 'a@example.com', address: { city: 'Taipei' } }, items: [{ qty: 2 }] });
+      expect(JSON.parse(res.body!).parsed).toEqual({
+        customer: { email: 'a@example.com', address: { city: 'Taipei' } },
+        items: [{ qty: 2 }],
+      });
       expect(res.headers).toMatchObject({ 'Content-Type': 'application/json', 'X-RateLimit-Limit': '3600' });
     }
     const big = await invoke(vi.fn(), { token, body: `"${'x'.repeat(MAX_BODY_BYTES)}"`, base64: true });
@@ -254,7 +268,10 @@ describe('the pipeline with a nested body', () => {
 describe('500', () => {
   it('answers {message: "Server Error"} with no internals, and logs the cause with the request id', async () => {
     const { token } = await newMerchant();
-    const fault = failDynamoWhen((c) => c instanceof GetCommand && String(c.input.Key?.pk).includes('#CUSTOMER#'), new Error('disk on fire at /var/secret'));
+    const fault = failDynamoWhen(
+      (c) => c instanceof GetCommand && String(c.input.Key?.pk).includes('#CUSTOMER#'),
+      new Error('disk on fire at /var/secret'),
+    );
     const { result: r, lines } = await captureLogs(() => api.get('/customers/1', token));
     expect(fault).toHaveBeenCalled();
     expect(r.status).toBe(500);
@@ -274,9 +291,12 @@ describe('500', () => {
     const { token } = await newMerchant();
     const body = JSON.stringify({ customer: { email: 'a@example.com', address: { city: 'x' } }, items: [] });
     const { result: res } = await captureLogs(() =>
-      invoke(async () => {
-        throw new TypeError('cannot read properties of undefined');
-      }, { token, body }),
+      invoke(
+        async () => {
+          throw new TypeError('cannot read properties of undefined');
+        },
+        { token, body },
+      ),
     );
     expect(res.statusCode).toBe(500);
     expect(res.body).toBe(JSON.stringify({ message: 'Server Error' }));

@@ -2,7 +2,15 @@ import { randomInt } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
 import { isolatedClock, withEnv } from './support.ts';
-import { FORWARDED_FOR_HEADER, isFrontDoorSecret, ORIGIN_VERIFY_ENV, ORIGIN_VERIFY_HEADER, VIEWER_ADDRESS_HEADER, viewerAddressIp, viewerIpOf } from '#lib/http/front-door';
+import {
+  FORWARDED_FOR_HEADER,
+  isFrontDoorSecret,
+  ORIGIN_VERIFY_ENV,
+  ORIGIN_VERIFY_HEADER,
+  VIEWER_ADDRESS_HEADER,
+  viewerAddressIp,
+  viewerIpOf,
+} from '#lib/http/front-door';
 
 /**
  * The front door (docs/deployment-and-protection.md, *In front of the functions*): with a secret
@@ -60,7 +68,8 @@ describe('front door: a configured secret', () => {
     const viewer = (n: number) => `198.51.100.${n}`;
     const base = randomInt(1, 200);
     await withEnv({ [ORIGIN_VERIFY_ENV]: SECRET, UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '2' }, async () => {
-      const from = (ip: string, port = 40_000) => api.get('/customers', null, { [ORIGIN_VERIFY_HEADER]: SECRET, [VIEWER_ADDRESS_HEADER]: `${ip}:${port}` });
+      const from = (ip: string, port = 40_000) =>
+        api.get('/customers', null, { [ORIGIN_VERIFY_HEADER]: SECRET, [VIEWER_ADDRESS_HEADER]: `${ip}:${port}` });
       expect((await from(viewer(base))).status).toBe(401);
       expect((await from(viewer(base), 40_001)).status).toBe(401);
       const third = await from(viewer(base), 40_002);
@@ -99,10 +108,11 @@ describe('front door helpers', () => {
     expect(viewerAddressIp('198.51.100.10:46532')).toBe('198.51.100.10');
     expect(viewerAddressIp('2001:db8::1:46532')).toBe('2001:db8::1');
     expect(viewerAddressIp('[2001:db8::1]:46532')).toBe('2001:db8::1');
-    for (const bad of [undefined, '', '198.51.100.10', 'host.example:443', ':443', 'a b:1']) expect(viewerAddressIp(bad), String(bad)).toBeUndefined();
+    for (const bad of [undefined, '', '198.51.100.10', 'host.example:443', ':443', 'a b:1'])
+      expect(viewerAddressIp(bad), String(bad)).toBeUndefined();
   });
 
-  it('without CloudFront-Viewer-Address, takes the X-Forwarded-For entry CloudFront appended, never the caller\'s own', () => {
+  it("without CloudFront-Viewer-Address, takes the X-Forwarded-For entry CloudFront appended, never the caller's own", () => {
     const edge = '130.176.0.1';
     const xff = (value: string) => ({ [FORWARDED_FOR_HEADER]: value });
     // CloudFront appends the viewer; API Gateway may append the edge server it was connected from.

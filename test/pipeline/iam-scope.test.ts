@@ -33,7 +33,25 @@ afterAll(() => {
   db().middlewareStack.remove(NAME);
 });
 
-const EXPRESSION_WORDS = new Set(['SET', 'ADD', 'REMOVE', 'DELETE', 'AND', 'OR', 'NOT', 'BETWEEN', 'IN', 'attribute_exists', 'attribute_not_exists', 'attribute_type', 'begins_with', 'contains', 'size', 'if_not_exists', 'list_append']);
+const EXPRESSION_WORDS = new Set([
+  'SET',
+  'ADD',
+  'REMOVE',
+  'DELETE',
+  'AND',
+  'OR',
+  'NOT',
+  'BETWEEN',
+  'IN',
+  'attribute_exists',
+  'attribute_not_exists',
+  'attribute_type',
+  'begins_with',
+  'contains',
+  'size',
+  'if_not_exists',
+  'list_append',
+]);
 /** The top-level attribute names a request names: its key, and every name in its expressions. */
 const attributesOf = (body: Record<string, any>): string[] => {
   const names = new Set<string>(Object.keys(body.Key ?? {}));
@@ -46,8 +64,15 @@ const attributesOf = (body: Record<string, any>): string[] => {
   return [...names].sort();
 };
 /** IAM StringLike: `*` any run of characters, `?` one. */
-const like = (pattern: string, value: string) => new RegExp(`^${pattern.replace(/[.+^$(){}|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`).test(value);
-const grantFor = (grants: KeyedGrant[], operation: string, pk: string) => grants.filter((g) => g.action === operation && g.leadingKeys.some((p) => like(p, pk)));
+const like = (pattern: string, value: string) =>
+  new RegExp(
+    `^${pattern
+      .replace(/[.+^$(){}|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+  ).test(value);
+const grantFor = (grants: KeyedGrant[], operation: string, pk: string) =>
+  grants.filter((g) => g.action === operation && g.leadingKeys.some((p) => like(p, pk)));
 
 const pipelineRequests = async (run: () => Promise<unknown>) => {
   sent.length = 0;
@@ -65,7 +90,10 @@ const expectInsideGrants = (requests: Sent[]) => {
     expect(operation).toBe('UpdateItem');
     const grants = grantFor(PIPELINE_UPDATES, operation, pk);
     expect(grants, `${operation} ${pk}`).toHaveLength(1);
-    expect(attributesOf(body).filter((a) => !grants[0].attributes!.includes(a)), `${pk}: ${body.UpdateExpression} / ${body.ConditionExpression}`).toEqual([]);
+    expect(
+      attributesOf(body).filter((a) => !grants[0].attributes!.includes(a)),
+      `${pk}: ${body.UpdateExpression} / ${body.ConditionExpression}`,
+    ).toEqual([]);
     expect(['NONE', 'UPDATED_OLD', 'UPDATED_NEW']).toContain(body.ReturnValues ?? 'NONE');
   }
 };
@@ -80,18 +108,30 @@ describe('requests stay inside the IAM grants of the functions that send them', 
     expect(updates.map((u) => (u.body.Key.pk.S as string).split('#')[0]).sort()).toEqual(['RATE', 'TOKEN']);
     // The route's own reads are the read grants' business; no other write is made.
     expect(requests.filter((r) => ['PutItem', 'DeleteItem', 'TransactWriteItems', 'BatchWriteItem'].includes(r.operation))).toEqual([]);
-    expectInsideGrants(requests.filter((r) => r.operation === 'UpdateItem' || (r.operation === 'GetItem' && (r.body.Key.pk.S as string).startsWith('TOKEN#'))));
+    expectInsideGrants(
+      requests.filter(
+        (r) => r.operation === 'UpdateItem' || (r.operation === 'GetItem' && (r.body.Key.pk.S as string).startsWith('TOKEN#')),
+      ),
+    );
     // The stamp names the key and last_used_at only: never status, merchant_id or abilities.
     expect(attributesOf(updates.find((u) => u.body.Key.pk.S.startsWith('TOKEN#'))!.body)).toEqual(['last_used_at', 'pk', 'sk']);
   });
 
   it("a merchant's webhook items are reachable by the webhook senders' grant (merchant ids as the store makes them)", async () => {
     const { merchantId } = await newMerchant();
-    for (const key of [keys.webhookEndpoint(merchantId, 1), keys.webhookEndpointHealth(merchantId, 1), keys.webhookDeliveryLogHead(merchantId, 1)]) {
+    for (const key of [
+      keys.webhookEndpoint(merchantId, 1),
+      keys.webhookEndpointHealth(merchantId, 1),
+      keys.webhookDeliveryLogHead(merchantId, 1),
+    ]) {
       expect(grantFor(WEBHOOK_WRITES, 'PutItem', key.pk), key.pk).toHaveLength(1);
     }
     // …and none of its other items.
-    for (const key of [keys.merchant(merchantId), keys.customerExternalId(merchantId, 'x#WEBHOOK#1'), keys.totals(merchantId, 'WEBHOOK_ENDPOINTS', 0)]) {
+    for (const key of [
+      keys.merchant(merchantId),
+      keys.customerExternalId(merchantId, 'x#WEBHOOK#1'),
+      keys.totals(merchantId, 'WEBHOOK_ENDPOINTS', 0),
+    ]) {
       expect(grantFor(WEBHOOK_WRITES, 'PutItem', key.pk), key.pk).toEqual([]);
     }
   });

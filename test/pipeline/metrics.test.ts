@@ -14,7 +14,12 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED = 'false';
 });
 
-type Emf = Record<string, any> & { _aws: { Timestamp: number; CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[] } };
+type Emf = Record<string, any> & {
+  _aws: {
+    Timestamp: number;
+    CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[];
+  };
+};
 
 const api = useApi();
 const installed: Installed<unknown>[] = [];
@@ -87,19 +92,33 @@ describe('request metrics (Powertools Metrics, EMF)', () => {
   it('a 409 under sustained contention counts as a conflict, a 503 under throttling as an error', async () => {
     const { token } = await newMerchant();
     // A short invocation deadline: the retries give up (409, 503) after 1.5 s.
-    const { result, lines } = await withEnv({ LOCAL_FUNCTION_TIMEOUT_MS: '3000' }, () => emitted(async () => {
-      const conflicts = sustainedConflicts();
-      installed.push(conflicts);
-      const conflicted = await api.post('/customers', token, { email: `c-${Date.now()}@example.com` });
-      conflicts.uninstall();
-      installed.push(throttle({ rate: 1, commands: ['TransactWriteItems'] }));
-      const throttled = await api.post('/customers', token, { email: `t-${Date.now()}@example.com` });
-      return { conflicted, throttled };
-    }));
+    const { result, lines } = await withEnv({ LOCAL_FUNCTION_TIMEOUT_MS: '3000' }, () =>
+      emitted(async () => {
+        const conflicts = sustainedConflicts();
+        installed.push(conflicts);
+        const conflicted = await api.post('/customers', token, { email: `c-${Date.now()}@example.com` });
+        conflicts.uninstall();
+        installed.push(throttle({ rate: 1, commands: ['TransactWriteItems'] }));
+        const throttled = await api.post('/customers', token, { email: `t-${Date.now()}@example.com` });
+        return { conflicted, throttled };
+      }),
+    );
     expect([result.conflicted.status, result.throttled.status]).toEqual([409, 503]);
     const [conflicted, throttled] = lines.filter((l) => l.route === 'POST /customers').map(requestMetrics);
-    expect(conflicted).toMatchObject({ [METRIC.requests]: 1, [METRIC.conflicts]: 1, [METRIC.clientErrors]: 1, [METRIC.errors]: 0, ...tallyOf(result.conflicted) });
-    expect(throttled).toMatchObject({ [METRIC.requests]: 1, [METRIC.conflicts]: 0, [METRIC.clientErrors]: 0, [METRIC.errors]: 1, ...tallyOf(result.throttled) });
+    expect(conflicted).toMatchObject({
+      [METRIC.requests]: 1,
+      [METRIC.conflicts]: 1,
+      [METRIC.clientErrors]: 1,
+      [METRIC.errors]: 0,
+      ...tallyOf(result.conflicted),
+    });
+    expect(throttled).toMatchObject({
+      [METRIC.requests]: 1,
+      [METRIC.conflicts]: 0,
+      [METRIC.clientErrors]: 0,
+      [METRIC.errors]: 1,
+      ...tallyOf(result.throttled),
+    });
     // Every attempt went to DynamoDB and was counted: token, rate counter, then the retried transactions.
     expect(conflicted![METRIC.dynamodbRequests]).toBeGreaterThan(3);
   });

@@ -65,7 +65,9 @@ describe('GET /v1/openapi.json', () => {
   });
 
   it('lists exactly the routes of the route table, each once, with unique operation ids', () => {
-    const listed = operations().map(({ path, method }) => `${method.toUpperCase()} ${path}`).sort();
+    const listed = operations()
+      .map(({ path, method }) => `${method.toUpperCase()} ${path}`)
+      .sort();
     const expected = routes.map((r) => `${r.method} ${r.path}`).sort();
     expect(listed).toEqual(expected);
     for (const route of routes) expect(doc.paths[route.path][route.method.toLowerCase()].operationId).toBe(route.name);
@@ -78,7 +80,11 @@ describe('GET /v1/openapi.json', () => {
       const op = doc.paths[route.path][route.method.toLowerCase()];
       if (route.ability) {
         // Routes open to the dashboard also take the back-office JWT (test/web/dashboard-auth.test.ts).
-        expect(op.security, route.name).toEqual(route.dashboard ? [{ bearerAuth: [route.ability] }, { backofficeJwt: [...route.dashboard.roles] }] : [{ bearerAuth: [route.ability] }]);
+        expect(op.security, route.name).toEqual(
+          route.dashboard
+            ? [{ bearerAuth: [route.ability] }, { backofficeJwt: [...route.dashboard.roles] }]
+            : [{ bearerAuth: [route.ability] }],
+        );
         expect(op.description, route.name).toContain(`\`${route.ability}\` ability`);
         expect(op['x-required-ability'], route.name).toBe(route.ability);
         expect(op.responses['401'], route.name).toBeDefined();
@@ -123,7 +129,9 @@ describe('GET /v1/openapi.json', () => {
         }
         // JSON, and CSV beside it on the 200 of a route that offers it (docs/api-conventions.md, "CSV").
         const csv = routes.find((r) => r.path === path && r.method.toLowerCase() === method)?.csv === true && status === '200';
-        expect(Object.keys(res.content ?? {}), `${label} ${status}`).toEqual(res.content ? (csv ? ['application/json', 'text/csv'] : ['application/json']) : []);
+        expect(Object.keys(res.content ?? {}), `${label} ${status}`).toEqual(
+          res.content ? (csv ? ['application/json', 'text/csv'] : ['application/json']) : [],
+        );
       }
       expect(op.responses['429'].headers['Retry-After'], label).toBeDefined();
       expect(op.responses['500'], label).toBeDefined();
@@ -139,7 +147,9 @@ describe('GET /v1/openapi.json', () => {
 
   it('documents the idempotency header POST /orders reads and the Idempotent-Replayed header it answers', () => {
     const op = doc.paths['/orders'].post;
-    expect(op.parameters.find((p: any) => p.in === 'header' && p.name === 'x-idempotency-key')).toMatchObject({ schema: { maxLength: 255 } });
+    expect(op.parameters.find((p: any) => p.in === 'header' && p.name === 'x-idempotency-key')).toMatchObject({
+      schema: { maxLength: 255 },
+    });
     expect(op.responses['201'].headers['Idempotent-Replayed']).toBeDefined();
   });
 

@@ -35,7 +35,10 @@ describe('pageMeta', () => {
       data: ['a', 'b'],
       meta: { current_page: 2, from: 3, last_page: 2, per_page: 2, to: 4, total: 4, next_cursor: null },
     });
-    expect(paginated([], 3, 2, 4)).toEqual({ data: [], meta: { current_page: 3, from: null, last_page: 2, per_page: 2, to: null, total: 4, next_cursor: null } });
+    expect(paginated([], 3, 2, 4)).toEqual({
+      data: [],
+      meta: { current_page: 3, from: null, last_page: 2, per_page: 2, to: null, total: 4, next_cursor: null },
+    });
   });
 });
 
@@ -120,7 +123,10 @@ describe('over HTTP', () => {
     expect((await api.get('/customers?page=1&page=2', token)).body.errors).toEqual({ page: ['The page field must be an integer.'] });
     const empty = await api.get('/customers?page=5&per_page=10', token);
     expect(empty.status).toBe(200);
-    expect(empty.body).toEqual({ data: [], meta: { current_page: 5, from: null, last_page: 1, per_page: 10, to: null, total: 0, next_cursor: null } });
+    expect(empty.body).toEqual({
+      data: [],
+      meta: { current_page: 5, from: null, last_page: 1, per_page: 10, to: null, total: 0, next_cursor: null },
+    });
   });
 });
 

@@ -8,7 +8,8 @@ import { keys } from '#lib/db/keys';
 import { db, tableName } from '#lib/db/client';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 
-const readItem = async (key: { pk: string; sk: string }) => (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
+const readItem = async (key: { pk: string; sk: string }) =>
+  (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
 
 /** docs/authentication-and-limits.md: per-merchant hourly and per-IP minute windows, and their headers. */
 process.env.RATE_LIMIT_PER_HOUR = '5';
@@ -185,7 +186,9 @@ describe('a limit over 250 requests a second: the window spread over several ite
         remaining.push(rate(r).remaining);
       }
       const start = hourEnd() - 3600;
-      const counts = await Promise.all([0, 1, 2, 3].map(async (s) => Number((await readItem(keys.merchantRateWindow(merchantId, start, s)))?.count ?? 0)));
+      const counts = await Promise.all(
+        [0, 1, 2, 3].map(async (s) => Number((await readItem(keys.merchantRateWindow(merchantId, start, s)))?.count ?? 0)),
+      );
       // Counted exactly once each, over more than one item (60 draws all landing in one of 4: p ≈ 4⁻⁵⁹).
       expect(counts.reduce((a, b) => a + b, 0)).toBe(REQUESTS);
       expect(counts.filter((c) => c > 0).length).toBeGreaterThan(1);

@@ -71,9 +71,14 @@ export const captureLogs = async <T>(fn: () => Promise<T>): Promise<{ result: T;
 };
 
 /** Makes the shared DynamoDB client fail the calls `matches` selects (fault injection, not a mock DB). */
-export const failDynamoWhen = (matches: (command: { constructor: { name: string }; input: any }) => boolean, error = new Error('injected fault')) => {
+export const failDynamoWhen = (
+  matches: (command: { constructor: { name: string }; input: any }) => boolean,
+  error = new Error('injected fault'),
+) => {
   const client = db();
   const original = client.send.bind(client);
-  return vi.spyOn(client, 'send').mockImplementation(((command: any, ...rest: unknown[]) =>
-    matches(command) ? Promise.reject(error) : (original as any)(command, ...rest)) as never);
+  return vi
+    .spyOn(client, 'send')
+    .mockImplementation(((command: any, ...rest: unknown[]) =>
+      matches(command) ? Promise.reject(error) : (original as any)(command, ...rest)) as never);
 };

@@ -22,7 +22,16 @@ const daemon = await vi.hoisted(async () => {
 });
 afterAll(() => daemon.close());
 
-type Subsegment = { id: string; name: string; trace_id: string; parent_id?: string; namespace?: string; aws?: { operation?: string; table_name?: string }; error?: boolean; fault?: boolean };
+type Subsegment = {
+  id: string;
+  name: string;
+  trace_id: string;
+  parent_id?: string;
+  namespace?: string;
+  aws?: { operation?: string; table_name?: string };
+  error?: boolean;
+  fault?: boolean;
+};
 const received: Subsegment[] = [];
 // Each datagram: a JSON header line, then one (sub)segment document.
 daemon.on('message', (msg) => received.push(JSON.parse(msg.toString('utf8').split('\n')[1]!)));
@@ -30,7 +39,8 @@ daemon.on('message', (msg) => received.push(JSON.parse(msg.toString('utf8').spli
 const api = useApi();
 
 /** One invocation's trace header, as Lambda sets it for the runtime. */
-const traceId = () => `1-${Math.floor(Date.now() / 1000).toString(16)}-${Array.from({ length: 24 }, () => Math.floor(Math.random() * 16).toString(16)).join('')}`;
+const traceId = () =>
+  `1-${Math.floor(Date.now() / 1000).toString(16)}-${Array.from({ length: 24 }, () => Math.floor(Math.random() * 16).toString(16)).join('')}`;
 
 /**
  * Waits for the invocation's own subsegment of trace `root` (sent when the handler returns, after its

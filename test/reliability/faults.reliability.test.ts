@@ -52,7 +52,9 @@ describe(`faults on ${RATE * 100} % of DynamoDB calls`, () => {
   it('answers 2xx or 409/503 with Retry-After; idempotent retries complete with the original result; nothing partial stored', async () => {
     fixedClock(NOW);
     const { merchantId, token } = await newMerchant();
-    const seeded = await api.post('/customers/batch', token, { customers: Array.from({ length: CUSTOMERS }, (_, i) => ({ email: `f${i}@faults.test`, name: `F ${i}` })) });
+    const seeded = await api.post('/customers/batch', token, {
+      customers: Array.from({ length: CUSTOMERS }, (_, i) => ({ email: `f${i}@faults.test`, name: `F ${i}` })),
+    });
     expect(seeded.body.data.created).toBe(CUSTOMERS);
     const customerIds: number[] = seeded.body.data.results.created.map((c: { id: number }) => c.id);
 
@@ -66,50 +68,86 @@ describe(`faults on ${RATE * 100} % of DynamoDB calls`, () => {
     let requests = 0;
     try {
       // Writes of every kind, each sent once while faults are on.
-      await pool(Array.from({ length: ORDERS }, (_, n) => n), CONCURRENCY, async (n) => {
-        const body = orderOf(n);
-        const r = await api.post('/orders', token, body, { 'X-Idempotency-Key': `fk-${n}` });
-        first.set(body.order_no, r);
-        tally('POST /orders', r);
-      });
-      const created = [...first].filter(([, r]) => r.status === 201 && r.body.data.status === 'pending').map(([no]) => no);
-      await pool(created, CONCURRENCY, async (no) => tally('PATCH /orders/{orderNo}', await api.patch(`/orders/${no}`, token, { status: 'paid' })));
-      await pool(customerIds, CONCURRENCY, async (id) =>
-        tally('POST /subscriptions', await api.post('/subscriptions', token, { customer_id: id, plan_name: 'Pro', mrr: '30.00', billing_cycle: 'monthly' })),
+      await pool(
+        Array.from({ length: ORDERS }, (_, n) => n),
+        CONCURRENCY,
+        async (n) => {
+          const body = orderOf(n);
+          const r = await api.post('/orders', token, body, { 'X-Idempotency-Key': `fk-${n}` });
+          first.set(body.order_no, r);
+          tally('POST /orders', r);
+        },
       );
-      await pool(Array.from({ length: 40 }, (_, i) => i), CONCURRENCY, async (i) => tally('POST /customers', await api.post('/customers', token, { email: `new${i}@faults.test` })));
-      await pool(Array.from({ length: 4 }, (_, b) => b), 2, async (b) => {
-        const r = await api.post('/orders/batch', token, {
-          orders: Array.from({ length: 25 }, (_, i) => ({ order_no: `FB-${b}-${i}`, amount: '5.00', customer_email: `f${i % CUSTOMERS}@faults.test`, status: 'paid' })),
-        });
-        tally('POST /orders/batch', r);
-        if (r.status === 200) for (const f of r.body.data.results.failed) expect(['conflict', 'throttled'], JSON.stringify(f)).toContain(f.reason);
-      });
-      for (const path of ['/orders', '/customers', '/subscriptions', '/orders/stats', '/metrics/summary', `/metrics/mrr?start_date=2025-01-01&end_date=${TODAY}`]) {
+      const created = [...first].filter(([, r]) => r.status === 201 && r.body.data.status === 'pending').map(([no]) => no);
+      await pool(created, CONCURRENCY, async (no) =>
+        tally('PATCH /orders/{orderNo}', await api.patch(`/orders/${no}`, token, { status: 'paid' })),
+      );
+      await pool(customerIds, CONCURRENCY, async (id) =>
+        tally(
+          'POST /subscriptions',
+          await api.post('/subscriptions', token, { customer_id: id, plan_name: 'Pro', mrr: '30.00', billing_cycle: 'monthly' }),
+        ),
+      );
+      await pool(
+        Array.from({ length: 40 }, (_, i) => i),
+        CONCURRENCY,
+        async (i) => tally('POST /customers', await api.post('/customers', token, { email: `new${i}@faults.test` })),
+      );
+      await pool(
+        Array.from({ length: 4 }, (_, b) => b),
+        2,
+        async (b) => {
+          const r = await api.post('/orders/batch', token, {
+            orders: Array.from({ length: 25 }, (_, i) => ({
+              order_no: `FB-${b}-${i}`,
+              amount: '5.00',
+              customer_email: `f${i % CUSTOMERS}@faults.test`,
+              status: 'paid',
+            })),
+          });
+          tally('POST /orders/batch', r);
+          if (r.status === 200)
+            for (const f of r.body.data.results.failed) expect(['conflict', 'throttled'], JSON.stringify(f)).toContain(f.reason);
+        },
+      );
+      for (const path of [
+        '/orders',
+        '/customers',
+        '/subscriptions',
+        '/orders/stats',
+        '/metrics/summary',
+        `/metrics/mrr?start_date=2025-01-01&end_date=${TODAY}`,
+      ]) {
         for (let i = 0; i < 5; i++) tally(`GET ${path.split('?')[0]}`, await api.get(path, token));
       }
     } finally {
       faults.uninstall();
     }
     requests = Object.values(outcomes).reduce((a, b) => a + b, 0);
-    console.info(`[faults] ${requests} requests, ${faults.stats.seen} DynamoDB calls, injected ${JSON.stringify(faults.stats.injected)}; answers ${JSON.stringify(outcomes)}`);
+    console.info(
+      `[faults] ${requests} requests, ${faults.stats.seen} DynamoDB calls, injected ${JSON.stringify(faults.stats.injected)}; answers ${JSON.stringify(outcomes)}`,
+    );
     expect(Object.values(faults.stats.injected).every((n) => n > 0)).toBe(true);
 
     // Faults stopped: every order create again, same key and body → 201 with the original result.
     let replayed = 0;
     const final = new Map<string, any>();
-    await pool(Array.from({ length: ORDERS }, (_, n) => n), CONCURRENCY, async (n) => {
-      const body = orderOf(n);
-      const again = await api.post('/orders', token, body, { 'X-Idempotency-Key': `fk-${n}` });
-      expect(again.status, `${body.order_no}: ${JSON.stringify(again.body)}`).toBe(201);
-      const was = first.get(body.order_no)!;
-      if (was.status === 201) {
-        expect(again.body, body.order_no).toEqual(was.body);
-        expect(again.headers.get('idempotent-replayed')).toBe('true');
-      }
-      if (again.headers.get('idempotent-replayed') === 'true') replayed++;
-      final.set(body.order_no, again.body.data);
-    });
+    await pool(
+      Array.from({ length: ORDERS }, (_, n) => n),
+      CONCURRENCY,
+      async (n) => {
+        const body = orderOf(n);
+        const again = await api.post('/orders', token, body, { 'X-Idempotency-Key': `fk-${n}` });
+        expect(again.status, `${body.order_no}: ${JSON.stringify(again.body)}`).toBe(201);
+        const was = first.get(body.order_no)!;
+        if (was.status === 201) {
+          expect(again.body, body.order_no).toEqual(was.body);
+          expect(again.headers.get('idempotent-replayed')).toBe('true');
+        }
+        if (again.headers.get('idempotent-replayed') === 'true') replayed++;
+        final.set(body.order_no, again.body.data);
+      },
+    );
     console.info(`[faults] after the faults: ${ORDERS} idempotent retries, all 201, ${replayed} replayed`);
 
     // Whole writes only: every order once, with the figures, totals, stats, metrics and events it implies.
@@ -135,10 +173,22 @@ describe(`faults on ${RATE * 100} % of DynamoDB calls`, () => {
     });
 
     const events = await outboxEvents(merchantId);
-    const ofType = (type: string) => events.filter((e) => e.type === type).map((e) => e.data.object.order_no).sort();
-    const apiOrders = orders.filter((o) => o.source === 'api').map((o) => o.order_no).sort();
+    const ofType = (type: string) =>
+      events
+        .filter((e) => e.type === type)
+        .map((e) => e.data.object.order_no)
+        .sort();
+    const apiOrders = orders
+      .filter((o) => o.source === 'api')
+      .map((o) => o.order_no)
+      .sort();
     expect(ofType('order.created')).toEqual(apiOrders);
-    expect(ofType('order.paid')).toEqual(paid.filter((o) => o.source === 'api').map((o) => o.order_no).sort());
+    expect(ofType('order.paid')).toEqual(
+      paid
+        .filter((o) => o.source === 'api')
+        .map((o) => o.order_no)
+        .sort(),
+    );
 
     // Metrics: the subscriptions that exist, and the paid monthly orders (all paid today, created now).
     const subs = (await api.get('/subscriptions?per_page=100', token)).body.data as any[];

@@ -47,13 +47,51 @@ afterAll(() => resetResolver());
 const HUGE = 'h'.repeat(1_000_000); // 1 MB: under the 1 MiB body limit with the JSON around it
 const LONG = 'L'.repeat(8_000); // API Gateway takes 10,240 bytes of request line and headers
 /** JSON texts JSON.stringify cannot write: spliced into bodies in place of their markers. */
-const RAW = ['1e309', '-1e309', '-0', '1e-400', '123456789012345678901234567890', `${'['.repeat(5000)}${']'.repeat(5000)}`, `${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}`];
+const RAW = [
+  '1e309',
+  '-1e309',
+  '-0',
+  '1e-400',
+  '123456789012345678901234567890',
+  `${'['.repeat(5000)}${']'.repeat(5000)}`,
+  `${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}`,
+];
 const rawMarker = (i: number) => `@@RAW${i}@@`;
 const spliceRaw = (json: string) => json.replace(/"@@RAW(\d+)@@"/g, (_m, i) => RAW[Number(i)]);
 
 /** Any UTF-16 code unit, lone surrogates and NUL included. */
 const codeUnits = (maxLength: number) => fc.string({ unit: fc.nat({ max: 0xffff }).map((c) => String.fromCharCode(c)), maxLength });
-const AWKWARD = ['', ' ', 'NaN', 'Infinity', '-0', '1e309', 'null', 'true', '0x10', '1,5', '١٢٣', '\u0000', 'a\u0000b', '\ud800', '\udfff\ud800', '\u202e', '💥', 'ß'.repeat(300), LONG, HUGE, '../..', '%00', "' OR 1=1 --", '2025-02-30', '9999-99-99T99:99:99Z', '-1', '0', '2147483648', '9007199254740993'];
+const AWKWARD = [
+  '',
+  ' ',
+  'NaN',
+  'Infinity',
+  '-0',
+  '1e309',
+  'null',
+  'true',
+  '0x10',
+  '1,5',
+  '١٢٣',
+  '\u0000',
+  'a\u0000b',
+  '\ud800',
+  '\udfff\ud800',
+  '\u202e',
+  '💥',
+  'ß'.repeat(300),
+  LONG,
+  HUGE,
+  '../..',
+  '%00',
+  "' OR 1=1 --",
+  '2025-02-30',
+  '9999-99-99T99:99:99Z',
+  '-1',
+  '0',
+  '2147483648',
+  '9007199254740993',
+];
 
 const hostileJson: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
@@ -83,13 +121,39 @@ const setAt = (root: unknown, path: (string | number)[], value: unknown, drop: b
 /** Request bodies: the route's sample with fields replaced, dropped or added; random JSON; raw text. */
 const bodies = (sample: Record<string, unknown>, schema: z.ZodType) => {
   const shapeKeys = Object.keys((schema as unknown as { shape?: object }).shape ?? {});
-  const paths = [...pathsOf(sample).filter((p) => p.length > 0), ...shapeKeys.map((k) => [k]), ['unknown_field'], ['__proto__'], ['constructor']];
+  const paths = [
+    ...pathsOf(sample).filter((p) => p.length > 0),
+    ...shapeKeys.map((k) => [k]),
+    ['unknown_field'],
+    ['__proto__'],
+    ['constructor'],
+  ];
   const mutation = fc.record({ path: fc.constantFrom(...paths), value: hostileJson, drop: fc.boolean() });
   const text = (v: unknown) => spliceRaw(JSON.stringify(v) ?? 'null');
   return fc.oneof(
-    { weight: 6, arbitrary: fc.array(mutation, { minLength: 1, maxLength: 3 }).map((ms) => text(ms.reduce<unknown>((b, m) => setAt(b, m.path, m.value, m.drop && m.path.length > 0), sample))) },
+    {
+      weight: 6,
+      arbitrary: fc
+        .array(mutation, { minLength: 1, maxLength: 3 })
+        .map((ms) => text(ms.reduce<unknown>((b, m) => setAt(b, m.path, m.value, m.drop && m.path.length > 0), sample))),
+    },
     { weight: 2, arbitrary: hostileJson.map(text) },
-    { weight: 1, arbitrary: fc.constantFrom('', '{', '{"a":1', '{"a":1}{"b":2}', '\ufeff{}', '[]', '"x"', 'nul', '{"email":"\u0000"}', `{"a":"${'y'.repeat(1024 * 1024)}"}`, ...RAW) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '',
+        '{',
+        '{"a":1',
+        '{"a":1}{"b":2}',
+        '\ufeff{}',
+        '[]',
+        '"x"',
+        'nul',
+        '{"email":"\u0000"}',
+        `{"a":"${'y'.repeat(1024 * 1024)}"}`,
+        ...RAW,
+      ),
+    },
   );
 };
 
@@ -100,7 +164,8 @@ const encodeLoose = (s: string): string => {
     const c = s.charCodeAt(i);
     const pair = c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff;
     if (pair) out += encodeURIComponent(s.slice(i, ++i + 1));
-    else if (c >= 0xd800 && c <= 0xdfff) out += [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
+    else if (c >= 0xd800 && c <= 0xdfff)
+      out += [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
     else out += encodeURIComponent(s[i]);
   }
   return out;
@@ -109,13 +174,21 @@ const encodeLoose = (s: string): string => {
 const RAW_SEGMENTS = ['%', '%zz', '%E0%A4%A', '%ED%A0%80', '%C0%AF', '%00', '%2F', '..%2F..'];
 const shortValues = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...AWKWARD.filter((v) => v !== HUGE)).map(encodeLoose) },
-  { weight: 2, arbitrary: codeUnits(30).filter((s) => s.length > 0).map(encodeLoose) },
+  {
+    weight: 2,
+    arbitrary: codeUnits(30)
+      .filter((s) => s.length > 0)
+      .map(encodeLoose),
+  },
   { weight: 1, arbitrary: fc.constantFrom(...RAW_SEGMENTS) },
   { weight: 1, arbitrary: fc.integer().map(String) },
 );
 
 /** Header values fetch can send (visible ASCII and spaces: no NUL, CR or LF — nor can API Gateway pass them). */
-const headerValues = fc.oneof(fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 300 }), fc.constantFrom('', LONG, 'NaN', '-0', '1e309'));
+const headerValues = fc.oneof(
+  fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 300 }),
+  fc.constantFrom('', LONG, 'NaN', '-0', '1e309'),
+);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Routes: valid samples (the fuzz mutates them) and the seeded resources path params point at    */
@@ -152,7 +225,9 @@ const expectDocumented = (r: ApiResponse, label: string) => {
     const fields = Object.entries(r.body.errors as Record<string, unknown>);
     expect(fields.length, label).toBeGreaterThan(0);
     for (const [, messages] of fields) {
-      expect(Array.isArray(messages) && messages.length > 0 && messages.every((m) => typeof m === 'string' && m.length > 0), label).toBe(true);
+      expect(Array.isArray(messages) && messages.length > 0 && messages.every((m) => typeof m === 'string' && m.length > 0), label).toBe(
+        true,
+      );
     }
   } else if (r.status === 409) {
     expect(Object.keys(r.body), label).toEqual(['message']);
@@ -176,7 +251,11 @@ describe('bad input on every route: a documented 4xx, never a 5xx, nothing store
     const headerKeys = Object.keys(route.request?.headers?.shape ?? {});
     const bodySchema = route.request?.body;
     const body = bodySchema ? bodies(SAMPLE_BODIES[route.name] ?? {}, bodySchema) : fc.constant(undefined);
-    const param = (name: string) => fc.oneof({ weight: 1, arbitrary: fc.constantFrom(...(VALID_PARAMS[name] ?? ['1'])).map(encodeURIComponent) }, { weight: 2, arbitrary: shortValues });
+    const param = (name: string) =>
+      fc.oneof(
+        { weight: 1, arbitrary: fc.constantFrom(...(VALID_PARAMS[name] ?? ['1'])).map(encodeURIComponent) },
+        { weight: 2, arbitrary: shortValues },
+      );
     const caseArb = fc.record({
       params: fc.tuple(...paramNames.map(param)),
       // Duplicate names on purpose: API Gateway joins them with commas.
@@ -187,7 +266,10 @@ describe('bad input on every route: a documented 4xx, never a 5xx, nothing store
 
     // API Gateway takes 10,240 bytes of request line and headers; larger heads never reach a function.
     const headBytes = (c: { params: string[]; query: [string, string][]; headers: [string, string][] }) =>
-      route.path.length + c.params.join('').length + c.query.reduce((n, [k, v]) => n + k.length + v.length + 2, 0) + c.headers.reduce((n, [k, v]) => n + k.length + v.length + 4, 0);
+      route.path.length +
+      c.params.join('').length +
+      c.query.reduce((n, [k, v]) => n + k.length + v.length + 2, 0) +
+      c.headers.reduce((n, [k, v]) => n + k.length + v.length + 4, 0);
     const cases$ = caseArb.filter((c) => headBytes(c) < 9_000);
     const statuses: Record<number, number> = {};
     let cases = 0;
@@ -208,12 +290,17 @@ describe('bad input on every route: a documented 4xx, never a 5xx, nothing store
         const headers: Record<string, string> = {};
         for (const [k, v] of c.headers) headers[k] = v;
         const sent = `${route.method} ${path}?${query.slice(0, 200)} headers ${JSON.stringify(headers).slice(0, 200)}`;
-        const r = await api.request(route.method, `${path}${query ? `?${query}` : ''}`, { token, headers, rawBody: c.body }).catch((err: Error) => {
-          throw new Error(`${sent}: no answer (${err.message}; ${String((err.cause as Error | undefined)?.message)})`);
-        });
+        const r = await api
+          .request(route.method, `${path}${query ? `?${query}` : ''}`, { token, headers, rawBody: c.body })
+          .catch((err: Error) => {
+            throw new Error(`${sent}: no answer (${err.message}; ${String((err.cause as Error | undefined)?.message)})`);
+          });
         statuses[r.status] = (statuses[r.status] ?? 0) + 1;
         const what = `${label}: ${route.method} ${path}?${query.slice(0, 200)} body ${String(c.body).slice(0, 300)} → ${r.status} ${String(JSON.stringify(r.body)).slice(0, 300)}`;
-        if (process.env.FUZZ_DEBUG) console.info(`[case] ${route.method} ${path}?${query.slice(0, 100)} → ${r.status} ${JSON.stringify([...(r.headers as unknown as Iterable<[string, string]>)])}`);
+        if (process.env.FUZZ_DEBUG)
+          console.info(
+            `[case] ${route.method} ${path}?${query.slice(0, 100)} → ${r.status} ${JSON.stringify([...(r.headers as unknown as Iterable<[string, string]>)])}`,
+          );
         // Only a request that sent a write to the merchant's own items can have stored anything: read
         // the snapshot again then (the Scan is the judge); otherwise the last one still holds.
         const wroteData = writes.stats.partitions.some((p) => p === ownPartition || p.startsWith(`${ownPartition}#`));

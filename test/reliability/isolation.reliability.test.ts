@@ -22,15 +22,50 @@ const ok = (r: ApiResponse, what: string) => {
 
 /** A's data, every text marked `alpha` so a leak into B's answers is easy to see. */
 const seedAlpha = async (token: string) => {
-  const customer = ok(await api.post('/customers', token, { email: 'alpha@alpha.test', name: 'Alpha Buyer', external_id: 'alpha-ext' }), 'customer');
-  ok(await api.post('/orders', token, { order_no: 'ALPHA-1', amount: '100.00', customer_email: 'alpha@alpha.test', status: 'paid', billing_cycle: 'monthly' }), 'order');
-  const subscription = ok(await api.post('/subscriptions', token, { customer_id: customer.id, plan_name: 'alpha-plan', mrr: '50.00', billing_cycle: 'monthly' }), 'subscription');
-  ok(await api.post('/subscriptions/events', token, { customer_id: customer.id, event_type: 'upgrade', old_amount: '0', new_amount: '10', occurred_at: '2025-01-01T00:00:00Z' }), 'event');
-  const endpoint = ok(await api.post('/webhook-endpoints', token, { url: 'http://localhost:9/alpha-hook', events: ['*'], description: 'alpha-endpoint' }), 'endpoint');
+  const customer = ok(
+    await api.post('/customers', token, { email: 'alpha@alpha.test', name: 'Alpha Buyer', external_id: 'alpha-ext' }),
+    'customer',
+  );
+  ok(
+    await api.post('/orders', token, {
+      order_no: 'ALPHA-1',
+      amount: '100.00',
+      customer_email: 'alpha@alpha.test',
+      status: 'paid',
+      billing_cycle: 'monthly',
+    }),
+    'order',
+  );
+  const subscription = ok(
+    await api.post('/subscriptions', token, { customer_id: customer.id, plan_name: 'alpha-plan', mrr: '50.00', billing_cycle: 'monthly' }),
+    'subscription',
+  );
+  ok(
+    await api.post('/subscriptions/events', token, {
+      customer_id: customer.id,
+      event_type: 'upgrade',
+      old_amount: '0',
+      new_amount: '10',
+      occurred_at: '2025-01-01T00:00:00Z',
+    }),
+    'event',
+  );
+  const endpoint = ok(
+    await api.post('/webhook-endpoints', token, { url: 'http://localhost:9/alpha-hook', events: ['*'], description: 'alpha-endpoint' }),
+    'endpoint',
+  );
   // A delivery of A's (the receiver is unreachable here: the attempt is logged either way).
   const attempt = ok(await api.post(`/webhook-endpoints/${endpoint.id}/test`, token), 'test delivery');
   // A batch of A's: its activity-log entry.
-  ok(await api.post('/orders/batch', token, { orders: [{ order_no: 'ALPHA-B1', amount: '5', customer_email: 'alpha@alpha.test' }] }, { 'X-Import-Run': 'alpha-run' }), 'batch');
+  ok(
+    await api.post(
+      '/orders/batch',
+      token,
+      { orders: [{ order_no: 'ALPHA-B1', amount: '5', customer_email: 'alpha@alpha.test' }] },
+      { 'X-Import-Run': 'alpha-run' },
+    ),
+    'batch',
+  );
   const [activity] = ok(await api.get('/activity', token), 'activity');
   return { customer, subscription, endpoint, eventId: attempt.event_id as string, activity };
 };
@@ -54,7 +89,8 @@ describe('merchant isolation', () => {
     for (const route of withParams) {
       const table = Object.entries(params).find(([prefix]) => route.path.startsWith(prefix))?.[1];
       const names = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-      for (const name of names) expect(table?.[name], `${route.method} ${route.path}: which of A's resources does {${name}} name? Add it here.`).toBeDefined();
+      for (const name of names)
+        expect(table?.[name], `${route.method} ${route.path}: which of A's resources does {${name}} name? Add it here.`).toBeDefined();
       // Every combination of A's identifiers (customers: by id and by external_id).
       const combos = names.reduce<Record<string, string>[]>((acc, n) => acc.flatMap((c) => table![n].map((v) => ({ ...c, [n]: v }))), [{}]);
       for (const combo of combos) {
@@ -72,7 +108,10 @@ describe('merchant isolation', () => {
     expect((await api.get('/orders/ALPHA-1', a.token)).status).toBe(200);
     expect((await api.get(`/subscriptions/${alpha.subscription.id}`, a.token)).status).toBe(200);
     expect((await api.get(`/webhook-endpoints/${alpha.endpoint.id}/deliveries`, a.token)).body.data.length).toBe(1);
-    expect((await api.get(`/activity/${alpha.activity.id}`, a.token)).body.data).toMatchObject({ type: 'orders.batch', import_run: 'alpha-run' });
+    expect((await api.get(`/activity/${alpha.activity.id}`, a.token)).body.data).toMatchObject({
+      type: 'orders.batch',
+      import_run: 'alpha-run',
+    });
     console.info(`[isolation] ${tried} requests with B's token on A's resources, all 404`);
   });
 
@@ -83,7 +122,10 @@ describe('merchant isolation', () => {
     // B's own, smaller business: an unpaid order and a 20.00 subscription.
     const bc = ok(await api.post('/customers', b.token, { email: 'beta@beta.test' }), 'B customer');
     ok(await api.post('/orders', b.token, { order_no: 'BETA-1', amount: '7.00', customer_email: 'beta@beta.test' }), 'B order');
-    ok(await api.post('/subscriptions', b.token, { customer_id: bc.id, plan_name: 'beta-plan', mrr: '20.00', billing_cycle: 'monthly' }), 'B subscription');
+    ok(
+      await api.post('/subscriptions', b.token, { customer_id: bc.id, plan_name: 'beta-plan', mrr: '20.00', billing_cycle: 'monthly' }),
+      'B subscription',
+    );
 
     const lists = routeList.filter((r) => r.method === 'GET' && !r.path.includes('{') && authKindOf(r) === 'token');
     for (const route of lists) {
@@ -92,8 +134,17 @@ describe('merchant isolation', () => {
       expect(JSON.stringify(r.body).toLowerCase(), `${route.path} answered to B`).not.toContain('alpha');
     }
     // Figures are B's alone: A's paid 100.00 and 50.00 MRR are nowhere.
-    expect((await api.get('/orders/stats', b.token)).body.data).toMatchObject({ today_revenue: '0.00', monthly_revenue: '0.00', today_count: 1, today_success_rate: 0 });
-    expect((await api.get('/metrics/summary', b.token)).body.data).toMatchObject({ current_mrr: '20.00', active_customers: 1, active_subscriptions: 1 });
+    expect((await api.get('/orders/stats', b.token)).body.data).toMatchObject({
+      today_revenue: '0.00',
+      monthly_revenue: '0.00',
+      today_count: 1,
+      today_success_rate: 0,
+    });
+    expect((await api.get('/metrics/summary', b.token)).body.data).toMatchObject({
+      current_mrr: '20.00',
+      active_customers: 1,
+      active_subscriptions: 1,
+    });
     expect((await api.get('/orders', b.token)).body.meta.total).toBe(1);
     expect((await api.get('/customers?search=alpha', b.token)).body.data).toEqual([]);
     expect((await api.get('/orders?customer_email=alpha@alpha.test', b.token)).body.data).toEqual([]);

@@ -109,7 +109,11 @@ describe(`${ORDERS} order creates from ${CLIENTS} concurrent retrying clients`, 
         today_revenue: sum(paid.filter((o) => o.paid_at.startsWith(TODAY))),
         monthly_revenue: sum(paid.filter((o) => o.paid_at.startsWith(TODAY.slice(0, 7)))),
         today_count: ORDERS,
-        today_success_rate: new Decimal(orders.filter((o) => o.status === 'paid').length).times(100).div(ORDERS).toDecimalPlaces(1, Decimal.ROUND_HALF_UP).toNumber(),
+        today_success_rate: new Decimal(orders.filter((o) => o.status === 'paid').length)
+          .times(100)
+          .div(ORDERS)
+          .toDecimalPlaces(1, Decimal.ROUND_HALF_UP)
+          .toNumber(),
       });
     }
 
@@ -118,10 +122,13 @@ describe(`${ORDERS} order creates from ${CLIENTS} concurrent retrying clients`, 
       lines: new Map(
         list
           .filter((o) => o.status === 'paid' && o.currency === 'TWD' && o.billing_cycle === 'monthly')
-          .map((o) => [`O${o.order_no}`, [
-            { at: o.paid_at, amount: new Decimal(o.amount), flag: 'o' as const },
-            { at: addOneMonth(o.paid_at), amount: new Decimal(0), flag: 'o' as const },
-          ]]),
+          .map((o) => [
+            `O${o.order_no}`,
+            [
+              { at: o.paid_at, amount: new Decimal(o.amount), flag: 'o' as const },
+              { at: addOneMonth(o.paid_at), amount: new Decimal(0), flag: 'o' as const },
+            ],
+          ]),
       ),
     }));
     const series = await api.get(`/metrics/mrr?start_date=2025-04-01&end_date=${TODAY}&interval=day`, token);

@@ -45,7 +45,9 @@ describe(`rate limit ${LIMIT} an hour under ${BURST} concurrent requests`, () =>
   it('writes: exactly 100 created, 50 × 429, and only the 100 stored', async () => {
     const { merchantId, token } = await newMerchant();
     await withEnv({ RATE_LIMIT_PER_HOUR: String(LIMIT) }, async () => {
-      const all = await Promise.all(Array.from({ length: BURST }, (_, i) => api.post('/customers', token, { email: `burst-${i}@example.com` })));
+      const all = await Promise.all(
+        Array.from({ length: BURST }, (_, i) => api.post('/customers', token, { email: `burst-${i}@example.com` })),
+      );
       expectExactlyLimitServed(all, 201);
     });
     expect((await storedCounts(merchantId)).customers).toBe(LIMIT);

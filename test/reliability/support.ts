@@ -81,7 +81,11 @@ export const merchantSnapshot = async (merchantId: string): Promise<Map<string, 
 const canonical = (v: unknown): string =>
   JSON.stringify(v, (_k, x) =>
     x && typeof x === 'object' && !Array.isArray(x) && !(x instanceof Set)
-      ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]]))
+      ? Object.fromEntries(
+          Object.keys(x)
+            .sort()
+            .map((k) => [k, x[k]]),
+        )
       : x instanceof Set
         ? [...x].map(String).sort()
         : typeof x === 'bigint'
@@ -92,8 +96,9 @@ const canonical = (v: unknown): string =>
 /** What changed between two snapshots (empty when nothing did): `+key`, `-key`, `~key`. */
 export const snapshotDiff = (before: Map<string, string>, after: Map<string, string>): string[] => {
   const diff: string[] = [];
-  for (const [k, v] of after) if (!before.has(k)) diff.push(`+${k}`);
-  else if (before.get(k) !== v) diff.push(`~${k}`);
+  for (const [k, v] of after)
+    if (!before.has(k)) diff.push(`+${k}`);
+    else if (before.get(k) !== v) diff.push(`~${k}`);
   for (const k of before.keys()) if (!after.has(k)) diff.push(`-${k}`);
   return diff;
 };
@@ -118,11 +123,27 @@ export const SAMPLE_BODIES: Record<string, Record<string, unknown>> = {
   customersCreate: { email: 'new@fuzz.test', name: 'N', phone: '1', external_id: 'ext-new', metadata: { a: 1 } },
   customersBatch: { customers: [{ email: 'b@fuzz.test', name: 'B' }], on_conflict: 'skip' },
   customersUpdate: { name: 'X', metadata: { k: 'v' } },
-  ordersCreate: { order_no: 'FZ-NEW', amount: '10.00', customer_email: 'fz@fuzz.test', status: 'paid', currency: 'TWD', billing_cycle: 'monthly', paid_at: '2025-01-01T00:00:00Z', metadata: { a: [1] } },
+  ordersCreate: {
+    order_no: 'FZ-NEW',
+    amount: '10.00',
+    customer_email: 'fz@fuzz.test',
+    status: 'paid',
+    currency: 'TWD',
+    billing_cycle: 'monthly',
+    paid_at: '2025-01-01T00:00:00Z',
+    metadata: { a: [1] },
+  },
   ordersBatch: { orders: [{ order_no: 'FZB-1', amount: '1.00', customer_email: 'fz@fuzz.test', status: 'paid' }] },
   ordersUpdateStatus: { status: 'paid', paid_at: '2025-01-01T00:00:00Z' },
   subscriptionsCreate: { customer_id: 1, plan_name: 'P', mrr: '10.00', billing_cycle: 'monthly', started_at: '2025-01-01T00:00:00Z' },
-  subscriptionEventsCreate: { customer_id: 1, subscription_id: 1, event_type: 'upgrade', old_amount: '0', new_amount: '10', occurred_at: '2025-01-01T00:00:00Z' },
+  subscriptionEventsCreate: {
+    customer_id: 1,
+    subscription_id: 1,
+    event_type: 'upgrade',
+    old_amount: '0',
+    new_amount: '10',
+    occurred_at: '2025-01-01T00:00:00Z',
+  },
   subscriptionsUpdate: { mrr: '20.00', plan_name: 'Q' },
   subscriptionsCancel: { reason: 'x', cancelled_at: '2025-02-01T00:00:00Z' },
   webhookEndpointsCreate: { url: 'http://localhost:9/hook', events: ['*'], description: 'd' },

@@ -24,7 +24,12 @@ describe('id allocation under concurrent subscription changes', () => {
     const subscriptions: number[] = [];
     for (let i = 0; i < SUBSCRIPTIONS; i++) {
       const customer = (await api.post('/customers', token, { email: `s${i}@ids.test` })).body.data.id;
-      const created = await api.post('/subscriptions', token, { customer_id: customer, plan_name: 'Pro', mrr: '10.00', billing_cycle: 'monthly' });
+      const created = await api.post('/subscriptions', token, {
+        customer_id: customer,
+        plan_name: 'Pro',
+        mrr: '10.00',
+        billing_cycle: 'monthly',
+      });
       expect(created.status).toBe(201);
       subscriptions.push(created.body.data.id);
     }
@@ -32,13 +37,19 @@ describe('id allocation under concurrent subscription changes', () => {
     model = transactionConflictModel({ holdMs: 20 });
     const batches = Array.from({ length: BATCHES }, (_, b) =>
       api.post('/orders/batch', token, {
-        orders: Array.from({ length: ORDERS_PER_BATCH }, (_, i) => ({ order_no: `B${b}-${i}`, amount: '5.00', status: 'paid', customer_email: `b${b}-${i % 4}@ids.test` })),
+        orders: Array.from({ length: ORDERS_PER_BATCH }, (_, i) => ({
+          order_no: `B${b}-${i}`,
+          amount: '5.00',
+          status: 'paid',
+          customer_email: `b${b}-${i % 4}@ids.test`,
+        })),
       }),
     );
     const changes = subscriptions.map(async (id) => {
       const statuses: number[] = [];
       // More changes than a subscription's held block of event ids: the block is taken again midway.
-      for (let n = 0; n < CHANGES_PER_SUBSCRIPTION; n++) statuses.push((await api.put(`/subscriptions/${id}`, token, { mrr: `${11 + n}.00` })).status);
+      for (let n = 0; n < CHANGES_PER_SUBSCRIPTION; n++)
+        statuses.push((await api.put(`/subscriptions/${id}`, token, { mrr: `${11 + n}.00` })).status);
       return statuses;
     });
     const [batchAnswers, changeAnswers] = await Promise.all([Promise.all(batches), Promise.all(changes)]);
@@ -47,7 +58,9 @@ describe('id allocation under concurrent subscription changes', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       return r.body.data.results ?? r.body.data;
     });
-    const failed = items.filter((i: { status?: string; error?: unknown }) => i.error || (i.status && !['created', 'duplicate'].includes(i.status)));
+    const failed = items.filter(
+      (i: { status?: string; error?: unknown }) => i.error || (i.status && !['created', 'duplicate'].includes(i.status)),
+    );
     expect(failed, JSON.stringify(failed.slice(0, 3))).toEqual([]);
     expect(changeAnswers.flat().filter((s) => s !== 200)).toEqual([]);
     // The model did see contention (so the assertions above are not vacuous), none of it on a sequence.

@@ -65,11 +65,13 @@ describe('an EventBridge outage of 30 hours', { timeout: 600_000 }, () => {
     // EventBridge: every call fails while it is down; afterwards every entry is accepted, by path.
     let down = true;
     const received: { id: string; by: 'relay' | 'sweeper' }[] = [];
-    const publisher = (by: 'relay' | 'sweeper'): Publish => async (entries) => {
-      if (down) throw Object.assign(new Error('EventBridge is unavailable'), { name: 'ServiceUnavailableException' });
-      for (const e of entries) received.push({ id: detailOf(e).id, by });
-      return { FailedEntryCount: 0, Entries: entries.map((_, i) => ({ EventId: `eb-${received.length}-${i}` })) };
-    };
+    const publisher =
+      (by: 'relay' | 'sweeper'): Publish =>
+      async (entries) => {
+        if (down) throw Object.assign(new Error('EventBridge is unavailable'), { name: 'ServiceUnavailableException' });
+        for (const e of entries) received.push({ id: detailOf(e).id, by });
+        return { FailedEntryCount: 0, Entries: entries.map((_, i) => ({ EventId: `eb-${received.length}-${i}` })) };
+      };
     const noPause = { sleep: async () => undefined, maxAttempts: 2 };
 
     // 40 committed changes over the first 10 hours, every fifth announcing two events (created, paid).
@@ -89,7 +91,9 @@ describe('an EventBridge outage of 30 hours', { timeout: 600_000 }, () => {
         await ws.commit();
         for (const id of ids) {
           // The INSERT record the stream carries: the stored event item as its new image.
-          const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.outboxEvent(merchantId, id), ConsistentRead: true }));
+          const { Item } = await db().send(
+            new GetCommand({ TableName: tableName(), Key: keys.outboxEvent(merchantId, id), ConsistentRead: true }),
+          );
           shard.append(at, streamRecord('INSERT', Item!), id);
           committed.push({ id, at });
         }
@@ -136,8 +140,12 @@ describe('an EventBridge outage of 30 hours', { timeout: 600_000 }, () => {
 
     // Every mark is stamped published and gone from the pending index.
     for (const id of committedIds) {
-      const event = (await db().send(new GetCommand({ TableName: tableName(), Key: keys.outboxEvent(merchantId, id), ConsistentRead: true }))).Item!;
-      const mark = (await db().send(new GetCommand({ TableName: tableName(), Key: { pk: event.mark_pk, sk: event.mark_sk }, ConsistentRead: true }))).Item!;
+      const event = (
+        await db().send(new GetCommand({ TableName: tableName(), Key: keys.outboxEvent(merchantId, id), ConsistentRead: true }))
+      ).Item!;
+      const mark = (
+        await db().send(new GetCommand({ TableName: tableName(), Key: { pk: event.mark_pk, sk: event.mark_sk }, ConsistentRead: true }))
+      ).Item!;
       expect(mark.published_at, id).toEqual(expect.any(String));
       expect(mark.gsi4pk, id).toBeUndefined();
     }
@@ -146,7 +154,9 @@ describe('an EventBridge outage of 30 hours', { timeout: 600_000 }, () => {
     }
 
     // An idle sweep of a merchant costs one Query per shard (nothing pending, nothing read).
-    const { result, tally } = await tallied(() => sweepOutbox({ publish: publisher('sweeper'), merchants: sweepThis(), graceMs: SWEEP_GRACE_MS }));
+    const { result, tally } = await tallied(() =>
+      sweepOutbox({ publish: publisher('sweeper'), merchants: sweepThis(), graceMs: SWEEP_GRACE_MS }),
+    );
     expect(result).toMatchObject({ merchants: 1, candidates: 0, published: 0 });
     expect(tally.byCommand).toEqual({ QueryCommand: OUTBOX_SHARDS });
   });

@@ -2,7 +2,16 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { GetItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DeadlineBoundHandler } from '#lib/db/client';
-import { INVOCATION_RETRIES, MAX_ATTEMPTS, RetryableError, THROTTLE_BUCKET, attemptTimeoutMs, retrying, throttleBucket, withDeadline } from '#lib/db/retry';
+import {
+  INVOCATION_RETRIES,
+  MAX_ATTEMPTS,
+  RetryableError,
+  THROTTLE_BUCKET,
+  attemptTimeoutMs,
+  retrying,
+  throttleBucket,
+  withDeadline,
+} from '#lib/db/retry';
 import { ContentionError } from '#lib/errors';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
@@ -16,7 +25,10 @@ import { sustainedConflicts, throttle, type Installed } from '../support/faults.
  */
 const api = useApi();
 const installed: Installed<unknown>[] = [];
-const use = <T extends Installed<unknown>>(m: T): T => (installed.push(m), m);
+const use = <T extends Installed<unknown>>(m: T): T => {
+  installed.push(m);
+  return m;
+};
 afterEach(() => {
   installed.splice(0).forEach((m) => m.uninstall());
   resetClock();

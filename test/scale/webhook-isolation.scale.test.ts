@@ -43,7 +43,14 @@ const task = (merchantId: string, endpointId: number): DeliveryTask => ({
 });
 
 const record = (t: DeliveryTask): SQSRecord =>
-  ({ messageId: randomUUID(), receiptHandle: randomUUID(), body: taskBody(t), attributes: {}, messageAttributes: {}, eventSource: 'aws:sqs' }) as unknown as SQSRecord;
+  ({
+    messageId: randomUUID(),
+    receiptHandle: randomUUID(),
+    body: taskBody(t),
+    attributes: {},
+    messageAttributes: {},
+    eventSource: 'aws:sqs',
+  }) as unknown as SQSRecord;
 
 /** The queue as the consumer uses it, recording what it was asked to do. */
 const recordingQueue = () => {
@@ -86,7 +93,9 @@ const runBatch = async (slow: () => Promise<number>) => {
   ];
   const { queue, postponed, deadLetters } = recordingQueue();
   const outcomes: { task: DeliveryTask; outcome: TaskOutcome; slowAnswered: number }[] = [];
-  const handler = sqsHandler((records) => deliverRecords(records, queue, { onOutcome: (t, outcome) => outcomes.push({ task: t, outcome, slowAnswered }) }));
+  const handler = sqsHandler((records) =>
+    deliverRecords(records, queue, { onOutcome: (t, outcome) => outcomes.push({ task: t, outcome, slowAnswered }) }),
+  );
   const context = lambdaContext('webhookDelivery', randomUUID(), Date.now(), DELIVERY_FUNCTION_TIMEOUT_SECONDS * 1000);
   const response = await handler({ Records: [...slowTasks, ...fastTasks].map(record) }, context);
   const isSlow = (t: DeliveryTask) => t.endpoint_id === slowEndpoint.id && t.merchant_id === a.merchantId;
@@ -105,11 +114,20 @@ const runBatch = async (slow: () => Promise<number>) => {
 };
 
 const delivered = async (t: DeliveryTask) =>
-  (await db().send(new GetCommand({ TableName: tableName(), Key: keys.webhookDeliveryState(t.merchant_id, t.endpoint_id, t.event.id), ConsistentRead: true }))).Item
-    ?.delivered_at;
+  (
+    await db().send(
+      new GetCommand({
+        TableName: tableName(),
+        Key: keys.webhookDeliveryState(t.merchant_id, t.endpoint_id, t.event.id),
+        ConsistentRead: true,
+      }),
+    )
+  ).Item?.delivered_at;
 
 describe('one slow endpoint in a batch', () => {
-  it('answering in 9 s of its 10: the fast endpoints are delivered and recorded first; every slow answer is a success', { timeout: 60_000 }, async () => {
+  it('answering in 9 s of its 10: the fast endpoints are delivered and recorded first; every slow answer is a success', {
+    timeout: 60_000,
+  }, async () => {
     const run = await runBatch(() => new Promise((r) => setTimeout(() => r(204), SLOW_MS)));
 
     // Fast: all 6 delivered, verified as theirs, and recorded while the slow endpoint had answered nothing.
@@ -129,7 +147,9 @@ describe('one slow endpoint in a batch', () => {
     expect(run.postponed).toEqual([]);
   });
 
-  it('not answering at all: the fast endpoints are unaffected; each slow attempt gets its whole 10 s, then waits for its retry', { timeout: 60_000 }, async () => {
+  it('not answering at all: the fast endpoints are unaffected; each slow attempt gets its whole 10 s, then waits for its retry', {
+    timeout: 60_000,
+  }, async () => {
     let release!: () => void;
     const never = new Promise<number>((r) => (release = () => r(204)));
     closers.push(() => release());

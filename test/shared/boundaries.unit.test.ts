@@ -59,7 +59,10 @@ describe('boundaries', () => {
       const own = new RegExp(`^lib/${RESOURCE_OF[dir] ?? dir}/`);
       for (const name of readdirSync(join(ROOT, 'functions', dir))) {
         const file = `functions/${dir}/${name}`;
-        expect(importsOf(file).filter((m) => !own.test(m) && !COMMON.test(m)), file).toEqual([]);
+        expect(
+          importsOf(file).filter((m) => !own.test(m) && !COMMON.test(m)),
+          file,
+        ).toEqual([]);
       }
     }
   });
@@ -67,7 +70,10 @@ describe('boundaries', () => {
   it('the pure rules load no database, HTTP or AWS code, even indirectly', () => {
     for (const file of PURE_RULES) {
       const loaded = [...reach(file)];
-      expect(loaded.filter((m) => /^lib\/(db|http|events)\//.test(m) || m === 'lib/outbox.ts'), file).toEqual([]);
+      expect(
+        loaded.filter((m) => /^lib\/(db|http|events)\//.test(m) || m === 'lib/outbox.ts'),
+        file,
+      ).toEqual([]);
       expect(readFileSync(join(ROOT, file), 'utf8'), file).not.toMatch(/from '@aws-sdk\//);
     }
   });
@@ -81,7 +87,10 @@ describe('boundaries', () => {
     expect(units.length).toBeGreaterThan(10);
     for (const file of units) {
       const loaded = [...reach(file)];
-      expect(loaded.filter((m) => /^(test\/support\/(api|global-setup|cli|seed)|infra\/local\/(server|dynamodb-local))\.ts$/.test(m)), file).toEqual([]);
+      expect(
+        loaded.filter((m) => /^(test\/support\/(api|global-setup|cli|seed)|infra\/local\/(server|dynamodb-local))\.ts$/.test(m)),
+        file,
+      ).toEqual([]);
     }
   });
 });

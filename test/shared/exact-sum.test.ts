@@ -8,7 +8,9 @@ const Exact = Decimal.clone({ precision: 200 });
 /** Stored numbers as DynamoDB gives them back: safe integers as numbers, decimals as strings. */
 const stored = fc.oneof(
   fc.integer({ min: -1e9, max: 1e9 }),
-  fc.tuple(fc.bigInt({ min: -(10n ** 23n), max: 10n ** 23n }), fc.integer({ min: 0, max: 12 })).map(([n, scale]) => new Exact(n.toString()).div(new Exact(10).pow(scale)).toFixed()),
+  fc
+    .tuple(fc.bigInt({ min: -(10n ** 23n), max: 10n ** 23n }), fc.integer({ min: 0, max: 12 }))
+    .map(([n, scale]) => new Exact(n.toString()).div(new Exact(10).pow(scale)).toFixed()),
   fc.constantFrom('1e-7', '-2.5E+3', '0.00000000001', '-0', '123456789012.3456789012'),
   // Near the Number accumulators' limits (2^52 units): sums of these cross it and are carried exactly.
   fc.constantFrom('999999999999999.9999999999', '-999999999999999.9999999999', 9007199254740991, -4503599627370496, 4503599627370495),

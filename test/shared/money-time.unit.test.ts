@@ -15,7 +15,10 @@ describe('amounts', () => {
   it('refuses what is not exact money, with the message a client sees', () => {
     expect(parseAmount('1.234', 'amount')).toEqual({ ok: false, message: 'The amount field must have at most 2 decimal places.' });
     expect(parseAmount('-5', 'amount')).toEqual({ ok: false, message: 'The amount field must be at least 0.' });
-    expect(parseAmount('12345678901234', 'amount')).toEqual({ ok: false, message: 'The amount field must not have more than 13 integer digits.' });
+    expect(parseAmount('12345678901234', 'amount')).toEqual({
+      ok: false,
+      message: 'The amount field must not have more than 13 integer digits.',
+    });
     expect(parseAmount('1e3', 'amount')).toEqual({ ok: false, message: 'The amount field must be a number.' });
     expect(parseAmount(Number.NaN, 'amount')).toEqual({ ok: false, message: 'The amount field must be a number.' });
     expect(parseAmount(null, 'amount')).toEqual({ ok: false, message: 'The amount field must be a number.' });
@@ -51,7 +54,8 @@ describe('time', () => {
   });
 
   it('refuses a missing zone, an impossible date or a space for T', () => {
-    for (const bad of ['2026-11-24T08:00:00', '2026-02-30T00:00Z', '2026-11-24 08:00Z', '2026-11-24T24:00Z', '2026-11-24']) expect(parseTimestamp(bad), bad).toBeNull();
+    for (const bad of ['2026-11-24T08:00:00', '2026-02-30T00:00Z', '2026-11-24 08:00Z', '2026-11-24T24:00Z', '2026-11-24'])
+      expect(parseTimestamp(bad), bad).toBeNull();
     expect(parseDate('2026-02-29')).toBeNull();
     expect(parseDate('2024-02-29')?.toISOString()).toBe('2024-02-29T00:00:00.000Z');
   });
@@ -61,7 +65,16 @@ describe('time', () => {
     const either = new RegExp(DATE_OR_DATETIME_PATTERN);
     const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
     const inputs = fc
-      .tuple(fc.integer({ min: 1, max: 9999 }), two(13), two(32), fc.constantFrom('T', 't'), two(25), two(60), fc.option(two(60)), fc.constantFrom('Z', 'z', '+08:00', '-0130', '+14:00', ''))
+      .tuple(
+        fc.integer({ min: 1, max: 9999 }),
+        two(13),
+        two(32),
+        fc.constantFrom('T', 't'),
+        two(25),
+        two(60),
+        fc.option(two(60)),
+        fc.constantFrom('Z', 'z', '+08:00', '-0130', '+14:00', ''),
+      )
       .map(([y, mo, d, t, h, mi, s, zone]) => `${String(y).padStart(4, '0')}-${mo}-${d}${t}${h}:${mi}${s === null ? '' : `:${s}`}${zone}`);
     fc.assert(
       fc.property(inputs, (input) => {

@@ -28,13 +28,22 @@ type Merchant = { merchantId: string; token: string };
 type Body = Record<string, unknown>;
 
 const newCustomer = async (token: string) => {
-  const r = await api.post('/customers', token, { email: `a${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 7)}@example.com`, name: 'Acc' });
+  const r = await api.post('/customers', token, {
+    email: `a${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 7)}@example.com`,
+    name: 'Acc',
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body.data as { id: number };
 };
 
 const createSub = async (token: string, customerId: number, over: Body = {}) => {
-  const r = await api.post('/subscriptions', token, { customer_id: customerId, plan_name: 'Basic', mrr: '100.00', billing_cycle: 'monthly', ...over });
+  const r = await api.post('/subscriptions', token, {
+    customer_id: customerId,
+    plan_name: 'Basic',
+    mrr: '100.00',
+    billing_cycle: 'monthly',
+    ...over,
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body.data;
 };
@@ -46,7 +55,12 @@ const ok = async (res: Promise<{ status: number; body: any }>, status = 200) => 
 };
 
 const customerMrr = async (merchantId: string, customerId: number) =>
-  new Decimal(String((await db().send(new GetCommand({ TableName: tableName(), Key: keys.customerMrr(merchantId, customerId), ConsistentRead: true }))).Item?.mrr ?? '0')).toFixed(2);
+  new Decimal(
+    String(
+      (await db().send(new GetCommand({ TableName: tableName(), Key: keys.customerMrr(merchantId, customerId), ConsistentRead: true })))
+        .Item?.mrr ?? '0',
+    ),
+  ).toFixed(2);
 
 /** Everything a merchant can see of its subscriptions (each one by id too) and events, plus its outbox. */
 const snapshot = async ({ merchantId, token }: Merchant) => {
@@ -90,10 +104,34 @@ const targets: Target[] = [
     body: (c) => ({ customer_id: c, event_type: 'upgrade', old_amount: '1', new_amount: '2' }),
     ability: 'subscriptions:write',
   },
-  { name: 'PUT /subscriptions/{id}', method: 'PUT', path: (id) => `/subscriptions/${id}`, body: () => ({ mrr: '300.00' }), ability: 'subscriptions:write' },
-  { name: 'PUT /subscriptions/{id}/cancel', method: 'PUT', path: (id) => `/subscriptions/${id}/cancel`, body: () => ({ reason: 'x' }), ability: 'subscriptions:write' },
-  { name: 'PUT /subscriptions/{id}/pause', method: 'PUT', path: (id) => `/subscriptions/${id}/pause`, body: () => ({}), ability: 'subscriptions:write' },
-  { name: 'PUT /subscriptions/{id}/reactivate', method: 'PUT', path: (id) => `/subscriptions/${id}/reactivate`, body: () => ({}), ability: 'subscriptions:write' },
+  {
+    name: 'PUT /subscriptions/{id}',
+    method: 'PUT',
+    path: (id) => `/subscriptions/${id}`,
+    body: () => ({ mrr: '300.00' }),
+    ability: 'subscriptions:write',
+  },
+  {
+    name: 'PUT /subscriptions/{id}/cancel',
+    method: 'PUT',
+    path: (id) => `/subscriptions/${id}/cancel`,
+    body: () => ({ reason: 'x' }),
+    ability: 'subscriptions:write',
+  },
+  {
+    name: 'PUT /subscriptions/{id}/pause',
+    method: 'PUT',
+    path: (id) => `/subscriptions/${id}/pause`,
+    body: () => ({}),
+    ability: 'subscriptions:write',
+  },
+  {
+    name: 'PUT /subscriptions/{id}/reactivate',
+    method: 'PUT',
+    path: (id) => `/subscriptions/${id}/reactivate`,
+    body: () => ({}),
+    ability: 'subscriptions:write',
+  },
   { name: 'DELETE /subscriptions/{id}', method: 'DELETE', path: (id) => `/subscriptions/${id}`, ability: 'subscriptions:write' },
 ];
 
@@ -137,15 +175,22 @@ describe('authentication and abilities', () => {
     expect(await snapshot(m)).toEqual(before);
   });
 
-  it.each(targets.map((t) => [t.name, t] as const))('%s: 403 with a token lacking its ability (even with every other one)', async (_n, t) => {
-    const others = ABILITIES.filter((a) => a !== t.ability);
-    for (const abilities of [['customers:read'], ['customers:read', 'customers:write', 'orders:read', 'orders:write'], others] as Ability[][]) {
-      const limited = await newMerchant(abilities);
-      const r = await send(t, limited.token, 1, 1);
-      expect(r.status, `${abilities.join(',')}: ${JSON.stringify(r.body)}`).toBe(403);
-      expect(r.body).toEqual(FORBIDDEN);
-    }
-  });
+  it.each(targets.map((t) => [t.name, t] as const))(
+    '%s: 403 with a token lacking its ability (even with every other one)',
+    async (_n, t) => {
+      const others = ABILITIES.filter((a) => a !== t.ability);
+      for (const abilities of [
+        ['customers:read'],
+        ['customers:read', 'customers:write', 'orders:read', 'orders:write'],
+        others,
+      ] as Ability[][]) {
+        const limited = await newMerchant(abilities);
+        const r = await send(t, limited.token, 1, 1);
+        expect(r.status, `${abilities.join(',')}: ${JSON.stringify(r.body)}`).toBe(403);
+        expect(r.body).toEqual(FORBIDDEN);
+      }
+    },
+  );
 
   it("403 on the merchant's own subscriptions: a read-only token changes nothing, a write-only token reads nothing; a revoked token is 401", async () => {
     const owner = await newMerchant();
@@ -202,15 +247,18 @@ describe('404 for subscriptions that are not there', () => {
   const byId = targets.filter((t) => t.path(7).includes('7'));
   const segments = ['999999', 'abc', '0', '-1', '1.0', '01', '1e3', '99999999999999999999', '%20'];
 
-  it.each(byId.map((t) => [t.name, t] as const))('%s: unknown, non-numeric or malformed ids → 404 {message: "Resource not found"}', async (_n, t) => {
-    const before = await snapshot(m);
-    for (const segment of segments) {
-      const r = await api.request(t.method, t.path(7).replace('7', segment), { token: m.token, body: t.body?.(customerId) });
-      expect(r.status, `${segment}: ${JSON.stringify(r.body)}`).toBe(404);
-      expect(r.body, segment).toEqual(NOT_FOUND);
-    }
-    expect(await snapshot(m)).toEqual(before);
-  });
+  it.each(byId.map((t) => [t.name, t] as const))(
+    '%s: unknown, non-numeric or malformed ids → 404 {message: "Resource not found"}',
+    async (_n, t) => {
+      const before = await snapshot(m);
+      for (const segment of segments) {
+        const r = await api.request(t.method, t.path(7).replace('7', segment), { token: m.token, body: t.body?.(customerId) });
+        expect(r.status, `${segment}: ${JSON.stringify(r.body)}`).toBe(404);
+        expect(r.body, segment).toEqual(NOT_FOUND);
+      }
+      expect(await snapshot(m)).toEqual(before);
+    },
+  );
 
   it('a deleted subscription: DELETE 204 with no body, then 404 on every route by id; its events stay; the customer may subscribe again', async () => {
     const c = (await newCustomer(m.token)).id;
@@ -241,16 +289,26 @@ describe('404 for subscriptions that are not there', () => {
   it('a deleted subscription leaves every list (unfiltered, by status, by customer): data and total agree', async () => {
     const c = (await newCustomer(m.token)).id;
     const sub = await createSub(m.token, c);
-    const queries = ['/subscriptions?per_page=100', '/subscriptions?status=active&per_page=100', `/subscriptions?customer_id=${c}&per_page=100`];
+    const queries = [
+      '/subscriptions?per_page=100',
+      '/subscriptions?status=active&per_page=100',
+      `/subscriptions?customer_id=${c}&per_page=100`,
+    ];
     const before = await Promise.all(queries.map(async (q) => (await api.get(q, m.token)).body));
     for (const [i, q] of queries.entries()) {
-      expect(before[i].data.map((s: any) => s.id), q).toContain(sub.id);
+      expect(
+        before[i].data.map((s: any) => s.id),
+        q,
+      ).toContain(sub.id);
       expect(before[i].meta.total, q).toBe(before[i].data.length);
     }
     expect((await api.del(`/subscriptions/${sub.id}`, m.token)).status).toBe(204);
     for (const [i, q] of queries.entries()) {
       const after = (await api.get(q, m.token)).body;
-      expect(after.data.map((s: any) => s.id), `${q} still lists the deleted subscription`).not.toContain(sub.id);
+      expect(
+        after.data.map((s: any) => s.id),
+        `${q} still lists the deleted subscription`,
+      ).not.toContain(sub.id);
       expect(after.meta.total, q).toBe(before[i].meta.total - 1);
       expect(after.meta.total, `${q}: meta.total vs data`).toBe(after.data.length);
     }
@@ -276,7 +334,16 @@ describe('merchant isolation', () => {
     aSubs.push(await createSub(a.token, aCustomers[2], { plan_name: 'A-cancelled', mrr: '75.00' }));
     await ok(api.put(`/subscriptions/${aSubs[1].id}/pause`, a.token, {}));
     await ok(api.put(`/subscriptions/${aSubs[2].id}/cancel`, a.token, {}));
-    await ok(api.post('/subscriptions/events', a.token, { customer_id: aCustomers[0], subscription_id: aSubs[0].id, event_type: 'upgrade', old_amount: '1', new_amount: '2' }), 201);
+    await ok(
+      api.post('/subscriptions/events', a.token, {
+        customer_id: aCustomers[0],
+        subscription_id: aSubs[0].id,
+        event_type: 'upgrade',
+        old_amount: '1',
+        new_amount: '2',
+      }),
+      201,
+    );
     bCustomer = (await newCustomer(b.token)).id;
     bSub = await createSub(b.token, bCustomer, { plan_name: 'B-plan' });
     expect(aSubs.map((s) => s.id)).toEqual([1, 2, 3]);
@@ -324,7 +391,9 @@ describe('merchant isolation', () => {
 
     const bEvents = (await api.get('/subscriptions/events?per_page=100', b.token)).body;
     expect(bEvents.meta.total).toBe(1);
-    expect(bEvents.data.map((e: any) => [e.event_type, e.subscription_id, e.customer_id, e.new_plan])).toEqual([['created', 1, 1, 'B-plan']]);
+    expect(bEvents.data.map((e: any) => [e.event_type, e.subscription_id, e.customer_id, e.new_plan])).toEqual([
+      ['created', 1, 1, 'B-plan'],
+    ]);
     for (const q of [
       `/subscriptions/events?customer_id=${aCustomers[1]}`,
       `/subscriptions/events?subscription_id=${aSubs[1].id}`,
@@ -349,16 +418,33 @@ describe('merchant isolation', () => {
       { customer_id: [CUSTOMER_INVALID] },
     );
     expect422(
-      await api.post('/subscriptions/events', b.token, { customer_id: aOnlyCustomer, event_type: 'upgrade', old_amount: '1', new_amount: '2' }),
+      await api.post('/subscriptions/events', b.token, {
+        customer_id: aOnlyCustomer,
+        event_type: 'upgrade',
+        old_amount: '1',
+        new_amount: '2',
+      }),
       { customer_id: [CUSTOMER_INVALID] },
     );
     expect422(
-      await api.post('/subscriptions/events', b.token, { customer_id: aOnlyCustomer, subscription_id: aSubs[2].id, event_type: 'cancel', old_amount: '75', new_amount: '0' }),
+      await api.post('/subscriptions/events', b.token, {
+        customer_id: aOnlyCustomer,
+        subscription_id: aSubs[2].id,
+        event_type: 'cancel',
+        old_amount: '75',
+        new_amount: '0',
+      }),
       { customer_id: [CUSTOMER_INVALID] },
     );
     // B's own customer with A's subscription id (B has no subscription 2).
     expect422(
-      await api.post('/subscriptions/events', b.token, { customer_id: bCustomer, subscription_id: aSubs[1].id, event_type: 'upgrade', old_amount: '1', new_amount: '2' }),
+      await api.post('/subscriptions/events', b.token, {
+        customer_id: bCustomer,
+        subscription_id: aSubs[1].id,
+        event_type: 'upgrade',
+        old_amount: '1',
+        new_amount: '2',
+      }),
       { subscription_id: [SUBSCRIPTION_INVALID] },
     );
     expect(await snapshot(a)).toEqual(before);
@@ -409,7 +495,14 @@ describe('forbidden state moves (docs/subscriptions.md): 422 on status, nothing 
   it('cancel a cancelled subscription (cancelled_at and reason kept)', async () => {
     const { customerId, id } = await subIn('cancelled');
     const first = (await api.get(`/subscriptions/${id}`, m.token)).body.data;
-    const after = await refused(customerId, id, 'PUT', `/subscriptions/${id}/cancel`, { reason: 'again', cancelled_at: '2020-01-01T00:00:00Z' }, 'The subscription is already cancelled.');
+    const after = await refused(
+      customerId,
+      id,
+      'PUT',
+      `/subscriptions/${id}/cancel`,
+      { reason: 'again', cancelled_at: '2020-01-01T00:00:00Z' },
+      'The subscription is already cancelled.',
+    );
     expect(after).toEqual(first);
   });
 
@@ -504,10 +597,13 @@ describe('one live subscription per customer', () => {
   it('concurrent creates for one customer: exactly one 201, the others 422 customer_id', async () => {
     const c = (await newCustomer(m.token)).id;
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => api.post('/subscriptions', m.token, { customer_id: c, plan_name: `P${i}`, mrr: '10.00', billing_cycle: 'monthly' })),
+      Array.from({ length: 6 }, (_, i) =>
+        api.post('/subscriptions', m.token, { customer_id: c, plan_name: `P${i}`, mrr: '10.00', billing_cycle: 'monthly' }),
+      ),
     );
     expect(results.map((r) => r.status).sort()).toEqual([201, 422, 422, 422, 422, 422]);
-    for (const r of results.filter((x) => x.status === 422)) expect(r.body).toEqual({ message: INVALID, errors: { customer_id: [LIVE_TAKEN] } });
+    for (const r of results.filter((x) => x.status === 422))
+      expect(r.body).toEqual({ message: INVALID, errors: { customer_id: [LIVE_TAKEN] } });
     expect((await api.get(`/subscriptions?customer_id=${c}`, m.token)).body.meta.total).toBe(1);
     expect((await api.get(`/subscriptions/events?customer_id=${c}`, m.token)).body.meta.total).toBe(1);
     expect(await customerMrr(m.merchantId, c)).toBe('10.00');
@@ -530,7 +626,9 @@ describe('a customer soft-deleted while holding a live subscription', () => {
     expect((await api.get(`/subscriptions/events?customer_id=${c}`, m.token)).body.meta.total).toBe(1);
 
     const before = await snapshot(m);
-    expect422(await api.post('/subscriptions', m.token, { customer_id: c, plan_name: 'New', mrr: '1', billing_cycle: 'monthly' }), { customer_id: [CUSTOMER_INVALID] });
+    expect422(await api.post('/subscriptions', m.token, { customer_id: c, plan_name: 'New', mrr: '1', billing_cycle: 'monthly' }), {
+      customer_id: [CUSTOMER_INVALID],
+    });
     expect(await snapshot(m)).toEqual(before);
 
     // It can still be updated, paused and resumed (docs/subscriptions.md: a deleted customer's subscriptions stay).

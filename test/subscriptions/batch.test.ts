@@ -23,7 +23,15 @@ describe('POST /subscriptions/batch', () => {
     const res = await api.post('/subscriptions/batch', token, {
       subscriptions: [
         sub({ external_id: 'sub_a', customer_id: customer.id, started_at: '2025-06-01T00:00:00Z' }),
-        sub({ external_id: 'sub_b', customer_email: 'New@Example.com', customer_name: 'New', mrr: '50.5', started_at: '2025-07-10T00:00:00Z', cancelled_at: '2025-12-10T00:00:00Z', cancel_reason: 'too expensive' }),
+        sub({
+          external_id: 'sub_b',
+          customer_email: 'New@Example.com',
+          customer_name: 'New',
+          mrr: '50.5',
+          started_at: '2025-07-10T00:00:00Z',
+          cancelled_at: '2025-12-10T00:00:00Z',
+          cancel_reason: 'too expensive',
+        }),
       ],
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -32,17 +40,31 @@ describe('POST /subscriptions/batch', () => {
 
     const [a, b] = res.body.data.results.created.map((c: { id: number }) => c.id);
     const got = (await api.get(`/subscriptions/${a}`, token)).body.data;
-    expect(got).toMatchObject({ external_id: 'sub_a', currency: 'TWD', source: 'import', status: 'active', started_at: '2025-06-01T00:00:00Z', cancel_at: null });
+    expect(got).toMatchObject({
+      external_id: 'sub_a',
+      currency: 'TWD',
+      source: 'import',
+      status: 'active',
+      started_at: '2025-06-01T00:00:00Z',
+      cancel_at: null,
+    });
     const cancelled = (await api.get(`/subscriptions/${b}`, token)).body.data;
-    expect(cancelled).toMatchObject({ status: 'cancelled', cancelled_at: '2025-12-10T00:00:00Z', cancel_reason: 'too expensive', mrr: '50.50' });
+    expect(cancelled).toMatchObject({
+      status: 'cancelled',
+      cancelled_at: '2025-12-10T00:00:00Z',
+      cancel_reason: 'too expensive',
+      mrr: '50.50',
+    });
     const newCustomer = (await api.get(`/customers/${cancelled.customer_id}`, token)).body.data;
     expect(newCustomer).toMatchObject({ email: 'new@example.com', name: 'New' });
 
     const events = (await api.get(`/subscriptions/events?subscription_id=${b}`, token)).body.data;
-    expect(events.map((e: { event_type: string; occurred_at: string; source: string }) => [e.event_type, e.occurred_at, e.source])).toEqual([
-      ['cancel', '2025-12-10T00:00:00Z', 'import'],
-      ['created', '2025-07-10T00:00:00Z', 'import'],
-    ]);
+    expect(events.map((e: { event_type: string; occurred_at: string; source: string }) => [e.event_type, e.occurred_at, e.source])).toEqual(
+      [
+        ['cancel', '2025-12-10T00:00:00Z', 'import'],
+        ['created', '2025-07-10T00:00:00Z', 'import'],
+      ],
+    );
 
     const points = await series(token);
     const at = (m: string) => points.find((p: { date: string }) => p.date.startsWith(m));
@@ -52,7 +74,9 @@ describe('POST /subscriptions/batch', () => {
     expect(await summary(token)).toMatchObject({ current_mrr: '100.00', active_subscriptions: 1 });
     expect((await api.get('/subscriptions?status=active', token)).body.meta.total).toBe(1);
     expect(await outboxEvents(merchantId)).toEqual([]);
-    expect(await activityRecords(merchantId)).toEqual([expect.objectContaining({ type: 'subscriptions.batch', total: 2, created: 2, updated: 0, skipped: 0, failed: 0 })]);
+    expect(await activityRecords(merchantId)).toEqual([
+      expect.objectContaining({ type: 'subscriptions.batch', total: 2, created: 2, updated: 0, skipped: 0, failed: 0 }),
+    ]);
   });
 
   it('an external id already taken (stored or earlier in the batch) is skipped; a second live subscription fails on customer_id; deleting frees the external id', async () => {
@@ -120,9 +144,14 @@ describe('POST /subscriptions/batch', () => {
 
   it('a subscription in another currency is listed with it and left out of the figures', async () => {
     const { token, customer } = await setup();
-    const res = await api.post('/subscriptions/batch', token, { subscriptions: [sub({ external_id: 'usd', customer_id: customer.id, currency: 'usd', started_at: '2026-01-01T00:00:00Z' })] });
+    const res = await api.post('/subscriptions/batch', token, {
+      subscriptions: [sub({ external_id: 'usd', customer_id: customer.id, currency: 'usd', started_at: '2026-01-01T00:00:00Z' })],
+    });
     expect(res.body.data.created).toBe(1);
-    expect((await api.get(`/subscriptions/${res.body.data.results.created[0].id}`, token)).body.data).toMatchObject({ currency: 'USD', status: 'active' });
+    expect((await api.get(`/subscriptions/${res.body.data.results.created[0].id}`, token)).body.data).toMatchObject({
+      currency: 'USD',
+      status: 'active',
+    });
     expect(await summary(token)).toMatchObject({ current_mrr: '0.00', active_customers: 0 });
   });
 });
@@ -131,14 +160,30 @@ describe('POST /subscriptions/events/batch', () => {
   it('records events in array order, naming subscriptions by id or external id; identifier is the external id, else the customer id', async () => {
     fixedClock('2026-03-15T00:00:00Z');
     const { token, customer } = await setup();
-    const imported = await api.post('/subscriptions/batch', token, { subscriptions: [sub({ external_id: 'ext', customer_id: customer.id, started_at: '2025-03-01T00:00:00Z' })] });
+    const imported = await api.post('/subscriptions/batch', token, {
+      subscriptions: [sub({ external_id: 'ext', customer_id: customer.id, started_at: '2025-03-01T00:00:00Z' })],
+    });
     const subId = imported.body.data.results.created[0].id;
     const res = await api.post('/subscriptions/events/batch', token, {
       events: [
         { customer_id: customer.id, event_type: 'created', old_amount: '0', new_amount: '40', occurred_at: '2024-01-01T00:00:00Z' },
         { customer_id: customer.id, event_type: 'upgrade', old_amount: '40', new_amount: '60', occurred_at: '2024-06-01T00:00:00Z' },
-        { customer_id: customer.id, subscription_external_id: 'ext', event_type: 'upgrade', old_amount: '100', new_amount: '200', occurred_at: '2025-05-01T00:00:00Z' },
-        { customer_id: customer.id, subscription_id: subId, event_type: 'downgrade', old_amount: '200', new_amount: '150', occurred_at: '2025-09-01T00:00:00Z' },
+        {
+          customer_id: customer.id,
+          subscription_external_id: 'ext',
+          event_type: 'upgrade',
+          old_amount: '100',
+          new_amount: '200',
+          occurred_at: '2025-05-01T00:00:00Z',
+        },
+        {
+          customer_id: customer.id,
+          subscription_id: subId,
+          event_type: 'downgrade',
+          old_amount: '200',
+          new_amount: '150',
+          occurred_at: '2025-09-01T00:00:00Z',
+        },
         { customer_id: customer.id, event_type: 'upgrade', old_amount: '60', new_amount: '70', occurred_at: '2025-04-01T00:00:00Z' },
         { customer_id: customer.id, subscription_external_id: 'nope', event_type: 'cancel', old_amount: '10', new_amount: '0' },
         { customer_id: customer.id, event_type: 'upgrade', old_amount: '900', new_amount: '100' },
@@ -146,7 +191,12 @@ describe('POST /subscriptions/events/batch', () => {
     });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body.data).toMatchObject({ total: 7, created: 4, failed: 3 });
-    expect(res.body.data.results.created.map((c: { identifier: string }) => c.identifier)).toEqual([String(customer.id), String(customer.id), 'ext', 'ext']);
+    expect(res.body.data.results.created.map((c: { identifier: string }) => c.identifier)).toEqual([
+      String(customer.id),
+      String(customer.id),
+      'ext',
+      'ext',
+    ]);
     expect(res.body.data.results.failed).toEqual([
       {
         index: 4,
@@ -156,7 +206,12 @@ describe('POST /subscriptions/events/batch', () => {
         identifier: String(customer.id),
       },
       { index: 5, reason: 'validation_error', message: 'The selected subscription external id is invalid.', identifier: 'nope' },
-      { index: 6, reason: 'validation_error', message: 'The upgrade event type needs new amount greater than old amount.', identifier: String(customer.id) },
+      {
+        index: 6,
+        reason: 'validation_error',
+        message: 'The upgrade event type needs new amount greater than old amount.',
+        identifier: String(customer.id),
+      },
     ]);
     const points = await series(token);
     const at = (m: string) => points.find((p: { date: string }) => p.date.startsWith(m));
@@ -171,7 +226,9 @@ describe('POST /subscriptions/events/batch', () => {
 
   it('POST /subscriptions/events also takes subscription_external_id; an unknown one is a 422 on it', async () => {
     const { token, customer } = await setup();
-    await api.post('/subscriptions/batch', token, { subscriptions: [sub({ external_id: 'one', customer_id: customer.id, started_at: '2025-03-01T00:00:00Z' })] });
+    await api.post('/subscriptions/batch', token, {
+      subscriptions: [sub({ external_id: 'one', customer_id: customer.id, started_at: '2025-03-01T00:00:00Z' })],
+    });
     const ok = await api.post('/subscriptions/events', token, {
       customer_id: customer.id,
       subscription_external_id: 'one',
@@ -182,13 +239,25 @@ describe('POST /subscriptions/events/batch', () => {
     });
     expect(ok.status, JSON.stringify(ok.body)).toBe(201);
     expect(ok.body.data).toMatchObject({ subscription_id: expect.any(Number), amount_change: '20.00', source: 'import' });
-    const bad = await api.post('/subscriptions/events', token, { customer_id: customer.id, subscription_external_id: 'two', event_type: 'upgrade', old_amount: '1', new_amount: '2' });
+    const bad = await api.post('/subscriptions/events', token, {
+      customer_id: customer.id,
+      subscription_external_id: 'two',
+      event_type: 'upgrade',
+      old_amount: '1',
+      new_amount: '2',
+    });
     expect(bad.status).toBe(422);
     expect(bad.body.errors).toEqual({ subscription_external_id: ['The selected subscription external id is invalid.'] });
     // Without customer_id the subscription's external id names the customer too.
     const byExternal = await api.post('/subscriptions/events/batch', token, {
       events: [
-        { subscription_external_id: 'one', event_type: 'downgrade', old_amount: '120', new_amount: '90', occurred_at: '2025-05-01T00:00:00Z' },
+        {
+          subscription_external_id: 'one',
+          event_type: 'downgrade',
+          old_amount: '120',
+          new_amount: '90',
+          occurred_at: '2025-05-01T00:00:00Z',
+        },
         { subscription_external_id: 'nope', event_type: 'downgrade', old_amount: '120', new_amount: '90' },
         { event_type: 'downgrade', old_amount: '120', new_amount: '90' },
       ],
@@ -198,7 +267,10 @@ describe('POST /subscriptions/events/batch', () => {
       'The selected subscription external id is invalid.',
       'The customer id field is required when subscription external id is not present.',
     ]);
-    expect((await api.get(`/subscriptions/events?customer_id=${customer.id}&event_type=downgrade`, token)).body.data[0]).toMatchObject({ customer_id: customer.id, new_amount: '90.00' });
+    expect((await api.get(`/subscriptions/events?customer_id=${customer.id}&event_type=downgrade`, token)).body.data[0]).toMatchObject({
+      customer_id: customer.id,
+      new_amount: '90.00',
+    });
   });
 });
 
@@ -206,14 +278,26 @@ describe('X-Idempotency-Key on the batch endpoints', () => {
   it('a repeat with the same key and body replays the first answer and applies nothing; another body under the key is a 422', async () => {
     const { token, customer } = await setup();
     const body = { subscriptions: [sub({ external_id: 'idem_1', customer_id: customer.id, started_at: '2025-01-01T00:00:00Z' })] };
-    const first = await api.request('POST', '/subscriptions/batch', { token, body, headers: { 'x-idempotency-key': 'run-1:subscriptions:1' } });
+    const first = await api.request('POST', '/subscriptions/batch', {
+      token,
+      body,
+      headers: { 'x-idempotency-key': 'run-1:subscriptions:1' },
+    });
     expect(first.body.data.created).toBe(1);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
-    const again = await api.request('POST', '/subscriptions/batch', { token, body, headers: { 'x-idempotency-key': 'run-1:subscriptions:1' } });
+    const again = await api.request('POST', '/subscriptions/batch', {
+      token,
+      body,
+      headers: { 'x-idempotency-key': 'run-1:subscriptions:1' },
+    });
     expect(again.status).toBe(200);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(first.body);
-    const other = await api.request('POST', '/subscriptions/batch', { token, body: { subscriptions: [sub({ external_id: 'idem_2', customer_id: customer.id })] }, headers: { 'x-idempotency-key': 'run-1:subscriptions:1' } });
+    const other = await api.request('POST', '/subscriptions/batch', {
+      token,
+      body: { subscriptions: [sub({ external_id: 'idem_2', customer_id: customer.id })] },
+      headers: { 'x-idempotency-key': 'run-1:subscriptions:1' },
+    });
     expect(other.status).toBe(422);
     expect(other.body.errors).toEqual({ idempotency_key: ['The idempotency key has already been used with a different request.'] });
     expect((await api.get('/subscriptions', token)).body.meta.total).toBe(1);
@@ -228,12 +312,22 @@ describe('X-Idempotency-Key on the batch endpoints', () => {
 
   it('recorded events applied by an attempt that never answered are skipped when the batch is sent again under its key', async () => {
     const { token, merchantId, customer } = await setup();
-    const events = [1, 2, 3].map((n) => ({ customer_id: customer.id, event_type: n === 1 ? 'created' : 'upgrade', old_amount: String(n === 1 ? 0 : n * 10 - 10), new_amount: String(n * 10), occurred_at: `2024-0${n}-01T00:00:00Z` }));
+    const events = [1, 2, 3].map((n) => ({
+      customer_id: customer.id,
+      event_type: n === 1 ? 'created' : 'upgrade',
+      old_amount: String(n === 1 ? 0 : n * 10 - 10),
+      new_amount: String(n * 10),
+      occurred_at: `2024-0${n}-01T00:00:00Z`,
+    }));
     // The first attempt applied its items but stopped before its answer was recorded.
     const { importSubscriptionEvents } = await import('#lib/subscriptions/recorded');
     const partial = await importSubscriptionEvents({ merchantId, reportingCurrency: 'TWD' }, events.slice(0, 2), 'run-2:events:1');
     expect(partial.created).toBe(2);
-    const retry = await api.request('POST', '/subscriptions/events/batch', { token, body: { events }, headers: { 'x-idempotency-key': 'run-2:events:1' } });
+    const retry = await api.request('POST', '/subscriptions/events/batch', {
+      token,
+      body: { events },
+      headers: { 'x-idempotency-key': 'run-2:events:1' },
+    });
     expect(retry.status).toBe(200);
     expect(retry.body.data).toMatchObject({ created: 1, skipped: 2 });
     expect(retry.body.data.results.skipped.map((s: { reason: string }) => s.reason)).toEqual(['already_recorded', 'already_recorded']);

@@ -128,11 +128,20 @@ describe('subscription request budgets (DynamoDB requests per API call)', () => 
     expect(r.requests).toBeLessThanOrEqual(25);
   });
 
-  it('POST /subscriptions/events/batch of 100 ≤ 25; one customer\'s history in time order is written once per transaction, not once per event', async () => {
+  it("POST /subscriptions/events/batch of 100 ≤ 25; one customer's history in time order is written once per transaction, not once per event", async () => {
     const { token } = await newMerchant();
     const customer = await newCustomer(token);
     const imported = await api.post('/subscriptions/batch', token, {
-      subscriptions: [{ external_id: 'hist', customer_id: customer.id, plan_name: 'Basic', mrr: '100', billing_cycle: 'monthly', started_at: '2016-01-01T00:00:00Z' }],
+      subscriptions: [
+        {
+          external_id: 'hist',
+          customer_id: customer.id,
+          plan_name: 'Basic',
+          mrr: '100',
+          billing_cycle: 'monthly',
+          started_at: '2016-01-01T00:00:00Z',
+        },
+      ],
     });
     expect(imported.body.data.created).toBe(1);
     // 100 monthly changes of one subscription, in time order.
@@ -159,7 +168,13 @@ describe('subscription request budgets (DynamoDB requests per API call)', () => 
     const customer = await newCustomer(token);
     const sub = await api.post('/subscriptions', token, subscriptionBody(customer.id));
     expect(sub.status).toBe(201);
-    const body = { customer_id: customer.id, event_type: 'upgrade', old_amount: '10', new_amount: '20', occurred_at: '2025-06-01T00:00:00Z' };
+    const body = {
+      customer_id: customer.id,
+      event_type: 'upgrade',
+      old_amount: '10',
+      new_amount: '20',
+      occurred_at: '2025-06-01T00:00:00Z',
+    };
 
     const bare = await api.counted('POST', '/subscriptions/events', { token, body });
     expect(bare.res.status, JSON.stringify(bare.res.body)).toBe(201);
@@ -180,7 +195,15 @@ describe('subscription request budgets (DynamoDB requests per API call)', () => 
 
     expect(s.list.res.body.meta.total).toBe(100);
     expect(s.list.res.body.data).toHaveLength(20);
-    expect(l.list.res.body.meta).toEqual({ current_page: 1, from: 1, last_page: 1000, per_page: 20, to: 20, total: 20_000, next_cursor: expect.any(String) });
+    expect(l.list.res.body.meta).toEqual({
+      current_page: 1,
+      from: 1,
+      last_page: 1000,
+      per_page: 20,
+      to: 20,
+      total: 20_000,
+      next_cursor: expect.any(String),
+    });
     expect(l.list.res.body.data).toHaveLength(20);
     // the API's `created` event is the newest (seeded ones occurred in 2025)
     expect(l.list.res.body.data[0]).toMatchObject({ event_type: 'created', source: 'api' });

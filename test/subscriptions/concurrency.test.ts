@@ -24,17 +24,25 @@ const api = useApi();
 
 const show = (r: ApiResponse) => `${r.status} ${JSON.stringify(r.body)}`;
 const money = (v: Decimal.Value) => new Decimal(v).toFixed(2);
-const statusesOf = (rs: ApiResponse[]) => rs.reduce<Record<number, number>>((acc, r) => ({ ...acc, [r.status]: (acc[r.status] ?? 0) + 1 }), {});
+const statusesOf = (rs: ApiResponse[]) =>
+  rs.reduce<Record<number, number>>((acc, r) => {
+    acc[r.status] = (acc[r.status] ?? 0) + 1;
+    return acc;
+  }, {});
 
 /** The customer's current MRR item, read by key (strongly consistent); absent reads as 0.00. */
 const customerMrr = async (merchantId: string, customerId: number) => {
-  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.customerMrr(merchantId, customerId), ConsistentRead: true }));
+  const { Item } = await db().send(
+    new GetCommand({ TableName: tableName(), Key: keys.customerMrr(merchantId, customerId), ConsistentRead: true }),
+  );
   return money(String(Item?.mrr ?? '0'));
 };
 
 /** The customer's live-subscription marker, read by key. */
 const liveMarker = async (merchantId: string, customerId: number) => {
-  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.liveSubscription(merchantId, customerId), ConsistentRead: true }));
+  const { Item } = await db().send(
+    new GetCommand({ TableName: tableName(), Key: keys.liveSubscription(merchantId, customerId), ConsistentRead: true }),
+  );
   return Item;
 };
 
@@ -68,7 +76,13 @@ const newCustomer = async (token: string) => {
 };
 
 const createSub = async (token: string, customerId: number, over: Record<string, unknown> = {}) => {
-  const r = await api.post('/subscriptions', token, { customer_id: customerId, plan_name: 'Basic', mrr: '100.00', billing_cycle: 'monthly', ...over });
+  const r = await api.post('/subscriptions', token, {
+    customer_id: customerId,
+    plan_name: 'Basic',
+    mrr: '100.00',
+    billing_cycle: 'monthly',
+    ...over,
+  });
   expect(r.status, show(r)).toBe(201);
   return r.body.data;
 };
@@ -107,7 +121,13 @@ const raceCreates = async (n: number, conflicts: boolean) => {
   expect(winners.length, summary).toBe(1);
   const w = winners[0];
   const sub = responses[w].body.data;
-  expect(sub, summary).toMatchObject({ customer_id: customerId, status: 'active', plan_name: bodies[w].plan_name, mrr: bodies[w].mrr, source: 'api' });
+  expect(sub, summary).toMatchObject({
+    customer_id: customerId,
+    status: 'active',
+    plan_name: bodies[w].plan_name,
+    mrr: bodies[w].mrr,
+    source: 'api',
+  });
   responses.forEach((r, i) => {
     if (i === w) return;
     expect(r.status, `request ${i}: ${show(r)}`).toBe(422);
@@ -123,9 +143,10 @@ const raceCreates = async (n: number, conflicts: boolean) => {
 
   // One `created` event, the winner's.
   const events = await listAll(token, `/subscriptions/events?customer_id=${customerId}`);
-  expect(events.data.map((e) => [e.event_type, e.subscription_id, e.old_amount, e.new_amount, e.new_plan]), summary).toEqual([
-    ['created', sub.id, '0.00', bodies[w].mrr, bodies[w].plan_name],
-  ]);
+  expect(
+    events.data.map((e) => [e.event_type, e.subscription_id, e.old_amount, e.new_amount, e.new_plan]),
+    summary,
+  ).toEqual([['created', sub.id, '0.00', bodies[w].mrr, bodies[w].plan_name]]);
   expect(await totalOf(token, '/subscriptions/events'), 'events total (counters)').toBe(1);
   expect(await totalOf(token, '/subscriptions/events?event_type=created'), 'created events total (counters)').toBe(1);
 
@@ -133,7 +154,10 @@ const raceCreates = async (n: number, conflicts: boolean) => {
   expect(await customerMrr(merchantId, customerId), summary).toBe(bodies[w].mrr);
   expect(await liveMarker(merchantId, customerId), summary).toMatchObject({ subscription_id: sub.id });
   const hooks = (await outboxEvents(merchantId)).filter((e) => e.type.startsWith('subscription.'));
-  expect(hooks.map((h) => [h.type, h.data.object.id]), summary).toEqual([['subscription.created', sub.id]]);
+  expect(
+    hooks.map((h) => [h.type, h.data.object.id]),
+    summary,
+  ).toEqual([['subscription.created', sub.id]]);
   return stats;
 };
 
@@ -166,7 +190,8 @@ const raceUpdates = async (conflicts: boolean) => {
   const ok = UPDATE_VALUES.flatMap((v, i) => (responses[i].status === 200 ? [money(v)] : []));
   // Each 200 shows the state it wrote.
   UPDATE_VALUES.forEach((v, i) => {
-    if (responses[i].status === 200) expect(responses[i].body.data, summary).toMatchObject({ id: sub.id, mrr: money(v), status: 'active', plan_name: 'Basic' });
+    if (responses[i].status === 200)
+      expect(responses[i].body.data, summary).toMatchObject({ id: sub.id, mrr: money(v), status: 'active', plan_name: 'Basic' });
   });
 
   const final = await api.get(`/subscriptions/${sub.id}`, token);
@@ -223,7 +248,9 @@ const permutations = <T>(xs: T[]): T[][] =>
   xs.length <= 1 ? [xs] : xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((p) => [x, ...p]));
 
 const send = (token: string, id: number, op: Op, i: number) =>
-  op === 'cancel' ? api.put(`/subscriptions/${id}/cancel`, token, { reason: `race ${i}` }) : api.put(`/subscriptions/${id}/${op}`, token, {});
+  op === 'cancel'
+    ? api.put(`/subscriptions/${id}/cancel`, token, { reason: `race ${i}` })
+    : api.put(`/subscriptions/${id}/${op}`, token, {});
 
 /**
  * Rounds of [cancel, reactivate, pause] × 2 sent together, each round starting from the state the
@@ -251,7 +278,9 @@ const raceLifecycle = async (start: Status, rounds: number, conflicts: boolean) 
       stats: model ? { ...model.stats } : null,
     }));
     conflictsSeen += stats?.conflicts ?? 0;
-    const answers = ops.map((op, i) => `${op}→${responses[i].status}${responses[i].status === 200 ? `(${responses[i].body.data.status})` : ''}`);
+    const answers = ops.map(
+      (op, i) => `${op}→${responses[i].status}${responses[i].status === 200 ? `(${responses[i].body.data.status})` : ''}`,
+    );
     const label = `start ${start}, round ${round} from ${state}${conflicts ? ' (conflict model)' : ''}: ${answers.join(', ')}`;
     history.push(label);
 
@@ -284,16 +313,23 @@ const raceLifecycle = async (start: Status, rounds: number, conflicts: boolean) 
       }
       return s === stored.status && JSON.stringify(events) === JSON.stringify(freshRows);
     });
-    expect(explains, `no serial order explains the answers, stored status ${stored.status} and new events ${JSON.stringify(freshRows)} — ${label}`).toBeDefined();
+    expect(
+      explains,
+      `no serial order explains the answers, stored status ${stored.status} and new events ${JSON.stringify(freshRows)} — ${label}`,
+    ).toBeDefined();
 
     // A cancel event exists iff it was cancelled in this round; the stored fields follow the status.
     const cancelledNow = responses.some((r, i) => ops[i] === 'cancel' && r.status === 200);
-    expect(fresh.some((e) => e.event_type === 'cancel'), label).toBe(cancelledNow);
+    expect(
+      fresh.some((e) => e.event_type === 'cancel'),
+      label,
+    ).toBe(cancelledNow);
     for (const e of fresh) {
       expect(e.amount_change, label).toBe(money(new Decimal(e.new_amount).minus(e.old_amount)));
       expect([e.source, e.customer_id, e.subscription_id], label).toEqual(['api', customerId, sub.id]);
     }
-    if (stored.status === 'active') expect([stored.cancelled_at, stored.paused_at, stored.cancel_reason], label).toEqual([null, null, null]);
+    if (stored.status === 'active')
+      expect([stored.cancelled_at, stored.paused_at, stored.cancel_reason], label).toEqual([null, null, null]);
     if (stored.status === 'paused') expect([stored.cancelled_at, typeof stored.paused_at], label).toEqual([null, 'string']);
     if (stored.status === 'cancelled') expect(typeof stored.cancelled_at, label).toBe('string');
 
@@ -347,18 +383,27 @@ const raceSlot = async (rounds: number, conflicts: boolean) => {
       expect(cr.status, label).toBe(422);
       expect(cr.body.errors, label).toEqual({ customer_id: [LIVE_TAKEN] });
       winner = a.id;
-      expect(after.map((e) => [e.event_type, e.subscription_id, e.new_amount]), label).toEqual([['reactivated', a.id, '10.00']]);
+      expect(
+        after.map((e) => [e.event_type, e.subscription_id, e.new_amount]),
+        label,
+      ).toEqual([['reactivated', a.id, '10.00']]);
       expect(await customerMrr(merchantId, customerId), label).toBe('10.00');
     } else {
       wins.create++;
       expect(re.status, label).toBe(422);
       expect(Object.keys(re.body.errors), label).toEqual(['status']);
       winner = cr.body.data.id;
-      expect(after.map((e) => [e.event_type, e.subscription_id, e.new_amount]), label).toEqual([['created', winner, mrrB]]);
+      expect(
+        after.map((e) => [e.event_type, e.subscription_id, e.new_amount]),
+        label,
+      ).toEqual([['created', winner, mrrB]]);
       expect(await customerMrr(merchantId, customerId), label).toBe(mrrB);
     }
     expect(marker, label).toMatchObject({ subscription_id: winner });
-    expect(live.map((s) => s.id), label).toEqual([winner]);
+    expect(
+      live.map((s) => s.id),
+      label,
+    ).toEqual([winner]);
     // Free the slot again for the next round (A stays the cancelled one to reactivate).
     expect((await api.put(`/subscriptions/${winner}/cancel`, token, {})).status, label).toBe(200);
     expect(await customerMrr(merchantId, customerId), label).toBe('0.00');
@@ -374,17 +419,23 @@ describe('subscriptions under concurrent requests', () => {
     { conflicts: false, mode: 'DynamoDB Local' },
     { conflicts: true, mode: 'with the transaction conflict model' },
   ])('$mode', ({ conflicts }) => {
-    it.each([8, 20])('(a) %i concurrent POST /subscriptions for one customer: one 201, the rest 422 customer_id; one subscription, one created event, MRR = its mrr', async (n) => {
-      const stats = await raceCreates(n, conflicts);
-      if (stats) {
-        console.info(`(a) ${n} creates under the conflict model: ${JSON.stringify(stats)}`);
-        expect(stats.transactions, 'the transactions went through the conflict model').toBeGreaterThanOrEqual(n);
-      }
-    }, 60_000);
+    it.each([8, 20])(
+      '(a) %i concurrent POST /subscriptions for one customer: one 201, the rest 422 customer_id; one subscription, one created event, MRR = its mrr',
+      async (n) => {
+        const stats = await raceCreates(n, conflicts);
+        if (stats) {
+          console.info(`(a) ${n} creates under the conflict model: ${JSON.stringify(stats)}`);
+          expect(stats.transactions, 'the transactions went through the conflict model').toBeGreaterThanOrEqual(n);
+        }
+      },
+      60_000,
+    );
 
     it('(b) 10 concurrent PUT /subscriptions/{id} with different mrr: 200s (409 at worst, never 5xx); the events form one unbroken chain; MRR = final mrr', async () => {
       const { stats, counts } = await raceUpdates(conflicts);
-      console.info(`(b) 10 updates${conflicts ? ' under the conflict model' : ''}: answers ${JSON.stringify(counts)}${stats ? `, model ${JSON.stringify(stats)}` : ''}`);
+      console.info(
+        `(b) 10 updates${conflicts ? ' under the conflict model' : ''}: answers ${JSON.stringify(counts)}${stats ? `, model ${JSON.stringify(stats)}` : ''}`,
+      );
       if (stats) expect(stats.transactions, 'the transactions went through the conflict model').toBeGreaterThanOrEqual(10);
     }, 60_000);
 

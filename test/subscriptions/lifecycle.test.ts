@@ -11,7 +11,12 @@ const api = useApi();
 afterEach(() => resetClock());
 
 const customerMrr = async (merchantId: string, customerId: number) =>
-  new Decimal(String((await db().send(new GetCommand({ TableName: tableName(), Key: keys.customerMrr(merchantId, customerId), ConsistentRead: true }))).Item?.mrr ?? '0')).toFixed(2);
+  new Decimal(
+    String(
+      (await db().send(new GetCommand({ TableName: tableName(), Key: keys.customerMrr(merchantId, customerId), ConsistentRead: true })))
+        .Item?.mrr ?? '0',
+    ),
+  ).toFixed(2);
 
 const setup = async () => {
   const m = await newMerchant();
@@ -51,7 +56,10 @@ describe('subscription lifecycle', () => {
     expect(await customerMrr(merchantId, customer.id)).toBe('100.00');
 
     clock.set('2026-03-02T10:00:00Z');
-    expect((await api.put(`/subscriptions/${sub.id}`, token, { mrr: '150', plan_name: 'Pro' })).body.data).toMatchObject({ mrr: '150.00', plan_name: 'Pro' });
+    expect((await api.put(`/subscriptions/${sub.id}`, token, { mrr: '150', plan_name: 'Pro' })).body.data).toMatchObject({
+      mrr: '150.00',
+      plan_name: 'Pro',
+    });
     clock.set('2026-03-03T10:00:00Z');
     await api.put(`/subscriptions/${sub.id}`, token, { mrr: '120.5' });
     clock.set('2026-03-04T10:00:00Z');
@@ -66,24 +74,46 @@ describe('subscription lifecycle', () => {
     clock.set('2026-03-06T10:00:00Z');
     expect((await api.put(`/subscriptions/${sub.id}/reactivate`, token)).body.data).toMatchObject({ status: 'active', paused_at: null });
     clock.set('2026-03-07T10:00:00Z');
-    const cancelled = await api.put(`/subscriptions/${sub.id}/cancel`, token, { reason: 'too expensive', cancelled_at: '2026-03-06T23:00:00Z' });
-    expect(cancelled.body.data).toMatchObject({ status: 'cancelled', cancelled_at: '2026-03-06T23:00:00Z', cancel_reason: 'too expensive' });
+    const cancelled = await api.put(`/subscriptions/${sub.id}/cancel`, token, {
+      reason: 'too expensive',
+      cancelled_at: '2026-03-06T23:00:00Z',
+    });
+    expect(cancelled.body.data).toMatchObject({
+      status: 'cancelled',
+      cancelled_at: '2026-03-06T23:00:00Z',
+      cancel_reason: 'too expensive',
+    });
     expect(await customerMrr(merchantId, customer.id)).toBe('0.00');
     clock.set('2026-03-08T10:00:00Z');
-    expect((await api.put(`/subscriptions/${sub.id}/reactivate`, token)).body.data).toMatchObject({ status: 'active', cancelled_at: null, cancel_reason: null });
+    expect((await api.put(`/subscriptions/${sub.id}/reactivate`, token)).body.data).toMatchObject({
+      status: 'active',
+      cancelled_at: null,
+      cancel_reason: null,
+    });
     expect(await customerMrr(merchantId, customer.id)).toBe('120.50');
 
     const events = (await api.get(`/subscriptions/events?subscription_id=${sub.id}&per_page=100`, token)).body;
     expect(events.meta.total).toBe(6);
-    const rows = events.data.map((e: any) => [e.event_type, e.old_amount, e.new_amount, e.amount_change, e.old_plan, e.new_plan, e.occurred_at, e.source]);
-    expect(rows).toEqual([
-      ['reactivated', '0.00', '120.50', '120.50', 'Pro+', 'Pro+', '2026-03-08T10:00:00Z', 'api'],
-      ['reactivated', '0.00', '120.50', '120.50', 'Pro+', 'Pro+', '2026-03-06T10:00:00Z', 'api'],
-      ['cancel', '120.50', '0.00', '-120.50', 'Pro+', 'Pro+', '2026-03-06T23:00:00Z', 'api'],
-      ['downgrade', '150.00', '120.50', '-29.50', 'Pro', 'Pro', '2026-03-03T10:00:00Z', 'api'],
-      ['upgrade', '100.00', '150.00', '50.00', 'Basic', 'Pro', '2026-03-02T10:00:00Z', 'api'],
-      ['created', '0.00', '100.00', '100.00', null, 'Basic', '2026-02-14T16:00:00Z', 'api'],
-    ].sort((a, b) => String(b[6]).localeCompare(String(a[6]))));
+    const rows = events.data.map((e: any) => [
+      e.event_type,
+      e.old_amount,
+      e.new_amount,
+      e.amount_change,
+      e.old_plan,
+      e.new_plan,
+      e.occurred_at,
+      e.source,
+    ]);
+    expect(rows).toEqual(
+      [
+        ['reactivated', '0.00', '120.50', '120.50', 'Pro+', 'Pro+', '2026-03-08T10:00:00Z', 'api'],
+        ['reactivated', '0.00', '120.50', '120.50', 'Pro+', 'Pro+', '2026-03-06T10:00:00Z', 'api'],
+        ['cancel', '120.50', '0.00', '-120.50', 'Pro+', 'Pro+', '2026-03-06T23:00:00Z', 'api'],
+        ['downgrade', '150.00', '120.50', '-29.50', 'Pro', 'Pro', '2026-03-03T10:00:00Z', 'api'],
+        ['upgrade', '100.00', '150.00', '50.00', 'Basic', 'Pro', '2026-03-02T10:00:00Z', 'api'],
+        ['created', '0.00', '100.00', '100.00', null, 'Basic', '2026-02-14T16:00:00Z', 'api'],
+      ].sort((a, b) => String(b[6]).localeCompare(String(a[6]))),
+    );
     const hooks = (await outboxEvents(merchantId)).map((e) => e.type);
     expect(hooks).toEqual([
       'subscription.created',

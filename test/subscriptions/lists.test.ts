@@ -11,7 +11,14 @@ const api = useApi();
 afterEach(() => resetClock());
 
 type Sub = { id: number; customer_id: number; status: string; plan_name: string; created_at: string; [k: string]: unknown };
-type Evt = { id: number; customer_id: number; subscription_id: number | null; event_type: string; occurred_at: string; [k: string]: unknown };
+type Evt = {
+  id: number;
+  customer_id: number;
+  subscription_id: number | null;
+  event_type: string;
+  occurred_at: string;
+  [k: string]: unknown;
+};
 
 const newCustomer = async (token: string) => {
   const r = await api.post('/customers', token, { email: `l${Math.random().toString(36).slice(2)}@example.com`, name: 'List' });
@@ -20,7 +27,13 @@ const newCustomer = async (token: string) => {
 };
 
 const createSub = async (token: string, customerId: number, over: Record<string, unknown> = {}): Promise<Sub> => {
-  const r = await api.post('/subscriptions', token, { customer_id: customerId, plan_name: 'Basic', mrr: '100.00', billing_cycle: 'monthly', ...over });
+  const r = await api.post('/subscriptions', token, {
+    customer_id: customerId,
+    plan_name: 'Basic',
+    mrr: '100.00',
+    billing_cycle: 'monthly',
+    ...over,
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body.data;
 };
@@ -75,7 +88,12 @@ describe('GET /subscriptions', () => {
     clock.set('2026-04-03T10:00:00Z'); // same created_at as b, larger id
     const d = await createSub(token, c[3]);
     expect(d.id).toBeGreaterThan(b.id);
-    expect([a, b, mid, d].map((s) => s.created_at)).toEqual(['2026-04-01T10:00:00Z', '2026-04-03T10:00:00Z', '2026-04-02T10:00:00Z', '2026-04-03T10:00:00Z']);
+    expect([a, b, mid, d].map((s) => s.created_at)).toEqual([
+      '2026-04-01T10:00:00Z',
+      '2026-04-03T10:00:00Z',
+      '2026-04-02T10:00:00Z',
+      '2026-04-03T10:00:00Z',
+    ]);
 
     const list = await page(token, '/subscriptions');
     expect(list.data.map((s) => s.id)).toEqual([d.id, b.id, mid.id, a.id]);
@@ -92,7 +110,13 @@ describe('GET /subscriptions', () => {
   it('filters by customer_id, status (active / paused / cancelled) and plan_name (exact), and their combinations', async () => {
     const clock = fixedClock('2026-05-01T00:00:00Z');
     const { token } = await newMerchant();
-    const [c1, c2, c3, c4, c5] = [await newCustomer(token), await newCustomer(token), await newCustomer(token), await newCustomer(token), await newCustomer(token)];
+    const [c1, c2, c3, c4, c5] = [
+      await newCustomer(token),
+      await newCustomer(token),
+      await newCustomer(token),
+      await newCustomer(token),
+      await newCustomer(token),
+    ];
     const at = (day: number) => clock.set(`2026-05-${String(day).padStart(2, '0')}T00:00:00Z`);
     at(1);
     const s1 = await createSub(token, c1, { plan_name: 'Basic' });
@@ -146,7 +170,10 @@ describe('GET /subscriptions', () => {
     }
     // every listed item carries the status it is filtered by
     for (const status of ['active', 'paused', 'cancelled']) {
-      expect((await page(token, `/subscriptions?status=${status}`)).data.every((s) => s.status === status), status).toBe(true);
+      expect(
+        (await page(token, `/subscriptions?status=${status}`)).data.every((s) => s.status === status),
+        status,
+      ).toBe(true);
     }
   });
 
@@ -255,7 +282,9 @@ describe('GET /subscriptions', () => {
     ];
     // soft: every list shape is reported, and the events below are still checked
     for (const [query, want] of cases) {
-      expect.soft(await ids(token, '/subscriptions', query), query || '(no filter)').toEqual({ ids: want.map((s) => s.id), total: want.length });
+      expect
+        .soft(await ids(token, '/subscriptions', query), query || '(no filter)')
+        .toEqual({ ids: want.map((s) => s.id), total: want.length });
     }
     expect.soft((await page(token, '/subscriptions')).meta).toEqual(meta(1, 20, 1, 1, 1));
 
@@ -321,8 +350,20 @@ describe('GET /subscriptions/events', () => {
     await ok('PUT', `/subscriptions/${s2.id}`, token, { mrr: '60' }); // downgrade 02-01T00:00
     clock.set('2026-03-01T00:00:00Z');
     await ok('PUT', `/subscriptions/${s1.id}/reactivate`, token, {}); // reactivated 03-01
-    const imp = await record(token, { customer_id: c1, event_type: 'created', old_amount: '0', new_amount: '50', occurred_at: '2025-12-31T23:59:59Z' });
-    const imp3 = await record(token, { customer_id: c3, event_type: 'downgrade', old_amount: '80', new_amount: '40', occurred_at: '2026-02-01T06:00:00Z' });
+    const imp = await record(token, {
+      customer_id: c1,
+      event_type: 'created',
+      old_amount: '0',
+      new_amount: '50',
+      occurred_at: '2025-12-31T23:59:59Z',
+    });
+    const imp3 = await record(token, {
+      customer_id: c3,
+      event_type: 'downgrade',
+      old_amount: '80',
+      new_amount: '40',
+      occurred_at: '2026-02-01T06:00:00Z',
+    });
 
     const all = (await page(token, '/subscriptions/events?per_page=100')).data as Evt[];
     const find = (sub: number | null, type: string, customer = c1) =>
@@ -486,7 +527,13 @@ describe('POST /subscriptions/events (recorded events in the lists)', () => {
 
     // Imported-line events (no subscription) stand for history before the customer's first subscription.
     clock.set('2026-10-03T08:00:00Z');
-    const noSub = await record(token, { customer_id: c, event_type: 'upgrade', old_amount: '0.99', new_amount: '10', occurred_at: '2026-08-10T00:00:00Z' });
+    const noSub = await record(token, {
+      customer_id: c,
+      event_type: 'upgrade',
+      old_amount: '0.99',
+      new_amount: '10',
+      occurred_at: '2026-08-10T00:00:00Z',
+    });
     expect(noSub).toEqual({
       id: expect.any(Number),
       customer_id: c,
@@ -501,7 +548,14 @@ describe('POST /subscriptions/events (recorded events in the lists)', () => {
       occurred_at: '2026-08-10T00:00:00Z',
       created_at: '2026-10-03T08:00:00Z',
     });
-    const cancel = await record(token, { customer_id: c, subscription_id: null, event_type: 'cancel', old_amount: '10', new_amount: '0', occurred_at: '2026-08-20T00:00:00Z' });
+    const cancel = await record(token, {
+      customer_id: c,
+      subscription_id: null,
+      event_type: 'cancel',
+      old_amount: '10',
+      new_amount: '0',
+      occurred_at: '2026-08-20T00:00:00Z',
+    });
     expect(cancel).toMatchObject({ subscription_id: null, amount_change: '-10.00', source: 'import' });
 
     const list = await page(token, '/subscriptions/events');
@@ -517,7 +571,9 @@ describe('POST /subscriptions/events (recorded events in the lists)', () => {
     expect((await ids(token, '/subscriptions/events', `subscription_id=${sub.id}`)).ids).toEqual([down.body.data.id, expect.any(Number)]);
     expect((await ids(token, '/subscriptions/events', `customer_id=${c}`)).total).toBe(4);
     expect((await ids(token, '/subscriptions/events', 'event_type=upgrade')).ids).toEqual([noSub.id]);
-    expect((await ids(token, '/subscriptions/events', 'event_type=downgrade&start_date=2026-09-15&end_date=2026-09-15')).ids).toEqual([down.body.data.id]);
+    expect((await ids(token, '/subscriptions/events', 'event_type=downgrade&start_date=2026-09-15&end_date=2026-09-15')).ids).toEqual([
+      down.body.data.id,
+    ]);
     // recording changes no subscription
     expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data).toEqual(sub);
   });

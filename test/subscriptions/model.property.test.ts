@@ -71,7 +71,8 @@ const cents = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(0, 1000, 9999, 10050, 25000, 999_999_999_999_999) },
   { weight: 2, arbitrary: fc.integer({ min: 0, max: 9_999_999 }) },
 );
-const sent = (c: number) => fc.constantFrom<string | number>(new Decimal(c).div(100).toFixed(2), new Decimal(c).div(100).toString(), c / 100);
+const sent = (c: number) =>
+  fc.constantFrom<string | number>(new Decimal(c).div(100).toFixed(2), new Decimal(c).div(100).toString(), c / 100);
 const amount = cents.chain(sent);
 const plan = fc.constantFrom('Basic', 'Pro', 'Team Plus');
 
@@ -79,7 +80,9 @@ const plan = fc.constantFrom('Basic', 'Pro', 'Team Plus');
 const agreeing = (type: string) =>
   fc.tuple(fc.integer({ min: 1, max: 9_999_999 }), fc.integer({ min: 1, max: 9_999_999 })).chain(([a, b]) => {
     const [lo, hi] = a === b ? [a, a + 1] : [Math.min(a, b), Math.max(a, b)];
-    const [from, to] = ({ created: [0, hi], upgrade: [lo, hi], downgrade: [hi, lo], cancel: [hi, 0], reactivated: [0, lo] } as Record<string, number[]>)[type];
+    const [from, to] = (
+      { created: [0, hi], upgrade: [lo, hi], downgrade: [hi, lo], cancel: [hi, 0], reactivated: [0, lo] } as Record<string, number[]>
+    )[type];
     return fc.record({ old_amount: sent(from), new_amount: sent(to) });
   });
 
@@ -151,11 +154,23 @@ const command = (customers: number) =>
           sub: fc.oneof(fc.constant(null), subRef),
           body: fc
             .record(
-              { event_type: fc.constantFrom(...EVENT_TYPES), old_amount: amount, new_amount: amount, old_plan: plan, new_plan: plan, occurred_at: time },
+              {
+                event_type: fc.constantFrom(...EVENT_TYPES),
+                old_amount: amount,
+                new_amount: amount,
+                old_plan: plan,
+                new_plan: plan,
+                occurred_at: time,
+              },
               { requiredKeys: ['event_type', 'old_amount', 'new_amount'] },
             )
             // Mostly amounts that agree with the type (else nearly every recorded event would be a 422).
-            .chain((body) => fc.oneof({ weight: 1, arbitrary: fc.constant(body) }, { weight: 4, arbitrary: agreeing(body.event_type).map((a) => ({ ...body, ...a })) })),
+            .chain((body) =>
+              fc.oneof(
+                { weight: 1, arbitrary: fc.constant(body) },
+                { weight: 4, arbitrary: agreeing(body.event_type).map((a) => ({ ...body, ...a })) },
+              ),
+            ),
         })
         // An unknown customer is sent without a subscription, so one field alone is wrong.
         .map((c) => (c.customer === -1 ? { ...c, sub: null } : c)),
@@ -168,7 +183,10 @@ const scenario = fc.integer({ min: 2, max: 3 }).chain((customers) =>
   fc.record({
     customers: fc.constant(customers),
     commands: fc
-      .tuple(fc.array(createCommand(customers), { minLength: 1, maxLength: 2 }), fc.array(command(customers), { minLength: 4, maxLength: 20 }))
+      .tuple(
+        fc.array(createCommand(customers), { minLength: 1, maxLength: 2 }),
+        fc.array(command(customers), { minLength: 4, maxLength: 20 }),
+      )
       .map(([opening, rest]) => [...opening, ...rest]),
   }),
 );
@@ -272,7 +290,7 @@ describe('subscriptions model property', () => {
         let at = START;
         const tick = () => {
           clock.advance(1000);
-          at = new Date(Date.parse(at) + 1000).toISOString().slice(0, 19) + 'Z';
+          at = `${new Date(Date.parse(at) + 1000).toISOString().slice(0, 19)}Z`;
         };
         /** A change without a time of its own takes effect now, or at the start when that is still ahead. */
         const dated = (s: ModelSub) => (at < s.started_at ? s.started_at : at);
@@ -301,8 +319,20 @@ describe('subscriptions model property', () => {
         };
         const liveOf = (customerId: number) => subs.filter((s) => s.customer_id === customerId && isLive(s));
         const mrrOf = (customerId: number) =>
-          money(subs.filter((s) => s.customer_id === customerId && !s.deleted && s.status === 'active').reduce((sum, s) => sum.plus(s.mrr), new Decimal(0)));
-        const emit = (s: ModelSub, type: string, oldAmount: string, newAmount: string, oldPlan: string | null, newPlan: string | null, occurredAt: string) =>
+          money(
+            subs
+              .filter((s) => s.customer_id === customerId && !s.deleted && s.status === 'active')
+              .reduce((sum, s) => sum.plus(s.mrr), new Decimal(0)),
+          );
+        const emit = (
+          s: ModelSub,
+          type: string,
+          oldAmount: string,
+          newAmount: string,
+          oldPlan: string | null,
+          newPlan: string | null,
+          occurredAt: string,
+        ) =>
           events.push({
             customer_id: s.customer_id,
             subscription_id: s.id,
@@ -383,7 +413,10 @@ describe('subscriptions model property', () => {
               deleted: false,
               changed: startedAt,
             };
-            expect(subs.some((x) => x.id === s.id), `new id ${s.id}`).toBe(false);
+            expect(
+              subs.some((x) => x.id === s.id),
+              `new id ${s.id}`,
+            ).toBe(false);
             expect(r.body.data, what).toEqual(present(s));
             subs.push(s);
             emit(s, 'created', '0', s.mrr, null, s.plan_name, startedAt);
@@ -400,11 +433,14 @@ describe('subscriptions model property', () => {
             // Body first, every rule at once: history has happened (not after now), and the type agrees with the amounts.
             const bodyErrors = [
               ...(cmd.body.occurred_at && TIMES[cmd.body.occurred_at] > at ? ['occurred_at'] : []),
-              ...(typeAgrees(cmd.body.event_type, new Decimal(String(cmd.body.old_amount)), new Decimal(String(cmd.body.new_amount))) ? [] : ['event_type']),
+              ...(typeAgrees(cmd.body.event_type, new Decimal(String(cmd.body.old_amount)), new Decimal(String(cmd.body.new_amount)))
+                ? []
+                : ['event_type']),
             ];
             if (bodyErrors.length) return expectInvalid(r, bodyErrors, what);
             if (cmd.customer === -1) return expectInvalid(r, 'customer_id', what);
-            if (target && (!target.sub || target.sub.deleted || target.sub.customer_id !== customerId)) return expectInvalid(r, 'subscription_id', what);
+            if (target && (!target.sub || target.sub.deleted || target.sub.customer_id !== customerId))
+              return expectInvalid(r, 'subscription_id', what);
             if (!target) {
               // Without a subscription an event is history from before the customer's first one here: at
               // or after a (not deleted) subscription's start it must name it. Earlier than every start it
@@ -460,11 +496,20 @@ describe('subscriptions model property', () => {
             if (cmd.body.mrr !== undefined) live.mrr = money(cmd.body.mrr);
             if (cmd.body.current_period_start !== undefined) live.current_period_start = TIMES[cmd.body.current_period_start];
             // A PUT that changes nothing answers the stored subscription and writes nothing (no event, no webhook).
-            if (live.mrr === before.mrr && live.plan_name === before.plan && live.current_period_start === before.period) return expectOk(r, live, what);
+            if (live.mrr === before.mrr && live.plan_name === before.plan && live.current_period_start === before.period)
+              return expectOk(r, live, what);
             live.updated_at = at;
             live.changed = dated(live);
             if (!new Decimal(live.mrr).eq(before.mrr)) {
-              emit(live, new Decimal(live.mrr).gt(before.mrr) ? 'upgrade' : 'downgrade', before.mrr, live.mrr, before.plan, live.plan_name, live.changed);
+              emit(
+                live,
+                new Decimal(live.mrr).gt(before.mrr) ? 'upgrade' : 'downgrade',
+                before.mrr,
+                live.mrr,
+                before.plan,
+                live.plan_name,
+                live.changed,
+              );
             }
             hooks.push({ type: 'subscription.updated', object: present(live) });
             return expectOk(r, live, what);
@@ -586,7 +631,8 @@ describe('subscriptions model property', () => {
           expect(money(String(mrrItem?.mrr ?? '0')), `MRR item of customer ${customerId}${where}`).toBe(mrrOf(customerId));
           const holders = liveOf(customerId);
           expect(holders.length, 'model: at most one live subscription').toBeLessThanOrEqual(1);
-          if (holders.length) expect(marker, `live marker of customer ${customerId}${where}`).toMatchObject({ subscription_id: holders[0].id });
+          if (holders.length)
+            expect(marker, `live marker of customer ${customerId}${where}`).toMatchObject({ subscription_id: holders[0].id });
           else expect(marker, `live marker of customer ${customerId}${where}`).toBeUndefined();
         }
         // Each by id (deleted → 404), and the totals (sharded counters) overall and per status.
@@ -607,28 +653,44 @@ describe('subscriptions model property', () => {
         const listedIds = listedEvents.data.map((e: { id: number }) => e.id);
         expect(new Set(listedIds).size, 'distinct event ids').toBe(listedIds.length);
         events.forEach((e, i) => {
-          if (e.id !== undefined) expect(listedEvents.data.find((x: { id: number }) => x.id === e.id), `recorded event ${i}: the id its 201 showed`).toEqual(e);
+          if (e.id !== undefined)
+            expect(
+              listedEvents.data.find((x: { id: number }) => x.id === e.id),
+              `recorded event ${i}: the id its 201 showed`,
+            ).toEqual(e);
         });
         const listedAs = (listed: Array<Record<string, any>>, model: typeof events, label: string) => {
-          expect(listed.map((e) => e.occurred_at), `${label}: newest first by occurred_at${where}`).toEqual(newestFirst(model, (e) => e.occurred_at).map((e) => e.occurred_at));
+          expect(
+            listed.map((e) => e.occurred_at),
+            `${label}: newest first by occurred_at${where}`,
+          ).toEqual(newestFirst(model, (e) => e.occurred_at).map((e) => e.occurred_at));
           expect(sameEvents(listed), `${label}: the model's events${where}`).toEqual(sameEvents(model));
           listed.forEach((e, i) => {
-            if (i > 0 && listed[i - 1].occurred_at === e.occurred_at) expect(e.id, `${label}: equal occurred_at, id descending`).toBeLessThan(listed[i - 1].id);
+            if (i > 0 && listed[i - 1].occurred_at === e.occurred_at)
+              expect(e.id, `${label}: equal occurred_at, id descending`).toBeLessThan(listed[i - 1].id);
           });
         };
         listedAs(listedEvents.data, events, 'events list');
-        expect(typeTotals, `events totals by type (${EVENT_TYPES.join(', ')})${where}`).toEqual(EVENT_TYPES.map((type) => events.filter((e) => e.event_type === type).length));
+        expect(typeTotals, `events totals by type (${EVENT_TYPES.join(', ')})${where}`).toEqual(
+          EVENT_TYPES.map((type) => events.filter((e) => e.event_type === type).length),
+        );
         customerIds.forEach((customerId, i) => {
           const want = events.filter((e) => e.customer_id === customerId);
           listedAs(eventsPerCustomer[i].data, want, `events of customer ${customerId}`);
           expect(eventsPerCustomer[i].total, `events total of customer ${customerId}`).toBe(want.length);
         });
         subs.forEach((s, i) => {
-          listedAs(eventsPerSub[i].data, events.filter((e) => e.subscription_id === s.id), `events of subscription ${s.id}`);
+          listedAs(
+            eventsPerSub[i].data,
+            events.filter((e) => e.subscription_id === s.id),
+            `events of subscription ${s.id}`,
+          );
         });
 
         // Webhooks (outbox), oldest first: one per API change, none for deletes and recorded events.
-        const hooksStored = outbox.filter((e) => String(e.type).startsWith('subscription.')).map((e) => ({ type: e.type, object: e.data.object }));
+        const hooksStored = outbox
+          .filter((e) => String(e.type).startsWith('subscription.'))
+          .map((e) => ({ type: e.type, object: e.data.object }));
         expect(hooksStored, `webhooks${where}`).toEqual(hooks);
         tally.ms.checks += Date.now() - t0;
       });

@@ -31,7 +31,14 @@ const update = (input: Partial<Extract<Command, { kind: 'update' }>['input']>): 
 describe('decide: update', () => {
   it('an mrr up is an upgrade at effective_at, down a downgrade; plan changes ride along', () => {
     const up = decide(sub(), update({ mrr: '99.00', plan_name: 'Max' }), NOW);
-    expect(up.event).toEqual({ type: 'upgrade', old_amount: '49.00', new_amount: '99.00', old_plan: 'Pro', new_plan: 'Max', occurred_at: NOW });
+    expect(up.event).toEqual({
+      type: 'upgrade',
+      old_amount: '49.00',
+      new_amount: '99.00',
+      old_plan: 'Pro',
+      new_plan: 'Max',
+      occurred_at: NOW,
+    });
     expect(up.next).toMatchObject({ mrr: '99.00', plan_name: 'Max', status: 'active' });
     expect(up.webhook).toBe('subscription.updated');
     const down = decide(sub(), update({ mrr: '19.00', effective_at: '2026-04-20T00:00:00Z' }), NOW);
@@ -45,8 +52,12 @@ describe('decide: update', () => {
   });
 
   it('refuses a cancelled subscription, and a schedule not after now', () => {
-    expect(refusal(() => decide(sub({ status: 'cancelled' }), update({ mrr: '10.00' }), NOW))).toEqual({ status: ['A cancelled subscription cannot be updated.'] });
-    expect(refusal(() => decide(sub(), update({ cancel_at: NOW }), NOW))).toEqual({ cancel_at: ['The cancel at field must be a date after now.'] });
+    expect(refusal(() => decide(sub({ status: 'cancelled' }), update({ mrr: '10.00' }), NOW))).toEqual({
+      status: ['A cancelled subscription cannot be updated.'],
+    });
+    expect(refusal(() => decide(sub(), update({ cancel_at: NOW }), NOW))).toEqual({
+      cancel_at: ['The cancel at field must be a date after now.'],
+    });
     expect(decide(sub({ cancel_at: '2026-06-01T00:00:00Z' }), update({ cancel_at: null }), NOW).next.cancel_at).toBeNull();
   });
 });
@@ -60,15 +71,21 @@ describe('decide: cancel, pause, reactivate', () => {
     const later = decide(sub(), { kind: 'cancel', input: { cancelled_at: '2026-06-01T00:00:00Z' } as never }, NOW);
     expect(later.next).toMatchObject({ status: 'active', cancel_at: '2026-06-01T00:00:00Z' });
     expect(later.event).toBeUndefined();
-    expect(refusal(() => decide(sub({ status: 'cancelled' }), { kind: 'cancel', input: {} as never }, NOW))).toEqual({ status: ['The subscription is already cancelled.'] });
+    expect(refusal(() => decide(sub({ status: 'cancelled' }), { kind: 'cancel', input: {} as never }, NOW))).toEqual({
+      status: ['The subscription is already cancelled.'],
+    });
   });
 
   it('pause: from active only, no event', () => {
     const p = decide(sub(), { kind: 'pause', input: {} as never }, NOW);
     expect(p.next).toMatchObject({ status: 'paused', paused_at: NOW });
     expect(p.event).toBeUndefined();
-    expect(refusal(() => decide(sub({ status: 'paused' }), { kind: 'pause', input: {} as never }, NOW))).toEqual({ status: ['The subscription is already paused.'] });
-    expect(refusal(() => decide(sub({ status: 'cancelled' }), { kind: 'pause', input: {} as never }, NOW))).toEqual({ status: ['A cancelled subscription cannot be paused.'] });
+    expect(refusal(() => decide(sub({ status: 'paused' }), { kind: 'pause', input: {} as never }, NOW))).toEqual({
+      status: ['The subscription is already paused.'],
+    });
+    expect(refusal(() => decide(sub({ status: 'cancelled' }), { kind: 'pause', input: {} as never }, NOW))).toEqual({
+      status: ['A cancelled subscription cannot be paused.'],
+    });
   });
 
   it('reactivate: from paused or cancelled with a reactivated event; an active one with a schedule just drops it', () => {
@@ -78,7 +95,9 @@ describe('decide: cancel, pause, reactivate', () => {
     const kept = decide(sub({ cancel_at: '2026-06-01T00:00:00Z' }), { kind: 'reactivate', input: {} as never }, NOW);
     expect(kept.next.cancel_at).toBeNull();
     expect(kept.event).toBeUndefined();
-    expect(refusal(() => decide(sub(), { kind: 'reactivate', input: {} as never }, NOW))).toEqual({ status: ['The subscription is already active.'] });
+    expect(refusal(() => decide(sub(), { kind: 'reactivate', input: {} as never }, NOW))).toEqual({
+      status: ['The subscription is already active.'],
+    });
   });
 
   it('a change dated before the latest one is refused, naming that time', () => {

@@ -13,7 +13,15 @@ afterEach(() => resetClock());
 const setup = async (startedAt = '2026-01-01T00:00:00Z') => {
   const m = await newMerchant();
   const customer = (await api.post('/customers', m.token, { email: `c${Math.random()}@example.com`, name: 'Sched' })).body.data;
-  const sub = (await api.post('/subscriptions', m.token, { customer_id: customer.id, plan_name: 'Basic', mrr: '100', billing_cycle: 'monthly', started_at: startedAt })).body.data;
+  const sub = (
+    await api.post('/subscriptions', m.token, {
+      customer_id: customer.id,
+      plan_name: 'Basic',
+      mrr: '100',
+      billing_cycle: 'monthly',
+      started_at: startedAt,
+    })
+  ).body.data;
   return { ...m, customer, sub };
 };
 const summary = async (token: string) => (await api.get('/metrics/summary', token)).body.data;
@@ -25,7 +33,12 @@ describe('scheduled cancellation (a future cancelled_at)', () => {
     const { token, merchantId, sub } = await setup();
     const scheduled = await api.put(`/subscriptions/${sub.id}/cancel`, token, { cancelled_at: '2026-03-10T12:00:00Z', reason: 'moving' });
     expect(scheduled.status, JSON.stringify(scheduled.body)).toBe(200);
-    expect(scheduled.body.data).toMatchObject({ status: 'active', cancel_at: '2026-03-10T12:00:00Z', cancelled_at: null, cancel_reason: 'moving' });
+    expect(scheduled.body.data).toMatchObject({
+      status: 'active',
+      cancel_at: '2026-03-10T12:00:00Z',
+      cancelled_at: null,
+      cancel_reason: 'moving',
+    });
     expect((await events(token, sub.id)).map((e: { event_type: string }) => e.event_type)).toEqual(['created']);
     expect(await summary(token)).toMatchObject({ current_mrr: '100.00', active_subscriptions: 1 });
     // Both at one clock time: the outbox orders them by event id, so compared as a set.
@@ -61,8 +74,14 @@ describe('scheduled cancellation (a future cancelled_at)', () => {
     const replaced = await api.put(`/subscriptions/${sub.id}/cancel`, token, { cancelled_at: '2026-04-01T00:00:00Z' });
     expect(replaced.body.data).toMatchObject({ status: 'active', cancel_at: '2026-04-01T00:00:00Z' });
     clock.set('2026-03-11T00:00:00Z');
-    expect(await checkScheduledCancel({ merchant_id: merchantId, subscription_id: sub.id, cancel_at: '2026-03-10T00:00:00Z' })).toEqual({ due: true, applied: false });
-    expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data).toMatchObject({ status: 'active', cancel_at: '2026-04-01T00:00:00Z' });
+    expect(await checkScheduledCancel({ merchant_id: merchantId, subscription_id: sub.id, cancel_at: '2026-03-10T00:00:00Z' })).toEqual({
+      due: true,
+      applied: false,
+    });
+    expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data).toMatchObject({
+      status: 'active',
+      cancel_at: '2026-04-01T00:00:00Z',
+    });
 
     const cleared = await api.put(`/subscriptions/${sub.id}`, token, { cancel_at: null });
     expect(cleared.body.data).toMatchObject({ status: 'active', cancel_at: null });
@@ -89,14 +108,24 @@ describe('scheduled cancellation (a future cancelled_at)', () => {
     expect(update.status).toBe(422);
     expect(update.body.errors).toEqual({ status: ['A cancelled subscription cannot be updated.'] });
     expect((await events(token, sub.id)).map((e: { event_type: string }) => e.event_type)).toEqual(['cancel', 'created']);
-    await api.put(`/subscriptions/${sub.id}/cancel`, token, { cancelled_at: '2026-03-20T00:00:00Z' }).then((r) => expect(r.status).toBe(422));
+    await api
+      .put(`/subscriptions/${sub.id}/cancel`, token, { cancelled_at: '2026-03-20T00:00:00Z' })
+      .then((r) => expect(r.status).toBe(422));
 
     const other = await setup();
     await api.put(`/subscriptions/${other.sub.id}/cancel`, other.token, { cancelled_at: '2026-03-07T00:00:00Z' });
     clock.set('2026-03-08T00:00:00Z');
-    const again = await api.post('/subscriptions', other.token, { customer_id: other.customer.id, plan_name: 'Pro', mrr: '50', billing_cycle: 'monthly' });
+    const again = await api.post('/subscriptions', other.token, {
+      customer_id: other.customer.id,
+      plan_name: 'Pro',
+      mrr: '50',
+      billing_cycle: 'monthly',
+    });
     expect(again.status, JSON.stringify(again.body)).toBe(201);
-    expect((await api.get(`/subscriptions/${other.sub.id}`, other.token)).body.data).toMatchObject({ status: 'cancelled', cancelled_at: '2026-03-07T00:00:00Z' });
+    expect((await api.get(`/subscriptions/${other.sub.id}`, other.token)).body.data).toMatchObject({
+      status: 'cancelled',
+      cancelled_at: '2026-03-07T00:00:00Z',
+    });
     expect(customer.id).toBeGreaterThan(0);
   });
 
@@ -110,10 +139,24 @@ describe('scheduled cancellation (a future cancelled_at)', () => {
       expect(r.body.data.cancel_at).toBe(at);
       // What the outbox relay publishes for that change.
       await bus.publish([
-        { Source: 'revenue-analytics-api', DetailType: 'subscription.updated', Detail: JSON.stringify({ id: 'evt_1', type: 'subscription.updated', created_at: at, merchant_id: merchantId, data: { object: r.body.data } }) },
+        {
+          Source: 'revenue-analytics-api',
+          DetailType: 'subscription.updated',
+          Detail: JSON.stringify({
+            id: 'evt_1',
+            type: 'subscription.updated',
+            created_at: at,
+            merchant_id: merchantId,
+            data: { object: r.body.data },
+          }),
+        },
       ]);
       await eventually(() => scheduler.pending === 1, 2_000, 'the schedule armed');
-      await eventually(async () => (await events(token, sub.id)).some((e: { event_type: string }) => e.event_type === 'cancel'), 10_000, 'the cancel event');
+      await eventually(
+        async () => (await events(token, sub.id)).some((e: { event_type: string }) => e.event_type === 'cancel'),
+        10_000,
+        'the cancel event',
+      );
       expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data).toMatchObject({ status: 'cancelled', cancelled_at: at });
 
       // Stored before a start: armed from the table.
@@ -121,7 +164,11 @@ describe('scheduled cancellation (a future cancelled_at)', () => {
       const at2 = new Date(Math.ceil((Date.now() + 1500) / 1000) * 1000).toISOString().replace('.000', '');
       await api.put(`/subscriptions/${second.sub.id}/cancel`, second.token, { cancelled_at: at2 });
       expect(await scheduler.rearm(second.merchantId)).toBe(1);
-      await eventually(async () => (await events(second.token, second.sub.id)).some((e: { event_type: string }) => e.event_type === 'cancel'), 10_000, 'the second cancel event');
+      await eventually(
+        async () => (await events(second.token, second.sub.id)).some((e: { event_type: string }) => e.event_type === 'cancel'),
+        10_000,
+        'the second cancel event',
+      );
     } finally {
       scheduler.stop();
     }

@@ -20,7 +20,10 @@ type Merchant = { merchantId: string; token: string };
 type Body = Record<string, unknown>;
 
 const newCustomer = async (token: string) => {
-  const r = await api.post('/customers', token, { email: `v${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 7)}@example.com`, name: 'Val' });
+  const r = await api.post('/customers', token, {
+    email: `v${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 7)}@example.com`,
+    name: 'Val',
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   return r.body.data as { id: number };
 };
@@ -31,7 +34,13 @@ const deletedCustomer = async (token: string) => {
   return c;
 };
 
-const subBody = (customerId: number, over: Body = {}): Body => ({ customer_id: customerId, plan_name: 'Basic', mrr: '100.00', billing_cycle: 'monthly', ...over });
+const subBody = (customerId: number, over: Body = {}): Body => ({
+  customer_id: customerId,
+  plan_name: 'Basic',
+  mrr: '100.00',
+  billing_cycle: 'monthly',
+  ...over,
+});
 
 const createSub = async (token: string, customerId: number, over: Body = {}) => {
   const r = await api.post('/subscriptions', token, subBody(customerId, over));
@@ -86,16 +95,24 @@ describe('POST /subscriptions: validation', () => {
   const dateTime = (field: string) => [`The ${field} field must be a valid ISO 8601 date-time with a time zone.`];
 
   const cases: Case<Fx>[] = [
-    ['empty body: every required field', () => ({}), {
-      customer_id: ['The customer id field is required.'],
-      plan_name: ['The plan name field is required.'],
-      mrr: ['The mrr field is required.'],
-      billing_cycle: ['The billing cycle field is required.'],
-    }],
+    [
+      'empty body: every required field',
+      () => ({}),
+      {
+        customer_id: ['The customer id field is required.'],
+        plan_name: ['The plan name field is required.'],
+        mrr: ['The mrr field is required.'],
+        billing_cycle: ['The billing cycle field is required.'],
+      },
+    ],
     // customer_id
     ['customer_id missing', (f) => valid(f, { customer_id: undefined }), { customer_id: ['The customer id field is required.'] }],
     ['customer_id null', (f) => valid(f, { customer_id: null }), { customer_id: ['The customer id field is required.'] }],
-    ['customer_id a numeric string', (f) => valid(f, { customer_id: String(f.customerId) }), { customer_id: ['The customer id field must be an integer.'] }],
+    [
+      'customer_id a numeric string',
+      (f) => valid(f, { customer_id: String(f.customerId) }),
+      { customer_id: ['The customer id field must be an integer.'] },
+    ],
     ['customer_id a fraction', (f) => valid(f, { customer_id: 1.5 }), { customer_id: ['The customer id field must be an integer.'] }],
     ['customer_id a boolean', (f) => valid(f, { customer_id: true }), { customer_id: ['The customer id field must be an integer.'] }],
     ['customer_id 0', (f) => valid(f, { customer_id: 0 }), { customer_id: ['The customer id field must be at least 1.'] }],
@@ -107,7 +124,11 @@ describe('POST /subscriptions: validation', () => {
     ['plan_name missing', (f) => valid(f, { plan_name: undefined }), { plan_name: ['The plan name field is required.'] }],
     ['plan_name null', (f) => valid(f, { plan_name: null }), { plan_name: ['The plan name field is required.'] }],
     ['plan_name empty', (f) => valid(f, { plan_name: '' }), { plan_name: ['The plan name field is required.'] }],
-    ['plan_name over 255', (f) => valid(f, { plan_name: long(256) }), { plan_name: ['The plan name field must not be greater than 255 characters.'] }],
+    [
+      'plan_name over 255',
+      (f) => valid(f, { plan_name: long(256) }),
+      { plan_name: ['The plan name field must not be greater than 255 characters.'] },
+    ],
     ['plan_name a number', (f) => valid(f, { plan_name: 42 }), { plan_name: ['The plan name field must be a string.'] }],
     ['plan_name an array', (f) => valid(f, { plan_name: ['Basic'] }), { plan_name: ['The plan name field must be a string.'] }],
     // mrr
@@ -117,28 +138,68 @@ describe('POST /subscriptions: validation', () => {
     ['mrr "1e3"', (f) => valid(f, { mrr: '1e3' }), { mrr: ['The mrr field must be a number.'] }],
     ['mrr a boolean', (f) => valid(f, { mrr: true }), { mrr: ['The mrr field must be a number.'] }],
     ['mrr an object', (f) => valid(f, { mrr: { amount: 1 } }), { mrr: ['The mrr field must be a number.'] }],
-    ['mrr with 3 fraction digits (string)', (f) => valid(f, { mrr: '10.125' }), { mrr: ['The mrr field must have at most 2 decimal places.'] }],
-    ['mrr with 3 fraction digits (number)', (f) => valid(f, { mrr: 10.125 }), { mrr: ['The mrr field must have at most 2 decimal places.'] }],
+    [
+      'mrr with 3 fraction digits (string)',
+      (f) => valid(f, { mrr: '10.125' }),
+      { mrr: ['The mrr field must have at most 2 decimal places.'] },
+    ],
+    [
+      'mrr with 3 fraction digits (number)',
+      (f) => valid(f, { mrr: 10.125 }),
+      { mrr: ['The mrr field must have at most 2 decimal places.'] },
+    ],
     ['mrr negative (string)', (f) => valid(f, { mrr: '-1.00' }), { mrr: ['The mrr field must be at least 0.'] }],
     ['mrr negative (number)', (f) => valid(f, { mrr: -0.5 }), { mrr: ['The mrr field must be at least 0.'] }],
-    ['mrr with 14 integer digits', (f) => valid(f, { mrr: '12345678901234' }), { mrr: ['The mrr field must not have more than 13 integer digits.'] }],
-    ['mrr with 14 integer digits and decimals', (f) => valid(f, { mrr: '10000000000000.00' }), { mrr: ['The mrr field must not have more than 13 integer digits.'] }],
+    [
+      'mrr with 14 integer digits',
+      (f) => valid(f, { mrr: '12345678901234' }),
+      { mrr: ['The mrr field must not have more than 13 integer digits.'] },
+    ],
+    [
+      'mrr with 14 integer digits and decimals',
+      (f) => valid(f, { mrr: '10000000000000.00' }),
+      { mrr: ['The mrr field must not have more than 13 integer digits.'] },
+    ],
     ['mrr 0 (string)', (f) => valid(f, { mrr: '0.00' }), { mrr: ['The mrr field must be greater than 0.'] }],
     ['mrr 0 (number)', (f) => valid(f, { mrr: 0 }), { mrr: ['The mrr field must be greater than 0.'] }],
     // billing_cycle
     ['billing_cycle missing', (f) => valid(f, { billing_cycle: undefined }), { billing_cycle: ['The billing cycle field is required.'] }],
-    ['billing_cycle one-time (orders only)', (f) => valid(f, { billing_cycle: 'one-time' }), { billing_cycle: ['The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.'] }],
-    ['billing_cycle weekly', (f) => valid(f, { billing_cycle: 'weekly' }), { billing_cycle: ['The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.'] }],
-    ['billing_cycle a number', (f) => valid(f, { billing_cycle: 12 }), { billing_cycle: ['The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.'] }],
+    [
+      'billing_cycle one-time (orders only)',
+      (f) => valid(f, { billing_cycle: 'one-time' }),
+      { billing_cycle: ['The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.'] },
+    ],
+    [
+      'billing_cycle weekly',
+      (f) => valid(f, { billing_cycle: 'weekly' }),
+      { billing_cycle: ['The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.'] },
+    ],
+    [
+      'billing_cycle a number',
+      (f) => valid(f, { billing_cycle: 12 }),
+      { billing_cycle: ['The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.'] },
+    ],
     // started_at / current_period_start
     ['started_at not a date', (f) => valid(f, { started_at: 'yesterday' }), { started_at: dateTime('started at') }],
     ['started_at without a zone', (f) => valid(f, { started_at: '2026-02-01T10:00:00' }), { started_at: dateTime('started at') }],
     ['started_at a bare date', (f) => valid(f, { started_at: '2026-02-01' }), { started_at: dateTime('started at') }],
     ['started_at an impossible day', (f) => valid(f, { started_at: '2026-02-30T10:00:00Z' }), { started_at: dateTime('started at') }],
     ['started_at a number', (f) => valid(f, { started_at: 1_770_000_000 }), { started_at: ['The started at field must be a string.'] }],
-    ['current_period_start not a date', (f) => valid(f, { current_period_start: '01/02/2026' }), { current_period_start: dateTime('current period start') }],
-    ['current_period_start without a zone', (f) => valid(f, { current_period_start: '2026-02-01 10:00:00' }), { current_period_start: dateTime('current period start') }],
-    ['current_period_start an impossible time', (f) => valid(f, { current_period_start: '2026-02-01T25:00:00Z' }), { current_period_start: dateTime('current period start') }],
+    [
+      'current_period_start not a date',
+      (f) => valid(f, { current_period_start: '01/02/2026' }),
+      { current_period_start: dateTime('current period start') },
+    ],
+    [
+      'current_period_start without a zone',
+      (f) => valid(f, { current_period_start: '2026-02-01 10:00:00' }),
+      { current_period_start: dateTime('current period start') },
+    ],
+    [
+      'current_period_start an impossible time',
+      (f) => valid(f, { current_period_start: '2026-02-01T25:00:00Z' }),
+      { current_period_start: dateTime('current period start') },
+    ],
   ];
 
   it.each(cases)('422 for %s; nothing stored', async (_name, body, errors) => {
@@ -174,8 +235,16 @@ describe('POST /subscriptions: validation', () => {
   it('timestamps with an offset or a fraction are stored in UTC; defaults: started_at now, current_period_start = started_at', async () => {
     fixedClock(NOW);
     const c1 = await newCustomer(m.token);
-    const both = await createSub(m.token, c1.id, { started_at: '2026-02-15T08:30:00+08:00', current_period_start: '2026-02-20T12:00:00.750-0500' });
-    expect(both).toMatchObject({ started_at: '2026-02-15T00:30:00Z', current_period_start: '2026-02-20T17:00:00Z', created_at: NOW, updated_at: NOW });
+    const both = await createSub(m.token, c1.id, {
+      started_at: '2026-02-15T08:30:00+08:00',
+      current_period_start: '2026-02-20T12:00:00.750-0500',
+    });
+    expect(both).toMatchObject({
+      started_at: '2026-02-15T00:30:00Z',
+      current_period_start: '2026-02-20T17:00:00Z',
+      created_at: NOW,
+      updated_at: NOW,
+    });
 
     const c2 = await newCustomer(m.token);
     expect(await createSub(m.token, c2.id)).toMatchObject({ started_at: NOW, current_period_start: NOW });
@@ -189,11 +258,16 @@ describe('POST /subscriptions: validation', () => {
     expect(periodOnly).toMatchObject({ started_at: NOW, current_period_start: '2026-02-10T00:00:00Z' });
 
     const c5 = await newCustomer(m.token);
-    expect(await createSub(m.token, c5.id, { started_at: null, current_period_start: null })).toMatchObject({ started_at: NOW, current_period_start: NOW });
+    expect(await createSub(m.token, c5.id, { started_at: null, current_period_start: null })).toMatchObject({
+      started_at: NOW,
+      current_period_start: NOW,
+    });
 
     // The created event happens at started_at.
     const events = (await api.get(`/subscriptions/events?subscription_id=${both.id}`, m.token)).body.data;
-    expect(events.map((e: any) => [e.event_type, e.occurred_at, e.old_amount, e.new_amount])).toEqual([['created', '2026-02-15T00:30:00Z', '0.00', '100.00']]);
+    expect(events.map((e: any) => [e.event_type, e.occurred_at, e.old_amount, e.new_amount])).toEqual([
+      ['created', '2026-02-15T00:30:00Z', '0.00', '100.00'],
+    ]);
   });
 
   it('unknown body fields are ignored (status and source cannot be chosen)', async () => {
@@ -217,7 +291,11 @@ describe('PUT /subscriptions/{id}: validation', () => {
 
   const cases: Case<null>[] = [
     ['plan_name empty', () => ({ plan_name: '' }), { plan_name: ['The plan name field is required.'] }],
-    ['plan_name over 255', () => ({ plan_name: long(256) }), { plan_name: ['The plan name field must not be greater than 255 characters.'] }],
+    [
+      'plan_name over 255',
+      () => ({ plan_name: long(256) }),
+      { plan_name: ['The plan name field must not be greater than 255 characters.'] },
+    ],
     ['plan_name a number', () => ({ plan_name: 5 }), { plan_name: ['The plan name field must be a string.'] }],
     ['mrr "abc"', () => ({ mrr: 'abc' }), { mrr: ['The mrr field must be a number.'] }],
     ['mrr with 3 fraction digits', () => ({ mrr: '150.001' }), { mrr: ['The mrr field must have at most 2 decimal places.'] }],
@@ -225,15 +303,35 @@ describe('PUT /subscriptions/{id}: validation', () => {
     ['mrr with 14 integer digits', () => ({ mrr: 12345678901234 }), { mrr: ['The mrr field must not have more than 13 integer digits.'] }],
     ['mrr a boolean', () => ({ mrr: false }), { mrr: ['The mrr field must be a number.'] }],
     ['mrr 0 (pause or cancel take a subscription to zero)', () => ({ mrr: '0' }), { mrr: ['The mrr field must be greater than 0.'] }],
-    ['current_period_start not a date', () => ({ current_period_start: 'soon' }), { current_period_start: ['The current period start field must be a valid ISO 8601 date-time with a time zone.'] }],
-    ['current_period_start without a zone', () => ({ current_period_start: '2026-04-01T00:00:00' }), { current_period_start: ['The current period start field must be a valid ISO 8601 date-time with a time zone.'] }],
-    ['current_period_start a number', () => ({ current_period_start: 20260401 }), { current_period_start: ['The current period start field must be a string.'] }],
-    ['a valid field beside an invalid one (nothing applied)', () => ({ plan_name: 'Pro', mrr: '1.999' }), { mrr: ['The mrr field must have at most 2 decimal places.'] }],
-    ['several invalid fields', () => ({ plan_name: '', mrr: 'x', current_period_start: 'y' }), {
-      plan_name: ['The plan name field is required.'],
-      mrr: ['The mrr field must be a number.'],
-      current_period_start: ['The current period start field must be a valid ISO 8601 date-time with a time zone.'],
-    }],
+    [
+      'current_period_start not a date',
+      () => ({ current_period_start: 'soon' }),
+      { current_period_start: ['The current period start field must be a valid ISO 8601 date-time with a time zone.'] },
+    ],
+    [
+      'current_period_start without a zone',
+      () => ({ current_period_start: '2026-04-01T00:00:00' }),
+      { current_period_start: ['The current period start field must be a valid ISO 8601 date-time with a time zone.'] },
+    ],
+    [
+      'current_period_start a number',
+      () => ({ current_period_start: 20260401 }),
+      { current_period_start: ['The current period start field must be a string.'] },
+    ],
+    [
+      'a valid field beside an invalid one (nothing applied)',
+      () => ({ plan_name: 'Pro', mrr: '1.999' }),
+      { mrr: ['The mrr field must have at most 2 decimal places.'] },
+    ],
+    [
+      'several invalid fields',
+      () => ({ plan_name: '', mrr: 'x', current_period_start: 'y' }),
+      {
+        plan_name: ['The plan name field is required.'],
+        mrr: ['The mrr field must be a number.'],
+        current_period_start: ['The current period start field must be a valid ISO 8601 date-time with a time zone.'],
+      },
+    ],
   ];
 
   it.each(cases)('422 for %s; the subscription and its events unchanged', async (_name, body, errors) => {
@@ -265,9 +363,16 @@ describe('PUT /subscriptions/{id}: validation', () => {
   });
 
   it('an empty or whitespace-only body reads as {} (200), and valid values are normalised', async () => {
-    const r0 = await api.request('PUT', `/subscriptions/${sub.id}`, { token: m.token, rawBody: '  ', headers: { 'content-type': 'application/json' } });
+    const r0 = await api.request('PUT', `/subscriptions/${sub.id}`, {
+      token: m.token,
+      rawBody: '  ',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(r0.status, JSON.stringify(r0.body)).toBe(200);
-    const r = await api.put(`/subscriptions/${sub.id}`, m.token, { current_period_start: '2026-04-01T09:00:00+09:00', plan_name: long(255) });
+    const r = await api.put(`/subscriptions/${sub.id}`, m.token, {
+      current_period_start: '2026-04-01T09:00:00+09:00',
+      plan_name: long(255),
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data).toMatchObject({ current_period_start: '2026-04-01T00:00:00Z', plan_name: long(255), mrr: '100.00' });
   });
@@ -284,8 +389,16 @@ describe('PUT /subscriptions/{id}/cancel: validation', () => {
   });
 
   const cases: Case<null>[] = [
-    ['cancelled_at not a date', () => ({ cancelled_at: 'now' }), { cancelled_at: ['The cancelled at field must be a valid ISO 8601 date-time with a time zone.'] }],
-    ['cancelled_at without a zone', () => ({ cancelled_at: '2026-03-01T00:00:00' }), { cancelled_at: ['The cancelled at field must be a valid ISO 8601 date-time with a time zone.'] }],
+    [
+      'cancelled_at not a date',
+      () => ({ cancelled_at: 'now' }),
+      { cancelled_at: ['The cancelled at field must be a valid ISO 8601 date-time with a time zone.'] },
+    ],
+    [
+      'cancelled_at without a zone',
+      () => ({ cancelled_at: '2026-03-01T00:00:00' }),
+      { cancelled_at: ['The cancelled at field must be a valid ISO 8601 date-time with a time zone.'] },
+    ],
     ['cancelled_at a number', () => ({ cancelled_at: 1 }), { cancelled_at: ['The cancelled at field must be a string.'] }],
     ['reason over 255', () => ({ reason: long(256) }), { reason: ['The reason field must not be greater than 255 characters.'] }],
     ['reason a number', () => ({ reason: 3 }), { reason: ['The reason field must be a string.'] }],
@@ -295,7 +408,11 @@ describe('PUT /subscriptions/{id}/cancel: validation', () => {
   it.each(cases)('422 for %s; still active, no cancel event', async (_name, body, errors) => {
     const before = await snapshot(m);
     expect422(await api.put(`/subscriptions/${sub.id}/cancel`, m.token, body(null)), errors);
-    expect((await api.get(`/subscriptions/${sub.id}`, m.token)).body.data).toMatchObject({ status: 'active', cancelled_at: null, cancel_reason: null });
+    expect((await api.get(`/subscriptions/${sub.id}`, m.token)).body.data).toMatchObject({
+      status: 'active',
+      cancelled_at: null,
+      cancel_reason: null,
+    });
     expect(await snapshot(m)).toEqual(before);
   });
 
@@ -307,7 +424,12 @@ describe('PUT /subscriptions/{id}/cancel: validation', () => {
     expect(r.body.data).toMatchObject({ status: 'cancelled', cancelled_at: '2026-03-01T01:00:00Z', cancel_reason: long(255) });
     const events = (await api.get(`/subscriptions/events?subscription_id=${other.id}&event_type=cancel`, m.token)).body.data;
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ occurred_at: '2026-03-01T01:00:00Z', old_amount: '100.00', new_amount: '0.00', amount_change: '-100.00' });
+    expect(events[0]).toMatchObject({
+      occurred_at: '2026-03-01T01:00:00Z',
+      old_amount: '100.00',
+      new_amount: '0.00',
+      amount_change: '-100.00',
+    });
   });
 
   it('without a body: cancelled_at defaults to now and reason to null', async () => {
@@ -356,54 +478,144 @@ describe('POST /subscriptions/events: validation', () => {
     expect(fx.otherMerchantsCustomerId).toBeGreaterThan(deleted.id);
   });
 
-  const valid = (f: Fx, over: Body = {}): Body => ({ customer_id: f.customerId, event_type: 'upgrade', old_amount: '100.00', new_amount: '150.00', ...over });
+  const valid = (f: Fx, over: Body = {}): Body => ({
+    customer_id: f.customerId,
+    event_type: 'upgrade',
+    old_amount: '100.00',
+    new_amount: '150.00',
+    ...over,
+  });
   const subInvalid = { subscription_id: ['The selected subscription id is invalid.'] };
   const customerInvalid = { customer_id: ['The selected customer id is invalid.'] };
 
   const cases: Case<Fx>[] = [
-    ['empty body', () => ({}), {
-      customer_id: ['The customer id field is required.'],
-      event_type: ['The event type field is required.'],
-      old_amount: ['The old amount field is required.'],
-      new_amount: ['The new amount field is required.'],
-    }],
+    [
+      'empty body',
+      () => ({}),
+      {
+        customer_id: ['The customer id field is required.'],
+        event_type: ['The event type field is required.'],
+        old_amount: ['The old amount field is required.'],
+        new_amount: ['The new amount field is required.'],
+      },
+    ],
     ['customer_id missing', (f) => valid(f, { customer_id: undefined }), { customer_id: ['The customer id field is required.'] }],
     ['customer_id a string', (f) => valid(f, { customer_id: 'one' }), { customer_id: ['The customer id field must be an integer.'] }],
     ['customer_id 0', (f) => valid(f, { customer_id: 0 }), { customer_id: ['The customer id field must be at least 1.'] }],
     ['customer_id unknown', (f) => valid(f, { customer_id: 999_999 }), customerInvalid],
     ["customer_id of another merchant's customer", (f) => valid(f, { customer_id: f.otherMerchantsCustomerId }), customerInvalid],
     ['customer_id of a soft-deleted customer', (f) => valid(f, { customer_id: f.deletedCustomerId }), customerInvalid],
-    ["subscription_id of another customer's subscription", (f) => valid(f, { subscription_id: f.otherCustomersSubscriptionId }), subInvalid],
+    [
+      "subscription_id of another customer's subscription",
+      (f) => valid(f, { subscription_id: f.otherCustomersSubscriptionId }),
+      subInvalid,
+    ],
     ['subscription_id unknown', (f) => valid(f, { subscription_id: 999_999 }), subInvalid],
     ['subscription_id of a deleted subscription', (f) => valid(f, { subscription_id: f.deletedSubscriptionId }), subInvalid],
     ['subscription_id 0', (f) => valid(f, { subscription_id: 0 }), { subscription_id: ['The subscription id field must be at least 1.'] }],
-    ['subscription_id a string', (f) => valid(f, { subscription_id: String(f.subscriptionId) }), { subscription_id: ['The subscription id field must be an integer.'] }],
+    [
+      'subscription_id a string',
+      (f) => valid(f, { subscription_id: String(f.subscriptionId) }),
+      { subscription_id: ['The subscription id field must be an integer.'] },
+    ],
     ['event_type missing', (f) => valid(f, { event_type: undefined }), { event_type: ['The event type field is required.'] }],
-    ['event_type unknown', (f) => valid(f, { event_type: 'upgraded' }), { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] }],
-    ['event_type a webhook type', (f) => valid(f, { event_type: 'subscription.created' }), { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] }],
+    [
+      'event_type unknown',
+      (f) => valid(f, { event_type: 'upgraded' }),
+      { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] },
+    ],
+    [
+      'event_type a webhook type',
+      (f) => valid(f, { event_type: 'subscription.created' }),
+      { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] },
+    ],
     ['old_amount missing', (f) => valid(f, { old_amount: undefined }), { old_amount: ['The old amount field is required.'] }],
     ['old_amount null', (f) => valid(f, { old_amount: null }), { old_amount: ['The old amount field is required.'] }],
-    ['old_amount with 3 fraction digits', (f) => valid(f, { old_amount: '1.999' }), { old_amount: ['The old amount field must have at most 2 decimal places.'] }],
+    [
+      'old_amount with 3 fraction digits',
+      (f) => valid(f, { old_amount: '1.999' }),
+      { old_amount: ['The old amount field must have at most 2 decimal places.'] },
+    ],
     ['old_amount negative', (f) => valid(f, { old_amount: '-5' }), { old_amount: ['The old amount field must be at least 0.'] }],
     ['new_amount missing', (f) => valid(f, { new_amount: undefined }), { new_amount: ['The new amount field is required.'] }],
     ['new_amount "abc"', (f) => valid(f, { new_amount: 'abc' }), { new_amount: ['The new amount field must be a number.'] }],
-    ['new_amount with 14 integer digits', (f) => valid(f, { new_amount: '99999999999999' }), { new_amount: ['The new amount field must not have more than 13 integer digits.'] }],
-    ['old_plan over 255', (f) => valid(f, { old_plan: long(256) }), { old_plan: ['The old plan field must not be greater than 255 characters.'] }],
-    ['new_plan over 255', (f) => valid(f, { new_plan: long(256) }), { new_plan: ['The new plan field must not be greater than 255 characters.'] }],
+    [
+      'new_amount with 14 integer digits',
+      (f) => valid(f, { new_amount: '99999999999999' }),
+      { new_amount: ['The new amount field must not have more than 13 integer digits.'] },
+    ],
+    [
+      'old_plan over 255',
+      (f) => valid(f, { old_plan: long(256) }),
+      { old_plan: ['The old plan field must not be greater than 255 characters.'] },
+    ],
+    [
+      'new_plan over 255',
+      (f) => valid(f, { new_plan: long(256) }),
+      { new_plan: ['The new plan field must not be greater than 255 characters.'] },
+    ],
     ['new_plan a number', (f) => valid(f, { new_plan: 7 }), { new_plan: ['The new plan field must be a string.'] }],
-    ['occurred_at not a date', (f) => valid(f, { occurred_at: 'last week' }), { occurred_at: ['The occurred at field must be a valid ISO 8601 date-time with a time zone.'] }],
-    ['occurred_at without a zone', (f) => valid(f, { occurred_at: '2025-06-01T00:00:00' }), { occurred_at: ['The occurred at field must be a valid ISO 8601 date-time with a time zone.'] }],
-    ['occurred_at in the future', (f) => valid(f, { occurred_at: '2999-01-01T00:00:00Z' }), { occurred_at: ['The occurred at field must be a date before or equal to now.'] }],
+    [
+      'occurred_at not a date',
+      (f) => valid(f, { occurred_at: 'last week' }),
+      { occurred_at: ['The occurred at field must be a valid ISO 8601 date-time with a time zone.'] },
+    ],
+    [
+      'occurred_at without a zone',
+      (f) => valid(f, { occurred_at: '2025-06-01T00:00:00' }),
+      { occurred_at: ['The occurred at field must be a valid ISO 8601 date-time with a time zone.'] },
+    ],
+    [
+      'occurred_at in the future',
+      (f) => valid(f, { occurred_at: '2999-01-01T00:00:00Z' }),
+      { occurred_at: ['The occurred at field must be a date before or equal to now.'] },
+    ],
     // The type agrees with the amounts.
-    ['created from more than 0', (f) => valid(f, { event_type: 'created', old_amount: '5', new_amount: '10' }), { event_type: ['The created event type needs old amount 0 and new amount above 0.'] }],
-    ['created to 0', (f) => valid(f, { event_type: 'created', old_amount: '0', new_amount: '0' }), { event_type: ['The created event type needs old amount 0 and new amount above 0.'] }],
-    ['upgrade from 900 to 100', (f) => valid(f, { event_type: 'upgrade', old_amount: '900', new_amount: '100' }), { event_type: ['The upgrade event type needs new amount greater than old amount.'] }],
-    ['upgrade to the same amount', (f) => valid(f, { event_type: 'upgrade', old_amount: '100', new_amount: '100.00' }), { event_type: ['The upgrade event type needs new amount greater than old amount.'] }],
-    ['downgrade upwards', (f) => valid(f, { event_type: 'downgrade', old_amount: '100', new_amount: '150' }), { event_type: ['The downgrade event type needs new amount above 0 and less than old amount.'] }],
-    ['downgrade to 0 (a cancel)', (f) => valid(f, { event_type: 'downgrade', old_amount: '100', new_amount: '0' }), { event_type: ['The downgrade event type needs new amount above 0 and less than old amount.'] }],
-    ['cancel to more than 0', (f) => valid(f, { event_type: 'cancel', old_amount: '100', new_amount: '50' }), { event_type: ['The cancel event type needs old amount above 0 and new amount 0.'] }],
-    ['cancel from 0', (f) => valid(f, { event_type: 'cancel', old_amount: '0', new_amount: '0' }), { event_type: ['The cancel event type needs old amount above 0 and new amount 0.'] }],
-    ['reactivated from more than 0', (f) => valid(f, { event_type: 'reactivated', old_amount: '10', new_amount: '20' }), { event_type: ['The reactivated event type needs old amount 0 and new amount above 0.'] }],
+    [
+      'created from more than 0',
+      (f) => valid(f, { event_type: 'created', old_amount: '5', new_amount: '10' }),
+      { event_type: ['The created event type needs old amount 0 and new amount above 0.'] },
+    ],
+    [
+      'created to 0',
+      (f) => valid(f, { event_type: 'created', old_amount: '0', new_amount: '0' }),
+      { event_type: ['The created event type needs old amount 0 and new amount above 0.'] },
+    ],
+    [
+      'upgrade from 900 to 100',
+      (f) => valid(f, { event_type: 'upgrade', old_amount: '900', new_amount: '100' }),
+      { event_type: ['The upgrade event type needs new amount greater than old amount.'] },
+    ],
+    [
+      'upgrade to the same amount',
+      (f) => valid(f, { event_type: 'upgrade', old_amount: '100', new_amount: '100.00' }),
+      { event_type: ['The upgrade event type needs new amount greater than old amount.'] },
+    ],
+    [
+      'downgrade upwards',
+      (f) => valid(f, { event_type: 'downgrade', old_amount: '100', new_amount: '150' }),
+      { event_type: ['The downgrade event type needs new amount above 0 and less than old amount.'] },
+    ],
+    [
+      'downgrade to 0 (a cancel)',
+      (f) => valid(f, { event_type: 'downgrade', old_amount: '100', new_amount: '0' }),
+      { event_type: ['The downgrade event type needs new amount above 0 and less than old amount.'] },
+    ],
+    [
+      'cancel to more than 0',
+      (f) => valid(f, { event_type: 'cancel', old_amount: '100', new_amount: '50' }),
+      { event_type: ['The cancel event type needs old amount above 0 and new amount 0.'] },
+    ],
+    [
+      'cancel from 0',
+      (f) => valid(f, { event_type: 'cancel', old_amount: '0', new_amount: '0' }),
+      { event_type: ['The cancel event type needs old amount above 0 and new amount 0.'] },
+    ],
+    [
+      'reactivated from more than 0',
+      (f) => valid(f, { event_type: 'reactivated', old_amount: '10', new_amount: '20' }),
+      { event_type: ['The reactivated event type needs old amount 0 and new amount above 0.'] },
+    ],
   ];
 
   it.each(cases)('422 for %s; nothing stored', async (_name, body, errors) => {
@@ -441,17 +653,43 @@ describe('POST /subscriptions/events: validation', () => {
     });
     // A customer with no subscription yet: an event without one is its imported history, dated now by default.
     const historyOnly = await newCustomer(m.token);
-    const minimal = await api.post('/subscriptions/events', m.token, { customer_id: historyOnly.id, event_type: 'created', old_amount: '0', new_amount: '10' });
+    const minimal = await api.post('/subscriptions/events', m.token, {
+      customer_id: historyOnly.id,
+      event_type: 'created',
+      old_amount: '0',
+      new_amount: '10',
+    });
     expect(minimal.status, JSON.stringify(minimal.body)).toBe(201);
-    expect(minimal.body.data).toMatchObject({ subscription_id: null, old_plan: null, new_plan: null, occurred_at: NOW, amount_change: '10.00', source: 'import' });
+    expect(minimal.body.data).toMatchObject({
+      subscription_id: null,
+      old_plan: null,
+      new_plan: null,
+      occurred_at: NOW,
+      amount_change: '10.00',
+      source: 'import',
+    });
     // A recorded event changes no subscription.
-    expect((await api.get(`/subscriptions/${fx.subscriptionId}`, m.token)).body.data).toMatchObject({ status: 'active', mrr: '100.00', plan_name: 'Basic' });
+    expect((await api.get(`/subscriptions/${fx.subscriptionId}`, m.token)).body.data).toMatchObject({
+      status: 'active',
+      mrr: '100.00',
+      plan_name: 'Basic',
+    });
   });
 
   it('accepts every event type with amounts that agree with it', async () => {
-    const amounts: Record<string, [string, string]> = { created: ['0', '10'], upgrade: ['10', '15'], downgrade: ['15', '12'], cancel: ['12', '0'], reactivated: ['0', '9'] };
+    const amounts: Record<string, [string, string]> = {
+      created: ['0', '10'],
+      upgrade: ['10', '15'],
+      downgrade: ['15', '12'],
+      cancel: ['12', '0'],
+      reactivated: ['0', '9'],
+    };
     for (const [event_type, [old_amount, new_amount]] of Object.entries(amounts)) {
-      const r = await api.post('/subscriptions/events', m.token, valid(fx, { subscription_id: fx.subscriptionId, event_type, old_amount, new_amount }));
+      const r = await api.post(
+        '/subscriptions/events',
+        m.token,
+        valid(fx, { subscription_id: fx.subscriptionId, event_type, old_amount, new_amount }),
+      );
       expect(r.status, `${event_type}: ${JSON.stringify(r.body)}`).toBe(201);
       expect(r.body.data.event_type).toBe(event_type);
     }
@@ -497,8 +735,14 @@ describe('GET /subscriptions and GET /subscriptions/events: query validation', (
 
   const eventCases: [string, Record<string, string[]>][] = [
     ...pageCases,
-    ['event_type=upgraded', { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] }],
-    ['event_type=subscription.created', { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] }],
+    [
+      'event_type=upgraded',
+      { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] },
+    ],
+    [
+      'event_type=subscription.created',
+      { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] },
+    ],
     ['customer_id=x', { customer_id: ['The customer id field must be a positive integer.'] }],
     ['customer_id=0', { customer_id: ['The customer id field must be a positive integer.'] }],
     ['subscription_id=0', { subscription_id: ['The subscription id field must be a positive integer.'] }],
@@ -508,7 +752,10 @@ describe('GET /subscriptions and GET /subscriptions/events: query validation', (
     ['start_date=2026-01-01T00:00:00', { start_date: ['The start date field must be a date (YYYY-MM-DD) or an ISO 8601 date-time.'] }],
     ['end_date=yesterday', { end_date: ['The end date field must be a date (YYYY-MM-DD) or an ISO 8601 date-time.'] }],
     ['start_date=2026-03-02&end_date=2026-03-01', { end_date: ['The end date field must be a date after or equal to the start date.'] }],
-    ['start_date=2026-03-01T12:00:00Z&end_date=2026-03-01T11:59:59Z', { end_date: ['The end date field must be a date after or equal to the start date.'] }],
+    [
+      'start_date=2026-03-01T12:00:00Z&end_date=2026-03-01T11:59:59Z',
+      { end_date: ['The end date field must be a date after or equal to the start date.'] },
+    ],
   ];
 
   it.each(eventCases)('GET /subscriptions/events?%s → 422 on that parameter', async (query, errors) => {
@@ -524,11 +771,17 @@ describe('GET /subscriptions and GET /subscriptions/events: query validation', (
     }
     const sameDay = await api.get('/subscriptions/events?start_date=2026-03-01&end_date=2026-03-01', m.token);
     expect(sameDay.status, JSON.stringify(sameDay.body)).toBe(200);
-    const offsets = await api.get(`/subscriptions/events?start_date=${encodeURIComponent('2026-03-01T00:00:00+08:00')}&end_date=2026-03-01`, m.token);
+    const offsets = await api.get(
+      `/subscriptions/events?start_date=${encodeURIComponent('2026-03-01T00:00:00+08:00')}&end_date=2026-03-01`,
+      m.token,
+    );
     expect(offsets.status, JSON.stringify(offsets.body)).toBe(200);
     const past = await api.get('/subscriptions?page=50&per_page=100', m.token);
     expect(past.status).toBe(200);
-    expect(past.body).toEqual({ data: [], meta: { current_page: 50, from: null, last_page: 1, per_page: 100, to: null, total: 1, next_cursor: null } });
+    expect(past.body).toEqual({
+      data: [],
+      meta: { current_page: 50, from: null, last_page: 1, per_page: 100, to: null, total: 1, next_cursor: null },
+    });
   });
 });
 

@@ -50,7 +50,8 @@ export const price = (before: Image, after: Image, transactional: boolean, pk: s
     const [o, n] = [entryOf(g, before), entryOf(g, after)];
     const keyOf = (e: Image) => (e ? `${str(e[g.partitionKey])}\u0000${str(e[g.sortKey])}` : '');
     if (o && n && keyOf(o) === keyOf(n)) {
-      if (JSON.stringify(o) !== JSON.stringify(n)) out.push({ key: `${g.indexName} ${str(n[g.partitionKey])}`, wcu: units(Math.max(size(o), size(n))) });
+      if (JSON.stringify(o) !== JSON.stringify(n))
+        out.push({ key: `${g.indexName} ${str(n[g.partitionKey])}`, wcu: units(Math.max(size(o), size(n))) });
       continue;
     }
     if (o) out.push({ key: `${g.indexName} ${str(o[g.partitionKey])}`, wcu: units(size(o)) });
@@ -64,9 +65,13 @@ export type CapacityRecorder = { records: CapacityRecord[]; uninstall(): void };
 /** Records the price of every write the shared client sends until uninstalled. */
 export const recordCapacity = (): CapacityRecorder => {
   const endpoint = config.dynamoEndpoint();
-  const peekClient = new DynamoDBClient({ region: config.region(), ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}) });
+  const peekClient = new DynamoDBClient({
+    region: config.region(),
+    ...(endpoint ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+  });
   const peek = async (a: WrittenKey): Promise<Image> =>
-    (await peekClient.send(new GetItemCommand({ TableName: tableName(), Key: { pk: { S: a.pk }, sk: { S: a.sk } }, ConsistentRead: true }))).Item;
+    (await peekClient.send(new GetItemCommand({ TableName: tableName(), Key: { pk: { S: a.pk }, sk: { S: a.sk } }, ConsistentRead: true })))
+      .Item;
   const records: CapacityRecord[] = [];
   const name = `capacity-model#${Math.random().toString(36).slice(2, 8)}`;
   const middleware: InitializeMiddleware<Record<string, any>, MetadataBearer> = (next, context) => async (args) => {

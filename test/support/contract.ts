@@ -103,7 +103,10 @@ const parse = (text: string): { ok: true; value: unknown } | { ok: false } => {
 
 const checkCatchAll = (api: OpenAPIBackend, a: Answer): Check => {
   const errors: string[] = [];
-  if (![403, 404, 405].includes(a.status)) errors.push(`no operation matches ${a.method} ${a.path}, and the catch-all answers only 404 or 405 (or the front door's 403), not ${a.status}`);
+  if (![403, 404, 405].includes(a.status))
+    errors.push(
+      `no operation matches ${a.method} ${a.path}, and the catch-all answers only 404 or 405 (or the front door's 403), not ${a.status}`,
+    );
   if (a.status === 405 && !a.headers.get('allow')) errors.push('a 405 names the allowed methods in Allow');
   if (!a.headers.get('x-request-id')) errors.push('X-Request-Id is missing');
   const body = parse(a.text);
@@ -123,7 +126,9 @@ const headerValidator = (operation: string, status: number, response: { headers?
   const key = `${operation} ${status}`;
   let validate = headerValidators.get(key);
   if (!validate) {
-    const properties = Object.fromEntries(Object.entries(response.headers ?? {}).flatMap(([name, header]) => (header.schema ? [[name.toLowerCase(), header.schema]] : [])));
+    const properties = Object.fromEntries(
+      Object.entries(response.headers ?? {}).flatMap(([name, header]) => (header.schema ? [[name.toLowerCase(), header.schema]] : [])),
+    );
     validate = ajvFor({ coerceTypes: true }).compile({ type: 'object', properties: { headers: { type: 'object', properties } } });
     headerValidators.set(key, validate);
   }
@@ -171,7 +176,10 @@ export const checkAnswer = async (a: Answer): Promise<void> => {
   // CONTRACT_REPORT=file: one JSON line per checked answer (counts, and every mismatch of a run);
   // CONTRACT_MISMATCH=record: mismatches are only reported there (a survey of the whole suite).
   if (process.env.CONTRACT_REPORT) {
-    appendFileSync(process.env.CONTRACT_REPORT, `${JSON.stringify({ ...check, request: `${a.method} ${a.path}`, body: check.errors.length ? a.text.slice(0, 300) : undefined })}\n`);
+    appendFileSync(
+      process.env.CONTRACT_REPORT,
+      `${JSON.stringify({ ...check, request: `${a.method} ${a.path}`, body: check.errors.length ? a.text.slice(0, 300) : undefined })}\n`,
+    );
   }
   if (check.errors.length && process.env.CONTRACT_MISMATCH !== 'record') {
     throw new Error(

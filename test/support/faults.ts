@@ -51,7 +51,11 @@ import { db } from '#lib/db/client';
 
 type Input = Record<string, any>;
 type Output = InitializeHandlerOutput<MetadataBearer>;
-type Handler = (args: InitializeHandlerArguments<Input>, context: HandlerExecutionContext, next: InitializeHandler<Input, MetadataBearer>) => Promise<Output>;
+type Handler = (
+  args: InitializeHandlerArguments<Input>,
+  context: HandlerExecutionContext,
+  next: InitializeHandler<Input, MetadataBearer>,
+) => Promise<Output>;
 
 export type Installed<S> = {
   /** Removes the middleware (idempotent). Afterwards calls behave normally again. */
@@ -81,8 +85,7 @@ const install = (label: string, handler: Handler, step: 'initialize' | 'deserial
 
 /** `PutItemCommand` / `PutItem` / `PutCommand`-style names → the API operation (`PutItem`). */
 const operation = (commandName: string | undefined): string => String(commandName ?? '').replace(/Command$/, '');
-const normalizeOps = (names: string[] | undefined): Set<string> | undefined =>
-  names && new Set(names.map((n) => operation(n)));
+const normalizeOps = (names: string[] | undefined): Set<string> | undefined => names && new Set(names.map((n) => operation(n)));
 
 /**
  * One key attribute value as a string, from either input form: native (`'M#1'`, `5`, Uint8Array)
@@ -125,7 +128,8 @@ const asAnswered = <E extends Error & { $metadata: object }>(err: E): E => {
   Object.defineProperty(err, 'message', { value: err.message, enumerable: true, writable: true, configurable: true });
   Object.assign(err, { __type: `com.amazonaws.dynamodb.v20120810#${err.name}` });
   err.$metadata = { httpStatusCode: 400, attempts: 1, totalRetryDelay: 0 };
-  for (const k of Object.keys(err)) if (!k.startsWith('$') && (err as Record<string, unknown>)[k] === undefined) delete (err as Record<string, unknown>)[k];
+  for (const k of Object.keys(err))
+    if (!k.startsWith('$') && (err as Record<string, unknown>)[k] === undefined) delete (err as Record<string, unknown>)[k];
   return err;
 };
 
@@ -179,7 +183,11 @@ export type TransactionConflictStats = {
 /** An item id with its merchant, numbers and emails masked, to see which kind of item is hot. */
 const itemClass = (id: string): string => {
   const [, pk, sk] = JSON.parse(id) as string[];
-  const mask = (v: string) => v.replace(/M#[^#]+/g, 'M#m').replace(/[^#]+@[^#]+/g, 'EMAIL').replace(/\d+/g, 'N');
+  const mask = (v: string) =>
+    v
+      .replace(/M#[^#]+/g, 'M#m')
+      .replace(/[^#]+@[^#]+/g, 'EMAIL')
+      .replace(/\d+/g, 'N');
   return `${mask(pk)} ${mask(sk)}`;
 };
 
@@ -298,7 +306,13 @@ export type StaleIndexReads = Installed<StaleIndexStats> & {
 /** Stable text of a command input (key order ignored; Sets, bytes and NumberValue kept apart). */
 const inputKey = (commandName: string, input: unknown): string => {
   const norm = (v: unknown): unknown => {
-    if (v instanceof Set) return { $set: [...v].map(norm).map((x) => JSON.stringify(x)).sort() };
+    if (v instanceof Set)
+      return {
+        $set: [...v]
+          .map(norm)
+          .map((x) => JSON.stringify(x))
+          .sort(),
+      };
     if (v instanceof Uint8Array) return { $bytes: Buffer.from(v).toString('base64') };
     if (Array.isArray(v)) return v.map(norm);
     if (v && typeof v === 'object') {
@@ -338,9 +352,7 @@ const inputKey = (commandName: string, input: unknown): string => {
  *   stale.uninstall();
  * }
  */
-export const staleIndexReads = (
-  opts: { select?: (operation: string, input: Input) => boolean } = {},
-): StaleIndexReads => {
+export const staleIndexReads = (opts: { select?: (operation: string, input: Input) => boolean } = {}): StaleIndexReads => {
   const select = opts.select ?? ((op: string, input: Input) => (op === 'Query' || op === 'Scan') && input.IndexName !== undefined);
   const stats: StaleIndexStats = { recorded: 0, served: 0, passedThrough: 0 };
   const recorded = new Map<string, Output>();
@@ -528,7 +540,12 @@ export const failOnce = (
   });
 
 /** Runs `fault` instead of the next matching call (one of `commandName` whose input passes `when`), then removes itself. */
-const onceOn = (label: string, commandName: string, when: ((input: Input) => boolean) | undefined, fault: Handler): Installed<FailOnceStats> => {
+const onceOn = (
+  label: string,
+  commandName: string,
+  when: ((input: Input) => boolean) | undefined,
+  fault: Handler,
+): Installed<FailOnceStats> => {
   const target = operation(commandName);
   const stats: FailOnceStats = { fired: false };
   const uninstall = install(`${label}:${target}`, async (args, context, next) => {
@@ -579,7 +596,8 @@ export type FaultsAtRateStats = {
  * A network timeout as the SDK reports it once its own re-sends are exhausted
  * (`@smithy/node-http-handler`: an Error named TimeoutError).
  */
-export const sdkTimeout = (): Error => Object.assign(new Error('Connection timed out after 3000 ms'), { name: 'TimeoutError', $metadata: { attempts: 3 } });
+export const sdkTimeout = (): Error =>
+  Object.assign(new Error('Connection timed out after 3000 ms'), { name: 'TimeoutError', $metadata: { attempts: 3 } });
 
 const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteItems', 'BatchWriteItem']);
 
@@ -594,7 +612,12 @@ const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'TransactWriteIte
  *   lost: TimeoutError (the worst case: the caller cannot know the write landed).
  * The same seed and call sequence fail the same calls.
  */
-export const faultsAtRate = (opts: { rate: number; kinds?: FaultKind[]; seed?: number; commands?: string[] }): Installed<FaultsAtRateStats> => {
+export const faultsAtRate = (opts: {
+  rate: number;
+  kinds?: FaultKind[];
+  seed?: number;
+  commands?: string[];
+}): Installed<FaultsAtRateStats> => {
   if (!(opts.rate >= 0 && opts.rate <= 1)) throw new Error(`faultsAtRate: rate must be within 0..1, got ${opts.rate}`);
   const kinds = opts.kinds ?? ['throttle', 'conflict', 'timeout', 'lostResponse'];
   const only = normalizeOps(opts.commands);
@@ -623,7 +646,9 @@ export const faultsAtRate = (opts: { rate: number; kinds?: FaultKind[]; seed?: n
       case 'conflict':
         if (!WRITES.has(op) || op === 'BatchWriteItem') return next(args);
         count(kind, op);
-        throw op === 'TransactWriteItems' ? awsErrors.transactionCanceled(reasons(awsErrors.conflictReason())) : awsErrors.transactionConflict();
+        throw op === 'TransactWriteItems'
+          ? awsErrors.transactionCanceled(reasons(awsErrors.conflictReason()))
+          : awsErrors.transactionConflict();
       case 'timeout':
         count(kind, op);
         throw sdkTimeout();
@@ -676,10 +701,14 @@ export const writtenKeys = (op: string, input: Input): WrittenKey[] => {
   if (op === 'PutItem') return [k(input.Item, false)];
   if (op === 'UpdateItem' || op === 'DeleteItem') return [k(input.Key, false)];
   if (op === 'TransactWriteItems') {
-    return ((input.TransactItems ?? []) as Input[]).flatMap((a) => (a.ConditionCheck ? [] : [k(a.Put?.Item ?? a.Update?.Key ?? a.Delete?.Key, true)]));
+    return ((input.TransactItems ?? []) as Input[]).flatMap((a) =>
+      a.ConditionCheck ? [] : [k(a.Put?.Item ?? a.Update?.Key ?? a.Delete?.Key, true)],
+    );
   }
   if (op === 'BatchWriteItem') {
-    return Object.values((input.RequestItems ?? {}) as Record<string, Input[]>).flatMap((rs) => rs.map((r) => k(r.PutRequest?.Item ?? r.DeleteRequest?.Key, false)));
+    return Object.values((input.RequestItems ?? {}) as Record<string, Input[]>).flatMap((rs) =>
+      rs.map((r) => k(r.PutRequest?.Item ?? r.DeleteRequest?.Key, false)),
+    );
   }
   return [];
 };
@@ -697,7 +726,10 @@ export type LostAnswerStats = { lost: number; sent: number };
  * middleware: it runs once per attempt, so the SDK's own re-send of the same request is seen
  * (`stats.sent`) and reaches DynamoDB Local again. Its input is already marshalled (`{ pk: { S } }`).
  */
-export const lostAnswer = (commandName: string, opts: { times?: number; when?: (input: Input) => boolean } = {}): Installed<LostAnswerStats> => {
+export const lostAnswer = (
+  commandName: string,
+  opts: { times?: number; when?: (input: Input) => boolean } = {},
+): Installed<LostAnswerStats> => {
   const target = operation(commandName);
   const stats: LostAnswerStats = { lost: 0, sent: 0 };
   const uninstall = install(

@@ -6,7 +6,11 @@
  */
 export type PostOrder = (token: string, body: Record<string, unknown>) => Promise<{ status: number }>;
 
-export const hotLoad = async (post: PostOrder, tokens: string[], opts: { clients: number; perClient: number; customersPerClient: number; prefix?: string }) => {
+export const hotLoad = async (
+  post: PostOrder,
+  tokens: string[],
+  opts: { clients: number; perClient: number; customersPerClient: number; prefix?: string },
+) => {
   let non201 = 0;
   const started = Date.now();
   await Promise.all(

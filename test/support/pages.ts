@@ -23,7 +23,10 @@ export const allPages = async (api: ReturnType<typeof useApi>, token: string, pa
   const items: any[] = [];
   let cursor: string | null = null;
   for (;;) {
-    const r: { status: number; body: any } = await api.get(`${path}${sep}per_page=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, token);
+    const r: { status: number; body: any } = await api.get(
+      `${path}${sep}per_page=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      token,
+    );
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     items.push(...r.body.data);
     cursor = r.body.meta.next_cursor;

@@ -5,7 +5,7 @@ import { addContributions, contributions, setFrom, type Contributions, type Time
 import { batchWriteAll } from './seed.ts';
 
 const DAY = 86_400_000;
-const iso = (ms: number) => new Date(ms).toISOString().slice(0, 19) + 'Z';
+const iso = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}Z`;
 
 /**
  * A merchant's MRR aggregate items exactly as `customers` subscriptions leave them (the sum of
@@ -25,7 +25,11 @@ export const seedMetricsAggregates = async (merchantId: string, customers: numbe
   }
   // Every shard of every item the reads below touch holds every attribute (the largest reads): the
   // sums in shard 0, zeros elsewhere. Items outside those ranges get shard 0 only (fewer to seed).
-  const read = (id: string) => id.startsWith('M#') || (id.startsWith('D#') ? id.slice(2, 6) >= '2024' && id.slice(2, 6) <= '2025' : id.split('#')[1] >= '2024-01' && id.split('#')[1] <= '2025-12');
+  const read = (id: string) =>
+    id.startsWith('M#') ||
+    (id.startsWith('D#')
+      ? id.slice(2, 6) >= '2024' && id.slice(2, 6) <= '2025'
+      : id.split('#')[1] >= '2024-01' && id.split('#')[1] <= '2025-12');
   const items = [...total].flatMap(([id, attrs]) =>
     Array.from({ length: read(id) ? METRIC_SHARDS : 1 }, (_, shard) => ({
       ...aggregateKey(merchantId, id, shard),

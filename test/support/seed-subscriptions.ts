@@ -29,7 +29,12 @@ export const seededTypeCounts = (count: number): Record<SubscriptionEventType, n
  * `test/support/seed.ts` does for orders. For request-budget tests that need a large merchant
  * fast; behaviour tests go through the API.
  */
-export const seedSubscriptionEvents = async (merchantId: string, customerId: number, count: number, subscriptionId: number | null = null) => {
+export const seedSubscriptionEvents = async (
+  merchantId: string,
+  customerId: number,
+  count: number,
+  subscriptionId: number | null = null,
+) => {
   const items: SubscriptionEventItem[] = Array.from({ length: count }, (_, i) => {
     const id = SEED_EVENT_ID_BASE + i;
     const type = seededEventType(i);

@@ -11,7 +11,12 @@ import { formatTimestamp } from '#lib/shared/time';
  * tests that need a large merchant fast; behaviour tests go through the API. Several statuses are
  * given to the orders in turn.
  */
-export const seedOrders = async (merchantId: string, customerId: number, count: number, status: OrderStatus | OrderStatus[] = 'pending') => {
+export const seedOrders = async (
+  merchantId: string,
+  customerId: number,
+  count: number,
+  status: OrderStatus | OrderStatus[] = 'pending',
+) => {
   const statuses = Array.isArray(status) ? status : [status];
   const base = Date.parse('2025-01-01T00:00:00Z');
   const orders = Array.from({ length: count }, (_, i) =>
@@ -34,7 +39,9 @@ export const seedOrders = async (merchantId: string, customerId: number, count: 
       ExpressionAttributeNames: Object.fromEntries(statuses.map((st, j) => [`#s${j}`, `orders_${st}`])),
       ExpressionAttributeValues: {
         ':n': count,
-        ...Object.fromEntries(statuses.map((_, j) => [`:s${j}`, Math.floor(count / statuses.length) + (j < count % statuses.length ? 1 : 0)])),
+        ...Object.fromEntries(
+          statuses.map((_, j) => [`:s${j}`, Math.floor(count / statuses.length) + (j < count % statuses.length ? 1 : 0)]),
+        ),
       },
     }),
   );

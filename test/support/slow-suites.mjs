@@ -10,16 +10,24 @@ if (!/^[a-z]+$/.test(kind)) throw new Error(`suite kind must be a word, got ${ki
 const suffix = `.${kind}.test.ts`;
 const root = join(import.meta.dirname, '..', '..');
 const find = (dir) =>
-  readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? find(join(dir, e.name)) : e.name.endsWith(suffix) ? [join(dir, e.name)] : []));
-const files = find(join(root, 'test')).map((f) => relative(root, f)).sort();
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? find(join(dir, e.name)) : e.name.endsWith(suffix) ? [join(dir, e.name)] : [],
+  );
+const files = find(join(root, 'test'))
+  .map((f) => relative(root, f))
+  .sort();
 const failed = [];
 const started = Date.now();
 for (const file of files) {
-  const run = spawnSync(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--config', 'vitest.slow.config.ts', file], {
-    cwd: root,
-    stdio: 'inherit',
-    env: { ...process.env, SUITE_KIND: kind },
-  });
+  const run = spawnSync(
+    process.execPath,
+    [join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--config', 'vitest.slow.config.ts', file],
+    {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, SUITE_KIND: kind },
+    },
+  );
   if (run.status !== 0) failed.push(file);
 }
 console.info(`${kind} suites: ${files.length} files in ${((Date.now() - started) / 1000).toFixed(0)} s`);

@@ -51,7 +51,8 @@ export const writeLimitBreaches = (operation: string, body: Record<string, any>,
   const out: string[] = [];
   const item = (where: string, it: Record<string, AttributeValue> | undefined) => {
     const size = it ? itemSize(it) : 0;
-    if (size > ITEM_CEILING_BYTES) out.push(`${where}: an item of ${size} bytes (ceiling ${ITEM_CEILING_BYTES}; key ${JSON.stringify([it?.pk, it?.sk])})`);
+    if (size > ITEM_CEILING_BYTES)
+      out.push(`${where}: an item of ${size} bytes (ceiling ${ITEM_CEILING_BYTES}; key ${JSON.stringify([it?.pk, it?.sk])})`);
   };
   const update = (where: string, values: Record<string, AttributeValue> | undefined) => {
     const size = values ? itemSize(values) : 0;
@@ -66,7 +67,8 @@ export const writeLimitBreaches = (operation: string, body: Record<string, any>,
   }
   if (operation === 'TransactWriteItems') {
     const actions = (body.TransactItems ?? []) as Record<string, any>[];
-    if (actions.length > MAX_TRANSACTION_ACTIONS) out.push(`TransactWriteItems: ${actions.length} actions (at most ${MAX_TRANSACTION_ACTIONS})`);
+    if (actions.length > MAX_TRANSACTION_ACTIONS)
+      out.push(`TransactWriteItems: ${actions.length} actions (at most ${MAX_TRANSACTION_ACTIONS})`);
     if (bodyBytes > MAX_TRANSACTION_BYTES) out.push(`TransactWriteItems: ${bodyBytes} bytes (at most ${MAX_TRANSACTION_BYTES})`);
     for (const a of actions) {
       item('TransactWriteItems Put', a.Put?.Item);

@@ -12,9 +12,12 @@ describe('toCsv', () => {
   });
 
   it('quotes commas, quotes (doubled), line breaks and edge spaces, and nothing else', () => {
-    expect(toCsv(['a'], [['x,y'], ['say "hi"'], ['two\nlines'], ['cr\rlf\r\n'], [' lead'], ['trail '], ['in side'], [''], ['=1+1'], ['ünï©ødé']])).toBe(
-      'a\r\n"x,y"\r\n"say ""hi"""\r\n"two\nlines"\r\n"cr\rlf\r\n"\r\n" lead"\r\n"trail "\r\nin side\r\n\r\n=1+1\r\nünï©ødé\r\n',
-    );
+    expect(
+      toCsv(
+        ['a'],
+        [['x,y'], ['say "hi"'], ['two\nlines'], ['cr\rlf\r\n'], [' lead'], ['trail '], ['in side'], [''], ['=1+1'], ['ünï©ødé']],
+      ),
+    ).toBe('a\r\n"x,y"\r\n"say ""hi"""\r\n"two\nlines"\r\n"cr\rlf\r\n"\r\n" lead"\r\n"trail "\r\nin side\r\n\r\n=1+1\r\nünï©ødé\r\n');
   });
 
   it('reads back to the same values with csv-parse, whatever they hold', () => {

@@ -1,9 +1,8 @@
-import { generateKeyPair, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { newMerchant, useApi } from '../support/api.ts';
 import { isolatedClock } from '../pipeline/support.ts';
 import { backofficeJwt, forgedJwt } from '../backoffice/support.ts';
-import { LOCAL_BACKOFFICE_AUDIENCE, LOCAL_BACKOFFICE_ISSUER, signLocalJwt } from '../../infra/local/backoffice-jwt.ts';
+import { signLocalJwt } from '../../infra/local/backoffice-jwt.ts';
 import { routeList } from '#lib/http/routes';
 
 /**
@@ -17,9 +16,19 @@ const api = useApi();
 const UNAUTHENTICATED = { message: 'Unauthenticated.' };
 const FORBIDDEN = { message: 'This action is unauthorized.' };
 const asJwt = (jwt: string) => ({ authorization: `Bearer ${jwt}` });
-const claimsFor = (merchantId: string, groups = ['admin']) => ({ sub: 'u-1', 'custom:merchant_id': merchantId, 'cognito:groups': groups, token_use: 'id' });
+const claimsFor = (merchantId: string, groups = ['admin']) => ({
+  sub: 'u-1',
+  'custom:merchant_id': merchantId,
+  'cognito:groups': groups,
+  token_use: 'id',
+});
 
-const order = (n: number, email: string) => ({ order_no: `D-${n}-${Math.random().toString(36).slice(2, 8)}`, customer_email: email, amount: '10.50', status: 'paid' });
+const order = (n: number, email: string) => ({
+  order_no: `D-${n}-${Math.random().toString(36).slice(2, 8)}`,
+  customer_email: email,
+  amount: '10.50',
+  status: 'paid',
+});
 
 describe('the dashboard identity on token routes', () => {
   it('a JWT reads its own merchant only, as the merchant token does', async () => {
@@ -126,8 +135,14 @@ describe('the dashboard identity on token routes', () => {
     );
     for (const r of routeList.filter((x) => x.dashboard && x.writes)) expect(r.dashboard!.roles, r.path).toEqual(['admin']);
     const { body: doc } = await api.get('/openapi.json');
-    expect(doc.paths['/orders/stats'].get).toMatchObject({ security: [{ bearerAuth: ['orders:read'] }, { backofficeJwt: ['admin', 'user'] }], 'x-backoffice-roles': ['admin', 'user'] });
-    expect(doc.paths['/webhook-endpoints/{id}/test'].post).toMatchObject({ 'x-backoffice-roles': ['admin'], 'x-required-ability': 'webhooks:write' });
+    expect(doc.paths['/orders/stats'].get).toMatchObject({
+      security: [{ bearerAuth: ['orders:read'] }, { backofficeJwt: ['admin', 'user'] }],
+      'x-backoffice-roles': ['admin', 'user'],
+    });
+    expect(doc.paths['/webhook-endpoints/{id}/test'].post).toMatchObject({
+      'x-backoffice-roles': ['admin'],
+      'x-required-ability': 'webhooks:write',
+    });
     expect(doc.paths['/customers'].get.security).toEqual([{ bearerAuth: ['customers:read'] }]);
   });
 });

@@ -23,10 +23,11 @@ const ARTIFACTS = resolve('test/artifacts/dashboard');
 const DIST = resolve('test/artifacts/web-dist');
 const BUNDLE_BUDGET_GZIP = 250 * 1024;
 const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`test/web/dashboard.e2e.test.ts skipped: no Chromium at ${CHROMIUM} (.ci/run installs it: apt-get install -y chromium)`);
+if (!hasChromium)
+  console.warn(`test/web/dashboard.e2e.test.ts skipped: no Chromium at ${CHROMIUM} (.ci/run installs it: apt-get install -y chromium)`);
 
 let session = '';
-let bundle = { gzipBytes: 0, buildMs: 0 };
+const bundle = { gzipBytes: 0, buildMs: 0 };
 beforeAll(async () => {
   bundle.buildMs = (await buildDashboard({ outDir: DIST, force: true })).ms;
   const files = readdirSync(join(DIST, 'assets')).map((f) => join(DIST, 'assets', f));
@@ -53,7 +54,10 @@ describe('the local server serves the dashboard beside the API', () => {
     expect(page.headers.get('x-frame-options')).toBe('DENY');
     const script = /src="(\/assets\/[^"]+\.js)"/.exec(await page.text())![1];
     expect((await fetch(`${origin}${script}`)).headers.get('cache-control')).toContain('immutable');
-    expect(await (await fetch(`${origin}/config.json`)).json()).toEqual({ apiBase: '/v1', auth: { kind: 'local', sessionUrl: '/dev/session' } });
+    expect(await (await fetch(`${origin}/config.json`)).json()).toEqual({
+      apiBase: '/v1',
+      auth: { kind: 'local', sessionUrl: '/dev/session' },
+    });
     session = 'a.b.c';
     expect(await (await fetch(`${origin}/dev/session`)).json()).toEqual({ id_token: 'a.b.c' });
     for (const path of ['/%2e%2e/package.json', '/..%2fpackage.json', '/assets/missing.js', '/index.htm']) {
@@ -67,7 +71,7 @@ describe('the local server serves the dashboard beside the API', () => {
 const today = () => new Date().toISOString().slice(0, 10);
 const monthsAgo = (n: number, day = 1) => {
   const d = new Date();
-  return new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - n, day, 12)).toISOString().slice(0, 19) + 'Z';
+  return `${new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - n, day, 12)).toISOString().slice(0, 19)}Z`;
 };
 /** The digits (and sign) of a figure as shown, against those of the API's exact decimal. */
 const digits = (text: string) => (text.includes('-') || text.includes('−') ? '-' : '') + text.replace(/[^0-9]/g, '');
@@ -93,19 +97,41 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     // Orders: 23 today in TWD (paid and pending), 2 paid in USD: three pages of ten (one batch request).
     const orders = Array.from({ length: 25 }, (_, i) => {
       const usd = i >= 23;
-      const amount = usd ? '19.99' : `${100 + i * 7}.${String(i * 3).padStart(2, '0').slice(-2)}`;
+      const amount = usd
+        ? '19.99'
+        : `${100 + i * 7}.${String(i * 3)
+            .padStart(2, '0')
+            .slice(-2)}`;
       const status = usd || i % 3 !== 2 ? 'paid' : 'pending';
       if (!usd && status === 'paid') paidTwd = paidTwd.plus(amount);
-      return { order_no: `E2E-${String(i).padStart(3, '0')}`, customer_email: `buyer${i % 4}@example.com`, customer_name: `Buyer ${i % 4}`, amount, currency: usd ? 'USD' : 'TWD', status };
+      return {
+        order_no: `E2E-${String(i).padStart(3, '0')}`,
+        customer_email: `buyer${i % 4}@example.com`,
+        customer_name: `Buyer ${i % 4}`,
+        amount,
+        currency: usd ? 'USD' : 'TWD',
+        status,
+      };
     });
     const batch = await ok(api.post('/orders/batch', t, { orders }), 200);
     expect(batch.created, JSON.stringify(batch.results.failed)).toBe(25);
     // Subscriptions over the last months: new, expansion, contraction, churn and a reactivation.
     const customers = [];
-    for (let i = 0; i < 4; i++) customers.push(await ok(api.post('/customers', t, { email: `sub${i}@example.com`, name: `Subscriber ${i}` })));
+    for (let i = 0; i < 4; i++)
+      customers.push(await ok(api.post('/customers', t, { email: `sub${i}@example.com`, name: `Subscriber ${i}` })));
     const subs = [];
     for (let i = 0; i < 4; i++) {
-      subs.push(await ok(api.post('/subscriptions', t, { customer_id: customers[i].id, plan_name: 'Pro', mrr: `${(i + 1) * 500}`, billing_cycle: 'monthly', started_at: monthsAgo(8 - i * 2, 5) })));
+      subs.push(
+        await ok(
+          api.post('/subscriptions', t, {
+            customer_id: customers[i].id,
+            plan_name: 'Pro',
+            mrr: `${(i + 1) * 500}`,
+            billing_cycle: 'monthly',
+            started_at: monthsAgo(8 - i * 2, 5),
+          }),
+        ),
+      );
     }
     await ok(api.put(`/subscriptions/${subs[0].id}`, t, { mrr: '900', plan_name: 'Pro+' }), 200);
     await ok(api.put(`/subscriptions/${subs[1].id}`, t, { mrr: '600' }), 200);
@@ -114,11 +140,22 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     await ok(api.put(`/subscriptions/${subs[3].id}/cancel`, t, {}), 200);
     const secrets: string[] = [];
     receiver = await startWebhookReceiver({ secrets });
-    const endpoint = await ok(api.post('/webhook-endpoints', t, { url: receiver.url, events: ['order.paid'], description: 'e2e receiver' }));
+    const endpoint = await ok(
+      api.post('/webhook-endpoints', t, { url: receiver.url, events: ['order.paid'], description: 'e2e receiver' }),
+    );
     secrets.push(endpoint.secret);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   }, 180_000);
 
@@ -159,10 +196,18 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     await page.evaluate(readFileSync(resolve('node_modules/axe-core/axe.min.js'), 'utf8'));
     const result = await page.evaluate(async () => {
       const r = await (window as any).axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] });
-      return r.violations.map((v: any) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 5) }));
+      return r.violations.map((v: any) => ({
+        id: v.id,
+        impact: v.impact,
+        help: v.help,
+        nodes: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 5),
+      }));
     });
     writeFileSync(join(ARTIFACTS, `axe-${name}.json`), JSON.stringify(result, null, 2));
-    expect(result.filter((v: { impact: string }) => v.impact === 'serious' || v.impact === 'critical'), name).toEqual([]);
+    expect(
+      result.filter((v: { impact: string }) => v.impact === 'serious' || v.impact === 'critical'),
+      name,
+    ).toEqual([]);
   };
   const noSideScroll = async (page: Page) =>
     expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
@@ -187,16 +232,25 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     const now = new Date();
     const start12 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
     const monthly = (await api.get(`/metrics/mrr?interval=month&start_date=${start12}&end_date=${today()}`, t)).body;
-    const rows = () => page.locator('[data-testid="mrr-table"] tbody tr').evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-date'), tr.getAttribute('data-mrr')]));
+    const rows = () =>
+      page
+        .locator('[data-testid="mrr-table"] tbody tr')
+        .evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-date'), tr.getAttribute('data-mrr')]));
     expect(await rows()).toEqual(monthly.data.map((e: { date: string; mrr: string }) => [e.date, e.mrr]));
-    await expectFigures(page, { range_mrr: monthly.summary.current_mrr, range_arr: monthly.summary.arr, range_mrr_churn: monthly.summary.mrr_churn_rate });
+    await expectFigures(page, {
+      range_mrr: monthly.summary.current_mrr,
+      range_arr: monthly.summary.arr,
+      range_mrr_churn: monthly.summary.mrr_churn_rate,
+    });
     expect(monthly.data.some((e: { churn: string }) => e.churn !== '0.00')).toBe(true);
     expect(await page.locator('[data-testid="mrr-chart"] canvas').count()).toBeGreaterThan(0);
     expect(await page.getByTestId('mrr-chart').getAttribute('aria-label')).toContain('MRR from');
 
     await ready(page, 'cohorts');
     const cohorts = (await api.get('/metrics/cohorts', t)).body.data.filter((c: { customers: number }) => c.customers > 0);
-    expect(await page.locator('[data-testid="cohorts"] tbody th').allTextContents()).toEqual(cohorts.map((c: { cohort: string }) => c.cohort));
+    expect(await page.locator('[data-testid="cohorts"] tbody th').allTextContents()).toEqual(
+      cohorts.map((c: { cohort: string }) => c.cohort),
+    );
     await shoot(page, 'overview-desktop');
     await axe(page, 'overview');
 
@@ -218,7 +272,8 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     const now = new Date();
     const start12 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
     const start90 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - 89)).toISOString().slice(0, 10);
-    const dates = async (q: string) => (await api.get(`/metrics/mrr?${q}&end_date=${today()}`, t)).body.data.map((e: { date: string }) => e.date).join(',');
+    const dates = async (q: string) =>
+      (await api.get(`/metrics/mrr?${q}&end_date=${today()}`, t)).body.data.map((e: { date: string }) => e.date).join(',');
     const expected: Record<string, string> = {
       'month 12m': await dates(`interval=month&start_date=${start12}`),
       'week 12m': await dates(`interval=week&start_date=${start12}`),
@@ -255,7 +310,12 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
         if (!w.stopPresenting) requestAnimationFrame(frame);
       };
       requestAnimationFrame(frame);
-      new MutationObserver(() => sample('mutation')).observe(panel, { subtree: true, childList: true, attributes: true, characterData: true });
+      new MutationObserver(() => sample('mutation')).observe(panel, {
+        subtree: true,
+        childList: true,
+        attributes: true,
+        characterData: true,
+      });
     });
     await page.getByTestId('mrr-interval').selectOption('week');
     await page.locator('[data-panel="mrr"][data-state="ready"] [data-interval="week"][data-range="12m"]').waitFor();
@@ -272,7 +332,10 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
       if (p.rows === null) continue;
       // Rows are shown only under the controls they were loaded for, labelled with them, and equal to that series.
       expect(p.labelled, JSON.stringify(p)).toBe(p.controls);
-      expect(p.rows, `${p.via} under "${p.controls}" presents the rows of "${Object.keys(expected).find((k) => expected[k] === p.rows)}"`).toBe(expected[p.controls]);
+      expect(
+        p.rows,
+        `${p.via} under "${p.controls}" presents the rows of "${Object.keys(expected).find((k) => expected[k] === p.rows)}"`,
+      ).toBe(expected[p.controls]);
     }
     // The recording saw each wait (frames loading under both new choices) and the last answer.
     expect(frames.some((p) => p.controls === 'week 12m' && p.state === 'loading')).toBe(true);
@@ -285,8 +348,10 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     const { page, failures } = await open('admin', undefined, '#activity');
     const t = merchant.token;
     await ready(page, 'orders');
-    const orderNos = () => page.locator('[data-testid="orders"] tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-order-no')));
-    const apiPage = async (q: string) => (await api.get(`/orders?per_page=10&${q}`, t)).body.data.map((o: { order_no: string }) => o.order_no);
+    const orderNos = () =>
+      page.locator('[data-testid="orders"] tbody tr').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-order-no')));
+    const apiPage = async (q: string) =>
+      (await api.get(`/orders?per_page=10&${q}`, t)).body.data.map((o: { order_no: string }) => o.order_no);
     expect(await orderNos()).toEqual(await apiPage('page=1'));
     await expect(page.getByTestId('orders-page').textContent()).resolves.toContain('Page 1 of 3 · 25 in all');
     await page.locator('[data-panel="orders"] nav.pager').getByRole('button', { name: 'Next' }).click();
@@ -312,12 +377,30 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     const asRun = { 'x-import-run': run };
     // Under one run: customers (one skipped as a duplicate, one failed) and orders (one failed, named with a comma and quotes).
     const sent = [
-      await api.post('/customers/batch', t, { customers: [{ email: 'imported1@example.com' }, { email: 'buyer0@example.com' }, { email: 'not-an-email' }] }, asRun),
-      await api.post('/orders/batch', t, { orders: [{ order_no: 'IMP-1', customer_email: 'imported1@example.com', amount: '12.00', status: 'paid' }, { order_no: 'IMP "2", x', customer_email: 'imported1@example.com', amount: 'abc', status: 'paid' }] }, asRun),
+      await api.post(
+        '/customers/batch',
+        t,
+        { customers: [{ email: 'imported1@example.com' }, { email: 'buyer0@example.com' }, { email: 'not-an-email' }] },
+        asRun,
+      ),
+      await api.post(
+        '/orders/batch',
+        t,
+        {
+          orders: [
+            { order_no: 'IMP-1', customer_email: 'imported1@example.com', amount: '12.00', status: 'paid' },
+            { order_no: 'IMP "2", x', customer_email: 'imported1@example.com', amount: 'abc', status: 'paid' },
+          ],
+        },
+        asRun,
+      ),
     ];
     for (const r of sent) expect(r.status, JSON.stringify(r.body)).toBe(200);
     const answers = sent.map((r) => ({ requestId: r.headers.get('x-request-id'), ...r.body.data }));
-    expect(answers.map((a) => [a.created, a.skipped, a.failed])).toEqual([[1, 1, 1], [1, 0, 1]]);
+    expect(answers.map((a) => [a.created, a.skipped, a.failed])).toEqual([
+      [1, 1, 1],
+      [1, 0, 1],
+    ]);
     expect(answers[1].results.failed[0]).toMatchObject({ index: 1, identifier: 'IMP "2", x' });
     // The log names each batch by its request: the entry of each answer.
     const entries = (await api.get(`/activity?import_run=${run}`, t)).body.data as { id: number; request_id: string }[];
@@ -328,30 +411,59 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     await ready(page, 'runs');
     const group = page.locator(`[data-testid="runs"] tbody[data-run="${run}"]`);
     const counts = (row: ReturnType<Page['locator']>) =>
-      row.locator('td[data-count]').evaluateAll((tds) => Object.fromEntries(tds.map((td) => [td.getAttribute('data-count'), Number(td.textContent!.replace(/[^0-9]/g, ''))])));
-    const countsOf = (a: Record<string, number>) => ({ total: a.total, created: a.created, updated: a.updated, skipped: a.skipped, failed: a.failed });
+      row
+        .locator('td[data-count]')
+        .evaluateAll((tds) =>
+          Object.fromEntries(tds.map((td) => [td.getAttribute('data-count'), Number(td.textContent!.replace(/[^0-9]/g, ''))])),
+        );
+    const countsOf = (a: Record<string, number>) => ({
+      total: a.total,
+      created: a.created,
+      updated: a.updated,
+      skipped: a.skipped,
+      failed: a.failed,
+    });
     // The run's group comes first (newest): its line with the sums, then its batches, newest first.
     expect(await page.locator('[data-testid="runs"] tbody').first().getAttribute('data-run')).toBe(run);
-    expect(await group.locator('tr[data-batch]').evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute('data-batch'))))).toEqual([batchId(1), batchId(0)]);
-    for (const i of [0, 1]) expect(await counts(group.locator(`tr[data-batch="${batchId(i)}"]`)), `batch ${i}`).toEqual(countsOf(answers[i]));
+    expect(await group.locator('tr[data-batch]').evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute('data-batch'))))).toEqual([
+      batchId(1),
+      batchId(0),
+    ]);
+    for (const i of [0, 1])
+      expect(await counts(group.locator(`tr[data-batch="${batchId(i)}"]`)), `batch ${i}`).toEqual(countsOf(answers[i]));
     const sums = Object.fromEntries(Object.keys(countsOf(answers[0])).map((k) => [k, answers[0][k] + answers[1][k]]));
     expect(await counts(group.getByTestId('run-row'))).toEqual(sums);
     await expect(group.getByTestId('run-row').textContent()).resolves.toContain(`Run ${run} · 2 batches`);
     // The orders batch of the setup, sent without a run, is a line of its own.
-    const single = (await api.get('/activity?type=orders.batch', t)).body.data.find((e: { import_run: string | null }) => e.import_run === null);
+    const single = (await api.get('/activity?type=orders.batch', t)).body.data.find(
+      (e: { import_run: string | null }) => e.import_run === null,
+    );
     expect(await counts(page.locator(`[data-testid="runs"] tbody[data-run=""] tr[data-batch="${single.id}"]`))).toEqual(countsOf(single));
 
     // A batch: its items, focus on its panel, and its failed items as CSV.
     const items = (table: string) =>
-      page.locator(`[data-panel="items"] [data-testid="${table}"] tbody tr`).evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('th, td')).map((c) => c.textContent)));
+      page
+        .locator(`[data-panel="items"] [data-testid="${table}"] tbody tr`)
+        .evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('th, td')).map((c) => c.textContent)));
     await page.getByRole('button', { name: `Items of batch #${batchId(0)}` }).click();
     await ready(page, 'items');
     await page.waitForFunction(() => document.activeElement?.id === 'items-title', null, { timeout: 5_000 });
     expect(await page.getByRole('button', { name: `Items of batch #${batchId(0)}` }).getAttribute('aria-pressed')).toBe('true');
     await expectFigures(page, Object.fromEntries(Object.entries(countsOf(answers[0])).map(([k, v]) => [`items-${k}`, v])));
-    const failedRow = (f: { index: number; identifier: string; reason: string; message: string }) => [String(f.index), f.identifier, f.reason, f.message];
+    const failedRow = (f: { index: number; identifier: string; reason: string; message: string }) => [
+      String(f.index),
+      f.identifier,
+      f.reason,
+      f.message,
+    ];
     expect(await items('failed-items')).toEqual(answers[0].results.failed.map(failedRow));
-    expect((await items('skipped-items')).map((r) => r.slice(0, 3))).toEqual(answers[0].results.skipped.map((s: { index: number; identifier: string; reason: string }) => [String(s.index), s.identifier, s.reason]));
+    expect((await items('skipped-items')).map((r) => r.slice(0, 3))).toEqual(
+      answers[0].results.skipped.map((s: { index: number; identifier: string; reason: string }) => [
+        String(s.index),
+        s.identifier,
+        s.reason,
+      ]),
+    );
     const download = async () => {
       const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId('download-failed').click()]);
       return { name: file.suggestedFilename(), text: readFileSync((await file.path())!, 'utf8') };
@@ -359,20 +471,31 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     const batchCsv = await download();
     expect(batchCsv.name).toBe(`failed-items-batch-${batchId(0)}.csv`);
     expect(batchCsv.text.split('\r\n')[0]).toBe('index,identifier,reason,message');
-    expect(parseCsv(batchCsv.text, { columns: true })).toEqual(answers[0].results.failed.map((f: { index: number }) => ({ ...f, index: String(f.index) })));
+    expect(parseCsv(batchCsv.text, { columns: true })).toEqual(
+      answers[0].results.failed.map((f: { index: number }) => ({ ...f, index: String(f.index) })),
+    );
     await shoot(page, 'imports-desktop');
     await axe(page, 'imports');
 
     // The whole run: both batches' items, and one CSV naming each row's batch.
     await page.getByRole('button', { name: `Run items of ${run}` }).click();
     await page.locator('[data-panel="items"][data-state="ready"] [data-testid="items-of"]').filter({ hasText: '2 batches' }).waitFor();
-    const runFailed = [0, 1].flatMap((i) => answers[i].results.failed.map((f: { index: number; identifier: string; reason: string; message: string }) => ({ i, ...f })));
-    expect(await items('failed-items')).toEqual(runFailed.map((f) => [`#${batchId(f.i)} · ${f.i ? 'Orders' : 'Customers'}`, ...failedRow(f)]));
+    const runFailed = [0, 1].flatMap((i) =>
+      answers[i].results.failed.map((f: { index: number; identifier: string; reason: string; message: string }) => ({ i, ...f })),
+    );
+    expect(await items('failed-items')).toEqual(
+      runFailed.map((f) => [`#${batchId(f.i)} · ${f.i ? 'Orders' : 'Customers'}`, ...failedRow(f)]),
+    );
     const runCsv = await download();
     expect(runCsv.name).toBe(`failed-items-${run}.csv`);
     expect(runCsv.text).toContain('"IMP ""2"", x"');
     expect(parseCsv(runCsv.text, { columns: true })).toEqual(
-      runFailed.map(({ i, ...f }) => ({ batch: String(batchId(i)), type: i ? 'orders.batch' : 'customers.batch', ...f, index: String(f.index) })),
+      runFailed.map(({ i, ...f }) => ({
+        batch: String(batchId(i)),
+        type: i ? 'orders.batch' : 'customers.batch',
+        ...f,
+        index: String(f.index),
+      })),
     );
     await axe(page, 'imports-run');
     expect(failures).toEqual([]);
@@ -441,7 +564,11 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     const { page, failures } = await open('user');
     // A panel whose call fails shows the error and a retry; the retry loads it.
     let fail = true;
-    await page.route('**/v1/metrics/summary', (route) => (fail ? route.fulfill({ status: 503, contentType: 'application/json', body: '{"message":"The service is busy. Try again shortly."}' }) : route.continue()));
+    await page.route('**/v1/metrics/summary', (route) =>
+      fail
+        ? route.fulfill({ status: 503, contentType: 'application/json', body: '{"message":"The service is busy. Try again shortly."}' })
+        : route.continue(),
+    );
     await page.reload();
     await page.locator('[data-panel="summary"][data-state="error"]').getByText('The service is busy').waitFor();
     fail = false;
@@ -452,7 +579,8 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     await ready(page, 'stats');
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
-    for (let i = 0; i < 10 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Webhooks'; i++) await page.keyboard.press('Tab');
+    for (let i = 0; i < 10 && (await page.evaluate(() => document.activeElement?.textContent)) !== 'Webhooks'; i++)
+      await page.keyboard.press('Tab');
     await page.keyboard.press('Enter');
     await page.locator('main[data-view="webhooks"]').waitFor();
     // Focus moves in an effect after the view renders: wait for it (fails after 5 s if it never does).
@@ -478,7 +606,13 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
 
   it('phone width: every view fits, without sideways scrolling', async () => {
     const { page, failures } = await open('admin', { width: 390, height: 844 });
-    for (const [view, panel] of [['overview', 'cohorts'], ['activity', 'events'], ['imports', 'runs'], ['webhooks', 'deliveries'], ['token', 'token']]) {
+    for (const [view, panel] of [
+      ['overview', 'cohorts'],
+      ['activity', 'events'],
+      ['imports', 'runs'],
+      ['webhooks', 'deliveries'],
+      ['token', 'token'],
+    ]) {
       await page.goto(`${origin}/#${view}`);
       await ready(page, panel);
       if (view === 'overview') await ready(page, 'mrr');

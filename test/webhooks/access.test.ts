@@ -43,7 +43,14 @@ const snapshot = async ({ merchantId, token }: Merchant) => {
   };
 };
 
-type Target = { name: string; method: string; path: (id: number | string) => string; body?: () => Record<string, unknown>; ability: Ability; ok: number };
+type Target = {
+  name: string;
+  method: string;
+  path: (id: number | string) => string;
+  body?: () => Record<string, unknown>;
+  ability: Ability;
+  ok: number;
+};
 const targets: Target[] = [
   { name: 'GET /webhook-endpoints', method: 'GET', path: () => '/webhook-endpoints', ability: 'webhooks:read', ok: 200 },
   { name: 'GET /webhook-endpoints/{id}', method: 'GET', path: (id) => `/webhook-endpoints/${id}`, ability: 'webhooks:read', ok: 200 },
@@ -55,9 +62,28 @@ const targets: Target[] = [
     ability: 'webhooks:write',
     ok: 201,
   },
-  { name: 'PATCH /webhook-endpoints/{id}', method: 'PATCH', path: (id) => `/webhook-endpoints/${id}`, body: () => ({ description: 'changed' }), ability: 'webhooks:write', ok: 200 },
-  { name: 'POST /webhook-endpoints/{id}/rotate-secret', method: 'POST', path: (id) => `/webhook-endpoints/${id}/rotate-secret`, ability: 'webhooks:write', ok: 200 },
-  { name: 'DELETE /webhook-endpoints/{id}', method: 'DELETE', path: (id) => `/webhook-endpoints/${id}`, ability: 'webhooks:write', ok: 204 },
+  {
+    name: 'PATCH /webhook-endpoints/{id}',
+    method: 'PATCH',
+    path: (id) => `/webhook-endpoints/${id}`,
+    body: () => ({ description: 'changed' }),
+    ability: 'webhooks:write',
+    ok: 200,
+  },
+  {
+    name: 'POST /webhook-endpoints/{id}/rotate-secret',
+    method: 'POST',
+    path: (id) => `/webhook-endpoints/${id}/rotate-secret`,
+    ability: 'webhooks:write',
+    ok: 200,
+  },
+  {
+    name: 'DELETE /webhook-endpoints/{id}',
+    method: 'DELETE',
+    path: (id) => `/webhook-endpoints/${id}`,
+    ability: 'webhooks:write',
+    ok: 204,
+  },
 ];
 const byId = targets.filter((t) => t.path(1) !== t.path(2));
 
@@ -86,15 +112,18 @@ describe('authentication and abilities', () => {
     expect(await snapshot(m)).toEqual(before);
   });
 
-  it.each(targets.map((t) => [t.name, t] as const))('%s: 403 with a token lacking its ability (even with every other one)', async (_n, t) => {
-    const others = ABILITIES.filter((a) => a !== t.ability);
-    for (const abilities of [['customers:read'], others] as Ability[][]) {
-      const limited = await newMerchant(abilities);
-      const r = await send(t, limited.token, 1);
-      expect(r.status, `${abilities.join(',')}: ${JSON.stringify(r.body)}`).toBe(403);
-      expect(r.body).toEqual(FORBIDDEN);
-    }
-  });
+  it.each(targets.map((t) => [t.name, t] as const))(
+    '%s: 403 with a token lacking its ability (even with every other one)',
+    async (_n, t) => {
+      const others = ABILITIES.filter((a) => a !== t.ability);
+      for (const abilities of [['customers:read'], others] as Ability[][]) {
+        const limited = await newMerchant(abilities);
+        const r = await send(t, limited.token, 1);
+        expect(r.status, `${abilities.join(',')}: ${JSON.stringify(r.body)}`).toBe(403);
+        expect(r.body).toEqual(FORBIDDEN);
+      }
+    },
+  );
 
   it('a webhooks:read token reads but changes nothing; a webhooks:write token writes but reads nothing', async () => {
     const owner = await newMerchant();
@@ -126,7 +155,7 @@ describe('authentication and abilities', () => {
   });
 });
 
-describe('404: unknown, malformed and other merchants\' ids', () => {
+describe("404: unknown, malformed and other merchants' ids", () => {
   let a: Merchant;
   let b: Merchant;
   let bOwn: { id: number; secret: string };
@@ -142,17 +171,33 @@ describe('404: unknown, malformed and other merchants\' ids', () => {
     expect(bOwn.id).toBe(3);
   });
 
-  it.each(byId.map((t) => [t.name, t] as const))("%s: another merchant's id, an unknown id and non-numeric ids are 404; nothing changes", async (_n, t) => {
-    const beforeA = await snapshot(a);
-    const beforeB = await snapshot(b);
-    for (const id of [bOwn.id, 999_999, 'abc', '0', '-1', '1.5', '01', '1e3', ' 1', '99999999999999999999', '9007199254740993', encodeURIComponent('1 OR 1=1')]) {
-      const r = await send(t, a.token, id);
-      expect(r.status, `${t.name} ${id}: ${JSON.stringify(r.body)}`).toBe(404);
-      expect(r.body).toEqual(NOT_FOUND);
-    }
-    expect(await snapshot(a)).toEqual(beforeA);
-    expect(await snapshot(b)).toEqual(beforeB);
-  });
+  it.each(byId.map((t) => [t.name, t] as const))(
+    "%s: another merchant's id, an unknown id and non-numeric ids are 404; nothing changes",
+    async (_n, t) => {
+      const beforeA = await snapshot(a);
+      const beforeB = await snapshot(b);
+      for (const id of [
+        bOwn.id,
+        999_999,
+        'abc',
+        '0',
+        '-1',
+        '1.5',
+        '01',
+        '1e3',
+        ' 1',
+        '99999999999999999999',
+        '9007199254740993',
+        encodeURIComponent('1 OR 1=1'),
+      ]) {
+        const r = await send(t, a.token, id);
+        expect(r.status, `${t.name} ${id}: ${JSON.stringify(r.body)}`).toBe(404);
+        expect(r.body).toEqual(NOT_FOUND);
+      }
+      expect(await snapshot(a)).toEqual(beforeA);
+      expect(await snapshot(b)).toEqual(beforeB);
+    },
+  );
 
   it("lists are per merchant: A never sees B's endpoints, and B's are untouched by A's writes", async () => {
     const listA = (await api.get('/webhook-endpoints', a.token)).body;

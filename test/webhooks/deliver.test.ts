@@ -72,7 +72,9 @@ beforeAll(() => {
 
 describe('webhookBody', () => {
   it('is exactly {id, type, created_at, data: {object}} (no merchant id), in that order', () => {
-    expect(body).toBe(JSON.stringify({ id: EVENT.id, type: EVENT.type, created_at: EVENT.created_at, data: { object: EVENT.data.object } }));
+    expect(body).toBe(
+      JSON.stringify({ id: EVENT.id, type: EVENT.type, created_at: EVENT.created_at, data: { object: EVENT.data.object } }),
+    );
     expect(Object.keys(JSON.parse(body))).toEqual(['id', 'type', 'created_at', 'data']);
   });
 });
@@ -232,9 +234,33 @@ describe('delivery log', () => {
   it('three attempts written with WriteSet come back newest first, paginated', async () => {
     const merchantId = `mer_${randomBytes(6).toString('hex')}`;
     const entries: DeliveryLogEntry[] = [
-      { event_id: EVENT.id, event_type: 'order.paid', attempt: 1, status: null, error: 'timeout', duration_ms: 10_000, at: '2026-03-01T10:00:01.000Z' },
-      { event_id: EVENT.id, event_type: 'order.paid', attempt: 2, status: 500, error: null, duration_ms: 42, at: '2026-03-01T10:00:12.000Z' },
-      { event_id: EVENT.id, event_type: 'order.paid', attempt: 3, status: 204, error: null, duration_ms: 7, at: '2026-03-01T10:01:15.000Z' },
+      {
+        event_id: EVENT.id,
+        event_type: 'order.paid',
+        attempt: 1,
+        status: null,
+        error: 'timeout',
+        duration_ms: 10_000,
+        at: '2026-03-01T10:00:01.000Z',
+      },
+      {
+        event_id: EVENT.id,
+        event_type: 'order.paid',
+        attempt: 2,
+        status: 500,
+        error: null,
+        duration_ms: 42,
+        at: '2026-03-01T10:00:12.000Z',
+      },
+      {
+        event_id: EVENT.id,
+        event_type: 'order.paid',
+        attempt: 3,
+        status: 204,
+        error: null,
+        duration_ms: 7,
+        at: '2026-03-01T10:01:15.000Z',
+      },
     ];
     // The log head, as endpoint 1's create transaction writes it: the endpoint exists.
     await new WriteSet().put('log-head', keys.webhookDeliveryLogHead(merchantId, 1)).commit();
@@ -269,14 +295,25 @@ describe('delivery log', () => {
     // The list covers today and the 29 UTC days before: a day's attempts leave it together, before
     // their 30-day TTL, even when DynamoDB has not removed them yet.
     const lastDay = Date.parse('2026-03-30T23:59:59Z') / 1000;
-    expect(shown(await listDeliveries(merchantId, 1, page(1, 20), lastDay))).toEqual({ data: [entries[2], entries[1], entries[0]], total: 3 });
+    expect(shown(await listDeliveries(merchantId, 1, page(1, 20), lastDay))).toEqual({
+      data: [entries[2], entries[1], entries[0]],
+      total: 3,
+    });
     const dayAfter = Date.parse('2026-03-31T00:00:00Z') / 1000;
     expect(shown(await listDeliveries(merchantId, 1, page(1, 20), dayAfter))).toEqual({ data: [], total: 0 });
   });
 
   it('an attempt is logged once (the same key twice is refused)', async () => {
     const merchantId = `mer_${randomBytes(6).toString('hex')}`;
-    const e: DeliveryLogEntry = { event_id: EVENT.id, event_type: 'order.paid', attempt: 1, status: 200, error: null, duration_ms: 3, at: '2026-03-01T10:00:00.000Z' };
+    const e: DeliveryLogEntry = {
+      event_id: EVENT.id,
+      event_type: 'order.paid',
+      attempt: 1,
+      status: 200,
+      error: null,
+      duration_ms: 3,
+      at: '2026-03-01T10:00:00.000Z',
+    };
     const ws = new WriteSet();
     addDeliveryLog(ws, merchantId, 1, e);
     await ws.commit();

@@ -68,7 +68,11 @@ describe('POST /webhook-endpoints/{id}/test', () => {
 
     expect(r.received).toHaveLength(1);
     expect(r.received[0].id).toBe(a.event_id);
-    expect(r.received[0].event).toMatchObject({ id: a.event_id, type: 'webhook.test', data: { object: { webhook_endpoint_id: endpoint.id } } });
+    expect(r.received[0].event).toMatchObject({
+      id: a.event_id,
+      type: 'webhook.test',
+      data: { object: { webhook_endpoint_id: endpoint.id } },
+    });
 
     const log = await api.get(`/webhook-endpoints/${endpoint.id}/deliveries`, token);
     expect(log.status).toBe(200);
@@ -135,7 +139,7 @@ describe('POST /webhook-endpoints/{id}/deliveries/{event_id}/retry', () => {
 });
 
 describe('GET /webhook-endpoints/{id}/deliveries', () => {
-  it('pages newest first; 404 for an unknown or another merchant\'s endpoint; 422 on bad paging', async () => {
+  it("pages newest first; 404 for an unknown or another merchant's endpoint; 422 on bad paging", async () => {
     const a = await setup();
     const b = await setup();
     for (let i = 0; i < 3; i++) expect((await api.post(`/webhook-endpoints/${a.endpoint.id}/test`, a.token)).status).toBe(200);
@@ -151,7 +155,9 @@ describe('GET /webhook-endpoints/{id}/deliveries', () => {
       const r = await api.get(`/webhook-endpoints/${id}/deliveries`, a.token);
       expect(r.status).toBe(404);
     }
-    expect((await api.get(`/webhook-endpoints/${a.endpoint.id}/deliveries`, b.token)).status).toBe(b.endpoint.id === a.endpoint.id ? 200 : 404);
+    expect((await api.get(`/webhook-endpoints/${a.endpoint.id}/deliveries`, b.token)).status).toBe(
+      b.endpoint.id === a.endpoint.id ? 200 : 404,
+    );
     expect((await api.get(`/webhook-endpoints/${a.endpoint.id}/deliveries?per_page=0`, a.token)).status).toBe(422);
   });
 
@@ -181,8 +187,16 @@ describe('GET /webhook-endpoints/{id}/deliveries: the log head (existence withou
    */
   const seedLog = async (merchantId: string, endpointId: number, n: number) => {
     const now = Date.now();
-    const at = (secondsAgo: number) => new Date(now - secondsAgo * 1000).toISOString().slice(0, 19) + 'Z';
-    const entry = (secondsAgo: number) => ({ event_id: newEventId(), event_type: 'order.paid', attempt: 1, status: 204, error: null, duration_ms: 5, at: at(secondsAgo) });
+    const at = (secondsAgo: number) => `${new Date(now - secondsAgo * 1000).toISOString().slice(0, 19)}Z`;
+    const entry = (secondsAgo: number) => ({
+      event_id: newEventId(),
+      event_type: 'order.paid',
+      attempt: 1,
+      status: 204,
+      error: null,
+      duration_ms: 5,
+      at: at(secondsAgo),
+    });
     const ws = new WriteSet();
     const live = Array.from({ length: n }, (_, i) => entry(i + 1));
     for (const e of [...live, entry(DELIVERY_LOG_TTL_SECONDS + 3600)]) addDeliveryLog(ws, merchantId, endpointId, e);
@@ -190,8 +204,10 @@ describe('GET /webhook-endpoints/{id}/deliveries: the log head (existence withou
     return live.map((e) => e.at);
   };
   const head = async (merchantId: string, id: number) =>
-    (await db().send(new GetCommand({ TableName: tableName(), Key: keys.webhookDeliveryLogHead(merchantId, id), ConsistentRead: true }))).Item;
-  const list = (id: number | string, token: string, query = '') => api.counted('GET', `/webhook-endpoints/${id}/deliveries${query}`, { token });
+    (await db().send(new GetCommand({ TableName: tableName(), Key: keys.webhookDeliveryLogHead(merchantId, id), ConsistentRead: true })))
+      .Item;
+  const list = (id: number | string, token: string, query = '') =>
+    api.counted('GET', `/webhook-endpoints/${id}/deliveries${query}`, { token });
 
   it('more than a page: page 1 in 4 requests without the head or expired attempts; deeper pages; past the end 200 empty', async () => {
     const { merchantId, token, endpoint } = await setup();
@@ -262,16 +278,19 @@ describe('access', () => {
     { method: 'POST', path: (id: number) => `/webhook-endpoints/${id}/deliveries/${newEventId()}/retry`, ability: 'webhooks:write' },
   ] as const;
 
-  it.each(routes.map((r) => [`${r.method} ${r.path(1)}`, r] as const))('%s: 401 without a token, 403 without its ability; nothing sent', async (_n, route) => {
-    const { r, endpoint } = await setup();
-    const noToken = await api.request(route.method, route.path(endpoint.id), { token: null });
-    expect(noToken.status).toBe(401);
-    const others = ABILITIES.filter((a) => a !== route.ability);
-    const { token } = await newMerchant(others);
-    const forbidden = await api.request(route.method, route.path(endpoint.id), { token });
-    expect(forbidden.status).toBe(403);
-    expect(r.received).toHaveLength(0);
-  });
+  it.each(routes.map((r) => [`${r.method} ${r.path(1)}`, r] as const))(
+    '%s: 401 without a token, 403 without its ability; nothing sent',
+    async (_n, route) => {
+      const { r, endpoint } = await setup();
+      const noToken = await api.request(route.method, route.path(endpoint.id), { token: null });
+      expect(noToken.status).toBe(401);
+      const others = ABILITIES.filter((a) => a !== route.ability);
+      const { token } = await newMerchant(others);
+      const forbidden = await api.request(route.method, route.path(endpoint.id), { token });
+      expect(forbidden.status).toBe(403);
+      expect(r.received).toHaveLength(0);
+    },
+  );
 });
 
 describe('deliverTask (one queued task)', () => {
@@ -291,7 +310,8 @@ describe('deliverTask (one queued task)', () => {
     const name = 'test:transaction-sizes';
     db().middlewareStack.add(
       (next, context) => async (args) => {
-        if (context.commandName === 'TransactWriteItemsCommand') sizes.push((args.input as { TransactItems: unknown[] }).TransactItems.length);
+        if (context.commandName === 'TransactWriteItemsCommand')
+          sizes.push((args.input as { TransactItems: unknown[] }).TransactItems.length);
         return next(args);
       },
       { step: 'initialize', name },

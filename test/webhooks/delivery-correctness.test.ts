@@ -42,7 +42,15 @@ const task = (merchantId: string, endpointId: number, type = 'order.paid'): Deli
 });
 
 const stateOf = async (t: DeliveryTask) =>
-  (await db().send(new GetCommand({ TableName: tableName(), Key: keys.webhookDeliveryState(t.merchant_id, t.endpoint_id, t.event.id), ConsistentRead: true }))).Item!;
+  (
+    await db().send(
+      new GetCommand({
+        TableName: tableName(),
+        Key: keys.webhookDeliveryState(t.merchant_id, t.endpoint_id, t.event.id),
+        ConsistentRead: true,
+      }),
+    )
+  ).Item!;
 
 const logOf = async (token: string, endpointId: number) => {
   const r = await api.get(`/webhook-endpoints/${endpointId}/deliveries?per_page=100`, token);
@@ -62,7 +70,7 @@ describe("an attempt's record whose answer was lost", () => {
     const { merchantId, token, r, endpoint } = await setup(status);
     const t = task(merchantId, endpoint.id);
     const lost = loseResponseOnce('TransactWriteItems', { when: recordsAttempt });
-    let outcome;
+    let outcome: Awaited<ReturnType<typeof deliverTask>>;
     try {
       outcome = await deliverTask(t, { random: () => 0.5 });
     } finally {
@@ -142,7 +150,9 @@ describe('fan-out while the endpoint list index lags', () => {
     await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.webhookEndpointListEntry(merchantId, endpoint.id) }));
     expect((await tasksFor(event(merchantId))).map((t) => t.endpoint_id)).toEqual([endpoint.id]);
     expect((await api.post(`/webhook-endpoints/${endpoint.id}/rotate-secret`, token)).status).toBe(200);
-    const entry = await db().send(new GetCommand({ TableName: tableName(), Key: keys.webhookEndpointListEntry(merchantId, endpoint.id), ConsistentRead: true }));
+    const entry = await db().send(
+      new GetCommand({ TableName: tableName(), Key: keys.webhookEndpointListEntry(merchantId, endpoint.id), ConsistentRead: true }),
+    );
     expect(entry.Item).toMatchObject({ id: endpoint.id, status: 'enabled', events: ['*'] });
   });
 });
@@ -165,7 +175,10 @@ describe('ops webhooks backfill', () => {
       expect(await backfillEndpointList(merchantId)).toEqual({ endpoints: 2, written: 0 });
       expect(stale.stats.passedThrough).toBe(0);
       requestCounter.reset();
-      expect((await endpointsReceiving(merchantId, 'order.refunded')).map((e) => e.id).sort((a, b) => a - b)).toEqual([endpoint.id, other.id]);
+      expect((await endpointsReceiving(merchantId, 'order.refunded')).map((e) => e.id).sort((a, b) => a - b)).toEqual([
+        endpoint.id,
+        other.id,
+      ]);
       // The list alone (one Query), beside the count (one BatchGetItem): no index read any more.
       expect(requestCounter.byCommand).toEqual({ QueryCommand: 1, BatchGetItemCommand: 1 });
       expect(stale.stats.passedThrough).toBe(0);
@@ -175,7 +188,12 @@ describe('ops webhooks backfill', () => {
     // The log's total: counted item by item while the window still holds uncounted days, from the counts after.
     const listed = async (daysLater: number) => {
       requestCounter.reset();
-      const r = await listDeliveries(merchantId, endpoint.id, { page: 1, per_page: 20 }, Math.floor(Date.now() / 1000) + daysLater * 24 * 3600);
+      const r = await listDeliveries(
+        merchantId,
+        endpoint.id,
+        { page: 1, per_page: 20 },
+        Math.floor(Date.now() / 1000) + daysLater * 24 * 3600,
+      );
       return { total: r.meta.total, requests: requestCounter.total };
     };
     await deliverTask(task(merchantId, endpoint.id));
@@ -203,7 +221,15 @@ describe('GET /webhook-endpoints/{id}/deliveries: the total from day counts', ()
     for (let i = 0; i < entries.length; i += 45) {
       const ws = new WriteSet();
       for (const sortAt of entries.slice(i, i + 45)) {
-        const e = { event_id: newEventId(), event_type: 'order.paid', attempt: 1, status: 204, error: null, duration_ms: 5, at: sortAt.slice(0, 19) + 'Z' };
+        const e = {
+          event_id: newEventId(),
+          event_type: 'order.paid',
+          attempt: 1,
+          status: 204,
+          error: null,
+          duration_ms: 5,
+          at: `${sortAt.slice(0, 19)}Z`,
+        };
         addDeliveryLog(ws, merchantId, endpointId, e, sortAt);
       }
       await ws.commit();
@@ -229,7 +255,9 @@ describe('GET /webhook-endpoints/{id}/deliveries: the total from day counts', ()
       const next = await api.counted('GET', `${path}?per_page=20&cursor=${encodeURIComponent(cursor)}`, { token: m.token });
       expect(next.res.status).toBe(200);
       expect(next.res.body.data).toHaveLength(name === 'long' ? 20 : 10);
-      expect(next.res.body.meta).toMatchObject(name === 'long' ? { total: 2_500, from: 2_001, to: 2_020 } : { total: 30, from: 21, to: 30, next_cursor: null });
+      expect(next.res.body.meta).toMatchObject(
+        name === 'long' ? { total: 2_500, from: 2_001, to: 2_020 } : { total: 30, from: 21, to: 30, next_cursor: null },
+      );
       costs[`${name} cursor page`] = next.requests;
     }
     // token, rate, the day counts with their head ‖ the page.

@@ -4,7 +4,14 @@ import { resetClock, setClock } from '#lib/clock';
 import { AUTO_DISABLE_AFTER_MS, MAX_ATTEMPTS } from '#lib/webhooks/schedule';
 import { newMerchant, useApi } from '../support/api.ts';
 import { createOrder, outboxEvents, uniqueNo } from '../orders/helpers.ts';
-import { deliveryLog, eventually, receiverWithEndpoint, registerEndpoint, useDeliveryPipeline, verifiedEvents } from './support/pipeline.ts';
+import {
+  deliveryLog,
+  eventually,
+  receiverWithEndpoint,
+  registerEndpoint,
+  useDeliveryPipeline,
+  verifiedEvents,
+} from './support/pipeline.ts';
 
 /**
  * Delivery faults on the local stack's pipeline (the consumers npm start and AWS run): a receiver
@@ -68,11 +75,18 @@ describe('webhook delivery faults', () => {
       const endpoint = await registerEndpoint(api, token, gone.url);
       const order = await createOrder(api, token, { status: 'pending' });
 
-      const failed = await eventually(async () => {
-        const log = await deliveryLog(api, token, endpoint.id);
-        return log.length >= 3 ? log : undefined;
-      }, 15_000, 'three refused attempts');
-      expect(failed.every((d) => d.status === null && d.error === 'ECONNREFUSED'), JSON.stringify(failed)).toBe(true);
+      const failed = await eventually(
+        async () => {
+          const log = await deliveryLog(api, token, endpoint.id);
+          return log.length >= 3 ? log : undefined;
+        },
+        15_000,
+        'three refused attempts',
+      );
+      expect(
+        failed.every((d) => d.status === null && d.error === 'ECONNREFUSED'),
+        JSON.stringify(failed),
+      ).toBe(true);
 
       const back = await pipe.receiver(undefined, { port });
       back.secrets.push(endpoint.secret);
@@ -133,7 +147,11 @@ describe('webhook delivery faults', () => {
         },
       });
       await createOrder(api, token, { status: 'pending' });
-      await eventually(async () => (await api.get(`/webhook-endpoints/${endpoint.id}`, token)).body.data.status === 'disabled', 15_000, 'the endpoint disabled');
+      await eventually(
+        async () => (await api.get(`/webhook-endpoints/${endpoint.id}`, token)).body.data.status === 'disabled',
+        15_000,
+        'the endpoint disabled',
+      );
       await pipe.settled();
       // Attempt 2 (5 days after the first failure) disabled it; attempt 3 was never made.
       expect(receiver.received).toHaveLength(2);
@@ -194,7 +212,9 @@ describe('webhook delivery faults', () => {
 
     // Committed in one go, so the relay reads them in one batch.
     // A customer per order: concurrent orders of one customer contend on its figures, which is not under test here.
-    const orders = await Promise.all(Array.from({ length: 6 }, (_, i) => createOrder(api, token, { status: 'paid', customer_email: `putevents-${i}@example.com` })));
+    const orders = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => createOrder(api, token, { status: 'paid', customer_email: `putevents-${i}@example.com` })),
+    );
     const ids = (await outboxEvents(merchantId)).map((e) => e.id as string);
     expect(ids).toHaveLength(12);
 
@@ -217,7 +237,9 @@ describe('webhook delivery faults', () => {
     }
     const orderNos = new Set(orders.map((o) => o.order_no));
     expect(events.every((e) => orderNos.has(e.data.object.order_no))).toBe(true);
-    console.log(`PutEvents faults: ${injected} entries failed, ${published.length} published for ${ids.length} events, ${receiver.received.length} deliveries`);
+    console.log(
+      `PutEvents faults: ${injected} entries failed, ${published.length} published for ${ids.length} events, ${receiver.received.length} deliveries`,
+    );
   });
 
   it('a slow endpoint (3 s per answer) does not delay deliveries to a fast one, nor duplicate them', async () => {
@@ -232,7 +254,9 @@ describe('webhook delivery faults', () => {
     });
     const fast = await receiverWithEndpoint(pipe, api, token);
 
-    const orders = await Promise.all([0, 1, 2].map((i) => createOrder(api, token, { status: 'pending', customer_email: `slow-${i}@example.com` })));
+    const orders = await Promise.all(
+      [0, 1, 2].map((i) => createOrder(api, token, { status: 'pending', customer_email: `slow-${i}@example.com` })),
+    );
     await eventually(() => slowAnsweredAt.size >= 3, 30_000, 'the slow endpoint’s answers');
     // Each event reached the fast endpoint well before the slow one answered it (its task ran
     // beside the slow one's, not after it).

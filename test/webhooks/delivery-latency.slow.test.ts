@@ -53,7 +53,14 @@ describe('latency budget', () => {
       relay.push(published.get(no)! - committed.get(no)!);
       delivery.push(d.receivedAt - published.get(no)!);
     });
-    const figures = { events: EVENTS, pollIntervalMs, total: summary(total), relay: summary(relay), delivery: summary(delivery), runMs: Date.now() - started };
+    const figures = {
+      events: EVENTS,
+      pollIntervalMs,
+      total: summary(total),
+      relay: summary(relay),
+      delivery: summary(delivery),
+      runMs: Date.now() - started,
+    };
     console.log(`webhook latency, commit → receiver (ms): ${JSON.stringify(figures)}`);
     expect(new Set(events.map((e) => e.id)).size).toBe(EVENTS);
   });

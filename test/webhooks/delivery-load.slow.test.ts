@@ -14,7 +14,9 @@ const pipe = useDeliveryPipeline('wh-load');
 const api = useApi();
 
 describe('volume', () => {
-  it(`${ORDERS} orders from ${CLIENTS} concurrent clients: exactly ${ORDERS} order.created deliveries with distinct ids, all verified`, { timeout: 240_000 }, async () => {
+  it(`${ORDERS} orders from ${CLIENTS} concurrent clients: exactly ${ORDERS} order.created deliveries with distinct ids, all verified`, {
+    timeout: 240_000,
+  }, async () => {
     const { merchantId, token } = await newMerchant();
     const { receiver } = await receiverWithEndpoint(pipe, api, token, { events: ['order.created'] });
 
@@ -29,7 +31,10 @@ describe('volume', () => {
           next++;
           // One customer per order: the same customer in 20 concurrent transactions is the hot-item
           // case of test/correctness (409s to retry), not what this test measures.
-          const body = orderBody({ status: 'pending', customer_email: `load-${next}-${Math.random().toString(36).slice(2, 8)}@example.com` });
+          const body = orderBody({
+            status: 'pending',
+            customer_email: `load-${next}-${Math.random().toString(36).slice(2, 8)}@example.com`,
+          });
           // As a client would: a 503 (the 10 s deadline, on a loaded machine) is sent again after its
           // Retry-After under the same idempotency key, so a retry never creates a second order.
           const key = `load-${next}-${Math.random().toString(36).slice(2)}`;

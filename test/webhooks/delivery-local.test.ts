@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { newMerchant, useApi } from '../support/api.ts';
 import { createOrder, orderBody, uniqueNo } from '../orders/helpers.ts';
-import { deliveryLog, eventually, receiverWithEndpoint, registerEndpoint, useDeliveryPipeline, verifiedEvents } from './support/pipeline.ts';
+import {
+  deliveryLog,
+  eventually,
+  receiverWithEndpoint,
+  registerEndpoint,
+  useDeliveryPipeline,
+  verifiedEvents,
+} from './support/pipeline.ts';
 
 /**
  * Webhooks end to end on the local stack: a committed change reaches a real receiver, signed so
@@ -21,7 +28,11 @@ const newCustomer = async (token: string) => {
 /** A pending order whose order.created marks "everything committed before it has been published and fanned out". */
 const marker = async (token: string, receiver: { received: { event: { data: { object: any } } | null }[] }) => {
   const order = await createOrder(api, token, { status: 'pending', order_no: uniqueNo('MARK') });
-  await eventually(() => receiver.received.some((d) => d.event?.data.object.order_no === order.order_no), 15_000, 'the marker order.created');
+  await eventually(
+    () => receiver.received.some((d) => d.event?.data.object.order_no === order.order_no),
+    15_000,
+    'the marker order.created',
+  );
   await pipe.settled();
   return order;
 };
@@ -64,7 +75,12 @@ describe('local delivery end to end', () => {
     const { receiver } = await receiverWithEndpoint(pipe, api, token);
     const customer = await newCustomer(token);
 
-    const created = await api.post('/subscriptions', token, { customer_id: customer.id, plan_name: 'Basic', mrr: '100.00', billing_cycle: 'monthly' });
+    const created = await api.post('/subscriptions', token, {
+      customer_id: customer.id,
+      plan_name: 'Basic',
+      mrr: '100.00',
+      billing_cycle: 'monthly',
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const id = created.body.data.id;
     const steps: [string, { status: number; body: any }][] = [['subscription.created', created]];
@@ -92,11 +108,18 @@ describe('local delivery end to end', () => {
     const { receiver } = await receiverWithEndpoint(pipe, api, token);
     const customer = await newCustomer(token);
 
-    const imported = await api.post('/orders/batch', token, { orders: [orderBody({ status: 'paid' }), orderBody({ status: 'pending' }), orderBody()] });
+    const imported = await api.post('/orders/batch', token, {
+      orders: [orderBody({ status: 'paid' }), orderBody({ status: 'pending' }), orderBody()],
+    });
     expect(imported.status, JSON.stringify(imported.body)).toBe(200);
     expect(imported.body.data.created).toBe(3);
 
-    const recorded = await api.post('/subscriptions/events', token, { customer_id: customer.id, event_type: 'upgrade', old_amount: '10', new_amount: '20' });
+    const recorded = await api.post('/subscriptions/events', token, {
+      customer_id: customer.id,
+      event_type: 'upgrade',
+      old_amount: '10',
+      new_amount: '20',
+    });
     expect(recorded.status, JSON.stringify(recorded.body)).toBe(201);
 
     // One POST /orders, replayed twice with the same key: one order.created.
@@ -133,14 +156,24 @@ describe('local delivery end to end', () => {
     const order = await createOrder(api, token, { status: 'pending' });
     expect((await api.patch(`/orders/${order.order_no}`, token, { status: 'paid' })).status).toBe(200);
     const customer = await newCustomer(token);
-    expect((await api.post('/subscriptions', token, { customer_id: customer.id, plan_name: 'Basic', mrr: '10', billing_cycle: 'monthly' })).status).toBe(201);
+    expect(
+      (await api.post('/subscriptions', token, { customer_id: customer.id, plan_name: 'Basic', mrr: '10', billing_cycle: 'monthly' }))
+        .status,
+    ).toBe(201);
     const mark = await marker(token, b.receiver);
 
     expect(verifiedEvents(a.receiver.received).map((e) => [e.type, e.data.object.order_no])).toEqual([['order.paid', order.order_no]]);
-    expect(verifiedEvents(b.receiver.received).map((e) => e.type).sort()).toEqual(['order.created', 'order.created', 'order.paid', 'subscription.created']);
-    expect(verifiedEvents(b.receiver.received).filter((e) => e.type === 'order.created').map((e) => e.data.object.order_no).sort()).toEqual(
-      [order.order_no, mark.order_no].sort(),
-    );
+    expect(
+      verifiedEvents(b.receiver.received)
+        .map((e) => e.type)
+        .sort(),
+    ).toEqual(['order.created', 'order.created', 'order.paid', 'subscription.created']);
+    expect(
+      verifiedEvents(b.receiver.received)
+        .filter((e) => e.type === 'order.created')
+        .map((e) => e.data.object.order_no)
+        .sort(),
+    ).toEqual([order.order_no, mark.order_no].sort());
     expect(c.receiver.received).toEqual([]);
     expect(await deliveryLog(api, token, c.endpoint.id)).toEqual([]);
 

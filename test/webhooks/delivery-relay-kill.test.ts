@@ -41,7 +41,14 @@ const forward = (file: string) => {
     const details = published(file).slice(done);
     done += details.length;
     if (details.length) {
-      void pipe.bus.publish(details.map((d) => ({ Source: 'revenue-analytics-api', DetailType: d.type, Detail: JSON.stringify(d), Time: new Date(d.created_at) })));
+      void pipe.bus.publish(
+        details.map((d) => ({
+          Source: 'revenue-analytics-api',
+          DetailType: d.type,
+          Detail: JSON.stringify(d),
+          Time: new Date(d.created_at),
+        })),
+      );
     }
   }, 50);
 };
@@ -57,7 +64,12 @@ describe('relay killed between commit and publish', () => {
 
     const first = await startRelayChild({ ...env, HANG_MERCHANT: merchantId });
     const orderNo = uniqueNo('KILL');
-    const order = await api.post('/orders', token, { order_no: orderNo, amount: '42.00', customer_email: 'kill@example.com', status: 'paid' });
+    const order = await api.post('/orders', token, {
+      order_no: orderNo,
+      amount: '42.00',
+      customer_email: 'kill@example.com',
+      status: 'paid',
+    });
     expect(order.status).toBe(201);
     const ids = (await outboxEvents(merchantId)).map((e) => e.id as string);
     expect(ids).toHaveLength(2);
@@ -81,6 +93,10 @@ describe('relay killed between commit and publish', () => {
     expect(events.map((e) => e.id).sort()).toEqual([...ids].sort());
     expect(events.map((e) => e.type).sort()).toEqual(['order.created', 'order.paid']);
     for (const e of events) expect(e.data.object).toEqual(order.body.data);
-    expect(published(env.OUT_FILE).filter((e) => e.merchant_id === merchantId).map((e) => e.id)).toEqual(ids);
+    expect(
+      published(env.OUT_FILE)
+        .filter((e) => e.merchant_id === merchantId)
+        .map((e) => e.id),
+    ).toEqual(ids);
   });
 });

@@ -78,19 +78,21 @@ describe('SSRF at delivery time', () => {
   it('a host whose DNS answer turned private after registration: the attempt is refused for every class, no connection made', async () => {
     // Two merchants (at most 20 endpoints each), each with a receiver on the allowed local URL:
     // its delivery shows the event reached the delivery stage.
-    const merchants = await Promise.all([0, 1].map(async (half) => {
-      const { token } = await newMerchant();
-      const endpoints: { id: number; host: string; cls: string; addresses: string[] }[] = [];
-      for (const [i, [cls, addresses]] of CASES.entries()) {
-        if (i % 2 !== half) continue;
-        const host = hostOf(i);
-        answers.set(host, [PUBLIC]);
-        const e = await registerEndpoint(api, token, `https://${host}:${trapPort}/hook`);
-        endpoints.push({ id: e.id, host, cls, addresses });
-      }
-      const { receiver } = await receiverWithEndpoint(pipe, api, token);
-      return { token, endpoints, receiver };
-    }));
+    const merchants = await Promise.all(
+      [0, 1].map(async (half) => {
+        const { token } = await newMerchant();
+        const endpoints: { id: number; host: string; cls: string; addresses: string[] }[] = [];
+        for (const [i, [cls, addresses]] of CASES.entries()) {
+          if (i % 2 !== half) continue;
+          const host = hostOf(i);
+          answers.set(host, [PUBLIC]);
+          const e = await registerEndpoint(api, token, `https://${host}:${trapPort}/hook`);
+          endpoints.push({ id: e.id, host, cls, addresses });
+        }
+        const { receiver } = await receiverWithEndpoint(pipe, api, token);
+        return { token, endpoints, receiver };
+      }),
+    );
     // DNS changes after registration.
     for (const { endpoints } of merchants) for (const e of endpoints) answers.set(e.host, e.addresses);
     const lookupsAtRegistration = new Map(lookups);
@@ -98,16 +100,21 @@ describe('SSRF at delivery time', () => {
     for (const { token } of merchants) await createOrder(api, token, { status: 'pending' });
     for (const { token, endpoints, receiver } of merchants) {
       await eventually(() => receiver.received.length >= 1, 15_000, 'the allowed endpoint’s delivery');
-      const logs = await eventually(async () => {
-        const all = await Promise.all(endpoints.map((e) => deliveryLog(api, token, e.id)));
-        return all.every((l) => l.length >= 1) ? all : undefined;
-      }, 15_000, 'an attempt logged for every endpoint');
+      const logs = await eventually(
+        async () => {
+          const all = await Promise.all(endpoints.map((e) => deliveryLog(api, token, e.id)));
+          return all.every((l) => l.length >= 1) ? all : undefined;
+        },
+        15_000,
+        'an attempt logged for every endpoint',
+      );
       const outcomes = endpoints.map((e, i) => [e.addresses.join(' '), logs[i].map((d) => [d.attempt, d.status, d.error])]);
       expect(outcomes).toEqual(endpoints.map((e) => [e.addresses.join(' '), [[1, null, `refused url: ${e.cls} address`]]]));
     }
     expect(trapConnections).toBe(0);
     // One lookup per attempt (the URL check); the connection's lookup never ran.
-    for (const [i] of CASES.entries()) expect((lookups.get(hostOf(i)) ?? 0) - (lookupsAtRegistration.get(hostOf(i)) ?? 0), hostOf(i)).toBe(1);
+    for (const [i] of CASES.entries())
+      expect((lookups.get(hostOf(i)) ?? 0) - (lookupsAtRegistration.get(hostOf(i)) ?? 0), hostOf(i)).toBe(1);
   }, 120_000);
 
   it('the test event and the manual retry check the URL again too', async () => {
@@ -122,7 +129,12 @@ describe('SSRF at delivery time', () => {
     expect(test.body.data).toMatchObject({ event_type: 'webhook.test', attempt: 1, status: null, error: 'refused url: private address' });
     const retry = await api.post(`/webhook-endpoints/${endpoint.id}/deliveries/${test.body.data.event_id}/retry`, token);
     expect(retry.status).toBe(200);
-    expect(retry.body.data).toMatchObject({ event_id: test.body.data.event_id, attempt: 2, status: null, error: 'refused url: private address' });
+    expect(retry.body.data).toMatchObject({
+      event_id: test.body.data.event_id,
+      attempt: 2,
+      status: null,
+      error: 'refused url: private address',
+    });
     expect(trapConnections).toBe(0);
   });
 

@@ -54,7 +54,11 @@ const signsAndVerifies = (secret: string) => {
   const payload = JSON.stringify({ id: 'evt_test', type: 'order.paid', created_at: NOW, data: { object: { order_no: 'A-1' } } });
   const at = new Date();
   const signature = new Webhook(secret).sign('evt_test', at, payload);
-  const headers = { 'webhook-id': 'evt_test', 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signature };
+  const headers = {
+    'webhook-id': 'evt_test',
+    'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+    'webhook-signature': signature,
+  };
   return { payload, headers, verified: new Webhook(secret).verify(payload, headers) };
 };
 
@@ -103,7 +107,18 @@ describe('POST /webhook-endpoints', () => {
   });
 
   it('every event type is accepted', async () => {
-    const all = ['order.created', 'order.paid', 'order.failed', 'order.refunded', 'order.cancelled', 'subscription.created', 'subscription.updated', 'subscription.paused', 'subscription.reactivated', 'subscription.cancelled'];
+    const all = [
+      'order.created',
+      'order.paid',
+      'order.failed',
+      'order.refunded',
+      'order.cancelled',
+      'subscription.created',
+      'subscription.updated',
+      'subscription.paused',
+      'subscription.reactivated',
+      'subscription.cancelled',
+    ];
     expect((await create(m.token, { events: all })).events).toEqual(all);
   });
 
@@ -168,28 +183,42 @@ describe('GET /webhook-endpoints/{id} and the list', () => {
       const { secret: _s, ...rest } = await create(m.token, { description: `n${i}` });
       made.push(rest);
     }
-    const newestFirst = [...made].reverse().sort((a, b) => String(b.created_at).localeCompare(String(a.created_at)) || Number(b.id) - Number(a.id));
+    const newestFirst = [...made]
+      .reverse()
+      .sort((a, b) => String(b.created_at).localeCompare(String(a.created_at)) || Number(b.id) - Number(a.id));
     expect(newestFirst.map((e) => e.id)).toEqual([5, 4, 3, 2, 1]);
 
     const all = await api.get('/webhook-endpoints', m.token);
     expect(all.status).toBe(200);
-    expect(all.body).toEqual({ data: newestFirst, meta: { current_page: 1, from: 1, last_page: 1, per_page: 20, to: 5, total: 5, next_cursor: null } });
+    expect(all.body).toEqual({
+      data: newestFirst,
+      meta: { current_page: 1, from: 1, last_page: 1, per_page: 20, to: 5, total: 5, next_cursor: null },
+    });
     for (const e of all.body.data) expect(Object.keys(e)).toEqual(FIELDS);
 
     const p2 = await api.get('/webhook-endpoints?per_page=2&page=2', m.token);
-    expect(p2.body).toEqual({ data: newestFirst.slice(2, 4), meta: { current_page: 2, from: 3, last_page: 3, per_page: 2, to: 4, total: 5, next_cursor: expect.any(String) } });
+    expect(p2.body).toEqual({
+      data: newestFirst.slice(2, 4),
+      meta: { current_page: 2, from: 3, last_page: 3, per_page: 2, to: 4, total: 5, next_cursor: expect.any(String) },
+    });
     const p3 = await api.get('/webhook-endpoints?per_page=2&page=3', m.token);
     expect(p3.body.data).toEqual(newestFirst.slice(4));
     // The cursor of page 2 reads page 3.
     const byCursor = await api.get(`/webhook-endpoints?per_page=2&cursor=${encodeURIComponent(p2.body.meta.next_cursor)}`, m.token);
     expect(byCursor.body).toEqual(p3.body);
     const past = await api.get('/webhook-endpoints?per_page=2&page=9', m.token);
-    expect(past.body).toEqual({ data: [], meta: { current_page: 9, from: null, last_page: 3, per_page: 2, to: null, total: 5, next_cursor: null } });
+    expect(past.body).toEqual({
+      data: [],
+      meta: { current_page: 9, from: null, last_page: 3, per_page: 2, to: null, total: 5, next_cursor: null },
+    });
   });
 
   it('an empty list', async () => {
     const m = await newMerchant();
-    expect((await api.get('/webhook-endpoints', m.token)).body).toEqual({ data: [], meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null } });
+    expect((await api.get('/webhook-endpoints', m.token)).body).toEqual({
+      data: [],
+      meta: { current_page: 1, from: null, last_page: 1, per_page: 20, to: null, total: 0, next_cursor: null },
+    });
   });
 
   it('list query validation: page and per_page as docs/api-conventions.md', async () => {
@@ -254,7 +283,13 @@ describe('PATCH /webhook-endpoints/{id}', () => {
     const created = await create(m.token, { events: ['order.paid', 'order.created'], description: 'same' });
     const { secret: _s, ...shown } = created;
     fixedClock('2026-03-02T00:00:00Z');
-    for (const body of [{}, { description: 'same' }, { events: ['order.paid', 'order.created'] }, { status: 'enabled', url: created.url }, { unknown: 1 }]) {
+    for (const body of [
+      {},
+      { description: 'same' },
+      { events: ['order.paid', 'order.created'] },
+      { status: 'enabled', url: created.url },
+      { unknown: 1 },
+    ]) {
       requestCounter.reset();
       const r = await api.patch(`/webhook-endpoints/${created.id}`, m.token, body);
       expect(r.status).toBe(200);
@@ -267,7 +302,10 @@ describe('PATCH /webhook-endpoints/{id}', () => {
   it('a new url is checked again: one resolving to a private address is a 422 on url and nothing changes', async () => {
     const created = await create(m.token);
     const before = await storedItem(m.merchantId, created.id);
-    const r = await api.patch(`/webhook-endpoints/${created.id}`, m.token, { url: 'https://internal.example.com/x', description: 'not applied' });
+    const r = await api.patch(`/webhook-endpoints/${created.id}`, m.token, {
+      url: 'https://internal.example.com/x',
+      description: 'not applied',
+    });
     expect(r.status).toBe(422);
     expect(r.body).toEqual({
       message: 'The given data was invalid.',
@@ -404,7 +442,11 @@ describe(`at most ${MAX_WEBHOOK_ENDPOINTS} endpoints per merchant`, () => {
   it('concurrent creates near the cap: exactly the room left is taken', async () => {
     const m = await newMerchant();
     for (let i = 0; i < MAX_WEBHOOK_ENDPOINTS - 2; i++) await create(m.token);
-    const results = await Promise.all(Array.from({ length: 5 }, (_, i) => api.post('/webhook-endpoints', m.token, { url: `https://hooks.example.com/c${i}`, events: ['*'] })));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        api.post('/webhook-endpoints', m.token, { url: `https://hooks.example.com/c${i}`, events: ['*'] }),
+      ),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([201, 201, 409, 409, 409]);
     expect((await api.get('/webhook-endpoints?per_page=100', m.token)).body.meta.total).toBe(MAX_WEBHOOK_ENDPOINTS);
   });

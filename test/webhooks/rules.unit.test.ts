@@ -11,7 +11,14 @@ const update = (input: object) => ({ kind: 'update', input: input as never }) as
 
 describe('a new endpoint', () => {
   it('is enabled, without a description, its secret issued at creation', () => {
-    expect(endpoint()).toMatchObject({ id: 3, status: 'enabled', description: null, secret_encrypted: 'enc-1', secret_created_at: '2026-04-01T00:00:00Z', version: 1 });
+    expect(endpoint()).toMatchObject({
+      id: 3,
+      status: 'enabled',
+      description: null,
+      secret_encrypted: 'enc-1',
+      secret_created_at: '2026-04-01T00:00:00Z',
+      version: 1,
+    });
   });
 });
 
@@ -35,7 +42,11 @@ describe('decide: update', () => {
   it('drops a replaced secret past its 24 hours, and keeps one within them', () => {
     const kept = { previous_secret_encrypted: 'enc-0', previous_secret_expires_at: '2026-05-01T13:00:00Z' };
     expect(decide(endpoint(kept), update({ description: 'x' }), NOW).next).toMatchObject(kept);
-    const expired = decide(endpoint({ ...kept, previous_secret_expires_at: '2026-05-01T11:00:00Z' }), update({ description: 'x' }), NOW).next;
+    const expired = decide(
+      endpoint({ ...kept, previous_secret_expires_at: '2026-05-01T11:00:00Z' }),
+      update({ description: 'x' }),
+      NOW,
+    ).next;
     expect(expired).not.toHaveProperty('previous_secret_encrypted');
     expect(expired).not.toHaveProperty('previous_secret_expires_at');
   });

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { DecryptCommand, EncryptCommand } from '@aws-sdk/client-kms';
+import { type DecryptCommand, EncryptCommand } from '@aws-sdk/client-kms';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decryptSecret, encryptSecret, newWebhookSecret, setKmsClient } from '#lib/webhooks/secrets';
@@ -32,7 +32,9 @@ describe('newWebhookSecret', () => {
     const signature = new Webhook(secret).sign('evt_1', at, payload);
     // docs/webhook-endpoints.md: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")> with the key after whsec_.
     const timestamp = Math.floor(at.getTime() / 1000);
-    const expected = createHmac('sha256', Buffer.from(secret.slice(6), 'base64')).update(`evt_1.${timestamp}.${payload}`).digest('base64');
+    const expected = createHmac('sha256', Buffer.from(secret.slice(6), 'base64'))
+      .update(`evt_1.${timestamp}.${payload}`)
+      .digest('base64');
     expect(signature).toBe(`v1,${expected}`);
     const headers = { 'webhook-id': 'evt_1', 'webhook-timestamp': String(timestamp), 'webhook-signature': signature };
     expect(new Webhook(secret).verify(payload, headers)).toEqual(JSON.parse(payload));
@@ -70,7 +72,9 @@ describe('local AES-256-GCM (the local stack; the tests run with STAGE=local)', 
     expect(await withEnv({ LOCAL_WEBHOOK_KEY: key }, () => decryptSecret('mer_a', stored))).toBe(secret);
     // The development key (LOCAL_WEBHOOK_KEY unset) is another key.
     await expect(decryptSecret('mer_a', stored)).rejects.toThrow();
-    await expect(withEnv({ LOCAL_WEBHOOK_KEY: randomBytes(16).toString('base64') }, () => encryptSecret('mer_a', secret))).rejects.toThrow(/32 bytes/);
+    await expect(withEnv({ LOCAL_WEBHOOK_KEY: randomBytes(16).toString('base64') }, () => encryptSecret('mer_a', secret))).rejects.toThrow(
+      /32 bytes/,
+    );
   });
 
   it('outside the local stack, without a KMS key id, refuses the development key (fails closed) but takes LOCAL_WEBHOOK_KEY', async () => {
@@ -133,7 +137,9 @@ describe('KMS (WEBHOOK_KMS_KEY_ID set, outside the local stack)', () => {
   it('the local stack never calls KMS to encrypt, even with a key id configured', async () => {
     const kms = fakeKms();
     setKmsClient(kms as never);
-    const stored = await withEnv({ WEBHOOK_KMS_KEY_ID: 'arn:aws:kms:us-east-1:111122223333:key/test' }, () => encryptSecret('mer_a', 'whsec_z'));
+    const stored = await withEnv({ WEBHOOK_KMS_KEY_ID: 'arn:aws:kms:us-east-1:111122223333:key/test' }, () =>
+      encryptSecret('mer_a', 'whsec_z'),
+    );
     expect(stored.startsWith('aes:')).toBe(true);
     expect(kms.calls).toEqual([]);
   });

@@ -36,7 +36,23 @@ const local = { allowLocal: true };
 const REFUSED: [string, string[]][] = [
   ['unspecified', ['0.0.0.0', '0.1.2.3', '::', '::ffff:0.0.0.0']],
   ['loopback', ['127.0.0.1', '127.255.255.254', '::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::7f00:1']],
-  ['private', ['10.0.0.1', '10.255.255.255', '172.16.0.1', '172.31.255.255', '192.168.0.1', '192.168.255.255', 'fc00::1', 'fd12:3456:789a::1', '::ffff:10.0.0.1', '::ffff:192.168.1.1', '::ffff:ac10:1', '64:ff9b:1::a00:1']],
+  [
+    'private',
+    [
+      '10.0.0.1',
+      '10.255.255.255',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.0.1',
+      '192.168.255.255',
+      'fc00::1',
+      'fd12:3456:789a::1',
+      '::ffff:10.0.0.1',
+      '::ffff:192.168.1.1',
+      '::ffff:ac10:1',
+      '64:ff9b:1::a00:1',
+    ],
+  ],
   ['shared (CGNAT)', ['100.64.0.1', '100.127.255.254', '::ffff:100.64.0.1']],
   ['link-local', ['169.254.169.254', '169.254.0.1', 'fe80::1', 'febf:ffff::1', 'fec0::1', '::ffff:169.254.169.254', '64:ff9b::a9fe:a9fe']],
   ['multicast', ['224.0.0.1', '239.255.255.250', 'ff02::1', 'ff05::1:3', '::ffff:224.0.0.251']],
@@ -49,7 +65,20 @@ const REFUSED: [string, string[]][] = [
   ['not global unicast', ['::2', '4000::1', '::a00:1', '1234::1']],
 ];
 
-const PUBLIC = ['93.184.215.14', '8.8.8.8', '1.1.1.1', '172.32.0.1', '172.15.255.255', '100.128.0.1', '192.169.0.1', '11.0.0.1', '2606:4700:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8', '64:ff9b::808:808'];
+const PUBLIC = [
+  '93.184.215.14',
+  '8.8.8.8',
+  '1.1.1.1',
+  '172.32.0.1',
+  '172.15.255.255',
+  '100.128.0.1',
+  '192.169.0.1',
+  '11.0.0.1',
+  '2606:4700:4700::1111',
+  '2001:4860:4860::8888',
+  '::ffff:8.8.8.8',
+  '64:ff9b::808:808',
+];
 
 describe('refusedAddressClass (the address check the delivery reuses)', () => {
   it.each(REFUSED)('%s addresses are refused, each named by its class', (cls, addresses) => {
@@ -67,27 +96,35 @@ describe('refusedAddressClass (the address check the delivery reuses)', () => {
     expect(refusedAddressClass('[::1]')).toBe('loopback');
     expect(refusedAddressClass('fe80::1%eth0')).toBe('link-local');
     expect(refusedAddressClass('[fe80::1%25eth0]')).toBe('link-local');
-    for (const junk of ['', 'localhost', '10.0.0', '1.2.3.4.5', '::g', 'example.com']) expect(refusedAddressClass(junk), junk).toBe('not an IP address');
+    for (const junk of ['', 'localhost', '10.0.0', '1.2.3.4.5', '::g', 'example.com'])
+      expect(refusedAddressClass(junk), junk).toBe('not an IP address');
   });
 });
 
 describe('checkWebhookUrl: addresses', () => {
-  it.each(REFUSED)('%s: refused as a literal in the URL and as a host name resolving to it, in production and locally', async (cls, addresses) => {
-    for (const address of addresses) {
-      const literal = address.includes(':') ? `https://[${address}]/hook` : `https://${address}/hook`;
-      const resolver = table({ 'hooks.example.com': [address] });
-      for (const opts of [prod, local]) {
-        const byLiteral = await checkWebhookUrl(literal, { ...opts, resolver });
-        // Locally, the exact loopback literals are allowed (below); every other address is still refused.
-        if (opts.allowLocal && (address === '127.0.0.1' || address === '::1')) continue;
-        expect(byLiteral, `${literal} ${JSON.stringify(opts)}`).toEqual({ ok: false, message: URL_MESSAGES.refused, refused: cls });
-        const byName = await checkWebhookUrl('https://hooks.example.com/hook', { ...opts, resolver });
-        expect(byName, `hooks.example.com → ${address} ${JSON.stringify(opts)}`).toEqual({ ok: false, message: URL_MESSAGES.refused, refused: cls });
+  it.each(REFUSED)(
+    '%s: refused as a literal in the URL and as a host name resolving to it, in production and locally',
+    async (cls, addresses) => {
+      for (const address of addresses) {
+        const literal = address.includes(':') ? `https://[${address}]/hook` : `https://${address}/hook`;
+        const resolver = table({ 'hooks.example.com': [address] });
+        for (const opts of [prod, local]) {
+          const byLiteral = await checkWebhookUrl(literal, { ...opts, resolver });
+          // Locally, the exact loopback literals are allowed (below); every other address is still refused.
+          if (opts.allowLocal && (address === '127.0.0.1' || address === '::1')) continue;
+          expect(byLiteral, `${literal} ${JSON.stringify(opts)}`).toEqual({ ok: false, message: URL_MESSAGES.refused, refused: cls });
+          const byName = await checkWebhookUrl('https://hooks.example.com/hook', { ...opts, resolver });
+          expect(byName, `hooks.example.com → ${address} ${JSON.stringify(opts)}`).toEqual({
+            ok: false,
+            message: URL_MESSAGES.refused,
+            refused: cls,
+          });
+        }
+        // A literal is never sent to the resolver.
+        expect(resolver.asked.every((h) => h === 'hooks.example.com')).toBe(true);
       }
-      // A literal is never sent to the resolver.
-      expect(resolver.asked.every((h) => h === 'hooks.example.com')).toBe(true);
-    }
-  });
+    },
+  );
 
   it('169.254.169.254 (instance metadata) is refused however it is written', async () => {
     const resolver = table({});
@@ -121,7 +158,10 @@ describe('checkWebhookUrl: addresses', () => {
     for (const address of PUBLIC) {
       const literal = address.includes(':') ? `https://[${address}]/h` : `https://${address}/h`;
       expect(await checkWebhookUrl(literal, { ...prod, resolver: table({}) }), literal).toMatchObject({ ok: true });
-      const byName = await checkWebhookUrl('https://hooks.example.com:8443/h?x=1', { ...prod, resolver: table({ 'hooks.example.com': [address] }) });
+      const byName = await checkWebhookUrl('https://hooks.example.com:8443/h?x=1', {
+        ...prod,
+        resolver: table({ 'hooks.example.com': [address] }),
+      });
       expect(byName, address).toMatchObject({ ok: true, addresses: [address] });
     }
   });
@@ -134,7 +174,11 @@ describe('checkWebhookUrl: addresses', () => {
   });
 
   it('the name given to the resolver is the normalised host (lower case, punycode, no trailing dot removal)', async () => {
-    const resolver = table({ 'xn--e1afmkfd.xn--p1ai': ['93.184.215.14'], 'hooks.example.com': ['93.184.215.14'], 'localhost.': ['127.0.0.1'] });
+    const resolver = table({
+      'xn--e1afmkfd.xn--p1ai': ['93.184.215.14'],
+      'hooks.example.com': ['93.184.215.14'],
+      'localhost.': ['127.0.0.1'],
+    });
     expect(await checkWebhookUrl('https://пример.рф/', { ...prod, resolver })).toMatchObject({ ok: true });
     expect(await checkWebhookUrl('https://HOOKS.Example.COM/', { ...prod, resolver })).toMatchObject({ ok: true });
     // Not exactly "localhost": resolved and checked like any name, even locally.

@@ -78,7 +78,11 @@ const urlCases = (base: (over: Body) => Body): Case[] => [
   ['url relative', base({ url: '/receive' }), { url: [URL_MESSAGES.invalid] }],
   ['url ftp', base({ url: 'ftp://hooks.example.com/' }), { url: [URL_MESSAGES.invalid] }],
   ['url file', base({ url: 'file:///etc/passwd' }), { url: [URL_MESSAGES.invalid] }],
-  ['url over 2048 characters', base({ url: `https://hooks.example.com/${'a'.repeat(2049 - 26)}` }), { url: ['The url field must not be greater than 2048 characters.'] }],
+  [
+    'url over 2048 characters',
+    base({ url: `https://hooks.example.com/${'a'.repeat(2049 - 26)}` }),
+    { url: ['The url field must not be greater than 2048 characters.'] },
+  ],
   ['url with user info', base({ url: 'https://user:pass@hooks.example.com/' }), { url: [URL_MESSAGES.userinfo] }],
   ['url with a user name', base({ url: 'https://user@hooks.example.com/' }), { url: [URL_MESSAGES.userinfo] }],
   ['url http to a public host (local stack)', base({ url: 'http://hooks.example.com/' }), { url: [URL_MESSAGES.httpsLocal] }],
@@ -117,18 +121,77 @@ const eventCases = (base: (over: Body) => Body): Case[] => [
   ['events empty', base({ events: [] }), { events: ['The events field must contain at least 1 item.'] }],
   ['events a string', base({ events: 'order.paid' }), { events: ['The events field must be an array.'] }],
   ['events an object', base({ events: { 0: 'order.paid' } }), { events: ['The events field must be an array.'] }],
-  ['events with an unknown type', base({ events: ['order.paid', 'order.shipped'] }), { 'events.1': ['The selected events.1 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
-  ['events with two unknown types', base({ events: ['nope', 'order.paid', 'Order.Paid'] }), { 'events.0': ['The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'], 'events.2': ['The selected events.2 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
-  ['events with a non-string', base({ events: [5] }), { 'events.0': ['The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
-  ['events with null', base({ events: ['order.paid', null] }), { 'events.1': ['The selected events.1 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
-  ['events with a wildcard prefix', base({ events: ['order.*'] }), { 'events.0': ['The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
-  ['events "*" mixed with a type', base({ events: ['*', 'order.paid'] }), { events: ['The events field must be ["*"] alone or a list of event types.'] }],
-  ['events a type then "*"', base({ events: ['order.paid', '*'] }), { events: ['The events field must be ["*"] alone or a list of event types.'] }],
-  ['events over 100 items', base({ events: Array.from({ length: 101 }, () => 'order.paid') }), { events: ['The events field must not have more than 100 items.'] }],
+  [
+    'events with an unknown type',
+    base({ events: ['order.paid', 'order.shipped'] }),
+    {
+      'events.1': [
+        'The selected events.1 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+      ],
+    },
+  ],
+  [
+    'events with two unknown types',
+    base({ events: ['nope', 'order.paid', 'Order.Paid'] }),
+    {
+      'events.0': [
+        'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+      ],
+      'events.2': [
+        'The selected events.2 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+      ],
+    },
+  ],
+  [
+    'events with a non-string',
+    base({ events: [5] }),
+    {
+      'events.0': [
+        'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+      ],
+    },
+  ],
+  [
+    'events with null',
+    base({ events: ['order.paid', null] }),
+    {
+      'events.1': [
+        'The selected events.1 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+      ],
+    },
+  ],
+  [
+    'events with a wildcard prefix',
+    base({ events: ['order.*'] }),
+    {
+      'events.0': [
+        'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+      ],
+    },
+  ],
+  [
+    'events "*" mixed with a type',
+    base({ events: ['*', 'order.paid'] }),
+    { events: ['The events field must be ["*"] alone or a list of event types.'] },
+  ],
+  [
+    'events a type then "*"',
+    base({ events: ['order.paid', '*'] }),
+    { events: ['The events field must be ["*"] alone or a list of event types.'] },
+  ],
+  [
+    'events over 100 items',
+    base({ events: Array.from({ length: 101 }, () => 'order.paid') }),
+    { events: ['The events field must not have more than 100 items.'] },
+  ],
 ];
 
 const descriptionCases = (base: (over: Body) => Body): Case[] => [
-  ['description over 255', base({ description: 'd'.repeat(256) }), { description: ['The description field must not be greater than 255 characters.'] }],
+  [
+    'description over 255',
+    base({ description: 'd'.repeat(256) }),
+    { description: ['The description field must not be greater than 255 characters.'] },
+  ],
   ['description a number', base({ description: 7 }), { description: ['The description field must be a string.'] }],
   ['description an array', base({ description: ['x'] }), { description: ['The description field must be a string.'] }],
 ];
@@ -147,7 +210,16 @@ describe('POST /webhook-endpoints: validation', () => {
     ['empty body', {}, { url: ['The url field is required.'], events: ['The events field is required.'] }],
     ['url missing', valid({ url: undefined }), { url: ['The url field is required.'] }],
     ['events missing', valid({ events: undefined }), { events: ['The events field is required.'] }],
-    ['url and events both invalid', valid({ url: 'nope', events: ['nope'] }), { url: [URL_MESSAGES.invalid], 'events.0': ['The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
+    [
+      'url and events both invalid',
+      valid({ url: 'nope', events: ['nope'] }),
+      {
+        url: [URL_MESSAGES.invalid],
+        'events.0': [
+          'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+        ],
+      },
+    ],
     ...urlCases(valid),
     ...ssrfCases(valid),
     ...eventCases(valid),
@@ -162,15 +234,23 @@ describe('POST /webhook-endpoints: validation', () => {
 
   it('the address check runs once the body is otherwise valid (no lookup for a refused body)', async () => {
     asked.length = 0;
-    expect422(await api.post('/webhook-endpoints', m.token, valid({ url: 'https://internal.example.com/', events: [] })), { events: ['The events field must contain at least 1 item.'] });
+    expect422(await api.post('/webhook-endpoints', m.token, valid({ url: 'https://internal.example.com/', events: [] })), {
+      events: ['The events field must contain at least 1 item.'],
+    });
     expect(asked).toEqual([]);
     expect422(await api.post('/webhook-endpoints', m.token, valid({ url: 'https://internal.example.com/' })), { url: REFUSED });
     expect(asked).toEqual(['internal.example.com']);
   });
 
   it('a body that is not an object, or not JSON', async () => {
-    expect422(await api.post('/webhook-endpoints', m.token, ['https://hooks.example.com/']), { body: ['The body field must be an object.'] });
-    const bad = await api.request('POST', '/webhook-endpoints', { token: m.token, rawBody: '{"url": ', headers: { 'content-type': 'application/json' } });
+    expect422(await api.post('/webhook-endpoints', m.token, ['https://hooks.example.com/']), {
+      body: ['The body field must be an object.'],
+    });
+    const bad = await api.request('POST', '/webhook-endpoints', {
+      token: m.token,
+      rawBody: '{"url": ',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({ message: 'The request body is not valid JSON.' });
   });
@@ -196,13 +276,25 @@ describe('PATCH /webhook-endpoints/{id}: validation', () => {
     ['status unknown', { status: 'paused' }, { status: ['The selected status is invalid. Allowed: enabled, disabled.'] }],
     ['status upper case', { status: 'ENABLED' }, { status: ['The selected status is invalid. Allowed: enabled, disabled.'] }],
     ['status a boolean', { status: true }, { status: ['The selected status is invalid. Allowed: enabled, disabled.'] }],
-    ['several fields at once', { url: 'ftp://x/', events: [], status: 'off', description: 'd'.repeat(300) }, {
-      url: [URL_MESSAGES.invalid],
-      events: ['The events field must contain at least 1 item.'],
-      description: ['The description field must not be greater than 255 characters.'],
-      status: ['The selected status is invalid. Allowed: enabled, disabled.'],
-    }],
-    ['a valid field beside an invalid one changes nothing', { description: 'changed', events: ['bogus'] }, { 'events.0': ['The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.'] }],
+    [
+      'several fields at once',
+      { url: 'ftp://x/', events: [], status: 'off', description: 'd'.repeat(300) },
+      {
+        url: [URL_MESSAGES.invalid],
+        events: ['The events field must contain at least 1 item.'],
+        description: ['The description field must not be greater than 255 characters.'],
+        status: ['The selected status is invalid. Allowed: enabled, disabled.'],
+      },
+    ],
+    [
+      'a valid field beside an invalid one changes nothing',
+      { description: 'changed', events: ['bogus'] },
+      {
+        'events.0': [
+          'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+        ],
+      },
+    ],
   ];
 
   it.each(cases)('%s → 422, nothing changes', async (label, body, errors) => {
@@ -227,7 +319,9 @@ describe('outside the local stack (STAGE=prod)', () => {
       }
       const ok = await api.post('/webhook-endpoints', m.token, valid());
       expect(ok.status, JSON.stringify(ok.body)).toBe(201);
-      expect422(await api.patch(`/webhook-endpoints/${ok.body.data.id}`, m.token, { url: 'http://localhost:4000/' }), { url: [URL_MESSAGES.https] });
+      expect422(await api.patch(`/webhook-endpoints/${ok.body.data.id}`, m.token, { url: 'http://localhost:4000/' }), {
+        url: [URL_MESSAGES.https],
+      });
     });
   });
 

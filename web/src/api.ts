@@ -56,7 +56,10 @@ export const query = (params: Record<string, string | number | undefined>) => {
 export const createApi = (config: DashboardConfig) => {
   const call = async <T>(method: string, path: string, retried = false): Promise<T> => {
     const token = await idToken(config, { renew: retried });
-    const res = await fetch(`${config.apiBase}${path}`, { method, headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' } });
+    const res = await fetch(`${config.apiBase}${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
+    });
     if (res.status === 401 && !retried) {
       forgetSession();
       return call<T>(method, path, true);

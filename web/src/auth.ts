@@ -4,16 +4,18 @@
  * hosted UI (authorization code + PKCE, public client); locally from the local server's
  * `/dev/session` (a development JWT for the demo merchant's admin).
  */
-export type AuthConfig =
-  | { kind: 'local'; sessionUrl: string }
-  | { kind: 'cognito'; domain: string; clientId: string; redirectUri: string };
+export type AuthConfig = { kind: 'local'; sessionUrl: string } | { kind: 'cognito'; domain: string; clientId: string; redirectUri: string };
 export type DashboardConfig = { apiBase: string; auth: AuthConfig };
 
 const SESSION_KEY = 'dashboard.session';
 const PKCE_KEY = 'dashboard.pkce';
 type Session = { idToken: string; expiresAt: number };
 
-const base64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+const base64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '');
 const randomString = () => base64url(crypto.getRandomValues(new Uint8Array(32)));
 
 /** `exp` of a JWT, in ms (the server verifies it; the page only needs to know when to sign in again). */
@@ -26,7 +28,8 @@ const expiryOf = (jwt: string): number => {
   }
 };
 
-const store = (idToken: string) => sessionStorage.setItem(SESSION_KEY, JSON.stringify({ idToken, expiresAt: expiryOf(idToken) } satisfies Session));
+const store = (idToken: string) =>
+  sessionStorage.setItem(SESSION_KEY, JSON.stringify({ idToken, expiresAt: expiryOf(idToken) } satisfies Session));
 
 const stored = (): Session | null => {
   try {
@@ -69,7 +72,13 @@ const completeHostedUi = async (auth: Extract<AuthConfig, { kind: 'cognito' }>, 
   const res = await fetch(new URL('/oauth2/token', auth.domain), {
     method: 'POST',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', client_id: auth.clientId, code: params.get('code')!, redirect_uri: auth.redirectUri, code_verifier: pkce.verifier }),
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      client_id: auth.clientId,
+      code: params.get('code')!,
+      redirect_uri: auth.redirectUri,
+      code_verifier: pkce.verifier,
+    }),
   });
   if (!res.ok) throw new Error(`Sign-in failed (${res.status}).`);
   return ((await res.json()) as { id_token: string }).id_token;

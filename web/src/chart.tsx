@@ -57,7 +57,16 @@ export const MrrChart = ({ entries, currency, interval }: { entries: MrrEntry[];
       ],
       series: [
         {},
-        ...layers.map((l) => ({ label: l.label, scale: 'moves', fill: l.color, stroke: l.color, width: 0, paths: bars, fillTo: 0, points: { show: false } })),
+        ...layers.map((l) => ({
+          label: l.label,
+          scale: 'moves',
+          fill: l.color,
+          stroke: l.color,
+          width: 0,
+          paths: bars,
+          fillTo: 0,
+          points: { show: false },
+        })),
         { label: 'MRR', scale: 'mrr', stroke: MRR_COLOR, width: 2, points: { show: true, size: 5, fill: MRR_COLOR } },
       ],
     };

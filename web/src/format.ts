@@ -14,9 +14,12 @@ export const money = (amount: string | null | undefined, currency: string): stri
 };
 
 export const percent = (value: number | null | undefined, digits = 2) =>
-  value === null || value === undefined ? '—' : `${value.toLocaleString(undefined, { minimumFractionDigits: digits, maximumFractionDigits: digits })} %`;
+  value === null || value === undefined
+    ? '—'
+    : `${value.toLocaleString(undefined, { minimumFractionDigits: digits, maximumFractionDigits: digits })} %`;
 
-export const ratio = (value: number | null | undefined) => (value === null || value === undefined ? '—' : value.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 }));
+export const ratio = (value: number | null | undefined) =>
+  value === null || value === undefined ? '—' : value.toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 
 export const count = (value: number) => value.toLocaleString();
 

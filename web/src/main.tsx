@@ -18,7 +18,7 @@ const VIEWS = [
 ] as const;
 type ViewId = (typeof VIEWS)[number]['id'];
 
-const viewFromHash = (): ViewId => (VIEWS.find((v) => `#${v.id}` === location.hash)?.id ?? 'overview');
+const viewFromHash = (): ViewId => VIEWS.find((v) => `#${v.id}` === location.hash)?.id ?? 'overview';
 
 const Dashboard = ({ config, api, me }: { config: DashboardConfig; api: Api; me: Me }) => {
   const [view, setView] = useState<ViewId>(viewFromHash);
@@ -78,7 +78,12 @@ const App = () => {
       setReady({ config, api, me });
     })().catch((err: Error) => setReady({ error: err.message }));
   }, []);
-  if (!ready) return <p class="boot" aria-busy="true">Signing in…</p>;
+  if (!ready)
+    return (
+      <p class="boot" aria-busy="true">
+        Signing in…
+      </p>
+    );
   if ('error' in ready)
     return (
       <main id="main" class="boot">

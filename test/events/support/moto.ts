@@ -44,20 +44,22 @@ export const startMoto = async () => {
  * SQS through its JSON protocol (the project has no SQS client): moto picks the service from the
  * credential scope of the Authorization header, and checks no signature.
  */
-export const sqsClient = (endpoint: string) => async <T = any>(action: string, input: Record<string, unknown>): Promise<T> => {
-  const res = await fetch(endpoint, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/x-amz-json-1.0',
-      'x-amz-target': `AmazonSQS.${action}`,
-      authorization: 'AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0',
-    },
-    body: JSON.stringify(input),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`SQS ${action}: ${res.status} ${text}`);
-  return (text ? JSON.parse(text) : {}) as T;
-};
+export const sqsClient =
+  (endpoint: string) =>
+  async <T = any>(action: string, input: Record<string, unknown>): Promise<T> => {
+    const res = await fetch(endpoint, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amz-target': `AmazonSQS.${action}`,
+        authorization: 'AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/sqs/aws4_request, SignedHeaders=host, Signature=0',
+      },
+      body: JSON.stringify(input),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`SQS ${action}: ${res.status} ${text}`);
+    return (text ? JSON.parse(text) : {}) as T;
+  };
 
 /**
  * A rule on `bus` sending the events that match `pattern` to a queue, with the queue policy that
@@ -68,8 +70,13 @@ export const ruleToQueue = async (
   sqs: ReturnType<typeof sqsClient>,
   opts: { bus: string; rule: string; pattern: object; queueUrl: string },
 ) => {
-  const { Attributes } = await sqs<{ Attributes: { QueueArn: string } }>('GetQueueAttributes', { QueueUrl: opts.queueUrl, AttributeNames: ['QueueArn'] });
-  const rule = await eventBridge.send(new PutRuleCommand({ Name: opts.rule, EventBusName: opts.bus, EventPattern: JSON.stringify(opts.pattern) }));
+  const { Attributes } = await sqs<{ Attributes: { QueueArn: string } }>('GetQueueAttributes', {
+    QueueUrl: opts.queueUrl,
+    AttributeNames: ['QueueArn'],
+  });
+  const rule = await eventBridge.send(
+    new PutRuleCommand({ Name: opts.rule, EventBusName: opts.bus, EventPattern: JSON.stringify(opts.pattern) }),
+  );
   await sqs('SetQueueAttributes', {
     QueueUrl: opts.queueUrl,
     Attributes: {
@@ -87,6 +94,8 @@ export const ruleToQueue = async (
       }),
     },
   });
-  await eventBridge.send(new PutTargetsCommand({ Rule: opts.rule, EventBusName: opts.bus, Targets: [{ Id: 'queue', Arn: Attributes.QueueArn }] }));
+  await eventBridge.send(
+    new PutTargetsCommand({ Rule: opts.rule, EventBusName: opts.bus, Targets: [{ Id: 'queue', Arn: Attributes.QueueArn }] }),
+  );
   return { ruleArn: rule.RuleArn!, queueArn: Attributes.QueueArn };
 };

@@ -11,7 +11,10 @@ const nextSequenceNumber = () => String(++seq).padStart(21, '0');
 /** The event item `addOutboxEvent` writes (captured from its WriteSet call; its mark is the other put). */
 export const outboxItem = (merchantId: string, type: EventType, object: unknown, at = '2026-03-01T10:00:00Z'): Record<string, any> => {
   let item: Record<string, any> | undefined;
-  const ws = { put: (tag: string, value: Record<string, any>) => (tag === 'outbox' ? (item = value) : undefined), tags: () => [] } as unknown as WriteSet;
+  const ws = {
+    put: (tag: string, value: Record<string, any>) => (tag === 'outbox' ? (item = value) : undefined),
+    tags: () => [],
+  } as unknown as WriteSet;
   addOutboxEvent(ws, merchantId, type, object, at);
   return item!;
 };

@@ -33,4 +33,10 @@ export const startRelayProcess = async (env: Record<string, string>, children: C
  * is read while the relay may be appending to it.
  */
 export const publishedDetails = <T = { id: string; merchant_id: string }>(file: string): T[] =>
-  existsSync(file) ? readFileSync(file, 'utf8').split('\n').slice(0, -1).filter(Boolean).map((l) => JSON.parse(l) as T) : [];
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .slice(0, -1)
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as T)
+    : [];

@@ -15,7 +15,15 @@ import { CANCEL_CHECK_HANDLER } from '../../../infra/constructs/cancel-scheduler
 const cdkJsonContext = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
 
 /** Every handler module the stack names. */
-export const STACK_HANDLERS = [...routeList.map((r) => r.handler), NOT_FOUND_HANDLER, OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER, WEBHOOK_FAN_OUT_HANDLER, WEBHOOK_DELIVER_HANDLER, CANCEL_CHECK_HANDLER];
+export const STACK_HANDLERS = [
+  ...routeList.map((r) => r.handler),
+  NOT_FOUND_HANDLER,
+  OUTBOX_RELAY_HANDLER,
+  OUTBOX_SWEEPER_HANDLER,
+  WEBHOOK_FAN_OUT_HANDLER,
+  WEBHOOK_DELIVER_HANDLER,
+  CANCEL_CHECK_HANDLER,
+];
 
 /**
  * A stand-in project root where every handler module of the stack exists (empty), so the template
@@ -33,14 +41,20 @@ export const fixtureProjectRoot = () => {
   return { root, remove: () => rmSync(root, { recursive: true, force: true }) };
 };
 
-type TemplateJson = { Resources: Record<string, any>; Outputs?: Record<string, { Value: unknown }>; Parameters?: Record<string, unknown>; [k: string]: unknown };
+type TemplateJson = {
+  Resources: Record<string, any>;
+  Outputs?: Record<string, { Value: unknown }>;
+  Parameters?: Record<string, unknown>;
+  [k: string]: unknown;
+};
 
 /** `value` with every `{Ref: <key of values>}` and `{'Fn::GetAtt': [<id>, 'Outputs.<name>']}` replaced. */
 const substitute = (value: unknown, refs: Map<string, unknown>, outputs: Map<string, unknown>): unknown => {
   if (Array.isArray(value)) return value.map((v) => substitute(v, refs, outputs));
   if (value === null || typeof value !== 'object') return value;
   const entries = Object.entries(value as Record<string, unknown>);
-  if (entries.length === 1 && entries[0][0] === 'Ref' && typeof entries[0][1] === 'string' && refs.has(entries[0][1])) return refs.get(entries[0][1]);
+  if (entries.length === 1 && entries[0][0] === 'Ref' && typeof entries[0][1] === 'string' && refs.has(entries[0][1]))
+    return refs.get(entries[0][1]);
   if (entries.length === 1 && entries[0][0] === 'Fn::GetAtt') {
     const [id, attribute] = entries[0][1] as [string, string];
     const key = `${id}.${attribute}`;
@@ -114,7 +128,10 @@ export const roleGrants = (stack: Stack, template: Template, fn: ApiFunction): G
   const roleId = idOf(stack, fn.role!);
   return Object.values(resources(template, 'AWS::IAM::Policy'))
     .filter((p) => (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === roleId))
-    .flatMap((p) => p.Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[])
+    .flatMap(
+      (p) =>
+        p.Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown; Condition?: unknown }[],
+    )
     .flatMap((s) => {
       if (s.Effect !== 'Allow') throw new Error(`unexpected ${s.Effect} statement in a function role`);
       return [s.Action].flat().flatMap((action) => [s.Resource].flat().map((resource) => ({ action, resource, condition: s.Condition })));

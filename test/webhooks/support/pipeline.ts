@@ -79,7 +79,9 @@ export const useDeliveryPipeline = (label: string, opts: { relay?: boolean; poll
     settled: (timeoutMs = 20_000) =>
       Promise.race([
         pipeline!.drained(),
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out waiting for the delivery queues to drain')), timeoutMs).unref()),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error('timed out waiting for the delivery queues to drain')), timeoutMs).unref(),
+        ),
       ]),
   };
 };
@@ -106,7 +108,15 @@ export const receiverWithEndpoint = async (
   return { receiver, endpoint };
 };
 
-export type DeliveryLogRow = { event_id: string; event_type: string; attempt: number; status: number | null; error: string | null; duration_ms: number; at: string };
+export type DeliveryLogRow = {
+  event_id: string;
+  event_type: string;
+  attempt: number;
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+  at: string;
+};
 
 /** Every entry of an endpoint's delivery log (GET /webhook-endpoints/{id}/deliveries, all pages), newest first. */
 export const deliveryLog = async (api: ReturnType<typeof useApi>, token: string, endpointId: number): Promise<DeliveryLogRow[]> => {

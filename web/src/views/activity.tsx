@@ -77,7 +77,9 @@ const OrdersPanel = ({ api }: { api: Api }) => {
 const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
   const [eventType, setEventType] = useState('');
   const [page, setPage] = useState(1);
-  const [result, retry] = useAsync({ event_type: eventType, page }, (q) => api.get<Page<SubscriptionEvent>>(`/subscriptions/events${query({ ...q, per_page: PER_PAGE })}`));
+  const [result, retry] = useAsync({ event_type: eventType, page }, (q) =>
+    api.get<Page<SubscriptionEvent>>(`/subscriptions/events${query({ ...q, per_page: PER_PAGE })}`),
+  );
   return (
     <Panel
       id="events"
@@ -114,7 +116,8 @@ const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
               <td>#{e.customer_id}</td>
               <td>{e.new_plan ?? '—'}</td>
               <td class="num">
-                {money(e.old_amount, me.reporting_currency)} → {money(e.new_amount, me.reporting_currency)} ({money(e.amount_change, me.reporting_currency)})
+                {money(e.old_amount, me.reporting_currency)} → {money(e.new_amount, me.reporting_currency)} (
+                {money(e.amount_change, me.reporting_currency)})
               </td>
             </tr>
           )}

@@ -41,7 +41,8 @@ const groupByRun = (entries: ActivityEntry[]): Group[] => {
   return groups;
 };
 
-const sum = (entries: ActivityEntry[]): Counts => Object.fromEntries(COUNTS.map((k) => [k, entries.reduce((n, e) => n + e[k], 0)])) as Counts;
+const sum = (entries: ActivityEntry[]): Counts =>
+  Object.fromEntries(COUNTS.map((k) => [k, entries.reduce((n, e) => n + e[k], 0)])) as Counts;
 const plural = (n: number, word: string) => `${count(n)} ${word}${n === 1 ? '' : 'es'}`;
 const sameSelection = (a: Selection | null, b: Selection) => a !== null && JSON.stringify(a) === JSON.stringify(b);
 
@@ -62,18 +63,32 @@ const SelectButton = ({ label, name, pressed, onClick }: { label: string; name: 
   </button>
 );
 
-const RunsTable = ({ page, selected, onSelect, onPage }: { page: ActivityPage; selected: Selection | null; onSelect: (s: Selection) => void; onPage: (page: number) => void }) => {
+const RunsTable = ({
+  page,
+  selected,
+  onSelect,
+  onPage,
+}: {
+  page: ActivityPage;
+  selected: Selection | null;
+  onSelect: (s: Selection) => void;
+  onPage: (page: number) => void;
+}) => {
   const groups = groupByRun(page.data);
   const { current_page, last_page } = page.meta;
   return (
     <>
       <TableScroll label="Import runs and batches">
         <table data-testid="runs" aria-labelledby="runs-title">
-          <Head cols={['Batch', 'Type', 'Sent', 'Total', 'Created', 'Updated', 'Skipped', 'Failed', <span class="visually-hidden">Items</span>]} />
+          <Head
+            cols={['Batch', 'Type', 'Sent', 'Total', 'Created', 'Updated', 'Skipped', 'Failed', <span class="visually-hidden">Items</span>]}
+          />
           {groups.map((g, i) => {
             const run = g.run;
             // A run at the page's edge may have more batches on the neighbouring page; its own items panel reads them all.
-            const more = (i === 0 && current_page > 1 ? ['previous'] : []).concat(i === groups.length - 1 && current_page < last_page ? ['next'] : []);
+            const more = (i === 0 && current_page > 1 ? ['previous'] : []).concat(
+              i === groups.length - 1 && current_page < last_page ? ['next'] : [],
+            );
             return (
               <tbody key={run ?? `batch-${g.entries[0].id}`} data-run={run ?? ''}>
                 {run !== null && (
@@ -84,7 +99,12 @@ const RunsTable = ({ page, selected, onSelect, onPage }: { page: ActivityPage; s
                     </th>
                     <CountCells counts={sum(g.entries)} />
                     <td>
-                      <SelectButton label="Run items" name={`of ${run}`} pressed={sameSelection(selected, { kind: 'run', run })} onClick={() => onSelect({ kind: 'run', run })} />
+                      <SelectButton
+                        label="Run items"
+                        name={`of ${run}`}
+                        pressed={sameSelection(selected, { kind: 'run', run })}
+                        onClick={() => onSelect({ kind: 'run', run })}
+                      />
                     </td>
                   </tr>
                 )}
@@ -98,7 +118,12 @@ const RunsTable = ({ page, selected, onSelect, onPage }: { page: ActivityPage; s
                     <td>{when(e.created_at)}</td>
                     <CountCells counts={e} />
                     <td>
-                      <SelectButton label="Items" name={`of batch #${e.id}`} pressed={sameSelection(selected, { kind: 'batch', id: e.id })} onClick={() => onSelect({ kind: 'batch', id: e.id })} />
+                      <SelectButton
+                        label="Items"
+                        name={`of batch #${e.id}`}
+                        pressed={sameSelection(selected, { kind: 'batch', id: e.id })}
+                        onClick={() => onSelect({ kind: 'batch', id: e.id })}
+                      />
                     </td>
                   </tr>
                 ))}
@@ -113,7 +138,8 @@ const RunsTable = ({ page, selected, onSelect, onPage }: { page: ActivityPage; s
 };
 
 type Row = ItemReport & { batch: ActivityEntry };
-const rowsOf = (entries: ActivityEntry[], kind: 'failed' | 'skipped'): Row[] => entries.flatMap((batch) => batch.results[kind].map((r) => ({ ...r, batch })));
+const rowsOf = (entries: ActivityEntry[], kind: 'failed' | 'skipped'): Row[] =>
+  entries.flatMap((batch) => batch.results[kind].map((r) => ({ ...r, batch })));
 
 const ItemTable = ({ id, title, rows, withBatch }: { id: string; title: string; rows: Row[]; withBatch: boolean }) => (
   <div class="items">
@@ -165,8 +191,14 @@ const saveFile = (name: string, text: string) => {
 /** The failed items as CSV: `index,identifier,reason,message` for a batch; a run's rows also name their batch and its type. */
 const failedCsv = (rows: Row[], withBatch: boolean) =>
   withBatch
-    ? toCsv(['batch', 'type', 'index', 'identifier', 'reason', 'message'], rows.map((r) => [r.batch.id, r.batch.type, r.index, r.identifier, r.reason, r.message]))
-    : toCsv(['index', 'identifier', 'reason', 'message'], rows.map((r) => [r.index, r.identifier, r.reason, r.message]));
+    ? toCsv(
+        ['batch', 'type', 'index', 'identifier', 'reason', 'message'],
+        rows.map((r) => [r.batch.id, r.batch.type, r.index, r.identifier, r.reason, r.message]),
+      )
+    : toCsv(
+        ['index', 'identifier', 'reason', 'message'],
+        rows.map((r) => [r.index, r.identifier, r.reason, r.message]),
+      );
 
 /** What a batch or a run holds: its counts, the failed items (downloadable) and the skipped ones. */
 const Items = ({ entries, withBatch, fileName }: { entries: ActivityEntry[]; withBatch: boolean; fileName: string }) => {
@@ -180,7 +212,12 @@ const Items = ({ entries, withBatch, fileName }: { entries: ActivityEntry[]; wit
         ))}
       </dl>
       <div class="actions">
-        <button type="button" data-testid="download-failed" disabled={failed.length === 0} onClick={() => saveFile(fileName, failedCsv(failed, withBatch))}>
+        <button
+          type="button"
+          data-testid="download-failed"
+          disabled={failed.length === 0}
+          onClick={() => saveFile(fileName, failedCsv(failed, withBatch))}
+        >
           Download failed items (CSV)
         </button>
       </div>
@@ -197,7 +234,14 @@ const BatchItems = ({ api, id }: { api: Api; id: number }) => {
       {(e) => (
         <>
           <p class="hint" data-testid="items-of">
-            {TYPES[e.type]} · sent {when(e.created_at)} · {e.import_run ? <>run <code>{e.import_run}</code></> : 'no import run'}
+            {TYPES[e.type]} · sent {when(e.created_at)} ·{' '}
+            {e.import_run ? (
+              <>
+                run <code>{e.import_run}</code>
+              </>
+            ) : (
+              'no import run'
+            )}
           </p>
           <Items entries={[e]} withBatch={false} fileName={`failed-items-batch-${e.id}.csv`} />
         </>
@@ -222,12 +266,22 @@ const loadRun = async (api: Api, run: string) => {
 const RunItems = ({ api, run }: { api: Api; run: string }) => {
   const [result, retry] = useAsync({ run }, (p) => loadRun(api, p.run));
   return (
-    <Panel id="items" title={`Run ${run}`} wide focusable result={result} retry={retry} isEmpty={(r) => r.entries.length === 0} empty="No batches of this run in the last 13 months.">
+    <Panel
+      id="items"
+      title={`Run ${run}`}
+      wide
+      focusable
+      result={result}
+      retry={retry}
+      isEmpty={(r) => r.entries.length === 0}
+      empty="No batches of this run in the last 13 months."
+    >
       {(r) => (
         <>
           <p class="hint" data-testid="items-of">
             {plural(r.entries.length, 'batch')}, {when(r.entries[0].created_at)} to {when(r.entries[r.entries.length - 1].created_at)}
-            {!r.complete && ' (the newest only: the run has more batches than the dashboard reads at once; GET /v1/activity?import_run= lists them all)'}
+            {!r.complete &&
+              ' (the newest only: the run has more batches than the dashboard reads at once; GET /v1/activity?import_run= lists them all)'}
           </p>
           <Items entries={r.entries} withBatch fileName={`failed-items-${run}.csv`} />
         </>

@@ -31,16 +31,19 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
       title="Today"
       result={result}
       retry={retry}
-      actions={
-        <Choice label="Currency" value={currency} onChange={setCurrency} options={options} testId="stats-currency" />
-      }
+      actions={<Choice label="Currency" value={currency} onChange={setCurrency} options={options} testId="stats-currency" />}
     >
       {({ data }, { currency: shown }) => (
         <dl class="figures" data-currency={shown}>
           <Figure id="today_revenue" label="Today's revenue" value={money(data.today_revenue, shown)} raw={data.today_revenue} />
           <Figure id="monthly_revenue" label="This month's revenue" value={money(data.monthly_revenue, shown)} raw={data.monthly_revenue} />
           <Figure id="today_count" label="Today's orders" value={count(data.today_count)} raw={data.today_count} />
-          <Figure id="today_success_rate" label="Success rate today" value={percent(data.today_success_rate, 1)} raw={data.today_success_rate} />
+          <Figure
+            id="today_success_rate"
+            label="Success rate today"
+            value={percent(data.today_success_rate, 1)}
+            raw={data.today_success_rate}
+          />
         </dl>
       )}
     </Panel>
@@ -58,7 +61,12 @@ const SummaryPanel = ({ api, me }: { api: Api; me: Me }) => {
           <Figure id="arr" label="ARR" value={money(s.arr, ccy)} raw={s.arr} />
           <Figure id="arpa" label="ARPA" value={money(s.arpa, ccy)} raw={s.arpa} />
           <Figure id="active_customers" label="Active customers" value={count(s.active_customers)} raw={s.active_customers} />
-          <Figure id="active_subscriptions" label="Active subscriptions" value={count(s.active_subscriptions)} raw={s.active_subscriptions} />
+          <Figure
+            id="active_subscriptions"
+            label="Active subscriptions"
+            value={count(s.active_subscriptions)}
+            raw={s.active_subscriptions}
+          />
           <Figure id="customer_churn_rate" label="Customer churn" value={percent(s.customer_churn_rate)} raw={s.customer_churn_rate} />
           <Figure id="mrr_churn_rate" label="MRR churn" value={percent(s.mrr_churn_rate)} raw={s.mrr_churn_rate} />
           <Figure id="net_mrr_churn_rate" label="Net MRR churn" value={percent(s.net_mrr_churn_rate)} raw={s.net_mrr_churn_rate} />
@@ -88,8 +96,20 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
       empty="No recurring revenue in this range."
       actions={
         <div class="controls">
-          <Choice label="Interval" value={interval} onChange={(v) => setMrrInterval(v as typeof interval)} options={[...INTERVALS]} testId="mrr-interval" />
-          <Choice label="Range" value={range} onChange={setRange} options={RANGES.map((r) => ({ value: r.id, label: r.label }))} testId="mrr-range" />
+          <Choice
+            label="Interval"
+            value={interval}
+            onChange={(v) => setMrrInterval(v as typeof interval)}
+            options={[...INTERVALS]}
+            testId="mrr-interval"
+          />
+          <Choice
+            label="Range"
+            value={range}
+            onChange={setRange}
+            options={RANGES.map((r) => ({ value: r.id, label: r.label }))}
+            testId="mrr-range"
+          />
         </div>
       }
     >
@@ -99,8 +119,18 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
             <Figure id="range_mrr" label="MRR at the end" value={money(series.summary.current_mrr, ccy)} raw={series.summary.current_mrr} />
             <Figure id="range_arr" label="ARR" value={money(series.summary.arr, ccy)} raw={series.summary.arr} />
             <Figure id="range_arpa" label="ARPA" value={money(series.summary.arpa, ccy)} raw={series.summary.arpa} />
-            <Figure id="range_customer_churn" label="Customer churn" value={percent(series.summary.customer_churn_rate)} raw={series.summary.customer_churn_rate} />
-            <Figure id="range_mrr_churn" label="MRR churn" value={percent(series.summary.mrr_churn_rate)} raw={series.summary.mrr_churn_rate} />
+            <Figure
+              id="range_customer_churn"
+              label="Customer churn"
+              value={percent(series.summary.customer_churn_rate)}
+              raw={series.summary.customer_churn_rate}
+            />
+            <Figure
+              id="range_mrr_churn"
+              label="MRR churn"
+              value={percent(series.summary.mrr_churn_rate)}
+              raw={series.summary.mrr_churn_rate}
+            />
           </dl>
           <MrrChart entries={series.data} currency={ccy} interval={loaded.interval} />
           <details class="data-table">
@@ -138,7 +168,15 @@ const heat = (pct: number | null) => (pct === null ? 'transparent' : `hsl(205 70
 const CohortsPanel = ({ api }: { api: Api }) => {
   const [result, retry] = useAsync(null, () => api.get<{ data: Cohort[] }>('/metrics/cohorts'));
   return (
-    <Panel id="cohorts" title="Cohort retention (customers)" wide result={result} retry={retry} isEmpty={(r) => r.data.every((c) => c.customers === 0)} empty="No cohorts yet: customers appear here from their first month with MRR.">
+    <Panel
+      id="cohorts"
+      title="Cohort retention (customers)"
+      wide
+      result={result}
+      retry={retry}
+      isEmpty={(r) => r.data.every((c) => c.customers === 0)}
+      empty="No cohorts yet: customers appear here from their first month with MRR."
+    >
       {({ data }) => {
         const width = Math.max(...data.map((c) => c.retention.length));
         return (
@@ -156,7 +194,12 @@ const CohortsPanel = ({ api }: { api: Api }) => {
                       {Array.from({ length: width }, (_, i) => {
                         const r = c.retention[i];
                         return (
-                          <td key={i} class="num cell" style={{ background: heat(r?.customer_retention ?? null) }} title={r ? `${r.month}: ${r.customers} customers` : undefined}>
+                          <td
+                            key={i}
+                            class="num cell"
+                            style={{ background: heat(r?.customer_retention ?? null) }}
+                            title={r ? `${r.month}: ${r.customers} customers` : undefined}
+                          >
                             {r ? percent(r.customer_retention, 0) : ''}
                           </td>
                         );

@@ -25,6 +25,7 @@ const Issued = ({ token, onDone }: { token: string; onDone: () => void }) => {
     }
   };
   return (
+    // biome-ignore lint/a11y/useSemanticElements: groups the new token with its heading; a fieldset would mark it as a form
     <div class="issued" role="group" aria-labelledby="issued-title">
       <h3 id="issued-title">Your new API token</h3>
       <p>It is shown only now: store it in your secrets manager before you leave this page.</p>
@@ -59,7 +60,11 @@ export const TokenView = ({ api, me }: { api: Api; me: Me }) => {
     setError('');
     try {
       if (what === 'revoke') await api.del('/backoffice/api-token');
-      else setIssued((await api.post<{ data: IssuedToken }>(what === 'create' ? '/backoffice/api-token' : '/backoffice/api-token/regenerate')).data.token);
+      else
+        setIssued(
+          (await api.post<{ data: IssuedToken }>(what === 'create' ? '/backoffice/api-token' : '/backoffice/api-token/regenerate')).data
+            .token,
+        );
       retry();
     } catch (err) {
       setError((err as Error).message);

@@ -1,11 +1,13 @@
 import { useState } from 'preact/hooks';
-import { ApiError, query, type Api, type Delivery, type Endpoint, type Me, type Page } from '../api';
+import { type ApiError, query, type Api, type Delivery, type Endpoint, type Me, type Page } from '../api';
 import { when } from '../format';
 import { Head, PagedTable, Panel, TableScroll, useAsync } from '../ui';
 
 const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: Endpoint }) => {
   const [page, setPage] = useState(1);
-  const [result, retry] = useAsync({ endpoint: endpoint.id, page }, (p) => api.get<Page<Delivery>>(`/webhook-endpoints/${p.endpoint}/deliveries${query({ page: p.page, per_page: 10 })}`));
+  const [result, retry] = useAsync({ endpoint: endpoint.id, page }, (p) =>
+    api.get<Page<Delivery>>(`/webhook-endpoints/${p.endpoint}/deliveries${query({ page: p.page, per_page: 10 })}`),
+  );
   const [sending, setSending] = useState(false);
   const [notice, setNotice] = useState('');
   const sendTest = async () => {
@@ -13,7 +15,11 @@ const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: En
     setNotice('');
     try {
       const { data } = await api.post<{ data: Delivery }>(`/webhook-endpoints/${endpoint.id}/test`);
-      setNotice(data.status !== null && data.status < 300 ? `Test event delivered (HTTP ${data.status}).` : `Test event sent; the endpoint answered ${data.status ?? data.error}.`);
+      setNotice(
+        data.status !== null && data.status < 300
+          ? `Test event delivered (HTTP ${data.status}).`
+          : `Test event sent; the endpoint answered ${data.status ?? data.error}.`,
+      );
       setPage(1);
       retry();
     } catch (err) {
@@ -75,7 +81,15 @@ export const Webhooks = ({ api, me }: { api: Api; me: Me }) => {
   const current = endpoints.find((e) => e.id === selected) ?? endpoints[0];
   return (
     <div class="grid">
-      <Panel id="endpoints" title="Webhook endpoints" wide result={result} retry={retry} isEmpty={(p) => p.data.length === 0} empty="No webhook endpoints. Register one with POST /v1/webhook-endpoints.">
+      <Panel
+        id="endpoints"
+        title="Webhook endpoints"
+        wide
+        result={result}
+        retry={retry}
+        isEmpty={(p) => p.data.length === 0}
+        empty="No webhook endpoints. Register one with POST /v1/webhook-endpoints."
+      >
         {(p) => (
           <TableScroll label="Webhook endpoints">
             <table data-testid="endpoints">
