@@ -7,17 +7,17 @@ import { EventSourceMapping, FilterCriteria, FilterRule, StartingPosition } from
 import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/events/sweeper';
+import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/outbox/sweeper';
 import { OUTBOX_EVENT_PREFIX, OUTBOX_PREFIX } from '#lib/db/keys';
-import { OUTBOX_ENTITY } from '#lib/outbox';
+import { OUTBOX_ENTITY } from '#lib/outbox/store';
 import { ApiFunction, SERVICE_NAME } from './api-function.ts';
 
-export const OUTBOX_RELAY_HANDLER = 'functions/events/relay.ts';
+export const OUTBOX_RELAY_HANDLER = 'functions/outbox/relay.ts';
 
 /** The stream actions the relay's event source mapping needs, on the table's stream only. */
 export const STREAM_READ_ACTIONS = ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'];
 
-export const OUTBOX_SWEEPER_HANDLER = 'functions/events/sweeper.ts';
+export const OUTBOX_SWEEPER_HANDLER = 'functions/outbox/sweeper.ts';
 
 /**
  * How Lambda feeds the relay. Up to 100 records or 1 s per invocation; one batch in flight per
@@ -39,7 +39,7 @@ export const OUTBOX_MARK_PK_PATTERNS = [`${OUTBOX_PREFIX}*`];
 export const OUTBOX_EVENT_PK_PATTERNS = [`${OUTBOX_EVENT_PREFIX}*`];
 
 /**
- * The mapping's filter: INSERTs of outbox items only (lib/events/relay.ts `isOutboxInsert` is the
+ * The mapping's filter: INSERTs of outbox items only (lib/outbox/relay.ts `isOutboxInsert` is the
  * same test, applied again by the function and by the local poller). Rate counters, data writes,
  * updates and TTL deletions never invoke the relay.
  */

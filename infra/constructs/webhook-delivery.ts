@@ -7,7 +7,7 @@ import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { Queue, QueueEncryption, type QueueProps } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { EVENT_TYPES } from '#lib/outbox';
+import { EVENT_TYPES } from '#lib/outbox/store';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { FAN_OUT_FUNCTION_TIMEOUT_SECONDS, WEBHOOK_QUEUES } from '#lib/webhooks/queue';
 import { ApiFunction, SERVICE_NAME, WEBHOOK_WRITES } from './api-function.ts';
@@ -19,7 +19,7 @@ export const WEBHOOK_RULE_NAME = 'webhook-delivery';
 
 /**
  * THE pattern of the events webhooks deliver, as EventBridge reads it: the service's events of the
- * known types. The rule below and test/events/webhook-queues.test.ts (against moto)
+ * known types. The rule below and test/outbox/webhook-queues.test.ts (against moto)
  * both use this object.
  */
 export const WEBHOOK_EVENT_PATTERN = { source: [SERVICE_NAME], 'detail-type': [...EVENT_TYPES] };

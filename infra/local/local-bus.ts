@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { PutEventsRequestEntry, PutEventsResultEntry } from '@aws-sdk/client-eventbridge';
-import type { Publish } from '#lib/events/relay';
+import type { Publish } from '#lib/outbox/relay';
 
 /**
  * The local stack's event bus: where `npm start`'s outbox relay publishes when no EventBridge

@@ -15,7 +15,7 @@ import {
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { config } from '#lib/config';
 import { backoffMs } from '#lib/db/retry';
-import { createRelayHandler, isOutboxInsert } from '#lib/events/relay';
+import { createRelayHandler, isOutboxInsert } from '#lib/outbox/relay';
 import { localClientConfig } from './dynamodb.ts';
 import { LocalBus } from './local-bus.ts';
 import { lambdaContext } from './server.ts';
@@ -284,15 +284,15 @@ export const startLocalRelay = async (opts: {
 }) => {
   const bus = new LocalBus({ log: opts.log });
   const eventBridge = config.eventBridgeEndpoint();
-  const handler: RelayHandler = eventBridge ? (await import('../../functions/events/relay.ts')).handler : createRelayHandler(bus.publish);
+  const handler: RelayHandler = eventBridge ? (await import('../../functions/outbox/relay.ts')).handler : createRelayHandler(bus.publish);
   const poller = await startOutboxPoller({
     endpoint: opts.endpoint,
     tableName: opts.tableName,
     handler,
     checkpointFile: opts.checkpointFile,
   });
-  const { sweepOutbox, SWEEP_INTERVAL_MINUTES } = await import('#lib/events/sweeper');
-  const publish = eventBridge ? (await import('#lib/events/eventbridge')).eventBridgePublisher() : bus.publish;
+  const { sweepOutbox, SWEEP_INTERVAL_MINUTES } = await import('#lib/outbox/sweeper');
+  const publish = eventBridge ? (await import('#lib/outbox/eventbridge')).eventBridgePublisher() : bus.publish;
   let sweeping: Promise<unknown> = Promise.resolve();
   const sweep = () =>
     (sweeping = sweepOutbox({ publish })

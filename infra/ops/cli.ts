@@ -457,7 +457,7 @@ const importHistory = async (values: Values) => {
 /**
  * `events replay`: every webhook event of the merchant recorded since `--since` published again to
  * the event bus (EVENT_BUS_NAME on AWS, or the emulator at EVENTBRIDGE_ENDPOINT), published before
- * or not (lib/events/sweeper.ts `replayOutbox`). Outbox items expire after 3 days: an older start
+ * or not (lib/outbox/sweeper.ts `replayOutbox`). Outbox items expire after 3 days: an older start
  * is a usage error naming the oldest time the outbox still holds.
  */
 const replayEvents = async (values: Values) => {
@@ -472,8 +472,8 @@ const replayEvents = async (values: Values) => {
   }
   const [{ getMerchant }, { replayOutbox, ReplayRangeError }, { eventBridgePublisher }] = await Promise.all([
     store(),
-    import('#lib/events/sweeper'),
-    import('#lib/events/eventbridge'),
+    import('#lib/outbox/sweeper'),
+    import('#lib/outbox/eventbridge'),
   ]);
   if (!(await getMerchant(merchantId))) throw notFound(merchantId);
   try {

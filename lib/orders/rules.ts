@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 import { InvalidError } from '#lib/errors';
-import type { EventType } from '#lib/outbox';
+import type { EventType } from '#lib/outbox/store';
 import type { OrderItem } from '#lib/orders/model';
 import type { OrderBatchItem, OrderInput, OrderPatch, OrderStatus } from '#lib/orders/schemas';
 import { amountCurrencyError } from '#lib/shared/currency';

@@ -10,7 +10,7 @@ import { addCustomerCreate, customerIdsByEmail, customersByIds, liveCondition } 
 import type { CustomerItem } from '#lib/customers/model';
 import { orderTimeline } from '#lib/metrics/lines';
 import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE } from '#lib/metrics/store';
-import { addOutboxEvent } from '#lib/outbox';
+import { addOutboxEvent } from '#lib/outbox/store';
 import { addIdempotencyRecord, isLive, replay as replayRecord, requestHash, type IdempotencyRecord } from '#lib/shared/idempotency';
 import { emptyPage } from '#lib/shared/pagination';
 import { presentOrder, type Order, type OrderItem } from '#lib/orders/model';

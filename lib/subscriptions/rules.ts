@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 import { InvalidError } from '#lib/errors';
-import type { EventType } from '#lib/outbox';
+import type { EventType } from '#lib/outbox/store';
 import { effectiveTime, isDue, latestChangeAt } from '#lib/subscriptions/effective';
 import type { SubscriptionItem } from '#lib/subscriptions/model';
 import type {

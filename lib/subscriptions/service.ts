@@ -13,7 +13,7 @@ import { subscriptionTimeline } from '#lib/metrics/lines';
 import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
 import { InvalidError, NotFoundError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
-import { addOutboxEvent } from '#lib/outbox';
+import { addOutboxEvent } from '#lib/outbox/store';
 import { formatTimestamp } from '#lib/shared/time';
 import { addSubscriptionEvent, CUSTOMER_INVALID, type NewEvent } from '#lib/subscriptions/events';
 import {

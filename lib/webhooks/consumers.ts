@@ -1,8 +1,8 @@
 import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DEADLINE_MARGIN_MS, withDeadline } from '#lib/db/retry';
-import type { EventDetail } from '#lib/events/relay';
+import type { EventDetail } from '#lib/outbox/relay';
 import { logger } from '#lib/logger';
-import { EVENT_TYPES, type EventType } from '#lib/outbox';
+import { EVENT_TYPES, type EventType } from '#lib/outbox/store';
 import { deliverTask, type AttemptOptions, type DeliveryTask, type TaskOutcome } from '#lib/webhooks/delivery';
 import { parseTask, type DeliveryQueue } from '#lib/webhooks/queue';
 import { endpointsReceiving } from '#lib/webhooks/store';

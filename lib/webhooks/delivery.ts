@@ -16,7 +16,7 @@ import { AUTO_DISABLE_AFTER_MS, nextRetryDelaySeconds } from '#lib/webhooks/sche
 import { decryptSecret } from '#lib/webhooks/secrets';
 import { putListEntry } from '#lib/webhooks/store';
 import type { Resolver } from '#lib/webhooks/url-safety';
-import type { EventType } from '#lib/outbox';
+import type { EventType } from '#lib/outbox/store';
 
 /**
  * Delivering one event to one endpoint, for the queue consumer (`deliverTask`), the test event and

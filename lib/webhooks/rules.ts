@@ -1,4 +1,4 @@
-import type { EventType } from '#lib/outbox';
+import type { EventType } from '#lib/outbox/store';
 import { formatTimestamp } from '#lib/shared/time';
 import type { WebhookEndpointItem } from '#lib/webhooks/model';
 import type { WebhookEndpointCreate, WebhookEndpointUpdate } from '#lib/webhooks/schemas';

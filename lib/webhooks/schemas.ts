@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { config } from '#lib/config';
-import { EVENT_TYPES, type EventType } from '#lib/outbox';
+import { EVENT_TYPES, type EventType } from '#lib/outbox/store';
 import { pageQuery, pathId } from '#lib/shared/fields';
 import { selectedInvalid } from '#lib/shared/validation';
 import { checkUrlShape } from '#lib/webhooks/url-safety';

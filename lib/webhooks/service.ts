@@ -12,7 +12,7 @@ import type {
   WebhookEndpointListQuery,
   WebhookEndpointUpdate,
 } from '#lib/webhooks/schemas';
-import { newEventId } from '#lib/outbox';
+import { newEventId } from '#lib/outbox/store';
 import type { WebhookEvent } from '#lib/webhooks/deliver';
 import { listDeliveries } from '#lib/webhooks/deliveries';
 import { attemptAndRecord } from '#lib/webhooks/delivery';

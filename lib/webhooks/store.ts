@@ -7,7 +7,7 @@ import { keys, webhookEndpointIndexes, webhookEndpointListPartition, type Key } 
 import { listPage, queryAll, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
 import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
-import type { EventType } from '#lib/outbox';
+import type { EventType } from '#lib/outbox/store';
 import { now } from '#lib/clock';
 import { utcDay } from '#lib/shared/time';
 import { deleteDeliveryDaysHead, putDeliveryDaysHead } from '#lib/webhooks/deliveries';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useApi } from '../support/api.ts';
 import { ok, ops, runCli } from '../support/cli.ts';
 import { isolatedClock } from '../pipeline/support.ts';
-import { motoInstalled, startMoto } from '../events/support/moto.ts';
+import { motoInstalled, startMoto } from '../outbox/support/moto.ts';
 import { backoffice } from './support.ts';
 
 /** `npm run ops -- backoffice-token` and `backoffice-user create`, run as child processes. */

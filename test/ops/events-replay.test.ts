@@ -4,11 +4,11 @@ import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { db } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
-import { eventBridgeClient } from '#lib/events/eventbridge';
+import { eventBridgeClient } from '#lib/outbox/eventbridge';
 import { createMerchant } from '#lib/merchants/store';
-import { addOutboxEvent } from '#lib/outbox';
+import { addOutboxEvent } from '#lib/outbox/store';
 import { formatTimestamp } from '#lib/shared/time';
-import { motoInstalled, ruleToQueue, sqsClient, startMoto } from '../events/support/moto.ts';
+import { motoInstalled, ruleToQueue, sqsClient, startMoto } from '../outbox/support/moto.ts';
 import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { runCli } from '../support/cli.ts';
 

@@ -4,7 +4,7 @@ import { expect } from 'vitest';
 import { db, tableName } from '#lib/db/client';
 import { activityIndexes, ENTRY_OF, indexPartitions, keys, type Key } from '#lib/db/keys';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { eventsOfMarks, markPagesSince, OUTBOX_SHARD_LIST, type OutboxItem } from '#lib/outbox';
+import { eventsOfMarks, markPagesSince, OUTBOX_SHARD_LIST, type OutboxItem } from '#lib/outbox/store';
 import type { useApi } from '../support/api.ts';
 import { allPages } from '../support/pages.ts';
 

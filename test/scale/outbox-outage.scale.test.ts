@@ -5,12 +5,12 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { db, tableName, tallied } from '#lib/db/client';
 import { keys, OUTBOX_SHARDS } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
-import { relayRecords, type Publish } from '#lib/events/relay';
-import { sweepOutbox, SWEEP_GRACE_MS } from '#lib/events/sweeper';
+import { relayRecords, type Publish } from '#lib/outbox/relay';
+import { sweepOutbox, SWEEP_GRACE_MS } from '#lib/outbox/sweeper';
 import { createMerchant } from '#lib/merchants/store';
-import { addOutboxEvent, OUTBOX_SHARD_LIST, pendingMarkPages, stampPublishedNow } from '#lib/outbox';
+import { addOutboxEvent, OUTBOX_SHARD_LIST, pendingMarkPages, stampPublishedNow } from '#lib/outbox/store';
 import { formatTimestamp } from '#lib/shared/time';
-import { detailOf, streamRecord } from '../events/support/records.ts';
+import { detailOf, streamRecord } from '../outbox/support/records.ts';
 
 /**
  * EventBridge down for 30 simulated hours, then back: the table's stream keeps records 24 h, so

@@ -4,7 +4,7 @@ import type { SQSRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
-import { newEventId } from '#lib/outbox';
+import { newEventId } from '#lib/outbox/store';
 import { deliverRecords, sqsHandler } from '#lib/webhooks/consumers';
 import { DELIVERY_TIMEOUT_MS } from '#lib/webhooks/deliver';
 import type { DeliveryTask, TaskOutcome } from '#lib/webhooks/delivery';

@@ -6,7 +6,7 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
-import { newEventId } from '#lib/outbox';
+import { newEventId } from '#lib/outbox/store';
 import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS } from '#lib/webhooks/deliveries';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
 import { AUTO_DISABLE_AFTER_MS, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';

@@ -4,7 +4,7 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { db, requestCounter, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
-import { newEventId } from '#lib/outbox';
+import { newEventId } from '#lib/outbox/store';
 import { tasksFor } from '#lib/webhooks/consumers';
 import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS, listDeliveries } from '#lib/webhooks/deliveries';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';

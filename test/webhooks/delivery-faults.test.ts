@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Publish } from '#lib/events/relay';
+import type { Publish } from '#lib/outbox/relay';
 import { resetClock, setClock } from '#lib/clock';
 import { AUTO_DISABLE_AFTER_MS, MAX_ATTEMPTS } from '#lib/webhooks/schedule';
 import { newMerchant, useApi } from '../support/api.ts';

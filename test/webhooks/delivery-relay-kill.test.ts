@@ -4,16 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tableName } from '#lib/db/client';
-import type { EventDetail } from '#lib/events/relay';
+import type { EventDetail } from '#lib/outbox/relay';
 import { newMerchant, useApi } from '../support/api.ts';
 import { outboxEvents, uniqueNo } from '../orders/helpers.ts';
-import { publishedDetails, startRelayProcess } from '../events/support/relay-process.ts';
+import { publishedDetails, startRelayProcess } from '../outbox/support/relay-process.ts';
 import { eventually, receiverWithEndpoint, useDeliveryPipeline, verifiedEvents } from './support/pipeline.ts';
 
 /**
- * The relay killed (kill -9) between a commit and its publish, as in test/events/local-relay.slow.test.ts,
+ * The relay killed (kill -9) between a commit and its publish, as in test/outbox/local-relay.slow.test.ts,
  * but through to the webhook receiver: the relay runs as its own process
- * (test/events/support/relay-child.ts: the poller and relay handler of `npm start`, publishing to a
+ * (test/outbox/support/relay-child.ts: the poller and relay handler of `npm start`, publishing to a
  * JSON-lines file); this process forwards what it publishes to the local bus of the delivery
  * pipeline (events queue → fan-out → delivery → receiver). No relay runs in this process.
  */

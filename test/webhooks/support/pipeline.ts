@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { tableName } from '#lib/db/client';
-import { createRelayHandler, type Publish } from '#lib/events/relay';
+import { createRelayHandler, type Publish } from '#lib/outbox/relay';
 import { ensureTable } from '../../../infra/local/dynamodb.ts';
 import { LocalBus } from '../../../infra/local/local-bus.ts';
 import { startOutboxPoller, type OutboxPoller } from '../../../infra/local/outbox-poller.ts';

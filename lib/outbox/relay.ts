@@ -7,16 +7,16 @@ import { DEADLINE_MARGIN_MS, resendingFailures, withDeadline } from '#lib/db/ret
 import { logger } from '#lib/logger';
 import { chunkBy } from '#lib/shared/chunks';
 import type { Key } from '#lib/db/keys';
-import { OUTBOX_ENTITY, stampPublishedNow } from '#lib/outbox';
+import { OUTBOX_ENTITY, stampPublishedNow } from '#lib/outbox/store';
 
 /**
  * The publishing half of the transactional outbox: the table's stream → EventBridge PutEvents.
  *
  * An outbox item is committed in the same transaction as the change it announces; its INSERT
- * stream record is how it is published (the sweeper, lib/events/sweeper.ts, publishes what the
+ * stream record is how it is published (the sweeper, lib/outbox/sweeper.ts, publishes what the
  * stream never delivered). Delivery is at least once: a record is checkpointed (by the event
  * source mapping on AWS, by the local poller) only once every event up to it was accepted by
- * EventBridge; then the events' marks are stamped published (conditionally: lib/outbox.ts).
+ * EventBridge; then the events' marks are stamped published (conditionally: lib/outbox/store.ts).
  *
  * - Entries go out in stream order, in calls of at most 10 entries and 256 KiB (PutEvents' limits).
  * - A partial failure (`FailedEntryCount`, per-entry `ErrorCode`) or a failed call sends the failed
@@ -36,7 +36,7 @@ export const PUBLISH_ATTEMPTS = 4;
 const PUBLISH_BACKOFF = { baseMs: 100, capMs: 2_000 };
 
 export type PutEventsOutput = { FailedEntryCount?: number; Entries?: PutEventsResultEntry[] };
-/** One PutEvents call: EventBridge (lib/events/eventbridge.ts), the local bus, or a test double. */
+/** One PutEvents call: EventBridge (lib/outbox/eventbridge.ts), the local bus, or a test double. */
 export type Publish = (entries: PutEventsRequestEntry[]) => Promise<PutEventsOutput>;
 
 /** The `detail` of every published event: the webhook body (docs/webhook-endpoints.md) plus the merchant. */
@@ -68,7 +68,7 @@ export type RelayStats = {
 /** Marks stamped published, found already stamped (or expired), and left pending by a failed stamp. */
 export type MarkStats = { marked: number; already: number; failed: number };
 export type RelayResult = DynamoDBBatchResponse & { stats: RelayStats; marks?: MarkStats };
-/** Stamps the marks of published events (lib/outbox.ts `markPublished`, or a test double). */
+/** Stamps the marks of published events (lib/outbox/store.ts `markPublished`, or a test double). */
 export type MarkPublished = (marks: Key[]) => Promise<{ marked: number; already: number }>;
 
 /**
@@ -267,7 +267,7 @@ const stampPublished = async (published: Pending[], mark: MarkPublished): Promis
 
 /**
  * The relay as a Lambda handler (DynamoDB stream event → partial batch response). The deployed
- * function publishes to EventBridge (functions/events/relay.ts); `npm start`'s poller invokes the
+ * function publishes to EventBridge (functions/outbox/relay.ts); `npm start`'s poller invokes the
  * same handler with records of the same shape, publishing to the local bus or an emulator.
  */
 export const createRelayHandler =

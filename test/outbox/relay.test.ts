@@ -10,7 +10,7 @@ import {
   relayRecords,
   type Publish,
   type PutEventsOutput,
-} from '#lib/events/relay';
+} from '#lib/outbox/relay';
 import { detailOf, outboxInsert, outboxItem, streamRecord } from './support/records.ts';
 
 /**

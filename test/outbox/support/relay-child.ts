@@ -1,5 +1,5 @@
 import { appendFileSync } from 'node:fs';
-import { createRelayHandler, type Publish } from '#lib/events/relay';
+import { createRelayHandler, type Publish } from '#lib/outbox/relay';
 import { startOutboxPoller } from '../../../infra/local/outbox-poller.ts';
 
 /**

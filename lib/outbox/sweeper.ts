@@ -12,7 +12,7 @@ import {
   pendingMarkPages,
   stampPublishedNow,
   type OutboxItem,
-} from '#lib/outbox';
+} from '#lib/outbox/store';
 import { formatTimestamp } from '#lib/shared/time';
 import {
   eventOfItem,
@@ -23,7 +23,7 @@ import {
   type Publish,
   type RelayOptions,
   type RelayStats,
-} from '#lib/events/relay';
+} from '#lib/outbox/relay';
 
 /**
  * The safety net of the outbox: events recorded but never published (the stream record expired

@@ -1,7 +1,7 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { config } from '#lib/config';
 import { traced } from '#lib/observability';
-import type { Publish } from '#lib/events/relay';
+import type { Publish } from '#lib/outbox/relay';
 
 /**
  * An EventBridge client for the relay: AWS, or an emulator at EVENTBRIDGE_ENDPOINT (moto, locally

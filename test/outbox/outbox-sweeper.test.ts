@@ -4,10 +4,10 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { keys, type Key } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
-import { relayRecords, type Publish } from '#lib/events/relay';
-import { sweepOutbox } from '#lib/events/sweeper';
+import { relayRecords, type Publish } from '#lib/outbox/relay';
+import { sweepOutbox } from '#lib/outbox/sweeper';
 import { createMerchant, merchantIdPages } from '#lib/merchants/store';
-import { addOutboxEvent, OUTBOX_CAPACITY, stampPublishedNow } from '#lib/outbox';
+import { addOutboxEvent, OUTBOX_CAPACITY, stampPublishedNow } from '#lib/outbox/store';
 import { formatTimestamp } from '#lib/shared/time';
 import { detailOf, streamRecord } from './support/records.ts';
 

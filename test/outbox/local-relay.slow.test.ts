@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { DynamoDBBatchResponse } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tableName } from '#lib/db/client';
-import { createRelayHandler, type Publish } from '#lib/events/relay';
+import { createRelayHandler, type Publish } from '#lib/outbox/relay';
 import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { LocalBus, type BusEvent } from '../../infra/local/local-bus.ts';
 import { startOutboxPoller, type OutboxPoller, type RelayHandler } from '../../infra/local/outbox-poller.ts';

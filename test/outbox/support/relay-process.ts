@@ -10,7 +10,7 @@ const ROOT = resolve(import.meta.dirname, '../../..');
  * once it is reading the stream. `children` collects it for the test's cleanup.
  */
 export const startRelayProcess = async (env: Record<string, string>, children: ChildProcess[], timeoutMs = 20_000) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/events/support/relay-child.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/outbox/support/relay-child.ts'], {
     cwd: ROOT,
     env: { ...process.env, NODE_NO_WARNINGS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,8 +8,8 @@ import {
 import type { InitializeHandlerOutput, InitializeMiddleware } from '@smithy/types';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { tableName } from '#lib/db/client';
-import { eventBridgeClient, eventBridgePublisher } from '#lib/events/eventbridge';
-import { relayRecords, type EventDetail } from '#lib/events/relay';
+import { eventBridgeClient, eventBridgePublisher } from '#lib/outbox/eventbridge';
+import { relayRecords, type EventDetail } from '#lib/outbox/relay';
 import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { startLocalRelay } from '../../infra/local/outbox-poller.ts';
 import { lambdaContext } from '../../infra/local/server.ts';
@@ -24,7 +24,7 @@ import { detailOf, outboxInsert, streamRecord } from './support/records.ts';
  */
 const hasMoto = motoInstalled();
 if (!hasMoto)
-  console.warn('SKIPPED test/events/eventbridge.test.ts: moto_server is not installed (pip install "moto[server]"; .ci/run does)');
+  console.warn('SKIPPED test/outbox/eventbridge.test.ts: moto_server is not installed (pip install "moto[server]"; .ci/run does)');
 
 const BUS = 'revenue-analytics-api-test';
 const SOURCE = 'revenue-analytics-api';
@@ -205,11 +205,11 @@ describe.skipIf(!hasMoto)('relay → EventBridge (moto_server) → rule → SQS'
     expect(ids(records).map((id) => byId.get(id))).toEqual([1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1]);
   });
 
-  it('the deployed handler (functions/events/relay.ts), configured by EVENTBRIDGE_ENDPOINT and EVENT_BUS_NAME, publishes to the bus', async () => {
+  it('the deployed handler (functions/outbox/relay.ts), configured by EVENTBRIDGE_ENDPOINT and EVENT_BUS_NAME, publishes to the bus', async () => {
     vi.stubEnv('EVENTBRIDGE_ENDPOINT', moto.endpoint);
     vi.stubEnv('EVENT_BUS_NAME', BUS);
     try {
-      const { handler } = await import('../../functions/events/relay.ts');
+      const { handler } = await import('../../functions/outbox/relay.ts');
       const merchantId = `mer_eb_handler_${Date.now()}`;
       const records = [outboxInsert(merchantId, 'order.created'), outboxInsert(merchantId, 'order.paid')];
       await expect(handler({ Records: records }, lambdaContext('relay', 'req-1'))).resolves.toEqual({ batchItemFailures: [] });

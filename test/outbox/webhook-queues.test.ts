@@ -9,8 +9,8 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { eventBridgeClient, eventBridgePublisher } from '#lib/events/eventbridge';
-import { toEntry, type EventDetail } from '#lib/events/relay';
+import { eventBridgeClient, eventBridgePublisher } from '#lib/outbox/eventbridge';
+import { toEntry, type EventDetail } from '#lib/outbox/relay';
 import { deliverRecords, fanOutRecords } from '#lib/webhooks/consumers';
 import type { DeliveryTask } from '#lib/webhooks/delivery';
 import { parseTask, sqsClient, sqsDeliveryQueue, type DeliveryQueue } from '#lib/webhooks/queue';
@@ -30,7 +30,7 @@ import { motoInstalled, ruleToQueue, sqsClient as sqsJson, startMoto } from './s
  */
 const hasMoto = motoInstalled();
 if (!hasMoto)
-  console.warn('SKIPPED test/events/webhook-queues.test.ts: moto_server is not installed (pip install "moto[server]"; .ci/run does)');
+  console.warn('SKIPPED test/outbox/webhook-queues.test.ts: moto_server is not installed (pip install "moto[server]"; .ci/run does)');
 
 const BUS = 'revenue-analytics-api-webhooks-test';
 

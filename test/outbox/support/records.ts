@@ -1,6 +1,6 @@
 import { marshall } from '@aws-sdk/util-dynamodb';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { addOutboxEvent, type EventType } from '#lib/outbox';
+import { addOutboxEvent, type EventType } from '#lib/outbox/store';
 import type { WriteSet } from '#lib/db/writes';
 
 /** Stream records as Lambda delivers them for the table (NEW_IMAGE), built from real outbox items. */
