@@ -1,4 +1,4 @@
-import { getActivity } from '#lib/activity/read';
+import { getActivity } from '#lib/activity/service';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/activity/routes';
 

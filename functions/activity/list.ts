@@ -1,4 +1,4 @@
-import { listActivity } from '#lib/activity/read';
+import { listActivity } from '#lib/activity/service';
 import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/activity/routes';
 

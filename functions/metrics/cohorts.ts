@@ -1,6 +1,6 @@
 import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/metrics/routes';
-import { cohorts } from '#lib/metrics/read';
+import { cohorts } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsCohorts, async ({ auth, query }) => ({
   status: 200,

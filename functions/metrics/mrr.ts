@@ -1,6 +1,6 @@
 import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/metrics/routes';
-import { mrrSeries } from '#lib/metrics/read';
+import { mrrSeries } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsMrr, async ({ auth, query }) => ({
   status: 200,

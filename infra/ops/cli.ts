@@ -519,7 +519,7 @@ const listActivityLog = async (values: Values) => {
     );
   }
   await requireExistingMerchant(merchantId);
-  const { listActivity } = await import('#lib/activity/read');
+  const { listActivity } = await import('#lib/activity/service');
   return listActivity(merchantId, parsed.data);
 };
 

@@ -4,7 +4,8 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
 import { cohortPartition, indexes, keys, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
-import { addTimelineChange, aggregateKey, STORED_ATTR, timelinesFrom } from '#lib/metrics/store';
+import { STORED_ATTR } from '#lib/metrics/rules';
+import { addTimelineChange, aggregateKey, timelinesFrom } from '#lib/metrics/store';
 import {
   addContribution,
   addContributions,

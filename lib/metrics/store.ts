@@ -3,7 +3,8 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
 import { cohortPartition, keys, metricsPartition, TIMELINE_CHUNK_PREFIX, type Key } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
-import { itemAbsent, versionIs, type WriteSet } from '#lib/db/writes';
+import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/writes';
+import { COHORT_PROJECTION, LEVEL_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
 import { chunkTimeline, contributionChange, firstDifference, joinChunks, type Timeline } from '#lib/metrics/timeline';
 
 /**
@@ -75,21 +76,6 @@ export const timelinesFrom = async (
     ),
   );
   return out;
-};
-
-/** Stored attribute names of the aggregates (short: a 731-day read of every shard stays one Query page). */
-export const STORED_ATTR: Record<string, string> = {
-  new: 'n',
-  expansion: 'e',
-  contraction: 'x',
-  churn: 'c',
-  reactivation: 'r',
-  customers: 'ac',
-  subscriptions: 'as',
-  churned: 'cc',
-  joined: 'j',
-  start: 'sm',
-  mrr: 'm',
 };
 
 /** The aggregate item (in `shard`) a contribution id names (`D#<day>`, `M#<month>`, `C#<cohort>#<month>`). */
@@ -167,4 +153,37 @@ export const customersWithTimelines = async <C>(merchantId: string, ids: number[
     if (customer) customers.set(id, customer as C);
   }
   return { customers, timelines: await timelinesFrom(merchantId, found, unique) };
+};
+
+const isPending = (item: AggregateItem) => item.moves !== undefined;
+/** A pending-moves item as the items it is for (their sort keys, the deltas as their attributes). */
+const pendingItems = (item: AggregateItem): AggregateItem[] => pendingMovesOf(item).map(([sk, adds]) => ({ sk, ...adds }));
+
+/**
+ * The aggregate items `rangeReads` names: one Query of month roll-ups and up to two of day items,
+ * all at once, strongly consistent. Pending moves (sorted before every month, so always read) are
+ * returned as the items they are for, where the queries would have read them.
+ */
+export const readRangeItems = async (merchantId: string, { monthsTo, dayRanges }: RangeReads) => {
+  const projection = ['sk', 'moves', ...LEVEL_PROJECTION];
+  const query = (lo: string, hi: string) =>
+    queryAll<AggregateItem>({ partition: metricsPartition(merchantId), from: lo, to: hi, descending: false }, projection);
+  const [readMonths, ...dayItems] = await Promise.all([query('M#', monthsTo), ...dayRanges.map(([lo, hi]) => query(lo, hi))]);
+  const months = readMonths.filter((i) => !isPending(i));
+  const days = dayItems.flat();
+  for (const moved of readMonths.filter(isPending).flatMap(pendingItems)) {
+    const sk = String(moved.sk);
+    if (sk.startsWith('M#') && sk <= monthsTo) months.push(moved);
+    else if (sk.startsWith('D#') && dayRanges.some(([lo, hi]) => sk >= lo && sk <= hi)) days.push(moved);
+  }
+  return { months, days };
+};
+
+/** The cohort items of cohorts `start`..`end` (`yyyy-mm`): one Query; a cohort's pending moves, which sit in its range, as the items they are for. */
+export const readCohortItems = async (merchantId: string, start: string, end: string) => {
+  const read = await queryAll<AggregateItem>(
+    { partition: cohortPartition(merchantId), from: `${start}#`, to: `${end}#~`, descending: false },
+    ['sk', 'moves', ...COHORT_PROJECTION],
+  );
+  return read.flatMap((i) => (isPending(i) ? pendingItems(i) : [i]));
 };

@@ -1,6 +1,7 @@
 import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { METRIC_SHARDS } from '#lib/db/keys';
-import { aggregateKey, STORED_ATTR } from '#lib/metrics/store';
+import { STORED_ATTR } from '#lib/metrics/rules';
+import { aggregateKey } from '#lib/metrics/store';
 import { addContributions, contributions, setFrom, type Contributions, type Timeline } from '#lib/metrics/timeline';
 import { batchWriteAll } from './seed.ts';
 

@@ -1,43 +1,49 @@
 import Decimal from 'decimal.js';
-import { now } from '#lib/clock';
-import { cohortPartition, metricsPartition } from '#lib/db/keys';
-import { queryAll } from '#lib/db/query';
-import { pendingMovesOf } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
-import { STORED_ATTR } from '#lib/metrics/store';
+import { utcDayOf, type CohortsQuery, type Interval, type MrrQuery } from '#lib/metrics/schemas';
 import { MOVEMENTS } from '#lib/metrics/timeline';
 import { ExactSum } from '#lib/shared/money';
-import { utcDayOf, type CohortsQuery, type Interval, type MrrQuery } from '#lib/metrics/schemas';
 
 /**
- * GET /metrics/* (docs/metrics.md), from the pre-aggregated items only — never orders, events or
- * subscriptions. Levels (MRR, active customers and subscriptions) are sums of movements: the month
- * roll-ups before the range plus the day items of the range's first month before it. A monthly
- * series reads months, and days only for its partial first and last months; a daily or weekly one
- * reads the days of the range. Every Query is strongly consistent, so a read right after a write
- * sees it, and what a read touches is bounded by the range and the months of history, never by how
- * many customers or subscriptions the merchant has.
+ * The figures of GET /metrics/* (docs/metrics.md) from the aggregate items, in memory: which items a
+ * range needs, how they fold into levels and bucket movements, and the entries, rates and cohorts
+ * they make. No reads here (store.ts reads, service.ts joins the two).
  */
 
 const ZERO = new Decimal(0);
 const DAY_MS = 86_400_000;
 
-const isPending = (item: Record<string, unknown>) => item.moves !== undefined;
-/** A pending-moves item as the items it is for (their sort keys, the deltas as their attributes). */
-const pendingItems = (item: Record<string, unknown>): Record<string, unknown>[] =>
-  pendingMovesOf(item).map(([sk, adds]) => ({ sk, ...adds }));
 export const MAX_DAY_POINTS = 731;
 export const MAX_YEARS = 10;
 export const MAX_COHORT_MONTHS = 36;
 
+/** Figure → attribute name on the aggregate items (short: a read sums hundreds of items). */
+export const STORED_ATTR: Record<string, string> = {
+  new: 'n',
+  expansion: 'e',
+  contraction: 'x',
+  churn: 'c',
+  reactivation: 'r',
+  customers: 'ac',
+  subscriptions: 'as',
+  churned: 'cc',
+  joined: 'j',
+  start: 'sm',
+  mrr: 'm',
+};
+
+export type AggregateItem = Record<string, unknown>;
+
 const LEVEL_ATTRS = [...MOVEMENTS, 'customers', 'subscriptions', 'churned'] as const;
-type Sums = Record<(typeof LEVEL_ATTRS)[number], Decimal>;
+export type Sums = Record<(typeof LEVEL_ATTRS)[number], Decimal>;
 const emptySums = (): Sums => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, ZERO])) as Sums;
 /** Running sums while items are read (exact and cheap per item); `sumsOf` turns them into Decimals once. */
 type Acc = Record<(typeof LEVEL_ATTRS)[number], ExactSum>;
 const emptyAcc = (): Acc => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, new ExactSum()])) as Acc;
 const STORED_LEVEL_ATTRS = LEVEL_ATTRS.map((a) => STORED_ATTR[a]);
-const addItem = (into: Acc, item: Record<string, unknown>, sign: 1 | -1 = 1) => {
+/** The attributes a range read projects. */
+export const LEVEL_PROJECTION = STORED_LEVEL_ATTRS;
+const addItem = (into: Acc, item: AggregateItem, sign: 1 | -1 = 1) => {
   for (let i = 0; i < LEVEL_ATTRS.length; i++) {
     const v = item[STORED_LEVEL_ATTRS[i]];
     // Most shards of most items hold zeros (unmarshalled as the number 0).
@@ -50,11 +56,11 @@ const addAcc = (into: Acc, from: Acc) => {
   for (const a of LEVEL_ATTRS) into[a].addSum(from[a]);
 };
 const net = (s: Sums) => MOVEMENTS.reduce((acc, m) => acc.plus(s[m]), ZERO);
+const plus = (a: Sums, b: Sums): Sums => Object.fromEntries(LEVEL_ATTRS.map((k) => [k, a[k].plus(b[k])])) as Sums;
 
-const dayOf = (d: Date) => d.toISOString().slice(0, 10);
+export const dayOf = (d: Date) => d.toISOString().slice(0, 10);
 const toDate = (day: string) => new Date(`${day}T00:00:00Z`);
-const addDays = (day: string, n: number) => dayOf(new Date(toDate(day).getTime() + n * DAY_MS));
-const today = () => dayOf(now());
+export const addDays = (day: string, n: number) => dayOf(new Date(toDate(day).getTime() + n * DAY_MS));
 /** The last day of a `yyyy-mm` (setUTCFullYear: Date.UTC would read years below 100 as 19xx). */
 const lastDayOf = (month: string) => {
   const d = new Date(0);
@@ -73,7 +79,8 @@ const monthBucket = (month: string, interval: Interval) =>
       ? `${month.slice(0, 4)}-Q${Math.floor((Number(month.slice(5, 7)) - 1) / 3) + 1}`
       : month;
 
-const bucketKey = (day: string, interval: Interval) => {
+/** The bucket a day falls in: the day, its week's Monday (UTC), or its month, quarter or year. */
+export const bucketKey = (day: string, interval: Interval) => {
   if (interval === 'day') return day;
   if (MONTHS_IN[interval]) return monthBucket(day.slice(0, 7), interval);
   const d = toDate(day);
@@ -81,7 +88,7 @@ const bucketKey = (day: string, interval: Interval) => {
 };
 
 /** The first day of each bucket of [start, end]: the range's start, then each next day, Monday, 1st of a month, quarter or year. */
-function* bucketStarts(start: string, end: string, interval: Interval) {
+export function* bucketStarts(start: string, end: string, interval: Interval) {
   // Compared as times, not text: past 9999-12-31 ISO dates gain a sign and sort first.
   const last = toDate(end).getTime();
   const months = MONTHS_IN[interval];
@@ -94,53 +101,58 @@ function* bucketStarts(start: string, end: string, interval: Interval) {
   }
 }
 
+export type Range = { start: string; end: string; interval: Interval };
+
 /**
- * The levels before `from` and the movements of [from, to] per bucket of `interval`: one Query of
- * month roll-ups and one (daily, weekly) or up to two (monthly: the partial first and last months'
- * days outside the range, subtracted from their months) of day items, all at once.
+ * The aggregate items a range needs, as sort-key bounds (inclusive) of the metrics partition: the
+ * month roll-ups up to `monthsTo`, and the day items of `dayRanges`. A monthly (quarterly, yearly)
+ * range reads months to its last one, and days only for its partial first and last months (the
+ * days outside the range, subtracted from those months); a daily or weekly range reads the months
+ * before its first and the days from that month's 1st to its end.
  */
-const readRange = async (merchantId: string, from: string, to: string, interval: Interval) => {
-  const projection = ['sk', 'moves', ...LEVEL_ATTRS.map((a) => STORED_ATTR[a])];
-  const query = (lo: string, hi: string) =>
-    queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: lo, to: hi, descending: false }, projection);
-  const fromMonth = from.slice(0, 7);
-  const toMonth = to.slice(0, 7);
+export const rangeReads = ({ start, end, interval }: Range) => {
+  const fromMonth = start.slice(0, 7);
+  const toMonth = end.slice(0, 7);
   const firstDay = `${fromMonth}-01`;
   const lastDay = lastDayOf(toMonth);
   const monthly = MONTHS_IN[interval] !== undefined;
-  // Bounds are inclusive: `M#<fromMonth>` sorts before that month's items, so it stops just before them.
-  const months = query('M#', monthly ? `M#${toMonth}#~` : `M#${fromMonth}`);
-  const dayRanges = monthly
-    ? [...(from > firstDay ? [[firstDay, addDays(from, -1)]] : []), ...(to < lastDay ? [[addDays(to, 1), lastDay]] : [])]
-    : [[firstDay, to]];
-  const [readMonths, ...dayItems] = await Promise.all([months, ...dayRanges.map(([lo, hi]) => query(`D#${lo}`, `D#${hi}#~`))]);
-  // Pending moves (sorted before every month, so always read) count as the items they are for, where the queries would have read them.
-  const monthItems = readMonths.filter((i) => !isPending(i));
+  // `M#<fromMonth>` sorts before that month's items, so it stops just before them.
   const monthsTo = monthly ? `M#${toMonth}#~` : `M#${fromMonth}`;
-  for (const moved of readMonths.filter(isPending).flatMap(pendingItems)) {
-    const sk = String(moved.sk);
-    if (sk.startsWith('M#') && sk <= monthsTo) monthItems.push(moved);
-    else if (sk.startsWith('D#') && dayRanges.some(([lo, hi]) => sk >= `D#${lo}` && sk <= `D#${hi}#~`)) dayItems.push([moved]);
-  }
+  const days: [string, string][] = monthly
+    ? [
+        ...(start > firstDay ? [[firstDay, addDays(start, -1)] as [string, string]] : []),
+        ...(end < lastDay ? [[addDays(end, 1), lastDay] as [string, string]] : []),
+      ]
+    : [[firstDay, end]];
+  return { monthsTo, dayRanges: days.map(([lo, hi]) => [`D#${lo}`, `D#${hi}#~`] as [string, string]) };
+};
+export type RangeReads = ReturnType<typeof rangeReads>;
+
+/** The levels before the range and the movements of each bucket, from the items `rangeReads` named. */
+export const foldRange = ({ start, end, interval }: Range, items: { months: AggregateItem[]; days: AggregateItem[] }) => {
+  const fromMonth = start.slice(0, 7);
+  const toMonth = end.slice(0, 7);
+  const monthly = MONTHS_IN[interval] !== undefined;
   const before = emptyAcc();
   const byBucket = new Map<string, Acc>();
   const into = (key: string) => byBucket.get(key) ?? byBucket.set(key, emptyAcc()).get(key)!;
-  for (const item of monthItems) {
+  for (const item of items.months) {
     const month = String(item.sk).slice(2, 9);
     if (month < fromMonth) addItem(before, item);
     else addItem(into(monthBucket(month, interval)), item);
   }
-  for (const item of dayItems.flat()) {
+  for (const item of items.days) {
     const day = String(item.sk).slice(2, 12);
-    if (day < from) {
+    if (day < start) {
       addItem(before, item);
       if (monthly) addItem(into(monthBucket(fromMonth, interval)), item, -1);
-    } else if (day > to)
+    } else if (day > end)
       addItem(into(monthBucket(toMonth, interval)), item, -1); // months only: after the range, in its last month
     else addItem(into(bucketKey(day, interval)), item);
   }
   return { before, moves: byBucket };
 };
+export type FoldedRange = ReturnType<typeof foldRange>;
 
 const money = (d: Decimal) => d.toFixed(2);
 const pct = (part: Decimal, base: Decimal): number | null => (base.isZero() ? null : Number(part.div(base).times(100).toFixed(2)));
@@ -161,16 +173,14 @@ const rangeSummary = ({ start, moves, end }: RangeFigures) => {
   };
 };
 
-const plus = (a: Sums, b: Sums): Sums => Object.fromEntries(LEVEL_ATTRS.map((k) => [k, a[k].plus(b[k])])) as Sums;
-
 const dateError = (field: string, message: string) => InvalidError.field(field, message);
 
-/** start/end with their defaults and the limits of docs/metrics.md (422 on the parameter at fault). */
-export const resolveRange = (q: MrrQuery) => {
+/** start/end with their defaults and the limits of docs/metrics.md (422 on the parameter at fault); `today` is the UTC day. */
+export const resolveRange = (q: MrrQuery, today: string): Range => {
   const interval: Interval = q.interval ?? 'month';
-  const end = q.end_date ? utcDayOf(q.end_date)! : today();
+  const end = q.end_date ? utcDayOf(q.end_date)! : today;
   // No projections: the figures after today would only repeat today's.
-  if (end > today()) throw dateError('end_date', 'The end date field must be a date before or equal to today.');
+  if (end > today) throw dateError('end_date', 'The end date field must be a date before or equal to today.');
   const endMonth = toDate(end);
   const start = q.start_date
     ? utcDayOf(q.start_date)!
@@ -219,18 +229,16 @@ const entryOf = (date: string, start: Sums, moves: Sums, end: Sums) => {
   };
 };
 
-/** GET /metrics/mrr: one entry per day, week or month of the range, and the range's summary. */
-export const mrrSeries = async (merchantId: string, q: MrrQuery) => {
-  const { start, end, interval } = resolveRange(q);
-  const { before, moves } = await readRange(merchantId, start, end, interval);
+/** GET /metrics/mrr's answer: one entry per bucket of the range, and the range's summary. */
+export const series = (range: Range, { before, moves }: FoldedRange) => {
   const level = emptyAcc();
   addAcc(level, before);
   const all = emptyAcc();
   const none = emptySums();
   const data = [];
   let atStart = sumsOf(level);
-  for (const day of bucketStarts(start, end, interval)) {
-    const m = moves.get(bucketKey(day, interval));
+  for (const day of bucketStarts(range.start, range.end, range.interval)) {
+    const m = moves.get(bucketKey(day, range.interval));
     if (m) {
       addAcc(level, m);
       addAcc(all, m);
@@ -242,13 +250,13 @@ export const mrrSeries = async (merchantId: string, q: MrrQuery) => {
   return { data, summary: rangeSummary({ start: sumsOf(before), moves: sumsOf(all), end: sumsOf(level) }) };
 };
 
-const SUMMARY_DAYS = 30;
+export const SUMMARY_DAYS = 30;
 
-/** GET /metrics/summary: now, and the last 30 days (today and the 29 before it, UTC). */
-export const metricsSummary = async (merchantId: string) => {
-  const end = today();
-  const start = addDays(end, -(SUMMARY_DAYS - 1));
-  const range = await readRange(merchantId, start, end, 'day');
+/** The summary's range: today and the 29 days before it, read by day. */
+export const summaryRange = (today: string): Range => ({ start: addDays(today, -(SUMMARY_DAYS - 1)), end: today, interval: 'day' });
+
+/** GET /metrics/summary's answer, from its range folded. */
+export const summaryOf = (range: FoldedRange) => {
   const all = emptyAcc();
   for (const day of range.moves.values()) addAcc(all, day);
   const [before, moves] = [sumsOf(range.before), sumsOf(all)];
@@ -275,10 +283,9 @@ export const metricsSummary = async (merchantId: string) => {
 const monthIndex = (m: string) => Number(m.slice(0, 4)) * 12 + Number(m.slice(5, 7)) - 1;
 const monthOf = (i: number) => `${String(Math.floor(i / 12)).padStart(4, '0')}-${String((i % 12) + 1).padStart(2, '0')}`;
 
-/** GET /metrics/cohorts: one Query over the cohort items of the range's cohorts. */
-export const cohorts = async (merchantId: string, q: CohortsQuery) => {
-  const current = today().slice(0, 7);
-  const end = q.end_month ?? current;
+/** The cohort months asked for, with their defaults and limits (422 on the parameter at fault); `currentMonth` is `yyyy-mm`. */
+export const resolveCohortRange = (q: CohortsQuery, currentMonth: string) => {
+  const end = q.end_month ?? currentMonth;
   const start = q.start_month ?? monthOf(Math.max(monthIndex(end) - 11, monthIndex('0001-01')));
   const blame = q.end_month ? 'end_month' : 'start_month';
   if (start > end) {
@@ -291,12 +298,14 @@ export const cohorts = async (merchantId: string, q: CohortsQuery) => {
   }
   if (monthIndex(end) - monthIndex(start) + 1 > MAX_COHORT_MONTHS)
     throw dateError(blame, `The range must not have more than ${MAX_COHORT_MONTHS} months.`);
-  const read = await queryAll<Record<string, unknown>>(
-    { partition: cohortPartition(merchantId), from: `${start}#`, to: `${end}#~`, descending: false },
-    ['sk', 'moves', STORED_ATTR.joined, STORED_ATTR.start, STORED_ATTR.customers, STORED_ATTR.mrr],
-  );
-  // A cohort's pending moves sit inside its range: they count as the items they are for.
-  const items = read.flatMap((i) => (isPending(i) ? pendingItems(i) : [i]));
+  return { start, end, currentMonth };
+};
+
+/** The attributes a cohort read projects. */
+export const COHORT_PROJECTION = [STORED_ATTR.joined, STORED_ATTR.start, STORED_ATTR.customers, STORED_ATTR.mrr];
+
+/** GET /metrics/cohorts's answer: the cohorts of the range from their items (every shard, `<cohort>#<month>` sort keys). */
+export const cohortTable = ({ start, end, currentMonth }: ReturnType<typeof resolveCohortRange>, items: AggregateItem[]) => {
   const num = (v: unknown) => new Decimal(v === undefined ? 0 : String(v));
   // Shards summed: cohort → month → figures.
   const byCohort = new Map<string, Map<string, { joined: Decimal; start: Decimal; customers: Decimal; mrr: Decimal }>>();
@@ -312,7 +321,7 @@ export const cohorts = async (merchantId: string, q: CohortsQuery) => {
     });
     byCohort.set(cohort, months);
   }
-  const last = end < current ? end : current;
+  const last = end < currentMonth ? end : currentMonth;
   const out = [];
   for (let c = monthIndex(start); c <= monthIndex(end); c++) {
     const cohort = monthOf(c);
