@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidError } from '#lib/errors';
 import {
   bucketStarts,
   cohortTable,
@@ -12,20 +11,12 @@ import {
   summaryRange,
   type Range,
 } from '#lib/metrics/rules';
+import { refusal } from '../support/refusal.ts';
 
 /** The metrics reads' arithmetic in memory: buckets, which items a range reads, folding them, entries, rates, cohorts. */
 
 const month = (m: string, attrs: Record<string, number | string>) => ({ sk: `M#${m}#0`, ...attrs });
 const day = (d: string, attrs: Record<string, number | string>, shard = 0) => ({ sk: `D#${d}#${shard}`, ...attrs });
-const refusal = (fn: () => unknown) => {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidError);
-    return (err as InvalidError).fields;
-  }
-  throw new Error('not refused');
-};
 
 describe('buckets', () => {
   it('start at the range start, then each Monday, 1st of a month, quarter or year', () => {
