@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLocalServer, TALLY_HEADERS } from '../../infra/local/server.ts';
-import { createMerchant, createToken } from '#lib/merchants/store';
+import { createMerchant, createToken } from '#lib/merchants/service';
 
 /** An answer with the DynamoDB requests and capacity units of that request alone (the server's per-invocation tally). */
 export type BenchResponse<T = any> = {

@@ -1,6 +1,7 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/merchants/routes';
-import { createToken, presentIssued } from '#lib/merchants/store';
+import { presentIssued } from '#lib/merchants/rules';
+import { createToken } from '#lib/merchants/service';
 
 export const handler = apiHandler(routes.backofficeTokenCreate, async ({ identity }) => ({
   status: 201,

@@ -1,6 +1,7 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/merchants/routes';
-import { presentIssued, regenerateToken } from '#lib/merchants/store';
+import { presentIssued } from '#lib/merchants/rules';
+import { regenerateToken } from '#lib/merchants/service';
 
 export const handler = apiHandler(routes.backofficeTokenRegenerate, async ({ identity }) => ({
   status: 200,

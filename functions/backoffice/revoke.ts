@@ -1,6 +1,6 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/merchants/routes';
-import { revokeToken } from '#lib/merchants/store';
+import { revokeToken } from '#lib/merchants/service';
 
 export const handler = apiHandler(routes.backofficeTokenRevoke, async ({ identity }) => {
   await revokeToken(identity.merchant.merchant_id);

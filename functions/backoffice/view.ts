@@ -1,6 +1,6 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/merchants/routes';
-import { viewToken } from '#lib/merchants/store';
+import { viewToken } from '#lib/merchants/service';
 
 export const handler = apiHandler(routes.backofficeTokenView, async ({ identity }) => ({
   status: 200,

@@ -4,7 +4,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { BASE_PATH } from '#lib/http/route';
-import { createToken, regenerateToken, revokeToken } from '#lib/merchants/store';
+import { createToken, regenerateToken, revokeToken } from '#lib/merchants/service';
 import { WriteSet } from '#lib/db/writes';
 import { now } from '#lib/clock';
 import { config } from '#lib/config';

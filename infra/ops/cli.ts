@@ -9,7 +9,11 @@ import { BACKOFFICE_ROLES, CLAIMS, readClaims, type BackofficeRole } from '#lib/
 import { awsCredentialsConfigured, LOCAL_STACK_FILE_LABEL, readLocalStackFile } from '../local/stack-file.ts';
 
 /** Loaded only for a well-formed command: usage errors and --help answer at once, without the AWS SDK. */
-const store = () => import('#lib/merchants/store');
+const store = async () => ({
+  ...(await import('#lib/merchants/store')),
+  ...(await import('#lib/merchants/rules')),
+  ...(await import('#lib/merchants/service')),
+});
 
 /**
  * Operator tooling: `npm run ops -- <resource> <action> [options]`, on commander (every command has

@@ -1,4 +1,4 @@
-import type { Merchant } from '#lib/merchants/store';
+import type { Merchant } from '#lib/merchants/rules';
 
 /**
  * Back-office callers (docs/authentication-and-limits.md): a user of the platform's identity provider whose group gives

@@ -12,7 +12,8 @@ import { authenticate, bearerToken, stampTokenUse, type AuthContext } from '#lib
 import { readClaims, type BackofficeIdentity, type BackofficeRole } from '#lib/auth/backoffice';
 import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
-import { getMerchant, type Merchant } from '#lib/merchants/store';
+import type { Merchant } from '#lib/merchants/rules';
+import { getMerchant } from '#lib/merchants/store';
 import {
   toHttpError,
   validationFailed,

@@ -4,7 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { hashToken } from '#lib/auth/tokens';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
-import { createMerchant, regenerateToken } from '#lib/merchants/store';
+import { createMerchant, regenerateToken } from '#lib/merchants/service';
 import { newMerchant, useApi } from '../support/api.ts';
 import { failDynamoWhen, isolatedClock } from '../pipeline/support.ts';
 import { backoffice, backofficeJwt, OPERATIONS, type Operation } from './support.ts';

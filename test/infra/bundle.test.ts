@@ -9,7 +9,7 @@ import { build } from 'esbuild';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer } from '#lib/customers/service';
-import { createMerchant, createToken } from '#lib/merchants/store';
+import { createMerchant, createToken } from '#lib/merchants/service';
 import { routes } from '#lib/http/routes';
 import { handler as sourceHandler } from '../../functions/customers/get.ts';
 import { ApiFunction } from '../../infra/constructs/api-function.ts';

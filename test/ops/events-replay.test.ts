@@ -5,7 +5,7 @@ import { db } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
 import { eventBridgeClient } from '#lib/outbox/eventbridge';
-import { createMerchant } from '#lib/merchants/store';
+import { createMerchant } from '#lib/merchants/service';
 import { addOutboxEvent } from '#lib/outbox/store';
 import { formatTimestamp } from '#lib/shared/time';
 import { motoInstalled, ruleToQueue, sqsClient, startMoto } from '../outbox/support/moto.ts';

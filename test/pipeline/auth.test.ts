@@ -5,7 +5,7 @@ import { isolatedClock } from './support.ts';
 import { authenticate, bearerToken, generateToken, hashToken } from '#lib/auth/tokens';
 import { createCustomer } from '#lib/customers/service';
 import { db, tableName } from '#lib/db/client';
-import { createMerchant, createToken, regenerateToken, revokeToken } from '#lib/merchants/store';
+import { createMerchant, createToken, regenerateToken, revokeToken } from '#lib/merchants/service';
 import { ConflictError, DomainError, NotFoundError } from '#lib/errors';
 import { toHttpError } from '#lib/http/errors';
 import { ensureTable } from '../../infra/local/dynamodb.ts';

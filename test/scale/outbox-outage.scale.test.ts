@@ -7,7 +7,7 @@ import { keys, OUTBOX_SHARDS } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
 import { relayRecords, type Publish } from '#lib/outbox/relay';
 import { sweepOutbox, SWEEP_GRACE_MS } from '#lib/outbox/sweeper';
-import { createMerchant } from '#lib/merchants/store';
+import { createMerchant } from '#lib/merchants/service';
 import { addOutboxEvent, OUTBOX_SHARD_LIST, pendingMarkPages, stampPublishedNow } from '#lib/outbox/store';
 import { formatTimestamp } from '#lib/shared/time';
 import { detailOf, streamRecord } from '../outbox/support/records.ts';

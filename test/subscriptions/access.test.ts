@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ABILITIES, type Ability } from '#lib/auth/abilities';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
-import { createToken, revokeToken } from '#lib/merchants/store';
+import { createToken, revokeToken } from '#lib/merchants/service';
 import { newMerchant, useApi } from '../support/api.ts';
 import { outboxEvents } from '../orders/helpers.ts';
 

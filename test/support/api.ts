@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll } from 'vitest';
 import { createLocalServer, TALLY_HEADERS } from '../../infra/local/server.ts';
-import { createMerchant, createToken } from '#lib/merchants/store';
+import { createMerchant, createToken } from '#lib/merchants/service';
 import type { Ability } from '#lib/http/route';
 import { hashToken, stampTokenUse } from '#lib/auth/tokens';
 import { checkAnswer } from './contract.ts';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ABILITIES, type Ability } from '#lib/auth/abilities';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
-import { createToken, revokeToken } from '#lib/merchants/store';
+import { createToken, revokeToken } from '#lib/merchants/service';
 import { resetResolver, setResolver } from '#lib/webhooks/url-safety';
 import { newMerchant, useApi } from '../support/api.ts';
 

@@ -1,0 +1,119 @@
+import type { Ability } from '#lib/auth/abilities';
+import type { TokenItem } from '#lib/auth/tokens';
+import { ConflictError, NotFoundError } from '#lib/errors';
+
+/**
+ * Merchants and their single API token (docs/authentication-and-limits.md), in memory: what a
+ * merchant and a token are made of, and what creating, regenerating and revoking a token may do.
+ */
+
+export type Merchant = { merchant_id: string; name: string; reporting_currency: string; created_at: string };
+/** A merchant item as stored: `deleted_at` once deleted (its data is kept). */
+export type MerchantRecord = Merchant & { deleted_at?: string };
+/** What an operator may change of a merchant. The reporting currency is not: metrics are recorded in it as data is written. */
+export type MerchantChanges = { name?: string };
+
+/** The merchant's pointer to its token: which one is valid (or was, until revoked), and what it may do. */
+export type TokenPointer = { token_hash: string; status: 'active' | 'revoked'; revoked_at?: string } & Omit<
+  TokenItem,
+  'merchant_id' | 'status'
+>;
+
+export const TOKEN_EXISTS = 'A valid token already exists. Revoke it before creating a new one.';
+
+export const newMerchant = (merchantId: string, name: string, reportingCurrency: string, at: string): Merchant => ({
+  merchant_id: merchantId,
+  name,
+  reporting_currency: reportingCurrency.toUpperCase(),
+  created_at: at,
+});
+
+/** A merchant as changed (only what may change). */
+export const changedMerchant = ({ merchant_id, name, reporting_currency, created_at }: Merchant, changes: MerchantChanges): Merchant => ({
+  merchant_id,
+  name: changes.name ?? name,
+  reporting_currency,
+  created_at,
+});
+
+/** What an operator sees of a merchant: its fields, and whether and when it was deleted. */
+export const presentMerchantRecord = ({ merchant_id, name, reporting_currency, created_at, deleted_at }: MerchantRecord) => ({
+  merchant_id,
+  name,
+  reporting_currency,
+  created_at,
+  deleted: Boolean(deleted_at),
+  deleted_at: deleted_at ?? null,
+});
+
+/** What the token item and the pointer share for a token just issued: never the token, only how to recognise it. */
+export const issuedDetails = (merchant: Merchant, token: string, abilities: Ability[], at: string) => ({
+  abilities,
+  prefix: token.slice(0, 8),
+  last_four: token.slice(-4),
+  created_at: at,
+  reporting_currency: merchant.reporting_currency,
+});
+export type IssuedDetails = ReturnType<typeof issuedDetails>;
+
+/**
+ * What a token command does given the pointer read: a new token (with the abilities it keeps, and
+ * the hash it replaces), or the valid one revoked. A create does not read first — its write's
+ * condition (no valid token) decides, and a refused one is `TOKEN_EXISTS` — so it is not here.
+ */
+export type TokenCommand = { kind: 'regenerate' } | { kind: 'revoke' };
+type IssuePlan = { kind: 'issue'; abilities: Ability[]; replaces: string };
+type RevokePlan = { kind: 'revoke'; tokenHash: string; revokedAt: string };
+export type TokenPlan<C extends TokenCommand = TokenCommand> = C extends { kind: 'regenerate' } ? IssuePlan : RevokePlan;
+
+export const decideToken = <C extends TokenCommand>(current: TokenPointer | null, command: C, at: string): TokenPlan<C> => {
+  // No token, or a revoked one: nothing to regenerate or revoke.
+  if (current?.status !== 'active') throw new NotFoundError();
+  const plan: IssuePlan | RevokePlan =
+    command.kind === 'regenerate'
+      ? { kind: 'issue', abilities: current.abilities, replaces: current.token_hash }
+      : { kind: 'revoke', tokenHash: current.token_hash, revokedAt: at };
+  return plan as TokenPlan<C>;
+};
+
+/** A create refused by its condition: the merchant has a valid token. */
+export const tokenExists = () => new ConflictError(TOKEN_EXISTS);
+
+/** What the back office shows of a token: never the token itself. */
+export type TokenDetails = { prefix: string; last_four: string; abilities: Ability[]; created_at: string; last_used_at: string | null };
+
+export const tokenDetails = (pointer: TokenPointer, lastUsedAt: string | null): TokenDetails => ({
+  prefix: pointer.prefix,
+  last_four: pointer.last_four,
+  abilities: pointer.abilities,
+  created_at: pointer.created_at,
+  last_used_at: lastUsedAt,
+});
+
+/** What an operator sees of a merchant's token, valid or not: `none` when it never had one. Never the token or its hash. */
+export type TokenStatus =
+  | ({ status: 'active' } & TokenDetails)
+  | ({ status: 'revoked'; revoked_at: string | null } & TokenDetails)
+  | { status: 'none' };
+
+export const tokenStatusOf = (pointer: TokenPointer | null, lastUsedAt: string | null): TokenStatus => {
+  if (!pointer) return { status: 'none' };
+  const details = tokenDetails(pointer, lastUsedAt);
+  return pointer.status === 'active'
+    ? { status: 'active', ...details }
+    : { status: 'revoked', ...details, revoked_at: pointer.revoked_at ?? null };
+};
+
+/** A token just issued: the plain value (shown this once) and its details. */
+export const issued = (merchantId: string, token: string, details: IssuedDetails) => ({
+  token,
+  merchant_id: merchantId,
+  abilities: details.abilities,
+  prefix: details.prefix,
+  last_four: details.last_four,
+  created_at: details.created_at,
+  last_used_at: null,
+});
+
+/** The back office's answer for an issued token: the token and its details, without the merchant id. */
+export const presentIssued = ({ merchant_id: _merchant, ...rest }: ReturnType<typeof issued>) => rest;
