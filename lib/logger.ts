@@ -1,4 +1,4 @@
-import { Logger } from '@aws-lambda-powertools/logger';
+import { Logger } from '#lib/powertools';
 import { SERVICE_NAME } from '#lib/observability';
 
 /** The shared structured logger. Tokens and secrets are never passed to it. */

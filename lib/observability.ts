@@ -1,5 +1,4 @@
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { Tracer } from '@aws-lambda-powertools/tracer';
+import { loadTracer, Metrics, MetricUnit, type Tracer } from '#lib/powertools';
 import type { RequestTally } from '#lib/db/client';
 
 /** The service name on every log line, metric and trace (Powertools' `service`). */
@@ -60,7 +59,7 @@ export const addRequestMetrics = (
  * itself still honours POWERTOOLS_TRACE_ENABLED=false.
  */
 export const tracer: Tracer | undefined = process.env.AWS_EXECUTION_ENV
-  ? new (await import('@aws-lambda-powertools/tracer')).Tracer({ serviceName: SERVICE_NAME })
+  ? new (await loadTracer())({ serviceName: SERVICE_NAME })
   : undefined;
 
 /** An AWS SDK v3 client whose calls become X-Ray subsegments when tracing is on (unchanged otherwise). */

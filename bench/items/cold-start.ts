@@ -22,7 +22,11 @@ export const item: BenchItem = {
       const bundles = await functionBundles(join(dir, 'bundles'));
       const rows = [];
       for (const b of bundles)
-        rows.push({ handler: b.handler, kb: round(b.bytes / 1024, 0), ...(await measureColdStart(b.file, { runs: ROUNDS })) });
+        rows.push({
+          handler: b.handler,
+          kb: round(b.bytes / 1024, 0),
+          ...(await measureColdStart(b.file, { runs: ROUNDS, layerFile: b.layerFile })),
+        });
       const worst = rows.reduce((a, b) => (b.cpuRatio > a.cpuRatio ? b : a));
       const largest = rows.reduce((a, b) => (b.kb > a.kb ? b : a));
       return {

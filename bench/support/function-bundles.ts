@@ -12,7 +12,9 @@ export type FunctionBundle = {
   file: string;
   /** Bytes of the bundle (source map excluded). */
   bytes: number;
+  /** The observability layer's file, which the bundle imports from /opt on Lambda (infra/bundles/options.ts `LAYER`). */
+  layerFile: string;
 };
 
 export const functionBundles = async (outdir: string): Promise<FunctionBundle[]> =>
-  (await bundleFunctions({ outdir })).map((b) => ({ handler: b.handlerPath, file: b.file, bytes: b.bytes }));
+  (await bundleFunctions({ outdir })).map((b) => ({ handler: b.handlerPath, file: b.file, bytes: b.bytes, layerFile: b.layer.file }));

@@ -1,12 +1,14 @@
 import { mkdtempSync, statSync } from 'node:fs';
+import { register } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
 import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../constructs/outbox-relay.ts';
 import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_FAN_OUT_HANDLER } from '../constructs/webhook-delivery.ts';
 import { PROJECT_ROOT } from '../stack.ts';
-import { esbuildOptions } from './options.ts';
+import { esbuildOptions, LAYER, layerEsbuildOptions } from './options.ts';
 
 /** One Lambda function's handler module, named as in the route table (or after its construct). */
 export type FunctionEntry = { name: string; handlerPath: string };
@@ -21,18 +23,22 @@ export const functionEntries = (): FunctionEntry[] => [
   { name: 'webhookDeliver', handlerPath: WEBHOOK_DELIVER_HANDLER },
 ];
 
-export type FunctionBundle = FunctionEntry & {
-  /** The bundle (`<outdir>/<name>/index.mjs`, its source map beside it). */
+/** One built file (a function bundle or the layer's file) and esbuild's account of where its bytes come from. */
+export type BuiltFile = {
+  /** Absolute path; its source map is beside it. */
   file: string;
-  /** Size of `index.mjs`: what the budget counts and what Node loads. */
+  /** Size of the file: what the budget counts and what Node loads. */
   bytes: number;
-  /** esbuild's account of where the bytes come from. */
   metafile: Metafile;
 };
 
+/** A function's bundle, `<outdir>/<name>/index.mjs`, and the layer it imports Powertools from. */
+export type FunctionBundle = FunctionEntry & BuiltFile & { layer: BuiltFile };
+
 /**
  * Bundles functions exactly as `cdk synth` does (infra/bundles/options.ts), all at once in
- * esbuild's service, into `outdir` (a fresh temporary folder unless told).
+ * esbuild's service, into `outdir` (a fresh temporary folder unless told), and the observability
+ * layer beside them (`<outdir>/layer/nodejs/observability.mjs`).
  */
 export const bundleFunctions = async (
   options: { outdir?: string; only?: string[]; projectRoot?: string } = {},
@@ -40,6 +46,7 @@ export const bundleFunctions = async (
   const outdir = options.outdir ?? mkdtempSync(join(tmpdir(), 'function-bundles-'));
   const projectRoot = options.projectRoot ?? PROJECT_ROOT;
   const entries = functionEntries().filter((entry) => !options.only || options.only.includes(entry.name));
+  const layer = buildLayer(join(outdir, 'layer'), projectRoot);
   // One build with every entry point parses each shared module once; without code splitting each
   // entry point still gets its own self-contained bundle, the same bytes as building it alone.
   const { metafile } = await build({
@@ -50,17 +57,44 @@ export const bundleFunctions = async (
     metafile: true,
     logLevel: 'silent',
   });
-  return entries.map((entry) => {
-    const file = join(outdir, entry.name, 'index.mjs');
-    const key = relative(projectRoot, file);
-    const output = metafile.outputs[key];
-    if (!output) throw new Error(`esbuild wrote no ${key}`);
-    return { ...entry, file, bytes: statSync(file).size, metafile: { inputs: metafile.inputs, outputs: { [key]: output } } };
-  });
+  const layerFile = await layer;
+  return entries.map((entry) => ({
+    ...entry,
+    ...builtFile(join(outdir, entry.name, 'index.mjs'), metafile, projectRoot),
+    layer: layerFile,
+  }));
 };
 
+/** Builds the observability layer as `cdk synth` does, into `<outdir>/nodejs/observability.mjs`. */
+export const buildLayer = async (outdir: string, projectRoot = PROJECT_ROOT): Promise<BuiltFile> => {
+  const { metafile } = await build({ ...layerEsbuildOptions(projectRoot, outdir), metafile: true, logLevel: 'silent' });
+  return builtFile(join(outdir, LAYER.file), metafile, projectRoot);
+};
+
+const builtFile = (file: string, metafile: Metafile, projectRoot: string): BuiltFile => {
+  const key = relative(projectRoot, file);
+  const output = metafile.outputs[key];
+  if (!output) throw new Error(`esbuild wrote no ${key}`);
+  return { file, bytes: statSync(file).size, metafile: { inputs: metafile.inputs, outputs: { [key]: output } } };
+};
+
+const LAYER_HOOKS = new URL('./layer-hooks.mjs', import.meta.url).href;
+const hookData = (layerFile: string) => ({ import: LAYER.import, url: pathToFileURL(layerFile).href });
+
+/**
+ * Node flags that run a function bundle off Lambda with `layerFile` standing in for the layer's
+ * `/opt/nodejs/observability.mjs` (a resolve hook, infra/bundles/layer-hooks.mjs), for the tests.
+ */
+export const layerNodeArgs = (layerFile: string): string[] => {
+  const code = `import { register } from 'node:module'; register(${JSON.stringify(LAYER_HOOKS)}, { data: ${JSON.stringify(hookData(layerFile))} });`;
+  return [`--import=data:text/javascript,${encodeURIComponent(code)}`];
+};
+
+/** The same hook in this process, for a test that imports a bundle itself. */
+export const registerLayerHooks = (layerFile: string): void => register(LAYER_HOOKS, { data: hookData(layerFile) });
+
 /** Bytes of a bundle by npm package (`@smithy/core`) or project folder (`lib/http`), largest first. */
-export const bytesByPackage = (bundle: Pick<FunctionBundle, 'metafile'>): [string, number][] => {
+export const bytesByPackage = (bundle: Pick<BuiltFile, 'metafile'>): [string, number][] => {
   const totals = new Map<string, number>();
   for (const output of Object.values(bundle.metafile.outputs)) {
     for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {

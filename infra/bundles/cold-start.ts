@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { LAYER } from './options.ts';
 
 const run = promisify(execFile);
 
@@ -28,6 +29,23 @@ export type ColdStartOptions = {
   nodeArgs?: string[];
   /** Extra environment; by default the child looks like a Lambda execution environment (so the Tracer loads). */
   env?: Record<string, string>;
+  /** The observability layer's file (`FunctionBundle.layer.file`), which the bundle imports from /opt on Lambda. */
+  layerFile?: string;
+};
+
+/**
+ * The bundle as the probe loads it: with `layerFile`, a copy (source map beside it) whose
+ * layer import names that file. A plain file import as on Lambda: a resolve hook
+ * (`layerNodeArgs`) would start a hooks thread costing more CPU than the whole layer.
+ */
+const probeCopy = (bundleFile: string, layerFile: string | undefined, dir: string): string => {
+  if (!layerFile) return bundleFile;
+  const copy = join(dir, 'function', 'index.mjs');
+  mkdirSync(dirname(copy));
+  const code = readFileSync(bundleFile, 'utf8');
+  writeFileSync(copy, code.replaceAll(JSON.stringify(LAYER.import), JSON.stringify(layerFile)));
+  if (existsSync(`${bundleFile}.map`)) copyFileSync(`${bundleFile}.map`, `${copy}.map`);
+  return copy;
 };
 
 /** The child: import a module, check its `handler` when it should have one, report its clock and CPU. */
@@ -55,11 +73,12 @@ export const measureColdStart = async (bundleFile: string, options: ColdStartOpt
   const dir = mkdtempSync(join(tmpdir(), 'cold-start-'));
   const empty = join(dir, 'empty.mjs');
   writeFileSync(empty, 'export {};\n');
+  const probed = probeCopy(bundleFile, options.layerFile, dir);
   const env = {
     PATH: process.env.PATH ?? '',
     AWS_REGION: 'us-east-1',
     AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs22.x',
-    LAMBDA_TASK_ROOT: dirname(bundleFile),
+    LAMBDA_TASK_ROOT: dirname(probed),
     AWS_LAMBDA_FUNCTION_NAME: 'cold-start-probe',
     TABLE_NAME: 'cold-start-probe',
     LOG_LEVEL: 'INFO',
@@ -80,7 +99,7 @@ export const measureColdStart = async (bundleFile: string, options: ColdStartOpt
     const base: { wallMs: number; cpuMs: number }[] = [];
     for (let i = 0; i < runs; i++) {
       base.push(await once(empty, false));
-      bundle.push(await once(bundleFile, true));
+      bundle.push(await once(probed, true));
     }
     const [bundleWallMs, emptyWallMs] = [median(bundle.map((r) => r.wallMs)), median(base.map((r) => r.wallMs))];
     const [bundleCpuMs, emptyCpuMs] = [median(bundle.map((r) => r.cpuMs)), median(base.map((r) => r.cpuMs))];

@@ -13,6 +13,7 @@ import { TOKEN_USE_ATTRIBUTE } from '#lib/auth/tokens';
 import { FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
 import { SERVICE_NAME } from '#lib/observability';
 import { cdkBundling } from '../bundles/options.ts';
+import { ObservabilityLayer } from './observability-layer.ts';
 
 /** The service name (Powertools' `service`), defined once in lib/observability.ts. */
 export { SERVICE_NAME };
@@ -141,7 +142,8 @@ export const METRICS_NAMESPACE_ENV = 'POWERTOOLS_METRICS_NAMESPACE';
 
 /**
  * A Lambda function for one API handler: ESM bundle built locally by esbuild (no Docker), with
- * the project's runtime defaults, its own log group and its own role. The role starts empty (no
+ * the project's runtime defaults, the observability layer its bundle imports Powertools from,
+ * its own log group and its own role. The role starts empty (no
  * AWSLambdaBasicExecutionRole, whose `logs:*` reach every log group): it may write to its own log
  * group and send X-Ray traces, and every other grant is added by name (`bindTable`,
  * `grantTableActions`, `addToRolePolicy`).
@@ -150,7 +152,7 @@ export class ApiFunction extends NodejsFunction {
   readonly handlerPath: string;
 
   constructor(scope: Construct, id: string, props: ApiFunctionProps) {
-    const { projectRoot, handlerPath, logRetention, environment, bundling, ...rest } = props;
+    const { projectRoot, handlerPath, logRetention, environment, bundling, layers, ...rest } = props;
     // A sibling of the function because `this` cannot be used before super(); passing it in means
     // the function depends on it, so Lambda never creates an unmanaged group first.
     const logGroup = new LogGroup(scope, `${id}LogGroup`, {
@@ -172,6 +174,8 @@ export class ApiFunction extends NodejsFunction {
       logGroup,
       role,
       ...rest,
+      // The bundle imports /opt/nodejs/observability.mjs: without the layer it cannot start.
+      layers: [ObservabilityLayer.of(scope, projectRoot), ...(layers ?? [])],
       entry: join(projectRoot, handlerPath),
       projectRoot,
       depsLockFilePath: join(projectRoot, 'package-lock.json'),

@@ -12,12 +12,15 @@ import { createCustomer } from '#lib/customers/service';
 import { createMerchant, createToken } from '#lib/merchants/service';
 import { routes } from '#lib/http/routes';
 import { handler as sourceHandler } from '../../functions/customers/get.ts';
+import { registerLayerHooks } from '../../infra/bundles/build.ts';
+import { LAYER } from '../../infra/bundles/options.ts';
 import { ApiFunction } from '../../infra/constructs/api-function.ts';
 import { PROJECT_ROOT } from '../../infra/stack.ts';
 
 /**
- * Really bundles one handler with the local esbuild, as `cdk synth` does for every function, then
- * runs the bundle against DynamoDB Local next to the source handler.
+ * Really bundles one handler with the local esbuild, as `cdk synth` does for every function (and
+ * the observability layer it imports), then runs the bundle against DynamoDB Local next to the
+ * source handler, its `/opt/nodejs/observability.mjs` import sent to the layer CDK built.
  */
 type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
@@ -35,7 +38,12 @@ beforeAll(async () => {
   const template = Template.fromJSON(app.synth().getStackByName(stack.stackName).template);
   const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
   bundleDir = join(outdir, `asset.${String(fn.Properties.Code.S3Key).replace(/\.zip$/, '')}`);
-  bundled = (await import(pathToFileURL(join(bundleDir, 'index.mjs')).href)).handler;
+  const layer = Object.values(template.findResources('AWS::Lambda::LayerVersion'))[0];
+  registerLayerHooks(join(outdir, `asset.${String(layer.Properties.Content.S3Key).replace(/\.zip$/, '')}`, LAYER.file));
+  // Through a data: URL, which vitest leaves to Node: its module runner would resolve the bundle's
+  // imports with Vite, past the hook, where Node loads the bundle as on Lambda.
+  const reexport = `export { handler } from ${JSON.stringify(pathToFileURL(join(bundleDir, 'index.mjs')).href)};`;
+  bundled = (await import(/* @vite-ignore */ `data:text/javascript,${encodeURIComponent(reexport)}`)).handler;
 }, 120_000);
 afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
@@ -72,7 +80,7 @@ const context = { awsRequestId: 'test', functionName: 'CustomersGet', getRemaini
 const json = (res: APIGatewayProxyStructuredResultV2) => ({ status: res.statusCode, body: JSON.parse(String(res.body)) });
 
 describe('esbuild bundle of functions/customers/get.ts', () => {
-  it('is one self-contained ESM file with a source map: #lib/ aliases resolved, only Node built-ins imported', async () => {
+  it('is one self-contained ESM file with a source map: #lib/ aliases resolved, only Node built-ins and the layer imported', async () => {
     const file = join(bundleDir, 'index.mjs');
     expect(existsSync(`${file}.map`)).toBe(true);
     // esbuild re-reads the bundle and lists what it imports (string contents do not count).
@@ -88,7 +96,7 @@ describe('esbuild bundle of functions/customers/get.ts', () => {
     });
     const imports = Object.values(metafile.inputs).flatMap((input) => input.imports.map((i) => i.path));
     expect(imports).toContain('node:module'); // the createRequire banner
-    expect(imports.filter((path) => !builtins.has(path))).toEqual([]);
+    expect([...new Set(imports.filter((path) => !builtins.has(path)))]).toEqual([LAYER.import]);
     expect(readFileSync(file, 'utf8')).not.toMatch(/["'`]#lib\//);
   });
 

@@ -216,6 +216,17 @@ describe('functions', () => {
     }
   });
 
+  it('every one, workers included, imports Powertools from the one observability layer (nodejs22.x, either architecture)', () => {
+    const { stack, template } = defaults;
+    const layers = Object.entries(resources(template, 'AWS::Lambda::LayerVersion'));
+    expect(layers).toHaveLength(1);
+    const [layerId, layer] = layers[0]!;
+    expect(layer.Properties).toMatchObject({ CompatibleRuntimes: ['nodejs22.x'], CompatibleArchitectures: ['arm64', 'x86_64'] });
+    const fns = Object.entries(resources(template, 'AWS::Lambda::Function')).filter(([id]) => !isCdkProvider(id));
+    expect(fns).toHaveLength(routeList.length + 1 + workerIds(stack).size);
+    for (const [fnId, fn] of fns) expect(fn.Properties.Layers, fnId).toEqual([{ Ref: layerId }]);
+  });
+
   it('take rate limits, log level and throttling from stack props', () => {
     const { template } = variant;
     const fns = apiFunctions(variant);
