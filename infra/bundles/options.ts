@@ -4,10 +4,11 @@ import { OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodej
 import type { BuildOptions } from 'esbuild';
 
 /**
- * THE esbuild settings of every function bundle. `ApiFunction` hands them to CDK (`cdkBundling`),
- * which runs the esbuild CLI; the bundle report and test/infra/bundles.test.ts hand the same
- * settings to esbuild's API (`esbuildOptions`). test/infra/bundles.test.ts checks that both give
- * byte-identical bundles.
+ * THE esbuild settings of every function bundle and of the observability layer. `ApiFunction`
+ * hands them to CDK (`cdkBundling`), which runs the esbuild CLI; the bundle report and
+ * test/infra/bundles.test.ts hand the same settings to esbuild's API (`esbuildOptions`,
+ * `layerEsbuildOptions`, which CDK's layer uses too). test/infra/bundles.test.ts checks that both
+ * give byte-identical bundles and layers.
  */
 export const BUNDLE = {
   target: 'node22',
