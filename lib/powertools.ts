@@ -2,7 +2,7 @@
  * Every import of Powertools (Logger, Metrics, Tracer, their middy middlewares) and, through the
  * Tracer, the X-Ray SDK. The source, the local server and the tests load the packages from here;
  * a function bundle takes this module from the observability layer instead
- * (infra/bundles/layer.ts), so keep every such import here and import this module as
+ * (infra/constructs/observability-layer.ts, built with infra/bundles/options.ts), so keep every such import here and import this module as
  * `#lib/powertools` only.
  */
 export { Logger } from '@aws-lambda-powertools/logger';
