@@ -38,7 +38,7 @@ const get = async ({ pk, sk }: { pk: string; sk: string }) =>
 const put = (item: Record<string, unknown>) => db().send(new PutCommand({ TableName: tableName(), Item: item }));
 const txPut = (...items: Record<string, unknown>[]) =>
   new TransactWriteCommand({ TransactItems: items.map((Item) => ({ Put: { TableName: tableName(), Item } })) });
-const waitFor = (cond: () => boolean) => eventually(cond, 5_000, 'the held transaction', 5);
+const waitFor = (cond: () => boolean) => eventually(cond, 5_000, 'the held transaction', 5, 5);
 /** Own enumerable properties an SDK error carries, minus the transport ones. */
 const shape = (err: object) =>
   Object.keys(err)

@@ -107,6 +107,8 @@ describe('SSRF at delivery time', () => {
         },
         15_000,
         'an attempt logged for every endpoint',
+        // Each check is one list request per endpoint: polled more slowly than a single read.
+        250,
       );
       const outcomes = endpoints.map((e, i) => [e.addresses.join(' '), logs[i].map((d) => [d.attempt, d.status, d.error])]);
       expect(outcomes).toEqual(endpoints.map((e) => [e.addresses.join(' '), [[1, null, `refused url: ${e.cls} address`]]]));
