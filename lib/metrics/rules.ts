@@ -40,12 +40,11 @@ const emptySums = (): Sums => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, ZERO
 /** Running sums while items are read (exact and cheap per item); `sumsOf` turns them into Decimals once. */
 type Acc = Record<(typeof LEVEL_ATTRS)[number], ExactSum>;
 const emptyAcc = (): Acc => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, new ExactSum()])) as Acc;
-const STORED_LEVEL_ATTRS = LEVEL_ATTRS.map((a) => STORED_ATTR[a]);
-/** The attributes a range read projects. */
-export const LEVEL_PROJECTION = STORED_LEVEL_ATTRS;
+/** The level and movement attributes as stored: what a range read projects and folds. */
+export const LEVEL_PROJECTION = LEVEL_ATTRS.map((a) => STORED_ATTR[a]);
 const addItem = (into: Acc, item: AggregateItem, sign: 1 | -1 = 1) => {
   for (let i = 0; i < LEVEL_ATTRS.length; i++) {
-    const v = item[STORED_LEVEL_ATTRS[i]];
+    const v = item[LEVEL_PROJECTION[i]];
     // Most shards of most items hold zeros (unmarshalled as the number 0).
     if (v !== undefined && v !== 0) into[LEVEL_ATTRS[i]].add(v as number | string, sign);
   }
