@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -15,9 +15,14 @@ const importsOf = (file: string): string[] =>
     .map((m) => m[1])
     .flatMap((spec) => {
       if (spec.startsWith('#lib/')) return [`lib/${spec.slice(5)}.ts`];
-      if (spec.startsWith('.')) return [join(file, '..', spec).replace(/\\/g, '/')];
+      if (spec.startsWith('.')) return [resolveLocal(join(file, '..', spec).replace(/\\/g, '/'))];
       return [];
     });
+
+/** The file a relative import names: the dashboard (web/) imports without extensions, as Vite resolves them. */
+const resolveLocal = (path: string): string =>
+  [path, `${path}.ts`, `${path}.tsx`, `${path}/index.ts`].find((p) => existsSync(join(ROOT, p)) && statSync(join(ROOT, p)).isFile()) ??
+  path;
 
 /** Every local module `file` loads, directly or not. */
 const reach = (file: string, seen = new Set<string>()): Set<string> => {

@@ -1,11 +1,11 @@
 import { forgetSession, idToken, type DashboardConfig } from './auth';
 
-import type { components, paths } from '../../clients/typescript/schema';
+import { type ApiClient, type components, createApiClient, type paths } from '../../clients/typescript';
 
 /**
  * The API's answers the dashboard reads: the typed client's types, generated from the OpenAPI
  * document (clients/typescript/schema.ts), so a change of the document that breaks a view fails
- * `npm run typecheck`. Type-only: nothing of the client lands in the bundle.
+ * `npm run typecheck`. The calls go through the same client (`createApiClient`, openapi-fetch).
  */
 type Schemas = components['schemas'];
 /** A list's answer, as GET /activity gives it (every list has the same meta). */
@@ -13,22 +13,16 @@ export type ActivityPage = paths['/activity']['get']['responses'][200]['content'
 export type Meta = Omit<ActivityPage['meta'], 'next_cursor'>;
 export type Page<T> = { data: T[]; meta: Meta };
 export type Me = Schemas['BackofficeSession'];
-export type Stats = Schemas['OrderStats'];
 export type MrrEntry = Schemas['MrrEntry'];
-export type MrrSeries = { data: MrrEntry[]; summary: Schemas['MrrRangeSummary'] };
-export type Summary = Schemas['MetricsSummary'];
-export type Cohort = Schemas['Cohort'];
-export type Order = Schemas['Order'];
-export type SubscriptionEvent = Schemas['SubscriptionEvent'];
+export type OrderStatus = Schemas['Order']['status'];
+export type EventType = Schemas['SubscriptionEvent']['event_type'];
 export type Endpoint = Schemas['WebhookEndpoint'];
-export type Delivery = Schemas['WebhookDelivery'];
-export type ApiToken = Schemas['ApiToken'];
-export type IssuedToken = Schemas['ApiTokenIssued'];
 export type ActivityEntry = Schemas['ActivityEntry'];
 export type ActivityType = ActivityEntry['type'];
 /** A skipped or failed item of a batch, as the batch answered it (identifier and message cut to 200 bytes). */
 export type ItemReport = ActivityEntry['results']['failed'][number];
 
+/** A failed call: its status and the server's message as it stands (the client's own ApiError prefixes both). */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -44,35 +38,37 @@ export const loadConfig = async (): Promise<DashboardConfig> => {
   return (await res.json()) as DashboardConfig;
 };
 
-/** Query string from the set values only. */
-export const query = (params: Record<string, string | number | undefined>) => {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') q.set(k, String(v));
-  const s = q.toString();
-  return s ? `?${s}` : '';
-};
+/** The set values only: an empty filter ('') means none, as undefined does. */
+export const query = <Q extends Record<string, unknown>>(params: Q) =>
+  Object.fromEntries(Object.entries(params).filter(([, v]) => v !== undefined && v !== '')) as { [K in keyof Q]?: Exclude<Q[K], ''> };
 
-/** One API call with the back-office identity; a 401 gets one fresh sign-in, then is an error. */
-export const createApi = (config: DashboardConfig) => {
-  const call = async <T>(method: string, path: string, retried = false): Promise<T> => {
-    const token = await idToken(config, { renew: retried });
-    const res = await fetch(`${config.apiBase}${path}`, {
-      method,
-      headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
-    });
-    if (res.status === 401 && !retried) {
-      forgetSession();
-      return call<T>(method, path, true);
-    }
-    const text = await res.text();
-    const body = text ? (JSON.parse(text) as { message?: string }) : undefined;
-    if (!res.ok) throw new ApiError(res.status, body?.message ?? `HTTP ${res.status}`);
-    return body as T;
+/** A 401 gets one fresh sign-in and is sent again; a second 401 is the caller's error. */
+const renewingOn401 =
+  (config: DashboardConfig) =>
+  async (request: Request): Promise<Response> => {
+    const res = await fetch(request.clone());
+    if (res.status !== 401) return res;
+    forgetSession();
+    request.headers.set('authorization', `Bearer ${await idToken(config, { renew: true })}`);
+    return fetch(request);
   };
-  return {
-    get: <T>(path: string) => call<T>('GET', path),
-    post: <T>(path: string) => call<T>('POST', path),
-    del: (path: string) => call<void>('DELETE', path),
-  };
+
+/** The typed client with the back-office identity as the bearer. */
+export const createApi = (config: DashboardConfig): Api =>
+  createApiClient({
+    baseUrl: config.apiBase,
+    token: () => idToken(config),
+    // No retries of 429/503: a panel shows the error at once, with its own "Try again".
+    retry: false,
+    headers: { Accept: 'application/json' },
+    fetch: renewingOn401(config),
+  });
+export type Api = ApiClient;
+
+/** The body of a success; any other answer is an ApiError with the server's message. */
+export const ok = async <D>(call: Promise<{ data?: D; error?: unknown; response: Response }>): Promise<D> => {
+  const { data, error, response } = await call;
+  if (response.ok) return data as D;
+  const message = (error as { message?: string } | null | undefined)?.message;
+  throw new ApiError(response.status, message ?? `HTTP ${response.status}`);
 };
-export type Api = ReturnType<typeof createApi>;

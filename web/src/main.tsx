@@ -1,6 +1,6 @@
 import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { createApi, loadConfig, type Api, type Me } from './api';
+import { createApi, loadConfig, ok, type Api, type Me } from './api';
 import { signOut, type DashboardConfig } from './auth';
 import { Activity } from './views/activity';
 import { Imports } from './views/imports';
@@ -74,7 +74,7 @@ const App = () => {
     (async () => {
       const config = await loadConfig();
       const api = createApi(config);
-      const { data: me } = await api.get<{ data: Me }>('/backoffice/me');
+      const { data: me } = await ok(api.GET('/backoffice/me'));
       setReady({ config, api, me });
     })().catch((err: Error) => setReady({ error: err.message }));
   }, []);

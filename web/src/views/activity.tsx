@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { query, type Api, type Me, type Order, type Page, type SubscriptionEvent } from '../api';
+import { type EventType, ok, type OrderStatus, query, type Api, type Me } from '../api';
 import { money, when } from '../format';
 import { Choice, PagedTable, Panel, useAsync } from '../ui';
 
@@ -7,13 +7,15 @@ const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'];
 const EVENT_TYPES = ['created', 'upgrade', 'downgrade', 'cancel', 'reactivated'];
 const PER_PAGE = 10;
 
-type OrderFilters = { status: string; customer_email: string; start_date: string; end_date: string };
+type OrderFilters = { status: OrderStatus | ''; customer_email: string; start_date: string; end_date: string };
 
 /** Filters are applied on submit (not per keystroke), and always from page 1. */
 const OrdersPanel = ({ api }: { api: Api }) => {
   const [filters, setFilters] = useState<OrderFilters>({ status: '', customer_email: '', start_date: '', end_date: '' });
   const [page, setPage] = useState(1);
-  const [result, retry] = useAsync({ ...filters, page }, (q) => api.get<Page<Order>>(`/orders${query({ ...q, per_page: PER_PAGE })}`));
+  const [result, retry] = useAsync({ ...filters, page }, (q) =>
+    ok(api.GET('/orders', { params: { query: query({ ...q, per_page: PER_PAGE }) } })),
+  );
   const submit = (e: Event) => {
     e.preventDefault();
     const form = new FormData(e.currentTarget as HTMLFormElement);
@@ -75,10 +77,10 @@ const OrdersPanel = ({ api }: { api: Api }) => {
 };
 
 const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
-  const [eventType, setEventType] = useState('');
+  const [eventType, setEventType] = useState<EventType | ''>('');
   const [page, setPage] = useState(1);
   const [result, retry] = useAsync({ event_type: eventType, page }, (q) =>
-    api.get<Page<SubscriptionEvent>>(`/subscriptions/events${query({ ...q, per_page: PER_PAGE })}`),
+    ok(api.GET('/subscriptions/events', { params: { query: query({ ...q, per_page: PER_PAGE }) } })),
   );
   return (
     <Panel
@@ -94,7 +96,7 @@ const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
           label="Type"
           value={eventType}
           onChange={(v) => {
-            setEventType(v);
+            setEventType(v as EventType | '');
             setPage(1);
           }}
           options={[{ value: '', label: 'any' }, ...EVENT_TYPES]}

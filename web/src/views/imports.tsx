@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { query, type ActivityEntry, type ActivityPage, type ActivityType, type Api, type ItemReport, type Me } from '../api';
+import { ok, type ActivityEntry, type ActivityPage, type ActivityType, type Api, type ItemReport, type Me } from '../api';
 import { toCsv } from '../csv';
 import { count, when } from '../format';
 import { Figure, Head, Pager, Panel, TableScroll, useAsync } from '../ui';
@@ -228,7 +228,7 @@ const Items = ({ entries, withBatch, fileName }: { entries: ActivityEntry[]; wit
 };
 
 const BatchItems = ({ api, id }: { api: Api; id: number }) => {
-  const [result, retry] = useAsync({ id }, (p) => api.get<{ data: ActivityEntry }>(`/activity/${p.id}`).then((r) => r.data));
+  const [result, retry] = useAsync({ id }, (p) => ok(api.GET('/activity/{id}', { params: { path: { id: p.id } } })).then((r) => r.data));
   return (
     <Panel id="items" title={`Batch #${id}`} wide focusable result={result} retry={retry}>
       {(e) => (
@@ -255,7 +255,7 @@ const loadRun = async (api: Api, run: string) => {
   const entries: ActivityEntry[] = [];
   let cursor: string | undefined;
   for (let n = 0; n < MAX_RUN_PAGES; n++) {
-    const page = await api.get<ActivityPage>(`/activity${query({ import_run: run, per_page: 100, cursor })}`);
+    const page = await ok(api.GET('/activity', { params: { query: { import_run: run, per_page: 100, cursor } } }));
     entries.push(...page.data);
     cursor = page.meta.next_cursor ?? undefined;
     if (!cursor) return { entries: entries.reverse(), complete: true };
@@ -292,7 +292,7 @@ const RunItems = ({ api, run }: { api: Api; run: string }) => {
 
 export const Imports = ({ api }: { api: Api; me: Me }) => {
   const [page, setPage] = useState(1);
-  const [result, retry] = useAsync({ page }, (q) => api.get<ActivityPage>(`/activity${query({ ...q, per_page: PER_PAGE })}`));
+  const [result, retry] = useAsync({ page }, (q) => ok(api.GET('/activity', { params: { query: { ...q, per_page: PER_PAGE } } })));
   const [selected, setSelected] = useState<Selection | null>(null);
   // The items panel opens on a choice: focus moves to its heading (it is remounted per choice).
   useEffect(() => {

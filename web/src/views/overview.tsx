@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { query, type Api, type Cohort, type Me, type MrrSeries, type Stats, type Summary } from '../api';
+import { ok, query, type Api, type Me } from '../api';
 import { MOVEMENTS, MrrChart } from '../chart';
 import { count, CURRENCIES, money, percent, ratio } from '../format';
 import { Choice, Figure, Head, Panel, TableScroll, useAsync } from '../ui';
@@ -23,7 +23,7 @@ const rangeStart = (id: string, today = new Date()) => {
 
 const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
   const [currency, setCurrency] = useState(me.reporting_currency);
-  const [result, retry] = useAsync({ currency }, (q) => api.get<{ data: Stats }>(`/orders/stats${query(q)}`));
+  const [result, retry] = useAsync({ currency }, (q) => ok(api.GET('/orders/stats', { params: { query: query(q) } })));
   const options = CURRENCIES.includes(me.reporting_currency) ? CURRENCIES : [me.reporting_currency, ...CURRENCIES];
   return (
     <Panel
@@ -51,7 +51,7 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
 };
 
 const SummaryPanel = ({ api, me }: { api: Api; me: Me }) => {
-  const [result, retry] = useAsync(null, () => api.get<{ data: Summary }>('/metrics/summary'));
+  const [result, retry] = useAsync(null, () => ok(api.GET('/metrics/summary')));
   const ccy = me.reporting_currency;
   return (
     <Panel id="summary" title="Recurring revenue (last 30 days)" result={result} retry={retry}>
@@ -82,7 +82,11 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
   const [interval, setMrrInterval] = useState<(typeof INTERVALS)[number]>('month');
   const [range, setRange] = useState('12m');
   const [result, retry] = useAsync({ interval, range }, (p) =>
-    api.get<MrrSeries>(`/metrics/mrr${query({ interval: p.interval, start_date: rangeStart(p.range), end_date: isoDay(new Date()) })}`),
+    ok(
+      api.GET('/metrics/mrr', {
+        params: { query: { interval: p.interval, start_date: rangeStart(p.range), end_date: isoDay(new Date()) } },
+      }),
+    ),
   );
   const ccy = me.reporting_currency;
   return (
@@ -166,7 +170,7 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
 const heat = (pct: number | null) => (pct === null ? 'transparent' : `hsl(205 70% ${96 - Math.min(100, pct) * 0.36}%)`);
 
 const CohortsPanel = ({ api }: { api: Api }) => {
-  const [result, retry] = useAsync(null, () => api.get<{ data: Cohort[] }>('/metrics/cohorts'));
+  const [result, retry] = useAsync(null, () => ok(api.GET('/metrics/cohorts')));
   return (
     <Panel
       id="cohorts"

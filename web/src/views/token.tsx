@@ -1,11 +1,11 @@
 import { useState } from 'preact/hooks';
-import { ApiError, type Api, type ApiToken, type IssuedToken, type Me } from '../api';
+import { ApiError, ok, type Api, type Me } from '../api';
 import { when } from '../format';
 import { Panel, useAsync } from '../ui';
 
 /** 404 means "no valid token": the panel's empty state, not an error. */
 const viewOrNull = (api: Api) =>
-  api.get<{ data: ApiToken }>('/backoffice/api-token').then(
+  ok(api.GET('/backoffice/api-token')).then(
     (r) => r.data,
     (err: unknown) => {
       if (err instanceof ApiError && err.status === 404) return null;
@@ -59,11 +59,10 @@ export const TokenView = ({ api, me }: { api: Api; me: Me }) => {
     if (!confirm(question)) return;
     setError('');
     try {
-      if (what === 'revoke') await api.del('/backoffice/api-token');
+      if (what === 'revoke') await ok(api.DELETE('/backoffice/api-token'));
       else
         setIssued(
-          (await api.post<{ data: IssuedToken }>(what === 'create' ? '/backoffice/api-token' : '/backoffice/api-token/regenerate')).data
-            .token,
+          (await ok(what === 'create' ? api.POST('/backoffice/api-token') : api.POST('/backoffice/api-token/regenerate'))).data.token,
         );
       retry();
     } catch (err) {

@@ -1,12 +1,12 @@
 import { useState } from 'preact/hooks';
-import { type ApiError, query, type Api, type Delivery, type Endpoint, type Me, type Page } from '../api';
+import { type ApiError, ok, type Api, type Endpoint, type Me } from '../api';
 import { when } from '../format';
 import { Head, PagedTable, Panel, TableScroll, useAsync } from '../ui';
 
 const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: Endpoint }) => {
   const [page, setPage] = useState(1);
   const [result, retry] = useAsync({ endpoint: endpoint.id, page }, (p) =>
-    api.get<Page<Delivery>>(`/webhook-endpoints/${p.endpoint}/deliveries${query({ page: p.page, per_page: 10 })}`),
+    ok(api.GET('/webhook-endpoints/{id}/deliveries', { params: { path: { id: p.endpoint }, query: { page: p.page, per_page: 10 } } })),
   );
   const [sending, setSending] = useState(false);
   const [notice, setNotice] = useState('');
@@ -14,7 +14,7 @@ const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: En
     setSending(true);
     setNotice('');
     try {
-      const { data } = await api.post<{ data: Delivery }>(`/webhook-endpoints/${endpoint.id}/test`);
+      const { data } = await ok(api.POST('/webhook-endpoints/{id}/test', { params: { path: { id: endpoint.id } } }));
       setNotice(
         data.status !== null && data.status < 300
           ? `Test event delivered (HTTP ${data.status}).`
@@ -75,7 +75,7 @@ const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: En
 };
 
 export const Webhooks = ({ api, me }: { api: Api; me: Me }) => {
-  const [result, retry] = useAsync(null, () => api.get<Page<Endpoint>>('/webhook-endpoints?per_page=100'));
+  const [result, retry] = useAsync(null, () => ok(api.GET('/webhook-endpoints', { params: { query: { per_page: 100 } } })));
   const [selected, setSelected] = useState<number | null>(null);
   const endpoints = result.state === 'ready' ? result.data.data : [];
   const current = endpoints.find((e) => e.id === selected) ?? endpoints[0];
