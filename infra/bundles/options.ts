@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogLevel, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { BuildOptions } from 'esbuild';
 
 /**
@@ -67,6 +67,9 @@ export const cdkBundling = (): BundlingOptions => ({
   bundleAwsSDK: true,
   externalModules: [LAYER.import],
   esbuildArgs: { '--alias': Object.entries(FUNCTION_ALIAS).map(([from, to]) => `${from}=${to}`) },
+  // Keeps `cdk synth -q` quiet: unset, CDK passes no --log-level and the esbuild CLI prints every
+  // bundle's sizes (CDK's documented WARNING default is not what it runs).
+  logLevel: LogLevel.WARNING,
 });
 
 /** What every esbuild build of ours shares: a function bundle (`esbuildOptions`) or the layer. */
