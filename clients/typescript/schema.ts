@@ -188,6 +188,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/customers/{idOrExternalId}/activities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a customer's MRR movements, newest first
+         * @description The customer's MRR movements (new, expansion, contraction, churn, reactivation), newest first: when, how much, its MRR before and after, and the subscription or recurring order behind each. They are the movements the MRR metrics count for this customer (docs/customers.md). Pages by number or by cursor.
+         *
+         *     Requires an API token with the `customers:read` ability.
+         */
+        get: operations["customersActivities"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/orders": {
         parameters: {
             query?: never;
@@ -892,6 +914,13 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * @description The customer's MRR now, in the reporting currency: its subscriptions and recurring orders' monthly shares
+             * @example 99.00
+             */
+            mrr: string;
+            /** @description Its latest subscription's status now (the one started last); null when it never had one */
+            subscription_status: ("active" | "paused" | "cancelled") | null;
             /** @example 1200.00 */
             ltv: string;
             ltv_by_currency: {
@@ -938,6 +967,31 @@ export interface components {
                     identifier: string;
                 }[];
             };
+        };
+        CustomerActivity: {
+            /**
+             * Format: date-time
+             * @description When the MRR moved (UTC)
+             */
+            date: string;
+            /**
+             * @description The movement, classified as the MRR metrics count it (docs/metrics.md)
+             * @enum {string}
+             */
+            type: "new" | "expansion" | "contraction" | "churn" | "reactivation";
+            /**
+             * @description mrr_after − mrr_before: negative for contraction and churn
+             * @example 50.00
+             */
+            amount: string;
+            /** @example 100.00 */
+            mrr_before: string;
+            /** @example 150.00 */
+            mrr_after: string;
+            /** @description The subscription behind the movement, when one is */
+            subscription_id: number | null;
+            /** @description The recurring order behind the movement, when one is */
+            order_no: string | null;
         };
         Order: {
             id: number;
@@ -2805,6 +2859,159 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    customersActivities: {
+        parameters: {
+            query?: {
+                /** @description Defaults to 1 */
+                page?: number;
+                /** @description Defaults to 20 */
+                per_page?: number;
+                /** @description `meta.next_cursor` of the previous page, with the same filters: reads on from there at one page's cost, however deep */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Customer id (all digits) or external_id */
+                idOrExternalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of movements */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CustomerActivity"][];
+                        meta: {
+                            current_page: number;
+                            from: number | null;
+                            last_page: number;
+                            per_page: number;
+                            to: number | null;
+                            total: number;
+                            /** @description Pass as `cursor` for the next page; null on the last page */
+                            next_cursor: string | null;
+                        };
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Resource not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Too many requests */

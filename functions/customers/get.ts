@@ -1,4 +1,4 @@
-import { findCustomer } from '#lib/customers/service';
+import { findCustomer, standingsOf } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
 import { NotFoundError } from '#lib/errors';
 import { apiHandler } from '#lib/http/handler';
@@ -7,5 +7,6 @@ import { routes } from '#lib/customers/routes';
 export const handler = apiHandler(routes.customersGet, async ({ auth, params }) => {
   const customer = await findCustomer(auth.merchantId, params.idOrExternalId);
   if (!customer) throw new NotFoundError();
-  return { status: 200, body: { data: presentCustomer(customer, auth.reportingCurrency) } };
+  const standings = await standingsOf(auth.merchantId, [customer]);
+  return { status: 200, body: { data: presentCustomer(customer, auth.reportingCurrency, standings.get(customer.id)) } };
 });

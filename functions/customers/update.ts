@@ -1,9 +1,10 @@
-import { updateCustomer } from '#lib/customers/service';
+import { standingsOf, updateCustomer } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/customers/routes';
 
 export const handler = apiHandler(routes.customersUpdate, async ({ auth, params, body }) => {
   const customer = await updateCustomer(auth.merchantId, params.idOrExternalId, body);
-  return { status: 200, body: { data: presentCustomer(customer, auth.reportingCurrency) } };
+  const standings = await standingsOf(auth.merchantId, [customer]);
+  return { status: 200, body: { data: presentCustomer(customer, auth.reportingCurrency, standings.get(customer.id)) } };
 });

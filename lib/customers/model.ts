@@ -1,4 +1,5 @@
 import Decimal from 'decimal.js';
+import type { Standing } from '#lib/metrics/timeline';
 import { decodeMetadata } from '#lib/shared/metadata';
 import { money } from '#lib/shared/money';
 
@@ -41,14 +42,19 @@ export const ltvByCurrency = (item: Record<string, unknown>): Record<string, str
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
 };
 
-/** The API shape of a customer; `ltv` is in the merchant's reporting currency. */
-export const presentCustomer = (item: CustomerItem, reportingCurrency: string) => ({
+/** A customer without any MRR history. */
+export const NO_STANDING: Standing = { mrr: '0', subscription_status: null };
+
+/** The API shape of a customer; `ltv` and `mrr` are in the merchant's reporting currency. */
+export const presentCustomer = (item: CustomerItem, reportingCurrency: string, standing: Standing = NO_STANDING) => ({
   id: item.id,
   email: item.email,
   name: item.name ?? null,
   phone: item.phone ?? null,
   external_id: item.external_id ?? null,
   metadata: decodeMetadata(item.metadata),
+  mrr: money(standing.mrr),
+  subscription_status: standing.subscription_status,
   ltv: money(item[ltvAttr(reportingCurrency) as `ltv_${string}`]),
   ltv_by_currency: ltvByCurrency(item),
   order_count: Number(item.order_count ?? 0),

@@ -1,4 +1,6 @@
 import {
+  customerActivitiesQuery,
+  customerActivitySchema,
   customerBatchBody,
   customerBatchQuery,
   customerCreateBody,
@@ -65,6 +67,25 @@ export const routes = {
     tags: ['customers'],
     request: { params: customerPathParams },
     responses: { 200: { description: 'The customer', schema: dataOf(customerSchema) }, ...errors, ...notFound },
+  }),
+  customersActivities: defineRoute({
+    method: 'GET',
+    path: '/customers/{idOrExternalId}/activities',
+    handler: 'functions/customers/activities.ts',
+    ability: 'customers:read',
+    writes: false,
+    csv: true,
+    summary: "List a customer's MRR movements, newest first",
+    description:
+      "The customer's MRR movements (new, expansion, contraction, churn, reactivation), newest first: when, how much, its MRR before and after, and the subscription or recurring order behind each. They are the movements the MRR metrics count for this customer (docs/customers.md). Pages by number or by cursor.",
+    tags: ['customers'],
+    request: { params: customerPathParams, query: customerActivitiesQuery },
+    responses: {
+      200: { description: 'A page of movements', schema: listOf(customerActivitySchema) },
+      ...errors,
+      ...notFound,
+      ...invalid,
+    },
   }),
   customersUpdate: defineRoute({
     method: 'PUT',

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import { InvalidError } from '#lib/errors';
 import type { CustomerItem } from '#lib/customers/model';
 import type { CustomerCreate, CustomerUpdate } from '#lib/customers/schemas';
-import { CURSOR_INVALID, checkPageOffset, decodeCursor, encodeCursor } from '#lib/shared/pagination';
+import { pageOfRows } from '#lib/shared/pagination';
 
 /**
  * The customers' rules (docs/customers.md), pure: how a path segment names a customer, what an
@@ -127,21 +126,5 @@ export const searchTerm = (search: string | undefined) => search?.trim().toLower
 export const searchPage = <R extends SearchRow>(rows: R[], term: string, q: SearchQuery) => {
   const matches = rows.filter((r) => r.email.includes(term) || (r.name ?? '').toLowerCase().includes(term));
   const list = `search:${createHash('sha256').update(term).digest('base64url').slice(0, 16)}`;
-  let offset: number;
-  if (q.cursor !== undefined) {
-    const cursor = decodeCursor(q.cursor);
-    if (!cursor || cursor.list !== list || !/^\d+$/.test(cursor.key.id ?? '')) throw InvalidError.field('cursor', CURSOR_INVALID);
-    // After the customer the cursor names (still there unless deleted meanwhile), else at its offset.
-    const at = matches.findIndex((r) => String(r.id) === cursor.key.id);
-    offset = at >= 0 ? at + 1 : cursor.offset;
-  } else {
-    offset = checkPageOffset(q.page, q.per_page);
-  }
-  const shown = matches.slice(offset, offset + q.per_page);
-  const last = shown.at(-1);
-  const next =
-    last && offset + shown.length < matches.length
-      ? encodeCursor({ list, offset: offset + shown.length, key: { id: String(last.id) } })
-      : null;
-  return { shown, offset, total: matches.length, next };
+  return pageOfRows(matches, list, (r) => String(r.id), q);
 };

@@ -66,6 +66,13 @@ export const customerSchema = z
     phone: z.string().nullable(),
     external_id: z.string().nullable(),
     metadata: z.record(z.string(), z.unknown()).nullable(),
+    mrr: z.string().meta({
+      example: '99.00',
+      description: "The customer's MRR now, in the reporting currency: its subscriptions and recurring orders' monthly shares",
+    }),
+    subscription_status: z.enum(['active', 'paused', 'cancelled']).nullable().meta({
+      description: "Its latest subscription's status now (the one started last); null when it never had one",
+    }),
     ltv: z.string().meta({ example: '1200.00' }),
     ltv_by_currency: z.record(z.string(), z.string()),
     order_count: z.int(),
@@ -75,3 +82,20 @@ export const customerSchema = z
     updated_at: z.string(),
   })
   .meta({ id: 'Customer' });
+
+/** GET /customers/{idOrExternalId}/activities: pages of the customer's MRR movements, newest first. */
+export const customerActivitiesQuery = z.object({ ...pageQuery });
+
+export const customerActivitySchema = z
+  .object({
+    date: z.string().meta({ format: 'date-time', description: 'When the MRR moved (UTC)' }),
+    type: z.enum(['new', 'expansion', 'contraction', 'churn', 'reactivation']).meta({
+      description: 'The movement, classified as the MRR metrics count it (docs/metrics.md)',
+    }),
+    amount: z.string().meta({ example: '50.00', description: 'mrr_after − mrr_before: negative for contraction and churn' }),
+    mrr_before: z.string().meta({ example: '100.00' }),
+    mrr_after: z.string().meta({ example: '150.00' }),
+    subscription_id: z.int().nullable().meta({ description: 'The subscription behind the movement, when one is' }),
+    order_no: z.string().nullable().meta({ description: 'The recurring order behind the movement, when one is' }),
+  })
+  .meta({ id: 'CustomerActivity' });

@@ -1,6 +1,5 @@
 import { now } from '#lib/clock';
 import { listPage, type CursorPage } from '#lib/db/query';
-import { cursorMeta } from '#lib/shared/pagination';
 import { allocateIds } from '#lib/db/sequences';
 import { retrying } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
@@ -9,6 +8,10 @@ import { formatTimestamp } from '#lib/shared/time';
 import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/customers/schemas';
 import { isIdSegment, profileChanges, searchPage, searchTerm } from '#lib/customers/rules';
 import type { CustomerItem } from '#lib/customers/model';
+import { readStandings, readTimeline } from '#lib/metrics/store';
+import { lineOf, movementsOf, type Standing } from '#lib/metrics/timeline';
+import { Decimal, money, signedMoney } from '#lib/shared/money';
+import { cursorMeta, pageOfRows } from '#lib/shared/pagination';
 import {
   addCustomerCreate,
   addCustomerDelete,
@@ -112,3 +115,40 @@ export const findCustomer = async (merchantId: string, idOrExternalId: string): 
       idOrExternalId.length > EXTERNAL_ID_MAX
       ? null
       : getCustomerByExternalId(merchantId, idOrExternalId);
+
+/** The customers' MRR and latest subscription status now: one BatchGetItem of their timeline heads (docs/customers.md). */
+export const standingsOf = (merchantId: string, customers: CustomerItem[]): Promise<Map<number, Standing>> =>
+  readStandings(
+    merchantId,
+    customers.map((c) => c.id),
+  );
+
+/**
+ * A page of the customer's MRR movements up to now, newest first (docs/customers.md): its timeline
+ * (the head, and its chunks when long) read once, classified in memory as the aggregates count it.
+ */
+export const customerActivities = async (
+  merchantId: string,
+  idOrExternalId: string,
+  q: { page: number; per_page: number; cursor?: string },
+) => {
+  const customer = await findCustomer(merchantId, idOrExternalId);
+  if (!customer) throw new NotFoundError();
+  // Up to now: a recurring order's end or a dated change ahead is listed once it has happened.
+  const upTo = `${formatTimestamp(now())}~`;
+  const movements = movementsOf((await readTimeline(merchantId, customer.id)).timeline)
+    .filter((m) => m.at < upTo)
+    .reverse();
+  const { shown, offset, total, next } = pageOfRows(movements, `activities:${customer.id}`, (m) => `${m.at}|${m.line}`, q);
+  const items = shown.map((m) => ({
+    date: m.at,
+    type: m.kind,
+    // The rounded figures' difference, so each row adds up and the amounts sum to the MRR now.
+    amount: signedMoney(new Decimal(money(m.after)).minus(money(m.before))),
+    mrr_before: money(m.before),
+    mrr_after: money(m.after),
+    subscription_id: m.line.startsWith('S') ? Number(m.line.slice(1)) : null,
+    order_no: m.line.startsWith(lineOf.order('')) ? m.line.slice(lineOf.order('').length) : null,
+  }));
+  return { items, meta: cursorMeta(offset, q.per_page, total, items.length, next) };
+};

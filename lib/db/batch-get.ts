@@ -9,9 +9,15 @@ export const keyId = (k: Key): string => `${k.pk}|${k.sk}`;
 /**
  * Strongly consistent BatchGetItem over any number of keys (100 a request). Unprocessed keys
  * (DynamoDB's partial answer under throttling) are asked again with the retry policy's pause,
- * within the invocation's deadline.
+ * within the invocation's deadline. `attributes`: only those (and the key) are read.
  */
-export const batchGet = async <T extends Record<string, unknown>>(list: Key[]): Promise<Map<string, T>> => {
+export const batchGet = async <T extends Record<string, unknown>>(list: Key[], attributes?: string[]): Promise<Map<string, T>> => {
+  const projection = attributes
+    ? {
+        ProjectionExpression: ['pk', 'sk', ...attributes].map((_, i) => `#p${i}`).join(', '),
+        ExpressionAttributeNames: Object.fromEntries(['pk', 'sk', ...attributes].map((a, i) => [`#p${i}`, a])),
+      }
+    : {};
   const out = new Map<string, T>();
   const seen = new Set<string>();
   const uniq = list.filter((k) => !seen.has(keyId(k)) && seen.add(keyId(k)));
@@ -21,7 +27,9 @@ export const batchGet = async <T extends Record<string, unknown>>(list: Key[]): 
     chunks.map(async (chunk) => {
       let pending: Key[] = chunk;
       for (let attempt = 1; pending.length; attempt++) {
-        const res = await db().send(new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: pending, ConsistentRead: true } } }));
+        const res = await db().send(
+          new BatchGetCommand({ RequestItems: { [tableName()]: { Keys: pending, ConsistentRead: true, ...projection } } }),
+        );
         for (const item of res.Responses?.[tableName()] ?? []) out.set(keyId(item as Key), item as T);
         pending = (res.UnprocessedKeys?.[tableName()]?.Keys ?? []) as Key[];
         if (pending.length) await pauseOrGiveUp(attempt, 'throttle');

@@ -5,7 +5,19 @@ import { cohortPartition, keys, metricsPartition, TIMELINE_CHUNK_PREFIX, type Ke
 import { queryAll } from '#lib/db/query';
 import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/writes';
 import { COHORT_PROJECTION, LEVEL_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
-import { chunkTimeline, contributionChange, firstDifference, joinChunks, type Timeline } from '#lib/metrics/timeline';
+import { now } from '#lib/clock';
+import {
+  chunkTimeline,
+  contributionChange,
+  firstDifference,
+  joinChunks,
+  type Standing,
+  type StandingStep,
+  standingAt,
+  standingFromSteps,
+  standingSteps,
+  type Timeline,
+} from '#lib/metrics/timeline';
 
 /**
  * The customer's MRR timeline and the aggregate moves of a change (docs/architecture.md, "Metrics aggregates"). A write
@@ -115,12 +127,15 @@ export const addTimelineChange = (
   const guard = before.version === null ? itemAbsent : versionIs(before.version);
   let chunks: Map<string, string> | null = null;
   const inline = before.chunks ? null : JSON.stringify(after);
+  // The customer's standing from now on, so reading a customer's MRR and status costs the head only.
+  const { steps, complete } = standingSteps(after, isoNow());
+  const standing = { standing: JSON.stringify(steps), standing_complete: complete };
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
-    ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version }, guard);
+    ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing }, guard);
   } else {
     // Only the chunks whose points moved are written; one outgrowing its limit is split.
     chunks = chunkTimeline(after, CHUNK_LIMIT, before.chunks ?? undefined, before.timeline);
-    ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version }, guard);
+    ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version, ...standing }, guard);
     for (const [period, json] of chunks) {
       if (before.chunks?.get(period) !== json)
         ws.put('timeline-chunk', { ...keys.customerTimelineChunk(merchantId, customerId, period), lines: json });
@@ -136,6 +151,40 @@ export const addTimelineChange = (
     for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr], delta);
   }
   return { timeline: after, version, chunks };
+};
+
+const isoNow = () => `${now().toISOString().slice(0, 19)}Z`;
+
+/** No timeline yet: no MRR, no subscription. */
+const NO_STANDING: Standing = { mrr: '0', subscription_status: null };
+
+/**
+ * Customers' MRR and latest subscription status now (docs/customers.md): their timeline heads in one
+ * BatchGetItem, each read from the steps its last write stored; a customer read past what those
+ * steps know (or written before they were stored) is computed from its timeline (one more read).
+ */
+export const readStandings = async (merchantId: string, ids: number[]): Promise<Map<number, Standing>> => {
+  const at = isoNow();
+  const unique = [...new Set(ids)];
+  const found = unique.length
+    ? await batchGet<Record<string, unknown>>(
+        unique.map((id) => keys.customerTimeline(merchantId, id)),
+        ['standing', 'standing_complete'],
+      )
+    : new Map<string, Record<string, unknown>>();
+  const out = new Map<number, Standing>();
+  await Promise.all(
+    unique.map(async (id) => {
+      const head = found.get(keyId(keys.customerTimeline(merchantId, id)));
+      if (!head) return out.set(id, NO_STANDING);
+      const stored =
+        typeof head.standing === 'string'
+          ? standingFromSteps(JSON.parse(head.standing) as StandingStep[], head.standing_complete === true, at)
+          : null;
+      out.set(id, stored ?? standingAt((await readTimeline(merchantId, id)).timeline, at));
+    }),
+  );
+  return out;
 };
 
 /**

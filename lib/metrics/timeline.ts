@@ -439,3 +439,118 @@ export const suffixOf = (tl: Timeline, from: string): Timeline => {
   }
   return out;
 };
+
+/** A subscription's status as its line's flag says it. */
+export type SubscriptionStanding = 'active' | 'paused' | 'cancelled';
+/** A customer's MRR and its latest subscription's status at one instant. */
+export type Standing = { mrr: string; subscription_status: SubscriptionStanding | null };
+/** `[at, mrr, status]`: the standing from `at` on, until the next step. */
+export type StandingStep = [at: string, mrr: string, status: SubscriptionStanding | null];
+
+const STATUS_OF: Record<Flag, SubscriptionStanding | null> = { a: 'active', p: 'paused', c: 'cancelled', o: null, e: null };
+/** Steps kept ahead of a write: past them a read computes from the timeline itself. */
+export const STANDING_STEPS = 24;
+
+/**
+ * The customer's standing at `from` and at each later change point of its timeline (scheduled
+ * cancellations, recurring orders' ends), at most `limit` steps; `complete` says whether they reach
+ * the timeline's last point. A read at any later instant takes the last step at or before it.
+ * The latest subscription is the subscription line that started last (then the higher id), among
+ * those started by then.
+ */
+export const standingSteps = (stored: Timeline, from: string, limit = STANDING_STEPS): { steps: StandingStep[]; complete: boolean } => {
+  const tl = withImportedEnd(stored);
+  const current = new Map<string, Point>();
+  const ahead: { line: string; p: Point }[] = [];
+  let mrr = ZERO;
+  // "At or before `from`": every point time has the same length, so `from` + '~' sorts after all of them.
+  const upTo = `${from}~`;
+  for (const [line, pts] of Object.entries(tl)) {
+    const i = lastBefore(pts, upTo);
+    if (i >= 0) {
+      current.set(line, pts[i]);
+      mrr = mrr.plus(pts[i][1]);
+    }
+    for (let j = i + 1; j < pts.length; j++) ahead.push({ line, p: pts[j] });
+  }
+  const subscriptions = Object.keys(tl)
+    .filter(isSubscriptionLine)
+    .map((line) => ({ line, start: tl[line][0][0], id: Number(line.slice(1)) }))
+    .sort((a, b) => (a.start !== b.start ? (a.start < b.start ? 1 : -1) : b.id - a.id));
+  const statusNow = (): SubscriptionStanding | null => {
+    const latest = subscriptions.find((s) => current.has(s.line));
+    return latest ? STATUS_OF[current.get(latest.line)![2]] : null;
+  };
+  const steps: StandingStep[] = [[from, mrr.toFixed(), statusNow()]];
+  ahead.sort((a, b) => (a.p[0] < b.p[0] ? -1 : a.p[0] > b.p[0] ? 1 : 0));
+  for (let i = 0; i < ahead.length; ) {
+    if (steps.length >= limit) return { steps, complete: false };
+    const t = ahead[i].p[0];
+    for (; i < ahead.length && ahead[i].p[0] === t; i++) {
+      const { line, p } = ahead[i];
+      mrr = mrr.plus(p[1]).minus(current.get(line)?.[1] ?? 0);
+      current.set(line, p);
+    }
+    const step: StandingStep = [t, mrr.toFixed(), statusNow()];
+    const last = steps[steps.length - 1];
+    if (last[1] !== step[1] || last[2] !== step[2]) steps.push(step);
+  }
+  return { steps, complete: true };
+};
+
+/** The standing at `at` from stored steps, or null when `at` lies past what they know (or before them). */
+export const standingFromSteps = (steps: StandingStep[], complete: boolean, at: string): Standing | null => {
+  if (!steps.length || at < steps[0][0]) return null;
+  let i = 0;
+  while (i + 1 < steps.length && steps[i + 1][0] <= at) i++;
+  if (!complete && i === steps.length - 1) return null;
+  return { mrr: steps[i][1], subscription_status: steps[i][2] };
+};
+
+/** The standing at `at`, straight from the timeline. */
+export const standingAt = (tl: Timeline, at: string): Standing => {
+  const [[, mrr, subscription_status]] = standingSteps(tl, at, 1).steps;
+  return { mrr, subscription_status };
+};
+
+/** One classified change of a customer's MRR, and the line behind it. */
+export type CustomerMovement = { at: string; kind: Movement; amount: Decimal; before: Decimal; after: Decimal; line: string };
+
+/**
+ * Every movement of the customer's MRR, oldest first: the same classification the aggregates count
+ * (`contributions`), one per change time. The line behind a movement is the one that moved most at
+ * that instant (by name on a tie).
+ */
+export const movementsOf = (stored: Timeline): CustomerMovement[] => {
+  const tl = withImportedEnd(stored);
+  const points = Object.entries(tl)
+    .flatMap(([line, pts]) => pts.map((p) => ({ line, p })))
+    .sort((a, b) => (a.p[0] < b.p[0] ? -1 : a.p[0] > b.p[0] ? 1 : a.line < b.line ? -1 : a.line > b.line ? 1 : 0));
+  const current = new Map<string, Decimal>();
+  const out: CustomerMovement[] = [];
+  let mrr = ZERO;
+  let everPositive = false;
+  for (let i = 0; i < points.length; ) {
+    const t = points[i].p[0];
+    const moved = new Map<string, Decimal>();
+    let next = mrr;
+    for (; i < points.length && points[i].p[0] === t; i++) {
+      const { line, p } = points[i];
+      const was = current.get(line) ?? ZERO;
+      const now = new Decimal(p[1]);
+      next = next.plus(now).minus(was);
+      moved.set(line, (moved.get(line) ?? ZERO).plus(now.minus(was)));
+      current.set(line, now);
+    }
+    const movement = classify(mrr, next, everPositive);
+    if (movement) {
+      let behind = '';
+      let most = new Decimal(-1);
+      for (const [line, change] of moved) if (change.abs().gt(most)) [behind, most] = [line, change.abs()];
+      out.push({ at: t, kind: movement.kind, amount: movement.amount, before: mrr, after: next, line: behind });
+    }
+    if (next.gt(0)) everPositive = true;
+    mrr = next;
+  }
+  return out;
+};

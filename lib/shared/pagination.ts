@@ -76,3 +76,27 @@ export const cursorMeta = (offset: number, perPage: number, total: number, count
   to: count > 0 ? offset + count : null,
   next_cursor: nextCursor,
 });
+
+/**
+ * A page of rows held in memory (a search's matches, a customer's activities), by page number or
+ * cursor: the cursor names the last row shown (`idOf`), so a row added or removed before it does not
+ * shift the next page; a row gone since is passed by its offset.
+ */
+export const pageOfRows = <R>(rows: R[], list: string, idOf: (r: R) => string, q: { page: number; per_page: number; cursor?: string }) => {
+  let offset: number;
+  if (q.cursor !== undefined) {
+    const cursor = decodeCursor(q.cursor);
+    if (!cursor || cursor.list !== list || typeof cursor.key.id !== 'string') throw InvalidError.field('cursor', CURSOR_INVALID);
+    const at = rows.findIndex((r) => idOf(r) === cursor.key.id);
+    offset = at >= 0 ? at + 1 : cursor.offset;
+  } else {
+    offset = checkPageOffset(q.page, q.per_page);
+  }
+  const shown = rows.slice(offset, offset + q.per_page);
+  const last = shown.at(-1);
+  const next =
+    last !== undefined && offset + shown.length < rows.length
+      ? encodeCursor({ list, offset: offset + shown.length, key: { id: idOf(last) } })
+      : null;
+  return { shown, offset, total: rows.length, next };
+};
