@@ -193,11 +193,16 @@ const waitForDynamo = async (endpoint: string, child: ChildProcess) => {
  * Creates the table from the shared definition unless it exists; a table kept in `DATA_DIR` by an
  * earlier version gets the indexes added since (one UpdateTable each, as on AWS).
  */
-export const ensureTable = async (endpoint: string | undefined, tableName: string): Promise<'created' | 'exists'> => {
+export const ensureTable = async (
+  endpoint: string | undefined,
+  tableName: string,
+  opts: { stream?: boolean } = {},
+): Promise<'created' | 'exists'> => {
   const client = endpoint ? localClient(endpoint) : new DynamoDBClient({});
   const wanted = createTableInput(tableName);
   try {
-    await client.send(new CreateTableCommand(wanted));
+    // `stream: false`: a table no outbox poller reads (see test/support/global-setup.ts).
+    await client.send(new CreateTableCommand(opts.stream === false ? { ...wanted, StreamSpecification: undefined } : wanted));
   } catch (err) {
     if (!(err instanceof ResourceInUseException)) throw err;
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { checkScheduledCancel } from '#lib/subscriptions/schedule';
+import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { LocalBus } from '../../infra/local/local-bus.ts';
 import { startLocalCancelScheduler } from '../../infra/local/cancel-scheduler.ts';
 import { newMerchant, useApi } from '../support/api.ts';
@@ -130,6 +131,11 @@ describe('scheduled cancellation (a future cancelled_at)', () => {
   });
 
   it("npm start's scheduler applies a schedule at its time: armed from the bus, or from the table at start", async () => {
+    // Re-arming Scans the table (fine for npm start's): on a table of this test's own, not the shared
+    // one, whose Scan would hold DynamoDB Local for seconds late in a run (docs/testing.md).
+    const sharedTable = process.env.TABLE_NAME;
+    process.env.TABLE_NAME = `sched-scan-${process.pid}`;
+    await ensureTable(process.env.DYNAMODB_ENDPOINT, process.env.TABLE_NAME, { stream: false });
     const { token, merchantId, sub } = await setup(new Date(Date.now() - 86_400_000).toISOString());
     const bus = new LocalBus();
     const scheduler = startLocalCancelScheduler(bus);
@@ -171,6 +177,7 @@ describe('scheduled cancellation (a future cancelled_at)', () => {
       );
     } finally {
       scheduler.stop();
+      process.env.TABLE_NAME = sharedTable;
     }
   });
 });
