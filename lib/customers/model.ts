@@ -1,5 +1,5 @@
 import Decimal from 'decimal.js';
-import type { Standing } from '#lib/metrics/timeline';
+import { NO_STANDING, type Standing } from '#lib/metrics/timeline';
 import { decodeMetadata } from '#lib/shared/metadata';
 import { money } from '#lib/shared/money';
 
@@ -41,9 +41,6 @@ export const ltvByCurrency = (item: Record<string, unknown>): Record<string, str
   }
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
 };
-
-/** A customer without any MRR history. */
-export const NO_STANDING: Standing = { mrr: '0', subscription_status: null };
 
 /** The API shape of a customer; `ltv` and `mrr` are in the merchant's reporting currency. */
 export const presentCustomer = (item: CustomerItem, reportingCurrency: string, standing: Standing = NO_STANDING) => ({

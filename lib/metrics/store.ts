@@ -6,11 +6,13 @@ import { queryAll } from '#lib/db/query';
 import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/writes';
 import { COHORT_PROJECTION, LEVEL_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
 import { now } from '#lib/clock';
+import { formatTimestamp } from '#lib/shared/time';
 import {
   chunkTimeline,
   contributionChange,
   firstDifference,
   joinChunks,
+  NO_STANDING,
   type Standing,
   type StandingStep,
   standingAt,
@@ -128,7 +130,7 @@ export const addTimelineChange = (
   let chunks: Map<string, string> | null = null;
   const inline = before.chunks ? null : JSON.stringify(after);
   // The customer's standing from now on, so reading a customer's MRR and status costs the head only.
-  const { steps, complete } = standingSteps(after, isoNow());
+  const { steps, complete } = standingSteps(after, formatTimestamp(now()));
   const standing = { standing: JSON.stringify(steps), standing_complete: complete };
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
     ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing }, guard);
@@ -153,18 +155,13 @@ export const addTimelineChange = (
   return { timeline: after, version, chunks };
 };
 
-const isoNow = () => `${now().toISOString().slice(0, 19)}Z`;
-
-/** No timeline yet: no MRR, no subscription. */
-const NO_STANDING: Standing = { mrr: '0', subscription_status: null };
-
 /**
  * Customers' MRR and latest subscription status now (docs/customers.md): their timeline heads in one
  * BatchGetItem, each read from the steps its last write stored; a customer read past what those
  * steps know (or written before they were stored) is computed from its timeline (one more read).
  */
 export const readStandings = async (merchantId: string, ids: number[]): Promise<Map<number, Standing>> => {
-  const at = isoNow();
+  const at = formatTimestamp(now());
   const unique = [...new Set(ids)];
   const found = unique.length
     ? await batchGet<Record<string, unknown>>(

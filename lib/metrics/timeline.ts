@@ -444,6 +444,8 @@ export const suffixOf = (tl: Timeline, from: string): Timeline => {
 export type SubscriptionStanding = 'active' | 'paused' | 'cancelled';
 /** A customer's MRR and its latest subscription's status at one instant. */
 export type Standing = { mrr: string; subscription_status: SubscriptionStanding | null };
+/** A customer without any MRR history. */
+export const NO_STANDING: Standing = { mrr: '0', subscription_status: null };
 /** `[at, mrr, status]`: the standing from `at` on, until the next step. */
 export type StandingStep = [at: string, mrr: string, status: SubscriptionStanding | null];
 
