@@ -99,6 +99,9 @@ export const replay = <B>(record: IdempotencyRecord, hash: string): Replayable<B
   return { status: Number(record.status), body: JSON.parse(record.body) as B, replayed: true };
 };
 
+/** The largest answer recorded under a key, leaving room in the item for its other attributes. */
+export const RECORD_BODY_LIMIT = 60_000;
+
 /**
  * Runs a batch once per key: a live record with the same request replays its response; otherwise
  * the batch runs and its response is recorded (a lost race to record it keeps the first). A batch
@@ -119,6 +122,10 @@ export const runIdempotent = async <B>(
   );
   if (isLive(Item as IdempotencyRecord | undefined)) return replay<B>(Item as IdempotencyRecord, hash);
   const body = await run();
+  const text = JSON.stringify(body);
+  // An answer echoing a huge invalid identifier cannot be an item (DynamoDB's 400 KB; our 64 KB
+  // ceiling): it is not recorded, and a retry runs again, its items found by their own keys.
+  if (Buffer.byteLength(text) > RECORD_BODY_LIMIT) return { status, body, replayed: false };
   await db()
     .send(
       new PutCommand({
@@ -127,7 +134,7 @@ export const runIdempotent = async <B>(
           ...keys.idempotency(merchantId, key),
           request_hash: hash,
           status,
-          body: JSON.stringify(body),
+          body: text,
           created_at: formatTimestamp(now()),
           expires_at: nowSeconds() + IDEMPOTENCY_TTL_SECONDS,
         },

@@ -533,3 +533,21 @@ describe('imported orders keep their dates (created_at)', () => {
     expect(direct.body.data.created_at).toBe('2026-03-10T09:00:00Z');
   });
 });
+
+describe('POST /orders/batch under X-Idempotency-Key: an answer too large to record', () => {
+  it('an item echoing a huge invalid order_no still gets its 200 and validation_error; the same request again answers the same', async () => {
+    const { token } = await newMerchant();
+    const body = { orders: [{ order_no: 'h'.repeat(500_000), amount: '1.00', customer_email: 'big@example.com', status: 'paid' }] };
+    const send = () => api.request('POST', '/orders/batch', { token, headers: { 'x-idempotency-key': 'huge-1' }, body });
+    const first = await send();
+    expect(first.status, JSON.stringify(first.body).slice(0, 300)).toBe(200);
+    expect(first.body.data).toMatchObject({ total: 1, failed: 1, created: 0 });
+    expect(first.body.data.results.failed[0].reason).toBe('validation_error');
+    // Not recorded (no item may hold it): run again, with the same answer, and nothing stored.
+    const again = await send();
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    expect(again.body).toEqual(first.body);
+    expect((await api.get('/orders', token)).body.meta.total).toBe(0);
+  });
+});
