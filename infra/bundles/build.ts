@@ -5,15 +5,20 @@ import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Metafile } from 'esbuild';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
-import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../constructs/outbox-relay.ts';
-import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_FAN_OUT_HANDLER } from '../constructs/webhook-delivery.ts';
-import { PROJECT_ROOT } from '../stack.ts';
+import {
+  CANCEL_CHECK_HANDLER,
+  OUTBOX_RELAY_HANDLER,
+  OUTBOX_SWEEPER_HANDLER,
+  PROJECT_ROOT,
+  WEBHOOK_DELIVER_HANDLER,
+  WEBHOOK_FAN_OUT_HANDLER,
+} from '../paths.ts';
 import { esbuildOptions, LAYER, layerEsbuildOptions } from './options.ts';
 
 /** One Lambda function's handler module, named as in the route table (or after its construct). */
 export type FunctionEntry = { name: string; handlerPath: string };
 
-/** Every function the stack deploys: one per route, the 404 catch-all and the event consumers. */
+/** Every function the stack deploys: one per route, the 404 catch-all and the functions of the event constructs. */
 export const functionEntries = (): FunctionEntry[] => [
   ...routeList.map((route) => ({ name: route.name, handlerPath: route.handler })),
   { name: 'notFound', handlerPath: NOT_FOUND_HANDLER },
@@ -21,6 +26,7 @@ export const functionEntries = (): FunctionEntry[] => [
   { name: 'outboxSweeper', handlerPath: OUTBOX_SWEEPER_HANDLER },
   { name: 'webhookFanOut', handlerPath: WEBHOOK_FAN_OUT_HANDLER },
   { name: 'webhookDeliver', handlerPath: WEBHOOK_DELIVER_HANDLER },
+  { name: 'cancelCheck', handlerPath: CANCEL_CHECK_HANDLER },
 ];
 
 /** One built file (a function bundle or the layer's file) and esbuild's account of where its bytes come from. */

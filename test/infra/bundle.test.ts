@@ -15,7 +15,7 @@ import { handler as sourceHandler } from '../../functions/customers/get.ts';
 import { registerLayerHooks } from '../../infra/bundles/build.ts';
 import { LAYER } from '../../infra/bundles/options.ts';
 import { ApiFunction } from '../../infra/constructs/api-function.ts';
-import { PROJECT_ROOT } from '../../infra/stack.ts';
+import { PROJECT_ROOT } from '../../infra/paths.ts';
 
 /**
  * Really bundles one handler with the local esbuild, as `cdk synth` does for every function (and

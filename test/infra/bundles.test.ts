@@ -10,7 +10,7 @@ import { bundleFunctions, functionEntries, layerNodeArgs, type BuiltFile, type F
 import { measureColdStart } from '../../infra/bundles/cold-start.ts';
 import { BUNDLE_BUDGET_BYTES, BUNDLE_LIMIT_BYTES, LAYER } from '../../infra/bundles/options.ts';
 import { ApiFunction } from '../../infra/constructs/api-function.ts';
-import { PROJECT_ROOT } from '../../infra/stack.ts';
+import { PROJECT_ROOT } from '../../infra/paths.ts';
 import { routeList } from '#lib/http/routes';
 
 /**
