@@ -215,8 +215,17 @@ export class ApiStack extends Stack {
       corsPreflight: {
         allowOrigins: [this.dashboard.origin],
         allowHeaders: ['authorization', 'content-type'],
-        allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.DELETE],
-        exposeHeaders: ['x-request-id', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after'],
+        allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.PATCH, CorsHttpMethod.DELETE],
+        // The CSV downloads page by X-Next-Cursor (a CSV answer has no room for meta).
+        exposeHeaders: [
+          'x-request-id',
+          'x-ratelimit-limit',
+          'x-ratelimit-remaining',
+          'x-ratelimit-reset',
+          'retry-after',
+          'x-total-count',
+          'x-next-cursor',
+        ],
         maxAge: Duration.hours(1),
       },
       defaultIntegration: new HttpLambdaIntegration('NotFoundIntegration', this.notFoundFunction, {

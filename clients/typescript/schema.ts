@@ -115,7 +115,7 @@ export interface paths {
          * List customers, newest first
          * @description Lists live customers, newest first (created_at, then id). With `search`, the customers whose email or name contains the term, case-insensitively. Pages by number or by cursor (docs/api-conventions.md); `meta.total` counts every match (docs/customers.md).
          *
-         *     Requires an API token with the `customers:read` ability.
+         *     Requires an API token with the `customers:read` ability, or a back-office ID token (role admin or user).
          */
         get: operations["customersList"];
         put?: never;
@@ -165,7 +165,7 @@ export interface paths {
          * Get a customer by id or external_id
          * @description One customer, by its numeric id or by its `external_id` (a path segment of digits only is an id). Deleted customers are not found (docs/customers.md).
          *
-         *     Requires an API token with the `customers:read` ability.
+         *     Requires an API token with the `customers:read` ability, or a back-office ID token (role admin or user).
          */
         get: operations["customersGet"];
         /**
@@ -199,7 +199,7 @@ export interface paths {
          * List a customer's MRR movements, newest first
          * @description The customer's MRR movements (new, expansion, contraction, churn, reactivation), newest first: when, how much, its MRR before and after, and the subscription or recurring order behind each. They are the movements the MRR metrics count for this customer (docs/customers.md). Pages by number or by cursor.
          *
-         *     Requires an API token with the `customers:read` ability.
+         *     Requires an API token with the `customers:read` ability, or a back-office ID token (role admin or user).
          */
         get: operations["customersActivities"];
         put?: never;
@@ -321,7 +321,7 @@ export interface paths {
          * List subscriptions, newest first
          * @description Lists subscriptions newest first, optionally by customer, status or plan name. Pages by number or cursor (docs/subscriptions.md).
          *
-         *     Requires an API token with the `subscriptions:read` ability.
+         *     Requires an API token with the `subscriptions:read` ability, or a back-office ID token (role admin or user).
          */
         get: operations["subscriptionsList"];
         put?: never;
@@ -529,7 +529,7 @@ export interface paths {
          * Register a webhook endpoint (https, public addresses only); the signing secret is returned here only
          * @description Registers an https URL on a public address for the event types listed (or `*`). The signing secret (`whsec_…`) is in this answer only; deliveries are signed with it as Standard Webhooks describe. A merchant has at most 20 endpoints (docs/webhook-endpoints.md).
          *
-         *     Requires an API token with the `webhooks:write` ability.
+         *     Requires an API token with the `webhooks:write` ability, or a back-office ID token (role admin).
          */
         post: operations["webhookEndpointsCreate"];
         delete?: never;
@@ -558,7 +558,7 @@ export interface paths {
          * Delete a webhook endpoint (its deliveries stop)
          * @description Deletes an endpoint with its secrets; deliveries to it stop (docs/webhook-endpoints.md).
          *
-         *     Requires an API token with the `webhooks:write` ability.
+         *     Requires an API token with the `webhooks:write` ability, or a back-office ID token (role admin).
          */
         delete: operations["webhookEndpointsDelete"];
         options?: never;
@@ -567,7 +567,7 @@ export interface paths {
          * Change url, events, description or status (enabled / disabled)
          * @description Changes the URL (checked again), the event types, the description or the status (`enabled` / `disabled`); fields left out stay (docs/webhook-endpoints.md).
          *
-         *     Requires an API token with the `webhooks:write` ability.
+         *     Requires an API token with the `webhooks:write` ability, or a back-office ID token (role admin).
          */
         patch: operations["webhookEndpointsUpdate"];
         trace?: never;
@@ -585,7 +585,7 @@ export interface paths {
          * Rotate the signing secret (returned once); the previous one keeps signing for 24 hours
          * @description Issues a new signing secret, shown in this answer only. The previous one keeps signing beside it for 24 hours, so a receiver can switch without missing a delivery (docs/webhook-endpoints.md).
          *
-         *     Requires an API token with the `webhooks:write` ability.
+         *     Requires an API token with the `webhooks:write` ability, or a back-office ID token (role admin).
          */
         post: operations["webhookEndpointsRotateSecret"];
         delete?: never;
@@ -651,7 +651,7 @@ export interface paths {
          * Send one event (delivered to this endpoint in the last 30 days) again now, and answer the attempt
          * @description Delivers one event again now to this endpoint (one it was sent in the last 30 days) and answers with the attempt (docs/webhooks.md).
          *
-         *     Requires an API token with the `webhooks:write` ability.
+         *     Requires an API token with the `webhooks:write` ability, or a back-office ID token (role admin).
          */
         post: operations["webhookEndpointsRetryDelivery"];
         delete?: never;

@@ -11,7 +11,7 @@ import {
 } from '#lib/customers/schemas';
 import { defineRoute } from '#lib/http/route';
 import { batchAnswer, dataOf, listOf } from '#lib/shared/schemas';
-import { errors, batchHeaders, notFound, invalid } from '#lib/http/route-parts';
+import { errors, dashboardRead, batchHeaders, notFound, invalid } from '#lib/http/route-parts';
 
 /** The customers routes (their handlers import only these; lib/http/routes.ts is the union). */
 export const routes = {
@@ -20,6 +20,7 @@ export const routes = {
     path: '/customers',
     handler: 'functions/customers/list.ts',
     ability: 'customers:read',
+    dashboard: dashboardRead,
     writes: false,
     csv: true,
     summary: 'List customers, newest first',
@@ -60,6 +61,7 @@ export const routes = {
     path: '/customers/{idOrExternalId}',
     handler: 'functions/customers/get.ts',
     ability: 'customers:read',
+    dashboard: dashboardRead,
     writes: false,
     summary: 'Get a customer by id or external_id',
     description:
@@ -73,6 +75,7 @@ export const routes = {
     path: '/customers/{idOrExternalId}/activities',
     handler: 'functions/customers/activities.ts',
     ability: 'customers:read',
+    dashboard: dashboardRead,
     writes: false,
     csv: true,
     summary: "List a customer's MRR movements, newest first",

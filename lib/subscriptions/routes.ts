@@ -24,6 +24,7 @@ export const routes = {
     path: '/subscriptions',
     handler: 'functions/subscriptions/list.ts',
     ability: 'subscriptions:read',
+    dashboard: dashboardRead,
     writes: false,
     csv: true,
     summary: 'List subscriptions, newest first',

@@ -39,9 +39,9 @@ describe('OpenAPI security schemes', () => {
     const issued = schema(token.post.responses['201'].content['application/json'].schema.properties.data.$ref);
     expect(Object.keys(issued.properties)).toContain('token');
     // Token routes keep the bearer token and their ability.
-    expect(doc.paths['/customers'].get).toMatchObject({
-      security: [{ bearerAuth: ['customers:read'] }],
-      'x-required-ability': 'customers:read',
+    expect(doc.paths['/customers'].post).toMatchObject({
+      security: [{ bearerAuth: ['customers:write'] }],
+      'x-required-ability': 'customers:write',
     });
     expect(doc.paths['/openapi.json'].get.security).toEqual([]);
   });

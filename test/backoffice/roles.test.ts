@@ -145,7 +145,7 @@ describe('back-office identity', () => {
     const { merchantId, token } = await newMerchant();
     expect((await backoffice(api, 'view', token)).body).toEqual(UNAUTHORIZED);
     const admin = await backofficeJwt(merchantId, 'admin');
-    const res = await api.request('GET', '/customers', { headers: { authorization: `Bearer ${admin}` } });
+    const res = await api.request('GET', '/orders/X-1', { headers: { authorization: `Bearer ${admin}` } });
     expect(res.status).toBe(401);
     expect(res.body).toEqual(UNAUTHENTICATED);
   });

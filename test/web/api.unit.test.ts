@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ApiError, createApi, ok, query } from '../../web/src/api.ts';
+import { ApiError, AS_CSV, createApi, csvPage, ok, query } from '../../web/src/api.ts';
 import type { DashboardConfig } from '../../web/src/auth.ts';
 
 /**
@@ -95,6 +95,39 @@ describe('the dashboard API', () => {
       'POST https://api.test/v1/webhook-endpoints/3/test',
       'GET https://api.test/v1/metrics/cohorts',
       'DELETE https://api.test/v1/backoffice/api-token',
+    ]);
+  });
+
+  it("a 422 keeps the server's messages per field", async () => {
+    const api = createApi(config);
+    const body = { message: 'The given data was invalid.', errors: { url: ['The url field must be a valid URL.'] } };
+    answers.push(json(422, body));
+    const err = await ok(api.POST('/webhook-endpoints', { body: { url: 'ftp://x', events: ['*'] } })).catch((e: ApiError) => e);
+    expect(err).toMatchObject({ status: 422, message: body.message, errors: body.errors });
+  });
+
+  it("a list as CSV: asks for text/csv, keeps the text as it is, and reads the next page's cursor from X-Next-Cursor", async () => {
+    const api = createApi(config);
+    const text = 'id,email\r\n1,"a,b@example.com"\r\n';
+    const csv = (next?: string) =>
+      new Response(text, {
+        status: 200,
+        headers: { 'content-type': 'text/csv; charset=utf-8', ...(next ? { 'x-next-cursor': next } : {}) },
+      });
+    answers.push(csv('abc'), csv(), json(503, { message: 'The service is busy.' }));
+    const call = (cursor?: string) =>
+      api.GET('/customers', { params: { query: query({ search: 'a', per_page: 100, cursor }) }, ...AS_CSV });
+    expect(await csvPage(call())).toEqual({ text, next: 'abc' });
+    expect(await csvPage(call('abc'))).toEqual({ text, next: null });
+    expect(await csvPage(call()).catch((e: ApiError) => [e.status, e.message])).toEqual([503, 'The service is busy.']);
+    expect(sent.slice(0, 2)).toEqual([
+      { method: 'GET', url: 'https://api.test/v1/customers?search=a&per_page=100', authorization: `Bearer ${jwt(1)}`, accept: 'text/csv' },
+      {
+        method: 'GET',
+        url: 'https://api.test/v1/customers?search=a&per_page=100&cursor=abc',
+        authorization: `Bearer ${jwt(1)}`,
+        accept: 'text/csv',
+      },
     ]);
   });
 

@@ -1,6 +1,6 @@
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { toCsv } from '../../web/src/csv.ts';
+import { allPagesCsv, type CsvPage, toCsv } from '../../web/src/csv.ts';
 
 /** The dashboard's CSV download (web/src/csv.ts): quoting checked literally, and read back by a real CSV parser. */
 describe('toCsv', () => {
@@ -28,5 +28,43 @@ describe('toCsv', () => {
     ];
     const back = parse(toCsv(['index', 'identifier', 'reason', 'message'], rows), { columns: true }) as Record<string, string>[];
     expect(back).toEqual(rows.map(([index, identifier, reason, message]) => ({ index: String(index), identifier, reason, message })));
+  });
+});
+
+/** A list's CSV download: the API's pages joined under one header (web/src/csv.ts). */
+describe('allPagesCsv', () => {
+  /** Scripted pages: each request's cursor is recorded, each page names the next one's. */
+  const pages = (...texts: string[]) => {
+    const asked: (string | undefined)[] = [];
+    const page = async (cursor: string | undefined): Promise<CsvPage> => {
+      asked.push(cursor);
+      const n = asked.length - 1;
+      return { text: texts[n], next: n + 1 < texts.length ? `c${n + 1}` : null };
+    };
+    return { page, asked };
+  };
+
+  it("keeps the first header, drops each later page's header line, follows the cursors to the end", async () => {
+    const { page, asked } = pages('id,name\r\n1,"a\r\nb"\r\n', 'id,name\r\n2,c\r\n', 'id,name\r\n3,"d,e"\r\n');
+    const { text, complete } = await allPagesCsv(page);
+    expect(text).toBe('id,name\r\n1,"a\r\nb"\r\n2,c\r\n3,"d,e"\r\n');
+    expect(complete).toBe(true);
+    expect(asked).toEqual([undefined, 'c1', 'c2']);
+    expect(parse(text, { columns: true })).toEqual([
+      { id: '1', name: 'a\r\nb' },
+      { id: '2', name: 'c' },
+      { id: '3', name: 'd,e' },
+    ]);
+  });
+
+  it('an empty list is its header alone; a last page without rows adds nothing', async () => {
+    expect(await allPagesCsv(pages('id,name\r\n').page)).toEqual({ text: 'id,name\r\n', complete: true });
+    expect((await allPagesCsv(pages('id\r\n1\r\n', 'id\r\n').page)).text).toBe('id\r\n1\r\n');
+  });
+
+  it('stops after maxPages requests and says the file is not complete', async () => {
+    const { page, asked } = pages('id\r\n1\r\n', 'id\r\n2\r\n', 'id\r\n3\r\n', 'id\r\n4\r\n');
+    expect(await allPagesCsv(page, 2)).toEqual({ text: 'id\r\n1\r\n2\r\n', complete: false });
+    expect(asked).toHaveLength(2);
   });
 });

@@ -39,7 +39,17 @@ describe('the dashboard identity on token routes', () => {
     await api.post('/orders', b.token, order(3, 'b@example.com'));
     const jwtA = await backofficeJwt(a.merchantId, 'user');
 
-    for (const path of ['/orders', '/orders/stats', '/subscriptions/events', '/metrics/summary', '/webhook-endpoints']) {
+    await api.post('/customers', a.token, { email: 'c@example.com', name: 'C' });
+    for (const path of [
+      '/orders',
+      '/orders/stats',
+      '/subscriptions/events',
+      '/metrics/summary',
+      '/webhook-endpoints',
+      '/customers',
+      '/customers?search=a%40',
+      '/subscriptions',
+    ]) {
       const byJwt = await api.get(path, null, asJwt(jwtA));
       const byToken = await api.get(path, a.token);
       expect(byJwt.status, path).toBe(200);
@@ -73,8 +83,10 @@ describe('the dashboard identity on token routes', () => {
     }
     const valid = await backofficeJwt(merchantId, 'admin');
     expect((await api.get('/orders/stats', null, asJwt(valid))).status).toBe(200);
-    for (const path of ['/customers', '/subscriptions']) expect((await api.get(path, null, asJwt(valid))).status, path).toBe(401);
+    for (const path of ['/subscriptions/1', '/webhook-endpoints/1', '/orders/X-1'])
+      expect((await api.get(path, null, asJwt(valid))).status, path).toBe(401);
     expect((await api.post('/orders', null, order(4, 'x@example.com'), asJwt(valid))).status).toBe(401);
+    expect((await api.post('/customers', null, { email: 'x@example.com' }, asJwt(valid))).status).toBe(401);
   });
 
   it('a user JWT may read but not send a test event (403, nothing sent); an admin may', async () => {
@@ -94,6 +106,36 @@ describe('the dashboard identity on token routes', () => {
     // A JWT without a role: authenticated, not allowed.
     const noRole = (await signLocalJwt(claimsFor(merchantId, ['viewers']))).token;
     expect((await api.get('/orders', null, asJwt(noRole))).body).toEqual(FORBIDDEN);
+  });
+
+  it('webhook endpoints: a user JWT may not create, change, rotate, retry or delete (403, nothing changed); an admin may', async () => {
+    const { merchantId, token } = await newMerchant();
+    const user = asJwt(await backofficeJwt(merchantId, 'user'));
+    const admin = asJwt(await backofficeJwt(merchantId, 'admin'));
+    const body = { url: 'http://127.0.0.1:9/hook', events: ['order.paid'] };
+    expect((await api.post('/webhook-endpoints', null, body, user)).body).toEqual(FORBIDDEN);
+    expect((await api.get('/webhook-endpoints', token)).body.data).toEqual([]);
+    const created = await api.post('/webhook-endpoints', null, body, admin);
+    expect(created.status).toBe(201);
+    expect(created.body.data.secret).toMatch(/^whsec_/);
+    const path = `/webhook-endpoints/${created.body.data.id}`;
+    const denied = [
+      await api.request('PATCH', path, { body: { status: 'disabled' }, headers: user }),
+      await api.post(`${path}/rotate-secret`, null, undefined, user),
+      await api.post(`${path}/deliveries/evt_x/retry`, null, undefined, user),
+      await api.request('DELETE', path, { headers: user }),
+    ];
+    for (const res of denied) expect(res.body).toEqual(FORBIDDEN);
+    const { secret: _, ...unchanged } = created.body.data;
+    expect((await api.get(path, token)).body.data).toEqual(unchanged);
+    const patched = await api.request('PATCH', path, { body: { status: 'disabled', description: 'by the dashboard' }, headers: admin });
+    expect(patched.body.data).toMatchObject({ status: 'disabled', description: 'by the dashboard' });
+    const rotated = await api.post(`${path}/rotate-secret`, null, undefined, admin);
+    expect(rotated.body.data.secret).toMatch(/^whsec_/);
+    expect(rotated.body.data.secret).not.toBe(created.body.data.secret);
+    expect((await api.post(`${path}/deliveries/evt_unknown/retry`, null, undefined, admin)).status).toBe(404);
+    expect((await api.request('DELETE', path, { headers: admin })).status).toBe(204);
+    expect((await api.get(path, token)).status).toBe(404);
   });
 
   it('GET /backoffice/me names the caller: merchant, reporting currency, role', async () => {
@@ -131,6 +173,15 @@ describe('the dashboard identity on token routes', () => {
         'POST /webhook-endpoints/{id}/test admin',
         'GET /activity admin+user',
         'GET /activity/{id} admin+user',
+        'GET /customers admin+user',
+        'GET /customers/{idOrExternalId} admin+user',
+        'GET /customers/{idOrExternalId}/activities admin+user',
+        'GET /subscriptions admin+user',
+        'POST /webhook-endpoints admin',
+        'PATCH /webhook-endpoints/{id} admin',
+        'DELETE /webhook-endpoints/{id} admin',
+        'POST /webhook-endpoints/{id}/rotate-secret admin',
+        'POST /webhook-endpoints/{id}/deliveries/{event_id}/retry admin',
       ].sort(),
     );
     for (const r of routeList.filter((x) => x.dashboard && x.writes)) expect(r.dashboard!.roles, r.path).toEqual(['admin']);
@@ -143,6 +194,6 @@ describe('the dashboard identity on token routes', () => {
       'x-backoffice-roles': ['admin'],
       'x-required-ability': 'webhooks:write',
     });
-    expect(doc.paths['/customers'].get.security).toEqual([{ bearerAuth: ['customers:read'] }]);
+    expect(doc.paths['/customers'].post.security).toEqual([{ bearerAuth: ['customers:write'] }]);
   });
 });

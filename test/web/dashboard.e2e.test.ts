@@ -1,40 +1,25 @@
 /// <reference lib="dom" />
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { readFileSync } from 'node:fs';
 import { parse as parseCsv } from 'csv-parse/sync';
 import Decimal from 'decimal.js';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDashboard } from '../../infra/local/dashboard.ts';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
-import { newMerchant, useApi } from '../support/api.ts';
+import { newMerchant } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
 import { DASHBOARD_CSP } from '../../web/security-headers.ts';
+import { axe, expectFigures, hasChromium, noSideScroll, PHONE, ready, shoot, today, useDashboard, type Viewport } from './browser.ts';
 
 /**
  * The merchant dashboard end to end: the production bundle (built here with Vite), served by the
  * local server next to the real API over DynamoDB Local, in Debian's headless Chromium. Every figure
  * on screen is compared with the API's own answer fetched here with the merchant's token.
- * Screenshots (desktop and phone) and the axe reports go to test/artifacts/dashboard/.
+ * Screenshots (desktop and phone) and the axe reports go to test/artifacts/dashboard/
+ * (test/web/browser.ts). The customers, subscriptions and webhook management views are in
+ * dashboard-views.e2e.test.ts.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const ARTIFACTS = resolve('test/artifacts/dashboard');
-const DIST = resolve('test/artifacts/web-dist');
 const BUNDLE_BUDGET_GZIP = 250 * 1024;
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium)
-  console.warn(`test/web/dashboard.e2e.test.ts skipped: no Chromium at ${CHROMIUM} (.ci/run installs it: apt-get install -y chromium)`);
-
-let session = '';
-const bundle = { gzipBytes: 0, buildMs: 0 };
-beforeAll(async () => {
-  bundle.buildMs = (await buildDashboard({ outDir: DIST, force: true })).ms;
-  const files = readdirSync(join(DIST, 'assets')).map((f) => join(DIST, 'assets', f));
-  bundle.gzipBytes = [join(DIST, 'index.html'), ...files].reduce((sum, f) => sum + gzipSync(readFileSync(f), { level: 9 }).length, 0);
-  mkdirSync(ARTIFACTS, { recursive: true });
-}, 120_000);
-const api = useApi({ dashboard: { root: DIST, session: async () => session } });
+const { api, bundle, origin: originOf, open: openAs, newPage, setSession } = useDashboard('test/web/dashboard.e2e.test.ts', 'web-dist');
 
 describe('the dashboard bundle', () => {
   it(`stays under ${BUNDLE_BUDGET_GZIP / 1024} KB gzipped`, () => {
@@ -58,7 +43,7 @@ describe('the local server serves the dashboard beside the API', () => {
       apiBase: '/v1',
       auth: { kind: 'local', sessionUrl: '/dev/session' },
     });
-    session = 'a.b.c';
+    setSession('a.b.c');
     expect(await (await fetch(`${origin}/dev/session`)).json()).toEqual({ id_token: 'a.b.c' });
     for (const path of ['/%2e%2e/package.json', '/..%2fpackage.json', '/assets/missing.js', '/index.htm']) {
       const res = await fetch(`${origin}${path}`);
@@ -68,21 +53,16 @@ describe('the local server serves the dashboard beside the API', () => {
   });
 });
 
-const today = () => new Date().toISOString().slice(0, 10);
 const monthsAgo = (n: number, day = 1) => {
   const d = new Date();
   return `${new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - n, day, 12)).toISOString().slice(0, 19)}Z`;
 };
-/** The digits (and sign) of a figure as shown, against those of the API's exact decimal. */
-const digits = (text: string) => (text.includes('-') || text.includes('−') ? '-' : '') + text.replace(/[^0-9]/g, '');
 
 describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, () => {
-  let browser: Browser;
   let merchant: { merchantId: string; token: string };
   let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
   let origin = '';
   let paidTwd = new Decimal(0);
-  const contexts: BrowserContext[] = [];
 
   const ok = async (res: Promise<{ status: number; body: any }>, status = 201) => {
     const r = await res;
@@ -91,7 +71,7 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
   };
 
   beforeAll(async () => {
-    origin = api.base.replace(/\/v1$/, '');
+    origin = originOf();
     merchant = await newMerchant();
     const t = merchant.token;
     // Orders: 23 today in TWD (paid and pending), 2 paid in USD: three pages of ten (one batch request).
@@ -144,73 +124,14 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
       api.post('/webhook-endpoints', t, { url: receiver.url, events: ['order.paid'], description: 'e2e receiver' }),
     );
     secrets.push(endpoint.secret);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
   }, 180_000);
 
   afterAll(async () => {
-    for (const c of contexts) await c.close().catch(() => undefined);
-    await browser?.close();
     await receiver?.close();
   });
 
   /** A fresh browser (own sessionStorage) signed in as `role` of the merchant, at a viewport. */
-  const open = async (role: 'admin' | 'user', viewport = { width: 1280, height: 900 }, hash = '') => {
-    session = await backofficeJwt(merchant.merchantId, role);
-    const context = await browser.newContext({ viewport, permissions: ['clipboard-read', 'clipboard-write'] });
-    contexts.push(context);
-    const page = await context.newPage();
-    const failures: string[] = [];
-    page.on('pageerror', (err) => failures.push(err.message));
-    await page.goto(`${origin}/${hash}`);
-    await page.getByTestId('who').waitFor();
-    return { page, failures };
-  };
-  const ready = (page: Page, panel: string) => page.locator(`[data-panel="${panel}"][data-state="ready"]`).waitFor({ timeout: 20_000 });
-  const figure = async (page: Page, id: string) => {
-    const el = page.locator(`[data-figure="${id}"]`);
-    return { raw: await el.getAttribute('data-value'), shown: (await el.locator('dd').textContent()) ?? '' };
-  };
-  const expectFigures = async (page: Page, expected: Record<string, string | number | null>) => {
-    for (const [id, value] of Object.entries(expected)) {
-      const { raw, shown } = await figure(page, id);
-      expect(raw, id).toBe(value === null ? '' : String(value));
-      if (typeof value === 'string') expect(digits(shown), `${id} shown as ${shown}`).toBe(digits(value));
-      if (value === null) expect(shown, id).toBe('—');
-    }
-  };
-  const shoot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
-  const axe = async (page: Page, name: string) => {
-    // Evaluated through the DevTools protocol: the page's CSP (script-src 'self') refuses inline scripts.
-    await page.evaluate(readFileSync(resolve('node_modules/axe-core/axe.min.js'), 'utf8'));
-    const result = await page.evaluate(async () => {
-      const r = await (window as any).axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] });
-      return r.violations.map((v: any) => ({
-        id: v.id,
-        impact: v.impact,
-        help: v.help,
-        nodes: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 5),
-      }));
-    });
-    writeFileSync(join(ARTIFACTS, `axe-${name}.json`), JSON.stringify(result, null, 2));
-    expect(
-      result.filter((v: { impact: string }) => v.impact === 'serious' || v.impact === 'critical'),
-      name,
-    ).toEqual([]);
-  };
-  const noSideScroll = async (page: Page) =>
-    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+  const open = (role: 'admin' | 'user', viewport?: Viewport, hash = '') => openAs(merchant.merchantId, role, viewport, hash);
 
   it('overview: stats, currency switch, summary, MRR series per interval and cohorts equal the API', async () => {
     const { page, failures } = await open('admin');
@@ -588,10 +509,8 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('view-title');
     // A merchant with nothing yet: every panel says so instead of an empty table.
     const empty = await newMerchant();
-    session = await backofficeJwt(empty.merchantId, 'user');
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    contexts.push(context);
-    const fresh = await context.newPage();
+    setSession(await backofficeJwt(empty.merchantId, 'user'));
+    const { page: fresh } = await newPage();
     await fresh.goto(`${origin}/#activity`);
     for (const panel of ['orders', 'events']) await fresh.locator(`[data-panel="${panel}"] .state.empty`).waitFor();
     await fresh.goto(`${origin}/#imports`);
@@ -605,7 +524,7 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
   });
 
   it('phone width: every view fits, without sideways scrolling', async () => {
-    const { page, failures } = await open('admin', { width: 390, height: 844 });
+    const { page, failures } = await open('admin', PHONE);
     for (const [view, panel] of [
       ['overview', 'cohorts'],
       ['activity', 'events'],

@@ -15,18 +15,29 @@ export type Page<T> = { data: T[]; meta: Meta };
 export type Me = Schemas['BackofficeSession'];
 export type MrrEntry = Schemas['MrrEntry'];
 export type OrderStatus = Schemas['Order']['status'];
-export type EventType = Schemas['SubscriptionEvent']['event_type'];
+export type SubscriptionEvent = Schemas['SubscriptionEvent'];
+export type EventType = SubscriptionEvent['event_type'];
 export type Endpoint = Schemas['WebhookEndpoint'];
+export type EndpointWithSecret = Schemas['WebhookEndpointWithSecret'];
+export type EndpointInput = paths['/webhook-endpoints']['post']['requestBody']['content']['application/json'];
+export type WebhookEventType = EndpointInput['events'][number];
+export type Delivery = Schemas['WebhookDelivery'];
+export type Order = Schemas['Order'];
+export type Customer = Schemas['Customer'];
+export type CustomerActivity = Schemas['CustomerActivity'];
+export type Subscription = Schemas['Subscription'];
+export type SubscriptionStatus = Subscription['status'];
 export type ActivityEntry = Schemas['ActivityEntry'];
 export type ActivityType = ActivityEntry['type'];
 /** A skipped or failed item of a batch, as the batch answered it (identifier and message cut to 200 bytes). */
 export type ItemReport = ActivityEntry['results']['failed'][number];
 
-/** A failed call: its status and the server's message as it stands (the client's own ApiError prefixes both). */
+/** A failed call: its status and the server's message as it stands (the client's own ApiError prefixes both); a 422's messages per field. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly errors: Record<string, string[]> = {},
   ) {
     super(message);
   }
@@ -69,6 +80,15 @@ export type Api = ApiClient;
 export const ok = async <D>(call: Promise<{ data?: D; error?: unknown; response: Response }>): Promise<D> => {
   const { data, error, response } = await call;
   if (response.ok) return data as D;
-  const message = (error as { message?: string } | null | undefined)?.message;
-  throw new ApiError(response.status, message ?? `HTTP ${response.status}`);
+  const body = error as { message?: string; errors?: Record<string, string[]> } | null | undefined;
+  throw new ApiError(response.status, body?.message ?? `HTTP ${response.status}`, body?.errors);
+};
+
+/** A list read as the API's own CSV (`Accept: text/csv`): spread into the call's options. */
+export const AS_CSV = { parseAs: 'text', headers: { Accept: 'text/csv' } } as const;
+
+/** One page of a list as CSV text, and the next page's cursor (X-Next-Cursor: a CSV answer has no meta). */
+export const csvPage = async (call: Promise<{ data?: string; error?: unknown; response: Response }>) => {
+  const answer = await call;
+  return { text: await ok(Promise.resolve(answer)), next: answer.response.headers.get('x-next-cursor') };
 };

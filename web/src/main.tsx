@@ -3,38 +3,50 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { createApi, loadConfig, ok, type Api, type Me } from './api';
 import { signOut, type DashboardConfig } from './auth';
 import { Activity } from './views/activity';
+import { Customers } from './views/customers';
 import { Imports } from './views/imports';
 import { Overview } from './views/overview';
+import { Subscriptions } from './views/subscriptions';
 import { TokenView } from './views/token';
 import { Webhooks } from './views/webhooks';
 import './styles.css';
 
 const VIEWS = [
   { id: 'overview', label: 'Overview', View: Overview },
+  { id: 'customers', label: 'Customers', View: Customers },
+  { id: 'subscriptions', label: 'Subscriptions', View: Subscriptions },
   { id: 'activity', label: 'Orders & events', View: Activity },
   { id: 'imports', label: 'Imports', View: Imports },
   { id: 'webhooks', label: 'Webhooks', View: Webhooks },
   { id: 'token', label: 'API token', View: TokenView },
 ] as const;
 type ViewId = (typeof VIEWS)[number]['id'];
+type Route = { view: ViewId; arg?: string };
 
-const viewFromHash = (): ViewId => VIEWS.find((v) => `#${v.id}` === location.hash)?.id ?? 'overview';
+/** `#<view>`, or `#customers/<id>` for one customer; anything else is the overview. */
+const routeFromHash = (): Route => {
+  const [, id, arg] = /^#([a-z]+)(?:\/(\d+))?$/.exec(location.hash) ?? [];
+  const view = VIEWS.find((v) => v.id === id)?.id;
+  if (!view || (arg && view !== 'customers')) return { view: 'overview' };
+  return arg ? { view, arg } : { view };
+};
 
 const Dashboard = ({ config, api, me }: { config: DashboardConfig; api: Api; me: Me }) => {
-  const [view, setView] = useState<ViewId>(viewFromHash);
+  const [{ view, arg }, setRoute] = useState<Route>(routeFromHash);
   useEffect(() => {
-    const onHash = () => setView(viewFromHash());
+    const onHash = () => setRoute(routeFromHash());
     addEventListener('hashchange', onHash);
     return () => removeEventListener('hashchange', onHash);
   }, []);
   const { View, label } = VIEWS.find((v) => v.id === view)!;
+  const title = arg ? `Customer #${arg}` : label;
   // On a view change (not the first load, which starts at the skip link) focus moves to its heading.
   const firstView = useRef(true);
   useEffect(() => {
-    document.title = `${label} · ${me.name} · Revenue dashboard`;
+    document.title = `${title} · ${me.name} · Revenue dashboard`;
     if (firstView.current) firstView.current = false;
     else document.getElementById('view-title')?.focus();
-  }, [view]);
+  }, [view, arg]);
   return (
     <>
       <a class="skip" href="#main">
@@ -58,11 +70,11 @@ const Dashboard = ({ config, api, me }: { config: DashboardConfig; api: Api; me:
           Sign out
         </button>
       </header>
-      <main id="main" data-view={view}>
+      <main id="main" data-view={view} data-arg={arg}>
         <h1 id="view-title" tabIndex={-1}>
-          {label}
+          {title}
         </h1>
-        <View api={api} me={me} />
+        <View api={api} me={me} arg={arg} />
       </main>
     </>
   );

@@ -1,6 +1,8 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { Meta, Page } from './api';
+import { allPagesCsv, CSV_MAX_PAGES, CSV_PAGE_SIZE, type CsvPage, saveFile } from './csv';
+import { count, money, percent, ratio } from './format';
 
 /** A load's state, always naming the parameters it belongs to. */
 export type Async<T, P = null> = { params: P } & ({ state: 'loading' } | { state: 'error'; error: Error } | { state: 'ready'; data: T });
@@ -151,32 +153,256 @@ export const Pager = ({ meta, onPage, label }: { meta: Meta; onPage: (page: numb
   </nav>
 );
 
-/** One page of a list: its rows in a scrollable table, and the pager under it. */
-export const PagedTable = <T,>(props: {
+/**
+ * A column of a list: its heading, the cell of an item, and whether it is a number (right-aligned).
+ * The first column is the row's heading (`th scope="row"`). `hideLabel`: the heading is for screen
+ * readers only (a column of buttons).
+ */
+export type Column<T> = { label: string; cell: (item: T) => ComponentChildren; num?: boolean; hideLabel?: boolean };
+
+/**
+ * A list as a table, one item a row. At phone width (styles.css, `table.stack`) each row becomes a
+ * card and each cell is shown under its column's name (`data-label`), so no column needs sideways
+ * scrolling to be seen.
+ */
+export const ListTable = <T,>(props: {
+  label: string;
+  testId: string;
+  columns: Column<T>[];
+  items: T[];
+  rowKey: (item: T) => string | number;
+  /** Attributes of an item's row (what the end-to-end test reads, `aria-current`). */
+  rowAttrs?: (item: T) => Record<string, string | undefined>;
+}) => (
+  <TableScroll label={props.label}>
+    <table class="stack" data-testid={props.testId}>
+      <thead>
+        <tr>
+          {props.columns.map((c) => (
+            <th scope="col" key={c.label} class={c.num ? 'num' : undefined}>
+              {c.hideLabel ? <span class="visually-hidden">{c.label}</span> : c.label}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {props.items.map((item) => (
+          <tr key={props.rowKey(item)} {...props.rowAttrs?.(item)}>
+            {props.columns.map((c, i) => {
+              const label = c.hideLabel ? undefined : c.label;
+              return i === 0 ? (
+                <th scope="row" key={c.label} data-label={label}>
+                  {c.cell(item)}
+                </th>
+              ) : (
+                <td key={c.label} class={c.num ? 'num' : undefined} data-label={label}>
+                  {c.cell(item)}
+                </td>
+              );
+            })}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  </TableScroll>
+);
+
+type PagedTableProps<T> = {
   label: string;
   /** The pager's name when it differs from the table's. */
   pagerLabel?: string;
   testId: string;
-  cols: ComponentChildren[];
+  columns: Column<T>[];
   page: Page<T>;
   onPage: (page: number) => void;
-  row: (item: T) => ComponentChildren;
-}) => (
+  rowKey: (item: T) => string | number;
+  rowAttrs?: (item: T) => Record<string, string | undefined>;
+};
+
+/** One page of a list: its rows (ListTable) and the pager under it. */
+export const PagedTable = <T,>(props: PagedTableProps<T>) => (
   <>
-    <TableScroll label={props.label}>
-      <table data-testid={props.testId}>
-        <Head cols={props.cols} />
-        <tbody>{props.page.data.map(props.row)}</tbody>
-      </table>
-    </TableScroll>
+    <ListTable
+      label={props.label}
+      testId={props.testId}
+      columns={props.columns}
+      items={props.page.data}
+      rowKey={props.rowKey}
+      rowAttrs={props.rowAttrs}
+    />
     <Pager meta={props.page.meta} onPage={props.onPage} label={props.pagerLabel ?? props.label} />
   </>
 );
 
-/** A figure with its exact API value kept in `data-value` (what the end-to-end test compares). */
-export const Figure = ({ label, value, raw, id }: { label: string; value: string; raw: string | number | null; id: string }) => (
-  <div class="figure" data-figure={id} data-value={raw === null ? '' : String(raw)}>
-    <dt>{label}</dt>
-    <dd>{value}</dd>
+/** A wide panel holding one page of a list (empty when the list's total is 0), with what goes above the table. */
+export const ListPanel = <T, P>(props: {
+  id: string;
+  title: string;
+  result: Async<Page<T>, P>;
+  retry: () => void;
+  empty: string;
+  actions?: ComponentChildren;
+  /** Above the table, given the parameters the page was loaded for. */
+  above?: (params: P) => ComponentChildren;
+  table: Omit<PagedTableProps<T>, 'page'>;
+}) => (
+  <Panel
+    id={props.id}
+    title={props.title}
+    wide
+    result={props.result}
+    retry={props.retry}
+    isEmpty={(p) => p.meta.total === 0}
+    empty={props.empty}
+    actions={props.actions}
+  >
+    {(page, params) => (
+      <>
+        {props.above?.(params)}
+        <PagedTable {...props.table} page={page} />
+      </>
+    )}
+  </Panel>
+);
+
+/** A status as a coloured badge that also writes it (colour is never the only sign). */
+export const Badge = ({ status, tone }: { status: string; tone?: 'good' | 'warn' | 'bad' | 'off' }) => (
+  <span class={`badge${tone ? ` ${tone}` : ''}`}>{status}</span>
+);
+
+/**
+ * A figure with its exact API value kept in `data-value` (what the end-to-end test compares) and,
+ * under it, what it is: its definition and the period it covers.
+ */
+export const Figure = (props: { label: string; value: string; raw: string | number | null; id: string; note?: string }) => (
+  <div class="figure" data-figure={props.id} data-value={props.raw === null ? '' : String(props.raw)}>
+    <dt>{props.label}</dt>
+    <dd class="value">{props.value}</dd>
+    {props.note && <dd class="note">{props.note}</dd>}
   </div>
 );
+
+/** How a figure is written: an amount in the currency, a count, a percentage, a ratio, or the text as it is. */
+type FigureKind = 'money' | 'count' | 'percent' | 'ratio' | 'text';
+/** A figure of an answer: its field, what it is called and what it means (`id`: its name on the page, default the field). */
+export type FigureSpec<D> = { key: keyof D & string; id?: string; label: string; kind: FigureKind; note: string; digits?: number };
+
+const written = (kind: FigureKind, raw: string | number | null, currency: string, digits?: number): string => {
+  if (raw === null) return kind === 'text' ? 'none' : '—';
+  if (kind === 'money') return money(String(raw), currency);
+  if (kind === 'count') return count(Number(raw));
+  if (kind === 'percent') return percent(Number(raw), digits);
+  if (kind === 'ratio') return ratio(Number(raw));
+  return String(raw);
+};
+
+/** An answer's figures as a list, each written by its kind and explained by its note. */
+export const Figures = <D,>(props: {
+  data: D;
+  currency: string;
+  specs: FigureSpec<D>[];
+  compact?: boolean;
+  /** Attributes of the list (what the figures were loaded for). */
+  attrs?: Record<string, string>;
+}) => (
+  <dl class={`figures${props.compact ? ' compact' : ''}`} {...props.attrs}>
+    {props.specs.map((f) => {
+      const raw = props.data[f.key] as string | number | null;
+      return (
+        <Figure
+          key={f.id ?? f.key}
+          id={f.id ?? f.key}
+          label={f.label}
+          value={written(f.kind, raw, props.currency, f.digits)}
+          raw={raw}
+          note={f.note}
+        />
+      );
+    })}
+  </dl>
+);
+
+/**
+ * A secret the API shows once (an API token, a webhook signing secret), with a Copy button, until
+ * the reader says they stored it. Nothing keeps it: a reload or another view forgets it.
+ */
+export const ShownOnce = (props: {
+  title: string;
+  note: string;
+  label: string;
+  value: string;
+  testId: string;
+  onDone: () => void;
+  /** The heading's level where it stands (2 directly under the view's heading). */
+  level?: 2 | 3;
+}) => {
+  const Heading = props.level === 2 ? 'h2' : 'h3';
+  const [copied, setCopied] = useState('');
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.value);
+      setCopied('Copied to the clipboard.');
+    } catch {
+      setCopied('Copy failed: select the text and copy it by hand.');
+    }
+  };
+  const id = `${props.testId}-title`;
+  return (
+    // biome-ignore lint/a11y/useSemanticElements: groups the secret with its heading; a fieldset would mark it as a form
+    <div class="issued" role="group" aria-labelledby={id}>
+      <Heading id={id}>{props.title}</Heading>
+      <p>{props.note}</p>
+      <div class="issued-row">
+        <label class="visually-hidden" for={props.testId}>
+          {props.label}
+        </label>
+        <input id={props.testId} readOnly value={props.value} onFocus={(e) => e.currentTarget.select()} data-testid={props.testId} />
+        <button type="button" onClick={copy}>
+          Copy
+        </button>
+      </div>
+      <p role="status">{copied}</p>
+      <button type="button" onClick={props.onDone}>
+        I have stored it
+      </button>
+    </div>
+  );
+};
+
+/**
+ * Downloads a list as the API's CSV, every page of the current filters (at most CSV_MAX_PAGES), and
+ * says in a live region what it saved.
+ */
+export const DownloadCsv = (props: {
+  fileName: string;
+  testId: string;
+  /** One page of the list as CSV, from `cursor` (the first page without one). */
+  page: (cursor: string | undefined) => Promise<CsvPage>;
+}) => {
+  const [state, setState] = useState<{ busy: boolean; notice: string }>({ busy: false, notice: '' });
+  const run = async () => {
+    setState({ busy: true, notice: '' });
+    try {
+      const { text, complete } = await allPagesCsv(props.page);
+      saveFile(props.fileName, text);
+      setState({
+        busy: false,
+        notice: complete
+          ? `Saved ${props.fileName}.`
+          : `Saved the first ${count(CSV_MAX_PAGES * CSV_PAGE_SIZE)} rows as ${props.fileName}; the API gives the rest.`,
+      });
+    } catch (err) {
+      setState({ busy: false, notice: `Could not download: ${(err as Error).message}` });
+    }
+  };
+  return (
+    <div class="download">
+      <button type="button" onClick={run} disabled={state.busy} data-testid={props.testId}>
+        {state.busy ? 'Downloading…' : 'Download CSV'}
+      </button>
+      <p class="notice" role="status">
+        {state.notice}
+      </p>
+    </div>
+  );
+};

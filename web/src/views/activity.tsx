@@ -1,11 +1,34 @@
 import { useState } from 'preact/hooks';
-import { type EventType, ok, type OrderStatus, query, type Api, type Me } from '../api';
+import { type EventType, ok, type Order, type OrderStatus, query, type Api, type Me, type SubscriptionEvent } from '../api';
 import { money, when } from '../format';
-import { Choice, PagedTable, Panel, useAsync } from '../ui';
+import { Choice, type Column, ListPanel, useAsync } from '../ui';
 
 const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'];
 const EVENT_TYPES = ['created', 'upgrade', 'downgrade', 'cancel', 'reactivated'];
 const PER_PAGE = 10;
+
+/** An order's columns (the customer's own page leaves out the customer). */
+export const orderColumns = (withCustomer: boolean): Column<Order>[] => [
+  { label: 'Order', cell: (o) => o.order_no },
+  ...(withCustomer
+    ? [{ label: 'Customer', cell: (o: Order) => (o.customer_name ? `${o.customer_name} · ${o.customer_email}` : o.customer_email) }]
+    : []),
+  { label: 'Amount', num: true, cell: (o) => <span data-value={o.amount}>{money(o.amount, o.currency)}</span> },
+  { label: 'Status', cell: (o) => <span class={`badge ${o.status}`}>{o.status}</span> },
+  { label: 'Created', cell: (o) => when(o.created_at) },
+];
+
+const eventColumns = (ccy: string): Column<SubscriptionEvent>[] => [
+  { label: 'When', cell: (e) => when(e.occurred_at) },
+  { label: 'Type', cell: (e) => e.event_type },
+  { label: 'Customer', cell: (e) => <a href={`#customers/${e.customer_id}`}>#{e.customer_id}</a> },
+  { label: 'Plan', cell: (e) => e.new_plan ?? '—' },
+  {
+    label: 'MRR change',
+    num: true,
+    cell: (e) => `${money(e.old_amount, ccy)} → ${money(e.new_amount, ccy)} (${money(e.amount_change, ccy)})`,
+  },
+];
 
 type OrderFilters = { status: OrderStatus | ''; customer_email: string; start_date: string; end_date: string };
 
@@ -23,13 +46,11 @@ const OrdersPanel = ({ api }: { api: Api }) => {
     setPage(1);
   };
   return (
-    <Panel
+    <ListPanel
       id="orders"
       title="Recent orders"
-      wide
       result={result}
       retry={retry}
-      isEmpty={(p) => p.meta.total === 0}
       empty="No orders match."
       actions={
         <form class="filters" onSubmit={submit} aria-label="Order filters">
@@ -49,30 +70,15 @@ const OrdersPanel = ({ api }: { api: Api }) => {
           <button type="submit">Apply</button>
         </form>
       }
-    >
-      {(p) => (
-        <PagedTable
-          label="Orders"
-          testId="orders"
-          cols={['Order', 'Customer', 'Amount', 'Status', 'Created']}
-          page={p}
-          onPage={setPage}
-          row={(o) => (
-            <tr key={o.id} data-order-no={o.order_no}>
-              <th scope="row">{o.order_no}</th>
-              <td>{o.customer_name ? `${o.customer_name} · ${o.customer_email}` : o.customer_email}</td>
-              <td class="num" data-value={o.amount}>
-                {money(o.amount, o.currency)}
-              </td>
-              <td>
-                <span class={`badge ${o.status}`}>{o.status}</span>
-              </td>
-              <td>{when(o.created_at)}</td>
-            </tr>
-          )}
-        />
-      )}
-    </Panel>
+      table={{
+        label: 'Orders',
+        testId: 'orders',
+        columns: orderColumns(true),
+        onPage: setPage,
+        rowKey: (o) => o.id,
+        rowAttrs: (o) => ({ 'data-order-no': o.order_no }),
+      }}
+    />
   );
 };
 
@@ -83,13 +89,11 @@ const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
     ok(api.GET('/subscriptions/events', { params: { query: query({ ...q, per_page: PER_PAGE }) } })),
   );
   return (
-    <Panel
+    <ListPanel
       id="events"
       title="Subscription events"
-      wide
       result={result}
       retry={retry}
-      isEmpty={(p) => p.meta.total === 0}
       empty="No subscription events match."
       actions={
         <Choice
@@ -102,30 +106,15 @@ const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
           options={[{ value: '', label: 'any' }, ...EVENT_TYPES]}
         />
       }
-    >
-      {(p) => (
-        <PagedTable
-          label="Subscription events"
-          pagerLabel="Events"
-          testId="events"
-          cols={['When', 'Type', 'Customer', 'Plan', 'MRR change']}
-          page={p}
-          onPage={setPage}
-          row={(e) => (
-            <tr key={e.id}>
-              <th scope="row">{when(e.occurred_at)}</th>
-              <td>{e.event_type}</td>
-              <td>#{e.customer_id}</td>
-              <td>{e.new_plan ?? '—'}</td>
-              <td class="num">
-                {money(e.old_amount, me.reporting_currency)} → {money(e.new_amount, me.reporting_currency)} (
-                {money(e.amount_change, me.reporting_currency)})
-              </td>
-            </tr>
-          )}
-        />
-      )}
-    </Panel>
+      table={{
+        label: 'Subscription events',
+        pagerLabel: 'Events',
+        testId: 'events',
+        columns: eventColumns(me.reporting_currency),
+        onPage: setPage,
+        rowKey: (e) => e.id,
+      }}
+    />
   );
 };
 

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ok, type ActivityEntry, type ActivityPage, type ActivityType, type Api, type ItemReport, type Me } from '../api';
-import { toCsv } from '../csv';
+import { saveFile, toCsv } from '../csv';
 import { count, when } from '../format';
 import { Figure, Head, Pager, Panel, TableScroll, useAsync } from '../ui';
 
@@ -174,19 +174,6 @@ const ItemTable = ({ id, title, rows, withBatch }: { id: string; title: string; 
     )}
   </div>
 );
-
-/** Saves `text` as a file through a temporary link (no request: the page already holds the data). */
-const saveFile = (name: string, text: string) => {
-  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv;charset=utf-8' }));
-  const link = document.createElement('a');
-  link.href = url;
-  link.download = name;
-  document.body.append(link);
-  link.click();
-  link.remove();
-  // Released once the browser has taken the file.
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-};
 
 /** The failed items as CSV: `index,identifier,reason,message` for a batch; a run's rows also name their batch and its type. */
 const failedCsv = (rows: Row[], withBatch: boolean) =>

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks';
 import { ok, query, type Api, type Me } from '../api';
 import { MOVEMENTS, MrrChart } from '../chart';
-import { count, CURRENCIES, money, percent, ratio } from '../format';
-import { Choice, Figure, Head, Panel, TableScroll, useAsync } from '../ui';
+import { CURRENCIES, money, percent } from '../format';
+import { Choice, Figures, Head, Panel, TableScroll, useAsync } from '../ui';
 
 const RANGES = [
   { id: '30d', label: 'Last 30 days', days: 29 },
@@ -34,45 +34,89 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
       actions={<Choice label="Currency" value={currency} onChange={setCurrency} options={options} testId="stats-currency" />}
     >
       {({ data }, { currency: shown }) => (
-        <dl class="figures" data-currency={shown}>
-          <Figure id="today_revenue" label="Today's revenue" value={money(data.today_revenue, shown)} raw={data.today_revenue} />
-          <Figure id="monthly_revenue" label="This month's revenue" value={money(data.monthly_revenue, shown)} raw={data.monthly_revenue} />
-          <Figure id="today_count" label="Today's orders" value={count(data.today_count)} raw={data.today_count} />
-          <Figure
-            id="today_success_rate"
-            label="Success rate today"
-            value={percent(data.today_success_rate, 1)}
-            raw={data.today_success_rate}
-          />
-        </dl>
+        <Figures
+          data={data}
+          currency={shown}
+          attrs={{ 'data-currency': shown }}
+          specs={[
+            {
+              key: 'today_revenue',
+              label: "Today's revenue",
+              kind: 'money',
+              note: `Orders in ${shown} paid today (UTC), by payment time; refunds taken out`,
+            },
+            {
+              key: 'monthly_revenue',
+              label: "This month's revenue",
+              kind: 'money',
+              note: `Orders in ${shown} paid from the 1st of this month (UTC) to now`,
+            },
+            { key: 'today_count', label: "Today's orders", kind: 'count', note: 'Orders created today (UTC), in any currency and status' },
+            {
+              key: 'today_success_rate',
+              label: 'Success rate today',
+              kind: 'percent',
+              digits: 1,
+              note: "Of today's orders, the share paid now",
+            },
+          ]}
+        />
       )}
     </Panel>
   );
 };
 
+/** The two churn rates' definitions, for the 30-day summary and a range's (`over`: when, `base`: against what). */
+const customerChurn = (over: string, base: string) =>
+  `Customers lost (their last live subscription cancelled) ${over} ÷ active customers ${base}`;
+const mrrChurn = (over: string, base: string) => `MRR lost to churn and contraction ${over} ÷ MRR ${base} (gross)`;
+
 const SummaryPanel = ({ api, me }: { api: Api; me: Me }) => {
   const [result, retry] = useAsync(null, () => ok(api.GET('/metrics/summary')));
   const ccy = me.reporting_currency;
+  // The API's window: today and the 29 days before it (UTC).
+  const days = `${rangeStart('30d')} to ${isoDay(new Date())}`;
+  const before = 'before it';
+  const over = `in ${days}`;
   return (
-    <Panel id="summary" title="Recurring revenue (last 30 days)" result={result} retry={retry}>
+    <Panel id="summary" title="Recurring revenue: now, and the last 30 days" result={result} retry={retry}>
       {({ data: s }) => (
-        <dl class="figures">
-          <Figure id="current_mrr" label="MRR" value={money(s.current_mrr, ccy)} raw={s.current_mrr} />
-          <Figure id="arr" label="ARR" value={money(s.arr, ccy)} raw={s.arr} />
-          <Figure id="arpa" label="ARPA" value={money(s.arpa, ccy)} raw={s.arpa} />
-          <Figure id="active_customers" label="Active customers" value={count(s.active_customers)} raw={s.active_customers} />
-          <Figure
-            id="active_subscriptions"
-            label="Active subscriptions"
-            value={count(s.active_subscriptions)}
-            raw={s.active_subscriptions}
+        <>
+          <p class="hint" data-testid="summary-window">
+            Levels are today's; rates and the quick ratio cover {days} (UTC). Amounts in {ccy}.
+          </p>
+          <Figures
+            data={s}
+            currency={ccy}
+            specs={[
+              {
+                key: 'current_mrr',
+                label: 'MRR',
+                kind: 'money',
+                note: 'Monthly recurring revenue now: subscriptions and running recurring orders',
+              },
+              { key: 'arr', label: 'ARR', kind: 'money', note: '12 × MRR now' },
+              { key: 'arpa', label: 'ARPA', kind: 'money', note: 'MRR now ÷ active customers' },
+              { key: 'active_customers', label: 'Active customers', kind: 'count', note: 'Customers with MRR above 0 now' },
+              { key: 'active_subscriptions', label: 'Active subscriptions', kind: 'count', note: 'Started, not paused or cancelled, now' },
+              { key: 'customer_churn_rate', label: 'Customer churn rate', kind: 'percent', note: customerChurn(over, before) },
+              { key: 'mrr_churn_rate', label: 'MRR churn rate', kind: 'percent', note: mrrChurn(over, before) },
+              {
+                key: 'net_mrr_churn_rate',
+                label: 'Net MRR churn rate',
+                kind: 'percent',
+                note: `MRR lost less expansion and reactivation ${over} ÷ MRR ${before}`,
+              },
+              {
+                key: 'quick_ratio',
+                label: 'Quick ratio',
+                kind: 'ratio',
+                note: `MRR gained (new, expansion, reactivation) ÷ MRR lost, ${over}`,
+              },
+              { key: 'ltv', label: 'LTV', kind: 'money', note: 'ARPA ÷ the customer churn rate above' },
+            ]}
           />
-          <Figure id="customer_churn_rate" label="Customer churn" value={percent(s.customer_churn_rate)} raw={s.customer_churn_rate} />
-          <Figure id="mrr_churn_rate" label="MRR churn" value={percent(s.mrr_churn_rate)} raw={s.mrr_churn_rate} />
-          <Figure id="net_mrr_churn_rate" label="Net MRR churn" value={percent(s.net_mrr_churn_rate)} raw={s.net_mrr_churn_rate} />
-          <Figure id="quick_ratio" label="Quick ratio" value={ratio(s.quick_ratio)} raw={s.quick_ratio} />
-          <Figure id="ltv" label="LTV" value={money(s.ltv, ccy)} raw={s.ltv} />
-        </dl>
+        </>
       )}
     </Panel>
   );
@@ -119,23 +163,41 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
     >
       {(series, loaded) => (
         <>
-          <dl class="figures compact" data-interval={loaded.interval} data-range={loaded.range}>
-            <Figure id="range_mrr" label="MRR at the end" value={money(series.summary.current_mrr, ccy)} raw={series.summary.current_mrr} />
-            <Figure id="range_arr" label="ARR" value={money(series.summary.arr, ccy)} raw={series.summary.arr} />
-            <Figure id="range_arpa" label="ARPA" value={money(series.summary.arpa, ccy)} raw={series.summary.arpa} />
-            <Figure
-              id="range_customer_churn"
-              label="Customer churn"
-              value={percent(series.summary.customer_churn_rate)}
-              raw={series.summary.customer_churn_rate}
-            />
-            <Figure
-              id="range_mrr_churn"
-              label="MRR churn"
-              value={percent(series.summary.mrr_churn_rate)}
-              raw={series.summary.mrr_churn_rate}
-            />
-          </dl>
+          <p class="hint" data-testid="range-window">
+            {RANGES.find((r) => r.id === loaded.range)!.label}: {rangeStart(loaded.range)} to {isoDay(new Date())} (UTC), by{' '}
+            {loaded.interval}. Amounts in {ccy}.
+          </p>
+          <Figures
+            data={series.summary}
+            currency={ccy}
+            compact
+            attrs={{ 'data-interval': loaded.interval, 'data-range': loaded.range }}
+            specs={[
+              {
+                key: 'current_mrr',
+                id: 'range_mrr',
+                label: 'MRR at the end',
+                kind: 'money',
+                note: "MRR at the end of the range's last day",
+              },
+              { key: 'arr', id: 'range_arr', label: 'ARR', kind: 'money', note: '12 × MRR at the end' },
+              { key: 'arpa', id: 'range_arpa', label: 'ARPA', kind: 'money', note: 'MRR at the end ÷ active customers then' },
+              {
+                key: 'customer_churn_rate',
+                id: 'range_customer_churn',
+                label: 'Customer churn rate',
+                kind: 'percent',
+                note: customerChurn('in the range', 'just before it'),
+              },
+              {
+                key: 'mrr_churn_rate',
+                id: 'range_mrr_churn',
+                label: 'MRR churn rate',
+                kind: 'percent',
+                note: mrrChurn('in the range', 'just before it'),
+              },
+            ]}
+          />
           <MrrChart entries={series.data} currency={ccy} interval={loaded.interval} />
           <details class="data-table">
             <summary>MRR movements as a table</summary>

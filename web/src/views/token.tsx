@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, ok, type Api, type Me } from '../api';
 import { when } from '../format';
-import { Panel, useAsync } from '../ui';
+import { Panel, ShownOnce, useAsync } from '../ui';
 
 /** 404 means "no valid token": the panel's empty state, not an error. */
 const viewOrNull = (api: Api) =>
@@ -12,39 +12,6 @@ const viewOrNull = (api: Api) =>
       throw err;
     },
   );
-
-/** The plain token, shown once after create / regenerate, with a copy button. */
-const Issued = ({ token, onDone }: { token: string; onDone: () => void }) => {
-  const [copied, setCopied] = useState('');
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(token);
-      setCopied('Copied to the clipboard.');
-    } catch {
-      setCopied('Copy failed: select the token and copy it by hand.');
-    }
-  };
-  return (
-    // biome-ignore lint/a11y/useSemanticElements: groups the new token with its heading; a fieldset would mark it as a form
-    <div class="issued" role="group" aria-labelledby="issued-title">
-      <h3 id="issued-title">Your new API token</h3>
-      <p>It is shown only now: store it in your secrets manager before you leave this page.</p>
-      <div class="issued-row">
-        <label class="visually-hidden" for="issued-token">
-          New API token
-        </label>
-        <input id="issued-token" readOnly value={token} onFocus={(e) => e.currentTarget.select()} data-testid="issued-token" />
-        <button type="button" onClick={copy}>
-          Copy
-        </button>
-      </div>
-      <p role="status">{copied}</p>
-      <button type="button" onClick={onDone}>
-        I have stored it
-      </button>
-    </div>
-  );
-};
 
 export const TokenView = ({ api, me }: { api: Api; me: Me }) => {
   const [result, retry] = useAsync(null, () => viewOrNull(api));
@@ -75,7 +42,16 @@ export const TokenView = ({ api, me }: { api: Api; me: Me }) => {
       <Panel id="token" title="API token" wide result={result} retry={retry}>
         {(token) => (
           <>
-            {issued && <Issued token={issued} onDone={() => setIssued(null)} />}
+            {issued && (
+              <ShownOnce
+                title="Your new API token"
+                note="It is shown only now: store it in your secrets manager before you leave this page."
+                label="New API token"
+                value={issued}
+                testId="issued-token"
+                onDone={() => setIssued(null)}
+              />
+            )}
             {token ? (
               <dl class="token" data-testid="token-view">
                 <dt>Token</dt>

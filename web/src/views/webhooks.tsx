@@ -1,7 +1,207 @@
-import { useState } from 'preact/hooks';
-import { type ApiError, ok, type Api, type Endpoint, type Me } from '../api';
+import { useEffect, useState } from 'preact/hooks';
+import { type Api, ApiError, type Delivery, type Endpoint, type EndpointInput, type Me, ok, type WebhookEventType } from '../api';
 import { when } from '../format';
-import { Head, PagedTable, Panel, TableScroll, useAsync } from '../ui';
+import { Badge, type Column, ListPanel, ListTable, Panel, ShownOnce, useAsync } from '../ui';
+
+/**
+ * Webhooks: the merchant's endpoints and, for the one selected, its delivery log. Admins add, edit,
+ * enable or disable, rotate the secret of and delete endpoints, send a test event and send a logged
+ * event again; a signing secret is shown once, as the API answers it. Users only read.
+ */
+type EventType = Exclude<WebhookEventType, '*'>;
+/** Every event type an endpoint can receive, with its name on the page (the type keeps the list whole). */
+const EVENT_TYPES: Record<EventType, string> = {
+  'order.created': 'Order created',
+  'order.paid': 'Order paid',
+  'order.failed': 'Order failed',
+  'order.refunded': 'Order refunded',
+  'order.cancelled': 'Order cancelled',
+  'subscription.created': 'Subscription created',
+  'subscription.updated': 'Subscription updated',
+  'subscription.paused': 'Subscription paused',
+  'subscription.reactivated': 'Subscription reactivated',
+  'subscription.cancelled': 'Subscription cancelled',
+};
+const ALL = '*';
+const eventsText = (events: string[]) => (events.includes(ALL) ? 'All events' : events.join(', '));
+const failed = (err: unknown) => (err as Error).message;
+
+/** A button whose accessible name also names the endpoint or delivery it acts on. */
+const RowButton = (props: { label: string; of: string; onClick: () => void; danger?: boolean; pressed?: boolean; testId?: string }) => (
+  <button
+    type="button"
+    class={props.danger ? 'danger' : undefined}
+    onClick={props.onClick}
+    aria-pressed={props.pressed}
+    data-testid={props.testId}
+  >
+    {props.label}
+    <span class="visually-hidden"> {props.of}</span>
+  </button>
+);
+
+type Editing = { mode: 'create' } | { mode: 'edit'; endpoint: Endpoint };
+
+/** The messages of a 422 for a field and its items (`events`, `events.1`). */
+const messagesFor = (errors: Record<string, string[]>, field: string) =>
+  Object.entries(errors)
+    .filter(([k]) => k === field || k.startsWith(`${field}.`))
+    .flatMap(([, m]) => m);
+
+/** A labelled input with the API's messages for it (aria-invalid, described by them). */
+const Field = (props: {
+  name: string;
+  label: string;
+  type: string;
+  value: string;
+  errors: string[];
+  required?: boolean;
+  hint?: string;
+}) => {
+  const id = `endpoint-${props.name}`;
+  const described = [props.hint ? `${id}-hint` : '', props.errors.length ? `${id}-error` : ''].filter(Boolean).join(' ');
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <input
+        id={id}
+        name={props.name}
+        type={props.type}
+        defaultValue={props.value}
+        required={props.required}
+        maxLength={props.name === 'description' ? 255 : 2048}
+        autoComplete="off"
+        aria-invalid={props.errors.length > 0}
+        aria-describedby={described || undefined}
+      />
+      {props.hint && (
+        <p id={`${id}-hint`} class="hint">
+          {props.hint}
+        </p>
+      )}
+      {props.errors.length > 0 && (
+        <p id={`${id}-error`} class="field-error">
+          {props.errors.join(' ')}
+        </p>
+      )}
+    </div>
+  );
+};
+
+/**
+ * Adds an endpoint or changes one: URL, event types (or all of them), description. An edit sends
+ * only what changed (a changed URL is checked again by the API). The API's 422 messages are shown
+ * by their fields.
+ */
+const EndpointForm = (props: {
+  api: Api;
+  editing: Editing;
+  onSaved: (saved: Endpoint & { secret?: string }) => void;
+  onCancel: () => void;
+}) => {
+  const current = props.editing.mode === 'edit' ? props.editing.endpoint : null;
+  const [all, setAll] = useState(current?.events.includes(ALL) ?? false);
+  const [errors, setErrors] = useState<Record<string, string[]>>({});
+  const [message, setMessage] = useState('');
+  const [busy, setBusy] = useState(false);
+  useEffect(() => document.getElementById('endpoint-form-title')?.focus(), []);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget as HTMLFormElement);
+    const url = String(form.get('url') ?? '').trim();
+    const events = (all ? [ALL] : form.getAll('events').map(String)) as EndpointInput['events'];
+    const description = String(form.get('description') ?? '').trim() || null;
+    setBusy(true);
+    setErrors({});
+    setMessage('');
+    try {
+      if (!current) {
+        const { data } = await ok(props.api.POST('/webhook-endpoints', { body: { url, events, description } }));
+        props.onSaved(data);
+      } else {
+        const same = (a: string[], b: string[]) => [...a].sort().join() === [...b].sort().join();
+        const changes = {
+          ...(url !== current.url ? { url } : {}),
+          ...(same(events, current.events) ? {} : { events }),
+          ...(description !== current.description ? { description } : {}),
+        };
+        const { data } = await ok(props.api.PATCH('/webhook-endpoints/{id}', { params: { path: { id: current.id } }, body: changes }));
+        props.onSaved(data);
+      }
+    } catch (err) {
+      setErrors(err instanceof ApiError ? err.errors : {});
+      setMessage(failed(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const title = current ? `Edit ${current.url}` : 'Add a webhook endpoint';
+  const eventErrors = messagesFor(errors, 'events');
+  return (
+    <section class="panel wide" aria-labelledby="endpoint-form-title" data-panel="endpoint-form">
+      <h2 id="endpoint-form-title" tabIndex={-1}>
+        {title}
+      </h2>
+      <form class="endpoint-form" onSubmit={submit} noValidate>
+        <Field
+          name="url"
+          label="URL"
+          type="url"
+          value={current?.url ?? ''}
+          required
+          errors={messagesFor(errors, 'url')}
+          hint="https, on a public address. Deliveries are signed POSTs."
+        />
+        <fieldset aria-describedby={eventErrors.length ? 'endpoint-events-error' : undefined}>
+          <legend>Event types</legend>
+          <label class="check">
+            <input type="checkbox" checked={all} onChange={(e) => setAll(e.currentTarget.checked)} data-testid="events-all" />
+            All event types, present and future
+          </label>
+          <div class="checks">
+            {Object.entries(EVENT_TYPES).map(([type, name]) => (
+              <label class="check" key={type}>
+                <input
+                  type="checkbox"
+                  name="events"
+                  value={type}
+                  disabled={all}
+                  defaultChecked={current ? current.events.includes(type) : false}
+                />
+                {name} <code>{type}</code>
+              </label>
+            ))}
+          </div>
+          {eventErrors.length > 0 && (
+            <p id="endpoint-events-error" class="field-error">
+              {eventErrors.join(' ')}
+            </p>
+          )}
+        </fieldset>
+        <Field
+          name="description"
+          label="Description (optional)"
+          type="text"
+          value={current?.description ?? ''}
+          errors={messagesFor(errors, 'description')}
+        />
+        {message && (
+          <p role="alert" class="state error" data-testid="endpoint-form-error">
+            {message}
+          </p>
+        )}
+        <div class="actions">
+          <button type="submit" disabled={busy}>
+            {busy ? 'Saving…' : current ? 'Save changes' : 'Create endpoint'}
+          </button>
+          <button type="button" class="secondary" onClick={props.onCancel}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+};
 
 const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: Endpoint }) => {
   const [page, setPage] = useState(1);
@@ -10,77 +210,190 @@ const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: En
   );
   const [sending, setSending] = useState(false);
   const [notice, setNotice] = useState('');
-  const sendTest = async () => {
+  const outcome = (d: Delivery) =>
+    d.status !== null && d.status < 300 ? `delivered (HTTP ${d.status})` : `answered ${d.status ?? d.error}`;
+  /** Sends a test event, or a logged event again, and shows the new attempt at the top of the log. */
+  const send = async (what: { test: true } | { again: Delivery }) => {
     setSending(true);
     setNotice('');
     try {
-      const { data } = await ok(api.POST('/webhook-endpoints/{id}/test', { params: { path: { id: endpoint.id } } }));
+      const path = { id: endpoint.id };
+      const { data } =
+        'test' in what
+          ? await ok(api.POST('/webhook-endpoints/{id}/test', { params: { path } }))
+          : await ok(
+              api.POST('/webhook-endpoints/{id}/deliveries/{event_id}/retry', {
+                params: { path: { ...path, event_id: what.again.event_id } },
+              }),
+            );
       setNotice(
-        data.status !== null && data.status < 300
-          ? `Test event delivered (HTTP ${data.status}).`
-          : `Test event sent; the endpoint answered ${data.status ?? data.error}.`,
+        'test' in what ? `Test event ${outcome(data)}.` : `${data.event_type} sent again as attempt ${data.attempt}: ${outcome(data)}.`,
       );
       setPage(1);
       retry();
     } catch (err) {
-      setNotice(`Could not send the test event: ${(err as ApiError).message}`);
+      setNotice(`Could not send: ${failed(err)}`);
     } finally {
       setSending(false);
     }
   };
+  const admin = me.role === 'admin';
+  const columns: Column<Delivery>[] = [
+    { label: 'When', cell: (d) => when(d.at) },
+    {
+      label: 'Event',
+      cell: (d) => (
+        <>
+          {d.event_type} <code class="muted">{d.event_id}</code>
+        </>
+      ),
+    },
+    { label: 'Attempt', num: true, cell: (d) => d.attempt },
+    {
+      label: 'Result',
+      cell: (d) => <Badge status={String(d.status ?? d.error)} tone={d.status !== null && d.status < 300 ? 'good' : 'bad'} />,
+    },
+    { label: 'Duration', num: true, cell: (d) => `${d.duration_ms} ms` },
+    ...(admin
+      ? [
+          {
+            label: 'Send again',
+            hideLabel: true,
+            cell: (d: Delivery) => (
+              <RowButton label="Send again" of={`${d.event_type} ${d.event_id} attempt ${d.attempt}`} onClick={() => send({ again: d })} />
+            ),
+          },
+        ]
+      : []),
+  ];
   return (
-    <Panel
+    <ListPanel
       id="deliveries"
       title={`Deliveries to ${endpoint.url}`}
-      wide
       result={result}
       retry={retry}
-      isEmpty={(p) => p.meta.total === 0}
       empty="No deliveries in the last 30 days."
       actions={
-        me.role === 'admin' ? (
-          <div class="controls">
-            <p class="notice" role="status" data-testid="test-notice">
-              {notice}
-            </p>
-            <button type="button" onClick={sendTest} disabled={sending} data-testid="send-test">
+        <div class="controls">
+          <p class="notice" role="status" data-testid="test-notice">
+            {notice}
+          </p>
+          {admin && (
+            <button type="button" onClick={() => send({ test: true })} disabled={sending} data-testid="send-test">
               {sending ? 'Sending…' : 'Send test event'}
             </button>
-          </div>
-        ) : null
-      }
-    >
-      {(p) => (
-        <PagedTable
-          label="Deliveries"
-          testId="deliveries"
-          cols={['When', 'Event', 'Attempt', 'Result', 'Duration']}
-          page={p}
-          onPage={setPage}
-          row={(d) => (
-            <tr key={`${d.event_id}-${d.attempt}`} data-event-id={d.event_id}>
-              <th scope="row">{when(d.at)}</th>
-              <td>{d.event_type}</td>
-              <td class="num">{d.attempt}</td>
-              <td>
-                <span class={`badge ${d.status !== null && d.status < 300 ? 'paid' : 'failed'}`}>{d.status ?? d.error}</span>
-              </td>
-              <td class="num">{d.duration_ms} ms</td>
-            </tr>
           )}
-        />
+        </div>
+      }
+      above={() => (
+        <p class="hint">
+          Each attempt of the last 30 days. A failed delivery is tried again automatically for about a day (after 10 s, 1 min, 5 min, 30
+          min, 2 h, 5 h, 10 h and 10 h); the log does not say when the next try is due, nor show the payload sent.
+        </p>
       )}
-    </Panel>
+      table={{
+        label: 'Deliveries',
+        testId: 'deliveries',
+        columns,
+        onPage: setPage,
+        rowKey: (d) => `${d.event_id}-${d.attempt}`,
+        rowAttrs: (d) => ({ 'data-event-id': d.event_id, 'data-attempt': String(d.attempt) }),
+      }}
+    />
   );
 };
+
+type Secret = { url: string; value: string; rotated: boolean };
 
 export const Webhooks = ({ api, me }: { api: Api; me: Me }) => {
   const [result, retry] = useAsync(null, () => ok(api.GET('/webhook-endpoints', { params: { query: { per_page: 100 } } })));
   const [selected, setSelected] = useState<number | null>(null);
+  const [editing, setEditing] = useState<Editing | null>(null);
+  const [secret, setSecret] = useState<Secret | null>(null);
+  const [notice, setNotice] = useState('');
   const endpoints = result.state === 'ready' ? result.data.data : [];
   const current = endpoints.find((e) => e.id === selected) ?? endpoints[0];
+  const admin = me.role === 'admin';
+  useEffect(() => {
+    if (secret) document.getElementById('issued-secret')?.focus();
+  }, [secret]);
+
+  const saved = (e: Endpoint & { secret?: string }) => {
+    const created = editing?.mode === 'create';
+    setEditing(null);
+    setSelected(e.id);
+    if (e.secret) setSecret({ url: e.url, value: e.secret, rotated: false });
+    setNotice(created ? `Endpoint ${e.url} added.` : `Endpoint ${e.url} saved.`);
+    retry();
+  };
+  const act = async (what: 'toggle' | 'rotate' | 'delete', e: Endpoint) => {
+    const question = {
+      toggle: null,
+      rotate: `Rotate the signing secret of ${e.url}? The new secret is shown once; the current one keeps signing beside it for 24 hours.`,
+      delete: `Delete the endpoint ${e.url}? Deliveries to it stop, and this cannot be undone.`,
+    }[what];
+    if (question && !confirm(question)) return;
+    setNotice('');
+    const path = { id: e.id };
+    try {
+      if (what === 'toggle') {
+        const status = e.status === 'enabled' ? 'disabled' : 'enabled';
+        await ok(api.PATCH('/webhook-endpoints/{id}', { params: { path }, body: { status } }));
+        setNotice(`Endpoint ${e.url} ${status}.`);
+      } else if (what === 'rotate') {
+        const { data } = await ok(api.POST('/webhook-endpoints/{id}/rotate-secret', { params: { path } }));
+        setSecret({ url: e.url, value: data.secret, rotated: true });
+        setNotice(`New signing secret issued for ${e.url}.`);
+      } else {
+        await ok(api.DELETE('/webhook-endpoints/{id}', { params: { path } }));
+        if (editing?.mode === 'edit' && editing.endpoint.id === e.id) setEditing(null);
+        setNotice(`Endpoint ${e.url} deleted.`);
+      }
+      retry();
+    } catch (err) {
+      setNotice(`Could not ${what === 'toggle' ? 'change' : what} ${e.url}: ${failed(err)}`);
+    }
+  };
+
+  const columns: Column<Endpoint>[] = [
+    { label: 'URL', cell: (e) => <span class="url">{e.url}</span> },
+    { label: 'Events', cell: (e) => eventsText(e.events) },
+    { label: 'Description', cell: (e) => e.description ?? '—' },
+    { label: 'Status', cell: (e) => <Badge status={e.status} tone={e.status === 'enabled' ? 'good' : 'off'} /> },
+    {
+      label: 'Actions',
+      hideLabel: true,
+      cell: (e) => (
+        <div class="row-actions">
+          <RowButton label="Deliveries" of={`of ${e.url}`} pressed={e.id === current?.id} onClick={() => setSelected(e.id)} />
+          {admin && (
+            <>
+              <RowButton label="Edit" of={e.url} onClick={() => setEditing({ mode: 'edit', endpoint: e })} />
+              <RowButton label={e.status === 'enabled' ? 'Disable' : 'Enable'} of={e.url} onClick={() => act('toggle', e)} />
+              <RowButton label="Rotate secret" of={`of ${e.url}`} onClick={() => act('rotate', e)} />
+              <RowButton label="Delete" of={e.url} danger onClick={() => act('delete', e)} />
+            </>
+          )}
+        </div>
+      ),
+    },
+  ];
+
   return (
     <div class="grid">
+      {secret && (
+        <div class="panel wide">
+          <ShownOnce
+            title={secret.rotated ? `New signing secret for ${secret.url}` : `Signing secret for ${secret.url}`}
+            note={`Copy it now: it is shown only this once, and the API never shows it again. Your receiver verifies deliveries with it${secret.rotated ? '; the previous secret keeps signing beside it for 24 hours' : ''}.`}
+            label="Signing secret"
+            value={secret.value}
+            testId="issued-secret"
+            level={2}
+            onDone={() => setSecret(null)}
+          />
+        </div>
+      )}
       <Panel
         id="endpoints"
         title="Webhook endpoints"
@@ -88,34 +401,43 @@ export const Webhooks = ({ api, me }: { api: Api; me: Me }) => {
         result={result}
         retry={retry}
         isEmpty={(p) => p.data.length === 0}
-        empty="No webhook endpoints. Register one with POST /v1/webhook-endpoints."
+        empty={admin ? 'No webhook endpoints yet. Add one to receive signed events.' : 'No webhook endpoints. An admin can add one.'}
+        actions={
+          <div class="controls">
+            <p class="notice" role="status" data-testid="endpoints-notice">
+              {notice}
+            </p>
+            {admin && (
+              <button type="button" onClick={() => setEditing({ mode: 'create' })} data-testid="add-endpoint">
+                Add endpoint
+              </button>
+            )}
+          </div>
+        }
       >
         {(p) => (
-          <TableScroll label="Webhook endpoints">
-            <table data-testid="endpoints">
-              <Head cols={['URL', 'Events', 'Status', <span class="visually-hidden">Deliveries</span>]} />
-              <tbody>
-                {p.data.map((e) => (
-                  <tr key={e.id} aria-current={e.id === current?.id ? 'true' : undefined}>
-                    <th scope="row" class="url">
-                      {e.url}
-                    </th>
-                    <td>{e.events.join(', ')}</td>
-                    <td>
-                      <span class={`badge ${e.status === 'enabled' ? 'paid' : 'cancelled'}`}>{e.status}</span>
-                    </td>
-                    <td>
-                      <button type="button" onClick={() => setSelected(e.id)} aria-pressed={e.id === current?.id}>
-                        Deliveries
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableScroll>
+          <>
+            <ListTable
+              label="Webhook endpoints"
+              testId="endpoints"
+              columns={columns}
+              items={p.data}
+              rowKey={(e) => e.id}
+              rowAttrs={(e) => ({ 'data-endpoint-id': String(e.id), 'aria-current': e.id === current?.id ? 'true' : undefined })}
+            />
+            {!admin && <p class="hint">Only admins can add, change or delete endpoints.</p>}
+          </>
         )}
       </Panel>
+      {editing && (
+        <EndpointForm
+          key={editing.mode === 'edit' ? editing.endpoint.id : 'new'}
+          api={api}
+          editing={editing}
+          onSaved={saved}
+          onCancel={() => setEditing(null)}
+        />
+      )}
       {current && <DeliveriesPanel key={current.id} api={api} me={me} endpoint={current} />}
     </div>
   );

@@ -1,0 +1,135 @@
+/// <reference lib="dom" />
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { buildDashboard } from '../../infra/local/dashboard.ts';
+import { useApi } from '../support/api.ts';
+import { backofficeJwt } from '../backoffice/support.ts';
+
+/**
+ * The dashboard end-to-end harness: the production bundle built with Vite into a folder of the test
+ * file's own, served by the local server next to the real API over DynamoDB Local, in Debian's
+ * headless Chromium. Screenshots and axe reports go to test/artifacts/dashboard/.
+ */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const ARTIFACTS = resolve('test/artifacts/dashboard');
+export const hasChromium = existsSync(CHROMIUM);
+
+export type Viewport = { width: number; height: number };
+export const DESKTOP: Viewport = { width: 1280, height: 900 };
+export const PHONE: Viewport = { width: 390, height: 844 };
+
+/** The digits (and sign) of a figure as shown, against those of the API's exact decimal. */
+export const digits = (text: string) => (text.includes('-') || text.includes('−') ? '-' : '') + text.replace(/[^0-9]/g, '');
+export const today = () => new Date().toISOString().slice(0, 10);
+
+/**
+ * For one test file: builds the bundle into test/artifacts/<distName> (files running at once never
+ * share a build), starts the API with the dashboard and, when Chromium is there, the browser.
+ */
+export const useDashboard = (test: string, distName: string) => {
+  if (!hasChromium) console.warn(`${test} skipped: no Chromium at ${CHROMIUM} (.ci/run installs it: apt-get install -y chromium)`);
+  const dist = resolve('test/artifacts', distName);
+  let session = '';
+  let browser: Browser;
+  const contexts: BrowserContext[] = [];
+  const bundle = { gzipBytes: 0, buildMs: 0 };
+  beforeAll(async () => {
+    bundle.buildMs = (await buildDashboard({ outDir: dist, force: true })).ms;
+    const files = readdirSync(join(dist, 'assets')).map((f) => join(dist, 'assets', f));
+    bundle.gzipBytes = [join(dist, 'index.html'), ...files].reduce((sum, f) => sum + gzipSync(readFileSync(f), { level: 9 }).length, 0);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    if (hasChromium)
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+          '--headless',
+          '--no-sandbox',
+          '--disable-gpu',
+          '--disable-quic',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      });
+  }, 120_000);
+  const api = useApi({ dashboard: { root: dist, session: async () => session } });
+  afterAll(async () => {
+    for (const c of contexts) await c.close().catch(() => undefined);
+    await browser?.close();
+  });
+  const origin = () => api.base.replace(/\/v1$/, '');
+
+  /** A fresh browser (own sessionStorage) at a viewport, signed in as whatever `/dev/session` hands out. */
+  const newPage = async (viewport: Viewport = DESKTOP) => {
+    const context = await browser.newContext({ viewport, permissions: ['clipboard-read', 'clipboard-write'] });
+    contexts.push(context);
+    const page = await context.newPage();
+    const failures: string[] = [];
+    page.on('pageerror', (err) => failures.push(err.message));
+    return { page, failures };
+  };
+  /** A fresh browser signed in as `role` of the merchant, at a view (`#…`). */
+  const open = async (merchantId: string, role: 'admin' | 'user', viewport: Viewport = DESKTOP, hash = '') => {
+    session = await backofficeJwt(merchantId, role);
+    const opened = await newPage(viewport);
+    await opened.page.goto(`${origin()}/${hash}`);
+    await opened.page.getByTestId('who').waitFor();
+    return opened;
+  };
+  return {
+    api,
+    bundle,
+    origin,
+    open,
+    newPage,
+    setSession: (value: string) => {
+      session = value;
+    },
+  };
+};
+
+export const ready = (page: Page, panel: string) =>
+  page.locator(`[data-panel="${panel}"][data-state="ready"]`).waitFor({ timeout: 20_000 });
+
+export const figure = async (page: Page, id: string) => {
+  const el = page.locator(`[data-figure="${id}"]`);
+  return { raw: await el.getAttribute('data-value'), shown: (await el.locator('dd.value').textContent()) ?? '' };
+};
+/** Each figure's exact value (`data-value`) and the digits it shows equal the API's. */
+export const expectFigures = async (page: Page, expected: Record<string, string | number | null>) => {
+  for (const [id, value] of Object.entries(expected)) {
+    const { raw, shown } = await figure(page, id);
+    expect(raw, id).toBe(value === null ? '' : String(value));
+    if (typeof value === 'string') expect(digits(shown), `${id} shown as ${shown}`).toBe(digits(value));
+    if (value === null) expect(shown, id).toBe('—');
+  }
+};
+
+export const shoot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+/** axe-core over the page (WCAG 2.1 A/AA and best practices): no serious or critical violation. */
+export const axe = async (page: Page, name: string) => {
+  // Evaluated through the DevTools protocol: the page's CSP (script-src 'self') refuses inline scripts.
+  await page.evaluate(readFileSync(resolve('node_modules/axe-core/axe.min.js'), 'utf8'));
+  const result = await page.evaluate(async () => {
+    const r = await (window as any).axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] });
+    return r.violations.map((v: any) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n: any) => n.target.join(' ')).slice(0, 5),
+    }));
+  });
+  writeFileSync(join(ARTIFACTS, `axe-${name}.json`), JSON.stringify(result, null, 2));
+  expect(
+    result.filter((v: { impact: string }) => v.impact === 'serious' || v.impact === 'critical'),
+    name,
+  ).toEqual([]);
+};
+
+export const noSideScroll = async (page: Page) =>
+  expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);

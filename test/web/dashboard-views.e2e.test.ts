@@ -1,0 +1,497 @@
+/// <reference lib="dom" />
+import { readFileSync } from 'node:fs';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
+import { newMerchant } from '../support/api.ts';
+import { backofficeJwt } from '../backoffice/support.ts';
+import {
+  axe,
+  DESKTOP,
+  digits,
+  expectFigures,
+  hasChromium,
+  noSideScroll,
+  PHONE,
+  ready,
+  shoot,
+  today,
+  useDashboard,
+  type Viewport,
+} from './browser.ts';
+
+/**
+ * The customers, customer, subscriptions and webhook management views and the overview's
+ * explanations, end to end (the harness of test/web/browser.ts): each view at desktop and phone
+ * width, axe-clean, every figure and row equal to the API's own answer fetched with the merchant's
+ * token, the CSV downloads equal to the API's CSV, and each webhook change checked in the API.
+ */
+const { api, origin, open: openAs, setSession, newPage } = useDashboard('test/web/dashboard-views.e2e.test.ts', 'web-dist-views');
+
+const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
+const daysAhead = (n: number) => daysAgo(-n);
+/** A time as the dashboard writes it (UTC, to the minute). */
+const shown = (ts: string | null) => (ts ? `${ts.slice(0, 10)} ${ts.slice(11, 16)} UTC` : '—');
+type Row = Record<string, string | null>;
+/** Each row's attributes and cells (by column name, from the cells' data-label) of a table. */
+const rowsOf = (page: Page, testId: string, attrs: string[]) =>
+  page.locator(`[data-testid="${testId}"] tbody tr`).evaluateAll(
+    (trs, names) =>
+      trs.map((tr) => {
+        const row: Record<string, string | null> = Object.fromEntries(names.map((n) => [n, tr.getAttribute(n)]));
+        for (const cell of Array.from(tr.children)) {
+          const label = cell.getAttribute('data-label');
+          if (label) row[label] = (cell.textContent ?? '').trim();
+        }
+        return row;
+      }),
+    attrs,
+  ) as Promise<Row[]>;
+
+describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in Chromium', { timeout: 60_000 }, () => {
+  let merchant: { merchantId: string; token: string };
+  const ids: Record<string, number> = {};
+  const secrets: string[] = [];
+  let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+
+  const ok = async (res: Promise<{ status: number; body: any }>, status = 201) => {
+    const r = await res;
+    expect(r.status, JSON.stringify(r.body)).toBe(status);
+    return r.body?.data;
+  };
+  const get = async (path: string) => (await api.get(path, merchant.token)).body;
+  const csvOf = async (path: string) => {
+    const res = await api.get(path, merchant.token, { accept: 'text/csv' });
+    expect(res.status).toBe(200);
+    return res.body as string;
+  };
+  const open = (role: 'admin' | 'user', hash: string, viewport: Viewport = DESKTOP) => openAs(merchant.merchantId, role, viewport, hash);
+  const download = async (page: Page, testId: string) => {
+    const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testId).click()]);
+    return { name: file.suggestedFilename(), text: readFileSync((await file.path())!, 'utf8') };
+  };
+
+  beforeAll(async () => {
+    merchant = await newMerchant();
+    const t = merchant.token;
+    // 24 plain customers in one batch, and five with subscriptions: two pages of 20.
+    const people = Array.from({ length: 24 }, (_, i) => ({
+      email: `person${String(i + 1).padStart(2, '0')}@example.com`,
+      name: `Person ${String(i + 1).padStart(2, '0')}`,
+    }));
+    expect((await ok(api.post('/customers/batch', t, { customers: people }), 200)).created).toBe(24);
+    const plans = { ana: ['Pro', '500'], bo: ['Basic', '200'], cy: ['Pro', '300'], di: ['Basic', '150'], ed: ['Pro', '400'] };
+    for (const [who, [plan, mrr]] of Object.entries(plans)) {
+      const c = await ok(api.post('/customers', t, { email: `${who}@example.com`, name: who[0].toUpperCase() + who.slice(1) }));
+      ids[who] = c.id;
+      const started = who === 'ana' ? daysAgo(90) : daysAgo(20);
+      const s = await ok(
+        api.post('/subscriptions', t, { customer_id: c.id, plan_name: plan, mrr, billing_cycle: 'monthly', started_at: started }),
+      );
+      ids[`${who}Sub`] = s.id;
+    }
+    // Ana's history: new, expansion, contraction (back-dated), then a paid monthly order on top.
+    await ok(api.put(`/subscriptions/${ids.anaSub}`, t, { mrr: '800', effective_at: daysAgo(60) }), 200);
+    await ok(api.put(`/subscriptions/${ids.anaSub}`, t, { mrr: '700', plan_name: 'Pro Lite', effective_at: daysAgo(30) }), 200);
+    for (const order of [
+      { order_no: 'ANA-R1', amount: '300', status: 'paid', billing_cycle: 'monthly' },
+      { order_no: 'ANA-2', amount: '99.50', status: 'pending' },
+      { order_no: 'ANA-3', amount: '20.00', currency: 'USD', status: 'paid' },
+    ])
+      await ok(api.post('/orders', t, { ...order, customer_email: 'ana@example.com' }));
+    await ok(api.put(`/subscriptions/${ids.cySub}/pause`, t, {}), 200);
+    await ok(api.put(`/subscriptions/${ids.diSub}/cancel`, t, { reason: 'too expensive' }), 200);
+    await ok(api.put(`/subscriptions/${ids.edSub}/cancel`, t, { cancelled_at: daysAhead(30) }), 200);
+    receiver = await startWebhookReceiver({ secrets });
+  }, 120_000);
+  afterAll(async () => {
+    await receiver?.close();
+  });
+
+  it('customers: rows, paging and search equal the API; the CSV download is the API’s CSV', async () => {
+    const { page, failures } = await open('user', '#customers');
+    await ready(page, 'customers');
+    const expectRows = async (query: string) => {
+      const answer = await get(`/customers?per_page=20&${query}`);
+      const rows = await rowsOf(page, 'customers', ['data-customer-id', 'data-mrr']);
+      expect(rows.map(({ MRR, ...row }) => row)).toEqual(
+        answer.data.map((c: any) => ({
+          'data-customer-id': String(c.id),
+          'data-mrr': c.mrr,
+          Customer: c.name === null ? c.email : `${c.name} ${c.email}`,
+          Subscription: c.subscription_status ?? 'no subscription',
+          'Customer since': shown(c.created_at),
+        })),
+      );
+      // The MRR shown (formatted) has the API's digits.
+      expect(rows.map((r) => digits(r.MRR ?? ''))).toEqual(answer.data.map((c: any) => digits(c.mrr)));
+      return answer;
+    };
+    const first = await expectRows('page=1');
+    expect(first.meta.total).toBe(29);
+    expect(first.data.find((c: any) => c.id === ids.ana)).toMatchObject({ mrr: '1000.00', subscription_status: 'active' });
+    await expect(page.getByTestId('customers-page').textContent()).resolves.toContain('Page 1 of 2 · 29 in all');
+    await page.locator('[data-panel="customers"] nav.pager').getByRole('button', { name: 'Next' }).click();
+    await page.getByTestId('customers-page').filter({ hasText: 'Page 2 of 2' }).waitFor();
+    await ready(page, 'customers');
+    await expectRows('page=2');
+    // Search: case-insensitive, from page 1; the CSV holds the same customers, as the API writes them.
+    await page.getByTestId('customer-search').fill('PERSON 1');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.locator('[data-panel="customers"][data-state="ready"] [data-search="PERSON 1"]').waitFor();
+    const found = await expectRows('page=1&search=PERSON%201');
+    expect(found.meta.total).toBe(10);
+    const csv = await download(page, 'customers-csv');
+    expect(csv.name).toBe('customers.csv');
+    expect(csv.text).toBe(await csvOf('/customers?search=PERSON%201&per_page=100'));
+    expect(csv.text.split('\r\n').filter(Boolean)).toHaveLength(11);
+    await page.getByText('Saved customers.csv.').waitFor();
+    await shoot(page, 'customers-desktop');
+    await axe(page, 'customers');
+    expect(failures).toEqual([]);
+  });
+
+  it('a customer: its MRR, status, subscriptions, orders and MRR movements equal the API', async () => {
+    const { page, failures } = await open('user', '#customers');
+    await ready(page, 'customers');
+    await page.getByTestId('customer-search').fill('ana@');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.locator('[data-panel="customers"][data-state="ready"] [data-search="ana@"]').waitFor();
+    await page.getByRole('link', { name: /^Ana/ }).click();
+    await page.locator(`main[data-view="customers"][data-arg="${ids.ana}"]`).waitFor();
+    await page.waitForFunction(() => document.activeElement?.id === 'view-title', null, { timeout: 5_000 });
+    for (const panel of ['customer', 'customer-subscriptions', 'customer-orders', 'activities']) await ready(page, panel);
+
+    const customer = (await get(`/customers/${ids.ana}`)).data;
+    expect(customer).toMatchObject({ mrr: '1000.00', subscription_status: 'active' });
+    await expectFigures(page, {
+      customer_mrr: customer.mrr,
+      customer_status: customer.subscription_status,
+      customer_ltv: customer.ltv,
+      customer_orders: customer.order_count,
+    });
+    expect(await page.getByTestId('customer-name').textContent()).toBe('Ana');
+
+    const subs = (await get(`/subscriptions?customer_id=${ids.ana}&per_page=10`)).data;
+    expect(await rowsOf(page, 'customer-subscriptions', ['data-subscription-id'])).toEqual(
+      subs.map((s: any) => ({
+        'data-subscription-id': String(s.id),
+        Plan: s.plan_name,
+        Status: s.status,
+        MRR: expect.any(String),
+        Billing: s.billing_cycle,
+        Started: shown(s.started_at),
+        Cancellation: '—',
+      })),
+    );
+    expect(
+      await page
+        .locator('[data-testid="customer-subscriptions"] [data-value]')
+        .evaluateAll((els) => els.map((e) => e.getAttribute('data-value'))),
+    ).toEqual(subs.map((s: any) => s.mrr));
+
+    const orders = (await get(`/orders?customer_id=${ids.ana}&per_page=10`)).data;
+    expect(orders).toHaveLength(3);
+    expect(await rowsOf(page, 'customer-orders', ['data-order-no'])).toEqual(
+      orders.map((o: any) => ({
+        'data-order-no': o.order_no,
+        Order: o.order_no,
+        Amount: expect.any(String),
+        Status: o.status,
+        Created: shown(o.created_at),
+      })),
+    );
+    expect(
+      await page.locator('[data-testid="customer-orders"] [data-value]').evaluateAll((els) => els.map((e) => e.getAttribute('data-value'))),
+    ).toEqual(orders.map((o: any) => o.amount));
+
+    const moves = (await get(`/customers/${ids.ana}/activities?per_page=10`)).data;
+    expect(moves.map((m: any) => m.type)).toEqual(['expansion', 'contraction', 'expansion', 'new']);
+    const names: Record<string, string> = {
+      new: 'New',
+      expansion: 'Expansion',
+      contraction: 'Contraction',
+      churn: 'Churn',
+      reactivation: 'Reactivation',
+    };
+    expect(await rowsOf(page, 'activities', ['data-date', 'data-type', 'data-amount', 'data-before', 'data-after'])).toEqual(
+      moves.map((m: any) => ({
+        'data-date': m.date,
+        'data-type': m.type,
+        'data-amount': m.amount,
+        'data-before': m.mrr_before,
+        'data-after': m.mrr_after,
+        Date: shown(m.date),
+        Movement: names[m.type],
+        Amount: expect.stringContaining(m.amount.replace('-', '').split('.')[1]),
+        'MRR before → after': expect.stringContaining('→'),
+        'Because of': m.subscription_id !== null ? `Subscription #${m.subscription_id}` : `Order ${m.order_no}`,
+      })),
+    );
+    expect(moves[0]).toMatchObject({ order_no: 'ANA-R1', amount: '300.00', mrr_after: '1000.00' });
+    await shoot(page, 'customer-desktop');
+    await axe(page, 'customer');
+    // Back to the list, by the link.
+    await page.getByRole('link', { name: '← All customers' }).click();
+    await ready(page, 'customers');
+    expect(failures).toEqual([]);
+  });
+
+  it('subscriptions: rows, the status and plan filters equal the API; the CSV download is the API’s CSV', async () => {
+    const { page, failures } = await open('user', '#subscriptions');
+    await ready(page, 'subscriptions');
+    const expectRows = async (query: string) => {
+      const answer = await get(`/subscriptions?per_page=20${query}`);
+      expect(await rowsOf(page, 'subscriptions', ['data-subscription-id'])).toEqual(
+        answer.data.map((s: any) => ({
+          'data-subscription-id': String(s.id),
+          Plan: s.plan_name,
+          Status: s.status,
+          MRR: expect.any(String),
+          Customer: `Customer #${s.customer_id}`,
+          Billing: s.billing_cycle,
+          Started: shown(s.started_at),
+          Cancellation: s.cancelled_at ? `cancelled ${shown(s.cancelled_at)}` : s.cancel_at ? `cancels ${shown(s.cancel_at)}` : '—',
+        })),
+      );
+      expect(
+        await page.locator('[data-testid="subscriptions"] [data-value]').evaluateAll((els) => els.map((e) => e.getAttribute('data-value'))),
+      ).toEqual(answer.data.map((s: any) => s.mrr));
+      return answer.data;
+    };
+    const all = await expectRows('');
+    expect(all.map((s: any) => s.status).sort()).toEqual(['active', 'active', 'active', 'cancelled', 'paused']);
+    expect(all.find((s: any) => s.id === ids.edSub).cancel_at).not.toBeNull();
+    await page.getByTestId('subscription-status').selectOption('cancelled');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByTestId('subscriptions-page').filter({ hasText: '1 in all' }).waitFor();
+    expect((await expectRows('&status=cancelled')).map((s: any) => s.id)).toEqual([ids.diSub]);
+    await page.getByTestId('subscription-status').selectOption('');
+    await page.getByLabel('Plan (exact name)').fill('Basic');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByTestId('subscriptions-page').filter({ hasText: '2 in all' }).waitFor();
+    await expectRows('&plan_name=Basic');
+    const csv = await download(page, 'subscriptions-csv');
+    expect(csv.name).toBe('subscriptions.csv');
+    expect(csv.text).toBe(await csvOf('/subscriptions?plan_name=Basic&per_page=100'));
+    await shoot(page, 'subscriptions-desktop');
+    await axe(page, 'subscriptions');
+    // A subscription's customer opens its page.
+    await page.getByRole('link', { name: `Customer #${ids.di}` }).click();
+    await ready(page, 'customer');
+    await expectFigures(page, { customer_status: 'cancelled', customer_mrr: '0.00' });
+    expect(failures).toEqual([]);
+  });
+
+  it('webhooks: an admin adds, edits, disables, rotates (each secret shown once), resends and deletes an endpoint; the API agrees at each step', async () => {
+    const { page, failures } = await open('admin', '#webhooks');
+    let confirmAnswer = true;
+    const asked: string[] = [];
+    page.on('dialog', (d) => {
+      asked.push(d.message());
+      void (confirmAnswer ? d.accept() : d.dismiss());
+    });
+    await page.locator('[data-panel="endpoints"] .state.empty').waitFor({ timeout: 20_000 });
+    const endpoints = async () => (await get('/webhook-endpoints')).data;
+
+    // Add: a refused URL shows the API's message by its field; then a good one.
+    await page.getByTestId('add-endpoint').click();
+    await page.waitForFunction(() => document.activeElement?.id === 'endpoint-form-title', null, { timeout: 5_000 });
+    await page.getByLabel('URL').fill('ftp://example.com/hook');
+    await page.locator('input[name="events"][value="order.paid"]').check();
+    await page.locator('input[name="events"][value="subscription.cancelled"]').check();
+    await page.getByLabel('Description (optional)').fill('Primary receiver');
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    await page.locator('#endpoint-url-error').waitFor();
+    expect(await page.getByLabel('URL').getAttribute('aria-invalid')).toBe('true');
+    expect(await endpoints()).toEqual([]);
+    await shoot(page, 'webhooks-form-desktop');
+    await axe(page, 'webhooks-form');
+    await page.getByLabel('URL').fill(receiver.url);
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    const first = await page.getByTestId('issued-secret').inputValue();
+    expect(first).toMatch(/^whsec_/);
+    await page.getByText('Copy it now: it is shown only this once').waitFor();
+    let [endpoint] = await endpoints();
+    expect(endpoint).toMatchObject({
+      url: new URL(receiver.url).href,
+      events: ['order.paid', 'subscription.cancelled'],
+      description: 'Primary receiver',
+      status: 'enabled',
+    });
+    await ready(page, 'endpoints');
+    expect(await rowsOf(page, 'endpoints', ['data-endpoint-id'])).toEqual([
+      {
+        'data-endpoint-id': String(endpoint.id),
+        URL: endpoint.url,
+        Events: 'order.paid, subscription.cancelled',
+        Description: 'Primary receiver',
+        Status: 'enabled',
+      },
+    ]);
+    await shoot(page, 'webhooks-secret-desktop');
+    await axe(page, 'webhooks-secret');
+    // The secret shown is the endpoint's: a test event signed with it verifies at the receiver.
+    secrets.push(first);
+    await ready(page, 'deliveries');
+    await page.getByTestId('send-test').click();
+    await page.getByTestId('test-notice').filter({ hasText: 'delivered' }).waitFor({ timeout: 20_000 });
+    expect(receiver.received.at(-1)!.event?.type).toBe('webhook.test');
+    // Shown once: gone once stored, and after a reload.
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    expect(await page.getByTestId('issued-secret').count()).toBe(0);
+    await page.reload();
+    await ready(page, 'endpoints');
+    expect(await page.getByTestId('issued-secret').count()).toBe(0);
+
+    // Edit: every event type, a new description.
+    await page.getByRole('button', { name: `Edit ${endpoint.url}` }).click();
+    expect(await page.getByLabel('Description (optional)').inputValue()).toBe('Primary receiver');
+    expect(await page.locator('input[name="events"][value="order.paid"]').isChecked()).toBe(true);
+    await page.getByTestId('events-all').check();
+    await page.getByLabel('Description (optional)').fill('Every event');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByTestId('endpoints-notice').filter({ hasText: 'saved' }).waitFor();
+    [endpoint] = await endpoints();
+    expect(endpoint).toMatchObject({ events: ['*'], description: 'Every event', status: 'enabled' });
+
+    // Disable, then the row says so and offers Enable.
+    await ready(page, 'endpoints');
+    await page.getByRole('button', { name: `Disable ${endpoint.url}` }).click();
+    await page.getByTestId('endpoints-notice').filter({ hasText: 'disabled' }).waitFor();
+    expect((await endpoints())[0].status).toBe('disabled');
+    await ready(page, 'endpoints');
+    await page.getByRole('button', { name: `Enable ${endpoint.url}` }).waitFor();
+
+    // Rotate: asked first; the new secret is shown once and is the one now signing.
+    await page.getByRole('button', { name: `Rotate secret of ${endpoint.url}` }).click();
+    const second = await page.getByTestId('issued-secret').inputValue();
+    expect(second).toMatch(/^whsec_/);
+    expect(second).not.toBe(first);
+    expect(asked.at(-1)).toContain('Rotate the signing secret');
+    secrets.splice(0, secrets.length, second);
+    await ready(page, 'deliveries');
+    await page.getByTestId('send-test').click();
+    await page.getByTestId('test-notice').filter({ hasText: 'delivered' }).waitFor({ timeout: 20_000 });
+    expect(receiver.received.at(-1)!.event?.type).toBe('webhook.test');
+
+    // Send a logged event again: the next attempt of the same event, in the log and in the API.
+    await ready(page, 'deliveries');
+    const latest = (await get(`/webhook-endpoints/${endpoint.id}/deliveries`)).data[0];
+    await page.getByRole('button', { name: `Send again ${latest.event_type} ${latest.event_id} attempt 1` }).click();
+    await page.getByTestId('test-notice').filter({ hasText: 'attempt 2' }).waitFor({ timeout: 20_000 });
+    await ready(page, 'deliveries');
+    const log = (await get(`/webhook-endpoints/${endpoint.id}/deliveries`)).data;
+    expect(log[0]).toMatchObject({ event_id: latest.event_id, attempt: 2, status: 204 });
+    expect(await rowsOf(page, 'deliveries', ['data-event-id', 'data-attempt'])).toEqual(
+      log.map((d: any) =>
+        expect.objectContaining({ 'data-event-id': d.event_id, 'data-attempt': String(d.attempt), Result: String(d.status) }),
+      ),
+    );
+    await shoot(page, 'webhooks-manage-desktop');
+    await axe(page, 'webhooks-manage');
+
+    // Delete: a dismissed confirmation deletes nothing; an accepted one deletes it.
+    confirmAnswer = false;
+    await page.getByRole('button', { name: `Delete ${endpoint.url}` }).click();
+    expect(asked.at(-1)).toContain('cannot be undone');
+    expect(await endpoints()).toHaveLength(1);
+    confirmAnswer = true;
+    await page.getByRole('button', { name: `Delete ${endpoint.url}` }).click();
+    await page.getByTestId('endpoints-notice').filter({ hasText: 'deleted' }).waitFor();
+    expect(await endpoints()).toEqual([]);
+    expect((await api.get(`/webhook-endpoints/${endpoint.id}`, merchant.token)).status).toBe(404);
+    await page.locator('[data-panel="endpoints"] .state.empty').waitFor();
+    expect(failures).toEqual([]);
+  });
+
+  it('a user reads endpoints and deliveries but has no management controls; a merchant without data sees empty states', async () => {
+    const endpoint = await ok(api.post('/webhook-endpoints', merchant.token, { url: receiver.url, events: ['order.paid'] }));
+    const { page } = await open('user', '#webhooks');
+    await ready(page, 'endpoints');
+    await ready(page, 'deliveries');
+    expect(await page.getByTestId('add-endpoint').count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^(Edit|Disable|Enable|Rotate secret|Delete|Send again)/ }).count()).toBe(0);
+    await page.getByText('Only admins can add, change or delete endpoints.').waitFor();
+    await ok(api.del(`/webhook-endpoints/${endpoint.id}`, merchant.token), 204);
+
+    const empty = await newMerchant();
+    setSession(await backofficeJwt(empty.merchantId, 'user'));
+    const { page: fresh } = await newPage();
+    await fresh.goto(`${origin()}/#customers`);
+    await fresh.locator('[data-panel="customers"] .state.empty').getByText('No customers yet.').waitFor();
+    await fresh.goto(`${origin()}/#subscriptions`);
+    await fresh.locator('[data-panel="subscriptions"] .state.empty').waitFor();
+  });
+
+  it('overview: each figure says what it is and over which days; customer churn and MRR churn are told apart', async () => {
+    const { page, failures } = await open('user', '#overview');
+    for (const panel of ['stats', 'summary', 'mrr']) await ready(page, panel);
+    const figures = await page.locator('[data-panel] [data-figure]').evaluateAll((els) =>
+      els.map((el) => ({
+        id: el.getAttribute('data-figure'),
+        label: el.querySelector('dt')?.textContent,
+        note: el.querySelector('dd.note')?.textContent ?? '',
+      })),
+    );
+    expect(figures.length).toBe(4 + 10 + 5);
+    for (const f of figures) expect(f.note.length, `${f.id} explains itself`).toBeGreaterThan(10);
+    const byId = Object.fromEntries(figures.map((f) => [f.id, f]));
+    expect(byId.customer_churn_rate.label).toBe('Customer churn rate');
+    expect(byId.mrr_churn_rate.label).toBe('MRR churn rate');
+    expect(byId.range_customer_churn.label).toBe('Customer churn rate');
+    expect(byId.range_mrr_churn.label).toBe('MRR churn rate');
+    expect(byId.customer_churn_rate.note).toMatch(/customers lost/i);
+    expect(byId.mrr_churn_rate.note).toMatch(/MRR lost/);
+    const start30 = new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10);
+    for (const id of ['customer_churn_rate', 'mrr_churn_rate', 'net_mrr_churn_rate', 'quick_ratio'])
+      expect(byId[id].note, id).toContain(`${start30} to ${today()}`);
+    expect(await page.getByTestId('summary-window').textContent()).toContain(`${start30} to ${today()}`);
+    const now = new Date();
+    const start12 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
+    expect(await page.getByTestId('range-window').textContent()).toContain(`Last 12 months: ${start12} to ${today()}`);
+    const summary = (await get('/metrics/summary')).data;
+    await expectFigures(page, { customer_churn_rate: summary.customer_churn_rate, mrr_churn_rate: summary.mrr_churn_rate });
+    expect(failures).toEqual([]);
+  });
+
+  it('phone width: the new views fit, and every column of a list is on screen (rows become cards)', async () => {
+    const { page, failures } = await open('admin', '#customers', PHONE);
+    await ok(api.post('/webhook-endpoints', merchant.token, { url: receiver.url, events: ['*'] }));
+    /** Every cell of the table's first row lies inside the screen's width, and is not empty. */
+    const onScreen = async (testId: string) => {
+      const cells = await page
+        .locator(`[data-testid="${testId}"] tbody tr`)
+        .first()
+        .locator('th, td')
+        .evaluateAll((els) => els.map((el) => ({ label: el.getAttribute('data-label'), ...el.getBoundingClientRect().toJSON() })));
+      expect(cells.length, testId).toBeGreaterThan(2);
+      for (const c of cells) {
+        expect(c.width, `${testId} ${c.label}`).toBeGreaterThan(0);
+        expect(c.left, `${testId} ${c.label}`).toBeGreaterThanOrEqual(0);
+        expect(c.right, `${testId} ${c.label}`).toBeLessThanOrEqual(PHONE.width);
+      }
+    };
+    const views: [string, string[], string][] = [
+      ['#customers', ['customers'], 'customers-phone'],
+      [`#customers/${ids.ana}`, ['customer-subscriptions', 'customer-orders', 'activities'], 'customer-phone'],
+      ['#subscriptions', ['subscriptions'], 'subscriptions-phone'],
+      ['#activity', ['orders', 'events'], 'activity-lists-phone'],
+      ['#webhooks', ['endpoints'], 'webhooks-manage-phone'],
+    ];
+    for (const [hash, tables, name] of views) {
+      await page.goto(`${origin()}/${hash}`);
+      for (const t of tables) {
+        await page.locator(`[data-testid="${t}"] tbody tr`).first().waitFor({ timeout: 20_000 });
+        await onScreen(t);
+      }
+      await noSideScroll(page);
+      await shoot(page, name);
+    }
+    await axe(page, 'webhooks-phone');
+    await page.goto(`${origin()}/#customers/${ids.ana}`);
+    await ready(page, 'activities');
+    await axe(page, 'customer-phone');
+    expect(failures).toEqual([]);
+  });
+});
