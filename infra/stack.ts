@@ -1,5 +1,3 @@
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Annotations, CfnOutput, Duration, Fn, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
@@ -35,8 +33,8 @@ import { CancelScheduler } from './constructs/cancel-scheduler.ts';
 import { ApiFront } from './constructs/api-front.ts';
 import { EdgeStack, WEB_ACL_ARN_OUTPUT, wafRateLimitFor } from './edge-stack.ts';
 import { ORIGIN_VERIFY_ENV } from '#lib/http/front-door';
+import { PROJECT_ROOT } from './paths.ts';
 
-export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const STACK_BASE_NAME = 'RevenueAnalyticsApi';
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'] as const;
 

@@ -17,4 +17,4 @@ export type FunctionBundle = {
 };
 
 export const functionBundles = async (outdir: string): Promise<FunctionBundle[]> =>
-  (await bundleFunctions({ outdir })).map((b) => ({ handler: b.handlerPath, file: b.file, bytes: b.bytes, layerFile: b.layer.file }));
+  bundleFunctions({ outdir }).map((b) => ({ handler: b.handlerPath, file: b.file, bytes: b.bytes, layerFile: b.layer.file }));

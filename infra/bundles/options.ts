@@ -1,14 +1,13 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LogLevel, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { BuildOptions } from 'esbuild';
 
 /**
- * THE esbuild settings of every function bundle and of the observability layer. `ApiFunction`
- * hands them to CDK (`cdkBundling`), which runs the esbuild CLI; the bundle report and
- * test/infra/bundles.test.ts hand the same settings to esbuild's API (`esbuildOptions`,
- * `layerEsbuildOptions`, which CDK's layer uses too). test/infra/bundles.test.ts checks that both
- * give byte-identical bundles and layers.
+ * THE esbuild settings of every function bundle and of the observability layer, as esbuild's API
+ * takes them (`esbuildOptions`, `layerEsbuildOptions`). One builder uses them
+ * (infra/bundles/build.ts `buildBundles`): `cdk synth` hands its folders to CDK as each function's
+ * and the layer's code, and the tests, the bundle report and the bench check and measure the same
+ * bundles.
  */
 export const BUNDLE = {
   target: 'node22',
@@ -53,25 +52,6 @@ function shim(file: string): string {
   return fileURLToPath(new URL(`./shims/${file}`, import.meta.url));
 }
 
-/** The settings as CDK's `NodejsFunction` takes them: the SDK is bundled, never Docker. */
-export const cdkBundling = (): BundlingOptions => ({
-  forceDockerBundling: false,
-  target: BUNDLE.target,
-  format: OutputFormat.ESM,
-  mainFields: [...BUNDLE.mainFields],
-  banner: BUNDLE.banner,
-  minify: BUNDLE.minify,
-  sourceMap: BUNDLE.sourceMap,
-  sourcesContent: BUNDLE.sourcesContent,
-  // Ship the SDK version the tests ran against instead of the runtime's.
-  bundleAwsSDK: true,
-  externalModules: [LAYER.import],
-  esbuildArgs: { '--alias': Object.entries(FUNCTION_ALIAS).map(([from, to]) => `${from}=${to}`) },
-  // Keeps `cdk synth -q` quiet: unset, CDK passes no --log-level and the esbuild CLI prints every
-  // bundle's sizes (CDK's documented WARNING default is not what it runs).
-  logLevel: LogLevel.WARNING,
-});
-
 /** What every esbuild build of ours shares: a function bundle (`esbuildOptions`) or the layer. */
 const sharedOptions = (projectRoot: string): BuildOptions => ({
   absWorkingDir: projectRoot,
@@ -84,12 +64,14 @@ const sharedOptions = (projectRoot: string): BuildOptions => ({
   minify: BUNDLE.minify,
   sourcemap: BUNDLE.sourceMap,
   sourcesContent: BUNDLE.sourcesContent,
+  // Warnings and errors only: no size line per bundle, so `cdk synth -q` stays quiet.
+  logLevel: 'warning',
 });
 
 /**
- * The same settings for esbuild's API, as CDK's command line spells them (`--bundle
- * --platform=node`; it runs esbuild in the project root). The caller adds entry points and outputs
- * (CDK: one entry, `--outfile=<asset>/index.mjs`).
+ * A function bundle's settings: the layer's module left to the layer, nothing else external (the
+ * SDK is bundled: the version the tests ran against, not the runtime's). The caller adds entry
+ * points and outputs (`buildBundles`: every function at once, `<outdir>/<name>/index.mjs`).
  */
 export const esbuildOptions = (projectRoot: string): BuildOptions => ({
   ...sharedOptions(projectRoot),

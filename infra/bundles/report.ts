@@ -36,7 +36,7 @@ export const bundleReport = async (
   const rows: BundleReportRow[] = [];
   let layer: LayerReport | undefined;
   try {
-    const bundles = await bundleFunctions({ outdir, only: options.only });
+    const bundles = bundleFunctions({ outdir, only: options.only });
     const built = bundles[0]?.layer;
     if (built) layer = { file: LAYER.file, bytes: built.bytes, largest: bytesByPackage(built).slice(0, options.top ?? 5) };
     for (const bundle of bundles.sort((a, b) => b.bytes - a.bytes)) {

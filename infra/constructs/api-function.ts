@@ -1,9 +1,7 @@
-import { join } from 'node:path';
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Architecture, Function as LambdaFunction, type FunctionProps, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { keys } from '#lib/db/keys';
@@ -12,7 +10,8 @@ import { RATE_WINDOW_ATTRIBUTES } from '#lib/auth/rate-limit';
 import { TOKEN_USE_ATTRIBUTE } from '#lib/auth/tokens';
 import { FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
 import { SERVICE_NAME } from '#lib/observability';
-import { cdkBundling } from '../bundles/options.ts';
+import { FUNCTION_HANDLER } from '../bundles/build.ts';
+import { functionCode } from './bundled-code.ts';
 import { ObservabilityLayer } from './observability-layer.ts';
 
 /** The service name (Powertools' `service`), defined once in lib/observability.ts. */
@@ -128,7 +127,9 @@ export const keyedCondition = (grant: KeyedGrant) => ({
     : {}),
 });
 
-export type ApiFunctionProps = Omit<NodejsFunctionProps, 'entry' | 'projectRoot' | 'depsLockFilePath' | 'code' | 'logGroup'> & {
+export type ApiFunctionProps = Omit<FunctionProps, 'code' | 'handler' | 'runtime' | 'logGroup'> & {
+  /** Node.js 22 unless told. */
+  runtime?: Runtime;
   /** Directory holding package.json, package-lock.json and the handler modules. */
   projectRoot: string;
   /** Handler module relative to `projectRoot` (as written in the route table); it exports `handler`. */
@@ -141,18 +142,18 @@ export type ApiFunctionProps = Omit<NodejsFunctionProps, 'entry' | 'projectRoot'
 export const METRICS_NAMESPACE_ENV = 'POWERTOOLS_METRICS_NAMESPACE';
 
 /**
- * A Lambda function for one API handler: ESM bundle built locally by esbuild (no Docker), with
- * the project's runtime defaults, the observability layer its bundle imports Powertools from,
- * its own log group and its own role. The role starts empty (no
- * AWSLambdaBasicExecutionRole, whose `logs:*` reach every log group): it may write to its own log
- * group and send X-Ray traces, and every other grant is added by name (`bindTable`,
- * `grantTableActions`, `addToRolePolicy`).
+ * A Lambda function for one API handler: its ESM bundle from the one esbuild build of every
+ * function (infra/bundles/build.ts; locally, no Docker), with the project's runtime defaults, the
+ * observability layer its bundle imports Powertools from, its own log group and its own role. The
+ * role starts empty (no AWSLambdaBasicExecutionRole, whose `logs:*` reach every log group): it may
+ * write to its own log group and send X-Ray traces, and every other grant is added by name
+ * (`bindTable`, `grantTableActions`, `addToRolePolicy`).
  */
-export class ApiFunction extends NodejsFunction {
+export class ApiFunction extends LambdaFunction {
   readonly handlerPath: string;
 
   constructor(scope: Construct, id: string, props: ApiFunctionProps) {
-    const { projectRoot, handlerPath, logRetention, environment, bundling, layers, ...rest } = props;
+    const { projectRoot, handlerPath, logRetention, environment, layers, ...rest } = props;
     // A sibling of the function because `this` cannot be used before super(); passing it in means
     // the function depends on it, so Lambda never creates an unmanaged group first.
     const logGroup = new LogGroup(scope, `${id}LogGroup`, {
@@ -176,19 +177,13 @@ export class ApiFunction extends NodejsFunction {
       ...rest,
       // The bundle imports /opt/nodejs/observability.mjs: without the layer it cannot start.
       layers: [ObservabilityLayer.of(scope, projectRoot), ...(layers ?? [])],
-      entry: join(projectRoot, handlerPath),
-      projectRoot,
-      depsLockFilePath: join(projectRoot, 'package-lock.json'),
+      code: functionCode(scope, projectRoot, handlerPath),
+      handler: FUNCTION_HANDLER,
       environment: {
         LOG_LEVEL: 'INFO',
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         NODE_OPTIONS: '--enable-source-maps',
         ...environment,
-      },
-      // The one definition of how functions are bundled (infra/bundles/options.ts).
-      bundling: {
-        ...cdkBundling(),
-        ...bundling,
       },
     });
     this.handlerPath = handlerPath;

@@ -16,9 +16,8 @@ import {
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke, StepFunctionsStartExecution } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
+import { CANCEL_CHECK_HANDLER } from '../paths.ts';
 import { ApiFunction, SERVICE_NAME } from './api-function.ts';
-
-export const CANCEL_CHECK_HANDLER = 'functions/subscriptions/apply-cancel.ts';
 
 /**
  * Subscription bus events that carry a scheduled cancellation (`cancel_at` a string, not null):

@@ -1,8 +1,8 @@
-import { AssetHashType, DockerImage, Stack } from 'aws-cdk-lib';
-import { Architecture, Code, LayerVersion, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Stack } from 'aws-cdk-lib';
+import { Architecture, LayerVersion, Runtime } from 'aws-cdk-lib/aws-lambda';
 import type { Construct } from 'constructs';
-import { buildSync } from 'esbuild';
-import { LAYER, layerEsbuildOptions } from '../bundles/options.ts';
+import { LAYER } from '../bundles/options.ts';
+import { layerCode } from './bundled-code.ts';
 
 const ID = 'ObservabilityLayer';
 
@@ -10,7 +10,8 @@ const ID = 'ObservabilityLayer';
  * Powertools Logger, Metrics, Tracer and the X-Ray SDK as one minified ESM file,
  * `/opt/nodejs/observability.mjs`, which every function bundle imports instead of carrying them
  * (docs/function-bundles.md). Built at synth by esbuild's API from the lockfile's packages with
- * the functions' own settings (infra/bundles/options.ts); never Docker.
+ * the functions' own settings, in the same build as the functions (infra/bundles/build.ts); never
+ * Docker.
  */
 export class ObservabilityLayer extends LayerVersion {
   /** The one layer of the app's top-level stack, created on first use; nested stacks get its ARN as a parameter. */
@@ -26,20 +27,7 @@ export class ObservabilityLayer extends LayerVersion {
       compatibleRuntimes: [Runtime.NODEJS_22_X],
       // Plain JavaScript: whichever architecture a function picks.
       compatibleArchitectures: [Architecture.ARM_64, Architecture.X86_64],
-      code: Code.fromAsset(projectRoot, {
-        // Named by the built file, as the functions' assets are.
-        assetHashType: AssetHashType.OUTPUT,
-        bundling: {
-          // Required by the type, never pulled: local bundling always succeeds or throws.
-          image: DockerImage.fromRegistry('dummy'),
-          local: {
-            tryBundle: (outputDir) => {
-              buildSync({ ...layerEsbuildOptions(projectRoot, outputDir), logLevel: 'warning' });
-              return true;
-            },
-          },
-        },
-      }),
+      code: layerCode(scope, projectRoot),
     });
   }
 }

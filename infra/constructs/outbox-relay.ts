@@ -10,14 +10,11 @@ import { Construct } from 'constructs';
 import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/outbox/sweeper';
 import { OUTBOX_EVENT_PREFIX, OUTBOX_PREFIX } from '#lib/db/keys';
 import { OUTBOX_ENTITY } from '#lib/outbox/store';
+import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../paths.ts';
 import { ApiFunction, SERVICE_NAME } from './api-function.ts';
-
-export const OUTBOX_RELAY_HANDLER = 'functions/outbox/relay.ts';
 
 /** The stream actions the relay's event source mapping needs, on the table's stream only. */
 export const STREAM_READ_ACTIONS = ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'];
-
-export const OUTBOX_SWEEPER_HANDLER = 'functions/outbox/sweeper.ts';
 
 /**
  * How Lambda feeds the relay. Up to 100 records or 1 s per invocation; one batch in flight per

@@ -10,10 +10,9 @@ import { Construct } from 'constructs';
 import { EVENT_TYPES } from '#lib/outbox/store';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { FAN_OUT_FUNCTION_TIMEOUT_SECONDS, WEBHOOK_QUEUES } from '#lib/webhooks/queue';
+import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_FAN_OUT_HANDLER } from '../paths.ts';
 import { ApiFunction, SERVICE_NAME, WEBHOOK_WRITES } from './api-function.ts';
 
-export const WEBHOOK_FAN_OUT_HANDLER = 'functions/webhooks/fan-out.ts';
-export const WEBHOOK_DELIVER_HANDLER = 'functions/webhooks/deliver.ts';
 /** The rule's name (unique per bus; the bus is per stage). Fixed, so its metrics can name it. */
 export const WEBHOOK_RULE_NAME = 'webhook-delivery';
 

@@ -15,12 +15,13 @@ import { handler as sourceHandler } from '../../functions/customers/get.ts';
 import { registerLayerHooks } from '../../infra/bundles/build.ts';
 import { LAYER } from '../../infra/bundles/options.ts';
 import { ApiFunction } from '../../infra/constructs/api-function.ts';
-import { PROJECT_ROOT } from '../../infra/stack.ts';
+import { PROJECT_ROOT } from '../../infra/paths.ts';
 
 /**
- * Really bundles one handler with the local esbuild, as `cdk synth` does for every function (and
- * the observability layer it imports), then runs the bundle against DynamoDB Local next to the
- * source handler, its `/opt/nodejs/observability.mjs` import sent to the layer CDK built.
+ * Synthesizes one function as `cdk synth` does, its code and the observability layer it imports
+ * really built by the local esbuild (infra/bundles/build.ts), then runs the asset CDK would deploy
+ * against DynamoDB Local next to the source handler, its `/opt/nodejs/observability.mjs` import
+ * sent to the layer's asset.
  */
 type Handler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 

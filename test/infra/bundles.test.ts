@@ -1,37 +1,49 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, type Dirent, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { App, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleFunctions, functionEntries, layerNodeArgs, type BuiltFile, type FunctionBundle } from '../../infra/bundles/build.ts';
+import {
+  buildBundles,
+  bundleFunctions,
+  functionEntries,
+  layerNodeArgs,
+  type BuiltFile,
+  type FunctionBundle,
+} from '../../infra/bundles/build.ts';
 import { measureColdStart } from '../../infra/bundles/cold-start.ts';
 import { BUNDLE_BUDGET_BYTES, BUNDLE_LIMIT_BYTES, LAYER } from '../../infra/bundles/options.ts';
 import { ApiFunction } from '../../infra/constructs/api-function.ts';
-import { PROJECT_ROOT } from '../../infra/stack.ts';
+import { PROJECT_ROOT } from '../../infra/paths.ts';
 import { routeList } from '#lib/http/routes';
 
 /**
- * Every function bundled once, all together (infra/bundles/build.ts), with the settings CDK uses,
- * and the observability layer; one function and the layer also built by CDK itself to prove those
- * settings are the same.
+ * Every function bundled once, all together (infra/bundles/build.ts), and the observability layer:
+ * the build `cdk synth` hands to CDK. One function and the layer also synthesized by CDK, to prove
+ * that what it deploys is what is checked here.
  */
 const CDK_PROBE = 'webhookEndpointsRetryDelivery';
 
 let bundles: FunctionBundle[];
 let layer: BuiltFile;
-let cdkBundle: Buffer;
-let cdkLayer: Buffer;
+let cdkOut: string;
+let cdkCode: { fn: string; layer: string };
 const dirs: string[] = [];
+/** A fresh folder, `<tmp>/<prefix>…/bundles`: at the depth of `cdk.out/bundles`, so the source maps' relative paths match too. */
+const bundlesDir = (prefix: string) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return join(dir, 'bundles');
+};
 
-beforeAll(async () => {
-  const outdir = mkdtempSync(join(tmpdir(), 'bundles-'));
-  dirs.push(outdir);
-  const all = bundleFunctions({ outdir });
-  // CDK runs the esbuild CLI synchronously; the esbuild service above keeps working meanwhile.
-  const cdkOut = mkdtempSync(join(tmpdir(), 'bundles-cdk-'));
+beforeAll(() => {
+  bundles = bundleFunctions({ outdir: bundlesDir('bundles-') });
+  layer = bundles[0]!.layer;
+  cdkOut = mkdtempSync(join(tmpdir(), 'bundles-cdk-'));
   dirs.push(cdkOut);
   const app = new App({
     outdir: cdkOut,
@@ -39,14 +51,14 @@ beforeAll(async () => {
     builtinCloudFormationValidation: false,
   });
   const probe = functionEntries().find((f) => f.name === CDK_PROBE)!;
-  new ApiFunction(new Stack(app, 'BundlesProbe'), 'Probe', { projectRoot: PROJECT_ROOT, handlerPath: probe.handlerPath });
-  app.synth();
-  const assets = readdirSync(cdkOut).filter((d) => d.startsWith('asset.'));
-  const assetFile = (file: string) => readFileSync(join(cdkOut, assets.find((d) => existsSync(join(cdkOut, d, file)))!, file));
-  cdkBundle = assetFile('index.mjs');
-  cdkLayer = assetFile(LAYER.file);
-  bundles = await all;
-  layer = bundles[0]!.layer;
+  const stack = new Stack(app, 'BundlesProbe');
+  new ApiFunction(stack, 'Probe', { projectRoot: PROJECT_ROOT, handlerPath: probe.handlerPath });
+  const template = Template.fromJSON(app.synth().getStackByName(stack.stackName).template);
+  const assetDir = (code: { S3Key: string }) => join(cdkOut, `asset.${code.S3Key.replace(/\.zip$/, '')}`);
+  cdkCode = {
+    fn: assetDir(Object.values(template.findResources('AWS::Lambda::Function'))[0]!.Properties.Code),
+    layer: assetDir(Object.values(template.findResources('AWS::Lambda::LayerVersion'))[0]!.Properties.Content),
+  };
 }, 120_000);
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
@@ -70,18 +82,57 @@ const invokeInFreshNode = async (file: string, env: Record<string, string>): Pro
 };
 
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
+/** A folder's files, paths relative to it, sorted. */
+const files = (dir: string) =>
+  (readdirSync(dir, { recursive: true, withFileTypes: true }) as Dirent[])
+    .filter((d) => d.isFile())
+    .map((d) => relative(dir, join(d.parentPath, d.name)))
+    .sort();
 const inputsOf = (bundle: BuiltFile) => Object.keys(Object.values(bundle.metafile.outputs)[0]!.inputs);
 /** Powertools and the X-Ray SDK with what it pulls: the layer's packages, in no function bundle. */
 const LAYER_PACKAGES =
   /node_modules\/(@aws-lambda-powertools\/|aws-xray-sdk-core\/|cls-hooked\/|shimmer\/|emitter-listener\/|atomic-batcher\/|semver\/)/;
 
 describe('function bundles', () => {
-  it('CDK bundles a function byte for byte as the shared settings do (infra/bundles/options.ts)', () => {
+  it('CDK deploys these very bundles: the code of a function and of the layer is their folder, byte for byte', () => {
     const ours = bundles.find((b) => b.name === CDK_PROBE)!;
-    expect(cdkBundle.length).toBe(ours.bytes);
-    expect(cdkBundle.equals(readFileSync(ours.file))).toBe(true);
-    expect(cdkLayer.equals(readFileSync(layer.file))).toBe(true);
+    for (const [deployed, built] of [
+      [cdkCode.fn, ours.root],
+      [cdkCode.layer, layer.root],
+    ] as const) {
+      expect(files(deployed)).toEqual(files(built));
+      for (const file of files(built)) expect(readFileSync(join(deployed, file)).equals(readFileSync(join(built, file))), file).toBe(true);
+    }
+    expect(files(ours.root)).toEqual(['index.mjs', 'index.mjs.map']);
+    expect(files(layer.root)).toEqual([LAYER.file, `${LAYER.file}.map`]);
   });
+
+  it('builds a function alone byte for byte as in the build of all; reuses an unchanged build and rebuilds a changed one', () => {
+    const outdir = bundlesDir('bundles-one-');
+    const entry = functionEntries().filter((f) => f.name === CDK_PROBE);
+    const [alone] = buildBundles(entry, { outdir });
+    const all = bundles.find((b) => b.name === CDK_PROBE)!;
+    for (const file of files(all.root))
+      expect(readFileSync(join(alone!.root, file)).equals(readFileSync(join(all.root, file))), file).toBe(true);
+    // The record names what the build read (the handler, our modules, the packages, what installed them) and wrote.
+    const recorded = Object.keys(JSON.parse(readFileSync(join(outdir, 'bundles.json'), 'utf8')).files);
+    const paths = [
+      entry[0]!.handlerPath,
+      LAYER.entry,
+      'package.json',
+      'node_modules/.package-lock.json',
+      relative(PROJECT_ROOT, alone!.file),
+      relative(PROJECT_ROOT, alone!.layer.file),
+    ];
+    for (const path of paths) expect(recorded, path).toContain(path);
+    expect(recorded.filter((path) => path.includes('node_modules/@smithy/')).length).toBeGreaterThan(10);
+    const built = statSync(alone!.file).mtimeMs;
+    buildBundles(entry, { outdir });
+    expect(statSync(alone!.file).mtimeMs).toBe(built);
+    appendFileSync(alone!.file, '\n');
+    buildBundles(entry, { outdir });
+    expect(readFileSync(alone!.file).equals(readFileSync(all.file))).toBe(true);
+  }, 60_000);
 
   it('takes Powertools and the X-Ray SDK from the layer, one minified file: none of their code in any bundle', () => {
     for (const bundle of bundles) {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CANCEL_CHECK_HANDLER, CANCEL_SCHEDULE_PATTERN } from '../../infra/constructs/cancel-scheduler.ts';
+import { CANCEL_SCHEDULE_PATTERN } from '../../infra/constructs/cancel-scheduler.ts';
+import { CANCEL_CHECK_HANDLER } from '../../infra/paths.ts';
 import { alarmsOn, fixtureProjectRoot, idOf, resources, roleGrants, synthStack } from './support/stack.ts';
 
 /** The cancellation scheduler's AWS resources (infra/constructs/cancel-scheduler.ts) in the stack's template. */

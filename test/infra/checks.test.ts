@@ -7,7 +7,7 @@ import { App, CfnResource, Stack, Validations } from 'aws-cdk-lib';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addNagChecks, NAG_REASONS, nagPacks } from '../../infra/nag.ts';
-import { PROJECT_ROOT } from '../../infra/stack.ts';
+import { PROJECT_ROOT } from '../../infra/paths.ts';
 import { fixtureProjectRoot, synthStack } from './support/stack.ts';
 
 /**

@@ -7,7 +7,7 @@ import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { type ApiStack, DEFAULTS, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
-import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../../infra/constructs/outbox-relay.ts';
+import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../../infra/paths.ts';
 import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/outbox/sweeper';
 import { isOutboxInsert } from '#lib/outbox/relay';
 import { outboxInsert, outboxItem, streamRecord } from '../outbox/support/records.ts';

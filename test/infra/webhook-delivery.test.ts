@@ -4,12 +4,8 @@ import { routes } from '#lib/http/routes';
 import { MAX_VISIBILITY_SECONDS } from '#lib/webhooks/queue';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
-import {
-  WEBHOOK_DELIVER_HANDLER,
-  WEBHOOK_EVENT_PATTERN,
-  WEBHOOK_FAN_OUT_HANDLER,
-  WEBHOOK_RULE_NAME,
-} from '../../infra/constructs/webhook-delivery.ts';
+import { WEBHOOK_EVENT_PATTERN, WEBHOOK_RULE_NAME } from '../../infra/constructs/webhook-delivery.ts';
+import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_FAN_OUT_HANDLER } from '../../infra/paths.ts';
 import { DEFAULTS } from '../../infra/stack.ts';
 import { alarmsOn, alarmViews, fixtureProjectRoot, idOf, resources, roleGrants, synthStack } from './support/stack.ts';
 

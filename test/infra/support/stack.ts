@@ -4,26 +4,16 @@ import { dirname, join } from 'node:path';
 import { App, NestedStack, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
-import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
-import { buildStacks, PROJECT_ROOT, type AppProps } from '../../../infra/stack.ts';
+import { buildStacks, type AppProps } from '../../../infra/stack.ts';
 import type { ApiFunction } from '../../../infra/constructs/api-function.ts';
-import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../../../infra/constructs/outbox-relay.ts';
-import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_FAN_OUT_HANDLER } from '../../../infra/constructs/webhook-delivery.ts';
-import { CANCEL_CHECK_HANDLER } from '../../../infra/constructs/cancel-scheduler.ts';
+import { functionEntries } from '../../../infra/bundles/build.ts';
+import { PROJECT_ROOT } from '../../../infra/paths.ts';
 
 /** The same feature flags `cdk synth` runs with. */
 const cdkJsonContext = JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')).context as Record<string, unknown>;
 
-/** Every handler module the stack names. */
-export const STACK_HANDLERS = [
-  ...routeList.map((r) => r.handler),
-  NOT_FOUND_HANDLER,
-  OUTBOX_RELAY_HANDLER,
-  OUTBOX_SWEEPER_HANDLER,
-  WEBHOOK_FAN_OUT_HANDLER,
-  WEBHOOK_DELIVER_HANDLER,
-  CANCEL_CHECK_HANDLER,
-];
+/** Every handler module the stack names (a synth with bundling fails on any other). */
+export const STACK_HANDLERS = functionEntries().map((entry) => entry.handlerPath);
 
 /**
  * A stand-in project root where every handler module of the stack exists (empty), so the template
