@@ -625,7 +625,7 @@ export interface paths {
         };
         /**
          * The endpoint's delivery attempts of the last 30 days, newest first
-         * @description The endpoint's delivery attempts of the last 30 days, newest first, with their status code, error and next retry time (docs/webhooks.md).
+         * @description The endpoint's delivery attempts of the last 30 days, newest first, with their status code, error, next retry time and the body sent (docs/webhooks.md).
          *
          *     Requires an API token with the `webhooks:read` ability, or a back-office ID token (role admin or user).
          */
@@ -1165,6 +1165,18 @@ export interface components {
             duration_ms: number;
             /** @description When the attempt started */
             at: string;
+            /**
+             * @description When the queue tries this delivery again (UTC, to the second: the end of a failed attempt plus the pause of the retry schedule). Null when no try is due: delivered, the last attempt failed (dead-lettered), a test event, or a manual retry with no queued retry pending. If the endpoint is disabled or deleted by then, nothing is sent
+             * @example 2026-03-01T10:00:21Z
+             */
+            next_attempt_at: string | null;
+            /**
+             * @description The body sent, as the exact JSON text that was signed; only its first 6144 bytes (UTF-8) when longer (`payload_truncated`). Null for attempts logged before payloads were kept
+             * @example {"id":"evt_5f0c6d1e9a2b4c7d8e9f0a1b","type":"order.paid","created_at":"2026-03-01T10:00:00Z","data":{"object":{"id":1}}}
+             */
+            payload: string | null;
+            /** @description True when `payload` holds only the body's first 6144 bytes */
+            payload_truncated: boolean;
         };
         MrrEntry: {
             /**

@@ -9,11 +9,13 @@ import { utcDay } from '#lib/shared/time';
 
 /**
  * The delivery log: one item per attempt under the endpoint, newest first, kept 30 days (TTL on
- * `expires_at`), and beside it the attempts counted per UTC day (sharded ADDs in the transaction
- * that logs the attempt), so the list's total is one bounded Query whatever the log's length. The
- * count partition's head (`keys.webhookDeliveryDaysHead`, no TTL) is written and removed by the
- * endpoint's create and delete transactions: it proves the endpoint exists and that every attempt
- * of the window was counted. `GET /webhook-endpoints/{id}/deliveries` lists the log.
+ * `expires_at`), each with the body sent (at most LOGGED_PAYLOAD_MAX_BYTES of it) and when the
+ * queue tries again, so the list reads nothing else; and beside it the attempts counted per UTC day
+ * (sharded ADDs in the transaction that logs the attempt), so the list's total is one bounded Query
+ * whatever the log's length. The count partition's head (`keys.webhookDeliveryDaysHead`, no TTL)
+ * is written and removed by the endpoint's create and delete transactions: it proves the endpoint
+ * exists and that every attempt of the window was counted. `GET /webhook-endpoints/{id}/deliveries`
+ * lists the log.
  */
 
 export const DELIVERY_LOG_TTL_SECONDS = 30 * 24 * 3600;
@@ -21,6 +23,15 @@ export const DELIVERY_LOG_TTL_SECONDS = 30 * 24 * 3600;
 export const DELIVERY_LIST_DAYS = 30;
 const DAY_MS = 24 * 3600 * 1000;
 const COUNT_ATTR = 'attempts';
+
+/**
+ * How much of an attempt's body its log entry keeps (UTF-8 bytes). A page of the list is up to 100
+ * entries and must stay one Query answer (DynamoDB stops a Query at 1 MB): with this much payload and
+ * the longest error an entry stays under 9 KB (`test/webhooks/payload-bound.unit.test.ts`). Every
+ * subscription and test body, and every order body without metadata, is smaller; an order whose
+ * metadata (up to 16 KiB) makes its body longer is kept truncated, marked `payload_truncated`.
+ */
+export const LOGGED_PAYLOAD_MAX_BYTES = 6 * 1024;
 
 export type DeliveryLogEntry = {
   event_id: string;
@@ -34,15 +45,49 @@ export type DeliveryLogEntry = {
   duration_ms: number;
   /** When the attempt started (ISO 8601). */
   at: string;
+  /**
+   * When the queue tries this delivery again (ISO 8601 UTC, to the second): the attempt's end plus
+   * the schedule's pause (`nextRetryDelaySeconds`). Null when no try is due: delivered, the last
+   * scheduled attempt (dead-lettered), a test event, or a manual retry with no queued retry pending.
+   */
+  next_attempt_at: string | null;
+  /** The body sent (the JSON text that was signed), cut at LOGGED_PAYLOAD_MAX_BYTES; null for attempts logged before payloads were kept. */
+  payload: string | null;
+  /** True when `payload` is only the body's first LOGGED_PAYLOAD_MAX_BYTES bytes. */
+  payload_truncated: boolean;
 };
 
-export type DeliveryLogItem = DeliveryLogEntry & { pk: string; sk: string; endpoint_id: number; expires_at: number };
+export type DeliveryLogItem = Omit<DeliveryLogEntry, 'next_attempt_at' | 'payload' | 'payload_truncated'> & {
+  pk: string;
+  sk: string;
+  endpoint_id: number;
+  expires_at: number;
+  /** Absent on attempts logged before these were kept. */
+  next_attempt_at?: string | null;
+  payload?: string;
+  payload_truncated?: boolean;
+};
+
+/**
+ * What the log keeps of a body: all of it up to LOGGED_PAYLOAD_MAX_BYTES, else its first bytes up
+ * to that bound, cut before a character (never inside one), marked truncated.
+ */
+export const loggedPayload = (body: string): { payload: string; payload_truncated: boolean } => {
+  if (Buffer.byteLength(body, 'utf8') <= LOGGED_PAYLOAD_MAX_BYTES) return { payload: body, payload_truncated: false };
+  const bytes = Buffer.from(body, 'utf8');
+  let end = LOGGED_PAYLOAD_MAX_BYTES;
+  // A UTF-8 continuation byte (10xxxxxx) at the cut means a character would be split: cut before it.
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  return { payload: bytes.subarray(0, end).toString('utf8'), payload_truncated: true };
+};
 
 /**
  * Adds one attempt to the endpoint's log (a put that must create: an attempt is logged once).
  * `sortAt` (ISO with milliseconds) orders attempts within one second; `entry.at` otherwise.
  */
 export const addDeliveryLog = (ws: WriteSet, merchantId: string, endpointId: number, entry: DeliveryLogEntry, sortAt = entry.at): void => {
+  // Bounded whatever the caller passes: an entry never holds more than LOGGED_PAYLOAD_MAX_BYTES of body.
+  const kept = entry.payload === null ? null : loggedPayload(entry.payload);
   ws.put(
     'webhook-delivery',
     {
@@ -55,6 +100,9 @@ export const addDeliveryLog = (ws: WriteSet, merchantId: string, endpointId: num
       error: entry.error,
       duration_ms: entry.duration_ms,
       at: entry.at,
+      next_attempt_at: entry.next_attempt_at,
+      ...(kept ? { payload: kept.payload } : {}),
+      ...(entry.payload_truncated || kept?.payload_truncated ? { payload_truncated: true } : {}),
       expires_at: Math.floor(Date.parse(entry.at) / 1000) + DELIVERY_LOG_TTL_SECONDS,
     },
     itemAbsent,
@@ -92,6 +140,9 @@ export const presentDelivery = (item: DeliveryLogItem): DeliveryLogEntry => ({
   error: item.error ?? null,
   duration_ms: Number(item.duration_ms),
   at: item.at,
+  next_attempt_at: item.next_attempt_at ?? null,
+  payload: item.payload ?? null,
+  payload_truncated: item.payload_truncated === true,
 });
 
 /**

@@ -9,7 +9,7 @@ import { WriteConflict, WriteSet } from '#lib/db/writes';
 import { logger } from '#lib/logger';
 import { formatTimestamp } from '#lib/shared/time';
 import { attemptDelivery, DELIVERY_TIMEOUT_MS, webhookBody, type DeliveryResult, type WebhookEvent } from '#lib/webhooks/deliver';
-import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS, type DeliveryLogEntry } from '#lib/webhooks/deliveries';
+import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS, loggedPayload, type DeliveryLogEntry } from '#lib/webhooks/deliveries';
 import type { WebhookEndpointItem } from '#lib/webhooks/model';
 import { receives } from '#lib/webhooks/rules';
 import { AUTO_DISABLE_AFTER_MS, nextRetryDelaySeconds } from '#lib/webhooks/schedule';
@@ -41,6 +41,8 @@ export type DeliveryStateItem = {
   attempts: number;
   scheduled_attempts?: number;
   delivered_at?: string;
+  /** When the queue tries again (set by its attempts, null once delivered or out of attempts). */
+  next_attempt_at?: string | null;
   last_attempt_at: string;
   last_status: number | null;
   last_error: string | null;
@@ -96,14 +98,21 @@ const RECORD_MARGIN_MS = 2_000;
  * (`state`), automatic or manual. `scheduled` attempts (the queue's) also count towards the retry
  * schedule; a test or a manual retry does not use one up. `health` as read (null: known absent)
  * spares the write when it would change nothing; undefined (not read) writes it either way.
+ *
+ * The entry carries the body sent (`loggedPayload`) and `next_attempt_at`, when the queue tries the
+ * delivery again. A failed scheduled attempt picks its pause here (`nextRetryDelaySeconds`, the
+ * queue's schedule: `delaySeconds`, which the consumer then postpones the message by), counted from
+ * the attempt's end; its last one has none. A test or manual retry changes nothing in the queue: a
+ * failure shows the retry still pending from the queue's last attempt (the state's), a success none
+ * (the queued retry will find the delivery delivered and send nothing).
  */
 export const attemptAndRecord = async (
   merchantId: string,
   endpoint: WebhookEndpointItem,
   event: WebhookEvent,
-  state: Pick<DeliveryStateItem, 'attempts' | 'scheduled_attempts'> | undefined,
-  opts: AttemptOptions & { scheduled?: boolean; health?: HealthItem | null } = {},
-): Promise<{ entry: DeliveryLogEntry; result: DeliveryResult; scheduledAttempts: number }> => {
+  state: Pick<DeliveryStateItem, 'attempts' | 'scheduled_attempts' | 'next_attempt_at'> | undefined,
+  opts: AttemptOptions & { scheduled?: boolean; health?: HealthItem | null; random?: () => number } = {},
+): Promise<{ entry: DeliveryLogEntry; result: DeliveryResult; delaySeconds: number | null }> => {
   const started = now();
   const at = formatTimestamp(started);
   const body = webhookBody(event);
@@ -124,6 +133,14 @@ export const attemptAndRecord = async (
   const token = randomUUID();
   let counted = Number(state?.attempts ?? 0);
   let attempt = counted + 1;
+  const scheduledAttempts = Number(state?.scheduled_attempts ?? 0) + (opts.scheduled ? 1 : 0);
+  const delaySeconds = opts.scheduled && !result.ok ? nextRetryDelaySeconds(scheduledAttempts, opts.random) : null;
+  const endedAt = started.getTime() + result.durationMs;
+  const scheduledNext = delaySeconds === null ? null : formatTimestamp(new Date(endedAt + delaySeconds * 1000));
+  // A manual attempt's failure leaves the queue's pending retry (as the state says; re-read on a conflict).
+  let pendingNext = state?.next_attempt_at ?? null;
+  const nextAttemptAt = () => (result.ok ? null : opts.scheduled ? scheduledNext : pendingNext);
+  const payload = loggedPayload(body);
   const entry = (): DeliveryLogEntry => ({
     event_id: event.id,
     event_type: event.type,
@@ -132,6 +149,8 @@ export const attemptAndRecord = async (
     error: result.error ?? null,
     duration_ms: result.durationMs,
     at,
+    next_attempt_at: nextAttemptAt(),
+    ...payload,
   });
   const stateKey = keys.webhookDeliveryState(merchantId, endpoint.id, event.id);
   await retrying(
@@ -154,6 +173,8 @@ export const attemptAndRecord = async (
         .add('attempts', ONE)
         .when(counted ? { expression: 'attempts = :n', values: { ':n': counted } } : { expression: 'attribute_not_exists(attempts)' });
       if (opts.scheduled) record.add('scheduled_attempts', ONE);
+      // The queue's next try: what its attempts schedule, none once delivered (a manual failure leaves it).
+      if (opts.scheduled || result.ok) record.set('next_attempt_at', nextAttemptAt());
       if (result.ok) record.set('delivered_at', at);
       // Health: gone after a success, `failing_since` from the first failure after one. Skipped when
       // the read shows it already so (many deliveries to one endpoint would all write one item).
@@ -167,12 +188,13 @@ export const attemptAndRecord = async (
         const now = (await batchGet([stateKey])).get(keyId(stateKey)) as DeliveryStateItem | undefined;
         if (now?.attempt_token === token) return;
         counted = Number(now?.attempts ?? 0);
+        pendingNext = now?.next_attempt_at ?? null;
         throw err;
       }
     },
     { resendUnanswered: true },
   );
-  return { entry: entry(), result, scheduledAttempts: Number(state?.scheduled_attempts ?? 0) + (opts.scheduled ? 1 : 0) };
+  return { entry: entry(), result, delaySeconds };
 };
 
 /** Sets an endpoint that failed every attempt for 5 days to `disabled` (unless something else changed it first). */
@@ -233,7 +255,7 @@ export const deliverTask = async (task: DeliveryTask, opts: AttemptOptions & { r
   if (state?.delivered_at) return { action: 'done', reason: 'already delivered' };
   if (!receives(endpoint, event.type as EventType)) return { action: 'done', reason: 'not subscribed' };
 
-  const { entry, result, scheduledAttempts } = await attemptAndRecord(merchantId, endpoint, event, state, {
+  const { entry, result, delaySeconds } = await attemptAndRecord(merchantId, endpoint, event, state, {
     ...opts,
     scheduled: true,
     health: health ?? null,
@@ -242,6 +264,5 @@ export const deliverTask = async (task: DeliveryTask, opts: AttemptOptions & { r
   if (health?.failing_since && Date.parse(entry.at) - Date.parse(health.failing_since) >= AUTO_DISABLE_AFTER_MS) {
     await retrying(() => disableEndpoint(merchantId, endpoint, health.failing_since));
   }
-  const delaySeconds = nextRetryDelaySeconds(scheduledAttempts, opts.random);
   return delaySeconds === null ? { action: 'dead-letter', entry } : { action: 'retry', delaySeconds, entry };
 };

@@ -140,7 +140,7 @@ export const routes = {
     csv: true,
     summary: "The endpoint's delivery attempts of the last 30 days, newest first",
     description:
-      "The endpoint's delivery attempts of the last 30 days, newest first, with their status code, error and next retry time (docs/webhooks.md).",
+      "The endpoint's delivery attempts of the last 30 days, newest first, with their status code, error, next retry time and the body sent (docs/webhooks.md).",
     tags: ['webhooks'],
     request: { params: webhookDeliveriesPathParams, query: webhookDeliveriesListQuery },
     responses: {

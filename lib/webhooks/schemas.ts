@@ -3,6 +3,7 @@ import { config } from '#lib/config';
 import { EVENT_TYPES, type EventType } from '#lib/outbox/store';
 import { pageQuery, pathId } from '#lib/shared/fields';
 import { selectedInvalid } from '#lib/shared/validation';
+import { LOGGED_PAYLOAD_MAX_BYTES } from '#lib/webhooks/deliveries';
 import { checkUrlShape } from '#lib/webhooks/url-safety';
 
 export const WEBHOOK_STATUSES = ['enabled', 'disabled'] as const;
@@ -138,5 +139,20 @@ export const webhookDeliverySchema = z
       .meta({ description: '`timeout`, a connection error code or `refused url: …`; null when an answer arrived' }),
     duration_ms: z.int(),
     at: z.string().meta({ description: 'When the attempt started' }),
+    next_attempt_at: z.string().nullable().meta({
+      description:
+        'When the queue tries this delivery again (UTC, to the second: the end of a failed attempt plus the pause of the retry schedule). Null when no try is due: delivered, the last attempt failed (dead-lettered), a test event, or a manual retry with no queued retry pending. If the endpoint is disabled or deleted by then, nothing is sent',
+      example: '2026-03-01T10:00:21Z',
+    }),
+    payload: z
+      .string()
+      .nullable()
+      .meta({
+        description: `The body sent, as the exact JSON text that was signed; only its first ${LOGGED_PAYLOAD_MAX_BYTES} bytes (UTF-8) when longer (\`payload_truncated\`). Null for attempts logged before payloads were kept`,
+        example: '{"id":"evt_5f0c6d1e9a2b4c7d8e9f0a1b","type":"order.paid","created_at":"2026-03-01T10:00:00Z","data":{"object":{"id":1}}}',
+      }),
+    payload_truncated: z
+      .boolean()
+      .meta({ description: `True when \`payload\` holds only the body's first ${LOGGED_PAYLOAD_MAX_BYTES} bytes` }),
   })
   .meta({ id: 'WebhookDelivery' });

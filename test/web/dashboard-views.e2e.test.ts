@@ -2,7 +2,10 @@
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newEventId } from '#lib/outbox/store';
+import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
+import { prettyJson } from '../../web/src/format.ts';
 import { newMerchant } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
 import {
@@ -403,6 +406,116 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     expect((await api.get(`/webhook-endpoints/${endpoint.id}`, merchant.token)).status).toBe(404);
     await page.locator('[data-panel="endpoints"] .state.empty').waitFor();
     expect(failures).toEqual([]);
+  });
+
+  it('webhooks: each delivery shows its next retry and payload as the API answers them; Send again from a failed row', async () => {
+    // A receiver failing until told otherwise; attempts queued for it run here, as the delivery consumer runs them.
+    let answer = 500;
+    const failingSecrets: string[] = [];
+    const failing = await startWebhookReceiver({ secrets: failingSecrets, respond: () => answer });
+    try {
+      const endpoint = await ok(api.post('/webhook-endpoints', merchant.token, { url: failing.url, events: ['order.paid'] }));
+      failingSecrets.push(endpoint.secret);
+      const order = (await get('/orders?per_page=1')).data[0];
+      const task = (object: unknown): DeliveryTask => ({
+        merchant_id: merchant.merchantId,
+        endpoint_id: endpoint.id,
+        event: { id: newEventId(), type: 'order.paid', created_at: order.updated_at, data: { object } },
+      });
+      const failed = task(order);
+      expect(await deliverTask(failed, { random: () => 0.5 })).toMatchObject({ action: 'retry', entry: { attempt: 1, status: 500 } });
+      // A body longer than the log keeps (metadata near its 16 KiB limit), delivered.
+      answer = 204;
+      const large = task({ ...order, metadata: { note: 'é'.repeat(8 * 1024 - 20) } });
+      expect(await deliverTask(large)).toMatchObject({ action: 'done', reason: 'delivered' });
+      answer = 500;
+
+      const { page, failures } = await open('admin', '#webhooks');
+      /** Each delivery row: its event, attempt, result, next retry (the time element's value and text) and payload as shown. */
+      const shownDeliveries = () =>
+        page.locator('[data-testid="deliveries"] tbody tr').evaluateAll((trs) =>
+          trs.map((tr) => {
+            const cell = (label: string) => tr.querySelector(`[data-label="${label}"]`)!;
+            const time = cell('Next retry').querySelector('time');
+            return {
+              event_id: tr.getAttribute('data-event-id'),
+              attempt: Number(tr.getAttribute('data-attempt')),
+              result: cell('Result').textContent?.trim(),
+              next: time ? { datetime: time.getAttribute('datetime'), text: time.textContent } : cell('Next retry').textContent,
+              payload: cell('Payload').querySelector('pre')?.textContent ?? null,
+              truncated: cell('Payload').querySelector('[data-testid="payload-truncated"]') !== null,
+            };
+          }),
+        );
+      /** The rows equal the API's log: the next retry shown to the second in UTC, the payload indented. */
+      const expectLogShown = async () => {
+        await ready(page, 'deliveries');
+        const log = (await get(`/webhook-endpoints/${endpoint.id}/deliveries?per_page=10`)).data;
+        expect(await shownDeliveries()).toEqual(
+          log.map((d: any) => ({
+            event_id: d.event_id,
+            attempt: d.attempt,
+            result: String(d.status),
+            next: d.next_attempt_at
+              ? { datetime: d.next_attempt_at, text: `${d.next_attempt_at.slice(0, 10)} ${d.next_attempt_at.slice(11, 19)} UTC` }
+              : '—',
+            payload: d.payload_truncated ? prettyJson(d.payload) : JSON.stringify(JSON.parse(d.payload), null, 2),
+            truncated: d.payload_truncated,
+          })),
+        );
+        return log;
+      };
+
+      let log = await expectLogShown();
+      expect(log.map((d: any) => [d.event_id, d.attempt, d.status, d.payload_truncated])).toEqual([
+        [large.event.id, 1, 204, true],
+        [failed.event.id, 1, 500, false],
+      ]);
+      // The failed attempt's next retry is the queue's (the schedule's first pause, 10 s at this jitter, after the attempt's end).
+      const due = log[1].next_attempt_at;
+      // (`at` and the retry time are both shown to the second: they differ by the pause within a second.)
+      const gap = Date.parse(due) - (Date.parse(log[1].at) + log[1].duration_ms + 10_000);
+      expect(Math.abs(gap)).toBeLessThan(1_000);
+      expect(log[0].next_attempt_at).toBeNull();
+      // The payloads are the bodies the receiver got (and verified), the large one's start only.
+      expect(failing.received.map((d) => d.event?.id)).toEqual([failed.event.id, large.event.id]);
+      expect(log[1].payload).toBe(failing.received[0].body);
+      expect(failing.received[1].body.startsWith(log[0].payload)).toBe(true);
+
+      // Opened, a payload is shown; the page stays accessible.
+      const summary = page.locator(`tr[data-event-id="${failed.event.id}"] [data-testid="payload"] summary`);
+      expect(await summary.textContent()).toBe(`Show payload of order.paid ${failed.event.id} attempt 1`);
+      await summary.click();
+      await page.locator(`tr[data-event-id="${failed.event.id}"] pre`).waitFor({ state: 'visible' });
+      await shoot(page, 'webhooks-deliveries-desktop');
+      await axe(page, 'webhooks-deliveries');
+
+      // Send again while the receiver still fails: the queue's retry is still due, and shown.
+      await page.getByRole('button', { name: `Send again order.paid ${failed.event.id} attempt 1` }).click();
+      await page.getByTestId('test-notice').filter({ hasText: 'attempt 2' }).waitFor({ timeout: 20_000 });
+      log = await expectLogShown();
+      expect(log[0]).toMatchObject({ event_id: failed.event.id, attempt: 2, status: 500, next_attempt_at: due });
+      // Then it succeeds: nothing more is due.
+      answer = 204;
+      await page.getByRole('button', { name: `Send again order.paid ${failed.event.id} attempt 2` }).click();
+      await page.getByTestId('test-notice').filter({ hasText: 'attempt 3' }).waitFor({ timeout: 20_000 });
+      log = await expectLogShown();
+      expect(log[0]).toMatchObject({ event_id: failed.event.id, attempt: 3, status: 204, next_attempt_at: null });
+      expect(log[0].payload).toBe(failing.received.at(-1)!.body);
+      expect(failures).toEqual([]);
+
+      // At phone width an opened payload (the long one) stays inside the screen.
+      const phone = await open('admin', '#webhooks', PHONE);
+      await ready(phone.page, 'deliveries');
+      await phone.page.locator(`tr[data-event-id="${large.event.id}"] [data-testid="payload"] summary`).click();
+      await phone.page.locator(`tr[data-event-id="${large.event.id}"] pre`).waitFor({ state: 'visible' });
+      await noSideScroll(phone.page);
+      await shoot(phone.page, 'webhooks-deliveries-phone');
+      expect(phone.failures).toEqual([]);
+      await ok(api.del(`/webhook-endpoints/${endpoint.id}`, merchant.token), 204);
+    } finally {
+      await failing.close();
+    }
   });
 
   it('a user reads endpoints and deliveries but has no management controls; a merchant without data sees empty states', async () => {

@@ -242,6 +242,9 @@ describe('delivery log', () => {
         error: 'timeout',
         duration_ms: 10_000,
         at: '2026-03-01T10:00:01.000Z',
+        next_attempt_at: '2026-03-01T10:00:21Z',
+        payload: body,
+        payload_truncated: false,
       },
       {
         event_id: EVENT.id,
@@ -251,6 +254,9 @@ describe('delivery log', () => {
         error: null,
         duration_ms: 42,
         at: '2026-03-01T10:00:12.000Z',
+        next_attempt_at: '2026-03-01T10:01:12Z',
+        payload: body,
+        payload_truncated: false,
       },
       {
         event_id: EVENT.id,
@@ -260,6 +266,9 @@ describe('delivery log', () => {
         error: null,
         duration_ms: 7,
         at: '2026-03-01T10:01:15.000Z',
+        next_attempt_at: null,
+        payload: body,
+        payload_truncated: false,
       },
     ];
     // The log head, as endpoint 1's create transaction writes it: the endpoint exists.
@@ -313,6 +322,9 @@ describe('delivery log', () => {
       error: null,
       duration_ms: 3,
       at: '2026-03-01T10:00:00.000Z',
+      next_attempt_at: null,
+      payload: body,
+      payload_truncated: false,
     };
     const ws = new WriteSet();
     addDeliveryLog(ws, merchantId, 1, e);

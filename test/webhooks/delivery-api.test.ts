@@ -1,4 +1,5 @@
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { parse } from 'csv-parse/sync';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ABILITIES } from '#lib/auth/abilities';
@@ -7,9 +8,10 @@ import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
 import { newEventId } from '#lib/outbox/store';
-import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS } from '#lib/webhooks/deliveries';
-import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
-import { AUTO_DISABLE_AFTER_MS, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
+import { formatTimestamp } from '#lib/shared/time';
+import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS, LOGGED_PAYLOAD_MAX_BYTES } from '#lib/webhooks/deliveries';
+import { deliverTask, type DeliveryTask, type TaskOutcome } from '#lib/webhooks/delivery';
+import { AUTO_DISABLE_AFTER_MS, MAX_ATTEMPTS, nextRetryDelaySeconds, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
 import { endpointsReceiving } from '#lib/webhooks/store';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
 import { newMerchant, useApi } from '../support/api.ts';
@@ -27,7 +29,7 @@ afterEach(async () => {
   for (const r of receivers.splice(0)) await r.close();
 });
 
-const receiver = async (respond?: (n: number) => number) => {
+const receiver = async (respond?: (n: number) => number | Promise<number>) => {
   const secrets: string[] = [];
   const r = await startWebhookReceiver({ secrets, respond: respond ? (_d, n) => respond(n) : undefined });
   receivers.push(r);
@@ -35,7 +37,7 @@ const receiver = async (respond?: (n: number) => number) => {
 };
 
 /** A merchant with one endpoint pointing at a fresh receiver that verifies with its secret. */
-const setup = async (opts: { events?: string[]; respond?: (n: number) => number } = {}) => {
+const setup = async (opts: { events?: string[]; respond?: (n: number) => number | Promise<number> } = {}) => {
   const m = await newMerchant();
   const r = await receiver(opts.respond);
   const endpoint = await registerEndpoint(api, m.token, r.url, opts.events);
@@ -44,7 +46,18 @@ const setup = async (opts: { events?: string[]; respond?: (n: number) => number 
 };
 
 const NOT_FOUND = { message: 'Resource not found' };
-const ATTEMPT_FIELDS = ['event_id', 'event_type', 'attempt', 'status', 'error', 'duration_ms', 'at'];
+const ATTEMPT_FIELDS = [
+  'event_id',
+  'event_type',
+  'attempt',
+  'status',
+  'error',
+  'duration_ms',
+  'at',
+  'next_attempt_at',
+  'payload',
+  'payload_truncated',
+];
 
 const task = (merchantId: string, endpointId: number, type = 'order.paid'): DeliveryTask => ({
   merchant_id: merchantId,
@@ -62,7 +75,8 @@ describe('POST /webhook-endpoints/{id}/test', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const a = res.body.data;
     expect(Object.keys(a).sort()).toEqual([...ATTEMPT_FIELDS].sort());
-    expect(a).toMatchObject({ event_type: 'webhook.test', attempt: 1, status: 204, error: null });
+    // A test event is not retried by the queue: no next attempt.
+    expect(a).toMatchObject({ event_type: 'webhook.test', attempt: 1, status: 204, error: null, next_attempt_at: null });
     expect(a.event_id).toMatch(/^evt_[0-9a-f]{24}$/);
     expect(a.at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
 
@@ -73,10 +87,17 @@ describe('POST /webhook-endpoints/{id}/test', () => {
       type: 'webhook.test',
       data: { object: { webhook_endpoint_id: endpoint.id } },
     });
+    // The payload is the very body the receiver verified.
+    expect(a).toMatchObject({ payload: r.received[0].body, payload_truncated: false });
 
     const log = await api.get(`/webhook-endpoints/${endpoint.id}/deliveries`, token);
     expect(log.status).toBe(200);
     expect(log.body).toEqual({ data: [a], meta: expect.objectContaining({ current_page: 1, total: 1, last_page: 1 }) });
+    // As CSV the payload is one cell holding the body's text.
+    const csv = await api.get(`/webhook-endpoints/${endpoint.id}/deliveries`, token, { accept: 'text/csv' });
+    expect(parse(csv.body as string, { columns: true })).toEqual([
+      expect.objectContaining({ event_id: a.event_id, next_attempt_at: '', payload: a.payload, payload_truncated: 'false' }),
+    ]);
   });
 
   it('a failing receiver is still a 200 answer carrying the status; a disabled endpoint is tested too', async () => {
@@ -196,6 +217,9 @@ describe('GET /webhook-endpoints/{id}/deliveries: the log head (existence withou
       error: null,
       duration_ms: 5,
       at: at(secondsAgo),
+      next_attempt_at: null,
+      payload: '{}',
+      payload_truncated: false,
     });
     const ws = new WriteSet();
     const live = Array.from({ length: n }, (_, i) => entry(i + 1));
@@ -416,5 +440,116 @@ describe('deliverTask (one queued task)', () => {
     await deliverTask(task(merchantId, endpoint.id));
     expect((await storedEndpoint(merchantId, endpoint.id))?.status).toBe('enabled');
     expect(r.received).toHaveLength(3);
+  });
+});
+
+describe("the log's next attempt and payload", () => {
+  /** A fixed clock at the current whole second: exact times, and signatures the receiver accepts. */
+  const frozenNow = () => fixedClock(new Date(Math.floor(Date.now() / 1000) * 1000).toISOString());
+  const logOf = async (token: string, id: number) => {
+    const r = await api.get(`/webhook-endpoints/${id}/deliveries?per_page=100`, token);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return r.body.data as { attempt: number; at: string; duration_ms: number; next_attempt_at: string | null; payload: string | null }[];
+  };
+
+  it('a failed attempt shows the queue’s next try (its end plus the schedule’s pause); the last one, dead-lettered, none; the payload is the body received', async () => {
+    const { merchantId, token, r, endpoint } = await setup({ respond: () => 500 });
+    frozenNow();
+    const t = task(merchantId, endpoint.id);
+    const randoms = [0, 0.5, 0.999999, 0.25, 0.75, 0, 0.5, 0.999999, 0.5];
+    const outcomes: TaskOutcome[] = [];
+    for (const random of randoms) outcomes.push(await deliverTask(t, { random: () => random }));
+    const log = (await logOf(token, endpoint.id)).reverse();
+    expect(log.map((e) => e.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    log.forEach((e, i) => {
+      const o = outcomes[i];
+      expect(o.entry, `attempt ${i + 1} answered as logged`).toEqual(e);
+      if (i === MAX_ATTEMPTS - 1) {
+        expect(o.action).toBe('dead-letter');
+        expect(e.next_attempt_at).toBeNull();
+        return;
+      }
+      // The pause the queue postpones the message by, which is the schedule's (± jitter)...
+      const delay = (o as { delaySeconds: number }).delaySeconds;
+      expect(o.action).toBe('retry');
+      expect(delay).toBe(nextRetryDelaySeconds(i + 1, () => randoms[i]));
+      expect(delay).toBeGreaterThanOrEqual(RETRY_DELAYS_SECONDS[i] * (1 - RETRY_JITTER));
+      expect(delay).toBeLessThanOrEqual(RETRY_DELAYS_SECONDS[i] * (1 + RETRY_JITTER));
+      // ...counted from the attempt's end, to the second.
+      expect(e.next_attempt_at, `attempt ${i + 1}`).toBe(formatTimestamp(new Date(Date.parse(e.at) + e.duration_ms + delay * 1000)));
+    });
+    // Nominal pauses at random 0.5: 1 min after attempt 2, 10 h after attempt 7 (the clock stood still).
+    expect(Date.parse(log[1].next_attempt_at!) - Date.parse(log[1].at)).toBe(Math.floor((60_000 + log[1].duration_ms) / 1000) * 1000);
+    expect(Date.parse(log[6].next_attempt_at!) - Date.parse(log[6].at)).toBe(Math.floor((36_000_000 + log[6].duration_ms) / 1000) * 1000);
+    expect(r.received).toHaveLength(MAX_ATTEMPTS);
+    r.received.forEach((d, i) => {
+      expect(d.event, `delivery ${i + 1} verified`).toEqual(t.event);
+      expect(log[i]).toMatchObject({ payload: d.body, payload_truncated: false });
+    });
+  });
+
+  it('after a success no next try; a manual retry shows the queue’s pending one while failing, none once delivered', async () => {
+    const answers = [500, 500, 204, 500];
+    // The first answer takes over a second: the pause is counted from the attempt's end, not its start.
+    const { merchantId, token, r, endpoint } = await setup({
+      respond: async (n) => {
+        if (n === 1) await new Promise((done) => setTimeout(done, 1_200));
+        return answers[n - 1];
+      },
+    });
+    frozenNow();
+    const t = task(merchantId, endpoint.id);
+    const first = await deliverTask(t, { random: () => 0.5 });
+    expect(first).toMatchObject({ action: 'retry', entry: { attempt: 1, status: 500 } });
+    expect(first.entry!.duration_ms).toBeGreaterThanOrEqual(1_200);
+    const pending = first.entry!.next_attempt_at;
+    expect(pending).toBe(
+      formatTimestamp(new Date(Date.parse(first.entry!.at) + first.entry!.duration_ms + RETRY_DELAYS_SECONDS[0] * 1000)),
+    );
+    const retry = () => api.post(`/webhook-endpoints/${endpoint.id}/deliveries/${t.event.id}/retry`, token);
+    // A failed manual retry leaves the queue's retry where it was.
+    expect((await retry()).body.data).toMatchObject({ attempt: 2, status: 500, next_attempt_at: pending });
+    // The queue's retry succeeds: nothing more is due.
+    expect(await deliverTask(t, { random: () => 0.5 })).toMatchObject({
+      action: 'done',
+      reason: 'delivered',
+      entry: { attempt: 3, status: 204, next_attempt_at: null },
+    });
+    // A manual retry failing after that: still nothing due (the delivery is delivered).
+    expect((await retry()).body.data).toMatchObject({ attempt: 4, status: 500, next_attempt_at: null });
+    expect(await deliverTask(t)).toEqual({ action: 'done', reason: 'already delivered' });
+
+    const log = (await logOf(token, endpoint.id)).reverse();
+    expect(log.map((e) => [e.attempt, e.next_attempt_at])).toEqual([
+      [1, pending],
+      [2, pending],
+      [3, null],
+      [4, null],
+    ]);
+    expect(r.received).toHaveLength(4);
+    r.received.forEach((d, i) => {
+      expect(d.event).toEqual(t.event);
+      expect(log[i].payload).toBe(d.body);
+    });
+  });
+
+  it(`a body longer than ${LOGGED_PAYLOAD_MAX_BYTES} bytes is sent whole and logged as its first bytes, marked truncated`, async () => {
+    const { merchantId, token, r, endpoint } = await setup();
+    const t = task(merchantId, endpoint.id);
+    // An order whose metadata is near its 16 KiB limit, in 2-byte characters.
+    t.event.data.object = { order_no: 'A-1', metadata: { note: 'é'.repeat(8 * 1024 - 20) } };
+    expect(await deliverTask(t)).toMatchObject({ action: 'done', reason: 'delivered' });
+    expect(r.received).toHaveLength(1);
+    expect(r.received[0].event).toEqual(t.event);
+    const [entry] = await logOf(token, endpoint.id);
+    const sent = r.received[0].body;
+    expect(Buffer.byteLength(sent)).toBeGreaterThan(16 * 1024);
+    expect(entry).toMatchObject({ payload_truncated: true, next_attempt_at: null });
+    expect(sent.startsWith(entry.payload!)).toBe(true);
+    expect(Buffer.byteLength(entry.payload!)).toBeLessThanOrEqual(LOGGED_PAYLOAD_MAX_BYTES);
+    expect(Buffer.byteLength(entry.payload!)).toBeGreaterThan(LOGGED_PAYLOAD_MAX_BYTES - 4);
+    // A manual retry still sends the whole body (kept with the delivery's state).
+    expect((await api.post(`/webhook-endpoints/${endpoint.id}/deliveries/${t.event.id}/retry`, token)).status).toBe(200);
+    expect(r.received[1].body).toBe(sent);
   });
 });

@@ -6,9 +6,11 @@ import { keys } from '#lib/db/keys';
 import { WriteSet } from '#lib/db/writes';
 import { newEventId } from '#lib/outbox/store';
 import { tasksFor } from '#lib/webhooks/consumers';
-import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS, listDeliveries } from '#lib/webhooks/deliveries';
+import { addDeliveryLog, DELIVERY_LOG_TTL_SECONDS, listDeliveries, LOGGED_PAYLOAD_MAX_BYTES } from '#lib/webhooks/deliveries';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
+import { URL_MAX } from '#lib/webhooks/schemas';
 import { backfillEndpointList, endpointsReceiving } from '#lib/webhooks/store';
+import { URL_MESSAGES } from '#lib/webhooks/url-safety';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { loseResponseOnce, staleIndexReads } from '../support/faults.ts';
@@ -229,6 +231,9 @@ describe('GET /webhook-endpoints/{id}/deliveries: the total from day counts', ()
           error: null,
           duration_ms: 5,
           at: `${sortAt.slice(0, 19)}Z`,
+          next_attempt_at: null,
+          payload: '{}',
+          payload_truncated: false,
         };
         addDeliveryLog(ws, merchantId, endpointId, e, sortAt);
       }
@@ -262,6 +267,49 @@ describe('GET /webhook-endpoints/{id}/deliveries: the total from day counts', ()
     }
     // token, rate, the day counts with their head ‖ the page.
     expect(costs).toEqual({ 'long page 1': 4, 'long cursor page': 4, 'short page 1': 4, 'short cursor page': 4 });
+  });
+
+  it('a page of 100 attempts each holding the most the log keeps (payload and error) is still one Query: 4 requests', async () => {
+    const { merchantId, token, endpoint } = await setup();
+    const now = Date.now();
+    // Bodies past the bound (kept truncated) and the longest error: a refused host of a 2,048-character URL.
+    const body = JSON.stringify({ note: '😀'.repeat(LOGGED_PAYLOAD_MAX_BYTES) });
+    const error = `refused url: ${'h'.repeat(URL_MAX)}: ${URL_MESSAGES.refused}`;
+    for (let i = 0; i < 100; i += 25) {
+      const ws = new WriteSet();
+      for (let j = i; j < i + 25; j++) {
+        const sortAt = new Date(now - (j + 1) * 1000).toISOString();
+        addDeliveryLog(
+          ws,
+          merchantId,
+          endpoint.id,
+          {
+            event_id: newEventId(),
+            event_type: 'subscription.reactivated',
+            attempt: 1,
+            status: null,
+            error,
+            duration_ms: 10_000,
+            at: `${sortAt.slice(0, 19)}Z`,
+            next_attempt_at: `${sortAt.slice(0, 19)}Z`,
+            payload: body,
+            payload_truncated: false,
+          },
+          sortAt,
+        );
+      }
+      await ws.commit();
+    }
+    const page = await api.counted('GET', `/webhook-endpoints/${endpoint.id}/deliveries?per_page=100`, { token });
+    expect(page.res.status).toBe(200);
+    expect(page.res.body.data).toHaveLength(100);
+    for (const e of page.res.body.data) {
+      expect(e.payload_truncated).toBe(true);
+      expect(body.startsWith(e.payload)).toBe(true);
+      expect(Buffer.byteLength(e.payload)).toBeGreaterThan(LOGGED_PAYLOAD_MAX_BYTES - 4);
+    }
+    // token, rate, the day counts with their head ‖ the page: the page did not spill into a second Query.
+    expect(page.requests).toBe(4);
   });
 
   it('the total equals what the pages list, and moves with each attempt', async () => {

@@ -62,6 +62,21 @@ describe('webhook delivery faults', () => {
     expect(at[1] - at[0]).toBeGreaterThanOrEqual(150);
     expect(at[2] - at[1]).toBeGreaterThanOrEqual(150);
     expect(at[2] - at[0]).toBeLessThan(20_000);
+    // Each failed attempt's next_attempt_at is when the queue did try again (shown to the second, so
+    // the try comes within that second or just after); the delivered one has none. Each payload is
+    // the body the receiver verified.
+    const [third, second, first] = log;
+    for (const [failed, next] of [
+      [first, at[1]],
+      [second, at[2]],
+    ] as const) {
+      expect(failed.next_attempt_at).not.toBeNull();
+      const due = Date.parse(failed.next_attempt_at!);
+      expect(next).toBeGreaterThanOrEqual(due);
+      expect(next - due).toBeLessThan(2_000);
+    }
+    expect(third.next_attempt_at).toBeNull();
+    expect([first, second, third].map((d) => [d.payload, d.payload_truncated])).toEqual(receiver.received.map((d) => [d.body, false]));
   });
 
   it('a receiver down (connection refused) for a while, then up again on the same port: delivered after it returns', async () => {
@@ -127,6 +142,8 @@ describe('webhook delivery faults', () => {
     expect(receiver.received).toHaveLength(MAX_ATTEMPTS + 1);
     const log = (await deliveryLog(api, token, endpoint.id)).filter((d) => d.event_id === failing);
     expect(log.map((d) => [d.attempt, d.status])).toEqual(Array.from({ length: MAX_ATTEMPTS }, (_, i) => [MAX_ATTEMPTS - i, 503]));
+    // The last attempt, dead-lettered, has no next one; every earlier one had.
+    expect(log.map((d) => d.next_attempt_at === null)).toEqual([true, ...Array(MAX_ATTEMPTS - 1).fill(false)]);
     // Nine failures within minutes do not disable the endpoint (that takes 5 days).
     expect((await api.get(`/webhook-endpoints/${endpoint.id}`, token)).body.data.status).toBe('enabled');
   });

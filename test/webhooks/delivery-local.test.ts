@@ -199,9 +199,13 @@ describe('local delivery end to end', () => {
       error: null,
       duration_ms: expect.any(Number),
       at: expect.any(String),
+      next_attempt_at: null,
+      payload: expect.any(String),
+      payload_truncated: false,
     });
-    // The attempt answered synchronously: the receiver already has it.
+    // The attempt answered synchronously: the receiver already has it, the body the log keeps.
     expect(receiver.received).toHaveLength(1);
+    expect(receiver.received[0].body).toBe(r.body.data.payload);
     const [event] = verifiedEvents(receiver.received);
     expect(event).toMatchObject({ id: r.body.data.event_id, type: 'webhook.test', data: { object: { webhook_endpoint_id: endpoint.id } } });
     expect(await deliveryLog(api, token, endpoint.id)).toEqual([r.body.data]);

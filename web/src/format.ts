@@ -25,6 +25,48 @@ export const count = (value: number) => value.toLocaleString();
 
 /** `2025-07-01T10:00:00Z` → `2025-07-01 10:00 UTC` (the API's times are UTC; so are the metrics' days). */
 export const when = (ts: string | null) => (ts ? `${ts.slice(0, 10)} ${ts.slice(11, 16)} UTC` : '—');
+/** `2025-07-01T10:00:21Z` → `2025-07-01 10:00:21 UTC`: to the second, for times seconds apart (webhook retries). */
+export const whenExact = (ts: string | null) => (ts ? `${ts.slice(0, 10)} ${ts.slice(11, 19)} UTC` : '—');
+
+/**
+ * JSON text indented two spaces a level, as `JSON.stringify(value, null, 2)` writes it, without
+ * parsing it: every token stays as sent (a number too long for a double, an escape), and a text cut
+ * short (a truncated webhook payload) is indented as far as it goes.
+ */
+export const prettyJson = (text: string): string => {
+  let out = '';
+  let depth = 0;
+  let inString = false;
+  const newline = () => `\n${'  '.repeat(depth)}`;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      out += c;
+      if (c === '\\') out += text[++i] ?? '';
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (c === '"') {
+      inString = true;
+      out += c;
+    } else if (c === '{' || c === '[') {
+      const close = c === '{' ? '}' : ']';
+      if (text[i + 1] === close) {
+        out += c + close;
+        i++;
+      } else {
+        depth++;
+        out += c + newline();
+      }
+    } else if (c === '}' || c === ']') {
+      depth = Math.max(0, depth - 1);
+      out += newline() + c;
+    } else if (c === ',') out += c + newline();
+    else if (c === ':') out += ': ';
+    else if (c !== ' ' && c !== '\n' && c !== '\r' && c !== '\t') out += c;
+  }
+  return out;
+};
 
 /** The currencies the stats switch offers (any ISO 4217 code works with the API). */
 export const CURRENCIES = ['TWD', 'USD', 'EUR', 'JPY', 'GBP', 'AUD', 'CAD', 'SGD', 'HKD'];

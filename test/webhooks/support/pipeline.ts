@@ -116,6 +116,9 @@ export type DeliveryLogRow = {
   error: string | null;
   duration_ms: number;
   at: string;
+  next_attempt_at: string | null;
+  payload: string | null;
+  payload_truncated: boolean;
 };
 
 /** Every entry of an endpoint's delivery log (GET /webhook-endpoints/{id}/deliveries, all pages), newest first. */

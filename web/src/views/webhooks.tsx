@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { type Api, ApiError, type Delivery, type Endpoint, type EndpointInput, type Me, ok, type WebhookEventType } from '../api';
-import { when } from '../format';
+import { prettyJson, when, whenExact } from '../format';
 import { Badge, type Column, ListPanel, ListTable, Panel, ShownOnce, useAsync } from '../ui';
 
 /**
@@ -203,6 +203,31 @@ const EndpointForm = (props: {
   );
 };
 
+/** What a delivery row's buttons and disclosures name for screen readers. */
+const deliveryName = (d: Delivery) => `${d.event_type} ${d.event_id} attempt ${d.attempt}`;
+
+/**
+ * The body an attempt sent, as the log keeps it, behind a disclosure: indented, each token as sent
+ * (`prettyJson`). A body the log kept only the start of says so (and is indented as far as it goes).
+ */
+const Payload = ({ d }: { d: Delivery }) =>
+  d.payload === null ? (
+    '—'
+  ) : (
+    <details class="payload" data-testid="payload">
+      <summary>
+        {d.payload_truncated ? 'Show (truncated)' : 'Show'}
+        <span class="visually-hidden"> payload of {deliveryName(d)}</span>
+      </summary>
+      {d.payload_truncated && (
+        <p class="hint" data-testid="payload-truncated">
+          The log keeps only the start of this body; the receiver got all of it.
+        </p>
+      )}
+      <pre>{prettyJson(d.payload)}</pre>
+    </details>
+  );
+
 const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: Endpoint }) => {
   const [page, setPage] = useState(1);
   const [result, retry] = useAsync({ endpoint: endpoint.id, page }, (p) =>
@@ -254,17 +279,21 @@ const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: En
       cell: (d) => <Badge status={String(d.status ?? d.error)} tone={d.status !== null && d.status < 300 ? 'good' : 'bad'} />,
     },
     { label: 'Duration', num: true, cell: (d) => `${d.duration_ms} ms` },
+    {
+      label: 'Next retry',
+      cell: (d) => (d.next_attempt_at ? <time dateTime={d.next_attempt_at}>{whenExact(d.next_attempt_at)}</time> : '—'),
+    },
     ...(admin
       ? [
           {
             label: 'Send again',
             hideLabel: true,
-            cell: (d: Delivery) => (
-              <RowButton label="Send again" of={`${d.event_type} ${d.event_id} attempt ${d.attempt}`} onClick={() => send({ again: d })} />
-            ),
+            cell: (d: Delivery) => <RowButton label="Send again" of={deliveryName(d)} onClick={() => send({ again: d })} />,
           },
         ]
       : []),
+    // Last: opened, it widens its column without pushing the row's button out of view.
+    { label: 'Payload', cell: (d) => <Payload d={d} /> },
   ];
   return (
     <ListPanel
@@ -288,7 +317,8 @@ const DeliveriesPanel = ({ api, me, endpoint }: { api: Api; me: Me; endpoint: En
       above={() => (
         <p class="hint">
           Each attempt of the last 30 days. A failed delivery is tried again automatically for about a day (after 10 s, 1 min, 5 min, 30
-          min, 2 h, 5 h, 10 h and 10 h); the log does not say when the next try is due, nor show the payload sent.
+          min, 2 h, 5 h, 10 h and 10 h); <em>Next retry</em> is when the attempt after it is due (UTC), — when none is: delivered, out of
+          attempts, or a test. <em>Payload</em> shows the body sent.
         </p>
       )}
       table={{
