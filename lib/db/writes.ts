@@ -100,6 +100,8 @@ export class UpdateBuilder {
 export const MOVES_PER_PENDING = 90;
 /** Sort-key marker of a pending-moves item: `<home sk>#<PENDING_MARK>#<id>`. */
 export const PENDING_MARK = 'P';
+/** `entity` of a pending-moves item: what the table stream's filter picks out for the pending-moves applier. */
+export const PENDING_MOVES_ENTITY = 'pending-moves';
 
 /** The moves of a pending item: target sort key (same partition) → attribute → delta. */
 export type PendingMoves = [sk: string, adds: Record<string, string>][];
@@ -330,7 +332,7 @@ export class WriteSet {
           kind: 'put',
           tag: 'pending-moves',
           key,
-          item: { ...key, moves: JSON.stringify(moves) },
+          item: { ...key, entity: PENDING_MOVES_ENTITY, moves: JSON.stringify(moves) },
           conditions: [itemAbsent],
         });
         keysOut.push(key);
