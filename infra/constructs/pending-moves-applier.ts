@@ -22,10 +22,10 @@ export const PENDING_MOVES_PK_PATTERNS = [
 
 /**
  * What applying one item takes (lib/db/writes.ts `applyPending`): a strongly consistent GetItem of
- * the item, then one transaction of its ADDs (UpdateItem) and its conditional deletion (DeleteItem);
- * ConditionCheckItem for a move the transaction renders as a check.
+ * the item, then one transaction of its ADDs (UpdateItem) and its conditional deletion (DeleteItem).
+ * No ConditionCheckItem: a move carries no condition, so it is never rendered as a check.
  */
-export const PENDING_MOVES_ACTIONS: TableAction[] = ['GetItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'];
+export const PENDING_MOVES_ACTIONS: TableAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
 
 /**
  * How Lambda feeds the applier. Up to 50 records or 1 s per invocation (an invocation applies 4

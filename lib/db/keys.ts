@@ -27,7 +27,7 @@
  * | customer current MRR      | M#<m>#CUSTOMER#<id>                 | MRR             |  (moved by ADD in every subscription change)            |
  * | customer MRR timeline     | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE    |  (head, put under `version`: the points inline while they fit 32 KB, else `chunked`) |
  * | customer timeline chunk   | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE#<start> | (a long timeline's points from its start to the next chunk's; ≤ 32 KB, split when full) |
- * | pending moves             | M#<m>#MRR / M#<m>#COHORT           | M#0000-00#P#<id> / <cohort>#0000-00#P#<id> | (aggregate ADDs a full transaction could not hold; read in, applied once) |
+ * | pending moves             | M#<m>#MRR[#SEG…] / M#<m>#COHORT[#SEG…] / M#<m>#CHURN_REASONS | M#0000-00#P#<id> / <cohort>#0000-00#P#<id> | (aggregate ADDs a transaction could not hold, and every batch's; entity pending-moves; read in, applied once) |
  * | MRR movements of a day    | M#<m>#MRR                           | D#<yyyy-mm-dd>#<ss> | (ADD deltas, 8 shards: movements, active customers/subscriptions, churned) |
  * | MRR movements of a month  | M#<m>#MRR                           | M#<yyyy-mm>#<ss> |  (the same sums per month, the roll-up: monthly series and levels read months, not days) |
  * | cohort month              | M#<m>#COHORT                        | <cohort yyyy-mm>#<yyyy-mm>#<ss> | (joined; Δ customers with MRR > 0, Δ their MRR) |
