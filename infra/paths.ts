@@ -15,6 +15,8 @@ export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..
 export const OUTBOX_RELAY_HANDLER = 'functions/outbox/relay.ts';
 /** The outbox sweeper (infra/constructs/outbox-relay.ts): pending events → event bus, on a schedule. */
 export const OUTBOX_SWEEPER_HANDLER = 'functions/outbox/sweeper.ts';
+/** The pending-moves applier (infra/constructs/pending-moves-applier.ts): table stream → aggregate moves applied. */
+export const PENDING_MOVES_APPLIER_HANDLER = 'functions/metrics/pending-applier.ts';
 /** Webhook fan-out (infra/constructs/webhook-delivery.ts): events queue → one task per endpoint. */
 export const WEBHOOK_FAN_OUT_HANDLER = 'functions/webhooks/fan-out.ts';
 /** Webhook delivery (infra/constructs/webhook-delivery.ts): one task → one signed request. */

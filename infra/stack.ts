@@ -28,6 +28,7 @@ import { DataTable } from './constructs/data-table.ts';
 import { ApiMonitoring } from './constructs/monitoring.ts';
 import { acknowledgeNagFindings } from './nag.ts';
 import { OutboxRelay } from './constructs/outbox-relay.ts';
+import { PendingMovesApplier } from './constructs/pending-moves-applier.ts';
 import { WebhookDelivery } from './constructs/webhook-delivery.ts';
 import { CancelScheduler } from './constructs/cancel-scheduler.ts';
 import { ApiFront } from './constructs/api-front.ts';
@@ -124,7 +125,8 @@ export const constructIdFor = (routeName: string) => routeName.charAt(0).toUpper
 /**
  * The API: one DynamoDB table, one Lambda function per entry of the route table behind an HTTP
  * API at /v1, a catch-all 404 function, the event bus for webhook events, the outbox relay
- * that publishes them to it from the table's stream, and the webhook delivery that consumes them.
+ * that publishes them to it from the table's stream, and the webhook delivery that consumes them;
+ * from the same stream, the applier of the pending moves batches write.
  */
 export class ApiStack extends Stack {
   readonly table: DataTable;
@@ -133,6 +135,8 @@ export class ApiStack extends Stack {
   /** Encrypts webhook signing secrets (lib/webhooks/secrets.ts); kept with the table. */
   readonly webhookSecretsKey: Key;
   readonly outboxRelay: OutboxRelay;
+  /** Applies the pending-moves items batches write, from the table's stream. */
+  readonly pendingMovesApplier: PendingMovesApplier;
   readonly webhookDelivery: WebhookDelivery;
   readonly cancelScheduler: CancelScheduler;
   readonly functions: Record<RouteName, ApiFunction>;
@@ -362,6 +366,12 @@ export class ApiStack extends Stack {
       projectRoot,
       environment: workerEnvironment,
     });
+    // The other stream consumer: applies the aggregate moves batches leave as pending-moves items.
+    this.pendingMovesApplier = new PendingMovesApplier(this, 'PendingMovesApplier', {
+      table: this.table,
+      projectRoot,
+      environment: workerEnvironment,
+    });
     this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', {
       eventBus: this.eventBus,
       table: this.table,
@@ -384,6 +394,7 @@ export class ApiStack extends Stack {
       apiStageName: apiStage.stageName,
       apiFunctions: [...Object.values(this.functions), this.notFoundFunction],
       outboxRelay: this.outboxRelay,
+      pendingMovesApplier: this.pendingMovesApplier,
       webhookDelivery: this.webhookDelivery,
       cancelScheduler: this.cancelScheduler,
       table: this.table,
@@ -401,6 +412,7 @@ export class ApiStack extends Stack {
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
     new CfnOutput(this, 'EventBusArn', { value: this.eventBus.eventBusArn });
     new CfnOutput(this, 'OutboxDeadLetterQueueUrl', { value: this.outboxRelay.deadLetterQueue.queueUrl });
+    new CfnOutput(this, 'PendingMovesDeadLetterQueueUrl', { value: this.pendingMovesApplier.deadLetterQueue.queueUrl });
     const webhooks = this.webhookDelivery;
     new CfnOutput(this, 'WebhookEventsQueueUrl', { value: webhooks.eventsQueue.queueUrl });
     new CfnOutput(this, 'WebhookEventsDeadLetterQueueUrl', { value: webhooks.eventsDeadLetterQueue.queueUrl });

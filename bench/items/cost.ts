@@ -37,6 +37,7 @@ const BUDGETS: Partial<Record<RouteName, number>> = {
   metricsMrr: 5,
   metricsSummary: 4,
   metricsCohorts: 5,
+  metricsChurnReasons: 5,
   webhookEndpointsDeliveries: 4,
 };
 
@@ -170,6 +171,15 @@ const scenarios = async (api: BenchApi, receiverUrl: string): Promise<Scenario[]
     s('metricsCohorts', 'GET /metrics/cohorts, 24 months', 200, () => ({
       method: 'GET',
       path: '/metrics/cohorts?start_month=2024-01&end_month=2025-12',
+    })),
+    s('metricsMrr', 'GET /metrics/mrr?plan=, 24 monthly points', 200, () => ({
+      method: 'GET',
+      path: '/metrics/mrr?start_date=2024-01-01&end_date=2025-12-31&interval=month&plan=Basic',
+    })),
+    s('metricsPlans', 'GET /metrics/plans', 200, () => ({ method: 'GET', path: '/metrics/plans' })),
+    s('metricsChurnReasons', 'GET /metrics/churn-reasons, 24 months', 200, () => ({
+      method: 'GET',
+      path: '/metrics/churn-reasons?start_date=2024-01-01&end_date=2025-12-31',
     })),
     s('webhookEndpointsCreate', 'POST /webhook-endpoints', 201, () => ({
       method: 'POST',

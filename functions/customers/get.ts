@@ -7,6 +7,6 @@ import { routes } from '#lib/customers/routes';
 export const handler = apiHandler(routes.customersGet, async ({ auth, params }) => {
   const customer = await findCustomer(auth.merchantId, params.idOrExternalId);
   if (!customer) throw new NotFoundError();
-  const standings = await standingsOf(auth.merchantId, [customer]);
+  const standings = await standingsOf(auth.merchantId, auth.reportingCurrency, [customer]);
   return { status: 200, body: { data: presentCustomer(customer, auth.reportingCurrency, standings.get(customer.id)) } };
 });

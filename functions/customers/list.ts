@@ -5,6 +5,6 @@ import { routes } from '#lib/customers/routes';
 
 export const handler = csvApiHandler(routes.customersList, async ({ auth, query }) => {
   const { items, meta } = await listCustomers(auth.merchantId, query);
-  const standings = await standingsOf(auth.merchantId, items);
+  const standings = await standingsOf(auth.merchantId, auth.reportingCurrency, items);
   return { status: 200, body: { data: items.map((c) => presentCustomer(c, auth.reportingCurrency, standings.get(c.id))), meta } };
 });

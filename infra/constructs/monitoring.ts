@@ -6,10 +6,12 @@ import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Topic } from 'aws-cdk-lib/aws-sns';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { DefaultDashboardFactory, MetricStatistic, MonitoringFacade, SnsAlarmActionStrategy } from 'cdk-monitoring-constructs';
 import { Construct } from 'constructs';
 import { SERVICE_NAME, type ApiFunction } from './api-function.ts';
 import type { OutboxRelay } from './outbox-relay.ts';
+import type { PendingMovesApplier } from './pending-moves-applier.ts';
 import { WEBHOOK_RULE_NAME, type WebhookDelivery } from './webhook-delivery.ts';
 import type { CancelScheduler } from './cancel-scheduler.ts';
 
@@ -28,6 +30,8 @@ export const ALARM_THRESHOLDS = {
   deadLetters: 0,
   /** How far the outbox relay is behind the table stream. */
   relayIteratorAgeMs: 5 * 60 * 1000,
+  /** How far the pending-moves applier is behind the table stream (it applies within seconds). */
+  pendingMovesIteratorAgeMs: 5 * 60 * 1000,
   /** Oldest webhook event waiting for the fan-out. */
   webhookEventAgeSeconds: 5 * 60,
   /** DynamoDB throttled requests per minute (on-demand tables throttle only past their peaks). */
@@ -42,6 +46,7 @@ export type ApiMonitoringProps = {
   /** Route functions and the 404 function. */
   apiFunctions: ApiFunction[];
   outboxRelay: OutboxRelay;
+  pendingMovesApplier: PendingMovesApplier;
   webhookDelivery: WebhookDelivery;
   cancelScheduler: CancelScheduler;
   table: ITable;
@@ -126,32 +131,48 @@ export class ApiMonitoring extends Construct {
         addWriteThrottledEventsCountAlarm: critical({ maxThrottledEventsThreshold: t.tableThrottledEvents }),
       });
 
+    /** A consumer of the table's stream: errors, throttles and lag (iterator age) of its function, depth of its dead-letter queue. */
+    const streamConsumer = (c: {
+      fn: ApiFunction;
+      deadLetterQueue: IQueue;
+      name: string;
+      alarmName: string;
+      deadLettersAlarmName: string;
+      maxAgeInMillis: number;
+      lagDescription: string;
+      deadLettersDescription: string;
+    }) =>
+      this.facade
+        .monitorLambdaFunction({
+          lambdaFunction: c.fn,
+          humanReadableName: c.name,
+          alarmFriendlyName: c.alarmName,
+          isIterator: true,
+          addFaultCountAlarm: critical({ maxErrorCount: t.functionErrors }),
+          addThrottlesCountAlarm: critical({ maxErrorCount: t.functionThrottles }),
+          addMaxIteratorAgeAlarm: critical({ maxAgeInMillis: c.maxAgeInMillis, alarmDescriptionOverride: c.lagDescription }),
+        })
+        .monitorSqsQueue({
+          queue: c.deadLetterQueue,
+          humanReadableName: `${c.name} dead letters`,
+          alarmFriendlyName: c.deadLettersAlarmName,
+          addQueueMaxSizeAlarm: critical({ maxMessageCount: t.deadLetters, alarmDescriptionOverride: c.deadLettersDescription }),
+        });
+
     const relay = props.outboxRelay;
     const webhooks = props.webhookDelivery;
-    this.facade
-      .addLargeHeader('Events: outbox relay and webhook delivery')
-      .monitorLambdaFunction({
-        lambdaFunction: relay.function,
-        humanReadableName: 'Outbox relay',
-        alarmFriendlyName: 'OutboxRelay',
-        isIterator: true,
-        addFaultCountAlarm: critical({ maxErrorCount: t.functionErrors }),
-        addThrottlesCountAlarm: critical({ maxErrorCount: t.functionThrottles }),
-        addMaxIteratorAgeAlarm: critical({
-          maxAgeInMillis: t.relayIteratorAgeMs,
-          alarmDescriptionOverride: 'The outbox relay is more than 5 minutes behind the table stream: events are late',
-        }),
-      })
-      .monitorSqsQueue({
-        queue: relay.deadLetterQueue,
-        humanReadableName: 'Outbox relay dead letters',
-        alarmFriendlyName: 'OutboxDeadLetters',
-        addQueueMaxSizeAlarm: critical({
-          maxMessageCount: t.deadLetters,
-          alarmDescriptionOverride:
-            'Outbox records that left the stream before the relay published them (EventBridge down 24 h): the sweeper publishes their events; check it does',
-        }),
-      })
+    this.facade.addLargeHeader('Events: outbox relay and webhook delivery');
+    streamConsumer({
+      fn: relay.function,
+      deadLetterQueue: relay.deadLetterQueue,
+      name: 'Outbox relay',
+      alarmName: 'OutboxRelay',
+      deadLettersAlarmName: 'OutboxDeadLetters',
+      maxAgeInMillis: t.relayIteratorAgeMs,
+      lagDescription: 'The outbox relay is more than 5 minutes behind the table stream: events are late',
+      deadLettersDescription:
+        'Outbox records that left the stream before the relay published them (EventBridge down 24 h): the sweeper publishes their events; check it does',
+    })
       .monitorSqsQueueWithDlq({
         queue: webhooks.eventsQueue,
         deadLetterQueue: webhooks.eventsDeadLetterQueue,
@@ -209,6 +230,20 @@ export class ApiMonitoring extends Construct {
           },
         ],
       });
+    const applier = props.pendingMovesApplier;
+    this.facade.addLargeHeader('Metrics: pending-moves applier');
+    streamConsumer({
+      fn: applier.function,
+      deadLetterQueue: applier.deadLetterQueue,
+      name: 'Pending-moves applier',
+      alarmName: 'PendingMovesApplier',
+      deadLettersAlarmName: 'PendingMovesDeadLetters',
+      maxAgeInMillis: t.pendingMovesIteratorAgeMs,
+      lagDescription:
+        'The pending-moves applier is more than 5 minutes behind the table stream: figures stay exact, but pending items pile up and metrics reads cost more',
+      deadLettersDescription:
+        'Pending-moves items the applier gave up on: still read in (figures exact); apply them with ops metrics rebuild (docs/operations.md)',
+    });
     this.facade.monitorSqsQueue({
       queue: props.cancelScheduler.deadLetterQueue,
       humanReadableName: 'Scheduled cancellation dead letters',

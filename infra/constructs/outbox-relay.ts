@@ -2,19 +2,15 @@ import { Duration } from 'aws-cdk-lib';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { Rule, Schedule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { EventSourceMapping, FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
-import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
+import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/outbox/sweeper';
 import { OUTBOX_EVENT_PREFIX, OUTBOX_PREFIX } from '#lib/db/keys';
 import { OUTBOX_ENTITY } from '#lib/outbox/store';
 import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../paths.ts';
 import { ApiFunction, SERVICE_NAME } from './api-function.ts';
-
-/** The stream actions the relay's event source mapping needs, on the table's stream only. */
-export const STREAM_READ_ACTIONS = ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'];
+import { consumeTableStream, type StreamMappingSettings } from './stream-consumer.ts';
 
 /**
  * How Lambda feeds the relay. Up to 100 records or 1 s per invocation; one batch in flight per
@@ -24,27 +20,16 @@ export const STREAM_READ_ACTIONS = ['dynamodb:DescribeStream', 'dynamodb:GetReco
  * leave the stream (24 h). Only then does a batch's shard and sequence range reach the dead-letter
  * queue; its events are still in the table, pending, and the sweeper publishes them.
  */
-export const OUTBOX_RELAY_MAPPING = {
+export const OUTBOX_RELAY_MAPPING: StreamMappingSettings = {
   batchSize: 100,
   maxBatchingWindow: Duration.seconds(1),
   retryAttempts: -1,
   parallelizationFactor: 1,
-} as const;
+};
 
 /** The items the relay and the sweeper stamp (marks), and the event items the sweeper reads: `LeadingKeys` patterns. */
 export const OUTBOX_MARK_PK_PATTERNS = [`${OUTBOX_PREFIX}*`];
 export const OUTBOX_EVENT_PK_PATTERNS = [`${OUTBOX_EVENT_PREFIX}*`];
-
-/**
- * The mapping's filter: INSERTs of outbox items only (lib/outbox/relay.ts `isOutboxInsert` is the
- * same test, applied again by the function and by the local poller). Rate counters, data writes,
- * updates and TTL deletions never invoke the relay.
- */
-export const outboxStreamFilter = () =>
-  FilterCriteria.filter({
-    eventName: FilterRule.isEqual('INSERT'),
-    dynamodb: { NewImage: { entity: { S: FilterRule.isEqual(OUTBOX_ENTITY) } } },
-  });
 
 export type OutboxRelayProps = {
   /** The table; its stream must be enabled (NEW_IMAGE). */
@@ -83,7 +68,6 @@ export class OutboxRelay extends Construct {
       description: `outbox relay: table stream → event bus (${OUTBOX_RELAY_HANDLER})`,
       environment: { ...props.environment, EVENT_BUS_NAME: props.eventBus.eventBusName, EVENT_SOURCE: SERVICE_NAME },
     });
-    this.function.addToRolePolicy(new PolicyStatement({ actions: STREAM_READ_ACTIONS, resources: [streamArn] }));
     // The stamp is an UpdateItem of marks only; its key grants also decrypt the stream's records.
     this.function.grantTableActions(props.table, { keyed: [{ action: 'UpdateItem', leadingKeys: OUTBOX_MARK_PK_PATTERNS }] });
     props.eventBus.grantPutEventsTo(this.function);
@@ -110,23 +94,12 @@ export class OutboxRelay extends Construct {
       targets: [new LambdaFunction(this.sweeper, { retryAttempts: 0 })],
     });
 
-    // Holds the shard and sequence range of batches given up on (Lambda's on-failure record), for replay.
-    this.deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-    });
-
-    this.mapping = new EventSourceMapping(this, 'StreamMapping', {
-      target: this.function,
-      eventSourceArn: streamArn,
-      startingPosition: StartingPosition.TRIM_HORIZON,
-      ...OUTBOX_RELAY_MAPPING,
-      bisectBatchOnError: true,
-      reportBatchItemFailures: true,
-      // Grants the function sqs:SendMessage (and GetQueueAttributes, GetQueueUrl) on this queue.
-      onFailure: new SqsDlq(this.deadLetterQueue),
-      filters: [outboxStreamFilter()],
-    });
+    // Stream reads, the dead-letter queue (the shard and sequence range of batches given up on, for
+    // replay) and the mapping. Its filter lets through outbox INSERTs only (lib/outbox/relay.ts
+    // `isOutboxInsert` is the same test, applied again by the function and by the local poller):
+    // rate counters, data writes, updates and TTL deletions never invoke the relay.
+    const stream = consumeTableStream(this, { fn: this.function, streamArn, entity: OUTBOX_ENTITY, settings: OUTBOX_RELAY_MAPPING });
+    this.deadLetterQueue = stream.deadLetterQueue;
+    this.mapping = stream.mapping;
   }
 }

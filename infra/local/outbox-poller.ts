@@ -15,16 +15,19 @@ import {
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { config } from '#lib/config';
 import { backoffMs } from '#lib/db/retry';
+import { handlePendingMoves, isPendingMovesInsert } from '#lib/metrics/pending-applier';
 import { createRelayHandler, isOutboxInsert } from '#lib/outbox/relay';
 import { localClientConfig } from './dynamodb.ts';
 import { LocalBus } from './local-bus.ts';
 import { lambdaContext } from './server.ts';
 
 /**
- * THE local stand-in for the deployed event source mapping (table stream → relay function), and
- * the only one: DynamoDB Local has no stream triggers. It reads the table's stream, keeps the
- * records the mapping's filter keeps (outbox INSERTs), and invokes the relay handler with a
- * Lambda DynamoDB stream event of the same shape, as the mapping would:
+ * THE local stand-in for the deployed event source mappings on the table's stream, and the only
+ * one: DynamoDB Local has no stream triggers. One poller stands for one mapping (the outbox relay's,
+ * the pending-moves applier's): it reads the table's stream, keeps the records the mapping's filter
+ * keeps (`filter`: outbox INSERTs, pending-moves INSERTs), and invokes the mapping's handler with a
+ * Lambda DynamoDB stream event of the same shape, as the mapping would. Each poller reads the
+ * stream on its own, from its own checkpoint, as each mapping does on AWS:
  *
  * - one batch (at most 100 records) at a time per shard, shards after their parents;
  * - `batchItemFailures` (or a handler error): checkpoint before the first failed record, read
@@ -35,12 +38,16 @@ import { lambdaContext } from './server.ts';
  *   Local keeps 24 h), so a relay stopped or killed between a commit and its publish delivers the
  *   event after a restart; already published events are not sent again.
  */
-export type RelayHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
+export type StreamHandler = (event: DynamoDBStreamEvent, context: Context) => Promise<DynamoDBBatchResponse>;
 
-export type OutboxPollerOptions = {
+export type StreamPollerOptions = {
   endpoint: string;
   tableName: string;
-  handler: RelayHandler;
+  /** The records the mapping's filter lets through (the handler's own predicate). */
+  filter: (record: DynamoDBRecord) => boolean;
+  handler: StreamHandler;
+  /** The function's name: its Lambda context's, and the label of its error lines. */
+  functionName: string;
   /** Where the checkpoint is kept across restarts; in memory when unset. */
   checkpointFile?: string;
   /** Pause between polls of an idle stream. */
@@ -51,7 +58,10 @@ export type OutboxPollerOptions = {
   onError?: (err: unknown) => void;
 };
 
-export type OutboxPoller = { streamArn: string; stop(): Promise<void> };
+export type StreamPoller = { streamArn: string; stop(): Promise<void> };
+/** The outbox relay's poller (its filter and name given). */
+export type OutboxPollerOptions = Omit<StreamPollerOptions, 'filter' | 'functionName'>;
+export type OutboxPoller = StreamPoller;
 
 type Checkpoint = { streamArn: string; shards: Record<string, string> };
 type ShardState = { id: string; parentId?: string; iterator?: string; done: boolean; retryAt: number; failures: number };
@@ -115,16 +125,16 @@ const writeCheckpoint = (file: string | undefined, checkpoint: Checkpoint) => {
 
 const errorName = (err: unknown) => (err as { name?: string } | null)?.name ?? '';
 
-export const startOutboxPoller = async (opts: OutboxPollerOptions): Promise<OutboxPoller> => {
+export const startStreamPoller = async (opts: StreamPollerOptions): Promise<StreamPoller> => {
   const streams = new DynamoDBStreamsClient(localClientConfig(opts.endpoint));
   const dynamo = new DynamoDBClient(localClientConfig(opts.endpoint));
   const streamArn = (await dynamo.send(new DescribeTableCommand({ TableName: opts.tableName }))).Table?.LatestStreamArn;
   dynamo.destroy();
-  if (!streamArn) throw new Error(`table ${opts.tableName} has no stream: the outbox relay needs one (lib/db/table.ts enables it)`);
+  if (!streamArn) throw new Error(`table ${opts.tableName} has no stream: ${opts.functionName} needs one (lib/db/table.ts enables it)`);
 
   const intervalMs = opts.intervalMs ?? 250;
   const batchSize = opts.batchSize ?? 100;
-  const onError = opts.onError ?? ((err: unknown) => console.error('outbox relay:', err instanceof Error ? err.message : err));
+  const onError = opts.onError ?? ((err: unknown) => console.error(`${opts.functionName}:`, err instanceof Error ? err.message : err));
   const checkpoint = readCheckpoint(opts.checkpointFile, streamArn);
   const shards = new Map<string, ShardState>();
   let nextDiscovery = 0;
@@ -180,13 +190,13 @@ export const startOutboxPoller = async (opts: OutboxPollerOptions): Promise<Outb
     writeCheckpoint(opts.checkpointFile, checkpoint);
   };
 
-  /** Invokes the handler with the batch's outbox INSERTs; false (and positioned to retry) when some failed. */
+  /** Invokes the handler with the records the filter keeps; false (and positioned to retry) when some failed. */
   const deliver = async (shard: ShardState, records: DynamoDBRecord[]): Promise<boolean> => {
-    const batch = records.filter(isOutboxInsert);
+    const batch = records.filter(opts.filter);
     let failed: string | undefined;
     if (batch.length) {
       try {
-        const { batchItemFailures } = await opts.handler({ Records: batch }, lambdaContext('outboxRelay', randomUUID()));
+        const { batchItemFailures } = await opts.handler({ Records: batch }, lambdaContext(opts.functionName, randomUUID()));
         // Lambda resumes at the lowest sequence number reported; an empty identifier means the whole batch.
         const reported = (batchItemFailures ?? []).map((f) => batch.findIndex((r) => r.dynamodb?.SequenceNumber === f.itemIdentifier));
         if (reported.length) failed = batch[reported.some((i) => i < 0) ? 0 : Math.min(...reported)].dynamodb!.SequenceNumber;
@@ -269,6 +279,18 @@ export const startOutboxPoller = async (opts: OutboxPollerOptions): Promise<Outb
   };
 };
 
+/** The outbox relay's poller: outbox INSERTs → `handler`. */
+export const startOutboxPoller = (opts: OutboxPollerOptions): Promise<OutboxPoller> =>
+  startStreamPoller({ ...opts, filter: isOutboxInsert, functionName: 'outboxRelay' });
+
+/**
+ * `npm start`'s pending-moves applier: a poller of its own (its own checkpoint) invoking the
+ * deployed function's handler with the pending-moves INSERTs. Locally nothing is given up on, so
+ * a failing item is retried until it is applied.
+ */
+export const startLocalPendingApplier = (opts: { endpoint: string; tableName: string; checkpointFile?: string; intervalMs?: number }) =>
+  startStreamPoller({ ...opts, filter: isPendingMovesInsert, handler: handlePendingMoves, functionName: 'pendingMovesApplier' });
+
 /**
  * `npm start`'s relay: the poller invoking the relay handler, publishing to the local bus (its
  * subscribers are the local consumers; `log` gets one line per event), or, when EVENTBRIDGE_ENDPOINT
@@ -284,7 +306,7 @@ export const startLocalRelay = async (opts: {
 }) => {
   const bus = new LocalBus({ log: opts.log });
   const eventBridge = config.eventBridgeEndpoint();
-  const handler: RelayHandler = eventBridge ? (await import('../../functions/outbox/relay.ts')).handler : createRelayHandler(bus.publish);
+  const handler: StreamHandler = eventBridge ? (await import('../../functions/outbox/relay.ts')).handler : createRelayHandler(bus.publish);
   const poller = await startOutboxPoller({
     endpoint: opts.endpoint,
     tableName: opts.tableName,

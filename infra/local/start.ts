@@ -23,8 +23,9 @@ import {
 
 /**
  * `npm start`: DynamoDB Local (unless DYNAMODB_ENDPOINT names one), the table, a demo merchant and
- * token, the API at http://localhost:PORT/v1, and the outbox relay (infra/local/outbox-poller.ts,
- * the local stand-in for the stream trigger). Ctrl-C stops everything it started.
+ * token, the API at http://localhost:PORT/v1, and the table stream's consumers: the outbox relay
+ * and the pending-moves applier (infra/local/outbox-poller.ts, the local stand-in for the stream
+ * triggers). Ctrl-C stops everything it started.
  */
 const DEMO_MERCHANT = 'mer_demo';
 
@@ -80,6 +81,8 @@ let startingDynamo: { pid: number; port: number } | undefined;
 const servers: Server[] = [];
 /** The outbox relay's stream poller; its local bus is where local consumers subscribe. */
 let relay: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRelay>> | undefined;
+/** The pending-moves applier's stream poller (batches' aggregate moves applied). */
+let applier: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalPendingApplier>> | undefined;
 /** Webhook delivery from the local bus (infra/local/webhooks.ts). */
 let webhooks: ReturnType<typeof import('./webhooks.ts').startLocalWebhooks> | undefined;
 /** Scheduled cancellations (infra/local/cancel-scheduler.ts). */
@@ -96,6 +99,8 @@ const shutdown = async (code: number) => {
   }
   // The batch in hand is finished (or dropped after 3 s: unpublished events are read again next start).
   if (relay) await Promise.race([relay.poller.stop(), new Promise((r) => setTimeout(r, 3_000))]);
+  // Likewise: items not applied yet are read in meanwhile, and applied at the next start.
+  if (applier) await Promise.race([applier.stop(), new Promise((r) => setTimeout(r, 3_000))]);
   // Attempts under way finish (10 s at most); queued deliveries are not kept across restarts.
   if (webhooks) await Promise.race([webhooks.stop(), new Promise((r) => setTimeout(r, 3_000))]);
   cancels?.stop();
@@ -191,6 +196,17 @@ const main = async () => {
   } catch (err) {
     console.warn(`Warning: outbox relay not started (${err instanceof Error ? err.message : err}); no events are published`);
   }
+  try {
+    applier = await (await import('./outbox-poller.ts')).startLocalPendingApplier({
+      endpoint: endpoint!,
+      tableName: tableName(),
+      checkpointFile: localStateFile('pending-moves-checkpoint.json'),
+    });
+  } catch (err) {
+    console.warn(
+      `Warning: pending-moves applier not started (${err instanceof Error ? err.message : err}); batches' aggregate moves stay pending (read in, so figures are still exact)`,
+    );
+  }
 
   const storage = !stopDynamo ? '' : process.env.DATA_DIR ? `, data in ${process.env.DATA_DIR}` : ', in memory';
   const hosts = process.env.HOST ? [process.env.HOST] : ['127.0.0.1', '::1'];
@@ -203,6 +219,7 @@ const main = async () => {
   console.log(`OpenAPI document        http://localhost:${port}${BASE_PATH}/openapi.json`);
   console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);
   if (relay) console.log(`Outbox relay            table stream → ${relay.target}; sweeper every 5 minutes (events still pending)`);
+  if (applier) console.log(`Pending-moves applier   table stream → batches' aggregate moves applied`);
   if (cancels) console.log(`Scheduled cancellations applied at their cancel_at (${cancels.pending} armed)`);
   if (webhooks)
     console.log(

@@ -117,9 +117,10 @@ export const findCustomer = async (merchantId: string, idOrExternalId: string): 
       : getCustomerByExternalId(merchantId, idOrExternalId);
 
 /** The customers' MRR and latest subscription status now: one BatchGetItem of their timeline heads (docs/customers.md). */
-export const standingsOf = (merchantId: string, customers: CustomerItem[]): Promise<Map<number, Standing>> =>
+export const standingsOf = (merchantId: string, reportingCurrency: string, customers: CustomerItem[]): Promise<Map<number, Standing>> =>
   readStandings(
     merchantId,
+    reportingCurrency,
     customers.map((c) => c.id),
   );
 
@@ -129,6 +130,7 @@ export const standingsOf = (merchantId: string, customers: CustomerItem[]): Prom
  */
 export const customerActivities = async (
   merchantId: string,
+  reportingCurrency: string,
   idOrExternalId: string,
   q: { page: number; per_page: number; cursor?: string },
 ) => {
@@ -136,7 +138,7 @@ export const customerActivities = async (
   if (!customer) throw new NotFoundError();
   // Up to now: a recurring order's end or a dated change ahead is listed once it has happened.
   const upTo = `${formatTimestamp(now())}~`;
-  const movements = movementsOf((await readTimeline(merchantId, customer.id)).timeline)
+  const movements = movementsOf((await readTimeline(merchantId, customer.id)).timeline, reportingCurrency)
     .filter((m) => m.at < upTo)
     .reverse();
   const { shown, offset, total, next } = pageOfRows(movements, `activities:${customer.id}`, (m) => `${m.at}|${m.line}`, q);

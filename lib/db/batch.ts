@@ -2,7 +2,7 @@ import { deadline, retrying, settledError } from '#lib/db/retry';
 import { ContentionError, DomainError } from '#lib/errors';
 import { METRIC_SHARDS } from '#lib/db/keys';
 import { leaseShard, releaseShard } from '#lib/db/shards';
-import { MAX_ACTIONS, MAX_TRANSACTION_BYTES, WriteSet } from '#lib/db/writes';
+import { MAX_ACTIONS, MAX_EXPRESSION_BYTES, MAX_TRANSACTION_BYTES, WriteSet } from '#lib/db/writes';
 import { logger } from '#lib/logger';
 
 /**
@@ -64,9 +64,12 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
    */
   const pack = async (start: number, shard: number): Promise<Packed> => {
     const build = async (end: number): Promise<Packed & { over: boolean }> => {
-      const ws = new WriteSet(shard);
+      // Aggregate moves go as pending-moves items, applied from the table stream (docs/metrics.md).
+      const ws = new WriteSet(shard, { deferMoves: true });
       const onCommit = await plan.write(ws, units.slice(start, end));
-      return { ws, end, onCommit, over: ws.actions > limit || ws.bytes > PACKED_BYTES };
+      // A condition every unit adds to one item (the customer's, the subscription's) grows with the chunk.
+      const over = ws.actions > limit || ws.bytes > PACKED_BYTES || ws.longestExpression > MAX_EXPRESSION_BYTES;
+      return { ws, end, onCommit, over };
     };
     const first = await build(Math.min(units.length, start + guess));
     let fits: Packed | undefined = first.over ? undefined : first;

@@ -27,10 +27,13 @@
  * | customer current MRR      | M#<m>#CUSTOMER#<id>                 | MRR             |  (moved by ADD in every subscription change)            |
  * | customer MRR timeline     | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE    |  (head, put under `version`: the points inline while they fit 32 KB, else `chunked`) |
  * | customer timeline chunk   | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE#<start> | (a long timeline's points from its start to the next chunk's; ≤ 32 KB, split when full) |
- * | pending moves             | M#<m>#MRR / M#<m>#COHORT           | M#0000-00#P#<id> / <cohort>#0000-00#P#<id> | (aggregate ADDs a full transaction could not hold; read in, applied once) |
+ * | pending moves             | M#<m>#MRR[#SEG…] / M#<m>#COHORT[#SEG…] / M#<m>#CHURN_REASONS | M#0000-00#P#<id> / <cohort>#0000-00#P#<id> | (aggregate ADDs a transaction could not hold, and every batch's; entity pending-moves; read in, applied once) |
  * | MRR movements of a day    | M#<m>#MRR                           | D#<yyyy-mm-dd>#<ss> | (ADD deltas, 8 shards: movements, active customers/subscriptions, churned) |
  * | MRR movements of a month  | M#<m>#MRR                           | M#<yyyy-mm>#<ss> |  (the same sums per month, the roll-up: monthly series and levels read months, not days) |
  * | cohort month              | M#<m>#COHORT                        | <cohort yyyy-mm>#<yyyy-mm>#<ss> | (joined; Δ customers with MRR > 0, Δ their MRR) |
+ * | one segment's aggregates  | M#<m>#MRR#SEG#<dim>#<value> / M#<m>#COHORT#SEG#<dim>#<value> | as the two above | (plan, billing_cycle or currency: the same items over only that segment's lines) |
+ * | churn by reason           | M#<m>#CHURN_REASONS                 | D#<day>#<reason>#<ss> / M#<month>#<reason>#<ss> | (churned MRR and customers per cancellation reason, URI-encoded) |
+ * | plan name                 | M#<m>#PLANS                         | <plan name>#<ss> |  (one per plan the figures have seen; GET /metrics/plans) |
  * | subscription event        | M#<m>#SUBEVT#<id>                   | EVENT           | gsi1 all; gsi2 by type; gsi3 by customer (occurred_at)  |
  * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
  * | idempotent batch item     | M#<m>#IDEMPOTENCY#<key>             | ITEM#<index>    |  (TTL 24 h: a recorded event applied under that key)    |
@@ -143,10 +146,19 @@ export const legacyCounterPartitions = {
   totals: (merchantId: string): string => `${m(merchantId)}#TOTALS`,
   stats: (merchantId: string, month: string): string => `${m(merchantId)}#STATS#${month}`,
 };
-/** Partition of a merchant's MRR movement items (days `D#<yyyy-mm-dd>`, month roll-ups `M#<yyyy-mm>`). */
-export const metricsPartition = (merchantId: string): string => `${m(merchantId)}#MRR`;
-/** Partition of a merchant's cohort items (`<cohort month>#<month>`). */
-export const cohortPartition = (merchantId: string): string => `${m(merchantId)}#COHORT`;
+/** The partition suffix of one segment's aggregates (one plan, billing cycle or currency): each its own partition key. */
+const segmentSuffix = (segment?: { dimension: string; value: string } | null) =>
+  segment ? `#SEG#${segment.dimension}#${segment.value}` : '';
+/** Partition of a merchant's MRR movement items (days `D#<yyyy-mm-dd>`, month roll-ups `M#<yyyy-mm>`), whole or of one segment. */
+export const metricsPartition = (merchantId: string, segment?: { dimension: string; value: string } | null): string =>
+  `${m(merchantId)}#MRR${segmentSuffix(segment)}`;
+/** Partition of a merchant's cohort items (`<cohort month>#<month>`), whole or of one segment. */
+export const cohortPartition = (merchantId: string, segment?: { dimension: string; value: string } | null): string =>
+  `${m(merchantId)}#COHORT${segmentSuffix(segment)}`;
+/** Partition of a merchant's churn by cancellation reason (`D#<day>#<reason>` and `M#<month>#<reason>`, sharded). */
+export const churnReasonsPartition = (merchantId: string): string => `${m(merchantId)}#CHURN_REASONS`;
+/** Partition of a merchant's plan names (one item per plan ever seen in its figures). */
+export const plansPartition = (merchantId: string): string => `${m(merchantId)}#PLANS`;
 /**
  * Day counts of a delivery log are spread over this many shards: a busy endpoint's attempts rarely
  * meet on one item, and the 30 days' counts (240 small items) stay one Query page.
@@ -160,6 +172,8 @@ export const webhookDeliveryDaysPartition = (merchantId: string, endpointId: num
 /** Partition of an endpoint's delivery log (newest first: Query descending). */
 export const webhookDeliveriesPartition = (merchantId: string, endpointId: number): string =>
   `${m(merchantId)}#WEBHOOK#${endpointId}#DELIVERIES`;
+
+type Segmentish = { dimension: string; value: string } | null;
 
 export const keys = {
   token: (hash: string): Key => ({ pk: `TOKEN#${hash}`, sk: 'TOKEN' }),
@@ -215,18 +229,28 @@ export const keys = {
     sk: `${TIMELINE_CHUNK_PREFIX}${period}`,
   }),
   /** MRR movements of one UTC day (`D#`) or month (`M#`, the roll-up) in one of METRIC_SHARDS shards: ADD deltas, read as ranges. */
-  metricsDay: (merchantId: string, day: string, shard: number): Key => ({
-    pk: metricsPartition(merchantId),
+  metricsDay: (merchantId: string, day: string, shard: number, segment?: Segmentish): Key => ({
+    pk: metricsPartition(merchantId, segment),
     sk: `D#${day}#${padMetricShard(shard)}`,
   }),
-  metricsMonth: (merchantId: string, month: string, shard: number): Key => ({
-    pk: metricsPartition(merchantId),
+  metricsMonth: (merchantId: string, month: string, shard: number, segment?: Segmentish): Key => ({
+    pk: metricsPartition(merchantId, segment),
     sk: `M#${month}#${padMetricShard(shard)}`,
   }),
   /** One cohort's figures moved in one month (the cohort month's item also counts who joined), in one shard. */
-  metricsCohort: (merchantId: string, cohort: string, month: string, shard: number): Key => ({
-    pk: cohortPartition(merchantId),
+  metricsCohort: (merchantId: string, cohort: string, month: string, shard: number, segment?: Segmentish): Key => ({
+    pk: cohortPartition(merchantId, segment),
     sk: `${cohort}#${month}#${padMetricShard(shard)}`,
+  }),
+  /** Churn of one reason (URI-encoded, empty: none) in a day (`D`) or month (`M`), in one shard. */
+  churnReason: (merchantId: string, kind: 'D' | 'M', period: string, reason: string, shard: number): Key => ({
+    pk: churnReasonsPartition(merchantId),
+    sk: `${kind}#${period}#${reason}#${padMetricShard(shard)}`,
+  }),
+  /** A plan name the merchant's figures have seen (GET /metrics/plans lists them). */
+  plan: (merchantId: string, plan: string, shard: number): Key => ({
+    pk: plansPartition(merchantId),
+    sk: `${plan}#${padMetricShard(shard)}`,
   }),
   subscriptionEvent: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#SUBEVT#${id}`, sk: 'EVENT' }),
   idempotency: (merchantId: string, key: string): Key => ({

@@ -100,6 +100,8 @@ export class UpdateBuilder {
 export const MOVES_PER_PENDING = 90;
 /** Sort-key marker of a pending-moves item: `<home sk>#<PENDING_MARK>#<id>`. */
 export const PENDING_MARK = 'P';
+/** `entity` of a pending-moves item: what the table stream's filter picks out for the pending-moves applier. */
+export const PENDING_MOVES_ENTITY = 'pending-moves';
 
 /** The moves of a pending item: target sort key (same partition) → attribute → delta. */
 export type PendingMoves = [sk: string, adds: Record<string, string>][];
@@ -125,16 +127,93 @@ export const versionIs = (version: number): Condition => ({ expression: 'version
 
 export { COUNTER_SHARDS };
 
+type UpdateOp = Extract<Op, { kind: 'update' }>;
+
+/** An ADD-only update marked spillable: it may be written as a pending move instead. */
+const movable = (op: Op): op is UpdateOp =>
+  op.kind === 'update' &&
+  !!op.spill &&
+  !op.conditions.length &&
+  !op.set.size &&
+  !op.setIfAbsent.size &&
+  !op.remove.size &&
+  renderUpdate(op) !== null;
+
+/**
+ * The pending-moves items carrying `moved` (grouped by home, at most MOVES_PER_PENDING each), keyed
+ * `<home sk>#P#<group>#<nnn>`: puts on condition that the key is new.
+ */
+const pendingPuts = (moved: UpdateOp[], group: string): Extract<Op, { kind: 'put' }>[] => {
+  const byHome = new Map<string, { home: Key; ops: UpdateOp[] }>();
+  for (const op of moved) {
+    if (op.key.pk !== op.spill!.pk)
+      throw new Error(`${op.tag}: a pending move must stay in its partition (${op.key.pk} ≠ ${op.spill!.pk})`);
+    const homeId = id(op.spill!);
+    const g = byHome.get(homeId) ?? { home: op.spill!, ops: [] };
+    g.ops.push(op);
+    byHome.set(homeId, g);
+  }
+  const puts: Extract<Op, { kind: 'put' }>[] = [];
+  let n = 0;
+  for (const { home, ops } of byHome.values()) {
+    for (let i = 0; i < ops.length; i += MOVES_PER_PENDING) {
+      const key = { pk: home.pk, sk: `${home.sk}#${PENDING_MARK}#${group}#${String(n++).padStart(3, '0')}` };
+      const moves: PendingMoves = ops
+        .slice(i, i + MOVES_PER_PENDING)
+        .map((op) => [op.key.sk, Object.fromEntries([...op.add].filter(([, d]) => !d.isZero()).map(([a, d]) => [a, d.toFixed()]))]);
+      puts.push({
+        kind: 'put',
+        tag: 'pending-moves',
+        key,
+        item: { ...key, entity: PENDING_MOVES_ENTITY, moves: JSON.stringify(moves) },
+        conditions: [itemAbsent],
+      });
+    }
+  }
+  return puts;
+};
+
+export type WriteSetOptions = {
+  /**
+   * Every spillable update is written as a pending move (a few pending-moves items instead of one
+   * action per aggregate item), and left to the pending-moves applier: what batches do, so a batch
+   * of 100 stays within its request budget however many aggregate items its units move.
+   */
+  deferMoves?: boolean;
+};
+
 export class WriteSet {
   private readonly ops = new Map<string, Op>();
   /** The counter shard this transaction writes (one per transaction, so its counter updates merge). */
   readonly shard: number;
   private readonly leased: boolean;
+  private readonly deferMoves: boolean;
+  /** Names this transaction's pending-moves items (unique, so their puts never meet another's). */
+  private readonly group = randomUUID();
 
   /** `shard` given: a trial or a copy that never commits on its own lease. */
-  constructor(shard?: number) {
+  constructor(shard?: number, opts: WriteSetOptions = {}) {
     this.leased = shard === undefined;
     this.shard = shard ?? leaseShard();
+    this.deferMoves = opts.deferMoves ?? false;
+  }
+
+  /** The actions as they will be sent: with `deferMoves`, the spillable updates as pending-moves puts. */
+  private effective(): Op[] {
+    const all = [...this.ops.values()];
+    if (!this.deferMoves) return all;
+    return [...all.filter((op) => !movable(op)), ...pendingPuts(all.filter(movable), this.group)];
+  }
+
+  /** The longest condition or update expression of one action (DynamoDB refuses one over 4 KB). */
+  get longestExpression(): number {
+    return Math.max(
+      0,
+      ...this.toTransactItems('').map((item) => {
+        const a = Object.values(item)[0] as { ConditionExpression?: string; UpdateExpression?: string };
+        return Math.max(Buffer.byteLength(a.ConditionExpression ?? ''), Buffer.byteLength(a.UpdateExpression ?? ''));
+      }),
+    );
   }
 
   get size(): number {
@@ -195,7 +274,7 @@ export class WriteSet {
   }
 
   toTransactItems(table = tableName()): NonNullable<TransactWriteCommandInput['TransactItems']> {
-    return [...this.ops.values()].flatMap((op): NonNullable<TransactWriteCommandInput['TransactItems']> => {
+    return this.effective().flatMap((op): NonNullable<TransactWriteCommandInput['TransactItems']> => {
       const cond = mergeConditions(op.conditions);
       switch (op.kind) {
         case 'put':
@@ -229,11 +308,11 @@ export class WriteSet {
 
   /** Every item this transaction names (two transactions naming one item conflict on AWS). */
   itemIds(): Set<string> {
-    return new Set(this.ops.keys());
+    return new Set(this.effective().map((op) => id(op.key)));
   }
 
   tags(): string[] {
-    return [...this.ops.values()].map((op) => op.tag);
+    return this.effective().map((op) => op.tag);
   }
 
   /**
@@ -248,7 +327,7 @@ export class WriteSet {
       return;
     }
     if (items.length > MAX_ACTIONS) throw new Error(`transaction of ${items.length} actions exceeds ${MAX_ACTIONS}`);
-    const tags = [...this.ops.values()]
+    const tags = this.effective()
       .filter((op) => op.kind !== 'update' || renderUpdate(op) || op.conditions.length)
       .map((op) => op.tag);
     let committed = false;
@@ -279,64 +358,22 @@ export class WriteSet {
    * most MOVES_PER_PENDING each). Returns their keys, to apply after the commit.
    */
   private spillOverflow(): Key[] {
+    // Deferred moves are already pending items; they wait for the applier (the table stream).
+    if (this.deferMoves) return [];
     const total = this.actions;
     if (total <= MAX_ACTIONS) return [];
-    const spillable = [...this.ops.values()].filter(
-      (op): op is Extract<Op, { kind: 'update' }> =>
-        op.kind === 'update' &&
-        !!op.spill &&
-        !op.conditions.length &&
-        !op.set.size &&
-        !op.setIfAbsent.size &&
-        !op.remove.size &&
-        renderUpdate(op) !== null,
-    );
-    // Room for P pending items: the least P such that the moves left over, grouped by home, fit in P items.
+    const spillable = [...this.ops.values()].filter(movable);
+    // Room for P pending items: the least P such that the moves left over fit in P items.
     const others = total - spillable.length;
-    const group = (moved: typeof spillable) => {
-      const byHome = new Map<string, { home: Key; ops: typeof spillable }>();
-      for (const op of moved) {
-        const homeId = `${op.spill!.pk}\u0000${op.spill!.sk}`;
-        const g = byHome.get(homeId) ?? { home: op.spill!, ops: [] };
-        g.ops.push(op);
-        byHome.set(homeId, g);
-      }
-      return byHome;
-    };
-    let byHome: ReturnType<typeof group> | undefined;
     for (let p = 1; ; p++) {
       const room = MAX_ACTIONS - others - p;
       if (room < 0) return []; // cannot fit: commit refuses it as before
-      byHome = group(spillable.slice(room));
-      const needed = [...byHome.values()].reduce((n, g) => n + Math.ceil(g.ops.length / MOVES_PER_PENDING), 0);
-      if (needed <= p) break;
+      const puts = pendingPuts(spillable.slice(room), this.group);
+      if (puts.length > p) continue;
+      for (const op of spillable.slice(room)) this.ops.delete(id(op.key));
+      for (const put of puts) this.ops.set(id(put.key), put);
+      return puts.map((put) => put.key);
     }
-    const keysOut: Key[] = [];
-    const batchId = randomUUID();
-    let n = 0;
-    for (const { home, ops } of byHome.values()) {
-      for (let i = 0; i < ops.length; i += MOVES_PER_PENDING) {
-        const part = ops.slice(i, i + MOVES_PER_PENDING);
-        const key = { pk: home.pk, sk: `${home.sk}#${PENDING_MARK}#${batchId}#${String(n++).padStart(3, '0')}` };
-        const moves: PendingMoves = part.map((op) => [
-          op.key.sk,
-          Object.fromEntries([...op.add].filter(([, d]) => !d.isZero()).map(([a, d]) => [a, d.toFixed()])),
-        ]);
-        for (const op of part) {
-          if (op.key.pk !== home.pk) throw new Error(`${op.tag}: a pending move must stay in its partition (${op.key.pk} ≠ ${home.pk})`);
-          this.ops.delete(id(op.key));
-        }
-        this.ops.set(id(key), {
-          kind: 'put',
-          tag: 'pending-moves',
-          key,
-          item: { ...key, moves: JSON.stringify(moves) },
-          conditions: [itemAbsent],
-        });
-        keysOut.push(key);
-      }
-    }
-    return keysOut;
   }
 }
 
@@ -366,6 +403,8 @@ export const applyPending = async (key: Key): Promise<boolean> => {
 /** DynamoDB's limits of one TransactWriteItems: actions, and bytes. */
 export const MAX_ACTIONS = 100;
 export const MAX_TRANSACTION_BYTES = 4 * 1024 * 1024;
+/** DynamoDB's limit of one condition or update expression. */
+export const MAX_EXPRESSION_BYTES = 4 * 1024;
 
 const emptyToUndefined = <T extends Record<string, unknown>>(o: T): T | undefined => (Object.keys(o).length ? o : undefined);
 
@@ -421,7 +460,9 @@ export const mergeConditions = (conditions: Condition[]) => {
     };
   const names: Record<string, string> = {};
   const values: Record<string, unknown> = {};
-  const parts = conditions.map((c, i) => {
+  // The same condition asked by several contributors (each event of one customer in a batch) is sent once.
+  const unique = [...new Map(conditions.map((c) => [JSON.stringify([c.expression, c.names, c.values]), c])).values()];
+  const parts = unique.map((c, i) => {
     const rename = (p: string) => `${p[0]}c${i}_${p.slice(1)}`;
     for (const [k, v] of Object.entries(c.names ?? {})) names[rename(k)] = v;
     for (const [k, v] of Object.entries(c.values ?? {})) values[rename(k)] = v;

@@ -1,5 +1,5 @@
 import Decimal from 'decimal.js';
-import { lineOf, orderLine, replaceLine, setFrom, type OrderFacts, type Timeline } from '#lib/metrics/timeline';
+import { lineOf, orderLine, replaceLine, setFrom, type OrderFacts, type Tag, type Timeline } from '#lib/metrics/timeline';
 
 /** What a subscription's line needs to know of it. */
 export type SubscriptionFacts = {
@@ -11,7 +11,16 @@ export type SubscriptionFacts = {
   deleted_at?: string;
   /** Absent: the reporting currency (items written before subscriptions had one). */
   currency?: string;
+  plan_name?: string;
+  billing_cycle?: string;
+  cancel_reason?: string | null;
 };
+
+/** What a subscription's points count under in segments (and, once cancelled, why). */
+export const subscriptionTag = (s: SubscriptionFacts, reportingCurrency: string): Tag =>
+  s.status === 'cancelled' && s.cancel_reason
+    ? [s.plan_name ?? null, s.billing_cycle ?? null, s.currency ?? reportingCurrency, s.cancel_reason]
+    : [s.plan_name ?? null, s.billing_cycle ?? null, s.currency ?? reportingCurrency];
 
 const latest = (a: string, b: string) => (a > b ? a : b);
 
@@ -21,8 +30,10 @@ const latest = (a: string, b: string) => (a > b ? a : b);
  * created → its mrr from started_at; cancelled → 0 from cancelled_at (back-dating reclassifies);
  * paused → 0, reactivated or mrr changed → its mrr, each from the change's effective time (or from
  * started_at when that is still ahead); deleted → no line at all, as if it had never existed.
- * Returns the timeline unchanged when nothing that counts moved (a plan change,
- * current_period_start).
+ * Each point carries the subscription's plan, cycle and currency (a plan change alone is a point:
+ * the segments by plan follow it). Returns the timeline unchanged when nothing that counts moved
+ * (current_period_start, a description). A subscription in another currency than the reporting
+ * one has a line too; the figures in the reporting currency leave it out (`viewOf`).
  */
 export const subscriptionTimeline = (
   tl: Timeline,
@@ -33,19 +44,24 @@ export const subscriptionTimeline = (
 ): Timeline => {
   const line = lineOf.subscription(after.id);
   const effective = latest(at, after.started_at);
-  // Like orders, a subscription in another currency is left out of the figures (no line at all).
-  if ((after.currency ?? reportingCurrency) !== reportingCurrency) return tl;
   // Deleting corrects a mistake: the line goes whole (recorded events naming it included), no churn is booked.
   if (after.deleted_at) return before?.deleted_at ? tl : replaceLine(tl, line, []);
-  if (before && before.status === after.status && new Decimal(before.mrr).eq(after.mrr) && before.cancelled_at === after.cancelled_at)
+  const tag = subscriptionTag(after, reportingCurrency);
+  if (
+    before &&
+    before.status === after.status &&
+    new Decimal(before.mrr).eq(after.mrr) &&
+    before.cancelled_at === after.cancelled_at &&
+    JSON.stringify(subscriptionTag(before, reportingCurrency)) === JSON.stringify(tag)
+  )
     return tl;
   switch (after.status) {
     case 'active':
-      return setFrom(tl, line, before ? effective : after.started_at, after.mrr, 'a');
+      return setFrom(tl, line, before ? effective : after.started_at, after.mrr, 'a', tag);
     case 'paused':
-      return setFrom(tl, line, effective, 0, 'p');
+      return setFrom(tl, line, effective, 0, 'p', tag);
     case 'cancelled':
-      return setFrom(tl, line, after.cancelled_at ?? at, 0, 'c');
+      return setFrom(tl, line, after.cancelled_at ?? at, 0, 'c', tag);
   }
 };
 
@@ -58,5 +74,5 @@ export const recordedLine = (subscriptionId: number | null | undefined) =>
  * is (`orderLine`); `after` null removes the line (the order moved to another customer: its
  * history goes with it).
  */
-export const orderTimeline = (tl: Timeline, orderNo: string, after: OrderFacts | null, reportingCurrency: string): Timeline =>
-  replaceLine(tl, lineOf.order(orderNo), orderLine(after, reportingCurrency));
+export const orderTimeline = (tl: Timeline, orderNo: string, after: OrderFacts | null): Timeline =>
+  replaceLine(tl, lineOf.order(orderNo), orderLine(after));

@@ -2,7 +2,7 @@ import Decimal from 'decimal.js';
 import { DeleteCommand, GetCommand, NumberValue, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
-import { cohortPartition, indexes, keys, metricsPartition } from '#lib/db/keys';
+import { churnReasonsPartition, cohortPartition, indexes, keys, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { STORED_ATTR } from '#lib/metrics/rules';
 import { addTimelineChange, aggregateKey, timelinesFrom } from '#lib/metrics/store';
@@ -17,8 +17,12 @@ import {
   replaceLine,
   type Contributions,
   type OrderFacts,
+  type Point,
+  type Segment,
+  type Tag,
   type Timeline,
 } from '#lib/metrics/timeline';
+import { subscriptionTag, type SubscriptionFacts } from '#lib/metrics/lines';
 import { retrying } from '#lib/db/retry';
 import { applyPending, WriteSet } from '#lib/db/writes';
 import { getMerchant } from '#lib/merchants/store';
@@ -36,11 +40,30 @@ import { getMerchant } from '#lib/merchants/store';
 const ATTR_OF_STORED = Object.fromEntries(Object.entries(STORED_ATTR).map(([logical, stored]) => [stored, logical]));
 const CUSTOMERS_PER_READ = 50; // customer + timeline: 100 keys, one BatchGetItem
 
-/** The aggregate id (`D#<day>`, `M#<month>`, `C#<cohort>#<month>`) of a stored item, or `Y#…` for a retired year item. */
-const aggregateIdOf = (partition: 'metrics' | 'cohort', sk: string) => {
+/**
+ * The aggregate id (`D#<day>`, `M#<month>`, `C#<cohort>#<month>`, churn by reason `RD#…`/`RM#…`) of a
+ * stored item, or `Y#…` for a retired year item.
+ */
+const aggregateIdOf = (partition: 'metrics' | 'cohort' | 'reasons', sk: string) => {
   const withoutShard = sk.slice(0, sk.lastIndexOf('#'));
-  return partition === 'metrics' ? withoutShard : `C#${withoutShard}`;
+  return partition === 'metrics' ? withoutShard : partition === 'reasons' ? `R${withoutShard}` : `C#${withoutShard}`;
 };
+
+/** The segments a timeline has points in (the reporting currency's is the whole). */
+const segmentsOf = (tl: Timeline, reportingCurrency: string): Segment[] => {
+  const seen = new Map<string, Segment>();
+  for (const pts of Object.values(tl)) {
+    for (const p of pts) {
+      if (!p[3]) continue;
+      const [plan, cycle, currency] = p[3];
+      if (plan !== null) seen.set(`plan\u0000${plan}`, { dimension: 'plan', value: plan });
+      if (cycle !== null) seen.set(`billing_cycle\u0000${cycle}`, { dimension: 'billing_cycle', value: cycle });
+      if (currency !== reportingCurrency) seen.set(`currency\u0000${currency}`, { dimension: 'currency', value: currency });
+    }
+  }
+  return [...seen.values()];
+};
+const segmentId = (segment: Segment | null) => (segment ? `${segment.dimension}\u0000${segment.value}` : '');
 
 export type RebuildReport = {
   customers_read: number;
@@ -55,8 +78,9 @@ export type RebuildReport = {
 /**
  * A customer's timeline with its order and subscription lines derived again from those records as
  * they now are (the rules of `orderLine` and `subscriptionTimeline`): an order that does not count
- * (or is now another customer's) has no line, nor has a deleted subscription or one in another
- * currency. Lines of records that still count are kept as they are.
+ * (or is now another customer's) has no line, nor has a deleted subscription; a subscription's
+ * points written before points carried their plan, cycle and currency take the subscription's. Lines
+ * of records that still count are kept as they are.
  */
 const rederiveLines = async (merchantId: string, reportingCurrency: string, customerId: number, tl: Timeline): Promise<Timeline> => {
   const orderNos = Object.keys(tl)
@@ -72,13 +96,26 @@ const rederiveLines = async (merchantId: string, reportingCurrency: string, cust
   let next = tl;
   for (const no of orderNos) {
     const order = found.get(keyId(keys.order(merchantId, no))) as (OrderFacts & { customer_id: number }) | undefined;
-    const points = order && Number(order.customer_id) === customerId ? orderLine(order, reportingCurrency) : [];
+    const points = order && Number(order.customer_id) === customerId ? orderLine(order) : [];
     if (JSON.stringify(points) !== JSON.stringify(tl[lineOf.order(no)])) next = replaceLine(next, lineOf.order(no), points);
   }
   for (const id of subIds) {
     const sub = found.get(keyId(keys.subscription(merchantId, id)));
-    const gone = !sub || sub.deleted_at || ((sub.currency as string | undefined) ?? reportingCurrency) !== reportingCurrency;
-    if (gone) next = replaceLine(next, lineOf.subscription(id), []);
+    const line = lineOf.subscription(id);
+    if (!sub || sub.deleted_at) {
+      next = replaceLine(next, line, []);
+      continue;
+    }
+    // Points written before points had tags take the subscription's plan, cycle and currency as it now is.
+    if (tl[line].some((p) => !p[3])) {
+      const tag = subscriptionTag(sub as unknown as SubscriptionFacts, reportingCurrency);
+      const untagged = (p: Point): Point => [p[0], p[1], p[2], p[2] === 'c' ? tag : (tag.slice(0, 3) as Tag)];
+      next = replaceLine(
+        next,
+        line,
+        tl[line].map((p) => (p[3] ? p : untagged(p))),
+      );
+    }
   }
   return next;
 };
@@ -88,7 +125,8 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   const lastCustomerId = Number(seq?.customer ?? 0);
 
   const reportingCurrency = (await getMerchant(merchantId))?.reporting_currency ?? 'TWD';
-  const target: Contributions = new Map();
+  // Per slice of the figures ('' the whole, else a segment): what the customers' timelines add up to.
+  const targets = new Map<string, { segment: Segment | null; target: Contributions }>([['', { segment: null, target: new Map() }]]);
   let linesRederived = 0;
   let timelines = 0;
   let searchKeysAdded = 0;
@@ -108,12 +146,23 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
           await retrying(async () => {
             const fresh = (await timelinesFrom(merchantId, await batchGet([keys.customerTimeline(merchantId, id)]), [id])).get(id)!;
             const ws = new WriteSet();
-            addTimelineChange(ws, merchantId, id, fresh, await rederiveLines(merchantId, reportingCurrency, id, fresh.timeline));
+            addTimelineChange(
+              ws,
+              merchantId,
+              reportingCurrency,
+              id,
+              fresh,
+              await rederiveLines(merchantId, reportingCurrency, id, fresh.timeline),
+            );
             await ws.commit();
           });
           linesRederived += 1;
         }
-        addContributions(target, contributions(current));
+        for (const segment of [null, ...segmentsOf(current, reportingCurrency)]) {
+          const slot = targets.get(segmentId(segment)) ?? { segment, target: new Map() };
+          targets.set(segmentId(segment), slot);
+          addContributions(slot.target, contributions(current, reportingCurrency, segment));
+        }
       }
       const customer = found.get(keyId(keys.customer(merchantId, id)));
       if (customer && !customer.deleted_at && !customer.gsi4pk) {
@@ -141,57 +190,64 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
 
   // Pending moves are applied first (each exactly once), so the stored items below are whole.
   let pendingApplied = 0;
-  for (const partition of [metricsPartition(merchantId), cohortPartition(merchantId)]) {
-    for (const item of await queryAll<{ pk: string; sk: string; moves?: string }>({ partition }, ['pk', 'sk', 'moves'])) {
-      if (item.moves !== undefined && (await applyPending({ pk: item.pk, sk: item.sk }))) pendingApplied += 1;
+  const partitionsOf = (segment: Segment | null) =>
+    [
+      ['metrics', metricsPartition(merchantId, segment)],
+      ['cohort', cohortPartition(merchantId, segment)],
+      ...(segment ? [] : [['reasons', churnReasonsPartition(merchantId)]]),
+    ] as ['metrics' | 'cohort' | 'reasons', string][];
+  for (const { segment } of targets.values()) {
+    for (const [, partition] of partitionsOf(segment)) {
+      for (const item of await queryAll<{ pk: string; sk: string; moves?: string }>({ partition }, ['pk', 'sk', 'moves'])) {
+        if (item.moves !== undefined && (await applyPending({ pk: item.pk, sk: item.sk }))) pendingApplied += 1;
+      }
     }
   }
 
-  const stored: Contributions = new Map();
   const yearItems: { pk: string; sk: string }[] = [];
-  const attrs = ['pk', 'sk', ...Object.values(STORED_ATTR)];
-  for (const partition of ['metrics', 'cohort'] as const) {
-    const items = await queryAll<Record<string, unknown>>(
-      { partition: partition === 'metrics' ? metricsPartition(merchantId) : cohortPartition(merchantId) },
-      attrs,
-    );
-    for (const item of items) {
-      const id = aggregateIdOf(partition, String(item.sk));
-      if (id.startsWith('Y#')) {
-        yearItems.push({ pk: String(item.pk), sk: String(item.sk) });
-        continue;
-      }
-      for (const [storedAttr, logical] of Object.entries(ATTR_OF_STORED)) {
-        if (item[storedAttr] !== undefined) addContribution(stored, id, logical, new Decimal(String(item[storedAttr])));
+  const attrs = ['pk', 'sk', ...new Set(Object.values(STORED_ATTR))];
+  let corrected = 0;
+  for (const { segment, target } of targets.values()) {
+    const stored: Contributions = new Map();
+    for (const [kind, partition] of partitionsOf(segment)) {
+      for (const item of await queryAll<Record<string, unknown>>({ partition }, attrs)) {
+        const id = aggregateIdOf(kind, String(item.sk));
+        if (id.startsWith('Y#')) {
+          yearItems.push({ pk: String(item.pk), sk: String(item.sk) });
+          continue;
+        }
+        for (const [storedAttr, logical] of Object.entries(ATTR_OF_STORED)) {
+          if (item[storedAttr] !== undefined) addContribution(stored, id, logical, new Decimal(String(item[storedAttr])));
+        }
       }
     }
-  }
-
-  const corrections = difference(stored, target);
-  for (const [id, moves] of corrections) {
-    const names: Record<string, string> = {};
-    const values: Record<string, NumberValue> = {};
-    const adds = [...moves].map(([attr, delta], i) => {
-      names[`#a${i}`] = STORED_ATTR[attr];
-      values[`:d${i}`] = NumberValue.from(delta.toFixed()); // exact: a JS number could round it
-      return `#a${i} :d${i}`;
-    });
-    await db().send(
-      new UpdateCommand({
-        TableName: tableName(),
-        Key: aggregateKey(merchantId, id, 0),
-        UpdateExpression: `ADD ${adds.join(', ')}`,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-      }),
-    );
+    const corrections = difference(stored, target);
+    corrected += corrections.size;
+    for (const [id, moves] of corrections) {
+      const names: Record<string, string> = {};
+      const values: Record<string, NumberValue> = {};
+      const adds = [...moves].map(([attr, delta], i) => {
+        names[`#a${i}`] = STORED_ATTR[attr];
+        values[`:d${i}`] = NumberValue.from(delta.toFixed()); // exact: a JS number could round it
+        return `#a${i} :d${i}`;
+      });
+      await db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: aggregateKey(merchantId, id, 0, segment),
+          UpdateExpression: `ADD ${adds.join(', ')}`,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+      );
+    }
   }
   for (const key of yearItems) await db().send(new DeleteCommand({ TableName: tableName(), Key: key }));
 
   return {
     customers_read: lastCustomerId,
     timelines,
-    aggregates_corrected: corrections.size,
+    aggregates_corrected: corrected,
     year_items_removed: yearItems.length,
     search_keys_added: searchKeysAdded,
     pending_moves_applied: pendingApplied,

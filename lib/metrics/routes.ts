@@ -1,5 +1,16 @@
 import * as z from 'zod';
-import { cohortSchema, cohortsQuery, metricsSummarySchema, mrrQuery, mrrSeriesSchema } from '#lib/metrics/schemas';
+import {
+  churnReasonRowSchema,
+  churnReasonsQuery,
+  cohortSchema,
+  cohortsQuery,
+  metricsSummarySchema,
+  mrrQuery,
+  mrrSeriesSchema,
+  planRowSchema,
+  plansQuery,
+  summaryQuery,
+} from '#lib/metrics/schemas';
 import { defineRoute } from '#lib/http/route';
 import { dataOf } from '#lib/shared/schemas';
 import { errors, dashboardRead, invalid } from '#lib/http/route-parts';
@@ -33,7 +44,8 @@ export const routes = {
     description:
       'The figures of today: MRR, ARR, ARPA, active subscriptions and customers, and over the last 30 days the customer and MRR churn rates, quick ratio and LTV (docs/metrics.md).',
     tags: ['metrics'],
-    responses: { 200: { description: 'The summary', schema: dataOf(metricsSummarySchema) }, ...errors },
+    request: { query: summaryQuery },
+    responses: { 200: { description: 'The summary', schema: dataOf(metricsSummarySchema) }, ...errors, ...invalid },
   }),
   metricsCohorts: defineRoute({
     method: 'GET',
@@ -49,5 +61,46 @@ export const routes = {
     tags: ['metrics'],
     request: { query: cohortsQuery },
     responses: { 200: { description: 'Cohorts', schema: z.object({ data: z.array(cohortSchema) }) }, ...errors, ...invalid },
+  }),
+  metricsPlans: defineRoute({
+    method: 'GET',
+    path: '/metrics/plans',
+    handler: 'functions/metrics/plans.ts',
+    ability: 'analytics:read',
+    dashboard: dashboardRead,
+    writes: false,
+    csv: true,
+    summary: 'MRR, active subscriptions and customers per plan at the end of a day',
+    description:
+      "Each plan's MRR, active subscriptions and customers with MRR in it at the end of `date` (default today), largest MRR first; plans with none left out. The same figures as `GET /metrics/mrr?plan=` at that day (docs/metrics.md).",
+    tags: ['metrics'],
+    request: { query: plansQuery },
+    responses: {
+      200: {
+        description: 'Figures per plan',
+        schema: z.object({ date: z.string().meta({ format: 'date' }), data: z.array(planRowSchema) }),
+      },
+      ...errors,
+      ...invalid,
+    },
+  }),
+  metricsChurnReasons: defineRoute({
+    method: 'GET',
+    path: '/metrics/churn-reasons',
+    handler: 'functions/metrics/churn-reasons.ts',
+    ability: 'analytics:read',
+    dashboard: dashboardRead,
+    writes: false,
+    csv: true,
+    summary: 'Churned MRR and customers per cancellation reason over a range of days',
+    description:
+      'The MRR cancellations took to zero and the customers they churned between `start_date` and `end_date` (UTC days, inclusive; the defaults and limits of `GET /metrics/mrr`), per cancellation `reason` (null: none given), largest first (docs/metrics.md).',
+    tags: ['metrics'],
+    request: { query: churnReasonsQuery },
+    responses: {
+      200: { description: 'Churn per reason', schema: z.object({ data: z.array(churnReasonRowSchema) }) },
+      ...errors,
+      ...invalid,
+    },
   }),
 };

@@ -1,7 +1,7 @@
 import Decimal from 'decimal.js';
 import { InvalidError } from '#lib/errors';
-import { utcDayOf, type CohortsQuery, type Interval, type MrrQuery } from '#lib/metrics/schemas';
-import { MOVEMENTS } from '#lib/metrics/timeline';
+import { metadataFilters, utcDayOf, type CohortsQuery, type Interval, type MrrQuery, type SegmentQuery } from '#lib/metrics/schemas';
+import { MOVEMENTS, type Segment } from '#lib/metrics/timeline';
 import { ExactSum } from '#lib/shared/money';
 
 /**
@@ -174,6 +174,21 @@ const rangeSummary = ({ start, moves, end }: RangeFigures) => {
 
 const dateError = (field: string, message: string) => InvalidError.field(field, message);
 
+/**
+ * The slice of the figures a query asks for: null for the whole (no filter, or the reporting
+ * currency), else its one segment, read from that segment's own aggregates.
+ */
+export const resolveSegment = (q: SegmentQuery, reportingCurrency: string): Segment | null => {
+  const given: Segment[] = [];
+  if (q.plan !== undefined) given.push({ dimension: 'plan', value: q.plan });
+  if (q.billing_cycle !== undefined) given.push({ dimension: 'billing_cycle', value: q.billing_cycle });
+  if (q.currency !== undefined && q.currency !== reportingCurrency) given.push({ dimension: 'currency', value: q.currency });
+  const metadata = Object.keys(metadataFilters(q));
+  if (metadata.length) throw InvalidError.field(`metadata.${metadata[0]}`, 'Segments by customer metadata are not available yet.');
+  if (given.length > 1) throw InvalidError.field(given[1].dimension, 'Give one segment filter at a time: plan, billing_cycle or currency.');
+  return given[0] ?? null;
+};
+
 /** start/end with their defaults and the limits of docs/metrics.md (422 on the parameter at fault); `today` is the UTC day. */
 export const resolveRange = (q: MrrQuery, today: string): Range => {
   const interval: Interval = q.interval ?? 'month';
@@ -247,6 +262,70 @@ export const series = (range: Range, { before, moves }: FoldedRange) => {
     atStart = atEnd;
   }
   return { data, summary: rangeSummary({ start: sumsOf(before), moves: sumsOf(all), end: sumsOf(level) }) };
+};
+
+/** A day the figures are read at (GET /metrics/plans): default today, never after it. */
+export const resolveDay = (date: string | undefined, today: string): string => {
+  const day = date ? utcDayOf(date)! : today;
+  if (day > today) throw dateError('date', 'The date field must be a date before or equal to today.');
+  return day;
+};
+
+/** The levels at the end of a folded range (before it plus its movements): MRR, active subscriptions and customers. */
+const levelsOf = ({ before, moves }: FoldedRange) => {
+  const all = emptyAcc();
+  addAcc(all, before);
+  for (const m of moves.values()) addAcc(all, m);
+  const s = sumsOf(all);
+  return { mrr: net(s), subscriptions: s.subscriptions, customers: s.customers };
+};
+
+/**
+ * GET /metrics/plans's rows: each plan's MRR, active subscriptions and customers with MRR in it at
+ * the end of the day read (each plan's segment folded to that day); plans with none of them left
+ * out; largest MRR first.
+ */
+export const planTable = (perPlan: [plan: string, folded: FoldedRange][]) =>
+  perPlan
+    .map(([plan, folded]) => ({ plan, ...levelsOf(folded) }))
+    .filter((r) => !r.mrr.isZero() || !r.subscriptions.isZero() || !r.customers.isZero())
+    .sort((a, b) => b.mrr.comparedTo(a.mrr) || (a.plan < b.plan ? -1 : a.plan > b.plan ? 1 : 0))
+    .map((r) => ({ plan: r.plan, mrr: money(r.mrr), subscriptions: r.subscriptions.toNumber(), customers: r.customers.toNumber() }));
+
+/**
+ * GET /metrics/churn-reasons's rows from the churn-by-reason items of a month-wise range read
+ * (`rangeReads`): the months of the range, less the days of its first and last months outside it.
+ * Each row: the MRR cancellations took to 0 (positive) and the customers they churned; largest first.
+ */
+export const reasonTable = ({ start, end }: Range, items: { months: AggregateItem[]; days: AggregateItem[] }) => {
+  const fromMonth = start.slice(0, 7);
+  const toMonth = end.slice(0, 7);
+  const byReason = new Map<string, { churn: ExactSum; churned: ExactSum }>();
+  const add = (item: AggregateItem, sign: 1 | -1) => {
+    const reason = String(item.sk).split('#')[2] ?? '';
+    const r = byReason.get(reason) ?? byReason.set(reason, { churn: new ExactSum(), churned: new ExactSum() }).get(reason)!;
+    const churn = item[STORED_ATTR.churn];
+    const churned = item[STORED_ATTR.churned];
+    if (churn !== undefined && churn !== 0) r.churn.add(churn as number | string, sign);
+    if (churned !== undefined && churned !== 0) r.churned.add(churned as number | string, sign);
+  };
+  for (const item of items.months) {
+    const month = String(item.sk).split('#')[1];
+    if (month >= fromMonth && month <= toMonth) add(item, 1);
+  }
+  for (const item of items.days) {
+    const day = String(item.sk).split('#')[1];
+    if (day < start || day > end) add(item, -1);
+  }
+  return [...byReason]
+    .map(([reason, r]) => ({
+      reason: reason === '' ? null : decodeURIComponent(reason),
+      churn: r.churn.value().abs(),
+      churned: r.churned.value(),
+    }))
+    .filter((r) => !r.churn.isZero() || !r.churned.isZero())
+    .sort((a, b) => b.churn.comparedTo(a.churn) || b.churned.comparedTo(a.churned) || String(a.reason).localeCompare(String(b.reason)))
+    .map((r) => ({ reason: r.reason, churned_mrr: money(r.churn), churned_customers: r.churned.toNumber() }));
 };
 
 export const SUMMARY_DAYS = 30;

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { DATE_OR_DATETIME_PATTERN, isDateOnly, parseDate, parseTimestamp } from '#lib/shared/time';
+import { currency } from '#lib/shared/fields';
 
 export const INTERVALS = ['day', 'week', 'month', 'quarter', 'year'] as const;
 export type Interval = (typeof INTERVALS)[number];
@@ -29,8 +30,47 @@ export const isMonth = (v: string): boolean => {
 const month = () =>
   z.string().refine(isMonth, { message: 'The :field field must be a valid month (YYYY-MM).' }).meta({ example: '2026-01' });
 
+/** The recurring billing cycles a segment can name. */
+export const SEGMENT_CYCLES = ['monthly', 'quarterly', 'semi-annual', 'yearly'] as const;
+/** The filters a metrics read takes besides its own parameters (`metadata.<key>` too). */
+export const SEGMENT_FILTERS = ['plan', 'billing_cycle', 'currency'] as const;
+
+/** Segment filters (docs/metrics.md, "Segments"): the figures over only the matching customers' lines. */
+const segmentFields = {
+  plan: z.string().min(1).max(255).optional().meta({ description: 'Only the lines of this plan (exact name)', example: 'Pro' }),
+  billing_cycle: z.enum(SEGMENT_CYCLES).optional().meta({ description: 'Only the lines of this billing cycle' }),
+  currency: currency()
+    .optional()
+    .meta({ description: 'Only the subscriptions and orders in this currency, in it (default: every line in the reporting currency)' }),
+};
+
+/**
+ * A metrics query takes only its own parameters, the segment filters and `metadata.<key>`: any
+ * other name is a 422 on it, naming what is allowed (a misspelt filter must not answer the whole).
+ */
+const onlyKnown = (own: readonly string[]) => (q: Record<string, unknown>, ctx: z.core.$RefinementCtx<Record<string, unknown>>) => {
+  const known = [...own, ...SEGMENT_FILTERS];
+  for (const key of Object.keys(q)) {
+    if (known.includes(key)) continue;
+    if (key.startsWith('metadata.') && key.length > 'metadata.'.length) continue;
+    ctx.addIssue({
+      code: 'custom',
+      path: [key],
+      message: `The ${key} parameter is not supported. Allowed: ${[...known, 'metadata.<key>'].join(', ')}.`,
+    });
+  }
+};
+
+/** The metadata filters of a query (`metadata.<key>=<value>`), key → value. */
+export const metadataFilters = (q: Record<string, unknown>): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(q)
+      .filter(([k, v]) => k.startsWith('metadata.') && typeof v === 'string')
+      .map(([k, v]) => [k.slice('metadata.'.length), v as string]),
+  );
+
 /** GET /metrics/mrr: dates (UTC days, inclusive); the range checks need the clock's defaults (service). */
-export const mrrQuery = z.object({
+const mrrFields = {
   start_date: date()
     .optional()
     .meta({ description: 'First day (UTC, inclusive). Default: the 1st of the month 11 months before end_date' }),
@@ -39,16 +79,24 @@ export const mrrQuery = z.object({
     .enum(INTERVALS)
     .optional()
     .meta({ description: 'day, week (Monday to Sunday, UTC), month (default), quarter (January, April, July, October) or year' }),
-});
+};
+export const mrrQuery = z.looseObject({ ...mrrFields, ...segmentFields }).superRefine(onlyKnown(Object.keys(mrrFields)));
 export type MrrQuery = z.output<typeof mrrQuery>;
 
-export const cohortsQuery = z.object({
+/** GET /metrics/summary: only segment filters. */
+export const summaryQuery = z.looseObject({ ...segmentFields }).superRefine(onlyKnown([]));
+export type SummaryQuery = z.output<typeof summaryQuery>;
+
+const cohortFields = {
   start_month: month().optional().meta({ description: 'First cohort (YYYY-MM). Default: 11 months before end_month' }),
   end_month: month().optional().meta({
     description: 'Last cohort and last retention month (YYYY-MM), at most 36 months after start_month. Default: the current month',
   }),
-});
+};
+export const cohortsQuery = z.looseObject({ ...cohortFields, ...segmentFields }).superRefine(onlyKnown(Object.keys(cohortFields)));
 export type CohortsQuery = z.output<typeof cohortsQuery>;
+/** The segment filters any metrics query carries. */
+export type SegmentQuery = { plan?: string; billing_cycle?: string; currency?: string } & Record<string, unknown>;
 
 const amount = () => z.string().meta({ example: '1200.00' });
 const signed = () => z.string().meta({ example: '-50.00' });
@@ -121,3 +169,33 @@ const retentionSchema = z.object({
 export const cohortSchema = z
   .object({ cohort: z.string(), customers: z.int(), mrr: amount(), retention: z.array(retentionSchema) })
   .meta({ id: 'Cohort' });
+
+/** GET /metrics/plans: the day the figures are read at. */
+export const plansQuery = z.object({
+  date: date().optional().meta({ description: 'The day (UTC) whose end the figures are read at. Default: today' }),
+});
+export type PlansQuery = z.output<typeof plansQuery>;
+
+export const planRowSchema = z
+  .object({
+    plan: z.string().meta({ description: 'Plan name, as on its subscriptions' }),
+    mrr: amount().meta({ description: 'MRR of the plan at the end of the day' }),
+    subscriptions: z.int().meta({ description: 'Active subscriptions of the plan' }),
+    customers: z.int().meta({ description: 'Customers with MRR in the plan' }),
+  })
+  .meta({ id: 'PlanFigures' });
+
+/** GET /metrics/churn-reasons: a range of days, as for GET /metrics/mrr. */
+export const churnReasonsQuery = z.object({
+  start_date: mrrFields.start_date,
+  end_date: mrrFields.end_date,
+});
+export type ChurnReasonsQuery = z.output<typeof churnReasonsQuery>;
+
+export const churnReasonRowSchema = z
+  .object({
+    reason: z.string().nullable().meta({ description: 'The cancellation reason as given; null when none was given' }),
+    churned_mrr: amount().meta({ description: 'MRR those cancellations took to 0 in the range (a positive amount)' }),
+    churned_customers: z.int().meta({ description: 'Customers whose last live subscription those cancellations ended' }),
+  })
+  .meta({ id: 'ChurnReason' });

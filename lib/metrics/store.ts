@@ -1,7 +1,15 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
-import { cohortPartition, keys, metricsPartition, TIMELINE_CHUNK_PREFIX, type Key } from '#lib/db/keys';
+import {
+  churnReasonsPartition,
+  cohortPartition,
+  keys,
+  metricsPartition,
+  plansPartition,
+  TIMELINE_CHUNK_PREFIX,
+  type Key,
+} from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/writes';
 import { COHORT_PROJECTION, LEVEL_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
@@ -13,6 +21,7 @@ import {
   firstDifference,
   joinChunks,
   NO_STANDING,
+  type Segment,
   type Standing,
   type StandingStep,
   standingAt,
@@ -92,12 +101,19 @@ export const timelinesFrom = async (
   return out;
 };
 
-/** The aggregate item (in `shard`) a contribution id names (`D#<day>`, `M#<month>`, `C#<cohort>#<month>`). */
-export const aggregateKey = (merchantId: string, id: string, shard: number): Key => {
-  if (id.startsWith('D#')) return keys.metricsDay(merchantId, id.slice(2), shard);
-  if (id.startsWith('M#')) return keys.metricsMonth(merchantId, id.slice(2), shard);
+/**
+ * The aggregate item (in `shard`, of the whole or of one segment) a contribution id names (`D#<day>`,
+ * `M#<month>`, `C#<cohort>#<month>`, churn by reason `RD#<day>#<reason>` / `RM#<month>#<reason>`).
+ */
+export const aggregateKey = (merchantId: string, id: string, shard: number, segment: Segment | null = null): Key => {
+  if (id.startsWith('D#')) return keys.metricsDay(merchantId, id.slice(2), shard, segment);
+  if (id.startsWith('M#')) return keys.metricsMonth(merchantId, id.slice(2), shard, segment);
+  if (id.startsWith('R')) {
+    const [kind, period, reason] = id.split('#');
+    return keys.churnReason(merchantId, kind.slice(1) as 'D' | 'M', period, reason, shard);
+  }
   const [, cohort, month] = id.split('#');
-  return keys.metricsCohort(merchantId, cohort, month, shard);
+  return keys.metricsCohort(merchantId, cohort, month, shard, segment);
 };
 
 /**
@@ -105,10 +121,12 @@ export const aggregateKey = (merchantId: string, id: string, shard: number): Key
  * it looks (before every month of the movement items; inside its cohort's range of cohort items).
  */
 export const PENDING_MONTH = '0000-00';
-export const pendingHome = (merchantId: string, id: string): Key =>
+export const pendingHome = (merchantId: string, id: string, segment: Segment | null = null): Key =>
   id.startsWith('C#')
-    ? { pk: cohortPartition(merchantId), sk: `${id.split('#')[1]}#${PENDING_MONTH}` }
-    : { pk: metricsPartition(merchantId), sk: `M#${PENDING_MONTH}` };
+    ? { pk: cohortPartition(merchantId, segment), sk: `${id.split('#')[1]}#${PENDING_MONTH}` }
+    : id.startsWith('R')
+      ? { pk: churnReasonsPartition(merchantId), sk: `M#${PENDING_MONTH}` }
+      : { pk: metricsPartition(merchantId, segment), sk: `M#${PENDING_MONTH}` };
 
 /**
  * Adds the customer's timeline change to `ws`: the timeline's items and the aggregate moves (those
@@ -118,6 +136,7 @@ export const pendingHome = (merchantId: string, id: string): Key =>
 export const addTimelineChange = (
   ws: WriteSet,
   merchantId: string,
+  reportingCurrency: string,
   customerId: number,
   before: TimelineState,
   after: Timeline,
@@ -130,7 +149,7 @@ export const addTimelineChange = (
   let chunks: Map<string, string> | null = null;
   const inline = before.chunks ? null : JSON.stringify(after);
   // The customer's standing from now on, so reading a customer's MRR and status costs the head only.
-  const { steps, complete } = standingSteps(after, formatTimestamp(now()));
+  const { steps, complete } = standingSteps(after, reportingCurrency, formatTimestamp(now()));
   const standing = { standing: JSON.stringify(steps), standing_complete: complete };
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
     ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing }, guard);
@@ -148,19 +167,26 @@ export const addTimelineChange = (
     if (!chunks?.has(period)) ws.delete('timeline-chunk', keys.customerTimelineChunk(merchantId, customerId, period));
   // A change reaching far back may move more aggregates than one transaction holds: the excess
   // waits in pending-moves items that every read adds in (exact from the next read on).
-  for (const [id, attrs] of contributionChange(before.timeline, after)) {
-    const u = ws.update('metrics', aggregateKey(merchantId, id, ws.shard)).spillable(pendingHome(merchantId, id));
-    for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr], delta);
+  for (const { segment, moves } of contributionChange(before.timeline, after, reportingCurrency)) {
+    for (const [id, attrs] of moves) {
+      const u = ws.update('metrics', aggregateKey(merchantId, id, ws.shard, segment)).spillable(pendingHome(merchantId, id, segment));
+      for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr], delta);
+    }
+    // A plan new to this customer's figures joins the merchant's plan list (sharded like the aggregates).
+    if (segment?.dimension === 'plan' && !hasPlan(before.timeline, segment.value))
+      ws.update('plan', keys.plan(merchantId, segment.value, ws.shard)).set('plan', segment.value);
   }
   return { timeline: after, version, chunks };
 };
+
+const hasPlan = (tl: Timeline, plan: string) => Object.values(tl).some((pts) => pts.some((p) => p[3]?.[0] === plan));
 
 /**
  * Customers' MRR and latest subscription status now (docs/customers.md): their timeline heads in one
  * BatchGetItem, each read from the steps its last write stored; a customer read past what those
  * steps know (or written before they were stored) is computed from its timeline (one more read).
  */
-export const readStandings = async (merchantId: string, ids: number[]): Promise<Map<number, Standing>> => {
+export const readStandings = async (merchantId: string, reportingCurrency: string, ids: number[]): Promise<Map<number, Standing>> => {
   const at = formatTimestamp(now());
   const unique = [...new Set(ids)];
   const found = unique.length
@@ -178,7 +204,7 @@ export const readStandings = async (merchantId: string, ids: number[]): Promise<
         typeof head.standing === 'string'
           ? standingFromSteps(JSON.parse(head.standing) as StandingStep[], head.standing_complete === true, at)
           : null;
-      out.set(id, stored ?? standingAt((await readTimeline(merchantId, id)).timeline, at));
+      out.set(id, stored ?? standingAt((await readTimeline(merchantId, id)).timeline, reportingCurrency, at));
     }),
   );
   return out;
@@ -205,15 +231,25 @@ const isPending = (item: AggregateItem) => item.moves !== undefined;
 /** A pending-moves item as the items it is for (their sort keys, the deltas as their attributes). */
 const pendingItems = (item: AggregateItem): AggregateItem[] => pendingMovesOf(item).map(([sk, adds]) => ({ sk, ...adds }));
 
+/** The partition of the movement items of the whole (segment null) or of one segment. */
+export const movementsPartition = (merchantId: string, segment: Segment | null) => metricsPartition(merchantId, segment);
+/** The partition of churn by cancellation reason (the same day and month layout, a reason in each sort key). */
+export const reasonsPartition = (merchantId: string) => churnReasonsPartition(merchantId);
+
+/** The plan names the merchant's figures have seen: one Query of their (sharded) items. */
+export const readPlanNames = async (merchantId: string): Promise<string[]> => {
+  const items = await queryAll<{ plan: string }>({ partition: plansPartition(merchantId), descending: false }, ['plan']);
+  return [...new Set(items.map((i) => i.plan))].sort();
+};
+
 /**
- * The aggregate items `rangeReads` names: one Query of month roll-ups and up to two of day items,
- * all at once, strongly consistent. Pending moves (sorted before every month, so always read) are
+ * The aggregate items `rangeReads` names in `partition` (the whole's, a segment's, or churn by
+ * reason): one Query of month roll-ups and up to two of day items, all at once, strongly consistent. Pending moves (sorted before every month, so always read) are
  * returned as the items they are for, where the queries would have read them.
  */
-export const readRangeItems = async (merchantId: string, { monthsTo, dayRanges }: RangeReads) => {
+export const readRangeItems = async (partition: string, { monthsTo, dayRanges }: RangeReads) => {
   const projection = ['sk', 'moves', ...LEVEL_PROJECTION];
-  const query = (lo: string, hi: string) =>
-    queryAll<AggregateItem>({ partition: metricsPartition(merchantId), from: lo, to: hi, descending: false }, projection);
+  const query = (lo: string, hi: string) => queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, projection);
   const [readMonths, ...dayItems] = await Promise.all([query('M#', monthsTo), ...dayRanges.map(([lo, hi]) => query(lo, hi))]);
   const months = readMonths.filter((i) => !isPending(i));
   const days = dayItems.flat();
@@ -226,9 +262,9 @@ export const readRangeItems = async (merchantId: string, { monthsTo, dayRanges }
 };
 
 /** The cohort items of cohorts `start`..`end` (`yyyy-mm`): one Query; a cohort's pending moves, which sit in its range, as the items they are for. */
-export const readCohortItems = async (merchantId: string, start: string, end: string) => {
+export const readCohortItems = async (merchantId: string, start: string, end: string, segment: Segment | null = null) => {
   const read = await queryAll<AggregateItem>(
-    { partition: cohortPartition(merchantId), from: `${start}#`, to: `${end}#~`, descending: false },
+    { partition: cohortPartition(merchantId, segment), from: `${start}#`, to: `${end}#~`, descending: false },
     ['sk', 'moves', ...COHORT_PROJECTION],
   );
   return read.flatMap((i) => (isPending(i) ? pendingItems(i) : [i]));

@@ -8,7 +8,7 @@ import Decimal from 'decimal.js';
  * - `O<order_no>`: a paid recurring order's monthly share, from paid_at to the end of its cycle.
  * Flags: `a` active subscription, `p` paused, `c` cancelled, `o` an order share (not a
  * subscription), `e` the imported line's end where the customer's first subscription starts
- * (`withImportedEnd`). `a`/`p` lines make the customer live (customer churn counts the moment a
+ * (`withImportedEnd`), `x` (views only, never stored) a point outside the segment read. `a`/`p` lines make the customer live (customer churn counts the moment a
  * cancellation leaves no live line).
  *
  * Every write turns the stored timeline into a new one; `contributions` maps a timeline to what it
@@ -17,8 +17,15 @@ import Decimal from 'decimal.js';
  * every customer's contributions, i.e. a from-scratch recomputation, whatever order the changes
  * (back-dated or not) arrived in.
  */
-export type Flag = 'a' | 'p' | 'c' | 'o' | 'e';
-export type Point = [at: string, amount: string, flag: Flag];
+export type Flag = 'a' | 'p' | 'c' | 'o' | 'e' | 'x';
+/**
+ * What a point counts under in segments (docs/metrics.md, "Segments"): its plan and billing cycle
+ * (null: none, such as an order's plan or the imported line's cycle), its currency, and on a
+ * cancellation its reason. A point without one (written before points had them) is in the
+ * reporting currency, in no plan and no cycle.
+ */
+export type Tag = [plan: string | null, cycle: string | null, currency: string, reason?: string | null];
+export type Point = [at: string, amount: string, flag: Flag, tag?: Tag];
 export type Timeline = Record<string, Point[]>;
 
 export const lineOf = {
@@ -29,6 +36,13 @@ export const lineOf = {
 
 const ZERO = new Decimal(0);
 const canon = (amount: Decimal.Value) => new Decimal(amount).toFixed();
+/** A point; the tag's trailing nulls are left out (a cancellation without reason stores none). */
+const point = (at: string, amount: Decimal.Value, flag: Flag, tag?: Tag): Point => {
+  if (!tag) return [at, canon(amount), flag];
+  const t = [...tag] as Tag;
+  while (t.length > 3 && (t[t.length - 1] === null || t[t.length - 1] === undefined)) t.pop();
+  return [at, canon(amount), flag, t];
+};
 
 /**
  * Sorted by time. A point that repeats the one before it is kept: recorded history arrives in any
@@ -46,12 +60,12 @@ const withLine = (tl: Timeline, line: string, points: Point[]): Timeline => {
 };
 
 /** The line is `amount` from `at` on: later points of the line are superseded (API changes). */
-export const setFrom = (tl: Timeline, line: string, at: string, amount: Decimal.Value, flag: Flag): Timeline =>
-  withLine(tl, line, [...(tl[line] ?? []).filter((p) => p[0] < at), [at, canon(amount), flag]]);
+export const setFrom = (tl: Timeline, line: string, at: string, amount: Decimal.Value, flag: Flag, tag?: Tag): Timeline =>
+  withLine(tl, line, [...(tl[line] ?? []).filter((p) => p[0] < at), point(at, amount, flag, tag)]);
 
 /** The line is `amount` from `at` until its next point (recorded history; a point at the same time is replaced). */
-export const setAt = (tl: Timeline, line: string, at: string, amount: Decimal.Value, flag: Flag): Timeline =>
-  withLine(tl, line, [...(tl[line] ?? []).filter((p) => p[0] !== at), [at, canon(amount), flag]]);
+export const setAt = (tl: Timeline, line: string, at: string, amount: Decimal.Value, flag: Flag, tag?: Tag): Timeline =>
+  withLine(tl, line, [...(tl[line] ?? []).filter((p) => p[0] !== at), point(at, amount, flag, tag)]);
 
 /** Replaces a whole line (orders: the line follows from the order). */
 export const replaceLine = (tl: Timeline, line: string, points: Point[]): Timeline => withLine(tl, line, points);
@@ -85,15 +99,21 @@ export const addContribution = (out: Contributions, item: string, attr: string, 
 
 const isSubscriptionLine = (line: string) => line.startsWith('S');
 
+/** A point's currency: its tag's, or the reporting currency for a point written before points had tags. */
+const currencyOf = (p: Point, reportingCurrency: string) => p[3]?.[2] ?? reportingCurrency;
+
 /**
  * Where the customer's imported line ends: the start of its earliest subscription line (the
  * imported line stands for history from before the customer had any subscription here), or null.
+ * With `reportingCurrency`, only subscriptions in it count (the imported line is in it).
  */
-export const importedLineEnd = (tl: Timeline): string | null => {
+export const importedLineEnd = (tl: Timeline, reportingCurrency?: string): string | null => {
   let end: string | null = null;
   for (const line in tl) {
     const pts = tl[line];
-    if (isSubscriptionLine(line) && pts.length && (end === null || pts[0][0] < end)) end = pts[0][0];
+    if (!isSubscriptionLine(line) || !pts.length) continue;
+    if (reportingCurrency !== undefined && currencyOf(pts[0], reportingCurrency) !== reportingCurrency) continue;
+    if (end === null || pts[0][0] < end) end = pts[0][0];
   }
   return end;
 };
@@ -107,15 +127,72 @@ const withImportedEnd = (tl: Timeline): Timeline => {
   return withLine(tl, lineOf.imported, kept.length ? [...kept, [end, '0', 'e']] : []);
 };
 
+/** A slice of the figures (docs/metrics.md, "Segments"): one plan, one billing cycle or one currency. */
+export const SEGMENT_DIMENSIONS = ['plan', 'billing_cycle', 'currency'] as const;
+export type SegmentDimension = (typeof SEGMENT_DIMENSIONS)[number];
+export type Segment = { dimension: SegmentDimension; value: string };
+const TAG_FIELD: Record<SegmentDimension, 0 | 1 | 2> = { plan: 0, billing_cycle: 1, currency: 2 };
+
+/**
+ * The timeline a figure reads: the lines in the figure's currency (the segment's, else the
+ * reporting currency), the imported line ended, and in a plan or billing-cycle segment each point
+ * outside it as 0 (`x`: neither live nor active nor a cancellation), lines never in it left out.
+ * So a segmented figure is the computation over only the matching lines; a subscription changing
+ * plan leaves one plan's figures (its MRR there goes to 0) and joins the other's.
+ */
+export const viewOf = (stored: Timeline, reportingCurrency: string, segment: Segment | null = null): Timeline => {
+  const currency = segment?.dimension === 'currency' ? segment.value : reportingCurrency;
+  const inCurrency: Timeline = {};
+  for (const [line, pts] of Object.entries(stored)) {
+    const kept = pts.every((p) => currencyOf(p, reportingCurrency) === currency)
+      ? pts
+      : pts.filter((p) => currencyOf(p, reportingCurrency) === currency);
+    if (kept.length) inCurrency[line] = kept;
+  }
+  const tl = withImportedEnd(inCurrency);
+  if (!segment || segment.dimension === 'currency') return tl;
+  const field = TAG_FIELD[segment.dimension];
+  const out: Timeline = {};
+  for (const [line, pts] of Object.entries(tl)) {
+    if (!pts.some((p) => p[3]?.[field] === segment.value)) continue;
+    out[line] = pts.map((p) => (p[3]?.[field] === segment.value ? p : [p[0], '0', 'x', p[3]]));
+  }
+  return out;
+};
+
+/** The segments whose figures a change from `before` to `after` can move (the reporting currency's is the whole). */
+const segmentsMoved = (before: Timeline, after: Timeline, reportingCurrency: string): Segment[] => {
+  const lines = changedLines(before, after);
+  // A subscription line moving can move the imported line's end, and with it that line's segments.
+  if (lines.some(isSubscriptionLine) && (before[lineOf.imported] || after[lineOf.imported])) lines.push(lineOf.imported);
+  const seen = new Map<string, Segment>();
+  const add = (dimension: SegmentDimension, value: string | null | undefined) => {
+    if (value === null || value === undefined) return;
+    if (dimension === 'currency' && value === reportingCurrency) return;
+    seen.set(`${dimension}\u0000${value}`, { dimension, value });
+  };
+  for (const line of lines) {
+    for (const p of [...(before[line] ?? []), ...(after[line] ?? [])]) {
+      if (!p[3]) continue;
+      add('plan', p[3][0]);
+      add('billing_cycle', p[3][1]);
+      add('currency', p[3][2]);
+    }
+  }
+  return [...seen.values()];
+};
+
 /**
  * What one customer's timeline adds to the aggregates. At every change time (in order) the total
  * before and after it classify one movement; the day and month items get the movement, the change
  * of active customers (`customers`: MRR above 0), of active subscriptions (`subscriptions`: lines
  * flagged `a`) and customer churn (`churned`: a cancellation leaving no live line); the customer's
  * cohort (the month of its `new`) gets `joined` and `start` (its MRR right then) once and, per
- * month, the change of its MRR and of whether it is above 0.
+ * month, the change of its MRR and of whether it is above 0. The whole (segment null) also counts
+ * churn by cancellation reason (`RD#`/`RM#` items).
  */
-export const contributions = (stored: Timeline): Contributions => scan(withImportedEnd(stored), null);
+export const contributions = (stored: Timeline, reportingCurrency: string, segment: Segment | null = null): Contributions =>
+  scan(viewOf(stored, reportingCurrency, segment), null, segment === null);
 
 /** Index of the last point of `pts` (sorted) before `t`, or -1. */
 const lastBefore = (pts: Point[], t: string) => {
@@ -129,7 +206,9 @@ const lastBefore = (pts: Point[], t: string) => {
   return lo - 1;
 };
 
-const samePoint = (p: Point, q: Point) => p[0] === q[0] && p[1] === q[1] && p[2] === q[2];
+const sameTag = (a: Tag | undefined, b: Tag | undefined) =>
+  a === b || (!!a && !!b && a.length === b.length && a.every((v, i) => v === b[i]));
+const samePoint = (p: Point, q: Point) => p[0] === q[0] && p[1] === q[1] && p[2] === q[2] && sameTag(p[3], q[3]);
 
 /**
  * The lines whose arrays differ between two timelines. A change copies only the lines it moves (the
@@ -161,16 +240,26 @@ export const firstDifference = (a: Timeline, b: Timeline): string | null => {
   return t0;
 };
 
+/** What a change moves in one slice of the figures (segment null: the whole). */
+export type SegmentMoves = { segment: Segment | null; moves: Contributions };
+
 /**
- * `after − before` of two timelines' contributions, computed from the first instant their
- * figures differ: what comes before it is the same in both and cancels out, so a change today
- * costs what its own day costs, however long the history; a back-dated one, what follows it.
+ * `after − before` of two timelines' contributions, for the whole and for every segment the change
+ * touches, computed from the first instant the timelines differ: what comes before it is the same
+ * in both and cancels out, so a change today costs what its own day costs, however long the
+ * history; a back-dated one, what follows it.
  */
-export const contributionChange = (before: Timeline, after: Timeline): Contributions => {
-  const b = withImportedEnd(before);
-  const a = withImportedEnd(after);
-  const t0 = firstDifference(b, a);
-  return t0 === null ? new Map() : difference(scan(b, t0), scan(a, t0));
+export const contributionChange = (before: Timeline, after: Timeline, reportingCurrency: string): SegmentMoves[] => {
+  const t0 = firstDifference(before, after);
+  if (t0 === null) return [];
+  const out: SegmentMoves[] = [];
+  for (const segment of [null, ...segmentsMoved(before, after, reportingCurrency)]) {
+    const b = viewOf(before, reportingCurrency, segment);
+    const a = viewOf(after, reportingCurrency, segment);
+    const moves = difference(scan(b, t0, segment === null), scan(a, t0, segment === null));
+    if (moves.size) out.push({ segment, moves });
+  }
+  return out;
 };
 
 /**
@@ -179,7 +268,7 @@ export const contributionChange = (before: Timeline, after: Timeline): Contribut
  * cohort (amounts are never negative, so the total first went above 0 at the earliest positive
  * point of any line).
  */
-const scan = (tl: Timeline, from: string | null): Contributions => {
+const scan = (tl: Timeline, from: string | null, reasons = false): Contributions => {
   const current = new Map<string, Point>();
   const points: { line: string; p: Point }[] = [];
   let mrr = ZERO;
@@ -220,13 +309,19 @@ const scan = (tl: Timeline, from: string | null): Contributions => {
     let nextLive = liveLines;
     let nextSubs = subs;
     let cancelled = false;
+    // The reason of the cancellation that took the most MRR at this instant (by line name on a tie).
+    let reason: { of: string | null; took: Decimal; line: string } | null = null;
     for (; i < points.length && points[i].p[0] === t; i++) {
       const { line, p } = points[i];
       const prev = current.get(line);
       nextMrr = nextMrr.plus(p[1]).minus(prev ? prev[1] : 0);
       nextLive += Number(isLive(p)) - Number(isLive(prev));
       nextSubs += Number(isActiveSub(line, p)) - Number(isActiveSub(line, prev));
-      if (p[2] === 'c') cancelled = true;
+      if (p[2] === 'c') {
+        cancelled = true;
+        const took = new Decimal(prev ? prev[1] : 0);
+        if (!reason || took.gt(reason.took) || (took.eq(reason.took) && line < reason.line)) reason = { of: p[3]?.[3] ?? null, took, line };
+      }
       current.set(line, p);
     }
     const month = t.slice(0, 7);
@@ -239,11 +334,19 @@ const scan = (tl: Timeline, from: string | null): Contributions => {
       addContribution(out, `C#${cohort}#${cohort}`, 'start', nextMrr);
     }
     const activeChange = new Decimal(Number(nextMrr.gt(0)) - Number(mrr.gt(0)));
+    const churned = liveLines > 0 && nextLive === 0 && cancelled;
     for (const period of periods) {
       if (movement) addContribution(out, period, movement.kind, movement.amount);
       addContribution(out, period, 'customers', activeChange);
       addContribution(out, period, 'subscriptions', new Decimal(nextSubs - subs));
-      if (liveLines > 0 && nextLive === 0 && cancelled) addContribution(out, period, 'churned', new Decimal(1));
+      if (churned) addContribution(out, period, 'churned', new Decimal(1));
+    }
+    // Churn by reason: the MRR a cancellation took to 0 and the customers it churned.
+    if (reasons && reason && (churned || movement?.kind === 'churn')) {
+      for (const period of [churnReasonId('D', t.slice(0, 10), reason.of), churnReasonId('M', month, reason.of)]) {
+        if (movement?.kind === 'churn') addContribution(out, period, 'churn', movement.amount);
+        if (churned) addContribution(out, period, 'churned', new Decimal(1));
+      }
     }
     if (cohort) {
       addContribution(out, `C#${cohort}#${month}`, 'mrr', nextMrr.minus(mrr));
@@ -255,6 +358,15 @@ const scan = (tl: Timeline, from: string | null): Contributions => {
   }
   return out;
 };
+
+/**
+ * The contribution id of churn by reason in a day (`D`) or month (`M`): `R<D|M>#<period>#<reason>`,
+ * the reason URI-encoded (no `#` in it), empty for a cancellation without one.
+ */
+export const churnReasonId = (kind: 'D' | 'M', period: string, reason: string | null) =>
+  `R${kind}#${period}#${reason === null ? '' : encodeURIComponent(reason)}`;
+/** The reason a churn-reason id or sort key names (null: none given). */
+export const reasonOfId = (encoded: string): string | null => (encoded === '' ? null : decodeURIComponent(encoded));
 
 /** Adds every entry of `from` into `into` (a merchant's total of its customers' contributions). */
 export const addContributions = (into: Contributions, from: Contributions) => {
@@ -298,19 +410,21 @@ export type OrderFacts = {
 };
 
 /**
- * The line of a recurring order, from the order as it now is: a paid order in the reporting
- * currency with a recurring cycle is its monthly share from paid_at to the end of its cycle. Any
- * other order (pending, failed, cancelled, refunded, one-time, another currency) has no line at
- * all: an order that stops counting leaves every figure, for all of history, as if it had never
- * counted, so the figures never depend on when the change was made.
+ * The line of a recurring order, from the order as it now is: a paid order with a recurring cycle
+ * is its monthly share from paid_at to the end of its cycle, tagged with its cycle and currency (the
+ * figures in the reporting currency leave other currencies out, `viewOf`). Any other order
+ * (pending, failed, cancelled, refunded, one-time) has no line at all: an order that stops
+ * counting leaves every figure, for all of history, as if it had never counted, so the figures
+ * never depend on when the change was made.
  */
-export const orderLine = (order: OrderFacts | null, reportingCurrency: string): Point[] => {
+export const orderLine = (order: OrderFacts | null): Point[] => {
   const months = order ? CYCLE_MONTHS[order.billing_cycle] : undefined;
-  if (!order || !months || order.currency !== reportingCurrency || !order.paid_at || order.status !== 'paid') return [];
+  if (!order || !months || !order.paid_at || order.status !== 'paid') return [];
   const share = new Decimal(order.amount).div(months).toDecimalPlaces(ORDER_SHARE_SCALE, Decimal.ROUND_HALF_UP).toFixed();
+  const tag: Tag = [null, order.billing_cycle, order.currency];
   return [
-    [order.paid_at, share, 'o'],
-    [addMonths(order.paid_at, months), '0', 'o'],
+    [order.paid_at, share, 'o', tag],
+    [addMonths(order.paid_at, months), '0', 'o', tag],
   ];
 };
 
@@ -449,7 +563,7 @@ export const NO_STANDING: Standing = { mrr: '0', subscription_status: null };
 /** `[at, mrr, status]`: the standing from `at` on, until the next step. */
 export type StandingStep = [at: string, mrr: string, status: SubscriptionStanding | null];
 
-const STATUS_OF: Record<Flag, SubscriptionStanding | null> = { a: 'active', p: 'paused', c: 'cancelled', o: null, e: null };
+const STATUS_OF: Record<Flag, SubscriptionStanding | null> = { a: 'active', p: 'paused', c: 'cancelled', o: null, e: null, x: null };
 /** Steps kept ahead of a write: past them a read computes from the timeline itself. */
 export const STANDING_STEPS = 24;
 
@@ -460,8 +574,13 @@ export const STANDING_STEPS = 24;
  * The latest subscription is the subscription line that started last (then the higher id), among
  * those started by then.
  */
-export const standingSteps = (stored: Timeline, from: string, limit = STANDING_STEPS): { steps: StandingStep[]; complete: boolean } => {
-  const tl = withImportedEnd(stored);
+export const standingSteps = (
+  stored: Timeline,
+  reportingCurrency: string,
+  from: string,
+  limit = STANDING_STEPS,
+): { steps: StandingStep[]; complete: boolean } => {
+  const tl = viewOf(stored, reportingCurrency);
   const current = new Map<string, Point>();
   const ahead: { line: string; p: Point }[] = [];
   let mrr = ZERO;
@@ -510,8 +629,8 @@ export const standingFromSteps = (steps: StandingStep[], complete: boolean, at: 
 };
 
 /** The standing at `at`, straight from the timeline. */
-export const standingAt = (tl: Timeline, at: string): Standing => {
-  const [[, mrr, subscription_status]] = standingSteps(tl, at, 1).steps;
+export const standingAt = (tl: Timeline, reportingCurrency: string, at: string): Standing => {
+  const [[, mrr, subscription_status]] = standingSteps(tl, reportingCurrency, at, 1).steps;
   return { mrr, subscription_status };
 };
 
@@ -523,8 +642,8 @@ export type CustomerMovement = { at: string; kind: Movement; amount: Decimal; be
  * (`contributions`), one per change time. The line behind a movement is the one that moved most at
  * that instant (by name on a tie).
  */
-export const movementsOf = (stored: Timeline): CustomerMovement[] => {
-  const tl = withImportedEnd(stored);
+export const movementsOf = (stored: Timeline, reportingCurrency: string): CustomerMovement[] => {
+  const tl = viewOf(stored, reportingCurrency);
   const points = Object.entries(tl)
     .flatMap(([line, pts]) => pts.map((p) => ({ line, p })))
     .sort((a, b) => (a.p[0] < b.p[0] ? -1 : a.p[0] > b.p[0] ? 1 : a.line < b.line ? -1 : a.line > b.line ? 1 : 0));

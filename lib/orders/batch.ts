@@ -258,7 +258,7 @@ const writeUnits = async (
     if (!state) return;
     let tl = timelines.get(id);
     if (!tl) timelines.set(id, (tl = { ...state.timeline.timeline }));
-    const points = orderLine(after, reportingCurrency);
+    const points = orderLine(after);
     if (points.length) tl[lineOf.order(orderNo)] = points;
     else delete tl[lineOf.order(orderNo)];
   };
@@ -283,7 +283,9 @@ const writeUnits = async (
     const state = customers.get(id);
     if (!state) continue; // an order whose customer item is missing: no figures to keep
     const cs = changes.get(id) ?? [];
-    const timeline = timelines.has(id) ? addTimelineChange(ws, merchantId, id, state.timeline, timelines.get(id)!) : state.timeline;
+    const timeline = timelines.has(id)
+      ? addTimelineChange(ws, merchantId, reportingCurrency, id, state.timeline, timelines.get(id)!)
+      : state.timeline;
     if (!state.exists) {
       const created = addCustomerCreate(ws, merchantId, id, { email: state.item.email, name: state.name }, at);
       await addCustomerFigures(ws, merchantId, created, cs, created);

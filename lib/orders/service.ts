@@ -125,9 +125,10 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
     addTimelineChange(
       ws,
       merchantId,
+      auth.reportingCurrency,
       customer.id,
       timeline,
-      orderTimeline(timeline.timeline, order.order_no, order, auth.reportingCurrency),
+      orderTimeline(timeline.timeline, order.order_no, order),
     );
     try {
       await ws.commit();
@@ -168,9 +169,10 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
     addTimelineChange(
       ws,
       merchantId,
+      auth.reportingCurrency,
       order.customer_id,
       timeline,
-      orderTimeline(timeline.timeline, order.order_no, after, auth.reportingCurrency),
+      orderTimeline(timeline.timeline, order.order_no, after),
     );
     await ws.commit();
     return presented;

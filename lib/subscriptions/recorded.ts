@@ -11,7 +11,7 @@ import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
 import { recordedLine } from '#lib/metrics/lines';
 import { addTimelineChange, timelinesFrom, type TimelineState } from '#lib/metrics/store';
-import { importedLineEnd, setAt, type Timeline } from '#lib/metrics/timeline';
+import { importedLineEnd, setAt, type Tag, type Timeline } from '#lib/metrics/timeline';
 import { batchCollector, type BatchResult } from '#lib/shared/schemas';
 import { IDEMPOTENCY_TTL_SECONDS, isLive, type IdempotencyRecord } from '#lib/shared/idempotency';
 import { formatTimestamp } from '#lib/shared/time';
@@ -39,7 +39,7 @@ type Report = {
 };
 
 /** One recorded event: units of one customer in one transaction share one timeline write. */
-type Unit = { customerId: number; index: number; identifier: string; event: Parameters<typeof addSubscriptionEvent>[2] };
+type Unit = { customerId: number; index: number; identifier: string; tag: Tag; event: Parameters<typeof addSubscriptionEvent>[2] };
 
 export const EXTERNAL_ID_INVALID = 'The selected subscription external id is invalid.';
 
@@ -62,7 +62,19 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
   const unread = [...new Set(items.flatMap((i) => (i.input.customer_id ? [] : (customerOf(i) ?? [])) as number[]))].filter(
     (id) => !found.has(keyId(keys.customerTimeline(merchantId, id))) && !found.has(keyId(keys.customer(merchantId, id))),
   );
-  if (unread.length) for (const [k, v] of await batchGet<Record<string, unknown>>(unread.flatMap(customerKeys))) found.set(k, v);
+  // A subscription named by external id is read with them: its plan, cycle and currency tag the event's point.
+  const subscriptionOf = (i: Item): number | undefined =>
+    i.input.subscription_id ?? (found.has(keyId(externalKey(i))) ? Number(found.get(keyId(externalKey(i)))!.subscription_id) : undefined);
+  const unreadSubs = [
+    ...new Set(items.flatMap((i) => (i.input.subscription_external_id ? (subscriptionOf(i) ?? []) : []) as number[])),
+  ].filter((id) => !found.has(keyId(keys.subscription(merchantId, id))));
+  if (unread.length || unreadSubs.length) {
+    const more = await batchGet<Record<string, unknown>>([
+      ...unread.flatMap(customerKeys),
+      ...unreadSubs.map((id) => keys.subscription(merchantId, id)),
+    ]);
+    for (const [k, v] of more) found.set(k, v);
+  }
   const timelines: Map<number, TimelineState> = await timelinesFrom(
     merchantId,
     found,
@@ -70,7 +82,7 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
   );
   // Each customer's timeline as the kept items leave it, in array order (the imported line's end moves with it).
   const planned = new Map<number, Timeline>();
-  const kept: { item: Item; subscriptionId: number | null; identifier: string }[] = [];
+  const kept: { item: Item; subscriptionId: number | null; identifier: string; tag: Tag }[] = [];
   for (const item of items) {
     const { index } = item;
     const customerId = customerOf(item);
@@ -115,23 +127,29 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
     const timeline = planned.get(input.customer_id) ?? timelines.get(input.customer_id)!.timeline;
     const occurredAt = input.occurred_at ?? at;
     // Without a subscription an event is history from before the customer's first subscription here.
-    const importedEnd = importedLineEnd(timeline);
+    const importedEnd = importedLineEnd(timeline, scope.reportingCurrency);
     if (!subscriptionId && importedEnd && occurredAt >= importedEnd) {
       fail('subscription_id', importedAfterSubscription(importedEnd));
       continue;
     }
-    planned.set(input.customer_id, applyEvent(timeline, subscriptionId, input.new_amount, occurredAt));
-    kept.push({ item, subscriptionId, identifier });
+    const tag = recordedTag(
+      subscriptionId ? found.get(keyId(keys.subscription(merchantId, subscriptionId))) : undefined,
+      input.new_plan ?? null,
+      scope.reportingCurrency,
+    );
+    planned.set(input.customer_id, applyEvent(timeline, subscriptionId, input.new_amount, occurredAt, tag));
+    kept.push({ item, subscriptionId, identifier, tag });
   }
   const { subscription_event: first } = await allocateIds(merchantId, { subscription_event: kept.length });
   let next = first ?? 0;
-  const units: Unit[] = kept.map(({ item, subscriptionId, identifier }) => {
+  const units: Unit[] = kept.map(({ item, subscriptionId, identifier, tag }) => {
     const { index } = item;
     const input = { ...item.input, customer_id: customerOf(item)! };
     return {
       customerId: input.customer_id,
       index,
       identifier,
+      tag,
       event: {
         id: next++,
         customer_id: input.customer_id,
@@ -151,7 +169,7 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
     write: async (ws: WriteSet, chunk: Unit[]) => {
       const written: [number, SubscriptionEventItem, string][] = [];
       const changed = new Map<number, Timeline>();
-      for (const { customerId, index, identifier, event } of chunk) {
+      for (const { customerId, index, identifier, tag, event } of chunk) {
         ws.update('customer', keys.customer(merchantId, customerId)).when(liveCondition);
         if (event.subscription_id) {
           ws.update('subscription', keys.subscription(merchantId, event.subscription_id)).when({
@@ -162,10 +180,12 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
         written.push([index, addSubscriptionEvent(ws, merchantId, event, at), identifier]);
         if (idempotencyKey) addItemMarker(ws, merchantId, idempotencyKey, index, event.id);
         const before = changed.get(customerId) ?? timelines.get(customerId)!.timeline;
-        changed.set(customerId, applyEvent(before, event.subscription_id, event.new_amount, event.occurred_at));
+        changed.set(customerId, applyEvent(before, event.subscription_id, event.new_amount, event.occurred_at, tag));
       }
       // One timeline write per customer per transaction, whatever the number of its events.
-      const after = [...changed].map(([id, tl]) => [id, addTimelineChange(ws, merchantId, id, timelines.get(id)!, tl)] as const);
+      const after = [...changed].map(
+        ([id, tl]) => [id, addTimelineChange(ws, merchantId, scope.reportingCurrency, id, timelines.get(id)!, tl)] as const,
+      );
       return () => {
         for (const [id, state] of after) timelines.set(id, state);
         for (const [index, event, identifier] of written) report.recorded(index, event, identifier);
@@ -175,10 +195,24 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
 };
 
 /** A recorded event's point: its line (the named subscription, or the imported line) is new_amount from occurred_at on. */
-const applyEvent = (tl: Timeline, subscriptionId: number | null, newAmount: string, occurredAt: string) => {
+const applyEvent = (tl: Timeline, subscriptionId: number | null, newAmount: string, occurredAt: string, tag: Tag) => {
   const amount = new Decimal(newAmount);
-  return setAt(tl, recordedLine(subscriptionId), occurredAt, amount, amount.gt(0) ? 'a' : 'c');
+  return setAt(tl, recordedLine(subscriptionId), occurredAt, amount, amount.gt(0) ? 'a' : 'c', tag);
 };
+
+/**
+ * What a recorded event's point counts under in segments: its `new_plan`, else the plan its
+ * subscription has when the event is recorded; the subscription's cycle and currency. The imported
+ * line is in the reporting currency, with no cycle.
+ */
+const recordedTag = (sub: Record<string, unknown> | undefined, newPlan: string | null, reportingCurrency: string): Tag =>
+  sub
+    ? [
+        newPlan ?? (sub.plan_name as string | undefined) ?? null,
+        (sub.billing_cycle as string | undefined) ?? null,
+        (sub.currency as string | undefined) ?? reportingCurrency,
+      ]
+    : [newPlan, null, reportingCurrency];
 
 /** Marks a batch item applied under its idempotency key (24 hours, like the key). */
 const addItemMarker = (ws: WriteSet, merchantId: string, key: string, index: number, eventId: number) =>

@@ -87,6 +87,7 @@ const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem
   addTimelineChange(
     ws,
     scope.merchantId,
+    scope.reportingCurrency,
     customerId,
     timeline,
     subscriptionTimeline(timeline.timeline, before, after, effective, scope.reportingCurrency),
@@ -157,6 +158,7 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
     addTimelineChange(
       ws,
       merchantId,
+      scope.reportingCurrency,
       sub.customer_id,
       timeline,
       subscriptionTimeline(timeline.timeline, null, sub, at, scope.reportingCurrency),

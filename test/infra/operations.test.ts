@@ -180,6 +180,7 @@ describe('observability', () => {
     const workers = new Set<ApiFunction>([
       stack.outboxRelay.function,
       stack.outboxRelay.sweeper,
+      stack.pendingMovesApplier.function,
       stack.webhookDelivery.fanOutFunction,
       stack.webhookDelivery.deliveryFunction,
       stack.cancelScheduler.checkFunction,
@@ -203,8 +204,8 @@ describe('observability', () => {
         }
       }
     }
-    // Alarms stay few (31 today: per worker function, per queue, route functions in groups): the root template keeps head-room for more routes.
-    expect(alarms.length).toBeLessThanOrEqual(32);
+    // Alarms stay few (35 today: per worker function, per queue, per stream consumer's lag, route functions in groups): the root template keeps head-room for more routes.
+    expect(alarms.length).toBeLessThanOrEqual(36);
   });
 
   it("every template keeps head-room under CloudFormation's limits, today and with twice the routes", () => {
@@ -264,7 +265,14 @@ describe('observability', () => {
     const relay = prod.stack.outboxRelay;
     const w = prod.stack.webhookDelivery;
     const alarms = alarmViews(prod.template);
-    for (const dlq of [relay.deadLetterQueue, w.eventsDeadLetterQueue, w.ruleDeadLetterQueue, w.deliveryDeadLetterQueue]) {
+    const applier = prod.stack.pendingMovesApplier;
+    for (const dlq of [
+      relay.deadLetterQueue,
+      applier.deadLetterQueue,
+      w.eventsDeadLetterQueue,
+      w.ruleDeadLetterQueue,
+      w.deliveryDeadLetterQueue,
+    ]) {
       const queueName = { 'Fn::GetAtt': [idOf(prod.stack, dlq), 'QueueName'] };
       const depth = alarms.filter((a) =>
         a.metrics.some(
@@ -297,10 +305,11 @@ describe('observability', () => {
     for (const fn of allFunctions(prod)) expect(names.has(`<Ref:${idOf(prod.stack, fn)}>`), fn.node.path).toBe(true);
     for (const namespace of ['AWS/ApiGateway', 'AWS/DynamoDB', 'AWS/SQS', 'AWS/Events', 'AWS/Lambda'])
       expect(names.has(namespace), namespace).toBe(true);
-    // Iterator age is shown for the relay only (the one stream consumer).
+    // Iterator age is shown for the stream consumers only: the outbox relay and the pending-moves applier.
     const iterator = widgets.filter((w) => (w.properties.metrics ?? []).some((m) => m.includes('IteratorAge')));
     expect(iterator.map((w) => w.properties.metrics!.flat().filter((m) => typeof m === 'string' && m.startsWith('<Ref:')))).toEqual([
       [`<Ref:${idOf(prod.stack, prod.stack.outboxRelay.function)}>`],
+      [`<Ref:${idOf(prod.stack, prod.stack.pendingMovesApplier.function)}>`],
     ]);
   });
 });

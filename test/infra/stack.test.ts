@@ -7,9 +7,12 @@ import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { type ApiStack, DEFAULTS, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
-import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER } from '../../infra/paths.ts';
+import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER, PENDING_MOVES_APPLIER_HANDLER } from '../../infra/paths.ts';
 import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/outbox/sweeper';
 import { isOutboxInsert } from '#lib/outbox/relay';
+import { isPendingMovesInsert } from '#lib/metrics/pending-applier';
+import { pendingHome } from '#lib/metrics/store';
+import { PENDING_MOVES_ENTITY } from '#lib/db/writes';
 import { outboxInsert, outboxItem, streamRecord } from '../outbox/support/records.ts';
 import { alarmsOn, fixtureProjectRoot, logicalId, resources, roleGrants, synthStack, type Grant, type Resource } from './support/stack.ts';
 
@@ -38,12 +41,13 @@ beforeAll(() => {
   });
 });
 
-/** The functions no route reaches: the outbox relay and sweeper and the webhook consumers (test/infra/webhook-delivery.test.ts). */
+/** The functions no route reaches: the outbox relay and sweeper, the pending-moves applier and the webhook consumers (test/infra/webhook-delivery.test.ts). */
 const workerIds = (stack: ApiStack) =>
   new Set(
     [
       stack.outboxRelay.function,
       stack.outboxRelay.sweeper,
+      stack.pendingMovesApplier.function,
       stack.webhookDelivery.fanOutFunction,
       stack.webhookDelivery.deliveryFunction,
       stack.cancelScheduler.checkFunction,
@@ -92,8 +96,8 @@ describe('routes', () => {
     expect(fnId).toBe(logicalId(stack, stack.notFoundFunction));
     expect(fn.Properties.Description).toContain(NOT_FOUND_HANDLER);
     template.resourceCountIs('AWS::ApiGatewayV2::Route', routeList.length + 1);
-    // …and the outbox relay and sweeper, the two webhook consumers and the cancellation check, which no route reaches.
-    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 6);
+    // …and the outbox relay and sweeper, the pending-moves applier, the two webhook consumers and the cancellation check, which no route reaches.
+    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 7);
   });
 
   it('the $default stage deploys itself, is throttled and writes access logs', () => {
@@ -368,14 +372,18 @@ describe('table grants', () => {
     }
   });
 
-  it('no policy in the stack grants Scan, BatchWriteItem, DescribeTable or wildcards; only the outbox relay reads the stream', () => {
+  it('no policy in the stack grants Scan, BatchWriteItem, DescribeTable or wildcards; only the stream consumers (outbox relay, pending-moves applier) read the stream', () => {
     const { stack, template } = defaults;
-    const relayRole = stack.getLogicalId(stack.outboxRelay.function.role!.node.defaultChild as never);
+    const streamRoles = [stack.outboxRelay.function, stack.pendingMovesApplier.function].map((fn) =>
+      stack.getLogicalId(fn.role!.node.defaultChild as never),
+    );
     const policies = Object.values(resources(template, 'AWS::IAM::Policy'));
     const actionsOf = (list: Resource[]) =>
       list.flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[] }[]).flatMap((s) => [s.Action].flat());
     const actions = actionsOf(policies);
-    const apiActions = actionsOf(policies.filter((p) => !(p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === relayRole)));
+    const apiActions = actionsOf(
+      policies.filter((p) => !(p.Properties.Roles as { Ref: string }[]).some((r) => streamRoles.includes(r.Ref))),
+    );
     expect(actions).toContain('dynamodb:GetItem');
     for (const forbidden of ['dynamodb:Scan', 'dynamodb:BatchWriteItem', 'dynamodb:DescribeTable', 'dynamodb:TransactWriteItems']) {
       expect(actions).not.toContain(forbidden);
@@ -387,7 +395,7 @@ describe('table grants', () => {
     expect(actions.filter((a) => a.startsWith('dynamodb:') && a.includes('*'))).toEqual([]);
   });
 
-  it('LeadingKeys conditions name only the rate-window, token and webhook prefixes, which no other data key can match', () => {
+  it('LeadingKeys conditions name only the rate-window, token, outbox, webhook and metrics prefixes, which no other data key can match', () => {
     const conditions = Object.values(resources(defaults.template, 'AWS::IAM::Policy'))
       .flatMap(
         (p) =>
@@ -402,10 +410,12 @@ describe('table grants', () => {
       for (const p of condition['ForAllValues:StringLike']['dynamodb:LeadingKeys']) patterns.add(p);
     }
     const webhook = `M#mer_${'?'.repeat(20)}#WEBHOOK#*`;
-    expect([...patterns].sort()).toEqual([webhook, 'OUTBOX#*', 'OUTBOX_EVENT#*', 'RATE#IP#*', 'RATE#M#*', 'TOKEN#*']);
+    // The pending-moves applier's: a merchant's MRR and cohort partitions (whole or a segment's) and its churn by reason.
+    const metrics = [`M#mer_${'?'.repeat(20)}#MRR*`, `M#mer_${'?'.repeat(20)}#COHORT*`, `M#mer_${'?'.repeat(20)}#CHURN_REASONS`];
+    expect([...patterns].sort()).toEqual([...metrics, webhook, 'OUTBOX#*', 'OUTBOX_EVENT#*', 'RATE#IP#*', 'RATE#M#*', 'TOKEN#*'].sort());
     expect(
       [...patterns]
-        .filter((p) => !p.startsWith('TOKEN#') && !p.startsWith('OUTBOX') && p !== webhook)
+        .filter((p) => !p.startsWith('TOKEN#') && !p.startsWith('OUTBOX') && p !== webhook && !metrics.includes(p))
         .every((p) => p.startsWith(RATE_PREFIX)),
     ).toBe(true);
 
@@ -432,7 +442,20 @@ describe('table grants', () => {
     ]) {
       expect(matching(pk), pk).toEqual([webhook]);
     }
-    // Merchant ids and external ids are free text in keys: none can reach a pattern (`#WEBHOOK#` in an external id neither).
+    // A merchant's aggregate items and the pending-moves items among them match one metrics pattern each.
+    const segment = { dimension: 'plan' as const, value: 'Pro#MRR' };
+    for (const [pk, pattern] of [
+      [keys.metricsDay(merchant, '2025-01-01', 0).pk, metrics[0]],
+      [keys.metricsMonth(merchant, '2025-01', 3, segment).pk, metrics[0]],
+      [pendingHome(merchant, 'M#2025-01').pk, metrics[0]],
+      [keys.metricsCohort(merchant, '2025-01', '2025-02', 0).pk, metrics[1]],
+      [pendingHome(merchant, 'C#2025-01#2025-02', segment).pk, metrics[1]],
+      [keys.churnReason(merchant, 'M', '2025-01', 'price', 0).pk, metrics[2]],
+      [pendingHome(merchant, 'RM#2025-01#price').pk, metrics[2]],
+    ]) {
+      expect(matching(pk), pk).toEqual([pattern]);
+    }
+    // Merchant ids and external ids are free text in keys: none can reach a pattern (`#WEBHOOK#` or `#MRR` in an external id neither).
     expect(matching(keys.outbox('mer_1', '2025-01-01T00:00:00Z', 'evt_1').pk)).toEqual(['OUTBOX#*']);
     expect(matching(keys.outboxEvent('mer_1', 'evt_1').pk)).toEqual(['OUTBOX_EVENT#*']);
     for (const tricky of ['RATE#M#x', 'TOKEN#x', 'OUTBOX#x', '*', merchant]) {
@@ -445,6 +468,9 @@ describe('table grants', () => {
         keys.customerEmail(tricky, 'a@example.com'),
         keys.customerExternalId(tricky, 'RATE#M#x'),
         keys.customerExternalId(tricky, '#WEBHOOK#1'),
+        keys.customerExternalId(tricky, '#MRR'),
+        keys.order(tricky, '#COHORT#1'),
+        keys.plan(tricky, 'MRR', 0),
         keys.order(tricky, '#WEBHOOK#1'),
         keys.totals(tricky, 'WEBHOOK_ENDPOINTS', 0),
         keys.order(tricky, 'TOKEN#1'),
@@ -549,6 +575,45 @@ describe('app context', () => {
     expect(() => synth({ stage: 'local' })).toThrow(/local/);
   });
 });
+
+/**
+ * A stream consumer's dead-letter queue (by logical id) is encrypted and TLS-only and alarms at one
+ * message; its function (by logical id) alarms when 5 minutes behind the stream; both alarms
+ * notify the stack's alarm topic (test/infra/operations.test.ts).
+ */
+const expectStreamConsumerAlarms = (fn: string, queue: string) => {
+  const { template } = defaults;
+  expect(resources(template, 'AWS::SQS::Queue')[queue].Properties).toEqual({
+    SqsManagedSseEnabled: true,
+    MessageRetentionPeriod: 14 * 24 * 3600,
+  });
+  template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+    Queues: [{ Ref: queue }],
+    PolicyDocument: {
+      Statement: [{ Effect: 'Deny', Action: 'sqs:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Principal: { AWS: '*' } }],
+    },
+  });
+  // Both alarms notify the stack's alarm topic (test/infra/operations.test.ts).
+  const topic = defaults.stack.getLogicalId(defaults.stack.monitoring.alarmTopic.node.defaultChild as never);
+  expect(alarmsOn(template, 'ApproximateNumberOfMessagesVisible', { 'Fn::GetAtt': [queue, 'QueueName'] })).toEqual([
+    expect.objectContaining({
+      comparison: 'GreaterThanThreshold',
+      threshold: 0,
+      datapoints: 1,
+      evaluationPeriods: 1,
+      actions: [{ Ref: topic }],
+      metrics: [expect.objectContaining({ namespace: 'AWS/SQS', stat: 'Maximum', period: 60 })],
+    }),
+  ]);
+  expect(alarmsOn(template, 'IteratorAge', { Ref: fn })).toEqual([
+    expect.objectContaining({
+      comparison: 'GreaterThanThreshold',
+      threshold: 300_000,
+      actions: [{ Ref: topic }],
+      metrics: [expect.objectContaining({ namespace: 'AWS/Lambda', stat: 'Maximum', period: 60 })],
+    }),
+  ]);
+};
 
 describe('outbox relay', () => {
   const ids = ({ stack }: { stack: ApiStack }) => {
@@ -718,39 +783,120 @@ describe('outbox relay', () => {
   });
 
   it('its dead-letter queue is encrypted, TLS-only and alarmed on depth; falling behind the stream is alarmed too', () => {
-    const { template } = defaults;
     const { fn, queue } = ids(defaults);
-    expect(resources(template, 'AWS::SQS::Queue')[queue].Properties).toEqual({
-      SqsManagedSseEnabled: true,
-      MessageRetentionPeriod: 14 * 24 * 3600,
+    expectStreamConsumerAlarms(fn, queue);
+    expect(defaults.template.findOutputs('OutboxDeadLetterQueueUrl').OutboxDeadLetterQueueUrl.Value).toEqual({ Ref: queue });
+  });
+});
+
+describe('pending-moves applier', () => {
+  const ids = ({ stack }: { stack: ApiStack }) => {
+    const applier = stack.pendingMovesApplier;
+    return {
+      fn: logicalId(stack, applier.function),
+      table: stack.getLogicalId(stack.table.node.defaultChild as never),
+      tableKey: stack.getLogicalId(stack.table.encryptionKey!.node.defaultChild as never),
+      queue: stack.getLogicalId(applier.deadLetterQueue.node.defaultChild as never),
+    };
+  };
+  const mappingOf = ({ stack, template }: { stack: ApiStack; template: Template }) => {
+    const found = Object.values(resources(template, 'AWS::Lambda::EventSourceMapping')).filter(
+      (m) => m.Properties.FunctionName?.Ref === ids({ stack }).fn,
+    );
+    expect(found).toHaveLength(1);
+    return found[0].Properties;
+  };
+
+  it('exists, runs its handler with the project runtime, and is fed by its own stream mapping: pending-moves INSERTs, partial failures, bisect, bounded retries, then the DLQ', () => {
+    const { fn, table, queue } = ids(defaults);
+    const { Properties: p } = resources(defaults.template, 'AWS::Lambda::Function')[fn];
+    expect(p).toMatchObject({
+      Runtime: 'nodejs22.x',
+      Architectures: ['arm64'],
+      Timeout: FUNCTION_TIMEOUT_SECONDS,
+      Handler: 'index.handler',
     });
-    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
-      Queues: [{ Ref: queue }],
-      PolicyDocument: {
-        Statement: [{ Effect: 'Deny', Action: 'sqs:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Principal: { AWS: '*' } }],
-      },
+    expect(p.Description).toContain(PENDING_MOVES_APPLIER_HANDLER);
+    expect(p.Environment.Variables).toMatchObject({ TABLE_NAME: { Ref: table }, STAGE: DEFAULTS.stage });
+    expect(mappingOf(defaults)).toEqual({
+      FunctionName: { Ref: fn },
+      EventSourceArn: { 'Fn::GetAtt': [table, 'StreamArn'] },
+      StartingPosition: 'TRIM_HORIZON',
+      BatchSize: 50,
+      MaximumBatchingWindowInSeconds: 1,
+      ParallelizationFactor: 1,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BisectBatchOnFunctionError: true,
+      // Bounded: an item given up on stays pending, read in, and applied by `ops metrics rebuild`.
+      MaximumRetryAttempts: 10,
+      MaximumRecordAgeInSeconds: 3600,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queue, 'Arn'] } } },
+      FilterCriteria: { Filters: [{ Pattern: expect.any(String) }] },
     });
-    // Both alarms notify the stack's alarm topic (test/infra/operations.test.ts).
-    const topic = defaults.stack.getLogicalId(defaults.stack.monitoring.alarmTopic.node.defaultChild as never);
-    expect(alarmsOn(template, 'ApproximateNumberOfMessagesVisible', { 'Fn::GetAtt': [queue, 'QueueName'] })).toEqual([
-      expect.objectContaining({
-        comparison: 'GreaterThanThreshold',
-        threshold: 0,
-        datapoints: 1,
-        evaluationPeriods: 1,
-        actions: [{ Ref: topic }],
-        metrics: [expect.objectContaining({ namespace: 'AWS/SQS', stat: 'Maximum', period: 60 })],
-      }),
+  });
+
+  it('its filter lets through exactly the records the applier (and the local poller) apply', () => {
+    const pattern = JSON.parse(mappingOf(defaults).FilterCriteria.Filters[0].Pattern);
+    expect(pattern).toEqual({ eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: [PENDING_MOVES_ENTITY] } } } });
+    const matches = (p: any, value: any): boolean =>
+      Array.isArray(p)
+        ? p.includes(value)
+        : value !== null && typeof value === 'object' && Object.entries(p).every(([k, sub]) => matches(sub, value[k]));
+    const home = pendingHome('mer_filter', 'M#2025-01');
+    const item = { pk: home.pk, sk: `${home.sk}#P#b1#000`, entity: PENDING_MOVES_ENTITY, moves: '[]' };
+    const records = [
+      streamRecord('INSERT', item),
+      streamRecord('MODIFY', item),
+      streamRecord('REMOVE', item),
+      streamRecord('INSERT', { ...item, entity: undefined }),
+      outboxInsert('mer_filter'),
+    ];
+    expect(records.map((r) => matches(pattern, r))).toEqual([true, false, false, false, false]);
+    expect(records.map(isPendingMovesInsert)).toEqual(records.map((r) => matches(pattern, r)));
+  });
+
+  it('least privilege: stream reads on the stream; GetItem, UpdateItem, DeleteItem on the metrics partitions only; its DLQ; the table key', () => {
+    const { stack, template } = defaults;
+    const { table, tableKey, queue } = ids(defaults);
+    const name = (resource: unknown) => {
+      const text = JSON.stringify(resource);
+      if (text === JSON.stringify({ 'Fn::GetAtt': [table, 'StreamArn'] })) return 'stream';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [table, 'Arn'] })) return 'table';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [tableKey, 'Arn'] })) return 'table key';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [queue, 'Arn'] })) return 'dlq';
+      return text;
+    };
+    const grants = roleGrants(stack, template, stack.pendingMovesApplier.function)
+      .filter((g) => !g.action.startsWith('logs:') && !g.action.startsWith('xray:'))
+      .map((g) => {
+        const { 'ForAllValues:StringLike': like, ...rest } = (g.condition ?? {}) as Record<string, Record<string, string[]>>;
+        if (g.action.startsWith('dynamodb:') && name(g.resource) === 'table') expect(rest).toEqual({});
+        return `${g.action} on ${name(g.resource)}${like ? ` ${like['dynamodb:LeadingKeys'].join(',')}` : ''}`;
+      })
+      .sort();
+    const metrics = `M#mer_${'?'.repeat(20)}#MRR*,M#mer_${'?'.repeat(20)}#COHORT*,M#mer_${'?'.repeat(20)}#CHURN_REASONS`;
+    expect(grants).toEqual([
+      `dynamodb:DeleteItem on table ${metrics}`,
+      'dynamodb:DescribeStream on stream',
+      `dynamodb:GetItem on table ${metrics}`,
+      'dynamodb:GetRecords on stream',
+      'dynamodb:GetShardIterator on stream',
+      'dynamodb:ListStreams on stream',
+      `dynamodb:UpdateItem on table ${metrics}`,
+      'kms:Decrypt on table key',
+      'kms:DescribeKey on table key',
+      'kms:Encrypt on table key',
+      'kms:GenerateDataKey on table key',
+      'sqs:GetQueueAttributes on dlq',
+      'sqs:GetQueueUrl on dlq',
+      'sqs:SendMessage on dlq',
     ]);
-    expect(alarmsOn(template, 'IteratorAge', { Ref: fn })).toEqual([
-      expect.objectContaining({
-        comparison: 'GreaterThanThreshold',
-        threshold: 300_000,
-        actions: [{ Ref: topic }],
-        metrics: [expect.objectContaining({ namespace: 'AWS/Lambda', stat: 'Maximum', period: 60 })],
-      }),
-    ]);
-    expect(template.findOutputs('OutboxDeadLetterQueueUrl').OutboxDeadLetterQueueUrl.Value).toEqual({ Ref: queue });
+  });
+
+  it('its dead-letter queue is encrypted, TLS-only, alarmed on depth and an output; falling behind the stream is alarmed too', () => {
+    const { fn, queue } = ids(defaults);
+    expectStreamConsumerAlarms(fn, queue);
+    expect(defaults.template.findOutputs('PendingMovesDeadLetterQueueUrl').PendingMovesDeadLetterQueueUrl.Value).toEqual({ Ref: queue });
   });
 });
 

@@ -211,6 +211,8 @@ describe('npm start', () => {
 
     const first = await start(env);
     expect(first.output()).toContain('Outbox relay            table stream → local bus (one line per event)');
+    // The other stream consumer, with its own poller (test/metrics/local-applier.test.ts applies an item through it).
+    expect(first.output()).toContain("Pending-moves applier   table stream → batches' aggregate moves applied");
     await order(first, 'RELAY-1');
     const firstEvents = await eventLines(first, 2);
     expect(firstEvents.map((l) => l.split(' ')[1])).toEqual(['order.created', 'order.paid']);

@@ -36,10 +36,16 @@ const reads = async (token: string) => ({
   yearly: await api.counted('GET', '/metrics/mrr?start_date=2019-01-01&end_date=2025-12-31&interval=year', { token }),
   summary: await api.counted('GET', '/metrics/summary', { token }),
   cohorts24: await api.counted('GET', '/metrics/cohorts?start_month=2024-01&end_month=2025-12', { token }),
+  // A segment reads its own items the same way (docs/metrics.md, "Segments").
+  planMonthly24: await api.counted('GET', '/metrics/mrr?start_date=2024-01-01&end_date=2025-12-31&interval=month&plan=Basic', {
+    token,
+  }),
+  cycleSummary: await api.counted('GET', '/metrics/summary?billing_cycle=monthly', { token }),
+  planCohorts24: await api.counted('GET', '/metrics/cohorts?start_month=2024-01&end_month=2025-12&plan=Basic', { token }),
 });
 
 describe('metrics request budgets (DynamoDB requests per API call)', () => {
-  it('GET /metrics/mrr 24 monthly points ≤ 5 (8 quarters, 7 years ≤ 5), 731 daily points ≤ 8, /metrics/summary ≤ 4, /metrics/cohorts 24 months ≤ 5: the same for 100 and 20,000 subscriptions', {
+  it('GET /metrics/mrr 24 monthly points ≤ 5 (8 quarters, 7 years ≤ 5), 731 daily points ≤ 8, /metrics/summary ≤ 4, /metrics/cohorts 24 months ≤ 5, each also by plan or billing cycle: the same for 100 and 20,000 subscriptions', {
     timeout: 180_000,
   }, async () => {
     const clock = fixedClock('2024-03-01T00:00:00Z');
@@ -60,6 +66,8 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
     }
     const large = await newMerchant();
     const seeded = await seedMetricsAggregates(large.merchantId, 20_000);
+    await seedMetricsAggregates(large.merchantId, 20_000, { dimension: 'plan', value: 'Basic' });
+    await seedMetricsAggregates(large.merchantId, 20_000, { dimension: 'billing_cycle', value: 'monthly' });
     expect(seeded).toBeGreaterThan(731 * 8); // every day of 2024–2025 in every shard // a day item for (nearly) every day of 2019–2026, years, cohorts
 
     clock.set('2025-12-31T12:00:00Z');
@@ -74,6 +82,9 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
       ['weekly', 8],
       ['summary', 4],
       ['cohorts24', 5],
+      ['planMonthly24', 5],
+      ['cycleSummary', 4],
+      ['planCohorts24', 5],
     ] as const) {
       expect(a[name].res.status, JSON.stringify(a[name].res.body)).toBe(200);
       expect(b[name].res.status, JSON.stringify(b[name].res.body)).toBe(200);

@@ -6,14 +6,17 @@ import { checkScheduledCancel } from '#lib/subscriptions/schedule';
 import { newMerchant, useApi } from '../support/api.ts';
 import { assertWithinBudget } from '../support/property.ts';
 import {
+  expectedChurnReasons,
   expectedCohorts,
   expectedSeries,
   expectedSummary,
   refImportedEnd,
+  refSegment,
   refSetAt,
   refSetFrom,
   type RefCustomer,
   type RefPoint,
+  type RefSegment,
 } from './reference.ts';
 
 /**
@@ -124,6 +127,8 @@ const range = fc.tuple(fc.integer({ min: -60, max: 200 }), fc.integer({ min: 0, 
 /** `changed`: when its latest change took effect (no change may be dated before it, nor before the start). */
 type Sub = {
   id: number;
+  plan: string;
+  cycle: 'monthly' | 'yearly';
   status: 'active' | 'paused' | 'cancelled';
   mrr: string;
   started_at: string;
@@ -149,6 +154,18 @@ const addMonths = (t: string, months: number) => {
   target.setUTCDate(Math.min(d.getUTCDate(), last));
   return iso(target.getTime());
 };
+
+/** What a subscription's points count under in segments (and a cancellation's reason). */
+const tagsOf = (s: Sub, reason?: string | null) => ({ plan: s.plan, cycle: s.cycle, currency: 'TWD', ...(reason ? { reason } : {}) });
+const REASONS = [null, 'price', 'product'] as const;
+/** The segments checked against the reference after each history. */
+const SEGMENTS: [query: string, seg: RefSegment][] = [
+  ['plan=P', { plan: 'P' }],
+  ['plan=Q', { plan: 'Q' }],
+  ['billing_cycle=monthly', { cycle: 'monthly' }],
+  ['billing_cycle=yearly', { cycle: 'yearly' }],
+  ['currency=USD', { currency: 'USD' }],
+];
 
 describe('metrics equal a from-scratch recomputation (property)', () => {
   it(`random histories (${RUNS} runs)`, { timeout: BUDGET_MS + 60_000 }, async () => {
@@ -177,7 +194,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
               });
               s.status = 'cancelled';
               s.changed = s.cancel_at;
-              refSetFrom(ref[c], `S${s.id}`, s.cancel_at, 0, 'c');
+              refSetFrom(ref[c], `S${s.id}`, s.cancel_at, 0, 'c', tagsOf(s, 'scheduled'));
               s.cancel_at = null;
             }
           }
@@ -188,15 +205,16 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
 
         /**
          * An order's line after a write (docs/metrics.md's rules, as the reference reads them): only a
-         * paid order in the reporting currency counts, over its cycle; any other never counted.
+         * paid order counts, over its cycle, in its currency; any other never counted.
          */
         const relineOrder = (c: number, o: Order) => {
           const months = CYCLES[o.cycle];
-          if (o.currency === 'TWD' && o.paid_at && o.status === 'paid') {
+          if (o.paid_at && o.status === 'paid') {
             const share = new Decimal(o.amount).div(months).toDecimalPlaces(10, Decimal.ROUND_HALF_UP);
+            const tags = { plan: null, cycle: o.cycle, currency: o.currency };
             o.line = [
-              { at: o.paid_at, amount: share, flag: 'o' },
-              { at: addMonths(o.paid_at, months), amount: new Decimal(0), flag: 'o' },
+              { at: o.paid_at, amount: share, flag: 'o', ...tags },
+              { at: addMonths(o.paid_at, months), amount: new Decimal(0), flag: 'o', ...tags },
             ];
           } else {
             o.line = [];
@@ -235,57 +253,70 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                   if (!effective) return;
                   dormant.status = 'active';
                   dormant.changed = effective;
-                  refSetFrom(ref[c], `S${dormant.id}`, effective, dormant.mrr, 'a');
+                  refSetFrom(ref[c], `S${dormant.id}`, effective, dormant.mrr, 'a', tagsOf(dormant));
                   return;
                 }
                 const started = iso(now - o.back * DAY);
                 const mrr = positive(o.amount);
+                const plan = o.variant % 2 ? 'Q' : 'P';
+                const billing = o.amount % 2 ? 'yearly' : 'monthly';
                 const r = await api.post('/subscriptions', token, {
                   customer_id: ids[c],
-                  plan_name: 'P',
+                  plan_name: plan,
                   mrr: String(mrr),
-                  billing_cycle: 'monthly',
+                  billing_cycle: billing,
                   started_at: started,
                 });
                 ok(r, 'create');
                 subs[c].push({
                   id: r.body.data.id,
+                  plan,
+                  cycle: billing,
                   status: 'active',
                   mrr: String(mrr),
                   started_at: started,
                   changed: started,
                   deleted: false,
                 });
-                refSetFrom(ref[c], `S${r.body.data.id}`, started, mrr, 'a');
+                refSetFrom(ref[c], `S${r.body.data.id}`, started, mrr, 'a', tagsOf(subs[c].at(-1)!));
                 return;
               }
               const line = `S${live.id}`;
               if (o.variant <= 1) {
                 const mrr = positive(o.amount);
-                const effective = await change(live, '', 'effective_at', { mrr: String(mrr) }, 'update');
+                // Variant 1 also moves the subscription to the other plan (the plan segments follow it).
+                const plan = o.variant === 1 ? (live.plan === 'P' ? 'Q' : 'P') : live.plan;
+                const body = { mrr: String(mrr), ...(plan !== live.plan ? { plan_name: plan } : {}) };
+                const effective = await change(live, '', 'effective_at', body, 'update');
                 if (!effective) return;
-                const moved = !new Decimal(live.mrr).eq(mrr);
+                const moved = !new Decimal(live.mrr).eq(mrr) || plan !== live.plan;
                 if (moved) live.changed = effective;
                 live.mrr = String(mrr);
-                if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, mrr, 'a');
+                live.plan = plan;
+                if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, mrr, 'a', tagsOf(live));
+                if (moved && live.status === 'paused') refSetFrom(ref[c], line, effective, 0, 'p', tagsOf(live));
               } else if (o.variant === 2 && live.status === 'active') {
                 const effective = await change(live, '/pause', 'paused_at', {}, 'pause');
                 if (!effective) return;
                 live.status = 'paused';
                 live.changed = effective;
-                refSetFrom(ref[c], line, effective, 0, 'p');
+                refSetFrom(ref[c], line, effective, 0, 'p', tagsOf(live));
               } else if (o.variant === 3 && live.status === 'paused') {
                 const effective = await change(live, '/reactivate', 'reactivated_at', {}, 'resume');
                 if (!effective) return;
                 live.status = 'active';
                 live.changed = effective;
                 live.cancel_at = null;
-                refSetFrom(ref[c], line, effective, live.mrr, 'a');
+                refSetFrom(ref[c], line, effective, live.mrr, 'a', tagsOf(live));
               } else {
                 // Cancellations are always dated (back 0: now).
                 const cancelledAt = iso(now - o.back * DAY);
                 const floor = max(live.started_at, live.changed);
-                const r = await api.put(`/subscriptions/${live.id}/cancel`, token, { cancelled_at: cancelledAt });
+                const reason = REASONS[o.amount % REASONS.length];
+                const r = await api.put(`/subscriptions/${live.id}/cancel`, token, {
+                  cancelled_at: cancelledAt,
+                  ...(reason ? { reason } : {}),
+                });
                 if (cancelledAt < floor) {
                   // Never dated before the start or the latest change: refused, nothing moves.
                   expect(r.status, JSON.stringify(r.body)).toBe(422);
@@ -296,7 +327,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 live.status = 'cancelled';
                 live.changed = cancelledAt;
                 live.cancel_at = null;
-                refSetFrom(ref[c], line, cancelledAt, 0, 'c');
+                refSetFrom(ref[c], line, cancelledAt, 0, 'c', tagsOf(live, reason));
               }
               return;
             }
@@ -338,7 +369,14 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 }),
                 'event',
               );
-              refSetAt(ref[c], s ? `S${s.id}` : 'I', occurred, o.amount, o.amount > 0 ? 'a' : 'c');
+              refSetAt(
+                ref[c],
+                s ? `S${s.id}` : 'I',
+                occurred,
+                o.amount,
+                o.amount > 0 ? 'a' : 'c',
+                s ? tagsOf(s) : { plan: null, cycle: null },
+              );
               return;
             }
             case 'order': {
@@ -428,7 +466,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 mrr: String(mrr),
                 billing_cycle: 'monthly',
                 started_at: started,
-                ...(cancelled ? { cancelled_at: cancelled } : {}),
+                ...(cancelled ? { cancelled_at: cancelled, cancel_reason: 'imported' } : {}),
               };
               const r = await api.post('/subscriptions/batch', token, { subscriptions: [item] });
               ok(r, 'import');
@@ -443,14 +481,16 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
               const id = r.body.data.results.created[0].id as number;
               subs[c].push({
                 id,
+                plan: 'P',
+                cycle: 'monthly',
                 status: cancelled ? 'cancelled' : 'active',
                 mrr: String(mrr),
                 started_at: started,
                 changed: cancelled ?? started,
                 deleted: false,
               });
-              refSetFrom(ref[c], `S${id}`, started, mrr, 'a');
-              if (cancelled) refSetFrom(ref[c], `S${id}`, cancelled, 0, 'c');
+              refSetFrom(ref[c], `S${id}`, started, mrr, 'a', tagsOf(subs[c].at(-1)!));
+              if (cancelled) refSetFrom(ref[c], `S${id}`, cancelled, 0, 'c', tagsOf(subs[c].at(-1)!, 'imported'));
               return;
             }
             case 'events': {
@@ -475,14 +515,22 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 const importedEnd = refImportedEnd(ref[c]);
                 const refused = !s && importedEnd !== null && occurred >= importedEnd;
                 expect(failed.has(index), `events item ${index} refused: ${JSON.stringify(r.body.data.results.failed)}`).toBe(refused);
-                if (!refused) refSetAt(ref[c], s ? `S${s.id}` : 'I', occurred, amount, amount > 0 ? 'a' : 'c');
+                if (!refused)
+                  refSetAt(
+                    ref[c],
+                    s ? `S${s.id}` : 'I',
+                    occurred,
+                    amount,
+                    amount > 0 ? 'a' : 'c',
+                    s ? tagsOf(s) : { plan: null, cycle: null },
+                  );
               }
               return;
             }
             case 'schedule': {
               if (!live) return;
               const cancelAt = iso(now + o.ahead * HOUR);
-              const r = await api.put(`/subscriptions/${live.id}/cancel`, token, { cancelled_at: cancelAt });
+              const r = await api.put(`/subscriptions/${live.id}/cancel`, token, { cancelled_at: cancelAt, reason: 'scheduled' });
               ok(r, 'schedule');
               expect(r.body.data).toMatchObject({ status: live.status, cancel_at: cancelAt, cancelled_at: null });
               live.cancel_at = cancelAt; // counted until then: nothing moves yet
@@ -499,6 +547,8 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
         }
 
         const today = iso(now).slice(0, 10);
+        // The whole: the reporting currency's lines (USD orders are left out).
+        const whole = refSegment(ref, {});
         // Whole months, and a random range: its partial first and last months are read from day items.
         const day = (days: number) => iso(START + days * 24 * HOUR).slice(0, 10);
         for (const [from, asked] of [
@@ -511,16 +561,43 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
           for (const interval of ['day', 'week', 'month', 'quarter', 'year'] as const) {
             const r = await api.get(`/metrics/mrr?start_date=${from}&end_date=${to}&interval=${interval}`, token);
             expect(r.status, JSON.stringify(r.body)).toBe(200);
-            const expected = expectedSeries(ref, from, to, interval);
+            const expected = expectedSeries(whole, from, to, interval);
             expect(r.body.data, `${interval} ${from}..${to}`).toEqual(expected.data);
             expect(r.body.summary, `${interval} ${from}..${to}`).toEqual(expected.summary);
           }
         }
         const summary = await api.get('/metrics/summary', token);
-        expect(summary.body.data).toEqual(expectedSummary(ref, today));
+        expect(summary.body.data).toEqual(expectedSummary(whole, today));
         const cohorts = await api.get('/metrics/cohorts?start_month=2024-07&end_month=2026-06', token);
         expect(cohorts.status, JSON.stringify(cohorts.body)).toBe(200);
-        expect(cohorts.body.data).toEqual(expectedCohorts(ref, '2024-07', '2026-06', today.slice(0, 7)));
+        expect(cohorts.body.data).toEqual(expectedCohorts(whole, '2024-07', '2026-06', today.slice(0, 7)));
+        // Segments: the same computation over only the matching lines; churn by cancellation reason.
+        const [from, asked] = [day(offset), day(offset + length)];
+        const to = asked > today ? today : asked;
+        for (const [query, seg] of SEGMENTS) {
+          const part = refSegment(ref, seg);
+          const monthly = await api.get(`/metrics/mrr?start_date=2024-07-01&end_date=${today}&interval=month&${query}`, token);
+          expect(monthly.status, JSON.stringify(monthly.body)).toBe(200);
+          expect(monthly.body, query).toEqual(
+            (({ data, summary }) => ({ data, summary }))(expectedSeries(part, '2024-07-01', today, 'month')),
+          );
+          if (from <= to) {
+            const daily = await api.get(`/metrics/mrr?start_date=${from}&end_date=${to}&interval=day&${query}`, token);
+            expect(daily.body.data, `${query} ${from}..${to}`).toEqual(expectedSeries(part, from, to, 'day').data);
+          }
+          expect((await api.get(`/metrics/summary?${query}`, token)).body.data, query).toEqual(expectedSummary(part, today));
+          const segCohorts = await api.get(`/metrics/cohorts?start_month=2024-07&end_month=2026-06&${query}`, token);
+          expect(segCohorts.body.data, query).toEqual(expectedCohorts(part, '2024-07', '2026-06', today.slice(0, 7)));
+        }
+        for (const [start, end] of [
+          ['2024-07-01', today],
+          [from, to],
+        ]) {
+          if (start > end) continue;
+          const reasons = await api.get(`/metrics/churn-reasons?start_date=${start}&end_date=${end}`, token);
+          expect(reasons.status, JSON.stringify(reasons.body)).toBe(200);
+          expect(reasons.body.data, `churn reasons ${start}..${end}`).toEqual(expectedChurnReasons(whole, start, end));
+        }
       }),
       RUNS,
       BUDGET_MS,

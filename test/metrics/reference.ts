@@ -7,19 +7,65 @@ import Decimal from 'decimal.js';
  * subscriptions, cohort figures) are evaluated directly at each day's or month's end; movements
  * are classified change by change.
  */
-export type RefPoint = { at: string; amount: Decimal; flag: 'a' | 'p' | 'c' | 'o' };
-export type RefCustomer = { lines: Map<string, RefPoint[]> };
+/**
+ * A point and what it counts under: its plan and cycle (null: none), its currency (absent: the
+ * reporting currency) and, on a cancellation, its reason. `x` marks a point outside the segment read.
+ */
+export type RefPoint = {
+  at: string;
+  amount: Decimal;
+  flag: 'a' | 'p' | 'c' | 'o' | 'x';
+  plan?: string | null;
+  cycle?: string | null;
+  currency?: string;
+  reason?: string | null;
+};
+/** `importedEnd`: set by `refSegment` (the imported line's end as the whole sees it). */
+export type RefCustomer = { lines: Map<string, RefPoint[]>; importedEnd?: string | null };
+type Tags = Pick<RefPoint, 'plan' | 'cycle' | 'currency' | 'reason'>;
 
 const sorted = (pts: RefPoint[]) => [...pts].sort((x, y) => x.at.localeCompare(y.at));
 
 /** Subscription changes through the API: the line holds `amount` from `at` on (later points superseded). */
-export const refSetFrom = (c: RefCustomer, line: string, at: string, amount: Decimal.Value, flag: RefPoint['flag']) => {
-  c.lines.set(line, sorted([...(c.lines.get(line) ?? []).filter((p) => p.at < at), { at, amount: new Decimal(amount), flag }]));
+export const refSetFrom = (c: RefCustomer, line: string, at: string, amount: Decimal.Value, flag: RefPoint['flag'], tags: Tags = {}) => {
+  c.lines.set(line, sorted([...(c.lines.get(line) ?? []).filter((p) => p.at < at), { at, amount: new Decimal(amount), flag, ...tags }]));
 };
 /** Recorded events: one point at `at` (replacing one at the same time). */
-export const refSetAt = (c: RefCustomer, line: string, at: string, amount: Decimal.Value, flag: RefPoint['flag']) => {
-  c.lines.set(line, sorted([...(c.lines.get(line) ?? []).filter((p) => p.at !== at), { at, amount: new Decimal(amount), flag }]));
+export const refSetAt = (c: RefCustomer, line: string, at: string, amount: Decimal.Value, flag: RefPoint['flag'], tags: Tags = {}) => {
+  c.lines.set(line, sorted([...(c.lines.get(line) ?? []).filter((p) => p.at !== at), { at, amount: new Decimal(amount), flag, ...tags }]));
 };
+
+export type RefSegment = { plan?: string; cycle?: string; currency?: string };
+/**
+ * The customers as a segment sees them (docs/metrics.md, "Segments"): only the lines in its
+ * currency (default the reporting one); the imported line's end taken there; in a plan or cycle
+ * segment each point outside it as 0 and neither live nor active nor a cancellation.
+ */
+export const refSegment = (customers: RefCustomer[], seg: RefSegment, reporting = 'TWD'): RefCustomer[] =>
+  customers.map((c) => {
+    const currency = seg.currency ?? reporting;
+    const inCurrency = new Map<string, RefPoint[]>();
+    for (const [line, pts] of c.lines) {
+      const kept = pts.filter((p) => (p.currency ?? reporting) === currency);
+      if (kept.length) inCurrency.set(line, kept);
+    }
+    const importedEnd = refImportedEnd({ lines: inCurrency });
+    const out = new Map<string, RefPoint[]>();
+    for (const [line, pts] of inCurrency) {
+      const matches = (p: RefPoint) =>
+        (seg.plan === undefined || p.plan === seg.plan) && (seg.cycle === undefined || p.cycle === seg.cycle);
+      // The imported line's end is a point of its own: 0 from then on, in no plan or cycle.
+      const withEnd =
+        line === 'I' && importedEnd !== null
+          ? [...pts.filter((p) => p.at < importedEnd), { at: importedEnd, amount: new Decimal(0), flag: 'x' as const }]
+          : pts;
+      out.set(
+        line,
+        withEnd.map((p) => (matches(p) ? p : { ...p, amount: new Decimal(0), flag: 'x' as const })),
+      );
+    }
+    return { lines: out, importedEnd: null };
+  });
 
 /** The state of a line at `t` (inclusive) or just before it (`strict`). */
 const pointAt = (pts: RefPoint[], t: string, strict: boolean): RefPoint | null => {
@@ -30,6 +76,7 @@ const pointAt = (pts: RefPoint[], t: string, strict: boolean): RefPoint | null =
 
 /** When the customer's first subscription line starts: its imported line ('I') counts only before then. */
 export const refImportedEnd = (c: RefCustomer): string | null => {
+  if (c.importedEnd !== undefined) return c.importedEnd;
   const starts = [...c.lines].filter(([line, pts]) => line.startsWith('S') && pts.length).map(([, pts]) => pts[0].at);
   return starts.length ? starts.sort()[0] : null;
 };
@@ -236,4 +283,47 @@ export const expectedCohorts = (customers: RefCustomer[], start: string, end: st
     out.push({ cohort: m, customers: members.length, mrr: money(base), retention });
   }
   return out;
+};
+
+/**
+ * GET /metrics/churn-reasons over [start, end] (UTC days), from scratch: at each change of a
+ * customer with a cancellation, the reason of the cancelled line that held the most just before
+ * (then the first by name); its churn (MRR to 0) and its customer churn (no live line left).
+ */
+export const expectedChurnReasons = (customers: RefCustomer[], start: string, end: string) => {
+  const by = new Map<string, { mrr: Decimal; customers: number }>();
+  for (const c of customers) {
+    for (const t of changeTimes(c)) {
+      const day = t.slice(0, 10);
+      if (day < start || day > end) continue;
+      const cancelled = [...c.lines]
+        .filter(([, pts]) => pts.some((p) => p.at === t && p.flag === 'c'))
+        .map(([line, pts]) => ({
+          line,
+          took: pointAt(pts, t, true)?.amount ?? new Decimal(0),
+          reason: pts.filter((p) => p.at === t).at(-1)!.reason ?? null,
+        }))
+        .sort((a, b) => b.took.comparedTo(a.took) || (a.line < b.line ? -1 : 1));
+      if (!cancelled.length) continue;
+      const before = customerAt(c, t, true);
+      const after = customerAt(c, t);
+      const churn = before.mrr.gt(0) && after.mrr.isZero();
+      const churned = before.live && !after.live;
+      if (!churn && !churned) continue;
+      const key = cancelled[0].reason ?? '';
+      const r = by.get(key) ?? { mrr: new Decimal(0), customers: 0 };
+      if (churn) r.mrr = r.mrr.plus(before.mrr);
+      if (churned) r.customers++;
+      by.set(key, r);
+    }
+  }
+  return [...by]
+    .map(([reason, r]) => ({ reason: reason === '' ? null : reason, churned_mrr: money(r.mrr), churned_customers: r.customers }))
+    .filter((r) => r.churned_mrr !== '0.00' || r.churned_customers > 0)
+    .sort(
+      (a, b) =>
+        new Decimal(b.churned_mrr).comparedTo(a.churned_mrr) ||
+        b.churned_customers - a.churned_customers ||
+        String(a.reason).localeCompare(String(b.reason)),
+    );
 };

@@ -12,6 +12,8 @@ import {
   type Timeline,
 } from '#lib/metrics/timeline';
 
+const CCY = 'TWD';
+
 /** A customer's standing (MRR and latest subscription status) and its movements, from the timeline alone. */
 
 const tl = (lines: Record<string, [string, string, Flag][]>): Timeline => lines;
@@ -33,16 +35,16 @@ describe('standing: MRR and latest subscription status at an instant', () => {
   });
 
   it('sums every line at that instant; the status is the subscription started last', () => {
-    expect(standingAt(history, '2026-01-01T00:00:00Z')).toEqual({ mrr: '0', subscription_status: null });
-    expect(standingAt(history, '2026-01-10T00:00:00Z')).toEqual({ mrr: '100', subscription_status: 'active' });
-    expect(standingAt(history, '2026-02-20T00:00:00Z')).toEqual({ mrr: '110.5', subscription_status: 'active' });
-    expect(standingAt(history, '2026-03-02T00:00:00Z')).toEqual({ mrr: '10.5', subscription_status: 'cancelled' });
-    expect(standingAt(history, '2026-04-02T00:00:00Z')).toEqual({ mrr: '50', subscription_status: 'active' });
-    expect(standingAt(history, '2026-06-01T00:00:00Z')).toEqual({ mrr: '50', subscription_status: 'paused' });
+    expect(standingAt(history, CCY, '2026-01-01T00:00:00Z')).toEqual({ mrr: '0', subscription_status: null });
+    expect(standingAt(history, CCY, '2026-01-10T00:00:00Z')).toEqual({ mrr: '100', subscription_status: 'active' });
+    expect(standingAt(history, CCY, '2026-02-20T00:00:00Z')).toEqual({ mrr: '110.5', subscription_status: 'active' });
+    expect(standingAt(history, CCY, '2026-03-02T00:00:00Z')).toEqual({ mrr: '10.5', subscription_status: 'cancelled' });
+    expect(standingAt(history, CCY, '2026-04-02T00:00:00Z')).toEqual({ mrr: '50', subscription_status: 'active' });
+    expect(standingAt(history, CCY, '2026-06-01T00:00:00Z')).toEqual({ mrr: '50', subscription_status: 'paused' });
   });
 
   it('stored steps answer every later instant the same way, and say when they run out', () => {
-    const { steps, complete } = standingSteps(history, '2026-02-01T00:00:00Z');
+    const { steps, complete } = standingSteps(history, CCY, '2026-02-01T00:00:00Z');
     expect(complete).toBe(true);
     expect(steps.map((s) => s[0])).toEqual([
       '2026-02-01T00:00:00Z',
@@ -53,7 +55,7 @@ describe('standing: MRR and latest subscription status at an instant', () => {
       '2026-05-01T00:00:00Z',
     ]);
     expect(standingFromSteps(steps, complete, '2026-01-31T00:00:00Z')).toBeNull(); // before the write
-    const cut = standingSteps(history, '2026-02-01T00:00:00Z', 3);
+    const cut = standingSteps(history, CCY, '2026-02-01T00:00:00Z', 3);
     expect(cut.complete).toBe(false);
     expect(standingFromSteps(cut.steps, false, '2026-02-20T00:00:00Z')).toEqual({ mrr: '110.5', subscription_status: 'active' });
     expect(standingFromSteps(cut.steps, false, '2026-03-02T00:00:00Z')).toBeNull(); // past what the cut steps know
@@ -68,10 +70,10 @@ describe('standing: MRR and latest subscription status at an instant', () => {
         let t: Timeline = {};
         for (const [name, pts] of lines)
           for (const [when, amount, flag] of pts) t = setAt(t, name, when, amount, name.startsWith('S') ? flag : 'o');
-        const { steps, complete } = standingSteps(t, from, limit);
+        const { steps, complete } = standingSteps(t, CCY, from, limit);
         const stored = standingFromSteps(steps, complete, probe);
         if (probe < from) expect(stored).toBeNull();
-        else if (stored) expect(stored).toEqual(standingAt(t, probe));
+        else if (stored) expect(stored).toEqual(standingAt(t, CCY, probe));
         else expect(complete).toBe(false);
       }),
       { numRuns: 300 },
@@ -94,7 +96,7 @@ describe("a customer's movements", () => {
       S2: [['2026-05-01T00:00:00Z', '80', 'a']],
     });
     expect(
-      movementsOf(t).map((m) => [m.at.slice(0, 10), m.kind, m.amount.toFixed(), m.before.toFixed(), m.after.toFixed(), m.line]),
+      movementsOf(t, CCY).map((m) => [m.at.slice(0, 10), m.kind, m.amount.toFixed(), m.before.toFixed(), m.after.toFixed(), m.line]),
     ).toEqual([
       ['2026-01-10', 'new', '100', '0', '100', 'S1'],
       ['2026-02-10', 'expansion', '55', '100', '155', 'S1'],
@@ -113,12 +115,12 @@ describe("a customer's movements", () => {
         for (const [name, pts] of lines)
           for (const [when, amount, flag] of pts) t = setAt(t, name, when, amount, name.startsWith('S') ? flag : 'o');
         const byMonth = new Map<string, Decimal>();
-        for (const m of movementsOf(t)) {
+        for (const m of movementsOf(t, CCY)) {
           const k = `M#${m.at.slice(0, 7)}|${m.kind}`;
           byMonth.set(k, (byMonth.get(k) ?? new Decimal(0)).plus(m.amount));
         }
         const counted = new Map<string, Decimal>();
-        for (const [item, attrs] of contributions(t))
+        for (const [item, attrs] of contributions(t, CCY))
           if (item.startsWith('M#'))
             for (const [attr, v] of attrs)
               if (['new', 'expansion', 'contraction', 'churn', 'reactivation'].includes(attr)) counted.set(`${item}|${attr}`, v);

@@ -1,15 +1,24 @@
+import Decimal from 'decimal.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   chunkTimeline,
   contributionChange,
+  type SegmentMoves,
   contributions,
   difference,
   joinChunks,
   setAt,
   type Flag,
+  type Point,
+  type Segment,
+  type Tag,
   type Timeline,
 } from '#lib/metrics/timeline';
+
+const CCY = 'TWD';
+/** The moves of the whole (not of a segment) of a change. */
+const whole = (moves: SegmentMoves[]) => moves.find((m) => m.segment === null)?.moves ?? new Map();
 
 /** Recorded history is a set of points: the timeline must not depend on the order they arrive in. */
 describe('recorded history merges in any arrival order', () => {
@@ -49,7 +58,7 @@ describe('recorded history merges in any arrival order', () => {
           const a = apply(events);
           const b = apply(shuffled);
           expect(b).toEqual(a);
-          expect(contributions(b)).toEqual(contributions(a));
+          expect(contributions(b, CCY)).toEqual(contributions(a, CCY));
         },
       ),
       { numRuns: 300 },
@@ -103,7 +112,9 @@ describe('changes computed from the first difference; chunked storage', () => {
   it('contributionChange equals the difference of the whole contributions', () => {
     fc.assert(
       fc.property(changed, ({ before, after }) => {
-        expect(asMap(contributionChange(before, after))).toEqual(asMap(difference(contributions(before), contributions(after))));
+        expect(asMap(whole(contributionChange(before, after, CCY)))).toEqual(
+          asMap(difference(contributions(before, CCY), contributions(after, CCY))),
+        );
       }),
       { numRuns: 500 },
     );
@@ -206,8 +217,106 @@ describe('the state before the first difference', () => {
       ],
     };
     const after: Timeline = { ...before, S1: [['2020-01-09T00:00:00Z', '10', 'a']] };
-    const moves = contributionChange(before, after);
+    const moves = whole(contributionChange(before, after, CCY));
     expect(moves.get('D#2020-01-09')?.get('new')?.toFixed()).toBe('10');
     expect(moves.get('C#2020-01#2020-01')?.get('joined')?.toFixed()).toBe('1');
+  });
+});
+
+/**
+ * Segments (docs/metrics.md, "Segments"): what a write moves in each segment is that segment's whole
+ * recomputation's difference, and the plans partition the figures: with every line in one plan or
+ * another, the plans' net MRR changes and active subscriptions add up to the whole's.
+ */
+describe('segments', () => {
+  const day = (d: number) => `${new Date(Date.UTC(2020, 0, 1) + d * 86_400_000).toISOString().slice(0, 19)}Z`;
+  const tag = fc.tuple(fc.constantFrom('P', 'Q'), fc.constantFrom('monthly', 'yearly'), fc.constantFrom('TWD', 'USD'));
+  const point = fc.tuple(
+    fc.integer({ min: 0, max: 400 }),
+    fc.constantFrom('0', '5', '10', '12.5'),
+    fc.constantFrom<Flag>('a', 'c', 'p'),
+    tag,
+  );
+  const lineOf = (pts: [number, string, Flag, Tag][]) =>
+    pts.map(([d, amount, flag, t]) => [day(d), amount, flag, t] as Point).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const timeline = fc
+    .dictionary(fc.constantFrom('I', 'S1', 'S2', 'S3'), fc.array(point, { minLength: 1, maxLength: 6 }), { maxKeys: 4 })
+    .map((lines) => {
+      const tl: Timeline = {};
+      for (const [line, pts] of Object.entries(lines)) tl[line] = lineOf(pts);
+      return tl;
+    });
+  const changed = fc.tuple(timeline, fc.constantFrom('I', 'S1', 'S2'), fc.array(point, { maxLength: 4 })).map(([before, line, pts]) => {
+    const after = { ...before };
+    if (pts.length) after[line] = lineOf(pts);
+    else delete after[line];
+    return { before, after };
+  });
+  const SEGMENTS: Segment[] = [
+    { dimension: 'plan', value: 'P' },
+    { dimension: 'plan', value: 'Q' },
+    { dimension: 'billing_cycle', value: 'monthly' },
+    { dimension: 'billing_cycle', value: 'yearly' },
+    { dimension: 'currency', value: 'USD' },
+  ];
+  const asMap = (c: Map<string, Map<string, { toFixed: () => string }>>) =>
+    Object.fromEntries([...c].map(([item, attrs]) => [item, Object.fromEntries([...attrs].map(([a, v]) => [a, v.toFixed()]))]));
+  const same = (a: Segment | null, b: Segment | null) => a?.dimension === b?.dimension && a?.value === b?.value;
+
+  it('a change moves each segment by the difference of its whole recomputation (and no other segment)', () => {
+    fc.assert(
+      fc.property(changed, ({ before, after }) => {
+        const moved = contributionChange(before, after, CCY);
+        for (const segment of [null, ...SEGMENTS]) {
+          const got = moved.find((m) => same(m.segment, segment))?.moves ?? new Map();
+          const expected = difference(contributions(before, CCY, segment), contributions(after, CCY, segment));
+          expect(asMap(got), JSON.stringify(segment)).toEqual(asMap(expected));
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('the plans add up to the whole: net MRR change and active subscriptions per day', () => {
+    const net = (c: Map<string, Map<string, { toFixed: () => string }>>) => {
+      const out = new Map<string, Decimal>();
+      for (const [item, attrs] of c) {
+        if (!item.startsWith('D#')) continue;
+        for (const [attr, v] of attrs)
+          if (['new', 'expansion', 'contraction', 'churn', 'reactivation', 'subscriptions'].includes(attr))
+            out.set(
+              `${item}|${attr === 'subscriptions' ? 's' : 'm'}`,
+              (out.get(`${item}|${attr === 'subscriptions' ? 's' : 'm'}`) ?? new Decimal(0)).plus(v.toFixed()),
+            );
+      }
+      return Object.fromEntries([...out].filter(([, v]) => !v.isZero()).map(([k, v]) => [k, v.toFixed()]));
+    };
+    fc.assert(
+      fc.property(timeline, (tl) => {
+        // Subscription lines only, in the reporting currency: every point is in plan P or Q.
+        const subs: Timeline = {};
+        for (const [line, pts] of Object.entries(tl))
+          if (line.startsWith('S')) subs[line] = pts.map((p) => [p[0], p[1], p[2], [p[3]![0], p[3]![1], CCY]] as Point);
+        const byPlan = new Map<string, Decimal>();
+        for (const plan of ['P', 'Q'])
+          for (const [k, v] of Object.entries(net(contributions(subs, CCY, { dimension: 'plan', value: plan }))))
+            byPlan.set(k, (byPlan.get(k) ?? new Decimal(0)).plus(v));
+        const summed = Object.fromEntries([...byPlan].filter(([, v]) => !v.isZero()).map(([k, v]) => [k, v.toFixed()]));
+        expect(summed).toEqual(net(contributions(subs, CCY)));
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('the whole leaves other currencies out; a currency segment is its own lines only, in that currency', () => {
+    const tl: Timeline = {
+      S1: [['2020-01-01T00:00:00Z', '10', 'a', ['P', 'monthly', 'USD']]],
+      S2: [['2020-01-02T00:00:00Z', '20', 'a', ['P', 'monthly', 'TWD']]],
+    };
+    const figure = (c: Map<string, Map<string, { toFixed: () => string }>>, item: string, attr: string) =>
+      c.get(item)?.get(attr)?.toFixed();
+    expect(figure(contributions(tl, CCY), 'M#2020-01', 'new')).toBe('20');
+    expect(figure(contributions(tl, CCY, { dimension: 'currency', value: 'USD' }), 'M#2020-01', 'new')).toBe('10');
+    expect(figure(contributions(tl, CCY, { dimension: 'plan', value: 'P' }), 'M#2020-01', 'new')).toBe('20');
   });
 });

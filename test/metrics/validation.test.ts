@@ -281,14 +281,15 @@ describe('order moves in imports', () => {
     expect((await get(token, '/metrics/cohorts?start_month=2025-02&end_month=2025-03')).data.map((c: any) => c.customers)).toEqual([0, 0]);
   });
 
-  it('the OpenAPI document describes the three metrics routes', async () => {
+  it('the OpenAPI document describes the metrics routes and their segment filters', async () => {
     const doc = (await api.get('/openapi.json', null)).body;
-    for (const path of ['/metrics/mrr', '/metrics/summary', '/metrics/cohorts']) expect(doc.paths[path]?.get, path).toBeTruthy();
-    expect(doc.paths['/metrics/mrr'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual([
-      'end_date',
-      'interval',
-      'start_date',
-    ]);
-    expect(doc.paths['/metrics/cohorts'].get.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['end_month', 'start_month']);
+    for (const path of ['/metrics/mrr', '/metrics/summary', '/metrics/cohorts', '/metrics/plans', '/metrics/churn-reasons'])
+      expect(doc.paths[path]?.get, path).toBeTruthy();
+    const names = (path: string) => doc.paths[path].get.parameters.map((p: { name: string }) => p.name).sort();
+    expect(names('/metrics/mrr')).toEqual(['billing_cycle', 'currency', 'end_date', 'interval', 'plan', 'start_date']);
+    expect(names('/metrics/summary')).toEqual(['billing_cycle', 'currency', 'plan']);
+    expect(names('/metrics/cohorts')).toEqual(['billing_cycle', 'currency', 'end_month', 'plan', 'start_month']);
+    expect(names('/metrics/plans')).toEqual(['date']);
+    expect(names('/metrics/churn-reasons')).toEqual(['end_date', 'start_date']);
   });
 });

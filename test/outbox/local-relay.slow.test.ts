@@ -9,7 +9,7 @@ import { tableName } from '#lib/db/client';
 import { createRelayHandler, type Publish } from '#lib/outbox/relay';
 import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { LocalBus, type BusEvent } from '../../infra/local/local-bus.ts';
-import { startOutboxPoller, type OutboxPoller, type RelayHandler } from '../../infra/local/outbox-poller.ts';
+import { startOutboxPoller, type OutboxPoller, type StreamHandler } from '../../infra/local/outbox-poller.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { outboxEvents, uniqueNo } from '../orders/helpers.ts';
 import { publishedDetails, startRelayProcess } from './support/relay-process.ts';
@@ -47,7 +47,7 @@ let checkpoints = 0;
 const newCheckpointFile = () => join(dir, `checkpoint-${++checkpoints}.json`);
 
 /** The poller `npm start` runs, invoking `handler` (by default the relay publishing with `publish`). */
-const startRelay = async (opts: { publish?: Publish; handler?: RelayHandler; checkpointFile?: string; intervalMs?: number }) => {
+const startRelay = async (opts: { publish?: Publish; handler?: StreamHandler; checkpointFile?: string; intervalMs?: number }) => {
   const poller = await startOutboxPoller({
     endpoint: process.env.DYNAMODB_ENDPOINT!,
     tableName: tableName(),
@@ -276,7 +276,7 @@ describe('relay cost', () => {
       return bus.publish(entries);
     };
     const relay = createRelayHandler(publish);
-    const handler: RelayHandler = async (event, context) => {
+    const handler: StreamHandler = async (event, context) => {
       invocations.push(event.Records.length);
       return relay(event, context);
     };

@@ -110,7 +110,7 @@ describe('subscription request budgets (DynamoDB requests per API call)', () => 
     expect(next.requests).toBe(list.requests);
   });
 
-  it('POST /subscriptions/batch of 100 ≤ 25 (new customers by email, each started in its own month)', async () => {
+  it('POST /subscriptions/batch of 100 ≤ 25 (new customers by email, each started in its own month; the figures of its plan and cycle segments too, as pending moves)', async () => {
     const { token } = await newMerchant();
     const subscriptions = Array.from({ length: 100 }, (_, i) => ({
       external_id: `imp_${i}`,

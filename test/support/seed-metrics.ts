@@ -2,10 +2,12 @@ import { NumberValue } from '@aws-sdk/lib-dynamodb';
 import { METRIC_SHARDS } from '#lib/db/keys';
 import { STORED_ATTR } from '#lib/metrics/rules';
 import { aggregateKey } from '#lib/metrics/store';
-import { addContributions, contributions, setFrom, type Contributions, type Timeline } from '#lib/metrics/timeline';
+import { addContributions, contributions, setFrom, type Contributions, type Segment, type Tag, type Timeline } from '#lib/metrics/timeline';
 import { batchWriteAll } from './seed.ts';
 
 const DAY = 86_400_000;
+/** Every seeded subscription: plan Basic, monthly, in the reporting currency. */
+const TAG: Tag = ['Basic', 'monthly', 'TWD'];
 const iso = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}Z`;
 
 /**
@@ -14,15 +16,16 @@ const iso = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}Z`;
  * over 2019–2026, so that every day of the range has a day item. Written with BatchWriteItem;
  * returns how many items. For request-budget tests and the bench (reads touch only these items).
  */
-export const seedMetricsAggregates = async (merchantId: string, customers: number) => {
+/** With `segment`, the items of that segment (its partition) instead of the whole's. */
+export const seedMetricsAggregates = async (merchantId: string, customers: number, segment: Segment | null = null) => {
   const total: Contributions = new Map();
   const start = Date.parse('2019-01-01T00:00:00Z');
   for (let i = 0; i < customers; i++) {
     const created = start + ((i * 7919) % 2900) * DAY + (i % 86_400) * 1000;
-    let tl: Timeline = setFrom({}, 'S1', iso(created), 10 + (i % 90), 'a');
-    tl = setFrom(tl, 'S1', iso(created + (30 + (i % 200)) * DAY), 20 + (i % 50), 'a');
-    if (i % 3 === 0) tl = setFrom(tl, 'S1', iso(created + (60 + (i % 400)) * DAY), 0, 'c');
-    addContributions(total, contributions(tl));
+    let tl: Timeline = setFrom({}, 'S1', iso(created), 10 + (i % 90), 'a', TAG);
+    tl = setFrom(tl, 'S1', iso(created + (30 + (i % 200)) * DAY), 20 + (i % 50), 'a', TAG);
+    if (i % 3 === 0) tl = setFrom(tl, 'S1', iso(created + (60 + (i % 400)) * DAY), 0, 'c', TAG);
+    addContributions(total, contributions(tl, 'TWD', segment));
   }
   // Every shard of every item the reads below touch holds every attribute (the largest reads): the
   // sums in shard 0, zeros elsewhere. Items outside those ranges get shard 0 only (fewer to seed).
@@ -33,7 +36,7 @@ export const seedMetricsAggregates = async (merchantId: string, customers: numbe
       : id.split('#')[1] >= '2024-01' && id.split('#')[1] <= '2025-12');
   const items = [...total].flatMap(([id, attrs]) =>
     Array.from({ length: read(id) ? METRIC_SHARDS : 1 }, (_, shard) => ({
-      ...aggregateKey(merchantId, id, shard),
+      ...aggregateKey(merchantId, id, shard, segment),
       ...Object.fromEntries([...attrs].map(([a, v]) => [STORED_ATTR[a], NumberValue.from(shard ? '0' : v.toFixed())])),
     })),
   );

@@ -168,6 +168,8 @@ describe('the dashboard identity on token routes', () => {
         'GET /metrics/mrr admin+user',
         'GET /metrics/summary admin+user',
         'GET /metrics/cohorts admin+user',
+        'GET /metrics/plans admin+user',
+        'GET /metrics/churn-reasons admin+user',
         'GET /webhook-endpoints admin+user',
         'GET /webhook-endpoints/{id}/deliveries admin+user',
         'POST /webhook-endpoints/{id}/test admin',

@@ -187,6 +187,128 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     expect(failures).toEqual([]);
   }, 90_000);
 
+  it('segments: the picker re-reads the figures for one plan; MRR by plan and churn by reason equal the API, with their CSV', async () => {
+    const t = merchant.token;
+    // Two more customers on a second plan (yearly), one of them cancelled now with a reason.
+    const basic = [];
+    for (let i = 0; i < 2; i++) {
+      const c = await ok(api.post('/customers', t, { email: `basic${i}@example.com`, name: `Basic ${i}` }));
+      basic.push(
+        await ok(
+          api.post('/subscriptions', t, {
+            customer_id: c.id,
+            plan_name: 'Basic',
+            mrr: `${(i + 1) * 125}.50`,
+            billing_cycle: 'yearly',
+            started_at: monthsAgo(3, 10),
+          }),
+        ),
+      );
+    }
+    await ok(api.put(`/subscriptions/${basic[1].id}/cancel`, t, { reason: 'Too expensive, "for now"' }), 200);
+
+    const plans = (await api.get('/metrics/plans', t)).body.data as {
+      plan: string;
+      mrr: string;
+      subscriptions: number;
+      customers: number;
+    }[];
+    expect(plans.map((p) => p.plan)).toEqual(expect.arrayContaining(['Basic', 'Pro']));
+    const { page, failures } = await open('admin');
+    await ready(page, 'plans');
+    const planRows = await page.locator('[data-testid="plans"] tbody tr').evaluateAll((trs) =>
+      trs.map((tr) => [
+        tr.getAttribute('data-plan'),
+        tr.getAttribute('data-mrr'),
+        ...Array.from(tr.children)
+          .slice(2)
+          .map((c) => c.textContent),
+      ]),
+    );
+    expect(planRows).toEqual(plans.map((p) => [p.plan, p.mrr, String(p.subscriptions), String(p.customers)]));
+
+    // Churn by reason over the chart's range (12 months by default).
+    const now = new Date();
+    const start12 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
+    const reasons = (await api.get(`/metrics/churn-reasons?start_date=${start12}&end_date=${today()}`, t)).body.data as {
+      reason: string | null;
+      churned_mrr: string;
+      churned_customers: number;
+    }[];
+    expect(reasons.map((r) => r.reason)).toEqual(expect.arrayContaining(['Too expensive, "for now"', null]));
+    await ready(page, 'churn-reasons');
+    const reasonRows = await page
+      .locator('[data-testid="churn-reasons"] tbody tr')
+      .evaluateAll((trs) => trs.map((tr) => [tr.children[0].textContent, tr.getAttribute('data-mrr'), tr.children[2].textContent]));
+    expect(reasonRows).toEqual(reasons.map((r) => [r.reason ?? 'No reason given', r.churned_mrr, String(r.churned_customers)]));
+
+    // The CSV downloads are the API's own CSV.
+    for (const [testId, path] of [
+      ['plans-csv', '/metrics/plans'],
+      ['churn-reasons-csv', `/metrics/churn-reasons?start_date=${start12}&end_date=${today()}`],
+    ]) {
+      const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testId).click()]);
+      const saved = readFileSync((await download.path())!, 'utf8');
+      const fromApi = await fetch(`${api.base}${path}`, { headers: { authorization: `Bearer ${t}`, accept: 'text/csv' } });
+      expect(fromApi.status).toBe(200);
+      expect(saved, testId).toBe(await fromApi.text());
+      expect(parseCsv(saved, { columns: true }).length, testId).toBe(testId === 'plans-csv' ? plans.length : reasons.length);
+    }
+
+    // A plan in the picker: the summary, the MRR series and the cohorts are that plan's.
+    await ready(page, 'summary');
+    const whole = (await api.get('/metrics/summary', t)).body.data;
+    await page.getByTestId('segment').selectOption('plan:Basic');
+    await page.locator('[data-panel="summary"][data-state="ready"] [data-segment="plan:Basic"]').first().waitFor();
+    const basicSummary = (await api.get('/metrics/summary?plan=Basic', t)).body.data;
+    expect(basicSummary.current_mrr).toBe(plans.find((p) => p.plan === 'Basic')!.mrr);
+    expect(basicSummary.current_mrr).not.toBe(whole.current_mrr);
+    await expectFigures(page, basicSummary);
+    expect(await page.getByTestId('summary-window').textContent()).toContain('plan “Basic” only');
+    await page.locator('[data-panel="mrr"][data-state="ready"] [data-segment="plan:Basic"]').waitFor();
+    const series = (await api.get(`/metrics/mrr?interval=month&start_date=${start12}&end_date=${today()}&plan=Basic`, t)).body;
+    expect(
+      await page
+        .locator('[data-testid="mrr-table"] tbody tr')
+        .evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-date'), tr.getAttribute('data-mrr')])),
+    ).toEqual(series.data.map((e: { date: string; mrr: string }) => [e.date, e.mrr]));
+    await expectFigures(page, { range_mrr: series.summary.current_mrr });
+    await page.locator('[data-panel="cohorts"][data-state="ready"] [data-segment="plan:Basic"]').waitFor();
+    const cohorts = (await api.get('/metrics/cohorts?plan=Basic', t)).body.data.filter((c: { customers: number }) => c.customers > 0);
+    expect(await page.locator('[data-testid="cohorts"] tbody th').allTextContents()).toEqual(
+      cohorts.map((c: { cohort: string }) => c.cohort),
+    );
+    // The segment is in the address: a reload keeps it.
+    expect(new URL(page.url()).searchParams.get('segment')).toBe('plan:Basic');
+    await page.reload();
+    await page.locator('[data-panel="summary"][data-state="ready"] [data-segment="plan:Basic"]').first().waitFor();
+    await expectFigures(page, basicSummary);
+    await shoot(page, 'overview-segment-desktop');
+    await axe(page, 'overview-segment');
+
+    // A billing cycle, then back to all.
+    await page.getByTestId('segment').selectOption('billing_cycle:yearly');
+    await page.locator('[data-panel="summary"][data-state="ready"] [data-segment="billing_cycle:yearly"]').first().waitFor();
+    await expectFigures(page, (await api.get('/metrics/summary?billing_cycle=yearly', t)).body.data);
+    await page.getByTestId('segment').selectOption('');
+    await page.locator('[data-panel="summary"][data-state="ready"] dl[data-segment=""]').waitFor();
+    await expectFigures(page, whole);
+
+    // Phone width: the two tables are cards, and the page does not scroll sideways.
+    const phone = await open('user', PHONE);
+    await ready(phone.page, 'plans');
+    await ready(phone.page, 'churn-reasons');
+    await ready(phone.page, 'mrr');
+    await noSideScroll(phone.page);
+    await phone.page.locator('[data-panel="plans"]').screenshot({ path: 'test/artifacts/dashboard/overview-plans-phone.png' });
+    await phone.page
+      .locator('[data-panel="churn-reasons"]')
+      .screenshot({ path: 'test/artifacts/dashboard/overview-churn-reasons-phone.png' });
+    await shoot(phone.page, 'overview-segment-phone');
+    await axe(phone.page, 'overview-segment-phone');
+    expect([...failures, ...phone.failures]).toEqual([]);
+  }, 120_000);
+
   it('MRR panel: with the answer slowed, no frame shows rows under an interval or range they were not loaded for', async () => {
     const { page, failures } = await open('user');
     const t = merchant.token;
@@ -518,7 +640,7 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     await fresh.goto(`${origin}/#webhooks`);
     await fresh.locator('[data-panel="endpoints"] .state.empty').waitFor();
     await fresh.goto(`${origin}/#overview`);
-    for (const panel of ['mrr', 'cohorts']) await fresh.locator(`[data-panel="${panel}"] .state.empty`).waitFor();
+    for (const panel of ['mrr', 'cohorts', 'plans', 'churn-reasons']) await fresh.locator(`[data-panel="${panel}"] .state.empty`).waitFor();
     await shoot(fresh, 'overview-empty-desktop');
     expect(failures).toEqual([]);
   });

@@ -1,8 +1,8 @@
-import { useState } from 'preact/hooks';
-import { ok, query, type Api, type Me } from '../api';
+import { useEffect, useState } from 'preact/hooks';
+import { AS_CSV, type Api, csvPage, type Me, ok, query } from '../api';
 import { MOVEMENTS, MrrChart } from '../chart';
-import { CURRENCIES, money, percent } from '../format';
-import { Choice, Figures, Head, Panel, TableScroll, useAsync } from '../ui';
+import { count, CURRENCIES, money, percent } from '../format';
+import { type Async, Choice, DownloadCsv, Figures, Head, ListTable, Panel, TableScroll, useAsync } from '../ui';
 
 const RANGES = [
   { id: '30d', label: 'Last 30 days', days: 29 },
@@ -19,6 +19,80 @@ const rangeStart = (id: string, today = new Date()) => {
   const r = RANGES.find((x) => x.id === id)!;
   if ('days' in r) return isoDay(new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - r.days)));
   return isoDay(new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() - r.months, 1)));
+};
+
+const CYCLES = ['monthly', 'quarterly', 'semi-annual', 'yearly'] as const;
+type Cycle = (typeof CYCLES)[number];
+/**
+ * The figures' segment as one value: '' (all), `plan:<name>`, `billing_cycle:<cycle>` or
+ * `currency:<ISO>`. The API takes one filter at a time, so one value is all a segment needs.
+ */
+type Segment = string;
+type SegmentQuery = { plan?: string; billing_cycle?: Cycle; currency?: string };
+const segmentQuery = (segment: Segment): SegmentQuery => {
+  const at = segment.indexOf(':');
+  if (at < 0) return {};
+  const [kind, value] = [segment.slice(0, at), segment.slice(at + 1)];
+  if (kind === 'plan') return { plan: value };
+  if (kind === 'billing_cycle' && (CYCLES as readonly string[]).includes(value)) return { billing_cycle: value as Cycle };
+  if (kind === 'currency' && /^[A-Z]{3}$/.test(value)) return { currency: value };
+  return {};
+};
+/** What a segment covers, in words (ends a figure's explanation). */
+const segmentWords = (segment: Segment, me: Me) => {
+  const q = segmentQuery(segment);
+  if (q.plan !== undefined) return `plan “${q.plan}” only`;
+  if (q.billing_cycle) return `${q.billing_cycle} billing only`;
+  if (q.currency) return `subscriptions and orders in ${q.currency} only, in ${q.currency} (not converted)`;
+  return `all revenue, in ${me.reporting_currency}`;
+};
+/** The currency a segment's amounts are in: its own for a currency segment, else the reporting currency. */
+const segmentCurrency = (segment: Segment, me: Me) => segmentQuery(segment).currency ?? me.reporting_currency;
+/** The segment kept in the address (`?segment=`), so a reload or a shared link shows the same figures. */
+const SEGMENT_PARAM = 'segment';
+const segmentFromUrl = (): Segment => {
+  const s = new URLSearchParams(location.search).get(SEGMENT_PARAM) ?? '';
+  return Object.keys(segmentQuery(s)).length ? s : '';
+};
+
+type PlanRow = { plan: string; mrr: string; subscriptions: number; customers: number };
+type PlansAnswer = { date: string; data: PlanRow[] };
+
+/** The segment picker: all, a plan with figures today, a billing cycle, or a currency. */
+const SegmentPicker = (props: { value: Segment; onChange: (s: Segment) => void; plans: Async<PlansAnswer>; me: Me }) => {
+  const current = segmentQuery(props.value).plan;
+  const plans = props.plans.state === 'ready' ? props.plans.data.data.map((p) => p.plan) : [];
+  // A plan from the address that has no figures today stays choosable (its figures are zero).
+  if (current !== undefined && !plans.includes(current)) plans.push(current);
+  const groups = [
+    { kind: 'plan', label: 'Plan', options: plans },
+    { kind: 'billing_cycle', label: 'Billing cycle', options: [...CYCLES] },
+    { kind: 'currency', label: 'Currency', options: CURRENCIES.filter((c) => c !== props.me.reporting_currency) },
+  ];
+  return (
+    <div class="segment-bar">
+      <label class="control">
+        Segment
+        <select value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)} data-testid="segment">
+          <option value="">All (in {props.me.reporting_currency})</option>
+          {groups
+            .filter((g) => g.options.length > 0)
+            .map((g) => (
+              <optgroup key={g.kind} label={g.label}>
+                {g.options.map((o) => (
+                  <option key={o} value={`${g.kind}:${o}`}>
+                    {g.label}: {o}
+                  </option>
+                ))}
+              </optgroup>
+            ))}
+        </select>
+      </label>
+      <p class="hint segment-note" data-testid="segment-words" data-segment={props.value}>
+        The recurring-revenue figures, the MRR chart and the cohorts below cover {segmentWords(props.value, props.me)}.
+      </p>
+    </div>
+  );
 };
 
 const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
@@ -71,23 +145,23 @@ const customerChurn = (over: string, base: string) =>
   `Customers lost (their last live subscription cancelled) ${over} ÷ active customers ${base}`;
 const mrrChurn = (over: string, base: string) => `MRR lost to churn and contraction ${over} ÷ MRR ${base} (gross)`;
 
-const SummaryPanel = ({ api, me }: { api: Api; me: Me }) => {
-  const [result, retry] = useAsync(null, () => ok(api.GET('/metrics/summary')));
-  const ccy = me.reporting_currency;
+const SummaryPanel = ({ api, me, segment }: { api: Api; me: Me; segment: Segment }) => {
+  const [result, retry] = useAsync({ segment }, (p) => ok(api.GET('/metrics/summary', { params: { query: segmentQuery(p.segment) } })));
   // The API's window: today and the 29 days before it (UTC).
   const days = `${rangeStart('30d')} to ${isoDay(new Date())}`;
   const before = 'before it';
   const over = `in ${days}`;
   return (
     <Panel id="summary" title="Recurring revenue: now, and the last 30 days" result={result} retry={retry}>
-      {({ data: s }) => (
+      {({ data: s }, loaded) => (
         <>
-          <p class="hint" data-testid="summary-window">
-            Levels are today's; rates and the quick ratio cover {days} (UTC). Amounts in {ccy}.
+          <p class="hint" data-testid="summary-window" data-segment={loaded.segment}>
+            Levels are today's; rates and the quick ratio cover {days} (UTC). Segment: {segmentWords(loaded.segment, me)}.
           </p>
           <Figures
             data={s}
-            currency={ccy}
+            currency={segmentCurrency(loaded.segment, me)}
+            attrs={{ 'data-segment': loaded.segment }}
             specs={[
               {
                 key: 'current_mrr',
@@ -122,17 +196,18 @@ const SummaryPanel = ({ api, me }: { api: Api; me: Me }) => {
   );
 };
 
-const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
+const MrrPanel = (props: { api: Api; me: Me; segment: Segment; range: string; setRange: (r: string) => void }) => {
+  const { api, me, segment, range, setRange } = props;
   const [interval, setMrrInterval] = useState<(typeof INTERVALS)[number]>('month');
-  const [range, setRange] = useState('12m');
-  const [result, retry] = useAsync({ interval, range }, (p) =>
+  const [result, retry] = useAsync({ interval, range, segment }, (p) =>
     ok(
       api.GET('/metrics/mrr', {
-        params: { query: { interval: p.interval, start_date: rangeStart(p.range), end_date: isoDay(new Date()) } },
+        params: {
+          query: { interval: p.interval, start_date: rangeStart(p.range), end_date: isoDay(new Date()), ...segmentQuery(p.segment) },
+        },
       }),
     ),
   );
-  const ccy = me.reporting_currency;
   return (
     <Panel
       id="mrr"
@@ -161,69 +236,72 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
         </div>
       }
     >
-      {(series, loaded) => (
-        <>
-          <p class="hint" data-testid="range-window">
-            {RANGES.find((r) => r.id === loaded.range)!.label}: {rangeStart(loaded.range)} to {isoDay(new Date())} (UTC), by{' '}
-            {loaded.interval}. Amounts in {ccy}.
-          </p>
-          <Figures
-            data={series.summary}
-            currency={ccy}
-            compact
-            attrs={{ 'data-interval': loaded.interval, 'data-range': loaded.range }}
-            specs={[
-              {
-                key: 'current_mrr',
-                id: 'range_mrr',
-                label: 'MRR at the end',
-                kind: 'money',
-                note: "MRR at the end of the range's last day",
-              },
-              { key: 'arr', id: 'range_arr', label: 'ARR', kind: 'money', note: '12 × MRR at the end' },
-              { key: 'arpa', id: 'range_arpa', label: 'ARPA', kind: 'money', note: 'MRR at the end ÷ active customers then' },
-              {
-                key: 'customer_churn_rate',
-                id: 'range_customer_churn',
-                label: 'Customer churn rate',
-                kind: 'percent',
-                note: customerChurn('in the range', 'just before it'),
-              },
-              {
-                key: 'mrr_churn_rate',
-                id: 'range_mrr_churn',
-                label: 'MRR churn rate',
-                kind: 'percent',
-                note: mrrChurn('in the range', 'just before it'),
-              },
-            ]}
-          />
-          <MrrChart entries={series.data} currency={ccy} interval={loaded.interval} />
-          <details class="data-table">
-            <summary>MRR movements as a table</summary>
-            <TableScroll label="MRR movements by period">
-              <table data-testid="mrr-table">
-                <Head cols={['Period from', 'MRR', ...MOVEMENTS.map((m) => m.label), 'Net change', 'Customers']} />
-                <tbody>
-                  {series.data.map((e) => (
-                    <tr key={e.date} data-date={e.date} data-mrr={e.mrr}>
-                      <th scope="row">{e.date}</th>
-                      <td class="num">{money(e.mrr, ccy)}</td>
-                      {MOVEMENTS.map((m) => (
-                        <td class="num" key={m.key}>
-                          {money(e[m.key], ccy)}
-                        </td>
-                      ))}
-                      <td class="num">{money(e.net_change, ccy)}</td>
-                      <td class="num">{e.active_customers}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableScroll>
-          </details>
-        </>
-      )}
+      {(series, loaded) => {
+        const ccy = segmentCurrency(loaded.segment, me);
+        return (
+          <>
+            <p class="hint" data-testid="range-window">
+              {RANGES.find((r) => r.id === loaded.range)!.label}: {rangeStart(loaded.range)} to {isoDay(new Date())} (UTC), by{' '}
+              {loaded.interval}. Segment: {segmentWords(loaded.segment, me)}.
+            </p>
+            <Figures
+              data={series.summary}
+              currency={ccy}
+              compact
+              attrs={{ 'data-interval': loaded.interval, 'data-range': loaded.range, 'data-segment': loaded.segment }}
+              specs={[
+                {
+                  key: 'current_mrr',
+                  id: 'range_mrr',
+                  label: 'MRR at the end',
+                  kind: 'money',
+                  note: "MRR at the end of the range's last day",
+                },
+                { key: 'arr', id: 'range_arr', label: 'ARR', kind: 'money', note: '12 × MRR at the end' },
+                { key: 'arpa', id: 'range_arpa', label: 'ARPA', kind: 'money', note: 'MRR at the end ÷ active customers then' },
+                {
+                  key: 'customer_churn_rate',
+                  id: 'range_customer_churn',
+                  label: 'Customer churn rate',
+                  kind: 'percent',
+                  note: customerChurn('in the range', 'just before it'),
+                },
+                {
+                  key: 'mrr_churn_rate',
+                  id: 'range_mrr_churn',
+                  label: 'MRR churn rate',
+                  kind: 'percent',
+                  note: mrrChurn('in the range', 'just before it'),
+                },
+              ]}
+            />
+            <MrrChart entries={series.data} currency={ccy} interval={loaded.interval} />
+            <details class="data-table">
+              <summary>MRR movements as a table</summary>
+              <TableScroll label="MRR movements by period">
+                <table data-testid="mrr-table">
+                  <Head cols={['Period from', 'MRR', ...MOVEMENTS.map((m) => m.label), 'Net change', 'Customers']} />
+                  <tbody>
+                    {series.data.map((e) => (
+                      <tr key={e.date} data-date={e.date} data-mrr={e.mrr}>
+                        <th scope="row">{e.date}</th>
+                        <td class="num">{money(e.mrr, ccy)}</td>
+                        {MOVEMENTS.map((m) => (
+                          <td class="num" key={m.key}>
+                            {money(e[m.key], ccy)}
+                          </td>
+                        ))}
+                        <td class="num">{money(e.net_change, ccy)}</td>
+                        <td class="num">{e.active_customers}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </TableScroll>
+            </details>
+          </>
+        );
+      }}
     </Panel>
   );
 };
@@ -231,8 +309,8 @@ const MrrPanel = ({ api, me }: { api: Api; me: Me }) => {
 /** Retention as a heat map: the colour follows the percentage, which is also written in each cell. */
 const heat = (pct: number | null) => (pct === null ? 'transparent' : `hsl(205 70% ${96 - Math.min(100, pct) * 0.36}%)`);
 
-const CohortsPanel = ({ api }: { api: Api }) => {
-  const [result, retry] = useAsync(null, () => ok(api.GET('/metrics/cohorts')));
+const CohortsPanel = ({ api, me, segment }: { api: Api; me: Me; segment: Segment }) => {
+  const [result, retry] = useAsync({ segment }, (p) => ok(api.GET('/metrics/cohorts', { params: { query: segmentQuery(p.segment) } })));
   return (
     <Panel
       id="cohorts"
@@ -243,49 +321,154 @@ const CohortsPanel = ({ api }: { api: Api }) => {
       isEmpty={(r) => r.data.every((c) => c.customers === 0)}
       empty="No cohorts yet: customers appear here from their first month with MRR."
     >
-      {({ data }) => {
+      {({ data }, loaded) => {
         const width = Math.max(...data.map((c) => c.retention.length));
         return (
-          <TableScroll label="Cohort retention">
-            <table class="heatmap" data-testid="cohorts">
-              <caption class="visually-hidden">Share of each monthly cohort's customers still paying, by months since joining</caption>
-              <Head cols={['Cohort', 'Customers', ...Array.from({ length: width }, (_, i) => `M${i}`)]} />
-              <tbody>
-                {data
-                  .filter((c) => c.customers > 0)
-                  .map((c) => (
-                    <tr key={c.cohort}>
-                      <th scope="row">{c.cohort}</th>
-                      <td class="num">{c.customers}</td>
-                      {Array.from({ length: width }, (_, i) => {
-                        const r = c.retention[i];
-                        return (
-                          <td
-                            key={i}
-                            class="num cell"
-                            style={{ background: heat(r?.customer_retention ?? null) }}
-                            title={r ? `${r.month}: ${r.customers} customers` : undefined}
-                          >
-                            {r ? percent(r.customer_retention, 0) : ''}
-                          </td>
-                        );
-                      })}
-                    </tr>
-                  ))}
-              </tbody>
-            </table>
-          </TableScroll>
+          <>
+            <p class="hint" data-testid="cohorts-segment" data-segment={loaded.segment}>
+              Customers by the month their MRR first went above 0, and the share still paying each month after. Segment:{' '}
+              {segmentWords(loaded.segment, me)}.
+            </p>
+            <TableScroll label="Cohort retention">
+              <table class="heatmap" data-testid="cohorts">
+                <caption class="visually-hidden">Share of each monthly cohort's customers still paying, by months since joining</caption>
+                <Head cols={['Cohort', 'Customers', ...Array.from({ length: width }, (_, i) => `M${i}`)]} />
+                <tbody>
+                  {data
+                    .filter((c) => c.customers > 0)
+                    .map((c) => (
+                      <tr key={c.cohort}>
+                        <th scope="row">{c.cohort}</th>
+                        <td class="num">{c.customers}</td>
+                        {Array.from({ length: width }, (_, i) => {
+                          const r = c.retention[i];
+                          return (
+                            <td
+                              key={i}
+                              class="num cell"
+                              style={{ background: heat(r?.customer_retention ?? null) }}
+                              title={r ? `${r.month}: ${r.customers} customers` : undefined}
+                            >
+                              {r ? percent(r.customer_retention, 0) : ''}
+                            </td>
+                          );
+                        })}
+                      </tr>
+                    ))}
+                </tbody>
+              </table>
+            </TableScroll>
+          </>
         );
       }}
     </Panel>
   );
 };
 
-export const Overview = ({ api, me }: { api: Api; me: Me }) => (
-  <div class="grid">
-    <StatsPanel api={api} me={me} />
-    <SummaryPanel api={api} me={me} />
-    <MrrPanel api={api} me={me} />
-    <CohortsPanel api={api} />
-  </div>
-);
+const PlansPanel = ({ api, me, result, retry }: { api: Api; me: Me; result: Async<PlansAnswer>; retry: () => void }) => {
+  const ccy = me.reporting_currency;
+  return (
+    <Panel
+      id="plans"
+      title="MRR by plan"
+      wide
+      result={result}
+      retry={retry}
+      isEmpty={(a) => a.data.length === 0}
+      empty="No plan has MRR or live subscriptions today."
+      actions={<DownloadCsv fileName="mrr-by-plan.csv" testId="plans-csv" page={() => csvPage(api.GET('/metrics/plans', AS_CSV))} />}
+    >
+      {(answer) => (
+        <>
+          <p class="hint" data-testid="plans-note" data-date={answer.date}>
+            Each plan's MRR, active subscriptions and customers with MRR in it at the end of {answer.date} (UTC), largest MRR first; all
+            currencies in {ccy}.
+          </p>
+          <ListTable
+            label="MRR by plan"
+            testId="plans"
+            items={answer.data}
+            rowKey={(p) => p.plan}
+            rowAttrs={(p) => ({ 'data-plan': p.plan, 'data-mrr': p.mrr })}
+            columns={[
+              { label: 'Plan', cell: (p) => p.plan },
+              { label: 'MRR', num: true, cell: (p) => money(p.mrr, ccy) },
+              { label: 'Subscriptions', num: true, cell: (p) => count(p.subscriptions) },
+              { label: 'Customers', num: true, cell: (p) => count(p.customers) },
+            ]}
+          />
+        </>
+      )}
+    </Panel>
+  );
+};
+
+const NO_REASON = 'No reason given';
+
+const ChurnReasonsPanel = ({ api, me, range }: { api: Api; me: Me; range: string }) => {
+  const ccy = me.reporting_currency;
+  const window = (r: string) => ({ start_date: rangeStart(r), end_date: isoDay(new Date()) });
+  const [result, retry] = useAsync({ range }, (p) => ok(api.GET('/metrics/churn-reasons', { params: { query: window(p.range) } })));
+  return (
+    <Panel
+      id="churn-reasons"
+      title="Churn by reason"
+      wide
+      result={result}
+      retry={retry}
+      isEmpty={(a) => a.data.length === 0}
+      empty="No cancellation churned a customer in this range."
+      actions={
+        <DownloadCsv
+          fileName={`churn-by-reason-${range}.csv`}
+          testId="churn-reasons-csv"
+          page={() => csvPage(api.GET('/metrics/churn-reasons', { params: { query: window(range) }, ...AS_CSV }))}
+        />
+      }
+    >
+      {(answer, loaded) => (
+        <>
+          <p class="hint" data-testid="churn-reasons-note" data-range={loaded.range}>
+            MRR that cancellations took to 0, and the customers they churned, per reason given, from {rangeStart(loaded.range)} to{' '}
+            {isoDay(new Date())} (UTC, the MRR chart's range); pauses and partial cancellations are not counted. All revenue, in {ccy}.
+          </p>
+          <ListTable
+            label="Churn by reason"
+            testId="churn-reasons"
+            items={answer.data}
+            rowKey={(r) => r.reason ?? ''}
+            rowAttrs={(r) => ({ 'data-reason': r.reason ?? '', 'data-mrr': r.churned_mrr })}
+            columns={[
+              { label: 'Reason', cell: (r) => r.reason ?? <em>{NO_REASON}</em> },
+              { label: 'Churned MRR', num: true, cell: (r) => money(r.churned_mrr, ccy) },
+              { label: 'Churned customers', num: true, cell: (r) => count(r.churned_customers) },
+            ]}
+          />
+        </>
+      )}
+    </Panel>
+  );
+};
+
+export const Overview = ({ api, me }: { api: Api; me: Me }) => {
+  const [segment, setSegment] = useState<Segment>(segmentFromUrl);
+  const [range, setRange] = useState('12m');
+  const [plans, retryPlans] = useAsync(null, () => ok(api.GET('/metrics/plans')));
+  useEffect(() => {
+    const url = new URL(location.href);
+    if (segment) url.searchParams.set(SEGMENT_PARAM, segment);
+    else url.searchParams.delete(SEGMENT_PARAM);
+    if (url.href !== location.href) history.replaceState(history.state, '', url.href);
+  }, [segment]);
+  return (
+    <div class="grid">
+      <StatsPanel api={api} me={me} />
+      <SegmentPicker value={segment} onChange={setSegment} plans={plans} me={me} />
+      <SummaryPanel api={api} me={me} segment={segment} />
+      <MrrPanel api={api} me={me} segment={segment} range={range} setRange={setRange} />
+      <CohortsPanel api={api} me={me} segment={segment} />
+      <PlansPanel api={api} me={me} result={plans} retry={retryPlans} />
+      <ChurnReasonsPanel api={api} me={me} range={range} />
+    </div>
+  );
+};

@@ -1,0 +1,103 @@
+import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import type { Key } from '#lib/db/keys';
+import { DEADLINE_MARGIN_MS, deadline, retrying, withDeadline } from '#lib/db/retry';
+import { applyPending, PENDING_MOVES_ENTITY } from '#lib/db/writes';
+import { logger } from '#lib/logger';
+
+/**
+ * The pending-moves applier: the table's stream → `applyPending` for each pending-moves item put.
+ *
+ * Batches write the aggregate moves of their changes as pending-moves items (lib/db/writes.ts
+ * `spillable`) instead of applying them in the request. Every read of the aggregates adds the
+ * pending items in, so figures are exact at once; this function applies each item soon after (its
+ * ADDs and its deletion in one transaction), so the items do not pile up and slow the reads.
+ *
+ * - Records are independent (each item names its own targets, and ADDs commute): up to
+ *   APPLY_CONCURRENCY are applied at once, in no particular order.
+ * - Each apply runs through the one retry policy (lib/db/retry.ts `retrying`) within the
+ *   invocation's deadline. An item already gone (applied by another delivery of its record, a
+ *   write's own follow-up or `ops metrics rebuild`) is a success: `applyPending` applies once.
+ * - A record that still fails is reported in `batchItemFailures` (the others are applied all the
+ *   same): the mapping retries from the lowest reported record, a bounded number of times, then
+ *   sends the range to its dead-letter queue (infra/constructs/pending-moves-applier.ts). Records
+ *   delivered again find their items gone and cost one read each.
+ */
+
+/** Items applied at once by one invocation. */
+export const APPLY_CONCURRENCY = 4;
+
+/**
+ * What the event source mapping's filter lets through (infra/constructs/pending-moves-applier.ts),
+ * tested again here and by the local poller: INSERTs of items whose `entity` is "pending-moves".
+ * Their deletion (REMOVE), aggregate updates and every other write are not.
+ */
+export const isPendingMovesInsert = (record: DynamoDBRecord): boolean =>
+  record.eventName === 'INSERT' && record.dynamodb?.NewImage?.entity?.S === PENDING_MOVES_ENTITY;
+
+export type ApplierStats = {
+  /** Records in the batch, and how many of them were pending-moves INSERTs. */
+  records: number;
+  pending: number;
+  /** Items applied by this invocation, found already gone, and still failing. */
+  applied: number;
+  gone: number;
+  failed: number;
+};
+
+const keyOf = (record: DynamoDBRecord): Key => {
+  const pk = record.dynamodb?.Keys?.pk?.S;
+  const sk = record.dynamodb?.Keys?.sk?.S;
+  if (!pk || !sk) throw new Error('stream record without its pk and sk');
+  return { pk, sk };
+};
+
+/**
+ * Applies the pending-moves items the INSERTs among `records` put, and reports those that could
+ * not be applied, as a Lambda handler for a DynamoDB stream with ReportBatchItemFailures answers.
+ * Runs within the surrounding `withDeadline` (lib/db/retry.ts): a record whose turn comes after
+ * the deadline is not tried, and reported.
+ */
+export const applyPendingRecords = async (records: DynamoDBRecord[]): Promise<DynamoDBBatchResponse & { stats: ApplierStats }> => {
+  const pending = records.filter(isPendingMovesInsert);
+  const stats: ApplierStats = { records: records.length, pending: pending.length, applied: 0, gone: 0, failed: 0 };
+  const failed: DynamoDBRecord[] = [];
+  const apply = async (record: DynamoDBRecord) => {
+    try {
+      const key = keyOf(record);
+      if (Date.now() >= deadline()) throw new Error('the invocation has no time left');
+      // A re-sent transaction that had landed is harmless: the next attempt finds the item gone.
+      if (await retrying(() => applyPending(key), { resendUnanswered: true })) stats.applied++;
+      else stats.gone++;
+    } catch (err) {
+      stats.failed++;
+      failed.push(record);
+      logger.warn('pending moves not applied', {
+        pk: record.dynamodb?.Keys?.pk?.S,
+        sk: record.dynamodb?.Keys?.sk?.S,
+        sequence_number: record.dynamodb?.SequenceNumber,
+        error: (err as Error).name,
+        error_message: (err as Error).message,
+      });
+    }
+  };
+  let next = 0;
+  const worker = async () => {
+    while (next < pending.length) await apply(pending[next++]);
+  };
+  await Promise.all(Array.from({ length: Math.min(APPLY_CONCURRENCY, pending.length) }, worker));
+  // An empty identifier makes Lambda retry the whole batch, the safe reading of a record without one.
+  return { batchItemFailures: failed.map((r) => ({ itemIdentifier: r.dynamodb?.SequenceNumber ?? '' })), stats };
+};
+
+/**
+ * The applier as a Lambda handler (DynamoDB stream event → partial batch response): the deployed
+ * function (functions/metrics/pending-applier.ts) and `npm start`'s poller (infra/local/outbox-poller.ts)
+ * invoke it alike.
+ */
+export const handlePendingMoves = async (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> => {
+  logger.addContext(context);
+  const end = Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS;
+  const { batchItemFailures, stats } = await withDeadline(end, () => applyPendingRecords(event.Records ?? []));
+  logger.info('pending moves applier batch', { ...stats, failed_sequence_numbers: batchItemFailures.map((f) => f.itemIdentifier) });
+  return { batchItemFailures };
+};
