@@ -9,6 +9,7 @@ import {
   mrrSeriesSchema,
   planRowSchema,
   plansQuery,
+  SEGMENT_REPEATABLE,
   summaryQuery,
 } from '#lib/metrics/schemas';
 import { defineRoute } from '#lib/http/route';
@@ -29,7 +30,7 @@ export const routes = {
     description:
       "MRR per interval (day, week from Monday, month, calendar quarter or year; UTC) between `start_date` and `end_date`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). `Accept: text/csv` gives the points as CSV (docs/api-conventions.md).",
     tags: ['metrics'],
-    request: { query: mrrQuery },
+    request: { query: mrrQuery, repeatable: SEGMENT_REPEATABLE },
     responses: { 200: { description: 'The MRR series', schema: mrrSeriesSchema }, ...errors, ...invalid },
   }),
   metricsSummary: defineRoute({
@@ -44,7 +45,7 @@ export const routes = {
     description:
       'The figures of today: MRR, ARR, ARPA, active subscriptions and customers, and over the last 30 days the customer and MRR churn rates, quick ratio and LTV (docs/metrics.md).',
     tags: ['metrics'],
-    request: { query: summaryQuery },
+    request: { query: summaryQuery, repeatable: SEGMENT_REPEATABLE },
     responses: { 200: { description: 'The summary', schema: dataOf(metricsSummarySchema) }, ...errors, ...invalid },
   }),
   metricsCohorts: defineRoute({
@@ -59,7 +60,7 @@ export const routes = {
     description:
       'Customers grouped by the month their MRR first went above zero, with customer and MRR retention at the end of each later month; the first element is 100 / 100 (docs/metrics.md).',
     tags: ['metrics'],
-    request: { query: cohortsQuery },
+    request: { query: cohortsQuery, repeatable: SEGMENT_REPEATABLE },
     responses: { 200: { description: 'Cohorts', schema: z.object({ data: z.array(cohortSchema) }) }, ...errors, ...invalid },
   }),
   metricsPlans: defineRoute({
