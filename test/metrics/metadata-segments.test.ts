@@ -1,5 +1,9 @@
+import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
+import { db, tableName } from '#lib/db/client';
+import { keys } from '#lib/db/keys';
+import { rebuildMerchantAggregates } from '#lib/metrics/rebuild';
 import { newMerchant, useApi } from '../support/api.ts';
 
 /**
@@ -104,6 +108,23 @@ describe('segments read from the matching customers', () => {
     expect((await api.del(`/customers/${ids.b}`, token)).status).toBe(204);
     expect((await monthly(token, 'metadata.tier=gold')).map((e) => e[1])).toEqual(['180.00', '180.00']);
     expect((await monthly(token, 'metadata.region=us')).map((e) => e[1])).toEqual(['50.00', '50.00']);
+  });
+
+  it('ops metrics rebuild gives customers written before the indexes their entries', { timeout: 60_000 }, async () => {
+    const { token, merchantId, ids } = await history();
+    // As written before the indexes: A's metadata pairs and B's plan entry gone.
+    for (const key of [
+      keys.customerMetadata(merchantId, 'tier', 'gold', ids.a),
+      keys.customerMetadata(merchantId, 'region', 'eu', ids.a),
+      keys.planCustomer(merchantId, 'Basic', ids.b),
+    ])
+      await db().send(new DeleteCommand({ TableName: tableName(), Key: key }));
+    expect((await monthly(token, 'metadata.tier=gold')).map((e) => e[1])).toEqual(['50.00', '50.00']);
+    expect((await monthly(token, 'plan=Pro&plan=Basic')).map((e) => e[1])).toEqual(['148.00', '148.00']);
+    expect(await rebuildMerchantAggregates(merchantId)).toMatchObject({ index_entries_added: 3, aggregates_corrected: 0 });
+    expect((await monthly(token, 'metadata.tier=gold')).map((e) => e[1])).toEqual(['150.00', '150.00']);
+    expect((await monthly(token, 'plan=Pro&plan=Basic')).map((e) => e[1])).toEqual(['198.00', '198.00']);
+    expect(await rebuildMerchantAggregates(merchantId)).toMatchObject({ index_entries_added: 0 });
   });
 
   it('bad filters are a 422 on the parameter', async () => {
