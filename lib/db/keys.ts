@@ -174,8 +174,6 @@ export const customerMetadataPartition = (merchantId: string, shard: number, key
 /** Partition of one shard of the customers whose timeline has had a point of `plan`. */
 export const planCustomersPartition = (merchantId: string, shard: number, plan: string): string =>
   `${m(merchantId)}#PLAN_CUSTOMERS#${shard}#${encodeURIComponent(plan)}`;
-/** The customer id an index entry's sort key holds. */
-export const customerIdOfIndexKey = (sk: string): number => Number(sk);
 /**
  * Day counts of a delivery log are spread over this many shards: a busy endpoint's attempts rarely
  * meet on one item, and the 30 days' counts (240 small items) stay one Query page.
