@@ -98,12 +98,21 @@ export const emailMarker = (merchantId: string, email: string, id: number, creat
 });
 
 /**
+ * Scalar metadata pairs indexed per customer: a change of every one of them (a delete and a put
+ * each) plus the customer's own items stays within one transaction's 100 actions.
+ */
+export const MAX_INDEXED_METADATA = 40;
+
+/**
  * The metadata pairs the customer metadata index holds (docs/customers.md): each entry whose value
- * is a string, number or boolean, as `[key, String(value)]`; objects, arrays and null are not indexed.
+ * is a string, number or boolean, as `[key, String(value)]`, the first MAX_INDEXED_METADATA of
+ * them in key order; objects, arrays and null are not indexed.
  */
 export const indexedMetadata = (stored: unknown): [key: string, value: string][] =>
   Object.entries(decodeMetadata(stored) ?? {})
     .filter(([, v]) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .slice(0, MAX_INDEXED_METADATA)
     .map(([k, v]) => [k, String(v)]);
 
 const pairId = ([k, v]: [string, string]) => `${k}\u0000${v}`;

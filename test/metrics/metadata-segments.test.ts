@@ -110,6 +110,22 @@ describe('segments read from the matching customers', () => {
     expect((await monthly(token, 'metadata.region=us')).map((e) => e[1])).toEqual(['50.00', '50.00']);
   });
 
+  it('50 metadata keys, every value replaced at once: one transaction (200), the first 40 keys in key order indexed', {
+    timeout: 60_000,
+  }, async () => {
+    const { token, ids } = await history();
+    // k00 … k49: k00–k39 are the first 40 in key order.
+    const meta = (v: string) => Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${String(i).padStart(2, '0')}`, `${v}${i}`]));
+    expect((await api.put(`/customers/${ids.c}`, token, { metadata: meta('x') })).status).toBe(200);
+    const replaced = await api.put(`/customers/${ids.c}`, token, { metadata: meta('y') });
+    expect(replaced.status, JSON.stringify(replaced.body)).toBe(200);
+    expect(replaced.body.data.metadata.k49).toBe('y49');
+    expect((await monthly(token, 'metadata.k39=y39')).map((e) => e[1])).toEqual(['30.00', '30.00']);
+    expect((await monthly(token, 'metadata.k00=x0')).map((e) => e[1])).toEqual(['0.00', '0.00']);
+    // Past the 40th key: stored and returned, but not indexed.
+    expect((await monthly(token, 'metadata.k40=y40')).map((e) => e[1])).toEqual(['0.00', '0.00']);
+  });
+
   it('ops metrics rebuild gives customers written before the indexes their entries', { timeout: 60_000 }, async () => {
     const { token, merchantId, ids } = await history();
     // As written before the indexes: A's metadata pairs and B's plan entry gone.
