@@ -30,6 +30,7 @@ const ITEMS: Record<string, () => Promise<{ item: BenchItem }>> = {
   'hot-merchant': () => import('./items/hot-merchant.ts'),
   'cold-start': () => import('./items/cold-start.ts'),
   http: () => import('./items/http.ts'),
+  'metadata-segment': () => import('./items/metadata-segment.ts'),
 };
 
 const HERE = dirname(fileURLToPath(import.meta.url));

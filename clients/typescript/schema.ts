@@ -669,7 +669,7 @@ export interface paths {
         };
         /**
          * MRR, its movements and rates per day, week (Monday, UTC), month, quarter or year, with the range summary
-         * @description MRR per interval (day, week from Monday, month, calendar quarter or year; UTC) between `start_date` and `end_date`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). `Accept: text/csv` gives the points as CSV (docs/api-conventions.md).
+         * @description MRR per interval (day, week from Monday, month, calendar quarter or year; UTC) between `start_date` and `end_date`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). `Accept: text/csv` gives the points as CSV (docs/api-conventions.md). Segment filters: `plan` (repeatable: the lines of any of the plans), `billing_cycle`, `currency`, and `metadata.<key>=<value>` (customer metadata, the value compared exactly as a string; repeatable, ANDed): the figures over only the matching customers' lines. One plan, cycle or currency reads its own aggregates; any other segment reads the matching customers' timelines, at a cost that grows with the customers it matches (docs/metrics.md, "Segments").
          *
          *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
          */
@@ -691,7 +691,7 @@ export interface paths {
         };
         /**
          * Current MRR, ARR, ARPA, active counts, and the last 30 days: churn rates, quick ratio, LTV
-         * @description The figures of today: MRR, ARR, ARPA, active subscriptions and customers, and over the last 30 days the customer and MRR churn rates, quick ratio and LTV (docs/metrics.md).
+         * @description The figures of today: MRR, ARR, ARPA, active subscriptions and customers, and over the last 30 days the customer and MRR churn rates, quick ratio and LTV (docs/metrics.md). Segment filters: `plan` (repeatable: the lines of any of the plans), `billing_cycle`, `currency`, and `metadata.<key>=<value>` (customer metadata, the value compared exactly as a string; repeatable, ANDed): the figures over only the matching customers' lines. One plan, cycle or currency reads its own aggregates; any other segment reads the matching customers' timelines, at a cost that grows with the customers it matches (docs/metrics.md, "Segments").
          *
          *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
          */
@@ -713,7 +713,7 @@ export interface paths {
         };
         /**
          * Monthly cohorts (first month with MRR) with customer and MRR retention
-         * @description Customers grouped by the month their MRR first went above zero, with customer and MRR retention at the end of each later month; the first element is 100 / 100 (docs/metrics.md).
+         * @description Customers grouped by the month their MRR first went above zero, with customer and MRR retention at the end of each later month; the first element is 100 / 100 (docs/metrics.md). Segment filters: `plan` (repeatable: the lines of any of the plans), `billing_cycle`, `currency`, and `metadata.<key>=<value>` (customer metadata, the value compared exactly as a string; repeatable, ANDed): the figures over only the matching customers' lines. One plan, cycle or currency reads its own aggregates; any other segment reads the matching customers' timelines, at a cost that grows with the customers it matches (docs/metrics.md, "Segments").
          *
          *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
          */
@@ -7310,8 +7310,8 @@ export interface operations {
                 end_date?: string;
                 /** @description day, week (Monday to Sunday, UTC), month (default), quarter (January, April, July, October) or year */
                 interval?: "day" | "week" | "month" | "quarter" | "year";
-                /** @description Only the lines of this plan (exact name) */
-                plan?: string;
+                /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md) */
+                plan?: string | string[];
                 /** @description Only the lines of this billing cycle */
                 billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly";
                 /** @description Only the subscriptions and orders in this currency, in it (default: every line in the reporting currency) */
@@ -7438,8 +7438,8 @@ export interface operations {
     metricsSummary: {
         parameters: {
             query?: {
-                /** @description Only the lines of this plan (exact name) */
-                plan?: string;
+                /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md) */
+                plan?: string | string[];
                 /** @description Only the lines of this billing cycle */
                 billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly";
                 /** @description Only the subscriptions and orders in this currency, in it (default: every line in the reporting currency) */
@@ -7569,8 +7569,8 @@ export interface operations {
                 start_month?: string;
                 /** @description Last cohort and last retention month (YYYY-MM), at most 36 months after start_month. Default: the current month */
                 end_month?: string;
-                /** @description Only the lines of this plan (exact name) */
-                plan?: string;
+                /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md) */
+                plan?: string | string[];
                 /** @description Only the lines of this billing cycle */
                 billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly";
                 /** @description Only the subscriptions and orders in this currency, in it (default: every line in the reporting currency) */

@@ -11,6 +11,7 @@ import { retrying } from '#lib/db/retry';
 import { EXTERNAL_ID_MAX, type CustomerCreate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
 import { EMAIL_TAKEN, EXTERNAL_ID_TAKEN, isIdSegment, type ProfileChanges, type SearchRow } from '#lib/customers/rules';
+import { decodeMetadata } from '#lib/shared/metadata';
 
 /**
  * The customers' table adapter: reads by key and index, the write actions (theirs and those other
@@ -96,6 +97,45 @@ export const emailMarker = (merchantId: string, email: string, id: number, creat
   ...indexes.customersByCreated(merchantId, createdAt, id),
 });
 
+/**
+ * Scalar metadata pairs indexed per customer: a change of every one of them (a delete and a put
+ * each) plus the customer's own items stays within one transaction's 100 actions.
+ */
+export const MAX_INDEXED_METADATA = 40;
+
+/**
+ * The metadata pairs the customer metadata index holds (docs/customers.md): each entry whose value
+ * is a string, number or boolean, as `[key, String(value)]`, the first MAX_INDEXED_METADATA of
+ * them in key order; objects, arrays and null are not indexed.
+ */
+export const indexedMetadata = (stored: unknown): [key: string, value: string][] =>
+  Object.entries(decodeMetadata(stored) ?? {})
+    .filter(([, v]) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .slice(0, MAX_INDEXED_METADATA)
+    .map(([k, v]) => [k, String(v)]);
+
+const pairId = ([k, v]: [string, string]) => `${k}\u0000${v}`;
+
+/** Adds to `ws` the metadata index entries of a customer whose metadata goes from `before` to `after` (JSON text): the new pairs put, the gone ones deleted. */
+const addMetadataIndex = (ws: WriteSet, merchantId: string, id: number, before: unknown, after: unknown) => {
+  const old = new Map(indexedMetadata(before).map((p) => [pairId(p), p]));
+  const next = new Map(indexedMetadata(after).map((p) => [pairId(p), p]));
+  for (const [pid, [k, v]] of old) if (!next.has(pid)) ws.delete('metadata_index', keys.customerMetadata(merchantId, k, v, id));
+  for (const [pid, [k, v]] of next)
+    if (!old.has(pid)) ws.put('metadata_index', { ...keys.customerMetadata(merchantId, k, v, id), customer_id: id });
+};
+
+/** The customer still has the metadata the write replaces (its index entries move with it). */
+const holdsMetadata = (metadata: string | null | undefined) =>
+  metadata
+    ? { expression: '#c_md = :c_md', names: { '#c_md': 'metadata' }, values: { ':c_md': metadata } }
+    : {
+        expression: 'attribute_not_exists(#c_md) OR attribute_type(#c_md, :c_md_null)',
+        names: { '#c_md': 'metadata' },
+        values: { ':c_md_null': 'NULL' },
+      };
+
 /** Adds a new customer (with its unique email marker, its list entry, its external_id marker and the live total) to `ws`. */
 export const addCustomerCreate = (ws: WriteSet, merchantId: string, id: number, input: CustomerCreate, at: string): CustomerItem => {
   const item: CustomerItem = {
@@ -115,6 +155,7 @@ export const addCustomerCreate = (ws: WriteSet, merchantId: string, id: number, 
   };
   ws.put('customer', item, itemAbsent);
   ws.put('email', emailMarker(merchantId, item.email, id, at), itemAbsent);
+  addMetadataIndex(ws, merchantId, id, null, item.metadata);
   if (item.external_id) {
     ws.put('external_id', { ...keys.customerExternalId(merchantId, item.external_id), customer_id: id }, itemAbsent);
   }
@@ -175,6 +216,10 @@ export const addCustomerUpdate = (
     ws.put('email', emailMarker(merchantId, changes.email, current.id, current.created_at), itemAbsent);
     update.remove('gsi1pk').remove('gsi1sk');
     ws.delete('old_email', keys.customerEmail(merchantId, current.email), markerOwnedBy(current.id));
+  }
+  if (changes.metadata !== undefined) {
+    update.when(holdsMetadata(current.metadata));
+    addMetadataIndex(ws, merchantId, current.id, current.metadata, changes.metadata);
   }
   if (changes.external_id !== undefined) {
     update.when(holdsExternalId(current.external_id ?? null));

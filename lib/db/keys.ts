@@ -34,6 +34,8 @@
  * | one segment's aggregates  | M#<m>#MRR#SEG#<dim>#<value> / M#<m>#COHORT#SEG#<dim>#<value> | as the two above | (plan, billing_cycle or currency: the same items over only that segment's lines) |
  * | churn by reason           | M#<m>#CHURN_REASONS                 | D#<day>#<reason>#<ss> / M#<month>#<reason>#<ss> | (churned MRR and customers per cancellation reason, URI-encoded) |
  * | plan name                 | M#<m>#PLANS                         | <plan name>#<ss> |  (one per plan the figures have seen; GET /metrics/plans) |
+ * | customer metadata index   | M#<m>#CUSTOMER_META#<s>#<key>=<value> | <customer id, 15 digits> | (one per scalar metadata pair, both URI-encoded; 4 shards by id; written with the metadata; metadata segments) |
+ * | plan customers index      | M#<m>#PLAN_CUSTOMERS#<s>#<plan>     | <customer id, 15 digits> | (a customer whose timeline ever had a point of the plan, URI-encoded; 4 shards by id; never removed) |
  * | subscription event        | M#<m>#SUBEVT#<id>                   | EVENT           | gsi1 all; gsi2 by type; gsi3 by customer (occurred_at)  |
  * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
  * | idempotent batch item     | M#<m>#IDEMPOTENCY#<key>             | ITEM#<index>    |  (TTL 24 h: a recorded event applied under that key)    |
@@ -160,6 +162,19 @@ export const churnReasonsPartition = (merchantId: string): string => `${m(mercha
 /** Partition of a merchant's plan names (one item per plan ever seen in its figures). */
 export const plansPartition = (merchantId: string): string => `${m(merchantId)}#PLANS`;
 /**
+ * The customer metadata and plan-customers indexes (metadata segments, docs/metrics.md) are spread
+ * over this many partitions by customer id (`id % 4`): a merchant's customers sharing one value do
+ * not all land in one partition, and a read Queries the four at once.
+ */
+export const CUSTOMER_INDEX_SHARDS = 4;
+const customerIndexShard = (customerId: number) => customerId % CUSTOMER_INDEX_SHARDS;
+/** Partition of one shard of the customers whose metadata has `key` = `value` (String of a scalar). */
+export const customerMetadataPartition = (merchantId: string, shard: number, key: string, value: string): string =>
+  `${m(merchantId)}#CUSTOMER_META#${shard}#${encodeURIComponent(key)}=${encodeURIComponent(value)}`;
+/** Partition of one shard of the customers whose timeline has had a point of `plan`. */
+export const planCustomersPartition = (merchantId: string, shard: number, plan: string): string =>
+  `${m(merchantId)}#PLAN_CUSTOMERS#${shard}#${encodeURIComponent(plan)}`;
+/**
  * Day counts of a delivery log are spread over this many shards: a busy endpoint's attempts rarely
  * meet on one item, and the 30 days' counts (240 small items) stay one Query page.
  */
@@ -251,6 +266,16 @@ export const keys = {
   plan: (merchantId: string, plan: string, shard: number): Key => ({
     pk: plansPartition(merchantId),
     sk: `${plan}#${padMetricShard(shard)}`,
+  }),
+  /** The customer's entry in the index of one metadata pair (`value`: String of a string, number or boolean). */
+  customerMetadata: (merchantId: string, key: string, value: string, customerId: number): Key => ({
+    pk: customerMetadataPartition(merchantId, customerIndexShard(customerId), key, value),
+    sk: pad(customerId),
+  }),
+  /** The customer's entry in the index of the customers that have had a line of `plan`. */
+  planCustomer: (merchantId: string, plan: string, customerId: number): Key => ({
+    pk: planCustomersPartition(merchantId, customerIndexShard(customerId), plan),
+    sk: pad(customerId),
   }),
   subscriptionEvent: (merchantId: string, id: number): Key => ({ pk: `${m(merchantId)}#SUBEVT#${id}`, sk: 'EVENT' }),
   idempotency: (merchantId: string, key: string): Key => ({

@@ -289,6 +289,26 @@ const pipeline = (route: RouteDef | null) => {
 export type AnswerForm = { negotiate: middy.MiddlewareObj<Event, Result>; render: (result: ApiResult, context: Context) => Result | null };
 
 /**
+ * The query parameters as the route's schema reads them: API Gateway's (a repeat joined with
+ * commas), except the route's repeatable ones given more than once, which are the list of their
+ * values from the raw query string.
+ */
+const queryOf = (
+  event: { queryStringParameters?: Record<string, string | undefined> | null; rawQueryString?: string },
+  repeatable: readonly string[] | undefined,
+): Record<string, unknown> => {
+  const query: Record<string, unknown> = { ...(event.queryStringParameters ?? {}) };
+  if (!repeatable?.length || !event.rawQueryString) return query;
+  const raw = new URLSearchParams(event.rawQueryString);
+  for (const name of new Set(raw.keys())) {
+    if (!repeatable.some((r) => (r.endsWith('.') ? name.startsWith(r) : name === r))) continue;
+    const values = raw.getAll(name);
+    if (values.length > 1) query[name] = values;
+  }
+  return query;
+};
+
+/**
  * Wraps a route's handler in the shared pipeline. The handler gets the validated params, query and
  * body, and returns a status and a body; everything HTTP lives here.
  */
@@ -302,7 +322,7 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
           auth: s.auth,
           identity: s.identity,
           params: route.request?.params ? parseOr422(route.request.params, pathParams(event.pathParameters)) : {},
-          query: route.request?.query ? parseOr422(route.request.query, event.queryStringParameters ?? {}) : {},
+          query: route.request?.query ? parseOr422(route.request.query, queryOf(event, route.request.repeatable)) : {},
           body: route.request?.body ? parseOr422(route.request.body, event.body) : {},
           headers: route.request?.headers ? parseHeaders(route.request.headers, event.headers ?? {}) : {},
           requestId: s.requestId,

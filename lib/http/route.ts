@@ -51,6 +51,12 @@ export type RouteDef = {
   request?: {
     params?: z.ZodObject;
     query?: z.ZodObject;
+    /**
+     * Query parameters that may be given more than once (a name ending in `.` names a prefix, such
+     * as `metadata.`): repeated, they reach the schema as an array of their values, read from the
+     * raw query string (API Gateway joins repeats with commas, which a value may hold itself).
+     */
+    repeatable?: readonly string[];
     body?: z.ZodType;
     /** Request headers by lower-case name; a 422 names the field `x-foo-bar` → `foo_bar`. */
     headers?: z.ZodObject;

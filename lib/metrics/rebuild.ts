@@ -1,11 +1,12 @@
 import Decimal from 'decimal.js';
-import { DeleteCommand, GetCommand, NumberValue, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, NumberValue, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
 import { churnReasonsPartition, cohortPartition, indexes, keys, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { STORED_ATTR } from '#lib/metrics/rules';
-import { addTimelineChange, aggregateKey, timelinesFrom } from '#lib/metrics/store';
+import { addTimelineChange, aggregateKey, plansOf, timelinesFrom } from '#lib/metrics/store';
+import { indexedMetadata } from '#lib/customers/store';
 import {
   addContribution,
   addContributions,
@@ -31,7 +32,8 @@ import { getMerchant } from '#lib/merchants/store';
  * `ops metrics rebuild`: makes a merchant's stored aggregates equal the sum of its customers'
  * timelines (what every write keeps them equal to), for data written by an earlier version of the
  * item shapes (year items before the month roll-ups) or repaired by hand. It also gives live
- * customers written before the search index (gsi4) its keys. Everything is read by key or from the
+ * customers written before the search index (gsi4) its keys, and customers written before the
+ * customer metadata and plan-customers indexes their missing entries. Everything is read by key or from the
  * table (strongly consistent); corrections are `ADD`s of the difference on shard 0, so running it
  * twice changes nothing the second time. Run it while the merchant's writes are paused: a write
  * between the timeline reads and the aggregate reads would be counted twice.
@@ -73,6 +75,7 @@ export type RebuildReport = {
   search_keys_added: number;
   pending_moves_applied: number;
   timelines_rederived: number;
+  index_entries_added: number;
 };
 
 /**
@@ -130,6 +133,23 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   let linesRederived = 0;
   let timelines = 0;
   let searchKeysAdded = 0;
+  let indexEntriesAdded = 0;
+  /** Puts an index entry (metadata or plan customers) that is missing; one already there is left as it is. */
+  const addEntry = (key: { pk: string; sk: string }, customerId: number) =>
+    db()
+      .send(
+        new PutCommand({
+          TableName: tableName(),
+          Item: { ...key, customer_id: customerId },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      )
+      .then(
+        () => (indexEntriesAdded += 1),
+        (err: Error) => {
+          if (err.name !== 'ConditionalCheckFailedException') throw err;
+        },
+      );
   for (let first = 1; first <= lastCustomerId; first += CUSTOMERS_PER_READ) {
     const ids = Array.from({ length: Math.min(CUSTOMERS_PER_READ, lastCustomerId - first + 1) }, (_, i) => first + i);
     const found = await batchGet<Record<string, unknown>>(
@@ -158,6 +178,8 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
           });
           linesRederived += 1;
         }
+        // Customers with a timeline written before the plan-customers index get their entries.
+        await Promise.all([...plansOf(current)].map((plan) => addEntry(keys.planCustomer(merchantId, plan, id), id)));
         for (const segment of [null, ...segmentsOf(current, reportingCurrency)]) {
           const slot = targets.get(segmentId(segment)) ?? { segment, target: new Map() };
           targets.set(segmentId(segment), slot);
@@ -165,6 +187,9 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
         }
       }
       const customer = found.get(keyId(keys.customer(merchantId, id)));
+      // Customers written before the metadata index (deleted ones too: their lines still count) get their entries.
+      if (customer)
+        await Promise.all(indexedMetadata(customer.metadata).map(([k, v]) => addEntry(keys.customerMetadata(merchantId, k, v, id), id)));
       if (customer && !customer.deleted_at && !customer.gsi4pk) {
         const search = indexes.customerSearch(merchantId, String(customer.created_at), id);
         await db()
@@ -252,5 +277,6 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
     search_keys_added: searchKeysAdded,
     pending_moves_applied: pendingApplied,
     timelines_rederived: linesRederived,
+    index_entries_added: indexEntriesAdded,
   };
 };

@@ -9,11 +9,16 @@ import {
   mrrSeriesSchema,
   planRowSchema,
   plansQuery,
+  SEGMENT_REPEATABLE,
   summaryQuery,
 } from '#lib/metrics/schemas';
 import { defineRoute } from '#lib/http/route';
 import { dataOf } from '#lib/shared/schemas';
 import { errors, dashboardRead, invalid } from '#lib/http/route-parts';
+
+/** What the segmented reads say of their filters (docs/metrics.md, "Segments"). */
+const SEGMENT_FILTERS_NOTE =
+  'Segment filters: `plan` (repeatable: the lines of any of the plans), `billing_cycle`, `currency`, and `metadata.<key>=<value>` (customer metadata, the value compared exactly as a string; repeatable, ANDed): the figures over only the matching customers\' lines. One plan, cycle or currency reads its own aggregates; any other segment reads the matching customers\' timelines, at a cost that grows with the customers it matches (docs/metrics.md, "Segments").';
 
 /** The metrics routes (their handlers import only these; lib/http/routes.ts is the union). */
 export const routes = {
@@ -26,10 +31,9 @@ export const routes = {
     writes: false,
     csv: true,
     summary: 'MRR, its movements and rates per day, week (Monday, UTC), month, quarter or year, with the range summary',
-    description:
-      "MRR per interval (day, week from Monday, month, calendar quarter or year; UTC) between `start_date` and `end_date`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). `Accept: text/csv` gives the points as CSV (docs/api-conventions.md).",
+    description: `MRR per interval (day, week from Monday, month, calendar quarter or year; UTC) between \`start_date\` and \`end_date\`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). \`Accept: text/csv\` gives the points as CSV (docs/api-conventions.md). ${SEGMENT_FILTERS_NOTE}`,
     tags: ['metrics'],
-    request: { query: mrrQuery },
+    request: { query: mrrQuery, repeatable: SEGMENT_REPEATABLE },
     responses: { 200: { description: 'The MRR series', schema: mrrSeriesSchema }, ...errors, ...invalid },
   }),
   metricsSummary: defineRoute({
@@ -41,10 +45,9 @@ export const routes = {
     writes: false,
     csv: true,
     summary: 'Current MRR, ARR, ARPA, active counts, and the last 30 days: churn rates, quick ratio, LTV',
-    description:
-      'The figures of today: MRR, ARR, ARPA, active subscriptions and customers, and over the last 30 days the customer and MRR churn rates, quick ratio and LTV (docs/metrics.md).',
+    description: `The figures of today: MRR, ARR, ARPA, active subscriptions and customers, and over the last 30 days the customer and MRR churn rates, quick ratio and LTV (docs/metrics.md). ${SEGMENT_FILTERS_NOTE}`,
     tags: ['metrics'],
-    request: { query: summaryQuery },
+    request: { query: summaryQuery, repeatable: SEGMENT_REPEATABLE },
     responses: { 200: { description: 'The summary', schema: dataOf(metricsSummarySchema) }, ...errors, ...invalid },
   }),
   metricsCohorts: defineRoute({
@@ -56,10 +59,9 @@ export const routes = {
     writes: false,
     csv: true,
     summary: 'Monthly cohorts (first month with MRR) with customer and MRR retention',
-    description:
-      'Customers grouped by the month their MRR first went above zero, with customer and MRR retention at the end of each later month; the first element is 100 / 100 (docs/metrics.md).',
+    description: `Customers grouped by the month their MRR first went above zero, with customer and MRR retention at the end of each later month; the first element is 100 / 100 (docs/metrics.md). ${SEGMENT_FILTERS_NOTE}`,
     tags: ['metrics'],
-    request: { query: cohortsQuery },
+    request: { query: cohortsQuery, repeatable: SEGMENT_REPEATABLE },
     responses: { 200: { description: 'Cohorts', schema: z.object({ data: z.array(cohortSchema) }) }, ...errors, ...invalid },
   }),
   metricsPlans: defineRoute({

@@ -1,7 +1,15 @@
 import Decimal from 'decimal.js';
 import { InvalidError } from '#lib/errors';
-import { metadataFilters, utcDayOf, type CohortsQuery, type Interval, type MrrQuery, type SegmentQuery } from '#lib/metrics/schemas';
-import { MOVEMENTS, type Segment } from '#lib/metrics/timeline';
+import {
+  metadataFilters,
+  planFilters,
+  utcDayOf,
+  type CohortsQuery,
+  type Interval,
+  type MrrQuery,
+  type SegmentQuery,
+} from '#lib/metrics/schemas';
+import { MOVEMENTS, type Contributions, type LineFilter, type Segment } from '#lib/metrics/timeline';
 import { ExactSum } from '#lib/shared/money';
 
 /**
@@ -175,19 +183,67 @@ const rangeSummary = ({ start, moves, end }: RangeFigures) => {
 const dateError = (field: string, message: string) => InvalidError.field(field, message);
 
 /**
- * The slice of the figures a query asks for: null for the whole (no filter, or the reporting
- * currency), else its one segment, read from that segment's own aggregates.
+ * The slice of the figures a query asks for:
+ * - `stored`: the whole (`segment` null: no filter, or the reporting currency) or one stored
+ *   segment (one plan, one billing cycle or one currency), read from its own aggregates;
+ * - `customers`: anything else (a metadata filter, a repeated `plan`, a plan with another filter),
+ *   computed from the matching customers' timelines: the customers whose metadata has every pair
+ *   (`metadata`), among those that have had a line of one of `plans` when plans are named, and of
+ *   their lines those matching `lines`.
  */
-export const resolveSegment = (q: SegmentQuery, reportingCurrency: string): Segment | null => {
+export type Slice =
+  | { kind: 'stored'; segment: Segment | null }
+  | { kind: 'customers'; metadata: [key: string, value: string][]; plans: string[]; lines: LineFilter };
+
+export const resolveSegment = (q: SegmentQuery, reportingCurrency: string): Slice => {
+  const plans = planFilters(q);
+  const metadata = metadataFilters(q);
+  const currency = q.currency !== undefined && q.currency !== reportingCurrency ? q.currency : undefined;
   const given: Segment[] = [];
-  if (q.plan !== undefined) given.push({ dimension: 'plan', value: q.plan });
+  if (plans.length === 1) given.push({ dimension: 'plan', value: plans[0] });
   if (q.billing_cycle !== undefined) given.push({ dimension: 'billing_cycle', value: q.billing_cycle });
-  if (q.currency !== undefined && q.currency !== reportingCurrency) given.push({ dimension: 'currency', value: q.currency });
-  const metadata = Object.keys(metadataFilters(q));
-  if (metadata.length) throw InvalidError.field(`metadata.${metadata[0]}`, 'Segments by customer metadata are not available yet.');
-  if (given.length > 1) throw InvalidError.field(given[1].dimension, 'Give one segment filter at a time: plan, billing_cycle or currency.');
-  return given[0] ?? null;
+  if (currency !== undefined) given.push({ dimension: 'currency', value: currency });
+  if (!metadata.length && plans.length <= 1 && given.length <= 1) return { kind: 'stored', segment: given[0] ?? null };
+  // Which customers a cycle and a currency alone concern, no index knows: those two need a plan or a metadata filter.
+  if (!metadata.length && !plans.length)
+    throw InvalidError.field(given[1].dimension, 'Give one segment filter at a time: plan, billing_cycle or currency.');
+  const lines: LineFilter = {
+    ...(plans.length ? { plans } : {}),
+    ...(q.billing_cycle !== undefined ? { billing_cycle: q.billing_cycle } : {}),
+    ...(currency !== undefined ? { currency } : {}),
+  };
+  return { kind: 'customers', metadata, plans, lines };
 };
+
+/**
+ * What the matching customers' contributions (summed) would be as stored aggregate items: the
+ * movement items (`D#<day>#00`, `M#<month>#00`) and cohort items (`<cohort>#<month>#00`), so that
+ * a segment read from timelines folds through the same code as the stored ones.
+ */
+export const aggregateItemsOf = (sum: Contributions) => {
+  const movements: AggregateItem[] = [];
+  const cohorts: AggregateItem[] = [];
+  for (const [id, attrs] of sum) {
+    const item: AggregateItem = {};
+    for (const [attr, v] of attrs) item[STORED_ATTR[attr]] = v.toFixed();
+    if (id.startsWith('D#') || id.startsWith('M#')) movements.push({ ...item, sk: `${id}#00` });
+    else if (id.startsWith('C#')) cohorts.push({ ...item, sk: `${id.slice(2)}#00` });
+  }
+  return { movements, cohorts };
+};
+
+/** Of in-memory movement items, those `rangeReads` names (what its Queries would have read). */
+export const itemsInRange = (items: AggregateItem[], { monthsTo, dayRanges }: RangeReads) => {
+  const sk = (i: AggregateItem) => String(i.sk);
+  return {
+    months: items.filter((i) => sk(i).startsWith('M#') && sk(i) <= monthsTo),
+    days: items.filter((i) => sk(i).startsWith('D#') && dayRanges.some(([lo, hi]) => sk(i) >= lo && sk(i) <= hi)),
+  };
+};
+
+/** Of in-memory cohort items, those of cohorts `start`..`end` (what `readCohortItems` would have read). */
+export const cohortItemsIn = (items: AggregateItem[], start: string, end: string) =>
+  items.filter((i) => String(i.sk) >= `${start}#` && String(i.sk) <= `${end}#~`);
 
 /** start/end with their defaults and the limits of docs/metrics.md (422 on the parameter at fault); `today` is the UTC day. */
 export const resolveRange = (q: MrrQuery, today: string): Range => {

@@ -35,24 +35,51 @@ export const SEGMENT_CYCLES = ['monthly', 'quarterly', 'semi-annual', 'yearly'] 
 /** The filters a metrics read takes besides its own parameters (`metadata.<key>` too). */
 export const SEGMENT_FILTERS = ['plan', 'billing_cycle', 'currency'] as const;
 
+/** The query parameters a segmented read may repeat: `plan` (a union) and `metadata.<key>` (ANDed). */
+export const SEGMENT_REPEATABLE = ['plan', 'metadata.'] as const;
+const PLAN_NAME_MAX = 255;
+
 /** Segment filters (docs/metrics.md, "Segments"): the figures over only the matching customers' lines. */
 const segmentFields = {
-  plan: z.string().min(1).max(255).optional().meta({ description: 'Only the lines of this plan (exact name)', example: 'Pro' }),
+  plan: z
+    .union([
+      z.string().min(1).max(PLAN_NAME_MAX),
+      z
+        .array(z.string())
+        .min(2)
+        .refine((names) => names.every((n) => n.length >= 1 && n.length <= PLAN_NAME_MAX), {
+          message: `Each plan must have 1 to ${PLAN_NAME_MAX} characters.`,
+        }),
+    ])
+    .optional()
+    .meta({
+      description:
+        "Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md)",
+      example: 'Pro',
+    }),
   billing_cycle: z.enum(SEGMENT_CYCLES).optional().meta({ description: 'Only the lines of this billing cycle' }),
   currency: currency()
     .optional()
     .meta({ description: 'Only the subscriptions and orders in this currency, in it (default: every line in the reporting currency)' }),
 };
 
+/** The parameter prefix of a customer-metadata filter. */
+export const METADATA_PREFIX = 'metadata.';
+
 /**
  * A metrics query takes only its own parameters, the segment filters and `metadata.<key>`: any
  * other name is a 422 on it, naming what is allowed (a misspelt filter must not answer the whole).
+ * A metadata filter must name its key and give a value (repeated: each value must match).
  */
 const onlyKnown = (own: readonly string[]) => (q: Record<string, unknown>, ctx: z.core.$RefinementCtx<Record<string, unknown>>) => {
   const known = [...own, ...SEGMENT_FILTERS];
   for (const key of Object.keys(q)) {
     if (known.includes(key)) continue;
-    if (key.startsWith('metadata.') && key.length > 'metadata.'.length) continue;
+    if (key === METADATA_PREFIX) {
+      ctx.addIssue({ code: 'custom', path: [key], message: 'The metadata. parameter must name a metadata key: metadata.<key>=<value>.' });
+      continue;
+    }
+    if (key.startsWith(METADATA_PREFIX)) continue;
     ctx.addIssue({
       code: 'custom',
       path: [key],
@@ -61,13 +88,19 @@ const onlyKnown = (own: readonly string[]) => (q: Record<string, unknown>, ctx: 
   }
 };
 
-/** The metadata filters of a query (`metadata.<key>=<value>`), key → value. */
-export const metadataFilters = (q: Record<string, unknown>): Record<string, string> =>
-  Object.fromEntries(
-    Object.entries(q)
-      .filter(([k, v]) => k.startsWith('metadata.') && typeof v === 'string')
-      .map(([k, v]) => [k.slice('metadata.'.length), v as string]),
-  );
+/** The metadata filters of a query (`metadata.<key>=<value>`, each repeat its own), as [key, value] pairs: all must match. */
+export const metadataFilters = (q: Record<string, unknown>): [key: string, value: string][] =>
+  Object.entries(q)
+    .filter(([k]) => k.startsWith(METADATA_PREFIX) && k.length > METADATA_PREFIX.length)
+    .flatMap(([k, v]) =>
+      (Array.isArray(v) ? v : [v])
+        .filter((x): x is string => typeof x === 'string')
+        .map((x) => [k.slice(METADATA_PREFIX.length), x] as [string, string]),
+    );
+
+/** The plans a query names (`plan`, repeatable). */
+export const planFilters = (q: { plan?: string | string[] }): string[] =>
+  q.plan === undefined ? [] : Array.isArray(q.plan) ? [...new Set(q.plan)] : [q.plan];
 
 /** GET /metrics/mrr: dates (UTC days, inclusive); the range checks need the clock's defaults (service). */
 const mrrFields = {
@@ -96,7 +129,7 @@ const cohortFields = {
 export const cohortsQuery = z.looseObject({ ...cohortFields, ...segmentFields }).superRefine(onlyKnown(Object.keys(cohortFields)));
 export type CohortsQuery = z.output<typeof cohortsQuery>;
 /** The segment filters any metrics query carries. */
-export type SegmentQuery = { plan?: string; billing_cycle?: string; currency?: string } & Record<string, unknown>;
+export type SegmentQuery = { plan?: string | string[]; billing_cycle?: string; currency?: string } & Record<string, unknown>;
 
 const amount = () => z.string().meta({ example: '1200.00' });
 const signed = () => z.string().meta({ example: '-50.00' });

@@ -1,9 +1,12 @@
 import { now } from '#lib/clock';
 import type { ChurnReasonsQuery, CohortsQuery, MrrQuery, PlansQuery, SummaryQuery } from '#lib/metrics/schemas';
 import {
+  aggregateItemsOf,
+  cohortItemsIn,
   cohortTable,
   dayOf,
   foldRange,
+  itemsInRange,
   planTable,
   rangeReads,
   reasonTable,
@@ -14,38 +17,82 @@ import {
   series,
   summaryOf,
   summaryRange,
+  type Range,
+  type Slice,
 } from '#lib/metrics/rules';
-import { movementsPartition, readCohortItems, readPlanNames, readRangeItems, reasonsPartition } from '#lib/metrics/store';
+import {
+  customersOfPlan,
+  customersWithMetadata,
+  movementsPartition,
+  readCohortItems,
+  readPlanNames,
+  readRangeItems,
+  readTimelines,
+  reasonsPartition,
+} from '#lib/metrics/store';
+import { addContributions, contributionsWhere, type Contributions } from '#lib/metrics/timeline';
 
 /**
  * GET /metrics/* (docs/metrics.md), from the pre-aggregated items only — never orders, events or
  * subscriptions: each read resolves its range, reads the items it needs (store.ts) and computes
  * the figures from them (rules.ts). What a read touches is bounded by the range and the months of
  * history, never by how many customers or subscriptions the merchant has. A segment (one plan,
- * billing cycle or currency) reads that segment's own items the same way.
+ * billing cycle or currency) reads that segment's own items the same way; any other segment (by
+ * customer metadata, several plans, a plan with another filter) reads the matching customers'
+ * timelines, so it costs in proportion to the customers it matches, never to the others.
  */
 
 const today = () => dayOf(now());
 
+/**
+ * The matching customers' contributions, summed, as aggregate items (a segment of `kind:
+ * 'customers'`, docs/metrics.md "Segments"): the customer ids from the metadata and plan-customers
+ * indexes (every index's shards at once), intersected; their timelines read by key; each
+ * restricted to the matching lines and mapped by the same pure function the writes use.
+ */
+const segmentItems = async (merchantId: string, reportingCurrency: string, slice: Extract<Slice, { kind: 'customers' }>) => {
+  const [byMetadata, byPlan] = await Promise.all([
+    Promise.all(slice.metadata.map(([k, v]) => customersWithMetadata(merchantId, k, v))),
+    Promise.all(slice.plans.map((plan) => customersOfPlan(merchantId, plan))),
+  ]);
+  const sets = [...byMetadata, ...(byPlan.length ? [new Set(byPlan.flatMap((s) => [...s]))] : [])];
+  const [first, ...rest] = sets;
+  const ids = [...(first ?? [])].filter((id) => rest.every((s) => s.has(id))).sort((a, b) => a - b);
+  const sum: Contributions = new Map();
+  for (const state of (await readTimelines(merchantId, ids)).values())
+    addContributions(sum, contributionsWhere(state.timeline, reportingCurrency, slice.lines));
+  return aggregateItemsOf(sum);
+};
+
+/** The movement items a range needs, of the whole, a stored segment, or the matching customers. */
+const rangeItems = async (merchantId: string, reportingCurrency: string, slice: Slice, range: Range) =>
+  slice.kind === 'stored'
+    ? readRangeItems(movementsPartition(merchantId, slice.segment), rangeReads(range))
+    : itemsInRange((await segmentItems(merchantId, reportingCurrency, slice)).movements, rangeReads(range));
+
 /** GET /metrics/mrr: one entry per day, week, month, quarter or year of the range, and the range's summary. */
 export const mrrSeries = async (merchantId: string, reportingCurrency: string, q: MrrQuery) => {
   const range = resolveRange(q, today());
-  const segment = resolveSegment(q, reportingCurrency);
-  return series(range, foldRange(range, await readRangeItems(movementsPartition(merchantId, segment), rangeReads(range))));
+  const slice = resolveSegment(q, reportingCurrency);
+  return series(range, foldRange(range, await rangeItems(merchantId, reportingCurrency, slice, range)));
 };
 
 /** GET /metrics/summary: now, and the last 30 days (today and the 29 before it, UTC). */
 export const metricsSummary = async (merchantId: string, reportingCurrency: string, q: SummaryQuery) => {
   const range = summaryRange(today());
-  const segment = resolveSegment(q, reportingCurrency);
-  return summaryOf(foldRange(range, await readRangeItems(movementsPartition(merchantId, segment), rangeReads(range))));
+  const slice = resolveSegment(q, reportingCurrency);
+  return summaryOf(foldRange(range, await rangeItems(merchantId, reportingCurrency, slice, range)));
 };
 
-/** GET /metrics/cohorts: one Query over the cohort items of the range's cohorts. */
+/** GET /metrics/cohorts: one Query over the cohort items of the range's cohorts (or the matching customers' figures). */
 export const cohorts = async (merchantId: string, reportingCurrency: string, q: CohortsQuery) => {
   const range = resolveCohortRange(q, today().slice(0, 7));
-  const segment = resolveSegment(q, reportingCurrency);
-  return cohortTable(range, await readCohortItems(merchantId, range.start, range.end, segment));
+  const slice = resolveSegment(q, reportingCurrency);
+  const items =
+    slice.kind === 'stored'
+      ? await readCohortItems(merchantId, range.start, range.end, slice.segment)
+      : cohortItemsIn((await segmentItems(merchantId, reportingCurrency, slice)).cohorts, range.start, range.end);
+  return cohortTable(range, items);
 };
 
 /** GET /metrics/plans: the plan list (one Query), then each plan's segment read to the day (two Queries each, in parallel). */

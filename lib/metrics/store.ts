@@ -4,8 +4,11 @@ import { db, tableName } from '#lib/db/client';
 import {
   churnReasonsPartition,
   cohortPartition,
+  CUSTOMER_INDEX_SHARDS,
+  customerMetadataPartition,
   keys,
   metricsPartition,
+  planCustomersPartition,
   plansPartition,
   TIMELINE_CHUNK_PREFIX,
   type Key,
@@ -16,6 +19,7 @@ import { COHORT_PROJECTION, LEVEL_PROJECTION, STORED_ATTR, type AggregateItem, t
 import { now } from '#lib/clock';
 import { formatTimestamp } from '#lib/shared/time';
 import {
+  changedLines,
   chunkTimeline,
   contributionChange,
   firstDifference,
@@ -176,10 +180,20 @@ export const addTimelineChange = (
     if (segment?.dimension === 'plan' && !hasPlan(before.timeline, segment.value))
       ws.update('plan', keys.plan(merchantId, segment.value, ws.shard)).set('plan', segment.value);
   }
+  // A plan new to this customer's timeline: the customer joins that plan's customers (never removed).
+  for (const plan of plansOf(after, changedLines(before.timeline, after)))
+    if (!hasPlan(before.timeline, plan))
+      ws.put('plan_customer', { ...keys.planCustomer(merchantId, plan, customerId), customer_id: customerId });
   return { timeline: after, version, chunks };
 };
 
 const hasPlan = (tl: Timeline, plan: string) => Object.values(tl).some((pts) => pts.some((p) => p[3]?.[0] === plan));
+/** The plans the points of `lines` (all of them by default) of a timeline are tagged with. */
+export const plansOf = (tl: Timeline, lines: Iterable<string> = Object.keys(tl)): Set<string> => {
+  const out = new Set<string>();
+  for (const line of lines) for (const p of tl[line] ?? []) if (p[3]?.[0] != null) out.add(p[3][0]);
+  return out;
+};
 
 /**
  * Customers' MRR and latest subscription status now (docs/customers.md): their timeline heads in one
@@ -268,4 +282,29 @@ export const readCohortItems = async (merchantId: string, start: string, end: st
     ['sk', 'moves', ...COHORT_PROJECTION],
   );
   return read.flatMap((i) => (isPending(i) ? pendingItems(i) : [i]));
+};
+
+/** The customer ids of an index (metadata or plan customers): its shards' partitions Queried at once, strongly consistent. */
+const indexedCustomers = async (partitionOf: (shard: number) => string): Promise<Set<number>> => {
+  const shards = await Promise.all(
+    Array.from({ length: CUSTOMER_INDEX_SHARDS }, (_, shard) =>
+      queryAll<{ customer_id: number }>({ partition: partitionOf(shard), descending: false }, ['customer_id']),
+    ),
+  );
+  return new Set(shards.flat().map((i) => Number(i.customer_id)));
+};
+
+/** The customers whose metadata holds `key` = `value` (String of a string, number or boolean; exact, case-sensitive). */
+export const customersWithMetadata = (merchantId: string, key: string, value: string) =>
+  indexedCustomers((shard) => customerMetadataPartition(merchantId, shard, key, value));
+
+/** The customers whose timeline has ever had a point of `plan`. */
+export const customersOfPlan = (merchantId: string, plan: string) =>
+  indexedCustomers((shard) => planCustomersPartition(merchantId, shard, plan));
+
+/** Customers' timelines by id: their heads in BatchGetItems of 100 (at once), a chunked one with one Query more. */
+export const readTimelines = async (merchantId: string, ids: number[]): Promise<Map<number, TimelineState>> => {
+  if (!ids.length) return new Map();
+  const found = await batchGet<Record<string, unknown>>(ids.map((id) => keys.customerTimeline(merchantId, id)));
+  return timelinesFrom(merchantId, found, ids);
 };

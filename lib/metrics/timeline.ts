@@ -131,7 +131,6 @@ const withImportedEnd = (tl: Timeline): Timeline => {
 export const SEGMENT_DIMENSIONS = ['plan', 'billing_cycle', 'currency'] as const;
 export type SegmentDimension = (typeof SEGMENT_DIMENSIONS)[number];
 export type Segment = { dimension: SegmentDimension; value: string };
-const TAG_FIELD: Record<SegmentDimension, 0 | 1 | 2> = { plan: 0, billing_cycle: 1, currency: 2 };
 
 /**
  * The timeline a figure reads: the lines in the figure's currency (the segment's, else the
@@ -141,7 +140,24 @@ const TAG_FIELD: Record<SegmentDimension, 0 | 1 | 2> = { plan: 0, billing_cycle:
  * plan leaves one plan's figures (its MRR there goes to 0) and joins the other's.
  */
 export const viewOf = (stored: Timeline, reportingCurrency: string, segment: Segment | null = null): Timeline => {
-  const currency = segment?.dimension === 'currency' ? segment.value : reportingCurrency;
+  if (!segment) return viewWhere(stored, reportingCurrency, {});
+  const { dimension, value } = segment;
+  return viewWhere(stored, reportingCurrency, dimension === 'plan' ? { plans: [value] } : { [dimension]: value });
+};
+
+/**
+ * The lines a segment read from customers' timelines counts (docs/metrics.md, "Segments"): points
+ * of any of `plans`, of `billing_cycle`, in `currency` (in it; without one, the reporting
+ * currency's, as for the whole). Every filter left out matches every point.
+ */
+export type LineFilter = { plans?: readonly string[]; billing_cycle?: string; currency?: string };
+
+/**
+ * `viewOf` for any combination of line filters: the lines in the filter's currency, the imported
+ * line ended, each point outside the plans or cycle as 0 (`x`), lines never in them left out.
+ */
+export const viewWhere = (stored: Timeline, reportingCurrency: string, filter: LineFilter): Timeline => {
+  const currency = filter.currency ?? reportingCurrency;
   const inCurrency: Timeline = {};
   for (const [line, pts] of Object.entries(stored)) {
     const kept = pts.every((p) => currencyOf(p, reportingCurrency) === currency)
@@ -150,15 +166,20 @@ export const viewOf = (stored: Timeline, reportingCurrency: string, segment: Seg
     if (kept.length) inCurrency[line] = kept;
   }
   const tl = withImportedEnd(inCurrency);
-  if (!segment || segment.dimension === 'currency') return tl;
-  const field = TAG_FIELD[segment.dimension];
+  const { plans, billing_cycle: cycle } = filter;
+  if (!plans && cycle === undefined) return tl;
+  const matches = (p: Point) => (!plans || (p[3]?.[0] != null && plans.includes(p[3][0]))) && (cycle === undefined || p[3]?.[1] === cycle);
   const out: Timeline = {};
   for (const [line, pts] of Object.entries(tl)) {
-    if (!pts.some((p) => p[3]?.[field] === segment.value)) continue;
-    out[line] = pts.map((p) => (p[3]?.[field] === segment.value ? p : [p[0], '0', 'x', p[3]]));
+    if (!pts.some(matches)) continue;
+    out[line] = pts.map((p) => (matches(p) ? p : [p[0], '0', 'x', p[3]]));
   }
   return out;
 };
+
+/** What one customer's lines matching `filter` add to the figures (`contributions` of a filtered view; no churn by reason). */
+export const contributionsWhere = (stored: Timeline, reportingCurrency: string, filter: LineFilter): Contributions =>
+  scan(viewWhere(stored, reportingCurrency, filter), null, false);
 
 /** The segments whose figures a change from `before` to `after` can move (the reporting currency's is the whole). */
 const segmentsMoved = (before: Timeline, after: Timeline, reportingCurrency: string): Segment[] => {

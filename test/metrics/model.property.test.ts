@@ -27,7 +27,9 @@ import {
  * status moves, a repeated order_no) and groups of writers for different customers sent
  * concurrently — the pre-aggregated daily, weekly and monthly series, the summary and the cohorts
  * equal a from-scratch recomputation over the raw records (`reference.ts`, which shares no code
- * with lib/metrics).
+ * with lib/metrics). Customers carry metadata (replaced now and then), and the segments checked
+ * include ones read from the matching customers' timelines: a metadata filter, two ANDed, and a
+ * union of two plans, each against the reference over only the matching customers' lines.
  */
 const api = useApi();
 afterEach(() => resetClock());
@@ -63,7 +65,10 @@ type Op =
     }
   | { kind: 'import'; c: number; amount: number; back: number; cancelAfter: number }
   | { kind: 'events'; c: number; items: { withSub: boolean; amount: number; back: number }[] }
-  | { kind: 'schedule'; c: number; ahead: number };
+  | { kind: 'schedule'; c: number; ahead: number }
+  | { kind: 'meta'; c: number; meta: Meta };
+/** A customer's metadata: the pairs the metadata segments filter on (`region` may be left out; `extra` is an object: never indexed). */
+type Meta = { tier: string; region?: string; extra?: { tier: string } };
 type Step = { advance: number; ops: Op[] };
 
 const customer = fc.integer({ min: 0, max: CUSTOMERS - 1 });
@@ -72,6 +77,10 @@ const amount = fc.integer({ min: 0, max: 40 }).map((n) => n * 25 + (n % 3)); // 
 const positive = (n: number) => (n > 0 ? n : 7);
 const back = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 200 }));
 const cycle = fc.constantFrom<keyof typeof CYCLES>('monthly', 'quarterly', 'semi-annual', 'yearly');
+const meta: fc.Arbitrary<Meta> = fc.record(
+  { tier: fc.constantFrom('a', 'b'), region: fc.constantFrom('x', 'y'), extra: fc.constant({ tier: 'a' }) },
+  { requiredKeys: ['tier'] },
+);
 const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ kind: fc.constant('sub' as const), c: customer, variant: fc.nat(5), amount, back }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), c: customer }) },
@@ -111,6 +120,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   },
   // A cancellation scheduled `ahead` hours from now (the scheduler applies it once the clock passes it).
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('schedule' as const), c: customer, ahead: fc.integer({ min: 1, max: 40 * 24 }) }) },
+  // The customer's metadata replaced (it moves between the metadata segments).
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('meta' as const), c: customer, meta }) },
 );
 /** A step: one op, or ops of distinct customers sent at once (concurrent writers). */
 const step: fc.Arbitrary<Step> = fc.record({
@@ -166,439 +177,474 @@ const SEGMENTS: [query: string, seg: RefSegment][] = [
   ['billing_cycle=yearly', { cycle: 'yearly' }],
   ['currency=USD', { currency: 'USD' }],
 ];
+/** Segments read from the matching customers' timelines: the customers whose metadata has every pair, their lines of the plans given. */
+const CUSTOMER_SEGMENTS: [query: string, seg: RefSegment, pairs: [keyof Meta, string][]][] = [
+  ['metadata.tier=a', {}, [['tier', 'a']]],
+  [
+    'metadata.tier=a&metadata.region=x',
+    {},
+    [
+      ['tier', 'a'],
+      ['region', 'x'],
+    ],
+  ],
+  ['plan=P&plan=Q', { plans: ['P', 'Q'] }, []],
+];
 
 describe('metrics equal a from-scratch recomputation (property)', () => {
   it(`random histories (${RUNS} runs)`, { timeout: BUDGET_MS + 60_000 }, async () => {
     await assertWithinBudget(
-      fc.asyncProperty(fc.array(step, { minLength: 4, maxLength: 14 }), range, async (steps, [offset, length]) => {
-        let now = START;
-        const clock = fixedClock(iso(now));
-        const { token, merchantId } = await newMerchant();
-        const emails = Array.from({ length: CUSTOMERS }, (_, i) => `p${i}@prop.test`);
-        const created = await api.post('/customers/batch', token, { customers: emails.map((email) => ({ email, name: email })) });
-        const ids: number[] = created.body.data.results.created.map((r: { id: number }) => r.id);
-        const ref: RefCustomer[] = ids.map(() => ({ lines: new Map() }));
-        const subs: Sub[][] = ids.map(() => []);
-        const orders: Order[][] = ids.map(() => []);
-        let orderSeq = 0;
-        let importSeq = 0;
-        const max = (a: string, b: string) => (a > b ? a : b);
-        /** The scheduler's run at the current time: every due schedule is applied at its cancel_at (the reference: 0 from then). */
-        const runScheduler = async () => {
-          for (const [c, list] of subs.entries()) {
-            for (const s of list) {
-              if (s.deleted || s.status === 'cancelled' || !s.cancel_at || s.cancel_at > iso(now)) continue;
-              expect(await checkScheduledCancel({ merchant_id: merchantId, subscription_id: s.id, cancel_at: s.cancel_at })).toEqual({
-                due: true,
-                applied: true,
-              });
-              s.status = 'cancelled';
-              s.changed = s.cancel_at;
-              refSetFrom(ref[c], `S${s.id}`, s.cancel_at, 0, 'c', tagsOf(s, 'scheduled'));
-              s.cancel_at = null;
+      fc.asyncProperty(
+        fc.array(step, { minLength: 4, maxLength: 14 }),
+        range,
+        fc.array(meta, { minLength: CUSTOMERS, maxLength: CUSTOMERS }),
+        async (steps, [offset, length], metas) => {
+          let now = START;
+          const clock = fixedClock(iso(now));
+          const { token, merchantId } = await newMerchant();
+          const emails = Array.from({ length: CUSTOMERS }, (_, i) => `p${i}@prop.test`);
+          const created = await api.post('/customers/batch', token, {
+            customers: emails.map((email, i) => ({ email, name: email, metadata: metas[i] })),
+          });
+          const ids: number[] = created.body.data.results.created.map((r: { id: number }) => r.id);
+          const ref: RefCustomer[] = ids.map(() => ({ lines: new Map() }));
+          const subs: Sub[][] = ids.map(() => []);
+          const orders: Order[][] = ids.map(() => []);
+          let orderSeq = 0;
+          let importSeq = 0;
+          const max = (a: string, b: string) => (a > b ? a : b);
+          /** The scheduler's run at the current time: every due schedule is applied at its cancel_at (the reference: 0 from then). */
+          const runScheduler = async () => {
+            for (const [c, list] of subs.entries()) {
+              for (const s of list) {
+                if (s.deleted || s.status === 'cancelled' || !s.cancel_at || s.cancel_at > iso(now)) continue;
+                expect(await checkScheduledCancel({ merchant_id: merchantId, subscription_id: s.id, cancel_at: s.cancel_at })).toEqual({
+                  due: true,
+                  applied: true,
+                });
+                s.status = 'cancelled';
+                s.changed = s.cancel_at;
+                refSetFrom(ref[c], `S${s.id}`, s.cancel_at, 0, 'c', tagsOf(s, 'scheduled'));
+                s.cancel_at = null;
+              }
             }
-          }
-        };
+          };
 
-        const ok = (r: { status: number; body: unknown }, what: string) =>
-          expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBeLessThan(300);
+          const ok = (r: { status: number; body: unknown }, what: string) =>
+            expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBeLessThan(300);
 
-        /**
-         * An order's line after a write (docs/metrics.md's rules, as the reference reads them): only a
-         * paid order counts, over its cycle, in its currency; any other never counted.
-         */
-        const relineOrder = (c: number, o: Order) => {
-          const months = CYCLES[o.cycle];
-          if (o.paid_at && o.status === 'paid') {
-            const share = new Decimal(o.amount).div(months).toDecimalPlaces(10, Decimal.ROUND_HALF_UP);
-            const tags = { plan: null, cycle: o.cycle, currency: o.currency };
-            o.line = [
-              { at: o.paid_at, amount: share, flag: 'o', ...tags },
-              { at: addMonths(o.paid_at, months), amount: new Decimal(0), flag: 'o', ...tags },
-            ];
-          } else {
-            o.line = [];
-          }
-          if (o.line.length) ref[c].lines.set(`O${o.no}`, o.line);
-          else ref[c].lines.delete(`O${o.no}`);
-        };
+          /**
+           * An order's line after a write (docs/metrics.md's rules, as the reference reads them): only a
+           * paid order counts, over its cycle, in its currency; any other never counted.
+           */
+          const relineOrder = (c: number, o: Order) => {
+            const months = CYCLES[o.cycle];
+            if (o.paid_at && o.status === 'paid') {
+              const share = new Decimal(o.amount).div(months).toDecimalPlaces(10, Decimal.ROUND_HALF_UP);
+              const tags = { plan: null, cycle: o.cycle, currency: o.currency };
+              o.line = [
+                { at: o.paid_at, amount: share, flag: 'o', ...tags },
+                { at: addMonths(o.paid_at, months), amount: new Decimal(0), flag: 'o', ...tags },
+              ];
+            } else {
+              o.line = [];
+            }
+            if (o.line.length) ref[c].lines.set(`O${o.no}`, o.line);
+            else ref[c].lines.delete(`O${o.no}`);
+          };
 
-        const run = async (o: Op) => {
-          const c = o.c;
-          const at = iso(now);
-          const live = subs[c].find((s) => !s.deleted && s.status !== 'cancelled');
-          switch (o.kind) {
-            case 'sub': {
-              /**
-               * A change through the API, back-dated by `back` days when that is not 0 (refused with a
-               * 422 naming the floor when before the start or the latest change), else dated now (the
-               * start, when still ahead). Returns its effective time, or null when refused.
-               */
-              const change = async (s: Sub, path: string, field: string, body: Record<string, unknown>, what: string) => {
-                const given = o.back > 0 ? iso(now - o.back * DAY) : null;
-                const floor = max(s.started_at, s.changed);
-                const r = await api.put(`/subscriptions/${s.id}${path}`, token, given ? { ...body, [field]: given } : body);
-                if (given && given < floor) {
-                  expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBe(422);
-                  expect(r.body.errors[field][0]).toContain(floor);
-                  return null;
+          const run = async (o: Op) => {
+            const c = o.c;
+            const at = iso(now);
+            const live = subs[c].find((s) => !s.deleted && s.status !== 'cancelled');
+            switch (o.kind) {
+              case 'sub': {
+                /**
+                 * A change through the API, back-dated by `back` days when that is not 0 (refused with a
+                 * 422 naming the floor when before the start or the latest change), else dated now (the
+                 * start, when still ahead). Returns its effective time, or null when refused.
+                 */
+                const change = async (s: Sub, path: string, field: string, body: Record<string, unknown>, what: string) => {
+                  const given = o.back > 0 ? iso(now - o.back * DAY) : null;
+                  const floor = max(s.started_at, s.changed);
+                  const r = await api.put(`/subscriptions/${s.id}${path}`, token, given ? { ...body, [field]: given } : body);
+                  if (given && given < floor) {
+                    expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBe(422);
+                    expect(r.body.errors[field][0]).toContain(floor);
+                    return null;
+                  }
+                  ok(r, what);
+                  return given ?? max(at, s.started_at);
+                };
+                if (!live) {
+                  const dormant = subs[c].filter((s) => !s.deleted && s.status === 'cancelled').at(-1);
+                  if (dormant && o.variant % 2 === 0) {
+                    const effective = await change(dormant, '/reactivate', 'reactivated_at', {}, 'reactivate');
+                    if (!effective) return;
+                    dormant.status = 'active';
+                    dormant.changed = effective;
+                    refSetFrom(ref[c], `S${dormant.id}`, effective, dormant.mrr, 'a', tagsOf(dormant));
+                    return;
+                  }
+                  const started = iso(now - o.back * DAY);
+                  const mrr = positive(o.amount);
+                  const plan = o.variant % 2 ? 'Q' : 'P';
+                  const billing = o.amount % 2 ? 'yearly' : 'monthly';
+                  const r = await api.post('/subscriptions', token, {
+                    customer_id: ids[c],
+                    plan_name: plan,
+                    mrr: String(mrr),
+                    billing_cycle: billing,
+                    started_at: started,
+                  });
+                  ok(r, 'create');
+                  subs[c].push({
+                    id: r.body.data.id,
+                    plan,
+                    cycle: billing,
+                    status: 'active',
+                    mrr: String(mrr),
+                    started_at: started,
+                    changed: started,
+                    deleted: false,
+                  });
+                  refSetFrom(ref[c], `S${r.body.data.id}`, started, mrr, 'a', tagsOf(subs[c].at(-1)!));
+                  return;
                 }
-                ok(r, what);
-                return given ?? max(at, s.started_at);
-              };
-              if (!live) {
-                const dormant = subs[c].filter((s) => !s.deleted && s.status === 'cancelled').at(-1);
-                if (dormant && o.variant % 2 === 0) {
-                  const effective = await change(dormant, '/reactivate', 'reactivated_at', {}, 'reactivate');
+                const line = `S${live.id}`;
+                if (o.variant <= 1) {
+                  const mrr = positive(o.amount);
+                  // Variant 1 also moves the subscription to the other plan (the plan segments follow it).
+                  const plan = o.variant === 1 ? (live.plan === 'P' ? 'Q' : 'P') : live.plan;
+                  const body = { mrr: String(mrr), ...(plan !== live.plan ? { plan_name: plan } : {}) };
+                  const effective = await change(live, '', 'effective_at', body, 'update');
                   if (!effective) return;
-                  dormant.status = 'active';
-                  dormant.changed = effective;
-                  refSetFrom(ref[c], `S${dormant.id}`, effective, dormant.mrr, 'a', tagsOf(dormant));
-                  return;
+                  const moved = !new Decimal(live.mrr).eq(mrr) || plan !== live.plan;
+                  if (moved) live.changed = effective;
+                  live.mrr = String(mrr);
+                  live.plan = plan;
+                  if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, mrr, 'a', tagsOf(live));
+                  if (moved && live.status === 'paused') refSetFrom(ref[c], line, effective, 0, 'p', tagsOf(live));
+                } else if (o.variant === 2 && live.status === 'active') {
+                  const effective = await change(live, '/pause', 'paused_at', {}, 'pause');
+                  if (!effective) return;
+                  live.status = 'paused';
+                  live.changed = effective;
+                  refSetFrom(ref[c], line, effective, 0, 'p', tagsOf(live));
+                } else if (o.variant === 3 && live.status === 'paused') {
+                  const effective = await change(live, '/reactivate', 'reactivated_at', {}, 'resume');
+                  if (!effective) return;
+                  live.status = 'active';
+                  live.changed = effective;
+                  live.cancel_at = null;
+                  refSetFrom(ref[c], line, effective, live.mrr, 'a', tagsOf(live));
+                } else {
+                  // Cancellations are always dated (back 0: now).
+                  const cancelledAt = iso(now - o.back * DAY);
+                  const floor = max(live.started_at, live.changed);
+                  const reason = REASONS[o.amount % REASONS.length];
+                  const r = await api.put(`/subscriptions/${live.id}/cancel`, token, {
+                    cancelled_at: cancelledAt,
+                    ...(reason ? { reason } : {}),
+                  });
+                  if (cancelledAt < floor) {
+                    // Never dated before the start or the latest change: refused, nothing moves.
+                    expect(r.status, JSON.stringify(r.body)).toBe(422);
+                    expect(r.body.errors.cancelled_at[0]).toContain(floor);
+                    return;
+                  }
+                  ok(r, 'cancel');
+                  live.status = 'cancelled';
+                  live.changed = cancelledAt;
+                  live.cancel_at = null;
+                  refSetFrom(ref[c], line, cancelledAt, 0, 'c', tagsOf(live, reason));
                 }
-                const started = iso(now - o.back * DAY);
-                const mrr = positive(o.amount);
-                const plan = o.variant % 2 ? 'Q' : 'P';
-                const billing = o.amount % 2 ? 'yearly' : 'monthly';
-                const r = await api.post('/subscriptions', token, {
-                  customer_id: ids[c],
-                  plan_name: plan,
-                  mrr: String(mrr),
-                  billing_cycle: billing,
-                  started_at: started,
-                });
-                ok(r, 'create');
-                subs[c].push({
-                  id: r.body.data.id,
-                  plan,
-                  cycle: billing,
-                  status: 'active',
-                  mrr: String(mrr),
-                  started_at: started,
-                  changed: started,
-                  deleted: false,
-                });
-                refSetFrom(ref[c], `S${r.body.data.id}`, started, mrr, 'a', tagsOf(subs[c].at(-1)!));
                 return;
               }
-              const line = `S${live.id}`;
-              if (o.variant <= 1) {
-                const mrr = positive(o.amount);
-                // Variant 1 also moves the subscription to the other plan (the plan segments follow it).
-                const plan = o.variant === 1 ? (live.plan === 'P' ? 'Q' : 'P') : live.plan;
-                const body = { mrr: String(mrr), ...(plan !== live.plan ? { plan_name: plan } : {}) };
-                const effective = await change(live, '', 'effective_at', body, 'update');
-                if (!effective) return;
-                const moved = !new Decimal(live.mrr).eq(mrr) || plan !== live.plan;
-                if (moved) live.changed = effective;
-                live.mrr = String(mrr);
-                live.plan = plan;
-                if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, mrr, 'a', tagsOf(live));
-                if (moved && live.status === 'paused') refSetFrom(ref[c], line, effective, 0, 'p', tagsOf(live));
-              } else if (o.variant === 2 && live.status === 'active') {
-                const effective = await change(live, '/pause', 'paused_at', {}, 'pause');
-                if (!effective) return;
-                live.status = 'paused';
-                live.changed = effective;
-                refSetFrom(ref[c], line, effective, 0, 'p', tagsOf(live));
-              } else if (o.variant === 3 && live.status === 'paused') {
-                const effective = await change(live, '/reactivate', 'reactivated_at', {}, 'resume');
-                if (!effective) return;
-                live.status = 'active';
-                live.changed = effective;
-                live.cancel_at = null;
-                refSetFrom(ref[c], line, effective, live.mrr, 'a', tagsOf(live));
-              } else {
-                // Cancellations are always dated (back 0: now).
-                const cancelledAt = iso(now - o.back * DAY);
-                const floor = max(live.started_at, live.changed);
-                const reason = REASONS[o.amount % REASONS.length];
-                const r = await api.put(`/subscriptions/${live.id}/cancel`, token, {
-                  cancelled_at: cancelledAt,
-                  ...(reason ? { reason } : {}),
-                });
-                if (cancelledAt < floor) {
-                  // Never dated before the start or the latest change: refused, nothing moves.
+              case 'delete': {
+                const s = subs[c].filter((x) => !x.deleted).at(-1);
+                if (!s) return;
+                ok(await api.del(`/subscriptions/${s.id}`, token), 'delete');
+                s.deleted = true;
+                // A deletion corrects a mistake: every figure as if the subscription had never been.
+                ref[c].lines.delete(`S${s.id}`);
+                return;
+              }
+              case 'event': {
+                const s = o.withSub ? subs[c].filter((x) => !x.deleted).at(-1) : undefined;
+                const occurred = iso(now - o.back * DAY);
+                const importedEnd = refImportedEnd(ref[c]);
+                if (!s && importedEnd !== null && occurred >= importedEnd) {
+                  // Imported history ends where the first subscription starts: later events name theirs.
+                  const r = await api.post('/subscriptions/events', token, {
+                    customer_id: ids[c],
+                    event_type: o.amount > 0 ? 'upgrade' : 'cancel',
+                    old_amount: o.amount > 0 ? '0' : '1',
+                    new_amount: String(o.amount),
+                    occurred_at: occurred,
+                  });
                   expect(r.status, JSON.stringify(r.body)).toBe(422);
-                  expect(r.body.errors.cancelled_at[0]).toContain(floor);
+                  expect(Object.keys(r.body.errors)).toEqual(['subscription_id']);
                   return;
                 }
-                ok(r, 'cancel');
-                live.status = 'cancelled';
-                live.changed = cancelledAt;
-                live.cancel_at = null;
-                refSetFrom(ref[c], line, cancelledAt, 0, 'c', tagsOf(live, reason));
-              }
-              return;
-            }
-            case 'delete': {
-              const s = subs[c].filter((x) => !x.deleted).at(-1);
-              if (!s) return;
-              ok(await api.del(`/subscriptions/${s.id}`, token), 'delete');
-              s.deleted = true;
-              // A deletion corrects a mistake: every figure as if the subscription had never been.
-              ref[c].lines.delete(`S${s.id}`);
-              return;
-            }
-            case 'event': {
-              const s = o.withSub ? subs[c].filter((x) => !x.deleted).at(-1) : undefined;
-              const occurred = iso(now - o.back * DAY);
-              const importedEnd = refImportedEnd(ref[c]);
-              if (!s && importedEnd !== null && occurred >= importedEnd) {
-                // Imported history ends where the first subscription starts: later events name theirs.
-                const r = await api.post('/subscriptions/events', token, {
-                  customer_id: ids[c],
-                  event_type: o.amount > 0 ? 'upgrade' : 'cancel',
-                  old_amount: o.amount > 0 ? '0' : '1',
-                  new_amount: String(o.amount),
-                  occurred_at: occurred,
-                });
-                expect(r.status, JSON.stringify(r.body)).toBe(422);
-                expect(Object.keys(r.body.errors)).toEqual(['subscription_id']);
+                ok(
+                  await api.post('/subscriptions/events', token, {
+                    customer_id: ids[c],
+                    subscription_id: s?.id,
+                    // Only new_amount moves a line; old_amount just agrees with the type.
+                    event_type: o.amount > 0 ? 'upgrade' : 'cancel',
+                    old_amount: o.amount > 0 ? '0' : '1',
+                    new_amount: String(o.amount),
+                    occurred_at: occurred,
+                  }),
+                  'event',
+                );
+                refSetAt(
+                  ref[c],
+                  s ? `S${s.id}` : 'I',
+                  occurred,
+                  o.amount,
+                  o.amount > 0 ? 'a' : 'c',
+                  s ? tagsOf(s) : { plan: null, cycle: null },
+                );
                 return;
               }
-              ok(
-                await api.post('/subscriptions/events', token, {
-                  customer_id: ids[c],
-                  subscription_id: s?.id,
-                  // Only new_amount moves a line; old_amount just agrees with the type.
-                  event_type: o.amount > 0 ? 'upgrade' : 'cancel',
-                  old_amount: o.amount > 0 ? '0' : '1',
-                  new_amount: String(o.amount),
-                  occurred_at: occurred,
-                }),
-                'event',
-              );
-              refSetAt(
-                ref[c],
-                s ? `S${s.id}` : 'I',
-                occurred,
-                o.amount,
-                o.amount > 0 ? 'a' : 'c',
-                s ? tagsOf(s) : { plan: null, cycle: null },
-              );
-              return;
-            }
-            case 'order': {
-              const no = `O${++orderSeq}`;
-              const paidAt = iso(now - o.back * DAY);
-              const body = {
-                order_no: no,
-                amount: String(o.amount),
-                customer_email: emails[c],
-                status: 'paid',
-                billing_cycle: o.cycle,
-                currency: o.usd ? 'USD' : 'TWD',
-                paid_at: paidAt,
-              };
-              ok(await api.post('/orders', token, body), 'order');
-              const order: Order = {
-                no,
-                amount: String(o.amount),
-                currency: body.currency,
-                cycle: o.cycle,
-                status: 'paid',
-                paid_at: paidAt,
-                refunded_at: null,
-                line: [],
-              };
-              orders[c].push(order);
-              relineOrder(c, order);
-              return;
-            }
-            case 'refund': {
-              const order = orders[c].find((x) => x.status === 'paid');
-              if (!order) return;
-              ok(await api.patch(`/orders/${order.no}`, token, { status: 'refunded' }), 'refund');
-              order.status = 'refunded';
-              order.refunded_at ??= at;
-              relineOrder(c, order);
-              return;
-            }
-            case 'batch': {
-              const items: Record<string, unknown>[] = [];
-              const touched: Order[] = [];
-              for (const it of o.items) {
-                const target = it.existing ? orders[c].at(-1 - (items.length % Math.max(1, orders[c].length))) : undefined;
-                if (target && touched.includes(target)) continue;
-                const order: Order = target ?? {
-                  no: `O${++orderSeq}`,
-                  amount: String(it.amount),
-                  currency: 'TWD',
-                  cycle: it.cycle,
-                  status: 'pending',
-                  paid_at: null,
+              case 'order': {
+                const no = `O${++orderSeq}`;
+                const paidAt = iso(now - o.back * DAY);
+                const body = {
+                  order_no: no,
+                  amount: String(o.amount),
+                  customer_email: emails[c],
+                  status: 'paid',
+                  billing_cycle: o.cycle,
+                  currency: o.usd ? 'USD' : 'TWD',
+                  paid_at: paidAt,
+                };
+                ok(await api.post('/orders', token, body), 'order');
+                const order: Order = {
+                  no,
+                  amount: String(o.amount),
+                  currency: body.currency,
+                  cycle: o.cycle,
+                  status: 'paid',
+                  paid_at: paidAt,
                   refunded_at: null,
                   line: [],
                 };
-                const paidAt = it.back ? iso(now - it.back * DAY) : undefined;
-                const item: Record<string, unknown> = { order_no: order.no, status: it.status, ...(paidAt ? { paid_at: paidAt } : {}) };
-                if (!target) Object.assign(item, { amount: order.amount, customer_email: emails[c], billing_cycle: order.cycle });
-                items.push(item);
-                if (!target) orders[c].push(order);
-                touched.push(order);
-                order.status = it.status;
-                if (paidAt) order.paid_at = paidAt;
-                if (it.status === 'paid') order.paid_at ??= at;
-                if (it.status === 'refunded') order.refunded_at ??= at;
-              }
-              // A repeated order_no in one batch updates the earlier item: one change (its final state).
-              if (o.repeat && touched.length) {
-                const last = touched.at(-1)!;
-                items.push({ order_no: last.no, status: 'cancelled' });
-                last.status = 'cancelled';
-              }
-              const r = await api.post('/orders/batch', token, { orders: items });
-              ok(r, 'batch');
-              expect(r.body.data.failed, JSON.stringify(r.body.data.results.failed)).toBe(0);
-              for (const order of touched) relineOrder(c, order);
-              return;
-            }
-            case 'import': {
-              const started = iso(now - o.back * DAY);
-              const cancelled =
-                o.cancelAfter && Date.parse(started) + o.cancelAfter * DAY <= now ? iso(Date.parse(started) + o.cancelAfter * DAY) : null;
-              const mrr = positive(o.amount);
-              const item = {
-                external_id: `imp-${++importSeq}`,
-                customer_id: ids[c],
-                plan_name: 'P',
-                mrr: String(mrr),
-                billing_cycle: 'monthly',
-                started_at: started,
-                ...(cancelled ? { cancelled_at: cancelled, cancel_reason: 'imported' } : {}),
-              };
-              const r = await api.post('/subscriptions/batch', token, { subscriptions: [item] });
-              ok(r, 'import');
-              if (!cancelled && live) {
-                expect(
-                  r.body.data.results.failed.map((f: { message: string }) => f.message),
-                  'a second live subscription',
-                ).toEqual(['The customer already has an active or paused subscription.']);
+                orders[c].push(order);
+                relineOrder(c, order);
                 return;
               }
-              expect(r.body.data.created, JSON.stringify(r.body.data)).toBe(1);
-              const id = r.body.data.results.created[0].id as number;
-              subs[c].push({
-                id,
-                plan: 'P',
-                cycle: 'monthly',
-                status: cancelled ? 'cancelled' : 'active',
-                mrr: String(mrr),
-                started_at: started,
-                changed: cancelled ?? started,
-                deleted: false,
-              });
-              refSetFrom(ref[c], `S${id}`, started, mrr, 'a', tagsOf(subs[c].at(-1)!));
-              if (cancelled) refSetFrom(ref[c], `S${id}`, cancelled, 0, 'c', tagsOf(subs[c].at(-1)!, 'imported'));
-              return;
-            }
-            case 'events': {
-              // In array order: each item sees the history the ones before it left (the imported line's end moves with it).
-              const items = o.items.map((it) => {
-                const s = it.withSub ? subs[c].filter((x) => !x.deleted).at(-1) : undefined;
-                return { s, occurred: iso(now - it.back * DAY), amount: it.amount };
-              });
-              const r = await api.post('/subscriptions/events/batch', token, {
-                events: items.map(({ s, occurred, amount }) => ({
-                  customer_id: ids[c],
-                  subscription_id: s?.id,
-                  event_type: amount > 0 ? 'upgrade' : 'cancel',
-                  old_amount: amount > 0 ? '0' : '1',
-                  new_amount: String(amount),
-                  occurred_at: occurred,
-                })),
-              });
-              ok(r, 'events');
-              const failed = new Set(r.body.data.results.failed.map((f: { index: number }) => f.index));
-              for (const [index, { s, occurred, amount }] of items.entries()) {
-                const importedEnd = refImportedEnd(ref[c]);
-                const refused = !s && importedEnd !== null && occurred >= importedEnd;
-                expect(failed.has(index), `events item ${index} refused: ${JSON.stringify(r.body.data.results.failed)}`).toBe(refused);
-                if (!refused)
-                  refSetAt(
-                    ref[c],
-                    s ? `S${s.id}` : 'I',
-                    occurred,
-                    amount,
-                    amount > 0 ? 'a' : 'c',
-                    s ? tagsOf(s) : { plan: null, cycle: null },
-                  );
+              case 'refund': {
+                const order = orders[c].find((x) => x.status === 'paid');
+                if (!order) return;
+                ok(await api.patch(`/orders/${order.no}`, token, { status: 'refunded' }), 'refund');
+                order.status = 'refunded';
+                order.refunded_at ??= at;
+                relineOrder(c, order);
+                return;
               }
-              return;
+              case 'batch': {
+                const items: Record<string, unknown>[] = [];
+                const touched: Order[] = [];
+                for (const it of o.items) {
+                  const target = it.existing ? orders[c].at(-1 - (items.length % Math.max(1, orders[c].length))) : undefined;
+                  if (target && touched.includes(target)) continue;
+                  const order: Order = target ?? {
+                    no: `O${++orderSeq}`,
+                    amount: String(it.amount),
+                    currency: 'TWD',
+                    cycle: it.cycle,
+                    status: 'pending',
+                    paid_at: null,
+                    refunded_at: null,
+                    line: [],
+                  };
+                  const paidAt = it.back ? iso(now - it.back * DAY) : undefined;
+                  const item: Record<string, unknown> = { order_no: order.no, status: it.status, ...(paidAt ? { paid_at: paidAt } : {}) };
+                  if (!target) Object.assign(item, { amount: order.amount, customer_email: emails[c], billing_cycle: order.cycle });
+                  items.push(item);
+                  if (!target) orders[c].push(order);
+                  touched.push(order);
+                  order.status = it.status;
+                  if (paidAt) order.paid_at = paidAt;
+                  if (it.status === 'paid') order.paid_at ??= at;
+                  if (it.status === 'refunded') order.refunded_at ??= at;
+                }
+                // A repeated order_no in one batch updates the earlier item: one change (its final state).
+                if (o.repeat && touched.length) {
+                  const last = touched.at(-1)!;
+                  items.push({ order_no: last.no, status: 'cancelled' });
+                  last.status = 'cancelled';
+                }
+                const r = await api.post('/orders/batch', token, { orders: items });
+                ok(r, 'batch');
+                expect(r.body.data.failed, JSON.stringify(r.body.data.results.failed)).toBe(0);
+                for (const order of touched) relineOrder(c, order);
+                return;
+              }
+              case 'import': {
+                const started = iso(now - o.back * DAY);
+                const cancelled =
+                  o.cancelAfter && Date.parse(started) + o.cancelAfter * DAY <= now ? iso(Date.parse(started) + o.cancelAfter * DAY) : null;
+                const mrr = positive(o.amount);
+                const item = {
+                  external_id: `imp-${++importSeq}`,
+                  customer_id: ids[c],
+                  plan_name: 'P',
+                  mrr: String(mrr),
+                  billing_cycle: 'monthly',
+                  started_at: started,
+                  ...(cancelled ? { cancelled_at: cancelled, cancel_reason: 'imported' } : {}),
+                };
+                const r = await api.post('/subscriptions/batch', token, { subscriptions: [item] });
+                ok(r, 'import');
+                if (!cancelled && live) {
+                  expect(
+                    r.body.data.results.failed.map((f: { message: string }) => f.message),
+                    'a second live subscription',
+                  ).toEqual(['The customer already has an active or paused subscription.']);
+                  return;
+                }
+                expect(r.body.data.created, JSON.stringify(r.body.data)).toBe(1);
+                const id = r.body.data.results.created[0].id as number;
+                subs[c].push({
+                  id,
+                  plan: 'P',
+                  cycle: 'monthly',
+                  status: cancelled ? 'cancelled' : 'active',
+                  mrr: String(mrr),
+                  started_at: started,
+                  changed: cancelled ?? started,
+                  deleted: false,
+                });
+                refSetFrom(ref[c], `S${id}`, started, mrr, 'a', tagsOf(subs[c].at(-1)!));
+                if (cancelled) refSetFrom(ref[c], `S${id}`, cancelled, 0, 'c', tagsOf(subs[c].at(-1)!, 'imported'));
+                return;
+              }
+              case 'events': {
+                // In array order: each item sees the history the ones before it left (the imported line's end moves with it).
+                const items = o.items.map((it) => {
+                  const s = it.withSub ? subs[c].filter((x) => !x.deleted).at(-1) : undefined;
+                  return { s, occurred: iso(now - it.back * DAY), amount: it.amount };
+                });
+                const r = await api.post('/subscriptions/events/batch', token, {
+                  events: items.map(({ s, occurred, amount }) => ({
+                    customer_id: ids[c],
+                    subscription_id: s?.id,
+                    event_type: amount > 0 ? 'upgrade' : 'cancel',
+                    old_amount: amount > 0 ? '0' : '1',
+                    new_amount: String(amount),
+                    occurred_at: occurred,
+                  })),
+                });
+                ok(r, 'events');
+                const failed = new Set(r.body.data.results.failed.map((f: { index: number }) => f.index));
+                for (const [index, { s, occurred, amount }] of items.entries()) {
+                  const importedEnd = refImportedEnd(ref[c]);
+                  const refused = !s && importedEnd !== null && occurred >= importedEnd;
+                  expect(failed.has(index), `events item ${index} refused: ${JSON.stringify(r.body.data.results.failed)}`).toBe(refused);
+                  if (!refused)
+                    refSetAt(
+                      ref[c],
+                      s ? `S${s.id}` : 'I',
+                      occurred,
+                      amount,
+                      amount > 0 ? 'a' : 'c',
+                      s ? tagsOf(s) : { plan: null, cycle: null },
+                    );
+                }
+                return;
+              }
+              case 'schedule': {
+                if (!live) return;
+                const cancelAt = iso(now + o.ahead * HOUR);
+                const r = await api.put(`/subscriptions/${live.id}/cancel`, token, { cancelled_at: cancelAt, reason: 'scheduled' });
+                ok(r, 'schedule');
+                expect(r.body.data).toMatchObject({ status: live.status, cancel_at: cancelAt, cancelled_at: null });
+                live.cancel_at = cancelAt; // counted until then: nothing moves yet
+                return;
+              }
+              case 'meta': {
+                ok(await api.put(`/customers/${ids[c]}`, token, { metadata: o.meta }), 'metadata');
+                metas[c] = o.meta;
+                return;
+              }
             }
-            case 'schedule': {
-              if (!live) return;
-              const cancelAt = iso(now + o.ahead * HOUR);
-              const r = await api.put(`/subscriptions/${live.id}/cancel`, token, { cancelled_at: cancelAt, reason: 'scheduled' });
-              ok(r, 'schedule');
-              expect(r.body.data).toMatchObject({ status: live.status, cancel_at: cancelAt, cancelled_at: null });
-              live.cancel_at = cancelAt; // counted until then: nothing moves yet
-              return;
+          };
+
+          for (const s of steps) {
+            now += s.advance;
+            clock.set(iso(now));
+            await runScheduler();
+            await Promise.all(s.ops.map(run));
+          }
+
+          const today = iso(now).slice(0, 10);
+          // The whole: the reporting currency's lines (USD orders are left out).
+          const whole = refSegment(ref, {});
+          // Whole months, and a random range: its partial first and last months are read from day items.
+          const day = (days: number) => iso(START + days * 24 * HOUR).slice(0, 10);
+          for (const [from, asked] of [
+            ['2024-07-01', '2026-06-30'],
+            [day(offset), day(offset + length)],
+          ]) {
+            // No projections: a range ends today at the latest.
+            const to = asked > today ? today : asked;
+            if (from > to) continue;
+            for (const interval of ['day', 'week', 'month', 'quarter', 'year'] as const) {
+              const r = await api.get(`/metrics/mrr?start_date=${from}&end_date=${to}&interval=${interval}`, token);
+              expect(r.status, JSON.stringify(r.body)).toBe(200);
+              const expected = expectedSeries(whole, from, to, interval);
+              expect(r.body.data, `${interval} ${from}..${to}`).toEqual(expected.data);
+              expect(r.body.summary, `${interval} ${from}..${to}`).toEqual(expected.summary);
             }
           }
-        };
-
-        for (const s of steps) {
-          now += s.advance;
-          clock.set(iso(now));
-          await runScheduler();
-          await Promise.all(s.ops.map(run));
-        }
-
-        const today = iso(now).slice(0, 10);
-        // The whole: the reporting currency's lines (USD orders are left out).
-        const whole = refSegment(ref, {});
-        // Whole months, and a random range: its partial first and last months are read from day items.
-        const day = (days: number) => iso(START + days * 24 * HOUR).slice(0, 10);
-        for (const [from, asked] of [
-          ['2024-07-01', '2026-06-30'],
-          [day(offset), day(offset + length)],
-        ]) {
-          // No projections: a range ends today at the latest.
+          const summary = await api.get('/metrics/summary', token);
+          expect(summary.body.data).toEqual(expectedSummary(whole, today));
+          const cohorts = await api.get('/metrics/cohorts?start_month=2024-07&end_month=2026-06', token);
+          expect(cohorts.status, JSON.stringify(cohorts.body)).toBe(200);
+          expect(cohorts.body.data).toEqual(expectedCohorts(whole, '2024-07', '2026-06', today.slice(0, 7)));
+          // Segments: the same computation over only the matching lines; churn by cancellation reason.
+          const [from, asked] = [day(offset), day(offset + length)];
           const to = asked > today ? today : asked;
-          if (from > to) continue;
-          for (const interval of ['day', 'week', 'month', 'quarter', 'year'] as const) {
-            const r = await api.get(`/metrics/mrr?start_date=${from}&end_date=${to}&interval=${interval}`, token);
-            expect(r.status, JSON.stringify(r.body)).toBe(200);
-            const expected = expectedSeries(whole, from, to, interval);
-            expect(r.body.data, `${interval} ${from}..${to}`).toEqual(expected.data);
-            expect(r.body.summary, `${interval} ${from}..${to}`).toEqual(expected.summary);
+          // Metadata and plan-union segments: the reference over only the matching customers' lines.
+          const parts: [string, RefCustomer[]][] = [
+            ...SEGMENTS.map(([query, seg]): [string, RefCustomer[]] => [query, refSegment(ref, seg)]),
+            ...CUSTOMER_SEGMENTS.map(([query, seg, pairs]): [string, RefCustomer[]] => [
+              query,
+              refSegment(
+                ref.filter((_, i) => pairs.every(([k, v]) => metas[i][k] === v)),
+                seg,
+              ),
+            ]),
+          ];
+          for (const [query, part] of parts) {
+            const monthly = await api.get(`/metrics/mrr?start_date=2024-07-01&end_date=${today}&interval=month&${query}`, token);
+            expect(monthly.status, JSON.stringify(monthly.body)).toBe(200);
+            expect(monthly.body, query).toEqual(
+              (({ data, summary }) => ({ data, summary }))(expectedSeries(part, '2024-07-01', today, 'month')),
+            );
+            if (from <= to) {
+              const daily = await api.get(`/metrics/mrr?start_date=${from}&end_date=${to}&interval=day&${query}`, token);
+              expect(daily.body.data, `${query} ${from}..${to}`).toEqual(expectedSeries(part, from, to, 'day').data);
+            }
+            expect((await api.get(`/metrics/summary?${query}`, token)).body.data, query).toEqual(expectedSummary(part, today));
+            const segCohorts = await api.get(`/metrics/cohorts?start_month=2024-07&end_month=2026-06&${query}`, token);
+            expect(segCohorts.body.data, query).toEqual(expectedCohorts(part, '2024-07', '2026-06', today.slice(0, 7)));
           }
-        }
-        const summary = await api.get('/metrics/summary', token);
-        expect(summary.body.data).toEqual(expectedSummary(whole, today));
-        const cohorts = await api.get('/metrics/cohorts?start_month=2024-07&end_month=2026-06', token);
-        expect(cohorts.status, JSON.stringify(cohorts.body)).toBe(200);
-        expect(cohorts.body.data).toEqual(expectedCohorts(whole, '2024-07', '2026-06', today.slice(0, 7)));
-        // Segments: the same computation over only the matching lines; churn by cancellation reason.
-        const [from, asked] = [day(offset), day(offset + length)];
-        const to = asked > today ? today : asked;
-        for (const [query, seg] of SEGMENTS) {
-          const part = refSegment(ref, seg);
-          const monthly = await api.get(`/metrics/mrr?start_date=2024-07-01&end_date=${today}&interval=month&${query}`, token);
-          expect(monthly.status, JSON.stringify(monthly.body)).toBe(200);
-          expect(monthly.body, query).toEqual(
-            (({ data, summary }) => ({ data, summary }))(expectedSeries(part, '2024-07-01', today, 'month')),
-          );
-          if (from <= to) {
-            const daily = await api.get(`/metrics/mrr?start_date=${from}&end_date=${to}&interval=day&${query}`, token);
-            expect(daily.body.data, `${query} ${from}..${to}`).toEqual(expectedSeries(part, from, to, 'day').data);
+          for (const [start, end] of [
+            ['2024-07-01', today],
+            [from, to],
+          ]) {
+            if (start > end) continue;
+            const reasons = await api.get(`/metrics/churn-reasons?start_date=${start}&end_date=${end}`, token);
+            expect(reasons.status, JSON.stringify(reasons.body)).toBe(200);
+            expect(reasons.body.data, `churn reasons ${start}..${end}`).toEqual(expectedChurnReasons(whole, start, end));
           }
-          expect((await api.get(`/metrics/summary?${query}`, token)).body.data, query).toEqual(expectedSummary(part, today));
-          const segCohorts = await api.get(`/metrics/cohorts?start_month=2024-07&end_month=2026-06&${query}`, token);
-          expect(segCohorts.body.data, query).toEqual(expectedCohorts(part, '2024-07', '2026-06', today.slice(0, 7)));
-        }
-        for (const [start, end] of [
-          ['2024-07-01', today],
-          [from, to],
-        ]) {
-          if (start > end) continue;
-          const reasons = await api.get(`/metrics/churn-reasons?start_date=${start}&end_date=${end}`, token);
-          expect(reasons.status, JSON.stringify(reasons.body)).toBe(200);
-          expect(reasons.body.data, `churn reasons ${start}..${end}`).toEqual(expectedChurnReasons(whole, start, end));
-        }
-      }),
+        },
+      ),
       RUNS,
       BUDGET_MS,
     );

@@ -121,6 +121,7 @@ describe('ops metrics rebuild', () => {
       search_keys_added: 0,
       pending_moves_applied: 0,
       timelines_rederived: 0,
+      index_entries_added: 0,
     });
     expect((await queryAll({ partition: cohortPartition(merchantId) }, ['sk'])).length).toBeGreaterThan(0);
   });
@@ -139,6 +140,7 @@ describe('ops metrics rebuild', () => {
       search_keys_added: 0,
       pending_moves_applied: 0,
       timelines_rederived: 0,
+      index_entries_added: 0,
     });
     const missing = await ops('metrics', 'rebuild', '--merchant', 'mer_nobody');
     expect(missing.code).not.toBe(0);

@@ -35,7 +35,8 @@ export const refSetAt = (c: RefCustomer, line: string, at: string, amount: Decim
   c.lines.set(line, sorted([...(c.lines.get(line) ?? []).filter((p) => p.at !== at), { at, amount: new Decimal(amount), flag, ...tags }]));
 };
 
-export type RefSegment = { plan?: string; cycle?: string; currency?: string };
+/** `plans`: any of them (a union of plans). */
+export type RefSegment = { plan?: string; plans?: string[]; cycle?: string; currency?: string };
 /**
  * The customers as a segment sees them (docs/metrics.md, "Segments"): only the lines in its
  * currency (default the reporting one); the imported line's end taken there; in a plan or cycle
@@ -53,7 +54,9 @@ export const refSegment = (customers: RefCustomer[], seg: RefSegment, reporting 
     const out = new Map<string, RefPoint[]>();
     for (const [line, pts] of inCurrency) {
       const matches = (p: RefPoint) =>
-        (seg.plan === undefined || p.plan === seg.plan) && (seg.cycle === undefined || p.cycle === seg.cycle);
+        (seg.plan === undefined || p.plan === seg.plan) &&
+        (seg.plans === undefined || (p.plan != null && seg.plans.includes(p.plan))) &&
+        (seg.cycle === undefined || p.cycle === seg.cycle);
       // The imported line's end is a point of its own: 0 from then on, in no plan or cycle.
       const withEnd =
         line === 'I' && importedEnd !== null

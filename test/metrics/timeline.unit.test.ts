@@ -6,6 +6,7 @@ import {
   contributionChange,
   type SegmentMoves,
   contributions,
+  contributionsWhere,
   difference,
   joinChunks,
   setAt,
@@ -318,5 +319,22 @@ describe('segments', () => {
     expect(figure(contributions(tl, CCY), 'M#2020-01', 'new')).toBe('20');
     expect(figure(contributions(tl, CCY, { dimension: 'currency', value: 'USD' }), 'M#2020-01', 'new')).toBe('10');
     expect(figure(contributions(tl, CCY, { dimension: 'plan', value: 'P' }), 'M#2020-01', 'new')).toBe('20');
+  });
+
+  it('a union of plans: a move between two of its plans moves nothing; one plan is the stored segment', () => {
+    // S1 in P at 10 from January, moved to Q (same amount) on 2020-02-10, to R on 2020-03-10.
+    const tl: Timeline = {
+      S1: [
+        ['2020-01-01T00:00:00Z', '10', 'a', ['P', 'monthly', 'TWD']],
+        ['2020-02-10T00:00:00Z', '10', 'a', ['Q', 'monthly', 'TWD']],
+        ['2020-03-10T00:00:00Z', '10', 'a', ['R', 'monthly', 'TWD']],
+      ],
+    };
+    const union = contributionsWhere(tl, CCY, { plans: ['P', 'Q'] });
+    expect(union.get('M#2020-01')?.get('new')?.toFixed()).toBe('10');
+    expect(union.has('M#2020-02')).toBe(false);
+    expect(union.get('M#2020-03')?.get('churn')?.toFixed()).toBe('-10');
+    expect(contributionsWhere(tl, CCY, { plans: ['P'] })).toEqual(contributions(tl, CCY, { dimension: 'plan', value: 'P' }));
+    expect(contributionsWhere(tl, CCY, { plans: ['Q'], billing_cycle: 'yearly' }).size).toBe(0);
   });
 });
