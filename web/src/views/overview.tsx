@@ -25,7 +25,8 @@ const CYCLES = ['monthly', 'quarterly', 'semi-annual', 'yearly'] as const;
 type Cycle = (typeof CYCLES)[number];
 /**
  * The figures' segment as one value: '' (all), `plan:<name>`, `billing_cycle:<cycle>` or
- * `currency:<ISO>`. The API takes one filter at a time, so one value is all a segment needs.
+ * `currency:<ISO>`. The picker offers the stored segments (flat cost) only; the API also takes
+ * metadata filters and several plans, which read the matching customers' histories.
  */
 type Segment = string;
 type SegmentQuery = { plan?: string; billing_cycle?: Cycle; currency?: string };
