@@ -239,6 +239,32 @@ describe('third black-box pass', () => {
     expect(search.body.data.map((r: { name: string }) => r.name)).toEqual(['x\ud801y', 'x\ud800y']);
   });
 
+  it('a plan name or cancellation reason with a lone surrogate is refused: both are parts of table keys (plan and reason figures)', async () => {
+    const { token } = await newMerchant();
+    const customer = (await api.post('/customers', token, { email: 'plan@example.com' })).body.data.id;
+    const bad = await rawPost(
+      '/subscriptions',
+      token,
+      `{"customer_id":${customer},"plan_name":"P\\udfff\\ud800","mrr":"10","billing_cycle":"monthly"}`,
+    );
+    expect(bad.status, JSON.stringify(bad.body)).toBe(422);
+    expect(bad.body.errors).toEqual({ plan_name: UNICODE('plan name') });
+    const sub = await api.post('/subscriptions', token, { customer_id: customer, plan_name: 'P', mrr: '10', billing_cycle: 'monthly' });
+    expect(sub.status).toBe(201);
+    const renamed = await rawPut(`/subscriptions/${sub.body.data.id}`, token, '{"mrr":"20.00","plan_name":"\\udfff\\ud800"}');
+    expect(renamed.status, JSON.stringify(renamed.body)).toBe(422);
+    expect(renamed.body.errors).toEqual({ plan_name: UNICODE('plan name') });
+    const cancel = await rawPut(`/subscriptions/${sub.body.data.id}/cancel`, token, '{"reason":"\\ud800"}');
+    expect(cancel.status, JSON.stringify(cancel.body)).toBe(422);
+    expect(cancel.body.errors).toEqual({ reason: UNICODE('reason') });
+    // Nothing stored for the refused requests.
+    expect((await api.get(`/subscriptions/${sub.body.data.id}`, token)).body.data).toMatchObject({
+      plan_name: 'P',
+      mrr: '10.00',
+      status: 'active',
+    });
+  });
+
   it('query date bounds refuse year 0000 like body timestamps do', async () => {
     const { token } = await newMerchant();
     for (const [param, value] of [

@@ -1,3 +1,5 @@
+import { keyText } from '#lib/shared/key-text';
+
 /**
  * The table design, in one place. One table, every key prefixed by the merchant (`M#<id>`),
  * except the token-hash lookup (the merchant is not known until it is read) and the per-IP
@@ -170,10 +172,10 @@ export const CUSTOMER_INDEX_SHARDS = 4;
 const customerIndexShard = (customerId: number) => customerId % CUSTOMER_INDEX_SHARDS;
 /** Partition of one shard of the customers whose metadata has `key` = `value` (String of a scalar). */
 export const customerMetadataPartition = (merchantId: string, shard: number, key: string, value: string): string =>
-  `${m(merchantId)}#CUSTOMER_META#${shard}#${encodeURIComponent(key)}=${encodeURIComponent(value)}`;
+  `${m(merchantId)}#CUSTOMER_META#${shard}#${keyText(key)}=${keyText(value)}`;
 /** Partition of one shard of the customers whose timeline has had a point of `plan`. */
 export const planCustomersPartition = (merchantId: string, shard: number, plan: string): string =>
-  `${m(merchantId)}#PLAN_CUSTOMERS#${shard}#${encodeURIComponent(plan)}`;
+  `${m(merchantId)}#PLAN_CUSTOMERS#${shard}#${keyText(plan)}`;
 /**
  * Day counts of a delivery log are spread over this many shards: a busy endpoint's attempts rarely
  * meet on one item, and the 30 days' counts (240 small items) stay one Query page.

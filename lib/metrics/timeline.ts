@@ -1,4 +1,5 @@
 import Decimal from 'decimal.js';
+import { keyText } from '#lib/shared/key-text';
 
 /**
  * A customer's MRR timeline (docs/metrics.md), pure. The customer's MRR is the sum of its lines; each
@@ -385,7 +386,7 @@ const scan = (tl: Timeline, from: string | null, reasons = false): Contributions
  * the reason URI-encoded (no `#` in it), empty for a cancellation without one.
  */
 export const churnReasonId = (kind: 'D' | 'M', period: string, reason: string | null) =>
-  `R${kind}#${period}#${reason === null ? '' : encodeURIComponent(reason)}`;
+  `R${kind}#${period}#${reason === null ? '' : keyText(reason)}`;
 /** The reason a churn-reason id or sort key names (null: none given). */
 export const reasonOfId = (encoded: string): string | null => (encoded === '' ? null : decodeURIComponent(encoded));
 

@@ -1,6 +1,18 @@
 import * as z from 'zod';
 import { batchItems } from '#lib/shared/schemas';
-import { amount, currency, dateBound, email, idParam, pageQuery, pastTimestamp, pathId, timestamp } from '#lib/shared/fields';
+import {
+  amount,
+  currency,
+  dateBound,
+  email,
+  idParam,
+  isWellFormed,
+  pageQuery,
+  pastTimestamp,
+  pathId,
+  timestamp,
+  WELL_FORMED_MESSAGE,
+} from '#lib/shared/fields';
 import { Decimal } from '#lib/shared/money';
 
 export const SUBSCRIPTION_STATUSES = ['active', 'paused', 'cancelled'] as const;
@@ -12,7 +24,8 @@ export const SUBSCRIPTION_SOURCES = ['api', 'import'] as const;
 
 /** A positive integer id in a JSON body (a safe integer). */
 const bodyId = () => z.int({ error: 'The :field field must be an integer.' }).min(1).max(Number.MAX_SAFE_INTEGER);
-const plan = () => z.string().min(1).max(255);
+const plan = () => z.string().min(1).max(255).refine(isWellFormed, { message: WELL_FORMED_MESSAGE });
+const reasonText = () => z.string().max(255).refine(isWellFormed, { message: WELL_FORMED_MESSAGE });
 /** A subscription's MRR is above zero: pause and cancel are what take it to zero. */
 const mrr = () => amount().refine((v) => new Decimal(v).gt(0), { message: 'The :field field must be greater than 0.' });
 
@@ -44,7 +57,7 @@ export type SubscriptionUpdate = z.output<typeof subscriptionUpdateBody>;
 
 export const subscriptionCancelBody = z.object({
   cancelled_at: timestamp().nullish().meta({ description: 'Default now; a future time schedules the cancellation (`cancel_at`)' }),
-  reason: z.string().max(255).nullish(),
+  reason: reasonText().nullish(),
 });
 export type SubscriptionCancel = z.output<typeof subscriptionCancelBody>;
 
@@ -119,7 +132,7 @@ export const subscriptionBatchItem = z
     started_at: pastTimestamp().nullish(),
     current_period_start: timestamp().nullish(),
     cancelled_at: pastTimestamp().nullish(),
-    cancel_reason: z.string().max(255).nullish(),
+    cancel_reason: reasonText().nullish(),
   })
   .superRefine((s, ctx) => {
     if (!s.customer_id && !s.customer_email) {
