@@ -104,6 +104,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The merchant's settings: reporting time zone and currency
+         * @description The merchant's reporting time zone (IANA name; `UTC` unless changed) and reporting currency (docs/settings.md).
+         *
+         *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
+         */
+        get: operations["settingsGet"];
+        /**
+         * Change the reporting time zone (back-office admins)
+         * @description Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. `GET /orders/stats` starts today and this month in it from the next request on; timestamps on the wire stay UTC (docs/settings.md). Admins only.
+         *
+         *     Back office: an ID token of role admin.
+         */
+        put: operations["settingsPut"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/customers": {
         parameters: {
             query?: never;
@@ -268,8 +296,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Today's and this month's figures (UTC)
-         * @description Today's and this month's figures in UTC: revenue of paid orders in the reporting currency (or `currency`), the number of orders created today and the share of them paid. Read from counters: three requests however many orders there are (docs/orders.md).
+         * Today's and this month's figures (in the merchant's time zone)
+         * @description Today's and this month's figures in the merchant's reporting time zone (`GET /settings`; UTC unless changed): revenue of paid orders in the reporting currency (or `currency`), the number of orders created today and the share of them paid. Read from counters: the same number of requests however many orders there are (docs/orders.md).
          *
          *     Requires an API token with the `orders:read` ability, or a back-office ID token (role admin or user).
          */
@@ -946,8 +974,31 @@ export interface components {
              * @example TWD
              */
             reporting_currency: string;
+            /**
+             * @description The reporting time zone (IANA name)
+             * @example Asia/Taipei
+             */
+            timezone: string;
             /** @enum {string} */
             role: "admin" | "user";
+        };
+        Settings: {
+            /**
+             * @description The reporting time zone (IANA name): where `GET /orders/stats` starts today and this month. Timestamps stay UTC.
+             * @example Asia/Taipei
+             */
+            timezone: string;
+            /**
+             * @description The currency of the metrics and of the default stats (fixed)
+             * @example TWD
+             */
+            reporting_currency: string;
+        };
+        ValidationError: {
+            message: string;
+            errors: {
+                [key: string]: string[];
+            };
         };
         Customer: {
             id: number;
@@ -975,12 +1026,6 @@ export interface components {
             last_payment_at: string | null;
             created_at: string;
             updated_at: string;
-        };
-        ValidationError: {
-            message: string;
-            errors: {
-                [key: string]: string[];
-            };
         };
         BatchResult: {
             total: number;
@@ -2030,6 +2075,280 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    settingsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Settings"];
+                    };
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    settingsPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description An IANA time zone name, such as `UTC`, `Asia/Taipei` or `America/New_York`
+                     * @example Asia/Taipei
+                     */
+                    timezone: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The settings as changed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Settings"];
+                    };
+                };
+            };
+            /** @description The request body is not valid JSON */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description No back-office identity, or its merchant does not exist. API Gateway's JWT authorizer answers a missing or invalid ID token itself: {"message": "Unauthorized"}, with WWW-Authenticate and apigw-requestid but without X-Request-Id or X-RateLimit-*. */
+            401: {
+                headers: {
+                    /** @description API Gateway's id of the request, on every answer (equal to X-Request-Id when the function answered) */
+                    "apigw-requestid": string;
+                    /** @description Only on the authorizer's answer: `Bearer` and the reason the ID token was refused */
+                    "WWW-Authenticate"?: string;
+                    /** @description Only when the function answered (the merchant does not exist) */
+                    "X-Request-Id"?: string;
+                    /** @description Only when the function answered */
+                    "X-RateLimit-Limit"?: string;
+                    /** @description Only when the function answered */
+                    "X-RateLimit-Remaining"?: string;
+                    /** @description Only when the function answered */
+                    "X-RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description The role may not do this (`user` may only view). Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description The token changed at the same moment: try again */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
                 };
             };
             /** @description Too many requests */

@@ -5,6 +5,7 @@ import { ABILITIES, type Ability } from '#lib/http/route';
 import { HttpError, toHttpError } from '#lib/http/errors';
 import { NotFoundError } from '#lib/errors';
 import { isCurrency } from '#lib/shared/currency';
+import { canonicalZone } from '#lib/shared/zone';
 import { BACKOFFICE_ROLES, CLAIMS, readClaims, type BackofficeRole } from '#lib/auth/backoffice';
 import { awsCredentialsConfigured, LOCAL_STACK_FILE_LABEL, readLocalStackFile } from '../local/stack-file.ts';
 
@@ -79,7 +80,7 @@ const showMerchant = async (values: Values) => {
   return { ...presentMerchantRecord(merchant), token: await tokenStatus(merchantId) };
 };
 
-/** `merchant update`: what an operator may change (the name); the reporting currency is refused with the reason. */
+/** `merchant update`: what an operator may change (the name, the reporting time zone); the reporting currency is refused with the reason. */
 const updateMerchant = async (values: Values) => {
   const merchantId = merchantOption(str(values, 'merchant'));
   if (str(values, 'currency') !== undefined) {
@@ -88,8 +89,16 @@ const updateMerchant = async (values: Values) => {
     );
   }
   const name = str(values, 'name');
-  if (name === undefined) throw new UsageError('nothing to update: give --name');
-  return explainNotFound(merchantId, (await store()).updateMerchant(merchantId, { name: need(name, 'name') }));
+  const zone = str(values, 'timezone');
+  if (name === undefined && zone === undefined) throw new UsageError('nothing to update: give --name or --timezone');
+  let timezone: string | undefined;
+  if (zone !== undefined) {
+    timezone = canonicalZone(zone) ?? undefined;
+    if (timezone === undefined)
+      throw new UsageError(`--timezone must be an IANA time zone name, such as UTC, Asia/Taipei or America/New_York, got ${zone}`);
+  }
+  const changes = { ...(name === undefined ? {} : { name: need(name, 'name') }), ...(timezone ? { timezone } : {}) };
+  return explainNotFound(merchantId, (await store()).updateMerchant(merchantId, changes));
 };
 
 /** `token show`: the token's status, abilities and use, never the token or its hash. */
@@ -179,11 +188,12 @@ const buildProgram = (done: (result: unknown) => void): Command => {
   command(
     merchant,
     'update',
-    "Change a merchant's name (the reporting currency is fixed at creation); prints the merchant.",
+    "Change a merchant's name or reporting time zone (the reporting currency is fixed at creation); prints the merchant.",
     updateMerchant,
   )
     .addOption(merchantFlag())
     .option('--name <name>', 'the new name')
+    .option('--timezone <zone>', 'the reporting time zone, an IANA name (UTC, Asia/Taipei…): stats start today and this month in it')
     .addOption(new Option('--currency <code>').hideHelp());
   command(
     merchant,

@@ -6,12 +6,15 @@ import { keys } from '#lib/db/keys';
 import type { Ability } from '#lib/auth/abilities';
 import { logger } from '#lib/logger';
 import { formatTimestamp } from '#lib/shared/time';
+import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 
 /** The authenticated caller: a merchant and what its token may do. */
 export type AuthContext = {
   merchantId: string;
   abilities: Ability[];
   reportingCurrency: string;
+  /** The merchant's reporting time zone (IANA name). */
+  timezone: string;
 };
 
 export const TOKEN_PREFIX = 'ras_';
@@ -42,6 +45,7 @@ export type TokenItem = {
   abilities: Ability[];
   status: 'active' | 'revoked';
   reporting_currency?: string;
+  timezone?: string;
   prefix: string;
   last_four: string;
   created_at: string;
@@ -61,6 +65,7 @@ export const authenticate = async (token: string): Promise<(AuthContext & TokenU
     merchantId: item.merchant_id,
     abilities: item.abilities,
     reportingCurrency: item.reporting_currency ?? 'TWD',
+    timezone: item.timezone ?? DEFAULT_TIMEZONE,
     tokenHash: hashToken(token),
     lastUsedAt: item.last_used_at ?? null,
   };

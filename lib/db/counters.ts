@@ -71,13 +71,21 @@ export const readCounterItems = async (pk: string, from: string, to: string): Pr
   return items;
 };
 
-/** A day's and its month's stats, summed over their shards: one strongly consistent BatchGetItem. */
-export const readDayAndMonth = async (merchantId: string, day: string) => {
-  const dayKeys = range(COUNTER_SHARDS).map((shard) => keys.statsDay(merchantId, day, shard));
-  const monthKeys = range(COUNTER_SHARDS).map((shard) => keys.statsMonth(merchantId, day.slice(0, 7), shard));
-  const items = await batchGet<Record<string, unknown>>([...dayKeys, ...monthKeys]);
+/**
+ * Stats items of some days and months, each summed over its shards (filed as `D#<day>` and
+ * `M#<month>`): strongly consistent BatchGetItems of 100 keys, sent together.
+ */
+export const readStatsPeriods = async (merchantId: string, days: string[], months: string[]) => {
+  const wanted = new Map<string, Key[]>([
+    ...days.map((day): [string, Key[]] => [`D#${day}`, range(COUNTER_SHARDS).map((shard) => keys.statsDay(merchantId, day, shard))]),
+    ...months.map((month): [string, Key[]] => [
+      `M#${month}`,
+      range(COUNTER_SHARDS).map((shard) => keys.statsMonth(merchantId, month, shard)),
+    ]),
+  ]);
+  const items = await batchGet<Record<string, unknown>>([...wanted.values()].flat());
   const pick = (ks: Key[]): Record<string, unknown>[] => ks.map((k) => items.get(keyId(k))).filter((item) => item !== undefined);
-  return { day: sumShards(pick(dayKeys)), month: sumShards(pick(monthKeys)) };
+  return new Map([...wanted].map(([id, ks]) => [id, sumShards(pick(ks))]));
 };
 
 /**

@@ -13,6 +13,7 @@ import { readClaims, type BackofficeIdentity, type BackofficeRole } from '#lib/a
 import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
 import type { Merchant } from '#lib/merchants/rules';
+import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 import { getMerchant } from '#lib/merchants/store';
 import {
   toHttpError,
@@ -207,7 +208,12 @@ const backofficeAuth = async (route: RouteDef, request: Request, s: State) => {
  */
 const dashboardAuth = async (route: RouteDef, jwt: string, s: State) => {
   const merchant = await backofficeCaller(await backofficeClaimsOf(jwt), route.dashboard?.roles, hitMerchant, s);
-  s.auth = { merchantId: merchant.merchant_id, abilities: [route.ability!], reportingCurrency: merchant.reporting_currency };
+  s.auth = {
+    merchantId: merchant.merchant_id,
+    abilities: [route.ability!],
+    reportingCurrency: merchant.reporting_currency,
+    timezone: merchant.timezone ?? DEFAULT_TIMEZONE,
+  };
 };
 
 /** Who is calling, by the route's auth kind (`none` and unknown routes still count a presented token). */

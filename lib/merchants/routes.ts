@@ -1,7 +1,7 @@
-import { apiTokenIssuedSchema, apiTokenSchema, backofficeSessionSchema } from '#lib/merchants/schemas';
+import { apiTokenIssuedSchema, apiTokenSchema, backofficeSessionSchema, settingsPutBody, settingsSchema } from '#lib/merchants/schemas';
 import { defineRoute } from '#lib/http/route';
 import { dataOf, messageBody } from '#lib/shared/schemas';
-import { backofficeErrors } from '#lib/http/route-parts';
+import { backofficeErrors, dashboardRead, errors, invalid } from '#lib/http/route-parts';
 
 /** The backoffice routes (their handlers import only these; lib/http/routes.ts is the union). */
 export const routes = {
@@ -89,6 +89,39 @@ export const routes = {
       204: { description: 'Revoked' },
       ...backofficeErrors,
       404: { description: 'The merchant has no valid token', schema: messageBody },
+    },
+  }),
+  // The merchant's settings (docs/settings.md): read with the API token or the back office; changed by a back-office admin.
+  settingsGet: defineRoute({
+    method: 'GET',
+    path: '/settings',
+    handler: 'functions/settings/get.ts',
+    ability: 'analytics:read',
+    dashboard: dashboardRead,
+    writes: false,
+    summary: "The merchant's settings: reporting time zone and currency",
+    description: "The merchant's reporting time zone (IANA name; `UTC` unless changed) and reporting currency (docs/settings.md).",
+    tags: ['settings'],
+    responses: { 200: { description: 'The settings', schema: dataOf(settingsSchema) }, ...errors },
+  }),
+  settingsPut: defineRoute({
+    method: 'PUT',
+    path: '/settings',
+    handler: 'functions/settings/put.ts',
+    ability: null,
+    auth: 'backoffice',
+    roles: ['admin'],
+    writes: true,
+    summary: 'Change the reporting time zone (back-office admins)',
+    description:
+      "Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. `GET /orders/stats` starts today and this month in it from the next request on; timestamps on the wire stay UTC (docs/settings.md). Admins only.",
+    tags: ['settings'],
+    request: { body: settingsPutBody },
+    responses: {
+      200: { description: 'The settings as changed', schema: dataOf(settingsSchema) },
+      ...backofficeErrors,
+      409: { description: 'The token changed at the same moment: try again', schema: messageBody },
+      ...invalid,
     },
   }),
 };

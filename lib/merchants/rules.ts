@@ -1,17 +1,25 @@
 import type { Ability } from '#lib/auth/abilities';
 import type { TokenItem } from '#lib/auth/tokens';
 import { ConflictError, NotFoundError } from '#lib/errors';
+import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 
 /**
  * Merchants and their single API token (docs/authentication-and-limits.md), in memory: what a
  * merchant and a token are made of, and what creating, regenerating and revoking a token may do.
  */
 
-export type Merchant = { merchant_id: string; name: string; reporting_currency: string; created_at: string };
+/** `timezone`: the reporting time zone (an IANA name; absent means UTC): stats and metrics days follow it. */
+export type Merchant = { merchant_id: string; name: string; reporting_currency: string; created_at: string; timezone?: string };
 /** A merchant item as stored: `deleted_at` once deleted (its data is kept). */
 export type MerchantRecord = Merchant & { deleted_at?: string };
 /** What an operator may change of a merchant. The reporting currency is not: metrics are recorded in it as data is written. */
-export type MerchantChanges = { name?: string };
+export type MerchantChanges = { name?: string; timezone?: string };
+
+/** The merchant's reporting time zone. */
+export const zoneOf = (merchant: Merchant): string => merchant.timezone ?? DEFAULT_TIMEZONE;
+
+/** The settings a merchant's back office reads and changes. */
+export const presentSettings = (merchant: Merchant) => ({ timezone: zoneOf(merchant), reporting_currency: merchant.reporting_currency });
 
 /** The merchant's pointer to its token: which one is valid (or was, until revoked), and what it may do. */
 export type TokenPointer = { token_hash: string; status: 'active' | 'revoked'; revoked_at?: string } & Omit<
@@ -25,22 +33,25 @@ export const newMerchant = (merchantId: string, name: string, reportingCurrency:
   merchant_id: merchantId,
   name,
   reporting_currency: reportingCurrency.toUpperCase(),
+  timezone: DEFAULT_TIMEZONE,
   created_at: at,
 });
 
 /** A merchant as changed (only what may change). */
-export const changedMerchant = ({ merchant_id, name, reporting_currency, created_at }: Merchant, changes: MerchantChanges): Merchant => ({
-  merchant_id,
-  name: changes.name ?? name,
-  reporting_currency,
-  created_at,
+export const changedMerchant = (merchant: Merchant, changes: MerchantChanges): Merchant => ({
+  merchant_id: merchant.merchant_id,
+  name: changes.name ?? merchant.name,
+  reporting_currency: merchant.reporting_currency,
+  created_at: merchant.created_at,
+  timezone: changes.timezone ?? zoneOf(merchant),
 });
 
 /** What an operator sees of a merchant: its fields, and whether and when it was deleted. */
-export const presentMerchantRecord = ({ merchant_id, name, reporting_currency, created_at, deleted_at }: MerchantRecord) => ({
+export const presentMerchantRecord = ({ merchant_id, name, reporting_currency, created_at, deleted_at, timezone }: MerchantRecord) => ({
   merchant_id,
   name,
   reporting_currency,
+  timezone: timezone ?? DEFAULT_TIMEZONE,
   created_at,
   deleted: Boolean(deleted_at),
   deleted_at: deleted_at ?? null,
@@ -53,6 +64,8 @@ export const issuedDetails = (merchant: Merchant, token: string, abilities: Abil
   last_four: token.slice(-4),
   created_at: at,
   reporting_currency: merchant.reporting_currency,
+  // Copied so that each request knows the zone from its token lookup; a zone change rewrites it.
+  timezone: zoneOf(merchant),
 });
 export type IssuedDetails = ReturnType<typeof issuedDetails>;
 

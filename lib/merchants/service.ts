@@ -10,6 +10,7 @@ import {
   issued,
   issuedDetails,
   newMerchant,
+  presentSettings,
   tokenDetails,
   tokenStatusOf,
   type Merchant,
@@ -92,6 +93,11 @@ export const deleteMerchant = async (merchantId: string) => {
 /** Changes a live merchant (operator CLI only); unknown or deleted: 404. Returns the merchant as changed. */
 export const updateMerchant = async (merchantId: string, changes: MerchantChanges): Promise<Merchant> => {
   const merchant = await requireMerchant(merchantId);
-  await store.updateMerchantItem(merchantId, changes);
+  const pointer = changes.timezone === undefined ? null : await store.getPointer(merchantId);
+  await store.updateMerchantItem(merchantId, changes, pointer?.status === 'active' ? pointer.token_hash : null);
   return changedMerchant(merchant, changes);
 };
+
+/** PUT /settings: the time zone changes, from the next request on (each request reads it with its token). */
+export const putSettings = async (merchant: Merchant, settings: { timezone: string }) =>
+  presentSettings(await updateMerchant(merchant.merchant_id, { timezone: settings.timezone }));

@@ -83,11 +83,20 @@ export const issueToken = async (merchant: Merchant, token: string, details: Iss
   );
   if (replaces !== null) ws.delete('old-token', keys.token(replaces));
   ws.put('token', { ...keys.token(hash), merchant_id: merchantId, status: 'active', ...details }, itemAbsent);
-  ws.check('merchant', keys.merchant(merchantId), merchantLive);
+  // The token copies the merchant's time zone: a zone change committed since the merchant was read refuses this issue.
+  ws.check('merchant', keys.merchant(merchantId), {
+    expression: `${merchantLive.expression} AND ${merchant.timezone === undefined ? 'attribute_not_exists(#tz)' : '#tz = :tz'}`,
+    names: { '#tz': 'timezone' },
+    ...(merchant.timezone === undefined ? {} : { values: { ':tz': merchant.timezone } }),
+  });
   try {
     await ws.commit();
   } catch (err) {
-    if (err instanceof WriteConflict && err.tags.includes('merchant')) throw new NotFoundError();
+    if (err instanceof WriteConflict && err.tags.includes('merchant')) {
+      if (await getMerchant(merchantId))
+        throw new ContentionError("The merchant's settings changed while the token was being issued. Try again.");
+      throw new NotFoundError();
+    }
     if (err instanceof WriteConflict && replaces === null && err.tags.includes('pointer')) throw tokenExists();
     if (err instanceof WriteConflict && replaces !== null)
       throw new ContentionError('The token changed while it was being regenerated. Try again.');
@@ -133,15 +142,39 @@ export const markMerchantDeleted = async (merchantId: string, tokenHash: string 
   }
 };
 
-/** Writes a live merchant's changes; unknown or deleted: 404. */
-export const updateMerchantItem = async (merchantId: string, changes: MerchantChanges) => {
+/**
+ * Writes a live merchant's changes; unknown or deleted: 404. A new time zone is also written to the
+ * valid token (`activeToken`, its hash), which each request reads it from, in the same transaction,
+ * on condition that it is still the valid one (a concurrent regenerate or revoke: 409).
+ */
+export const updateMerchantItem = async (merchantId: string, changes: MerchantChanges, activeToken: string | null) => {
   const ws = new WriteSet();
   const update = ws.update('merchant', keys.merchant(merchantId)).when(merchantLive);
   if (changes.name !== undefined) update.set('name', changes.name);
+  if (changes.timezone !== undefined) {
+    update.set('timezone', changes.timezone);
+    if (activeToken) {
+      ws.update('pointer', keys.merchantToken(merchantId))
+        .set('timezone', changes.timezone)
+        .when({
+          expression: 'token_hash = :h AND #st = :active',
+          names: { '#st': 'status' },
+          values: { ':h': activeToken, ':active': 'active' },
+        });
+      ws.update('token', keys.token(activeToken)).set('timezone', changes.timezone).when({ expression: 'attribute_exists(pk)' });
+    } else {
+      ws.check('pointer', keys.merchantToken(merchantId), {
+        expression: 'attribute_not_exists(pk) OR #st = :revoked',
+        names: { '#st': 'status' },
+        values: { ':revoked': 'revoked' },
+      });
+    }
+  }
   try {
     await ws.commit();
   } catch (err) {
-    if (err instanceof WriteConflict) throw new NotFoundError();
+    if (err instanceof WriteConflict && err.tags.includes('merchant')) throw new NotFoundError();
+    if (err instanceof WriteConflict) throw new ContentionError('The token changed while the settings were being saved. Try again.');
     throw err;
   }
 };

@@ -72,9 +72,9 @@ export const routes = {
     dashboard: dashboardRead,
     writes: false,
     csv: true,
-    summary: "Today's and this month's figures (UTC)",
+    summary: "Today's and this month's figures (in the merchant's time zone)",
     description:
-      "Today's and this month's figures in UTC: revenue of paid orders in the reporting currency (or `currency`), the number of orders created today and the share of them paid. Read from counters: three requests however many orders there are (docs/orders.md).",
+      "Today's and this month's figures in the merchant's reporting time zone (`GET /settings`; UTC unless changed): revenue of paid orders in the reporting currency (or `currency`), the number of orders created today and the share of them paid. Read from counters: the same number of requests however many orders there are (docs/orders.md).",
     tags: ['orders'],
     request: { query: orderStatsQuery },
     responses: { 200: { description: 'Stats', schema: dataOf(orderStatsSchema) }, ...errors, ...invalid },

@@ -178,7 +178,87 @@ type Counters = Record<string, Decimal | undefined>;
 /** The stats counter of revenue paid in `currency`. */
 export const revenueAttr = (currency: string) => `rev_${currency}`;
 
-/** GET /orders/stats from today's and this month's counters: revenue by paid_at, counts by created_at. */
+/**
+ * A day item keeps each counter twice: for the whole UTC day (`created`) and for the quarter-hour
+ * of it that moved it (`q37_created`: 09:15–09:30 UTC), so a day of any time zone can be summed
+ * from the UTC days it overlaps.
+ */
+export const quarterAttr = (quarter: number, attr: string) => `q${String(quarter).padStart(2, '0')}_${attr}`;
+const QUARTER_ATTR = /^q(\d\d)_(.+)$/;
+
+/**
+ * What a stats figure over the UTC instants [from, to) adds up: a UTC month's items, a UTC day's
+ * whole-day counters, or the quarter-hours [first, end) of a UTC day; each added (+1) or taken away (−1).
+ */
+export type StatsTerm =
+  | { kind: 'month'; month: string; sign: 1 | -1 }
+  | { kind: 'day'; day: string; sign: 1 | -1; quarters: [number, number] | null };
+
+const DAY_MS = 86_400_000;
+const QUARTER_MS = 900_000;
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+const dayTerms = (from: number, to: number, sign: 1 | -1): StatsTerm[] => {
+  const out: StatsTerm[] = [];
+  for (let d = Math.floor(from / DAY_MS) * DAY_MS; d < to; d += DAY_MS) {
+    const first = Math.floor((Math.max(from, d) - d) / QUARTER_MS);
+    const end = Math.floor((Math.min(to, d + DAY_MS) - d) / QUARTER_MS);
+    if (first === 0 && end === 96) out.push({ kind: 'day', day: isoDay(d), sign, quarters: null });
+    else if (first < end) out.push({ kind: 'day', day: isoDay(d), sign, quarters: [first, end] });
+  }
+  return out;
+};
+
+/**
+ * The terms of [from, to): a UTC month wholly inside is its month items; a month mostly inside is
+ * its month items less the days (or quarter-hours) outside; a month barely inside is its days
+ * inside. A local day or month in any zone (offsets up to ±14 h) so reads at most two months and
+ * four days; in UTC, one day or one month.
+ */
+export const statsTerms = (from: number, to: number): StatsTerm[] => {
+  const out: StatsTerm[] = [];
+  const start = new Date(from);
+  let u0 = Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), 1);
+  while (u0 < to) {
+    const d = new Date(u0);
+    const u1 = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+    const a = Math.max(from, u0);
+    const b = Math.min(to, u1);
+    const month = d.toISOString().slice(0, 7);
+    if (a === u0 && b === u1) out.push({ kind: 'month', month, sign: 1 });
+    else if (b - a > (u1 - u0) / 2) out.push({ kind: 'month', month, sign: 1 }, ...dayTerms(u0, a, -1), ...dayTerms(b, u1, -1));
+    else out.push(...dayTerms(a, b, 1));
+    u0 = u1;
+  }
+  return out;
+};
+
+/** Where a term's counters are filed (a month, or a day) once read. */
+export const termId = (t: StatsTerm) => (t.kind === 'month' ? `M#${t.month}` : `D#${t.day}`);
+
+/** The counters of [from, to), from its terms and each term's item (summed over shards). */
+export const foldTerms = (terms: StatsTerm[], counters: Map<string, Record<string, Decimal>>): Record<string, Decimal> => {
+  const out: Record<string, Decimal> = {};
+  for (const t of terms) {
+    for (const [attr, v] of Object.entries(counters.get(termId(t)) ?? {})) {
+      const quarter = QUARTER_ATTR.exec(attr);
+      let target: string;
+      if (t.kind === 'day' && t.quarters) {
+        if (!quarter) continue;
+        const q = Number(quarter[1]);
+        if (q < t.quarters[0] || q >= t.quarters[1]) continue;
+        target = quarter[2];
+      } else {
+        if (quarter) continue;
+        target = attr;
+      }
+      out[target] = (out[target] ?? new Decimal(0)).plus(t.sign === 1 ? v : v.negated());
+    }
+  }
+  return out;
+};
+
+/** GET /orders/stats from today's and this month's counters (in the merchant's time zone): revenue by paid_at, counts by created_at. */
 export const stats = (day: Counters, month: Counters, currency: string) => {
   const created = day.created?.toNumber() ?? 0;
   const createdPaid = day.created_paid?.toNumber() ?? 0;

@@ -14,7 +14,8 @@ import { addOutboxEvent } from '#lib/outbox/store';
 import { addIdempotencyRecord, isLive, replay as replayRecord, requestHash, type IdempotencyRecord } from '#lib/shared/idempotency';
 import { emptyPage } from '#lib/shared/pagination';
 import { presentOrder, type Order, type OrderItem } from '#lib/orders/model';
-import { createdWebhooks, decide, ORDER_NO_TAKEN, stats, withOrderDefaults } from '#lib/orders/rules';
+import { createdWebhooks, decide, foldTerms, ORDER_NO_TAKEN, stats, statsTerms, withOrderDefaults } from '#lib/orders/rules';
+import { localPeriodsAt } from '#lib/shared/zone';
 import type { OrderInput, OrderListQuery, OrderPatch } from '#lib/orders/schemas';
 import {
   addAggregateDeltas,
@@ -26,10 +27,10 @@ import {
   newOrderItem,
   orderNoTakenBy,
   ordersPage,
-  readStats,
+  readStatsTerms,
   rewriteOrder,
 } from '#lib/orders/store';
-import { formatTimestamp, utcDay } from '#lib/shared/time';
+import { formatTimestamp } from '#lib/shared/time';
 
 /**
  * Orders (docs/orders.md): each change reads by key, decides (lib/orders/rules.ts) and persists
@@ -204,8 +205,14 @@ export const listOrders = async (merchantId: string, q: OrderListQuery) => {
   return { data: items.map((o) => presentOrder(o, customers.get(o.customer_id))), meta };
 };
 
-/** GET /orders/stats from the pre-aggregated day and month items. Revenue by `paid_at`, counts by `created_at`, UTC (docs/orders.md). */
-export const orderStats = async (merchantId: string, currency: string) => {
-  const { day, month } = await readStats(merchantId, utcDay(formatTimestamp(now())));
-  return stats(day, month, currency);
+/**
+ * GET /orders/stats from the pre-aggregated day and month items: revenue by `paid_at`, counts by
+ * `created_at`, today and this month in the merchant's time zone (docs/orders.md).
+ */
+export const orderStats = async (merchantId: string, currency: string, zone: string) => {
+  const { today, month } = localPeriodsAt(now().getTime(), zone);
+  const todayTerms = statsTerms(today.from, today.to);
+  const monthTerms = statsTerms(month.from, month.to);
+  const counters = await readStatsTerms(merchantId, [...todayTerms, ...monthTerms]);
+  return stats(foldTerms(todayTerms, counters), foldTerms(monthTerms, counters), currency);
 };

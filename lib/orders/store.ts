@@ -1,6 +1,6 @@
 import { GetCommand, NumberValue, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
-import { addTotal, listTotal, readDayAndMonth } from '#lib/db/counters';
+import { addTotal, listTotal, readStatsPeriods } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
 import { createdRange, ENTRY_OF, indexes, indexPartitions, keys, PAYMENT_PREFIX } from '#lib/db/keys';
 import { countQuery, itemRowsOf, listPage, type IndexQuery } from '#lib/db/query';
@@ -8,10 +8,11 @@ import { retrying } from '#lib/db/retry';
 import { itemAbsent, versionIs, WriteConflict, WriteSet, type Condition } from '#lib/db/writes';
 import { ltvAttr, type CustomerItem } from '#lib/customers/model';
 import type { OrderItem } from '#lib/orders/model';
-import { changed, newOrder, paymentTime, revenueAttr } from '#lib/orders/rules';
+import { changed, newOrder, paymentTime, quarterAttr, revenueAttr, type StatsTerm } from '#lib/orders/rules';
 import type { OrderListQuery } from '#lib/orders/schemas';
 import type { IdempotencyRecord } from '#lib/shared/idempotency';
 import { utcDay, utcMonth } from '#lib/shared/time';
+import { quarterOf } from '#lib/shared/zone';
 
 /**
  * The orders' table adapter: keys and index attributes, reads, and the writes of a planned change
@@ -138,8 +139,17 @@ export const ordersPage = (merchantId: string, customerId: number | undefined, q
   return listPage<OrderItem>(query, total, q);
 };
 
-/** A day's and its month's stats counters (one BatchGetItem, whatever the number of orders). */
-export const readStats = (merchantId: string, day: string) => readDayAndMonth(merchantId, day);
+/**
+ * The stats items `terms` name, each summed over its shards and filed by `termId`: one
+ * BatchGetItem of 96 keys in UTC (today's day and month), up to three elsewhere, whatever the
+ * number of orders.
+ */
+export const readStatsTerms = (merchantId: string, terms: StatsTerm[]) =>
+  readStatsPeriods(
+    merchantId,
+    [...new Set(terms.flatMap((t) => (t.kind === 'day' ? [t.day] : [])))],
+    [...new Set(terms.flatMap((t) => (t.kind === 'month' ? [t.month] : [])))],
+  );
 
 /**
  * `ops upgrade`: orders written before list entries existed (their list keys on the item) get their
@@ -179,25 +189,30 @@ const sign = (d: Decimal, negative: boolean) => (negative ? d.negated() : d);
 
 /** Stats (per UTC day and month, per currency) and list totals, in this transaction's counter shard. */
 export const addAggregateDeltas = (ws: WriteSet, merchantId: string, before: OrderFigures | null, after: OrderFigures | null) => {
-  const day = (d: string) => ws.update('stats', keys.statsDay(merchantId, utcDay(d), ws.shard));
+  // The UTC day's counter and its quarter-hour's (rules.ts `quarterAttr`: time zones regroup them).
+  const day = (at: string, attr: string, amount: Decimal) =>
+    ws
+      .update('stats', keys.statsDay(merchantId, utcDay(at), ws.shard))
+      .add(attr, amount)
+      .add(quarterAttr(quarterOf(Date.parse(at)), attr), amount);
   const apply = (o: OrderFigures, negative: boolean) => {
     if (o.status === 'paid' && o.paid_at) {
       const amount = sign(new Decimal(o.amount), negative);
-      day(o.paid_at).add(revenueAttr(o.currency), amount);
+      day(o.paid_at, revenueAttr(o.currency), amount);
       ws.update('stats', keys.statsMonth(merchantId, utcMonth(o.paid_at), ws.shard)).add(revenueAttr(o.currency), amount);
     }
-    if (o.status === 'paid') day(o.created_at).add('created_paid', sign(ONE, negative));
+    if (o.status === 'paid') day(o.created_at, 'created_paid', sign(ONE, negative));
     addTotal(ws, merchantId, 'ORDERS', `orders_${o.status}`, sign(ONE, negative));
   };
   if (before) apply(before, true);
   if (after) apply(after, false);
   if (!before && after) {
-    day(after.created_at).add('created', ONE);
+    day(after.created_at, 'created', ONE);
     addTotal(ws, merchantId, 'ORDERS', 'orders', ONE);
-  } else if (before && after && utcDay(before.created_at) !== utcDay(after.created_at)) {
+  } else if (before && after && before.created_at !== after.created_at) {
     // An import gave the order its own date: it counts on that day.
-    day(before.created_at).add('created', ONE.negated());
-    day(after.created_at).add('created', ONE);
+    day(before.created_at, 'created', ONE.negated());
+    day(after.created_at, 'created', ONE);
   }
 };
 

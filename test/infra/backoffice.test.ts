@@ -132,6 +132,7 @@ describe('back-office identity (CDK)', () => {
       'GET /v1/backoffice/me',
       'POST /v1/backoffice/api-token',
       'POST /v1/backoffice/api-token/regenerate',
+      'PUT /v1/settings',
     ]);
     for (const route of routes) {
       if (backoffice.includes(route.RouteKey)) {
@@ -154,6 +155,8 @@ describe('back-office identity (CDK)', () => {
       backofficeTokenCreate: 'write',
       backofficeTokenRegenerate: 'write',
       backofficeTokenRevoke: 'write',
+      // The merchant's time zone, and its copy on the valid token.
+      settingsPut: 'write',
     });
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConflictError, NotFoundError } from '#lib/errors';
 import {
   changedMerchant,
+  zoneOf,
   decideToken,
   issued,
   issuedDetails,
@@ -29,10 +30,15 @@ const pointer = (over: Partial<TokenPointer> = {}): TokenPointer => ({
 });
 
 describe('a merchant', () => {
-  it('keeps its reporting currency in capitals, and changes only its name', () => {
-    expect(merchant).toEqual({ merchant_id: 'mer_1', name: 'Shop', reporting_currency: 'USD', created_at: AT });
+  it('keeps its reporting currency in capitals, starts in UTC, and changes only its name and time zone', () => {
+    expect(merchant).toEqual({ merchant_id: 'mer_1', name: 'Shop', reporting_currency: 'USD', timezone: 'UTC', created_at: AT });
     const changed = changedMerchant(merchant, { name: 'Shop 2', reporting_currency: 'EUR' } as never);
     expect(changed).toEqual({ ...merchant, name: 'Shop 2' });
+    expect(changedMerchant(merchant, { timezone: 'Asia/Taipei' })).toEqual({ ...merchant, timezone: 'Asia/Taipei' });
+    // A merchant stored before time zones existed reads as UTC.
+    const { timezone: _, ...older } = merchant;
+    expect(presentMerchantRecord(older)).toMatchObject({ timezone: 'UTC' });
+    expect(zoneOf(older)).toBe('UTC');
     expect(presentMerchantRecord({ ...merchant, deleted_at: AT })).toMatchObject({ deleted: true, deleted_at: AT });
     expect(presentMerchantRecord(merchant)).toMatchObject({ deleted: false, deleted_at: null });
   });
@@ -75,6 +81,7 @@ describe('what is shown of a token', () => {
       last_four: 'L9z0',
       created_at: AT,
       reporting_currency: 'USD',
+      timezone: 'UTC',
     });
     const answer = issued('mer_1', token, details);
     expect(answer).toMatchObject({ token, merchant_id: 'mer_1', last_used_at: null });

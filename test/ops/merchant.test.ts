@@ -77,6 +77,7 @@ describe('ops merchant show and token show', { timeout: 90_000 }, () => {
       merchant_id: id,
       name: 'Show shop',
       reporting_currency: expect.stringMatching(/^[A-Z]{3}$/),
+      timezone: 'UTC',
       created_at: expect.any(String),
       deleted: false,
       deleted_at: null,
@@ -147,7 +148,13 @@ describe('ops merchant update', { timeout: 90_000 }, () => {
   it('renames a merchant; refuses the reporting currency, nothing to change, a deleted or missing merchant', async () => {
     const id = await merchant('Old name');
     const renamed = await ok('merchant', 'update', '--merchant', id, '--name', 'New name');
-    expect(renamed).toEqual({ merchant_id: id, name: 'New name', reporting_currency: expect.any(String), created_at: expect.any(String) });
+    expect(renamed).toEqual({
+      merchant_id: id,
+      name: 'New name',
+      reporting_currency: expect.any(String),
+      timezone: 'UTC',
+      created_at: expect.any(String),
+    });
     expect(await ok('merchant', 'show', '--merchant', id)).toMatchObject({
       name: 'New name',
       reporting_currency: renamed.reporting_currency,
@@ -164,12 +171,34 @@ describe('ops merchant update', { timeout: 90_000 }, () => {
       ops('merchant', 'update', '--name', 'x'),
     ]);
     expectUsage(currency, '--currency cannot be changed');
-    expectUsage(nothing, 'nothing to update: give --name');
+    expectUsage(nothing, 'nothing to update: give --name or --timezone');
     expectUsage(empty, '--name is required');
     expectUsage(noMerchant, '--merchant is required');
     expectMissing(missing);
     expectMissing(deleted, gone);
     expect(await ok('merchant', 'show', '--merchant', id)).toMatchObject({ name: 'New name' });
+  });
+});
+
+describe('ops merchant update --timezone', { timeout: 90_000 }, () => {
+  it('sets the reporting time zone in its canonical spelling; the valid token answers in it from the next request', async () => {
+    const id = await merchant('Zoned');
+    const issued = await ok('token', 'create', '--merchant', id, '--abilities', 'analytics:read');
+    expect((await api.get('/settings', issued.token)).body.data).toEqual({ timezone: 'UTC', reporting_currency: expect.any(String) });
+    const [offset, unknown] = await Promise.all([
+      ops('merchant', 'update', '--merchant', id, '--timezone', '+08:00'),
+      ops('merchant', 'update', '--merchant', id, '--timezone', 'Mars/Olympus_Mons'),
+    ]);
+    expectUsage(offset, '--timezone must be an IANA time zone name, such as UTC, Asia/Taipei or America/New_York, got +08:00');
+    expectUsage(unknown, 'got Mars/Olympus_Mons');
+
+    const zoned = await ok('merchant', 'update', '--merchant', id, '--timezone', 'asia/taipei');
+    expect(zoned).toMatchObject({ merchant_id: id, name: 'Zoned', timezone: 'Asia/Taipei' });
+    expect(await ok('merchant', 'show', '--merchant', id)).toMatchObject({ timezone: 'Asia/Taipei', token: { status: 'active' } });
+    expect((await api.get('/settings', issued.token)).body.data.timezone).toBe('Asia/Taipei');
+    // A token issued after the change carries it too.
+    const regenerated = await ok('token', 'regenerate', '--merchant', id);
+    expect((await api.get('/settings', regenerated.token)).body.data.timezone).toBe('Asia/Taipei');
   });
 });
 

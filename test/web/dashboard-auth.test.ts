@@ -143,7 +143,7 @@ describe('the dashboard identity on token routes', () => {
     for (const role of ['admin', 'user'] as const) {
       const me = await api.get('/backoffice/me', null, asJwt(await backofficeJwt(merchantId, role)));
       expect(me.status).toBe(200);
-      expect(me.body.data).toEqual({ merchant_id: merchantId, name: expect.any(String), reporting_currency: 'USD', role });
+      expect(me.body.data).toEqual({ merchant_id: merchantId, name: expect.any(String), reporting_currency: 'USD', timezone: 'UTC', role });
     }
     expect((await api.get('/backoffice/me', token)).status).toBe(401);
   });
