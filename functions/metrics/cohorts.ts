@@ -4,5 +4,5 @@ import { cohorts } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsCohorts, async ({ auth, query }) => ({
   status: 200,
-  body: { data: await cohorts(auth.merchantId, auth.reportingCurrency, query) },
+  body: { data: await cohorts(auth.merchantId, auth, query) },
 }));

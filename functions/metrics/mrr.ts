@@ -4,5 +4,5 @@ import { mrrSeries } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsMrr, async ({ auth, query }) => ({
   status: 200,
-  body: await mrrSeries(auth.merchantId, auth.reportingCurrency, query),
+  body: await mrrSeries(auth.merchantId, auth, query),
 }));

@@ -4,5 +4,5 @@ import { metricsSummary } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsSummary, async ({ auth, query }) => ({
   status: 200,
-  body: { data: await metricsSummary(auth.merchantId, auth.reportingCurrency, query) },
+  body: { data: await metricsSummary(auth.merchantId, auth, query) },
 }));

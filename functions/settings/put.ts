@@ -1,6 +1,6 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/merchants/routes';
-import { putSettings } from '#lib/merchants/service';
+import { putSettings } from '#lib/merchants/settings';
 
 export const handler = apiHandler(routes.settingsPut, async ({ identity, body }) => ({
   status: 200,

@@ -98,7 +98,12 @@ const updateMerchant = async (values: Values) => {
       throw new UsageError(`--timezone must be an IANA time zone name, such as UTC, Asia/Taipei or America/New_York, got ${zone}`);
   }
   const changes = { ...(name === undefined ? {} : { name: need(name, 'name') }), ...(timezone ? { timezone } : {}) };
-  return explainNotFound(merchantId, (await store()).updateMerchant(merchantId, changes));
+  const changed = await explainNotFound(merchantId, (await store()).updateMerchant(merchantId, changes));
+  if (!timezone) return changed;
+  // The metrics move to the new zone's days, every customer, before this returns.
+  const { rezoneCustomers } = await import('#lib/metrics/rezone');
+  const moved = await rezoneCustomers(merchantId, changed.reporting_currency, timezone);
+  return { ...changed, customers_moved: moved.moved };
 };
 
 /** `token show`: the token's status, abilities and use, never the token or its hash. */

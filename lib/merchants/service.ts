@@ -10,7 +10,6 @@ import {
   issued,
   issuedDetails,
   newMerchant,
-  presentSettings,
   tokenDetails,
   tokenStatusOf,
   type Merchant,
@@ -98,6 +97,3 @@ export const updateMerchant = async (merchantId: string, changes: MerchantChange
   return changedMerchant(merchant, changes);
 };
 
-/** PUT /settings: the time zone changes, from the next request on (each request reads it with its token). */
-export const putSettings = async (merchant: Merchant, settings: { timezone: string }) =>
-  presentSettings(await updateMerchant(merchant.merchant_id, { timezone: settings.timezone }));

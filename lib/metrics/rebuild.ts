@@ -16,6 +16,7 @@ import {
   lineOf,
   orderLine,
   replaceLine,
+  segmentsOf,
   type Contributions,
   type OrderFacts,
   type Point,
@@ -27,6 +28,8 @@ import { subscriptionTag, type SubscriptionFacts } from '#lib/metrics/lines';
 import { retrying } from '#lib/db/retry';
 import { applyPending, WriteSet } from '#lib/db/writes';
 import { getMerchant } from '#lib/merchants/store';
+import { zoneOf } from '#lib/merchants/rules';
+import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 
 /**
  * `ops metrics rebuild`: makes a merchant's stored aggregates equal the sum of its customers'
@@ -51,20 +54,6 @@ const aggregateIdOf = (partition: 'metrics' | 'cohort' | 'reasons', sk: string) 
   return partition === 'metrics' ? withoutShard : partition === 'reasons' ? `R${withoutShard}` : `C#${withoutShard}`;
 };
 
-/** The segments a timeline has points in (the reporting currency's is the whole). */
-const segmentsOf = (tl: Timeline, reportingCurrency: string): Segment[] => {
-  const seen = new Map<string, Segment>();
-  for (const pts of Object.values(tl)) {
-    for (const p of pts) {
-      if (!p[3]) continue;
-      const [plan, cycle, currency] = p[3];
-      if (plan !== null) seen.set(`plan\u0000${plan}`, { dimension: 'plan', value: plan });
-      if (cycle !== null) seen.set(`billing_cycle\u0000${cycle}`, { dimension: 'billing_cycle', value: cycle });
-      if (currency !== reportingCurrency) seen.set(`currency\u0000${currency}`, { dimension: 'currency', value: currency });
-    }
-  }
-  return [...seen.values()];
-};
 const segmentId = (segment: Segment | null) => (segment ? `${segment.dimension}\u0000${segment.value}` : '');
 
 export type RebuildReport = {
@@ -127,7 +116,10 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   const { Item: seq } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sequences(merchantId), ConsistentRead: true }));
   const lastCustomerId = Number(seq?.customer ?? 0);
 
-  const reportingCurrency = (await getMerchant(merchantId))?.reporting_currency ?? 'TWD';
+  const merchant = await getMerchant(merchantId);
+  const reportingCurrency = merchant?.reporting_currency ?? 'TWD';
+  // The days and months of the merchant's reporting time zone; a customer counted in another zone's is moved to it.
+  const zone = merchant ? zoneOf(merchant) : DEFAULT_TIMEZONE;
   // Per slice of the figures ('' the whole, else a segment): what the customers' timelines add up to.
   const targets = new Map<string, { segment: Segment | null; target: Contributions }>([['', { segment: null, target: new Map() }]]);
   let linesRederived = 0;
@@ -162,7 +154,7 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
         const state = read.get(id)!;
         // Lines written by earlier rules are derived again from their orders and subscriptions as they now are.
         const current = await rederiveLines(merchantId, reportingCurrency, id, state.timeline);
-        if (firstDifference(state.timeline, current) !== null) {
+        if (firstDifference(state.timeline, current) !== null || state.zone !== zone) {
           await retrying(async () => {
             const fresh = (await timelinesFrom(merchantId, await batchGet([keys.customerTimeline(merchantId, id)]), [id])).get(id)!;
             const ws = new WriteSet();
@@ -173,6 +165,7 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
               id,
               fresh,
               await rederiveLines(merchantId, reportingCurrency, id, fresh.timeline),
+              zone,
             );
             await ws.commit();
           });
@@ -183,7 +176,7 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
         for (const segment of [null, ...segmentsOf(current, reportingCurrency)]) {
           const slot = targets.get(segmentId(segment)) ?? { segment, target: new Map() };
           targets.set(segmentId(segment), slot);
-          addContributions(slot.target, contributions(current, reportingCurrency, segment));
+          addContributions(slot.target, contributions(current, reportingCurrency, segment, zone));
         }
       }
       const customer = found.get(keyId(keys.customer(merchantId, id)));

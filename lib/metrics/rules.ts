@@ -11,6 +11,7 @@ import {
 } from '#lib/metrics/schemas';
 import { MOVEMENTS, type Contributions, type LineFilter, type Segment } from '#lib/metrics/timeline';
 import { ExactSum } from '#lib/shared/money';
+import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 
 /**
  * The figures of GET /metrics/* (docs/metrics.md) from the aggregate items, in memory: which items a
@@ -245,15 +246,15 @@ export const itemsInRange = (items: AggregateItem[], { monthsTo, dayRanges }: Ra
 export const cohortItemsIn = (items: AggregateItem[], start: string, end: string) =>
   items.filter((i) => String(i.sk) >= `${start}#` && String(i.sk) <= `${end}#~`);
 
-/** start/end with their defaults and the limits of docs/metrics.md (422 on the parameter at fault); `today` is the UTC day. */
-export const resolveRange = (q: MrrQuery, today: string): Range => {
+/** start/end with their defaults and the limits of docs/metrics.md (422 on the parameter at fault); `today` is the day in `zone`. */
+export const resolveRange = (q: MrrQuery, today: string, zone = DEFAULT_TIMEZONE): Range => {
   const interval: Interval = q.interval ?? 'month';
-  const end = q.end_date ? utcDayOf(q.end_date)! : today;
+  const end = q.end_date ? utcDayOf(q.end_date, zone)! : today;
   // No projections: the figures after today would only repeat today's.
   if (end > today) throw dateError('end_date', 'The end date field must be a date before or equal to today.');
   const endMonth = toDate(end);
   const start = q.start_date
-    ? utcDayOf(q.start_date)!
+    ? utcDayOf(q.start_date, zone)!
     : dayOf(new Date(Date.UTC(endMonth.getUTCFullYear(), endMonth.getUTCMonth() - 11, 1)));
   const blame = q.end_date ? 'end_date' : 'start_date';
   if (start > end) {
@@ -321,8 +322,8 @@ export const series = (range: Range, { before, moves }: FoldedRange) => {
 };
 
 /** A day the figures are read at (GET /metrics/plans): default today, never after it. */
-export const resolveDay = (date: string | undefined, today: string): string => {
-  const day = date ? utcDayOf(date)! : today;
+export const resolveDay = (date: string | undefined, today: string, zone = DEFAULT_TIMEZONE): string => {
+  const day = date ? utcDayOf(date, zone)! : today;
   if (day > today) throw dateError('date', 'The date field must be a date before or equal to today.');
   return day;
 };

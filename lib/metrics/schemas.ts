@@ -1,14 +1,19 @@
 import * as z from 'zod';
 import { DATE_OR_DATETIME_PATTERN, isDateOnly, parseDate, parseTimestamp } from '#lib/shared/time';
 import { currency } from '#lib/shared/fields';
+import { DEFAULT_TIMEZONE, localDayOf } from '#lib/shared/zone';
 
 export const INTERVALS = ['day', 'week', 'month', 'quarter', 'year'] as const;
 export type Interval = (typeof INTERVALS)[number];
 
-/** A UTC day `YYYY-MM-DD`; a date-time (ISO 8601 with `Z` or an offset, docs/api-conventions.md) names its UTC day. */
-export const utcDayOf = (v: string): string | null => {
+/**
+ * A day `YYYY-MM-DD`; a date-time (ISO 8601 with `Z` or an offset, docs/api-conventions.md) names
+ * its day in `zone`, the merchant's reporting time zone (UTC by default).
+ */
+export const utcDayOf = (v: string, zone = DEFAULT_TIMEZONE): string | null => {
   const d = parseDate(v) ?? (isDateOnly(v) ? null : parseTimestamp(v));
-  return d ? d.toISOString().slice(0, 10) : null;
+  if (!d) return null;
+  return isDateOnly(v) ? d.toISOString().slice(0, 10) : localDayOf(d.getTime(), zone);
 };
 
 const date = () =>
@@ -18,7 +23,7 @@ const date = () =>
     .meta({
       pattern: DATE_OR_DATETIME_PATTERN,
       example: '2026-01-31',
-      description: 'A date (YYYY-MM-DD); a date-time is taken as its UTC day',
+      description: "A date (YYYY-MM-DD); a date-time is taken as its day in the merchant's reporting time zone",
     });
 
 const MONTH = /^(\d{4})-(\d{2})$/;

@@ -4,7 +4,6 @@ import {
   aggregateItemsOf,
   cohortItemsIn,
   cohortTable,
-  dayOf,
   foldRange,
   itemsInRange,
   planTable,
@@ -31,6 +30,11 @@ import {
   reasonsPartition,
 } from '#lib/metrics/store';
 import { addContributions, contributionsWhere, type Contributions } from '#lib/metrics/timeline';
+import type { AuthContext } from '#lib/auth/tokens';
+import { localDayOf } from '#lib/shared/zone';
+
+/** What the figures are kept in: the merchant's reporting currency and time zone (days, weeks, months). */
+type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone'>;
 
 /**
  * GET /metrics/* (docs/metrics.md), from the pre-aggregated items only — never orders, events or
@@ -42,7 +46,8 @@ import { addContributions, contributionsWhere, type Contributions } from '#lib/m
  * timelines, so it costs in proportion to the customers it matches, never to the others.
  */
 
-const today = () => dayOf(now());
+/** Today in the merchant's reporting time zone (`zone`). */
+const today = (zone: string) => localDayOf(now().getTime(), zone);
 
 /**
  * The matching customers' contributions, summed, as aggregate items (a segment of `kind:
@@ -50,7 +55,7 @@ const today = () => dayOf(now());
  * indexes (every index's shards at once), intersected; their timelines read by key; each
  * restricted to the matching lines and mapped by the same pure function the writes use.
  */
-const segmentItems = async (merchantId: string, reportingCurrency: string, slice: Extract<Slice, { kind: 'customers' }>) => {
+const segmentItems = async (merchantId: string, figures: Figures, slice: Extract<Slice, { kind: 'customers' }>) => {
   const [byMetadata, byPlan] = await Promise.all([
     Promise.all(slice.metadata.map(([k, v]) => customersWithMetadata(merchantId, k, v))),
     Promise.all(slice.plans.map((plan) => customersOfPlan(merchantId, plan))),
@@ -60,44 +65,44 @@ const segmentItems = async (merchantId: string, reportingCurrency: string, slice
   const ids = [...(first ?? [])].filter((id) => rest.every((s) => s.has(id))).sort((a, b) => a - b);
   const sum: Contributions = new Map();
   for (const state of (await readTimelines(merchantId, ids)).values())
-    addContributions(sum, contributionsWhere(state.timeline, reportingCurrency, slice.lines));
+    addContributions(sum, contributionsWhere(state.timeline, figures.reportingCurrency, slice.lines, figures.timezone));
   return aggregateItemsOf(sum);
 };
 
 /** The movement items a range needs, of the whole, a stored segment, or the matching customers. */
-const rangeItems = async (merchantId: string, reportingCurrency: string, slice: Slice, range: Range) =>
+const rangeItems = async (merchantId: string, figures: Figures, slice: Slice, range: Range) =>
   slice.kind === 'stored'
     ? readRangeItems(movementsPartition(merchantId, slice.segment), rangeReads(range))
-    : itemsInRange((await segmentItems(merchantId, reportingCurrency, slice)).movements, rangeReads(range));
+    : itemsInRange((await segmentItems(merchantId, figures, slice)).movements, rangeReads(range));
 
 /** GET /metrics/mrr: one entry per day, week, month, quarter or year of the range, and the range's summary. */
-export const mrrSeries = async (merchantId: string, reportingCurrency: string, q: MrrQuery) => {
-  const range = resolveRange(q, today());
-  const slice = resolveSegment(q, reportingCurrency);
-  return series(range, foldRange(range, await rangeItems(merchantId, reportingCurrency, slice, range)));
+export const mrrSeries = async (merchantId: string, figures: Figures, q: MrrQuery) => {
+  const range = resolveRange(q, today(figures.timezone), figures.timezone);
+  const slice = resolveSegment(q, figures.reportingCurrency);
+  return series(range, foldRange(range, await rangeItems(merchantId, figures, slice, range)));
 };
 
-/** GET /metrics/summary: now, and the last 30 days (today and the 29 before it, UTC). */
-export const metricsSummary = async (merchantId: string, reportingCurrency: string, q: SummaryQuery) => {
-  const range = summaryRange(today());
-  const slice = resolveSegment(q, reportingCurrency);
-  return summaryOf(foldRange(range, await rangeItems(merchantId, reportingCurrency, slice, range)));
+/** GET /metrics/summary: now, and the last 30 days (today and the 29 before it, in the merchant's time zone). */
+export const metricsSummary = async (merchantId: string, figures: Figures, q: SummaryQuery) => {
+  const range = summaryRange(today(figures.timezone));
+  const slice = resolveSegment(q, figures.reportingCurrency);
+  return summaryOf(foldRange(range, await rangeItems(merchantId, figures, slice, range)));
 };
 
 /** GET /metrics/cohorts: one Query over the cohort items of the range's cohorts (or the matching customers' figures). */
-export const cohorts = async (merchantId: string, reportingCurrency: string, q: CohortsQuery) => {
-  const range = resolveCohortRange(q, today().slice(0, 7));
-  const slice = resolveSegment(q, reportingCurrency);
+export const cohorts = async (merchantId: string, figures: Figures, q: CohortsQuery) => {
+  const range = resolveCohortRange(q, today(figures.timezone).slice(0, 7));
+  const slice = resolveSegment(q, figures.reportingCurrency);
   const items =
     slice.kind === 'stored'
       ? await readCohortItems(merchantId, range.start, range.end, slice.segment)
-      : cohortItemsIn((await segmentItems(merchantId, reportingCurrency, slice)).cohorts, range.start, range.end);
+      : cohortItemsIn((await segmentItems(merchantId, figures, slice)).cohorts, range.start, range.end);
   return cohortTable(range, items);
 };
 
 /** GET /metrics/plans: the plan list (one Query), then each plan's segment read to the day (two Queries each, in parallel). */
-export const planFigures = async (merchantId: string, q: PlansQuery) => {
-  const day = resolveDay(q.date, today());
+export const planFigures = async (merchantId: string, zone: string, q: PlansQuery) => {
+  const day = resolveDay(q.date, today(zone), zone);
   const range = { start: day, end: day, interval: 'day' as const };
   const plans = await readPlanNames(merchantId);
   const folded = await Promise.all(
@@ -113,7 +118,7 @@ export const planFigures = async (merchantId: string, q: PlansQuery) => {
 };
 
 /** GET /metrics/churn-reasons: the churn-by-reason items of the range, read month-wise (up to three Queries). */
-export const churnReasons = async (merchantId: string, q: ChurnReasonsQuery) => {
-  const range = { ...resolveRange({ ...q, interval: 'month' }, today()), interval: 'month' as const };
+export const churnReasons = async (merchantId: string, zone: string, q: ChurnReasonsQuery) => {
+  const range = { ...resolveRange({ ...q, interval: 'month' }, today(zone), zone), interval: 'month' as const };
   return reasonTable(range, await readRangeItems(reasonsPartition(merchantId), rangeReads(range)));
 };

@@ -18,6 +18,7 @@ import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/wr
 import { COHORT_PROJECTION, LEVEL_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
 import { now } from '#lib/clock';
 import { formatTimestamp } from '#lib/shared/time';
+import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 import {
   changedLines,
   chunkTimeline,
@@ -50,11 +51,13 @@ import {
 export type TimelineState = {
   timeline: Timeline;
   version: number | null;
+  /** The time zone whose days and months the aggregates count this customer in (the merchant's when last written). */
+  zone: string;
   /** Stored chunks (period → JSON) of a chunked timeline; null while it is inline. */
   chunks: Map<string, string> | null;
 };
 
-export const EMPTY_TIMELINE: TimelineState = { timeline: {}, version: null, chunks: null };
+export const EMPTY_TIMELINE: TimelineState = { timeline: {}, version: null, zone: DEFAULT_TIMEZONE, chunks: null };
 export const INLINE_LIMIT = 32_000;
 export const CHUNK_LIMIT = 32_000;
 
@@ -66,7 +69,8 @@ const stateOf = async (
 ): Promise<TimelineState> => {
   if (!head) return EMPTY_TIMELINE;
   const version = Number(head.version);
-  if (!head.chunked) return { timeline: JSON.parse(String(head.lines)) as Timeline, version, chunks: null };
+  const zone = typeof head.zone === 'string' ? head.zone : DEFAULT_TIMEZONE;
+  if (!head.chunked) return { timeline: JSON.parse(String(head.lines)) as Timeline, version, zone, chunks: null };
   const items = await queryAll<{ sk: string; lines: string }>(
     {
       partition: keys.customer(merchantId, customerId).pk,
@@ -77,7 +81,7 @@ const stateOf = async (
     ['sk', 'lines'],
   );
   const chunks = new Map(items.map((i) => [i.sk.slice(TIMELINE_CHUNK_PREFIX.length), i.lines]));
-  return { timeline: joinChunks(chunks.values()), version, chunks };
+  return { timeline: joinChunks(chunks.values()), version, zone, chunks };
 };
 
 export const readTimeline = async (merchantId: string, customerId: number): Promise<TimelineState> => {
@@ -135,7 +139,9 @@ export const pendingHome = (merchantId: string, id: string, segment: Segment | n
 /**
  * Adds the customer's timeline change to `ws`: the timeline's items and the aggregate moves (those
  * beyond what one transaction holds wait as pending moves, see `WriteSet.spillable`). Returns the
- * state the transaction leaves.
+ * state the transaction leaves. `zone` is the merchant's reporting time zone as the request knows
+ * it: a customer last counted in another zone's days moves all it contributes to this one's (the
+ * same lines and a new zone is such a move alone); without one, the customer stays in its zone.
  */
 export const addTimelineChange = (
   ws: WriteSet,
@@ -144,9 +150,12 @@ export const addTimelineChange = (
   customerId: number,
   before: TimelineState,
   after: Timeline,
+  zone: string = before.zone,
 ): TimelineState => {
+  // A customer with no timeline yet contributes nothing in any zone: it starts in the request's.
+  const fromZone = before.version === null ? zone : before.zone;
   const changedFrom = firstDifference(before.timeline, after);
-  if (changedFrom === null) return before;
+  if (changedFrom === null && fromZone === zone) return before;
   const key = keys.customerTimeline(merchantId, customerId);
   const version = (before.version ?? 0) + 1;
   const guard = before.version === null ? itemAbsent : versionIs(before.version);
@@ -155,12 +164,13 @@ export const addTimelineChange = (
   // The customer's standing from now on, so reading a customer's MRR and status costs the head only.
   const { steps, complete } = standingSteps(after, reportingCurrency, formatTimestamp(now()));
   const standing = { standing: JSON.stringify(steps), standing_complete: complete };
+  const zoned = zone === DEFAULT_TIMEZONE ? {} : { zone };
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
-    ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing }, guard);
+    ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing, ...zoned }, guard);
   } else {
     // Only the chunks whose points moved are written; one outgrowing its limit is split.
     chunks = chunkTimeline(after, CHUNK_LIMIT, before.chunks ?? undefined, before.timeline);
-    ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version, ...standing }, guard);
+    ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version, ...standing, ...zoned }, guard);
     for (const [period, json] of chunks) {
       if (before.chunks?.get(period) !== json)
         ws.put('timeline-chunk', { ...keys.customerTimelineChunk(merchantId, customerId, period), lines: json });
@@ -171,7 +181,7 @@ export const addTimelineChange = (
     if (!chunks?.has(period)) ws.delete('timeline-chunk', keys.customerTimelineChunk(merchantId, customerId, period));
   // A change reaching far back may move more aggregates than one transaction holds: the excess
   // waits in pending-moves items that every read adds in (exact from the next read on).
-  for (const { segment, moves } of contributionChange(before.timeline, after, reportingCurrency)) {
+  for (const { segment, moves } of contributionChange(before.timeline, after, reportingCurrency, { before: fromZone, after: zone })) {
     for (const [id, attrs] of moves) {
       const u = ws.update('metrics', aggregateKey(merchantId, id, ws.shard, segment)).spillable(pendingHome(merchantId, id, segment));
       for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr], delta);
@@ -184,7 +194,7 @@ export const addTimelineChange = (
   for (const plan of plansOf(after, changedLines(before.timeline, after)))
     if (!hasPlan(before.timeline, plan))
       ws.put('plan_customer', { ...keys.planCustomer(merchantId, plan, customerId), customer_id: customerId });
-  return { timeline: after, version, chunks };
+  return { timeline: after, version, zone, chunks };
 };
 
 const hasPlan = (tl: Timeline, plan: string) => Object.values(tl).some((pts) => pts.some((p) => p[3]?.[0] === plan));

@@ -1,4 +1,5 @@
 import Decimal from 'decimal.js';
+import { DEFAULT_TIMEZONE, localDateOfIso } from '#lib/shared/zone';
 import { keyText } from '#lib/shared/key-text';
 
 /**
@@ -179,8 +180,8 @@ export const viewWhere = (stored: Timeline, reportingCurrency: string, filter: L
 };
 
 /** What one customer's lines matching `filter` add to the figures (`contributions` of a filtered view; no churn by reason). */
-export const contributionsWhere = (stored: Timeline, reportingCurrency: string, filter: LineFilter): Contributions =>
-  scan(viewWhere(stored, reportingCurrency, filter), null, false);
+export const contributionsWhere = (stored: Timeline, reportingCurrency: string, filter: LineFilter, zone = DEFAULT_TIMEZONE): Contributions =>
+  scan(viewWhere(stored, reportingCurrency, filter), null, false, zone);
 
 /** The segments whose figures a change from `before` to `after` can move (the reporting currency's is the whole). */
 const segmentsMoved = (before: Timeline, after: Timeline, reportingCurrency: string): Segment[] => {
@@ -213,8 +214,27 @@ const segmentsMoved = (before: Timeline, after: Timeline, reportingCurrency: str
  * month, the change of its MRR and of whether it is above 0. The whole (segment null) also counts
  * churn by cancellation reason (`RD#`/`RM#` items).
  */
-export const contributions = (stored: Timeline, reportingCurrency: string, segment: Segment | null = null): Contributions =>
-  scan(viewOf(stored, reportingCurrency, segment), null, segment === null);
+export const contributions = (
+  stored: Timeline,
+  reportingCurrency: string,
+  segment: Segment | null = null,
+  zone = DEFAULT_TIMEZONE,
+): Contributions => scan(viewOf(stored, reportingCurrency, segment), null, segment === null, zone);
+
+/** The segments a timeline has points in (the reporting currency's is the whole). */
+export const segmentsOf = (tl: Timeline, reportingCurrency: string): Segment[] => {
+  const seen = new Map<string, Segment>();
+  for (const pts of Object.values(tl)) {
+    for (const p of pts) {
+      if (!p[3]) continue;
+      const [plan, cycle, currency] = p[3];
+      if (plan !== null) seen.set(`plan\u0000${plan}`, { dimension: 'plan', value: plan });
+      if (cycle !== null) seen.set(`billing_cycle\u0000${cycle}`, { dimension: 'billing_cycle', value: cycle });
+      if (currency !== reportingCurrency) seen.set(`currency\u0000${currency}`, { dimension: 'currency', value: currency });
+    }
+  }
+  return [...seen.values()];
+};
 
 /** Index of the last point of `pts` (sorted) before `t`, or -1. */
 const lastBefore = (pts: Point[], t: string) => {
@@ -271,14 +291,24 @@ export type SegmentMoves = { segment: Segment | null; moves: Contributions };
  * in both and cancels out, so a change today costs what its own day costs, however long the
  * history; a back-dated one, what follows it.
  */
-export const contributionChange = (before: Timeline, after: Timeline, reportingCurrency: string): SegmentMoves[] => {
-  const t0 = firstDifference(before, after);
-  if (t0 === null) return [];
+export const contributionChange = (
+  before: Timeline,
+  after: Timeline,
+  reportingCurrency: string,
+  zones: { before: string; after: string } = { before: DEFAULT_TIMEZONE, after: DEFAULT_TIMEZONE },
+): SegmentMoves[] => {
+  const rezoned = zones.before !== zones.after;
+  // A customer moving to another time zone's days moves all it contributes, in every segment it has.
+  const t0 = rezoned ? null : firstDifference(before, after);
+  if (t0 === null && !rezoned) return [];
+  const segments = rezoned
+    ? [...new Map([...segmentsOf(before, reportingCurrency), ...segmentsOf(after, reportingCurrency)].map((g) => [`${g.dimension}\u0000${g.value}`, g])).values()]
+    : segmentsMoved(before, after, reportingCurrency);
   const out: SegmentMoves[] = [];
-  for (const segment of [null, ...segmentsMoved(before, after, reportingCurrency)]) {
+  for (const segment of [null, ...segments]) {
     const b = viewOf(before, reportingCurrency, segment);
     const a = viewOf(after, reportingCurrency, segment);
-    const moves = difference(scan(b, t0, segment === null), scan(a, t0, segment === null));
+    const moves = difference(scan(b, t0, segment === null, zones.before), scan(a, t0, segment === null, zones.after));
     if (moves.size) out.push({ segment, moves });
   }
   return out;
@@ -290,7 +320,9 @@ export const contributionChange = (before: Timeline, after: Timeline, reportingC
  * cohort (amounts are never negative, so the total first went above 0 at the earliest positive
  * point of any line).
  */
-const scan = (tl: Timeline, from: string | null, reasons = false): Contributions => {
+const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT_TIMEZONE): Contributions => {
+  // Days and months are the merchant's reporting time zone's (point times stay UTC).
+  const dayOf = (t: string) => localDateOfIso(t, zone);
   const current = new Map<string, Point>();
   const points: { line: string; p: Point }[] = [];
   let mrr = ZERO;
@@ -321,7 +353,7 @@ const scan = (tl: Timeline, from: string | null, reasons = false): Contributions
     }
     for (let j = i + 1; j < pts.length; j++) points.push({ line, p: pts[j] });
   }
-  if (firstPositive !== null) cohort = firstPositive.slice(0, 7);
+  if (firstPositive !== null) cohort = dayOf(firstPositive).slice(0, 7);
   // The points from `from` on, in time order; the running totals move by each line's change.
   points.sort((a, b) => (a.p[0] < b.p[0] ? -1 : a.p[0] > b.p[0] ? 1 : 0));
   const out: Contributions = new Map();
@@ -346,8 +378,9 @@ const scan = (tl: Timeline, from: string | null, reasons = false): Contributions
       }
       current.set(line, p);
     }
-    const month = t.slice(0, 7);
-    const periods = [`D#${t.slice(0, 10)}`, `M#${month}`];
+    const day = dayOf(t);
+    const month = day.slice(0, 7);
+    const periods = [`D#${day}`, `M#${month}`];
     const movement = classify(mrr, nextMrr, cohort !== null);
     if (!cohort && nextMrr.gt(0)) {
       cohort = month;
@@ -365,7 +398,7 @@ const scan = (tl: Timeline, from: string | null, reasons = false): Contributions
     }
     // Churn by reason: the MRR a cancellation took to 0 and the customers it churned.
     if (reasons && reason && (churned || movement?.kind === 'churn')) {
-      for (const period of [churnReasonId('D', t.slice(0, 10), reason.of), churnReasonId('M', month, reason.of)]) {
+      for (const period of [churnReasonId('D', day, reason.of), churnReasonId('M', month, reason.of)]) {
         if (movement?.kind === 'churn') addContribution(out, period, 'churn', movement.amount);
         if (churned) addContribution(out, period, 'churned', new Decimal(1));
       }

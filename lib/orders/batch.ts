@@ -34,6 +34,7 @@ import { formatTimestamp } from '#lib/shared/time';
  */
 type Item = { index: number; input: OrderBatchItem };
 type Collector = ReturnType<typeof batchCollector>;
+type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone'>;
 
 /** `request`: the HTTP request the batch came in (its id and import run name its activity entry). */
 export const importOrders = async (
@@ -57,7 +58,7 @@ export const importOrders = async (
 
   const at = formatTimestamp(now());
   const [plan, activity] = await Promise.all([
-    prepare(auth.merchantId, auth.reportingCurrency, valid, collector, at),
+    prepare(auth.merchantId, auth, valid, collector, at),
     openBatchActivity(auth.merchantId, 'orders.batch', source, at),
   ]);
   await runBatch(plan.units, plan, {
@@ -90,7 +91,8 @@ type CustomerState = { item: CustomerItem; exists: boolean; name: string | null;
  * folds them into units and allocates the new ids. Called for the whole batch, and again for one
  * unit's items when its transaction lost a race.
  */
-const prepare = async (merchantId: string, reportingCurrency: string, items: Item[], collector: Collector, at: string) => {
+/** `figures`: the reporting currency and time zone the MRR figures are kept in. */
+const prepare = async (merchantId: string, figures: Figures, items: Item[], collector: Collector, at: string) => {
   const orderNos = [...new Set(items.map((i) => i.input.order_no))];
   const emails = [...new Set(items.flatMap((i) => i.input.customer_email ?? []))];
   const found = await batchGet([
@@ -213,9 +215,9 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
   return {
     units: unitList,
     write: (ws: WriteSet, chunk: Unit[]) =>
-      writeUnits(ws, merchantId, reportingCurrency, chunk, customers, customerIdOf, linkedByEmail, at, collector),
+      writeUnits(ws, merchantId, figures, chunk, customers, customerIdOf, linkedByEmail, at, collector),
     alone: async (unit: Unit) => {
-      const fresh = await prepare(merchantId, reportingCurrency, unit.items, collector, at);
+      const fresh = await prepare(merchantId, figures, unit.items, collector, at);
       const ws = new WriteSet();
       const done = await fresh.write(ws, fresh.units);
       await ws.commit();
@@ -239,7 +241,7 @@ const prepare = async (merchantId: string, reportingCurrency: string, items: Ite
 const writeUnits = async (
   ws: WriteSet,
   merchantId: string,
-  reportingCurrency: string,
+  figures: Figures,
   chunk: Unit[],
   customers: Map<number, CustomerState>,
   customerIdOf: Map<string, number>,
@@ -284,7 +286,7 @@ const writeUnits = async (
     if (!state) continue; // an order whose customer item is missing: no figures to keep
     const cs = changes.get(id) ?? [];
     const timeline = timelines.has(id)
-      ? addTimelineChange(ws, merchantId, reportingCurrency, id, state.timeline, timelines.get(id)!)
+      ? addTimelineChange(ws, merchantId, figures.reportingCurrency, id, state.timeline, timelines.get(id)!, figures.timezone)
       : state.timeline;
     if (!state.exists) {
       const created = addCustomerCreate(ws, merchantId, id, { email: state.item.email, name: state.name }, at);

@@ -130,6 +130,7 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
       customer.id,
       timeline,
       orderTimeline(timeline.timeline, order.order_no, order),
+      auth.timezone,
     );
     try {
       await ws.commit();
@@ -174,6 +175,7 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
       order.customer_id,
       timeline,
       orderTimeline(timeline.timeline, order.order_no, after),
+      auth.timezone,
     );
     await ws.commit();
     return presented;

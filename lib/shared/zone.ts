@@ -70,3 +70,7 @@ export const localPeriodsAt = (ms: number, zone: string) => {
 
 /** The quarter-hour of its UTC day an instant falls in (0 to 95). */
 export const quarterOf = (ms: number): number => Math.floor((((ms % DAY_MS) + DAY_MS) % DAY_MS) / QUARTER_MS);
+
+/** The local date (`YYYY-MM-DD`) of a stored UTC timestamp (`…Z`) in `zone`; in UTC, its first ten characters. */
+export const localDateOfIso = (iso: string, zone: string): string =>
+  zone === DEFAULT_TIMEZONE ? iso.slice(0, 10) : localDayOf(Date.parse(iso), zone);

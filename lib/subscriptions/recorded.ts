@@ -184,7 +184,7 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
       }
       // One timeline write per customer per transaction, whatever the number of its events.
       const after = [...changed].map(
-        ([id, tl]) => [id, addTimelineChange(ws, merchantId, scope.reportingCurrency, id, timelines.get(id)!, tl)] as const,
+        ([id, tl]) => [id, addTimelineChange(ws, merchantId, scope.reportingCurrency, id, timelines.get(id)!, tl, scope.timezone)] as const,
       );
       return () => {
         for (const [id, state] of after) timelines.set(id, state);

@@ -1,5 +1,6 @@
 import { now } from '#lib/clock';
 import { getMerchant } from '#lib/merchants/store';
+import { zoneOf } from '#lib/merchants/rules';
 import { formatTimestamp } from '#lib/shared/time';
 import { applyScheduledCancel } from '#lib/subscriptions/service';
 
@@ -47,7 +48,7 @@ export const checkScheduledCancel = async (s: ScheduledCancel): Promise<CancelCh
   const merchant = await getMerchant(s.merchant_id);
   if (!merchant) return { due: true, applied: false };
   const applied = await applyScheduledCancel(
-    { merchantId: s.merchant_id, reportingCurrency: merchant.reporting_currency },
+    { merchantId: s.merchant_id, reportingCurrency: merchant.reporting_currency, timezone: zoneOf(merchant) },
     s.subscription_id,
     s.cancel_at,
   );

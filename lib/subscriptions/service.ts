@@ -48,7 +48,7 @@ import type { AuthContext } from '#lib/auth/tokens';
 
 export const LIVE_TAKEN = 'The customer already has an active or paused subscription.';
 /** Who changes a subscription: the merchant, and its reporting currency (what the figures count). */
-export type Scope = Pick<AuthContext, 'merchantId' | 'reportingCurrency'>;
+export type Scope = Pick<AuthContext, 'merchantId' | 'reportingCurrency' | 'timezone'>;
 const ONE = new Decimal(1);
 
 /** The customer's current MRR moves by the change in this subscription's contribution. */
@@ -91,6 +91,7 @@ const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem
     customerId,
     timeline,
     subscriptionTimeline(timeline.timeline, before, after, effective, scope.reportingCurrency),
+    scope.timezone,
   );
 };
 
@@ -162,6 +163,7 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
       sub.customer_id,
       timeline,
       subscriptionTimeline(timeline.timeline, null, sub, at, scope.reportingCurrency),
+      scope.timezone,
     );
     try {
       await ws.commit();

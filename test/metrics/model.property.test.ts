@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { checkScheduledCancel } from '#lib/subscriptions/schedule';
 import { newMerchant, useApi } from '../support/api.ts';
+import { backofficeJwt } from '../backoffice/support.ts';
 import { assertWithinBudget } from '../support/property.ts';
 import {
   expectedChurnReasons,
@@ -11,6 +12,7 @@ import {
   expectedSeries,
   expectedSummary,
   refImportedEnd,
+  refLocalDate,
   refSegment,
   refSetAt,
   refSetFrom,
@@ -29,7 +31,10 @@ import {
  * equal a from-scratch recomputation over the raw records (`reference.ts`, which shares no code
  * with lib/metrics). Customers carry metadata (replaced now and then), and the segments checked
  * include ones read from the matching customers' timelines: a metadata filter, two ANDed, and a
- * union of two plans, each against the reference over only the matching customers' lines.
+ * union of two plans, each against the reference over only the matching customers' lines. The
+ * merchant's reporting time zone is random (UTC, ahead, behind, DST, a quarter-hour off) and may
+ * change between two steps: every bucket is the zone's days, weeks and months, what was written
+ * before the change included.
  */
 const api = useApi();
 afterEach(() => resetClock());
@@ -134,6 +139,12 @@ const step: fc.Arbitrary<Step> = fc.record({
 
 /** A range of days around the histories (START − 60 d … START + 700 d; at most 500 days long). */
 const range = fc.tuple(fc.integer({ min: -60, max: 200 }), fc.integer({ min: 0, max: 500 }));
+/**
+ * The merchant's reporting time zone: where it starts, where it moves to, and before which step
+ * (past the last: never). A DST zone, one a quarter-hour off, one ahead of UTC, one behind.
+ */
+const ZONES = ['UTC', 'Asia/Taipei', 'America/New_York', 'Asia/Kathmandu', 'Pacific/Pago_Pago'] as const;
+const zones = fc.record({ first: fc.constantFrom(...ZONES), then: fc.constantFrom(...ZONES), at: fc.integer({ min: 0, max: 16 }) });
 
 /** `changed`: when its latest change took effect (no change may be dated before it, nor before the start). */
 type Sub = {
@@ -198,10 +209,20 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
         fc.array(step, { minLength: 4, maxLength: 14 }),
         range,
         fc.array(meta, { minLength: CUSTOMERS, maxLength: CUSTOMERS }),
-        async (steps, [offset, length], metas) => {
+        zones,
+        async (steps, [offset, length], metas, zoning) => {
           let now = START;
           const clock = fixedClock(iso(now));
           const { token, merchantId } = await newMerchant();
+          const admin = await backofficeJwt(merchantId, 'admin');
+          let zone = 'UTC';
+          const setZone = async (next: string) => {
+            if (next === zone) return;
+            const r = await api.request('PUT', '/settings', { headers: { authorization: `Bearer ${admin}` }, body: { timezone: next } });
+            expect(r.status, JSON.stringify(r.body)).toBe(200);
+            zone = next;
+          };
+          await setZone(zoning.first);
           const emails = Array.from({ length: CUSTOMERS }, (_, i) => `p${i}@prop.test`);
           const created = await api.post('/customers/batch', token, {
             customers: emails.map((email, i) => ({ email, name: email, metadata: metas[i] })),
@@ -574,14 +595,16 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             }
           };
 
-          for (const s of steps) {
+          for (const [i, s] of steps.entries()) {
+            // The zone changes between writes: what came before moves to the new zone's days.
+            if (i === zoning.at) await setZone(zoning.then);
             now += s.advance;
             clock.set(iso(now));
             await runScheduler();
             await Promise.all(s.ops.map(run));
           }
 
-          const today = iso(now).slice(0, 10);
+          const today = refLocalDate(iso(now), zone);
           // The whole: the reporting currency's lines (USD orders are left out).
           const whole = refSegment(ref, {});
           // Whole months, and a random range: its partial first and last months are read from day items.
@@ -596,16 +619,16 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             for (const interval of ['day', 'week', 'month', 'quarter', 'year'] as const) {
               const r = await api.get(`/metrics/mrr?start_date=${from}&end_date=${to}&interval=${interval}`, token);
               expect(r.status, JSON.stringify(r.body)).toBe(200);
-              const expected = expectedSeries(whole, from, to, interval);
+              const expected = expectedSeries(whole, from, to, interval, zone);
               expect(r.body.data, `${interval} ${from}..${to}`).toEqual(expected.data);
               expect(r.body.summary, `${interval} ${from}..${to}`).toEqual(expected.summary);
             }
           }
           const summary = await api.get('/metrics/summary', token);
-          expect(summary.body.data).toEqual(expectedSummary(whole, today));
+          expect(summary.body.data).toEqual(expectedSummary(whole, today, zone));
           const cohorts = await api.get('/metrics/cohorts?start_month=2024-07&end_month=2026-06', token);
           expect(cohorts.status, JSON.stringify(cohorts.body)).toBe(200);
-          expect(cohorts.body.data).toEqual(expectedCohorts(whole, '2024-07', '2026-06', today.slice(0, 7)));
+          expect(cohorts.body.data).toEqual(expectedCohorts(whole, '2024-07', '2026-06', today.slice(0, 7), zone));
           // Segments: the same computation over only the matching lines; churn by cancellation reason.
           const [from, asked] = [day(offset), day(offset + length)];
           const to = asked > today ? today : asked;
@@ -624,15 +647,15 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             const monthly = await api.get(`/metrics/mrr?start_date=2024-07-01&end_date=${today}&interval=month&${query}`, token);
             expect(monthly.status, JSON.stringify(monthly.body)).toBe(200);
             expect(monthly.body, query).toEqual(
-              (({ data, summary }) => ({ data, summary }))(expectedSeries(part, '2024-07-01', today, 'month')),
+              (({ data, summary }) => ({ data, summary }))(expectedSeries(part, '2024-07-01', today, 'month', zone)),
             );
             if (from <= to) {
               const daily = await api.get(`/metrics/mrr?start_date=${from}&end_date=${to}&interval=day&${query}`, token);
-              expect(daily.body.data, `${query} ${from}..${to}`).toEqual(expectedSeries(part, from, to, 'day').data);
+              expect(daily.body.data, `${query} ${from}..${to}`).toEqual(expectedSeries(part, from, to, 'day', zone).data);
             }
-            expect((await api.get(`/metrics/summary?${query}`, token)).body.data, query).toEqual(expectedSummary(part, today));
+            expect((await api.get(`/metrics/summary?${query}`, token)).body.data, query).toEqual(expectedSummary(part, today, zone));
             const segCohorts = await api.get(`/metrics/cohorts?start_month=2024-07&end_month=2026-06&${query}`, token);
-            expect(segCohorts.body.data, query).toEqual(expectedCohorts(part, '2024-07', '2026-06', today.slice(0, 7)));
+            expect(segCohorts.body.data, query).toEqual(expectedCohorts(part, '2024-07', '2026-06', today.slice(0, 7), zone));
           }
           for (const [start, end] of [
             ['2024-07-01', today],
@@ -641,7 +664,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             if (start > end) continue;
             const reasons = await api.get(`/metrics/churn-reasons?start_date=${start}&end_date=${end}`, token);
             expect(reasons.status, JSON.stringify(reasons.body)).toBe(200);
-            expect(reasons.body.data, `churn reasons ${start}..${end}`).toEqual(expectedChurnReasons(whole, start, end));
+            expect(reasons.body.data, `churn reasons ${start}..${end}`).toEqual(expectedChurnReasons(whole, start, end, zone));
           }
         },
       ),

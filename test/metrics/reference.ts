@@ -112,15 +112,38 @@ const zeroMoves = (): DayMoves => ({
   churned: 0,
 });
 
-/** Movements per UTC day over all customers, classified change by change. */
-export const dayMoves = (customers: RefCustomer[]) => {
+/**
+ * The local date of a UTC instant in `zone`, as Intl formats it; and a local day's last second, found
+ * by stepping quarter-hours from UTC midnight (every zone in use moves its days on one). Neither
+ * shares code with lib/shared/zone.
+ */
+const formats = new Map<string, Intl.DateTimeFormat>();
+export const refLocalDate = (t: string, zone: string) => {
+  if (zone === 'UTC') return t.slice(0, 10);
+  let f = formats.get(zone);
+  if (!f) formats.set(zone, (f = new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' })));
+  return f.format(new Date(t));
+};
+const QUARTER_MS = 900_000;
+const isoSeconds = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}Z`;
+const endOf = (day: string, zone: string) => {
+  if (zone === 'UTC') return `${day}T23:59:59Z`;
+  const next = addDays(day, 1);
+  // The local day `next` starts between 15 hours before and after its UTC midnight.
+  let u = Date.parse(`${next}T00:00:00Z`) - 15 * 3_600_000;
+  while (refLocalDate(isoSeconds(u), zone) < next) u += QUARTER_MS;
+  return isoSeconds(u - 1000);
+};
+
+/** Movements per day of `zone` over all customers, classified change by change. */
+export const dayMoves = (customers: RefCustomer[], zone = 'UTC') => {
   const out = new Map<string, DayMoves>();
   for (const c of customers) {
     let seenPositive = false;
     for (const t of changeTimes(c)) {
       const before = customerAt(c, t, true);
       const after = customerAt(c, t);
-      const day = t.slice(0, 10);
+      const day = refLocalDate(t, zone);
       const m = out.get(day) ?? zeroMoves();
       const delta = after.mrr.minus(before.mrr);
       if (!delta.isZero()) {
@@ -140,7 +163,6 @@ export const dayMoves = (customers: RefCustomer[]) => {
 
 const DAY_MS = 86_400_000;
 const addDays = (day: string, n: number) => new Date(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS).toISOString().slice(0, 10);
-const endOf = (day: string) => `${day}T23:59:59Z`;
 const money = (d: Decimal) => d.toFixed(2);
 const pct = (part: Decimal, base: Decimal) => (base.isZero() ? null : Number(part.div(base).times(100).toFixed(2)));
 
@@ -171,8 +193,8 @@ const bucketOf = (day: string, interval: RefInterval) => {
 };
 
 /** GET /metrics/mrr as docs/metrics.md defines it, from scratch. */
-export const expectedSeries = (customers: RefCustomer[], start: string, end: string, interval: RefInterval) => {
-  const moves = dayMoves(customers);
+export const expectedSeries = (customers: RefCustomer[], start: string, end: string, interval: RefInterval, zone = 'UTC') => {
+  const moves = dayMoves(customers, zone);
   const buckets: { key: string; date: string; last: string; m: DayMoves }[] = [];
   for (let d = start; d <= end; d = addDays(d, 1)) {
     const key = bucketOf(d, interval);
@@ -185,9 +207,9 @@ export const expectedSeries = (customers: RefCustomer[], start: string, end: str
         (b.m as any)[k] = k === 'churned' ? b.m.churned + dm.churned : (b.m[k] as Decimal).plus(dm[k] as Decimal);
   }
   const data = buckets.map((b) => {
-    const level = levelAt(customers, endOf(b.last));
+    const level = levelAt(customers, endOf(b.last, zone));
     // The bucket's rates are against the levels at the end of the day before its first.
-    const before = levelAt(customers, endOf(addDays(b.date, -1)));
+    const before = levelAt(customers, endOf(addDays(b.date, -1), zone));
     const net = b.m.new.plus(b.m.expansion).plus(b.m.contraction).plus(b.m.churn).plus(b.m.reactivation);
     const lost = b.m.churn.abs().plus(b.m.contraction.abs());
     return {
@@ -208,8 +230,8 @@ export const expectedSeries = (customers: RefCustomer[], start: string, end: str
       gross_mrr_retention: pct(before.mrr.minus(lost), before.mrr),
     };
   });
-  const startLevel = levelAt(customers, endOf(addDays(start, -1)));
-  const endLevel = levelAt(customers, endOf(end));
+  const startLevel = levelAt(customers, endOf(addDays(start, -1), zone));
+  const endLevel = levelAt(customers, endOf(end, zone));
   const total = zeroMoves();
   for (const b of buckets) {
     total.churned += b.m.churned;
@@ -230,8 +252,8 @@ export const expectedSeries = (customers: RefCustomer[], start: string, end: str
 };
 
 /** GET /metrics/summary on `today`: the last 30 days. */
-export const expectedSummary = (customers: RefCustomer[], today: string) => {
-  const { summary, total, startLevel, endLevel } = expectedSeries(customers, addDays(today, -29), today, 'day');
+export const expectedSummary = (customers: RefCustomer[], today: string, zone = 'UTC') => {
+  const { summary, total, startLevel, endLevel } = expectedSeries(customers, addDays(today, -29), today, 'day', zone);
   const gained = total.new.plus(total.expansion).plus(total.reactivation);
   const lost = total.contraction.plus(total.churn).abs();
   return {
@@ -255,14 +277,14 @@ const nextMonth = (m: string) => {
   const [y, mo] = m.split('-').map(Number);
   return mo === 12 ? `${String(y + 1).padStart(4, '0')}-01` : `${String(y).padStart(4, '0')}-${String(mo + 1).padStart(2, '0')}`;
 };
-const monthEnd = (m: string) => endOf(addDays(`${nextMonth(m)}-01`, -1));
+const monthEnd = (m: string, zone: string) => endOf(addDays(`${nextMonth(m)}-01`, -1), zone);
 
 /** GET /metrics/cohorts: cohort = the month a customer's MRR first went above 0; figures at each month's end. */
-export const expectedCohorts = (customers: RefCustomer[], start: string, end: string, current: string) => {
-  const cohortOf = (c: RefCustomer) =>
-    changeTimes(c)
-      .find((t) => customerAt(c, t).mrr.gt(0))
-      ?.slice(0, 7) ?? null;
+export const expectedCohorts = (customers: RefCustomer[], start: string, end: string, current: string, zone = 'UTC') => {
+  const cohortOf = (c: RefCustomer) => {
+    const joined = changeTimes(c).find((t) => customerAt(c, t).mrr.gt(0));
+    return joined === undefined ? null : refLocalDate(joined, zone).slice(0, 7);
+  };
   const last = end < current ? end : current;
   const out = [];
   for (let m = start; m <= end; m = nextMonth(m)) {
@@ -272,7 +294,7 @@ export const expectedCohorts = (customers: RefCustomer[], start: string, end: st
     const base = members.reduce((acc, c) => acc.plus(customerAt(c, joinedAt(c)).mrr), new Decimal(0));
     const retention = [];
     for (let r = m; r <= last; r = nextMonth(r)) {
-      const values = members.map((c) => customerAt(c, r === m ? joinedAt(c) : monthEnd(r)).mrr);
+      const values = members.map((c) => customerAt(c, r === m ? joinedAt(c) : monthEnd(r, zone)).mrr);
       const active = values.filter((v) => v.gt(0)).length;
       const mrr = values.reduce((a, v) => a.plus(v), new Decimal(0));
       retention.push({
@@ -293,11 +315,11 @@ export const expectedCohorts = (customers: RefCustomer[], start: string, end: st
  * customer with a cancellation, the reason of the cancelled line that held the most just before
  * (then the first by name); its churn (MRR to 0) and its customer churn (no live line left).
  */
-export const expectedChurnReasons = (customers: RefCustomer[], start: string, end: string) => {
+export const expectedChurnReasons = (customers: RefCustomer[], start: string, end: string, zone = 'UTC') => {
   const by = new Map<string, { mrr: Decimal; customers: number }>();
   for (const c of customers) {
     for (const t of changeTimes(c)) {
-      const day = t.slice(0, 10);
+      const day = refLocalDate(t, zone);
       if (day < start || day > end) continue;
       const cancelled = [...c.lines]
         .filter(([, pts]) => pts.some((p) => p.at === t && p.flag === 'c'))

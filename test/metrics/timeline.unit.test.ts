@@ -278,6 +278,35 @@ describe('segments', () => {
     );
   });
 
+  it('in a time zone, or moving from one zone to another, each segment moves by the difference of its recomputations in those zones', () => {
+    const ZONES = ['UTC', 'Asia/Taipei', 'America/New_York', 'Asia/Kathmandu', 'Pacific/Kiritimati', 'Pacific/Pago_Pago'];
+    fc.assert(
+      fc.property(
+        changed,
+        fc.constantFrom(...ZONES),
+        fc.constantFrom(...ZONES),
+        fc.boolean(),
+        ({ before, after }, from, to, same_lines) => {
+          const next = same_lines ? before : after;
+          const moved = contributionChange(before, next, CCY, { before: from, after: to });
+          for (const segment of [null, ...SEGMENTS]) {
+            const got = moved.find((m) => same(m.segment, segment))?.moves ?? new Map();
+            const expected = difference(contributions(before, CCY, segment, from), contributions(next, CCY, segment, to));
+            expect(asMap(got), `${JSON.stringify(segment)} ${from} → ${to}`).toEqual(asMap(expected));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("a zone's days: a change at 16:00 UTC on 31 January is 1 February in Asia/Taipei (its day, month and cohort)", () => {
+    const tl: Timeline = { S1: [['2026-01-31T16:00:00Z', '100', 'a', ['Pro', 'monthly', CCY]]] };
+    expect([...contributions(tl, CCY, null, 'UTC').keys()].sort()).toEqual(['C#2026-01#2026-01', 'D#2026-01-31', 'M#2026-01']);
+    expect([...contributions(tl, CCY, null, 'Asia/Taipei').keys()].sort()).toEqual(['C#2026-02#2026-02', 'D#2026-02-01', 'M#2026-02']);
+    expect([...contributions(tl, CCY, null, 'America/New_York').keys()].sort()).toEqual(['C#2026-01#2026-01', 'D#2026-01-31', 'M#2026-01']);
+  });
+
   it('the plans add up to the whole: net MRR change and active subscriptions per day', () => {
     const net = (c: Map<string, Map<string, { toFixed: () => string }>>) => {
       const out = new Map<string, Decimal>();
