@@ -69,6 +69,13 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     return res.body as string;
   };
   const open = (role: 'admin' | 'user', hash: string, viewport: Viewport = DESKTOP) => openAs(merchant.merchantId, role, viewport, hash);
+  /** At phone width: no sideways scrolling, a screenshot and an axe report by `name`, no page errors. */
+  const fitsPhone = async (opened: { page: Page; failures: string[] }, name: string) => {
+    await noSideScroll(opened.page);
+    await shoot(opened.page, name);
+    await axe(opened.page, name);
+    expect(opened.failures).toEqual([]);
+  };
   const download = async (page: Page, testId: string) => {
     const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testId).click()]);
     return { name: file.suggestedFilename(), text: readFileSync((await file.path())!, 'utf8') };
@@ -565,6 +572,73 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     expect(await page.getByTestId('range-window').textContent()).toContain(`Last 12 months: ${start12} to ${today()}`);
     const summary = (await get('/metrics/summary')).data;
     await expectFigures(page, { customer_churn_rate: summary.customer_churn_rate, mrr_churn_rate: summary.mrr_churn_rate });
+    expect(failures).toEqual([]);
+  });
+
+  it('settings: an admin changes the time zone (a bad name first: the API’s message), saved and shown; the stats notes name it', async () => {
+    const m = await newMerchant();
+    const settings = async () => (await api.get('/settings', m.token)).body.data;
+    expect(await settings()).toMatchObject({ timezone: 'UTC' });
+    const { page, failures } = await openAs(m.merchantId, 'admin', DESKTOP, '#settings');
+    await ready(page, 'settings');
+    expect(await page.getByTestId('settings-timezone').textContent()).toBe('UTC');
+    expect(await page.getByTestId('settings-currency').textContent()).toBe((await settings()).reporting_currency);
+    await page
+      .getByText('Today and this month in the order stats start at midnight in this zone; metrics charts are in UTC days for now.')
+      .waitFor();
+    const field = page.getByLabel('Reporting time zone');
+    // The browser's zone names are offered as suggestions.
+    expect(await page.locator('#settings-zones option[value="Asia/Taipei"]').count()).toBe(1);
+    expect(await page.locator('#settings-zones option[value="UTC"]').count()).toBe(1);
+    // A name the API refuses: its message in an alert, nothing stored.
+    await field.fill('+08:00');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'The timezone field must be an IANA time zone name, such as UTC, Asia/Taipei or America/New_York.' })
+      .waitFor();
+    expect(await field.getAttribute('aria-invalid')).toBe('true');
+    expect((await settings()).timezone).toBe('UTC');
+    await axe(page, 'settings-error');
+    // A good one (any letter case): saved in its canonical spelling, and shown.
+    await field.fill('asia/taipei');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByTestId('settings-notice').filter({ hasText: 'Saved: the reporting time zone is now Asia/Taipei.' }).waitFor();
+    await page.locator('[data-panel="settings"][data-state="ready"] [data-timezone="Asia/Taipei"]').waitFor();
+    expect(await settings()).toMatchObject({ timezone: 'Asia/Taipei' });
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await shoot(page, 'settings-desktop');
+    await axe(page, 'settings');
+    // The other views use it at once (no reload), and after a reload (from /backoffice/me).
+    const statsNotes = async () => {
+      await ready(page, 'stats');
+      return page.locator('[data-panel="stats"] dd.note').allTextContents();
+    };
+    await page.getByRole('link', { name: 'Overview' }).click();
+    const notes = await statsNotes();
+    expect(notes.filter((n) => n.includes('today (Asia/Taipei)') || n.includes('this month (Asia/Taipei)'))).toHaveLength(3);
+    expect(notes.join(' ')).not.toContain('UTC');
+    // The metrics stay UTC, and say so.
+    expect(await page.getByTestId('summary-window').textContent()).toContain('(UTC)');
+    await page.reload();
+    expect(await statsNotes()).toEqual(notes);
+    expect(failures).toEqual([]);
+
+    // At phone width the page fits.
+    const phone = await openAs(m.merchantId, 'admin', PHONE, '#settings');
+    await ready(phone.page, 'settings');
+    await fitsPhone(phone, 'settings-phone');
+  });
+
+  it('settings: a user reads the time zone and currency, without a way to change them', async () => {
+    const { page, failures } = await open('user', '#settings');
+    await ready(page, 'settings');
+    expect(await page.getByTestId('settings-timezone').textContent()).toBe((await get('/settings')).data.timezone);
+    await page.getByText('Only admins can change the time zone.').waitFor();
+    expect(await page.getByRole('button', { name: 'Save' }).count()).toBe(0);
+    expect(await page.getByLabel('Reporting time zone').count()).toBe(0);
+    await shoot(page, 'settings-user-desktop');
+    await axe(page, 'settings-user');
     expect(failures).toEqual([]);
   });
 

@@ -98,7 +98,10 @@ const SegmentPicker = (props: { value: Segment; onChange: (s: Segment) => void; 
 
 const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
   const [currency, setCurrency] = useState(me.reporting_currency);
-  const [result, retry] = useAsync({ currency }, (q) => ok(api.GET('/orders/stats', { params: { query: query(q) } })));
+  // The zone is a parameter too: the notes name the zone the figures were loaded in.
+  const [result, retry] = useAsync({ currency, zone: me.timezone }, (q) =>
+    ok(api.GET('/orders/stats', { params: { query: query({ currency: q.currency }) } })),
+  );
   const options = CURRENCIES.includes(me.reporting_currency) ? CURRENCIES : [me.reporting_currency, ...CURRENCIES];
   return (
     <Panel
@@ -108,7 +111,7 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
       retry={retry}
       actions={<Choice label="Currency" value={currency} onChange={setCurrency} options={options} testId="stats-currency" />}
     >
-      {({ data }, { currency: shown }) => (
+      {({ data }, { currency: shown, zone }) => (
         <Figures
           data={data}
           currency={shown}
@@ -118,15 +121,20 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
               key: 'today_revenue',
               label: "Today's revenue",
               kind: 'money',
-              note: `Orders in ${shown} paid today (UTC), by payment time; refunds taken out`,
+              note: `Orders in ${shown} paid today (${zone}), by payment time; refunds taken out`,
             },
             {
               key: 'monthly_revenue',
               label: "This month's revenue",
               kind: 'money',
-              note: `Orders in ${shown} paid from the 1st of this month (UTC) to now`,
+              note: `Orders in ${shown} paid from the 1st of this month (${zone}) to now`,
             },
-            { key: 'today_count', label: "Today's orders", kind: 'count', note: 'Orders created today (UTC), in any currency and status' },
+            {
+              key: 'today_count',
+              label: "Today's orders",
+              kind: 'count',
+              note: `Orders created today (${zone}), in any currency and status`,
+            },
             {
               key: 'today_success_rate',
               label: 'Success rate today',
