@@ -642,6 +642,79 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     expect(failures).toEqual([]);
   });
 
+  it('overview: a metadata filter reads the figures of only the matching customers, with the segment, and is kept in the address', async () => {
+    const m = await newMerchant();
+    const t = m.token;
+    for (const [who, tier, plan, mrr] of [
+      ['gold', 'gold', 'Pro', '300'],
+      ['silver', 'silver', 'Basic', '500'],
+    ]) {
+      const c = await ok(api.post('/customers', t, { email: `${who}@example.com`, name: who, metadata: { plan_tier: tier } }));
+      await ok(
+        api.post('/subscriptions', t, { customer_id: c.id, plan_name: plan, mrr, billing_cycle: 'monthly', started_at: daysAgo(40) }),
+      );
+    }
+    const summaryOf = async (q: string) => (await api.get(`/metrics/summary${q}`, t)).body.data;
+    const whole = await summaryOf('');
+    const gold = await summaryOf('?metadata.plan_tier=gold');
+    expect([whole.current_mrr, gold.current_mrr]).toEqual(['800.00', '300.00']);
+    const summaryLoaded = (segment: string, metadata: string) =>
+      page.locator(`[data-panel="summary"][data-state="ready"] dl[data-segment="${segment}"][data-metadata="${metadata}"]`).waitFor();
+
+    const { page, failures } = await openAs(m.merchantId, 'user', DESKTOP, '#overview');
+    await summaryLoaded('', '');
+    await expectFigures(page, whole);
+    await page.getByTestId('segment-words').getByText('slower on large merchants').waitFor();
+    await page.getByTestId('metadata-key').fill('plan_tier');
+    await page.getByTestId('metadata-value').fill('gold');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await summaryLoaded('', 'plan_tier=gold');
+    await expectFigures(page, gold);
+    expect(await page.getByTestId('summary-window').textContent()).toContain('of the customers whose metadata plan_tier is “gold”');
+    // The MRR series and the cohorts are the matching customers' too.
+    await page.locator('[data-panel="mrr"][data-state="ready"] dl[data-metadata="plan_tier=gold"]').waitFor();
+    const start12 = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
+    const series = (await api.get(`/metrics/mrr?interval=month&start_date=${start12}&end_date=${today()}&metadata.plan_tier=gold`, t)).body;
+    expect(
+      await page
+        .locator('[data-testid="mrr-table"] tbody tr')
+        .evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-date'), tr.getAttribute('data-mrr')])),
+    ).toEqual(series.data.map((e: { date: string; mrr: string }) => [e.date, e.mrr]));
+    await expectFigures(page, { range_mrr: '300.00' });
+    await page.locator('[data-panel="cohorts"][data-state="ready"] [data-metadata="plan_tier=gold"]').waitFor();
+    const cohorts = (await api.get('/metrics/cohorts?metadata.plan_tier=gold', t)).body.data.filter((c: any) => c.customers > 0);
+    expect(await page.locator('[data-testid="cohorts"] tbody td:nth-child(2)').allTextContents()).toEqual(
+      cohorts.map((c: any) => String(c.customers)),
+    );
+    // Kept in the address: a reload shows the same figures.
+    expect(new URL(page.url()).searchParams.get('metadata.plan_tier')).toBe('gold');
+    await page.reload();
+    await summaryLoaded('', 'plan_tier=gold');
+    await expectFigures(page, gold);
+    expect(await page.getByTestId('metadata-value').inputValue()).toBe('gold');
+    await shoot(page, 'overview-metadata-desktop');
+    await axe(page, 'overview-metadata');
+    // With a plan the gold customers are not on: both filters apply (none left).
+    await page.getByTestId('segment').selectOption('plan:Basic');
+    await summaryLoaded('plan:Basic', 'plan_tier=gold');
+    const none = await summaryOf('?plan=Basic&metadata.plan_tier=gold');
+    expect(none.current_mrr).toBe('0.00');
+    await expectFigures(page, none);
+    // Clear: the plan alone.
+    await page.getByRole('button', { name: 'Clear' }).click();
+    await summaryLoaded('plan:Basic', '');
+    await expectFigures(page, await summaryOf('?plan=Basic'));
+    expect(new URL(page.url()).searchParams.has('metadata.plan_tier')).toBe(false);
+    expect(await page.getByTestId('metadata-key').inputValue()).toBe('');
+    expect(failures).toEqual([]);
+
+    // At phone width, opened from a shared link, the bar fits.
+    const phone = await openAs(m.merchantId, 'user', PHONE, '?metadata.plan_tier=gold#overview');
+    await phone.page.locator('[data-panel="summary"][data-state="ready"] dl[data-metadata="plan_tier=gold"]').waitFor();
+    await ready(phone.page, 'mrr');
+    await fitsPhone(phone, 'overview-metadata-phone');
+  });
+
   it('phone width: the new views fit, and every column of a list is on screen (rows become cards)', async () => {
     const { page, failures } = await open('admin', '#customers', PHONE);
     await ok(api.post('/webhook-endpoints', merchant.token, { url: receiver.url, events: ['*'] }));
