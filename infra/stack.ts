@@ -217,7 +217,7 @@ export class ApiStack extends Stack {
       corsPreflight: {
         allowOrigins: [this.dashboard.origin],
         allowHeaders: ['authorization', 'content-type'],
-        allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.PATCH, CorsHttpMethod.DELETE],
+        allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.PUT, CorsHttpMethod.PATCH, CorsHttpMethod.DELETE],
         // The CSV downloads page by X-Next-Cursor (a CSV answer has no room for meta).
         exposeHeaders: [
           'x-request-id',

@@ -49,7 +49,7 @@ const PURE_RULES = [
 ];
 
 /** The lib/ folder a handler folder serves (functions/<folder>/), where the two names differ. */
-const RESOURCE_OF: Record<string, string> = { backoffice: 'merchants', system: 'http' };
+const RESOURCE_OF: Record<string, string> = { backoffice: 'merchants', settings: 'merchants', system: 'http' };
 /** What every handler may load besides its own resource: the pipeline (JSON, or JSON and CSV), the domain errors, shared fields. */
 const COMMON = /^lib\/(http\/(csv-)?handler|errors|shared\/[a-z-]+)\.ts$/;
 

@@ -69,6 +69,13 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     return res.body as string;
   };
   const open = (role: 'admin' | 'user', hash: string, viewport: Viewport = DESKTOP) => openAs(merchant.merchantId, role, viewport, hash);
+  /** At phone width: no sideways scrolling, a screenshot and an axe report by `name`, no page errors. */
+  const fitsPhone = async (opened: { page: Page; failures: string[] }, name: string) => {
+    await noSideScroll(opened.page);
+    await shoot(opened.page, name);
+    await axe(opened.page, name);
+    expect(opened.failures).toEqual([]);
+  };
   const download = async (page: Page, testId: string) => {
     const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId(testId).click()]);
     return { name: file.suggestedFilename(), text: readFileSync((await file.path())!, 'utf8') };
@@ -566,6 +573,146 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     const summary = (await get('/metrics/summary')).data;
     await expectFigures(page, { customer_churn_rate: summary.customer_churn_rate, mrr_churn_rate: summary.mrr_churn_rate });
     expect(failures).toEqual([]);
+  });
+
+  it('settings: an admin changes the time zone (a bad name first: the API’s message), saved and shown; the stats notes name it', async () => {
+    const m = await newMerchant();
+    const settings = async () => (await api.get('/settings', m.token)).body.data;
+    expect(await settings()).toMatchObject({ timezone: 'UTC' });
+    const { page, failures } = await openAs(m.merchantId, 'admin', DESKTOP, '#settings');
+    await ready(page, 'settings');
+    expect(await page.getByTestId('settings-timezone').textContent()).toBe('UTC');
+    expect(await page.getByTestId('settings-currency').textContent()).toBe((await settings()).reporting_currency);
+    await page
+      .getByText('Today and this month in the order stats start at midnight in this zone; metrics charts are in UTC days for now.')
+      .waitFor();
+    const field = page.getByLabel('Reporting time zone');
+    // The browser's zone names are offered as suggestions.
+    expect(await page.locator('#settings-zones option[value="Asia/Taipei"]').count()).toBe(1);
+    expect(await page.locator('#settings-zones option[value="UTC"]').count()).toBe(1);
+    // A name the API refuses: its message in an alert, nothing stored.
+    await field.fill('+08:00');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'The timezone field must be an IANA time zone name, such as UTC, Asia/Taipei or America/New_York.' })
+      .waitFor();
+    expect(await field.getAttribute('aria-invalid')).toBe('true');
+    expect((await settings()).timezone).toBe('UTC');
+    await axe(page, 'settings-error');
+    // A good one (any letter case): saved in its canonical spelling, and shown.
+    await field.fill('asia/taipei');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByTestId('settings-notice').filter({ hasText: 'Saved: the reporting time zone is now Asia/Taipei.' }).waitFor();
+    await page.locator('[data-panel="settings"][data-state="ready"] [data-timezone="Asia/Taipei"]').waitFor();
+    expect(await settings()).toMatchObject({ timezone: 'Asia/Taipei' });
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await shoot(page, 'settings-desktop');
+    await axe(page, 'settings');
+    // The other views use it at once (no reload), and after a reload (from /backoffice/me).
+    const statsNotes = async () => {
+      await ready(page, 'stats');
+      return page.locator('[data-panel="stats"] dd.note').allTextContents();
+    };
+    await page.getByRole('link', { name: 'Overview' }).click();
+    const notes = await statsNotes();
+    expect(notes.filter((n) => n.includes('today (Asia/Taipei)') || n.includes('this month (Asia/Taipei)'))).toHaveLength(3);
+    expect(notes.join(' ')).not.toContain('UTC');
+    // The metrics stay UTC, and say so.
+    expect(await page.getByTestId('summary-window').textContent()).toContain('(UTC)');
+    await page.reload();
+    expect(await statsNotes()).toEqual(notes);
+    expect(failures).toEqual([]);
+
+    // At phone width the page fits.
+    const phone = await openAs(m.merchantId, 'admin', PHONE, '#settings');
+    await ready(phone.page, 'settings');
+    await fitsPhone(phone, 'settings-phone');
+  });
+
+  it('settings: a user reads the time zone and currency, without a way to change them', async () => {
+    const { page, failures } = await open('user', '#settings');
+    await ready(page, 'settings');
+    expect(await page.getByTestId('settings-timezone').textContent()).toBe((await get('/settings')).data.timezone);
+    await page.getByText('Only admins can change the time zone.').waitFor();
+    expect(await page.getByRole('button', { name: 'Save' }).count()).toBe(0);
+    expect(await page.getByLabel('Reporting time zone').count()).toBe(0);
+    await shoot(page, 'settings-user-desktop');
+    await axe(page, 'settings-user');
+    expect(failures).toEqual([]);
+  });
+
+  it('overview: a metadata filter reads the figures of only the matching customers, with the segment, and is kept in the address', async () => {
+    const m = await newMerchant();
+    const t = m.token;
+    for (const [who, tier, plan, mrr] of [
+      ['gold', 'gold', 'Pro', '300'],
+      ['silver', 'silver', 'Basic', '500'],
+    ]) {
+      const c = await ok(api.post('/customers', t, { email: `${who}@example.com`, name: who, metadata: { plan_tier: tier } }));
+      await ok(
+        api.post('/subscriptions', t, { customer_id: c.id, plan_name: plan, mrr, billing_cycle: 'monthly', started_at: daysAgo(40) }),
+      );
+    }
+    const summaryOf = async (q: string) => (await api.get(`/metrics/summary${q}`, t)).body.data;
+    const whole = await summaryOf('');
+    const gold = await summaryOf('?metadata.plan_tier=gold');
+    expect([whole.current_mrr, gold.current_mrr]).toEqual(['800.00', '300.00']);
+    const summaryLoaded = (segment: string, metadata: string) =>
+      page.locator(`[data-panel="summary"][data-state="ready"] dl[data-segment="${segment}"][data-metadata="${metadata}"]`).waitFor();
+
+    const { page, failures } = await openAs(m.merchantId, 'user', DESKTOP, '#overview');
+    await summaryLoaded('', '');
+    await expectFigures(page, whole);
+    await page.getByTestId('segment-words').getByText('slower on large merchants').waitFor();
+    await page.getByTestId('metadata-key').fill('plan_tier');
+    await page.getByTestId('metadata-value').fill('gold');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await summaryLoaded('', 'plan_tier=gold');
+    await expectFigures(page, gold);
+    expect(await page.getByTestId('summary-window').textContent()).toContain('of the customers whose metadata plan_tier is “gold”');
+    // The MRR series and the cohorts are the matching customers' too.
+    await page.locator('[data-panel="mrr"][data-state="ready"] dl[data-metadata="plan_tier=gold"]').waitFor();
+    const start12 = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
+    const series = (await api.get(`/metrics/mrr?interval=month&start_date=${start12}&end_date=${today()}&metadata.plan_tier=gold`, t)).body;
+    expect(
+      await page
+        .locator('[data-testid="mrr-table"] tbody tr')
+        .evaluateAll((trs) => trs.map((tr) => [tr.getAttribute('data-date'), tr.getAttribute('data-mrr')])),
+    ).toEqual(series.data.map((e: { date: string; mrr: string }) => [e.date, e.mrr]));
+    await expectFigures(page, { range_mrr: '300.00' });
+    await page.locator('[data-panel="cohorts"][data-state="ready"] [data-metadata="plan_tier=gold"]').waitFor();
+    const cohorts = (await api.get('/metrics/cohorts?metadata.plan_tier=gold', t)).body.data.filter((c: any) => c.customers > 0);
+    expect(await page.locator('[data-testid="cohorts"] tbody td:nth-child(2)').allTextContents()).toEqual(
+      cohorts.map((c: any) => String(c.customers)),
+    );
+    // Kept in the address: a reload shows the same figures.
+    expect(new URL(page.url()).searchParams.get('metadata.plan_tier')).toBe('gold');
+    await page.reload();
+    await summaryLoaded('', 'plan_tier=gold');
+    await expectFigures(page, gold);
+    expect(await page.getByTestId('metadata-value').inputValue()).toBe('gold');
+    await shoot(page, 'overview-metadata-desktop');
+    await axe(page, 'overview-metadata');
+    // With a plan the gold customers are not on: both filters apply (none left).
+    await page.getByTestId('segment').selectOption('plan:Basic');
+    await summaryLoaded('plan:Basic', 'plan_tier=gold');
+    const none = await summaryOf('?plan=Basic&metadata.plan_tier=gold');
+    expect(none.current_mrr).toBe('0.00');
+    await expectFigures(page, none);
+    // Clear: the plan alone.
+    await page.getByRole('button', { name: 'Clear' }).click();
+    await summaryLoaded('plan:Basic', '');
+    await expectFigures(page, await summaryOf('?plan=Basic'));
+    expect(new URL(page.url()).searchParams.has('metadata.plan_tier')).toBe(false);
+    expect(await page.getByTestId('metadata-key').inputValue()).toBe('');
+    expect(failures).toEqual([]);
+
+    // At phone width, opened from a shared link, the bar fits.
+    const phone = await openAs(m.merchantId, 'user', PHONE, '?metadata.plan_tier=gold#overview');
+    await phone.page.locator('[data-panel="summary"][data-state="ready"] dl[data-metadata="plan_tier=gold"]').waitFor();
+    await ready(phone.page, 'mrr');
+    await fitsPhone(phone, 'overview-metadata-phone');
   });
 
   it('phone width: the new views fit, and every column of a list is on screen (rows become cards)', async () => {

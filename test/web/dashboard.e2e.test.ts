@@ -653,6 +653,7 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
       ['imports', 'runs'],
       ['webhooks', 'deliveries'],
       ['token', 'token'],
+      ['settings', 'settings'],
     ]) {
       await page.goto(`${origin}/#${view}`);
       await ready(page, panel);

@@ -6,6 +6,7 @@ import { Activity } from './views/activity';
 import { Customers } from './views/customers';
 import { Imports } from './views/imports';
 import { Overview } from './views/overview';
+import { SettingsView } from './views/settings';
 import { Subscriptions } from './views/subscriptions';
 import { TokenView } from './views/token';
 import { Webhooks } from './views/webhooks';
@@ -19,6 +20,7 @@ const VIEWS = [
   { id: 'imports', label: 'Imports', View: Imports },
   { id: 'webhooks', label: 'Webhooks', View: Webhooks },
   { id: 'token', label: 'API token', View: TokenView },
+  { id: 'settings', label: 'Settings', View: SettingsView },
 ] as const;
 type ViewId = (typeof VIEWS)[number]['id'];
 type Route = { view: ViewId; arg?: string };
@@ -31,7 +33,8 @@ const routeFromHash = (): Route => {
   return arg ? { view, arg } : { view };
 };
 
-const Dashboard = ({ config, api, me }: { config: DashboardConfig; api: Api; me: Me }) => {
+/** `setMe`: the signed-in session changed (the settings view saved a new time zone), for every view from now on. */
+const Dashboard = ({ config, api, me, setMe }: { config: DashboardConfig; api: Api; me: Me; setMe: (me: Me) => void }) => {
   const [{ view, arg }, setRoute] = useState<Route>(routeFromHash);
   useEffect(() => {
     const onHash = () => setRoute(routeFromHash());
@@ -74,7 +77,7 @@ const Dashboard = ({ config, api, me }: { config: DashboardConfig; api: Api; me:
         <h1 id="view-title" tabIndex={-1}>
           {title}
         </h1>
-        <View api={api} me={me} arg={arg} />
+        <View api={api} me={me} arg={arg} setMe={setMe} />
       </main>
     </>
   );
@@ -106,7 +109,7 @@ const App = () => {
         </button>
       </main>
     );
-  return <Dashboard {...ready} />;
+  return <Dashboard {...ready} setMe={(me) => setReady({ ...ready, me })} />;
 };
 
 render(<App />, document.getElementById('app')!);

@@ -2,6 +2,17 @@ import { useEffect, useState } from 'preact/hooks';
 import { AS_CSV, type Api, csvPage, type Me, ok, query } from '../api';
 import { MOVEMENTS, MrrChart } from '../chart';
 import { count, CURRENCIES, money, percent } from '../format';
+import {
+  CYCLES,
+  type Filter,
+  filterCurrency,
+  filterFromSearch,
+  filterQuery,
+  filterWords,
+  metadataLabel,
+  segmentQuery,
+  withFilter,
+} from '../segment';
 import { type Async, Choice, DownloadCsv, Figures, Head, ListTable, Panel, TableScroll, useAsync } from '../ui';
 
 const RANGES = [
@@ -21,47 +32,19 @@ const rangeStart = (id: string, today = new Date()) => {
   return isoDay(new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() - r.months, 1)));
 };
 
-const CYCLES = ['monthly', 'quarterly', 'semi-annual', 'yearly'] as const;
-type Cycle = (typeof CYCLES)[number];
-/**
- * The figures' segment as one value: '' (all), `plan:<name>`, `billing_cycle:<cycle>` or
- * `currency:<ISO>`. The picker offers the stored segments (flat cost) only; the API also takes
- * metadata filters and several plans, which read the matching customers' histories.
- */
-type Segment = string;
-type SegmentQuery = { plan?: string; billing_cycle?: Cycle; currency?: string };
-const segmentQuery = (segment: Segment): SegmentQuery => {
-  const at = segment.indexOf(':');
-  if (at < 0) return {};
-  const [kind, value] = [segment.slice(0, at), segment.slice(at + 1)];
-  if (kind === 'plan') return { plan: value };
-  if (kind === 'billing_cycle' && (CYCLES as readonly string[]).includes(value)) return { billing_cycle: value as Cycle };
-  if (kind === 'currency' && /^[A-Z]{3}$/.test(value)) return { currency: value };
-  return {};
-};
-/** What a segment covers, in words (ends a figure's explanation). */
-const segmentWords = (segment: Segment, me: Me) => {
-  const q = segmentQuery(segment);
-  if (q.plan !== undefined) return `plan “${q.plan}” only`;
-  if (q.billing_cycle) return `${q.billing_cycle} billing only`;
-  if (q.currency) return `subscriptions and orders in ${q.currency} only, in ${q.currency} (not converted)`;
-  return `all revenue, in ${me.reporting_currency}`;
-};
-/** The currency a segment's amounts are in: its own for a currency segment, else the reporting currency. */
-const segmentCurrency = (segment: Segment, me: Me) => segmentQuery(segment).currency ?? me.reporting_currency;
-/** The segment kept in the address (`?segment=`), so a reload or a shared link shows the same figures. */
-const SEGMENT_PARAM = 'segment';
-const segmentFromUrl = (): Segment => {
-  const s = new URLSearchParams(location.search).get(SEGMENT_PARAM) ?? '';
-  return Object.keys(segmentQuery(s)).length ? s : '';
-};
-
 type PlanRow = { plan: string; mrr: string; subscriptions: number; customers: number };
 type PlansAnswer = { date: string; data: PlanRow[] };
 
-/** The segment picker: all, a plan with figures today, a billing cycle, or a currency. */
-const SegmentPicker = (props: { value: Segment; onChange: (s: Segment) => void; plans: Async<PlansAnswer>; me: Me }) => {
-  const current = segmentQuery(props.value).plan;
+/** The attributes a panel's content carries: the filter it was loaded for. */
+const filterAttrs = (f: Filter) => ({ 'data-segment': f.segment, 'data-metadata': metadataLabel(f) });
+
+/**
+ * The segment picker: all, a plan with figures today, a billing cycle, or a currency; and, with
+ * it, one customer-metadata pair (key and exact value), applied on submit.
+ */
+const SegmentPicker = (props: { value: Filter; onChange: (f: Filter) => void; plans: Async<PlansAnswer>; me: Me }) => {
+  const { segment, metadata } = props.value;
+  const current = segmentQuery(segment).plan;
   const plans = props.plans.state === 'ready' ? props.plans.data.data.map((p) => p.plan) : [];
   // A plan from the address that has no figures today stays choosable (its figures are zero).
   if (current !== undefined && !plans.includes(current)) plans.push(current);
@@ -70,11 +53,17 @@ const SegmentPicker = (props: { value: Segment; onChange: (s: Segment) => void; 
     { kind: 'billing_cycle', label: 'Billing cycle', options: [...CYCLES] },
     { kind: 'currency', label: 'Currency', options: CURRENCIES.filter((c) => c !== props.me.reporting_currency) },
   ];
+  const applyMetadata = (e: Event) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget as HTMLFormElement);
+    const [key, value] = [String(form.get('key') ?? ''), String(form.get('value') ?? '')];
+    if (key && value) props.onChange({ segment, metadata: { key, value } });
+  };
   return (
     <div class="segment-bar">
       <label class="control">
         Segment
-        <select value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)} data-testid="segment">
+        <select value={segment} onChange={(e) => props.onChange({ segment: e.currentTarget.value, metadata })} data-testid="segment">
           <option value="">All (in {props.me.reporting_currency})</option>
           {groups
             .filter((g) => g.options.length > 0)
@@ -89,8 +78,27 @@ const SegmentPicker = (props: { value: Segment; onChange: (s: Segment) => void; 
             ))}
         </select>
       </label>
-      <p class="hint segment-note" data-testid="segment-words" data-segment={props.value}>
-        The recurring-revenue figures, the MRR chart and the cohorts below cover {segmentWords(props.value, props.me)}.
+      {/* Keyed by the pair applied, so Clear (or the address) resets the fields. */}
+      <form class="filters" onSubmit={applyMetadata} aria-label="Customer metadata filter" key={metadataLabel(props.value)}>
+        <label class="control">
+          Metadata key
+          <input name="key" type="text" defaultValue={metadata?.key} required autoComplete="off" data-testid="metadata-key" />
+        </label>
+        <label class="control">
+          Value (exact)
+          <input name="value" type="text" defaultValue={metadata?.value} required autoComplete="off" data-testid="metadata-value" />
+        </label>
+        <button type="submit">Apply</button>
+        {metadata && (
+          <button type="button" class="secondary" onClick={() => props.onChange({ segment, metadata: null })}>
+            Clear
+          </button>
+        )}
+      </form>
+      <p class="hint segment-note" data-testid="segment-words" {...filterAttrs(props.value)}>
+        The recurring-revenue figures, the MRR chart and the cohorts below cover {filterWords(props.value, props.me.reporting_currency)}. A
+        metadata filter matches the value exactly (case-sensitive) and reads the matching customers' histories, so it is slower on large
+        merchants.
       </p>
     </div>
   );
@@ -98,7 +106,10 @@ const SegmentPicker = (props: { value: Segment; onChange: (s: Segment) => void; 
 
 const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
   const [currency, setCurrency] = useState(me.reporting_currency);
-  const [result, retry] = useAsync({ currency }, (q) => ok(api.GET('/orders/stats', { params: { query: query(q) } })));
+  // The zone is a parameter too: the notes name the zone the figures were loaded in.
+  const [result, retry] = useAsync({ currency, zone: me.timezone }, (q) =>
+    ok(api.GET('/orders/stats', { params: { query: query({ currency: q.currency }) } })),
+  );
   const options = CURRENCIES.includes(me.reporting_currency) ? CURRENCIES : [me.reporting_currency, ...CURRENCIES];
   return (
     <Panel
@@ -108,7 +119,7 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
       retry={retry}
       actions={<Choice label="Currency" value={currency} onChange={setCurrency} options={options} testId="stats-currency" />}
     >
-      {({ data }, { currency: shown }) => (
+      {({ data }, { currency: shown, zone }) => (
         <Figures
           data={data}
           currency={shown}
@@ -118,15 +129,20 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
               key: 'today_revenue',
               label: "Today's revenue",
               kind: 'money',
-              note: `Orders in ${shown} paid today (UTC), by payment time; refunds taken out`,
+              note: `Orders in ${shown} paid today (${zone}), by payment time; refunds taken out`,
             },
             {
               key: 'monthly_revenue',
               label: "This month's revenue",
               kind: 'money',
-              note: `Orders in ${shown} paid from the 1st of this month (UTC) to now`,
+              note: `Orders in ${shown} paid from the 1st of this month (${zone}) to now`,
             },
-            { key: 'today_count', label: "Today's orders", kind: 'count', note: 'Orders created today (UTC), in any currency and status' },
+            {
+              key: 'today_count',
+              label: "Today's orders",
+              kind: 'count',
+              note: `Orders created today (${zone}), in any currency and status`,
+            },
             {
               key: 'today_success_rate',
               label: 'Success rate today',
@@ -146,8 +162,8 @@ const customerChurn = (over: string, base: string) =>
   `Customers lost (their last live subscription cancelled) ${over} ÷ active customers ${base}`;
 const mrrChurn = (over: string, base: string) => `MRR lost to churn and contraction ${over} ÷ MRR ${base} (gross)`;
 
-const SummaryPanel = ({ api, me, segment }: { api: Api; me: Me; segment: Segment }) => {
-  const [result, retry] = useAsync({ segment }, (p) => ok(api.GET('/metrics/summary', { params: { query: segmentQuery(p.segment) } })));
+const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter }) => {
+  const [result, retry] = useAsync({ filter }, (p) => ok(api.GET('/metrics/summary', { params: { query: filterQuery(p.filter) } })));
   // The API's window: today and the 29 days before it (UTC).
   const days = `${rangeStart('30d')} to ${isoDay(new Date())}`;
   const before = 'before it';
@@ -156,13 +172,13 @@ const SummaryPanel = ({ api, me, segment }: { api: Api; me: Me; segment: Segment
     <Panel id="summary" title="Recurring revenue: now, and the last 30 days" result={result} retry={retry}>
       {({ data: s }, loaded) => (
         <>
-          <p class="hint" data-testid="summary-window" data-segment={loaded.segment}>
-            Levels are today's; rates and the quick ratio cover {days} (UTC). Segment: {segmentWords(loaded.segment, me)}.
+          <p class="hint" data-testid="summary-window" {...filterAttrs(loaded.filter)}>
+            Levels are today's; rates and the quick ratio cover {days} (UTC). Segment: {filterWords(loaded.filter, me.reporting_currency)}.
           </p>
           <Figures
             data={s}
-            currency={segmentCurrency(loaded.segment, me)}
-            attrs={{ 'data-segment': loaded.segment }}
+            currency={filterCurrency(loaded.filter, me.reporting_currency)}
+            attrs={filterAttrs(loaded.filter)}
             specs={[
               {
                 key: 'current_mrr',
@@ -197,14 +213,14 @@ const SummaryPanel = ({ api, me, segment }: { api: Api; me: Me; segment: Segment
   );
 };
 
-const MrrPanel = (props: { api: Api; me: Me; segment: Segment; range: string; setRange: (r: string) => void }) => {
-  const { api, me, segment, range, setRange } = props;
+const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setRange: (r: string) => void }) => {
+  const { api, me, filter, range, setRange } = props;
   const [interval, setMrrInterval] = useState<(typeof INTERVALS)[number]>('month');
-  const [result, retry] = useAsync({ interval, range, segment }, (p) =>
+  const [result, retry] = useAsync({ interval, range, filter }, (p) =>
     ok(
       api.GET('/metrics/mrr', {
         params: {
-          query: { interval: p.interval, start_date: rangeStart(p.range), end_date: isoDay(new Date()), ...segmentQuery(p.segment) },
+          query: { interval: p.interval, start_date: rangeStart(p.range), end_date: isoDay(new Date()), ...filterQuery(p.filter) },
         },
       }),
     ),
@@ -238,18 +254,18 @@ const MrrPanel = (props: { api: Api; me: Me; segment: Segment; range: string; se
       }
     >
       {(series, loaded) => {
-        const ccy = segmentCurrency(loaded.segment, me);
+        const ccy = filterCurrency(loaded.filter, me.reporting_currency);
         return (
           <>
             <p class="hint" data-testid="range-window">
               {RANGES.find((r) => r.id === loaded.range)!.label}: {rangeStart(loaded.range)} to {isoDay(new Date())} (UTC), by{' '}
-              {loaded.interval}. Segment: {segmentWords(loaded.segment, me)}.
+              {loaded.interval}. Segment: {filterWords(loaded.filter, me.reporting_currency)}.
             </p>
             <Figures
               data={series.summary}
               currency={ccy}
               compact
-              attrs={{ 'data-interval': loaded.interval, 'data-range': loaded.range, 'data-segment': loaded.segment }}
+              attrs={{ 'data-interval': loaded.interval, 'data-range': loaded.range, ...filterAttrs(loaded.filter) }}
               specs={[
                 {
                   key: 'current_mrr',
@@ -310,8 +326,8 @@ const MrrPanel = (props: { api: Api; me: Me; segment: Segment; range: string; se
 /** Retention as a heat map: the colour follows the percentage, which is also written in each cell. */
 const heat = (pct: number | null) => (pct === null ? 'transparent' : `hsl(205 70% ${96 - Math.min(100, pct) * 0.36}%)`);
 
-const CohortsPanel = ({ api, me, segment }: { api: Api; me: Me; segment: Segment }) => {
-  const [result, retry] = useAsync({ segment }, (p) => ok(api.GET('/metrics/cohorts', { params: { query: segmentQuery(p.segment) } })));
+const CohortsPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter }) => {
+  const [result, retry] = useAsync({ filter }, (p) => ok(api.GET('/metrics/cohorts', { params: { query: filterQuery(p.filter) } })));
   return (
     <Panel
       id="cohorts"
@@ -326,9 +342,9 @@ const CohortsPanel = ({ api, me, segment }: { api: Api; me: Me; segment: Segment
         const width = Math.max(...data.map((c) => c.retention.length));
         return (
           <>
-            <p class="hint" data-testid="cohorts-segment" data-segment={loaded.segment}>
+            <p class="hint" data-testid="cohorts-segment" {...filterAttrs(loaded.filter)}>
               Customers by the month their MRR first went above 0, and the share still paying each month after. Segment:{' '}
-              {segmentWords(loaded.segment, me)}.
+              {filterWords(loaded.filter, me.reporting_currency)}.
             </p>
             <TableScroll label="Cohort retention">
               <table class="heatmap" data-testid="cohorts">
@@ -452,22 +468,21 @@ const ChurnReasonsPanel = ({ api, me, range }: { api: Api; me: Me; range: string
 };
 
 export const Overview = ({ api, me }: { api: Api; me: Me }) => {
-  const [segment, setSegment] = useState<Segment>(segmentFromUrl);
+  const [filter, setFilter] = useState<Filter>(() => filterFromSearch(location.search));
   const [range, setRange] = useState('12m');
   const [plans, retryPlans] = useAsync(null, () => ok(api.GET('/metrics/plans')));
+  // Kept in the address, replaced in place (no history entry).
   useEffect(() => {
-    const url = new URL(location.href);
-    if (segment) url.searchParams.set(SEGMENT_PARAM, segment);
-    else url.searchParams.delete(SEGMENT_PARAM);
-    if (url.href !== location.href) history.replaceState(history.state, '', url.href);
-  }, [segment]);
+    const href = withFilter(location.href, filter);
+    if (href !== location.href) history.replaceState(history.state, '', href);
+  }, [filter]);
   return (
     <div class="grid">
       <StatsPanel api={api} me={me} />
-      <SegmentPicker value={segment} onChange={setSegment} plans={plans} me={me} />
-      <SummaryPanel api={api} me={me} segment={segment} />
-      <MrrPanel api={api} me={me} segment={segment} range={range} setRange={setRange} />
-      <CohortsPanel api={api} me={me} segment={segment} />
+      <SegmentPicker value={filter} onChange={setFilter} plans={plans} me={me} />
+      <SummaryPanel api={api} me={me} filter={filter} />
+      <MrrPanel api={api} me={me} filter={filter} range={range} setRange={setRange} />
+      <CohortsPanel api={api} me={me} filter={filter} />
       <PlansPanel api={api} me={me} result={plans} retry={retryPlans} />
       <ChurnReasonsPanel api={api} me={me} range={range} />
     </div>
