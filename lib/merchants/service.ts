@@ -96,4 +96,3 @@ export const updateMerchant = async (merchantId: string, changes: MerchantChange
   await store.updateMerchantItem(merchantId, changes, pointer?.status === 'active' ? pointer.token_hash : null);
   return changedMerchant(merchant, changes);
 };
-

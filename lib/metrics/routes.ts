@@ -30,8 +30,9 @@ export const routes = {
     dashboard: dashboardRead,
     writes: false,
     csv: true,
-    summary: 'MRR, its movements and rates per day, week (Monday, UTC), month, quarter or year, with the range summary',
-    description: `MRR per interval (day, week from Monday, month, calendar quarter or year; UTC) between \`start_date\` and \`end_date\`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). \`Accept: text/csv\` gives the points as CSV (docs/api-conventions.md). ${SEGMENT_FILTERS_NOTE}`,
+    summary:
+      "MRR, its movements and rates per day, week (from Monday), month, quarter or year of the merchant's time zone, with the range summary",
+    description: `MRR per interval (day, week from Monday, month, calendar quarter or year, in the merchant's reporting time zone: \`GET /settings\`) between \`start_date\` and \`end_date\`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). \`Accept: text/csv\` gives the points as CSV (docs/api-conventions.md). ${SEGMENT_FILTERS_NOTE}`,
     tags: ['metrics'],
     request: { query: mrrQuery, repeatable: SEGMENT_REPEATABLE },
     responses: { 200: { description: 'The MRR series', schema: mrrSeriesSchema }, ...errors, ...invalid },
@@ -96,7 +97,7 @@ export const routes = {
     csv: true,
     summary: 'Churned MRR and customers per cancellation reason over a range of days',
     description:
-      'The MRR cancellations took to zero and the customers they churned between `start_date` and `end_date` (UTC days, inclusive; the defaults and limits of `GET /metrics/mrr`), per cancellation `reason` (null: none given), largest first (docs/metrics.md).',
+      "The MRR cancellations took to zero and the customers they churned between `start_date` and `end_date` (days of the merchant's reporting time zone, inclusive; the defaults and limits of `GET /metrics/mrr`), per cancellation `reason` (null: none given), largest first (docs/metrics.md).",
     tags: ['metrics'],
     request: { query: churnReasonsQuery },
     responses: {

@@ -107,16 +107,21 @@ export const metadataFilters = (q: Record<string, unknown>): [key: string, value
 export const planFilters = (q: { plan?: string | string[] }): string[] =>
   q.plan === undefined ? [] : Array.isArray(q.plan) ? [...new Set(q.plan)] : [q.plan];
 
-/** GET /metrics/mrr: dates (UTC days, inclusive); the range checks need the clock's defaults (service). */
+/** GET /metrics/mrr: dates (days of the merchant's time zone, inclusive); the range checks need the clock's defaults (service). */
 const mrrFields = {
   start_date: date()
     .optional()
-    .meta({ description: 'First day (UTC, inclusive). Default: the 1st of the month 11 months before end_date' }),
-  end_date: date().optional().meta({ description: 'Last day (UTC, inclusive). Default: today' }),
+    .meta({
+      description: "First day (in the merchant's reporting time zone, inclusive). Default: the 1st of the month 11 months before end_date",
+    }),
+  end_date: date().optional().meta({ description: "Last day (in the merchant's reporting time zone, inclusive). Default: today there" }),
   interval: z
     .enum(INTERVALS)
     .optional()
-    .meta({ description: 'day, week (Monday to Sunday, UTC), month (default), quarter (January, April, July, October) or year' }),
+    .meta({
+      description:
+        "day, week (Monday to Sunday), month (default), quarter (January, April, July, October) or year, in the merchant's reporting time zone",
+    }),
 };
 export const mrrQuery = z.looseObject({ ...mrrFields, ...segmentFields }).superRefine(onlyKnown(Object.keys(mrrFields)));
 export type MrrQuery = z.output<typeof mrrQuery>;
@@ -210,7 +215,9 @@ export const cohortSchema = z
 
 /** GET /metrics/plans: the day the figures are read at. */
 export const plansQuery = z.object({
-  date: date().optional().meta({ description: 'The day (UTC) whose end the figures are read at. Default: today' }),
+  date: date()
+    .optional()
+    .meta({ description: "The day (in the merchant's reporting time zone) whose end the figures are read at. Default: today there" }),
 });
 export type PlansQuery = z.output<typeof plansQuery>;
 

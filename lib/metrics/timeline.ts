@@ -180,8 +180,12 @@ export const viewWhere = (stored: Timeline, reportingCurrency: string, filter: L
 };
 
 /** What one customer's lines matching `filter` add to the figures (`contributions` of a filtered view; no churn by reason). */
-export const contributionsWhere = (stored: Timeline, reportingCurrency: string, filter: LineFilter, zone = DEFAULT_TIMEZONE): Contributions =>
-  scan(viewWhere(stored, reportingCurrency, filter), null, false, zone);
+export const contributionsWhere = (
+  stored: Timeline,
+  reportingCurrency: string,
+  filter: LineFilter,
+  zone = DEFAULT_TIMEZONE,
+): Contributions => scan(viewWhere(stored, reportingCurrency, filter), null, false, zone);
 
 /** The segments whose figures a change from `before` to `after` can move (the reporting currency's is the whole). */
 const segmentsMoved = (before: Timeline, after: Timeline, reportingCurrency: string): Segment[] => {
@@ -302,7 +306,14 @@ export const contributionChange = (
   const t0 = rezoned ? null : firstDifference(before, after);
   if (t0 === null && !rezoned) return [];
   const segments = rezoned
-    ? [...new Map([...segmentsOf(before, reportingCurrency), ...segmentsOf(after, reportingCurrency)].map((g) => [`${g.dimension}\u0000${g.value}`, g])).values()]
+    ? [
+        ...new Map(
+          [...segmentsOf(before, reportingCurrency), ...segmentsOf(after, reportingCurrency)].map((g) => [
+            `${g.dimension}\u0000${g.value}`,
+            g,
+          ]),
+        ).values(),
+      ]
     : segmentsMoved(before, after, reportingCurrency);
   const out: SegmentMoves[] = [];
   for (const segment of [null, ...segments]) {

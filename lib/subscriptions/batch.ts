@@ -209,7 +209,10 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
       // One timeline write per customer per transaction, whatever the number of its subscriptions.
       const after = [...changed].map(
         ([id, tl]) =>
-          [id, addTimelineChange(ws, scope.merchantId, scope.reportingCurrency, id, timelines.get(id) ?? EMPTY_TIMELINE, tl, scope.timezone)] as const,
+          [
+            id,
+            addTimelineChange(ws, scope.merchantId, scope.reportingCurrency, id, timelines.get(id) ?? EMPTY_TIMELINE, tl, scope.timezone),
+          ] as const,
       );
       return () => {
         for (const [id, timeline] of after) {

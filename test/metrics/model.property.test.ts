@@ -144,7 +144,7 @@ const range = fc.tuple(fc.integer({ min: -60, max: 200 }), fc.integer({ min: 0, 
  * (past the last: never). A DST zone, one a quarter-hour off, one ahead of UTC, one behind.
  */
 const ZONES = ['UTC', 'Asia/Taipei', 'America/New_York', 'Asia/Kathmandu', 'Pacific/Pago_Pago'] as const;
-const zones = fc.record({ first: fc.constantFrom(...ZONES), then: fc.constantFrom(...ZONES), at: fc.integer({ min: 0, max: 16 }) });
+const zones = fc.record({ first: fc.constantFrom(...ZONES), next: fc.constantFrom(...ZONES), at: fc.integer({ min: 0, max: 16 }) });
 
 /** `changed`: when its latest change took effect (no change may be dated before it, nor before the start). */
 type Sub = {
@@ -597,7 +597,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
 
           for (const [i, s] of steps.entries()) {
             // The zone changes between writes: what came before moves to the new zone's days.
-            if (i === zoning.at) await setZone(zoning.then);
+            if (i === zoning.at) await setZone(zoning.next);
             now += s.advance;
             clock.set(iso(now));
             await runScheduler();

@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
+import { updateMerchant } from '#lib/merchants/service';
+import { rezoneCustomers } from '#lib/metrics/rezone';
 
 /**
  * Metrics in the merchant's reporting time zone (docs/settings.md, docs/metrics.md): every bucket is
@@ -93,6 +95,42 @@ describe('metrics in the reporting time zone', () => {
     clock.set('2026-03-31T12:00:00Z'); // still 31 March in Taipei
     const refused = await api.get('/metrics/mrr?start_date=2026-03-01&end_date=2026-04-01&interval=day', token);
     expect(refused.status).toBe(422);
+  });
+
+  it('a move cut short by its time leaves customers in the old zone until a later pass or their next write', async () => {
+    fixedClock('2026-03-10T12:00:00Z');
+    const { token, merchantId } = await subscribed();
+    const second = (await ok(api.post('/customers', token, { email: 'y@zone.test' }), 201)).data;
+    await ok(
+      api.post('/subscriptions', token, {
+        customer_id: second.id,
+        plan_name: 'Pro',
+        billing_cycle: 'monthly',
+        mrr: '50',
+        started_at: '2026-01-31T17:00:00Z',
+      }),
+      201,
+    );
+    // The settings change without the pass (as when PUT /settings runs out of time at once).
+    await updateMerchant(merchantId, { timezone: 'Asia/Taipei' });
+    expect(await rezoneCustomers(merchantId, 'TWD', 'Asia/Taipei', { until: Date.now() - 1 })).toEqual({
+      customers_read: 0,
+      moved: 0,
+      done: false,
+    });
+    const newOn = async () =>
+      (await ok(api.get('/metrics/mrr?start_date=2026-01-31&end_date=2026-02-01&interval=day', token))).data.map(
+        (e: { new: string }) => e.new,
+      );
+    expect(await newOn()).toEqual(['150.00', '0.00']);
+    // The next write of a customer moves it (the first customer's plan change moves no figure of its own).
+    const [sub] = (await ok(api.get(`/subscriptions?customer_id=${second.id}`, token))).data;
+    await ok(api.put(`/subscriptions/${sub.id}`, token, { plan_name: 'Basic' }));
+    expect(await newOn()).toEqual(['100.00', '50.00']);
+    // A later pass moves the rest, and a second one finds nothing left.
+    expect(await rezoneCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 2, moved: 1, done: true });
+    expect(await newOn()).toEqual(['0.00', '150.00']);
+    expect(await rezoneCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 2, moved: 0, done: true });
   });
 
   it('costs what it costs in UTC: the monthly series, the daily series and the summary', async () => {

@@ -321,7 +321,11 @@ describe('X-Idempotency-Key on the batch endpoints', () => {
     }));
     // The first attempt applied its items but stopped before its answer was recorded.
     const { importSubscriptionEvents } = await import('#lib/subscriptions/recorded');
-    const partial = await importSubscriptionEvents({ merchantId, reportingCurrency: 'TWD', timezone: 'UTC' }, events.slice(0, 2), 'run-2:events:1');
+    const partial = await importSubscriptionEvents(
+      { merchantId, reportingCurrency: 'TWD', timezone: 'UTC' },
+      events.slice(0, 2),
+      'run-2:events:1',
+    );
     expect(partial.created).toBe(2);
     const retry = await api.request('POST', '/subscriptions/events/batch', {
       token,

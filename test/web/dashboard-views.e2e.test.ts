@@ -584,7 +584,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     expect(await page.getByTestId('settings-timezone').textContent()).toBe('UTC');
     expect(await page.getByTestId('settings-currency').textContent()).toBe((await settings()).reporting_currency);
     await page
-      .getByText('Today and this month in the order stats start at midnight in this zone; metrics charts are in UTC days for now.')
+      .getByText('Today and this month in the order stats, and every day, week and month of the metrics, start at midnight in this zone.')
       .waitFor();
     const field = page.getByLabel('Reporting time zone');
     // The browser's zone names are offered as suggestions.
@@ -618,8 +618,14 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     const notes = await statsNotes();
     expect(notes.filter((n) => n.includes('today (Asia/Taipei)') || n.includes('this month (Asia/Taipei)'))).toHaveLength(3);
     expect(notes.join(' ')).not.toContain('UTC');
-    // The metrics stay UTC, and say so.
-    expect(await page.getByTestId('summary-window').textContent()).toContain('(UTC)');
+    // The metrics follow it too, and say so: the windows end on today in Taipei.
+    const taipeiToday = new Intl.DateTimeFormat('en-CA', {
+      timeZone: 'Asia/Taipei',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+    }).format(new Date());
+    expect(await page.getByTestId('summary-window').textContent()).toContain(`to ${taipeiToday} (Asia/Taipei)`);
     await page.reload();
     expect(await statsNotes()).toEqual(notes);
     expect(failures).toEqual([]);

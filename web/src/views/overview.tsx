@@ -25,11 +25,15 @@ const RANGES = [
 const INTERVALS = ['day', 'week', 'month', 'quarter', 'year'] as const;
 
 const isoDay = (d: Date) => d.toISOString().slice(0, 10);
-/** The range's first day (UTC): N days back, or the 1st of the month N months back. */
-const rangeStart = (id: string, today = new Date()) => {
+/** Today in the merchant's reporting time zone, where the API's metrics days are (`YYYY-MM-DD`). */
+const todayIn = (zone: string) =>
+  new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date());
+/** The range's first day (in the zone of `today`): N days back, or the 1st of the month N months back. */
+const rangeStart = (id: string, today: string) => {
   const r = RANGES.find((x) => x.id === id)!;
-  if ('days' in r) return isoDay(new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - r.days)));
-  return isoDay(new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() - r.months, 1)));
+  const [y, m, d] = today.split('-').map(Number);
+  if ('days' in r) return isoDay(new Date(Date.UTC(y, m - 1, d - r.days)));
+  return isoDay(new Date(Date.UTC(y, m - 1 - r.months, 1)));
 };
 
 type PlanRow = { plan: string; mrr: string; subscriptions: number; customers: number };
@@ -164,8 +168,9 @@ const mrrChurn = (over: string, base: string) => `MRR lost to churn and contract
 
 const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter }) => {
   const [result, retry] = useAsync({ filter }, (p) => ok(api.GET('/metrics/summary', { params: { query: filterQuery(p.filter) } })));
-  // The API's window: today and the 29 days before it (UTC).
-  const days = `${rangeStart('30d')} to ${isoDay(new Date())}`;
+  // The API's window: today and the 29 days before it, in the merchant's time zone.
+  const today = todayIn(me.timezone);
+  const days = `${rangeStart('30d', today)} to ${today}`;
   const before = 'before it';
   const over = `in ${days}`;
   return (
@@ -173,7 +178,8 @@ const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter })
       {({ data: s }, loaded) => (
         <>
           <p class="hint" data-testid="summary-window" {...filterAttrs(loaded.filter)}>
-            Levels are today's; rates and the quick ratio cover {days} (UTC). Segment: {filterWords(loaded.filter, me.reporting_currency)}.
+            Levels are today's; rates and the quick ratio cover {days} ({me.timezone}). Segment:{' '}
+            {filterWords(loaded.filter, me.reporting_currency)}.
           </p>
           <Figures
             data={s}
@@ -220,7 +226,12 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
     ok(
       api.GET('/metrics/mrr', {
         params: {
-          query: { interval: p.interval, start_date: rangeStart(p.range), end_date: isoDay(new Date()), ...filterQuery(p.filter) },
+          query: {
+            interval: p.interval,
+            start_date: rangeStart(p.range, todayIn(me.timezone)),
+            end_date: todayIn(me.timezone),
+            ...filterQuery(p.filter),
+          },
         },
       }),
     ),
@@ -258,8 +269,8 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
         return (
           <>
             <p class="hint" data-testid="range-window">
-              {RANGES.find((r) => r.id === loaded.range)!.label}: {rangeStart(loaded.range)} to {isoDay(new Date())} (UTC), by{' '}
-              {loaded.interval}. Segment: {filterWords(loaded.filter, me.reporting_currency)}.
+              {RANGES.find((r) => r.id === loaded.range)!.label}: {rangeStart(loaded.range, todayIn(me.timezone))} to {todayIn(me.timezone)}{' '}
+              ({me.timezone}), by {loaded.interval}. Segment: {filterWords(loaded.filter, me.reporting_currency)}.
             </p>
             <Figures
               data={series.summary}
@@ -398,8 +409,8 @@ const PlansPanel = ({ api, me, result, retry }: { api: Api; me: Me; result: Asyn
       {(answer) => (
         <>
           <p class="hint" data-testid="plans-note" data-date={answer.date}>
-            Each plan's MRR, active subscriptions and customers with MRR in it at the end of {answer.date} (UTC), largest MRR first; all
-            currencies in {ccy}.
+            Each plan's MRR, active subscriptions and customers with MRR in it at the end of {answer.date} ({me.timezone}), largest MRR
+            first; all currencies in {ccy}.
           </p>
           <ListTable
             label="MRR by plan"
@@ -424,7 +435,7 @@ const NO_REASON = 'No reason given';
 
 const ChurnReasonsPanel = ({ api, me, range }: { api: Api; me: Me; range: string }) => {
   const ccy = me.reporting_currency;
-  const window = (r: string) => ({ start_date: rangeStart(r), end_date: isoDay(new Date()) });
+  const window = (r: string) => ({ start_date: rangeStart(r, todayIn(me.timezone)), end_date: todayIn(me.timezone) });
   const [result, retry] = useAsync({ range }, (p) => ok(api.GET('/metrics/churn-reasons', { params: { query: window(p.range) } })));
   return (
     <Panel
@@ -446,8 +457,9 @@ const ChurnReasonsPanel = ({ api, me, range }: { api: Api; me: Me; range: string
       {(answer, loaded) => (
         <>
           <p class="hint" data-testid="churn-reasons-note" data-range={loaded.range}>
-            MRR that cancellations took to 0, and the customers they churned, per reason given, from {rangeStart(loaded.range)} to{' '}
-            {isoDay(new Date())} (UTC, the MRR chart's range); pauses and partial cancellations are not counted. All revenue, in {ccy}.
+            MRR that cancellations took to 0, and the customers they churned, per reason given, from {window(loaded.range).start_date} to{' '}
+            {window(loaded.range).end_date} ({me.timezone}, the MRR chart's range); pauses and partial cancellations are not counted. All
+            revenue, in {ccy}.
           </p>
           <ListTable
             label="Churn by reason"

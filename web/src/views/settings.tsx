@@ -7,7 +7,8 @@ import { Panel, useAsync } from '../ui';
  * the zone; users read it. After a save the session (`me`) carries the new zone, so the other
  * views use it without a reload.
  */
-const ZONE_EFFECT = 'Today and this month in the order stats start at midnight in this zone; metrics charts are in UTC days for now.';
+const ZONE_EFFECT =
+  'Today and this month in the order stats, and every day, week and month of the metrics, start at midnight in this zone.';
 
 /** The IANA names the browser knows, with UTC (which some browsers leave out of the list). */
 const zoneNames = () => {
