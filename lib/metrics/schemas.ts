@@ -109,19 +109,14 @@ export const planFilters = (q: { plan?: string | string[] }): string[] =>
 
 /** GET /metrics/mrr: dates (days of the merchant's time zone, inclusive); the range checks need the clock's defaults (service). */
 const mrrFields = {
-  start_date: date()
-    .optional()
-    .meta({
-      description: "First day (in the merchant's reporting time zone, inclusive). Default: the 1st of the month 11 months before end_date",
-    }),
+  start_date: date().optional().meta({
+    description: "First day (in the merchant's reporting time zone, inclusive). Default: the 1st of the month 11 months before end_date",
+  }),
   end_date: date().optional().meta({ description: "Last day (in the merchant's reporting time zone, inclusive). Default: today there" }),
-  interval: z
-    .enum(INTERVALS)
-    .optional()
-    .meta({
-      description:
-        "day, week (Monday to Sunday), month (default), quarter (January, April, July, October) or year, in the merchant's reporting time zone",
-    }),
+  interval: z.enum(INTERVALS).optional().meta({
+    description:
+      "day, week (Monday to Sunday), month (default), quarter (January, April, July, October) or year, in the merchant's reporting time zone",
+  }),
 };
 export const mrrQuery = z.looseObject({ ...mrrFields, ...segmentFields }).superRefine(onlyKnown(Object.keys(mrrFields)));
 export type MrrQuery = z.output<typeof mrrQuery>;
