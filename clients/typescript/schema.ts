@@ -696,8 +696,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * MRR, its movements and rates per day, week (Monday, UTC), month, quarter or year, with the range summary
-         * @description MRR per interval (day, week from Monday, month, calendar quarter or year; UTC) between `start_date` and `end_date`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). `Accept: text/csv` gives the points as CSV (docs/api-conventions.md). Segment filters: `plan` (repeatable: the lines of any of the plans), `billing_cycle`, `currency`, and `metadata.<key>=<value>` (customer metadata, the value compared exactly as a string; repeatable, ANDed): the figures over only the matching customers' lines. One plan, cycle or currency reads its own aggregates; any other segment reads the matching customers' timelines, at a cost that grows with the customers it matches (docs/metrics.md, "Segments").
+         * MRR, its movements and rates per day, week (from Monday), month, quarter or year of the merchant's time zone, with the range summary
+         * @description MRR per interval (day, week from Monday, month, calendar quarter or year, in the merchant's reporting time zone: `GET /settings`) between `start_date` and `end_date`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). `Accept: text/csv` gives the points as CSV (docs/api-conventions.md). Segment filters: `plan` (repeatable: the lines of any of the plans), `billing_cycle`, `currency`, and `metadata.<key>=<value>` (customer metadata, the value compared exactly as a string; repeatable, ANDed): the figures over only the matching customers' lines. One plan, cycle or currency reads its own aggregates; any other segment reads the matching customers' timelines, at a cost that grows with the customers it matches (docs/metrics.md, "Segments").
          *
          *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
          */
@@ -785,7 +785,7 @@ export interface paths {
         };
         /**
          * Churned MRR and customers per cancellation reason over a range of days
-         * @description The MRR cancellations took to zero and the customers they churned between `start_date` and `end_date` (UTC days, inclusive; the defaults and limits of `GET /metrics/mrr`), per cancellation `reason` (null: none given), largest first (docs/metrics.md).
+         * @description The MRR cancellations took to zero and the customers they churned between `start_date` and `end_date` (days of the merchant's reporting time zone, inclusive; the defaults and limits of `GET /metrics/mrr`), per cancellation `reason` (null: none given), largest first (docs/metrics.md).
          *
          *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
          */
@@ -7623,11 +7623,11 @@ export interface operations {
     metricsMrr: {
         parameters: {
             query?: {
-                /** @description First day (UTC, inclusive). Default: the 1st of the month 11 months before end_date */
+                /** @description First day (in the merchant's reporting time zone, inclusive). Default: the 1st of the month 11 months before end_date */
                 start_date?: string;
-                /** @description Last day (UTC, inclusive). Default: today */
+                /** @description Last day (in the merchant's reporting time zone, inclusive). Default: today there */
                 end_date?: string;
-                /** @description day, week (Monday to Sunday, UTC), month (default), quarter (January, April, July, October) or year */
+                /** @description day, week (Monday to Sunday), month (default), quarter (January, April, July, October) or year, in the merchant's reporting time zone */
                 interval?: "day" | "week" | "month" | "quarter" | "year";
                 /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md) */
                 plan?: string | string[];
@@ -8015,7 +8015,7 @@ export interface operations {
     metricsPlans: {
         parameters: {
             query?: {
-                /** @description The day (UTC) whose end the figures are read at. Default: today */
+                /** @description The day (in the merchant's reporting time zone) whose end the figures are read at. Default: today there */
                 date?: string;
             };
             header?: never;
@@ -8140,9 +8140,9 @@ export interface operations {
     metricsChurnReasons: {
         parameters: {
             query?: {
-                /** @description First day (UTC, inclusive). Default: the 1st of the month 11 months before end_date */
+                /** @description First day (in the merchant's reporting time zone, inclusive). Default: the 1st of the month 11 months before end_date */
                 start_date?: string;
-                /** @description Last day (UTC, inclusive). Default: today */
+                /** @description Last day (in the merchant's reporting time zone, inclusive). Default: today there */
                 end_date?: string;
             };
             header?: never;

@@ -179,6 +179,7 @@ describe('the dashboard identity on token routes', () => {
         'GET /customers/{idOrExternalId} admin+user',
         'GET /customers/{idOrExternalId}/activities admin+user',
         'GET /subscriptions admin+user',
+        'GET /settings admin+user',
         'POST /webhook-endpoints admin',
         'PATCH /webhook-endpoints/{id} admin',
         'DELETE /webhook-endpoints/{id} admin',
