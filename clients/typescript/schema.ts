@@ -798,6 +798,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics/movements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The customers behind the MRR movements of a range of days, newest first
+         * @description Each MRR movement between `start_date` and `end_date` (days of the merchant's reporting time zone, inclusive; the defaults and limits of `GET /metrics/mrr`), of one `type` or all: the customer, when, how much, its MRR before and after, and the subscription or recurring order behind it, newest first. The rows of one type in one bucket are the movements that bucket's figure in `GET /metrics/mrr` sums (the drill-down of a bar; each row rounded to the cent). Reads every customer's timeline: the cost grows with the merchant's customers (docs/metrics.md). Pages by number or by cursor.
+         *
+         *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
+         */
+        get: operations["metricsMovements"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/activity": {
         parameters: {
             query?: never;
@@ -1360,6 +1382,33 @@ export interface components {
             churned_mrr: string;
             /** @description Customers whose last live subscription those cancellations ended */
             churned_customers: number;
+        };
+        MetricsMovement: {
+            /**
+             * Format: date-time
+             * @description When the MRR moved (UTC)
+             */
+            date: string;
+            /**
+             * @description The movement, classified as the MRR metrics count it (docs/metrics.md)
+             * @enum {string}
+             */
+            type: "new" | "expansion" | "contraction" | "churn" | "reactivation";
+            /**
+             * @description mrr_after − mrr_before: negative for contraction and churn
+             * @example 50.00
+             */
+            amount: string;
+            /** @example 100.00 */
+            mrr_before: string;
+            /** @example 150.00 */
+            mrr_after: string;
+            /** @description The subscription behind the movement, when one is */
+            subscription_id: number | null;
+            /** @description The recurring order behind the movement, when one is */
+            order_no: string | null;
+            /** @description The customer whose MRR moved */
+            customer_id: number;
         };
         /** @description One batch request, kept for the 13 whole months after the month it ran in */
         ActivityEntry: {
@@ -8167,6 +8216,149 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["ChurnReason"][];
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    metricsMovements: {
+        parameters: {
+            query?: {
+                /** @description First day (in the merchant's reporting time zone, inclusive). Default: the 1st of the month 11 months before end_date */
+                start_date?: string;
+                /** @description Last day (in the merchant's reporting time zone, inclusive). Default: today there */
+                end_date?: string;
+                /** @description Only this movement (new, expansion, contraction, churn, reactivation). Default: all */
+                type?: "new" | "expansion" | "contraction" | "churn" | "reactivation";
+                /** @description Defaults to 1 */
+                page?: number;
+                /** @description Defaults to 20 */
+                per_page?: number;
+                /** @description `meta.next_cursor` of the previous page, with the same filters: reads on from there at one page's cost, however deep */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of movements */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MetricsMovement"][];
+                        meta: {
+                            current_page: number;
+                            from: number | null;
+                            last_page: number;
+                            per_page: number;
+                            to: number | null;
+                            total: number;
+                            /** @description Pass as `cursor` for the next page; null on the last page */
+                            next_cursor: string | null;
+                        };
                     };
                     "text/csv": string;
                 };

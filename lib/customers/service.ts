@@ -9,8 +9,8 @@ import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/
 import { isIdSegment, profileChanges, searchPage, searchTerm } from '#lib/customers/rules';
 import type { CustomerItem } from '#lib/customers/model';
 import { readStandings, readTimeline } from '#lib/metrics/store';
-import { lineOf, movementsOf, type Standing } from '#lib/metrics/timeline';
-import { Decimal, money, signedMoney } from '#lib/shared/money';
+import { movementRow } from '#lib/metrics/rules';
+import { movementsOf, type Standing } from '#lib/metrics/timeline';
 import { cursorMeta, pageOfRows } from '#lib/shared/pagination';
 import {
   addCustomerCreate,
@@ -142,15 +142,6 @@ export const customerActivities = async (
     .filter((m) => m.at < upTo)
     .reverse();
   const { shown, offset, total, next } = pageOfRows(movements, `activities:${customer.id}`, (m) => `${m.at}|${m.line}`, q);
-  const items = shown.map((m) => ({
-    date: m.at,
-    type: m.kind,
-    // The rounded figures' difference, so each row adds up and the amounts sum to the MRR now.
-    amount: signedMoney(new Decimal(money(m.after)).minus(money(m.before))),
-    mrr_before: money(m.before),
-    mrr_after: money(m.after),
-    subscription_id: m.line.startsWith('S') ? Number(m.line.slice(1)) : null,
-    order_no: m.line.startsWith(lineOf.order('')) ? m.line.slice(lineOf.order('').length) : null,
-  }));
+  const items = shown.map(movementRow);
   return { items, meta: cursorMeta(offset, q.per_page, total, items.length, next) };
 };

@@ -1,10 +1,8 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { retrying } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
-import { addTimelineChange, readTimeline } from '#lib/metrics/store';
+import { addTimelineChange, customerIdRounds, readTimeline } from '#lib/metrics/store';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 
 /**
@@ -29,13 +27,10 @@ export const rezoneCustomers = async (
   zone: string,
   opts: { until?: number } = {},
 ): Promise<RezoneReport> => {
-  const { Item: seq } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sequences(merchantId), ConsistentRead: true }));
-  const last = Number(seq?.customer ?? 0);
   let moved = 0;
   let read = 0;
-  for (let first = 1; first <= last; first += IDS_PER_ROUND) {
+  for await (const ids of customerIdRounds(merchantId, IDS_PER_ROUND)) {
     if (opts.until !== undefined && Date.now() > opts.until) return { customers_read: read, moved, done: false };
-    const ids = Array.from({ length: Math.min(IDS_PER_ROUND, last - first + 1) }, (_, i) => first + i);
     const heads = await batchGet<{ zone?: string }>(
       ids.map((id) => keys.customerTimeline(merchantId, id)),
       ['zone'],

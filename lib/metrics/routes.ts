@@ -1,6 +1,8 @@
 import * as z from 'zod';
 import {
   churnReasonRowSchema,
+  metricsMovementSchema,
+  movementsQuery,
   churnReasonsQuery,
   cohortSchema,
   cohortsQuery,
@@ -13,7 +15,7 @@ import {
   summaryQuery,
 } from '#lib/metrics/schemas';
 import { defineRoute } from '#lib/http/route';
-import { dataOf } from '#lib/shared/schemas';
+import { dataOf, listOf } from '#lib/shared/schemas';
 import { errors, dashboardRead, invalid } from '#lib/http/route-parts';
 
 /** What the segmented reads say of their filters (docs/metrics.md, "Segments"). */
@@ -105,5 +107,20 @@ export const routes = {
       ...errors,
       ...invalid,
     },
+  }),
+  metricsMovements: defineRoute({
+    method: 'GET',
+    path: '/metrics/movements',
+    handler: 'functions/metrics/movements.ts',
+    ability: 'analytics:read',
+    dashboard: dashboardRead,
+    writes: false,
+    csv: true,
+    summary: 'The customers behind the MRR movements of a range of days, newest first',
+    description:
+      "Each MRR movement between `start_date` and `end_date` (days of the merchant's reporting time zone, inclusive; the defaults and limits of `GET /metrics/mrr`), of one `type` or all: the customer, when, how much, its MRR before and after, and the subscription or recurring order behind it, newest first. The rows of one type in one bucket are the movements that bucket's figure in `GET /metrics/mrr` sums (the drill-down of a bar; each row rounded to the cent). Reads every customer's timeline: the cost grows with the merchant's customers (docs/metrics.md). Pages by number or by cursor.",
+    tags: ['metrics'],
+    request: { query: movementsQuery },
+    responses: { 200: { description: 'A page of movements', schema: listOf(metricsMovementSchema) }, ...errors, ...invalid },
   }),
 };

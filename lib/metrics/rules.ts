@@ -9,7 +9,7 @@ import {
   type MrrQuery,
   type SegmentQuery,
 } from '#lib/metrics/schemas';
-import { MOVEMENTS, type Contributions, type LineFilter, type Segment } from '#lib/metrics/timeline';
+import { lineOf, MOVEMENTS, type Contributions, type CustomerMovement, type LineFilter, type Segment } from '#lib/metrics/timeline';
 import { ExactSum } from '#lib/shared/money';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 
@@ -484,3 +484,18 @@ export const cohortTable = ({ start, end, currentMonth }: ReturnType<typeof reso
   }
   return out;
 };
+
+/**
+ * One MRR movement as the API lists it (`GET /customers/{id}/activities`, `GET /metrics/movements`):
+ * when, what, the rounded figures' difference (so each row adds up, and a customer's rows sum to its
+ * MRR now), its MRR before and after, and the subscription or recurring order behind it.
+ */
+export const movementRow = (m: CustomerMovement) => ({
+  date: m.at,
+  type: m.kind,
+  amount: new Decimal(money(m.after)).minus(money(m.before)).toFixed(2),
+  mrr_before: money(m.before),
+  mrr_after: money(m.after),
+  subscription_id: m.line.startsWith('S') ? Number(m.line.slice(1)) : null,
+  order_no: m.line.startsWith(lineOf.order('')) ? m.line.slice(lineOf.order('').length) : null,
+});

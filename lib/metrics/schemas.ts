@@ -1,6 +1,8 @@
 import * as z from 'zod';
 import { DATE_OR_DATETIME_PATTERN, isDateOnly, parseDate, parseTimestamp } from '#lib/shared/time';
-import { currency } from '#lib/shared/fields';
+import { currency, pageQuery } from '#lib/shared/fields';
+import { customerActivitySchema } from '#lib/customers/schemas';
+import { MOVEMENTS } from '#lib/metrics/timeline';
 import { DEFAULT_TIMEZONE, localDayOf } from '#lib/shared/zone';
 
 export const INTERVALS = ['day', 'week', 'month', 'quarter', 'year'] as const;
@@ -239,3 +241,19 @@ export const churnReasonRowSchema = z
     churned_customers: z.int().meta({ description: 'Customers whose last live subscription those cancellations ended' }),
   })
   .meta({ id: 'ChurnReason' });
+
+/** GET /metrics/movements: the customers behind the movements of a range of days (the bars of GET /metrics/mrr). */
+export const movementsQuery = z.object({
+  start_date: mrrFields.start_date,
+  end_date: mrrFields.end_date,
+  type: z
+    .enum(MOVEMENTS)
+    .optional()
+    .meta({ description: 'Only this movement (new, expansion, contraction, churn, reactivation). Default: all' }),
+  ...pageQuery,
+});
+export type MovementsQuery = z.output<typeof movementsQuery>;
+
+export const metricsMovementSchema = customerActivitySchema
+  .extend({ customer_id: z.int().meta({ description: 'The customer whose MRR moved' }) })
+  .meta({ id: 'MetricsMovement' });

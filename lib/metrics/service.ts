@@ -1,11 +1,12 @@
 import { now } from '#lib/clock';
-import type { ChurnReasonsQuery, CohortsQuery, MrrQuery, PlansQuery, SummaryQuery } from '#lib/metrics/schemas';
+import type { ChurnReasonsQuery, CohortsQuery, MovementsQuery, MrrQuery, PlansQuery, SummaryQuery } from '#lib/metrics/schemas';
 import {
   aggregateItemsOf,
   cohortItemsIn,
   cohortTable,
   foldRange,
   itemsInRange,
+  movementRow,
   planTable,
   rangeReads,
   reasonTable,
@@ -20,6 +21,7 @@ import {
   type Slice,
 } from '#lib/metrics/rules';
 import {
+  customerIdRounds,
   customersOfPlan,
   customersWithMetadata,
   movementsPartition,
@@ -29,7 +31,9 @@ import {
   readTimelines,
   reasonsPartition,
 } from '#lib/metrics/store';
-import { addContributions, contributionsWhere, type Contributions } from '#lib/metrics/timeline';
+import { addContributions, contributionsWhere, movementsOf, type Contributions } from '#lib/metrics/timeline';
+import { formatTimestamp } from '#lib/shared/time';
+import { cursorMeta, pageOfRows } from '#lib/shared/pagination';
 import type { AuthContext } from '#lib/auth/tokens';
 import { localDayOf } from '#lib/shared/zone';
 
@@ -121,4 +125,40 @@ export const planFigures = async (merchantId: string, zone: string, q: PlansQuer
 export const churnReasons = async (merchantId: string, zone: string, q: ChurnReasonsQuery) => {
   const range = { ...resolveRange({ ...q, interval: 'month' }, today(zone), zone), interval: 'month' as const };
   return reasonTable(range, await readRangeItems(reasonsPartition(merchantId), rangeReads(range)));
+};
+
+/** Timeline heads read a BatchGetItem each: 100 a request, these many requests at once. */
+const MOVEMENT_ROUND = 1_000;
+
+/**
+ * GET /metrics/movements: the customers behind a range's movements, newest first (docs/metrics.md).
+ * Every customer's timeline is read by key (ids 1 to the merchant's last, heads a BatchGetItem per
+ * 100) and classified in memory as the aggregates count it, so the rows of one type in one bucket
+ * add up to that bucket's figure; the cost grows with the merchant's customers, like a metadata
+ * segment's with the customers it matches.
+ */
+export const mrrMovements = async (merchantId: string, figures: Figures, q: MovementsQuery) => {
+  const { start, end } = resolveRange(
+    { start_date: q.start_date, end_date: q.end_date, interval: 'day' },
+    today(figures.timezone),
+    figures.timezone,
+  );
+  // Up to now: a change dated later today is in today's figures only once it has happened.
+  const upTo = `${formatTimestamp(now())}~`;
+  const rows: (ReturnType<typeof movementRow> & { customer_id: number; line: string })[] = [];
+  for await (const ids of customerIdRounds(merchantId, MOVEMENT_ROUND)) {
+    for (const [id, state] of await readTimelines(merchantId, ids)) {
+      if (state.version === null) continue;
+      for (const m of movementsOf(state.timeline, figures.reportingCurrency)) {
+        if (m.at >= upTo || (q.type !== undefined && m.kind !== q.type)) continue;
+        const day = localDayOf(Date.parse(m.at), figures.timezone);
+        if (day >= start && day <= end) rows.push({ customer_id: id, ...movementRow(m), line: m.line });
+      }
+    }
+  }
+  rows.sort((a, b) => (a.date !== b.date ? (a.date < b.date ? 1 : -1) : a.customer_id - b.customer_id));
+  const list = `movements:${start}:${end}:${q.type ?? ''}`;
+  const { shown, offset, total, next } = pageOfRows(rows, list, (r) => `${r.date}|${r.customer_id}|${r.line}`, q);
+  const items = shown.map(({ line: _, ...row }) => row);
+  return { items, meta: cursorMeta(offset, q.per_page, total, items.length, next) };
 };

@@ -318,3 +318,14 @@ export const readTimelines = async (merchantId: string, ids: number[]): Promise<
   const found = await batchGet<Record<string, unknown>>(ids.map((id) => keys.customerTimeline(merchantId, id)));
   return timelinesFrom(merchantId, found, ids);
 };
+
+/**
+ * Every customer id the merchant has allocated (1 to its sequence's last, read strongly
+ * consistent), `size` at a time: the passes over all customers (`rezoneCustomers`, `GET
+ * /metrics/movements`) read each round's timeline heads by key, never an index.
+ */
+export async function* customerIdRounds(merchantId: string, size: number): AsyncGenerator<number[]> {
+  const { Item: seq } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sequences(merchantId), ConsistentRead: true }));
+  const last = Number(seq?.customer ?? 0);
+  for (let first = 1; first <= last; first += size) yield Array.from({ length: Math.min(size, last - first + 1) }, (_, i) => first + i);
+}

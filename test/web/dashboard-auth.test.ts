@@ -170,6 +170,7 @@ describe('the dashboard identity on token routes', () => {
         'GET /metrics/cohorts admin+user',
         'GET /metrics/plans admin+user',
         'GET /metrics/churn-reasons admin+user',
+        'GET /metrics/movements admin+user',
         'GET /webhook-endpoints admin+user',
         'GET /webhook-endpoints/{id}/deliveries admin+user',
         'POST /webhook-endpoints/{id}/test admin',
