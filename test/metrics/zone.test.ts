@@ -133,6 +133,39 @@ describe('metrics in the reporting time zone', () => {
     expect(await rezoneCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 2, moved: 0, done: true });
   });
 
+  it('a zone change amid concurrent writes: after a pass, the stored figures equal those computed from the timelines', async () => {
+    fixedClock('2026-03-10T12:00:00Z');
+    const { token, merchantId } = await newMerchant();
+    const ids: number[] = [];
+    for (let i = 0; i < 12; i++)
+      ids.push((await ok(api.post('/customers', token, { email: `r${i}@zone.test`, metadata: { team: 'core' } }), 201)).data.id);
+    // Subscriptions started near midnight in Taipei, created while the zone changes.
+    const writes = ids.map((id, i) =>
+      ok(
+        api.post('/subscriptions', token, {
+          customer_id: id,
+          plan_name: 'Pro',
+          billing_cycle: 'monthly',
+          mrr: String(10 + i),
+          started_at: `2026-0${1 + (i % 2)}-${String(10 + i).padStart(2, '0')}T${Math.floor(i / 2) % 2 ? '16:01' : '15:59'}:00Z`,
+        }),
+        201,
+      ),
+    );
+    await Promise.all([...writes, setZone(merchantId, 'Asia/Taipei')]);
+    // What a request in flight at the change may have left in the old zone, the next pass moves.
+    await rezoneCustomers(merchantId, 'TWD', 'Asia/Taipei');
+    const range = 'start_date=2026-01-01&end_date=2026-03-10&interval=day';
+    const stored = await ok(api.get(`/metrics/mrr?${range}`, token));
+    // The metadata segment (every customer matches) is computed from the timelines at read time, in the zone.
+    const computed = await ok(api.get(`/metrics/mrr?${range}&metadata.team=core`, token));
+    expect(stored.data).toEqual(computed.data);
+    // 12 January 16:01 UTC is 13 January in Taipei; 10 January 15:59 UTC is still the 10th.
+    const days = stored.data.filter((e: { new: string }) => e.new !== '0.00').map((e: { date: string }) => e.date);
+    expect(days).toEqual(expect.arrayContaining(['2026-01-10', '2026-01-13']));
+    expect(days).not.toContain('2026-01-12');
+  });
+
   it('costs what it costs in UTC: the monthly series, the daily series and the summary', async () => {
     fixedClock('2026-03-10T12:00:00Z');
     const utc = await subscribed();
