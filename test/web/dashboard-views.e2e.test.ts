@@ -63,8 +63,8 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     return r.body?.data;
   };
   const get = async (path: string) => (await api.get(path, merchant.token)).body;
-  const csvOf = async (path: string) => {
-    const res = await api.get(path, merchant.token, { accept: 'text/csv' });
+  const csvOf = async (path: string, token = merchant.token) => {
+    const res = await api.get(path, token, { accept: 'text/csv' });
     expect(res.status).toBe(200);
     return res.body as string;
   };
@@ -679,6 +679,9 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     expect(await page.getByTestId('summary-window').textContent()).toContain('of the customers whose metadata plan_tier is “gold”');
     // The MRR series and the cohorts are the matching customers' too.
     await page.locator('[data-panel="mrr"][data-state="ready"] dl[data-metadata="plan_tier=gold"]').waitFor();
+    // The movements list has no such filter: no figure opens its customers.
+    expect(await page.getByTestId('drill-hint').getAttribute('data-drillable')).toBe('false');
+    expect(await page.locator('[data-testid="mrr-table"] button').count()).toBe(0);
     const start12 = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
     const series = (await api.get(`/metrics/mrr?interval=month&start_date=${start12}&end_date=${today()}&metadata.plan_tier=gold`, t)).body;
     expect(
@@ -719,6 +722,125 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await phone.page.locator('[data-panel="summary"][data-state="ready"] dl[data-metadata="plan_tier=gold"]').waitFor();
     await ready(phone.page, 'mrr');
     await fitsPhone(phone, 'overview-metadata-phone');
+  });
+
+  it('overview: a movement figure of the MRR table lists the customers behind it, as GET /metrics/movements (More, CSV, Close)', async () => {
+    const m = await newMerchant();
+    const t = m.token;
+    const now = new Date();
+    const [y, mo] = [now.getUTCFullYear(), now.getUTCMonth()];
+    const at = (month: number, day: number) => new Date(Date.UTC(y, month, day)).toISOString().replace(/\.\d+Z$/, 'Z');
+    const [lastMonth, thisMonth, lastMonthEnd] = [at(mo - 1, 1), at(mo, 1), at(mo, 0)].map((d) => d.slice(0, 10));
+    // Last month: 22 new customers (two pages of the drill-down), two of them churned on the 25th; this month: one more.
+    const subscriptions = [
+      ...Array.from({ length: 22 }, (_, i) => ({
+        external_id: `drill-${i}`,
+        customer_email: `drill${i}@example.com`,
+        customer_name: `Drill ${i}`,
+        plan_name: 'Pro',
+        mrr: String(100 + i * 10),
+        billing_cycle: 'monthly',
+        started_at: at(mo - 1, 2 + (i % 20)),
+        ...(i < 2 ? { cancelled_at: at(mo - 1, 25) } : {}),
+      })),
+      {
+        external_id: 'drill-now',
+        customer_email: 'now@example.com',
+        plan_name: 'Pro',
+        mrr: '75',
+        billing_cycle: 'monthly',
+        started_at: at(mo, 1),
+      },
+    ];
+    const batch = await ok(api.post('/subscriptions/batch', t, { subscriptions }), 200);
+    expect(batch.created, JSON.stringify(batch)).toBe(23);
+    /** Every movement of a type in the days, read through the API's pages. */
+    const movements = async (type: string, start: string, end: string) => {
+      const rows: any[] = [];
+      let cursor = '';
+      do {
+        const body = (await api.get(`/metrics/movements?start_date=${start}&end_date=${end}&type=${type}&per_page=100${cursor}`, t)).body;
+        rows.push(...body.data);
+        cursor = body.meta.next_cursor ? `&cursor=${encodeURIComponent(body.meta.next_cursor)}` : '';
+      } while (cursor);
+      return rows;
+    };
+    const cents = (amounts: string[]) => amounts.reduce((sum, a) => sum + Math.round(Number(a) * 100), 0);
+    const drillRows = () => rowsOf(page, 'drill', ['data-customer-id', 'data-date', 'data-amount', 'data-before', 'data-after']);
+    const expected = (rows: any[]) =>
+      rows.map((r) => ({
+        'data-customer-id': String(r.customer_id),
+        'data-date': r.date,
+        'data-amount': r.amount,
+        'data-before': r.mrr_before,
+        'data-after': r.mrr_after,
+        Customer: `Customer #${r.customer_id}`,
+        Date: shown(r.date),
+        Amount: expect.any(String),
+        'MRR before → after': expect.any(String),
+        'Because of': `Subscription #${r.subscription_id}`,
+      }));
+    /** Opens a figure of the table from the keyboard; its figure as the API gave it in the series. */
+    const openFigure = async (p: Page, date: string, type: string) => {
+      const cell = p.locator(`[data-testid="mrr-table"] tr[data-date="${date}"] td[data-type="${type}"]`);
+      await cell.getByRole('button').focus();
+      await p.keyboard.press('Enter');
+      await p
+        .locator(`[data-panel="drill"][data-state="ready"] [data-testid="drill-note"][data-type="${type}"][data-start="${date}"]`)
+        .waitFor();
+      await p.waitForFunction(() => document.activeElement?.id === 'drill-title', null, { timeout: 5_000 });
+      return (await cell.getAttribute('data-value'))!;
+    };
+
+    const { page, failures } = await openAs(m.merchantId, 'user', DESKTOP, '#overview');
+    await ready(page, 'mrr');
+    await page.getByText('MRR movements as a table').click();
+    expect(await page.getByTestId('drill-hint').getAttribute('data-drillable')).toBe('true');
+    // Zero figures are no buttons.
+    expect(await page.locator('[data-testid="mrr-table"] td[data-value="0.00"] button').count()).toBe(0);
+
+    // New, last month: 22 customers, twenty shown, More shows the other two; their amounts sum to the figure.
+    const newFigure = await openFigure(page, lastMonth, 'new');
+    expect(newFigure).toBe('4510.00');
+    expect(await page.locator('#drill-title').textContent()).toBe(`Customers behind new in ${lastMonth} to ${lastMonthEnd}`);
+    const news = await movements('new', lastMonth, lastMonthEnd);
+    expect(news).toHaveLength(22);
+    expect(await drillRows()).toEqual(expected(news.slice(0, 20)));
+    expect(await page.getByTestId('drill-count').textContent()).toBe('Showing 20 of 22');
+    await page.getByTestId('drill-more').click();
+    await page.getByTestId('drill-count').filter({ hasText: 'Showing 22 of 22' }).waitFor();
+    expect(await page.getByTestId('drill-more').count()).toBe(0);
+    expect(await drillRows()).toEqual(expected(news));
+    expect(cents(news.map((r) => r.amount))).toBe(cents([newFigure]));
+    await shoot(page, 'overview-drill-desktop');
+    await axe(page, 'overview-drill');
+
+    // Churn, last month: the two cancelled customers; the CSV is the API's; Close returns to the figure.
+    const churnFigure = await openFigure(page, lastMonth, 'churn');
+    expect(churnFigure).toBe('-210.00');
+    const churns = await movements('churn', lastMonth, lastMonthEnd);
+    expect(await drillRows()).toEqual(expected(churns));
+    expect(cents(churns.map((r) => r.amount))).toBe(cents([churnFigure]));
+    expect(await page.getByTestId('drill-count').textContent()).toBe('Showing 2 of 2');
+    const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId('drill-csv').click()]);
+    expect(file.suggestedFilename()).toBe(`mrr-churn-${lastMonth}-to-${lastMonthEnd}.csv`);
+    expect(readFileSync((await file.path())!, 'utf8')).toBe(
+      await csvOf(`/metrics/movements?start_date=${lastMonth}&end_date=${lastMonthEnd}&type=churn&per_page=100`, t),
+    );
+    await page.getByTestId('drill-close').click();
+    expect(await page.locator('[data-panel="drill"]').count()).toBe(0);
+    await page.waitForFunction((id) => document.activeElement?.getAttribute('data-drill') === id, `${lastMonth}:churn`, { timeout: 5_000 });
+    expect(failures).toEqual([]);
+
+    // Phone width: this month's new customer (its bucket ends today), the page not scrolling sideways.
+    const phone = await openAs(m.merchantId, 'user', PHONE, '#overview');
+    await ready(phone.page, 'mrr');
+    await phone.page.getByText('MRR movements as a table').click();
+    const nowFigure = await openFigure(phone.page, thisMonth, 'new');
+    const nows = await movements('new', thisMonth, today());
+    expect(nows.map((r) => r.amount)).toEqual([nowFigure]);
+    expect(await phone.page.locator('[data-testid="drill"] tbody tr').getAttribute('data-customer-id')).toBe(String(nows[0].customer_id));
+    await fitsPhone(phone, 'overview-drill-phone');
   });
 
   it('phone width: the new views fit, and every column of a list is on screen (rows become cards)', async () => {

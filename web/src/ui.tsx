@@ -265,6 +265,9 @@ export const ListPanel = <T, P>(props: {
   </Panel>
 );
 
+/** A customer named by its id, a link to its page (the lists that carry only `customer_id`). */
+export const CustomerLink = ({ id }: { id: number }) => <a href={`#customers/${id}`}>Customer #{id}</a>;
+
 /** A status as a coloured badge that also writes it (colour is never the only sign). */
 export const Badge = ({ status, tone }: { status: string; tone?: 'good' | 'warn' | 'bad' | 'off' }) => (
   <span class={`badge${tone ? ` ${tone}` : ''}`}>{status}</span>

@@ -94,7 +94,8 @@ const MOVEMENT_NAMES: Record<CustomerActivity['type'], string> = {
   reactivation: 'Reactivation',
 };
 
-const activityColumns = (ccy: string): Column<CustomerActivity>[] => [
+/** The columns of an MRR movement (a customer's activities, the overview's drill-down). */
+export const activityColumns = (ccy: string): Column<CustomerActivity>[] => [
   { label: 'Date', cell: (a) => when(a.date) },
   { label: 'Movement', cell: (a) => MOVEMENT_NAMES[a.type] },
   { label: 'Amount', num: true, cell: (a) => money(a.amount, ccy) },

@@ -14,6 +14,7 @@ import {
   withFilter,
 } from '../segment';
 import { type Async, Choice, DownloadCsv, Figures, Head, ListTable, Panel, TableScroll, useAsync } from '../ui';
+import { type Drill, DrillPanel } from './drill';
 
 const RANGES = [
   { id: '30d', label: 'Last 30 days', days: 29 },
@@ -25,6 +26,7 @@ const RANGES = [
 const INTERVALS = ['day', 'week', 'month', 'quarter', 'year'] as const;
 
 const isoDay = (d: Date) => d.toISOString().slice(0, 10);
+const dayBefore = (day: string) => isoDay(new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000));
 /** Today in the merchant's reporting time zone, where the API's metrics days are (`YYYY-MM-DD`). */
 const todayIn = (zone: string) =>
   new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date());
@@ -219,9 +221,22 @@ const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter })
   );
 };
 
+/** A movement figure of the MRR table, and the cell's button that opens its drill-down (`data-drill`). */
+const drillId = (d: { start: string; type: string }) => `${d.start}:${d.type}`;
+
 const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setRange: (r: string) => void }) => {
   const { api, me, filter, range, setRange } = props;
   const [interval, setMrrInterval] = useState<(typeof INTERVALS)[number]>('month');
+  // The figure whose customers are listed under the panel; closed when the chart's parameters change.
+  const [drill, setDrill] = useState<Drill | null>(null);
+  const chartKey = JSON.stringify({ interval, range, filter });
+  useEffect(() => setDrill(null), [chartKey]);
+  const closeDrill = () => {
+    const opener = drill && drillId(drill);
+    setDrill(null);
+    // Back to the figure that opened it.
+    requestAnimationFrame(() => document.querySelector<HTMLElement>(`[data-drill="${opener}"]`)?.focus());
+  };
   const [result, retry] = useAsync({ interval, range, filter }, (p) =>
     ok(
       api.GET('/metrics/mrr', {
@@ -237,100 +252,134 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
     ),
   );
   return (
-    <Panel
-      id="mrr"
-      title="MRR movements"
-      wide
-      result={result}
-      retry={retry}
-      isEmpty={(s) => s.data.every((e) => e.mrr === '0.00' && MOVEMENTS.every((m) => e[m.key] === '0.00'))}
-      empty="No recurring revenue in this range."
-      actions={
-        <div class="controls">
-          <Choice
-            label="Interval"
-            value={interval}
-            onChange={(v) => setMrrInterval(v as typeof interval)}
-            options={[...INTERVALS]}
-            testId="mrr-interval"
-          />
-          <Choice
-            label="Range"
-            value={range}
-            onChange={setRange}
-            options={RANGES.map((r) => ({ value: r.id, label: r.label }))}
-            testId="mrr-range"
-          />
-        </div>
-      }
-    >
-      {(series, loaded) => {
-        const ccy = filterCurrency(loaded.filter, me.reporting_currency);
-        return (
-          <>
-            <p class="hint" data-testid="range-window">
-              {RANGES.find((r) => r.id === loaded.range)!.label}: {rangeStart(loaded.range, todayIn(me.timezone))} to {todayIn(me.timezone)}{' '}
-              ({me.timezone}), by {loaded.interval}. Segment: {filterWords(loaded.filter, me.reporting_currency)}.
-            </p>
-            <Figures
-              data={series.summary}
-              currency={ccy}
-              compact
-              attrs={{ 'data-interval': loaded.interval, 'data-range': loaded.range, ...filterAttrs(loaded.filter) }}
-              specs={[
-                {
-                  key: 'current_mrr',
-                  id: 'range_mrr',
-                  label: 'MRR at the end',
-                  kind: 'money',
-                  note: "MRR at the end of the range's last day",
-                },
-                { key: 'arr', id: 'range_arr', label: 'ARR', kind: 'money', note: '12 × MRR at the end' },
-                { key: 'arpa', id: 'range_arpa', label: 'ARPA', kind: 'money', note: 'MRR at the end ÷ active customers then' },
-                {
-                  key: 'customer_churn_rate',
-                  id: 'range_customer_churn',
-                  label: 'Customer churn rate',
-                  kind: 'percent',
-                  note: customerChurn('in the range', 'just before it'),
-                },
-                {
-                  key: 'mrr_churn_rate',
-                  id: 'range_mrr_churn',
-                  label: 'MRR churn rate',
-                  kind: 'percent',
-                  note: mrrChurn('in the range', 'just before it'),
-                },
-              ]}
+    <>
+      <Panel
+        id="mrr"
+        title="MRR movements"
+        wide
+        result={result}
+        retry={retry}
+        isEmpty={(s) => s.data.every((e) => e.mrr === '0.00' && MOVEMENTS.every((m) => e[m.key] === '0.00'))}
+        empty="No recurring revenue in this range."
+        actions={
+          <div class="controls">
+            <Choice
+              label="Interval"
+              value={interval}
+              onChange={(v) => setMrrInterval(v as typeof interval)}
+              options={[...INTERVALS]}
+              testId="mrr-interval"
             />
-            <MrrChart entries={series.data} currency={ccy} interval={loaded.interval} />
-            <details class="data-table">
-              <summary>MRR movements as a table</summary>
-              <TableScroll label="MRR movements by period">
-                <table data-testid="mrr-table">
-                  <Head cols={['Period from', 'MRR', ...MOVEMENTS.map((m) => m.label), 'Net change', 'Customers']} />
-                  <tbody>
-                    {series.data.map((e) => (
-                      <tr key={e.date} data-date={e.date} data-mrr={e.mrr}>
-                        <th scope="row">{e.date}</th>
-                        <td class="num">{money(e.mrr, ccy)}</td>
-                        {MOVEMENTS.map((m) => (
-                          <td class="num" key={m.key}>
-                            {money(e[m.key], ccy)}
-                          </td>
-                        ))}
-                        <td class="num">{money(e.net_change, ccy)}</td>
-                        <td class="num">{e.active_customers}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableScroll>
-            </details>
-          </>
-        );
-      }}
-    </Panel>
+            <Choice
+              label="Range"
+              value={range}
+              onChange={setRange}
+              options={RANGES.map((r) => ({ value: r.id, label: r.label }))}
+              testId="mrr-range"
+            />
+          </div>
+        }
+      >
+        {(series, loaded) => {
+          const ccy = filterCurrency(loaded.filter, me.reporting_currency);
+          // The movements list takes no segment or metadata filter: its customers are the whole's only.
+          const drillable = Object.keys(filterQuery(loaded.filter)).length === 0;
+          const today = todayIn(me.timezone);
+          /** A bucket's days within the range: its date to the day before the next bucket's, or to today. */
+          const bucketEnd = (i: number) => (i + 1 < series.data.length ? dayBefore(series.data[i + 1].date) : today);
+          return (
+            <>
+              <p class="hint" data-testid="range-window">
+                {RANGES.find((r) => r.id === loaded.range)!.label}: {rangeStart(loaded.range, todayIn(me.timezone))} to{' '}
+                {todayIn(me.timezone)} ({me.timezone}), by {loaded.interval}. Segment: {filterWords(loaded.filter, me.reporting_currency)}.
+              </p>
+              <Figures
+                data={series.summary}
+                currency={ccy}
+                compact
+                attrs={{ 'data-interval': loaded.interval, 'data-range': loaded.range, ...filterAttrs(loaded.filter) }}
+                specs={[
+                  {
+                    key: 'current_mrr',
+                    id: 'range_mrr',
+                    label: 'MRR at the end',
+                    kind: 'money',
+                    note: "MRR at the end of the range's last day",
+                  },
+                  { key: 'arr', id: 'range_arr', label: 'ARR', kind: 'money', note: '12 × MRR at the end' },
+                  { key: 'arpa', id: 'range_arpa', label: 'ARPA', kind: 'money', note: 'MRR at the end ÷ active customers then' },
+                  {
+                    key: 'customer_churn_rate',
+                    id: 'range_customer_churn',
+                    label: 'Customer churn rate',
+                    kind: 'percent',
+                    note: customerChurn('in the range', 'just before it'),
+                  },
+                  {
+                    key: 'mrr_churn_rate',
+                    id: 'range_mrr_churn',
+                    label: 'MRR churn rate',
+                    kind: 'percent',
+                    note: mrrChurn('in the range', 'just before it'),
+                  },
+                ]}
+              />
+              <MrrChart entries={series.data} currency={ccy} interval={loaded.interval} />
+              <details class="data-table">
+                <summary>MRR movements as a table</summary>
+                <p class="hint" data-testid="drill-hint" data-drillable={String(drillable)}>
+                  {drillable
+                    ? 'Pick a movement figure to list the customers behind it.'
+                    : 'The customers behind a figure are listed for All only, without a metadata filter: the list of movements covers the whole business.'}
+                </p>
+                <TableScroll label="MRR movements by period">
+                  <table data-testid="mrr-table">
+                    <Head cols={['Period from', 'MRR', ...MOVEMENTS.map((m) => m.label), 'Net change', 'Customers']} />
+                    <tbody>
+                      {series.data.map((e, i) => (
+                        <tr key={e.date} data-date={e.date} data-mrr={e.mrr}>
+                          <th scope="row">{e.date}</th>
+                          <td class="num">{money(e.mrr, ccy)}</td>
+                          {MOVEMENTS.map((m) => {
+                            const cell: Drill = { type: m.key, label: m.label, start: e.date, end: bucketEnd(i), figure: e[m.key] };
+                            const open = drill !== null && drillId(drill) === drillId(cell);
+                            return (
+                              <td class="num" key={m.key} data-type={m.key} data-value={e[m.key]}>
+                                {drillable && e[m.key] !== '0.00' ? (
+                                  <button
+                                    type="button"
+                                    class="link figure-button"
+                                    aria-pressed={open}
+                                    data-drill={drillId(cell)}
+                                    onClick={() => (open ? closeDrill() : setDrill(cell))}
+                                  >
+                                    {money(e[m.key], ccy)}
+                                    <span class="visually-hidden">
+                                      : customers behind {m.label.toLowerCase()}, {cell.start} to {cell.end}
+                                    </span>
+                                  </button>
+                                ) : (
+                                  money(e[m.key], ccy)
+                                )}
+                              </td>
+                            );
+                          })}
+                          <td class="num">{money(e.net_change, ccy)}</td>
+                          <td class="num">{e.active_customers}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </TableScroll>
+              </details>
+            </>
+          );
+        }}
+      </Panel>
+      {drill && (
+        <DrillPanel key={drillId(drill)} api={api} drill={drill} currency={me.reporting_currency} zone={me.timezone} onClose={closeDrill} />
+      )}
+    </>
   );
 };
 

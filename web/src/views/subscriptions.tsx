@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { AS_CSV, type Api, csvPage, type Me, ok, query, type Subscription, type SubscriptionStatus } from '../api';
 import { CSV_PAGE_SIZE } from '../csv';
 import { money, when } from '../format';
-import { Badge, Choice, type Column, DownloadCsv, ListPanel, useAsync } from '../ui';
+import { Badge, Choice, type Column, CustomerLink, DownloadCsv, ListPanel, useAsync } from '../ui';
 
 const STATUSES: SubscriptionStatus[] = ['active', 'paused', 'cancelled'];
 const PER_PAGE = 20;
@@ -19,9 +19,7 @@ export const subscriptionColumns = (withCustomer: boolean): Column<Subscription>
   { label: 'Plan', cell: (s) => s.plan_name },
   { label: 'Status', cell: (s) => <Badge status={s.status} tone={subscriptionTone(s.status)} /> },
   { label: 'MRR', num: true, cell: (s) => <span data-value={s.mrr}>{money(s.mrr, s.currency)}</span> },
-  ...(withCustomer
-    ? [{ label: 'Customer', cell: (s: Subscription) => <a href={`#customers/${s.customer_id}`}>Customer #{s.customer_id}</a> }]
-    : []),
+  ...(withCustomer ? [{ label: 'Customer', cell: (s: Subscription) => <CustomerLink id={s.customer_id} /> }] : []),
   { label: 'Billing', cell: (s) => s.billing_cycle },
   { label: 'Started', cell: (s) => when(s.started_at) },
   { label: 'Cancellation', cell: ending },
