@@ -13,6 +13,7 @@ import {
   expectedSummary,
   refImportedEnd,
   refLocalDate,
+  refMovements,
   refSegment,
   refSetAt,
   refSetFrom,
@@ -656,6 +657,22 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             expect((await api.get(`/metrics/summary?${query}`, token)).body.data, query).toEqual(expectedSummary(part, today, zone));
             const segCohorts = await api.get(`/metrics/cohorts?start_month=2024-07&end_month=2026-06&${query}`, token);
             expect(segCohorts.body.data, query).toEqual(expectedCohorts(part, '2024-07', '2026-06', today.slice(0, 7), zone));
+          }
+          // The drill-down: every movement of the random range, each customer's, as the reference classifies it.
+          if (from <= to) {
+            const rows: { customer_id: number; date: string; type: string }[] = [];
+            for (let page = 1; ; page++) {
+              const r = await api.get(`/metrics/movements?start_date=${from}&end_date=${to}&per_page=100&page=${page}`, token);
+              expect(r.status, JSON.stringify(r.body)).toBe(200);
+              rows.push(...r.body.data);
+              if (page >= r.body.meta.last_page) break;
+            }
+            const key = (customer: number, at: string, type: string) => `${customer}|${at}|${type}`;
+            expect(rows.map((r) => key(r.customer_id, r.date, r.type)).sort(), `movements ${from}..${to}`).toEqual(
+              refMovements(whole, from, to, zone, iso(now))
+                .map((m) => key(ids[m.customer], m.at, m.type))
+                .sort(),
+            );
           }
           for (const [start, end] of [
             ['2024-07-01', today],

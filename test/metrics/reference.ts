@@ -161,6 +161,36 @@ export const dayMoves = (customers: RefCustomer[], zone = 'UTC') => {
   return out;
 };
 
+/**
+ * GET /metrics/movements from scratch: each change of a customer's MRR (by index in `customers`)
+ * dated on a day of `zone` in [start, end] and before `now`, classified as `dayMoves` classifies it.
+ */
+export const refMovements = (customers: RefCustomer[], start: string, end: string, zone: string, now: string) => {
+  const out: { customer: number; at: string; type: keyof Omit<DayMoves, 'churned'> }[] = [];
+  customers.forEach((c, customer) => {
+    let seenPositive = false;
+    for (const t of changeTimes(c)) {
+      const before = customerAt(c, t, true).mrr;
+      const after = customerAt(c, t).mrr;
+      const day = refLocalDate(t, zone);
+      if (!after.minus(before).isZero() && t <= now && day >= start && day <= end) {
+        const type = before.isZero()
+          ? seenPositive
+            ? 'reactivation'
+            : 'new'
+          : after.isZero()
+            ? 'churn'
+            : after.gt(before)
+              ? 'expansion'
+              : 'contraction';
+        out.push({ customer, at: t, type });
+      }
+      if (after.gt(0)) seenPositive = true;
+    }
+  });
+  return out;
+};
+
 const DAY_MS = 86_400_000;
 const addDays = (day: string, n: number) => new Date(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS).toISOString().slice(0, 10);
 const money = (d: Decimal) => d.toFixed(2);
