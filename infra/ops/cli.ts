@@ -14,6 +14,7 @@ const store = async () => ({
   ...(await import('#lib/merchants/store')),
   ...(await import('#lib/merchants/rules')),
   ...(await import('#lib/merchants/service')),
+  ...(await import('#lib/merchants/settings')),
 });
 
 /**
@@ -98,12 +99,9 @@ const updateMerchant = async (values: Values) => {
       throw new UsageError(`--timezone must be an IANA time zone name, such as UTC, Asia/Taipei or America/New_York, got ${zone}`);
   }
   const changes = { ...(name === undefined ? {} : { name: need(name, 'name') }), ...(timezone ? { timezone } : {}) };
-  const changed = await explainNotFound(merchantId, (await store()).updateMerchant(merchantId, changes));
-  if (!timezone) return changed;
-  // The metrics move to the new zone's days, every customer, before this returns.
-  const { rezoneCustomers } = await import('#lib/metrics/rezone');
-  const moved = await rezoneCustomers(merchantId, changed.reporting_currency, timezone);
-  return { ...changed, customers_moved: moved.moved };
+  // A new time zone: the metrics move to its days, every customer, before this returns.
+  const { merchant, moved } = await explainNotFound(merchantId, (await store()).changeMerchant(merchantId, changes));
+  return moved ? { ...merchant, customers_moved: moved.moved } : merchant;
 };
 
 /** `token show`: the token's status, abilities and use, never the token or its hash. */

@@ -89,9 +89,10 @@ export const deleteMerchant = async (merchantId: string) => {
   return { merchant_id: merchantId, deleted_at: deletedAt };
 };
 
-/** Changes a live merchant (operator CLI only); unknown or deleted: 404. Returns the merchant as changed. */
-export const updateMerchant = async (merchantId: string, changes: MerchantChanges): Promise<Merchant> => {
-  const merchant = await requireMerchant(merchantId);
+/** Changes a live merchant (read by id unless given); unknown or deleted: 404. Returns the merchant as changed. */
+export const updateMerchant = async (merchantOrId: Merchant | string, changes: MerchantChanges): Promise<Merchant> => {
+  const merchant = await requireMerchant(merchantOrId);
+  const merchantId = merchant.merchant_id;
   const pointer = changes.timezone === undefined ? null : await store.getPointer(merchantId);
   await store.updateMerchantItem(merchantId, changes, pointer?.status === 'active' ? pointer.token_hash : null);
   return changedMerchant(merchant, changes);

@@ -35,7 +35,7 @@ import { addContributions, contributionsWhere, movementsOf, type Contributions }
 import { formatTimestamp } from '#lib/shared/time';
 import { cursorMeta, pageOfRows } from '#lib/shared/pagination';
 import type { AuthContext } from '#lib/auth/tokens';
-import { localDayOf } from '#lib/shared/zone';
+import { localDateOfIso, localDayOf } from '#lib/shared/zone';
 
 /** What the figures are kept in: the merchant's reporting currency and time zone (days, weeks, months). */
 type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone'>;
@@ -151,7 +151,7 @@ export const mrrMovements = async (merchantId: string, figures: Figures, q: Move
       if (state.version === null) continue;
       for (const m of movementsOf(state.timeline, figures.reportingCurrency)) {
         if (m.at >= upTo || (q.type !== undefined && m.kind !== q.type)) continue;
-        const day = localDayOf(Date.parse(m.at), figures.timezone);
+        const day = localDateOfIso(m.at, figures.timezone);
         if (day >= start && day <= end) rows.push({ customer_id: id, ...movementRow(m), line: m.line });
       }
     }

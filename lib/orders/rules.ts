@@ -5,6 +5,7 @@ import type { OrderItem } from '#lib/orders/model';
 import type { OrderBatchItem, OrderInput, OrderPatch, OrderStatus } from '#lib/orders/schemas';
 import { amountCurrencyError } from '#lib/shared/currency';
 import { money } from '#lib/shared/money';
+import { QUARTER_MS, QUARTERS_PER_DAY } from '#lib/shared/zone';
 
 /**
  * The order's rules (docs/orders.md), pure: the status machine, the defaults of a new order, what a
@@ -195,7 +196,6 @@ export type StatsTerm =
   | { kind: 'day'; day: string; sign: 1 | -1; quarters: [number, number] | null };
 
 const DAY_MS = 86_400_000;
-const QUARTER_MS = 900_000;
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 const dayTerms = (from: number, to: number, sign: 1 | -1): StatsTerm[] => {
@@ -203,7 +203,7 @@ const dayTerms = (from: number, to: number, sign: 1 | -1): StatsTerm[] => {
   for (let d = Math.floor(from / DAY_MS) * DAY_MS; d < to; d += DAY_MS) {
     const first = Math.floor((Math.max(from, d) - d) / QUARTER_MS);
     const end = Math.floor((Math.min(to, d + DAY_MS) - d) / QUARTER_MS);
-    if (first === 0 && end === 96) out.push({ kind: 'day', day: isoDay(d), sign, quarters: null });
+    if (first === 0 && end === QUARTERS_PER_DAY) out.push({ kind: 'day', day: isoDay(d), sign, quarters: null });
     else if (first < end) out.push({ kind: 'day', day: isoDay(d), sign, quarters: [first, end] });
   }
   return out;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { newMerchant, useApi } from '../support/api.ts';
+import { newMerchant, ok, useApi } from '../support/api.ts';
 
 /**
  * The scripted merchant of docs/metrics.md ("Worked example"): every figure below is worked
@@ -25,11 +25,6 @@ const api = useApi();
 let token = '';
 const ids: Record<string, number> = {};
 
-const ok = async (p: Promise<{ status: number; body: any }>, status = 200) => {
-  const r = await p;
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  return r.body;
-};
 const series = async (query: string) => ok(api.get(`/metrics/mrr?${query}`, token));
 
 /**

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { newMerchant, useApi } from '../support/api.ts';
+import { newMerchant, ok, useApi } from '../support/api.ts';
 
 /**
  * History you can trust, through the API: corrections leave every figure as if the mistake had
@@ -8,12 +8,6 @@ import { newMerchant, useApi } from '../support/api.ts';
  */
 const api = useApi();
 afterEach(() => resetClock());
-
-const ok = async <T = any>(p: Promise<{ status: number; body: any }>, status = 200): Promise<T> => {
-  const r = await p;
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  return r.body as T;
-};
 
 describe('deleting corrects a mistake', () => {
   it('a subscription created by mistake and deleted books no churn: every figure equals the history without it', async () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { newMerchant, useApi } from '../support/api.ts';
+import { newMerchant, ok, useApi } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
 
 /** GET /metrics/movements (docs/metrics.md): the customers behind the movements of a range, the drill-down of a bar. */
@@ -9,12 +9,6 @@ const api = useApi();
 afterEach(() => resetClock());
 
 const TYPES = ['new', 'expansion', 'contraction', 'churn', 'reactivation'] as const;
-
-const ok = async (p: Promise<{ status: number; body: any }>, status = 200) => {
-  const r = await p;
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  return r.body;
-};
 
 /** Three customers: new in January, an expansion and two new in February with a pause, a cancellation in March. */
 const history = async () => {

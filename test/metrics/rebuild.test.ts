@@ -9,7 +9,7 @@ import { STORED_ATTR } from '#lib/metrics/rules';
 import { addTimelineChange, readTimeline } from '#lib/metrics/store';
 import type { Timeline } from '#lib/metrics/timeline';
 import { WriteSet } from '#lib/db/writes';
-import { newMerchant, useApi } from '../support/api.ts';
+import { newMerchant, ok, useApi } from '../support/api.ts';
 import { ops } from '../support/cli.ts';
 
 /**
@@ -19,12 +19,6 @@ import { ops } from '../support/cli.ts';
  */
 const api = useApi();
 afterEach(() => resetClock());
-
-const ok = async (p: Promise<{ status: number; body: any }>, status = 200) => {
-  const r = await p;
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  return r.body;
-};
 
 const MRR_ATTRS = ['pk', 'sk', ...Object.values(STORED_ATTR)];
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { newMerchant, useApi } from '../support/api.ts';
+import { newMerchant, ok, useApi } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
 import { updateMerchant } from '#lib/merchants/service';
 import { rezoneCustomers } from '#lib/metrics/rezone';
@@ -13,12 +13,6 @@ import { rezoneCustomers } from '#lib/metrics/rezone';
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
 const api = useApi();
 afterEach(() => resetClock());
-
-const ok = async (p: Promise<{ status: number; body: any }>, status = 200) => {
-  const r = await p;
-  expect(r.status, JSON.stringify(r.body)).toBe(status);
-  return r.body;
-};
 
 const setZone = async (merchantId: string, timezone: string) =>
   ok(

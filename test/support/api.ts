@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { createLocalServer, TALLY_HEADERS } from '../../infra/local/server.ts';
 import { createMerchant, createToken } from '#lib/merchants/service';
 import type { Ability } from '#lib/http/route';
@@ -87,4 +87,11 @@ export const newMerchant = async (abilities?: Ability[], reportingCurrency?: str
   const merchant = await createMerchant(`test ${Math.random().toString(36).slice(2, 8)}`, reportingCurrency);
   const { token } = await createToken(merchant.merchant_id, abilities);
   return { merchantId: merchant.merchant_id, token };
+};
+
+/** The body of an answer, after checking its status (200 unless given; the body shown when it differs). */
+export const ok = async <T = any>(p: Promise<{ status: number; body: any }>, status = 200): Promise<T> => {
+  const r = await p;
+  expect(r.status, JSON.stringify(r.body)).toBe(status);
+  return r.body as T;
 };
