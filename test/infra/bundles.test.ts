@@ -19,6 +19,7 @@ import { measureColdStart } from '../../infra/bundles/cold-start.ts';
 import { BUNDLE_BUDGET_BYTES, BUNDLE_LIMIT_BYTES, LAYER } from '../../infra/bundles/options.ts';
 import { ApiFunction } from '../../infra/constructs/api-function.ts';
 import { PROJECT_ROOT } from '../../infra/paths.ts';
+import { openApiDocument } from '#lib/http/openapi';
 import { routeList } from '#lib/http/routes';
 
 /**
@@ -63,23 +64,44 @@ beforeAll(() => {
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 /** Invokes a bundle's handler in a fresh `node` with exactly `env`; resolves to the answer's status. */
-const invokeInFreshNode = async (file: string, env: Record<string, string>): Promise<number> => {
+/** A GET of `path` handed to the bundle's handler in a fresh node with the layer: its status and body. */
+const invokeInFreshNode = async (
+  file: string,
+  env: Record<string, string>,
+  request: { path: string; pathParameters?: Record<string, string> } = {
+    path: '/v1/customers/1',
+    pathParameters: { idOrExternalId: '1' },
+  },
+): Promise<{ status: number; body: string }> => {
   const event = {
     version: '2.0',
-    rawPath: '/v1/customers/1',
+    rawPath: request.path,
     headers: {},
-    pathParameters: { idOrExternalId: '1' },
-    requestContext: { requestId: `bundle-${Date.now()}`, http: { method: 'GET', path: '/v1/customers/1', sourceIp: '10.77.0.1' } },
+    pathParameters: request.pathParameters ?? {},
+    requestContext: { requestId: `bundle-${Date.now()}`, http: { method: 'GET', path: request.path, sourceIp: '10.77.0.1' } },
   };
   const script = `
     const { handler } = await import(${JSON.stringify(pathToFileURL(file).href)});
     const res = await handler(${JSON.stringify(event)}, { awsRequestId: 'probe', functionName: 'probe', getRemainingTimeInMillis: () => 10000 });
-    process.stdout.write(String(res.statusCode));`;
+    process.stdout.write(JSON.stringify({ status: res.statusCode, body: res.body }));`;
   const { stdout } = await promisify(execFile)(process.execPath, [...layerNodeArgs(layer.file), '--input-type=module', '-e', script], {
     env: { PATH: process.env.PATH ?? '', ...env },
+    maxBuffer: 16 * 1024 * 1024,
   });
-  return Number(stdout);
+  return JSON.parse(stdout);
 };
+
+/** What Lambda puts in a function's environment, pointed at DynamoDB Local; no credentials. */
+const lambdaEnv = () => ({
+  AWS_REGION: 'us-east-1',
+  TABLE_NAME: process.env.TABLE_NAME!,
+  // No DYNAMODB_ENDPOINT: the client is built as on AWS; the SDK's own endpoint variable points it at DynamoDB Local.
+  AWS_ENDPOINT_URL_DYNAMODB: process.env.DYNAMODB_ENDPOINT!,
+  LOG_LEVEL: 'SILENT',
+  POWERTOOLS_METRICS_DISABLED: 'true',
+  HOME: tmpdir(),
+});
+const LOCAL_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'AKIDLOCAL', AWS_SECRET_ACCESS_KEY: 'local', AWS_SESSION_TOKEN: 'local' };
 
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
 /** A folder's files, paths relative to it, sorted. */
@@ -239,25 +261,20 @@ describe('function bundles', () => {
 
   it('signs DynamoDB requests with the credentials Lambda puts in the environment (the credential cut), and fails without them', async () => {
     const file = bundles.find((b) => b.name === 'customersGet')!.file;
-    // No DYNAMODB_ENDPOINT: the client is built as on AWS; the SDK's own endpoint variable points it at DynamoDB Local.
-    const lambda = {
-      AWS_REGION: 'us-east-1',
-      TABLE_NAME: process.env.TABLE_NAME!,
-      AWS_ENDPOINT_URL_DYNAMODB: process.env.DYNAMODB_ENDPOINT!,
-      LOG_LEVEL: 'SILENT',
-      POWERTOOLS_METRICS_DISABLED: 'true',
-      HOME: tmpdir(),
-    };
+    const lambda = lambdaEnv();
     // 401: the anonymous request's per-IP counter was written, so the request was signed.
-    expect(
-      await invokeInFreshNode(file, {
-        ...lambda,
-        AWS_ACCESS_KEY_ID: 'AKIDLOCAL',
-        AWS_SECRET_ACCESS_KEY: 'local',
-        AWS_SESSION_TOKEN: 'local',
-      }),
-    ).toBe(401);
-    expect(await invokeInFreshNode(file, lambda)).toBe(500);
+    expect((await invokeInFreshNode(file, { ...lambda, ...LOCAL_CREDENTIALS })).status).toBe(401);
+    expect((await invokeInFreshNode(file, lambda)).status).toBe(500);
+  }, 60_000);
+
+  it('the openapi function serves the document built into it, without zod-openapi or any route schema of its own', async () => {
+    const bundle = bundles.find((b) => b.name === 'openapi')!;
+    const inputs = inputsOf(bundle);
+    expect(inputs.filter((input) => /zod-openapi|lib\/http\/openapi\.ts$|lib\/[a-z]+\/schemas\.ts$/.test(input))).toEqual([]);
+    expect(inputs.some((input) => input.endsWith('openapi-document.mjs'))).toBe(true);
+    const served = await invokeInFreshNode(bundle.file, { ...lambdaEnv(), ...LOCAL_CREDENTIALS }, { path: '/v1/openapi.json' });
+    expect(served.status).toBe(200);
+    expect(JSON.parse(served.body)).toEqual(JSON.parse(JSON.stringify(openApiDocument())));
   }, 60_000);
 
   it('loads and builds its handler in a fresh node with the layer, as on Lambda with the Tracer (X-Ray SDK) and without', async () => {
