@@ -820,6 +820,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/exchange-rates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The merchant's exchange rates, per currency and month
+         * @description Every currency that has rates, in code order, each with its months (oldest first) and rates: reporting-currency units per one unit (docs/exchange-rates.md).
+         *
+         *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
+         */
+        get: operations["exchangeRatesList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exchange-rates/{currency}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a currency's monthly exchange rates into the reporting currency
+         * @description Sets the rates of the months named (reporting-currency units per one unit of `currency`; `null` removes a month's rate); months not named keep theirs. The metrics in the reporting currency count each point of a subscription or recurring order in `currency` at the rate of its month, and leave it out (reported as `unconverted`) while that month has none. Customers with lines in `currency` are counted again at once; the answer comes when they are (docs/exchange-rates.md).
+         *
+         *     Requires an API token with the `analytics:write` ability, or a back-office ID token (role admin).
+         */
+        put: operations["exchangeRatesPut"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/activity": {
         parameters: {
             query?: never;
@@ -968,7 +1012,7 @@ export interface components {
             prefix: string;
             /** @example x9Qz */
             last_four: string;
-            abilities: ("customers:read" | "customers:write" | "orders:read" | "orders:write" | "subscriptions:read" | "subscriptions:write" | "webhooks:read" | "webhooks:write" | "analytics:read" | "activity:read")[];
+            abilities: ("customers:read" | "customers:write" | "orders:read" | "orders:write" | "subscriptions:read" | "subscriptions:write" | "webhooks:read" | "webhooks:write" | "analytics:read" | "analytics:write" | "activity:read")[];
             created_at: string;
             /** @description When the token last authenticated a request, to the minute; null until then */
             last_used_at: string | null;
@@ -981,7 +1025,7 @@ export interface components {
             prefix: string;
             /** @example x9Qz */
             last_four: string;
-            abilities: ("customers:read" | "customers:write" | "orders:read" | "orders:write" | "subscriptions:read" | "subscriptions:write" | "webhooks:read" | "webhooks:write" | "analytics:read" | "activity:read")[];
+            abilities: ("customers:read" | "customers:write" | "orders:read" | "orders:write" | "subscriptions:read" | "subscriptions:write" | "webhooks:read" | "webhooks:write" | "analytics:read" | "analytics:write" | "activity:read")[];
             created_at: string;
             /** @description When the token last authenticated a request, to the minute; null until then */
             last_used_at: string | null;
@@ -1292,6 +1336,15 @@ export interface components {
              * @example 4.17
              */
             gross_mrr_retention: number | null;
+            /**
+             * @description MRR in other currencies left out of these figures because their month has no exchange rate, per currency, in that currency (2 decimals); {} when nothing is left out. Set rates with PUT /exchange-rates/{currency}
+             * @example {
+             *       "USD": "120.00"
+             *     }
+             */
+            unconverted: {
+                [key: string]: string;
+            };
         };
         MrrRangeSummary: {
             /** @example 1200.00 */
@@ -1309,6 +1362,15 @@ export interface components {
              * @example 4.17
              */
             mrr_churn_rate: number | null;
+            /**
+             * @description MRR in other currencies left out of these figures because their month has no exchange rate, per currency, in that currency (2 decimals); {} when nothing is left out. Set rates with PUT /exchange-rates/{currency}
+             * @example {
+             *       "USD": "120.00"
+             *     }
+             */
+            unconverted: {
+                [key: string]: string;
+            };
         };
         MetricsSummary: {
             /** @example 1200.00 */
@@ -1336,6 +1398,15 @@ export interface components {
             /** @description Ratio with 2 decimals; null when nothing was lost */
             quick_ratio: number | null;
             ltv: string | null;
+            /**
+             * @description MRR in other currencies left out of these figures because their month has no exchange rate, per currency, in that currency (2 decimals); {} when nothing is left out. Set rates with PUT /exchange-rates/{currency}
+             * @example {
+             *       "USD": "120.00"
+             *     }
+             */
+            unconverted: {
+                [key: string]: string;
+            };
         };
         Cohort: {
             cohort: string;
@@ -1409,6 +1480,20 @@ export interface components {
             order_no: string | null;
             /** @description The customer whose MRR moved */
             customer_id: number;
+        };
+        /** @description One currency's monthly rates into the reporting currency, oldest month first */
+        ExchangeRates: {
+            /** @example USD */
+            currency: string;
+            rates: {
+                /** @example 2026-01 */
+                month: string;
+                /**
+                 * @description Reporting-currency units per one unit
+                 * @example 31.52
+                 */
+                rate: string;
+            }[];
         };
         /** @description One batch request, kept for the 13 whole months after the month it ran in */
         ActivityEntry: {
@@ -8386,6 +8471,279 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time at which the current window ends; absent if the request was not counted */
                     "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    exchangeRatesList: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rates */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ExchangeRates"][];
+                    };
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    exchangeRatesPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The currency the rates convert from (ISO 4217) */
+                currency: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    rates: {
+                        /** @example 2026-01 */
+                        month: string;
+                        /**
+                         * @description Reporting-currency units per one unit; null removes the month
+                         * @example 31.52
+                         */
+                        rate: ((string | number | null) | null) | string | number | null;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The currency's rates as they now are */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ExchangeRates"];
+                    };
+                };
+            };
+            /** @description The request body is not valid JSON */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description The rates changed at the same moment: try again */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
                     [name: string]: unknown;
                 };
                 content: {

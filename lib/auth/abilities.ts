@@ -9,6 +9,7 @@ export const ABILITIES = [
   'webhooks:read',
   'webhooks:write',
   'analytics:read',
+  'analytics:write',
   'activity:read',
 ] as const;
 export type Ability = (typeof ABILITIES)[number];

@@ -161,6 +161,8 @@ export const cohortPartition = (merchantId: string, segment?: { dimension: strin
   `${m(merchantId)}#COHORT${segmentSuffix(segment)}`;
 /** Partition of a merchant's churn by cancellation reason (`D#<day>#<reason>` and `M#<month>#<reason>`, sharded). */
 export const churnReasonsPartition = (merchantId: string): string => `${m(merchantId)}#CHURN_REASONS`;
+/** Partition of a merchant's exchange rates (one item per currency, its months in one map). */
+export const exchangeRatesPartition = (merchantId: string): string => `${m(merchantId)}#RATES`;
 /** Partition of a merchant's plan names (one item per plan ever seen in its figures). */
 export const plansPartition = (merchantId: string): string => `${m(merchantId)}#PLANS`;
 /**
@@ -264,6 +266,8 @@ export const keys = {
     pk: churnReasonsPartition(merchantId),
     sk: `${kind}#${period}#${reason}#${padMetricShard(shard)}`,
   }),
+  /** One currency's exchange rates into the reporting currency, month by month. */
+  exchangeRates: (merchantId: string, currency: string): Key => ({ pk: exchangeRatesPartition(merchantId), sk: currency }),
   /** A plan name the merchant's figures have seen (GET /metrics/plans lists them). */
   plan: (merchantId: string, plan: string, shard: number): Key => ({
     pk: plansPartition(merchantId),

@@ -136,7 +136,12 @@ export const queryAll = async <T>(q: IndexQuery, projection: string[]): Promise<
   let startKey: Record<string, unknown> | undefined;
   do {
     const res = await db().send(
-      new QueryCommand({ ...input, ExpressionAttributeNames: names, ProjectionExpression: proj.join(', '), ExclusiveStartKey: startKey }),
+      new QueryCommand({
+        ...input,
+        ExclusiveStartKey: startKey,
+        // No projection: every attribute (a read costs the item's whole size either way).
+        ...(proj.length ? { ExpressionAttributeNames: names, ProjectionExpression: proj.join(', ') } : {}),
+      }),
     );
     out.push(...((res.Items ?? []) as T[]));
     startKey = res.LastEvaluatedKey;

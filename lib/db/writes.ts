@@ -243,6 +243,11 @@ export class WriteSet {
     return this;
   }
 
+  /** Whether the transaction already names `key`. */
+  has(key: Key): boolean {
+    return this.ops.has(id(key));
+  }
+
   check(tag: string, key: Key, condition: Condition): this {
     this.assertNew(key, tag);
     this.ops.set(id(key), { kind: 'check', tag, key, conditions: [condition] });

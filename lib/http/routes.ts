@@ -2,6 +2,7 @@ import type { RouteDef } from '#lib/http/route';
 import { routes as systemRoutes } from '#lib/http/system-routes';
 import { routes as activityRoutes } from '#lib/activity/routes';
 import { routes as customerRoutes } from '#lib/customers/routes';
+import { routes as exchangeRateRoutes } from '#lib/exchange-rates/routes';
 import { routes as backofficeRoutes } from '#lib/merchants/routes';
 import { routes as metricsRoutes } from '#lib/metrics/routes';
 import { routes as orderRoutes } from '#lib/orders/routes';
@@ -22,6 +23,7 @@ export const routes = {
   ...subscriptionRoutes,
   ...webhookRoutes,
   ...metricsRoutes,
+  ...exchangeRateRoutes,
   ...activityRoutes,
 };
 

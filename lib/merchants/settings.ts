@@ -2,23 +2,23 @@ import { deadline } from '#lib/db/retry';
 import { logger } from '#lib/logger';
 import { presentSettings, zoneOf, type Merchant, type MerchantChanges } from '#lib/merchants/rules';
 import { updateMerchant } from '#lib/merchants/service';
-import { rezoneCustomers, type RezoneReport } from '#lib/metrics/rezone';
+import { restateCustomers, type RestateReport } from '#lib/metrics/restate';
 
 /**
  * A change of a merchant (PUT /settings, `ops merchant update`): the merchant, and its valid token
  * when the time zone changes, in one transaction, so every request from the next one on knows the
  * zone; then, for a time zone, every customer's figures move to the new zone's days
- * (`rezoneCustomers`) until `until` (an invocation's deadline; none: to the end). What is left
+ * (`restateCustomers`) until `until` (an invocation's deadline; none: to the end). What is left
  * moves with each customer's next write, or with `ops metrics rebuild` (docs/settings.md).
  */
 export const changeMerchant = async (
   merchantOrId: Merchant | string,
   changes: MerchantChanges,
   until?: number,
-): Promise<{ merchant: Merchant; moved: RezoneReport | null }> => {
+): Promise<{ merchant: Merchant; moved: RestateReport | null }> => {
   const merchant = await updateMerchant(merchantOrId, changes);
   if (changes.timezone === undefined) return { merchant, moved: null };
-  const moved = await rezoneCustomers(merchant.merchant_id, merchant.reporting_currency, zoneOf(merchant), { until });
+  const moved = await restateCustomers(merchant.merchant_id, merchant.reporting_currency, zoneOf(merchant), { until });
   if (!moved.done) logger.warn('time zone change: customers left to move', { merchant_id: merchant.merchant_id, ...moved });
   return { merchant, moved };
 };

@@ -23,7 +23,10 @@ import {
   type Segment,
   type Tag,
   type Timeline,
+  UNCONVERTED_ATTR,
+  withConversions,
 } from '#lib/metrics/timeline';
+import { readAllRates } from '#lib/exchange-rates/store';
 import { subscriptionTag, type SubscriptionFacts } from '#lib/metrics/lines';
 import { retrying } from '#lib/db/retry';
 import { applyPending, WriteSet } from '#lib/db/writes';
@@ -120,6 +123,7 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   const reportingCurrency = merchant?.reporting_currency ?? 'TWD';
   // The days and months of the merchant's reporting time zone; a customer counted in another zone's is moved to it.
   const zone = merchant ? zoneOf(merchant) : DEFAULT_TIMEZONE;
+  const rates = await readAllRates(merchantId);
   // Per slice of the figures ('' the whole, else a segment): what the customers' timelines add up to.
   const targets = new Map<string, { segment: Segment | null; target: Contributions }>([['', { segment: null, target: new Map() }]]);
   let linesRederived = 0;
@@ -153,12 +157,18 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
         timelines += 1;
         const state = read.get(id)!;
         // Lines written by earlier rules are derived again from their orders and subscriptions as they now are.
-        const current = await rederiveLines(merchantId, reportingCurrency, id, state.timeline);
+        // …and converted at the rates as they now are.
+        const current = withConversions(
+          await rederiveLines(merchantId, reportingCurrency, id, state.timeline),
+          reportingCurrency,
+          rates.book,
+          zone,
+        );
         if (firstDifference(state.timeline, current) !== null || state.zone !== zone) {
           await retrying(async () => {
             const fresh = (await timelinesFrom(merchantId, await batchGet([keys.customerTimeline(merchantId, id)]), [id])).get(id)!;
             const ws = new WriteSet();
-            addTimelineChange(
+            await addTimelineChange(
               ws,
               merchantId,
               reportingCurrency,
@@ -223,7 +233,8 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   }
 
   const yearItems: { pk: string; sk: string }[] = [];
-  const attrs = ['pk', 'sk', ...new Set(Object.values(STORED_ATTR))];
+  // Every attribute: the unconverted levels' names (`uUSD`) are not known in advance.
+  const attrs: string[] = [];
   let corrected = 0;
   for (const { segment, target } of targets.values()) {
     const stored: Contributions = new Map();
@@ -237,6 +248,8 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
         for (const [storedAttr, logical] of Object.entries(ATTR_OF_STORED)) {
           if (item[storedAttr] !== undefined) addContribution(stored, id, logical, new Decimal(String(item[storedAttr])));
         }
+        for (const attr of Object.keys(item))
+          if (UNCONVERTED_ATTR.test(attr)) addContribution(stored, id, attr, new Decimal(String(item[attr])));
       }
     }
     const corrections = difference(stored, target);
@@ -245,7 +258,7 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
       const names: Record<string, string> = {};
       const values: Record<string, NumberValue> = {};
       const adds = [...moves].map(([attr, delta], i) => {
-        names[`#a${i}`] = STORED_ATTR[attr];
+        names[`#a${i}`] = STORED_ATTR[attr] ?? attr;
         values[`:d${i}`] = NumberValue.from(delta.toFixed()); // exact: a JS number could round it
         return `#a${i} :d${i}`;
       });

@@ -9,7 +9,15 @@ import {
   type MrrQuery,
   type SegmentQuery,
 } from '#lib/metrics/schemas';
-import { lineOf, MOVEMENTS, type Contributions, type CustomerMovement, type LineFilter, type Segment } from '#lib/metrics/timeline';
+import {
+  lineOf,
+  MOVEMENTS,
+  UNCONVERTED_ATTR,
+  type Contributions,
+  type CustomerMovement,
+  type LineFilter,
+  type Segment,
+} from '#lib/metrics/timeline';
 import { ExactSum } from '#lib/shared/money';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 
@@ -44,11 +52,15 @@ export const STORED_ATTR: Record<string, string> = {
 export type AggregateItem = Record<string, unknown>;
 
 const LEVEL_ATTRS = [...MOVEMENTS, 'customers', 'subscriptions', 'churned'] as const;
-export type Sums = Record<(typeof LEVEL_ATTRS)[number], Decimal>;
-const emptySums = (): Sums => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, ZERO])) as Sums;
+type LevelAttr = (typeof LEVEL_ATTRS)[number];
+/** The levels and movements, and per currency the MRR left out of them for want of an exchange rate. */
+export type Sums = Record<LevelAttr, Decimal> & { unconverted: Map<string, Decimal> };
+const levels = <T>(f: (a: LevelAttr) => T) => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, f(a)])) as Record<LevelAttr, T>;
+const emptySums = (): Sums => ({ ...levels(() => ZERO), unconverted: new Map() });
 /** Running sums while items are read (exact and cheap per item); `sumsOf` turns them into Decimals once. */
-type Acc = Record<(typeof LEVEL_ATTRS)[number], ExactSum>;
-const emptyAcc = (): Acc => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, new ExactSum()])) as Acc;
+type Acc = Record<LevelAttr, ExactSum> & { unconverted: Map<string, ExactSum> };
+const emptyAcc = (): Acc => ({ ...levels(() => new ExactSum()), unconverted: new Map() });
+const sumIn = (sums: Map<string, ExactSum>, key: string) => sums.get(key) ?? sums.set(key, new ExactSum()).get(key)!;
 /** The level and movement attributes as stored: what a range read projects and folds. */
 export const LEVEL_PROJECTION = LEVEL_ATTRS.map((a) => STORED_ATTR[a]);
 const addItem = (into: Acc, item: AggregateItem, sign: 1 | -1 = 1) => {
@@ -57,14 +69,34 @@ const addItem = (into: Acc, item: AggregateItem, sign: 1 | -1 = 1) => {
     // Most shards of most items hold zeros (unmarshalled as the number 0).
     if (v !== undefined && v !== 0) into[LEVEL_ATTRS[i]].add(v as number | string, sign);
   }
+  for (const attr in item) {
+    const currency = UNCONVERTED_ATTR.exec(attr)?.[1];
+    if (currency && item[attr] !== 0) sumIn(into.unconverted, currency).add(item[attr] as number | string, sign);
+  }
 };
-const sumsOf = (acc: Acc): Sums => Object.fromEntries(LEVEL_ATTRS.map((a) => [a, acc[a].value()])) as Sums;
+const sumsOf = (acc: Acc): Sums => ({
+  ...levels((a) => acc[a].value()),
+  unconverted: new Map([...acc.unconverted].map(([c, v]) => [c, v.value()])),
+});
 /** Adds `from` into `into` (both running sums: no Decimal per bucket and attribute). */
 const addAcc = (into: Acc, from: Acc) => {
   for (const a of LEVEL_ATTRS) into[a].addSum(from[a]);
+  for (const [c, v] of from.unconverted) sumIn(into.unconverted, c).addSum(v);
 };
 const net = (s: Sums) => MOVEMENTS.reduce((acc, m) => acc.plus(s[m]), ZERO);
-const plus = (a: Sums, b: Sums): Sums => Object.fromEntries(LEVEL_ATTRS.map((k) => [k, a[k].plus(b[k])])) as Sums;
+const plus = (a: Sums, b: Sums): Sums => {
+  const unconverted = new Map(a.unconverted);
+  for (const [c, v] of b.unconverted) unconverted.set(c, (unconverted.get(c) ?? ZERO).plus(v));
+  return { ...levels((k) => a[k].plus(b[k])), unconverted };
+};
+/** The MRR left out per currency for want of a rate (currencies with none left out are not named), in code order. */
+const unconvertedOf = (s: Sums): Record<string, string> =>
+  Object.fromEntries(
+    [...s.unconverted]
+      .filter(([, v]) => !v.isZero())
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([c, v]) => [c, v.toFixed(2)]),
+  );
 
 export const dayOf = (d: Date) => d.toISOString().slice(0, 10);
 const toDate = (day: string) => new Date(`${day}T00:00:00Z`);
@@ -178,6 +210,7 @@ const rangeSummary = ({ start, moves, end }: RangeFigures) => {
     arpa: customers.isZero() ? null : money(mrr.div(customers)),
     customer_churn_rate: pct(moves.churned, start.customers),
     mrr_churn_rate: pct(moves.churn.abs().plus(moves.contraction.abs()), net(start)),
+    unconverted: unconvertedOf(end),
   };
 };
 
@@ -226,7 +259,7 @@ export const aggregateItemsOf = (sum: Contributions) => {
   const cohorts: AggregateItem[] = [];
   for (const [id, attrs] of sum) {
     const item: AggregateItem = {};
-    for (const [attr, v] of attrs) item[STORED_ATTR[attr]] = v.toFixed();
+    for (const [attr, v] of attrs) item[STORED_ATTR[attr] ?? attr] = v.toFixed();
     if (id.startsWith('D#') || id.startsWith('M#')) movements.push({ ...item, sk: `${id}#00` });
     else if (id.startsWith('C#')) cohorts.push({ ...item, sk: `${id.slice(2)}#00` });
   }
@@ -297,6 +330,7 @@ const entryOf = (date: string, start: Sums, moves: Sums, end: Sums) => {
     mrr_churn_rate: pct(moves.churn.abs().plus(moves.contraction.abs()), base),
     net_mrr_retention: pct(kept.plus(moves.expansion), base),
     gross_mrr_retention: pct(kept, base),
+    unconverted: unconvertedOf(end),
   };
 };
 
@@ -412,6 +446,7 @@ export const summaryOf = (range: FoldedRange) => {
     net_mrr_churn_rate: pct(lost.minus(moves.expansion).minus(moves.reactivation), net(before)),
     quick_ratio: ratio(gained, lost),
     ltv: churnShare.isZero() || level.customers.isZero() ? null : money(mrr.div(level.customers).div(churnShare)),
+    unconverted: base.unconverted,
   };
 };
 

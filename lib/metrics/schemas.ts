@@ -139,6 +139,14 @@ export type CohortsQuery = z.output<typeof cohortsQuery>;
 export type SegmentQuery = { plan?: string | string[]; billing_cycle?: string; currency?: string } & Record<string, unknown>;
 
 const amount = () => z.string().meta({ example: '1200.00' });
+/** The MRR the reporting currency's figures leave out for want of an exchange rate, per currency (docs/exchange-rates.md). */
+const unconverted = () =>
+  z.record(z.string(), z.string()).meta({
+    description:
+      'MRR in other currencies left out of these figures because their month has no exchange rate, per currency, in that currency (2 decimals); {} when nothing is left out. Set rates with PUT /exchange-rates/{currency}',
+    example: { USD: '120.00' },
+  });
+
 const signed = () => z.string().meta({ example: '-50.00' });
 const rate = () => z.number().nullable().meta({ description: 'Percentage with 2 decimals; null when its base is 0', example: 4.17 });
 
@@ -168,6 +176,7 @@ export const mrrEntrySchema = z
     gross_mrr_retention: rate().meta({
       description: '(MRR just before the interval + contraction + churn) ÷ that MRR × 100; null when that MRR was 0',
     }),
+    unconverted: unconverted(),
   })
   .meta({ id: 'MrrEntry' });
 
@@ -178,6 +187,7 @@ export const mrrSummarySchema = z
     arpa: amount().nullable(),
     customer_churn_rate: rate(),
     mrr_churn_rate: rate(),
+    unconverted: unconverted(),
   })
   .meta({ id: 'MrrRangeSummary' });
 
@@ -195,6 +205,7 @@ export const metricsSummarySchema = z
     net_mrr_churn_rate: rate(),
     quick_ratio: z.number().nullable().meta({ description: 'Ratio with 2 decimals; null when nothing was lost' }),
     ltv: amount().nullable(),
+    unconverted: unconverted(),
   })
   .meta({ id: 'MetricsSummary' });
 

@@ -32,8 +32,12 @@ import {
   standingAt,
   standingFromSteps,
   standingSteps,
+  foreignCurrencies,
+  type RateBook,
   type Timeline,
+  withConversions,
 } from '#lib/metrics/timeline';
+import { rateTableUnchanged, readRates } from '#lib/exchange-rates/store';
 
 /**
  * The customer's MRR timeline and the aggregate moves of a change (docs/architecture.md, "Metrics aggregates"). A write
@@ -143,15 +147,19 @@ export const pendingHome = (merchantId: string, id: string, segment: Segment | n
  * it: a customer last counted in another zone's days moves all it contributes to this one's (the
  * same lines and a new zone is such a move alone); without one, the customer stays in its zone.
  */
-export const addTimelineChange = (
+export const addTimelineChange = async (
   ws: WriteSet,
   merchantId: string,
   reportingCurrency: string,
   customerId: number,
   before: TimelineState,
-  after: Timeline,
+  lines: Timeline,
   zone: string = before.zone,
-): TimelineState => {
+  rates: RatesMemo = new Map(),
+): Promise<TimelineState> => {
+  // Points in other currencies take the rates of their months as they are now (checked at the commit).
+  const currencies = foreignCurrencies(lines, reportingCurrency);
+  const after = withConversions(lines, reportingCurrency, await ratesIn(ws, merchantId, currencies, rates), zone);
   // A customer with no timeline yet contributes nothing in any zone: it starts in the request's.
   const fromZone = before.version === null ? zone : before.zone;
   const changedFrom = firstDifference(before.timeline, after);
@@ -164,7 +172,8 @@ export const addTimelineChange = (
   // The customer's standing from now on, so reading a customer's MRR and status costs the head only.
   const { steps, complete } = standingSteps(after, reportingCurrency, formatTimestamp(now()));
   const standing = { standing: JSON.stringify(steps), standing_complete: complete };
-  const zoned = zone === DEFAULT_TIMEZONE ? {} : { zone };
+  // The other currencies it has: a rate change moves only the customers with points in its currency.
+  const zoned = { ...(zone === DEFAULT_TIMEZONE ? {} : { zone }), currencies: [...currencies].sort() };
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
     ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing, ...zoned }, guard);
   } else {
@@ -184,7 +193,7 @@ export const addTimelineChange = (
   for (const { segment, moves } of contributionChange(before.timeline, after, reportingCurrency, { before: fromZone, after: zone })) {
     for (const [id, attrs] of moves) {
       const u = ws.update('metrics', aggregateKey(merchantId, id, ws.shard, segment)).spillable(pendingHome(merchantId, id, segment));
-      for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr], delta);
+      for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr] ?? attr, delta);
     }
     // A plan new to this customer's figures joins the merchant's plan list (sharded like the aggregates).
     if (segment?.dimension === 'plan' && !hasPlan(before.timeline, segment.value))
@@ -195,6 +204,29 @@ export const addTimelineChange = (
     if (!hasPlan(before.timeline, plan))
       ws.put('plan_customer', { ...keys.planCustomer(merchantId, plan, customerId), customer_id: customerId });
   return { timeline: after, version, zone, chunks };
+};
+
+/**
+ * Exchange-rate tables a write has read (currency → its months and version), shared by the
+ * transactions a batch tries while packing so each table is read once per batch attempt.
+ */
+export type RatesMemo = Map<string, { rates: ReadonlyMap<string, string>; version: number | null }>;
+
+/** The rates of `currencies` (read if `memo` lacks them), each table's version checked at the commit of `ws`. */
+const ratesIn = async (ws: WriteSet, merchantId: string, currencies: Set<string>, memo: RatesMemo): Promise<RateBook> => {
+  const missing = [...currencies].filter((c) => !memo.has(c));
+  if (missing.length) {
+    const read = await readRates(merchantId, missing);
+    for (const c of missing) memo.set(c, { rates: read.book.get(c)!, version: read.versions.get(c)! });
+  }
+  const book = new Map<string, ReadonlyMap<string, string>>();
+  for (const c of currencies) {
+    const table = memo.get(c)!;
+    book.set(c, table.rates);
+    const key = keys.exchangeRates(merchantId, c);
+    if (!ws.has(key)) ws.check('exchange-rates', key, rateTableUnchanged(table.version));
+  }
+  return book;
 };
 
 const hasPlan = (tl: Timeline, plan: string) => Object.values(tl).some((pts) => pts.some((p) => p[3]?.[0] === plan));
@@ -272,7 +304,8 @@ export const readPlanNames = async (merchantId: string): Promise<string[]> => {
  * returned as the items they are for, where the queries would have read them.
  */
 export const readRangeItems = async (partition: string, { monthsTo, dayRanges }: RangeReads) => {
-  const projection = ['sk', 'moves', ...LEVEL_PROJECTION];
+  // Every attribute: the levels left unconverted (`uUSD`) are named by currency (a read costs the items' size either way).
+  const projection: string[] = partition.includes('#CHURN_REASONS') ? ['sk', 'moves', ...LEVEL_PROJECTION] : [];
   const query = (lo: string, hi: string) => queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, projection);
   const [readMonths, ...dayItems] = await Promise.all([query('M#', monthsTo), ...dayRanges.map(([lo, hi]) => query(lo, hi))]);
   const months = readMonths.filter((i) => !isPending(i));
@@ -321,7 +354,7 @@ export const readTimelines = async (merchantId: string, ids: number[]): Promise<
 
 /**
  * Every customer id the merchant has allocated (1 to its sequence's last, read strongly
- * consistent), `size` at a time: the passes over all customers (`rezoneCustomers`, `GET
+ * consistent), `size` at a time: the passes over all customers (`restateCustomers`, `GET
  * /metrics/movements`) read each round's timeline heads by key, never an index.
  */
 export async function* customerIdRounds(merchantId: string, size: number): AsyncGenerator<number[]> {

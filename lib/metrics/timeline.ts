@@ -27,7 +27,12 @@ export type Flag = 'a' | 'p' | 'c' | 'o' | 'e' | 'x';
  * reporting currency, in no plan and no cycle.
  */
 export type Tag = [plan: string | null, cycle: string | null, currency: string, reason?: string | null];
-export type Point = [at: string, amount: string, flag: Flag, tag?: Tag];
+/**
+ * A point: from `at` on the line is `amount` (in its tag's currency). A point in another currency
+ * than the reporting one may carry `converted`: its amount in the reporting currency at the rate
+ * of its month (`withConversions`); without it, no rate was known when it was last written.
+ */
+export type Point = [at: string, amount: string, flag: Flag, tag?: Tag, converted?: string];
 export type Timeline = Record<string, Point[]>;
 
 export const lineOf = {
@@ -129,6 +134,80 @@ const withImportedEnd = (tl: Timeline): Timeline => {
   return withLine(tl, lineOf.imported, kept.length ? [...kept, [end, '0', 'e']] : []);
 };
 
+const byTime = (a: Point, b: Point) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+/** A point in another currency as the reporting currency's figures count it: converted, or 0 outside them without a rate. */
+const inReportingCurrency = (p: Point): Point => (p[4] !== undefined ? [p[0], p[4], p[2], p[3]] : [p[0], '0', 'x', p[3]]);
+
+/**
+ * Exchange rates as a write knows them (docs/metrics.md, "Currency conversion"): currency → month
+ * (`yyyy-mm`) → reporting-currency units per one unit.
+ */
+export type RateBook = ReadonlyMap<string, ReadonlyMap<string, string>>;
+export const NO_RATES: RateBook = new Map();
+/** Fraction digits a converted amount keeps (half up): sums of them stay exact in DynamoDB numbers (38 digits). */
+export const CONVERSION_SCALE = 10;
+
+/** The other currencies than the reporting one that points of `tl` are in. */
+export const foreignCurrencies = (tl: Timeline, reportingCurrency: string): Set<string> => {
+  const out = new Set<string>();
+  for (const pts of Object.values(tl)) for (const p of pts) if (currencyOf(p, reportingCurrency) !== reportingCurrency) out.add(p[3]![2]);
+  return out;
+};
+
+/**
+ * The timeline with each point in another currency converted at the rate of its month (in the
+ * reporting time zone, the month it counts in), or unconverted where that month has no rate. Lines
+ * whose conversions do not change stay the same arrays (`changedLines` sees only the moved ones).
+ */
+export const withConversions = (tl: Timeline, reportingCurrency: string, rates: RateBook, zone = DEFAULT_TIMEZONE): Timeline => {
+  let out: Timeline | null = null;
+  for (const [line, pts] of Object.entries(tl)) {
+    let next: Point[] | null = null;
+    for (let i = 0; i < pts.length; i++) {
+      const p = pts[i];
+      const ccy = currencyOf(p, reportingCurrency);
+      const rate = ccy === reportingCurrency ? undefined : rates.get(ccy)?.get(localDateOfIso(p[0], zone).slice(0, 7));
+      const want =
+        rate === undefined ? undefined : new Decimal(p[1]).times(rate).toDecimalPlaces(CONVERSION_SCALE, Decimal.ROUND_HALF_UP).toFixed();
+      if (p[4] === want) continue;
+      next ??= [...pts];
+      next[i] = want === undefined ? (p.slice(0, 4) as Point) : [p[0], p[1], p[2], p[3]!, want];
+    }
+    if (next) (out ??= { ...tl })[line] = next;
+  }
+  return out ?? tl;
+};
+
+/**
+ * What the reporting currency's figures leave out for want of a rate, as levels per currency
+ * (`u<CCY>` on the day and month items): at each change of a line in another currency, the change
+ * of its unconverted amount (in that currency).
+ */
+const unconvertedLevels = (stored: Timeline, reportingCurrency: string, zone: string, filter: LineFilter = {}): Contributions => {
+  const out: Contributions = new Map();
+  // Only the reporting currency's figures convert; a plan or cycle segment's leave out only its own points.
+  if (filter.currency !== undefined) return out;
+  const matches = lineMatcher(filter);
+  for (const pts of Object.values(stored)) {
+    let was: { ccy: string; amount: Decimal } | null = null;
+    for (const p of pts) {
+      const ccy = currencyOf(p, reportingCurrency);
+      if (ccy === reportingCurrency) continue;
+      const now = p[4] === undefined && p[1] !== '0' && matches(p) ? { ccy, amount: new Decimal(p[1]) } : null;
+      const day = localDateOfIso(p[0], zone);
+      for (const period of [`D#${day}`, `M#${day.slice(0, 7)}`]) {
+        if (was) addContribution(out, period, unconvertedAttr(was.ccy), was.amount.negated());
+        if (now) addContribution(out, period, unconvertedAttr(now.ccy), now.amount);
+      }
+      was = now;
+    }
+  }
+  return difference(new Map(), out);
+};
+/** The attribute of an unconverted level: `u` and the currency (`uUSD`). */
+export const unconvertedAttr = (currency: string) => `u${currency}`;
+export const UNCONVERTED_ATTR = /^u([A-Z]{3})$/;
+
 /** A slice of the figures (docs/metrics.md, "Segments"): one plan, one billing cycle or one currency. */
 export const SEGMENT_DIMENSIONS = ['plan', 'billing_cycle', 'currency'] as const;
 export type SegmentDimension = (typeof SEGMENT_DIMENSIONS)[number];
@@ -141,11 +220,8 @@ export type Segment = { dimension: SegmentDimension; value: string };
  * So a segmented figure is the computation over only the matching lines; a subscription changing
  * plan leaves one plan's figures (its MRR there goes to 0) and joins the other's.
  */
-export const viewOf = (stored: Timeline, reportingCurrency: string, segment: Segment | null = null): Timeline => {
-  if (!segment) return viewWhere(stored, reportingCurrency, {});
-  const { dimension, value } = segment;
-  return viewWhere(stored, reportingCurrency, dimension === 'plan' ? { plans: [value] } : { [dimension]: value });
-};
+export const viewOf = (stored: Timeline, reportingCurrency: string, segment: Segment | null = null): Timeline =>
+  viewWhere(stored, reportingCurrency, filterOf(segment));
 
 /**
  * The lines a segment read from customers' timelines counts (docs/metrics.md, "Segments"): points
@@ -161,16 +237,21 @@ export type LineFilter = { plans?: readonly string[]; billing_cycle?: string; cu
 export const viewWhere = (stored: Timeline, reportingCurrency: string, filter: LineFilter): Timeline => {
   const currency = filter.currency ?? reportingCurrency;
   const inCurrency: Timeline = {};
+  const converted: Timeline = {};
   for (const [line, pts] of Object.entries(stored)) {
     const kept = pts.every((p) => currencyOf(p, reportingCurrency) === currency)
       ? pts
       : pts.filter((p) => currencyOf(p, reportingCurrency) === currency);
     if (kept.length) inCurrency[line] = kept;
+    // The reporting currency's figures take other currencies' points converted; a point without a rate counts 0 (`x`).
+    if (filter.currency !== undefined || kept.length === pts.length) continue;
+    const foreign = pts.filter((p) => currencyOf(p, reportingCurrency) !== reportingCurrency);
+    converted[line] = [...(inCurrency[line] ?? []), ...foreign.map(inReportingCurrency)].sort(byTime);
   }
-  const tl = withImportedEnd(inCurrency);
-  const { plans, billing_cycle: cycle } = filter;
-  if (!plans && cycle === undefined) return tl;
-  const matches = (p: Point) => (!plans || (p[3]?.[0] != null && plans.includes(p[3][0]))) && (cycle === undefined || p[3]?.[1] === cycle);
+  // The imported line ends at the first subscription in the reporting currency (the line it stands in for).
+  const tl = { ...withImportedEnd(inCurrency), ...converted };
+  if (!filter.plans && filter.billing_cycle === undefined) return tl;
+  const matches = lineMatcher(filter);
   const out: Timeline = {};
   for (const [line, pts] of Object.entries(tl)) {
     if (!pts.some(matches)) continue;
@@ -179,13 +260,27 @@ export const viewWhere = (stored: Timeline, reportingCurrency: string, filter: L
   return out;
 };
 
+/** Whether a point is in a filter's plans and cycle (its currency is the view's business). */
+const lineMatcher =
+  ({ plans, billing_cycle: cycle }: LineFilter) =>
+  (p: Point) =>
+    (!plans || (p[3]?.[0] != null && plans.includes(p[3][0]))) && (cycle === undefined || p[3]?.[1] === cycle);
+
 /** What one customer's lines matching `filter` add to the figures (`contributions` of a filtered view; no churn by reason). */
 export const contributionsWhere = (
   stored: Timeline,
   reportingCurrency: string,
   filter: LineFilter,
   zone = DEFAULT_TIMEZONE,
-): Contributions => scan(viewWhere(stored, reportingCurrency, filter), null, false, zone);
+): Contributions => {
+  const out = scan(viewWhere(stored, reportingCurrency, filter), null, false, zone);
+  addContributions(out, unconvertedLevels(stored, reportingCurrency, zone, filter));
+  return out;
+};
+
+/** A stored segment as a line filter (the whole: none). */
+const filterOf = (segment: Segment | null): LineFilter =>
+  !segment ? {} : segment.dimension === 'plan' ? { plans: [segment.value] } : { [segment.dimension]: segment.value };
 
 /** The segments whose figures a change from `before` to `after` can move (the reporting currency's is the whole). */
 const segmentsMoved = (before: Timeline, after: Timeline, reportingCurrency: string): Segment[] => {
@@ -223,7 +318,11 @@ export const contributions = (
   reportingCurrency: string,
   segment: Segment | null = null,
   zone = DEFAULT_TIMEZONE,
-): Contributions => scan(viewOf(stored, reportingCurrency, segment), null, segment === null, zone);
+): Contributions => {
+  const out = scan(viewOf(stored, reportingCurrency, segment), null, segment === null, zone);
+  addContributions(out, unconvertedLevels(stored, reportingCurrency, zone, filterOf(segment)));
+  return out;
+};
 
 /** The segments a timeline has points in (the reporting currency's is the whole). */
 export const segmentsOf = (tl: Timeline, reportingCurrency: string): Segment[] => {
@@ -254,7 +353,7 @@ const lastBefore = (pts: Point[], t: string) => {
 
 const sameTag = (a: Tag | undefined, b: Tag | undefined) =>
   a === b || (!!a && !!b && a.length === b.length && a.every((v, i) => v === b[i]));
-const samePoint = (p: Point, q: Point) => p[0] === q[0] && p[1] === q[1] && p[2] === q[2] && sameTag(p[3], q[3]);
+const samePoint = (p: Point, q: Point) => p[0] === q[0] && p[1] === q[1] && p[2] === q[2] && sameTag(p[3], q[3]) && p[4] === q[4];
 
 /**
  * The lines whose arrays differ between two timelines. A change copies only the lines it moves (the
@@ -319,7 +418,11 @@ export const contributionChange = (
   for (const segment of [null, ...segments]) {
     const b = viewOf(before, reportingCurrency, segment);
     const a = viewOf(after, reportingCurrency, segment);
-    const moves = difference(scan(b, t0, segment === null, zones.before), scan(a, t0, segment === null, zones.after));
+    const [was, now] = [scan(b, t0, segment === null, zones.before), scan(a, t0, segment === null, zones.after)];
+    // What is left out for want of a rate: computed whole on both sides (only lines in other currencies have any).
+    addContributions(was, unconvertedLevels(before, reportingCurrency, zones.before, filterOf(segment)));
+    addContributions(now, unconvertedLevels(after, reportingCurrency, zones.after, filterOf(segment)));
+    const moves = difference(was, now);
     if (moves.size) out.push({ segment, moves });
   }
   return out;

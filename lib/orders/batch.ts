@@ -8,7 +8,7 @@ import { allocateIds } from '#lib/db/sequences';
 import { WriteSet } from '#lib/db/writes';
 import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
-import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, type TimelineState } from '#lib/metrics/store';
+import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, type RatesMemo, type TimelineState } from '#lib/metrics/store';
 import { lineOf, orderLine, type Timeline } from '#lib/metrics/timeline';
 import type { CustomerItem } from '#lib/customers/model';
 import { issueMessage } from '#lib/shared/validation';
@@ -212,10 +212,12 @@ const prepare = async (merchantId: string, figures: Figures, items: Item[], coll
   const linkedByEmail = new Set([...namedBy.keys()].map((e) => customerIdOf.get(e)!));
 
   const unitList = [...units.values()];
+  // The exchange rates the batch's transactions convert with, read once for all of them.
+  const rates: RatesMemo = new Map();
   return {
     units: unitList,
     write: (ws: WriteSet, chunk: Unit[]) =>
-      writeUnits(ws, merchantId, figures, chunk, customers, customerIdOf, linkedByEmail, at, collector),
+      writeUnits(ws, merchantId, figures, chunk, customers, customerIdOf, linkedByEmail, at, collector, rates),
     alone: async (unit: Unit) => {
       const fresh = await prepare(merchantId, figures, unit.items, collector, at);
       const ws = new WriteSet();
@@ -248,6 +250,7 @@ const writeUnits = async (
   linkedByEmail: Set<number>,
   at: string,
   collector: Collector,
+  rates: RatesMemo,
 ): Promise<() => void> => {
   const changes = new Map<number, CustomerOrderChange[]>();
   const push = (id: number, change: CustomerOrderChange) => changes.set(id, [...(changes.get(id) ?? []), change]);
@@ -286,7 +289,7 @@ const writeUnits = async (
     if (!state) continue; // an order whose customer item is missing: no figures to keep
     const cs = changes.get(id) ?? [];
     const timeline = timelines.has(id)
-      ? addTimelineChange(ws, merchantId, figures.reportingCurrency, id, state.timeline, timelines.get(id)!, figures.timezone)
+      ? await addTimelineChange(ws, merchantId, figures.reportingCurrency, id, state.timeline, timelines.get(id)!, figures.timezone, rates)
       : state.timeline;
     if (!state.exists) {
       const created = addCustomerCreate(ws, merchantId, id, { email: state.item.email, name: state.name }, at);

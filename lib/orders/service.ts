@@ -123,7 +123,7 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
         created_at: at,
       });
     }
-    addTimelineChange(
+    await addTimelineChange(
       ws,
       merchantId,
       auth.reportingCurrency,
@@ -168,7 +168,7 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
     addAggregateDeltas(ws, merchantId, order, after);
     const presented = presentOrder(after, customer);
     addOutboxEvent(ws, merchantId, webhook, presented, at);
-    addTimelineChange(
+    await addTimelineChange(
       ws,
       merchantId,
       auth.reportingCurrency,

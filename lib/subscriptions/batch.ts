@@ -8,7 +8,7 @@ import { itemAbsent, WriteSet } from '#lib/db/writes';
 import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import { subscriptionTimeline } from '#lib/metrics/lines';
-import { addTimelineChange, EMPTY_TIMELINE, timelinesFrom } from '#lib/metrics/store';
+import { addTimelineChange, EMPTY_TIMELINE, timelinesFrom, type RatesMemo, type TimelineState } from '#lib/metrics/store';
 import type { Timeline } from '#lib/metrics/timeline';
 import { amountCurrencyError } from '#lib/shared/currency';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
@@ -183,6 +183,8 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
 
   const timelines = await timelinesFrom(merchantId, state, known);
   const created = new Set<number>();
+  // The exchange rates the batch's transactions convert with, read once for all of them.
+  const rates: RatesMemo = new Map();
   return {
     units,
     write: async (ws: WriteSet, chunk: Unit[]) => {
@@ -207,13 +209,21 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
         );
       }
       // One timeline write per customer per transaction, whatever the number of its subscriptions.
-      const after = [...changed].map(
-        ([id, tl]) =>
-          [
+      const after: [number, TimelineState][] = [];
+      for (const [id, tl] of changed)
+        after.push([
+          id,
+          await addTimelineChange(
+            ws,
+            scope.merchantId,
+            scope.reportingCurrency,
             id,
-            addTimelineChange(ws, scope.merchantId, scope.reportingCurrency, id, timelines.get(id) ?? EMPTY_TIMELINE, tl, scope.timezone),
-          ] as const,
-      );
+            timelines.get(id) ?? EMPTY_TIMELINE,
+            tl,
+            scope.timezone,
+            rates,
+          ),
+        ]);
       return () => {
         for (const [id, timeline] of after) {
           timelines.set(id, timeline);

@@ -10,7 +10,7 @@ import { WriteSet } from '#lib/db/writes';
 import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
 import { recordedLine } from '#lib/metrics/lines';
-import { addTimelineChange, timelinesFrom, type TimelineState } from '#lib/metrics/store';
+import { addTimelineChange, timelinesFrom, type RatesMemo, type TimelineState } from '#lib/metrics/store';
 import { importedLineEnd, setAt, type Tag, type Timeline } from '#lib/metrics/timeline';
 import { batchCollector, type BatchResult } from '#lib/shared/schemas';
 import { IDEMPOTENCY_TTL_SECONDS, isLive, type IdempotencyRecord } from '#lib/shared/idempotency';
@@ -164,6 +164,8 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
       },
     };
   });
+  // The exchange rates the batch's transactions convert with, read once for all of them.
+  const rates: RatesMemo = new Map();
   return {
     units,
     write: async (ws: WriteSet, chunk: Unit[]) => {
@@ -183,9 +185,12 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
         changed.set(customerId, applyEvent(before, event.subscription_id, event.new_amount, event.occurred_at, tag));
       }
       // One timeline write per customer per transaction, whatever the number of its events.
-      const after = [...changed].map(
-        ([id, tl]) => [id, addTimelineChange(ws, merchantId, scope.reportingCurrency, id, timelines.get(id)!, tl, scope.timezone)] as const,
-      );
+      const after: [number, TimelineState][] = [];
+      for (const [id, tl] of changed)
+        after.push([
+          id,
+          await addTimelineChange(ws, merchantId, scope.reportingCurrency, id, timelines.get(id)!, tl, scope.timezone, rates),
+        ]);
       return () => {
         for (const [id, state] of after) timelines.set(id, state);
         for (const [index, event, identifier] of written) report.recorded(index, event, identifier);

@@ -84,7 +84,7 @@ const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem
   const unchanged = {};
   if (subscriptionTimeline(unchanged, before, after, effective, scope.reportingCurrency) === unchanged) return;
   const timeline = await readTimeline(scope.merchantId, customerId);
-  addTimelineChange(
+  await addTimelineChange(
     ws,
     scope.merchantId,
     scope.reportingCurrency,
@@ -156,7 +156,7 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
     addChangeEvent(ws, merchantId, ids.subscription_event!, sub, createdEvent(sub), at);
     const presented = presentSubscription(sub, scope.reportingCurrency);
     addOutboxEvent(ws, merchantId, 'subscription.created', presented, at);
-    addTimelineChange(
+    await addTimelineChange(
       ws,
       merchantId,
       scope.reportingCurrency,

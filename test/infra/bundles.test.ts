@@ -216,7 +216,7 @@ describe('function bundles', () => {
 
   it("a route function carries its own resource's route entries only, never the whole route table", () => {
     const routeFiles = (b: FunctionBundle) =>
-      inputsOf(b).filter((input) => /^lib\/(?:[a-z]+\/routes|http\/(?:system-)?routes)\.ts$/.test(input));
+      inputsOf(b).filter((input) => /^lib\/(?:[a-z-]+\/routes|http\/(?:system-)?routes)\.ts$/.test(input));
     const whole = ['openapi', 'notFound'];
     const checked = bundles.filter((b) => routeList.some((r) => r.name === b.name) && !whole.includes(b.name));
     expect(checked.length).toBeGreaterThan(40);

@@ -45,6 +45,8 @@ const entry = (
   subs: number,
   customers: number,
   rates: Rates,
+  /** G's monthly USD order (06-20 – 07-20) has no rate: left out, and said so. */
+  unconverted: Record<string, string> = {},
 ) => {
   const m = { new: '0.00', expansion: '0.00', contraction: '0.00', churn: '0.00', reactivation: '0.00', ...moves };
   const net = Object.values(m).reduce((a, v) => a + Math.round(Number(v) * 100), 0) / 100;
@@ -61,8 +63,10 @@ const entry = (
     mrr_churn_rate,
     net_mrr_retention,
     gross_mrr_retention,
+    unconverted,
   };
 };
+const G_USD = { USD: '99.00' };
 /** Nothing before the point: every rate's base is 0. */
 const noBase = (arpa: string | null): Rates => [arpa, null, null, null, null];
 
@@ -172,12 +176,19 @@ describe('the scripted merchant (figures worked by hand)', () => {
       entry('2025-03-01', '270.00', { churn: '-150.00', reactivation: '150.00' }, 2, 2, ['135.00', 0, 55.56, 44.44, 44.44]), // a pause is MRR churn, not customer churn
       entry('2025-04-01', '150.00', { churn: '-120.00' }, 1, 1, ['150.00', 50, 44.44, 55.56, 55.56]),
       entry('2025-05-01', '370.00', { new: '100.00', reactivation: '120.00' }, 2, 3, ['123.33', 0, 0, 100, 100]),
-      entry('2025-06-01', '370.00', {}, 2, 3, ['123.33', 0, 0, 100, 100]), // D's refunded order never counted
+      entry('2025-06-01', '370.00', {}, 2, 3, ['123.33', 0, 0, 100, 100], G_USD), // D's refunded order never counted
       entry('2025-07-01', '370.00', { new: '50.00', churn: '-50.00' }, 2, 3, ['123.33', 33.33, 13.51, 86.49, 86.49]),
       entry('2025-08-01', '270.00', { churn: '-100.00' }, 2, 2, ['135.00', 0, 27.03, 72.97, 72.97]),
     ]);
     // No MRR and no customers at the start: both rates have no base.
-    expect(r.summary).toEqual({ current_mrr: '270.00', arr: '3240.00', arpa: '135.00', customer_churn_rate: null, mrr_churn_rate: null });
+    expect(r.summary).toEqual({
+      current_mrr: '270.00',
+      arr: '3240.00',
+      arpa: '135.00',
+      customer_churn_rate: null,
+      mrr_churn_rate: null,
+      unconverted: {},
+    });
   });
 
   it('quarterly and yearly series: calendar quarters and years, clamped to the range; rates against the level before each', async () => {
@@ -193,7 +204,15 @@ describe('the scripted merchant (figures worked by hand)', () => {
         2,
         noBase('135.00'),
       ),
-      entry('2025-04-01', '370.00', { new: '100.00', churn: '-120.00', reactivation: '120.00' }, 2, 3, ['123.33', 50, 44.44, 55.56, 55.56]),
+      entry(
+        '2025-04-01',
+        '370.00',
+        { new: '100.00', churn: '-120.00', reactivation: '120.00' },
+        2,
+        3,
+        ['123.33', 50, 44.44, 55.56, 55.56],
+        G_USD,
+      ),
       entry('2025-07-01', '270.00', { new: '50.00', churn: '-150.00' }, 2, 2, ['135.00', 33.33, 40.54, 59.46, 59.46]),
     ]);
     const years = await series('start_date=2024-12-01&end_date=2025-08-31&interval=year');
@@ -222,7 +241,14 @@ describe('the scripted merchant (figures worked by hand)', () => {
     const r = await series('start_date=2025-02-01&end_date=2025-07-31');
     // Start: MRR 300, 2 customers. Churned customers: B (Apr) and E (Jul); A's pause is not a cancellation.
     // MRR churn: (150 + 120 + 50) churn + 80 contraction = 400 of 300 (D's refunded order never counted).
-    expect(r.summary).toEqual({ current_mrr: '370.00', arr: '4440.00', arpa: '123.33', customer_churn_rate: 100, mrr_churn_rate: 133.33 });
+    expect(r.summary).toEqual({
+      current_mrr: '370.00',
+      arr: '4440.00',
+      arpa: '123.33',
+      customer_churn_rate: 100,
+      mrr_churn_rate: 133.33,
+      unconverted: {},
+    });
     expect(r.data).toHaveLength(6);
   });
 
@@ -231,13 +257,14 @@ describe('the scripted merchant (figures worked by hand)', () => {
     const daily = await series('start_date=2025-06-26&end_date=2025-07-25&interval=day');
     expect(daily.data).toHaveLength(30);
     const byDate = Object.fromEntries(daily.data.map((e: any) => [e.date, e]));
-    expect(byDate['2025-07-01']).toEqual(entry('2025-07-01', '420.00', { new: '50.00' }, 3, 4, ['105.00', 0, 0, 100, 100]));
-    expect(byDate['2025-07-05']).toEqual(entry('2025-07-05', '370.00', { churn: '-50.00' }, 2, 3, ['123.33', 25, 11.9, 88.1, 88.1]));
+    expect(byDate['2025-07-01']).toEqual(entry('2025-07-01', '420.00', { new: '50.00' }, 3, 4, ['105.00', 0, 0, 100, 100], G_USD));
+    expect(byDate['2025-07-05']).toEqual(entry('2025-07-05', '370.00', { churn: '-50.00' }, 2, 3, ['123.33', 25, 11.9, 88.1, 88.1], G_USD));
+    expect(byDate['2025-07-20'].unconverted).toEqual({});
     const weekly = await series('start_date=2025-06-26&end_date=2025-07-25&interval=week');
     // Thursday 06-26 (clamped start), then Mondays 06-30, 07-07, 07-14, 07-21.
     expect(weekly.data.map((e: any) => e.date)).toEqual(['2025-06-26', '2025-06-30', '2025-07-07', '2025-07-14', '2025-07-21']);
     expect(weekly.data[1]).toEqual(
-      entry('2025-06-30', '370.00', { new: '50.00', churn: '-50.00' }, 2, 3, ['123.33', 33.33, 13.51, 86.49, 86.49]),
+      entry('2025-06-30', '370.00', { new: '50.00', churn: '-50.00' }, 2, 3, ['123.33', 33.33, 13.51, 86.49, 86.49], G_USD),
     );
     expect(weekly.summary).toEqual(daily.summary);
   });
@@ -257,6 +284,7 @@ describe('the scripted merchant (figures worked by hand)', () => {
       net_mrr_churn_rate: 13.51,
       quick_ratio: 1,
       ltv: '370.00',
+      unconverted: {},
     });
   });
 

@@ -18,6 +18,7 @@ import {
   refSetAt,
   refSetFrom,
   type RefCustomer,
+  type RefRates,
   type RefPoint,
   type RefSegment,
 } from './reference.ts';
@@ -69,7 +70,7 @@ type Op =
       }[];
       repeat: boolean;
     }
-  | { kind: 'import'; c: number; amount: number; back: number; cancelAfter: number }
+  | { kind: 'import'; c: number; amount: number; back: number; cancelAfter: number; usd: boolean }
   | { kind: 'events'; c: number; items: { withSub: boolean; amount: number; back: number }[] }
   | { kind: 'schedule'; c: number; ahead: number }
   | { kind: 'meta'; c: number; meta: Meta };
@@ -114,6 +115,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       amount,
       back,
       cancelAfter: fc.integer({ min: 0, max: 120 }),
+      usd: fc.boolean(),
     }),
   },
   {
@@ -147,6 +149,22 @@ const range = fc.tuple(fc.integer({ min: -60, max: 200 }), fc.integer({ min: 0, 
 const ZONES = ['UTC', 'Asia/Taipei', 'America/New_York', 'Asia/Kathmandu', 'Pacific/Pago_Pago'] as const;
 const zones = fc.record({ first: fc.constantFrom(...ZONES), next: fc.constantFrom(...ZONES), at: fc.integer({ min: 0, max: 16 }) });
 
+/**
+ * USD's exchange rates: set before step `firstAt` for some months, then changed (`null` removes a
+ * month) before step `secondAt` (past the last: after every step, before the reads). Months from
+ * 2024-11 to 2026-10.
+ */
+const RATE_VALUES = ['30', '31.5', '29.875', '0.0333333333', '1'] as const;
+const rateMonth = fc
+  .integer({ min: 0, max: 23 })
+  .map((i) => `${2024 + Math.floor((10 + i) / 12)}-${String(((10 + i) % 12) + 1).padStart(2, '0')}`);
+const rating = fc.record({
+  first: fc.array(fc.tuple(rateMonth, fc.constantFrom(...RATE_VALUES)), { maxLength: 14 }),
+  firstAt: fc.integer({ min: 0, max: 16 }),
+  second: fc.array(fc.tuple(rateMonth, fc.option(fc.constantFrom(...RATE_VALUES), { nil: null })), { maxLength: 8 }),
+  secondAt: fc.integer({ min: 0, max: 16 }),
+});
+
 /** `changed`: when its latest change took effect (no change may be dated before it, nor before the start). */
 type Sub = {
   id: number;
@@ -157,6 +175,8 @@ type Sub = {
   started_at: string;
   changed: string;
   deleted: boolean;
+  /** Absent: the reporting currency (only imports name another). */
+  currency?: string;
   cancel_at?: string | null;
 };
 type Order = {
@@ -179,7 +199,12 @@ const addMonths = (t: string, months: number) => {
 };
 
 /** What a subscription's points count under in segments (and a cancellation's reason). */
-const tagsOf = (s: Sub, reason?: string | null) => ({ plan: s.plan, cycle: s.cycle, currency: 'TWD', ...(reason ? { reason } : {}) });
+const tagsOf = (s: Sub, reason?: string | null) => ({
+  plan: s.plan,
+  cycle: s.cycle,
+  currency: s.currency ?? 'TWD',
+  ...(reason ? { reason } : {}),
+});
 const REASONS = [null, 'price', 'product'] as const;
 /** The segments checked against the reference after each history. */
 const SEGMENTS: [query: string, seg: RefSegment][] = [
@@ -211,7 +236,8 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
         range,
         fc.array(meta, { minLength: CUSTOMERS, maxLength: CUSTOMERS }),
         zones,
-        async (steps, [offset, length], metas, zoning) => {
+        rating,
+        async (steps, [offset, length], metas, zoning, fx) => {
           let now = START;
           const clock = fixedClock(iso(now));
           const { token, merchantId } = await newMerchant();
@@ -224,6 +250,19 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             zone = next;
           };
           await setZone(zoning.first);
+          const usdRates = new Map<string, string>();
+          const setRates = async (change: [string, string | null][]) => {
+            const byMonth = new Map(change);
+            if (!byMonth.size) return;
+            const rates = [...byMonth].map(([month, rate]) => ({ month, rate }));
+            const r = await api.request('PUT', '/exchange-rates/USD', { token, body: { rates } });
+            expect(r.status, JSON.stringify(r.body)).toBe(200);
+            for (const [month, rate] of byMonth) {
+              if (rate === null) usdRates.delete(month);
+              else usdRates.set(month, rate);
+            }
+            expect(r.body.data.rates).toEqual([...usdRates].sort(([a], [b]) => (a < b ? -1 : 1)).map(([month, rate]) => ({ month, rate })));
+          };
           const emails = Array.from({ length: CUSTOMERS }, (_, i) => `p${i}@prop.test`);
           const created = await api.post('/customers/batch', token, {
             customers: emails.map((email, i) => ({ email, name: email, metadata: metas[i] })),
@@ -252,6 +291,9 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             }
           };
 
+          /** The imported line (in the reporting currency) ends where the customer's first subscription in it starts. */
+          const importedLineEnd = (c: RefCustomer) =>
+            refImportedEnd({ lines: new Map([...c.lines].filter(([, pts]) => pts.every((p) => (p.currency ?? 'TWD') === 'TWD'))) });
           const ok = (r: { status: number; body: unknown }, what: string) =>
             expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBeLessThan(300);
 
@@ -395,7 +437,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
               case 'event': {
                 const s = o.withSub ? subs[c].filter((x) => !x.deleted).at(-1) : undefined;
                 const occurred = iso(now - o.back * DAY);
-                const importedEnd = refImportedEnd(ref[c]);
+                const importedEnd = importedLineEnd(ref[c]);
                 if (!s && importedEnd !== null && occurred >= importedEnd) {
                   // Imported history ends where the first subscription starts: later events name theirs.
                   const r = await api.post('/subscriptions/events', token, {
@@ -518,6 +560,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                   mrr: String(mrr),
                   billing_cycle: 'monthly',
                   started_at: started,
+                  ...(o.usd ? { currency: 'USD' } : {}),
                   ...(cancelled ? { cancelled_at: cancelled, cancel_reason: 'imported' } : {}),
                 };
                 const r = await api.post('/subscriptions/batch', token, { subscriptions: [item] });
@@ -540,6 +583,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                   started_at: started,
                   changed: cancelled ?? started,
                   deleted: false,
+                  ...(o.usd ? { currency: 'USD' } : {}),
                 });
                 refSetFrom(ref[c], `S${id}`, started, mrr, 'a', tagsOf(subs[c].at(-1)!));
                 if (cancelled) refSetFrom(ref[c], `S${id}`, cancelled, 0, 'c', tagsOf(subs[c].at(-1)!, 'imported'));
@@ -564,7 +608,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 ok(r, 'events');
                 const failed = new Set(r.body.data.results.failed.map((f: { index: number }) => f.index));
                 for (const [index, { s, occurred, amount }] of items.entries()) {
-                  const importedEnd = refImportedEnd(ref[c]);
+                  const importedEnd = importedLineEnd(ref[c]);
                   const refused = !s && importedEnd !== null && occurred >= importedEnd;
                   expect(failed.has(index), `events item ${index} refused: ${JSON.stringify(r.body.data.results.failed)}`).toBe(refused);
                   if (!refused)
@@ -599,15 +643,22 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
           for (const [i, s] of steps.entries()) {
             // The zone changes between writes: what came before moves to the new zone's days.
             if (i === zoning.at) await setZone(zoning.next);
+            // A rate change between writes: what came before is counted at the new rates.
+            if (i === fx.firstAt) await setRates(fx.first);
+            if (i === fx.secondAt) await setRates(fx.second);
             now += s.advance;
             clock.set(iso(now));
             await runScheduler();
             await Promise.all(s.ops.map(run));
           }
+          // A rate change past the last step: only the pass it runs moves what was written before it.
+          if (fx.firstAt >= steps.length) await setRates(fx.first);
+          if (fx.secondAt >= steps.length) await setRates(fx.second);
 
           const today = refLocalDate(iso(now), zone);
-          // The whole: the reporting currency's lines (USD orders are left out).
-          const whole = refSegment(ref, {});
+          // The whole: the reporting currency's lines and USD's converted (left out of months without a rate).
+          const rates: RefRates = { rates: new Map([['USD', usdRates]]), zone };
+          const whole = refSegment(ref, {}, 'TWD', rates);
           // Whole months, and a random range: its partial first and last months are read from day items.
           const day = (days: number) => iso(START + days * 24 * HOUR).slice(0, 10);
           for (const [from, asked] of [
@@ -635,12 +686,14 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
           const to = asked > today ? today : asked;
           // Metadata and plan-union segments: the reference over only the matching customers' lines.
           const parts: [string, RefCustomer[]][] = [
-            ...SEGMENTS.map(([query, seg]): [string, RefCustomer[]] => [query, refSegment(ref, seg)]),
+            ...SEGMENTS.map(([query, seg]): [string, RefCustomer[]] => [query, refSegment(ref, seg, 'TWD', rates)]),
             ...CUSTOMER_SEGMENTS.map(([query, seg, pairs]): [string, RefCustomer[]] => [
               query,
               refSegment(
                 ref.filter((_, i) => pairs.every(([k, v]) => metas[i][k] === v)),
                 seg,
+                'TWD',
+                rates,
               ),
             ]),
           ];

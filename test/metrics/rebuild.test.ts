@@ -187,7 +187,7 @@ describe('ops metrics rebuild', () => {
       ],
     } as Timeline;
     const ws = new WriteSet();
-    addTimelineChange(ws, merchantId, 'TWD', customer, state, old);
+    await addTimelineChange(ws, merchantId, 'TWD', customer, state, old);
     await ws.commit();
     expect((await ok(api.get('/metrics/mrr?start_date=2025-01-01&end_date=2025-05-31', token))).data[1].mrr).toBe('150.00');
 

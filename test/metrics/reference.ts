@@ -20,8 +20,18 @@ export type RefPoint = {
   currency?: string;
   reason?: string | null;
 };
-/** `importedEnd`: set by `refSegment` (the imported line's end as the whole sees it). */
-export type RefCustomer = { lines: Map<string, RefPoint[]>; importedEnd?: string | null };
+/**
+ * `importedEnd`: set by `refSegment` (the imported line's end as the whole sees it); `unconverted`:
+ * set by it too, each line in another currency as the amounts it leaves out for want of a rate.
+ */
+export type RefCustomer = {
+  lines: Map<string, RefPoint[]>;
+  importedEnd?: string | null;
+  unconverted?: Map<string, { at: string; amount: Decimal; currency: string }[]>;
+};
+/** Exchange rates (currency → month → rate) and the zone whose months pick them. */
+export type RefRates = { rates: Map<string, Map<string, string>>; zone: string };
+const NO_FX: RefRates = { rates: new Map(), zone: 'UTC' };
 type Tags = Pick<RefPoint, 'plan' | 'cycle' | 'currency' | 'reason'>;
 
 const sorted = (pts: RefPoint[]) => [...pts].sort((x, y) => x.at.localeCompare(y.at));
@@ -42,21 +52,46 @@ export type RefSegment = { plan?: string; plans?: string[]; cycle?: string; curr
  * currency (default the reporting one); the imported line's end taken there; in a plan or cycle
  * segment each point outside it as 0 and neither live nor active nor a cancellation.
  */
-export const refSegment = (customers: RefCustomer[], seg: RefSegment, reporting = 'TWD'): RefCustomer[] =>
+export const refSegment = (customers: RefCustomer[], seg: RefSegment, reporting = 'TWD', fx: RefRates = NO_FX): RefCustomer[] =>
   customers.map((c) => {
     const currency = seg.currency ?? reporting;
+    const matches = (p: RefPoint) =>
+      (seg.plan === undefined || p.plan === seg.plan) &&
+      (seg.plans === undefined || (p.plan != null && seg.plans.includes(p.plan))) &&
+      (seg.cycle === undefined || p.cycle === seg.cycle);
     const inCurrency = new Map<string, RefPoint[]>();
+    // The reporting currency's figures: other currencies' points at their (local) month's rate, rounded to 10
+    // places half up; a point of a month without a rate counts 0 and is reported as left out.
+    const converted = new Map<string, RefPoint[]>();
+    const unconverted = new Map<string, { at: string; amount: Decimal; currency: string }[]>();
     for (const [line, pts] of c.lines) {
       const kept = pts.filter((p) => (p.currency ?? reporting) === currency);
       if (kept.length) inCurrency.set(line, kept);
+      if (seg.currency !== undefined && seg.currency !== reporting) continue;
+      const foreign = pts.filter((p) => (p.currency ?? reporting) !== reporting);
+      if (!foreign.length) continue;
+      const rateOf = (p: RefPoint) => fx.rates.get(p.currency!)?.get(refLocalDate(p.at, fx.zone).slice(0, 7));
+      converted.set(
+        line,
+        foreign.map((p) => {
+          const rate = rateOf(p);
+          return rate === undefined
+            ? { ...p, amount: new Decimal(0), flag: 'x' as const }
+            : { ...p, amount: p.amount.times(rate).toDecimalPlaces(10, Decimal.ROUND_HALF_UP) };
+        }),
+      );
+      unconverted.set(
+        line,
+        foreign.map((p) => ({
+          at: p.at,
+          currency: p.currency!,
+          amount: rateOf(p) === undefined && matches(p) ? p.amount : new Decimal(0),
+        })),
+      );
     }
     const importedEnd = refImportedEnd({ lines: inCurrency });
     const out = new Map<string, RefPoint[]>();
-    for (const [line, pts] of inCurrency) {
-      const matches = (p: RefPoint) =>
-        (seg.plan === undefined || p.plan === seg.plan) &&
-        (seg.plans === undefined || (p.plan != null && seg.plans.includes(p.plan))) &&
-        (seg.cycle === undefined || p.cycle === seg.cycle);
+    for (const [line, pts] of [...inCurrency, ...converted]) {
       // The imported line's end is a point of its own: 0 from then on, in no plan or cycle.
       const withEnd =
         line === 'I' && importedEnd !== null
@@ -67,7 +102,7 @@ export const refSegment = (customers: RefCustomer[], seg: RefSegment, reporting 
         withEnd.map((p) => (matches(p) ? p : { ...p, amount: new Decimal(0), flag: 'x' as const })),
       );
     }
-    return { lines: out, importedEnd: null };
+    return { lines: out, importedEnd: null, unconverted };
   });
 
 /** The state of a line at `t` (inclusive) or just before it (`strict`). */
@@ -210,6 +245,23 @@ const levelAt = (customers: RefCustomer[], t: string) => {
   return { mrr, active, subs };
 };
 
+/** What the figures leave out for want of a rate at `t` (inclusive), per currency, 2 decimals; none left out: not named. */
+const unconvertedAt = (customers: RefCustomer[], t: string) => {
+  const sums = new Map<string, Decimal>();
+  for (const c of customers)
+    for (const pts of c.unconverted?.values() ?? []) {
+      let p: (typeof pts)[number] | null = null;
+      for (const q of pts) if (q.at <= t) p = q;
+      if (p && !p.amount.isZero()) sums.set(p.currency, (sums.get(p.currency) ?? new Decimal(0)).plus(p.amount));
+    }
+  return Object.fromEntries(
+    [...sums]
+      .filter(([, v]) => !v.isZero())
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([k, v]) => [k, money(v)]),
+  );
+};
+
 export type RefInterval = 'day' | 'week' | 'month' | 'quarter' | 'year';
 
 const bucketOf = (day: string, interval: RefInterval) => {
@@ -258,6 +310,7 @@ export const expectedSeries = (customers: RefCustomer[], start: string, end: str
       mrr_churn_rate: pct(lost, before.mrr),
       net_mrr_retention: pct(before.mrr.minus(lost).plus(b.m.expansion), before.mrr),
       gross_mrr_retention: pct(before.mrr.minus(lost), before.mrr),
+      unconverted: unconvertedAt(customers, endOf(b.last, zone)),
     };
   });
   const startLevel = levelAt(customers, endOf(addDays(start, -1), zone));
@@ -277,6 +330,7 @@ export const expectedSeries = (customers: RefCustomer[], start: string, end: str
     arpa: endLevel.active ? money(endLevel.mrr.div(endLevel.active)) : null,
     customer_churn_rate: pct(new Decimal(total.churned), new Decimal(startLevel.active)),
     mrr_churn_rate: pct(total.churn.abs().plus(total.contraction.abs()), startLevel.mrr),
+    unconverted: unconvertedAt(customers, endOf(end, zone)),
   };
   return { data, summary, total, startLevel, endLevel };
 };
@@ -300,6 +354,7 @@ export const expectedSummary = (customers: RefCustomer[], today: string, zone = 
       total.churned === 0 || startLevel.active === 0 || endLevel.active === 0
         ? null
         : money(endLevel.mrr.div(endLevel.active).div(new Decimal(total.churned).div(startLevel.active))),
+    unconverted: summary.unconverted,
   };
 };
 

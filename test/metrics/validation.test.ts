@@ -100,7 +100,14 @@ describe('GET /metrics/mrr parameters', () => {
       '2026-02-01',
       '2026-03-01',
     ]);
-    expect(r.summary).toEqual({ current_mrr: '0.00', arr: '0.00', arpa: null, customer_churn_rate: null, mrr_churn_rate: null });
+    expect(r.summary).toEqual({
+      current_mrr: '0.00',
+      arr: '0.00',
+      arpa: null,
+      customer_churn_rate: null,
+      mrr_churn_rate: null,
+      unconverted: {},
+    });
   });
 });
 

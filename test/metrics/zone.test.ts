@@ -3,7 +3,7 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, ok, useApi } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
 import { updateMerchant } from '#lib/merchants/service';
-import { rezoneCustomers } from '#lib/metrics/rezone';
+import { restateCustomers } from '#lib/metrics/restate';
 
 /**
  * Metrics in the merchant's reporting time zone (docs/settings.md, docs/metrics.md): every bucket is
@@ -107,7 +107,7 @@ describe('metrics in the reporting time zone', () => {
     );
     // The settings change without the pass (as when PUT /settings runs out of time at once).
     await updateMerchant(merchantId, { timezone: 'Asia/Taipei' });
-    expect(await rezoneCustomers(merchantId, 'TWD', 'Asia/Taipei', { until: Date.now() - 1 })).toEqual({
+    expect(await restateCustomers(merchantId, 'TWD', 'Asia/Taipei', { until: Date.now() - 1 })).toEqual({
       customers_read: 0,
       moved: 0,
       done: false,
@@ -122,9 +122,9 @@ describe('metrics in the reporting time zone', () => {
     await ok(api.put(`/subscriptions/${sub.id}`, token, { plan_name: 'Basic' }));
     expect(await newOn()).toEqual(['100.00', '50.00']);
     // A later pass moves the rest, and a second one finds nothing left.
-    expect(await rezoneCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 2, moved: 1, done: true });
+    expect(await restateCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 2, moved: 1, done: true });
     expect(await newOn()).toEqual(['0.00', '150.00']);
-    expect(await rezoneCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 2, moved: 0, done: true });
+    expect(await restateCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 2, moved: 0, done: true });
   });
 
   it('a zone change amid concurrent writes: after a pass, the stored figures equal those computed from the timelines', async () => {
@@ -148,7 +148,7 @@ describe('metrics in the reporting time zone', () => {
     );
     await Promise.all([...writes, setZone(merchantId, 'Asia/Taipei')]);
     // What a request in flight at the change may have left in the old zone, the next pass moves.
-    await rezoneCustomers(merchantId, 'TWD', 'Asia/Taipei');
+    await restateCustomers(merchantId, 'TWD', 'Asia/Taipei');
     const range = 'start_date=2026-01-01&end_date=2026-03-10&interval=day';
     const stored = await ok(api.get(`/metrics/mrr?${range}`, token));
     // The metadata segment (every customer matches) is computed from the timelines at read time, in the zone.

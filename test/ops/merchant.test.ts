@@ -234,7 +234,7 @@ describe('ops --help', { timeout: 90_000 }, () => {
       expect(resource.stdout).toMatch(new RegExp(`^  ${name} \\[options\\]`, 'm'));
     expect(action.stdout).toContain('--merchant <id>');
     expect(action.stdout).toMatch(/--abilities <list>\s+comma-separated, of: customers:read,/);
-    expect(action.stdout).toContain('(default: all of them)');
+    expect(action.stdout.replace(/\s+/g, ' ')).toContain('(default: all of them)');
 
     expectUsage(unknownAction, 'unknown command: token rotate (token actions: create, show, regenerate, revoke)');
     expectUsage(unknownResource, 'unknown command: merchants (commands: merchant, metrics, token,');

@@ -1,0 +1,72 @@
+import { batchGet, keyId } from '#lib/db/batch-get';
+import { keys } from '#lib/db/keys';
+import { retrying } from '#lib/db/retry';
+import { WriteSet } from '#lib/db/writes';
+import { addTimelineChange, customerIdRounds, readTimeline } from '#lib/metrics/store';
+import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
+
+/**
+ * After a merchant's reporting time zone or one currency's exchange rates change (docs/settings.md,
+ * docs/exchange-rates.md): every customer still counted in another zone's days, or with points in
+ * that currency, is rewritten with the same lines in the merchant's zone at the rates as they now
+ * are, under its version, in one transaction with the moves of all it contributes (those past one
+ * transaction wait as pending moves, read in at once). Writes meanwhile need no pause: a write
+ * counts its own customer in the zone its request knows and at the rates it reads (checked at its
+ * commit), and a write between this pass's read and its commit sends that customer round again
+ * from fresh reads. Customers are found by id, 1 to the merchant's last allocated one, heads read
+ * by key (strongly consistent), a thousand at a time; a head says which other currencies its
+ * timeline has, so only those customers are read whole.
+ */
+
+const IDS_PER_ROUND = 1_000;
+const LANES = 4;
+
+export type RestateReport = { customers_read: number; moved: number; done: boolean };
+
+type Head = { zone?: string; currencies?: string[] };
+
+export const restateCustomers = async (
+  merchantId: string,
+  reportingCurrency: string,
+  zone: string,
+  opts: { currency?: string; until?: number } = {},
+): Promise<RestateReport> => {
+  let moved = 0;
+  let read = 0;
+  const concerned = (head: Head) =>
+    (head.zone ?? DEFAULT_TIMEZONE) !== zone ||
+    // A head written before heads named their currencies is read whole.
+    (opts.currency !== undefined && (head.currencies === undefined || head.currencies.includes(opts.currency)));
+  for await (const ids of customerIdRounds(merchantId, IDS_PER_ROUND)) {
+    if (opts.until !== undefined && Date.now() > opts.until) return { customers_read: read, moved, done: false };
+    const heads = await batchGet<Head>(
+      ids.map((id) => keys.customerTimeline(merchantId, id)),
+      ['zone', 'currencies'],
+    );
+    read += ids.length;
+    const stale = ids.filter((id) => {
+      const head = heads.get(keyId(keys.customerTimeline(merchantId, id)));
+      return head !== undefined && concerned(head);
+    });
+    // A few lanes at once, each on its own counter shard, so their transactions do not meet on the aggregate items.
+    await Promise.all(
+      Array.from({ length: LANES }, async (_, lane) => {
+        for (let i = lane; i < stale.length; i += LANES) {
+          const id = stale[i];
+          const wrote = await retrying(async () => {
+            const fresh = await readTimeline(merchantId, id);
+            if (fresh.version === null) return false;
+            const ws = new WriteSet(lane);
+            // The same lines, in the merchant's zone, converted at the rates read now: unchanged, nothing is written.
+            const after = await addTimelineChange(ws, merchantId, reportingCurrency, id, fresh, fresh.timeline, zone);
+            if (after === fresh) return false;
+            await ws.commit();
+            return true;
+          });
+          if (wrote) moved += 1;
+        }
+      }),
+    );
+  }
+  return { customers_read: read, moved, done: true };
+};

@@ -1,0 +1,247 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixedClock, resetClock } from '#lib/clock';
+import { newMerchant, ok, useApi } from '../support/api.ts';
+import { backofficeJwt } from '../backoffice/support.ts';
+import { restateCustomers } from '#lib/metrics/restate';
+import { WriteSet } from '#lib/db/writes';
+import { addRateTablePut, readRateTable } from '#lib/exchange-rates/store';
+
+/**
+ * Exchange rates (docs/exchange-rates.md): the reporting currency's figures count other currencies'
+ * points at the rate of their month, leave them out without one (and say how much), and a rate
+ * change moves what was written before from the next request on.
+ */
+process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
+const api = useApi();
+afterEach(() => resetClock());
+
+type Entry = { date: string; mrr: string; new: string; expansion: string; churn: string; unconverted: Record<string, string> };
+
+const putRates = (token: string, currency: string, rates: { month: string; rate: string | number | null }[]) =>
+  api.request('PUT', `/exchange-rates/${currency}`, { token, body: { rates } });
+
+let imported = 0;
+/** Imports subscriptions on plan Pro, monthly, in USD unless told. */
+const importDollars = async (token: string, subs: { customer_id: number; mrr: string; started_at: string; currency?: string }[]) => {
+  const res = await ok(
+    api.post(
+      '/subscriptions/batch',
+      token,
+      {
+        subscriptions: subs.map((s) => ({
+          external_id: `imp-${++imported}`,
+          plan_name: 'Pro',
+          billing_cycle: 'monthly',
+          currency: 'USD',
+          ...s,
+        })),
+      },
+      { 'idempotency-key': `rates-${imported}-${Math.random()}` },
+    ),
+  );
+  expect((res.data ?? res).results.failed, JSON.stringify(res)).toEqual([]);
+};
+
+/** A TWD merchant with one customer on a USD subscription of 100 from 15 January 2026; today is 10 March. */
+const inDollars = async () => {
+  fixedClock('2026-03-10T12:00:00Z');
+  const merchant = await newMerchant();
+  const customer = (await ok(api.post('/customers', merchant.token, { email: 'usd@rates.test', name: 'U' }), 201)).data;
+  // Subscriptions in another currency come in by import (POST /subscriptions is in the reporting currency).
+  await importDollars(merchant.token, [{ customer_id: customer.id, mrr: '100', started_at: '2026-01-15T00:00:00Z' }]);
+  const [sub] = (await ok(api.get(`/subscriptions?customer_id=${customer.id}`, merchant.token))).data;
+  return { ...merchant, customer, sub };
+};
+
+const months = async (token: string, query = '') =>
+  (await ok(api.get(`/metrics/mrr?start_date=2026-01-01&end_date=2026-03-10&interval=month${query}`, token))) as {
+    data: Entry[];
+    summary: { current_mrr: string; unconverted: Record<string, string> };
+  };
+const brief = (e: Entry) => [e.date, e.mrr, e.unconverted];
+
+describe('exchange rates', () => {
+  it('without a rate the figures leave the other currency out and say how much; with one they count it at its month’s rate', async () => {
+    const { token, customer } = await inDollars();
+    const before = await months(token);
+    expect(before.data.map(brief)).toEqual([
+      ['2026-01-01', '0.00', { USD: '100.00' }],
+      ['2026-02-01', '0.00', { USD: '100.00' }],
+      ['2026-03-01', '0.00', { USD: '100.00' }],
+    ]);
+    expect(before.summary).toMatchObject({ current_mrr: '0.00', unconverted: { USD: '100.00' } });
+    expect((await ok(api.get('/metrics/summary', token))).data).toMatchObject({ current_mrr: '0.00', unconverted: { USD: '100.00' } });
+    // The currency's own segment is in dollars, unconverted.
+    expect((await months(token, '&currency=USD')).data.map((e) => e.mrr)).toEqual(['100.00', '100.00', '100.00']);
+
+    const put = await ok(putRates(token, 'USD', [{ month: '2026-01', rate: '31.50' }]));
+    expect(put).toEqual({ data: { currency: 'USD', rates: [{ month: '2026-01', rate: '31.5' }] } });
+    const after = await months(token);
+    expect(after.data.map(brief)).toEqual([
+      ['2026-01-01', '3150.00', {}],
+      ['2026-02-01', '3150.00', {}],
+      ['2026-03-01', '3150.00', {}],
+    ]);
+    expect(after.data[0].new).toBe('3150.00');
+    expect((await ok(api.get('/metrics/summary', token))).data).toMatchObject({ current_mrr: '3150.00', arr: '37800.00', unconverted: {} });
+    expect((await ok(api.get(`/customers/${customer.id}`, token))).data.mrr).toBe('3150.00');
+    // The segments in the reporting currency convert too; the currency's own stays in dollars.
+    expect((await months(token, '&plan=Pro')).data.map((e) => e.mrr)).toEqual(['3150.00', '3150.00', '3150.00']);
+    expect((await months(token, '&currency=USD')).data.map((e) => e.mrr)).toEqual(['100.00', '100.00', '100.00']);
+
+    // A changed rate moves what was written before.
+    await ok(putRates(token, 'USD', [{ month: '2026-01', rate: 32 }]));
+    expect((await months(token)).data.map((e) => e.mrr)).toEqual(['3200.00', '3200.00', '3200.00']);
+    expect((await ok(api.get('/exchange-rates', token))).data).toEqual([{ currency: 'USD', rates: [{ month: '2026-01', rate: '32' }] }]);
+  });
+
+  it("a change in a month without a rate is left out until that month has one; then it counts at that month's rate", async () => {
+    const { token, sub } = await inDollars();
+    await ok(putRates(token, 'USD', [{ month: '2026-01', rate: '30' }]));
+    fixedClock('2026-03-05T00:00:00Z');
+    await ok(api.put(`/subscriptions/${sub.id}`, token, { mrr: '200' }));
+    fixedClock('2026-03-10T12:00:00Z');
+    const gap = await months(token);
+    expect(gap.data.map(brief)).toEqual([
+      ['2026-01-01', '3000.00', {}],
+      ['2026-02-01', '3000.00', {}],
+      ['2026-03-01', '0.00', { USD: '200.00' }],
+    ]);
+    expect(gap.data[2].churn).toBe('-3000.00');
+    await ok(putRates(token, 'USD', [{ month: '2026-03', rate: '31' }]));
+    const filled = await months(token);
+    expect(filled.data.map(brief)).toEqual([
+      ['2026-01-01', '3000.00', {}],
+      ['2026-02-01', '3000.00', {}],
+      ['2026-03-01', '6200.00', {}],
+    ]);
+    expect(filled.data[2]).toMatchObject({ expansion: '3200.00', churn: '0.00' });
+    // Removing a month's rate (null) leaves it out again.
+    expect((await ok(putRates(token, 'USD', [{ month: '2026-01', rate: null }]))).data.rates).toEqual([{ month: '2026-03', rate: '31' }]);
+    expect((await months(token)).data.map(brief)).toEqual([
+      ['2026-01-01', '0.00', { USD: '100.00' }],
+      ['2026-02-01', '0.00', { USD: '100.00' }],
+      ['2026-03-01', '6200.00', {}],
+    ]);
+  });
+
+  it('refuses what it cannot use with 422 and stores nothing', async () => {
+    const { token } = await inDollars();
+    const refused = async (currency: string, rates: unknown, field: string, message: RegExp) => {
+      const res = await api.request('PUT', `/exchange-rates/${currency}`, { token, body: { rates } });
+      expect(res.status, JSON.stringify(rates)).toBe(422);
+      expect(res.body.message).toBe('The given data was invalid.');
+      expect(res.body.errors[field]?.[0], JSON.stringify(res.body)).toMatch(message);
+    };
+    await refused('TWD', [{ month: '2026-01', rate: '1' }], 'currency', /must not be the reporting currency \(TWD\)/);
+    await refused('XYZ', [{ month: '2026-01', rate: '1' }], 'currency', /valid ISO 4217/);
+    await refused('USD', [{ month: '2026-13', rate: '1' }], 'rates.0.month', /month \(YYYY-MM\) from 1970-01 to 2099-12/);
+    await refused('USD', [{ month: '1969-12', rate: '1' }], 'rates.0.month', /from 1970-01/);
+    await refused('USD', [{ month: '2026-01', rate: '0' }], 'rates.0.rate', /decimal above 0/);
+    await refused('USD', [{ month: '2026-01', rate: '-1' }], 'rates.0.rate', /decimal above 0/);
+    await refused('USD', [{ month: '2026-01', rate: '1.12345678901' }], 'rates.0.rate', /10 fraction digits/);
+    await refused('USD', [{ month: '2026-01', rate: 'abc' }], 'rates.0.rate', /decimal above 0/);
+    await refused('USD', [], 'rates', /at least 1 item/);
+    await refused(
+      'USD',
+      [
+        { month: '2026-01', rate: '1' },
+        { month: '2026-01', rate: '2' },
+      ],
+      'rates.1.month',
+      /repeats 2026-01/,
+    );
+    expect((await ok(api.get('/exchange-rates', token))).data).toEqual([]);
+    expect((await months(token)).summary.unconverted).toEqual({ USD: '100.00' });
+  });
+
+  it('back-office admins set rates from the dashboard; users only read them', async () => {
+    const { merchantId, token } = await inDollars();
+    const as = async (role: 'admin' | 'user') => ({ authorization: `Bearer ${await backofficeJwt(merchantId, role)}` });
+    const body = { rates: [{ month: '2026-01', rate: '31' }] };
+    expect((await api.request('PUT', '/exchange-rates/USD', { headers: await as('user'), body })).status).toBe(403);
+    expect((await api.request('PUT', '/exchange-rates/USD', { headers: await as('admin'), body })).status).toBe(200);
+    expect((await api.request('GET', '/exchange-rates', { headers: await as('user') })).body.data).toEqual([
+      { currency: 'USD', rates: [{ month: '2026-01', rate: '31' }] },
+    ]);
+    expect((await months(token)).data.map((e) => e.mrr)).toEqual(['3100.00', '3100.00', '3100.00']);
+  });
+
+  it('rate changes amid concurrent writes: after a pass, the stored figures equal those computed from the timelines', async () => {
+    fixedClock('2026-03-10T12:00:00Z');
+    const { token, merchantId } = await newMerchant();
+    const ids: number[] = [];
+    for (let i = 0; i < 10; i++)
+      ids.push((await ok(api.post('/customers', token, { email: `c${i}@rates.test`, metadata: { team: 'core' } }), 201)).data.id);
+    const writes = ids.map((id, i) =>
+      importDollars(token, [
+        {
+          customer_id: id,
+          mrr: String(10 + i),
+          currency: i % 3 ? 'USD' : 'TWD',
+          started_at: `2026-0${1 + (i % 3)}-0${1 + (i % 9)}T00:00:00Z`,
+        },
+      ]),
+    );
+    await Promise.all([
+      ...writes,
+      ok(putRates(token, 'USD', [{ month: '2026-01', rate: '30' }])),
+      ok(putRates(token, 'USD', [{ month: '2026-02', rate: '31.25' }])),
+    ]);
+    // What a request in flight may have left at the old rates, the next pass moves.
+    await restateCustomers(merchantId, 'TWD', 'UTC', { currency: 'USD' });
+    const range = 'start_date=2026-01-01&end_date=2026-03-10&interval=day';
+    const stored = await ok(api.get(`/metrics/mrr?${range}`, token));
+    // The metadata segment (every customer matches) is computed from the timelines at read time.
+    const computed = await ok(api.get(`/metrics/mrr?${range}&metadata.team=core`, token));
+    expect(stored.data).toEqual(
+      computed.data.map((e: Entry) => ({ ...e, unconverted: stored.data.find((s: Entry) => s.date === e.date).unconverted })),
+    );
+    const last = stored.data.at(-1) as Entry;
+    // USD customers started in March (no rate) are left out and reported: 12 + 15 + 18.
+    expect(last.unconverted).toEqual({ USD: '45.00' });
+  });
+
+  it('adds no request to the unsegmented reads; a write in another currency reads its rates with one request more', async () => {
+    const dollars = await inDollars();
+    await ok(putRates(dollars.token, 'USD', [{ month: '2026-01', rate: '30' }]));
+    fixedClock('2026-03-10T12:00:00Z');
+    const plain = await newMerchant();
+    const c = (await ok(api.post('/customers', plain.token, { email: 'twd@rates.test' }), 201)).data;
+    await importDollars(plain.token, [{ customer_id: c.id, mrr: '100', currency: 'TWD', started_at: '2026-01-15T00:00:00Z' }]);
+    for (const path of [
+      '/metrics/mrr?start_date=2024-04-01&end_date=2026-03-10&interval=month',
+      '/metrics/mrr?start_date=2025-03-01&end_date=2026-03-10&interval=day',
+      '/metrics/summary',
+    ]) {
+      const [a, b] = [await api.counted('GET', path, { token: plain.token }), await api.counted('GET', path, { token: dollars.token })];
+      expect(b.res.status, path).toBe(200);
+      expect(b.requests, path).toBe(a.requests);
+    }
+    const [twdSub] = (await ok(api.get('/subscriptions', plain.token))).data;
+    const change = (token: string, id: number) => api.counted('PUT', `/subscriptions/${id}`, { token, body: { mrr: '120' } });
+    const [twd, usd] = [await change(plain.token, twdSub.id), await change(dollars.token, dollars.sub.id)];
+    expect(usd.res.status).toBe(200);
+    expect(usd.requests, JSON.stringify([twd.byCommand, usd.byCommand])).toBe(twd.requests + 1);
+  });
+
+  it('a pass cut short leaves customers at the old rates until their next write or a later pass', async () => {
+    const { token, merchantId, sub } = await inDollars();
+    await ok(putRates(token, 'USD', [{ month: '2026-01', rate: '30' }]));
+    // The table changes without the pass (as when PUT runs out of time at once).
+    const ws = new WriteSet();
+    addRateTablePut(ws, merchantId, { ...(await readRateTable(merchantId, 'USD')), rates: { '2026-01': '40' } });
+    await ws.commit();
+    expect((await months(token)).data[0].mrr).toBe('3000.00');
+    // The customer's next write counts it at the rates as they now are.
+    await ok(api.put(`/subscriptions/${sub.id}`, token, { plan_name: 'Basic' }));
+    expect((await months(token)).data[0].mrr).toBe('4000.00');
+    await ok(putRates(token, 'USD', [{ month: '2026-01', rate: '50' }]));
+    const ws2 = new WriteSet();
+    addRateTablePut(ws2, merchantId, { ...(await readRateTable(merchantId, 'USD')), rates: { '2026-01': '60' } });
+    await ws2.commit();
+    expect(await restateCustomers(merchantId, 'TWD', 'UTC', { currency: 'USD' })).toEqual({ customers_read: 1, moved: 1, done: true });
+    expect((await months(token)).data[0].mrr).toBe('6000.00');
+    expect(await restateCustomers(merchantId, 'TWD', 'UTC', { currency: 'USD' })).toEqual({ customers_read: 1, moved: 0, done: true });
+  });
+});
