@@ -163,6 +163,14 @@ export const cohortPartition = (merchantId: string, segment?: { dimension: strin
 export const churnReasonsPartition = (merchantId: string): string => `${m(merchantId)}#CHURN_REASONS`;
 /** Partition of a merchant's exchange rates (one item per currency, its months in one map). */
 export const exchangeRatesPartition = (merchantId: string): string => `${m(merchantId)}#RATES`;
+/**
+ * Copies of each rate table's version, each its own partition key: a write converting a currency
+ * checks one copy (by its counter shard) in its transaction, so those checks spread over 16 keys
+ * instead of meeting on the table (docs/scale.md).
+ */
+export const RATE_VERSION_SHARDS = 16;
+export const exchangeRatesVersionPartition = (merchantId: string, shard: number): string =>
+  `${m(merchantId)}#RATES_VERSION#${padShard(shard % RATE_VERSION_SHARDS)}`;
 /** Partition of a merchant's plan names (one item per plan ever seen in its figures). */
 export const plansPartition = (merchantId: string): string => `${m(merchantId)}#PLANS`;
 /**
@@ -268,6 +276,11 @@ export const keys = {
   }),
   /** One currency's exchange rates into the reporting currency, month by month. */
   exchangeRates: (merchantId: string, currency: string): Key => ({ pk: exchangeRatesPartition(merchantId), sk: currency }),
+  /** One copy of a currency's rate-table version (`shard` taken modulo RATE_VERSION_SHARDS). */
+  exchangeRatesVersion: (merchantId: string, currency: string, shard: number): Key => ({
+    pk: exchangeRatesVersionPartition(merchantId, shard),
+    sk: currency,
+  }),
   /** A plan name the merchant's figures have seen (GET /metrics/plans lists them). */
   plan: (merchantId: string, plan: string, shard: number): Key => ({
     pk: plansPartition(merchantId),

@@ -37,7 +37,7 @@ import {
   type Timeline,
   withConversions,
 } from '#lib/metrics/timeline';
-import { rateTableUnchanged, readRates } from '#lib/exchange-rates/store';
+import { addRatesUnchanged, readRates } from '#lib/exchange-rates/store';
 
 /**
  * The customer's MRR timeline and the aggregate moves of a change (docs/architecture.md, "Metrics aggregates"). A write
@@ -223,8 +223,7 @@ const ratesIn = async (ws: WriteSet, merchantId: string, currencies: Set<string>
   for (const c of currencies) {
     const table = memo.get(c)!;
     book.set(c, table.rates);
-    const key = keys.exchangeRates(merchantId, c);
-    if (!ws.has(key)) ws.check('exchange-rates', key, rateTableUnchanged(table.version));
+    addRatesUnchanged(ws, merchantId, c, table.version);
   }
   return book;
 };

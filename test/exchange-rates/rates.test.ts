@@ -5,6 +5,9 @@ import { backofficeJwt } from '../backoffice/support.ts';
 import { restateCustomers } from '#lib/metrics/restate';
 import { WriteSet } from '#lib/db/writes';
 import { addRateTablePut, readRateTable } from '#lib/exchange-rates/store';
+import { keys } from '#lib/db/keys';
+import { addTimelineChange, readTimeline } from '#lib/metrics/store';
+import { setFrom } from '#lib/metrics/timeline';
 
 /**
  * Exchange rates (docs/exchange-rates.md): the reporting currency's figures count other currencies'
@@ -223,6 +226,41 @@ describe('exchange rates', () => {
     const [twd, usd] = [await change(plain.token, twdSub.id), await change(dollars.token, dollars.sub.id)];
     expect(usd.res.status).toBe(200);
     expect(usd.requests, JSON.stringify([twd.byCommand, usd.byCommand])).toBe(twd.requests + 1);
+  });
+
+  it("a converting write checks one of 16 copies of the table's version (its shard's), never the table itself", async () => {
+    const { token, merchantId, customer } = await inDollars();
+    await ok(putRates(token, 'USD', [{ month: '2026-01', rate: '30' }]));
+    const state = await readTimeline(merchantId, customer.id);
+    const named = new Set<string>();
+    for (const shard of [3, 19, 35]) {
+      const ws = new WriteSet(shard);
+      await addTimelineChange(
+        ws,
+        merchantId,
+        'TWD',
+        customer.id,
+        state,
+        setFrom(state.timeline, 'S9', '2026-02-01T00:00:00Z', 5, 'a', ['Pro', 'monthly', 'USD']),
+      );
+      const checks = ws.toTransactItems().flatMap((a) => (a.ConditionCheck ? [a.ConditionCheck] : []));
+      expect(checks).toHaveLength(1);
+      expect(checks[0].Key).toEqual(keys.exchangeRatesVersion(merchantId, 'USD', shard));
+      named.add(String(checks[0].Key!.pk));
+    }
+    // Shards 3, 19 and 35 are one copy (modulo 16); the table's own key is never checked.
+    expect([...named]).toEqual([keys.exchangeRatesVersion(merchantId, 'USD', 3).pk]);
+    expect([...named]).not.toContain(keys.exchangeRates(merchantId, 'USD').pk);
+    const other = new WriteSet(4);
+    await addTimelineChange(
+      other,
+      merchantId,
+      'TWD',
+      customer.id,
+      state,
+      setFrom(state.timeline, 'S9', '2026-02-01T00:00:00Z', 5, 'a', ['Pro', 'monthly', 'USD']),
+    );
+    expect(other.toTransactItems().find((a) => a.ConditionCheck)!.ConditionCheck!.Key!.pk).not.toBe([...named][0]);
   });
 
   it('a pass cut short leaves customers at the old rates until their next write or a later pass', async () => {
