@@ -67,6 +67,8 @@ const seedAlpha = async (token: string) => {
     'batch',
   );
   const [activity] = ok(await api.get('/activity', token), 'activity');
+  // A's exchange rates (a merchant's own table per currency).
+  ok(await api.put('/exchange-rates/CHF', token, { rates: [{ month: '2025-01', rate: '35.7531' }] }), 'rates');
   return { customer, subscription, endpoint, eventId: attempt.event_id as string, activity };
 };
 
@@ -82,7 +84,9 @@ describe('merchant isolation', () => {
       '/webhook-endpoints/': { id: [String(alpha.endpoint.id)], event_id: [alpha.eventId] },
       '/activity/': { id: [String(alpha.activity.id)] },
     };
-    const withParams = routeList.filter((r) => r.path.includes('{') && authKindOf(r) === 'token');
+    // A currency's rates are each merchant's own: B's PUT /exchange-rates/CHF writes B's table (checked below), never A's.
+    const ownTable = new Set(['exchangeRatesPut']);
+    const withParams = routeList.filter((r) => r.path.includes('{') && authKindOf(r) === 'token' && !ownTable.has(r.name));
     expect(withParams.length).toBeGreaterThan(15);
     const before = await merchantSnapshot(a.merchantId);
     let tried = 0;
@@ -102,7 +106,11 @@ describe('merchant isolation', () => {
         tried++;
       }
     }
+    ok(await api.put('/exchange-rates/CHF', b.token, { rates: [{ month: '2025-01', rate: '1.5' }] }), "B's rates");
     expect(snapshotDiff(before, await merchantSnapshot(a.merchantId))).toEqual([]);
+    expect(ok(await api.get('/exchange-rates', a.token), "A's rates")).toEqual([
+      { currency: 'CHF', rates: [{ month: '2025-01', rate: '35.7531' }] },
+    ]);
     // A still reaches every one of them.
     expect((await api.get(`/customers/${alpha.customer.id}`, a.token)).status).toBe(200);
     expect((await api.get('/orders/ALPHA-1', a.token)).status).toBe(200);
@@ -132,6 +140,7 @@ describe('merchant isolation', () => {
       const r = await api.get(route.path, b.token);
       expect(r.status, route.path).toBe(200);
       expect(JSON.stringify(r.body).toLowerCase(), `${route.path} answered to B`).not.toContain('alpha');
+      expect(JSON.stringify(r.body), `${route.path} answered to B`).not.toContain('35.7531');
     }
     // Figures are B's alone: A's paid 100.00 and 50.00 MRR are nowhere.
     expect((await api.get('/orders/stats', b.token)).body.data).toMatchObject({

@@ -5,7 +5,7 @@ import { retryStats } from '#lib/db/retry';
 import { newMerchant, useApi } from '../support/api.ts';
 import { transactionConflictModel } from '../support/faults.ts';
 import { figuresFromOrders, listAll, outboxEvents, pickFigures, storedOrders } from '../orders/helpers.ts';
-import { expectedSeries, expectedSummary, type RefCustomer } from '../metrics/reference.ts';
+import { expectedSeries, expectedSummary, refSegment, type RefCustomer } from '../metrics/reference.ts';
 import { addCounts, sendUntilSettled } from './support.ts';
 import { allPages } from '../support/pages.ts';
 
@@ -117,20 +117,27 @@ describe(`${ORDERS} order creates from ${CLIENTS} concurrent retrying clients`, 
       });
     }
 
-    // Metrics = the from-scratch reference: each paid monthly TWD order is its amount for one month.
-    const ref: RefCustomer[] = [...byCustomer.values()].map((list) => ({
-      lines: new Map(
-        list
-          .filter((o) => o.status === 'paid' && o.currency === 'TWD' && o.billing_cycle === 'monthly')
-          .map((o) => [
-            `O${o.order_no}`,
-            [
-              { at: o.paid_at, amount: new Decimal(o.amount), flag: 'o' as const },
-              { at: addOneMonth(o.paid_at), amount: new Decimal(0), flag: 'o' as const },
-            ],
-          ]),
-      ),
-    }));
+    // Metrics = the from-scratch reference: each paid monthly order is its amount for one month; the USD
+    // ones have no exchange rate, so they are left out of the figures and reported as unconverted.
+    const ref: RefCustomer[] = refSegment(
+      [...byCustomer.values()].map((list) => ({
+        lines: new Map(
+          list
+            .filter((o) => o.status === 'paid' && o.billing_cycle === 'monthly')
+            .map((o) => {
+              const tags = { plan: null, cycle: 'monthly', currency: o.currency };
+              return [
+                `O${o.order_no}`,
+                [
+                  { at: o.paid_at, amount: new Decimal(o.amount), flag: 'o' as const, ...tags },
+                  { at: addOneMonth(o.paid_at), amount: new Decimal(0), flag: 'o' as const, ...tags },
+                ],
+              ];
+            }),
+        ),
+      })),
+      {},
+    );
     const series = await api.get(`/metrics/mrr?start_date=2025-04-01&end_date=${TODAY}&interval=day`, token);
     const expected = expectedSeries(ref, '2025-04-01', TODAY, 'day');
     expect(series.body.data).toEqual(expected.data);

@@ -148,4 +148,5 @@ export const SAMPLE_BODIES: Record<string, Record<string, unknown>> = {
   subscriptionsCancel: { reason: 'x', cancelled_at: '2025-02-01T00:00:00Z' },
   webhookEndpointsCreate: { url: 'http://localhost:9/hook', events: ['*'], description: 'd' },
   webhookEndpointsUpdate: { description: 'd', status: 'enabled', events: ['order.created'] },
+  exchangeRatesPut: { rates: [{ month: '2025-01', rate: '31.5' }] },
 };
