@@ -7793,6 +7793,15 @@ export interface operations {
                     "application/json": {
                         data: components["schemas"]["MrrEntry"][];
                         summary: components["schemas"]["MrrRangeSummary"];
+                        /**
+                         * @description The summary's `unconverted`: what the figures leave out at the range's end
+                         * @example {
+                         *       "USD": "120.00"
+                         *     }
+                         */
+                        unconverted: {
+                            [key: string]: string;
+                        };
                     };
                     "text/csv": string;
                 };
@@ -7920,6 +7929,15 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["MetricsSummary"];
+                        /**
+                         * @description The summary's `unconverted`
+                         * @example {
+                         *       "USD": "120.00"
+                         *     }
+                         */
+                        unconverted: {
+                            [key: string]: string;
+                        };
                     };
                     "text/csv": string;
                 };

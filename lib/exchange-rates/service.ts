@@ -29,6 +29,9 @@ export const putExchangeRates = async (auth: AuthContext, currency: string, chan
   return presentRates(table);
 };
 
-/** GET /exchange-rates: every currency's table, in code order. */
+/** GET /exchange-rates: every currency with rates, in code order (a table whose months were all removed is not listed). */
 export const listExchangeRates = async (auth: AuthContext) =>
-  (await listRateTables(auth.merchantId)).sort((a, b) => (a.currency < b.currency ? -1 : 1)).map(presentRates);
+  (await listRateTables(auth.merchantId))
+    .filter((t) => Object.keys(t.rates).length > 0)
+    .sort((a, b) => (a.currency < b.currency ? -1 : 1))
+    .map(presentRates);

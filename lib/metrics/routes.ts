@@ -6,7 +6,7 @@ import {
   churnReasonsQuery,
   cohortSchema,
   cohortsQuery,
-  metricsSummarySchema,
+  metricsSummaryAnswer,
   mrrQuery,
   mrrSeriesSchema,
   planRowSchema,
@@ -51,7 +51,7 @@ export const routes = {
     description: `The figures of today: MRR, ARR, ARPA, active subscriptions and customers, and over the last 30 days the customer and MRR churn rates, quick ratio and LTV (docs/metrics.md). ${SEGMENT_FILTERS_NOTE}`,
     tags: ['metrics'],
     request: { query: summaryQuery, repeatable: SEGMENT_REPEATABLE },
-    responses: { 200: { description: 'The summary', schema: dataOf(metricsSummarySchema) }, ...errors, ...invalid },
+    responses: { 200: { description: 'The summary', schema: metricsSummaryAnswer }, ...errors, ...invalid },
   }),
   metricsCohorts: defineRoute({
     method: 'GET',

@@ -352,7 +352,9 @@ export const series = (range: Range, { before, moves }: FoldedRange) => {
     data.push(entryOf(day, atStart, m ? sumsOf(m) : none, atEnd));
     atStart = atEnd;
   }
-  return { data, summary: rangeSummary({ start: sumsOf(before), moves: sumsOf(all), end: sumsOf(level) }) };
+  const summary = rangeSummary({ start: sumsOf(before), moves: sumsOf(all), end: sumsOf(level) });
+  // What the answer leaves out at its end, also at its top level (each point and the summary say it too).
+  return { data, summary, unconverted: summary.unconverted };
 };
 
 /** A day the figures are read at (GET /metrics/plans): default today, never after it. */

@@ -191,7 +191,16 @@ export const mrrSummarySchema = z
   })
   .meta({ id: 'MrrRangeSummary' });
 
-export const mrrSeriesSchema = z.object({ data: z.array(mrrEntrySchema), summary: mrrSummarySchema });
+export const mrrSeriesSchema = z.object({
+  data: z.array(mrrEntrySchema),
+  summary: mrrSummarySchema,
+  unconverted: unconverted().meta({ description: "The summary's `unconverted`: what the figures leave out at the range's end" }),
+});
+/** GET /metrics/summary's answer: the summary, and what it leaves out, also at the top level. */
+export const metricsSummaryAnswer = z.object({
+  data: z.lazy(() => metricsSummarySchema),
+  unconverted: unconverted().meta({ description: "The summary's `unconverted`" }),
+});
 
 export const metricsSummarySchema = z
   .object({

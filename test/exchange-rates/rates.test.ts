@@ -60,6 +60,7 @@ const months = async (token: string, query = '') =>
   (await ok(api.get(`/metrics/mrr?start_date=2026-01-01&end_date=2026-03-10&interval=month${query}`, token))) as {
     data: Entry[];
     summary: { current_mrr: string; unconverted: Record<string, string> };
+    unconverted: Record<string, string>;
   };
 const brief = (e: Entry) => [e.date, e.mrr, e.unconverted];
 
@@ -73,6 +74,9 @@ describe('exchange rates', () => {
       ['2026-03-01', '0.00', { USD: '100.00' }],
     ]);
     expect(before.summary).toMatchObject({ current_mrr: '0.00', unconverted: { USD: '100.00' } });
+    // The answer says it at its top level too.
+    expect(before.unconverted).toEqual({ USD: '100.00' });
+    expect((await ok(api.get('/metrics/summary', token))).unconverted).toEqual({ USD: '100.00' });
     expect((await ok(api.get('/metrics/summary', token))).data).toMatchObject({ current_mrr: '0.00', unconverted: { USD: '100.00' } });
     // The currency's own segment is in dollars, unconverted.
     expect((await months(token, '&currency=USD')).data.map((e) => e.mrr)).toEqual(['100.00', '100.00', '100.00']);
@@ -121,6 +125,10 @@ describe('exchange rates', () => {
     expect(filled.data[2]).toMatchObject({ expansion: '3200.00', churn: '0.00' });
     // Removing a month's rate (null) leaves it out again.
     expect((await ok(putRates(token, 'USD', [{ month: '2026-01', rate: null }]))).data.rates).toEqual([{ month: '2026-03', rate: '31' }]);
+    // A currency whose months are all removed is no longer listed.
+    expect((await ok(putRates(token, 'EUR', [{ month: '2026-01', rate: '34' }]))).data.rates).toHaveLength(1);
+    expect((await ok(putRates(token, 'EUR', [{ month: '2026-01', rate: null }]))).data).toEqual({ currency: 'EUR', rates: [] });
+    expect((await ok(api.get('/exchange-rates', token))).data.map((t: { currency: string }) => t.currency)).toEqual(['USD']);
     expect((await months(token)).data.map(brief)).toEqual([
       ['2026-01-01', '0.00', { USD: '100.00' }],
       ['2026-02-01', '0.00', { USD: '100.00' }],
