@@ -99,10 +99,27 @@ export const figure = async (page: Page, id: string) => {
   const el = page.locator(`[data-figure="${id}"]`);
   return { raw: await el.getAttribute('data-value'), shown: (await el.locator('dd.value').textContent()) ?? '' };
 };
-/** Each figure's exact value (`data-value`) and the digits it shows equal the API's. */
-export const expectFigures = async (page: Page, expected: Record<string, string | number | null>) => {
+/**
+ * Each figure's exact value (`data-value`) and the digits it shows equal the API's. Amounts per
+ * currency (`unconverted`) compare as their JSON text; shown, each names its currency with its
+ * amount's digits, in the object's order (`USD 120.00, EUR 3.00`), and an empty one reads `none`.
+ */
+export const expectFigures = async (page: Page, expected: Record<string, string | number | null | Record<string, string>>) => {
   for (const [id, value] of Object.entries(expected)) {
     const { raw, shown } = await figure(page, id);
+    if (value !== null && typeof value === 'object') {
+      expect(raw, id).toBe(JSON.stringify(value));
+      const parts = Object.entries(value);
+      if (parts.length === 0) expect(shown, id).toBe('none');
+      else {
+        expect(
+          shown.split(', ').map((part) => part.replace(/[^A-Z]/g, '')),
+          `${id} shown as ${shown}`,
+        ).toEqual(parts.map(([c]) => c));
+        expect(digits(shown), `${id} shown as ${shown}`).toBe(parts.map(([, amount]) => digits(amount)).join(''));
+      }
+      continue;
+    }
     expect(raw, id).toBe(value === null ? '' : String(value));
     if (typeof value === 'string') expect(digits(shown), `${id} shown as ${shown}`).toBe(digits(value));
     if (value === null) expect(shown, id).toBe('—');

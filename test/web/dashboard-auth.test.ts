@@ -49,6 +49,7 @@ describe('the dashboard identity on token routes', () => {
       '/customers',
       '/customers?search=a%40',
       '/subscriptions',
+      '/exchange-rates',
     ]) {
       const byJwt = await api.get(path, null, asJwt(jwtA));
       const byToken = await api.get(path, a.token);
@@ -181,6 +182,8 @@ describe('the dashboard identity on token routes', () => {
         'GET /customers/{idOrExternalId}/activities admin+user',
         'GET /subscriptions admin+user',
         'GET /settings admin+user',
+        'GET /exchange-rates admin+user',
+        'PUT /exchange-rates/{currency} admin',
         'POST /webhook-endpoints admin',
         'PATCH /webhook-endpoints/{id} admin',
         'DELETE /webhook-endpoints/{id} admin',

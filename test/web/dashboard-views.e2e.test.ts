@@ -554,7 +554,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
         note: el.querySelector('dd.note')?.textContent ?? '',
       })),
     );
-    expect(figures.length).toBe(4 + 10 + 5);
+    expect(figures.length).toBe(4 + 11 + 5);
     for (const f of figures) expect(f.note.length, `${f.id} explains itself`).toBeGreaterThan(10);
     const byId = Object.fromEntries(figures.map((f) => [f.id, f]));
     expect(byId.customer_churn_rate.label).toBe('Customer churn rate');
@@ -646,6 +646,163 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await shoot(page, 'settings-user-desktop');
     await axe(page, 'settings-user');
     expect(failures).toEqual([]);
+  });
+
+  it('exchange rates: an admin sets a USD rate in Settings (a bad rate first: the API’s message by its field); the overview counts the USD MRR, and leaves it out again once removed; a user only reads', async () => {
+    const m = await newMerchant();
+    const t = m.token;
+    // A TWD subscription of 500, and a customer on an imported USD subscription of 100 (the merchant's zone is UTC).
+    const local = await ok(api.post('/customers', t, { email: 'local@example.com', name: 'Local' }));
+    await ok(
+      api.post('/subscriptions', t, {
+        customer_id: local.id,
+        plan_name: 'Pro',
+        mrr: '500',
+        billing_cycle: 'monthly',
+        started_at: daysAgo(40),
+      }),
+    );
+    const abroad = await ok(api.post('/customers', t, { email: 'abroad@example.com', name: 'Abroad' }));
+    const started = daysAgo(35);
+    const month = started.slice(0, 7);
+    const imported = await ok(
+      api.post('/subscriptions/batch', t, {
+        subscriptions: [
+          {
+            external_id: 'usd-1',
+            customer_id: abroad.id,
+            plan_name: 'Pro',
+            billing_cycle: 'monthly',
+            mrr: '100',
+            currency: 'USD',
+            started_at: started,
+          },
+        ],
+      }),
+      200,
+    );
+    expect(imported.results.failed).toEqual([]);
+    const summaryOf = async () => (await api.get('/metrics/summary', t)).body.data;
+    const start12 = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
+    const seriesOf = async () =>
+      (await api.get(`/metrics/mrr?interval=month&start_date=${start12}&end_date=${today()}`, t)).body.data.map(
+        (e: { date: string; mrr: string; unconverted: Record<string, string> }) => [e.date, e.mrr, JSON.stringify(e.unconverted)],
+      );
+    const mrrRows = (page: Page) =>
+      page
+        .locator('[data-testid="mrr-table"] tbody tr')
+        .evaluateAll((trs) =>
+          trs.map((tr) => [tr.getAttribute('data-date'), tr.getAttribute('data-mrr'), tr.getAttribute('data-unconverted')]),
+        );
+    const before = await summaryOf();
+    expect(before).toMatchObject({ current_mrr: '500.00', unconverted: { USD: '100.00' } });
+
+    // The overview says what is left out: the summary's figure, and the MRR table's points.
+    const { page, failures } = await openAs(m.merchantId, 'admin', DESKTOP, '#overview');
+    await ready(page, 'summary');
+    await expectFigures(page, before);
+    expect(await page.locator('[data-figure="unconverted"] dd.note').textContent()).toBe(
+      'MRR in other currencies left out for want of an exchange rate; set rates in Settings',
+    );
+    await ready(page, 'mrr');
+    expect(await mrrRows(page)).toEqual(await seriesOf());
+    expect(await page.getByTestId('mrr-unconverted').last().textContent()).toMatch(/^USD\s100\.00$/);
+    // Above the chart, a line says what the range's figures leave out at its end.
+    await page
+      .getByTestId('mrr-unconverted-hint')
+      .filter({ hasText: /for want of an exchange rate for its month: USD\s100\.00 at the end/ })
+      .waitFor();
+    await page.locator('[data-panel="mrr"] summary').click();
+    await page.getByRole('columnheader', { name: 'Unconverted' }).waitFor();
+    await shoot(page, 'overview-unconverted-desktop');
+    await axe(page, 'overview-unconverted');
+
+    // Settings: no rates yet. A rate the API refuses: its message under the rate field, nothing stored.
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await ready(page, 'exchange-rates');
+    await page.locator('[data-panel="exchange-rates"] .state.empty').waitFor();
+    await page.getByLabel('Currency', { exact: true }).fill('usd');
+    await page.getByLabel('Month').fill(month);
+    const rate = page.getByLabel('Rate (TWD per one unit)');
+    await rate.fill('abc');
+    await page.getByRole('button', { name: 'Set rate' }).click();
+    await page.locator('#rate-rate-error').filter({ hasText: 'must be a decimal above 0' }).waitFor();
+    expect(await rate.getAttribute('aria-invalid')).toBe('true');
+    expect(await rate.getAttribute('aria-describedby')).toBe('rate-rate-hint rate-rate-error');
+    await page.getByTestId('rate-error').filter({ hasText: 'The given data was invalid.' }).waitFor();
+    expect((await api.get('/exchange-rates', t)).body.data).toEqual([]);
+    await axe(page, 'settings-rates-error');
+    // 31.5 TWD per USD for the subscription's month: saved, listed, and the API agrees.
+    await rate.fill('31.50');
+    await page.getByRole('button', { name: 'Set rate' }).click();
+    await page
+      .getByTestId('rate-notice')
+      .filter({ hasText: `Saved: USD in ${month} at 31.5 TWD per USD.` })
+      .waitFor();
+    expect(await rate.getAttribute('aria-invalid')).toBe('false');
+    expect(await page.getByTestId('rate-error').count()).toBe(0);
+    const rates = (await api.get('/exchange-rates', t)).body.data;
+    expect(rates).toEqual([{ currency: 'USD', rates: [{ month, rate: '31.5' }] }]);
+    await page.locator(`[data-testid="exchange-rates"] tbody tr[data-currency="USD"][data-month="${month}"]`).waitFor();
+    expect(await rowsOf(page, 'exchange-rates', ['data-currency', 'data-month', 'data-rate'])).toEqual([
+      { 'data-currency': 'USD', 'data-month': month, 'data-rate': '31.5', Currency: 'USD', Month: month, 'Rate (TWD per unit)': '31.5' },
+    ]);
+    const csv = await download(page, 'rates-csv');
+    expect(csv).toEqual({ name: 'exchange-rates.csv', text: `currency,month,rate\r\nUSD,${month},31.5\r\n` });
+    await shoot(page, 'settings-rates-desktop');
+    await axe(page, 'settings-rates');
+
+    // The overview counts the USD subscription at 31.5: 500 + 3,150, nothing left out.
+    const after = await summaryOf();
+    expect(after).toMatchObject({ current_mrr: '3650.00', unconverted: {} });
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await ready(page, 'summary');
+    await expectFigures(page, after);
+    await ready(page, 'mrr');
+    expect(await mrrRows(page)).toEqual(await seriesOf());
+    expect(await page.getByTestId('mrr-unconverted').count()).toBe(0);
+    expect(await page.getByTestId('mrr-unconverted-hint').count()).toBe(0);
+
+    // A user reads the rates, without the form or a Remove button (the API would refuse: 403).
+    const user = await openAs(m.merchantId, 'user', DESKTOP, '#settings');
+    await ready(user.page, 'exchange-rates');
+    await user.page.getByTestId('rates-read-only').filter({ hasText: 'Only admins can set or remove exchange rates.' }).waitFor();
+    expect(await user.page.locator('[data-testid="exchange-rates"] tbody tr').getAttribute('data-rate')).toBe('31.5');
+    expect(await user.page.locator('[data-panel="rate-form"]').count()).toBe(0);
+    expect(await user.page.getByRole('button', { name: /Set rate|Remove/ }).count()).toBe(0);
+    const refused = await api.request('PUT', '/exchange-rates/USD', {
+      headers: { authorization: `Bearer ${await backofficeJwt(m.merchantId, 'user')}` },
+      body: { rates: [{ month, rate: null }] },
+    });
+    expect(refused.status).toBe(403);
+    await shoot(user.page, 'settings-rates-user-desktop');
+    await axe(user.page, 'settings-rates-user');
+    expect(user.failures).toEqual([]);
+
+    // The admin removes it: the list is empty again and the overview leaves the USD MRR out again.
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await ready(page, 'exchange-rates');
+    await page.getByRole('button', { name: `Remove the USD rate of ${month}` }).click();
+    await page
+      .getByTestId('rate-notice')
+      .filter({ hasText: `Removed the USD rate of ${month} (it was 31.5).` })
+      .waitFor();
+    await page.locator('[data-panel="exchange-rates"][data-state="ready"] .state.empty').waitFor();
+    // No month has a rate (the API still lists the currency, with no months).
+    expect((await api.get('/exchange-rates', t)).body.data.flatMap((c: { rates: unknown[] }) => c.rates)).toEqual([]);
+    const removed = await summaryOf();
+    expect(removed).toEqual(before);
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await ready(page, 'summary');
+    await expectFigures(page, removed);
+    expect(failures).toEqual([]);
+
+    // At phone width, with a rate set again, the rates are cards and the page fits.
+    await ok(api.request('PUT', '/exchange-rates/USD', { token: t, body: { rates: [{ month, rate: '31.5' }] } }), 200);
+    const phone = await openAs(m.merchantId, 'admin', PHONE, '#settings');
+    await ready(phone.page, 'exchange-rates');
+    await phone.page.locator('[data-testid="exchange-rates"] tbody tr').waitFor();
+    await fitsPhone(phone, 'settings-rates-phone');
   });
 
   it('overview: a metadata filter reads the figures of only the matching customers, with the segment, and is kept in the address', async () => {

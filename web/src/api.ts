@@ -30,6 +30,8 @@ export type MovementType = MetricsMovement['type'];
 export type Subscription = Schemas['Subscription'];
 export type SubscriptionStatus = Subscription['status'];
 export type ActivityEntry = Schemas['ActivityEntry'];
+/** One currency's monthly rates into the reporting currency, oldest month first. */
+export type ExchangeRates = Schemas['ExchangeRates'];
 export type ActivityType = ActivityEntry['type'];
 /** A skipped or failed item of a batch, as the batch answered it (identifier and message cut to 200 bytes). */
 export type ItemReport = ActivityEntry['results']['failed'][number];

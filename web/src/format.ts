@@ -1,16 +1,34 @@
 /**
  * Amounts arrive as exact decimal strings; Intl formats the string itself (no float in between),
- * with the currency's symbol and the reader's grouping. Always two fraction digits, as the API.
+ * with the currency's symbol (or its code) and the reader's grouping. Always two fraction digits, as the API.
  */
 const moneyFormats = new Map<string, Intl.NumberFormat>();
-export const money = (amount: string | null | undefined, currency: string): string => {
-  if (amount === null || amount === undefined) return '—';
-  let f = moneyFormats.get(currency);
+const moneyFormat = (currency: string, display: 'symbol' | 'code') => {
+  const key = `${currency} ${display}`;
+  let f = moneyFormats.get(key);
   if (!f) {
-    f = new Intl.NumberFormat(undefined, { style: 'currency', currency, minimumFractionDigits: 2, maximumFractionDigits: 2 });
-    moneyFormats.set(currency, f);
+    f = new Intl.NumberFormat(undefined, {
+      style: 'currency',
+      currency,
+      currencyDisplay: display,
+      minimumFractionDigits: 2,
+      maximumFractionDigits: 2,
+    });
+    moneyFormats.set(key, f);
   }
-  return f.format(amount as `${number}`);
+  return f;
+};
+export const money = (amount: string | null | undefined, currency: string): string =>
+  amount === null || amount === undefined ? '—' : moneyFormat(currency, 'symbol').format(amount as `${number}`);
+
+/**
+ * Amounts per currency (`{USD: '120.00', EUR: '3.00'}`, as `unconverted` gives them) written with
+ * each currency's code, in the object's order: `USD 120.00, EUR 3.00`; `none` when it is empty.
+ */
+export const amounts = (byCurrency: Record<string, string>): string => {
+  const entries = Object.entries(byCurrency);
+  if (entries.length === 0) return 'none';
+  return entries.map(([currency, amount]) => moneyFormat(currency, 'code').format(amount as `${number}`)).join(', ');
 };
 
 export const percent = (value: number | null | undefined, digits = 2) =>

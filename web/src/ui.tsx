@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { Meta, Page } from './api';
 import { allPagesCsv, CSV_MAX_PAGES, CSV_PAGE_SIZE, type CsvPage, saveFile } from './csv';
-import { count, money, percent, ratio } from './format';
+import { amounts, count, money, percent, ratio } from './format';
 
 /** A load's state, always naming the parameters it belongs to. */
 export type Async<T, P = null> = { params: P } & ({ state: 'loading' } | { state: 'error'; error: Error } | { state: 'ready'; data: T });
@@ -125,6 +125,61 @@ export const Choice = (props: {
     </select>
   </label>
 );
+
+/** The messages of a 422 for a field and its items (`events`, `events.1`). */
+export const messagesFor = (errors: Record<string, string[]>, field: string) =>
+  Object.entries(errors)
+    .filter(([k]) => k === field || k.startsWith(`${field}.`))
+    .flatMap(([, m]) => m);
+
+/** A labelled input with its hint and the API's messages for it (aria-invalid, described by them: `<id>-hint`, `<id>-error`). */
+export const Field = (props: {
+  id: string;
+  name: string;
+  label: string;
+  type: string;
+  value?: string;
+  errors: string[];
+  required?: boolean;
+  hint?: string;
+  maxLength?: number;
+  inputMode?: 'text' | 'decimal';
+  /** A datalist of suggestions (its id). */
+  list?: string;
+  testId?: string;
+}) => {
+  const { id } = props;
+  const described = [props.hint ? `${id}-hint` : '', props.errors.length ? `${id}-error` : ''].filter(Boolean).join(' ');
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <input
+        id={id}
+        name={props.name}
+        type={props.type}
+        defaultValue={props.value}
+        required={props.required}
+        maxLength={props.maxLength}
+        inputMode={props.inputMode}
+        list={props.list}
+        autoComplete="off"
+        aria-invalid={props.errors.length > 0}
+        aria-describedby={described || undefined}
+        data-testid={props.testId}
+      />
+      {props.hint && (
+        <p id={`${id}-hint`} class="hint">
+          {props.hint}
+        </p>
+      )}
+      {props.errors.length > 0 && (
+        <p id={`${id}-error`} class="field-error">
+          {props.errors.join(' ')}
+        </p>
+      )}
+    </div>
+  );
+};
 
 /** A table's column headings. */
 export const Head = ({ cols }: { cols: ComponentChildren[] }) => (
@@ -273,25 +328,36 @@ export const Badge = ({ status, tone }: { status: string; tone?: 'good' | 'warn'
   <span class={`badge${tone ? ` ${tone}` : ''}`}>{status}</span>
 );
 
+/** A figure's value as the API gives it: a decimal string, a number, null, or amounts per currency (`unconverted`). */
+type Raw = string | number | null | Record<string, string>;
+
 /**
- * A figure with its exact API value kept in `data-value` (what the end-to-end test compares) and,
- * under it, what it is: its definition and the period it covers.
+ * A figure with its exact API value kept in `data-value` (what the end-to-end test compares; an
+ * object as its JSON text) and, under it, what it is: its definition and the period it covers.
  */
-export const Figure = (props: { label: string; value: string; raw: string | number | null; id: string; note?: string }) => (
-  <div class="figure" data-figure={props.id} data-value={props.raw === null ? '' : String(props.raw)}>
+export const Figure = (props: { label: string; value: string; raw: Raw; id: string; note?: string }) => (
+  <div
+    class="figure"
+    data-figure={props.id}
+    data-value={props.raw === null ? '' : typeof props.raw === 'object' ? JSON.stringify(props.raw) : String(props.raw)}
+  >
     <dt>{props.label}</dt>
     <dd class="value">{props.value}</dd>
     {props.note && <dd class="note">{props.note}</dd>}
   </div>
 );
 
-/** How a figure is written: an amount in the currency, a count, a percentage, a ratio, or the text as it is. */
-type FigureKind = 'money' | 'count' | 'percent' | 'ratio' | 'text';
+/**
+ * How a figure is written: an amount in the currency, a count, a percentage, a ratio, the text as it
+ * is, or amounts per currency (`USD 120.00`, `none` when empty).
+ */
+type FigureKind = 'money' | 'count' | 'percent' | 'ratio' | 'text' | 'amounts';
 /** A figure of an answer: its field, what it is called and what it means (`id`: its name on the page, default the field). */
 export type FigureSpec<D> = { key: keyof D & string; id?: string; label: string; kind: FigureKind; note: string; digits?: number };
 
-const written = (kind: FigureKind, raw: string | number | null, currency: string, digits?: number): string => {
+const written = (kind: FigureKind, raw: Raw, currency: string, digits?: number): string => {
   if (raw === null) return kind === 'text' ? 'none' : '—';
+  if (typeof raw === 'object') return amounts(raw);
   if (kind === 'money') return money(String(raw), currency);
   if (kind === 'count') return count(Number(raw));
   if (kind === 'percent') return percent(Number(raw), digits);
@@ -310,7 +376,7 @@ export const Figures = <D,>(props: {
 }) => (
   <dl class={`figures${props.compact ? ' compact' : ''}`} {...props.attrs}>
     {props.specs.map((f) => {
-      const raw = props.data[f.key] as string | number | null;
+      const raw = props.data[f.key] as Raw;
       return (
         <Figure
           key={f.id ?? f.key}

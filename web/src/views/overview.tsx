@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { AS_CSV, type Api, csvPage, type Me, ok, query } from '../api';
 import { MOVEMENTS, MrrChart } from '../chart';
-import { count, CURRENCIES, money, percent } from '../format';
+import { amounts, count, CURRENCIES, money, percent } from '../format';
 import {
   CYCLES,
   type Filter,
@@ -168,6 +168,10 @@ const customerChurn = (over: string, base: string) =>
   `Customers lost (their last live subscription cancelled) ${over} ÷ active customers ${base}`;
 const mrrChurn = (over: string, base: string) => `MRR lost to churn and contraction ${over} ÷ MRR ${base} (gross)`;
 
+/** What `unconverted` is (docs/exchange-rates.md), under its figure. */
+const UNCONVERTED_NOTE = 'MRR in other currencies left out for want of an exchange rate; set rates in Settings';
+const leftOut = (e: { unconverted: Record<string, string> }) => Object.keys(e.unconverted).length > 0;
+
 const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter }) => {
   const [result, retry] = useAsync({ filter }, (p) => ok(api.GET('/metrics/summary', { params: { query: filterQuery(p.filter) } })));
   // The API's window: today and the 29 days before it, in the merchant's time zone.
@@ -213,6 +217,7 @@ const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter })
                 note: `MRR gained (new, expansion, reactivation) ÷ MRR lost, ${over}`,
               },
               { key: 'ltv', label: 'LTV', kind: 'money', note: 'ARPA ÷ the customer churn rate above' },
+              { key: 'unconverted', label: 'Unconverted MRR', kind: 'amounts', note: UNCONVERTED_NOTE },
             ]}
           />
         </>
@@ -259,7 +264,7 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
         wide
         result={result}
         retry={retry}
-        isEmpty={(s) => s.data.every((e) => e.mrr === '0.00' && MOVEMENTS.every((m) => e[m.key] === '0.00'))}
+        isEmpty={(s) => s.data.every((e) => e.mrr === '0.00' && MOVEMENTS.every((m) => e[m.key] === '0.00') && !leftOut(e))}
         empty="No recurring revenue in this range."
         actions={
           <div class="controls">
@@ -285,6 +290,8 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
           // The movements list takes no segment or metadata filter: its customers are the whole's only.
           const drillable = Object.keys(filterQuery(loaded.filter)).length === 0;
           const today = todayIn(me.timezone);
+          // The column of amounts left out for want of a rate, only when some point has any.
+          const anyLeftOut = series.data.some(leftOut);
           /** A bucket's days within the range: its date to the day before the next bucket's, or to today. */
           const bucketEnd = (i: number) => (i + 1 < series.data.length ? dayBefore(series.data[i + 1].date) : today);
           return (
@@ -324,6 +331,13 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
                   },
                 ]}
               />
+              {anyLeftOut && (
+                <p class="hint" data-testid="mrr-unconverted-hint" data-unconverted={JSON.stringify(series.summary.unconverted)}>
+                  These figures leave out MRR in other currencies for want of an exchange rate for its month
+                  {leftOut(series.summary) ? `: ${amounts(series.summary.unconverted)} at the end of the range` : ' in some periods'}. The
+                  table below lists it per period (Unconverted); set rates in Settings.
+                </p>
+              )}
               <MrrChart entries={series.data} currency={ccy} interval={loaded.interval} />
               <details class="data-table">
                 <summary>MRR movements as a table</summary>
@@ -334,10 +348,19 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
                 </p>
                 <TableScroll label="MRR movements by period">
                   <table data-testid="mrr-table">
-                    <Head cols={['Period from', 'MRR', ...MOVEMENTS.map((m) => m.label), 'Net change', 'Customers']} />
+                    <Head
+                      cols={[
+                        'Period from',
+                        'MRR',
+                        ...MOVEMENTS.map((m) => m.label),
+                        'Net change',
+                        'Customers',
+                        ...(anyLeftOut ? ['Unconverted'] : []),
+                      ]}
+                    />
                     <tbody>
                       {series.data.map((e, i) => (
-                        <tr key={e.date} data-date={e.date} data-mrr={e.mrr}>
+                        <tr key={e.date} data-date={e.date} data-mrr={e.mrr} data-unconverted={JSON.stringify(e.unconverted)}>
                           <th scope="row">{e.date}</th>
                           <td class="num">{money(e.mrr, ccy)}</td>
                           {MOVEMENTS.map((m) => {
@@ -366,6 +389,11 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
                           })}
                           <td class="num">{money(e.net_change, ccy)}</td>
                           <td class="num">{e.active_customers}</td>
+                          {anyLeftOut && (
+                            <td class="num" data-testid="mrr-unconverted">
+                              {leftOut(e) ? amounts(e.unconverted) : '—'}
+                            </td>
+                          )}
                         </tr>
                       ))}
                     </tbody>

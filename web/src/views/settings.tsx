@@ -1,11 +1,13 @@
 import { useState } from 'preact/hooks';
 import { type Api, ApiError, type Me, ok } from '../api';
 import { Panel, useAsync } from '../ui';
+import { ExchangeRatesSection } from './exchange-rates';
 
 /**
- * The merchant's settings (docs/settings.md): the reporting time zone and currency. Admins change
- * the zone; users read it. After a save the session (`me`) carries the new zone, so the other
- * views use it without a reload.
+ * The merchant's settings (docs/settings.md): the reporting time zone and currency, and the exchange
+ * rates into that currency (./exchange-rates.tsx). Admins change the zone and the rates; users read
+ * them. After a save of the zone the session (`me`) carries it, so the other views use it without
+ * a reload.
  */
 const ZONE_EFFECT =
   'Today and this month in the order stats, and every day, week and month of the metrics, start at midnight in this zone.';
@@ -114,6 +116,7 @@ export const SettingsView = ({ api, me, setMe }: { api: Api; me: Me; setMe: (me:
           />
         </section>
       )}
+      <ExchangeRatesSection api={api} me={me} />
     </div>
   );
 };

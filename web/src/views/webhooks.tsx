@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { type Api, ApiError, type Delivery, type Endpoint, type EndpointInput, type Me, ok, type WebhookEventType } from '../api';
 import { prettyJson, when, whenExact } from '../format';
-import { Badge, type Column, ListPanel, ListTable, Panel, ShownOnce, useAsync } from '../ui';
+import { Badge, type Column, Field, ListPanel, ListTable, messagesFor, Panel, ShownOnce, useAsync } from '../ui';
 
 /**
  * Webhooks: the merchant's endpoints and, for the one selected, its delivery log. Admins add, edit,
@@ -41,52 +41,6 @@ const RowButton = (props: { label: string; of: string; onClick: () => void; dang
 );
 
 type Editing = { mode: 'create' } | { mode: 'edit'; endpoint: Endpoint };
-
-/** The messages of a 422 for a field and its items (`events`, `events.1`). */
-const messagesFor = (errors: Record<string, string[]>, field: string) =>
-  Object.entries(errors)
-    .filter(([k]) => k === field || k.startsWith(`${field}.`))
-    .flatMap(([, m]) => m);
-
-/** A labelled input with the API's messages for it (aria-invalid, described by them). */
-const Field = (props: {
-  name: string;
-  label: string;
-  type: string;
-  value: string;
-  errors: string[];
-  required?: boolean;
-  hint?: string;
-}) => {
-  const id = `endpoint-${props.name}`;
-  const described = [props.hint ? `${id}-hint` : '', props.errors.length ? `${id}-error` : ''].filter(Boolean).join(' ');
-  return (
-    <div class="field">
-      <label for={id}>{props.label}</label>
-      <input
-        id={id}
-        name={props.name}
-        type={props.type}
-        defaultValue={props.value}
-        required={props.required}
-        maxLength={props.name === 'description' ? 255 : 2048}
-        autoComplete="off"
-        aria-invalid={props.errors.length > 0}
-        aria-describedby={described || undefined}
-      />
-      {props.hint && (
-        <p id={`${id}-hint`} class="hint">
-          {props.hint}
-        </p>
-      )}
-      {props.errors.length > 0 && (
-        <p id={`${id}-error`} class="field-error">
-          {props.errors.join(' ')}
-        </p>
-      )}
-    </div>
-  );
-};
 
 /**
  * Adds an endpoint or changes one: URL, event types (or all of them), description. An edit sends
@@ -144,7 +98,9 @@ const EndpointForm = (props: {
       </h2>
       <form class="endpoint-form" onSubmit={submit} noValidate>
         <Field
+          id="endpoint-url"
           name="url"
+          maxLength={2048}
           label="URL"
           type="url"
           value={current?.url ?? ''}
@@ -179,7 +135,9 @@ const EndpointForm = (props: {
           )}
         </fieldset>
         <Field
+          id="endpoint-description"
           name="description"
+          maxLength={255}
           label="Description (optional)"
           type="text"
           value={current?.description ?? ''}
