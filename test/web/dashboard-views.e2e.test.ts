@@ -51,6 +51,54 @@ const rowsOf = (page: Page, testId: string, attrs: string[]) =>
     attrs,
   ) as Promise<Row[]>;
 
+/** The MRR chart's stacks, from the axis out: new, expansion, reactivation above; contraction, churn below (web/src/chart.tsx). */
+const STACKS = [
+  ['new', 'expansion', 'reactivation'],
+  ['contraction', 'churn'],
+];
+/**
+ * Where the MRR chart draws a point's movement (the table's `data-value`s, the API's): the middle
+ * of its segment of the stack, placed on the plot area (uPlot's `.u-over`, in the viewport) by the
+ * scales' ranges the chart writes on it (`data-x-min`, `data-moves-max`, …); the segment's height,
+ * and the colour the canvas has there beside its legend swatch's. With `above`, a spot in the
+ * point's column over the whole positive stack instead (no bar there).
+ */
+const barSpot = async (page: Page, date: string, type: string, above = false) => {
+  const over = page.locator('[data-testid="mrr-chart"] .u-over[data-moves-max]');
+  await over.scrollIntoViewIfNeeded();
+  const table = page.locator('[data-testid="mrr-table"] tbody tr');
+  const index = (await table.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-date')))).indexOf(date);
+  expect(index, date).toBeGreaterThanOrEqual(0);
+  const value = async (t: string) => Number(await table.nth(index).locator(`td[data-type="${t}"]`).getAttribute('data-value'));
+  const side = STACKS.find((s) => s.includes(type))!;
+  let from = 0;
+  for (const t of side.slice(0, side.indexOf(type))) from += await value(t);
+  const to = from + (await value(type));
+  const scale = await over.evaluate((el) => Object.fromEntries(Object.entries(el.dataset).map(([k, v]) => [k, Number(v)])));
+  const box = (await over.boundingBox())!;
+  const yOf = (v: number) => box.y + ((scale.movesMax - v) / (scale.movesMax - scale.movesMin)) * box.height;
+  let top = 0;
+  for (const t of STACKS[0]) top += await value(t);
+  const x = box.x + ((index - scale.xMin) / (scale.xMax - scale.xMin)) * box.width;
+  const y = above ? (yOf(top) + box.y) / 2 : yOf((from + to) / 2);
+  const colours = await page.evaluate(
+    ({ x, y, label }) => {
+      const canvas = document.querySelector<HTMLCanvasElement>('[data-testid="mrr-chart"] canvas')!;
+      const r = canvas.getBoundingClientRect();
+      const k = canvas.width / r.width;
+      const [red, green, blue] = canvas
+        .getContext('2d')!
+        .getImageData(Math.floor((x - r.left) * k), Math.floor((y - r.top) * k), 1, 1).data;
+      const swatch = Array.from(document.querySelectorAll('.chart .legend span')).find((s) => s.textContent?.trim() === label)!;
+      return { canvas: `rgb(${red}, ${green}, ${blue})`, legend: getComputedStyle(swatch.querySelector('i')!).backgroundColor };
+    },
+    { x, y, label: type[0].toUpperCase() + type.slice(1) },
+  );
+  return { x, y, height: Math.abs(yOf(to) - yOf(from)), ...colours };
+};
+/** Two frames: a click's state change has rendered by then (Preact renders on a microtask). */
+const frames = (page: Page) => page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+
 describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in Chromium', { timeout: 60_000 }, () => {
   let merchant: { merchantId: string; token: string };
   const ids: Record<string, number> = {};
@@ -839,6 +887,18 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     // The movements list has no such filter: no figure opens its customers.
     expect(await page.getByTestId('drill-hint').getAttribute('data-drillable')).toBe('false');
     expect(await page.locator('[data-testid="mrr-table"] button').count()).toBe(0);
+    // Nor does the chart's bar: no hint, no pointer, a click on the gold customer's new bar does nothing.
+    expect(await page.getByTestId('chart-hint').count()).toBe(0);
+    const goldMonth = await page
+      .locator('[data-testid="mrr-table"] tbody tr')
+      .filter({ has: page.locator('td[data-type="new"]:not([data-value="0.00"])') })
+      .getAttribute('data-date');
+    const goldBar = await barSpot(page, goldMonth!, 'new');
+    expect(goldBar.canvas, 'the gold new bar is drawn there').toBe(goldBar.legend);
+    await page.mouse.click(goldBar.x, goldBar.y);
+    await frames(page);
+    expect(await page.locator('[data-panel="drill"]').count()).toBe(0);
+    expect(await page.locator('[data-testid="mrr-chart"] .u-over').evaluate((el) => el.style.cursor)).toBe('');
     const start12 = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
     const series = (await api.get(`/metrics/mrr?interval=month&start_date=${start12}&end_date=${today()}&metadata.plan_tier=gold`, t)).body;
     expect(
@@ -937,16 +997,29 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
         'MRR before → after': expect.any(String),
         'Because of': `Subscription #${r.subscription_id}`,
       }));
+    /** The drill-down of a figure, loaded, with focus on its heading. */
+    const drillOpened = async (p: Page, date: string, type: string) => {
+      await p
+        .locator(`[data-panel="drill"][data-state="ready"] [data-testid="drill-note"][data-type="${type}"][data-start="${date}"]`)
+        .waitFor();
+      await p.waitForFunction(() => document.activeElement?.id === 'drill-title', null, { timeout: 5_000 });
+    };
     /** Opens a figure of the table from the keyboard; its figure as the API gave it in the series. */
     const openFigure = async (p: Page, date: string, type: string) => {
       const cell = p.locator(`[data-testid="mrr-table"] tr[data-date="${date}"] td[data-type="${type}"]`);
       await cell.getByRole('button').focus();
       await p.keyboard.press('Enter');
-      await p
-        .locator(`[data-panel="drill"][data-state="ready"] [data-testid="drill-note"][data-type="${type}"][data-start="${date}"]`)
-        .waitFor();
-      await p.waitForFunction(() => document.activeElement?.id === 'drill-title', null, { timeout: 5_000 });
+      await drillOpened(p, date, type);
       return (await cell.getAttribute('data-value'))!;
+    };
+    /** Hovers a bar of the chart (the pointer says it opens), checking the canvas draws its movement there, and clicks it. */
+    const clickBar = async (p: Page, date: string, type: string) => {
+      const bar = await barSpot(p, date, type);
+      expect(bar.height, `${type} of ${date}: tall enough to aim at`).toBeGreaterThanOrEqual(6);
+      expect(bar.canvas, `${type} of ${date} drawn at its spot`).toBe(bar.legend);
+      await p.mouse.move(bar.x, bar.y);
+      await p.waitForFunction(() => document.querySelector<HTMLElement>('[data-testid="mrr-chart"] .u-over')?.style.cursor === 'pointer');
+      await p.mouse.click(bar.x, bar.y);
     };
 
     const { page, failures } = await openAs(m.merchantId, 'user', DESKTOP, '#overview');
@@ -987,6 +1060,37 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await page.getByTestId('drill-close').click();
     expect(await page.locator('[data-panel="drill"]').count()).toBe(0);
     await page.waitForFunction((id) => document.activeElement?.getAttribute('data-drill') === id, `${lastMonth}:churn`, { timeout: 5_000 });
+
+    // The chart's bars open the same lists with the mouse: last month's new bar, then its churn bar
+    // (the one open again closes it); off the bars (above last month's stack, a month of zeros) nothing opens.
+    expect(await page.getByTestId('chart-hint').textContent()).toBe(
+      'Click a bar to list its customers, or pick a figure in the table below.',
+    );
+    await clickBar(page, lastMonth, 'new');
+    await drillOpened(page, lastMonth, 'new');
+    expect(await drillRows()).toEqual(expected(news.slice(0, 20)));
+    expect(await page.getByTestId('drill-count').textContent()).toBe('Showing 20 of 22');
+    expect(await page.locator(`[data-drill="${lastMonth}:new"]`).getAttribute('aria-pressed')).toBe('true');
+    await clickBar(page, lastMonth, 'churn');
+    await drillOpened(page, lastMonth, 'churn');
+    expect(await page.locator('#drill-title').textContent()).toBe(`Customers behind churn in ${lastMonth} to ${lastMonthEnd}`);
+    expect(await drillRows()).toEqual(expected(churns));
+    await shoot(page, 'overview-drill-bar-desktop');
+    await axe(page, 'overview-drill-bar');
+    await clickBar(page, lastMonth, 'churn');
+    await page.locator('[data-panel="drill"]').waitFor({ state: 'detached' });
+    const firstMonth = (await page.locator('[data-testid="mrr-table"] tbody tr').first().getAttribute('data-date'))!;
+    expect(await page.locator(`[data-testid="mrr-table"] tr[data-date="${firstMonth}"] button`).count()).toBe(0);
+    for (const [date, type] of [
+      [lastMonth, 'above'],
+      [firstMonth, 'zeros'],
+    ]) {
+      const off = await barSpot(page, date, 'new', true);
+      await page.mouse.click(off.x, off.y);
+      await frames(page);
+      expect(await page.locator('[data-panel="drill"]').count(), `a click ${type}`).toBe(0);
+      expect(await page.locator('[data-testid="mrr-chart"] .u-over').evaluate((el) => el.style.cursor), type).toBe('');
+    }
     expect(failures).toEqual([]);
 
     // Phone width: this month's new customer (its bucket ends today), the page not scrolling sideways.

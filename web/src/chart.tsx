@@ -9,7 +9,9 @@ import { money } from './format';
  * contraction and churn below, and the MRR level as a line on its own (right) axis. uPlot (canvas,
  * ~50 KB) draws the bars with its bars path builder: each layer is drawn as the running total of the
  * layers beneath it, tallest first, so the shorter ones paint over it — a stack without a plugin.
- * The canvas is one picture: screen readers get a summary label and the table below it.
+ * The canvas is one picture: screen readers get a summary label and the table below it. With
+ * `onBar`, a click on a movement's bar calls it with the point and the movement (the table's figures
+ * are the keyboard's way to the same thing).
  */
 export const MOVEMENTS = [
   { key: 'new', label: 'New', color: '#1d6fb8', sign: 1 },
@@ -19,32 +21,77 @@ export const MOVEMENTS = [
   { key: 'churn', label: 'Churn', color: '#c23b3b', sign: -1 },
 ] as const;
 const MRR_COLOR = '#1b1f24';
+export type MovementKey = (typeof MOVEMENTS)[number]['key'];
 
 /** Running totals per side, outermost layer first (the drawing order). */
 const stacks = (entries: MrrEntry[]) => {
-  const layers: { label: string; color: string; values: number[] }[] = [];
+  const layers: { key: MovementKey; label: string; color: string; values: number[] }[] = [];
   for (const sign of [1, -1]) {
     const side = MOVEMENTS.filter((m) => m.sign === sign);
     const totals = side.map((_, i) => entries.map((e) => side.slice(0, i + 1).reduce((sum, m) => sum + Number(e[m.key]), 0)));
-    side.forEach((m, i) => layers.push({ label: m.label, color: m.color, values: totals[i] }));
+    side.forEach((m, i) => layers.push({ key: m.key, label: m.label, color: m.color, values: totals[i] }));
   }
   // Within each side, the largest running total (the last layer) is drawn first.
   return [...layers.slice(0, 3).reverse(), ...layers.slice(3).reverse()];
 };
 
-export const MrrChart = ({ entries, currency, interval }: { entries: MrrEntry[]; currency: string; interval: string }) => {
+type Box = { left: number; top: number; width: number; height: number };
+
+export const MrrChart = (props: {
+  entries: MrrEntry[];
+  currency: string;
+  interval: string;
+  /** Called on a click on a movement's bar, with the point's index; none: the bars are not clickable. */
+  onBar?: (index: number, movement: MovementKey) => void;
+}) => {
+  const { entries, currency, interval, onBar } = props;
   const box = useRef<HTMLDivElement>(null);
+  // The chart is built once per data; the handler it calls is the latest one.
+  const onBarRef = useRef(onBar);
+  onBarRef.current = onBar;
   useEffect(() => {
     const el = box.current!;
     const labels = entries.map((e) => (interval === 'month' ? e.date.slice(0, 7) : e.date));
     const layers = stacks(entries);
-    const bars = uPlot.paths.bars!({ size: [0.7, 48] });
+    // Each bar as drawn (canvas pixels), by series then point: what a click is tested against.
+    const drawn: Box[][] = layers.map(() => []);
+    const bars = uPlot.paths.bars!({
+      size: [0.7, 48],
+      each: (_u, s, i, left, top, width, height) => {
+        drawn[s - 1][i] = { left, top, width, height };
+      },
+    });
+    /**
+     * The movement whose bar is under a point of the plot area (CSS pixels, as uPlot's cursor):
+     * the point nearest it, then its layers from the last drawn, which paints over the others.
+     */
+    const movementAt = (u: uPlot, left: number, top: number): { index: number; movement: MovementKey } | null => {
+      if (left < 0 || top < 0) return null;
+      const index = u.posToIdx(left);
+      const [x, y] = [left * uPlot.pxRatio + u.bbox.left, top * uPlot.pxRatio + u.bbox.top];
+      for (let s = layers.length - 1; s >= 0; s--) {
+        const b = drawn[s][index];
+        if (b && x >= b.left && x < b.left + b.width && y >= b.top && y < b.top + b.height) return { index, movement: layers[s].key };
+      }
+      return null;
+    };
     const short = (v: number) => new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 }).format(v);
     const opts: uPlot.Options = {
       width: Math.max(280, el.clientWidth),
       height: 280,
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
+      hooks: {
+        // A pointer over a bar that opens something.
+        setCursor: [(u) => (u.over.style.cursor = onBarRef.current && movementAt(u, u.cursor.left!, u.cursor.top!) ? 'pointer' : '')],
+        // The scales' ranges on the plot area: where a point of the chart is, for a test or a tool.
+        draw: [
+          (u) => {
+            for (const key of ['x', 'moves'])
+              Object.assign(u.over.dataset, { [`${key}Min`]: String(u.scales[key].min), [`${key}Max`]: String(u.scales[key].max) });
+          },
+        ],
+      },
       scales: {
         x: { time: false, range: (_u, min, max) => [min - 0.5, max + 0.5] },
         moves: { range: (_u, min, max) => [Math.min(0, min) * 1.1, Math.max(0, max) * 1.1 || 1] },
@@ -72,6 +119,11 @@ export const MrrChart = ({ entries, currency, interval }: { entries: MrrEntry[];
     };
     const data: uPlot.AlignedData = [entries.map((_, i) => i), ...layers.map((l) => l.values), entries.map((e) => Number(e.mrr))];
     const plot = new uPlot(opts, data, el);
+    plot.over.addEventListener('click', (e) => {
+      const at = plot.over.getBoundingClientRect();
+      const hit = movementAt(plot, e.clientX - at.left, e.clientY - at.top);
+      if (hit) onBarRef.current?.(hit.index, hit.movement);
+    });
     const resize = new ResizeObserver(() => plot.setSize({ width: Math.max(280, el.clientWidth), height: 280 }));
     resize.observe(el);
     return () => {
@@ -98,6 +150,11 @@ export const MrrChart = ({ entries, currency, interval }: { entries: MrrEntry[];
         </span>
       </div>
       <div ref={box} class="chart-canvas" role="img" aria-label={summary} data-testid="mrr-chart" />
+      {onBar && (
+        <p class="hint" data-testid="chart-hint">
+          Click a bar to list its customers, or pick a figure in the table below.
+        </p>
+      )}
       <figcaption class="visually-hidden">{summary}</figcaption>
     </figure>
   );

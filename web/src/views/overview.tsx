@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { AS_CSV, type Api, csvPage, type Me, ok, query } from '../api';
-import { MOVEMENTS, MrrChart } from '../chart';
+import { MOVEMENTS, type MovementKey, MrrChart } from '../chart';
 import { amounts, count, CURRENCIES, money, percent } from '../format';
 import {
   CYCLES,
@@ -226,7 +226,7 @@ const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter })
   );
 };
 
-/** A movement figure of the MRR table, and the cell's button that opens its drill-down (`data-drill`). */
+/** A movement figure of the MRR table, and the cell's button that opens its drill-down (`data-drill`), or its bar in the chart. */
 const drillId = (d: { start: string; type: string }) => `${d.start}:${d.type}`;
 
 const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setRange: (r: string) => void }) => {
@@ -294,6 +294,19 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
           const anyLeftOut = series.data.some(leftOut);
           /** A bucket's days within the range: its date to the day before the next bucket's, or to today. */
           const bucketEnd = (i: number) => (i + 1 < series.data.length ? dayBefore(series.data[i + 1].date) : today);
+          /** The drill-down of a point's movement; none under a filter or for a zero figure (plain text in the table). */
+          const figureDrill = (i: number, type: MovementKey): Drill | null => {
+            const e = series.data[i];
+            if (!drillable || e[type] === '0.00') return null;
+            return { type, label: MOVEMENTS.find((m) => m.key === type)!.label, start: e.date, end: bucketEnd(i), figure: e[type] };
+          };
+          const isOpen = (cell: Drill) => drill !== null && drillId(drill) === drillId(cell);
+          /** What a figure's button and its bar do: open its drill-down, or close it if it is the one open. */
+          const toggleDrill = (i: number, type: MovementKey) => {
+            const cell = figureDrill(i, type);
+            if (cell && isOpen(cell)) closeDrill();
+            else if (cell) setDrill(cell);
+          };
           return (
             <>
               <p class="hint" data-testid="range-window">
@@ -338,7 +351,7 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
                   table below lists it per period (Unconverted); set rates in Settings.
                 </p>
               )}
-              <MrrChart entries={series.data} currency={ccy} interval={loaded.interval} />
+              <MrrChart entries={series.data} currency={ccy} interval={loaded.interval} onBar={drillable ? toggleDrill : undefined} />
               <details class="data-table">
                 <summary>MRR movements as a table</summary>
                 <p class="hint" data-testid="drill-hint" data-drillable={String(drillable)}>
@@ -364,17 +377,16 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
                           <th scope="row">{e.date}</th>
                           <td class="num">{money(e.mrr, ccy)}</td>
                           {MOVEMENTS.map((m) => {
-                            const cell: Drill = { type: m.key, label: m.label, start: e.date, end: bucketEnd(i), figure: e[m.key] };
-                            const open = drill !== null && drillId(drill) === drillId(cell);
+                            const cell = figureDrill(i, m.key);
                             return (
                               <td class="num" key={m.key} data-type={m.key} data-value={e[m.key]}>
-                                {drillable && e[m.key] !== '0.00' ? (
+                                {cell ? (
                                   <button
                                     type="button"
                                     class="link figure-button"
-                                    aria-pressed={open}
+                                    aria-pressed={isOpen(cell)}
                                     data-drill={drillId(cell)}
-                                    onClick={() => (open ? closeDrill() : setDrill(cell))}
+                                    onClick={() => toggleDrill(i, m.key)}
                                   >
                                     {money(e[m.key], ccy)}
                                     <span class="visually-hidden">
