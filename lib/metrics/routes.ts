@@ -15,7 +15,7 @@ import {
   summaryQuery,
 } from '#lib/metrics/schemas';
 import { defineRoute } from '#lib/http/route';
-import { dataOf, listOf } from '#lib/shared/schemas';
+import { listOf } from '#lib/shared/schemas';
 import { errors, dashboardRead, invalid } from '#lib/http/route-parts';
 
 /** What the segmented reads say of their filters (docs/metrics.md, "Segments"). */

@@ -61,11 +61,11 @@ const emptySums = (): Sums => ({ ...levels(() => ZERO), unconverted: new Map() }
 type Acc = Record<LevelAttr, ExactSum> & { unconverted: Map<string, ExactSum> };
 const emptyAcc = (): Acc => ({ ...levels(() => new ExactSum()), unconverted: new Map() });
 const sumIn = (sums: Map<string, ExactSum>, key: string) => sums.get(key) ?? sums.set(key, new ExactSum()).get(key)!;
-/** The level and movement attributes as stored: what a range read projects and folds. */
-export const LEVEL_PROJECTION = LEVEL_ATTRS.map((a) => STORED_ATTR[a]);
+/** The level and movement attributes as stored: what a range read folds. */
+const LEVEL_STORED = LEVEL_ATTRS.map((a) => STORED_ATTR[a]);
 const addItem = (into: Acc, item: AggregateItem, sign: 1 | -1 = 1) => {
   for (let i = 0; i < LEVEL_ATTRS.length; i++) {
-    const v = item[LEVEL_PROJECTION[i]];
+    const v = item[LEVEL_STORED[i]];
     // Most shards of most items hold zeros (unmarshalled as the number 0).
     if (v !== undefined && v !== 0) into[LEVEL_ATTRS[i]].add(v as number | string, sign);
   }

@@ -15,7 +15,7 @@ import {
 } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/writes';
-import { COHORT_PROJECTION, LEVEL_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
+import { COHORT_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
 import { now } from '#lib/clock';
 import { formatTimestamp } from '#lib/shared/time';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
@@ -146,6 +146,9 @@ export const pendingHome = (merchantId: string, id: string, segment: Segment | n
  * state the transaction leaves. `zone` is the merchant's reporting time zone as the request knows
  * it: a customer last counted in another zone's days moves all it contributes to this one's (the
  * same lines and a new zone is such a move alone); without one, the customer stays in its zone.
+ * Points in other currencies are converted at the rates as they now are (read into `rates`, a
+ * batch's shared memo, when it lacks them), each table's version checked at the commit: the same
+ * lines at new rates are a move too.
  */
 export const addTimelineChange = async (
   ws: WriteSet,
@@ -172,14 +175,14 @@ export const addTimelineChange = async (
   // The customer's standing from now on, so reading a customer's MRR and status costs the head only.
   const { steps, complete } = standingSteps(after, reportingCurrency, formatTimestamp(now()));
   const standing = { standing: JSON.stringify(steps), standing_complete: complete };
-  // The other currencies it has: a rate change moves only the customers with points in its currency.
-  const zoned = { ...(zone === DEFAULT_TIMEZONE ? {} : { zone }), currencies: [...currencies].sort() };
+  // Its zone, and the other currencies it has (a rate change moves only the customers with points in its currency).
+  const counted = { ...(zone === DEFAULT_TIMEZONE ? {} : { zone }), currencies: [...currencies].sort() };
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
-    ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing, ...zoned }, guard);
+    ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing, ...counted }, guard);
   } else {
     // Only the chunks whose points moved are written; one outgrowing its limit is split.
     chunks = chunkTimeline(after, CHUNK_LIMIT, before.chunks ?? undefined, before.timeline);
-    ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version, ...standing, ...zoned }, guard);
+    ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version, ...standing, ...counted }, guard);
     for (const [period, json] of chunks) {
       if (before.chunks?.get(period) !== json)
         ws.put('timeline-chunk', { ...keys.customerTimelineChunk(merchantId, customerId, period), lines: json });
@@ -304,8 +307,7 @@ export const readPlanNames = async (merchantId: string): Promise<string[]> => {
  */
 export const readRangeItems = async (partition: string, { monthsTo, dayRanges }: RangeReads) => {
   // Every attribute: the levels left unconverted (`uUSD`) are named by currency (a read costs the items' size either way).
-  const projection: string[] = partition.includes('#CHURN_REASONS') ? ['sk', 'moves', ...LEVEL_PROJECTION] : [];
-  const query = (lo: string, hi: string) => queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, projection);
+  const query = (lo: string, hi: string) => queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, []);
   const [readMonths, ...dayItems] = await Promise.all([query('M#', monthsTo), ...dayRanges.map(([lo, hi]) => query(lo, hi))]);
   const months = readMonths.filter((i) => !isPending(i));
   const days = dayItems.flat();

@@ -214,8 +214,9 @@ export type SegmentDimension = (typeof SEGMENT_DIMENSIONS)[number];
 export type Segment = { dimension: SegmentDimension; value: string };
 
 /**
- * The timeline a figure reads: the lines in the figure's currency (the segment's, else the
- * reporting currency), the imported line ended, and in a plan or billing-cycle segment each point
+ * The timeline a figure reads: the lines in the figure's currency (a currency segment's, in it;
+ * else the reporting currency's and every other currency's converted, `x` 0 where a point has no
+ * rate), the imported line ended, and in a plan or billing-cycle segment each point
  * outside it as 0 (`x`: neither live nor active nor a cancellation), lines never in it left out.
  * So a segmented figure is the computation over only the matching lines; a subscription changing
  * plan leaves one plan's figures (its MRR there goes to 0) and joins the other's.
@@ -225,14 +226,15 @@ export const viewOf = (stored: Timeline, reportingCurrency: string, segment: Seg
 
 /**
  * The lines a segment read from customers' timelines counts (docs/metrics.md, "Segments"): points
- * of any of `plans`, of `billing_cycle`, in `currency` (in it; without one, the reporting
- * currency's, as for the whole). Every filter left out matches every point.
+ * of any of `plans`, of `billing_cycle`, in `currency` (in it; without one, in the reporting
+ * currency, others converted, as for the whole). Every filter left out matches every point.
  */
 export type LineFilter = { plans?: readonly string[]; billing_cycle?: string; currency?: string };
 
 /**
- * `viewOf` for any combination of line filters: the lines in the filter's currency, the imported
- * line ended, each point outside the plans or cycle as 0 (`x`), lines never in them left out.
+ * `viewOf` for any combination of line filters: the lines in the filter's currency (or converted),
+ * the imported line ended, each point outside the plans or cycle as 0 (`x`), lines never in them
+ * left out.
  */
 export const viewWhere = (stored: Timeline, reportingCurrency: string, filter: LineFilter): Timeline => {
   const currency = filter.currency ?? reportingCurrency;

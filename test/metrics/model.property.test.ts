@@ -701,7 +701,9 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             const monthly = await api.get(`/metrics/mrr?start_date=2024-07-01&end_date=${today}&interval=month&${query}`, token);
             expect(monthly.status, JSON.stringify(monthly.body)).toBe(200);
             expect(monthly.body, query).toEqual(
-              (({ data, summary }) => ({ data, summary, unconverted: summary.unconverted }))(expectedSeries(part, '2024-07-01', today, 'month', zone)),
+              (({ data, summary }) => ({ data, summary, unconverted: summary.unconverted }))(
+                expectedSeries(part, '2024-07-01', today, 'month', zone),
+              ),
             );
             if (from <= to) {
               const daily = await api.get(`/metrics/mrr?start_date=${from}&end_date=${to}&interval=day&${query}`, token);
