@@ -82,9 +82,34 @@ describe('folding items into levels and bucket movements', () => {
         mrr_churn_rate: 20,
         net_mrr_retention: 80,
         gross_mrr_retention: 80,
+        unconverted: {},
       },
     ]);
-    expect(summary).toEqual({ current_mrr: '120.00', arr: '1440.00', arpa: '120.00', customer_churn_rate: 0, mrr_churn_rate: 20 });
+    expect(summary).toEqual({
+      current_mrr: '120.00',
+      arr: '1440.00',
+      arpa: '120.00',
+      customer_churn_rate: 0,
+      mrr_churn_rate: 20,
+      unconverted: {},
+    });
+  });
+
+  it('what is left unconverted folds as a level per currency, shards and pending moves included', () => {
+    const range: Range = { start: '2026-02-01', end: '2026-03-31', interval: 'month' };
+    const items = {
+      months: [
+        { sk: 'M#2026-01#00', uUSD: '100', n: '50' },
+        { sk: 'M#2026-02#03', uUSD: '-100', uEUR: '7.5' },
+        { sk: 'M#2026-02#05', uEUR: '2.5' },
+        { sk: 'M#2026-03#00', uUSD: '40', uEUR: 0 },
+      ],
+      days: [],
+    };
+    const { data, summary, unconverted } = series(range, foldRange(range, items));
+    expect(data.map((e) => e.unconverted)).toEqual([{ EUR: '10.00' }, { EUR: '10.00', USD: '40.00' }]);
+    expect(summary.unconverted).toEqual({ EUR: '10.00', USD: '40.00' });
+    expect(unconverted).toEqual(summary.unconverted);
   });
 
   it('daily: the roll-ups before the first month, each day its own movements; rates null on a zero base', () => {
