@@ -15,7 +15,7 @@ import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/sche
 import { formatTimestamp } from '#lib/shared/time';
 import { issueMessage } from '#lib/shared/validation';
 import { CUSTOMER_INVALID } from '#lib/subscriptions/events';
-import type { SubscriptionItem } from '#lib/subscriptions/model';
+import { EVENT_ID_BLOCK, type SubscriptionItem } from '#lib/subscriptions/model';
 import { subscriptionBatchItem, type SubscriptionBatchInput } from '#lib/subscriptions/schemas';
 import { cancelEvent, createdEvent } from '#lib/subscriptions/rules';
 import { addChangeEvent, LIVE_TAKEN, moveCustomerMrr, moveTotals, type Scope } from '#lib/subscriptions/service';
@@ -139,7 +139,8 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
   const newCustomers = newEmails.filter((e) => kept.some((k) => k.customer === e));
   const ids = await allocateIds(merchantId, {
     subscription: kept.length,
-    subscription_event: kept.reduce((n, k) => n + (k.cancelled ? 2 : 1), 0),
+    // Its own events, then a block it holds for its next changes (as a subscription created one by one does).
+    subscription_event: kept.reduce((n, k) => n + (k.cancelled ? 2 : 1) + EVENT_ID_BLOCK, 0),
     customer: newCustomers.length,
   });
   let nextSub = ids.subscription ?? 0;
@@ -178,6 +179,10 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
       version: 1,
     };
     const eventIds = cancelled ? [nextEvent++, nextEvent++] : [nextEvent++];
+    // The held block: a later change takes its event's id from it, without allocating.
+    sub.event_ids_next = nextEvent;
+    sub.event_ids_end = nextEvent + EVENT_ID_BLOCK;
+    nextEvent += EVENT_ID_BLOCK;
     units.push({ index, customerId, create, sub, eventIds });
   }
 
