@@ -33,12 +33,15 @@ export const restateCustomers = async (
 ): Promise<RestateReport> => {
   let moved = 0;
   let read = 0;
+  // Checked before each customer too: a round of a thousand may take longer than the time left.
+  const late = () => opts.until !== undefined && Date.now() > opts.until;
+  let cut = false;
   const concerned = (head: Head) =>
     (head.zone ?? DEFAULT_TIMEZONE) !== zone ||
     // A head written before heads named their currencies is read whole.
     (opts.currency !== undefined && (head.currencies === undefined || head.currencies.includes(opts.currency)));
   for await (const ids of customerIdRounds(merchantId, IDS_PER_ROUND)) {
-    if (opts.until !== undefined && Date.now() > opts.until) return { customers_read: read, moved, done: false };
+    if (late()) return { customers_read: read, moved, done: false };
     const heads = await batchGet<Head>(
       ids.map((id) => keys.customerTimeline(merchantId, id)),
       ['zone', 'currencies'],
@@ -52,6 +55,10 @@ export const restateCustomers = async (
     await Promise.all(
       Array.from({ length: LANES }, async (_, lane) => {
         for (let i = lane; i < stale.length; i += LANES) {
+          if (late()) {
+            cut = true;
+            return;
+          }
           const id = stale[i];
           const wrote = await retrying(async () => {
             const fresh = await readTimeline(merchantId, id);
@@ -67,6 +74,7 @@ export const restateCustomers = async (
         }
       }),
     );
+    if (cut) return { customers_read: read, moved, done: false };
   }
   return { customers_read: read, moved, done: true };
 };
