@@ -56,7 +56,8 @@ const point = (at: string, amount: Decimal.Value, flag: Flag, tag?: Tag): Point 
  * order, and a later-arriving point may land between the two (dropping the repeat made the result
  * depend on arrival order). Repeats move no figure (`contributions` sees no change at them).
  */
-const normalise = (points: Point[]): Point[] => [...points].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+const byTime = (a: Point, b: Point) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+const normalise = (points: Point[]): Point[] => [...points].sort(byTime);
 
 const withLine = (tl: Timeline, line: string, points: Point[]): Timeline => {
   const next = { ...tl };
@@ -134,7 +135,6 @@ const withImportedEnd = (tl: Timeline): Timeline => {
   return withLine(tl, lineOf.imported, kept.length ? [...kept, [end, '0', 'e']] : []);
 };
 
-const byTime = (a: Point, b: Point) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 /** A point in another currency as the reporting currency's figures count it: converted, or 0 outside them without a rate. */
 const inReportingCurrency = (p: Point): Point => (p[4] !== undefined ? [p[0], p[4], p[2], p[3]] : [p[0], '0', 'x', p[3]]);
 
@@ -143,7 +143,6 @@ const inReportingCurrency = (p: Point): Point => (p[4] !== undefined ? [p[0], p[
  * (`yyyy-mm`) → reporting-currency units per one unit.
  */
 export type RateBook = ReadonlyMap<string, ReadonlyMap<string, string>>;
-export const NO_RATES: RateBook = new Map();
 /** Fraction digits a converted amount keeps (half up): sums of them stay exact in DynamoDB numbers (38 digits). */
 export const CONVERSION_SCALE = 10;
 
@@ -183,12 +182,19 @@ export const withConversions = (tl: Timeline, reportingCurrency: string, rates: 
  * (`u<CCY>` on the day and month items): at each change of a line in another currency, the change
  * of its unconverted amount (in that currency).
  */
-const unconvertedLevels = (stored: Timeline, reportingCurrency: string, zone: string, filter: LineFilter = {}): Contributions => {
+const unconvertedLevels = (
+  stored: Timeline,
+  reportingCurrency: string,
+  zone: string,
+  filter: LineFilter = {},
+  lines: Iterable<string> = Object.keys(stored),
+): Contributions => {
   const out: Contributions = new Map();
   // Only the reporting currency's figures convert; a plan or cycle segment's leave out only its own points.
   if (filter.currency !== undefined) return out;
   const matches = lineMatcher(filter);
-  for (const pts of Object.values(stored)) {
+  for (const line of lines) {
+    const pts = stored[line] ?? [];
     let was: { ccy: string; amount: Decimal } | null = null;
     for (const p of pts) {
       const ccy = currencyOf(p, reportingCurrency);
@@ -406,6 +412,7 @@ export const contributionChange = (
   // A customer moving to another time zone's days moves all it contributes, in every segment it has.
   const t0 = rezoned ? null : firstDifference(before, after);
   if (t0 === null && !rezoned) return [];
+  const moved = rezoned ? null : changedLines(before, after);
   const segments = rezoned
     ? [
         ...new Map(
@@ -421,9 +428,9 @@ export const contributionChange = (
     const b = viewOf(before, reportingCurrency, segment);
     const a = viewOf(after, reportingCurrency, segment);
     const [was, now] = [scan(b, t0, segment === null, zones.before), scan(a, t0, segment === null, zones.after)];
-    // What is left out for want of a rate: computed whole on both sides (only lines in other currencies have any).
-    addContributions(was, unconvertedLevels(before, reportingCurrency, zones.before, filterOf(segment)));
-    addContributions(now, unconvertedLevels(after, reportingCurrency, zones.after, filterOf(segment)));
+    // What is left out for want of a rate, over the lines that moved (the others' cancel out), all of them for a new zone.
+    addContributions(was, unconvertedLevels(before, reportingCurrency, zones.before, filterOf(segment), moved ?? Object.keys(before)));
+    addContributions(now, unconvertedLevels(after, reportingCurrency, zones.after, filterOf(segment), moved ?? Object.keys(after)));
     const moves = difference(was, now);
     if (moves.size) out.push({ segment, moves });
   }
