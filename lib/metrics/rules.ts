@@ -218,8 +218,9 @@ const dateError = (field: string, message: string) => InvalidError.field(field, 
 
 /**
  * The slice of the figures a query asks for:
- * - `stored`: the whole (`segment` null: no filter, or the reporting currency) or one stored
- *   segment (one plan, one billing cycle or one currency), read from its own aggregates;
+ * - `stored`: the whole (`segment` null: no filter) or one stored segment (one plan, one billing
+ *   cycle or one currency), read from its own aggregates (the reporting currency's: the whole's
+ *   and its difference from the whole, `isReportingSegment`);
  * - `customers`: anything else (a metadata filter, a repeated `plan`, a plan with another filter),
  *   computed from the matching customers' timelines: the customers whose metadata has every pair
  *   (`metadata`), among those that have had a line of one of `plans` when plans are named, and of
@@ -229,10 +230,10 @@ export type Slice =
   | { kind: 'stored'; segment: Segment | null }
   | { kind: 'customers'; metadata: [key: string, value: string][]; plans: string[]; lines: LineFilter };
 
-export const resolveSegment = (q: SegmentQuery, reportingCurrency: string): Slice => {
+export const resolveSegment = (q: SegmentQuery): Slice => {
   const plans = planFilters(q);
   const metadata = metadataFilters(q);
-  const currency = q.currency !== undefined && q.currency !== reportingCurrency ? q.currency : undefined;
+  const currency = q.currency;
   const given: Segment[] = [];
   if (plans.length === 1) given.push({ dimension: 'plan', value: plans[0] });
   if (q.billing_cycle !== undefined) given.push({ dimension: 'billing_cycle', value: q.billing_cycle });

@@ -31,7 +31,14 @@ import {
   readTimelines,
   reasonsPartition,
 } from '#lib/metrics/store';
-import { addContributions, contributionsWhere, movementsOf, type Contributions } from '#lib/metrics/timeline';
+import {
+  addContributions,
+  contributionsWhere,
+  isReportingSegment,
+  movementsOf,
+  type Contributions,
+  type Segment,
+} from '#lib/metrics/timeline';
 import { formatTimestamp } from '#lib/shared/time';
 import { cursorMeta, pageOfRows } from '#lib/shared/pagination';
 import type { AuthContext } from '#lib/auth/tokens';
@@ -74,32 +81,39 @@ const segmentItems = async (merchantId: string, figures: Figures, slice: Extract
 };
 
 /** The movement items a range needs, of the whole, a stored segment, or the matching customers. */
-const rangeItems = async (merchantId: string, figures: Figures, slice: Slice, range: Range) =>
-  slice.kind === 'stored'
-    ? readRangeItems(movementsPartition(merchantId, slice.segment), rangeReads(range))
-    : itemsInRange((await segmentItems(merchantId, figures, slice)).movements, rangeReads(range));
+const rangeItems = async (merchantId: string, figures: Figures, slice: Slice, range: Range) => {
+  if (slice.kind === 'customers') return itemsInRange((await segmentItems(merchantId, figures, slice)).movements, rangeReads(range));
+  const read = await Promise.all(
+    storedParts(slice.segment, figures).map((segment) => readRangeItems(movementsPartition(merchantId, segment), rangeReads(range))),
+  );
+  return { months: read.flatMap((r) => r.months), days: read.flatMap((r) => r.days) };
+};
+
+/** The stored slices whose items add up to a segment's: its own, and for the reporting currency's (its difference from the whole) the whole's too. */
+const storedParts = (segment: Segment | null, figures: Figures): (Segment | null)[] =>
+  isReportingSegment(segment, figures.reportingCurrency) ? [null, segment] : [segment];
 
 /** GET /metrics/mrr: one entry per day, week, month, quarter or year of the range, and the range's summary. */
 export const mrrSeries = async (merchantId: string, figures: Figures, q: MrrQuery) => {
   const range = resolveRange(q, today(figures.timezone), figures.timezone);
-  const slice = resolveSegment(q, figures.reportingCurrency);
+  const slice = resolveSegment(q);
   return series(range, foldRange(range, await rangeItems(merchantId, figures, slice, range)));
 };
 
 /** GET /metrics/summary: now, and the last 30 days (today and the 29 before it, in the merchant's time zone). */
 export const metricsSummary = async (merchantId: string, figures: Figures, q: SummaryQuery) => {
   const range = summaryRange(today(figures.timezone));
-  const slice = resolveSegment(q, figures.reportingCurrency);
+  const slice = resolveSegment(q);
   return summaryOf(foldRange(range, await rangeItems(merchantId, figures, slice, range)));
 };
 
 /** GET /metrics/cohorts: one Query over the cohort items of the range's cohorts (or the matching customers' figures). */
 export const cohorts = async (merchantId: string, figures: Figures, q: CohortsQuery) => {
   const range = resolveCohortRange(q, today(figures.timezone).slice(0, 7));
-  const slice = resolveSegment(q, figures.reportingCurrency);
+  const slice = resolveSegment(q);
   const items =
     slice.kind === 'stored'
-      ? await readCohortItems(merchantId, range.start, range.end, slice.segment)
+      ? (await Promise.all(storedParts(slice.segment, figures).map((g) => readCohortItems(merchantId, range.start, range.end, g)))).flat()
       : cohortItemsIn((await segmentItems(merchantId, figures, slice)).cohorts, range.start, range.end);
   return cohortTable(range, items);
 };

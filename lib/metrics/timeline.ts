@@ -309,7 +309,11 @@ const segmentsMoved = (before: Timeline, after: Timeline, reportingCurrency: str
       add('currency', p[3][2]);
     }
   }
-  return [...seen.values()];
+  // A customer with other currencies differs between the whole and its own currency's lines: any change moves that difference.
+  const segments = [...seen.values()];
+  if (foreignCurrencies(before, reportingCurrency).size || foreignCurrencies(after, reportingCurrency).size)
+    segments.push({ dimension: 'currency', value: reportingCurrency });
+  return segments;
 };
 
 /**
@@ -326,11 +330,46 @@ export const contributions = (
   reportingCurrency: string,
   segment: Segment | null = null,
   zone = DEFAULT_TIMEZONE,
+): Contributions => storedFigures(stored, reportingCurrency, segment, null, zone);
+
+/**
+ * Whether a segment is the reporting currency's own lines. It is stored as its difference from the
+ * whole (a read adds the whole's items and its): only customers with points in another currency
+ * differ there, so a write of a customer in the reporting currency alone moves nothing more.
+ */
+export const isReportingSegment = (segment: Segment | null, reportingCurrency: string) =>
+  segment?.dimension === 'currency' && segment.value === reportingCurrency;
+
+/** The contributions of a filtered view from `from` on, with what it leaves unconverted over `lines`. */
+const sliceFigures = (
+  tl: Timeline,
+  reportingCurrency: string,
+  filter: LineFilter,
+  reasons: boolean,
+  from: string | null,
+  zone: string,
+  lines?: Iterable<string>,
 ): Contributions => {
-  const out = scan(viewOf(stored, reportingCurrency, segment), null, segment === null, zone);
-  addContributions(out, unconvertedLevels(stored, reportingCurrency, zone, filterOf(segment)));
+  const out = scan(viewWhere(tl, reportingCurrency, filter), from, reasons, zone);
+  addContributions(out, unconvertedLevels(tl, reportingCurrency, zone, filter, lines));
   return out;
 };
+
+/** What a customer adds to one stored slice: the whole (with churn by reason), a segment, or the reporting currency's difference from the whole. */
+const storedFigures = (
+  tl: Timeline,
+  reportingCurrency: string,
+  segment: Segment | null,
+  from: string | null,
+  zone: string,
+  lines?: Iterable<string>,
+): Contributions =>
+  isReportingSegment(segment, reportingCurrency)
+    ? difference(
+        sliceFigures(tl, reportingCurrency, {}, false, from, zone, lines),
+        sliceFigures(tl, reportingCurrency, { currency: reportingCurrency }, false, from, zone, lines),
+      )
+    : sliceFigures(tl, reportingCurrency, filterOf(segment), segment === null, from, zone, lines);
 
 /** The segments a timeline has points in (the reporting currency's is the whole). */
 export const segmentsOf = (tl: Timeline, reportingCurrency: string): Segment[] => {
@@ -344,6 +383,9 @@ export const segmentsOf = (tl: Timeline, reportingCurrency: string): Segment[] =
       if (currency !== reportingCurrency) seen.set(`currency\u0000${currency}`, { dimension: 'currency', value: currency });
     }
   }
+  // Points in other currencies: the reporting currency's lines differ from the whole (`isReportingSegment`).
+  if ([...seen.values()].some((g) => g.dimension === 'currency'))
+    seen.set(`currency\u0000${reportingCurrency}`, { dimension: 'currency', value: reportingCurrency });
   return [...seen.values()];
 };
 
@@ -425,12 +467,9 @@ export const contributionChange = (
     : segmentsMoved(before, after, reportingCurrency);
   const out: SegmentMoves[] = [];
   for (const segment of [null, ...segments]) {
-    const b = viewOf(before, reportingCurrency, segment);
-    const a = viewOf(after, reportingCurrency, segment);
-    const [was, now] = [scan(b, t0, segment === null, zones.before), scan(a, t0, segment === null, zones.after)];
     // What is left out for want of a rate, over the lines that moved (the others' cancel out), all of them for a new zone.
-    addContributions(was, unconvertedLevels(before, reportingCurrency, zones.before, filterOf(segment), moved ?? Object.keys(before)));
-    addContributions(now, unconvertedLevels(after, reportingCurrency, zones.after, filterOf(segment), moved ?? Object.keys(after)));
+    const was = storedFigures(before, reportingCurrency, segment, t0, zones.before, moved ?? Object.keys(before));
+    const now = storedFigures(after, reportingCurrency, segment, t0, zones.after, moved ?? Object.keys(after));
     const moves = difference(was, now);
     if (moves.size) out.push({ segment, moves });
   }

@@ -18,7 +18,10 @@ process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
 const api = useApi();
 afterEach(() => resetClock());
 
-type Entry = { date: string; mrr: string; new: string; expansion: string; churn: string; unconverted: Record<string, string> };
+type Entry = Record<'date' | 'mrr' | 'new' | 'expansion' | 'churn', string> & {
+  active_customers: number;
+  unconverted: Record<string, string>;
+};
 
 const putRates = (token: string, currency: string, rates: { month: string; rate: string | number | null }[]) =>
   api.request('PUT', `/exchange-rates/${currency}`, { token, body: { rates } });
@@ -100,6 +103,46 @@ describe('exchange rates', () => {
     await ok(putRates(token, 'USD', [{ month: '2026-01', rate: 32 }]));
     expect((await months(token)).data.map((e) => e.mrr)).toEqual(['3200.00', '3200.00', '3200.00']);
     expect((await ok(api.get('/exchange-rates', token))).data).toEqual([{ currency: 'USD', rates: [{ month: '2026-01', rate: '32' }] }]);
+  });
+
+  it('currency=<the reporting currency> counts its own lines only, in it: converted lines stay out, and nothing is left unconverted', async () => {
+    const { token, customer } = await inDollars();
+    await ok(putRates(token, 'USD', [{ month: '2026-01', rate: '30' }]));
+    // The dollar customer also pays a monthly TWD order in February; a second customer pays in TWD only.
+    fixedClock('2026-02-10T00:00:00Z');
+    const paid = (order_no: string, amount: string, customer_email: string) =>
+      ok(api.post('/orders', token, { order_no, amount, currency: 'TWD', billing_cycle: 'monthly', status: 'paid', customer_email }), 201);
+    await paid('TWD-1', '500', customer.email);
+    await paid('TWD-2', '200', 'twd@rates.test');
+    fixedClock('2026-03-10T12:00:00Z');
+
+    // The whole: 3,000 converted from January, and both orders for February.
+    expect((await months(token)).data.map((e) => [e.mrr, e.new, e.expansion])).toEqual([
+      ['3000.00', '3000.00', '0.00'],
+      ['3700.00', '200.00', '500.00'],
+      ['3000.00', '0.00', '0.00'],
+    ]);
+    // TWD alone: the dollar customer is new there in February with its order, not an expansion.
+    const own = await months(token, '&currency=TWD');
+    expect(own.data.map((e) => [e.mrr, e.new, e.expansion, e.churn, e.active_customers, e.unconverted])).toEqual([
+      ['0.00', '0.00', '0.00', '0.00', 0, {}],
+      ['700.00', '700.00', '0.00', '0.00', 2, {}],
+      ['0.00', '0.00', '0.00', '-700.00', 0, {}],
+    ]);
+    expect(own.unconverted).toEqual({});
+    // Named in lower case, it is the same segment; its summary and cohorts follow.
+    expect(await months(token, '&currency=twd')).toEqual(own);
+    expect((await ok(api.get('/metrics/summary?currency=TWD', token))).data).toMatchObject({ current_mrr: '0.00', unconverted: {} });
+    const cohorts = (await ok(api.get('/metrics/cohorts?start_month=2026-01&end_month=2026-03&currency=TWD', token))).data;
+    expect(cohorts.map((c: { cohort: string; customers: number }) => [c.cohort, c.customers])).toEqual([
+      ['2026-01', 0],
+      ['2026-02', 2],
+      ['2026-03', 0],
+    ]);
+    // A rate change moves the whole, never the reporting currency's own lines.
+    await ok(putRates(token, 'USD', [{ month: '2026-01', rate: '31' }]));
+    expect((await months(token)).data.map((e) => e.mrr)).toEqual(['3100.00', '3800.00', '3100.00']);
+    expect(await months(token, '&currency=TWD')).toEqual(own);
   });
 
   it("a change in a month without a rate is left out until that month has one; then it counts at that month's rate", async () => {

@@ -42,10 +42,15 @@ const reads = async (token: string) => ({
   }),
   cycleSummary: await api.counted('GET', '/metrics/summary?billing_cycle=monthly', { token }),
   planCohorts24: await api.counted('GET', '/metrics/cohorts?start_month=2024-01&end_month=2025-12&plan=Basic', { token }),
+  // The reporting currency's own lines: the whole's items and its difference from them, read at once.
+  ownCurrencyMonthly24: await api.counted('GET', '/metrics/mrr?start_date=2024-01-01&end_date=2025-12-31&interval=month&currency=TWD', {
+    token,
+  }),
+  ownCurrencyCohorts24: await api.counted('GET', '/metrics/cohorts?start_month=2024-01&end_month=2025-12&currency=TWD', { token }),
 });
 
 describe('metrics request budgets (DynamoDB requests per API call)', () => {
-  it('GET /metrics/mrr 24 monthly points ≤ 5 (8 quarters, 7 years ≤ 5), 731 daily points ≤ 8, /metrics/summary ≤ 4, /metrics/cohorts 24 months ≤ 5, each also by plan or billing cycle: the same for 100 and 20,000 subscriptions', {
+  it('GET /metrics/mrr 24 monthly points ≤ 5 (8 quarters, 7 years ≤ 5), 731 daily points ≤ 8, /metrics/summary ≤ 4, /metrics/cohorts 24 months ≤ 5, each also by plan or billing cycle (by the reporting currency ≤ 8): the same for 100 and 20,000 subscriptions', {
     timeout: 180_000,
   }, async () => {
     const clock = fixedClock('2024-03-01T00:00:00Z');
@@ -85,6 +90,8 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
       ['planMonthly24', 5],
       ['cycleSummary', 4],
       ['planCohorts24', 5],
+      ['ownCurrencyMonthly24', 8],
+      ['ownCurrencyCohorts24', 8],
     ] as const) {
       expect(a[name].res.status, JSON.stringify(a[name].res.body)).toBe(200);
       expect(b[name].res.status, JSON.stringify(b[name].res.body)).toBe(200);

@@ -213,6 +213,8 @@ const SEGMENTS: [query: string, seg: RefSegment][] = [
   ['billing_cycle=monthly', { cycle: 'monthly' }],
   ['billing_cycle=yearly', { cycle: 'yearly' }],
   ['currency=USD', { currency: 'USD' }],
+  // The reporting currency's own lines: stored as their difference from the whole.
+  ['currency=TWD', { currency: 'TWD' }],
 ];
 /** Segments read from the matching customers' timelines: the customers whose metadata has every pair, their lines of the plans given. */
 const CUSTOMER_SEGMENTS: [query: string, seg: RefSegment, pairs: [keyof Meta, string][]][] = [
@@ -226,6 +228,7 @@ const CUSTOMER_SEGMENTS: [query: string, seg: RefSegment, pairs: [keyof Meta, st
     ],
   ],
   ['plan=P&plan=Q', { plans: ['P', 'Q'] }, []],
+  ['metadata.tier=a&currency=TWD', { currency: 'TWD' }, [['tier', 'a']]],
 ];
 
 describe('metrics equal a from-scratch recomputation (property)', () => {

@@ -67,7 +67,8 @@ export const refSegment = (customers: RefCustomer[], seg: RefSegment, reporting 
     for (const [line, pts] of c.lines) {
       const kept = pts.filter((p) => (p.currency ?? reporting) === currency);
       if (kept.length) inCurrency.set(line, kept);
-      if (seg.currency !== undefined && seg.currency !== reporting) continue;
+      // A currency segment (the reporting one's too) counts its own lines only, in it.
+      if (seg.currency !== undefined) continue;
       const foreign = pts.filter((p) => (p.currency ?? reporting) !== reporting);
       if (!foreign.length) continue;
       const rateOf = (p: RefPoint) => fx.rates.get(p.currency!)?.get(refLocalDate(p.at, fx.zone).slice(0, 7));

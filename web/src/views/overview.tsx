@@ -57,7 +57,8 @@ const SegmentPicker = (props: { value: Filter; onChange: (f: Filter) => void; pl
   const groups = [
     { kind: 'plan', label: 'Plan', options: plans },
     { kind: 'billing_cycle', label: 'Billing cycle', options: [...CYCLES] },
-    { kind: 'currency', label: 'Currency', options: CURRENCIES.filter((c) => c !== props.me.reporting_currency) },
+    // The reporting currency's own lines too: "All" converts the other currencies into it.
+    { kind: 'currency', label: 'Currency', options: [...new Set([props.me.reporting_currency, ...CURRENCIES])] },
   ];
   const applyMetadata = (e: Event) => {
     e.preventDefault();
@@ -78,6 +79,7 @@ const SegmentPicker = (props: { value: Filter; onChange: (f: Filter) => void; pl
                 {g.options.map((o) => (
                   <option key={o} value={`${g.kind}:${o}`}>
                     {g.label}: {o}
+                    {g.kind === 'currency' && o === props.me.reporting_currency ? ' only (nothing converted)' : ''}
                   </option>
                 ))}
               </optgroup>
