@@ -297,7 +297,7 @@ export interface paths {
         };
         /**
          * Today's and this month's figures (in the merchant's time zone)
-         * @description Today's and this month's figures in the merchant's reporting time zone (`GET /settings`; UTC unless changed): revenue of paid orders in the reporting currency (or `currency`), the number of orders created today and the share of them paid. Read from counters: the same number of requests however many orders there are (docs/orders.md).
+         * @description Today's and this month's figures in the merchant's reporting time zone (`GET /settings`; UTC unless changed): revenue of paid orders in the reporting currency, other currencies converted at this month's exchange rate (or in `currency` alone, in it), the number of orders created today and the share of them paid. Read from counters: the same number of requests however many orders there are (docs/orders.md).
          *
          *     Requires an API token with the `orders:read` ability, or a back-office ID token (role admin or user).
          */
@@ -4121,6 +4121,21 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["OrderStats"];
+                        /**
+                         * @description Revenue in the reporting currency counts other currencies at this month's exchange rate; those without one are left out and named here, with what they left out, in them (2 decimals). {} when nothing is left out, and always {} for another `currency`.
+                         * @example {
+                         *       "USD": {
+                         *         "today_revenue": "30.00",
+                         *         "monthly_revenue": "120.00"
+                         *       }
+                         *     }
+                         */
+                        unconverted: {
+                            [key: string]: {
+                                today_revenue: string;
+                                monthly_revenue: string;
+                            };
+                        };
                     };
                     "text/csv": string;
                 };

@@ -4,5 +4,5 @@ import { orderStats } from '#lib/orders/service';
 
 export const handler = csvApiHandler(routes.ordersStats, async ({ auth, query }) => ({
   status: 200,
-  body: { data: await orderStats(auth.merchantId, query.currency ?? auth.reportingCurrency, auth.timezone) },
+  body: await orderStats(auth.merchantId, query.currency, auth),
 }));

@@ -7,7 +7,7 @@ import {
   orderPathParams,
   orderSchema,
   orderStatsQuery,
-  orderStatsSchema,
+  orderStatsAnswer,
 } from '#lib/orders/schemas';
 import { defineRoute } from '#lib/http/route';
 import { batchAnswer, dataOf, listOf } from '#lib/shared/schemas';
@@ -74,10 +74,10 @@ export const routes = {
     csv: true,
     summary: "Today's and this month's figures (in the merchant's time zone)",
     description:
-      "Today's and this month's figures in the merchant's reporting time zone (`GET /settings`; UTC unless changed): revenue of paid orders in the reporting currency (or `currency`), the number of orders created today and the share of them paid. Read from counters: the same number of requests however many orders there are (docs/orders.md).",
+      "Today's and this month's figures in the merchant's reporting time zone (`GET /settings`; UTC unless changed): revenue of paid orders in the reporting currency, other currencies converted at this month's exchange rate (or in `currency` alone, in it), the number of orders created today and the share of them paid. Read from counters: the same number of requests however many orders there are (docs/orders.md).",
     tags: ['orders'],
     request: { query: orderStatsQuery },
-    responses: { 200: { description: 'Stats', schema: dataOf(orderStatsSchema) }, ...errors, ...invalid },
+    responses: { 200: { description: 'Stats', schema: orderStatsAnswer }, ...errors, ...invalid },
   }),
   ordersGet: defineRoute({
     method: 'GET',

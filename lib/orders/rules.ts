@@ -178,6 +178,7 @@ type Counters = Record<string, Decimal | undefined>;
 
 /** The stats counter of revenue paid in `currency`. */
 export const revenueAttr = (currency: string) => `rev_${currency}`;
+const REVENUE_ATTR = /^rev_([A-Z]{3})$/;
 
 /**
  * A day item keeps each counter twice: for the whole UTC day (`created`) and for the quarter-hour
@@ -258,14 +259,56 @@ export const foldTerms = (terms: StatsTerm[], counters: Map<string, Record<strin
   return out;
 };
 
-/** GET /orders/stats from today's and this month's counters (in the merchant's time zone): revenue by paid_at, counts by created_at. */
-export const stats = (day: Counters, month: Counters, currency: string) => {
+/** The other currencies than `reportingCurrency` with revenue in any of `counters`, in code order. */
+export const revenueCurrencies = (counters: Counters[], reportingCurrency: string): string[] => {
+  const out = new Set<string>();
+  for (const c of counters)
+    for (const [attr, v] of Object.entries(c)) {
+      const ccy = REVENUE_ATTR.exec(attr)?.[1];
+      if (ccy && ccy !== reportingCurrency && v && !v.isZero()) out.add(ccy);
+    }
+  return [...out].sort();
+};
+
+/**
+ * GET /orders/stats from today's and this month's counters (in the merchant's time zone): revenue by
+ * paid_at, counts by created_at. Revenue in the reporting currency also counts every other currency's
+ * at this month's rate (`rates`: currency → rate, the currencies with one); a currency without one is
+ * left out and named in `unconverted` with what it left out, in it. Revenue in another currency is
+ * that currency's alone.
+ */
+export const stats = (
+  day: Counters,
+  month: Counters,
+  currency: string,
+  reportingCurrency: string,
+  rates: ReadonlyMap<string, string> = new Map(),
+) => {
   const created = day.created?.toNumber() ?? 0;
   const createdPaid = day.created_paid?.toNumber() ?? 0;
+  const unconverted: Record<string, { today_revenue: string; monthly_revenue: string }> = {};
+  const revenue = (counters: Counters) => {
+    let sum = counters[revenueAttr(currency)] ?? new Decimal(0);
+    if (currency !== reportingCurrency) return sum;
+    for (const ccy of revenueCurrencies([day, month], reportingCurrency)) {
+      const rate = rates.get(ccy);
+      if (rate !== undefined) sum = sum.plus((counters[revenueAttr(ccy)] ?? new Decimal(0)).times(rate));
+    }
+    return sum;
+  };
+  if (currency === reportingCurrency)
+    for (const ccy of revenueCurrencies([day, month], reportingCurrency))
+      if (!rates.has(ccy))
+        unconverted[ccy] = { today_revenue: money(day[revenueAttr(ccy)]), monthly_revenue: money(month[revenueAttr(ccy)]) };
   return {
-    today_revenue: money(day[revenueAttr(currency)]),
-    monthly_revenue: money(month[revenueAttr(currency)]),
-    today_count: created,
-    today_success_rate: created ? new Decimal(createdPaid).times(100).div(created).toDecimalPlaces(1, Decimal.ROUND_HALF_UP).toNumber() : 0,
+    data: {
+      today_revenue: money(revenue(day)),
+      monthly_revenue: money(revenue(month)),
+      today_count: created,
+      today_success_rate: created
+        ? new Decimal(createdPaid).times(100).div(created).toDecimalPlaces(1, Decimal.ROUND_HALF_UP).toNumber()
+        : 0,
+    },
+    unconverted,
   };
 };

@@ -128,6 +128,16 @@ export const orderStatsSchema = z
   })
   .meta({ id: 'OrderStats' });
 
+/** GET /orders/stats's answer: the figures, and per currency the revenue they leave out for want of this month's exchange rate. */
+export const orderStatsAnswer = z.object({
+  data: orderStatsSchema,
+  unconverted: z.record(z.string(), z.object({ today_revenue: z.string(), monthly_revenue: z.string() })).meta({
+    description:
+      "Revenue in the reporting currency counts other currencies at this month's exchange rate; those without one are left out and named here, with what they left out, in them (2 decimals). {} when nothing is left out, and always {} for another `currency`.",
+    example: { USD: { today_revenue: '30.00', monthly_revenue: '120.00' } },
+  }),
+});
+
 /** A batch item: only order_no is always required; a new order_no also needs amount and customer_email. */
 export const orderBatchItem = orderFields
   .partial()

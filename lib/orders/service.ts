@@ -14,7 +14,17 @@ import { addOutboxEvent } from '#lib/outbox/store';
 import { addIdempotencyRecord, isLive, replay as replayRecord, requestHash, type IdempotencyRecord } from '#lib/shared/idempotency';
 import { emptyPage } from '#lib/shared/pagination';
 import { presentOrder, type Order, type OrderItem } from '#lib/orders/model';
-import { createdWebhooks, decide, foldTerms, ORDER_NO_TAKEN, stats, statsTerms, withOrderDefaults } from '#lib/orders/rules';
+import {
+  createdWebhooks,
+  decide,
+  foldTerms,
+  ORDER_NO_TAKEN,
+  revenueCurrencies,
+  stats,
+  statsTerms,
+  withOrderDefaults,
+} from '#lib/orders/rules';
+import { readRates } from '#lib/exchange-rates/store';
 import { localPeriodsAt } from '#lib/shared/zone';
 import type { OrderInput, OrderListQuery, OrderPatch } from '#lib/orders/schemas';
 import {
@@ -211,10 +221,20 @@ export const listOrders = async (merchantId: string, q: OrderListQuery) => {
  * GET /orders/stats from the pre-aggregated day and month items: revenue by `paid_at`, counts by
  * `created_at`, today and this month in the merchant's time zone (docs/orders.md).
  */
-export const orderStats = async (merchantId: string, currency: string, zone: string) => {
-  const { today, month } = localPeriodsAt(now().getTime(), zone);
+export const orderStats = async (
+  merchantId: string,
+  currency: string | undefined,
+  { reportingCurrency, timezone }: Pick<AuthContext, 'reportingCurrency' | 'timezone'>,
+) => {
+  const { day, today, month } = localPeriodsAt(now().getTime(), timezone);
   const todayTerms = statsTerms(today.from, today.to);
   const monthTerms = statsTerms(month.from, month.to);
   const counters = await readStatsTerms(merchantId, [...todayTerms, ...monthTerms]);
-  return stats(foldTerms(todayTerms, counters), foldTerms(monthTerms, counters), currency);
+  const [daily, monthly] = [foldTerms(todayTerms, counters), foldTerms(monthTerms, counters)];
+  const shown = currency ?? reportingCurrency;
+  // The reporting currency's revenue converts the others at this month's rate: one read more, only when there are others.
+  const others = shown === reportingCurrency ? revenueCurrencies([daily, monthly], reportingCurrency) : [];
+  const { book } = await readRates(merchantId, others);
+  const rates = new Map(others.flatMap((c) => (book.get(c)?.has(day.slice(0, 7)) ? [[c, book.get(c)!.get(day.slice(0, 7))!]] : [])));
+  return stats(daily, monthly, shown, reportingCurrency, rates);
 };

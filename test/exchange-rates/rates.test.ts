@@ -145,6 +145,37 @@ describe('exchange rates', () => {
     expect(await months(token, '&currency=TWD')).toEqual(own);
   });
 
+  it("GET /orders/stats counts other currencies' revenue at this month's rate, names those without one, and costs one read more only then", async () => {
+    fixedClock('2026-03-10T12:00:00Z');
+    const { token } = await newMerchant();
+    const paid = (order_no: string, amount: string, currency: string, paid_at: string) =>
+      ok(api.post('/orders', token, { order_no, amount, currency, status: 'paid', paid_at, customer_email: 'stats@rates.test' }), 201);
+    await paid('T-1', '1000', 'TWD', '2026-03-10T01:00:00Z');
+    const twdOnly = await api.counted('GET', '/orders/stats', { token });
+    expect(twdOnly.res.body).toEqual({
+      data: { today_revenue: '1000.00', monthly_revenue: '1000.00', today_count: 1, today_success_rate: 100 },
+      unconverted: {},
+    });
+    await paid('U-1', '10.05', 'USD', '2026-03-10T02:00:00Z');
+    await paid('U-2', '10', 'USD', '2026-03-02T00:00:00Z');
+    // A rate for another month is not this month's.
+    await ok(putRates(token, 'USD', [{ month: '2026-02', rate: '30' }]));
+    const left = await api.counted('GET', '/orders/stats', { token });
+    expect(left.res.body.data).toMatchObject({ today_revenue: '1000.00', monthly_revenue: '1000.00' });
+    expect(left.res.body.unconverted).toEqual({ USD: { today_revenue: '10.05', monthly_revenue: '20.05' } });
+    expect(left.requests).toBe(twdOnly.requests + 1);
+
+    await ok(putRates(token, 'USD', [{ month: '2026-03', rate: '31.555' }]));
+    // 1000 + 10.05 × 31.555 = 1317.12775; 1000 + 20.05 × 31.555 = 1632.67775: exact, rounded half up once.
+    expect(await ok(api.get('/orders/stats', token))).toEqual({
+      data: { today_revenue: '1317.13', monthly_revenue: '1632.68', today_count: 3, today_success_rate: 100 },
+      unconverted: {},
+    });
+    // Another currency's revenue is its own; the reporting currency named is the default.
+    expect((await ok(api.get('/orders/stats?currency=USD', token))).data).toMatchObject({ today_revenue: '10.05', monthly_revenue: '20.05' });
+    expect(await ok(api.get('/orders/stats?currency=TWD', token))).toEqual(await ok(api.get('/orders/stats', token)));
+  });
+
   it("a change in a month without a rate is left out until that month has one; then it counts at that month's rate", async () => {
     const { token, sub } = await inDollars();
     await ok(putRates(token, 'USD', [{ month: '2026-01', rate: '30' }]));

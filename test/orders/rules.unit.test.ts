@@ -16,6 +16,7 @@ import {
   newOrder,
   paymentTime,
   stats,
+  revenueCurrencies,
   withOrderDefaults,
 } from '#lib/orders/rules';
 
@@ -145,12 +146,28 @@ describe('figures and stats', () => {
 
   it("reads today's revenue, the month's and the success rate to one decimal, half up", () => {
     const day = { created: new Decimal(3), created_paid: new Decimal(2), rev_TWD: new Decimal('150.5') };
-    expect(stats(day, { rev_TWD: new Decimal('900') }, 'TWD')).toEqual({
-      today_revenue: '150.50',
-      monthly_revenue: '900.00',
-      today_count: 3,
-      today_success_rate: 66.7,
+    expect(stats(day, { rev_TWD: new Decimal('900') }, 'TWD', 'TWD')).toEqual({
+      data: { today_revenue: '150.50', monthly_revenue: '900.00', today_count: 3, today_success_rate: 66.7 },
+      unconverted: {},
     });
-    expect(stats({}, {}, 'USD')).toEqual({ today_revenue: '0.00', monthly_revenue: '0.00', today_count: 0, today_success_rate: 0 });
+    expect(stats({}, {}, 'USD', 'TWD')).toEqual({
+      data: { today_revenue: '0.00', monthly_revenue: '0.00', today_count: 0, today_success_rate: 0 },
+      unconverted: {},
+    });
+  });
+
+  it('the reporting currency counts other currencies at the rate given, exactly, and names those without one', () => {
+    const day = { rev_TWD: new Decimal('100'), rev_USD: new Decimal('10.05'), rev_JPY: new Decimal('0') };
+    const month = { rev_TWD: new Decimal('1000'), rev_USD: new Decimal('20.05'), rev_EUR: new Decimal('3') };
+    // 10.05 × 31.555 = 317.12775 → 417.13 (half up at the end, not per currency); EUR has no rate.
+    const r = stats(day, month, 'TWD', 'TWD', new Map([['USD', '31.555']]));
+    expect(r.data).toMatchObject({ today_revenue: '417.13', monthly_revenue: '1632.68' });
+    expect(r.unconverted).toEqual({ EUR: { today_revenue: '0.00', monthly_revenue: '3.00' } });
+    expect(revenueCurrencies([day, month], 'TWD')).toEqual(['EUR', 'USD']);
+    // Another currency's revenue is its own, unconverted, and leaves nothing out.
+    expect(stats(day, month, 'USD', 'TWD', new Map([['USD', '31.555']]))).toMatchObject({
+      data: { today_revenue: '10.05', monthly_revenue: '20.05' },
+      unconverted: {},
+    });
   });
 });
