@@ -1,10 +1,10 @@
-import { listCustomers, standingsOf } from '#lib/customers/service';
+import { listCustomers, customerFigures } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
 import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/customers/routes';
 
 export const handler = csvApiHandler(routes.customersList, async ({ auth, query }) => {
   const { items, meta } = await listCustomers(auth.merchantId, query);
-  const standings = await standingsOf(auth.merchantId, auth.reportingCurrency, items);
-  return { status: 200, body: { data: items.map((c) => presentCustomer(c, auth.reportingCurrency, standings.get(c.id))), meta } };
+  const figures = await customerFigures(auth.merchantId, auth, items);
+  return { status: 200, body: { data: items.map((c) => presentCustomer(c, auth.reportingCurrency, figures.get(c.id))), meta } };
 });

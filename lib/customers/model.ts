@@ -2,6 +2,7 @@ import Decimal from 'decimal.js';
 import { NO_STANDING, type Standing } from '#lib/metrics/timeline';
 import { decodeMetadata } from '#lib/shared/metadata';
 import { money } from '#lib/shared/money';
+import { localDateOfIso, QUARTER_MS } from '#lib/shared/zone';
 
 /**
  * A stored customer. Derived figures live on the same item and are changed only by ADD deltas
@@ -42,8 +43,73 @@ export const ltvByCurrency = (item: Record<string, unknown>): Record<string, str
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
 };
 
-/** The API shape of a customer; `ltv` and `mrr` are in the merchant's reporting currency. */
-export const presentCustomer = (item: CustomerItem, reportingCurrency: string, standing: Standing = NO_STANDING) => ({
+/**
+ * Where a paid order in another currency is counted for the customer's converted `ltv`
+ * (docs/customers.md, "Lifetime value"): in its UTC year's item of that currency, under its UTC
+ * month (`m03`) when it lies more than 15 hours from either end of that month, so that it is in that
+ * month in every time zone (offsets run from -12 to +14 hours); near a month's ends, under its
+ * quarter-hour (`q03312345`: 31 March 23:45 UTC), which any zone's months are made of. So the
+ * month whose rate converts it is found at read time in the merchant's zone as it is then.
+ */
+export const ltvPartOf = (paidAt: string): { year: string; attr: string } => {
+  const t = Date.parse(paidAt);
+  const d = new Date(t);
+  const [y, m] = [d.getUTCFullYear(), d.getUTCMonth()];
+  const pad = (n: number) => String(n).padStart(2, '0');
+  const inMonth = t - Date.UTC(y, m, 1) >= LTV_EDGE_MS && Date.UTC(y, m + 1, 1) - t > LTV_EDGE_MS;
+  if (inMonth) return { year: String(y), attr: `m${pad(m + 1)}` };
+  const q = new Date(Math.floor(t / QUARTER_MS) * QUARTER_MS);
+  return { year: String(y), attr: `q${pad(m + 1)}${pad(q.getUTCDate())}${pad(q.getUTCHours())}${pad(q.getUTCMinutes())}` };
+};
+/** How near a UTC month's ends a payment is kept by quarter-hour: past every zone's offset (−12 h to +14 h) by an hour. */
+const LTV_EDGE_MS = 15 * 3_600_000;
+const LTV_ATTR = /^(?:m(\d{2})|q(\d{2})(\d{2})(\d{2})(\d{2}))$/;
+
+/** A stored LTV part item: one customer's paid orders in one currency and UTC year (`ltvPartOf`). */
+export type LtvPart = { currency: string; year: string } & Record<string, unknown>;
+
+/**
+ * The customer's `ltv` in the reporting currency: its paid orders in it, plus each other currency's
+ * paid orders at the rate of their month in `zone` (`rates`: currency → `yyyy-mm` → rate). A month
+ * without a rate leaves its orders out (`ltv_by_currency` still shows them). Exact; rounded once.
+ */
+export const convertedLtv = (
+  item: Record<string, unknown>,
+  reportingCurrency: string,
+  parts: LtvPart[],
+  rates: ReadonlyMap<string, ReadonlyMap<string, string>>,
+  zone: string,
+): Decimal => {
+  let sum = new Decimal(String(item[ltvAttr(reportingCurrency)] ?? 0));
+  for (const part of parts) {
+    const book = rates.get(part.currency);
+    if (!book) continue;
+    for (const [attr, v] of Object.entries(part)) {
+      const at = LTV_ATTR.exec(attr);
+      if (!at || v === 0) continue;
+      const month = at[1]
+        ? `${part.year}-${at[1]}`
+        : localDateOfIso(`${part.year}-${at[2]}-${at[3]}T${at[4]}:${at[5]}:00Z`, zone).slice(0, 7);
+      const rate = book.get(month);
+      if (rate !== undefined) sum = sum.plus(new Decimal(String(v)).times(rate));
+    }
+  }
+  return sum;
+};
+
+/** The currencies other than the reporting one a customer has paid orders in (its parts to read). */
+export const otherLtvCurrencies = (item: Record<string, unknown>, reportingCurrency: string): string[] =>
+  Object.keys(ltvByCurrency(item)).filter((c) => c !== reportingCurrency);
+
+/**
+ * The API shape of a customer; `ltv` and `mrr` are in the merchant's reporting currency (`ltv`
+ * given when converted, else the reporting currency's paid orders alone).
+ */
+export const presentCustomer = (
+  item: CustomerItem,
+  reportingCurrency: string,
+  { standing = NO_STANDING, ltv }: { standing?: Standing; ltv?: Decimal } = {},
+) => ({
   id: item.id,
   email: item.email,
   name: item.name ?? null,
@@ -52,7 +118,7 @@ export const presentCustomer = (item: CustomerItem, reportingCurrency: string, s
   metadata: decodeMetadata(item.metadata),
   mrr: money(standing.mrr),
   subscription_status: standing.subscription_status,
-  ltv: money(item[ltvAttr(reportingCurrency) as `ltv_${string}`]),
+  ltv: money(ltv ?? item[ltvAttr(reportingCurrency) as `ltv_${string}`]),
   ltv_by_currency: ltvByCurrency(item),
   order_count: Number(item.order_count ?? 0),
   first_payment_at: item.first_payment_at ?? null,

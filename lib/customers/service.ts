@@ -7,10 +7,13 @@ import { NotFoundError } from '#lib/errors';
 import { formatTimestamp } from '#lib/shared/time';
 import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/customers/schemas';
 import { isIdSegment, profileChanges, searchPage, searchTerm } from '#lib/customers/rules';
-import type { CustomerItem } from '#lib/customers/model';
+import { convertedLtv, otherLtvCurrencies, type CustomerItem } from '#lib/customers/model';
+import type { AuthContext } from '#lib/auth/tokens';
+import { readRates } from '#lib/exchange-rates/store';
+import type Decimal from 'decimal.js';
 import { readStandings, readTimeline } from '#lib/metrics/store';
 import { movementRow } from '#lib/metrics/rules';
-import { movementsOf, type Standing } from '#lib/metrics/timeline';
+import { movementsOf, NO_STANDING, type Standing } from '#lib/metrics/timeline';
 import { cursorMeta, pageOfRows } from '#lib/shared/pagination';
 import {
   addCustomerCreate,
@@ -22,6 +25,7 @@ import {
   customerTotal,
   getCustomerByExternalId,
   getCustomerById,
+  readLtvParts,
   resolveForWrite,
   takenError,
 } from '#lib/customers/store';
@@ -116,13 +120,40 @@ export const findCustomer = async (merchantId: string, idOrExternalId: string): 
       ? null
       : getCustomerByExternalId(merchantId, idOrExternalId);
 
-/** The customers' MRR and latest subscription status now: one BatchGetItem of their timeline heads (docs/customers.md). */
-export const standingsOf = (merchantId: string, reportingCurrency: string, customers: CustomerItem[]): Promise<Map<number, Standing>> =>
-  readStandings(
-    merchantId,
-    reportingCurrency,
-    customers.map((c) => c.id),
+/** What a customer shows beyond its item: its MRR and latest subscription status now, and its `ltv` when converted. */
+export type CustomerFigures = { standing: Standing; ltv?: Decimal };
+
+/**
+ * The customers' figures (docs/customers.md): their MRR and status from one BatchGetItem of their
+ * timeline heads; for those with paid orders in other currencies, `ltv` converted at the rates as
+ * they are now, in the merchant's zone as it is now (the rate tables in one BatchGetItem, then the
+ * parts of the customers with a rate to use, a Query each, at once).
+ */
+export const customerFigures = async (
+  merchantId: string,
+  { reportingCurrency, timezone }: Pick<AuthContext, 'reportingCurrency' | 'timezone'>,
+  customers: CustomerItem[],
+): Promise<Map<number, CustomerFigures>> => {
+  const others = new Map(customers.map((c) => [c.id, otherLtvCurrencies(c, reportingCurrency)]));
+  const [standings, { book }] = await Promise.all([
+    readStandings(
+      merchantId,
+      reportingCurrency,
+      customers.map((c) => c.id),
+    ),
+    readRates(merchantId, [...others.values()].flat()),
+  ]);
+  // Only a customer with a currency that has rates has anything to convert.
+  const converting = customers.filter((c) => others.get(c.id)!.some((ccy) => book.get(ccy)?.size));
+  const ltvs = new Map(
+    await Promise.all(
+      converting.map(
+        async (c) => [c.id, convertedLtv(c, reportingCurrency, await readLtvParts(merchantId, c.id), book, timezone)] as const,
+      ),
+    ),
   );
+  return new Map(customers.map((c) => [c.id, { standing: standings.get(c.id) ?? NO_STANDING, ltv: ltvs.get(c.id) }]));
+};
 
 /**
  * A page of the customer's MRR movements up to now, newest first (docs/customers.md): its timeline

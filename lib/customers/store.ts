@@ -3,13 +3,13 @@ import Decimal from 'decimal.js';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { addTotal, listTotal } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
-import { ENTRY_OF, indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
+import { ENTRY_OF, indexes, indexPartitions, keys, LTV_PART_PREFIX, type Key } from '#lib/db/keys';
 import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
 import { InvalidError, type FieldErrors } from '#lib/errors';
 import { itemRowsOf, queryAll, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
 import { EXTERNAL_ID_MAX, type CustomerCreate } from '#lib/customers/schemas';
-import type { CustomerItem } from '#lib/customers/model';
+import type { CustomerItem, LtvPart } from '#lib/customers/model';
 import { EMAIL_TAKEN, EXTERNAL_ID_TAKEN, isIdSegment, type ProfileChanges, type SearchRow } from '#lib/customers/rules';
 import { decodeMetadata } from '#lib/shared/metadata';
 
@@ -19,6 +19,13 @@ import { decodeMetadata } from '#lib/shared/metadata';
  */
 
 const live = (item: Record<string, unknown> | undefined): CustomerItem | null => (item && !item.deleted_at ? (item as CustomerItem) : null);
+
+/** A customer's LTV parts (its paid orders in other currencies by year), one strongly consistent Query of its partition. */
+export const readLtvParts = (merchantId: string, customerId: number): Promise<LtvPart[]> =>
+  queryAll<LtvPart>(
+    { partition: keys.customer(merchantId, customerId).pk, from: LTV_PART_PREFIX, to: `${LTV_PART_PREFIX}~`, descending: false },
+    [],
+  );
 
 export const getCustomerById = async (merchantId: string, id: number): Promise<CustomerItem | null> => {
   const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.customer(merchantId, id), ConsistentRead: true }));

@@ -134,6 +134,7 @@ export const ENTRY_OF = 'entry_of';
 
 export type TotalsResource = 'ORDERS' | 'CUSTOMERS' | 'SUBSCRIPTIONS' | 'SUBSCRIPTION_EVENTS' | 'WEBHOOK_ENDPOINTS';
 export const PAYMENT_PREFIX = 'PAY#';
+export const LTV_PART_PREFIX = 'LTV#';
 /** Sort-key prefix of a customer's timeline chunks (read with one strongly consistent Query). */
 export const TIMELINE_CHUNK_PREFIX = 'MRR_TIMELINE#';
 /**
@@ -319,6 +320,11 @@ export const keys = {
   customerPayment: (merchantId: string, customerId: number, paidAt: string, orderNo: string): Key => ({
     pk: `${m(merchantId)}#CUSTOMER#${customerId}`,
     sk: `${PAYMENT_PREFIX}${paidAt}#${orderNo}`,
+  }),
+  /** A customer's paid orders in another currency in one UTC year, by month or quarter-hour (its converted `ltv`). */
+  customerLtvPart: (merchantId: string, customerId: number, currency: string, year: string): Key => ({
+    pk: `${m(merchantId)}#CUSTOMER#${customerId}`,
+    sk: `${LTV_PART_PREFIX}${currency}#${year}`,
   }),
   /**
    * An event's mark: small, time-ordered within its shard (`ordinal` keeps the events of one

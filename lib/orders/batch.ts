@@ -293,10 +293,10 @@ const writeUnits = async (
       : state.timeline;
     if (!state.exists) {
       const created = addCustomerCreate(ws, merchantId, id, { email: state.item.email, name: state.name }, at);
-      await addCustomerFigures(ws, merchantId, created, cs, created);
+      await addCustomerFigures(ws, merchantId, figures.reportingCurrency, created, cs, created);
       after.set(id, { item: created, exists: true, name: state.name, timeline });
     } else {
-      const payment = cs.length ? await addCustomerFigures(ws, merchantId, state.item, cs) : null;
+      const payment = cs.length ? await addCustomerFigures(ws, merchantId, figures.reportingCurrency, state.item, cs) : null;
       if (linkedByEmail.has(id)) ws.update('customer-figures', keys.customer(merchantId, id)).when(liveCondition);
       after.set(id, { ...state, item: { ...state.item, ...(payment ?? {}) }, timeline });
     }

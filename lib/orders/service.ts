@@ -105,7 +105,7 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
       customer = existing;
       order = newOrderItem(merchantId, orderId, existing.id, input, 'api', at);
       addOrderWrite(ws, merchantId, null, order);
-      await addCustomerFigures(ws, merchantId, existing, [{ before: null, after: order }]);
+      await addCustomerFigures(ws, merchantId, auth.reportingCurrency, existing, [{ before: null, after: order }]);
       // Still live at commit: a customer deleted meanwhile sends us round again.
       ws.update('customer-figures', keys.customer(merchantId, existing.id)).when(liveCondition);
     } else {
@@ -119,7 +119,7 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
       customer = created;
       order = newOrderItem(merchantId, orderId, created.id, input, 'api', at);
       addOrderWrite(ws, merchantId, null, order);
-      await addCustomerFigures(ws, merchantId, created, [{ before: null, after: order }], created);
+      await addCustomerFigures(ws, merchantId, auth.reportingCurrency, created, [{ before: null, after: order }], created);
     }
     addAggregateDeltas(ws, merchantId, null, order);
     const presented = presentOrder(order, customer);
@@ -174,7 +174,7 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
     const timeline = read.timelines.get(order.customer_id)!;
     const ws = new WriteSet();
     addOrderWrite(ws, merchantId, order, after);
-    if (customer) await addCustomerFigures(ws, merchantId, customer, [{ before: order, after }]);
+    if (customer) await addCustomerFigures(ws, merchantId, auth.reportingCurrency, customer, [{ before: order, after }]);
     addAggregateDeltas(ws, merchantId, order, after);
     const presented = presentOrder(after, customer);
     addOutboxEvent(ws, merchantId, webhook, presented, at);

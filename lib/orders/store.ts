@@ -6,7 +6,7 @@ import { createdRange, ENTRY_OF, indexes, indexPartitions, keys, PAYMENT_PREFIX 
 import { countQuery, itemRowsOf, listPage, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
 import { itemAbsent, versionIs, WriteConflict, WriteSet, type Condition } from '#lib/db/writes';
-import { ltvAttr, type CustomerItem } from '#lib/customers/model';
+import { ltvAttr, ltvPartOf, type CustomerItem } from '#lib/customers/model';
 import type { OrderItem } from '#lib/orders/model';
 import { changed, newOrder, paymentTime, quarterAttr, revenueAttr, type StatsTerm } from '#lib/orders/rules';
 import type { OrderListQuery } from '#lib/orders/schemas';
@@ -267,11 +267,14 @@ const exists = (attr: string): Condition => ({ expression: `attribute_exists(${a
 export const addCustomerFigures = async (
   ws: WriteSet,
   merchantId: string,
+  reportingCurrency: string,
   customer: CustomerItem,
   changes: CustomerOrderChange[],
   created?: CustomerItem,
 ): Promise<PaymentState> => {
   const ltv = new Map<string, Decimal>();
+  /** `<currency>#<year>#<attr>` → delta: what moves in the LTV parts (docs/customers.md, "Lifetime value"). */
+  const parts = new Map<string, Decimal>();
   let orderCount = new Decimal(0);
   const removed: { at: string; sk: string }[] = [];
   const added: { at: string; sk: string; order_no: string }[] = [];
@@ -281,8 +284,15 @@ export const addCustomerFigures = async (
       [after, false],
     ] as const) {
       if (o?.status === 'paid') {
-        ltv.set(o.currency, (ltv.get(o.currency) ?? new Decimal(0)).plus(sign(new Decimal(o.amount), negative)));
+        const amount = sign(new Decimal(o.amount), negative);
+        ltv.set(o.currency, (ltv.get(o.currency) ?? new Decimal(0)).plus(amount));
         orderCount = orderCount.plus(sign(ONE, negative));
+        // Another currency's payment also goes to its month's part, which converts `ltv` at read time.
+        if (o.currency !== reportingCurrency && o.paid_at) {
+          const { year, attr } = ltvPartOf(o.paid_at);
+          const at = `${o.currency}#${year}#${attr}`;
+          parts.set(at, (parts.get(at) ?? new Decimal(0)).plus(amount));
+        }
       }
     }
     const b = paymentTime(before);
@@ -290,6 +300,14 @@ export const addCustomerFigures = async (
     if (b === a && before?.order_no === after?.order_no) continue;
     if (b) removed.push({ at: b, sk: keys.customerPayment(merchantId, customer.id, b, before!.order_no).sk });
     if (a) added.push({ at: a, sk: keys.customerPayment(merchantId, customer.id, a, after!.order_no).sk, order_no: after!.order_no });
+  }
+  for (const [at, delta] of parts) {
+    if (delta.isZero()) continue;
+    const [currency, year, attr] = at.split('#');
+    ws.update('ltv-part', keys.customerLtvPart(merchantId, customer.id, currency, year))
+      .set('currency', currency)
+      .set('year', year)
+      .add(attr, delta);
   }
   const key = keys.customer(merchantId, customer.id);
   for (const r of removed) ws.delete('payment', { pk: key.pk, sk: r.sk }, exists('pk'));

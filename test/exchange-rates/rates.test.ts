@@ -172,8 +172,48 @@ describe('exchange rates', () => {
       unconverted: {},
     });
     // Another currency's revenue is its own; the reporting currency named is the default.
-    expect((await ok(api.get('/orders/stats?currency=USD', token))).data).toMatchObject({ today_revenue: '10.05', monthly_revenue: '20.05' });
+    expect((await ok(api.get('/orders/stats?currency=USD', token))).data).toMatchObject({
+      today_revenue: '10.05',
+      monthly_revenue: '20.05',
+    });
     expect(await ok(api.get('/orders/stats?currency=TWD', token))).toEqual(await ok(api.get('/orders/stats', token)));
+  });
+
+  it("a customer's ltv counts paid orders in other currencies at their month's rate, in the zone as it is now; a refund takes them out", async () => {
+    fixedClock('2026-03-10T12:00:00Z');
+    const { merchantId, token } = await newMerchant();
+    const pay = (order_no: string, amount: string, currency: string, paid_at: string) =>
+      ok(api.post('/orders', token, { order_no, amount, currency, status: 'paid', paid_at, customer_email: 'ltv@rates.test' }), 201);
+    await pay('T-1', '1000', 'TWD', '2026-01-05T00:00:00Z');
+    const id = (await pay('U-1', '10.05', 'USD', '2026-02-10T00:00:00Z')).data.customer_id;
+    // 28 February 20:00 UTC: February in UTC, 1 March in Taipei.
+    await pay('U-2', '20', 'USD', '2026-02-28T20:00:00Z');
+    const customer = async () => (await ok(api.get(`/customers/${id}`, token))).data;
+    const plain = await api.counted('GET', `/customers/${id}`, { token });
+    expect(plain.res.body.data).toMatchObject({ ltv: '1000.00', ltv_by_currency: { TWD: '1000.00', USD: '30.05' }, order_count: 3 });
+
+    await ok(putRates(token, 'USD', [{ month: '2026-02', rate: '30.5' }]));
+    // 1000 + 30.05 × 30.5 = 1916.525 → 1916.53 (half up, once); the list shows the same.
+    const converted = await api.counted('GET', `/customers/${id}`, { token });
+    expect(converted.res.body.data).toMatchObject({ ltv: '1916.53', ltv_by_currency: { TWD: '1000.00', USD: '30.05' } });
+    expect((await ok(api.get('/customers', token))).data.find((c: { id: number }) => c.id === id).ltv).toBe('1916.53');
+    // A customer with other currencies reads the rate tables (one request); once they have rates, its parts too (one more).
+    expect(converted.requests).toBe(plain.requests + 1);
+
+    // In Taipei the second payment is March's, which has no rate yet: 1000 + 10.05 × 30.5 = 1306.525.
+    await ok(
+      api.request('PUT', '/settings', {
+        headers: { authorization: `Bearer ${await backofficeJwt(merchantId, 'admin')}` },
+        body: { timezone: 'Asia/Taipei' },
+      }),
+    );
+    expect((await customer()).ltv).toBe('1306.53');
+    await ok(putRates(token, 'USD', [{ month: '2026-03', rate: '31' }]));
+    expect((await customer()).ltv).toBe('1926.53');
+    // A refund takes the order out of ltv as if it had never been paid.
+    await ok(api.patch('/orders/U-2', token, { status: 'refunded' }));
+    expect((await customer()).ltv).toBe('1306.53');
+    expect((await customer()).ltv_by_currency).toEqual({ TWD: '1000.00', USD: '10.05' });
   });
 
   it("a change in a month without a rate is left out until that month has one; then it counts at that month's rate", async () => {
