@@ -277,6 +277,8 @@ export const keys = {
   }),
   /** One currency's exchange rates into the reporting currency, month by month. */
   exchangeRates: (merchantId: string, currency: string): Key => ({ pk: exchangeRatesPartition(merchantId), sk: currency }),
+  /** A pass over the merchant's customers to go on with (lib/metrics/restate.ts): one item per round, never rewritten. */
+  restateJob: (merchantId: string, id: string): Key => ({ pk: `${m(merchantId)}#RESTATE`, sk: id }),
   /** One copy of a currency's rate-table version (`shard` taken modulo RATE_VERSION_SHARDS). */
   exchangeRatesVersion: (merchantId: string, currency: string, shard: number): Key => ({
     pk: exchangeRatesVersionPartition(merchantId, shard),

@@ -3,15 +3,15 @@ import { deadline, retrying } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
 import { decide, presentRates, type RatesChange } from '#lib/exchange-rates/rules';
 import { addRateTablePut, listRateTables, readRateTable } from '#lib/exchange-rates/store';
-import { logger } from '#lib/logger';
+import { continueRestate } from '#lib/metrics/restate-jobs';
 import { restateCustomers } from '#lib/metrics/restate';
 
 /**
  * PUT /exchange-rates/{currency}: the currency's table as changed (under its version), then every
  * customer with points in that currency is counted again at the new rates (`restateCustomers`),
- * within the invocation's time; what is left moves with each customer's next write, a repeated PUT
- * or `ops metrics rebuild` (docs/exchange-rates.md). The pass runs even when no rate changed, so
- * repeating a PUT finishes one cut short.
+ * within the invocation's time; what is left goes on in the background (a restate job,
+ * lib/metrics/restate-jobs.ts), or moves sooner with each customer's next write
+ * (docs/exchange-rates.md). The pass runs even when no rate changed, so repeating a PUT helps one along.
  */
 export const putExchangeRates = async (auth: AuthContext, currency: string, change: RatesChange) => {
   const { merchantId } = auth;
@@ -25,7 +25,8 @@ export const putExchangeRates = async (auth: AuthContext, currency: string, chan
     return plan.table;
   });
   const moved = await restateCustomers(merchantId, auth.reportingCurrency, auth.timezone, { currency, until: deadline() - 2_000 });
-  if (!moved.done) logger.warn('exchange rates: customers left to move', { merchant_id: merchantId, currency, ...moved });
+  // The customers left go on moving in the background (a restate job), from where this pass stopped.
+  await continueRestate(merchantId, moved, currency);
   return presentRates(table);
 };
 

@@ -1,5 +1,5 @@
 import { deadline } from '#lib/db/retry';
-import { logger } from '#lib/logger';
+import { continueRestate } from '#lib/metrics/restate-jobs';
 import { presentSettings, zoneOf, type Merchant, type MerchantChanges } from '#lib/merchants/rules';
 import { updateMerchant } from '#lib/merchants/service';
 import { restateCustomers, type RestateReport } from '#lib/metrics/restate';
@@ -9,7 +9,8 @@ import { restateCustomers, type RestateReport } from '#lib/metrics/restate';
  * when the time zone changes, in one transaction, so every request from the next one on knows the
  * zone; then, for a time zone, every customer's figures move to the new zone's days
  * (`restateCustomers`) until `until` (an invocation's deadline; none: to the end). What is left
- * moves with each customer's next write, or with `ops metrics rebuild` (docs/settings.md).
+ * goes on in the background (a restate job, lib/metrics/restate-jobs.ts), or moves sooner with each
+ * customer's next write (docs/settings.md).
  */
 export const changeMerchant = async (
   merchantOrId: Merchant | string,
@@ -19,7 +20,8 @@ export const changeMerchant = async (
   const merchant = await updateMerchant(merchantOrId, changes);
   if (changes.timezone === undefined) return { merchant, moved: null };
   const moved = await restateCustomers(merchant.merchant_id, merchant.reporting_currency, zoneOf(merchant), { until });
-  if (!moved.done) logger.warn('time zone change: customers left to move', { merchant_id: merchant.merchant_id, ...moved });
+  // The customers left go on moving in the background (a restate job), from where this pass stopped.
+  await continueRestate(merchant.merchant_id, moved);
   return { merchant, moved };
 };
 

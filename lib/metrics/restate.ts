@@ -21,7 +21,8 @@ import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 const IDS_PER_ROUND = 1_000;
 const LANES = 4;
 
-export type RestateReport = { customers_read: number; moved: number; done: boolean };
+/** What a pass did; `next`: the customer id a pass cut short goes on from (null when done). */
+export type RestateReport = { customers_read: number; moved: number; done: boolean; next: number | null };
 
 type Head = { zone?: string; currencies?: string[] };
 
@@ -29,7 +30,7 @@ export const restateCustomers = async (
   merchantId: string,
   reportingCurrency: string,
   zone: string,
-  opts: { currency?: string; until?: number } = {},
+  opts: { currency?: string; until?: number; fromId?: number } = {},
 ): Promise<RestateReport> => {
   let moved = 0;
   let read = 0;
@@ -40,8 +41,10 @@ export const restateCustomers = async (
     (head.zone ?? DEFAULT_TIMEZONE) !== zone ||
     // A head written before heads named their currencies is read whole.
     (opts.currency !== undefined && (head.currencies === undefined || head.currencies.includes(opts.currency)));
-  for await (const ids of customerIdRounds(merchantId, IDS_PER_ROUND)) {
-    if (late()) return { customers_read: read, moved, done: false };
+  for await (const ids of customerIdRounds(merchantId, IDS_PER_ROUND, opts.fromId)) {
+    // Cut short: the next pass reads this round's heads again (those moved meanwhile are no longer concerned).
+    const cutAt = () => ({ customers_read: read, moved, done: false, next: ids[0] });
+    if (late()) return cutAt();
     const heads = await batchGet<Head>(
       ids.map((id) => keys.customerTimeline(merchantId, id)),
       ['zone', 'currencies'],
@@ -74,7 +77,7 @@ export const restateCustomers = async (
         }
       }),
     );
-    if (cut) return { customers_read: read, moved, done: false };
+    if (cut) return cutAt();
   }
-  return { customers_read: read, moved, done: true };
+  return { customers_read: read, moved, done: true, next: null };
 };

@@ -354,12 +354,12 @@ export const readTimelines = async (merchantId: string, ids: number[]): Promise<
 };
 
 /**
- * Every customer id the merchant has allocated (1 to its sequence's last, read strongly
- * consistent), `size` at a time: the passes over all customers (`restateCustomers`, `GET
+ * Every customer id the merchant has allocated (`from`, by default 1, to its sequence's last, read
+ * strongly consistent), `size` at a time: the passes over all customers (`restateCustomers`, `GET
  * /metrics/movements`) read each round's timeline heads by key, never an index.
  */
-export async function* customerIdRounds(merchantId: string, size: number): AsyncGenerator<number[]> {
+export async function* customerIdRounds(merchantId: string, size: number, from = 1): AsyncGenerator<number[]> {
   const { Item: seq } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sequences(merchantId), ConsistentRead: true }));
   const last = Number(seq?.customer ?? 0);
-  for (let first = 1; first <= last; first += size) yield Array.from({ length: Math.min(size, last - first + 1) }, (_, i) => first + i);
+  for (let first = from; first <= last; first += size) yield Array.from({ length: Math.min(size, last - first + 1) }, (_, i) => first + i);
 }

@@ -1,0 +1,125 @@
+import { randomUUID } from 'node:crypto';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { now } from '#lib/clock';
+import { db, tableName } from '#lib/db/client';
+import { keys, type Key } from '#lib/db/keys';
+import { DEADLINE_MARGIN_MS, deadline, withDeadline } from '#lib/db/retry';
+import { WriteConflict, WriteSet } from '#lib/db/writes';
+import { logger } from '#lib/logger';
+import { zoneOf } from '#lib/merchants/rules';
+import { getMerchant } from '#lib/merchants/store';
+import { restateCustomers, type RestateReport } from '#lib/metrics/restate';
+import { formatTimestamp } from '#lib/shared/time';
+
+/**
+ * A pass after a time zone or rate change that one request could not finish goes on by itself
+ * (docs/exchange-rates.md, "After a rate change"): the request leaves a **restate job** item
+ * saying where it stopped; the table's stream hands each job's INSERT to the restate worker
+ * (functions/metrics/restate-worker.ts; locally, `npm start`'s poller), which goes on with the pass
+ * in the merchant's zone and at the rates as they are then, for its invocation's time, and ends
+ * the job or leaves the next one (a new item, so a new INSERT) in one transaction. The pass is
+ * idempotent: a customer already moved is no longer concerned, so a job run twice costs reads only.
+ */
+
+export const RESTATE_JOB_ENTITY = 'restate-job';
+
+/** A pass to go on with: the merchant's customers from `from_id` on, and those with points in `currency` (none: the zone only). */
+export type RestateJob = { merchant_id: string; currency?: string; from_id: number; round: number };
+
+/** Time a job keeps for its own transaction and the stream's answer. */
+const JOB_MARGIN_MS = 3_000;
+
+/** Adds a job to `ws`: a new item every time (never rewritten, so the stream always sees an INSERT). */
+export const addRestateJob = (ws: WriteSet, job: RestateJob) => {
+  const id = `${String(job.round).padStart(6, '0')}#${randomUUID()}`;
+  ws.put('restate-job', {
+    ...keys.restateJob(job.merchant_id, id),
+    entity: RESTATE_JOB_ENTITY,
+    merchant_id: job.merchant_id,
+    ...(job.currency ? { currency: job.currency } : {}),
+    from_id: job.from_id,
+    round: job.round,
+    created_at: formatTimestamp(now()),
+  });
+};
+
+/** After a request's pass: nothing when it finished, else the job that goes on from where it stopped. */
+export const continueRestate = async (merchantId: string, report: RestateReport, currency?: string) => {
+  if (report.done) return;
+  const ws = new WriteSet();
+  addRestateJob(ws, { merchant_id: merchantId, ...(currency ? { currency } : {}), from_id: report.next ?? 1, round: 1 });
+  await ws.commit();
+  logger.info('restate: the pass goes on in the background', { merchant_id: merchantId, currency, ...report });
+};
+
+export type JobOutcome = 'gone' | 'done' | 'continued' | 'deferred';
+
+/**
+ * Runs one job (by its key) until `until`: gone already (another delivery ran it), done (the job
+ * deleted), or continued (deleted, and the next round put, in one transaction). Without time to
+ * do anything, deferred: the same job put again as a new item.
+ */
+export const runRestateJob = async (key: Key, until: number): Promise<JobOutcome> => {
+  const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }));
+  if (!Item) return 'gone';
+  const job = Item as RestateJob;
+  const merchant = await getMerchant(job.merchant_id);
+  const ws = new WriteSet();
+  // Another delivery of the same record may have ended it meanwhile: then this one adds nothing.
+  ws.delete('restate-job', key, { expression: 'attribute_exists(pk)' });
+  let outcome: JobOutcome = 'done';
+  if (merchant) {
+    if (Date.now() >= until) {
+      addRestateJob(ws, job);
+      outcome = 'deferred';
+    } else {
+      const report = await restateCustomers(job.merchant_id, merchant.reporting_currency, zoneOf(merchant), {
+        currency: job.currency,
+        fromId: job.from_id,
+        until,
+      });
+      if (!report.done) {
+        addRestateJob(ws, { ...job, from_id: report.next ?? job.from_id, round: job.round + 1 });
+        outcome = 'continued';
+      }
+      logger.info('restate job', { merchant_id: job.merchant_id, currency: job.currency, round: job.round, ...report });
+    }
+  }
+  try {
+    await ws.commit();
+  } catch (err) {
+    if (err instanceof WriteConflict && err.tags.includes('restate-job')) return 'gone';
+    throw err;
+  }
+  return outcome;
+};
+
+/** What the worker's stream mapping lets through, tested again here and by the local poller: INSERTs of restate jobs. */
+export const isRestateJobInsert = (record: DynamoDBRecord): boolean =>
+  record.eventName === 'INSERT' && record.dynamodb?.NewImage?.entity?.S === RESTATE_JOB_ENTITY;
+
+/**
+ * The restate worker as a Lambda handler (DynamoDB stream event → partial batch response): each
+ * job in turn within the invocation's time; a job that fails is reported, so the mapping retries it.
+ */
+export const handleRestateJobs = async (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> => {
+  logger.addContext(context);
+  const end = Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS;
+  const failed: string[] = [];
+  await withDeadline(end, async () => {
+    for (const record of (event.Records ?? []).filter(isRestateJobInsert)) {
+      const pk = record.dynamodb?.Keys?.pk?.S;
+      const sk = record.dynamodb?.Keys?.sk?.S;
+      try {
+        if (!pk || !sk) throw new Error('stream record without its pk and sk');
+        const outcome = await runRestateJob({ pk, sk }, deadline() - JOB_MARGIN_MS);
+        logger.info('restate job run', { pk, sk, outcome });
+      } catch (err) {
+        failed.push(record.dynamodb?.SequenceNumber ?? '');
+        logger.warn('restate job failed', { pk, sk, error: (err as Error).name, error_message: (err as Error).message });
+      }
+    }
+  });
+  return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
+};
