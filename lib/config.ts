@@ -25,6 +25,15 @@ export const config = {
    * pipeline refuses requests without it. Unset locally and in tests: nothing is checked.
    */
   originVerifySecret: (): string | undefined => process.env.ORIGIN_VERIFY_SECRET || undefined,
+  /**
+   * How many write units a second a pass after a time zone or rate change may take from any one
+   * partition key (lib/metrics/restate.ts): 100 beside a merchant's full load (docs/scale.md). 0:
+   * unpaced (DynamoDB Local, which has no partitions to spare).
+   */
+  restateWcuPerSecond: (): number => {
+    const n = Number(process.env.RESTATE_WCU_PER_SECOND ?? '');
+    return process.env.RESTATE_WCU_PER_SECOND !== undefined && Number.isFinite(n) && n >= 0 ? n : 100;
+  },
   /** Local stack only: lets webhook endpoints use http://localhost (docs/webhook-endpoints.md). */
   isLocal: (): boolean => process.env.STAGE === 'local',
 };

@@ -16,6 +16,7 @@ import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEven
 import { config } from '#lib/config';
 import { backoffMs } from '#lib/db/retry';
 import { handlePendingMoves, isPendingMovesInsert } from '#lib/metrics/pending-applier';
+import { handleRestateJobs, isRestateJobInsert } from '#lib/metrics/restate-jobs';
 import { createRelayHandler, isOutboxInsert } from '#lib/outbox/relay';
 import { localClientConfig } from './dynamodb.ts';
 import { LocalBus } from './local-bus.ts';
@@ -290,6 +291,13 @@ export const startOutboxPoller = (opts: OutboxPollerOptions): Promise<OutboxPoll
  */
 export const startLocalPendingApplier = (opts: { endpoint: string; tableName: string; checkpointFile?: string; intervalMs?: number }) =>
   startStreamPoller({ ...opts, filter: isPendingMovesInsert, handler: handlePendingMoves, functionName: 'pendingMovesApplier' });
+
+/**
+ * `npm start`'s restate worker: a poller of its own invoking the deployed function's handler with
+ * the restate jobs' INSERTs, so a pass a request cut short goes on here as it does on AWS.
+ */
+export const startLocalRestateWorker = (opts: { endpoint: string; tableName: string; checkpointFile?: string; intervalMs?: number }) =>
+  startStreamPoller({ ...opts, filter: isRestateJobInsert, handler: handleRestateJobs, functionName: 'restateWorker' });
 
 /**
  * `npm start`'s relay: the poller invoking the relay handler, publishing to the local bus (its

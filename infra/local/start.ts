@@ -24,7 +24,7 @@ import {
 /**
  * `npm start`: DynamoDB Local (unless DYNAMODB_ENDPOINT names one), the table, a demo merchant and
  * token, the API at http://localhost:PORT/v1, and the table stream's consumers: the outbox relay
- * and the pending-moves applier (infra/local/outbox-poller.ts, the local stand-in for the stream
+ * the pending-moves applier and the restate worker (infra/local/outbox-poller.ts, the local stand-in for the stream
  * triggers). Ctrl-C stops everything it started.
  */
 const DEMO_MERCHANT = 'mer_demo';
@@ -83,6 +83,8 @@ const servers: Server[] = [];
 let relay: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRelay>> | undefined;
 /** The pending-moves applier's stream poller (batches' aggregate moves applied). */
 let applier: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalPendingApplier>> | undefined;
+/** The restate worker's stream poller (passes after a zone or rate change that a request cut short). */
+let restater: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRestateWorker>> | undefined;
 /** Webhook delivery from the local bus (infra/local/webhooks.ts). */
 let webhooks: ReturnType<typeof import('./webhooks.ts').startLocalWebhooks> | undefined;
 /** Scheduled cancellations (infra/local/cancel-scheduler.ts). */
@@ -101,6 +103,8 @@ const shutdown = async (code: number) => {
   if (relay) await Promise.race([relay.poller.stop(), new Promise((r) => setTimeout(r, 3_000))]);
   // Likewise: items not applied yet are read in meanwhile, and applied at the next start.
   if (applier) await Promise.race([applier.stop(), new Promise((r) => setTimeout(r, 3_000))]);
+  // A job cut short by stopping is read again at the next start (its item stays until it is ended).
+  if (restater) await Promise.race([restater.stop(), new Promise((r) => setTimeout(r, 3_000))]);
   // Attempts under way finish (10 s at most); queued deliveries are not kept across restarts.
   if (webhooks) await Promise.race([webhooks.stop(), new Promise((r) => setTimeout(r, 3_000))]);
   cancels?.stop();
@@ -155,6 +159,8 @@ const main = async () => {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   process.env.TABLE_NAME ??= 'revenue-analytics';
   process.env.AWS_REGION ??= 'us-east-1';
+  // DynamoDB Local has no partition ceilings to keep a pass's pace for: a pass after a zone or rate change runs flat out.
+  process.env.RESTATE_WCU_PER_SECOND ??= '0';
   await cleanUpAfterKilledStart();
   const port = Number(process.env.PORT ?? 3000);
   const apiUrl = `http://localhost:${port}${BASE_PATH}`;
@@ -207,6 +213,17 @@ const main = async () => {
       `Warning: pending-moves applier not started (${err instanceof Error ? err.message : err}); batches' aggregate moves stay pending (read in, so figures are still exact)`,
     );
   }
+  try {
+    restater = await (await import('./outbox-poller.ts')).startLocalRestateWorker({
+      endpoint: endpoint!,
+      tableName: tableName(),
+      checkpointFile: localStateFile('restate-checkpoint.json'),
+    });
+  } catch (err) {
+    console.warn(
+      `Warning: restate worker not started (${err instanceof Error ? err.message : err}); a pass after a time zone or rate change ends with its request`,
+    );
+  }
 
   const storage = !stopDynamo ? '' : process.env.DATA_DIR ? `, data in ${process.env.DATA_DIR}` : ', in memory';
   const hosts = process.env.HOST ? [process.env.HOST] : ['127.0.0.1', '::1'];
@@ -220,6 +237,7 @@ const main = async () => {
   console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);
   if (relay) console.log(`Outbox relay            table stream → ${relay.target}; sweeper every 5 minutes (events still pending)`);
   if (applier) console.log(`Pending-moves applier   table stream → batches' aggregate moves applied`);
+  if (restater) console.log(`Restate worker          table stream → passes after a zone or rate change finished`);
   if (cancels) console.log(`Scheduled cancellations applied at their cancel_at (${cancels.pending} armed)`);
   if (webhooks)
     console.log(

@@ -225,6 +225,22 @@ export class WriteSet {
     return this.toTransactItems('').length;
   }
 
+  /**
+   * The write units the transaction takes from its busiest partition key, as priced in
+   * docs/scale.md: two per action (a transaction writes each item twice), a put by its size in KB;
+   * an update's or check's item taken as under 1 KB (aggregate and version items are).
+   */
+  get hottestKeyWcu(): number {
+    const byKey = new Map<string, number>();
+    for (const item of this.toTransactItems('')) {
+      const [kind, a] = Object.entries(item)[0] as [string, { Key?: Key; Item?: Key }];
+      const key = (a.Key ?? a.Item)!;
+      const kb = kind === 'Put' ? Math.max(1, Math.ceil(Buffer.byteLength(JSON.stringify(a.Item)) / 1024)) : 1;
+      byKey.set(key.pk, (byKey.get(key.pk) ?? 0) + 2 * kb);
+    }
+    return Math.max(0, ...byKey.values());
+  }
+
   /** About the bytes the transaction will send: its actions as JSON (without the attribute type tags the request adds). */
   get bytes(): number {
     return Buffer.byteLength(JSON.stringify(this.toTransactItems('')));

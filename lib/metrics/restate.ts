@@ -4,6 +4,8 @@ import { retrying } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
 import { addTimelineChange, customerIdRounds, readTimeline } from '#lib/metrics/store';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { config } from '#lib/config';
 
 /**
  * After a merchant's reporting time zone or one currency's exchange rates change (docs/settings.md,
@@ -21,6 +23,23 @@ import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 const IDS_PER_ROUND = 1_000;
 const LANES = 4;
 
+/**
+ * Spaces a pass's transactions so that the partition key they write most (the MRR movements' key
+ * nearly always) takes at most `wcuPerSecond` from them: the lanes book their turns one after
+ * another. A merchant's own writes keep the rest of the key's budget (docs/scale.md, "Passes").
+ */
+export const passPacer = (wcuPerSecond: number, clock: () => number = Date.now) => {
+  let free = 0;
+  return {
+    /** The time a transaction costing `wcu` on its busiest key may be sent (now, when unpaced). */
+    book(wcu: number): number {
+      const at = Math.max(free, clock());
+      if (wcuPerSecond > 0) free = at + (wcu / wcuPerSecond) * 1_000;
+      return at;
+    },
+  };
+};
+
 /** What a pass did; `next`: the customer id a pass cut short goes on from (null when done). */
 export type RestateReport = { customers_read: number; moved: number; done: boolean; next: number | null };
 
@@ -37,6 +56,7 @@ export const restateCustomers = async (
   // Checked before each customer too: a round of a thousand may take longer than the time left.
   const late = () => opts.until !== undefined && Date.now() > opts.until;
   let cut = false;
+  const pacer = passPacer(config.restateWcuPerSecond());
   const concerned = (head: Head) =>
     (head.zone ?? DEFAULT_TIMEZONE) !== zone ||
     // A head written before heads named their currencies is read whole.
@@ -70,9 +90,17 @@ export const restateCustomers = async (
             // The same lines, in the merchant's zone, converted at the rates read now: unchanged, nothing is written.
             const after = await addTimelineChange(ws, merchantId, reportingCurrency, id, fresh, fresh.timeline, zone);
             if (after === fresh) return false;
+            // Its turn under the pass's pace; one past the time left is not taken (the customer is left for later).
+            const at = pacer.book(ws.hottestKeyWcu);
+            if (opts.until !== undefined && at > opts.until) return null;
+            if (at > Date.now()) await sleep(at - Date.now());
             await ws.commit();
             return true;
           });
+          if (wrote === null) {
+            cut = true;
+            return;
+          }
           if (wrote) moved += 1;
         }
       }),

@@ -402,8 +402,18 @@ describe('exchange rates', () => {
     const ws2 = new WriteSet();
     addRateTablePut(ws2, merchantId, { ...(await readRateTable(merchantId, 'USD')), rates: { '2026-01': '60' } });
     await ws2.commit();
-    expect(await restateCustomers(merchantId, 'TWD', 'UTC', { currency: 'USD' })).toEqual({ customers_read: 1, moved: 1, done: true });
+    expect(await restateCustomers(merchantId, 'TWD', 'UTC', { currency: 'USD' })).toEqual({
+      customers_read: 1,
+      moved: 1,
+      done: true,
+      next: null,
+    });
     expect((await months(token)).data[0].mrr).toBe('6000.00');
-    expect(await restateCustomers(merchantId, 'TWD', 'UTC', { currency: 'USD' })).toEqual({ customers_read: 1, moved: 0, done: true });
+    expect(await restateCustomers(merchantId, 'TWD', 'UTC', { currency: 'USD' })).toEqual({
+      customers_read: 1,
+      moved: 0,
+      done: true,
+      next: null,
+    });
   });
 });

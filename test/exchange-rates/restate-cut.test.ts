@@ -53,7 +53,12 @@ describe('the pass after a rate change, out of time within a round', () => {
     cut.fired = false;
     vi.restoreAllMocks();
     // The round's heads were read, then time ran out: no customer was moved.
-    expect(report).toEqual({ customers_read: 3, moved: 0, done: false });
-    expect(await restateCustomers(merchantId, 'TWD', 'UTC', { currency: 'USD' })).toEqual({ customers_read: 3, moved: 3, done: true });
+    expect(report).toEqual({ customers_read: 3, moved: 0, done: false, next: 1 });
+    expect(await restateCustomers(merchantId, 'TWD', 'UTC', { currency: 'USD' })).toEqual({
+      customers_read: 3,
+      moved: 3,
+      done: true,
+      next: null,
+    });
   });
 });

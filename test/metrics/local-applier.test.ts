@@ -5,7 +5,14 @@ import type { Key } from '#lib/db/keys';
 import { PENDING_MOVES_ENTITY, type PendingMoves } from '#lib/db/writes';
 import { pendingHome } from '#lib/metrics/store';
 import { ensureTable } from '../../infra/local/dynamodb.ts';
-import { startLocalPendingApplier, startOutboxPoller, type StreamPoller } from '../../infra/local/outbox-poller.ts';
+import {
+  startLocalPendingApplier,
+  startLocalRestateWorker,
+  startOutboxPoller,
+  type StreamPoller,
+} from '../../infra/local/outbox-poller.ts';
+import { keys } from '#lib/db/keys';
+import { RESTATE_JOB_ENTITY } from '#lib/metrics/restate-jobs';
 import { eventually } from '../support/eventually.ts';
 
 /**
@@ -16,6 +23,7 @@ import { eventually } from '../support/eventually.ts';
  */
 const sharedTable = process.env.TABLE_NAME;
 let applier: StreamPoller | undefined;
+let restater: StreamPoller | undefined;
 let relay: StreamPoller | undefined;
 const relayed: string[] = [];
 
@@ -23,6 +31,7 @@ beforeAll(async () => {
   process.env.TABLE_NAME = `local-applier-${process.pid}`;
   await ensureTable(process.env.DYNAMODB_ENDPOINT, tableName());
   applier = await startLocalPendingApplier({ endpoint: process.env.DYNAMODB_ENDPOINT!, tableName: tableName(), intervalMs: 50 });
+  restater = await startLocalRestateWorker({ endpoint: process.env.DYNAMODB_ENDPOINT!, tableName: tableName(), intervalMs: 50 });
   // The relay's poller reads the same stream beside it, from its own position, and sees only its own records.
   relay = await startOutboxPoller({
     endpoint: process.env.DYNAMODB_ENDPOINT!,
@@ -35,7 +44,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  await Promise.all([applier?.stop(), relay?.stop()]);
+  await Promise.all([applier?.stop(), restater?.stop(), relay?.stop()]);
   process.env.TABLE_NAME = sharedTable;
 });
 
@@ -57,6 +66,20 @@ describe('the local pending-moves applier', () => {
     expect(await read({ pk: home.pk, sk: 'D#2024-03-05#00' })).toMatchObject({ n: 7, ac: 1 });
     expect(await read({ pk: home.pk, sk: 'M#2024-03#00' })).toMatchObject({ n: 7, ac: 1 });
     // Not the relay's: its filter kept none of these records.
+    expect(relayed).toEqual([]);
+  });
+});
+
+describe('the local restate worker', () => {
+  it('runs a restate job put into the table: a job for a merchant that is gone is ended, and the applier and relay keep out', async () => {
+    const key = keys.restateJob('mer_local_restate', '000001#local');
+    await db().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: { ...key, entity: RESTATE_JOB_ENTITY, merchant_id: 'mer_local_restate', from_id: 1, round: 1 },
+      }),
+    );
+    await eventually(async () => (await read(key)) === undefined, 10_000, 'the restate job run and ended');
     expect(relayed).toEqual([]);
   });
 });

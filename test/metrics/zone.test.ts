@@ -111,6 +111,7 @@ describe('metrics in the reporting time zone', () => {
       customers_read: 0,
       moved: 0,
       done: false,
+      next: 1,
     });
     const newOn = async () =>
       (await ok(api.get('/metrics/mrr?start_date=2026-01-31&end_date=2026-02-01&interval=day', token))).data.map(
@@ -122,9 +123,9 @@ describe('metrics in the reporting time zone', () => {
     await ok(api.put(`/subscriptions/${sub.id}`, token, { plan_name: 'Basic' }));
     expect(await newOn()).toEqual(['100.00', '50.00']);
     // A later pass moves the rest, and a second one finds nothing left.
-    expect(await restateCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 2, moved: 1, done: true });
+    expect(await restateCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 2, moved: 1, done: true, next: null });
     expect(await newOn()).toEqual(['0.00', '150.00']);
-    expect(await restateCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 2, moved: 0, done: true });
+    expect(await restateCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 2, moved: 0, done: true, next: null });
   });
 
   it('a zone change amid concurrent writes: after a pass, the stored figures equal those computed from the timelines', async () => {

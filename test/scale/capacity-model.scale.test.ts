@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
 import { keyShape, ratesAt, recordCapacity, type CapacityRecorder } from '../support/capacity.ts';
 
@@ -14,10 +15,20 @@ import { keyShape, ratesAt, recordCapacity, type CapacityRecorder } from '../sup
 process.env.RATE_LIMIT_PER_HOUR = '3600000';
 const api = useApi();
 let recorder: CapacityRecorder | undefined;
-afterEach(() => recorder?.uninstall());
+afterEach(() => {
+  recorder?.uninstall();
+  resetClock();
+});
 
 const TARGET = { orderWritesPerSecond: 500, subscriptionChangesPerSecond: 100 } as const;
 const PARTITION_KEY_BUDGET_WCU = 500;
+/** The pass's default pace on any one key (lib/config.ts `restateWcuPerSecond`). */
+const PASS_WCU_PER_SECOND = 100;
+/** The MRR movements' key at full load (the mixed load's measure above, docs/scale.md). */
+const MRR_KEY_AT_FULL_LOAD = 400;
+/** WCU one moved customer costs its busiest shared key, at most, in a zone change and in a rate change (docs/scale.md). */
+const PASS_ZONE_WCU_PER_CUSTOMER = 24;
+const PASS_RATE_WCU_PER_CUSTOMER = 6;
 /** The pace one customer, order or subscription is written at, at most (a customer's 10 orders a second). */
 const ENTITY_WRITES_PER_SECOND = 10;
 /**
@@ -210,5 +221,93 @@ describe('limits of one merchant, by write path', () => {
     }
     console.info(`limits of one merchant (hottest shared key, WCU per call, ceiling):\n${lines.join('\n')}`);
     for (const [path, { perSecond }] of Object.entries(CEILINGS)) expect(found[path], path).toBeGreaterThanOrEqual(perSecond);
+  }, 300_000);
+});
+
+/**
+ * The pass after a time zone or rate change (docs/scale.md, "Passes"): what moving one customer
+ * costs its busiest shared key, and the pace that keeps a pass beside the merchant's full load.
+ * The pass is paced by the WCU its transactions book on their busiest key; the recorder prices
+ * what they actually wrote, so the pacer's price is checked against the model's, key by key.
+ */
+describe('passes after a zone or rate change', () => {
+  it('move each customer for a bounded price on its busiest shared key, and the pace keeps a pass within its share', async () => {
+    const { merchantId, token } = await newMerchant();
+    const CUSTOMERS = 12;
+    // Each customer: a subscription from January 2025 and a change every month to July, each late in
+    // the UTC day (the next day in Taipei, so the zone change moves every one of them); and half as
+    // many customers on USD subscriptions, imported.
+    const clock = fixedClock('2025-01-01T20:00:00Z');
+    const subs: number[] = [];
+    for (let i = 0; i < CUSTOMERS; i++) {
+      const customer = (await api.post('/customers', token, { email: `p${i}@passes.test` })).body.data.id;
+      subs.push(
+        (await api.post('/subscriptions', token, { customer_id: customer, plan_name: 'P', mrr: '10.00', billing_cycle: 'monthly' })).body
+          .data.id,
+      );
+    }
+    for (let month = 2; month <= 7; month++) {
+      clock.set(`2025-0${month}-0${1 + (month % 5)}T${18 + (month % 5)}:30:00Z`);
+      for (const [i, sub] of subs.entries()) await api.put(`/subscriptions/${sub}`, token, { mrr: `${10 + month + i}.00` });
+    }
+    clock.set('2025-08-01T12:00:00Z');
+    const imported = Array.from({ length: CUSTOMERS / 2 }, (_, i) => ({
+      external_id: `usd-${i}`,
+      customer_email: `usd${i}@passes.test`,
+      plan_name: 'U',
+      billing_cycle: 'monthly',
+      mrr: '10',
+      currency: 'USD',
+      started_at: `2025-0${1 + i}-15T00:00:00Z`,
+    }));
+    await api.post('/subscriptions/batch', token, { subscriptions: imported }, { 'idempotency-key': `passes-${Math.random()}` });
+    const { restateCustomers } = await import('#lib/metrics/restate');
+    const { updateMerchant } = await import('#lib/merchants/service');
+    const { WriteSet } = await import('#lib/db/writes');
+    const { addRateTablePut, readRateTable } = await import('#lib/exchange-rates/store');
+
+    const passPrice = async (label: string, change: () => Promise<unknown>, pass: () => Promise<{ moved: number }>) => {
+      await change();
+      recorder = recordCapacity();
+      const { moved } = await pass();
+      recorder.uninstall();
+      const shared = [...ratesAt(recorder.records, 1 / moved)]
+        .filter(([k]) => !isEntityKey(keyShape(k, merchantId)))
+        .sort((a, b) => b[1] - a[1]);
+      const [key, perCustomer] = shared[0];
+      const hours = (20_000 * perCustomer) / PASS_WCU_PER_SECOND / 3_600;
+      console.info(
+        `${label}: ${moved} customers moved; busiest shared key ${keyShape(key, merchantId)} ${perCustomer.toFixed(1)} WCU per customer → ` +
+          `${Math.floor(PASS_WCU_PER_SECOND / perCustomer)} customers/s at ${PASS_WCU_PER_SECOND} WCU/s; 20,000 customers in ${hours.toFixed(2)} h`,
+      );
+      expect(moved).toBeGreaterThan(0);
+      return perCustomer;
+    };
+    // A zone change moves all a customer contributes; a rate change, what its points in that currency move.
+    const zone = await passPrice(
+      'time zone change',
+      () => updateMerchant(merchantId, { timezone: 'Asia/Taipei' }),
+      () => restateCustomers(merchantId, 'TWD', 'Asia/Taipei'),
+    );
+    const rates = await passPrice(
+      'rate change',
+      async () => {
+        const ws = new WriteSet();
+        const months = Object.fromEntries(Array.from({ length: 12 }, (_, m) => [`2025-${String(m + 1).padStart(2, '0')}`, '30']));
+        addRateTablePut(ws, merchantId, { ...(await readRateTable(merchantId, 'USD')), rates: months });
+        await ws.commit();
+      },
+      () => restateCustomers(merchantId, 'TWD', 'Asia/Taipei', { currency: 'USD' }),
+    );
+    // The bounds docs/scale.md gives (WCU per customer on its busiest shared key).
+    expect(zone).toBeLessThanOrEqual(PASS_ZONE_WCU_PER_CUSTOMER);
+    expect(rates).toBeLessThanOrEqual(PASS_RATE_WCU_PER_CUSTOMER);
+    // The default pace, beside the merchant's full load on the MRR movements' key (400 of its 500 WCU/s).
+    const { config } = await import('#lib/config');
+    const saved = process.env.RESTATE_WCU_PER_SECOND;
+    delete process.env.RESTATE_WCU_PER_SECOND;
+    expect(config.restateWcuPerSecond()).toBe(PASS_WCU_PER_SECOND);
+    if (saved !== undefined) process.env.RESTATE_WCU_PER_SECOND = saved;
+    expect(PASS_WCU_PER_SECOND + MRR_KEY_AT_FULL_LOAD).toBeLessThanOrEqual(PARTITION_KEY_BUDGET_WCU);
   }, 300_000);
 });
