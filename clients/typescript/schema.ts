@@ -7782,7 +7782,7 @@ export interface operations {
                 plan?: string | string[];
                 /** @description Only the lines of this billing cycle */
                 billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly";
-                /** @description Only the subscriptions and orders in this currency, in it (default: every line in the reporting currency) */
+                /** @description Only the subscriptions and orders in this currency, in it, the reporting currency included (without it: every line, other currencies converted into the reporting currency) */
                 currency?: string;
             };
             header?: never;
@@ -7919,7 +7919,7 @@ export interface operations {
                 plan?: string | string[];
                 /** @description Only the lines of this billing cycle */
                 billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly";
-                /** @description Only the subscriptions and orders in this currency, in it (default: every line in the reporting currency) */
+                /** @description Only the subscriptions and orders in this currency, in it, the reporting currency included (without it: every line, other currencies converted into the reporting currency) */
                 currency?: string;
             };
             header?: never;
@@ -8059,7 +8059,7 @@ export interface operations {
                 plan?: string | string[];
                 /** @description Only the lines of this billing cycle */
                 billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly";
-                /** @description Only the subscriptions and orders in this currency, in it (default: every line in the reporting currency) */
+                /** @description Only the subscriptions and orders in this currency, in it, the reporting currency included (without it: every line, other currencies converted into the reporting currency) */
                 currency?: string;
             };
             header?: never;
