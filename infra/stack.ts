@@ -369,7 +369,7 @@ export class ApiStack extends Stack {
       projectRoot,
       environment: workerEnvironment,
     });
-    // The other stream consumer: applies the aggregate moves batches leave as pending-moves items.
+    // A second stream consumer: applies the aggregate moves batches leave as pending-moves items.
     this.pendingMovesApplier = new PendingMovesApplier(this, 'PendingMovesApplier', {
       table: this.table,
       projectRoot,
