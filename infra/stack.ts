@@ -29,6 +29,7 @@ import { ApiMonitoring } from './constructs/monitoring.ts';
 import { acknowledgeNagFindings } from './nag.ts';
 import { OutboxRelay } from './constructs/outbox-relay.ts';
 import { PendingMovesApplier } from './constructs/pending-moves-applier.ts';
+import { RestateWorker } from './constructs/restate-worker.ts';
 import { WebhookDelivery } from './constructs/webhook-delivery.ts';
 import { CancelScheduler } from './constructs/cancel-scheduler.ts';
 import { ApiFront } from './constructs/api-front.ts';
@@ -126,7 +127,7 @@ export const constructIdFor = (routeName: string) => routeName.charAt(0).toUpper
  * The API: one DynamoDB table, one Lambda function per entry of the route table behind an HTTP
  * API at /v1, a catch-all 404 function, the event bus for webhook events, the outbox relay
  * that publishes them to it from the table's stream, and the webhook delivery that consumes them;
- * from the same stream, the applier of the pending moves batches write.
+ * from the same stream, the applier of the pending moves batches write and the restate worker.
  */
 export class ApiStack extends Stack {
   readonly table: DataTable;
@@ -137,6 +138,8 @@ export class ApiStack extends Stack {
   readonly outboxRelay: OutboxRelay;
   /** Applies the pending-moves items batches write, from the table's stream. */
   readonly pendingMovesApplier: PendingMovesApplier;
+  /** Goes on with a pass after a zone or rate change that a request left unfinished, from the table's stream. */
+  readonly restateWorker: RestateWorker;
   readonly webhookDelivery: WebhookDelivery;
   readonly cancelScheduler: CancelScheduler;
   readonly functions: Record<RouteName, ApiFunction>;
@@ -366,8 +369,14 @@ export class ApiStack extends Stack {
       projectRoot,
       environment: workerEnvironment,
     });
-    // The other stream consumer: applies the aggregate moves batches leave as pending-moves items.
+    // A second stream consumer: applies the aggregate moves batches leave as pending-moves items.
     this.pendingMovesApplier = new PendingMovesApplier(this, 'PendingMovesApplier', {
+      table: this.table,
+      projectRoot,
+      environment: workerEnvironment,
+    });
+    // A third: goes on with the restate jobs a request leaves when its pass runs out of time.
+    this.restateWorker = new RestateWorker(this, 'RestateWorker', {
       table: this.table,
       projectRoot,
       environment: workerEnvironment,
@@ -395,6 +404,7 @@ export class ApiStack extends Stack {
       apiFunctions: [...Object.values(this.functions), this.notFoundFunction],
       outboxRelay: this.outboxRelay,
       pendingMovesApplier: this.pendingMovesApplier,
+      restateWorker: this.restateWorker,
       webhookDelivery: this.webhookDelivery,
       cancelScheduler: this.cancelScheduler,
       table: this.table,
@@ -413,6 +423,7 @@ export class ApiStack extends Stack {
     new CfnOutput(this, 'EventBusArn', { value: this.eventBus.eventBusArn });
     new CfnOutput(this, 'OutboxDeadLetterQueueUrl', { value: this.outboxRelay.deadLetterQueue.queueUrl });
     new CfnOutput(this, 'PendingMovesDeadLetterQueueUrl', { value: this.pendingMovesApplier.deadLetterQueue.queueUrl });
+    new CfnOutput(this, 'RestateDeadLetterQueueUrl', { value: this.restateWorker.deadLetterQueue.queueUrl });
     const webhooks = this.webhookDelivery;
     new CfnOutput(this, 'WebhookEventsQueueUrl', { value: webhooks.eventsQueue.queueUrl });
     new CfnOutput(this, 'WebhookEventsDeadLetterQueueUrl', { value: webhooks.eventsDeadLetterQueue.queueUrl });

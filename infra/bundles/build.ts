@@ -14,6 +14,7 @@ import {
   OUTBOX_SWEEPER_HANDLER,
   PENDING_MOVES_APPLIER_HANDLER,
   PROJECT_ROOT,
+  RESTATE_WORKER_HANDLER,
   WEBHOOK_DELIVER_HANDLER,
   WEBHOOK_FAN_OUT_HANDLER,
 } from '../paths.ts';
@@ -33,6 +34,7 @@ export const functionEntries = (): FunctionEntry[] => [
   { name: 'outboxRelay', handlerPath: OUTBOX_RELAY_HANDLER },
   { name: 'outboxSweeper', handlerPath: OUTBOX_SWEEPER_HANDLER },
   { name: 'pendingMovesApplier', handlerPath: PENDING_MOVES_APPLIER_HANDLER },
+  { name: 'restateWorker', handlerPath: RESTATE_WORKER_HANDLER },
   { name: 'webhookFanOut', handlerPath: WEBHOOK_FAN_OUT_HANDLER },
   { name: 'webhookDeliver', handlerPath: WEBHOOK_DELIVER_HANDLER },
   { name: 'cancelCheck', handlerPath: CANCEL_CHECK_HANDLER },

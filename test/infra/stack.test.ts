@@ -7,10 +7,11 @@ import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { type ApiStack, DEFAULTS, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
-import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER, PENDING_MOVES_APPLIER_HANDLER } from '../../infra/paths.ts';
+import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER, PENDING_MOVES_APPLIER_HANDLER, RESTATE_WORKER_HANDLER } from '../../infra/paths.ts';
 import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/outbox/sweeper';
 import { isOutboxInsert } from '#lib/outbox/relay';
 import { isPendingMovesInsert } from '#lib/metrics/pending-applier';
+import { isRestateJobInsert, RESTATE_JOB_ENTITY } from '#lib/metrics/restate-jobs';
 import { pendingHome } from '#lib/metrics/store';
 import { PENDING_MOVES_ENTITY } from '#lib/db/writes';
 import { outboxInsert, outboxItem, streamRecord } from '../outbox/support/records.ts';
@@ -41,13 +42,14 @@ beforeAll(() => {
   });
 });
 
-/** The functions no route reaches: the outbox relay and sweeper, the pending-moves applier and the webhook consumers (test/infra/webhook-delivery.test.ts). */
+/** The functions no route reaches: the outbox relay and sweeper, the pending-moves applier, the restate worker and the webhook consumers (test/infra/webhook-delivery.test.ts). */
 const workerIds = (stack: ApiStack) =>
   new Set(
     [
       stack.outboxRelay.function,
       stack.outboxRelay.sweeper,
       stack.pendingMovesApplier.function,
+      stack.restateWorker.function,
       stack.webhookDelivery.fanOutFunction,
       stack.webhookDelivery.deliveryFunction,
       stack.cancelScheduler.checkFunction,
@@ -96,8 +98,8 @@ describe('routes', () => {
     expect(fnId).toBe(logicalId(stack, stack.notFoundFunction));
     expect(fn.Properties.Description).toContain(NOT_FOUND_HANDLER);
     template.resourceCountIs('AWS::ApiGatewayV2::Route', routeList.length + 1);
-    // …and the outbox relay and sweeper, the pending-moves applier, the two webhook consumers and the cancellation check, which no route reaches.
-    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 7);
+    // …and the outbox relay and sweeper, the pending-moves applier, the restate worker, the two webhook consumers and the cancellation check, which no route reaches.
+    template.resourceCountIs('AWS::Lambda::Function', routeList.length + 8);
   });
 
   it('the $default stage deploys itself, is throttled and writes access logs', () => {
@@ -372,9 +374,9 @@ describe('table grants', () => {
     }
   });
 
-  it('no policy in the stack grants Scan, BatchWriteItem, DescribeTable or wildcards; only the stream consumers (outbox relay, pending-moves applier) read the stream', () => {
+  it('no policy in the stack grants Scan, BatchWriteItem, DescribeTable or wildcards; only the stream consumers (outbox relay, pending-moves applier, restate worker) read the stream', () => {
     const { stack, template } = defaults;
-    const streamRoles = [stack.outboxRelay.function, stack.pendingMovesApplier.function].map((fn) =>
+    const streamRoles = [stack.outboxRelay.function, stack.pendingMovesApplier.function, stack.restateWorker.function].map((fn) =>
       stack.getLogicalId(fn.role!.node.defaultChild as never),
     );
     const policies = Object.values(resources(template, 'AWS::IAM::Policy'));
@@ -395,8 +397,10 @@ describe('table grants', () => {
     expect(actions.filter((a) => a.startsWith('dynamodb:') && a.includes('*'))).toEqual([]);
   });
 
-  it('LeadingKeys conditions name only the rate-window, token, outbox, webhook and metrics prefixes, which no other data key can match', () => {
+  it("LeadingKeys conditions name only the rate-window, token, outbox, webhook and metrics prefixes, which no other data key can match (the restate worker's: under 'restate worker')", () => {
+    const restateRole = defaults.stack.getLogicalId(defaults.stack.restateWorker.function.role!.node.defaultChild as never);
     const conditions = Object.values(resources(defaults.template, 'AWS::IAM::Policy'))
+      .filter((p) => !(p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === restateRole))
       .flatMap(
         (p) =>
           p.Properties.PolicyDocument.Statement as { Action: string | string[]; Condition?: Record<string, Record<string, string[]>> }[],
@@ -578,10 +582,10 @@ describe('app context', () => {
 
 /**
  * A stream consumer's dead-letter queue (by logical id) is encrypted and TLS-only and alarms at one
- * message; its function (by logical id) alarms when 5 minutes behind the stream; both alarms
- * notify the stack's alarm topic (test/infra/operations.test.ts).
+ * message; its function (by logical id) alarms when 5 minutes behind the stream (unless `lag` is
+ * false: no such alarm); the alarms notify the stack's alarm topic (test/infra/operations.test.ts).
  */
-const expectStreamConsumerAlarms = (fn: string, queue: string) => {
+const expectStreamConsumerAlarms = (fn: string, queue: string, { lag = true } = {}) => {
   const { template } = defaults;
   expect(resources(template, 'AWS::SQS::Queue')[queue].Properties).toEqual({
     SqsManagedSseEnabled: true,
@@ -605,14 +609,18 @@ const expectStreamConsumerAlarms = (fn: string, queue: string) => {
       metrics: [expect.objectContaining({ namespace: 'AWS/SQS', stat: 'Maximum', period: 60 })],
     }),
   ]);
-  expect(alarmsOn(template, 'IteratorAge', { Ref: fn })).toEqual([
-    expect.objectContaining({
-      comparison: 'GreaterThanThreshold',
-      threshold: 300_000,
-      actions: [{ Ref: topic }],
-      metrics: [expect.objectContaining({ namespace: 'AWS/Lambda', stat: 'Maximum', period: 60 })],
-    }),
-  ]);
+  expect(alarmsOn(template, 'IteratorAge', { Ref: fn })).toEqual(
+    lag
+      ? [
+          expect.objectContaining({
+            comparison: 'GreaterThanThreshold',
+            threshold: 300_000,
+            actions: [{ Ref: topic }],
+            metrics: [expect.objectContaining({ namespace: 'AWS/Lambda', stat: 'Maximum', period: 60 })],
+          }),
+        ]
+      : [],
+  );
 };
 
 describe('outbox relay', () => {
@@ -897,6 +905,193 @@ describe('pending-moves applier', () => {
     const { fn, queue } = ids(defaults);
     expectStreamConsumerAlarms(fn, queue);
     expect(defaults.template.findOutputs('PendingMovesDeadLetterQueueUrl').PendingMovesDeadLetterQueueUrl.Value).toEqual({ Ref: queue });
+  });
+});
+
+describe('restate worker', () => {
+  const ids = ({ stack }: { stack: ApiStack }) => {
+    const worker = stack.restateWorker;
+    return {
+      fn: logicalId(stack, worker.function),
+      table: stack.getLogicalId(stack.table.node.defaultChild as never),
+      tableKey: stack.getLogicalId(stack.table.encryptionKey!.node.defaultChild as never),
+      queue: stack.getLogicalId(worker.deadLetterQueue.node.defaultChild as never),
+    };
+  };
+  const mappingOf = ({ stack, template }: { stack: ApiStack; template: Template }) => {
+    const found = Object.values(resources(template, 'AWS::Lambda::EventSourceMapping')).filter(
+      (m) => m.Properties.FunctionName?.Ref === ids({ stack }).fn,
+    );
+    expect(found).toHaveLength(1);
+    return found[0].Properties;
+  };
+  const merchant = `mer_${'?'.repeat(20)}`;
+
+  it('exists, runs its handler for up to 5 minutes, and is fed by its own stream mapping: restate-job INSERTs one at a time, partial failures, bounded retries, then the DLQ', () => {
+    const { fn, table, queue } = ids(defaults);
+    const { Properties: p } = resources(defaults.template, 'AWS::Lambda::Function')[fn];
+    expect(p).toMatchObject({
+      Runtime: 'nodejs22.x',
+      Architectures: ['arm64'],
+      Timeout: 300,
+      Handler: 'index.handler',
+    });
+    expect(p.Description).toContain(RESTATE_WORKER_HANDLER);
+    expect(p.Environment.Variables).toMatchObject({ TABLE_NAME: { Ref: table }, STAGE: DEFAULTS.stage });
+    expect(mappingOf(defaults)).toEqual({
+      FunctionName: { Ref: fn },
+      EventSourceArn: { 'Fn::GetAtt': [table, 'StreamArn'] },
+      StartingPosition: 'TRIM_HORIZON',
+      // A job takes a whole invocation, and starts at once.
+      BatchSize: 1,
+      MaximumBatchingWindowInSeconds: 0,
+      ParallelizationFactor: 1,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BisectBatchOnFunctionError: true,
+      // Bounded: a job given up on is run again by repeating the change or by `ops metrics rebuild`.
+      MaximumRetryAttempts: 5,
+      MaximumRecordAgeInSeconds: 3600,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queue, 'Arn'] } } },
+      FilterCriteria: { Filters: [{ Pattern: expect.any(String) }] },
+    });
+  });
+
+  it('its filter lets through exactly the records the worker runs', () => {
+    const pattern = JSON.parse(mappingOf(defaults).FilterCriteria.Filters[0].Pattern);
+    expect(pattern).toEqual({ eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: [RESTATE_JOB_ENTITY] } } } });
+    const matches = (p: any, value: any): boolean =>
+      Array.isArray(p)
+        ? p.includes(value)
+        : value !== null && typeof value === 'object' && Object.entries(p).every(([k, sub]) => matches(sub, value[k]));
+    const item = {
+      ...keys.restateJob('mer_filter', '000001#j'),
+      entity: RESTATE_JOB_ENTITY,
+      merchant_id: 'mer_filter',
+      from_id: 1,
+      round: 1,
+    };
+    const home = pendingHome('mer_filter', 'M#2025-01');
+    const records = [
+      streamRecord('INSERT', item),
+      streamRecord('MODIFY', item),
+      streamRecord('REMOVE', item),
+      streamRecord('INSERT', { ...item, entity: undefined }),
+      streamRecord('INSERT', { pk: home.pk, sk: `${home.sk}#P#b1#000`, entity: PENDING_MOVES_ENTITY, moves: '[]' }),
+      outboxInsert('mer_filter'),
+    ];
+    expect(records.map((r) => matches(pattern, r))).toEqual([true, false, false, false, false, false]);
+    expect(records.map(isRestateJobInsert)).toEqual(records.map((r) => matches(pattern, r)));
+  });
+
+  it("least privilege: stream reads on the stream; each table action on the merchant's partitions it is used on only; its DLQ; the table key", () => {
+    const { stack, template } = defaults;
+    const { table, tableKey, queue } = ids(defaults);
+    const name = (resource: unknown) => {
+      const text = JSON.stringify(resource);
+      if (text === JSON.stringify({ 'Fn::GetAtt': [table, 'StreamArn'] })) return 'stream';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [table, 'Arn'] })) return 'table';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [tableKey, 'Arn'] })) return 'table key';
+      if (text === JSON.stringify({ 'Fn::GetAtt': [queue, 'Arn'] })) return 'dlq';
+      return text;
+    };
+    const grants = roleGrants(stack, template, stack.restateWorker.function)
+      .filter((g) => !g.action.startsWith('logs:') && !g.action.startsWith('xray:'))
+      .map((g) => {
+        const { 'ForAllValues:StringLike': like, ...rest } = (g.condition ?? {}) as Record<string, Record<string, string[]>>;
+        // No table-wide grant: every table action is keyed.
+        if (g.action.startsWith('dynamodb:') && name(g.resource) === 'table') expect(like).toBeDefined();
+        if (g.action.startsWith('dynamodb:') && name(g.resource) === 'table') expect(rest).toEqual({});
+        return `${g.action} on ${name(g.resource)}${like ? ` ${like['dynamodb:LeadingKeys'].join(',')}` : ''}`;
+      })
+      .sort();
+    const m = `M#${merchant}`;
+    const metrics = `${m}#MRR*,${m}#COHORT*,${m}#CHURN_REASONS`;
+    expect(grants).toEqual([
+      `dynamodb:BatchGetItem on table ${m}#CUSTOMER#*,${m}#RATES`,
+      `dynamodb:ConditionCheckItem on table ${m}#RATES_VERSION#*`,
+      `dynamodb:DeleteItem on table ${m}#RESTATE,${m}#CUSTOMER#*,${metrics}`,
+      'dynamodb:DescribeStream on stream',
+      `dynamodb:GetItem on table ${m},${m}#RESTATE,${m}#CUSTOMER#*,${metrics}`,
+      'dynamodb:GetRecords on stream',
+      'dynamodb:GetShardIterator on stream',
+      'dynamodb:ListStreams on stream',
+      `dynamodb:PutItem on table ${m}#RESTATE,${m}#CUSTOMER#*,${metrics},${m}#PLAN_CUSTOMERS#*`,
+      `dynamodb:Query on table ${m}#CUSTOMER#*`,
+      `dynamodb:UpdateItem on table ${metrics},${m}#PLANS`,
+      'kms:Decrypt on table key',
+      'kms:DescribeKey on table key',
+      'kms:Encrypt on table key',
+      'kms:GenerateDataKey on table key',
+      'sqs:GetQueueAttributes on dlq',
+      'sqs:GetQueueUrl on dlq',
+      'sqs:SendMessage on dlq',
+    ]);
+  });
+
+  it("its LeadingKeys reach a merchant's own, job, customer, metrics, plan and rate partitions, and no other data key, whatever its free text", () => {
+    const patterns = new Set(
+      roleGrants(defaults.stack, defaults.template, defaults.stack.restateWorker.function).flatMap(
+        (g) =>
+          (g.condition as Record<string, Record<string, string[]>> | undefined)?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'] ??
+          [],
+      ),
+    );
+    // IAM StringLike: `*` is any run of characters, `?` one character.
+    const like = (pattern: string) =>
+      new RegExp(
+        `^${pattern
+          .replace(/[.+^$(){}|[\]\\]/g, '\\$&')
+          .replace(/\*/g, '.*')
+          .replace(/\?/g, '.')}$`,
+      );
+    const reached = (pk: string) => [...patterns].some((p) => like(p).test(pk));
+    const id = `mer_${'0a'.repeat(10)}`;
+    const segment = { dimension: 'plan' as const, value: 'Pro#MRR' };
+    for (const key of [
+      keys.merchant(id),
+      keys.sequences(id),
+      keys.restateJob(id, '000002#x'),
+      keys.customerTimeline(id, 123456),
+      keys.customerTimelineChunk(id, 7, '2025-01'),
+      keys.metricsDay(id, '2025-01-01', 3, segment),
+      keys.metricsCohort(id, '2025-01', '2025-02', 0),
+      keys.churnReason(id, 'M', '2025-01', 'price', 0),
+      pendingHome(id, 'M#2025-01'),
+      keys.plan(id, 'Pro', 0),
+      keys.planCustomer(id, 'Pro#1', 9),
+      keys.exchangeRates(id, 'USD'),
+      keys.exchangeRatesVersion(id, 'USD', 15),
+    ]) {
+      expect(reached(key.pk), key.pk).toBe(true);
+    }
+    // A merchant id of another shape, and every other kind of item, even with `#CUSTOMER#` or `#RESTATE` in its free text.
+    for (const key of [
+      keys.merchant(`${id}0`),
+      keys.customer('mer_1', 1),
+      keys.token('ab12'),
+      keys.order(id, '#CUSTOMER#1'),
+      keys.customerExternalId(id, '#RESTATE'),
+      keys.customerEmail(id, 'a#customer#1@example.com'),
+      keys.customerMetadata(id, 'k', '#CUSTOMER#1', 1),
+      keys.subscription(id, 1),
+      keys.subscriptionExternalId(id, '#PLANS'),
+      keys.idempotency(id, '#RATES'),
+      keys.webhookEndpoint(id, 1),
+      keys.totals(id, 'ORDERS', 1),
+      keys.statsDay(id, '2025-01-01', 1),
+      keys.activity(id, 1),
+      keys.outbox(id, '2025-01-01T00:00:00Z', 'evt_1'),
+      keys.outboxEvent(id, 'evt_1'),
+      keys.merchantRateWindow(id, 3600),
+    ]) {
+      expect(reached(key.pk), key.pk).toBe(false);
+    }
+  });
+
+  it('its dead-letter queue is encrypted, TLS-only, alarmed on depth and an output; no lag alarm (a job may hold its shard for 5 minutes)', () => {
+    const { fn, queue } = ids(defaults);
+    expectStreamConsumerAlarms(fn, queue, { lag: false });
+    expect(defaults.template.findOutputs('RestateDeadLetterQueueUrl').RestateDeadLetterQueueUrl.Value).toEqual({ Ref: queue });
   });
 });
 
