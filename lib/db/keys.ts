@@ -43,6 +43,10 @@ import { keyText } from '#lib/shared/key-text';
  * | idempotent batch item     | M#<m>#IDEMPOTENCY#<key>             | ITEM#<index>    |  (TTL 24 h: a recorded event applied under that key)    |
  * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>#<nnn>         | D#<dd>#<nnn> / M#<nnn>  (sharded; one BatchGetItem reads today + month) |
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
+ * | customer LTV part         | M#<m>#CUSTOMER#<id>                 | LTV#<CCY>#<yyyy> |  (paid orders in another currency by UTC month, or quarter-hour near a month's ends: ltv converted at read time) |
+ * | exchange-rate table       | M#<m>#RATES                         | <CCY>           |  (a currency's monthly rates and version) |
+ * | rate-table version copy   | M#<m>#RATES_VERSION#<nnn>           | <CCY>           |  (16 copies: a converting write checks its shard's) |
+ * | restate job               | M#<m>#RESTATE                       | <round>#<uuid>  |  (a pass to go on with; entity restate-job, only put and deleted: the worker's stream filter; TTL 7 d) |
  * | outbox event (payload)    | OUTBOX_EVENT#M#<m>#<evt>            | EVENT           |  (entity "outbox": the stream filter; TTL 3 days; unique key per event) |
  * | outbox mark               | OUTBOX#M#<m>#<ss>                   | <created>#<nn>#<evt> | gsi4 pending (OUTBOX_PENDING#M#<m>#<ss>) until published; TTL 3 days |
  * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS)                              |

@@ -4,6 +4,7 @@ import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEven
 import { now } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { keys, type Key } from '#lib/db/keys';
+import { TTL_ATTRIBUTE } from '#lib/db/table';
 import { DEADLINE_MARGIN_MS, deadline, withDeadline } from '#lib/db/retry';
 import { WriteConflict, WriteSet } from '#lib/db/writes';
 import { logger } from '#lib/logger';
@@ -27,6 +28,8 @@ export const RESTATE_JOB_ENTITY = 'restate-job';
 /** A pass to go on with: the merchant's customers from `from_id` on, and those with points in `currency` (none: the zone only). */
 export type RestateJob = { merchant_id: string; currency?: string; from_id: number; round: number };
 
+/** How long a job item stays at most: a job runs within the hour its record may wait, or goes to the dead-letter queue. */
+const JOB_TTL_SECONDS = 7 * 86_400;
 /** Time a job keeps for its own transaction and the stream's answer. */
 const JOB_MARGIN_MS = 3_000;
 
@@ -41,6 +44,8 @@ export const addRestateJob = (ws: WriteSet, job: RestateJob) => {
     from_id: job.from_id,
     round: job.round,
     created_at: formatTimestamp(now()),
+    // A job whose record was given up on (its dead-letter queue) does not stay for ever.
+    [TTL_ATTRIBUTE]: Math.floor(now().getTime() / 1000) + JOB_TTL_SECONDS,
   });
 };
 
