@@ -65,12 +65,10 @@ const segmentFields = {
       example: 'Pro',
     }),
   billing_cycle: z.enum(SEGMENT_CYCLES).optional().meta({ description: 'Only the lines of this billing cycle' }),
-  currency: currency()
-    .optional()
-    .meta({
-      description:
-        'Only the subscriptions and orders in this currency, in it, the reporting currency included (without it: every line, other currencies converted into the reporting currency)',
-    }),
+  currency: currency().optional().meta({
+    description:
+      'Only the subscriptions and orders in this currency, in it, the reporting currency included (without it: every line, other currencies converted into the reporting currency)',
+  }),
 };
 
 /** The parameter prefix of a customer-metadata filter. */
