@@ -744,6 +744,18 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
         );
     const before = await summaryOf();
     expect(before).toMatchObject({ current_mrr: '500.00', unconverted: { USD: '100.00' } });
+    // A USD payment today, with no rate for this month: the stats leave it out and say so.
+    await ok(
+      api.post('/orders', t, {
+        order_no: 'USD-TODAY',
+        amount: '20',
+        currency: 'USD',
+        status: 'paid',
+        customer_email: 'abroad@example.com',
+      }),
+    );
+    const stats = (await api.get('/orders/stats', t)).body;
+    expect(stats.unconverted).toEqual({ USD: { today_revenue: '20.00', monthly_revenue: '20.00' } });
 
     // The overview says what is left out: the summary's figure, and the MRR table's points.
     const { page, failures } = await openAs(m.merchantId, 'admin', DESKTOP, '#overview');
@@ -762,6 +774,11 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
       .waitFor();
     await page.locator('[data-panel="mrr"] summary').click();
     await page.getByRole('columnheader', { name: 'Unconverted' }).waitFor();
+    // The stats panel names the revenue it leaves out, as the API says.
+    await ready(page, 'stats');
+    const statsHint = page.getByTestId('stats-unconverted');
+    await statsHint.filter({ hasText: /USD\s20\.00 this month \(USD\s20\.00 today\)/ }).waitFor();
+    expect(JSON.parse((await statsHint.getAttribute('data-unconverted'))!)).toEqual(stats.unconverted);
     await shoot(page, 'overview-unconverted-desktop');
     await axe(page, 'overview-unconverted');
 

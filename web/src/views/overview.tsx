@@ -127,40 +127,57 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
       retry={retry}
       actions={<Choice label="Currency" value={currency} onChange={setCurrency} options={options} testId="stats-currency" />}
     >
-      {({ data }, { currency: shown, zone }) => (
-        <Figures
-          data={data}
-          currency={shown}
-          attrs={{ 'data-currency': shown }}
-          specs={[
-            {
-              key: 'today_revenue',
-              label: "Today's revenue",
-              kind: 'money',
-              note: `Orders in ${shown} paid today (${zone}), by payment time; refunds taken out`,
-            },
-            {
-              key: 'monthly_revenue',
-              label: "This month's revenue",
-              kind: 'money',
-              note: `Orders in ${shown} paid from the 1st of this month (${zone}) to now`,
-            },
-            {
-              key: 'today_count',
-              label: "Today's orders",
-              kind: 'count',
-              note: `Orders created today (${zone}), in any currency and status`,
-            },
-            {
-              key: 'today_success_rate',
-              label: 'Success rate today',
-              kind: 'percent',
-              digits: 1,
-              note: "Of today's orders, the share paid now",
-            },
-          ]}
-        />
-      )}
+      {({ data, unconverted }, { currency: shown, zone }) => {
+        // The reporting currency's revenue counts the others at this month's rate; another currency's is its own.
+        const which =
+          shown === me.reporting_currency ? `in ${shown} and, at this month's exchange rates, in other currencies` : `in ${shown}`;
+        const leftOut = Object.entries(unconverted);
+        return (
+          <>
+            <Figures
+              data={data}
+              currency={shown}
+              attrs={{ 'data-currency': shown }}
+              specs={[
+                {
+                  key: 'today_revenue',
+                  label: "Today's revenue",
+                  kind: 'money',
+                  note: `Orders ${which} paid today (${zone}), by payment time; refunds taken out`,
+                },
+                {
+                  key: 'monthly_revenue',
+                  label: "This month's revenue",
+                  kind: 'money',
+                  note: `Orders ${which} paid from the 1st of this month (${zone}) to now`,
+                },
+                {
+                  key: 'today_count',
+                  label: "Today's orders",
+                  kind: 'count',
+                  note: `Orders created today (${zone}), in any currency and status`,
+                },
+                {
+                  key: 'today_success_rate',
+                  label: 'Success rate today',
+                  kind: 'percent',
+                  digits: 1,
+                  note: "Of today's orders, the share paid now",
+                },
+              ]}
+            />
+            {leftOut.length > 0 && (
+              <p class="hint" data-testid="stats-unconverted" data-unconverted={JSON.stringify(unconverted)}>
+                Left out for want of this month's exchange rate:{' '}
+                {leftOut
+                  .map(([ccy, v]) => `${amounts({ [ccy]: v.monthly_revenue })} this month (${amounts({ [ccy]: v.today_revenue })} today)`)
+                  .join(', ')}
+                . Set rates in Settings.
+              </p>
+            )}
+          </>
+        );
+      }}
     </Panel>
   );
 };
