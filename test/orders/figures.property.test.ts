@@ -6,6 +6,8 @@ import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
 import { transactionConflictModel, type TransactionConflictModel } from '../support/faults.ts';
 import { figuresFromOrders, figuresOfStoredCustomer, listAll, pickFigures, storedCustomer } from './helpers.ts';
 import { assertWithinBudget } from '../support/property.ts';
+import { refLocalDate } from '../metrics/reference.ts';
+import { updateMerchant } from '#lib/merchants/service';
 
 /**
  * Model-based property: after any short sequence of ROUNDS — each round 1–4 commands (creates,
@@ -176,11 +178,55 @@ const round = (customers: number) =>
     .record({ at: clock, commands: fc.array(command(customers), { minLength: 1, maxLength: 4 }) })
     .map(({ at, commands }) => ({ at, commands: exclusive(commands) }));
 
+/**
+ * Exchange rates and the reporting time zone set once the orders are in (docs/customers.md,
+ * "Lifetime value in other currencies"): months on both sides of the paid_at values' month ends,
+ * and zones that move 31 December 23:59:59 UTC into January (Taipei) and 1 February 00:00 UTC into
+ * January (New York).
+ */
+const fx = fc.record({
+  zone: fc.constantFrom('UTC', 'Asia/Taipei', 'America/New_York'),
+  // Each currency's month has a rate or not, independently: an order near a month end then often has a rate on one side only.
+  rates: fc
+    .tuple(
+      ...['USD', 'JPY'].flatMap((currency) =>
+        ['2025-12', '2026-01', '2026-02', '2026-03'].map((month) =>
+          fc.option(
+            fc.constantFrom('31.5', '0.2125', '30.123456789').map((rate) => ({ currency, month, rate })),
+            { nil: null },
+          ),
+        ),
+      ),
+    )
+    .map((set) => set.filter((r) => r !== null)),
+});
+type Fx = { zone: string; rates: { currency: string; month: string; rate: string }[] };
+
 const scenario = fc
   .tuple(fc.boolean(), fc.integer({ min: 1, max: 3 }))
   .chain(([conflicts, customers]) =>
-    fc.record({ conflicts: fc.constant(conflicts), rounds: fc.array(round(customers), { minLength: 4, maxLength: 8 }) }),
+    fc.record({ conflicts: fc.constant(conflicts), rounds: fc.array(round(customers), { minLength: 4, maxLength: 8 }), fx }),
   );
+
+/** The rate of a currency's month, the last one set winning (as the API merges by month). */
+const rateBook = ({ rates }: Fx) => {
+  const book = new Map<string, string>();
+  for (const r of rates) book.set(`${r.currency}#${r.month}`, r.rate);
+  return (currency: string, month: string) => book.get(`${currency}#${month}`);
+};
+/** `ltv` recomputed from a customer's orders: TWD paid, plus each other currency's paid order at its local month's rate. */
+const convertedLtv = (orders: any[], fxs: Fx) => {
+  const rate = rateBook(fxs);
+  let sum = new Decimal(0);
+  for (const o of orders.filter((x) => x.status === 'paid')) {
+    if (o.currency === 'TWD') sum = sum.plus(o.amount);
+    else {
+      const r = rate(o.currency, refLocalDate(o.paid_at, fxs.zone).slice(0, 7));
+      if (r !== undefined) sum = sum.plus(new Decimal(o.amount).times(r));
+    }
+  }
+  return sum.toFixed(2);
+};
 
 /** One customer as the model knows it: an email's holder from its creation until its delete. */
 type ModelCustomer = { email: string; id?: number; deleted: boolean };
@@ -228,7 +274,7 @@ describe('orders model property', () => {
   it(
     'concurrent rounds of commands: stored orders follow the rules and every figure equals the figure recomputed from the orders',
     async () => {
-      const property = fc.asyncProperty(scenario, async ({ conflicts, rounds }) => {
+      const property = fc.asyncProperty(scenario, async ({ conflicts, rounds, fx: fxs }) => {
         const time = fixedClock(NOW);
         const { merchantId, token } = await newMerchant();
         const conflictModel: TransactionConflictModel | null = conflicts ? transactionConflictModel({ holdMs: 50 }) : null;
@@ -493,6 +539,48 @@ describe('orders model property', () => {
           // List totals (kept by counters) per status.
           const perStatus = await Promise.all(STATUSES.map((s) => api.get(`/orders?status=${s}&per_page=1`, token)));
           STATUSES.forEach((s, i) => expect(perStatus[i].body.meta.total, s).toBe(stored.filter((o) => o.status === s).length));
+
+          // Rates and a zone set afterwards: ltv and the stats convert at read time, from the next request on.
+          await updateMerchant(merchantId, { timezone: fxs.zone });
+          for (const r of fxs.rates) {
+            const put = await api.put(`/exchange-rates/${r.currency}`, token, { rates: [{ month: r.month, rate: r.rate }] });
+            expect(put.status, show(put)).toBe(200);
+          }
+          const relisted = new Map(((await api.get('/customers?per_page=100', token)).body.data as any[]).map((c) => [c.id as number, c]));
+          for (const c of customers.filter((x) => !x.deleted)) {
+            const want = convertedLtv(
+              stored.filter((o) => o.customer_id === c.id),
+              fxs,
+            );
+            const label = `customer ${c.id} in ${fxs.zone} at ${JSON.stringify(fxs.rates)}`;
+            expect((await api.get(`/customers/${c.id}`, token)).body.data.ltv, label).toBe(want);
+            expect(relisted.get(c.id!)?.ltv, label).toBe(want);
+          }
+          // Today and this month in the zone: TWD, and the others at this month's rate or named as left out.
+          const today = refLocalDate(NOW, fxs.zone);
+          const rate = rateBook(fxs);
+          const paidIn = (ccy: string, prefix: string) =>
+            stored
+              .filter((o) => o.status === 'paid' && o.currency === ccy && refLocalDate(o.paid_at, fxs.zone).startsWith(prefix))
+              .reduce((sum, o) => sum.plus(o.amount), new Decimal(0));
+          const converted = (prefix: string) =>
+            CURRENCIES.reduce((sum, ccy) => {
+              if (ccy === 'TWD') return sum.plus(paidIn(ccy, prefix));
+              const r = rate(ccy, today.slice(0, 7));
+              return r === undefined ? sum : sum.plus(paidIn(ccy, prefix).times(r));
+            }, new Decimal(0)).toFixed(2);
+          const leftOut = Object.fromEntries(
+            CURRENCIES.filter((ccy) => ccy !== 'TWD' && rate(ccy, today.slice(0, 7)) === undefined)
+              .filter((ccy) => !paidIn(ccy, today).isZero() || !paidIn(ccy, today.slice(0, 7)).isZero())
+              .map((ccy) => [
+                ccy,
+                { today_revenue: paidIn(ccy, today).toFixed(2), monthly_revenue: paidIn(ccy, today.slice(0, 7)).toFixed(2) },
+              ]),
+          );
+          const stats = (await api.get('/orders/stats', token)).body;
+          const where = `stats in ${fxs.zone} at ${JSON.stringify(fxs.rates)}`;
+          expect(stats.data, where).toMatchObject({ today_revenue: converted(today), monthly_revenue: converted(today.slice(0, 7)) });
+          expect(stats.unconverted, where).toEqual(leftOut);
         } finally {
           if (conflictModel) {
             tally.cancelled += conflictModel.stats.conflicts + conflictModel.stats.singleWriteConflicts;
