@@ -97,6 +97,13 @@ export const convertedLtv = (
   return sum;
 };
 
+/** A part's amounts (attribute → exact decimal text), zeros left out, in attribute order: two parts are the same when these are. */
+export const ltvPartAmounts = (part: LtvPart): [attr: string, amount: string][] =>
+  Object.entries(part)
+    .filter(([attr, v]) => LTV_ATTR.test(attr) && !new Decimal(String(v)).isZero())
+    .map(([attr, v]): [string, string] => [attr, new Decimal(String(v)).toFixed()])
+    .sort(([a], [b]) => (a < b ? -1 : 1));
+
 /** The currencies other than the reporting one a customer has paid orders in (its parts to read). */
 export const otherLtvCurrencies = (item: Record<string, unknown>, reportingCurrency: string): string[] =>
   Object.keys(ltvByCurrency(item)).filter((c) => c !== reportingCurrency);

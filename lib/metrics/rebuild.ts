@@ -6,7 +6,9 @@ import { churnReasonsPartition, cohortPartition, indexes, keys, metricsPartition
 import { queryAll } from '#lib/db/query';
 import { STORED_ATTR } from '#lib/metrics/rules';
 import { addTimelineChange, aggregateKey, plansOf, timelinesFrom } from '#lib/metrics/store';
-import { indexedMetadata } from '#lib/customers/store';
+import { indexedMetadata, readLtvParts } from '#lib/customers/store';
+import { ltvPartAmounts, otherLtvCurrencies, type LtvPart } from '#lib/customers/model';
+import { ltvPartsFromOrders } from '#lib/orders/store';
 import {
   addContribution,
   addContributions,
@@ -68,6 +70,8 @@ export type RebuildReport = {
   pending_moves_applied: number;
   timelines_rederived: number;
   index_entries_added: number;
+  /** LTV part items put or deleted so a customer's parts are what its paid orders in other currencies make. */
+  ltv_parts_written: number;
 };
 
 /**
@@ -115,6 +119,42 @@ const rederiveLines = async (merchantId: string, reportingCurrency: string, cust
   return next;
 };
 
+/** Puts the customer's LTV parts its orders make where the stored ones differ, and deletes those no order makes: how many. */
+const repairLtvParts = async (merchantId: string, reportingCurrency: string, customerId: number): Promise<number> => {
+  const [want, have] = await Promise.all([
+    ltvPartsFromOrders(merchantId, reportingCurrency, customerId),
+    readLtvParts(merchantId, customerId),
+  ]);
+  const idOf = (p: LtvPart) => `${p.currency}#${p.year}`;
+  const stored = new Map(have.map((p) => [idOf(p), p]));
+  let written = 0;
+  for (const part of want) {
+    const was = stored.get(idOf(part));
+    stored.delete(idOf(part));
+    if (was && JSON.stringify(ltvPartAmounts(was)) === JSON.stringify(ltvPartAmounts(part))) continue;
+    const amounts = Object.fromEntries(ltvPartAmounts(part).map(([attr, v]) => [attr, NumberValue.from(v)]));
+    await db().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: {
+          ...keys.customerLtvPart(merchantId, customerId, part.currency, part.year),
+          currency: part.currency,
+          year: part.year,
+          ...amounts,
+        },
+      }),
+    );
+    written += 1;
+  }
+  for (const stray of stored.values()) {
+    await db().send(
+      new DeleteCommand({ TableName: tableName(), Key: keys.customerLtvPart(merchantId, customerId, stray.currency, stray.year) }),
+    );
+    written += 1;
+  }
+  return written;
+};
+
 export const rebuildMerchantAggregates = async (merchantId: string): Promise<RebuildReport> => {
   const { Item: seq } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sequences(merchantId), ConsistentRead: true }));
   const lastCustomerId = Number(seq?.customer ?? 0);
@@ -130,6 +170,7 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   let timelines = 0;
   let searchKeysAdded = 0;
   let indexEntriesAdded = 0;
+  let ltvPartsWritten = 0;
   /** Puts an index entry (metadata or plan customers) that is missing; one already there is left as it is. */
   const addEntry = (key: { pk: string; sk: string }, customerId: number) =>
     db()
@@ -190,6 +231,9 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
         }
       }
       const customer = found.get(keyId(keys.customer(merchantId, id)));
+      // Customers paid in other currencies: their LTV parts as their orders make them (orders paid before parts existed).
+      if (customer && otherLtvCurrencies(customer, reportingCurrency).length)
+        ltvPartsWritten += await repairLtvParts(merchantId, reportingCurrency, id);
       // Customers written before the metadata index (deleted ones too: their lines still count) get their entries.
       if (customer)
         await Promise.all(indexedMetadata(customer.metadata).map(([k, v]) => addEntry(keys.customerMetadata(merchantId, k, v, id), id)));
@@ -284,5 +328,6 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
     pending_moves_applied: pendingApplied,
     timelines_rederived: linesRederived,
     index_entries_added: indexEntriesAdded,
+    ltv_parts_written: ltvPartsWritten,
   };
 };

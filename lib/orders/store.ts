@@ -3,10 +3,11 @@ import Decimal from 'decimal.js';
 import { addTotal, listTotal, readStatsPeriods } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
 import { createdRange, ENTRY_OF, indexes, indexPartitions, keys, PAYMENT_PREFIX } from '#lib/db/keys';
-import { countQuery, itemRowsOf, listPage, type IndexQuery } from '#lib/db/query';
+import { countQuery, itemRowsOf, listPage, queryAll, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
 import { itemAbsent, versionIs, WriteConflict, WriteSet, type Condition } from '#lib/db/writes';
-import { ltvAttr, ltvPartOf, type CustomerItem } from '#lib/customers/model';
+import { ltvAttr, ltvPartOf, type CustomerItem, type LtvPart } from '#lib/customers/model';
+import { batchGet } from '#lib/db/batch-get';
 import type { OrderItem } from '#lib/orders/model';
 import { changed, newOrder, paymentTime, quarterAttr, revenueAttr, type StatsTerm } from '#lib/orders/rules';
 import type { OrderListQuery } from '#lib/orders/schemas';
@@ -395,4 +396,27 @@ export const addCustomerFigures = async (
     }
   }
   return next;
+};
+
+/**
+ * The LTV parts a customer's paid orders in other currencies make (docs/customers.md, "Lifetime
+ * value in other currencies"), recomputed from the table alone: its payment items (every order it
+ * has paid, by key), then those orders by key. For `ops metrics rebuild`: orders paid before the
+ * parts existed get theirs.
+ */
+export const ltvPartsFromOrders = async (merchantId: string, reportingCurrency: string, customerId: number): Promise<LtvPart[]> => {
+  const payments = await queryAll<{ order_no: string }>(
+    { partition: keys.customer(merchantId, customerId).pk, from: PAYMENT_PREFIX, to: `${PAYMENT_PREFIX}~`, descending: false },
+    ['order_no'],
+  );
+  const orders = await batchGet<OrderItem>([...new Set(payments.map((p) => p.order_no))].map((no) => keys.order(merchantId, no)));
+  const parts = new Map<string, LtvPart>();
+  for (const o of orders.values()) {
+    if (o.status !== 'paid' || o.currency === reportingCurrency || !o.paid_at || Number(o.customer_id) !== customerId) continue;
+    const { year, attr } = ltvPartOf(o.paid_at);
+    const part = parts.get(`${o.currency}#${year}`) ?? { currency: o.currency, year };
+    part[attr] = new Decimal(String(part[attr] ?? 0)).plus(o.amount).toFixed();
+    parts.set(`${o.currency}#${year}`, part);
+  }
+  return [...parts.values()];
 };

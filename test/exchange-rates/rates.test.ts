@@ -6,6 +6,9 @@ import { restateCustomers } from '#lib/metrics/restate';
 import { WriteSet } from '#lib/db/writes';
 import { addRateTablePut, readRateTable } from '#lib/exchange-rates/store';
 import { keys } from '#lib/db/keys';
+import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '#lib/db/client';
+import { rebuildMerchantAggregates } from '#lib/metrics/rebuild';
 import { addTimelineChange, readTimeline } from '#lib/metrics/store';
 import { setFrom } from '#lib/metrics/timeline';
 
@@ -214,6 +217,38 @@ describe('exchange rates', () => {
     await ok(api.patch('/orders/U-2', token, { status: 'refunded' }));
     expect((await customer()).ltv).toBe('1306.53');
     expect((await customer()).ltv_by_currency).toEqual({ TWD: '1000.00', USD: '10.05' });
+  });
+
+  it('ops metrics rebuild gives orders paid before LTV parts existed their parts, and removes a part no order makes', async () => {
+    fixedClock('2026-03-10T12:00:00Z');
+    const { merchantId, token } = await newMerchant();
+    const pay = (order_no: string, amount: string, currency: string, paid_at: string) =>
+      ok(api.post('/orders', token, { order_no, amount, currency, status: 'paid', paid_at, customer_email: 'old@rates.test' }), 201);
+    const id = (await pay('T-1', '1000', 'TWD', '2026-01-05T00:00:00Z')).data.customer_id;
+    await pay('U-1', '10.05', 'USD', '2026-02-10T00:00:00Z');
+    await pay('U-2', '20', 'USD', '2025-06-01T00:00:00Z');
+    await ok(
+      putRates(token, 'USD', [
+        { month: '2026-02', rate: '30' },
+        { month: '2025-06', rate: '31' },
+      ]),
+    );
+    const ltv = async () => (await ok(api.get(`/customers/${id}`, token))).data.ltv;
+    // 1000 + 10.05 × 30 + 20 × 31.
+    expect(await ltv()).toBe('1921.50');
+    // As stored before parts existed, with a stray part besides: the payments in dollars are left out.
+    for (const year of ['2026', '2025'])
+      await db().send(new DeleteCommand({ TableName: tableName(), Key: keys.customerLtvPart(merchantId, id, 'USD', year) }));
+    await db().send(
+      new PutCommand({
+        TableName: tableName(),
+        Item: { ...keys.customerLtvPart(merchantId, id, 'USD', '2024'), currency: 'USD', year: '2024', m01: 5 },
+      }),
+    );
+    expect(await ltv()).toBe('1000.00');
+    expect((await rebuildMerchantAggregates(merchantId)).ltv_parts_written).toBe(3);
+    expect(await ltv()).toBe('1921.50');
+    expect((await rebuildMerchantAggregates(merchantId)).ltv_parts_written).toBe(0);
   });
 
   it("a change in a month without a rate is left out until that month has one; then it counts at that month's rate", async () => {

@@ -116,6 +116,7 @@ describe('ops metrics rebuild', () => {
       pending_moves_applied: 0,
       timelines_rederived: 0,
       index_entries_added: 0,
+      ltv_parts_written: 0,
     });
     expect((await queryAll({ partition: cohortPartition(merchantId) }, ['sk'])).length).toBeGreaterThan(0);
   });
@@ -135,6 +136,7 @@ describe('ops metrics rebuild', () => {
       pending_moves_applied: 0,
       timelines_rederived: 0,
       index_entries_added: 0,
+      ltv_parts_written: 0,
     });
     const missing = await ops('metrics', 'rebuild', '--merchant', 'mer_nobody');
     expect(missing.code).not.toBe(0);
