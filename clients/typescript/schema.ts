@@ -120,7 +120,7 @@ export interface paths {
         get: operations["settingsGet"];
         /**
          * Change the reporting time zone (back-office admins)
-         * @description Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. `GET /orders/stats` starts today and this month in it from the next request on; timestamps on the wire stay UTC (docs/settings.md). Admins only.
+         * @description Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. `GET /orders/stats` starts today and this month in it from the next request on, and the metrics' customers move to its days before the answer, as many as its time allows (the rest in the background: `Restate-Pending: true`); timestamps on the wire stay UTC (docs/settings.md). Admins only.
          *
          *     Back office: an ID token of role admin.
          */
@@ -852,7 +852,7 @@ export interface paths {
         get?: never;
         /**
          * Set a currency's monthly exchange rates into the reporting currency
-         * @description Sets the rates of the months named (reporting-currency units per one unit of `currency`; `null` removes a month's rate); months not named keep theirs. The metrics in the reporting currency count each point of a subscription or recurring order in `currency` at the rate of its month, and leave it out (reported as `unconverted`) while that month has none. Customers with lines in `currency` are counted again at once; the answer comes when they are (docs/exchange-rates.md).
+         * @description Sets the rates of the months named (reporting-currency units per one unit of `currency`; `null` removes a month's rate); months not named keep theirs. The metrics in the reporting currency count each point of a subscription or recurring order in `currency` at the rate of its month, and leave it out (reported as `unconverted`) while that month has none. Customers with lines in `currency` are counted again before the answer, as many as its time allows; the rest in the background, and then the answer says `Restate-Pending: true` (docs/exchange-rates.md).
          *
          *     Requires an API token with the `analytics:write` ability, or a back-office ID token (role admin).
          */
@@ -2388,6 +2388,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" when customers are left to count again: they move in the background (docs/exchange-rates.md, "Passes in the background") */
+                    "Restate-Pending"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8707,6 +8709,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" when customers are left to count again: they move in the background (docs/exchange-rates.md, "Passes in the background") */
+                    "Restate-Pending"?: string;
                     [name: string]: unknown;
                 };
                 content: {

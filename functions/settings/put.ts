@@ -2,7 +2,7 @@ import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/merchants/routes';
 import { putSettings } from '#lib/merchants/settings';
 
-export const handler = apiHandler(routes.settingsPut, async ({ identity, body }) => ({
-  status: 200,
-  body: { data: await putSettings(identity.merchant, body) },
-}));
+export const handler = apiHandler(routes.settingsPut, async ({ identity, body }) => {
+  const { settings, pending } = await putSettings(identity.merchant, body);
+  return { status: 200, body: { data: settings }, headers: pending ? { 'Restate-Pending': 'true' } : undefined };
+});

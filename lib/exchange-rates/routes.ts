@@ -32,11 +32,18 @@ export const routes = {
     writes: true,
     summary: "Set a currency's monthly exchange rates into the reporting currency",
     description:
-      "Sets the rates of the months named (reporting-currency units per one unit of `currency`; `null` removes a month's rate); months not named keep theirs. The metrics in the reporting currency count each point of a subscription or recurring order in `currency` at the rate of its month, and leave it out (reported as `unconverted`) while that month has none. Customers with lines in `currency` are counted again at once; the answer comes when they are (docs/exchange-rates.md).",
+      "Sets the rates of the months named (reporting-currency units per one unit of `currency`; `null` removes a month's rate); months not named keep theirs. The metrics in the reporting currency count each point of a subscription or recurring order in `currency` at the rate of its month, and leave it out (reported as `unconverted`) while that month has none. Customers with lines in `currency` are counted again before the answer, as many as its time allows; the rest in the background, and then the answer says `Restate-Pending: true` (docs/exchange-rates.md).",
     tags: ['settings'],
     request: { params: exchangeRatesPathParams, body: exchangeRatesPutBody },
     responses: {
-      200: { description: "The currency's rates as they now are", schema: dataOf(exchangeRateTableSchema) },
+      200: {
+        description: "The currency's rates as they now are",
+        schema: dataOf(exchangeRateTableSchema),
+        headers: {
+          'Restate-Pending':
+            '"true" when customers are left to count again: they move in the background (docs/exchange-rates.md, "Passes in the background")',
+        },
+      },
       ...errors,
       409: { description: 'The rates changed at the same moment: try again', schema: messageBody },
       ...invalid,

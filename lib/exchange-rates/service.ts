@@ -27,7 +27,7 @@ export const putExchangeRates = async (auth: AuthContext, currency: string, chan
   const moved = await restateCustomers(merchantId, auth.reportingCurrency, auth.timezone, { currency, until: deadline() - 2_000 });
   // The customers left go on moving in the background (a restate job), from where this pass stopped.
   await continueRestate(merchantId, moved, currency);
-  return presentRates(table);
+  return { rates: presentRates(table), pending: !moved.done };
 };
 
 /** GET /exchange-rates: every currency with rates, in code order (a table whose months were all removed is not listed). */

@@ -114,11 +114,18 @@ export const routes = {
     writes: true,
     summary: 'Change the reporting time zone (back-office admins)',
     description:
-      "Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. `GET /orders/stats` starts today and this month in it from the next request on; timestamps on the wire stay UTC (docs/settings.md). Admins only.",
+      "Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. `GET /orders/stats` starts today and this month in it from the next request on, and the metrics' customers move to its days before the answer, as many as its time allows (the rest in the background: `Restate-Pending: true`); timestamps on the wire stay UTC (docs/settings.md). Admins only.",
     tags: ['settings'],
     request: { body: settingsPutBody },
     responses: {
-      200: { description: 'The settings as changed', schema: dataOf(settingsSchema) },
+      200: {
+        description: 'The settings as changed',
+        schema: dataOf(settingsSchema),
+        headers: {
+          'Restate-Pending':
+            '"true" when customers are left to count again: they move in the background (docs/exchange-rates.md, "Passes in the background")',
+        },
+      },
       ...backofficeErrors,
       409: { description: 'The token changed at the same moment: try again', schema: messageBody },
       ...invalid,

@@ -26,5 +26,7 @@ export const changeMerchant = async (
 };
 
 /** PUT /settings: as `changeMerchant`, within the invocation's time (two seconds kept to answer). */
-export const putSettings = async (merchant: Merchant, settings: { timezone: string }) =>
-  presentSettings((await changeMerchant(merchant, { timezone: settings.timezone }, deadline() - 2_000)).merchant);
+export const putSettings = async (merchant: Merchant, settings: { timezone: string }) => {
+  const { merchant: changed, moved } = await changeMerchant(merchant, { timezone: settings.timezone }, deadline() - 2_000);
+  return { settings: presentSettings(changed), pending: moved !== null && !moved.done };
+};

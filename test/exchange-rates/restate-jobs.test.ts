@@ -156,6 +156,25 @@ describe('restate jobs: a pass cut short goes on in the background', () => {
     expect(await restateCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 3, moved: 2, done: true, next: null });
   });
 
+  it('the answer says when customers are left for the background (Restate-Pending), and not when all moved', async () => {
+    const { merchantId, token } = await inDollars(2);
+    // A tenth of a write unit a second: the first customer's turn books the key for longer than the request has.
+    process.env.RESTATE_WCU_PER_SECOND = '0.1';
+    try {
+      const cut = await api.put('/exchange-rates/USD', token, { rates: [{ month: '2026-01', rate: '30' }] });
+      expect(cut.status, JSON.stringify(cut.body)).toBe(200);
+      expect(cut.headers.get('restate-pending')).toBe('true');
+    } finally {
+      delete process.env.RESTATE_WCU_PER_SECOND;
+    }
+    expect(await jobsOf(merchantId)).toEqual([expect.objectContaining({ currency: 'USD', from_id: 1, round: 1 })]);
+    // Repeated with time to spare: the customer left moves in the request, and the answer says nothing.
+    const all = await api.put('/exchange-rates/USD', token, { rates: [{ month: '2026-01', rate: '30' }] });
+    expect(all.status).toBe(200);
+    expect(all.headers.get('restate-pending')).toBeNull();
+    expect((await marchMrr(token)).mrr).toBe('600.00');
+  });
+
   it('the worker leaves other records alone and reports a job it could not run, so the mapping retries it', async () => {
     const { merchantId } = await inDollars(1);
     await changeMerchant(merchantId, { timezone: 'Asia/Taipei' }, Date.now() - 1);
