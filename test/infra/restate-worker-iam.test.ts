@@ -1,7 +1,6 @@
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { BuildMiddleware, MetadataBearer } from '@smithy/types';
 import type { Context } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { DEADLINE_MARGIN_MS } from '#lib/db/retry';
@@ -15,6 +14,7 @@ import { PENDING_MOVES_PK_PATTERNS } from '../../infra/constructs/pending-moves-
 import { RESTATE_WORKER_GRANTS } from '../../infra/constructs/restate-worker.ts';
 import type { TableAction } from '../../infra/constructs/api-function.ts';
 import { streamRecord } from '../outbox/support/records.ts';
+import { iamLike, recordSentRequests, type Sent } from '../support/sent-requests.ts';
 
 /**
  * The requests the restate worker sends, as DynamoDB receives them, checked against its IAM grants
@@ -23,30 +23,10 @@ import { streamRecord } from '../outbox/support/records.ts';
  * is where a pass reaching a new kind of item would fail before AWS refused it.
  */
 
-type Sent = { operation: string; body: Record<string, any> };
-const sent: Sent[] = [];
-const NAME = 'restate-worker-iam:record';
-const record: BuildMiddleware<object, MetadataBearer> = (next, context) => async (args) => {
-  const raw = (args.request as { body?: unknown } | undefined)?.body;
-  const body = typeof raw === 'string' ? raw : raw instanceof Uint8Array ? new TextDecoder().decode(raw) : null;
-  if (body) sent.push({ operation: String(context.commandName ?? '').replace(/Command$/, ''), body: JSON.parse(body) });
-  return next(args);
-};
-beforeAll(() => db().middlewareStack.add(record, { step: 'build', name: NAME }));
-afterAll(() => {
-  db().middlewareStack.remove(NAME);
-});
+const { during } = recordSentRequests('restate-worker-iam:record');
 
-/** IAM StringLike: `*` any run of characters, `?` one. */
-const like = (pattern: string, value: string) =>
-  new RegExp(
-    `^${pattern
-      .replace(/[.+^$(){}|[\]\\]/g, '\\$&')
-      .replace(/\*/g, '.*')
-      .replace(/\?/g, '.')}$`,
-  ).test(value);
 const allowed = (action: TableAction, pk: string) =>
-  RESTATE_WORKER_GRANTS.some((g) => g.action === action && g.leadingKeys.some((p) => like(p, pk)));
+  RESTATE_WORKER_GRANTS.some((g) => g.action === action && g.leadingKeys.some((p) => iamLike(p, pk)));
 
 /** Each request as IAM authorises it: one (action, partition key) per item it names. */
 const authorised = ({ operation, body }: Sent): { action: string; pk: string }[] => {
@@ -100,9 +80,8 @@ const runJob = async (job: RestateJob, remainingMs = 60_000) => {
   return runRecord(streamRecord('INSERT', item!), remainingMs);
 };
 const runRecord = async (rec: ReturnType<typeof streamRecord>, remainingMs = 60_000) => {
-  sent.length = 0;
-  const result = await handleRestateJobs({ Records: [rec] }, context(remainingMs));
-  return { result, requests: sent.splice(0).flatMap(authorised), record: rec };
+  const { result, requests } = await during(() => handleRestateJobs({ Records: [rec] }, context(remainingMs)));
+  return { result, requests: requests.flatMap(authorised), record: rec };
 };
 
 /** Paid monthly orders in USD, `count` of them a week apart from 2020 on, late in the UTC day (the next day in Taipei): a long timeline. */
@@ -177,7 +156,8 @@ describe("the restate worker's requests stay inside its IAM grants", () => {
     expect((await readTimeline(merchantId, 2)).zone).toBe('Asia/Taipei');
     expectInsideGrants(requests);
     // Pending-moves items were put, then read, applied and deleted.
-    const inMetrics = (action: string) => requests.some((r) => r.action === action && PENDING_MOVES_PK_PATTERNS.some((p) => like(p, r.pk)));
+    const inMetrics = (action: string) =>
+      requests.some((r) => r.action === action && PENDING_MOVES_PK_PATTERNS.some((p) => iamLike(p, r.pk)));
     for (const action of ['PutItem', 'GetItem', 'UpdateItem', 'DeleteItem']) expect(inMetrics(action), action).toBe(true);
   }, 120_000);
 

@@ -1,10 +1,9 @@
-import type { BuildMiddleware, MetadataBearer } from '@smithy/types';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { db } from '#lib/db/client';
+import { describe, expect, it } from 'vitest';
 import { keys } from '#lib/db/keys';
 import { PIPELINE_UPDATES, TOKEN_LOOKUP, WEBHOOK_WRITES, type KeyedGrant } from '../../infra/constructs/api-function.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { isolatedClock } from './support.ts';
+import { iamLike, recordSentRequests, type Sent } from '../support/sent-requests.ts';
 
 /**
  * The requests the pipeline of a read route (or the 404) sends, as DynamoDB receives them, checked
@@ -18,20 +17,7 @@ process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
 const clock = isolatedClock();
 const api = useApi();
 
-type Sent = { operation: string; body: Record<string, any> };
-const sent: Sent[] = [];
-const NAME = 'iam-scope:record';
-const record: BuildMiddleware<object, MetadataBearer> = (next, context) => async (args) => {
-  const raw = (args.request as { body?: unknown } | undefined)?.body;
-  // The JSON body as serialized: a string, or bytes with the SDK's schema serde.
-  const body = typeof raw === 'string' ? raw : raw instanceof Uint8Array ? new TextDecoder().decode(raw) : null;
-  if (body) sent.push({ operation: String(context.commandName ?? '').replace(/Command$/, ''), body: JSON.parse(body) });
-  return next(args);
-};
-beforeAll(() => db().middlewareStack.add(record, { step: 'build', name: NAME }));
-afterAll(() => {
-  db().middlewareStack.remove(NAME);
-});
+const { during } = recordSentRequests('iam-scope:record');
 
 const EXPRESSION_WORDS = new Set([
   'SET',
@@ -63,22 +49,10 @@ const attributesOf = (body: Record<string, any>): string[] => {
   }
   return [...names].sort();
 };
-/** IAM StringLike: `*` any run of characters, `?` one. */
-const like = (pattern: string, value: string) =>
-  new RegExp(
-    `^${pattern
-      .replace(/[.+^$(){}|[\]\\]/g, '\\$&')
-      .replace(/\*/g, '.*')
-      .replace(/\?/g, '.')}$`,
-  ).test(value);
 const grantFor = (grants: KeyedGrant[], operation: string, pk: string) =>
-  grants.filter((g) => g.action === operation && g.leadingKeys.some((p) => like(p, pk)));
+  grants.filter((g) => g.action === operation && g.leadingKeys.some((p) => iamLike(p, pk)));
 
-const pipelineRequests = async (run: () => Promise<unknown>) => {
-  sent.length = 0;
-  await run();
-  return sent.splice(0);
-};
+const pipelineRequests = async (run: () => Promise<unknown>) => (await during(run)).requests;
 
 const expectInsideGrants = (requests: Sent[]) => {
   for (const { operation, body } of requests) {
