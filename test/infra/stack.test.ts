@@ -76,6 +76,12 @@ const functionBehindRoute = (template: Template, routeKey: string) => {
   return { fnId, fn: resources(template, 'AWS::Lambda::Function')[fnId] };
 };
 
+/** Whether a stream record passes an event source mapping's filter pattern (lists of allowed values, nested objects). */
+const matches = (p: any, value: any): boolean =>
+  Array.isArray(p)
+    ? p.includes(value)
+    : value !== null && typeof value === 'object' && Object.entries(p).every(([k, sub]) => matches(sub, value[k]));
+
 describe('routes', () => {
   it('every route-table entry has its own route, integration and function at METHOD /v1<path>', () => {
     const { stack, template } = defaults;
@@ -678,10 +684,6 @@ describe('outbox relay', () => {
   it('its filter lets through exactly the records the relay (and the local poller) publish', () => {
     const pattern = JSON.parse(relayMapping(defaults).Properties.FilterCriteria.Filters[0].Pattern);
     // Lambda filter semantics for exact-value lists: every named field must hold one of the values.
-    const matches = (p: any, value: any): boolean =>
-      Array.isArray(p)
-        ? p.includes(value)
-        : value !== null && typeof value === 'object' && Object.entries(p).every(([k, sub]) => matches(sub, value[k]));
     const records = [
       outboxInsert('mer_filter'),
       streamRecord('MODIFY', outboxItem('mer_filter', 'order.paid', {})),
@@ -846,10 +848,6 @@ describe('pending-moves applier', () => {
   it('its filter lets through exactly the records the applier (and the local poller) apply', () => {
     const pattern = JSON.parse(mappingOf(defaults).FilterCriteria.Filters[0].Pattern);
     expect(pattern).toEqual({ eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: [PENDING_MOVES_ENTITY] } } } });
-    const matches = (p: any, value: any): boolean =>
-      Array.isArray(p)
-        ? p.includes(value)
-        : value !== null && typeof value === 'object' && Object.entries(p).every(([k, sub]) => matches(sub, value[k]));
     const home = pendingHome('mer_filter', 'M#2025-01');
     const item = { pk: home.pk, sk: `${home.sk}#P#b1#000`, entity: PENDING_MOVES_ENTITY, moves: '[]' };
     const records = [
@@ -959,10 +957,6 @@ describe('restate worker', () => {
   it('its filter lets through exactly the records the worker runs', () => {
     const pattern = JSON.parse(mappingOf(defaults).FilterCriteria.Filters[0].Pattern);
     expect(pattern).toEqual({ eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: [RESTATE_JOB_ENTITY] } } } });
-    const matches = (p: any, value: any): boolean =>
-      Array.isArray(p)
-        ? p.includes(value)
-        : value !== null && typeof value === 'object' && Object.entries(p).every(([k, sub]) => matches(sub, value[k]));
     const item = {
       ...keys.restateJob('mer_filter', '000001#j'),
       entity: RESTATE_JOB_ENTITY,
