@@ -286,20 +286,18 @@ export const stats = (
 ) => {
   const created = day.created?.toNumber() ?? 0;
   const createdPaid = day.created_paid?.toNumber() ?? 0;
-  const unconverted: Record<string, { today_revenue: string; monthly_revenue: string }> = {};
-  const revenue = (counters: Counters) => {
-    let sum = counters[revenueAttr(currency)] ?? new Decimal(0);
-    if (currency !== reportingCurrency) return sum;
-    for (const ccy of revenueCurrencies([day, month], reportingCurrency)) {
-      const rate = rates.get(ccy);
-      if (rate !== undefined) sum = sum.plus((counters[revenueAttr(ccy)] ?? new Decimal(0)).times(rate));
-    }
-    return sum;
-  };
-  if (currency === reportingCurrency)
-    for (const ccy of revenueCurrencies([day, month], reportingCurrency))
-      if (!rates.has(ccy))
-        unconverted[ccy] = { today_revenue: money(day[revenueAttr(ccy)]), monthly_revenue: money(month[revenueAttr(ccy)]) };
+  // Only the reporting currency's revenue takes in the others: converted, or named as left out.
+  const others = currency === reportingCurrency ? revenueCurrencies([day, month], reportingCurrency) : [];
+  const revenue = (counters: Counters) =>
+    others.reduce(
+      (sum, ccy) => (rates.has(ccy) ? sum.plus((counters[revenueAttr(ccy)] ?? new Decimal(0)).times(rates.get(ccy)!)) : sum),
+      counters[revenueAttr(currency)] ?? new Decimal(0),
+    );
+  const unconverted = Object.fromEntries(
+    others
+      .filter((ccy) => !rates.has(ccy))
+      .map((ccy) => [ccy, { today_revenue: money(day[revenueAttr(ccy)]), monthly_revenue: money(month[revenueAttr(ccy)]) }]),
+  );
   return {
     data: {
       today_revenue: money(revenue(day)),
