@@ -10,8 +10,13 @@ import type { DashboardConfig } from '../../web/src/auth.ts';
 const SESSION_URL = 'https://dash.test/dev/session';
 const config: DashboardConfig = { apiBase: 'https://api.test/v1', auth: { kind: 'local', sessionUrl: SESSION_URL } };
 const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
-/** A development ID token valid for an hour, numbered by sign-in. */
-const jwt = (n: number) => `${b64({ alg: 'RS256' })}.${b64({ n, exp: Math.floor(Date.now() / 1000) + 3600 })}.sig`;
+/**
+ * A development ID token valid for an hour from the test's start, numbered by sign-in. The expiry is
+ * fixed per test: read from the clock at each call, a token issued before a second ticks over and
+ * the one the test expects after it would differ (this test failed that way once).
+ */
+let startedAt = 0;
+const jwt = (n: number) => `${b64({ alg: 'RS256' })}.${b64({ n, exp: startedAt + 3600 })}.sig`;
 const json = (status: number, body?: unknown) =>
   new Response(body === undefined ? null : JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 
@@ -21,6 +26,7 @@ let signIns: number;
 let answers: Response[];
 
 beforeEach(() => {
+  startedAt = Math.floor(Date.now() / 1000);
   sent = [];
   signIns = 0;
   answers = [];
