@@ -230,7 +230,9 @@ export const refMovements = (customers: RefCustomer[], start: string, end: strin
 const DAY_MS = 86_400_000;
 const addDays = (day: string, n: number) => new Date(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS).toISOString().slice(0, 10);
 const money = (d: Decimal) => d.toFixed(2);
-const pct = (part: Decimal, base: Decimal) => (base.isZero() ? null : Number(part.div(base).times(100).toFixed(2)));
+/** A number as the JSON answer carries it: a negative rounding to zero (-0) is written 0. */
+const onWire = (n: number) => (n === 0 ? 0 : n);
+const pct = (part: Decimal, base: Decimal) => (base.isZero() ? null : onWire(Number(part.div(base).times(100).toFixed(2))));
 
 /** Level at the end of `day` (inclusive), evaluated directly. */
 const levelAt = (customers: RefCustomer[], t: string) => {

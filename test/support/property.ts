@@ -2,7 +2,7 @@ import fc from 'fast-check';
 
 /**
  * Runs a fast-check property `runs` times within `budgetMs`. Not reaching `runs` in time is a
- * failure, never a silently shorter search.
+ * failure, never a silently shorter search. `PROP_SEED` replays a failure's seed (its message gives it).
  */
 export const assertWithinBudget = async <T>(
   property: fc.IAsyncPropertyWithHooks<T>,
@@ -10,6 +10,7 @@ export const assertWithinBudget = async <T>(
   budgetMs: number,
   seed?: number,
 ): Promise<void> => {
+  seed ??= process.env.PROP_SEED ? Number(process.env.PROP_SEED) : undefined;
   try {
     await fc.assert(property, {
       numRuns: runs,
