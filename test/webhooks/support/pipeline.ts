@@ -80,7 +80,17 @@ export const useDeliveryPipeline = (label: string, opts: { relay?: boolean; poll
       Promise.race([
         pipeline!.drained(),
         new Promise<never>((_, reject) =>
-          setTimeout(() => reject(new Error('timed out waiting for the delivery queues to drain')), timeoutMs).unref(),
+          setTimeout(
+            () =>
+              // What is still queued, and the pipeline's last lines: a task waiting on a retry, or one still running.
+              reject(
+                new Error(
+                  `timed out waiting for the delivery queues to drain (events ${pipeline!.events.depth}, deliveries ${pipeline!.deliveries.depth} left; ` +
+                    `last lines: ${JSON.stringify(lines.slice(-8))})`,
+                ),
+              ),
+            timeoutMs,
+          ).unref(),
         ),
       ]),
   };
