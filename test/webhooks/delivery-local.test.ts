@@ -182,6 +182,10 @@ describe('local delivery end to end', () => {
     const later = await createOrder(api, token, { status: 'pending' });
     await eventually(() => c.receiver.received.length >= 1, 15_000, 'the re-enabled endpoint');
     expect(verifiedEvents(c.receiver.received).map((e) => [e.type, e.data.object.order_no])).toEqual([['order.created', later.order_no]]);
+    // b gets it too. Waited for, so no delivery is left to fail on b's receiver once it closes: a
+    // task left behind would wait for its retry and keep the next test's settle from draining.
+    await eventually(() => verifiedEvents(b.receiver.received).some((e) => e.data.object.order_no === later.order_no), 15_000, 'b’s copy');
+    await pipe.settled();
   });
 
   it('POST /webhook-endpoints/{id}/test: a verified webhook.test to that endpoint only, the answer is the attempt (also in the log)', async () => {
