@@ -26,6 +26,8 @@ export const RESTATE_WORKER_PARTITIONS = {
   merchant: keys.merchant(M).pk,
   /** `M#<m>#RESTATE`: the jobs. */
   jobs: keys.restateJob(M, '').pk,
+  /** `M#<m>#PACE`: the ledger of write units the merchant's passes share, a second an item. */
+  pace: keys.restatePace(M, 0).pk,
   /** `M#<m>#CUSTOMER#<id>`: a customer's timeline head and chunks. */
   customers: anyEnding(keys.customer(M, 0).pk, '0'),
   /** The aggregates and their pending moves (the applier's partitions). */
@@ -48,7 +50,7 @@ export const RESTATE_WORKER_PARTITIONS = {
  * of chunks), the aggregates (Update) or their pending moves (Put), plans and plan customers (a
  * pass keeps a customer's lines, so it adds none today, but `addTimelineChange` may write them), a
  * check of each rate table's version copy (ConditionCheckItem), and the job's delete and next
- * round (Put); then each spilled pending-moves item applied (Update, Delete). The customer
+ * round (Put); a share of the pace ledger before a transaction (Update); then each spilled pending-moves item applied (Update, Delete). The customer
  * partitions also hold its other items (IAM keys on partitions only).
  * test/infra/restate-worker-iam.test.ts runs jobs against DynamoDB Local and checks every
  * request against these grants.
@@ -59,7 +61,7 @@ export const RESTATE_WORKER_GRANTS: KeyedGrant[] = [
   { action: 'BatchGetItem', leadingKeys: [P.customers, P.rates] },
   { action: 'Query', leadingKeys: [P.customers] },
   { action: 'PutItem', leadingKeys: [P.jobs, P.customers, ...P.metrics, P.planCustomers] },
-  { action: 'UpdateItem', leadingKeys: [...P.metrics, P.plans] },
+  { action: 'UpdateItem', leadingKeys: [...P.metrics, P.plans, P.pace] },
   { action: 'DeleteItem', leadingKeys: [P.jobs, P.customers, ...P.metrics] },
   { action: 'ConditionCheckItem', leadingKeys: [P.rateVersions] },
 ];

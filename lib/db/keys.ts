@@ -47,6 +47,7 @@ import { keyText } from '#lib/shared/key-text';
  * | exchange-rate table       | M#<m>#RATES                         | <CCY>           |  (a currency's monthly rates and version) |
  * | rate-table version copy   | M#<m>#RATES_VERSION#<nnn>           | <CCY>           |  (16 copies: a converting write checks its shard's) |
  * | restate job               | M#<m>#RESTATE                       | <round>#<uuid>  |  (a pass to go on with; entity restate-job, only put and deleted: the worker's stream filter; TTL 7 d) |
+ * | restate pace              | M#<m>#PACE                          | <epoch second>  |  (write units the merchant's passes took in that second; TTL 1 h) |
  * | outbox event (payload)    | OUTBOX_EVENT#M#<m>#<evt>            | EVENT           |  (entity "outbox": the stream filter; TTL 3 days; unique key per event) |
  * | outbox mark               | OUTBOX#M#<m>#<ss>                   | <created>#<nn>#<evt> | gsi4 pending (OUTBOX_PENDING#M#<m>#<ss>) until published; TTL 3 days |
  * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS)                              |
@@ -283,6 +284,8 @@ export const keys = {
   exchangeRates: (merchantId: string, currency: string): Key => ({ pk: exchangeRatesPartition(merchantId), sk: currency }),
   /** A pass over the merchant's customers to go on with (lib/metrics/restate.ts): one item per round, never rewritten. */
   restateJob: (merchantId: string, id: string): Key => ({ pk: `${m(merchantId)}#RESTATE`, sk: id }),
+  /** The write units the merchant's passes have booked in one second (lib/metrics/pace.ts), shared by all of them. */
+  restatePace: (merchantId: string, second: number): Key => ({ pk: `${m(merchantId)}#PACE`, sk: String(second) }),
   /** One copy of a currency's rate-table version (`shard` taken modulo RATE_VERSION_SHARDS). */
   exchangeRatesVersion: (merchantId: string, currency: string, shard: number): Key => ({
     pk: exchangeRatesVersionPartition(merchantId, shard),

@@ -6,6 +6,7 @@ import { addTimelineChange, customerIdRounds, readTimeline } from '#lib/metrics/
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { config } from '#lib/config';
+import { passPacer, tableShares } from '#lib/metrics/pace';
 
 /**
  * After a merchant's reporting time zone or one currency's exchange rates change (docs/settings.md,
@@ -23,23 +24,6 @@ import { config } from '#lib/config';
 const IDS_PER_ROUND = 1_000;
 const LANES = 4;
 
-/**
- * Spaces a pass's transactions so that the partition key they write most (the MRR movements' key
- * nearly always) takes at most `wcuPerSecond` from them: the lanes book their turns one after
- * another. A merchant's own writes keep the rest of the key's budget (docs/scale.md, "Passes").
- */
-export const passPacer = (wcuPerSecond: number, clock: () => number = Date.now) => {
-  let free = 0;
-  return {
-    /** The time a transaction costing `wcu` on its busiest key may be sent (now, when unpaced). */
-    book(wcu: number): number {
-      const at = Math.max(free, clock());
-      if (wcuPerSecond > 0) free = at + (wcu / wcuPerSecond) * 1_000;
-      return at;
-    },
-  };
-};
-
 /** What a pass did; `next`: the customer id a pass cut short goes on from (null when done). */
 export type RestateReport = { customers_read: number; moved: number; done: boolean; next: number | null };
 
@@ -56,7 +40,7 @@ export const restateCustomers = async (
   // Checked before each customer too: a round of a thousand may take longer than the time left.
   const late = () => opts.until !== undefined && Date.now() > opts.until;
   let cut = false;
-  const pacer = passPacer(config.restateWcuPerSecond());
+  const pacer = passPacer(config.restateWcuPerSecond(), tableShares(merchantId));
   const concerned = (head: Head) =>
     (head.zone ?? DEFAULT_TIMEZONE) !== zone ||
     // A head written before heads named their currencies is read whole.
@@ -91,7 +75,7 @@ export const restateCustomers = async (
             const after = await addTimelineChange(ws, merchantId, reportingCurrency, id, fresh, fresh.timeline, zone);
             if (after === fresh) return false;
             // Its turn under the pass's pace; one past the time left is not taken (the customer is left for later).
-            const at = pacer.book(ws.hottestKeyWcu);
+            const at = await pacer.book(ws.hottestKeyWcu, opts.until);
             if (opts.until !== undefined && at > opts.until) return null;
             if (at > Date.now()) await sleep(at - Date.now());
             await ws.commit();

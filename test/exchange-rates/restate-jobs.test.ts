@@ -9,6 +9,7 @@ import { putExchangeRates } from '#lib/exchange-rates/service';
 import { changeMerchant } from '#lib/merchants/settings';
 import { restateCustomers } from '#lib/metrics/restate';
 import { handleRestateJobs, RESTATE_JOB_ENTITY, runRestateJob } from '#lib/metrics/restate-jobs';
+import { passPacer, tableShares } from '#lib/metrics/pace';
 import { newMerchant, ok, useApi } from '../support/api.ts';
 
 /**
@@ -154,6 +155,43 @@ describe('restate jobs: a pass cut short goes on in the background', () => {
       delete process.env.RESTATE_WCU_PER_SECOND;
     }
     expect(await restateCustomers(merchantId, 'TWD', 'Asia/Taipei')).toEqual({ customers_read: 3, moved: 2, done: true, next: null });
+  });
+
+  it("a merchant's passes share one pace in the table: two at once never take more than a second's allowance, another merchant has its own", async () => {
+    const [one, other] = [await newMerchant(), await newMerchant()];
+    // A fixed clock: the passes book ahead without waiting, and the ledger shows where each share went.
+    const at = Date.parse('2026-03-10T12:00:00Z');
+    const second = Math.floor(at / 1_000);
+    const costs = [7, 9, 18, 4, 12, 30, 5, 11];
+    const run = (merchantId: string) => async () => {
+      const pacer = passPacer(40, tableShares(merchantId), () => at);
+      const turns: number[] = [];
+      for (const wcu of costs) turns.push(await pacer.book(wcu));
+      return turns;
+    };
+    const [a, b, c] = await Promise.all([run(one.merchantId)(), run(one.merchantId)(), run(other.merchantId)()]);
+    const ledger = async (merchantId: string) =>
+      ((
+        await db().send(
+          new QueryCommand({
+            TableName: tableName(),
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': keys.restatePace(merchantId, 0).pk },
+            ConsistentRead: true,
+          }),
+        )
+      ).Items ?? []) as { sk: string; used: number; expires_at: number }[];
+    const ours = await ledger(one.merchantId);
+    const total = costs.reduce((x, y) => x + y, 0);
+    // Both passes' 192 units went through one ledger, 40 a second at most: 5 seconds or more.
+    expect(ours.every((s) => s.used <= 40 && s.expires_at === Number(s.sk) + 3_600)).toBe(true);
+    expect(ours.reduce((x, s) => x + s.used, 0)).toBeGreaterThanOrEqual(2 * total);
+    expect(Math.max(...a, ...b)).toBeGreaterThanOrEqual((second + 4) * 1_000);
+    // The other merchant's pass, alone on its own ledger, took half as many seconds.
+    const theirs = await ledger(other.merchantId);
+    expect(theirs.reduce((x, s) => x + s.used, 0)).toBeGreaterThanOrEqual(total);
+    expect(Math.max(...c)).toBeLessThan(Math.max(...a, ...b));
+    expect(Math.max(...c)).toBeGreaterThanOrEqual((second + 2) * 1_000);
   });
 
   it('the answer says when customers are left for the background (Restate-Pending), and not when all moved', async () => {

@@ -34,6 +34,8 @@ const authorised = ({ operation, body }: Sent): { action: string; pk: string }[]
   switch (operation) {
     case 'GetItem':
       return [{ action: 'GetItem', pk: pkOf(body.Key) }];
+    case 'UpdateItem':
+      return [{ action: 'UpdateItem', pk: pkOf(body.Key) }];
     case 'BatchGetItem':
       return Object.values(body.RequestItems as Record<string, { Keys: Record<string, { S: string }>[] }>).flatMap((r) =>
         r.Keys.map((k) => ({ action: 'BatchGetItem', pk: pkOf(k) })),

@@ -1,20 +1,73 @@
 import Decimal from 'decimal.js';
 import { describe, expect, it } from 'vitest';
 import { WriteSet } from '#lib/db/writes';
-import { passPacer } from '#lib/metrics/restate';
+import { passPacer, type TakeShare } from '#lib/metrics/pace';
+
+/** The ledger in memory: what the table's conditional ADD does. */
+const memoryLedger = () => {
+  const used = new Map<number, number>();
+  const take: TakeShare = async (second, wcu, limit) => {
+    const before = used.get(second) ?? 0;
+    const got = before + wcu <= limit ? wcu : Math.max(0, Math.floor(limit - before));
+    used.set(second, before + got);
+    return got;
+  };
+  return { used, take };
+};
 
 describe("a pass's pace", () => {
-  it('books turns one after another at the given write units a second; unpaced, every turn is now', () => {
+  it('books turns within the second while it has room, then from the next seconds; unpaced, every turn is now', async () => {
     let now = 1_000;
-    const paced = passPacer(100, () => now);
-    // 50 WCU at 100 WCU/s: half a second each.
-    expect([paced.book(50), paced.book(50), paced.book(20)]).toEqual([1_000, 1_500, 2_000]);
-    // Time passing past the booked turns: the next starts now.
-    now = 5_000;
-    expect(paced.book(10)).toBe(5_000);
-    expect(paced.book(10)).toBe(5_100);
-    const unpaced = passPacer(0, () => now);
-    expect([unpaced.book(1_000), unpaced.book(1_000)]).toEqual([5_000, 5_000]);
+    const ledger = memoryLedger();
+    const paced = passPacer(100, ledger.take, () => now);
+    // 50 + 40 fit in second 1; 20 more spill into second 2, sent at its start.
+    expect([await paced.book(50), await paced.book(40), await paced.book(20)]).toEqual([1_000, 1_000, 2_000]);
+    // A transaction above a whole second's allowance takes whole seconds, sent at the last one's start.
+    expect(await paced.book(250)).toBe(4_000);
+    expect([...ledger.used.values()].every((u) => u <= 100)).toBe(true);
+    // Time passing past the booked seconds: the next turn is now again.
+    now = 9_500;
+    expect(await paced.book(10)).toBe(9_500);
+    const unpaced = passPacer(0, ledger.take, () => now);
+    expect([await unpaced.book(1_000), await unpaced.book(1_000)]).toEqual([9_500, 9_500]);
+  });
+
+  it("two passes of one merchant share the second's allowance: together never above it, and nothing lost", async () => {
+    const now = 0;
+    const ledger = memoryLedger();
+    const a = passPacer(100, ledger.take, () => now);
+    const b = passPacer(100, ledger.take, () => now);
+    const booked: number[] = [];
+    await Promise.all(
+      [a, b].map(async (p) => {
+        for (let i = 0; i < 20; i++) booked.push(await p.book(7 + (i % 5)));
+      }),
+    );
+    const total = [...ledger.used.values()].reduce((x, y) => x + y, 0);
+    // Two passes booking 360 WCU at 100 a second: no second above 100, and at least 4 seconds used.
+    expect(Math.max(...ledger.used.values())).toBeLessThanOrEqual(100);
+    expect(total).toBeGreaterThanOrEqual(360);
+    expect(Math.max(...booked)).toBeGreaterThanOrEqual(3_000);
+  });
+
+  it('a share taken just before a second ends still counts for its transaction; only what is left over lapses', async () => {
+    let now = 1_990;
+    const ledger = memoryLedger();
+    const take: TakeShare = async (second, wcu, limit) => {
+      const got = await ledger.take(second, wcu, limit);
+      now += 20; // the second ends while the share is taken
+      return got;
+    };
+    const paced = passPacer(1, take, () => now);
+    // 2 units at 1 a second: second 1's unit and second 2's, sent then (2.03 s), never a third second.
+    expect(await paced.book(2, 2_500)).toBe(2_030);
+    expect([...ledger.used.entries()]).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+    // Booking stops at the first second past the limit given: no ledger write for it.
+    expect(await paced.book(5, 3_500)).toBe(4_000);
+    expect(ledger.used.has(4)).toBe(false);
   });
 
   it("prices a transaction's busiest partition key: two units per action, a put by its size in KB", () => {
