@@ -87,7 +87,28 @@ export const metadata = () =>
     .refine((o) => Buffer.byteLength(JSON.stringify(o)) <= 16 * 1024, {
       message: 'The :field field must not be larger than 16 KiB.',
     })
+    // Keys and values become index keys (segments by metadata), where a lone surrogate would read as U+FFFD.
+    .refine((o) => everyText(o, isWellFormed), {
+      message: 'The :field field must be valid Unicode text (a key or value has a lone UTF-16 surrogate).',
+    })
     .transform((o) => JSON.stringify(o));
+
+/** Whether every key and string value at any depth passes `test`, iteratively (the depth is checked first). */
+const everyText = (value: unknown, test: (s: string) => boolean): boolean => {
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (!test(v)) return false;
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v as object)) {
+        if (!Array.isArray(v) && !test(k)) return false;
+        stack.push(child);
+      }
+    }
+  }
+  return true;
+};
 
 export const METADATA_MAX_DEPTH = 64;
 

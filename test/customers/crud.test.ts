@@ -118,6 +118,22 @@ describe('POST /customers', () => {
       'metadata',
       'The metadata field must not be larger than 16 KiB.',
     ],
+    // Keys and values become index keys (metadata segments), where a lone surrogate would read as U+FFFD.
+    ...(
+      [
+        ['a value', { tier: 'gold\ud800' }],
+        ['a key', { ['\udc00tier']: 'gold' }],
+        ['a nested value', { plan: { notes: ['ok', '\udbff'] } }],
+      ] as const
+    ).map(
+      ([where, metadata]) =>
+        [
+          `metadata with a lone surrogate in ${where}`,
+          { email: 'a@example.com', metadata },
+          'metadata',
+          'The metadata field must be valid Unicode text (a key or value has a lone UTF-16 surrogate).',
+        ] as (typeof cases)[number],
+    ),
   ];
   it.each(cases)('422 for %s, nothing stored', async (_name, body, field, message) => {
     const { token } = await newMerchant();
