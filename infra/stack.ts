@@ -221,7 +221,7 @@ export class ApiStack extends Stack {
         allowOrigins: [this.dashboard.origin],
         allowHeaders: ['authorization', 'content-type'],
         allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.PUT, CorsHttpMethod.PATCH, CorsHttpMethod.DELETE],
-        // The CSV downloads page by X-Next-Cursor (a CSV answer has no room for meta).
+        // The CSV downloads page by X-Next-Cursor (a CSV answer has no room for meta); Settings reads Restate-Pending.
         exposeHeaders: [
           'x-request-id',
           'x-ratelimit-limit',
@@ -230,6 +230,7 @@ export class ApiStack extends Stack {
           'retry-after',
           'x-total-count',
           'x-next-cursor',
+          'restate-pending',
         ],
         maxAge: Duration.hours(1),
       },

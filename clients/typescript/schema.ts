@@ -2276,6 +2276,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates (docs/exchange-rates.md, "Passes in the background") */
+                    "Restate-Pending"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8590,6 +8592,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates (docs/exchange-rates.md, "Passes in the background") */
+                    "Restate-Pending"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,8 +1,10 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/merchants/routes';
+import { readSettings } from '#lib/merchants/settings';
+import { restatePendingHeader } from '#lib/shared/restate-pending-header';
 
 // The token lookup (or the back office's merchant read) already carries both settings.
-export const handler = apiHandler(routes.settingsGet, async ({ auth }) => ({
-  status: 200,
-  body: { data: { timezone: auth.timezone, reporting_currency: auth.reportingCurrency } },
-}));
+export const handler = apiHandler(routes.settingsGet, async ({ auth }) => {
+  const { settings, pending } = await readSettings(auth);
+  return { status: 200, body: { data: settings }, headers: restatePendingHeader(pending) };
+});

@@ -21,7 +21,17 @@ export const routes = {
     description:
       'Every currency that has rates, in code order, each with its months (oldest first) and rates: reporting-currency units per one unit (docs/exchange-rates.md).',
     tags: ['settings'],
-    responses: { 200: { description: 'The rates', schema: exchangeRatesListSchema }, ...errors },
+    responses: {
+      200: {
+        description: 'The rates',
+        schema: exchangeRatesListSchema,
+        headers: {
+          'Restate-Pending':
+            '"true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates (docs/exchange-rates.md, "Passes in the background")',
+        },
+      },
+      ...errors,
+    },
   }),
   exchangeRatesPut: defineRoute({
     method: 'PUT',

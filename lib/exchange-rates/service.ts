@@ -1,3 +1,4 @@
+import { restatePending } from '#lib/metrics/restate-pending';
 import type { AuthContext } from '#lib/auth/tokens';
 import { deadline, retrying } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
@@ -36,3 +37,9 @@ export const listExchangeRates = async (auth: AuthContext) =>
     .filter((t) => Object.keys(t.rates).length > 0)
     .sort((a, b) => (a.currency < b.currency ? -1 : 1))
     .map(presentRates);
+
+/** GET /exchange-rates: the rates, and whether a pass is still moving customers in the background. */
+export const readExchangeRates = async (auth: AuthContext) => {
+  const [data, pending] = await Promise.all([listExchangeRates(auth), restatePending(auth.merchantId)]);
+  return { data, pending };
+};

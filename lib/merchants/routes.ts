@@ -102,7 +102,17 @@ export const routes = {
     summary: "The merchant's settings: reporting time zone and currency",
     description: "The merchant's reporting time zone (IANA name; `UTC` unless changed) and reporting currency (docs/settings.md).",
     tags: ['settings'],
-    responses: { 200: { description: 'The settings', schema: dataOf(settingsSchema) }, ...errors },
+    responses: {
+      200: {
+        description: 'The settings',
+        schema: dataOf(settingsSchema),
+        headers: {
+          'Restate-Pending':
+            '"true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates (docs/exchange-rates.md, "Passes in the background")',
+        },
+      },
+      ...errors,
+    },
   }),
   settingsPut: defineRoute({
     method: 'PUT',

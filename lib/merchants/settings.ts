@@ -1,3 +1,4 @@
+import { restatePending } from '#lib/metrics/restate-pending';
 import { deadline } from '#lib/db/retry';
 import { continueRestate } from '#lib/metrics/restate-jobs';
 import { presentSettings, zoneOf, type Merchant, type MerchantChanges } from '#lib/merchants/rules';
@@ -30,3 +31,9 @@ export const putSettings = async (merchant: Merchant, settings: { timezone: stri
   const { merchant: changed, moved } = await changeMerchant(merchant, { timezone: settings.timezone }, deadline() - 2_000);
   return { settings: presentSettings(changed), pending: moved !== null && !moved.done };
 };
+
+/** GET /settings: as the request's caller knows them, and whether a pass is still moving customers in the background. */
+export const readSettings = async (auth: { merchantId: string; timezone: string; reportingCurrency: string }) => ({
+  settings: { timezone: auth.timezone, reporting_currency: auth.reportingCurrency },
+  pending: await restatePending(auth.merchantId),
+});

@@ -8,7 +8,9 @@ import { withDeadline } from '#lib/db/retry';
 import { putExchangeRates } from '#lib/exchange-rates/service';
 import { changeMerchant } from '#lib/merchants/settings';
 import { restateCustomers } from '#lib/metrics/restate';
-import { handleRestateJobs, RESTATE_JOB_ENTITY, runRestateJob } from '#lib/metrics/restate-jobs';
+import { addRestateJob, handleRestateJobs, RESTATE_JOB_ENTITY, runRestateJob } from '#lib/metrics/restate-jobs';
+import { restatePending } from '#lib/metrics/restate-pending';
+import { WriteSet } from '#lib/db/writes';
 import { passPacer, tableShares } from '#lib/metrics/pace';
 import { newMerchant, ok, useApi } from '../support/api.ts';
 
@@ -146,10 +148,14 @@ describe('restate jobs: a pass cut short goes on in the background', () => {
   it('a pass keeps to its pace: a customer whose turn comes after the time left is left for the next round', async () => {
     const { merchantId } = await inDollars(3);
     await changeMerchant(merchantId, { timezone: 'Asia/Taipei' }, Date.now() - 1);
-    // One write unit a second: the first customer's transaction (its timeline head, 2 units) books 2 seconds.
+    // One write unit a second: a customer's transaction (its timeline head, 2 units) takes the
+    // second it books in and the next, and is sent at that next second's start. With the time left
+    // ending half a second into the third second from now, the first customer goes (at the start of
+    // the second or third second, however long the reads took) and the next, two seconds later, not.
     process.env.RESTATE_WCU_PER_SECOND = '1';
     try {
-      const report = await restateCustomers(merchantId, 'TWD', 'Asia/Taipei', { until: Date.now() + 1_000 });
+      const until = Math.floor(Date.now() / 1_000) * 1_000 + 2_500;
+      const report = await restateCustomers(merchantId, 'TWD', 'Asia/Taipei', { until });
       expect(report).toEqual({ customers_read: 3, moved: 1, done: false, next: 1 });
     } finally {
       delete process.env.RESTATE_WCU_PER_SECOND;
@@ -206,11 +212,43 @@ describe('restate jobs: a pass cut short goes on in the background', () => {
       delete process.env.RESTATE_WCU_PER_SECOND;
     }
     expect(await jobsOf(merchantId)).toEqual([expect.objectContaining({ currency: 'USD', from_id: 1, round: 1 })]);
+    // While the job waits, the settings and the rates say so too.
+    const pendingOn = async () =>
+      Promise.all(
+        ['/settings', '/exchange-rates'].map(async (path) => {
+          const r = await api.get(path, token);
+          expect(r.status, JSON.stringify(r.body)).toBe(200);
+          return r.headers.get('restate-pending');
+        }),
+      );
+    expect(await pendingOn()).toEqual(['true', 'true']);
     // Repeated with time to spare: the customer left moves in the request, and the answer says nothing.
     const all = await api.put('/exchange-rates/USD', token, { rates: [{ month: '2026-01', rate: '30' }] });
     expect(all.status).toBe(200);
     expect(all.headers.get('restate-pending')).toBeNull();
     expect((await marchMrr(token)).mrr).toBe('600.00');
+    // The worker ends the job (nothing left to move): no longer pending.
+    const [job] = await jobsOf(merchantId);
+    expect(await handleRestateJobs({ Records: [recordOf(job)] }, context())).toEqual({ batchItemFailures: [] });
+    expect(await jobsOf(merchantId)).toEqual([]);
+    expect(await pendingOn()).toEqual([null, null]);
+  });
+
+  it('a job past its TTL that DynamoDB has not swept yet is not pending', async () => {
+    const { merchantId } = await newMerchant();
+    expect(await restatePending(merchantId)).toBe(false);
+    // Put 8 days ago: its 7-day TTL has passed.
+    fixedClock(new Date(Date.now() - 8 * 86_400_000).toISOString());
+    const ws = new WriteSet();
+    addRestateJob(ws, { merchant_id: merchantId, from_id: 1, round: 1 });
+    await ws.commit();
+    resetClock();
+    expect(await jobsOf(merchantId)).toHaveLength(1);
+    expect(await restatePending(merchantId)).toBe(false);
+    const fresh = new WriteSet();
+    addRestateJob(fresh, { merchant_id: merchantId, from_id: 1, round: 1 });
+    await fresh.commit();
+    expect(await restatePending(merchantId)).toBe(true);
   });
 
   it('the worker leaves other records alone and reports a job it could not run, so the mapping retries it', async () => {

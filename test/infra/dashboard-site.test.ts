@@ -89,7 +89,9 @@ describe('dashboard site (CDK)', () => {
     expect(api.props.CorsConfiguration.AllowHeaders).toEqual(['authorization', 'content-type']);
     // The dashboard edits webhook endpoints (PATCH), saves the settings (PUT) and pages its CSV downloads by X-Next-Cursor.
     expect(api.props.CorsConfiguration.AllowMethods).toEqual(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
-    expect(api.props.CorsConfiguration.ExposeHeaders).toEqual(expect.arrayContaining(['x-next-cursor', 'x-total-count']));
+    expect(api.props.CorsConfiguration.ExposeHeaders).toEqual(
+      expect.arrayContaining(['x-next-cursor', 'x-total-count', 'restate-pending']),
+    );
     const pool = one(template, 'AWS::Cognito::UserPool').id;
     const dashboardClient = Object.entries(template.findResources('AWS::Cognito::UserPoolClient')).find(
       ([, c]) => (c as any).Properties.AllowedOAuthFlowsUserPoolClient,

@@ -12,6 +12,10 @@ import { ExchangeRatesSection } from './exchange-rates';
 const ZONE_EFFECT =
   'Today and this month in the order stats, and every day, week and month of the metrics, start at midnight in this zone.';
 
+/** What `Restate-Pending: true` means for the figures (docs/exchange-rates.md, "Passes in the background"). */
+const STILL_MOVING =
+  'Customers are still being counted again in the background: until that ends, those not yet reached count in the old time zone or at the old rates.';
+
 /** The IANA names the browser knows, with UTC (which some browsers leave out of the list). */
 const zoneNames = () => {
   const names = Intl.supportedValuesOf('timeZone');
@@ -26,8 +30,10 @@ const ZoneForm = ({ api, me, onSaved }: { api: Api; me: Me; onSaved: (timezone: 
     const timezone = String(new FormData(e.currentTarget as HTMLFormElement).get('timezone') ?? '').trim();
     setState({ busy: true, error: '', notice: '' });
     try {
-      const { data } = await ok(api.PUT('/settings', { body: { timezone } }));
-      setState({ busy: false, error: '', notice: `Saved: the reporting time zone is now ${data.timezone}.` });
+      const answer = await api.PUT('/settings', { body: { timezone } });
+      const { data } = await ok(Promise.resolve(answer));
+      const later = answer.response.headers.get('restate-pending') === 'true' ? ` ${STILL_MOVING}` : '';
+      setState({ busy: false, error: '', notice: `Saved: the reporting time zone is now ${data.timezone}.${later}` });
       onSaved(data.timezone);
     } catch (err) {
       // A 422 names what is wrong with the field; anything else says what failed.
@@ -79,13 +85,21 @@ const ZoneForm = ({ api, me, onSaved }: { api: Api; me: Me; onSaved: (timezone: 
 };
 
 export const SettingsView = ({ api, me, setMe }: { api: Api; me: Me; setMe: (me: Me) => void }) => {
-  const [result, retry] = useAsync(null, () => ok(api.GET('/settings')));
+  const [result, retry] = useAsync(null, async () => {
+    const answer = await api.GET('/settings');
+    return { ...(await ok(Promise.resolve(answer))), pending: answer.response.headers.get('restate-pending') === 'true' };
+  });
   const admin = me.role === 'admin';
   return (
     <div class="grid">
       <Panel id="settings" title="Reporting" wide result={result} retry={retry}>
-        {({ data }) => (
+        {({ data, pending }) => (
           <>
+            {pending && (
+              <p class="state" role="status" data-testid="settings-restate-pending">
+                {STILL_MOVING}
+              </p>
+            )}
             <dl class="settings" data-testid="settings-view" data-timezone={data.timezone}>
               <dt>Time zone</dt>
               <dd data-testid="settings-timezone">{data.timezone}</dd>

@@ -1,0 +1,30 @@
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { now } from '#lib/clock';
+import { db, tableName } from '#lib/db/client';
+import { keys } from '#lib/db/keys';
+import { retrying } from '#lib/db/retry';
+import { TTL_ATTRIBUTE } from '#lib/db/table';
+
+/**
+ * Whether a pass after a zone or rate change still has customers to move in the background: a
+ * restate job of the merchant is waiting or running (lib/metrics/restate-jobs.ts). Until it ends,
+ * the customers it has not reached count in the old zone or at the old rates. One Query of the
+ * merchant's job partition (a few items at most); a job past its TTL, not yet swept, is not one.
+ * Kept apart from the jobs' code, so the reads that answer it do not carry the pass.
+ */
+export const restatePending = async (merchantId: string): Promise<boolean> => {
+  const { Items } = await retrying(() =>
+    db().send(
+      new QueryCommand({
+        TableName: tableName(),
+        KeyConditionExpression: 'pk = :pk',
+        FilterExpression: '#ttl > :now',
+        ProjectionExpression: 'pk',
+        ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
+        ExpressionAttributeValues: { ':pk': keys.restateJob(merchantId, '').pk, ':now': Math.floor(now().getTime() / 1000) },
+        ConsistentRead: true,
+      }),
+    ),
+  );
+  return (Items ?? []).length > 0;
+};
