@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newEventId } from '#lib/outbox/store';
+import { WriteSet } from '#lib/db/writes';
+import { addRestateJob } from '#lib/metrics/restate-jobs';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
 import { prettyJson } from '../../web/src/format.ts';
@@ -631,6 +633,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await ready(page, 'settings');
     expect(await page.getByTestId('settings-timezone').textContent()).toBe('UTC');
     expect(await page.getByTestId('settings-currency').textContent()).toBe((await settings()).reporting_currency);
+    expect(await page.getByTestId('settings-restate-pending').count()).toBe(0);
     await page
       .getByText('Today and this month in the order stats, and every day, week and month of the metrics, start at midnight in this zone.')
       .waitFor();
@@ -684,10 +687,16 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await fitsPhone(phone, 'settings-phone');
   });
 
-  it('settings: a user reads the time zone and currency, without a way to change them', async () => {
-    const { page, failures } = await open('user', '#settings');
+  it('settings: a user reads the time zone and currency, without a way to change them; a pass still running in the background is said', async () => {
+    const m = await newMerchant();
+    // A restate job waiting (no worker runs here): GET /settings answers Restate-Pending: true.
+    const job = new WriteSet();
+    addRestateJob(job, { merchant_id: m.merchantId, from_id: 1, round: 1 });
+    await job.commit();
+    const { page, failures } = await openAs(m.merchantId, 'user', DESKTOP, '#settings');
     await ready(page, 'settings');
-    expect(await page.getByTestId('settings-timezone').textContent()).toBe((await get('/settings')).data.timezone);
+    expect(await page.getByTestId('settings-timezone').textContent()).toBe('UTC');
+    expect(await page.getByTestId('settings-restate-pending').textContent()).toContain('still being counted again in the background');
     await page.getByText('Only admins can change the time zone.').waitFor();
     expect(await page.getByRole('button', { name: 'Save' }).count()).toBe(0);
     expect(await page.getByLabel('Reporting time zone').count()).toBe(0);
