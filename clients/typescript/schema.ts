@@ -2390,7 +2390,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    /** @description "true" when customers are left to count again: they move in the background (docs/exchange-rates.md, "Passes in the background") */
+                    /** @description "true" when this pass left customers to count again, or an earlier one still runs: they move in the background (docs/exchange-rates.md, "Passes in the background") */
                     "Restate-Pending"?: string;
                     [name: string]: unknown;
                 };
@@ -8713,7 +8713,7 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    /** @description "true" when customers are left to count again: they move in the background (docs/exchange-rates.md, "Passes in the background") */
+                    /** @description "true" when this pass left customers to count again, or an earlier one still runs: they move in the background (docs/exchange-rates.md, "Passes in the background") */
                     "Restate-Pending"?: string;
                     [name: string]: unknown;
                 };

@@ -51,7 +51,7 @@ export const routes = {
         schema: dataOf(exchangeRateTableSchema),
         headers: {
           'Restate-Pending':
-            '"true" when customers are left to count again: they move in the background (docs/exchange-rates.md, "Passes in the background")',
+            '"true" when this pass left customers to count again, or an earlier one still runs: they move in the background (docs/exchange-rates.md, "Passes in the background")',
         },
       },
       ...errors,

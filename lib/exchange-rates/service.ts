@@ -28,7 +28,8 @@ export const putExchangeRates = async (auth: AuthContext, currency: string, chan
   const moved = await restateCustomers(merchantId, auth.reportingCurrency, auth.timezone, { currency, until: deadline() - 2_000 });
   // The customers left go on moving in the background (a restate job), from where this pass stopped.
   await continueRestate(merchantId, moved, currency);
-  return { rates: presentRates(table), pending: !moved.done };
+  // Pending: this pass left customers, or an earlier one (another currency, a zone change) still runs.
+  return { rates: presentRates(table), pending: !moved.done || (await restatePending(merchantId)) };
 };
 
 /** GET /exchange-rates: every currency with rates, in code order (a table whose months were all removed is not listed). */

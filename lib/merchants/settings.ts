@@ -29,7 +29,9 @@ export const changeMerchant = async (
 /** PUT /settings: as `changeMerchant`, within the invocation's time (two seconds kept to answer). */
 export const putSettings = async (merchant: Merchant, settings: { timezone: string }) => {
   const { merchant: changed, moved } = await changeMerchant(merchant, { timezone: settings.timezone }, deadline() - 2_000);
-  return { settings: presentSettings(changed), pending: moved !== null && !moved.done };
+  // Pending: this pass left customers, or an earlier one (a rate change, a zone change) still runs.
+  const left = moved !== null && !moved.done;
+  return { settings: presentSettings(changed), pending: left || (await restatePending(merchant.merchant_id)) };
 };
 
 /** GET /settings: as the request's caller knows them, and whether a pass is still moving customers in the background. */

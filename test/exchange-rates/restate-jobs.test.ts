@@ -222,16 +222,20 @@ describe('restate jobs: a pass cut short goes on in the background', () => {
         }),
       );
     expect(await pendingOn()).toEqual(['true', 'true']);
-    // Repeated with time to spare: the customer left moves in the request, and the answer says nothing.
+    // Repeated with time to spare: the customer left moves in the request, but the first PUT's job
+    // still waits (no worker here), so the answer still says a pass is under way.
     const all = await api.put('/exchange-rates/USD', token, { rates: [{ month: '2026-01', rate: '30' }] });
     expect(all.status).toBe(200);
-    expect(all.headers.get('restate-pending')).toBeNull();
+    expect(all.headers.get('restate-pending')).toBe('true');
     expect((await marchMrr(token)).mrr).toBe('600.00');
-    // The worker ends the job (nothing left to move): no longer pending.
+    // The worker ends the job (nothing left to move): no longer pending, and a PUT with time to spare says nothing.
     const [job] = await jobsOf(merchantId);
     expect(await handleRestateJobs({ Records: [recordOf(job)] }, context())).toEqual({ batchItemFailures: [] });
     expect(await jobsOf(merchantId)).toEqual([]);
     expect(await pendingOn()).toEqual([null, null]);
+    const settled = await api.put('/exchange-rates/USD', token, { rates: [{ month: '2026-01', rate: '30' }] });
+    expect(settled.status).toBe(200);
+    expect(settled.headers.get('restate-pending')).toBeNull();
   });
 
   it('a job past its TTL that DynamoDB has not swept yet is not pending', async () => {

@@ -1011,7 +1011,7 @@ describe('restate worker', () => {
       'dynamodb:ListStreams on stream',
       `dynamodb:PutItem on table ${m}#RESTATE,${m}#CUSTOMER#*,${metrics},${m}#PLAN_CUSTOMERS#*`,
       `dynamodb:Query on table ${m}#CUSTOMER#*`,
-      `dynamodb:UpdateItem on table ${metrics},${m}#PLANS`,
+      `dynamodb:UpdateItem on table ${metrics},${m}#PLANS,${m}#PACE`,
       'kms:Decrypt on table key',
       'kms:DescribeKey on table key',
       'kms:Encrypt on table key',
