@@ -1,4 +1,4 @@
-import { defineRoute } from '#lib/http/route';
+import { defineRoute, PASS_FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
 import { dashboardAdmin, dashboardRead, errors, invalid } from '#lib/http/route-parts';
 import { dataOf, messageBody } from '#lib/shared/schemas';
 import {
@@ -36,6 +36,7 @@ export const routes = {
   exchangeRatesPut: defineRoute({
     method: 'PUT',
     path: '/exchange-rates/{currency}',
+    timeoutSeconds: PASS_FUNCTION_TIMEOUT_SECONDS,
     handler: 'functions/exchange-rates/put.ts',
     ability: 'analytics:write',
     dashboard: dashboardAdmin,

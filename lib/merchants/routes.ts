@@ -1,5 +1,5 @@
 import { apiTokenIssuedSchema, apiTokenSchema, backofficeSessionSchema, settingsPutBody, settingsSchema } from '#lib/merchants/schemas';
-import { defineRoute } from '#lib/http/route';
+import { defineRoute, PASS_FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
 import { dataOf, messageBody } from '#lib/shared/schemas';
 import { backofficeErrors, dashboardRead, errors, invalid } from '#lib/http/route-parts';
 
@@ -118,6 +118,7 @@ export const routes = {
     method: 'PUT',
     path: '/settings',
     handler: 'functions/settings/put.ts',
+    timeoutSeconds: PASS_FUNCTION_TIMEOUT_SECONDS,
     ability: null,
     auth: 'backoffice',
     roles: ['admin'],
