@@ -43,6 +43,10 @@ export const useDeliveryPipeline = (label: string, opts: { relay?: boolean; poll
   });
   afterEach(async () => {
     hooks.publish = undefined;
+    // Deliveries still in flight finish before their receivers close: one cut off by the close would
+    // fail, wait for its retry (10 s, then a minute) and keep the next test's settle from draining.
+    // Bounded, as a test may leave a retry due later on purpose.
+    await Promise.race([pipeline?.drained(), new Promise((r) => setTimeout(r, 3_000).unref())]);
     for (const r of receivers.splice(0)) await r.close();
   });
   afterAll(async () => {
