@@ -879,6 +879,53 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await fitsPhone(phone, 'settings-rates-phone');
   });
 
+  it('exchange rates: the last 12 months of each currency are listed until all are asked for; the CSV has every rate', async () => {
+    const m = await newMerchant();
+    const months = (year: number, n: number) =>
+      Array.from({ length: n }, (_, i) => `${year + Math.floor(i / 12)}-${String((i % 12) + 1).padStart(2, '0')}`);
+    await ok(
+      api.request('PUT', '/exchange-rates/EUR', {
+        token: m.token,
+        body: { rates: months(2025, 14).map((month) => ({ month, rate: '34.5' })) },
+      }),
+      200,
+    );
+    await ok(
+      api.request('PUT', '/exchange-rates/USD', {
+        token: m.token,
+        body: { rates: months(2026, 2).map((month) => ({ month, rate: '31.5' })) },
+      }),
+      200,
+    );
+    const { page, failures } = await openAs(m.merchantId, 'user', DESKTOP, '#settings');
+    await ready(page, 'exchange-rates');
+    const listed = () =>
+      page
+        .locator('[data-testid="exchange-rates"] tbody tr')
+        .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-currency') + ' ' + r.getAttribute('data-month')));
+    // EUR's last 12 (March 2025 to February 2026) and USD's 2.
+    expect(await listed()).toEqual([
+      ...months(2025, 14)
+        .slice(2)
+        .map((mo) => `EUR ${mo}`),
+      'USD 2026-01',
+      'USD 2026-02',
+    ]);
+    expect(await page.getByTestId('rates-count').textContent()).toContain('14 of 16 rates (the CSV has them all)');
+    await page.getByRole('button', { name: 'Show all 16 rates' }).click();
+    expect(await listed()).toHaveLength(16);
+    await axe(page, 'settings-rates-all');
+    await page.getByRole('button', { name: 'Show the last 12 months only' }).click();
+    expect(await listed()).toHaveLength(14);
+    const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId('rates-csv').click()]);
+    expect(
+      readFileSync((await file.path())!, 'utf8')
+        .trim()
+        .split('\n'),
+    ).toHaveLength(1 + 16);
+    expect(failures).toEqual([]);
+  });
+
   it('overview: a metadata filter reads the figures of only the matching customers, with the segment, and is kept in the address', async () => {
     const m = await newMerchant();
     const t = m.token;

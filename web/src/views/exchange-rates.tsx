@@ -12,6 +12,11 @@ import { type Column, Field, ListTable, messagesFor, Panel, useAsync } from '../
 type RateRow = { currency: string; month: string; rate: string };
 const rowsOf = (tables: ExchangeRates[]): RateRow[] => tables.flatMap((t) => t.rates.map((r) => ({ currency: t.currency, ...r })));
 const rowKey = (r: { currency: string; month: string }) => `${r.currency} ${r.month}`;
+/** Months of each currency listed until the user asks for all (a table may hold 1,560; the CSV has every row). */
+export const RECENT_MONTHS = 12;
+/** The last `RECENT_MONTHS` months of each currency (its rates come oldest first). */
+const recentOf = (tables: ExchangeRates[]): RateRow[] =>
+  tables.flatMap((t) => t.rates.slice(-RECENT_MONTHS).map((r) => ({ currency: t.currency, ...r })));
 
 /** The 422's messages by the form's fields; what names none of them goes with the form's own message. */
 const FIELDS = { currency: 'currency', month: 'rates.0.month', rate: 'rates.0.rate' } as const;
@@ -108,6 +113,7 @@ export const ExchangeRatesSection = ({ api, me }: { api: Api; me: Me }) => {
   const [result, retry] = useAsync(null, () => ok(api.GET('/exchange-rates')));
   const [outcome, setOutcome] = useState<Outcome>({ notice: '', error: '' });
   const [removing, setRemoving] = useState('');
+  const [all, setAll] = useState(false);
   const admin = me.role === 'admin';
   const ccy = me.reporting_currency;
   const done = (o: Outcome) => {
@@ -155,6 +161,8 @@ export const ExchangeRatesSection = ({ api, me }: { api: Api; me: Me }) => {
       <Panel id="exchange-rates" title="Exchange rates" wide result={result} retry={retry}>
         {({ data }) => {
           const rows = rowsOf(data);
+          const recent = recentOf(data);
+          const shown = all ? rows : recent;
           return (
             <>
               <p class="hint" data-testid="rates-effect">
@@ -188,11 +196,21 @@ export const ExchangeRatesSection = ({ api, me }: { api: Api; me: Me }) => {
                       Download CSV
                     </button>
                   </div>
+                  {recent.length < rows.length && (
+                    <p class="hint" data-testid="rates-count">
+                      {all
+                        ? `All ${rows.length} rates.`
+                        : `The last ${RECENT_MONTHS} months of each currency: ${recent.length} of ${rows.length} rates (the CSV has them all).`}{' '}
+                      <button type="button" class="secondary" onClick={() => setAll(!all)} data-testid="rates-all">
+                        {all ? `Show the last ${RECENT_MONTHS} months only` : `Show all ${rows.length} rates`}
+                      </button>
+                    </p>
+                  )}
                   <ListTable
                     label="Exchange rates"
                     testId="exchange-rates"
                     columns={columns}
-                    items={rows}
+                    items={shown}
                     rowKey={rowKey}
                     rowAttrs={(r) => ({ 'data-currency': r.currency, 'data-month': r.month, 'data-rate': r.rate })}
                   />
