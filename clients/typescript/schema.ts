@@ -7802,6 +7802,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates. Sent on the whole's figures and the reporting currency's segment (the items that carry the marker), not on other segments (docs/exchange-rates.md, "Passes in the background") */
+                    "Restate-Pending"?: string;
                     /** @description CSV answers of a list: `meta.total` */
                     "X-Total-Count"?: string;
                     /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
@@ -7939,6 +7941,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates. Sent on the whole's figures and the reporting currency's segment (the items that carry the marker), not on other segments (docs/exchange-rates.md, "Passes in the background") */
+                    "Restate-Pending"?: string;
                     /** @description CSV answers of a list: `meta.total` */
                     "X-Total-Count"?: string;
                     /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */

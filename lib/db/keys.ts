@@ -48,6 +48,7 @@ import { keyText } from '#lib/shared/key-text';
  * | rate-table version copy   | M#<m>#RATES_VERSION#<nnn>           | <CCY>           |  (16 copies: a converting write checks its shard's) |
  * | restate job               | M#<m>#RESTATE                       | <round>#<uuid>  |  (a pass to go on with; entity restate-job, only put and deleted: the worker's stream filter; TTL 7 d) |
  * | restate pace              | M#<m>#PACE                          | <epoch second>  |  (write units the merchant's passes took in that second; TTL 1 h) |
+ * | restate marker            | M#<m>#MRR                           | M#0000-00#R#<chain> |  (a pass under way in the background: the whole's reads answer Restate-Pending; TTL 7 d) |
  * | outbox event (payload)    | OUTBOX_EVENT#M#<m>#<evt>            | EVENT           |  (entity "outbox": the stream filter; TTL 3 days; unique key per event) |
  * | outbox mark               | OUTBOX#M#<m>#<ss>                   | <created>#<nn>#<evt> | gsi4 pending (OUTBOX_PENDING#M#<m>#<ss>) until published; TTL 3 days |
  * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS)                              |
@@ -284,6 +285,11 @@ export const keys = {
   exchangeRates: (merchantId: string, currency: string): Key => ({ pk: exchangeRatesPartition(merchantId), sk: currency }),
   /** A pass over the merchant's customers to go on with (lib/metrics/restate.ts): one item per round, never rewritten. */
   restateJob: (merchantId: string, id: string): Key => ({ pk: `${m(merchantId)}#RESTATE`, sk: id }),
+  /**
+   * A pass going on in the background, as the whole's MRR reads see it: sorted among the pending
+   * moves, before every month, so the monthly Query every series makes reads it at no cost.
+   */
+  restateMarker: (merchantId: string, chain: string): Key => ({ pk: metricsPartition(merchantId), sk: `M#0000-00#R#${chain}` }),
   /** The write units the merchant's passes have booked in one second (lib/metrics/pace.ts), shared by all of them. */
   restatePace: (merchantId: string, second: number): Key => ({ pk: `${m(merchantId)}#PACE`, sk: String(second) }),
   /** One copy of a currency's rate-table version (`shard` taken modulo RATE_VERSION_SHARDS). */

@@ -5,7 +5,7 @@ import { db, tableName } from '#lib/db/client';
 import { churnReasonsPartition, cohortPartition, indexes, keys, metricsPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { STORED_ATTR } from '#lib/metrics/rules';
-import { addTimelineChange, aggregateKey, plansOf, timelinesFrom } from '#lib/metrics/store';
+import { addTimelineChange, aggregateKey, plansOf, RESTATE_MARKER_ENTITY, timelinesFrom } from '#lib/metrics/store';
 import { indexedMetadata, readLtvParts } from '#lib/customers/store';
 import { ltvPartAmounts, otherLtvCurrencies, type LtvPart } from '#lib/customers/model';
 import { ltvPartsFromOrders } from '#lib/orders/store';
@@ -284,6 +284,8 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
     const stored: Contributions = new Map();
     for (const [kind, partition] of partitionsOf(segment)) {
       for (const item of await queryAll<Record<string, unknown>>({ partition }, attrs)) {
+        // A pass's marker counts nothing (it only says a pass goes on).
+        if (item.entity === RESTATE_MARKER_ENTITY) continue;
         const id = aggregateIdOf(kind, String(item.sk));
         if (id.startsWith('Y#')) {
           yearItems.push({ pk: String(item.pk), sk: String(item.sk) });

@@ -11,6 +11,7 @@ import { logger } from '#lib/logger';
 import { zoneOf } from '#lib/merchants/rules';
 import { getMerchant } from '#lib/merchants/store';
 import { restateCustomers, type RestateReport } from '#lib/metrics/restate';
+import { RESTATE_MARKER_ENTITY } from '#lib/metrics/store';
 import { formatTimestamp } from '#lib/shared/time';
 
 /**
@@ -24,9 +25,14 @@ import { formatTimestamp } from '#lib/shared/time';
  */
 
 export const RESTATE_JOB_ENTITY = 'restate-job';
+export { RESTATE_MARKER_ENTITY };
 
-/** A pass to go on with: the merchant's customers from `from_id` on, and those with points in `currency` (none: the zone only). */
-export type RestateJob = { merchant_id: string; currency?: string; from_id: number; round: number };
+/**
+ * A pass to go on with: the merchant's customers from `from_id` on, and those with points in
+ * `currency` (none: the zone only). `chain` names the rounds of one pass and its marker (jobs left
+ * before markers existed have none).
+ */
+export type RestateJob = { merchant_id: string; currency?: string; from_id: number; round: number; chain?: string };
 
 /** How long a job item stays at most: a job runs within the hour its record may wait, or goes to the dead-letter queue. */
 const JOB_TTL_SECONDS = 7 * 86_400;
@@ -41,6 +47,7 @@ export const addRestateJob = (ws: WriteSet, job: RestateJob) => {
     entity: RESTATE_JOB_ENTITY,
     merchant_id: job.merchant_id,
     ...(job.currency ? { currency: job.currency } : {}),
+    ...(job.chain ? { chain: job.chain } : {}),
     from_id: job.from_id,
     round: job.round,
     created_at: formatTimestamp(now()),
@@ -49,11 +56,20 @@ export const addRestateJob = (ws: WriteSet, job: RestateJob) => {
   });
 };
 
-/** After a request's pass: nothing when it finished, else the job that goes on from where it stopped. */
+/**
+ * After a request's pass: nothing when it finished, else the job that goes on from where it stopped,
+ * and the marker that makes the whole's MRR reads say so until the last round ends (same TTL).
+ */
 export const continueRestate = async (merchantId: string, report: RestateReport, currency?: string) => {
   if (report.done) return;
   const ws = new WriteSet();
-  addRestateJob(ws, { merchant_id: merchantId, ...(currency ? { currency } : {}), from_id: report.next ?? 1, round: 1 });
+  const chain = randomUUID();
+  addRestateJob(ws, { merchant_id: merchantId, ...(currency ? { currency } : {}), from_id: report.next ?? 1, round: 1, chain });
+  ws.put('restate-marker', {
+    ...keys.restateMarker(merchantId, chain),
+    entity: RESTATE_MARKER_ENTITY,
+    [TTL_ATTRIBUTE]: Math.floor(now().getTime() / 1000) + JOB_TTL_SECONDS,
+  });
   await ws.commit();
   logger.info('restate: the pass goes on in the background', { merchant_id: merchantId, currency, ...report });
 };
@@ -74,6 +90,11 @@ export const runRestateJob = async (key: Key, until: number): Promise<JobOutcome
   // Another delivery of the same record may have ended it meanwhile: then this one adds nothing.
   ws.delete('restate-job', key, { expression: 'attribute_exists(pk)' });
   let outcome: JobOutcome = 'done';
+  // The last round (or a merchant gone) takes the chain's marker with it.
+  const ending = () => {
+    if (job.chain) ws.delete('restate-marker', keys.restateMarker(job.merchant_id, job.chain));
+  };
+  if (!merchant) ending();
   if (merchant) {
     if (Date.now() >= until) {
       addRestateJob(ws, job);
@@ -87,7 +108,7 @@ export const runRestateJob = async (key: Key, until: number): Promise<JobOutcome
       if (!report.done) {
         addRestateJob(ws, { ...job, from_id: report.next ?? job.from_id, round: job.round + 1 });
         outcome = 'continued';
-      }
+      } else ending();
       logger.info('restate job', { merchant_id: job.merchant_id, currency: job.currency, round: job.round, ...report });
     }
   }

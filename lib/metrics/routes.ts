@@ -23,6 +23,10 @@ const SEGMENT_FILTERS_NOTE =
   'Segment filters: `plan` (repeatable: the lines of any of the plans), `billing_cycle`, `currency`, and `metadata.<key>=<value>` (customer metadata, the value compared exactly as a string; repeatable, ANDed): the figures over only the matching customers\' lines. One plan, cycle or currency reads its own aggregates; any other segment reads the matching customers\' timelines, at a cost that grows with the customers it matches (docs/metrics.md, "Segments").';
 
 /** The metrics routes (their handlers import only these; lib/http/routes.ts is the union). */
+/** What `Restate-Pending` says on the reads of the whole's figures. */
+const RESTATE_PENDING_READ_NOTE =
+  '"true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates. Sent on the whole\'s figures and the reporting currency\'s segment (the items that carry the marker), not on other segments (docs/exchange-rates.md, "Passes in the background")';
+
 export const routes = {
   metricsMrr: defineRoute({
     method: 'GET',
@@ -37,7 +41,17 @@ export const routes = {
     description: `MRR per interval (day, week from Monday, month, calendar quarter or year, in the merchant's reporting time zone: \`GET /settings\`) between \`start_date\` and \`end_date\`, with each point's movements (new, expansion, contraction, churn, reactivation), its rates (ARPA, customer and MRR churn, net and gross MRR retention) and a summary of the range. Every figure equals a recomputation over the raw records (docs/metrics.md). \`Accept: text/csv\` gives the points as CSV (docs/api-conventions.md). ${SEGMENT_FILTERS_NOTE}`,
     tags: ['metrics'],
     request: { query: mrrQuery, repeatable: SEGMENT_REPEATABLE },
-    responses: { 200: { description: 'The MRR series', schema: mrrSeriesSchema }, ...errors, ...invalid },
+    responses: {
+      200: {
+        description: 'The MRR series',
+        schema: mrrSeriesSchema,
+        headers: {
+          'Restate-Pending': RESTATE_PENDING_READ_NOTE,
+        },
+      },
+      ...errors,
+      ...invalid,
+    },
   }),
   metricsSummary: defineRoute({
     method: 'GET',
@@ -51,7 +65,17 @@ export const routes = {
     description: `The figures of today: MRR, ARR, ARPA, active subscriptions and customers, and over the last 30 days the customer and MRR churn rates, quick ratio and LTV (docs/metrics.md). ${SEGMENT_FILTERS_NOTE}`,
     tags: ['metrics'],
     request: { query: summaryQuery, repeatable: SEGMENT_REPEATABLE },
-    responses: { 200: { description: 'The summary', schema: metricsSummaryAnswer }, ...errors, ...invalid },
+    responses: {
+      200: {
+        description: 'The summary',
+        schema: metricsSummaryAnswer,
+        headers: {
+          'Restate-Pending': RESTATE_PENDING_READ_NOTE,
+        },
+      },
+      ...errors,
+      ...invalid,
+    },
   }),
   metricsCohorts: defineRoute({
     method: 'GET',

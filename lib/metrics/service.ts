@@ -82,11 +82,12 @@ const segmentItems = async (merchantId: string, figures: Figures, slice: Extract
 
 /** The movement items a range needs, of the whole, a stored segment, or the matching customers. */
 const rangeItems = async (merchantId: string, figures: Figures, slice: Slice, range: Range) => {
-  if (slice.kind === 'customers') return itemsInRange((await segmentItems(merchantId, figures, slice)).movements, rangeReads(range));
+  if (slice.kind === 'customers')
+    return { ...itemsInRange((await segmentItems(merchantId, figures, slice)).movements, rangeReads(range)), restating: false };
   const read = await Promise.all(
     storedParts(slice.segment, figures).map((segment) => readRangeItems(movementsPartition(merchantId, segment), rangeReads(range))),
   );
-  return { months: read.flatMap((r) => r.months), days: read.flatMap((r) => r.days) };
+  return { months: read.flatMap((r) => r.months), days: read.flatMap((r) => r.days), restating: read.some((r) => r.restating) };
 };
 
 /** The stored slices whose items add up to a segment's: its own, and for the reporting currency's (its difference from the whole) the whole's too. */
@@ -97,14 +98,17 @@ const storedParts = (segment: Segment | null, figures: Figures): (Segment | null
 export const mrrSeries = async (merchantId: string, figures: Figures, q: MrrQuery) => {
   const range = resolveRange(q, today(figures.timezone), figures.timezone);
   const slice = resolveSegment(q);
-  return series(range, foldRange(range, await rangeItems(merchantId, figures, slice, range)));
+  const items = await rangeItems(merchantId, figures, slice, range);
+  // `restating`: read where the whole's items are read (docs/exchange-rates.md, "Passes in the background").
+  return { answer: series(range, foldRange(range, items)), restating: items.restating };
 };
 
 /** GET /metrics/summary: now, and the last 30 days (today and the 29 before it, in the merchant's time zone). */
 export const metricsSummary = async (merchantId: string, figures: Figures, q: SummaryQuery) => {
   const range = summaryRange(today(figures.timezone));
   const slice = resolveSegment(q);
-  return summaryOf(foldRange(range, await rangeItems(merchantId, figures, slice, range)));
+  const items = await rangeItems(merchantId, figures, slice, range);
+  return { answer: summaryOf(foldRange(range, items)), restating: items.restating };
 };
 
 /** GET /metrics/cohorts: one Query over the cohort items of the range's cohorts (or the matching customers' figures). */

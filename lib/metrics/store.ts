@@ -17,6 +17,7 @@ import { queryAll } from '#lib/db/query';
 import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/writes';
 import { COHORT_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
 import { now } from '#lib/clock';
+import { TTL_ATTRIBUTE } from '#lib/db/table';
 import { formatTimestamp } from '#lib/shared/time';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 import {
@@ -286,6 +287,9 @@ export const customersWithTimelines = async <C>(merchantId: string, ids: number[
 };
 
 const isPending = (item: AggregateItem) => item.moves !== undefined;
+/** `entity` of the marker a pass going on in the background keeps in the whole's MRR partition (lib/metrics/restate-jobs.ts). */
+export const RESTATE_MARKER_ENTITY = 'restate-marker';
+const isMarker = (item: AggregateItem) => item.entity === RESTATE_MARKER_ENTITY;
 /** A pending-moves item as the items it is for (their sort keys, the deltas as their attributes). */
 const pendingItems = (item: AggregateItem): AggregateItem[] => pendingMovesOf(item).map(([sk, adds]) => ({ sk, ...adds }));
 
@@ -303,12 +307,16 @@ export const readPlanNames = async (merchantId: string): Promise<string[]> => {
 /**
  * The aggregate items `rangeReads` names in `partition` (the whole's, a segment's, or churn by
  * reason): one Query of month roll-ups and up to two of day items, all at once, strongly consistent. Pending moves (sorted before every month, so always read) are
- * returned as the items they are for, where the queries would have read them.
+ * returned as the items they are for, where the queries would have read them. `restating`: a marker
+ * of a pass still going on in the background was read (one past its TTL, not yet swept, is not).
  */
 export const readRangeItems = async (partition: string, { monthsTo, dayRanges }: RangeReads) => {
   // Every attribute: the levels left unconverted (`uUSD`) are named by currency (a read costs the items' size either way).
   const query = (lo: string, hi: string) => queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, []);
-  const [readMonths, ...dayItems] = await Promise.all([query('M#', monthsTo), ...dayRanges.map(([lo, hi]) => query(lo, hi))]);
+  const [read, ...dayItems] = await Promise.all([query('M#', monthsTo), ...dayRanges.map(([lo, hi]) => query(lo, hi))]);
+  const nowSeconds = Math.floor(now().getTime() / 1000);
+  const restating = read.some((i) => isMarker(i) && Number(i[TTL_ATTRIBUTE]) > nowSeconds);
+  const readMonths = read.filter((i) => !isMarker(i));
   const months = readMonths.filter((i) => !isPending(i));
   const days = dayItems.flat();
   for (const moved of readMonths.filter(isPending).flatMap(pendingItems)) {
@@ -316,7 +324,7 @@ export const readRangeItems = async (partition: string, { monthsTo, dayRanges }:
     if (sk.startsWith('M#') && sk <= monthsTo) months.push(moved);
     else if (sk.startsWith('D#') && dayRanges.some(([lo, hi]) => sk >= lo && sk <= hi)) days.push(moved);
   }
-  return { months, days };
+  return { months, days, restating };
 };
 
 /** The cohort items of cohorts `start`..`end` (`yyyy-mm`): one Query; a cohort's pending moves, which sit in its range, as the items they are for. */

@@ -72,6 +72,7 @@ const marchMrr = async (token: string) =>
     mrr: string;
     unconverted: Record<string, string>;
   };
+const MRR_PATH = '/metrics/mrr?start_date=2026-01-01&end_date=2026-03-10&interval=month';
 const auth = (merchantId: string) => ({ merchantId, abilities: [], reportingCurrency: 'TWD', timezone: 'UTC' });
 
 describe('restate jobs: a pass cut short goes on in the background', () => {
@@ -212,27 +213,36 @@ describe('restate jobs: a pass cut short goes on in the background', () => {
       delete process.env.RESTATE_WCU_PER_SECOND;
     }
     expect(await jobsOf(merchantId)).toEqual([expect.objectContaining({ currency: 'USD', from_id: 1, round: 1 })]);
-    // While the job waits, the settings and the rates say so too.
+    // While the job waits, the settings, the rates and the whole's MRR reads (JSON and CSV) say so too.
+    const READS = ['/settings', '/exchange-rates', MRR_PATH, '/metrics/summary', `${MRR_PATH}&currency=TWD`];
     const pendingOn = async () =>
       Promise.all(
-        ['/settings', '/exchange-rates'].map(async (path) => {
+        READS.map(async (path) => {
           const r = await api.get(path, token);
           expect(r.status, JSON.stringify(r.body)).toBe(200);
           return r.headers.get('restate-pending');
         }),
       );
-    expect(await pendingOn()).toEqual(['true', 'true']);
+    expect(await pendingOn()).toEqual(READS.map(() => 'true'));
+    const csv = await api.request('GET', MRR_PATH, { token, headers: { accept: 'text/csv' } });
+    expect([csv.status, csv.headers.get('restate-pending')]).toEqual([200, 'true']);
+    // A stored segment's own items carry no marker: its reads do not say it (docs/exchange-rates.md).
+    expect((await api.get(`${MRR_PATH}&plan=Pro`, token)).headers.get('restate-pending')).toBeNull();
+    const answers = () => Promise.all([MRR_PATH, '/metrics/summary'].map(async (path) => (await api.get(path, token)).body));
     // Repeated with time to spare: the customer left moves in the request, but the first PUT's job
     // still waits (no worker here), so the answer still says a pass is under way.
     const all = await api.put('/exchange-rates/USD', token, { rates: [{ month: '2026-01', rate: '30' }] });
     expect(all.status).toBe(200);
     expect(all.headers.get('restate-pending')).toBe('true');
     expect((await marchMrr(token)).mrr).toBe('600.00');
+    const withMarker = await answers();
     // The worker ends the job (nothing left to move): no longer pending, and a PUT with time to spare says nothing.
     const [job] = await jobsOf(merchantId);
     expect(await handleRestateJobs({ Records: [recordOf(job)] }, context())).toEqual({ batchItemFailures: [] });
     expect(await jobsOf(merchantId)).toEqual([]);
-    expect(await pendingOn()).toEqual([null, null]);
+    expect(await pendingOn()).toEqual(READS.map(() => null));
+    // The marker never counted in the figures: the same answers without it (nothing moved since).
+    expect(await answers()).toEqual(withMarker);
     const settled = await api.put('/exchange-rates/USD', token, { rates: [{ month: '2026-01', rate: '30' }] });
     expect(settled.status).toBe(200);
     expect(settled.headers.get('restate-pending')).toBeNull();

@@ -3,8 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newEventId } from '#lib/outbox/store';
-import { WriteSet } from '#lib/db/writes';
-import { addRestateJob } from '#lib/metrics/restate-jobs';
+import { continueRestate } from '#lib/metrics/restate-jobs';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
 import { prettyJson } from '../../web/src/format.ts';
@@ -667,6 +666,8 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     };
     await page.getByRole('link', { name: 'Overview' }).click();
     const notes = await statsNotes();
+    await ready(page, 'summary');
+    expect(await page.getByTestId('summary-settling').count()).toBe(0);
     expect(notes.filter((n) => n.includes('today (Asia/Taipei)') || n.includes('this month (Asia/Taipei)'))).toHaveLength(3);
     expect(notes.join(' ')).not.toContain('UTC');
     // The metrics follow it too, and say so: the windows end on today in Taipei.
@@ -689,10 +690,8 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
 
   it('settings: a user reads the time zone and currency, without a way to change them; a pass still running in the background is said', async () => {
     const m = await newMerchant();
-    // A restate job waiting (no worker runs here): GET /settings answers Restate-Pending: true.
-    const job = new WriteSet();
-    addRestateJob(job, { merchant_id: m.merchantId, from_id: 1, round: 1 });
-    await job.commit();
+    // A pass left to the background (its job and marker; no worker runs here): the reads answer Restate-Pending: true.
+    await continueRestate(m.merchantId, { customers_read: 1, moved: 0, done: false, next: 1 });
     const { page, failures } = await openAs(m.merchantId, 'user', DESKTOP, '#settings');
     await ready(page, 'settings');
     expect(await page.getByTestId('settings-timezone').textContent()).toBe('UTC');
@@ -702,6 +701,11 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     expect(await page.getByLabel('Reporting time zone').count()).toBe(0);
     await shoot(page, 'settings-user-desktop');
     await axe(page, 'settings-user');
+    // The overview says its figures are still settling.
+    await page.getByRole('link', { name: 'Overview' }).click();
+    await ready(page, 'summary');
+    expect(await page.getByTestId('summary-settling').textContent()).toContain('Still settling');
+    await axe(page, 'overview-settling');
     expect(failures).toEqual([]);
   });
 

@@ -192,7 +192,11 @@ const UNCONVERTED_NOTE = 'MRR in other currencies left out for want of an exchan
 const leftOut = (e: { unconverted: Record<string, string> }) => Object.keys(e.unconverted).length > 0;
 
 const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter }) => {
-  const [result, retry] = useAsync({ filter }, (p) => ok(api.GET('/metrics/summary', { params: { query: filterQuery(p.filter) } })));
+  const [result, retry] = useAsync({ filter }, async (p) => {
+    const answer = await api.GET('/metrics/summary', { params: { query: filterQuery(p.filter) } });
+    // Restate-Pending: customers still being counted again after a change of zone or rates.
+    return { ...(await ok(Promise.resolve(answer))), settling: answer.response.headers.get('restate-pending') === 'true' };
+  });
   // The API's window: today and the 29 days before it, in the merchant's time zone.
   const today = todayIn(me.timezone);
   const days = `${rangeStart('30d', today)} to ${today}`;
@@ -200,8 +204,14 @@ const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter })
   const over = `in ${days}`;
   return (
     <Panel id="summary" title="Recurring revenue: now, and the last 30 days" result={result} retry={retry}>
-      {({ data: s }, loaded) => (
+      {({ data: s, settling }, loaded) => (
         <>
+          {settling && (
+            <p class="state" role="status" data-testid="summary-settling">
+              Still settling: after a change of time zone or exchange rates, customers are being counted again in the background; those not
+              yet reached count in the old zone or at the old rates.
+            </p>
+          )}
           <p class="hint" data-testid="summary-window" {...filterAttrs(loaded.filter)}>
             Levels are today's; rates and the quick ratio cover {days} ({me.timezone}). Segment:{' '}
             {filterWords(loaded.filter, me.reporting_currency)}.
