@@ -4,7 +4,7 @@ import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEven
 import { now } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { keys, type Key } from '#lib/db/keys';
-import { TTL_ATTRIBUTE } from '#lib/db/table';
+import { expiresIn } from '#lib/db/ttl';
 import { DEADLINE_MARGIN_MS, deadline, withDeadline } from '#lib/db/retry';
 import { WriteConflict, WriteSet } from '#lib/db/writes';
 import { logger } from '#lib/logger';
@@ -52,7 +52,7 @@ export const addRestateJob = (ws: WriteSet, job: RestateJob) => {
     round: job.round,
     created_at: formatTimestamp(now()),
     // A job whose record was given up on (its dead-letter queue) does not stay for ever.
-    [TTL_ATTRIBUTE]: Math.floor(now().getTime() / 1000) + JOB_TTL_SECONDS,
+    ...expiresIn(JOB_TTL_SECONDS),
   });
 };
 
@@ -68,7 +68,7 @@ export const continueRestate = async (merchantId: string, report: RestateReport,
   ws.put('restate-marker', {
     ...keys.restateMarker(merchantId, chain),
     entity: RESTATE_MARKER_ENTITY,
-    [TTL_ATTRIBUTE]: Math.floor(now().getTime() / 1000) + JOB_TTL_SECONDS,
+    ...expiresIn(JOB_TTL_SECONDS),
   });
   await ws.commit();
   logger.info('restate: the pass goes on in the background', { merchant_id: merchantId, currency, ...report });
@@ -95,7 +95,7 @@ export const runRestateJob = async (key: Key, until: number): Promise<JobOutcome
     if (job.chain) ws.delete('restate-marker', keys.restateMarker(job.merchant_id, job.chain));
   };
   if (!merchant) ending();
-  if (merchant) {
+  else {
     if (Date.now() >= until) {
       addRestateJob(ws, job);
       outcome = 'deferred';

@@ -1,9 +1,9 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { now } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { retrying } from '#lib/db/retry';
 import { TTL_ATTRIBUTE } from '#lib/db/table';
+import { epochSeconds } from '#lib/db/ttl';
 
 /**
  * Whether a pass after a zone or rate change still has customers to move in the background: a
@@ -21,7 +21,7 @@ export const restatePending = async (merchantId: string): Promise<boolean> => {
         FilterExpression: '#ttl > :now',
         ProjectionExpression: 'pk',
         ExpressionAttributeNames: { '#ttl': TTL_ATTRIBUTE },
-        ExpressionAttributeValues: { ':pk': keys.restateJob(merchantId, '').pk, ':now': Math.floor(now().getTime() / 1000) },
+        ExpressionAttributeValues: { ':pk': keys.restateJob(merchantId, '').pk, ':now': epochSeconds() },
         ConsistentRead: true,
       }),
     ),

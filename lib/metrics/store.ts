@@ -17,7 +17,7 @@ import { queryAll } from '#lib/db/query';
 import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/writes';
 import { COHORT_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
 import { now } from '#lib/clock';
-import { TTL_ATTRIBUTE } from '#lib/db/table';
+import { isUnexpired } from '#lib/db/ttl';
 import { formatTimestamp } from '#lib/shared/time';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 import {
@@ -314,8 +314,7 @@ export const readRangeItems = async (partition: string, { monthsTo, dayRanges }:
   // Every attribute: the levels left unconverted (`uUSD`) are named by currency (a read costs the items' size either way).
   const query = (lo: string, hi: string) => queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, []);
   const [read, ...dayItems] = await Promise.all([query('M#', monthsTo), ...dayRanges.map(([lo, hi]) => query(lo, hi))]);
-  const nowSeconds = Math.floor(now().getTime() / 1000);
-  const restating = read.some((i) => isMarker(i) && Number(i[TTL_ATTRIBUTE]) > nowSeconds);
+  const restating = read.some((i) => isMarker(i) && isUnexpired(i));
   const readMonths = read.filter((i) => !isMarker(i));
   const months = readMonths.filter((i) => !isPending(i));
   const days = dayItems.flat();

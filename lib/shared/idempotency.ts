@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { now } from '#lib/clock';
+import { epochSeconds, isUnexpired } from '#lib/db/ttl';
 import { keys } from '#lib/db/keys';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
@@ -76,16 +77,13 @@ const canonicalWithoutRecursion = (root: unknown): string => {
   return out;
 };
 
-const nowSeconds = () => Math.floor(now().getTime() / 1000);
-
-export const isLive = (record: IdempotencyRecord | null | undefined): record is IdempotencyRecord =>
-  !!record && Number(record.expires_at) > nowSeconds();
+export const isLive = (record: IdempotencyRecord | null | undefined): record is IdempotencyRecord => !!record && isUnexpired(record);
 
 export const addIdempotencyRecord = (ws: WriteSet, merchantId: string, key: string, record: Omit<IdempotencyRecord, 'expires_at'>) => {
   ws.put(
     'idempotency',
-    { ...keys.idempotency(merchantId, key), ...record, expires_at: nowSeconds() + IDEMPOTENCY_TTL_SECONDS },
-    { expression: 'attribute_not_exists(pk) OR expires_at <= :now', values: { ':now': nowSeconds() } },
+    { ...keys.idempotency(merchantId, key), ...record, expires_at: epochSeconds() + IDEMPOTENCY_TTL_SECONDS },
+    { expression: 'attribute_not_exists(pk) OR expires_at <= :now', values: { ':now': epochSeconds() } },
   );
 };
 
@@ -136,10 +134,10 @@ export const runIdempotent = async <B>(
           status,
           body: text,
           created_at: formatTimestamp(now()),
-          expires_at: nowSeconds() + IDEMPOTENCY_TTL_SECONDS,
+          expires_at: epochSeconds() + IDEMPOTENCY_TTL_SECONDS,
         },
         ConditionExpression: 'attribute_not_exists(pk) OR expires_at <= :now',
-        ExpressionAttributeValues: { ':now': nowSeconds() },
+        ExpressionAttributeValues: { ':now': epochSeconds() },
       }),
     )
     .catch((err: Error) => {
