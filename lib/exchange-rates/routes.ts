@@ -1,4 +1,5 @@
 import { defineRoute, PASS_FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
+import { RESTATE_PENDING_DOC } from '#lib/shared/restate-pending-header';
 import { dashboardAdmin, dashboardRead, errors, invalid } from '#lib/http/route-parts';
 import { dataOf, messageBody } from '#lib/shared/schemas';
 import {
@@ -26,8 +27,7 @@ export const routes = {
         description: 'The rates',
         schema: exchangeRatesListSchema,
         headers: {
-          'Restate-Pending':
-            '"true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates (docs/exchange-rates.md, "Passes in the background")',
+          'Restate-Pending': RESTATE_PENDING_DOC.read,
         },
       },
       ...errors,
@@ -51,8 +51,7 @@ export const routes = {
         description: "The currency's rates as they now are",
         schema: dataOf(exchangeRateTableSchema),
         headers: {
-          'Restate-Pending':
-            '"true" when this pass left customers to count again, or an earlier one still runs: they move in the background (docs/exchange-rates.md, "Passes in the background")',
+          'Restate-Pending': RESTATE_PENDING_DOC.change,
         },
       },
       ...errors,

@@ -1,5 +1,6 @@
 import { apiTokenIssuedSchema, apiTokenSchema, backofficeSessionSchema, settingsPutBody, settingsSchema } from '#lib/merchants/schemas';
 import { defineRoute, PASS_FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
+import { RESTATE_PENDING_DOC } from '#lib/shared/restate-pending-header';
 import { dataOf, messageBody } from '#lib/shared/schemas';
 import { backofficeErrors, dashboardRead, errors, invalid } from '#lib/http/route-parts';
 
@@ -107,8 +108,7 @@ export const routes = {
         description: 'The settings',
         schema: dataOf(settingsSchema),
         headers: {
-          'Restate-Pending':
-            '"true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates (docs/exchange-rates.md, "Passes in the background")',
+          'Restate-Pending': RESTATE_PENDING_DOC.read,
         },
       },
       ...errors,
@@ -133,8 +133,7 @@ export const routes = {
         description: 'The settings as changed',
         schema: dataOf(settingsSchema),
         headers: {
-          'Restate-Pending':
-            '"true" when this pass left customers to count again, or an earlier one still runs: they move in the background (docs/exchange-rates.md, "Passes in the background")',
+          'Restate-Pending': RESTATE_PENDING_DOC.change,
         },
       },
       ...backofficeErrors,

@@ -17,16 +17,13 @@ import {
 import { defineRoute } from '#lib/http/route';
 import { listOf } from '#lib/shared/schemas';
 import { errors, dashboardRead, invalid } from '#lib/http/route-parts';
+import { RESTATE_PENDING_DOC } from '#lib/shared/restate-pending-header';
 
 /** What the segmented reads say of their filters (docs/metrics.md, "Segments"). */
 const SEGMENT_FILTERS_NOTE =
   'Segment filters: `plan` (repeatable: the lines of any of the plans), `billing_cycle`, `currency`, and `metadata.<key>=<value>` (customer metadata, the value compared exactly as a string; repeatable, ANDed): the figures over only the matching customers\' lines. One plan, cycle or currency reads its own aggregates; any other segment reads the matching customers\' timelines, at a cost that grows with the customers it matches (docs/metrics.md, "Segments").';
 
 /** The metrics routes (their handlers import only these; lib/http/routes.ts is the union). */
-/** What `Restate-Pending` says on the reads of the whole's figures. */
-const RESTATE_PENDING_READ_NOTE =
-  '"true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates. Sent on the whole\'s figures and the reporting currency\'s segment (the items that carry the marker), not on other segments (docs/exchange-rates.md, "Passes in the background")';
-
 export const routes = {
   metricsMrr: defineRoute({
     method: 'GET',
@@ -46,7 +43,7 @@ export const routes = {
         description: 'The MRR series',
         schema: mrrSeriesSchema,
         headers: {
-          'Restate-Pending': RESTATE_PENDING_READ_NOTE,
+          'Restate-Pending': RESTATE_PENDING_DOC.metrics,
         },
       },
       ...errors,
@@ -70,7 +67,7 @@ export const routes = {
         description: 'The summary',
         schema: metricsSummaryAnswer,
         headers: {
-          'Restate-Pending': RESTATE_PENDING_READ_NOTE,
+          'Restate-Pending': RESTATE_PENDING_DOC.metrics,
         },
       },
       ...errors,

@@ -80,7 +80,7 @@ export const metadata = () =>
     .record(z.string(), z.unknown(), { error: 'The :field field must be an object.' })
     .refine((o) => Object.keys(o).length <= 50, { message: 'The :field field must not have more than 50 keys.' })
     // Checked before anything recursive (JSON.stringify) walks a pathologically deep value.
-    .refine((o) => nestingDepth(o) <= METADATA_MAX_DEPTH, {
+    .refine((o) => withinDepth(o), {
       message: `The :field field must not be nested more than ${METADATA_MAX_DEPTH} levels deep.`,
       abort: true,
     })
@@ -88,43 +88,35 @@ export const metadata = () =>
       message: 'The :field field must not be larger than 16 KiB.',
     })
     // Keys and values become index keys (segments by metadata), where a lone surrogate would read as U+FFFD.
-    .refine((o) => everyText(o, isWellFormed), {
+    .refine((o) => wellFormedText(o), {
       message: 'The :field field must be valid Unicode text (a key or value has a lone UTF-16 surrogate).',
     })
     .transform((o) => JSON.stringify(o));
 
-/** Whether every key and string value at any depth passes `test`, iteratively (the depth is checked first). */
-const everyText = (value: unknown, test: (s: string) => boolean): boolean => {
-  const stack: unknown[] = [value];
+export const METADATA_MAX_DEPTH = 64;
+
+/**
+ * Whether `visit` holds for every value inside `value` (itself at depth 1), with the key it sits
+ * under in an object (none in an array, none for `value`): iteratively, so no input is too deep
+ * to walk, and stopping at the first that fails.
+ */
+const everyNode = (value: unknown, visit: (v: unknown, depth: number, key?: string) => boolean): boolean => {
+  const stack: [unknown, number, string | undefined][] = [[value, 1, undefined]];
   while (stack.length) {
-    const v = stack.pop();
-    if (typeof v === 'string') {
-      if (!test(v)) return false;
-    } else if (v !== null && typeof v === 'object') {
-      for (const [k, child] of Object.entries(v as object)) {
-        if (!Array.isArray(v) && !test(k)) return false;
-        stack.push(child);
-      }
-    }
+    const [v, depth, key] = stack.pop()!;
+    if (!visit(v, depth, key)) return false;
+    if (v !== null && typeof v === 'object')
+      for (const [k, child] of Object.entries(v as object)) stack.push([child, depth + 1, Array.isArray(v) ? undefined : k]);
   }
   return true;
 };
 
-export const METADATA_MAX_DEPTH = 64;
+/** No object or array nested deeper than METADATA_MAX_DEPTH levels. */
+const withinDepth = (value: unknown) => everyNode(value, (v, depth) => v === null || typeof v !== 'object' || depth <= METADATA_MAX_DEPTH);
 
-/** Depth of nested objects/arrays, iteratively (no recursion, whatever the input). */
-const nestingDepth = (value: unknown): number => {
-  let max = 0;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > max) max = depth;
-    if (max > METADATA_MAX_DEPTH) return max;
-    for (const child of Object.values(v as object)) stack.push([child, depth + 1]);
-  }
-  return max;
-};
+/** Every key and string value well-formed Unicode (walked once the depth is known to be bounded). */
+const wellFormedText = (value: unknown) =>
+  everyNode(value, (v, _depth, key) => (key === undefined || isWellFormed(key)) && (typeof v !== 'string' || isWellFormed(v)));
 
 /**
  * An integer query parameter in min..max with a default. A number too long for a double
