@@ -289,14 +289,17 @@ export const startOutboxPoller = (opts: OutboxPollerOptions): Promise<OutboxPoll
  * deployed function's handler with the pending-moves INSERTs. Locally nothing is given up on, so
  * a failing item is retried until it is applied.
  */
-export const startLocalPendingApplier = (opts: { endpoint: string; tableName: string; checkpointFile?: string; intervalMs?: number }) =>
+/** Where a local stream consumer reads: the table, its checkpoint file, how often an idle stream is polled. */
+export type StreamConsumerOptions = { endpoint: string; tableName: string; checkpointFile?: string; intervalMs?: number };
+
+export const startLocalPendingApplier = (opts: StreamConsumerOptions) =>
   startStreamPoller({ ...opts, filter: isPendingMovesInsert, handler: handlePendingMoves, functionName: 'pendingMovesApplier' });
 
 /**
  * `npm start`'s restate worker: a poller of its own invoking the deployed function's handler with
  * the restate jobs' INSERTs, so a pass a request cut short goes on here as it does on AWS.
  */
-export const startLocalRestateWorker = (opts: { endpoint: string; tableName: string; checkpointFile?: string; intervalMs?: number }) =>
+export const startLocalRestateWorker = (opts: StreamConsumerOptions) =>
   startStreamPoller({ ...opts, filter: isRestateJobInsert, handler: handleRestateJobs, functionName: 'restateWorker' });
 
 /**

@@ -12,6 +12,7 @@ import { formatTimestamp } from '#lib/shared/time';
 import { ensureTable, freePort, isDynamoDbLocalProcess, isPortFree, startDynamoDbLocal, stopDynamoDbLocalProcess } from './dynamodb.ts';
 import { buildDashboard, type DashboardOptions } from './dashboard.ts';
 import { issueLocalBackofficeToken } from './backoffice-jwt.ts';
+import type { StreamConsumerOptions } from './outbox-poller.ts';
 import {
   LOCAL_STACK_FILE_LABEL,
   localStateFile,
@@ -99,14 +100,15 @@ const shutdown = async (code: number) => {
     s.close();
     s.closeAllConnections();
   }
+  const within3s = (stop: Promise<unknown>) => Promise.race([stop, new Promise((r) => setTimeout(r, 3_000))]);
   // The batch in hand is finished (or dropped after 3 s: unpublished events are read again next start).
-  if (relay) await Promise.race([relay.poller.stop(), new Promise((r) => setTimeout(r, 3_000))]);
+  if (relay) await within3s(relay.poller.stop());
   // Likewise: items not applied yet are read in meanwhile, and applied at the next start.
-  if (applier) await Promise.race([applier.stop(), new Promise((r) => setTimeout(r, 3_000))]);
+  if (applier) await within3s(applier.stop());
   // A job cut short by stopping is read again at the next start (its item stays until it is ended).
-  if (restater) await Promise.race([restater.stop(), new Promise((r) => setTimeout(r, 3_000))]);
+  if (restater) await within3s(restater.stop());
   // Attempts under way finish (10 s at most); queued deliveries are not kept across restarts.
-  if (webhooks) await Promise.race([webhooks.stop(), new Promise((r) => setTimeout(r, 3_000))]);
+  if (webhooks) await within3s(webhooks.stop());
   cancels?.stop();
   removeLocalStack();
   if (stopDynamo) await stopDynamo();
@@ -202,28 +204,37 @@ const main = async () => {
   } catch (err) {
     console.warn(`Warning: outbox relay not started (${err instanceof Error ? err.message : err}); no events are published`);
   }
-  try {
-    applier = await (await import('./outbox-poller.ts')).startLocalPendingApplier({
-      endpoint: endpoint!,
-      tableName: tableName(),
-      checkpointFile: localStateFile('pending-moves-checkpoint.json'),
-    });
-  } catch (err) {
-    console.warn(
-      `Warning: pending-moves applier not started (${err instanceof Error ? err.message : err}); batches' aggregate moves stay pending (read in, so figures are still exact)`,
-    );
-  }
-  try {
-    restater = await (await import('./outbox-poller.ts')).startLocalRestateWorker({
-      endpoint: endpoint!,
-      tableName: tableName(),
-      checkpointFile: localStateFile('restate-checkpoint.json'),
-    });
-  } catch (err) {
-    console.warn(
-      `Warning: restate worker not started (${err instanceof Error ? err.message : err}); a pass after a time zone or rate change ends with its request`,
-    );
-  }
+  // The other stream consumers: each on its own checkpoint; one that fails to start says what goes without it.
+  type Pollers = typeof import('./outbox-poller.ts');
+  const consumer = async <T>(
+    what: string,
+    without: string,
+    start: (p: Pollers, opts: StreamConsumerOptions) => Promise<T>,
+    file: string,
+  ) => {
+    try {
+      return await start(await import('./outbox-poller.ts'), {
+        endpoint: endpoint!,
+        tableName: tableName(),
+        checkpointFile: localStateFile(file),
+      });
+    } catch (err) {
+      console.warn(`Warning: ${what} not started (${err instanceof Error ? err.message : err}); ${without}`);
+      return undefined;
+    }
+  };
+  applier = await consumer(
+    'pending-moves applier',
+    "batches' aggregate moves stay pending (read in, so figures are still exact)",
+    (p, opts) => p.startLocalPendingApplier(opts),
+    'pending-moves-checkpoint.json',
+  );
+  restater = await consumer(
+    'restate worker',
+    'a pass after a time zone or rate change ends with its request',
+    (p, opts) => p.startLocalRestateWorker(opts),
+    'restate-checkpoint.json',
+  );
 
   const storage = !stopDynamo ? '' : process.env.DATA_DIR ? `, data in ${process.env.DATA_DIR}` : ', in memory';
   const hosts = process.env.HOST ? [process.env.HOST] : ['127.0.0.1', '::1'];
