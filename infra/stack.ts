@@ -94,13 +94,22 @@ export const DEFAULTS = {
 } as const;
 
 /**
- * Table access of a route's function: write routes write, except those that send a signed request
+ * Table access of a route's function: write routes write (those whose change builds a generation of
+ * the figures also put it with BatchWriteItem), except those that send a signed request
  * to a merchant-chosen URL (they decrypt signing secrets: test, manual retry), which write webhook
  * items only; public routes (such as the OpenAPI document) read no data, only the token and
  * rate-window items every request touches.
  */
-export const tableAccessFor = (route: Pick<RouteDef, 'writes' | 'ability' | 'auth' | 'secrets'>): TableAccess =>
-  route.secrets === 'decrypt' ? 'webhookSend' : route.writes ? 'write' : authKindOf(route) === 'none' ? 'pipeline' : 'read';
+export const tableAccessFor = (route: Pick<RouteDef, 'writes' | 'ability' | 'auth' | 'secrets' | 'recounts'>): TableAccess =>
+  route.secrets === 'decrypt'
+    ? 'webhookSend'
+    : route.recounts
+      ? 'recount'
+      : route.writes
+        ? 'write'
+        : authKindOf(route) === 'none'
+          ? 'pipeline'
+          : 'read';
 
 /** The one KMS action a route's function may take on the webhook secrets key (RouteDef `secrets`). */
 export const KMS_ACTION = { encrypt: 'kms:Encrypt', decrypt: 'kms:Decrypt' } as const;

@@ -34,6 +34,15 @@ export const config = {
     const n = Number(process.env.RESTATE_WCU_PER_SECOND ?? '');
     return process.env.RESTATE_WCU_PER_SECOND !== undefined && Number.isFinite(n) && n >= 0 ? n : 100;
   },
+  /**
+   * The most customers a settings change counts afresh within its request, as a new generation of
+   * the aggregates (lib/metrics/generation.ts, docs/metrics.md "Generations"); a merchant with
+   * more is moved customer by customer (passes, lib/metrics/restate.ts). 0: always passes.
+   */
+  generationBuildMaxCustomers: (): number => {
+    const n = Number(process.env.GENERATION_BUILD_MAX_CUSTOMERS ?? '');
+    return process.env.GENERATION_BUILD_MAX_CUSTOMERS !== undefined && Number.isInteger(n) && n >= 0 ? n : 50_000;
+  },
   /** Local stack only: lets webhook endpoints use http://localhost (docs/webhook-endpoints.md). */
   isLocal: (): boolean => process.env.STAGE === 'local',
 };

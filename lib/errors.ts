@@ -32,8 +32,24 @@ export class ConflictError extends DomainError {}
  * read then write under a condition another request broke (such as a token regenerated meanwhile).
  */
 export class ContentionError extends ConflictError {
-  constructor(message = 'The resource was changed by concurrent requests. Try again.') {
+  constructor(
+    message = 'The resource was changed by concurrent requests. Try again.',
+    public readonly retryAfterSeconds = 1,
+  ) {
     super(message);
+  }
+}
+
+/**
+ * The merchant's MRR figures are being counted afresh for a settings change (a generation build):
+ * its MRR writes wait until it switches, a few seconds (409 with Retry-After; nothing written).
+ */
+export class RecountingError extends ContentionError {
+  constructor(
+    message = "The merchant's figures are being recounted for its new settings; nothing was stored. Try again in a few seconds.",
+    retryAfterSeconds = 5,
+  ) {
+    super(message, retryAfterSeconds);
   }
 }
 

@@ -41,7 +41,7 @@ const seed = async (label: string, matching: number) => {
     const start = new Date(Date.UTC(2024, 0, 1 + (id % 365))).toISOString().replace('.000', '');
     let tl = setFrom({}, `S${id}`, start, 10 + (id % 7), 'a', tag);
     if (id % 3 === 0) tl = setFrom(tl, `S${id}`, start.replace('2024', '2025'), 15 + (id % 7), 'a', tag);
-    await addTimelineChange(ws, m.merchantId, 'TWD', id, EMPTY_TIMELINE, tl);
+    await addTimelineChange(ws, m.merchantId, { reportingCurrency: 'TWD', timezone: 'UTC', generation: 0 }, id, EMPTY_TIMELINE, tl);
     // Puts only: the customer, its markers and index entries, the timeline; the aggregates are not read here.
     for (const a of ws.toTransactItems()) if (a.Put) items.push(a.Put.Item as Record<string, unknown>);
   }

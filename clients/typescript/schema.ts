@@ -1950,7 +1950,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -2197,7 +2197,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -2756,7 +2756,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -2928,7 +2928,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -3230,7 +3230,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -3384,7 +3384,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -3840,7 +3840,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -4008,7 +4008,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -4448,7 +4448,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -4762,7 +4762,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -5085,7 +5085,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -5253,7 +5253,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -5421,7 +5421,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -5722,7 +5722,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -5876,7 +5876,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -6029,7 +6029,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -6207,7 +6207,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -6385,7 +6385,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -6967,7 +6967,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -7133,7 +7133,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -7291,7 +7291,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -7423,7 +7423,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
@@ -7710,7 +7710,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];

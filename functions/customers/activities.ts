@@ -3,6 +3,6 @@ import { csvApiHandler } from '#lib/http/csv-handler';
 import { routes } from '#lib/customers/routes';
 
 export const handler = csvApiHandler(routes.customersActivities, async ({ auth, params, query }) => {
-  const { items, meta } = await customerActivities(auth.merchantId, auth.reportingCurrency, params.idOrExternalId, query);
+  const { items, meta } = await customerActivities(auth.merchantId, auth, params.idOrExternalId, query);
   return { status: 200, body: { data: items, meta } };
 });

@@ -4,5 +4,5 @@ import { churnReasons } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsChurnReasons, async ({ auth, query }) => ({
   status: 200,
-  body: { data: await churnReasons(auth.merchantId, auth.timezone, query) },
+  body: { data: await churnReasons(auth.merchantId, auth, query) },
 }));

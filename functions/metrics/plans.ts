@@ -4,5 +4,5 @@ import { planFigures } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsPlans, async ({ auth, query }) => ({
   status: 200,
-  body: await planFigures(auth.merchantId, auth.timezone, query),
+  body: await planFigures(auth.merchantId, auth, query),
 }));

@@ -4,7 +4,7 @@ import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Function as LambdaFunction, type FunctionProps, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { keys } from '#lib/db/keys';
+import { churnReasonsPartition, cohortPartition, keys, metricsPartition } from '#lib/db/keys';
 import { GSIS, TABLE_KEYS, type IndexName } from '#lib/db/table';
 import { RATE_WINDOW_ATTRIBUTES } from '#lib/auth/rate-limit';
 import { TOKEN_USE_ATTRIBUTE } from '#lib/auth/tokens';
@@ -41,9 +41,11 @@ export const WEBHOOK_PK_PATTERNS = [`${keys.webhookEndpoint(MERCHANT_ID_IAM_PATT
  * - `read`: read routes (`writes: false`), which still count requests;
  * - `webhookSend`: the routes that send a signed request to a merchant's URL (test, manual retry):
  *   they read like a read route and write webhook items only;
- * - `write`: write routes.
+ * - `write`: write routes;
+ * - `recount`: the write routes whose change builds a new generation of the MRR figures (`recounts`):
+ *   a write route's actions, and BatchWriteItem on the keys of later generations only.
  */
-export type TableAccess = 'pipeline' | 'read' | 'webhookSend' | 'write';
+export type TableAccess = 'pipeline' | 'read' | 'webhookSend' | 'write' | 'recount';
 
 /**
  * What DynamoDB asks KMS for on a caller's behalf when the table is under a customer-managed key:
@@ -56,7 +58,15 @@ export const TABLE_KEY_ACTIONS = {
 } as const;
 const WRITE_ACTIONS = new Set<string>(['PutItem', 'UpdateItem', 'DeleteItem']);
 
-export type TableAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'ConditionCheckItem';
+export type TableAction =
+  | 'GetItem'
+  | 'BatchGetItem'
+  | 'Query'
+  | 'PutItem'
+  | 'UpdateItem'
+  | 'DeleteItem'
+  | 'ConditionCheckItem'
+  | 'BatchWriteItem';
 
 /**
  * An action allowed only on items whose partition key matches one of `leadingKeys` (IAM
@@ -68,6 +78,19 @@ export type TableAction = 'GetItem' | 'BatchGetItem' | 'Query' | 'PutItem' | 'Up
 export type KeyedGrant = { action: TableAction; leadingKeys: string[]; attributes?: string[] };
 
 const KEY_ATTRIBUTES = [TABLE_KEYS.partitionKey, TABLE_KEYS.sortKey];
+/**
+ * A generation build's puts (lib/metrics/generation.ts): BatchWriteItem on the aggregates and the
+ * settings of generations after the first (`…#G<n>` keys), never on generation 0's or any other item.
+ */
+export const GENERATION_BUILD_WRITES: KeyedGrant = {
+  action: 'BatchWriteItem',
+  leadingKeys: [
+    `${metricsPartition(MERCHANT_ID_IAM_PATTERN)}#G*`,
+    `${cohortPartition(MERCHANT_ID_IAM_PATTERN)}#G*`,
+    `${churnReasonsPartition(MERCHANT_ID_IAM_PATTERN)}#G*`,
+    `${keys.merchant(MERCHANT_ID_IAM_PATTERN).pk}#G*#SETTINGS`,
+  ],
+};
 /** The token lookup of every request (lib/auth/tokens.ts `authenticate`). */
 export const TOKEN_LOOKUP: KeyedGrant = { action: 'GetItem', leadingKeys: TOKEN_PK_PATTERNS };
 /**
@@ -95,7 +118,8 @@ export const WEBHOOK_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteIt
  * The DynamoDB actions of each kind, and nothing the code does not call (`grep -rn "Command(" lib
  * functions`: Get, BatchGet, Query, Update, TransactWrite). TransactWriteItems is no IAM action:
  * each Put/Update/Delete/ConditionCheck inside a transaction is authorised as PutItem, UpdateItem,
- * DeleteItem or ConditionCheckItem. No Scan, BatchWriteItem, DescribeTable or stream actions.
+ * DeleteItem or ConditionCheckItem. No Scan, DescribeTable or stream actions; BatchWriteItem only
+ * for a generation build's puts, on its keys (`GENERATION_BUILD_WRITES`).
  *
  * - `table`:   on any item of the table;
  * - `keyed`:   only on some items (and attributes): `KeyedGrant`;
@@ -110,6 +134,11 @@ export const TABLE_ACCESS: Record<TableAccess, { table: TableAction[]; keyed: Ke
   write: {
     table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'],
     keyed: [],
+    indexes: ['Query'],
+  },
+  recount: {
+    table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'],
+    keyed: [GENERATION_BUILD_WRITES],
     indexes: ['Query'],
   },
 };

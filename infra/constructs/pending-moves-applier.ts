@@ -17,7 +17,7 @@ import { consumeTableStream, type StreamMappingSettings } from './stream-consume
 export const PENDING_MOVES_PK_PATTERNS = [
   `${metricsPartition(MERCHANT_ID_IAM_PATTERN)}*`,
   `${cohortPartition(MERCHANT_ID_IAM_PATTERN)}*`,
-  churnReasonsPartition(MERCHANT_ID_IAM_PATTERN),
+  `${churnReasonsPartition(MERCHANT_ID_IAM_PATTERN)}*`,
 ];
 
 /**

@@ -3,7 +3,14 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { exchangeRatesPartition, exchangeRatesVersionPartition, keys, planCustomersPartition, plansPartition } from '#lib/db/keys';
+import {
+  exchangeRatesPartition,
+  exchangeRatesVersionPartition,
+  generationPartition,
+  keys,
+  planCustomersPartition,
+  plansPartition,
+} from '#lib/db/keys';
 import { RESTATE_JOB_ENTITY } from '#lib/metrics/restate-jobs';
 import { RESTATE_WORKER_HANDLER } from '../paths.ts';
 import { ApiFunction, type KeyedGrant, MERCHANT_ID_IAM_PATTERN } from './api-function.ts';
@@ -38,6 +45,10 @@ export const RESTATE_WORKER_PARTITIONS = {
   /** `M#<m>#RATES`: the rate tables; `M#<m>#RATES_VERSION#<nnn>`: the copies of their versions a write checks. */
   rates: exchangeRatesPartition(M),
   rateVersions: anyEnding(exchangeRatesVersionPartition(M, 0), '000'),
+  /** `M#<m>#GENERATION#<nnn>`: the copies of the figures generation every MRR write checks. */
+  generations: anyEnding(generationPartition(M, 0), '000'),
+  /** `M#<m>#G<n>#SETTINGS`: the zone and rates a generation was built in (a customer last counted in an older one starts from them). */
+  generationSettings: `${keys.merchant(M).pk}#G*#SETTINGS`,
 };
 
 /**
@@ -49,7 +60,7 @@ export const RESTATE_WORKER_PARTITIONS = {
  * (GetItem, when a transaction spilled). One transaction per customer: its timeline (Put, Delete
  * of chunks), the aggregates (Update) or their pending moves (Put), plans and plan customers (a
  * pass keeps a customer's lines, so it adds none today, but `addTimelineChange` may write them), a
- * check of each rate table's version copy (ConditionCheckItem), and the job's delete and next
+ * check of each rate table's version copy and of the generation copy (ConditionCheckItem), and the job's delete and next
  * round (Put); a share of the pace ledger before a transaction (Update); then each spilled pending-moves item applied (Update, Delete). The customer
  * partitions also hold its other items (IAM keys on partitions only).
  * test/infra/restate-worker-iam.test.ts runs jobs against DynamoDB Local and checks every
@@ -58,12 +69,12 @@ export const RESTATE_WORKER_PARTITIONS = {
 const P = RESTATE_WORKER_PARTITIONS;
 export const RESTATE_WORKER_GRANTS: KeyedGrant[] = [
   { action: 'GetItem', leadingKeys: [P.merchant, P.jobs, P.customers, ...P.metrics] },
-  { action: 'BatchGetItem', leadingKeys: [P.customers, P.rates] },
+  { action: 'BatchGetItem', leadingKeys: [P.customers, P.rates, P.generationSettings] },
   { action: 'Query', leadingKeys: [P.customers] },
   { action: 'PutItem', leadingKeys: [P.jobs, P.customers, ...P.metrics, P.planCustomers] },
   { action: 'UpdateItem', leadingKeys: [...P.metrics, P.plans, P.pace] },
   { action: 'DeleteItem', leadingKeys: [P.jobs, P.customers, ...P.metrics] },
-  { action: 'ConditionCheckItem', leadingKeys: [P.rateVersions] },
+  { action: 'ConditionCheckItem', leadingKeys: [P.rateVersions, P.generations] },
 ];
 
 /**

@@ -15,6 +15,8 @@ export type AuthContext = {
   reportingCurrency: string;
   /** The merchant's reporting time zone (IANA name). */
   timezone: string;
+  /** Which generation of the MRR aggregates counts (lib/metrics/generation.ts; 0 until the first settings change). */
+  generation: number;
 };
 
 export const TOKEN_PREFIX = 'ras_';
@@ -46,6 +48,7 @@ export type TokenItem = {
   status: 'active' | 'revoked';
   reporting_currency?: string;
   timezone?: string;
+  metrics_generation?: number;
   prefix: string;
   last_four: string;
   created_at: string;
@@ -66,6 +69,7 @@ export const authenticate = async (token: string): Promise<(AuthContext & TokenU
     abilities: item.abilities,
     reportingCurrency: item.reporting_currency ?? 'TWD',
     timezone: item.timezone ?? DEFAULT_TIMEZONE,
+    generation: Number(item.metrics_generation ?? 0),
     tokenHash: hashToken(token),
     lastUsedAt: item.last_used_at ?? null,
   };

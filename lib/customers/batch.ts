@@ -5,7 +5,7 @@ import { allocateIds } from '#lib/db/sequences';
 import { runBatch } from '#lib/db/batch';
 import { retrying } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
-import { ThrottledError } from '#lib/errors';
+import { RecountingError, ThrottledError } from '#lib/errors';
 import { issueMessage } from '#lib/shared/validation';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
 import { formatTimestamp } from '#lib/shared/time';
@@ -136,7 +136,9 @@ export const importCustomers = async (
         const message =
           err instanceof ThrottledError
             ? 'The service was busy; retry the item.'
-            : 'The customer was changed concurrently; retry the item.';
+            : err instanceof RecountingError
+              ? err.message
+              : 'The customer was changed concurrently; retry the item.';
         for (const v of plan.items) {
           results.failed(v.index, err instanceof ThrottledError ? 'throttled' : 'conflict', message, v.identifier);
         }

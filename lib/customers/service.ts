@@ -11,7 +11,7 @@ import { convertedLtv, otherLtvCurrencies, type CustomerItem } from '#lib/custom
 import type { AuthContext } from '#lib/auth/tokens';
 import { readRates } from '#lib/exchange-rates/store';
 import type Decimal from 'decimal.js';
-import { readStandings, readTimeline } from '#lib/metrics/store';
+import { countedTimelines, readStandings, readTimeline } from '#lib/metrics/store';
 import { movementRow } from '#lib/metrics/rules';
 import { movementsOf, NO_STANDING, type Standing } from '#lib/metrics/timeline';
 import { cursorMeta, pageOfRows } from '#lib/shared/pagination';
@@ -131,14 +131,15 @@ export type CustomerFigures = { standing: Standing; ltv?: Decimal };
  */
 export const customerFigures = async (
   merchantId: string,
-  { reportingCurrency, timezone }: Pick<AuthContext, 'reportingCurrency' | 'timezone'>,
+  figures: Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation'>,
   customers: CustomerItem[],
 ): Promise<Map<number, CustomerFigures>> => {
+  const { reportingCurrency, timezone } = figures;
   const others = new Map(customers.map((c) => [c.id, otherLtvCurrencies(c, reportingCurrency)]));
   const [standings, { book }] = await Promise.all([
     readStandings(
       merchantId,
-      reportingCurrency,
+      figures,
       customers.map((c) => c.id),
     ),
     readRates(merchantId, [...others.values()].flat()),
@@ -161,7 +162,7 @@ export const customerFigures = async (
  */
 export const customerActivities = async (
   merchantId: string,
-  reportingCurrency: string,
+  figures: Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation'>,
   idOrExternalId: string,
   q: { page: number; per_page: number; cursor?: string },
 ) => {
@@ -169,7 +170,8 @@ export const customerActivities = async (
   if (!customer) throw new NotFoundError();
   // Up to now: a recurring order's end or a dated change ahead is listed once it has happened.
   const upTo = `${formatTimestamp(now())}~`;
-  const movements = movementsOf((await readTimeline(merchantId, customer.id)).timeline, reportingCurrency)
+  const read = await countedTimelines(merchantId, figures, new Map([[customer.id, await readTimeline(merchantId, customer.id)]]));
+  const movements = movementsOf(read.get(customer.id)!.timeline, figures.reportingCurrency)
     .filter((m) => m.at < upTo)
     .reverse();
   const { shown, offset, total, next } = pageOfRows(movements, `activities:${customer.id}`, (m) => `${m.at}|${m.line}`, q);

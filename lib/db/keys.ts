@@ -46,6 +46,9 @@ import { keyText } from '#lib/shared/key-text';
  * | customer LTV part         | M#<m>#CUSTOMER#<id>                 | LTV#<CCY>#<yyyy> |  (paid orders in another currency by UTC month, or quarter-hour near a month's ends: ltv converted at read time) |
  * | exchange-rate table       | M#<m>#RATES                         | <CCY>           |  (a currency's monthly rates and version) |
  * | rate-table version copy   | M#<m>#RATES_VERSION#<nnn>           | <CCY>           |  (16 copies: a converting write checks its shard's) |
+ * | figures generation copy   | M#<m>#GENERATION#<nnn>              | GENERATION      |  (16 copies: generation, paused_until while a build runs; every MRR write checks its shard's) |
+ * | a generation's settings   | M#<m>#G<n>#SETTINGS                 | ZONE / RATES#<CCY> |  (the zone and rates generation n was built in; written once, before its switch) |
+ * | a later generation's aggregates | M#<m>#MRR#G<n>[#SEG…] / M#<m>#COHORT#G<n>[#SEG…] / M#<m>#CHURN_REASONS#G<n> | as generation 0's | (built whole by a settings change, lib/metrics/generation.ts) |
  * | restate job               | M#<m>#RESTATE                       | <round>#<uuid>  |  (a pass to go on with; entity restate-job, only put and deleted: the worker's stream filter; TTL 7 d) |
  * | restate pace              | M#<m>#PACE                          | <epoch second>  |  (write units the merchant's passes took in that second; TTL 1 h) |
  * | restate marker            | M#<m>#MRR                           | M#0000-00#R#<chain> |  (a pass under way in the background: the whole's reads answer Restate-Pending; TTL 7 d) |
@@ -160,14 +163,28 @@ export const legacyCounterPartitions = {
 /** The partition suffix of one segment's aggregates (one plan, billing cycle or currency): each its own partition key. */
 const segmentSuffix = (segment?: { dimension: string; value: string } | null) =>
   segment ? `#SEG#${segment.dimension}#${segment.value}` : '';
+/**
+ * The partition suffix of a generation of the aggregates (lib/metrics/generation.ts): generation 0
+ * (every merchant until its first settings change) has none, so its keys are those items always had.
+ */
+const generationSuffix = (generation: number) => (generation ? `#G${generation}` : '');
 /** Partition of a merchant's MRR movement items (days `D#<yyyy-mm-dd>`, month roll-ups `M#<yyyy-mm>`), whole or of one segment. */
-export const metricsPartition = (merchantId: string, segment?: { dimension: string; value: string } | null): string =>
-  `${m(merchantId)}#MRR${segmentSuffix(segment)}`;
+export const metricsPartition = (merchantId: string, segment?: { dimension: string; value: string } | null, generation = 0): string =>
+  `${m(merchantId)}#MRR${generationSuffix(generation)}${segmentSuffix(segment)}`;
 /** Partition of a merchant's cohort items (`<cohort month>#<month>`), whole or of one segment. */
-export const cohortPartition = (merchantId: string, segment?: { dimension: string; value: string } | null): string =>
-  `${m(merchantId)}#COHORT${segmentSuffix(segment)}`;
+export const cohortPartition = (merchantId: string, segment?: { dimension: string; value: string } | null, generation = 0): string =>
+  `${m(merchantId)}#COHORT${generationSuffix(generation)}${segmentSuffix(segment)}`;
 /** Partition of a merchant's churn by cancellation reason (`D#<day>#<reason>` and `M#<month>#<reason>`, sharded). */
-export const churnReasonsPartition = (merchantId: string): string => `${m(merchantId)}#CHURN_REASONS`;
+export const churnReasonsPartition = (merchantId: string, generation = 0): string =>
+  `${m(merchantId)}#CHURN_REASONS${generationSuffix(generation)}`;
+/**
+ * Copies of the merchant's figures generation (which aggregates count, and whether a build pauses
+ * their writes), each its own partition key: every write that moves MRR checks one copy (by its
+ * counter shard) in its transaction, so those checks spread over 16 keys (docs/scale.md).
+ */
+export const GENERATION_SHARDS = 16;
+export const generationPartition = (merchantId: string, shard: number): string =>
+  `${m(merchantId)}#GENERATION#${padShard(shard % GENERATION_SHARDS)}`;
 /** Partition of a merchant's exchange rates (one item per currency, its months in one map). */
 export const exchangeRatesPartition = (merchantId: string): string => `${m(merchantId)}#RATES`;
 /**
@@ -263,22 +280,22 @@ export const keys = {
     sk: `${TIMELINE_CHUNK_PREFIX}${period}`,
   }),
   /** MRR movements of one UTC day (`D#`) or month (`M#`, the roll-up) in one of METRIC_SHARDS shards: ADD deltas, read as ranges. */
-  metricsDay: (merchantId: string, day: string, shard: number, segment?: Segmentish): Key => ({
-    pk: metricsPartition(merchantId, segment),
+  metricsDay: (merchantId: string, day: string, shard: number, segment?: Segmentish, generation = 0): Key => ({
+    pk: metricsPartition(merchantId, segment, generation),
     sk: `D#${day}#${padMetricShard(shard)}`,
   }),
-  metricsMonth: (merchantId: string, month: string, shard: number, segment?: Segmentish): Key => ({
-    pk: metricsPartition(merchantId, segment),
+  metricsMonth: (merchantId: string, month: string, shard: number, segment?: Segmentish, generation = 0): Key => ({
+    pk: metricsPartition(merchantId, segment, generation),
     sk: `M#${month}#${padMetricShard(shard)}`,
   }),
   /** One cohort's figures moved in one month (the cohort month's item also counts who joined), in one shard. */
-  metricsCohort: (merchantId: string, cohort: string, month: string, shard: number, segment?: Segmentish): Key => ({
-    pk: cohortPartition(merchantId, segment),
+  metricsCohort: (merchantId: string, cohort: string, month: string, shard: number, segment?: Segmentish, generation = 0): Key => ({
+    pk: cohortPartition(merchantId, segment, generation),
     sk: `${cohort}#${month}#${padMetricShard(shard)}`,
   }),
   /** Churn of one reason (URI-encoded, empty: none) in a day (`D`) or month (`M`), in one shard. */
-  churnReason: (merchantId: string, kind: 'D' | 'M', period: string, reason: string, shard: number): Key => ({
-    pk: churnReasonsPartition(merchantId),
+  churnReason: (merchantId: string, kind: 'D' | 'M', period: string, reason: string, shard: number, generation = 0): Key => ({
+    pk: churnReasonsPartition(merchantId, generation),
     sk: `${kind}#${period}#${reason}#${padMetricShard(shard)}`,
   }),
   /** One currency's exchange rates into the reporting currency, month by month. */
@@ -289,7 +306,22 @@ export const keys = {
    * A pass going on in the background, as the whole's MRR reads see it: sorted among the pending
    * moves, before every month, so the monthly Query every series makes reads it at no cost.
    */
-  restateMarker: (merchantId: string, chain: string): Key => ({ pk: metricsPartition(merchantId), sk: `M#0000-00#R#${chain}` }),
+  restateMarker: (merchantId: string, chain: string, generation = 0): Key => ({
+    pk: metricsPartition(merchantId, null, generation),
+    sk: `M#0000-00#R#${chain}`,
+  }),
+  /**
+   * What a generation was built in (never changed once built): its time zone (`ZONE`) and each
+   * currency's rates (`RATES#<CCY>`). A write of a customer last counted in an older generation
+   * starts from these (lib/metrics/store.ts `addTimelineChange`).
+   */
+  generationZone: (merchantId: string, generation: number): Key => ({ pk: `${m(merchantId)}#G${generation}#SETTINGS`, sk: 'ZONE' }),
+  generationRates: (merchantId: string, generation: number, currency: string): Key => ({
+    pk: `${m(merchantId)}#G${generation}#SETTINGS`,
+    sk: `RATES#${currency}`,
+  }),
+  /** One copy of the merchant's figures generation (`shard` taken modulo GENERATION_SHARDS). */
+  generation: (merchantId: string, shard: number): Key => ({ pk: generationPartition(merchantId, shard), sk: 'GENERATION' }),
   /** The write units the merchant's passes have booked in one second (lib/metrics/pace.ts), shared by all of them. */
   restatePace: (merchantId: string, second: number): Key => ({ pk: `${m(merchantId)}#PACE`, sk: String(second) }),
   /** One copy of a currency's rate-table version (`shard` taken modulo RATE_VERSION_SHARDS). */

@@ -190,6 +190,8 @@ export class WriteSet {
   private readonly deferMoves: boolean;
   /** Names this transaction's pending-moves items (unique, so their puts never meet another's). */
   private readonly group = randomUUID();
+  /** Checks whose failure no retry here can cure: the error to answer with instead of a conflict. */
+  private readonly refusals = new Map<string, () => Error>();
 
   /** `shard` given: a trial or a copy that never commits on its own lease. */
   constructor(shard?: number, opts: WriteSetOptions = {}) {
@@ -264,9 +266,14 @@ export class WriteSet {
     return this.ops.has(id(key));
   }
 
-  check(tag: string, key: Key, condition: Condition): this {
+  /**
+   * A condition on an item the transaction does not write. With `refusal`, its failure throws that
+   * error (not retried) instead of a WriteConflict: the state checked will not change within the request.
+   */
+  check(tag: string, key: Key, condition: Condition, refusal?: () => Error): this {
     this.assertNew(key, tag);
     this.ops.set(id(key), { kind: 'check', tag, key, conditions: [condition] });
+    if (refusal) this.refusals.set(tag, refusal);
     return this;
   }
 
@@ -360,6 +367,8 @@ export class WriteSet {
       const reasons = err.CancellationReasons ?? [];
       const codes = new Set(reasons.map((r) => r.Code ?? 'None'));
       const failed = reasons.flatMap((r, i) => (r.Code === 'ConditionalCheckFailed' ? [tags[i]] : []));
+      const refusal = failed.map((tag) => this.refusals.get(tag)).find((r) => r !== undefined);
+      if (refusal) throw refusal();
       if (failed.length) throw new WriteConflict(failed);
       if (codes.has('ThrottlingError') || codes.has('ProvisionedThroughputExceeded') || codes.has('RequestLimitExceeded')) {
         throw new RetryableError('throttle', 'transaction throttled');

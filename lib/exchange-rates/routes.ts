@@ -37,6 +37,7 @@ export const routes = {
     method: 'PUT',
     path: '/exchange-rates/{currency}',
     timeoutSeconds: PASS_FUNCTION_TIMEOUT_SECONDS,
+    recounts: true,
     handler: 'functions/exchange-rates/put.ts',
     ability: 'analytics:write',
     dashboard: dashboardAdmin,

@@ -45,7 +45,7 @@ export const toHttpError = (err: unknown): HttpError | null => {
   if (err instanceof NotFoundError) return notFound();
   if (err instanceof InvalidError) return validationFailed(err.fields);
   // Contention is worth retrying at once (a retryable 409 carries Retry-After); other conflicts are not.
-  if (err instanceof ContentionError) return new HttpError(409, { message: err.message }, { 'Retry-After': '1' });
+  if (err instanceof ContentionError) return new HttpError(409, { message: err.message }, { 'Retry-After': String(err.retryAfterSeconds) });
   if (err instanceof ConflictError) return conflict(err.message);
   if (err instanceof ThrottledError) return serviceBusy(err.retryAfterSeconds, err.message);
   // middy's early timeout: the invocation ran out of time (a slow dependency): busy, retry. Whatever

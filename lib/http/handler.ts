@@ -12,7 +12,7 @@ import { authenticate, bearerToken, stampTokenUse, type AuthContext } from '#lib
 import { readClaims, type BackofficeIdentity, type BackofficeRole } from '#lib/auth/backoffice';
 import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
-import type { Merchant } from '#lib/merchants/rules';
+import { generationOf, type Merchant } from '#lib/merchants/rules';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 import { getMerchant } from '#lib/merchants/store';
 import {
@@ -213,6 +213,7 @@ const dashboardAuth = async (route: RouteDef, jwt: string, s: State) => {
     abilities: [route.ability!],
     reportingCurrency: merchant.reporting_currency,
     timezone: merchant.timezone ?? DEFAULT_TIMEZONE,
+    generation: generationOf(merchant),
   };
 };
 

@@ -64,7 +64,7 @@ const pipelineResponses = (route: RouteDef) => ({
   ...(route.writes
     ? {
         409: message(
-          'Concurrent requests kept changing the resource until the deadline; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After)',
+          "Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After)",
           rateLimitedHeaders,
         ),
       }

@@ -48,6 +48,12 @@ export type RouteDef = {
   secrets?: 'encrypt' | 'decrypt';
   /** Function timeout when not FUNCTION_TIMEOUT_SECONDS (routes that call a merchant's webhook URL). */
   timeoutSeconds?: number;
+  /**
+   * The route's change counts the merchant's MRR figures afresh as a new generation
+   * (lib/metrics/generation.ts): its function also puts them with BatchWriteItem, on the keys of
+   * later generations only.
+   */
+  recounts?: true;
   request?: {
     params?: z.ZodObject;
     query?: z.ZodObject;
@@ -87,8 +93,9 @@ export const BASE_PATH = '/v1';
 /** Every API function's timeout (CDK) and the deadline the local server gives each invocation. */
 export const FUNCTION_TIMEOUT_SECONDS = 10;
 /**
- * The routes that count customers again after a zone or rate change before answering (PUT /settings,
- * PUT /exchange-rates/{currency}): as long as API Gateway waits (30 s) less a margin, so their pass
- * (which stops 2 s before the deadline) moves as many customers as one request can.
+ * The routes that count the figures again after a zone or rate change before answering (PUT
+ * /settings, PUT /exchange-rates/{currency}): as long as API Gateway waits (30 s) less a margin, so
+ * a build (or, past its bound, a pass, which stops 2 s before the deadline) does as much as one
+ * request can.
  */
 export const PASS_FUNCTION_TIMEOUT_SECONDS = 28;

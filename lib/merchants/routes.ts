@@ -119,6 +119,7 @@ export const routes = {
     path: '/settings',
     handler: 'functions/settings/put.ts',
     timeoutSeconds: PASS_FUNCTION_TIMEOUT_SECONDS,
+    recounts: true,
     ability: null,
     auth: 'backoffice',
     roles: ['admin'],

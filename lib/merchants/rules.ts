@@ -8,8 +8,18 @@ import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
  * merchant and a token are made of, and what creating, regenerating and revoking a token may do.
  */
 
-/** `timezone`: the reporting time zone (an IANA name; absent means UTC): stats and metrics days follow it. */
-export type Merchant = { merchant_id: string; name: string; reporting_currency: string; created_at: string; timezone?: string };
+/**
+ * `timezone`: the reporting time zone (an IANA name; absent means UTC): stats and metrics days follow it.
+ * `metrics_generation`: which generation of the MRR aggregates counts (absent: 0).
+ */
+export type Merchant = {
+  merchant_id: string;
+  name: string;
+  reporting_currency: string;
+  created_at: string;
+  timezone?: string;
+  metrics_generation?: number;
+};
 /** A merchant item as stored: `deleted_at` once deleted (its data is kept). */
 export type MerchantRecord = Merchant & { deleted_at?: string };
 /** What an operator may change of a merchant. The reporting currency is not: metrics are recorded in it as data is written. */
@@ -17,6 +27,7 @@ export type MerchantChanges = { name?: string; timezone?: string };
 
 /** The merchant's reporting time zone. */
 export const zoneOf = (merchant: Merchant): string => merchant.timezone ?? DEFAULT_TIMEZONE;
+export const generationOf = (merchant: Pick<Merchant, 'metrics_generation'>): number => Number(merchant.metrics_generation ?? 0);
 
 /** The settings a merchant's back office reads and changes. */
 export const presentSettings = (merchant: Merchant) => ({ timezone: zoneOf(merchant), reporting_currency: merchant.reporting_currency });
@@ -44,6 +55,7 @@ export const changedMerchant = (merchant: Merchant, changes: MerchantChanges): M
   reporting_currency: merchant.reporting_currency,
   created_at: merchant.created_at,
   timezone: changes.timezone ?? zoneOf(merchant),
+  ...(merchant.metrics_generation ? { metrics_generation: merchant.metrics_generation } : {}),
 });
 
 /** What an operator sees of a merchant: its fields, and whether and when it was deleted. */
@@ -64,8 +76,9 @@ export const issuedDetails = (merchant: Merchant, token: string, abilities: Abil
   last_four: token.slice(-4),
   created_at: at,
   reporting_currency: merchant.reporting_currency,
-  // Copied so that each request knows the zone from its token lookup; a zone change rewrites it.
+  // Copied so that each request knows the zone and the figures generation from its token lookup; a change rewrites them.
   timezone: zoneOf(merchant),
+  ...(generationOf(merchant) ? { metrics_generation: generationOf(merchant) } : {}),
 });
 export type IssuedDetails = ReturnType<typeof issuedDetails>;
 

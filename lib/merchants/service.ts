@@ -29,7 +29,7 @@ export const createMerchant = async (name: string, reportingCurrency = config.de
 };
 
 /** The merchant itself, or read by id (404 when unknown); callers that already read it pass it. */
-const requireMerchant = async (merchantOrId: Merchant | string): Promise<Merchant> => {
+export const requireMerchant = async (merchantOrId: Merchant | string): Promise<Merchant> => {
   if (typeof merchantOrId !== 'string') return merchantOrId;
   const merchant = await store.getMerchant(merchantOrId);
   if (!merchant) throw new NotFoundError();

@@ -6,6 +6,7 @@ import { pagesOf } from '#lib/db/query';
 import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
 import { ConflictError, ContentionError, NotFoundError } from '#lib/errors';
 import {
+  generationOf,
   tokenExists,
   type IssuedDetails,
   type Merchant,
@@ -83,11 +84,16 @@ export const issueToken = async (merchant: Merchant, token: string, details: Iss
   );
   if (replaces !== null) ws.delete('old-token', keys.token(replaces));
   ws.put('token', { ...keys.token(hash), merchant_id: merchantId, status: 'active', ...details }, itemAbsent);
-  // The token copies the merchant's time zone: a zone change committed since the merchant was read refuses this issue.
+  // The token copies the merchant's time zone and figures generation: a change committed since the merchant was read refuses this issue.
+  const generation = generationOf(merchant);
   ws.check('merchant', keys.merchant(merchantId), {
-    expression: `${merchantLive.expression} AND ${merchant.timezone === undefined ? 'attribute_not_exists(#tz)' : '#tz = :tz'}`,
-    names: { '#tz': 'timezone' },
-    ...(merchant.timezone === undefined ? {} : { values: { ':tz': merchant.timezone } }),
+    expression: [
+      merchantLive.expression,
+      merchant.timezone === undefined ? 'attribute_not_exists(#tz)' : '#tz = :tz',
+      generation ? '#gen = :gen' : '(attribute_not_exists(#gen) OR #gen = :gen)',
+    ].join(' AND '),
+    names: { '#tz': 'timezone', '#gen': 'metrics_generation' },
+    values: { ...(merchant.timezone === undefined ? {} : { ':tz': merchant.timezone }), ':gen': generation },
   });
   try {
     await ws.commit();
@@ -143,33 +149,56 @@ export const markMerchantDeleted = async (merchantId: string, tokenHash: string 
 };
 
 /**
- * Writes a live merchant's changes; unknown or deleted: 404. A new time zone is also written to the
- * valid token (`activeToken`, its hash), which each request reads it from, in the same transaction,
- * on condition that it is still the valid one (a concurrent regenerate or revoke: 409).
+ * Adds a live merchant's changes to `ws`. What a request reads from its token (the time zone, the
+ * figures generation) is also written to the valid token (`activeToken`, its hash) and its
+ * pointer, on condition that it is still the valid one; without one, on condition that none is.
+ * `generation`: the change switches the figures generation, on condition that the one read still counts.
  */
+export const addMerchantChanges = (
+  ws: WriteSet,
+  merchantId: string,
+  changes: MerchantChanges,
+  activeToken: string | null,
+  generation?: { from: number; to: number },
+) => {
+  const update = ws.update('merchant', keys.merchant(merchantId));
+  const copied: Record<string, unknown> = {};
+  if (changes.name !== undefined) update.set('name', changes.name);
+  if (changes.timezone !== undefined) copied.timezone = changes.timezone;
+  if (generation) copied.metrics_generation = generation.to;
+  update.setAll(copied);
+  update.when(
+    generation
+      ? {
+          expression: `${merchantLive.expression} AND ${generation.from ? '#gen = :gen' : '(attribute_not_exists(#gen) OR #gen = :gen)'}`,
+          names: { '#gen': 'metrics_generation' },
+          values: { ':gen': generation.from },
+        }
+      : merchantLive,
+  );
+  if (!Object.keys(copied).length) return;
+  if (activeToken) {
+    ws.update('pointer', keys.merchantToken(merchantId))
+      .setAll(copied)
+      .when({
+        expression: 'token_hash = :h AND #st = :active',
+        names: { '#st': 'status' },
+        values: { ':h': activeToken, ':active': 'active' },
+      });
+    ws.update('token', keys.token(activeToken)).setAll(copied).when({ expression: 'attribute_exists(pk)' });
+  } else {
+    ws.check('pointer', keys.merchantToken(merchantId), {
+      expression: 'attribute_not_exists(pk) OR #st = :revoked',
+      names: { '#st': 'status' },
+      values: { ':revoked': 'revoked' },
+    });
+  }
+};
+
+/** Writes a live merchant's changes (`addMerchantChanges`); unknown or deleted: 404. */
 export const updateMerchantItem = async (merchantId: string, changes: MerchantChanges, activeToken: string | null) => {
   const ws = new WriteSet();
-  const update = ws.update('merchant', keys.merchant(merchantId)).when(merchantLive);
-  if (changes.name !== undefined) update.set('name', changes.name);
-  if (changes.timezone !== undefined) {
-    update.set('timezone', changes.timezone);
-    if (activeToken) {
-      ws.update('pointer', keys.merchantToken(merchantId))
-        .set('timezone', changes.timezone)
-        .when({
-          expression: 'token_hash = :h AND #st = :active',
-          names: { '#st': 'status' },
-          values: { ':h': activeToken, ':active': 'active' },
-        });
-      ws.update('token', keys.token(activeToken)).set('timezone', changes.timezone).when({ expression: 'attribute_exists(pk)' });
-    } else {
-      ws.check('pointer', keys.merchantToken(merchantId), {
-        expression: 'attribute_not_exists(pk) OR #st = :revoked',
-        names: { '#st': 'status' },
-        values: { ':revoked': 'revoked' },
-      });
-    }
-  }
+  addMerchantChanges(ws, merchantId, changes, activeToken);
   try {
     await ws.commit();
   } catch (err) {

@@ -33,7 +33,7 @@ import { subscriptionTag, type SubscriptionFacts } from '#lib/metrics/lines';
 import { retrying } from '#lib/db/retry';
 import { applyPending, WriteSet } from '#lib/db/writes';
 import { getMerchant } from '#lib/merchants/store';
-import { zoneOf } from '#lib/merchants/rules';
+import { generationOf, zoneOf } from '#lib/merchants/rules';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 
 /**
@@ -163,6 +163,8 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   const reportingCurrency = merchant?.reporting_currency ?? 'TWD';
   // The days and months of the merchant's reporting time zone; a customer counted in another zone's is moved to it.
   const zone = merchant ? zoneOf(merchant) : DEFAULT_TIMEZONE;
+  // The generation of the aggregates that counts (its items are the ones corrected).
+  const generation = merchant ? generationOf(merchant) : 0;
   const rates = await readAllRates(merchantId);
   // Per slice of the figures ('' the whole, else a segment): what the customers' timelines add up to.
   const targets = new Map<string, { segment: Segment | null; target: Contributions }>([['', { segment: null, target: new Map() }]]);
@@ -212,11 +214,10 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
             await addTimelineChange(
               ws,
               merchantId,
-              reportingCurrency,
+              { reportingCurrency, timezone: zone, generation },
               id,
               fresh,
               await rederiveLines(merchantId, reportingCurrency, id, fresh.timeline),
-              zone,
             );
             await ws.commit();
           });
@@ -264,9 +265,9 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   let pendingApplied = 0;
   const partitionsOf = (segment: Segment | null) =>
     [
-      ['metrics', metricsPartition(merchantId, segment)],
-      ['cohort', cohortPartition(merchantId, segment)],
-      ...(segment ? [] : [['reasons', churnReasonsPartition(merchantId)]]),
+      ['metrics', metricsPartition(merchantId, segment, generation)],
+      ['cohort', cohortPartition(merchantId, segment, generation)],
+      ...(segment ? [] : [['reasons', churnReasonsPartition(merchantId, generation)]]),
     ] as ['metrics' | 'cohort' | 'reasons', string][];
   for (const { segment } of targets.values()) {
     for (const [, partition] of partitionsOf(segment)) {
@@ -311,7 +312,7 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
       await db().send(
         new UpdateCommand({
           TableName: tableName(),
-          Key: aggregateKey(merchantId, id, 0, segment),
+          Key: aggregateKey(merchantId, id, 0, segment, generation),
           UpdateExpression: `ADD ${adds.join(', ')}`,
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,

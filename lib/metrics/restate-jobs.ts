@@ -8,7 +8,7 @@ import { expiresIn } from '#lib/db/ttl';
 import { DEADLINE_MARGIN_MS, deadline, withDeadline } from '#lib/db/retry';
 import { WriteConflict, WriteSet } from '#lib/db/writes';
 import { logger } from '#lib/logger';
-import { zoneOf } from '#lib/merchants/rules';
+import { generationOf, zoneOf } from '#lib/merchants/rules';
 import { getMerchant } from '#lib/merchants/store';
 import { restateCustomers, type RestateReport } from '#lib/metrics/restate';
 import { RESTATE_MARKER_ENTITY } from '#lib/metrics/store';
@@ -30,9 +30,11 @@ export { RESTATE_MARKER_ENTITY };
 /**
  * A pass to go on with: the merchant's customers from `from_id` on, and those with points in
  * `currency` (none: the zone only). `chain` names the rounds of one pass and its marker (jobs left
- * before markers existed have none).
+ * before markers existed have none). `generation`: the generation of the aggregates the pass moves
+ * customers in (absent: 0); a build of a later one (lib/metrics/generation.ts) counted them all
+ * afresh, so the job ends.
  */
-export type RestateJob = { merchant_id: string; currency?: string; from_id: number; round: number; chain?: string };
+export type RestateJob = { merchant_id: string; currency?: string; from_id: number; round: number; chain?: string; generation?: number };
 
 /** How long a job item stays at most: a job runs within the hour its record may wait, or goes to the dead-letter queue. */
 const JOB_TTL_SECONDS = 7 * 86_400;
@@ -48,6 +50,7 @@ export const addRestateJob = (ws: WriteSet, job: RestateJob) => {
     merchant_id: job.merchant_id,
     ...(job.currency ? { currency: job.currency } : {}),
     ...(job.chain ? { chain: job.chain } : {}),
+    ...(job.generation ? { generation: job.generation } : {}),
     from_id: job.from_id,
     round: job.round,
     created_at: formatTimestamp(now()),
@@ -60,13 +63,20 @@ export const addRestateJob = (ws: WriteSet, job: RestateJob) => {
  * After a request's pass: nothing when it finished, else the job that goes on from where it stopped,
  * and the marker that makes the whole's MRR reads say so until the last round ends (same TTL).
  */
-export const continueRestate = async (merchantId: string, report: RestateReport, currency?: string) => {
+export const continueRestate = async (merchantId: string, report: RestateReport, generation: number, currency?: string) => {
   if (report.done) return;
   const ws = new WriteSet();
   const chain = randomUUID();
-  addRestateJob(ws, { merchant_id: merchantId, ...(currency ? { currency } : {}), from_id: report.next ?? 1, round: 1, chain });
+  addRestateJob(ws, {
+    merchant_id: merchantId,
+    ...(currency ? { currency } : {}),
+    from_id: report.next ?? 1,
+    round: 1,
+    chain,
+    ...(generation ? { generation } : {}),
+  });
   ws.put('restate-marker', {
-    ...keys.restateMarker(merchantId, chain),
+    ...keys.restateMarker(merchantId, chain, generation),
     entity: RESTATE_MARKER_ENTITY,
     ...expiresIn(JOB_TTL_SECONDS),
   });
@@ -92,9 +102,10 @@ export const runRestateJob = async (key: Key, until: number): Promise<JobOutcome
   let outcome: JobOutcome = 'done';
   // The last round (or a merchant gone) takes the chain's marker with it.
   const ending = () => {
-    if (job.chain) ws.delete('restate-marker', keys.restateMarker(job.merchant_id, job.chain));
+    if (job.chain) ws.delete('restate-marker', keys.restateMarker(job.merchant_id, job.chain, job.generation ?? 0));
   };
-  if (!merchant) ending();
+  // A merchant gone, or a later generation built (every customer counted afresh): nothing left to move.
+  if (!merchant || generationOf(merchant) !== (job.generation ?? 0)) ending();
   else {
     if (Date.now() >= until) {
       addRestateJob(ws, job);
@@ -104,6 +115,7 @@ export const runRestateJob = async (key: Key, until: number): Promise<JobOutcome
         currency: job.currency,
         fromId: job.from_id,
         until,
+        generation: job.generation ?? 0,
       });
       if (!report.done) {
         addRestateJob(ws, { ...job, from_id: report.next ?? job.from_id, round: job.round + 1 });

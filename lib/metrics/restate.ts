@@ -7,6 +7,8 @@ import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { config } from '#lib/config';
 import { passPacer, tableShares } from '#lib/metrics/pace';
+import { generationOf } from '#lib/merchants/rules';
+import { getMerchant } from '#lib/merchants/store';
 
 /**
  * After a merchant's reporting time zone or one currency's exchange rates change (docs/settings.md,
@@ -27,21 +29,25 @@ const LANES = 4;
 /** What a pass did; `next`: the customer id a pass cut short goes on from (null when done). */
 export type RestateReport = { customers_read: number; moved: number; done: boolean; next: number | null };
 
-type Head = { zone?: string; currencies?: string[] };
+type Head = { zone?: string; currencies?: string[]; generation?: number };
 
 export const restateCustomers = async (
   merchantId: string,
   reportingCurrency: string,
   zone: string,
-  opts: { currency?: string; until?: number; fromId?: number } = {},
+  opts: { currency?: string; until?: number; fromId?: number; generation?: number } = {},
 ): Promise<RestateReport> => {
   let moved = 0;
   let read = 0;
+  // The generation the pass moves customers in: the merchant's unless told.
+  const generation = opts.generation ?? generationOf((await getMerchant(merchantId)) ?? { metrics_generation: 0 });
   // Checked before each customer too: a round of a thousand may take longer than the time left.
   const late = () => opts.until !== undefined && Date.now() > opts.until;
   let cut = false;
   const pacer = passPacer(config.restateWcuPerSecond(), tableShares(merchantId));
+  // A head last counted in another generation is read whole: that generation's build may have counted it in another zone or at other rates.
   const concerned = (head: Head) =>
+    Number(head.generation ?? 0) !== generation ||
     (head.zone ?? DEFAULT_TIMEZONE) !== zone ||
     // A head written before heads named their currencies is read whole.
     (opts.currency !== undefined && (head.currencies === undefined || head.currencies.includes(opts.currency)));
@@ -51,7 +57,7 @@ export const restateCustomers = async (
     if (late()) return cutAt();
     const heads = await batchGet<Head>(
       ids.map((id) => keys.customerTimeline(merchantId, id)),
-      ['zone', 'currencies'],
+      ['zone', 'currencies', 'generation'],
     );
     read += ids.length;
     const stale = ids.filter((id) => {
@@ -72,7 +78,14 @@ export const restateCustomers = async (
             if (fresh.version === null) return false;
             const ws = new WriteSet(lane);
             // The same lines, in the merchant's zone, converted at the rates read now: unchanged, nothing is written.
-            const after = await addTimelineChange(ws, merchantId, reportingCurrency, id, fresh, fresh.timeline, zone);
+            const after = await addTimelineChange(
+              ws,
+              merchantId,
+              { reportingCurrency, timezone: zone, generation },
+              id,
+              fresh,
+              fresh.timeline,
+            );
             if (after === fresh) return false;
             // Its turn under the pass's pace; one past the time left is not taken (the customer is left for later).
             const at = await pacer.book(ws.hottestKeyWcu, opts.until);

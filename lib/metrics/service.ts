@@ -21,6 +21,7 @@ import {
   type Slice,
 } from '#lib/metrics/rules';
 import {
+  countedTimelines,
   customerIdRounds,
   customersOfPlan,
   customersWithMetadata,
@@ -45,7 +46,7 @@ import type { AuthContext } from '#lib/auth/tokens';
 import { localDateOfIso, localDayOf } from '#lib/shared/zone';
 
 /** What the figures are kept in: the merchant's reporting currency and time zone (days, weeks, months). */
-type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone'>;
+type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation'>;
 
 /**
  * GET /metrics/* (docs/metrics.md), from the pre-aggregated items only — never orders, events or
@@ -75,7 +76,7 @@ const segmentItems = async (merchantId: string, figures: Figures, slice: Extract
   const [first, ...rest] = sets;
   const ids = [...(first ?? [])].filter((id) => rest.every((s) => s.has(id))).sort((a, b) => a - b);
   const sum: Contributions = new Map();
-  for (const state of (await readTimelines(merchantId, ids)).values())
+  for (const state of (await countedTimelines(merchantId, figures, await readTimelines(merchantId, ids))).values())
     addContributions(sum, contributionsWhere(state.timeline, figures.reportingCurrency, slice.lines, figures.timezone));
   return aggregateItemsOf(sum);
 };
@@ -85,7 +86,9 @@ const rangeItems = async (merchantId: string, figures: Figures, slice: Slice, ra
   if (slice.kind === 'customers')
     return { ...itemsInRange((await segmentItems(merchantId, figures, slice)).movements, rangeReads(range)), restating: false };
   const read = await Promise.all(
-    storedParts(slice.segment, figures).map((segment) => readRangeItems(movementsPartition(merchantId, segment), rangeReads(range))),
+    storedParts(slice.segment, figures).map((segment) =>
+      readRangeItems(movementsPartition(merchantId, segment, figures.generation), rangeReads(range)),
+    ),
   );
   return { months: read.flatMap((r) => r.months), days: read.flatMap((r) => r.days), restating: read.some((r) => r.restating) };
 };
@@ -117,13 +120,17 @@ export const cohorts = async (merchantId: string, figures: Figures, q: CohortsQu
   const slice = resolveSegment(q);
   const items =
     slice.kind === 'stored'
-      ? (await Promise.all(storedParts(slice.segment, figures).map((g) => readCohortItems(merchantId, range.start, range.end, g)))).flat()
+      ? (
+          await Promise.all(
+            storedParts(slice.segment, figures).map((g) => readCohortItems(merchantId, range.start, range.end, g, figures.generation)),
+          )
+        ).flat()
       : cohortItemsIn((await segmentItems(merchantId, figures, slice)).cohorts, range.start, range.end);
   return cohortTable(range, items);
 };
 
 /** GET /metrics/plans: the plan list (one Query), then each plan's segment read to the day (two Queries each, in parallel). */
-export const planFigures = async (merchantId: string, zone: string, q: PlansQuery) => {
+export const planFigures = async (merchantId: string, { timezone: zone, generation }: Figures, q: PlansQuery) => {
   const day = resolveDay(q.date, today(zone), zone);
   const range = { start: day, end: day, interval: 'day' as const };
   const plans = await readPlanNames(merchantId);
@@ -132,7 +139,10 @@ export const planFigures = async (merchantId: string, zone: string, q: PlansQuer
       async (plan) =>
         [
           plan,
-          foldRange(range, await readRangeItems(movementsPartition(merchantId, { dimension: 'plan', value: plan }), rangeReads(range))),
+          foldRange(
+            range,
+            await readRangeItems(movementsPartition(merchantId, { dimension: 'plan', value: plan }, generation), rangeReads(range)),
+          ),
         ] as [string, ReturnType<typeof foldRange>],
     ),
   );
@@ -140,9 +150,9 @@ export const planFigures = async (merchantId: string, zone: string, q: PlansQuer
 };
 
 /** GET /metrics/churn-reasons: the churn-by-reason items of the range, read month-wise (up to three Queries). */
-export const churnReasons = async (merchantId: string, zone: string, q: ChurnReasonsQuery) => {
+export const churnReasons = async (merchantId: string, { timezone: zone, generation }: Figures, q: ChurnReasonsQuery) => {
   const range = { ...resolveRange({ ...q, interval: 'month' }, today(zone), zone), interval: 'month' as const };
-  return reasonTable(range, await readRangeItems(reasonsPartition(merchantId), rangeReads(range)));
+  return reasonTable(range, await readRangeItems(reasonsPartition(merchantId, generation), rangeReads(range)));
 };
 
 /** Timeline heads read a BatchGetItem each: 100 a request, these many requests at once. */
@@ -165,7 +175,7 @@ export const mrrMovements = async (merchantId: string, figures: Figures, q: Move
   const upTo = `${formatTimestamp(now())}~`;
   const rows: (ReturnType<typeof movementRow> & { customer_id: number; line: string })[] = [];
   for await (const ids of customerIdRounds(merchantId, MOVEMENT_ROUND)) {
-    for (const [id, state] of await readTimelines(merchantId, ids)) {
+    for (const [id, state] of await countedTimelines(merchantId, figures, await readTimelines(merchantId, ids))) {
       if (state.version === null) continue;
       for (const m of movementsOf(state.timeline, figures.reportingCurrency)) {
         if (m.at >= upTo || (q.type !== undefined && m.kind !== q.type)) continue;

@@ -17,6 +17,7 @@ import { queryAll } from '#lib/db/query';
 import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/writes';
 import { COHORT_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
 import { now } from '#lib/clock';
+import { RecountingError } from '#lib/errors';
 import { isUnexpired } from '#lib/db/ttl';
 import { formatTimestamp } from '#lib/shared/time';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
@@ -60,9 +61,14 @@ export type TimelineState = {
   zone: string;
   /** Stored chunks (period → JSON) of a chunked timeline; null while it is inline. */
   chunks: Map<string, string> | null;
+  /** The generation of the aggregates its last write counted it in (lib/metrics/generation.ts). */
+  generation: number;
 };
 
-export const EMPTY_TIMELINE: TimelineState = { timeline: {}, version: null, zone: DEFAULT_TIMEZONE, chunks: null };
+export const EMPTY_TIMELINE: TimelineState = { timeline: {}, version: null, zone: DEFAULT_TIMEZONE, chunks: null, generation: 0 };
+
+/** How a request counts the merchant's figures: the reporting currency, the time zone and the generation of the aggregates. */
+export type FiguresScope = { reportingCurrency: string; timezone: string; generation: number };
 export const INLINE_LIMIT = 32_000;
 export const CHUNK_LIMIT = 32_000;
 
@@ -75,7 +81,8 @@ const stateOf = async (
   if (!head) return EMPTY_TIMELINE;
   const version = Number(head.version);
   const zone = typeof head.zone === 'string' ? head.zone : DEFAULT_TIMEZONE;
-  if (!head.chunked) return { timeline: JSON.parse(String(head.lines)) as Timeline, version, zone, chunks: null };
+  const generation = Number(head.generation ?? 0);
+  if (!head.chunked) return { timeline: JSON.parse(String(head.lines)) as Timeline, version, zone, chunks: null, generation };
   const items = await queryAll<{ sk: string; lines: string }>(
     {
       partition: keys.customer(merchantId, customerId).pk,
@@ -86,7 +93,7 @@ const stateOf = async (
     ['sk', 'lines'],
   );
   const chunks = new Map(items.map((i) => [i.sk.slice(TIMELINE_CHUNK_PREFIX.length), i.lines]));
-  return { timeline: joinChunks(chunks.values()), version, zone, chunks };
+  return { timeline: joinChunks(chunks.values()), version, zone, chunks, generation };
 };
 
 export const readTimeline = async (merchantId: string, customerId: number): Promise<TimelineState> => {
@@ -118,15 +125,15 @@ export const timelinesFrom = async (
  * The aggregate item (in `shard`, of the whole or of one segment) a contribution id names (`D#<day>`,
  * `M#<month>`, `C#<cohort>#<month>`, churn by reason `RD#<day>#<reason>` / `RM#<month>#<reason>`).
  */
-export const aggregateKey = (merchantId: string, id: string, shard: number, segment: Segment | null = null): Key => {
-  if (id.startsWith('D#')) return keys.metricsDay(merchantId, id.slice(2), shard, segment);
-  if (id.startsWith('M#')) return keys.metricsMonth(merchantId, id.slice(2), shard, segment);
+export const aggregateKey = (merchantId: string, id: string, shard: number, segment: Segment | null = null, generation = 0): Key => {
+  if (id.startsWith('D#')) return keys.metricsDay(merchantId, id.slice(2), shard, segment, generation);
+  if (id.startsWith('M#')) return keys.metricsMonth(merchantId, id.slice(2), shard, segment, generation);
   if (id.startsWith('R')) {
     const [kind, period, reason] = id.split('#');
-    return keys.churnReason(merchantId, kind.slice(1) as 'D' | 'M', period, reason, shard);
+    return keys.churnReason(merchantId, kind.slice(1) as 'D' | 'M', period, reason, shard, generation);
   }
   const [, cohort, month] = id.split('#');
-  return keys.metricsCohort(merchantId, cohort, month, shard, segment);
+  return keys.metricsCohort(merchantId, cohort, month, shard, segment, generation);
 };
 
 /**
@@ -134,80 +141,142 @@ export const aggregateKey = (merchantId: string, id: string, shard: number, segm
  * it looks (before every month of the movement items; inside its cohort's range of cohort items).
  */
 export const PENDING_MONTH = '0000-00';
-export const pendingHome = (merchantId: string, id: string, segment: Segment | null = null): Key =>
+export const pendingHome = (merchantId: string, id: string, segment: Segment | null = null, generation = 0): Key =>
   id.startsWith('C#')
-    ? { pk: cohortPartition(merchantId, segment), sk: `${id.split('#')[1]}#${PENDING_MONTH}` }
+    ? { pk: cohortPartition(merchantId, segment, generation), sk: `${id.split('#')[1]}#${PENDING_MONTH}` }
     : id.startsWith('R')
-      ? { pk: churnReasonsPartition(merchantId), sk: `M#${PENDING_MONTH}` }
-      : { pk: metricsPartition(merchantId, segment), sk: `M#${PENDING_MONTH}` };
+      ? { pk: churnReasonsPartition(merchantId, generation), sk: `M#${PENDING_MONTH}` }
+      : { pk: metricsPartition(merchantId, segment, generation), sk: `M#${PENDING_MONTH}` };
 
 /**
  * Adds the customer's timeline change to `ws`: the timeline's items and the aggregate moves (those
- * beyond what one transaction holds wait as pending moves, see `WriteSet.spillable`). Returns the
- * state the transaction leaves. `zone` is the merchant's reporting time zone as the request knows
- * it: a customer last counted in another zone's days moves all it contributes to this one's (the
- * same lines and a new zone is such a move alone); without one, the customer stays in its zone.
+ * beyond what one transaction holds wait as pending moves, see `WriteSet.spillable`), on condition
+ * that the request's generation of the aggregates still counts and no build pauses it
+ * (`addGenerationCurrent`). Returns the state the transaction leaves. `figures.timezone` is the
+ * merchant's reporting time zone as the request knows it: a customer last counted in another zone's
+ * days moves all it contributes to this one's (the same lines and a new zone is such a move alone).
  * Points in other currencies are converted at the rates as they now are (read into `rates`, a
  * batch's shared memo, when it lacks them), each table's version checked at the commit: the same
- * lines at new rates are a move too.
+ * lines at new rates are a move too. A customer last written in an older generation is counted in
+ * this one as the build counted it (its stored lines, in this zone, at these rates), so its
+ * moves start from there.
  */
 export const addTimelineChange = async (
   ws: WriteSet,
   merchantId: string,
-  reportingCurrency: string,
+  figures: FiguresScope,
   customerId: number,
-  before: TimelineState,
+  stored: TimelineState,
   lines: Timeline,
-  zone: string = before.zone,
   rates: RatesMemo = new Map(),
 ): Promise<TimelineState> => {
+  const { reportingCurrency, timezone: zone, generation } = figures;
   // Points in other currencies take the rates of their months as they are now (checked at the commit).
   const currencies = foreignCurrencies(lines, reportingCurrency);
-  const after = withConversions(lines, reportingCurrency, await ratesIn(ws, merchantId, currencies, rates), zone);
+  const book = await ratesIn(ws, merchantId, currencies, rates);
+  const after = withConversions(lines, reportingCurrency, book, zone);
+  // Last counted in an older generation: this one's build counted it in the zone and at the rates it was built in.
+  const built =
+    stored.version !== null && stored.generation !== generation
+      ? await readBuiltSettings(merchantId, generation, foreignCurrencies(stored.timeline, reportingCurrency))
+      : null;
+  const before = built ? withConversions(stored.timeline, reportingCurrency, built.rates, built.zone) : stored.timeline;
   // A customer with no timeline yet contributes nothing in any zone: it starts in the request's.
-  const fromZone = before.version === null ? zone : before.zone;
-  const changedFrom = firstDifference(before.timeline, after);
-  if (changedFrom === null && fromZone === zone) return before;
+  const fromZone = built ? built.zone : stored.version === null ? zone : stored.zone;
+  const changedFrom = firstDifference(before, after);
+  if (changedFrom === null && fromZone === zone) return stored;
   const key = keys.customerTimeline(merchantId, customerId);
-  const version = (before.version ?? 0) + 1;
-  const guard = before.version === null ? itemAbsent : versionIs(before.version);
+  const version = (stored.version ?? 0) + 1;
+  const guard = stored.version === null ? itemAbsent : versionIs(stored.version);
   let chunks: Map<string, string> | null = null;
-  const inline = before.chunks ? null : JSON.stringify(after);
+  const inline = stored.chunks ? null : JSON.stringify(after);
   // The customer's standing from now on, so reading a customer's MRR and status costs the head only.
   const { steps, complete } = standingSteps(after, reportingCurrency, formatTimestamp(now()));
   const standing = { standing: JSON.stringify(steps), standing_complete: complete };
-  // Its zone, and the other currencies it has (a rate change moves only the customers with points in its currency).
-  const counted = { ...(zone === DEFAULT_TIMEZONE ? {} : { zone }), currencies: [...currencies].sort() };
+  // Its zone, the other currencies it has (a rate change moves only the customers with points in its currency), its generation.
+  const counted = {
+    ...(zone === DEFAULT_TIMEZONE ? {} : { zone }),
+    currencies: [...currencies].sort(),
+    ...(generation ? { generation } : {}),
+  };
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
     ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing, ...counted }, guard);
   } else {
     // Only the chunks whose points moved are written; one outgrowing its limit is split.
-    chunks = chunkTimeline(after, CHUNK_LIMIT, before.chunks ?? undefined, before.timeline);
+    chunks = chunkTimeline(after, CHUNK_LIMIT, stored.chunks ?? undefined, stored.timeline);
     ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version, ...standing, ...counted }, guard);
     for (const [period, json] of chunks) {
-      if (before.chunks?.get(period) !== json)
+      if (stored.chunks?.get(period) !== json)
         ws.put('timeline-chunk', { ...keys.customerTimelineChunk(merchantId, customerId, period), lines: json });
     }
   }
   // Chunks of periods the new layout no longer has (or all of them, back inline) go.
-  for (const period of before.chunks?.keys() ?? [])
+  for (const period of stored.chunks?.keys() ?? [])
     if (!chunks?.has(period)) ws.delete('timeline-chunk', keys.customerTimelineChunk(merchantId, customerId, period));
+  // Checked whenever the timeline is written, moves or not: a build reading it meanwhile counts it in other settings.
+  addGenerationCurrent(ws, merchantId, generation);
+  const moves = contributionChange(before, after, reportingCurrency, { before: fromZone, after: zone });
   // A change reaching far back may move more aggregates than one transaction holds: the excess
   // waits in pending-moves items that every read adds in (exact from the next read on).
-  for (const { segment, moves } of contributionChange(before.timeline, after, reportingCurrency, { before: fromZone, after: zone })) {
-    for (const [id, attrs] of moves) {
-      const u = ws.update('metrics', aggregateKey(merchantId, id, ws.shard, segment)).spillable(pendingHome(merchantId, id, segment));
+  for (const { segment, moves: slice } of moves) {
+    for (const [id, attrs] of slice) {
+      const u = ws
+        .update('metrics', aggregateKey(merchantId, id, ws.shard, segment, generation))
+        .spillable(pendingHome(merchantId, id, segment, generation));
       for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr] ?? attr, delta);
     }
     // A plan new to this customer's figures joins the merchant's plan list (sharded like the aggregates).
-    if (segment?.dimension === 'plan' && !hasPlan(before.timeline, segment.value))
+    if (segment?.dimension === 'plan' && !hasPlan(before, segment.value))
       ws.update('plan', keys.plan(merchantId, segment.value, ws.shard)).set('plan', segment.value);
   }
   // A plan new to this customer's timeline: the customer joins that plan's customers (never removed).
-  for (const plan of plansOf(after, changedLines(before.timeline, after)))
-    if (!hasPlan(before.timeline, plan))
-      ws.put('plan_customer', { ...keys.planCustomer(merchantId, plan, customerId), customer_id: customerId });
-  return { timeline: after, version, zone, chunks };
+  for (const plan of plansOf(after, changedLines(before, after)))
+    if (!hasPlan(before, plan)) ws.put('plan_customer', { ...keys.planCustomer(merchantId, plan, customerId), customer_id: customerId });
+  return { timeline: after, version, zone, chunks, generation };
+};
+
+/**
+ * The zone and the rates of `currencies` generation `generation` was built in (one BatchGetItem;
+ * written before the generation counted and never changed, so read without a check at the commit).
+ */
+export const readBuiltSettings = async (
+  merchantId: string,
+  generation: number,
+  currencies: Iterable<string>,
+): Promise<{ zone: string; rates: RateBook }> => {
+  const wanted = [...currencies];
+  const found = await batchGet<{ zone?: string; rates?: Record<string, string> }>([
+    keys.generationZone(merchantId, generation),
+    ...wanted.map((c) => keys.generationRates(merchantId, generation, c)),
+  ]);
+  const zone = found.get(keyId(keys.generationZone(merchantId, generation)))?.zone ?? DEFAULT_TIMEZONE;
+  const rates = new Map(
+    wanted.map((c) => [c, new Map(Object.entries(found.get(keyId(keys.generationRates(merchantId, generation, c)))?.rates ?? {}))]),
+  );
+  return { zone, rates };
+};
+
+/** The tag of the generation check (a write refused by it is answered 409, not retried). */
+export const GENERATION_TAG = 'figures-generation';
+
+/**
+ * Adds to `ws` the check that `generation` still counts and no build of the next one pauses its
+ * writes, on the generation copy of the transaction's shard. Generation 0 is also the state of a
+ * merchant with no copies yet.
+ */
+export const addGenerationCurrent = (ws: WriteSet, merchantId: string, generation: number) => {
+  const key = keys.generation(merchantId, ws.shard);
+  if (ws.has(key)) return;
+  ws.check(
+    GENERATION_TAG,
+    key,
+    {
+      expression: `${generation ? '#g = :g' : '(attribute_not_exists(#g) OR #g = :g)'} AND (attribute_not_exists(#p) OR #p < :now)`,
+      names: { '#g': 'generation', '#p': 'paused_until' },
+      values: { ':g': generation, ':now': Date.now() },
+    },
+    () => new RecountingError(),
+  );
 };
 
 /**
@@ -245,25 +314,30 @@ export const plansOf = (tl: Timeline, lines: Iterable<string> = Object.keys(tl))
  * BatchGetItem, each read from the steps its last write stored; a customer read past what those
  * steps know (or written before they were stored) is computed from its timeline (one more read).
  */
-export const readStandings = async (merchantId: string, reportingCurrency: string, ids: number[]): Promise<Map<number, Standing>> => {
+export const readStandings = async (merchantId: string, figures: FiguresScope, ids: number[]): Promise<Map<number, Standing>> => {
   const at = formatTimestamp(now());
   const unique = [...new Set(ids)];
   const found = unique.length
     ? await batchGet<Record<string, unknown>>(
         unique.map((id) => keys.customerTimeline(merchantId, id)),
-        ['standing', 'standing_complete'],
+        ['standing', 'standing_complete', 'generation', 'currencies'],
       )
     : new Map<string, Record<string, unknown>>();
+  // Steps stored in an older generation by a customer with other currencies may be at rates changed since.
+  const stale = (head: Record<string, unknown>) =>
+    Number(head.generation ?? 0) !== figures.generation && (!Array.isArray(head.currencies) || head.currencies.length > 0);
+  const recounted = async (id: number) =>
+    (await countedTimelines(merchantId, figures, new Map([[id, await readTimeline(merchantId, id)]]))).get(id)!.timeline;
   const out = new Map<number, Standing>();
   await Promise.all(
     unique.map(async (id) => {
       const head = found.get(keyId(keys.customerTimeline(merchantId, id)));
       if (!head) return out.set(id, NO_STANDING);
       const stored =
-        typeof head.standing === 'string'
+        typeof head.standing === 'string' && !stale(head)
           ? standingFromSteps(JSON.parse(head.standing) as StandingStep[], head.standing_complete === true, at)
           : null;
-      out.set(id, stored ?? standingAt((await readTimeline(merchantId, id)).timeline, reportingCurrency, at));
+      out.set(id, stored ?? standingAt(await recounted(id), figures.reportingCurrency, at));
     }),
   );
   return out;
@@ -294,9 +368,10 @@ const isMarker = (item: AggregateItem) => item.entity === RESTATE_MARKER_ENTITY;
 const pendingItems = (item: AggregateItem): AggregateItem[] => pendingMovesOf(item).map(([sk, adds]) => ({ sk, ...adds }));
 
 /** The partition of the movement items of the whole (segment null) or of one segment. */
-export const movementsPartition = (merchantId: string, segment: Segment | null) => metricsPartition(merchantId, segment);
+export const movementsPartition = (merchantId: string, segment: Segment | null, generation = 0) =>
+  metricsPartition(merchantId, segment, generation);
 /** The partition of churn by cancellation reason (the same day and month layout, a reason in each sort key). */
-export const reasonsPartition = (merchantId: string) => churnReasonsPartition(merchantId);
+export const reasonsPartition = (merchantId: string, generation = 0) => churnReasonsPartition(merchantId, generation);
 
 /** The plan names the merchant's figures have seen: one Query of their (sharded) items. */
 export const readPlanNames = async (merchantId: string): Promise<string[]> => {
@@ -327,9 +402,9 @@ export const readRangeItems = async (partition: string, { monthsTo, dayRanges }:
 };
 
 /** The cohort items of cohorts `start`..`end` (`yyyy-mm`): one Query; a cohort's pending moves, which sit in its range, as the items they are for. */
-export const readCohortItems = async (merchantId: string, start: string, end: string, segment: Segment | null = null) => {
+export const readCohortItems = async (merchantId: string, start: string, end: string, segment: Segment | null = null, generation = 0) => {
   const read = await queryAll<AggregateItem>(
-    { partition: cohortPartition(merchantId, segment), from: `${start}#`, to: `${end}#~`, descending: false },
+    { partition: cohortPartition(merchantId, segment, generation), from: `${start}#`, to: `${end}#~`, descending: false },
     ['sk', 'moves', ...COHORT_PROJECTION],
   );
   return read.flatMap((i) => (isPending(i) ? pendingItems(i) : [i]));
@@ -353,11 +428,37 @@ export const customersWithMetadata = (merchantId: string, key: string, value: st
 export const customersOfPlan = (merchantId: string, plan: string) =>
   indexedCustomers((shard) => planCustomersPartition(merchantId, shard, plan));
 
+/**
+ * Timelines as the request's generation counts them: one last written in an older generation has
+ * its points in other currencies converted again at the rates as they now are (its stored
+ * conversions may be from before a rate change); one read for the rate tables, only when some are.
+ */
+export const countedTimelines = async (
+  merchantId: string,
+  figures: FiguresScope,
+  states: Map<number, TimelineState>,
+): Promise<Map<number, TimelineState>> => {
+  const stale = [...states].filter(([, s]) => s.version !== null && s.generation !== figures.generation);
+  const currencies = new Set(stale.flatMap(([, s]) => [...foreignCurrencies(s.timeline, figures.reportingCurrency)]));
+  if (!currencies.size) return states;
+  const { book } = await readRates(merchantId, currencies);
+  const out = new Map(states);
+  for (const [id, s] of stale)
+    out.set(id, { ...s, timeline: withConversions(s.timeline, figures.reportingCurrency, book, figures.timezone), zone: figures.timezone });
+  return out;
+};
+
 /** Customers' timelines by id: their heads in BatchGetItems of 100 (at once), a chunked one with one Query more. */
 export const readTimelines = async (merchantId: string, ids: number[]): Promise<Map<number, TimelineState>> => {
   if (!ids.length) return new Map();
   const found = await batchGet<Record<string, unknown>>(ids.map((id) => keys.customerTimeline(merchantId, id)));
   return timelinesFrom(merchantId, found, ids);
+};
+
+/** The merchant's last allocated customer id (its sequence, read strongly consistent; 0: none yet). */
+export const lastCustomerId = async (merchantId: string): Promise<number> => {
+  const { Item: seq } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sequences(merchantId), ConsistentRead: true }));
+  return Number(seq?.customer ?? 0);
 };
 
 /**
@@ -366,7 +467,6 @@ export const readTimelines = async (merchantId: string, ids: number[]): Promise<
  * /metrics/movements`) read each round's timeline heads by key, never an index.
  */
 export async function* customerIdRounds(merchantId: string, size: number, from = 1): AsyncGenerator<number[]> {
-  const { Item: seq } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sequences(merchantId), ConsistentRead: true }));
-  const last = Number(seq?.customer ?? 0);
+  const last = await lastCustomerId(merchantId);
   for (let first = from; first <= last; first += size) yield Array.from({ length: Math.min(size, last - first + 1) }, (_, i) => first + i);
 }

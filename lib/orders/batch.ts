@@ -6,7 +6,7 @@ import { runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { WriteSet } from '#lib/db/writes';
-import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
+import { ContentionError, RecountingError, InvalidError, ThrottledError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, type RatesMemo, type TimelineState } from '#lib/metrics/store';
 import { lineOf, orderLine, type Timeline } from '#lib/metrics/timeline';
@@ -34,7 +34,7 @@ import { formatTimestamp } from '#lib/shared/time';
  */
 type Item = { index: number; input: OrderBatchItem };
 type Collector = ReturnType<typeof batchCollector>;
-type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone'>;
+type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation'>;
 
 /** `request`: the HTTP request the batch came in (its id and import run name its activity entry). */
 export const importOrders = async (
@@ -228,7 +228,7 @@ const prepare = async (merchantId: string, figures: Figures, items: Item[], coll
     failed: (unit: Unit, err: unknown) => {
       const [reason, message] =
         err instanceof ContentionError
-          ? ['conflict', 'The order was changed concurrently; retry the item.']
+          ? ['conflict', err instanceof RecountingError ? err.message : 'The order was changed concurrently; retry the item.']
           : err instanceof ThrottledError
             ? ['throttled', 'The service was busy; retry the item.']
             : err instanceof InvalidError
@@ -289,7 +289,7 @@ const writeUnits = async (
     if (!state) continue; // an order whose customer item is missing: no figures to keep
     const cs = changes.get(id) ?? [];
     const timeline = timelines.has(id)
-      ? await addTimelineChange(ws, merchantId, figures.reportingCurrency, id, state.timeline, timelines.get(id)!, figures.timezone, rates)
+      ? await addTimelineChange(ws, merchantId, figures, id, state.timeline, timelines.get(id)!, rates)
       : state.timeline;
     if (!state.exists) {
       const created = addCustomerCreate(ws, merchantId, id, { email: state.item.email, name: state.name }, at);

@@ -133,15 +133,7 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
         created_at: at,
       });
     }
-    await addTimelineChange(
-      ws,
-      merchantId,
-      auth.reportingCurrency,
-      customer.id,
-      timeline,
-      orderTimeline(timeline.timeline, order.order_no, order),
-      auth.timezone,
-    );
+    await addTimelineChange(ws, merchantId, auth, customer.id, timeline, orderTimeline(timeline.timeline, order.order_no, order));
     try {
       await ws.commit();
       return { status: 201, body, replayed: false };
@@ -178,15 +170,7 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
     addAggregateDeltas(ws, merchantId, order, after);
     const presented = presentOrder(after, customer);
     addOutboxEvent(ws, merchantId, webhook, presented, at);
-    await addTimelineChange(
-      ws,
-      merchantId,
-      auth.reportingCurrency,
-      order.customer_id,
-      timeline,
-      orderTimeline(timeline.timeline, order.order_no, after),
-      auth.timezone,
-    );
+    await addTimelineChange(ws, merchantId, auth, order.customer_id, timeline, orderTimeline(timeline.timeline, order.order_no, after));
     await ws.commit();
     return presented;
   });

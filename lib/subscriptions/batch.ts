@@ -5,7 +5,7 @@ import { runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { itemAbsent, WriteSet } from '#lib/db/writes';
-import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
+import { ContentionError, RecountingError, InvalidError, ThrottledError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import { subscriptionTimeline } from '#lib/metrics/lines';
 import { addTimelineChange, EMPTY_TIMELINE, timelinesFrom, type RatesMemo, type TimelineState } from '#lib/metrics/store';
@@ -216,19 +216,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
       // One timeline write per customer per transaction, whatever the number of its subscriptions.
       const after: [number, TimelineState][] = [];
       for (const [id, tl] of changed)
-        after.push([
-          id,
-          await addTimelineChange(
-            ws,
-            scope.merchantId,
-            scope.reportingCurrency,
-            id,
-            timelines.get(id) ?? EMPTY_TIMELINE,
-            tl,
-            scope.timezone,
-            rates,
-          ),
-        ]);
+        after.push([id, await addTimelineChange(ws, scope.merchantId, scope, id, timelines.get(id) ?? EMPTY_TIMELINE, tl, rates)]);
       return () => {
         for (const [id, timeline] of after) {
           timelines.set(id, timeline);
@@ -254,7 +242,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
     failed: (unit: Unit, err: unknown) => {
       const [reason, message] =
         err instanceof ContentionError
-          ? ['conflict', 'The subscription was changed concurrently; retry the item.']
+          ? ['conflict', err instanceof RecountingError ? err.message : 'The subscription was changed concurrently; retry the item.']
           : err instanceof ThrottledError
             ? ['throttled', 'The service was busy; retry the item.']
             : err instanceof InvalidError

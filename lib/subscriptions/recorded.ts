@@ -7,7 +7,7 @@ import { keys } from '#lib/db/keys';
 import { retrying } from '#lib/db/retry';
 import { allocateIds } from '#lib/db/sequences';
 import { WriteSet } from '#lib/db/writes';
-import { ContentionError, InvalidError, ThrottledError } from '#lib/errors';
+import { ContentionError, InvalidError, RecountingError, ThrottledError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
 import { recordedLine } from '#lib/metrics/lines';
 import { addTimelineChange, timelinesFrom, type RatesMemo, type TimelineState } from '#lib/metrics/store';
@@ -186,11 +186,7 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
       }
       // One timeline write per customer per transaction, whatever the number of its events.
       const after: [number, TimelineState][] = [];
-      for (const [id, tl] of changed)
-        after.push([
-          id,
-          await addTimelineChange(ws, merchantId, scope.reportingCurrency, id, timelines.get(id)!, tl, scope.timezone, rates),
-        ]);
+      for (const [id, tl] of changed) after.push([id, await addTimelineChange(ws, merchantId, scope, id, timelines.get(id)!, tl, rates)]);
       return () => {
         for (const [id, state] of after) timelines.set(id, state);
         for (const [index, event, identifier] of written) report.recorded(index, event, identifier);
@@ -322,7 +318,7 @@ export const importSubscriptionEvents = async (
       failed: (unit, err) => {
         const [reason, message] =
           err instanceof ContentionError
-            ? ['conflict', 'The customer was changed concurrently; retry the item.']
+            ? ['conflict', err instanceof RecountingError ? err.message : 'The customer was changed concurrently; retry the item.']
             : err instanceof ThrottledError
               ? ['throttled', 'The service was busy; retry the item.']
               : err instanceof InvalidError

@@ -1,6 +1,6 @@
 import { now } from '#lib/clock';
 import { getMerchant } from '#lib/merchants/store';
-import { zoneOf } from '#lib/merchants/rules';
+import { generationOf, zoneOf } from '#lib/merchants/rules';
 import { formatTimestamp } from '#lib/shared/time';
 import { applyScheduledCancel } from '#lib/subscriptions/service';
 
@@ -48,7 +48,12 @@ export const checkScheduledCancel = async (s: ScheduledCancel): Promise<CancelCh
   const merchant = await getMerchant(s.merchant_id);
   if (!merchant) return { due: true, applied: false };
   const applied = await applyScheduledCancel(
-    { merchantId: s.merchant_id, reportingCurrency: merchant.reporting_currency, timezone: zoneOf(merchant) },
+    {
+      merchantId: s.merchant_id,
+      reportingCurrency: merchant.reporting_currency,
+      timezone: zoneOf(merchant),
+      generation: generationOf(merchant),
+    },
     s.subscription_id,
     s.cancel_at,
   );

@@ -48,7 +48,7 @@ import type { AuthContext } from '#lib/auth/tokens';
 
 export const LIVE_TAKEN = 'The customer already has an active or paused subscription.';
 /** Who changes a subscription: the merchant, and its reporting currency (what the figures count). */
-export type Scope = Pick<AuthContext, 'merchantId' | 'reportingCurrency' | 'timezone'>;
+export type Scope = Pick<AuthContext, 'merchantId' | 'reportingCurrency' | 'timezone' | 'generation'>;
 const ONE = new Decimal(1);
 
 /** The customer's current MRR moves by the change in this subscription's contribution. */
@@ -87,11 +87,10 @@ const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem
   await addTimelineChange(
     ws,
     scope.merchantId,
-    scope.reportingCurrency,
+    scope,
     customerId,
     timeline,
     subscriptionTimeline(timeline.timeline, before, after, effective, scope.reportingCurrency),
-    scope.timezone,
   );
 };
 
@@ -159,11 +158,10 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
     await addTimelineChange(
       ws,
       merchantId,
-      scope.reportingCurrency,
+      scope,
       sub.customer_id,
       timeline,
       subscriptionTimeline(timeline.timeline, null, sub, at, scope.reportingCurrency),
-      scope.timezone,
     );
     try {
       await ws.commit();

@@ -18,9 +18,11 @@ import { newMerchant, ok, useApi } from '../support/api.ts';
  * A pass after a rate or zone change that its request could not finish goes on by itself
  * (docs/exchange-rates.md, "After a rate change"): the request leaves a restate job, and the
  * restate worker (here its handler, given the stream records the mapping would give it) goes on
- * from where the pass stopped, round after round, until every customer is moved.
+ * from where the pass stopped, round after round, until every customer is moved. Passes are what a
+ * merchant past the generation build's bound gets (lib/metrics/generation.ts): here every merchant is.
  */
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
+process.env.GENERATION_BUILD_MAX_CUSTOMERS = '0';
 const api = useApi();
 afterEach(() => {
   resetClock();
@@ -73,7 +75,7 @@ const marchMrr = async (token: string) =>
     unconverted: Record<string, string>;
   };
 const MRR_PATH = '/metrics/mrr?start_date=2026-01-01&end_date=2026-03-10&interval=month';
-const auth = (merchantId: string) => ({ merchantId, abilities: [], reportingCurrency: 'TWD', timezone: 'UTC' });
+const auth = (merchantId: string) => ({ merchantId, abilities: [], reportingCurrency: 'TWD', timezone: 'UTC', generation: 0 });
 
 describe('restate jobs: a pass cut short goes on in the background', () => {
   it('a PUT with no time left for its pass leaves a job; the worker moves every customer, ends the job, and a redelivery does nothing', async () => {

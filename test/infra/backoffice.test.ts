@@ -155,8 +155,8 @@ describe('back-office identity (CDK)', () => {
       backofficeTokenCreate: 'write',
       backofficeTokenRegenerate: 'write',
       backofficeTokenRevoke: 'write',
-      // The merchant's time zone, and its copy on the valid token.
-      settingsPut: 'write',
+      // The merchant's time zone, and its copy on the valid token; a new generation of the figures.
+      settingsPut: 'recount',
     });
   });
 });

@@ -118,7 +118,7 @@ beforeAll(async () => {
     [2, usdOrders(400)],
   ] as const) {
     const ws = new WriteSet();
-    await addTimelineChange(ws, merchantId, 'TWD', id, EMPTY_TIMELINE, timeline, 'UTC');
+    await addTimelineChange(ws, merchantId, { reportingCurrency: 'TWD', timezone: 'UTC', generation: 0 }, id, EMPTY_TIMELINE, timeline);
     await ws.commit();
   }
   expect((await readTimeline(merchantId, 2)).chunks?.size).toBeGreaterThan(1);

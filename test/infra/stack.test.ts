@@ -311,6 +311,8 @@ describe('table grants', () => {
 
   /** The webhook partitions of a merchant whose id is `mer_` and 20 hex digits. */
   const WEBHOOK = `M#mer_${'?'.repeat(20)}#WEBHOOK#*`;
+  /** The keys of later generations of a merchant's figures: what a generation build puts. */
+  const GENERATIONS = ['MRR#G*', 'COHORT#G*', 'CHURN_REASONS#G*', 'G*#SETTINGS'].map((k) => `M#mer_${'?'.repeat(20)}#${k}`).join(',');
   /** The request pipeline's two updates: a request count, and the token's use stamp, each to the attribute. */
   const PIPELINE_UPDATES = [
     'UpdateItem on table RATE#M#*,RATE#IP#* [pk,sk,count,expires_at] updated only',
@@ -354,6 +356,21 @@ describe('table grants', () => {
       'Query on table',
       'UpdateItem on table',
     ],
+    // A write route's, and BatchWriteItem on later generations' keys only (PUT /settings, PUT /exchange-rates).
+    recount: [
+      'BatchGetItem on table',
+      `BatchWriteItem on table ${GENERATIONS}`,
+      'ConditionCheckItem on table',
+      'DeleteItem on table',
+      'GetItem on table',
+      'PutItem on table',
+      'Query on index gsi1',
+      'Query on index gsi2',
+      'Query on index gsi3',
+      'Query on index gsi4',
+      'Query on table',
+      'UpdateItem on table',
+    ],
   };
 
   it('every function gets exactly the DynamoDB actions its kind calls, and no more', () => {
@@ -361,7 +378,15 @@ describe('table grants', () => {
     const kinds = new Map<ApiFunction, keyof typeof expected>([[stack.notFoundFunction, 'pipeline']]);
     for (const route of routeList) {
       const kind =
-        route.secrets === 'decrypt' ? 'webhookSend' : route.writes ? 'write' : authKindOf(route) === 'none' ? 'pipeline' : 'read';
+        route.secrets === 'decrypt'
+          ? 'webhookSend'
+          : route.recounts
+            ? 'recount'
+            : route.writes
+              ? 'write'
+              : authKindOf(route) === 'none'
+                ? 'pipeline'
+                : 'read';
       kinds.set(stack.functions[route.name as RouteName], kind);
     }
     // The OpenAPI document and the 404 function only authenticate and count.
@@ -373,6 +398,13 @@ describe('table grants', () => {
         .map((r) => r.name)
         .sort(),
     ).toEqual(['webhookEndpointsRetryDelivery', 'webhookEndpointsTest']);
+    // The routes whose change builds a new generation of the figures.
+    expect(
+      routeList
+        .filter((r) => kinds.get(stack.functions[r.name as RouteName]) === 'recount')
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual(['exchangeRatesPut', 'settingsPut']);
     expect([...kinds.values()]).toEqual(expect.arrayContaining(['read', 'write']));
     expect(kinds.size).toBe(apiFunctions(defaults).length);
     for (const [fn, kind] of kinds) {
@@ -380,7 +412,7 @@ describe('table grants', () => {
     }
   });
 
-  it('no policy in the stack grants Scan, BatchWriteItem, DescribeTable or wildcards; only the stream consumers (outbox relay, pending-moves applier, restate worker) read the stream', () => {
+  it("no policy in the stack grants Scan, DescribeTable, BatchWriteItem but on later generations' keys, or wildcards; only the stream consumers (outbox relay, pending-moves applier, restate worker) read the stream", () => {
     const { stack, template } = defaults;
     const streamRoles = [stack.outboxRelay.function, stack.pendingMovesApplier.function, stack.restateWorker.function].map((fn) =>
       stack.getLogicalId(fn.role!.node.defaultChild as never),
@@ -393,8 +425,20 @@ describe('table grants', () => {
       policies.filter((p) => !(p.Properties.Roles as { Ref: string }[]).some((r) => streamRoles.includes(r.Ref))),
     );
     expect(actions).toContain('dynamodb:GetItem');
-    for (const forbidden of ['dynamodb:Scan', 'dynamodb:BatchWriteItem', 'dynamodb:DescribeTable', 'dynamodb:TransactWriteItems']) {
+    for (const forbidden of ['dynamodb:Scan', 'dynamodb:DescribeTable', 'dynamodb:TransactWriteItems']) {
       expect(actions).not.toContain(forbidden);
+    }
+    // BatchWriteItem only keyed to later generations' keys (a generation build's puts).
+    const batchWrites = policies
+      .flatMap(
+        (p) =>
+          p.Properties.PolicyDocument.Statement as { Action: string | string[]; Condition?: Record<string, Record<string, string[]>> }[],
+      )
+      .filter((s) => [s.Action].flat().includes('dynamodb:BatchWriteItem'));
+    expect(batchWrites.length).toBeGreaterThan(0);
+    for (const s of batchWrites) {
+      expect([s.Action].flat()).toEqual(['dynamodb:BatchWriteItem']);
+      expect(s.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys']?.join(',')).toBe(GENERATIONS);
     }
     for (const streamRead of ['dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:DescribeStream', 'dynamodb:ListStreams']) {
       expect(apiActions).not.toContain(streamRead);
@@ -421,11 +465,16 @@ describe('table grants', () => {
     }
     const webhook = `M#mer_${'?'.repeat(20)}#WEBHOOK#*`;
     // The pending-moves applier's: a merchant's MRR and cohort partitions (whole or a segment's) and its churn by reason.
-    const metrics = [`M#mer_${'?'.repeat(20)}#MRR*`, `M#mer_${'?'.repeat(20)}#COHORT*`, `M#mer_${'?'.repeat(20)}#CHURN_REASONS`];
-    expect([...patterns].sort()).toEqual([...metrics, webhook, 'OUTBOX#*', 'OUTBOX_EVENT#*', 'RATE#IP#*', 'RATE#M#*', 'TOKEN#*'].sort());
+    const metrics = [`M#mer_${'?'.repeat(20)}#MRR*`, `M#mer_${'?'.repeat(20)}#COHORT*`, `M#mer_${'?'.repeat(20)}#CHURN_REASONS*`];
+    const generations = GENERATIONS.split(',');
+    expect([...patterns].sort()).toEqual(
+      [...metrics, ...generations, webhook, 'OUTBOX#*', 'OUTBOX_EVENT#*', 'RATE#IP#*', 'RATE#M#*', 'TOKEN#*'].sort(),
+    );
     expect(
       [...patterns]
-        .filter((p) => !p.startsWith('TOKEN#') && !p.startsWith('OUTBOX') && p !== webhook && !metrics.includes(p))
+        .filter(
+          (p) => !p.startsWith('TOKEN#') && !p.startsWith('OUTBOX') && p !== webhook && !metrics.includes(p) && !generations.includes(p),
+        )
         .every((p) => p.startsWith(RATE_PREFIX)),
     ).toBe(true);
 
@@ -464,6 +513,17 @@ describe('table grants', () => {
       [pendingHome(merchant, 'RM#2025-01#price').pk, metrics[2]],
     ]) {
       expect(matching(pk), pk).toEqual([pattern]);
+    }
+    // A later generation's items match its build's pattern too; generation 0's (and a segment named like a generation) do not.
+    for (const [pk, pattern] of [
+      [keys.metricsDay(merchant, '2025-01-01', 0, null, 3).pk, [metrics[0], generations[0]]],
+      [keys.metricsMonth(merchant, '2025-01', 3, { dimension: 'plan', value: 'G1' }, 12).pk, [metrics[0], generations[0]]],
+      [keys.metricsCohort(merchant, '2025-01', '2025-02', 0, null, 2).pk, [metrics[1], generations[1]]],
+      [keys.churnReason(merchant, 'M', '2025-01', 'price', 0, 2).pk, [metrics[2], generations[2]]],
+      [keys.generationZone(merchant, 2).pk, [generations[3]]],
+      [keys.metricsMonth(merchant, '2025-01', 3, { dimension: 'plan', value: 'G1' }).pk, [metrics[0]]],
+    ] as const) {
+      expect(matching(pk).sort(), pk).toEqual([...pattern].sort());
     }
     // Merchant ids and external ids are free text in keys: none can reach a pattern (`#WEBHOOK#` or `#MRR` in an external id neither).
     expect(matching(keys.outbox('mer_1', '2025-01-01T00:00:00Z', 'evt_1').pk)).toEqual(['OUTBOX#*']);
@@ -880,7 +940,7 @@ describe('pending-moves applier', () => {
         return `${g.action} on ${name(g.resource)}${like ? ` ${like['dynamodb:LeadingKeys'].join(',')}` : ''}`;
       })
       .sort();
-    const metrics = `M#mer_${'?'.repeat(20)}#MRR*,M#mer_${'?'.repeat(20)}#COHORT*,M#mer_${'?'.repeat(20)}#CHURN_REASONS`;
+    const metrics = `M#mer_${'?'.repeat(20)}#MRR*,M#mer_${'?'.repeat(20)}#COHORT*,M#mer_${'?'.repeat(20)}#CHURN_REASONS*`;
     expect(grants).toEqual([
       `dynamodb:DeleteItem on table ${metrics}`,
       'dynamodb:DescribeStream on stream',
@@ -999,10 +1059,10 @@ describe('restate worker', () => {
       })
       .sort();
     const m = `M#${merchant}`;
-    const metrics = `${m}#MRR*,${m}#COHORT*,${m}#CHURN_REASONS`;
+    const metrics = `${m}#MRR*,${m}#COHORT*,${m}#CHURN_REASONS*`;
     expect(grants).toEqual([
-      `dynamodb:BatchGetItem on table ${m}#CUSTOMER#*,${m}#RATES`,
-      `dynamodb:ConditionCheckItem on table ${m}#RATES_VERSION#*`,
+      `dynamodb:BatchGetItem on table ${m}#CUSTOMER#*,${m}#RATES,${m}#G*#SETTINGS`,
+      `dynamodb:ConditionCheckItem on table ${m}#RATES_VERSION#*,${m}#GENERATION#*`,
       `dynamodb:DeleteItem on table ${m}#RESTATE,${m}#CUSTOMER#*,${metrics}`,
       'dynamodb:DescribeStream on stream',
       `dynamodb:GetItem on table ${m},${m}#RESTATE,${m}#CUSTOMER#*,${metrics}`,

@@ -189,7 +189,7 @@ describe('ops metrics rebuild', () => {
       ],
     } as Timeline;
     const ws = new WriteSet();
-    await addTimelineChange(ws, merchantId, 'TWD', customer, state, old);
+    await addTimelineChange(ws, merchantId, { reportingCurrency: 'TWD', timezone: state.zone, generation: 0 }, customer, state, old);
     await ws.commit();
     expect((await ok(api.get('/metrics/mrr?start_date=2025-01-01&end_date=2025-05-31', token))).data[1].mrr).toBe('150.00');
 

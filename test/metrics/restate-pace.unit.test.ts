@@ -1,7 +1,7 @@
 import Decimal from 'decimal.js';
 import { describe, expect, it } from 'vitest';
 import { WriteSet } from '#lib/db/writes';
-import { passPacer, type TakeShare } from '#lib/metrics/pace';
+import { BUILD_WCU_PER_KEY, memoryShares, passPacer, type TakeShare } from '#lib/metrics/pace';
 
 /** The ledger in memory: what the table's conditional ADD does. */
 const memoryLedger = () => {
@@ -78,5 +78,18 @@ describe("a pass's pace", () => {
     // P1: 2 updates × 2 = 4; P2: a put of about 3 KB × 2 = 6.
     expect(ws.hottestKeyWcu).toBe(6);
     expect(new WriteSet(0).hottestKeyWcu).toBe(0);
+  });
+
+  it("a generation build's key: requests of 25 items booked in memory, never above 400 WCU in a second (under half a partition's 1,000)", async () => {
+    const now = 0;
+    const paced = passPacer(BUILD_WCU_PER_KEY, memoryShares(), () => now);
+    const perSecond = new Map<number, number>();
+    // 2,000 items of 1 WCU (the whole's busiest key of a large merchant holds about that many).
+    for (let i = 0; i < 80; i++) {
+      const at = await paced.book(25);
+      perSecond.set(Math.floor(at / 1_000), (perSecond.get(Math.floor(at / 1_000)) ?? 0) + 25);
+    }
+    expect(BUILD_WCU_PER_KEY).toBe(400);
+    expect([...perSecond.values()]).toEqual([400, 400, 400, 400, 400]);
   });
 });

@@ -322,7 +322,7 @@ describe('X-Idempotency-Key on the batch endpoints', () => {
     // The first attempt applied its items but stopped before its answer was recorded.
     const { importSubscriptionEvents } = await import('#lib/subscriptions/recorded');
     const partial = await importSubscriptionEvents(
-      { merchantId, reportingCurrency: 'TWD', timezone: 'UTC' },
+      { merchantId, reportingCurrency: 'TWD', timezone: 'UTC', generation: 0 },
       events.slice(0, 2),
       'run-2:events:1',
     );

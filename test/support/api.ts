@@ -89,6 +89,18 @@ export const newMerchant = async (abilities?: Ability[], reportingCurrency?: str
   return { merchantId: merchant.merchant_id, token };
 };
 
+/**
+ * Sends again while the answer is a 409 with Retry-After (the merchant's figures being recounted for
+ * a settings change, or contention), as a client honouring it would, only sooner; 40 times at most.
+ */
+export const honouringRetryAfter = async <R extends { status: number; headers: Headers }>(send: () => Promise<R>): Promise<R> => {
+  for (let i = 0; ; i++) {
+    const res = await send();
+    if (res.status !== 409 || !res.headers.get('retry-after') || i >= 40) return res;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+};
+
 /** The body of an answer, after checking its status (200 unless given; the body shown when it differs). */
 export const ok = async <T = any>(p: Promise<{ status: number; body: any }>, status = 200): Promise<T> => {
   const r = await p;

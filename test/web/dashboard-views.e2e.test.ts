@@ -691,7 +691,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
   it('settings: a user reads the time zone and currency, without a way to change them; a pass still running in the background is said', async () => {
     const m = await newMerchant();
     // A pass left to the background (its job and marker; no worker runs here): the reads answer Restate-Pending: true.
-    await continueRestate(m.merchantId, { customers_read: 1, moved: 0, done: false, next: 1 });
+    await continueRestate(m.merchantId, { customers_read: 1, moved: 0, done: false, next: 1 }, 0);
     const { page, failures } = await openAs(m.merchantId, 'user', DESKTOP, '#settings');
     await ready(page, 'settings');
     expect(await page.getByTestId('settings-timezone').textContent()).toBe('UTC');
