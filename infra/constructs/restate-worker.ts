@@ -52,6 +52,12 @@ export const RESTATE_WORKER_PARTITIONS = {
 };
 
 /**
+ * The retirement of an older generation (lib/metrics/generation.ts `retireGeneration`): its
+ * partitions Queried for their keys, the items deleted 25 to a BatchWriteItem.
+ */
+const RETIRED = [...RESTATE_WORKER_PARTITIONS.metrics, RESTATE_WORKER_PARTITIONS.generationSettings];
+
+/**
  * What one job takes (lib/metrics/restate-jobs.ts `runRestateJob`, lib/metrics/restate.ts,
  * lib/metrics/store.ts `addTimelineChange`), each action on the partitions it is used on only,
  * rather than one `M#<m>*` for all: the worker never reaches orders, subscriptions, tokens,
@@ -70,11 +76,12 @@ const P = RESTATE_WORKER_PARTITIONS;
 export const RESTATE_WORKER_GRANTS: KeyedGrant[] = [
   { action: 'GetItem', leadingKeys: [P.merchant, P.jobs, P.customers, ...P.metrics] },
   { action: 'BatchGetItem', leadingKeys: [P.customers, P.rates, P.generationSettings] },
-  { action: 'Query', leadingKeys: [P.customers] },
+  { action: 'Query', leadingKeys: [P.customers, ...RETIRED] },
   { action: 'PutItem', leadingKeys: [P.jobs, P.customers, ...P.metrics, P.planCustomers] },
   { action: 'UpdateItem', leadingKeys: [...P.metrics, P.plans, P.pace] },
   { action: 'DeleteItem', leadingKeys: [P.jobs, P.customers, ...P.metrics] },
   { action: 'ConditionCheckItem', leadingKeys: [P.rateVersions, P.generations] },
+  { action: 'BatchWriteItem', leadingKeys: RETIRED },
 ];
 
 /**

@@ -1,9 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { NumberValue, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet } from '#lib/db/batch-get';
-import { BATCH_WRITE_LIMIT, batchPut } from '#lib/db/batch-write';
+import { BATCH_WRITE_LIMIT, type BatchWrite, batchWrite, keyOf } from '#lib/db/batch-write';
 import { db, tableName } from '#lib/db/client';
-import { GENERATION_SHARDS, keys, type Key } from '#lib/db/keys';
+import { churnReasonsPartition, cohortPartition, GENERATION_SHARDS, keys, metricsPartition, type Key } from '#lib/db/keys';
+import { queryAll } from '#lib/db/query';
+import { addRestateJob } from '#lib/metrics/restate-jobs';
 import { DEADLINE_MARGIN_MS, deadline } from '#lib/db/retry';
 import { WriteConflict, WriteSet } from '#lib/db/writes';
 import { ContentionError, RecountingError } from '#lib/errors';
@@ -108,9 +110,19 @@ export const buildGeneration = async (
   const to = await nextGenerationNumber(merchantId);
   const pausedUntil = deadline() + DEADLINE_MARGIN_MS + PAUSE_MARGIN_MS;
   await pause(merchantId, from, to, pausedUntil);
+  // Once items of `to` may have been written, a build that does not switch leaves their retirement (nobody reads them).
+  let written: Slice[] | null = null;
+  const abandon = async () => {
+    await lift(merchantId, to).catch(() => undefined);
+    if (written) await retireLater(merchantId, to, written, 0).catch(() => undefined);
+  };
   try {
     const counted = await countAll(merchant, settings, until);
-    if (!counted) return await lifted(merchantId, to, null);
+    if (!counted) {
+      await abandon();
+      return null;
+    }
+    written = counted.slices;
     // The aggregates, and what they were built in (a customer's next write starts from it).
     const items = [
       ...itemsOf(merchantId, counted.slices, to),
@@ -120,10 +132,21 @@ export const buildGeneration = async (
         rates: Object.fromEntries(months),
       })),
     ];
-    if (!(await putPaced(items, until))) return await lifted(merchantId, to, null);
+    if (
+      !(await writePaced(
+        items.map((put) => ({ put })),
+        BUILD_WCU_PER_KEY,
+        until,
+      ))
+    ) {
+      await abandon();
+      return null;
+    }
     const ws = new WriteSet();
     addMerchantChanges(ws, merchantId, changes, activeToken, { from, to });
     alsoWrite(ws);
+    // The older generation is deleted in the background once no request can still be reading it.
+    addRetireJob(ws, merchantId, from, counted.slices, RETIRE_GRACE_MS);
     for (let shard = 0; shard < GENERATION_SHARDS; shard++)
       ws.put(
         'generation',
@@ -137,16 +160,26 @@ export const buildGeneration = async (
     await ws.commit();
     return { generation: to, customers: counted.customers, items: items.length };
   } catch (err) {
-    await lift(merchantId, to).catch(() => undefined);
+    await abandon();
     if (err instanceof WriteConflict && err.tags.includes('merchant'))
       throw new ContentionError("The merchant's settings changed while its figures were being recounted. Try again.");
     throw err;
   }
 };
 
-const lifted = async <T>(merchantId: string, to: number, value: T): Promise<T> => {
-  await lift(merchantId, to).catch(() => undefined);
-  return value;
+/** Adds the job that deletes generation `generation`'s items (its partitions from `slices`), not before `graceMs` from now. */
+const addRetireJob = (ws: WriteSet, merchantId: string, generation: number, slices: Slice[], graceMs: number) =>
+  addRestateJob(ws, {
+    merchant_id: merchantId,
+    from_id: 0,
+    round: 1,
+    retire: { generation, partitions: partitionsOf(merchantId, slices, generation), after: Date.now() + graceMs },
+  });
+
+const retireLater = async (merchantId: string, generation: number, slices: Slice[], graceMs: number) => {
+  const ws = new WriteSet();
+  addRetireJob(ws, merchantId, generation, slices, graceMs);
+  await ws.commit();
 };
 
 /** The merchant's count of builds, plus one: the new generation's number (greater than any before). */
@@ -208,6 +241,48 @@ const lift = async (merchantId: string, to: number) => {
 };
 
 type Slice = { segment: Segment | null; target: Contributions };
+
+/**
+ * The partitions of generation `generation`'s items: the whole's and each slice's aggregates, and
+ * what it was built in. Its segments are those of the timelines, which the new generation's slices are.
+ */
+const partitionsOf = (merchantId: string, slices: Slice[], generation: number): string[] => [
+  metricsPartition(merchantId, null, generation),
+  cohortPartition(merchantId, null, generation),
+  churnReasonsPartition(merchantId, generation),
+  ...slices.flatMap(({ segment }) =>
+    segment ? [metricsPartition(merchantId, segment, generation), cohortPartition(merchantId, segment, generation)] : [],
+  ),
+  ...(generation ? [keys.generationZone(merchantId, generation).pk] : []),
+];
+
+/** How long after a switch the older generation's items stay: longer than any request that read the generation then. */
+export const RETIRE_GRACE_MS = 30_000;
+/** Partitions retired at once. */
+const RETIRING_AT_ONCE = 8;
+
+/**
+ * Deletes an older generation's items (a retire job's, lib/metrics/restate-jobs.ts): from
+ * partition `from` on, 8 partitions at a time, each key at most BUILD_WCU_PER_KEY write units a
+ * second, not before `after`. `next`: the partition to go on from when `until` came first.
+ */
+export const retireGeneration = async (
+  retire: { partitions: string[]; after: number },
+  from: number,
+  until: number,
+): Promise<{ done: boolean; next: number }> => {
+  // Waited out within this invocation's time: a round is never shorter than the time it was given.
+  if (Date.now() < retire.after) await sleep(Math.max(0, Math.min(retire.after, until) - Date.now()));
+  if (Date.now() < retire.after) return { done: false, next: from };
+  for (let i = from; i < retire.partitions.length; i += RETIRING_AT_ONCE) {
+    const read = await Promise.all(
+      retire.partitions.slice(i, i + RETIRING_AT_ONCE).map((partition) => queryAll<Key>({ partition, descending: false }, ['pk', 'sk'])),
+    );
+    const deletes: BatchWrite[] = read.flat().map((k) => ({ delete: { pk: k.pk, sk: k.sk } }));
+    if (!(await writePaced(deletes, BUILD_WCU_PER_KEY, until))) return { done: false, next: i };
+  }
+  return { done: true, next: retire.partitions.length };
+};
 const sliceId = (segment: Segment | null) => (segment ? `${segment.dimension}\u0000${segment.value}` : '');
 
 /** Every customer's contributions in the new settings, summed per slice (the whole and each segment); null past `until`. */
@@ -266,19 +341,20 @@ const itemsOf = (merchantId: string, slices: Slice[], generation: number): (Key 
   return out;
 };
 
-/** Write units of a put (1 per KB started). */
-const wcuOf = (item: Record<string, unknown>) => Math.max(1, Math.ceil(Buffer.byteLength(JSON.stringify(item)) / 1024));
+/** Write units of one write: a put 1 per KB started, a delete 1 (the items written here are small). */
+const wcuOf = (w: BatchWrite) => ('put' in w ? Math.max(1, Math.ceil(Buffer.byteLength(JSON.stringify(w.put)) / 1024)) : 1);
 
 /**
- * Puts `items` 25 a request, 8 requests at once, each key at most BUILD_WCU_PER_KEY write units a
- * second (its own pacer: no other writer knows these keys yet). False: a request's turn came past `until`.
+ * Writes `writes` 25 a request, 8 requests at once, each partition key at most `wcuPerKey` write
+ * units a second (a pacer per key, in memory: these keys are written by nobody else meanwhile, a
+ * generation being built or retired). False: a request's turn came past `until` (the rest unwritten).
  */
-const putPaced = async (items: (Key & Record<string, unknown>)[], until: number): Promise<boolean> => {
-  const byKey = new Map<string, (Key & Record<string, unknown>)[]>();
-  for (const item of items) {
-    const list = byKey.get(item.pk) ?? [];
-    list.push(item);
-    byKey.set(item.pk, list);
+export const writePaced = async (writes: BatchWrite[], wcuPerKey: number, until: number): Promise<boolean> => {
+  const byKey = new Map<string, BatchWrite[]>();
+  for (const w of writes) {
+    const list = byKey.get(keyOf(w).pk) ?? [];
+    list.push(w);
+    byKey.set(keyOf(w).pk, list);
   }
   // Requests of one key each, taken in turn across keys, so the workers spread over them.
   const perKey = [...byKey.values()].map((list) =>
@@ -286,17 +362,17 @@ const putPaced = async (items: (Key & Record<string, unknown>)[], until: number)
       list.slice(i * BATCH_WRITE_LIMIT, (i + 1) * BATCH_WRITE_LIMIT),
     ),
   );
-  const requests: (Key & Record<string, unknown>)[][] = [];
+  const requests: BatchWrite[][] = [];
   for (let i = 0; perKey.some((list) => i < list.length); i++) for (const list of perKey) if (i < list.length) requests.push(list[i]);
-  const pacers = new Map([...byKey.keys()].map((pk) => [pk, passPacer(BUILD_WCU_PER_KEY, memoryShares())]));
+  const pacers = new Map([...byKey.keys()].map((pk) => [pk, passPacer(wcuPerKey, memoryShares())]));
   let next = 0;
   let late = false;
   await Promise.all(
     Array.from({ length: WRITES_IN_FLIGHT }, async () => {
       while (!late && next < requests.length) {
         const request = requests[next++];
-        const at = await pacers.get(request[0].pk)!.book(
-          request.reduce((n, item) => n + wcuOf(item), 0),
+        const at = await pacers.get(keyOf(request[0]).pk)!.book(
+          request.reduce((n, w) => n + wcuOf(w), 0),
           until,
         );
         if (at > until) {
@@ -304,7 +380,7 @@ const putPaced = async (items: (Key & Record<string, unknown>)[], until: number)
           return;
         }
         if (at > Date.now()) await sleep(at - Date.now());
-        await batchPut(request);
+        await batchWrite(request);
       }
     }),
   );

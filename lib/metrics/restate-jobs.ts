@@ -12,6 +12,7 @@ import { generationOf, zoneOf } from '#lib/merchants/rules';
 import { getMerchant } from '#lib/merchants/store';
 import { restateCustomers, type RestateReport } from '#lib/metrics/restate';
 import { RESTATE_MARKER_ENTITY } from '#lib/metrics/store';
+import { retireGeneration } from '#lib/metrics/generation';
 import { formatTimestamp } from '#lib/shared/time';
 
 /**
@@ -32,9 +33,19 @@ export { RESTATE_MARKER_ENTITY };
  * `currency` (none: the zone only). `chain` names the rounds of one pass and its marker (jobs left
  * before markers existed have none). `generation`: the generation of the aggregates the pass moves
  * customers in (absent: 0); a build of a later one (lib/metrics/generation.ts) counted them all
- * afresh, so the job ends.
+ * afresh, so the job ends. `retire`: instead of a pass, an older generation's items to delete
+ * (lib/metrics/generation.ts `retireGeneration`), not before `after` (epoch ms), from partition
+ * `from_id` on.
  */
-export type RestateJob = { merchant_id: string; currency?: string; from_id: number; round: number; chain?: string; generation?: number };
+export type RestateJob = {
+  merchant_id: string;
+  currency?: string;
+  from_id: number;
+  round: number;
+  chain?: string;
+  generation?: number;
+  retire?: { generation: number; partitions: string[]; after: number };
+};
 
 /** How long a job item stays at most: a job runs within the hour its record may wait, or goes to the dead-letter queue. */
 const JOB_TTL_SECONDS = 7 * 86_400;
@@ -51,6 +62,7 @@ export const addRestateJob = (ws: WriteSet, job: RestateJob) => {
     ...(job.currency ? { currency: job.currency } : {}),
     ...(job.chain ? { chain: job.chain } : {}),
     ...(job.generation ? { generation: job.generation } : {}),
+    ...(job.retire ? { retire: job.retire } : {}),
     from_id: job.from_id,
     round: job.round,
     created_at: formatTimestamp(now()),
@@ -105,7 +117,15 @@ export const runRestateJob = async (key: Key, until: number): Promise<JobOutcome
     if (job.chain) ws.delete('restate-marker', keys.restateMarker(job.merchant_id, job.chain, job.generation ?? 0));
   };
   // A merchant gone, or a later generation built (every customer counted afresh): nothing left to move.
-  if (!merchant || generationOf(merchant) !== (job.generation ?? 0)) ending();
+  if (job.retire) {
+    // An older generation's items: deleted whatever happened to the merchant since.
+    const retired = await retireGeneration(job.retire, job.from_id, until);
+    if (!retired.done) {
+      addRestateJob(ws, { ...job, from_id: retired.next, round: job.round + 1 });
+      outcome = 'continued';
+    }
+    logger.info('generation retired', { merchant_id: job.merchant_id, generation: job.retire.generation, ...retired });
+  } else if (!merchant || generationOf(merchant) !== (job.generation ?? 0)) ending();
   else {
     if (Date.now() >= until) {
       addRestateJob(ws, job);

@@ -1,4 +1,4 @@
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { db, tableName } from '#lib/db/client';
@@ -7,6 +7,7 @@ import { DEADLINE_MARGIN_MS } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
 import { addRateTablePut, readRateTable } from '#lib/exchange-rates/store';
 import { createMerchant } from '#lib/merchants/service';
+import { changeMerchant } from '#lib/merchants/settings';
 import { addRestateJob, handleRestateJobs, RESTATE_JOB_ENTITY, type RestateJob } from '#lib/metrics/restate-jobs';
 import { addTimelineChange, EMPTY_TIMELINE, readTimeline } from '#lib/metrics/store';
 import { orderLine, type Timeline } from '#lib/metrics/timeline';
@@ -46,6 +47,10 @@ const authorised = ({ operation, body }: Sent): { action: string; pk: string }[]
       expect(body.ExpressionAttributeNames?.[name] ?? name).toBe('pk');
       return [{ action: 'Query', pk: body.ExpressionAttributeValues[value].S }];
     }
+    case 'BatchWriteItem':
+      return Object.values(body.RequestItems as Record<string, Record<string, any>[]>).flatMap((writes) =>
+        writes.map((w) => ({ action: 'BatchWriteItem', pk: pkOf(w.PutRequest?.Item ?? w.DeleteRequest.Key) })),
+      );
     case 'TransactWriteItems':
       return (body.TransactItems as Record<string, any>[]).map((item) => {
         const [kind, op] = Object.entries(item)[0]!;
@@ -177,5 +182,22 @@ describe("the restate worker's requests stay inside its IAM grants", () => {
     expect(again.result).toEqual({ batchItemFailures: [] });
     expect(again.requests).toEqual([{ action: 'GetItem', pk: keys.restateJob(merchantId, '').pk }]);
     expect(await jobs(merchantId)).toEqual([]);
+  }, 120_000);
+
+  it("a retire job: an older generation's items read by partition and deleted, nothing else", async () => {
+    // A zone change builds generation 1 (in the request's function) and leaves generation 0's retirement.
+    await changeMerchant(merchantId, { timezone: 'Europe/Paris' });
+    const [job] = (await jobs(merchantId)) as (RestateJob & { pk: string; sk: string })[];
+    expect(job.retire?.generation).toBe(0);
+    await db().send(new PutCommand({ TableName: tableName(), Item: { ...job, retire: { ...job.retire!, after: Date.now() - 1 } } }));
+    const { result, requests } = await runRecord(streamRecord('INSERT', job as unknown as Record<string, unknown>));
+    expect(result).toEqual({ batchItemFailures: [] });
+    expect(await jobs(merchantId)).toEqual([]);
+    expectInsideGrants(requests);
+    const deleted = requests.filter((r) => r.action === 'BatchWriteItem');
+    expect(deleted.length).toBeGreaterThan(0);
+    // Every partition of the older generation read; deletes only there (an empty one, such as churn by reason here, has none).
+    expect(new Set(requests.filter((r) => r.action === 'Query').map((r) => r.pk))).toEqual(new Set(job.retire!.partitions));
+    for (const { pk } of deleted) expect(job.retire!.partitions).toContain(pk);
   }, 120_000);
 });

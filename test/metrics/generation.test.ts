@@ -7,7 +7,7 @@ import { changeMerchant } from '#lib/merchants/settings';
 import { regenerateToken } from '#lib/merchants/service';
 import { getMerchant } from '#lib/merchants/store';
 import { ContentionError } from '#lib/errors';
-import { RESTATE_JOB_ENTITY } from '#lib/metrics/restate-jobs';
+import { RESTATE_JOB_ENTITY, runRestateJob } from '#lib/metrics/restate-jobs';
 import { queryAll } from '#lib/db/query';
 import { backofficeJwt } from '../backoffice/support.ts';
 import { throttle } from '../support/faults.ts';
@@ -120,6 +120,9 @@ const READS = [
   '/metrics/mrr?start_date=2026-01-01&end_date=2026-03-10&interval=day&metadata.team=core',
   '/metrics/movements?start_date=2026-01-01&end_date=2026-03-10&per_page=100',
   '/customers?per_page=100',
+  // No pass left to the background: the settings and rates reads say nothing is pending.
+  '/settings',
+  '/exchange-rates',
 ];
 
 /** Every read of `READS`, and each customer's activities (ids differ between merchants: by position). */
@@ -152,8 +155,10 @@ describe('generations: a settings change recounts every figure before it answers
     const before = await everything(late);
     const changed = await setZone(late.merchantId, 'Asia/Taipei');
     expect([changed.status, changed.headers.get('restate-pending')]).toEqual([200, null]);
-    // Nothing left to the background.
-    expect(await queryAll({ partition: `M#${late.merchantId}#RESTATE` }, [])).toEqual([]);
+    // Nothing left to the background but the older generation's retirement.
+    expect(await queryAll<{ retire?: unknown }>({ partition: `M#${late.merchantId}#RESTATE` }, [])).toEqual([
+      expect.objectContaining({ retire: expect.objectContaining({ generation: 0 }) }),
+    ]);
     const after = await everything(late);
     expect(after).toEqual(await everything(early));
     expect(after).not.toEqual(before);
@@ -287,6 +292,10 @@ describe('generations: a settings change recounts every figure before it answers
       new GetCommand({ TableName: tableName(), Key: keys.generation(m.merchantId, 0), ConsistentRead: true }),
     );
     expect(Item).toEqual(expect.not.objectContaining({ paused_until: expect.anything() }));
+    // What the build wrote before it gave up is retired, at once (nothing reads it).
+    const [retire] = await queryAll<{ retire: { generation: number; after: number } }>({ partition: `M#${m.merchantId}#RESTATE` }, []);
+    expect(retire.retire.generation).toBe(1);
+    expect(retire.retire.after).toBeLessThanOrEqual(Date.now());
     await ok(api.post('/subscriptions', m.token, { customer_id: fresh, plan_name: 'Pro', billing_cycle: 'monthly', mrr: '5' }), 201);
     // Then the same change goes through.
     expect((await setZone(m.merchantId, 'Asia/Taipei')).status).toBe(200);
@@ -391,5 +400,46 @@ describe('generations: a settings change recounts every figure before it answers
     );
     const day = await ok(api.get('/metrics/mrr?start_date=2026-03-02&end_date=2026-03-02&interval=day', token));
     expect(day.data[0].new).toBe('7.00');
+  }, 120_000);
+
+  it('the older generation is deleted by a retire job once its grace is over; no read changes, and the job is not a pending pass', async () => {
+    fixedClock('2026-03-10T12:00:00Z');
+    const m = await newMerchant();
+    const { subs } = await history(m);
+    await ok(putRates(m.token, [{ month: '2026-01', rate: '30' }]));
+    expect((await setZone(m.merchantId, 'Asia/Taipei')).status).toBe(200);
+    await moreHistory(m, subs);
+    const figures = await everything(m);
+    type Job = { pk: string; sk: string; retire: { generation: number; partitions: string[]; after: number } };
+    const jobs = await queryAll<Job>({ partition: `M#${m.merchantId}#RESTATE` }, []);
+    // Two changes, two generations retired: 0 (the first build's) and 1 (the second's).
+    expect(jobs.map((j) => j.retire.generation).sort()).toEqual([0, 1]);
+    const first = jobs.find((j) => j.retire.generation === 0)!;
+    expect(first.retire.partitions).toEqual(
+      expect.arrayContaining([
+        `M#${m.merchantId}#MRR`,
+        `M#${m.merchantId}#COHORT`,
+        `M#${m.merchantId}#CHURN_REASONS`,
+        `M#${m.merchantId}#MRR#SEG#plan#Pro`,
+      ]),
+    );
+    const second = jobs.find((j) => j.retire.generation === 1)!;
+    expect(second.retire.partitions).toEqual(expect.arrayContaining([`M#${m.merchantId}#MRR#G1`, `M#${m.merchantId}#G1#SETTINGS`]));
+    const held = async (partitions: string[]) =>
+      (await Promise.all(partitions.map((partition) => queryAll({ partition }, [])))).flat().length;
+    expect(await held(first.retire.partitions)).toBeGreaterThan(0);
+    // Within its grace (30 s from the switch), a job with less time than that waits: it goes on as a new round, nothing deleted.
+    expect(first.retire.after).toBeGreaterThan(Date.now() + 20_000);
+    expect(await runRestateJob({ pk: first.pk, sk: first.sk }, Date.now() + 1_000)).toBe('continued');
+    expect(await held(first.retire.partitions)).toBeGreaterThan(0);
+    // Past it: every item of the older generations goes; the current one's stay, and every read is as before.
+    for (const job of await queryAll<Job>({ partition: `M#${m.merchantId}#RESTATE` }, [])) {
+      await db().send(new PutCommand({ TableName: tableName(), Item: { ...job, retire: { ...job.retire, after: Date.now() - 1 } } }));
+      expect(await runRestateJob({ pk: job.pk, sk: job.sk }, Date.now() + 60_000)).toBe('done');
+    }
+    expect(await held([...first.retire.partitions, ...second.retire.partitions])).toBe(0);
+    expect(await queryAll({ partition: `M#${m.merchantId}#RESTATE` }, [])).toEqual([]);
+    expect(await held([`M#${m.merchantId}#MRR#G2`])).toBeGreaterThan(0);
+    expect(await everything(m)).toEqual(figures);
   }, 120_000);
 });
