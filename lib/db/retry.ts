@@ -75,6 +75,8 @@ export class RetryableError extends Error {
   constructor(
     public readonly kind: 'contention' | 'throttle',
     message: string,
+    /** The domain error to answer with when no retry is left (default: ContentionError or ThrottledError). */
+    public readonly exhausted?: () => Error,
   ) {
     super(message);
   }
@@ -160,7 +162,12 @@ export const retrying = async <T>(attempt: (n: number) => Promise<T>, opts: Retr
       const kind = retryKind(err) ?? (opts.resendUnanswered && isUnanswered(err) ? 'throttle' : null);
       if (!kind) throw err;
       const pause = backoffMs(n);
-      if (!mayRetry(kind, n, pause, end)) throw kind === 'throttle' ? new ThrottledError(1) : new ContentionError();
+      if (!mayRetry(kind, n, pause, end))
+        throw err instanceof RetryableError && err.exhausted
+          ? err.exhausted()
+          : kind === 'throttle'
+            ? new ThrottledError(1)
+            : new ContentionError();
       retryStats.retries++;
       retryStats.byKind[kind]++;
       await sleep(pause);

@@ -190,7 +190,7 @@ export class WriteSet {
   private readonly deferMoves: boolean;
   /** Names this transaction's pending-moves items (unique, so their puts never meet another's). */
   private readonly group = randomUUID();
-  /** Checks whose failure no retry here can cure: the error to answer with instead of a conflict. */
+  /** Checks whose failure is answered with an error of their own instead of a WriteConflict. */
   private readonly refusals = new Map<string, () => Error>();
 
   /** `shard` given: a trial or a copy that never commits on its own lease. */
@@ -267,8 +267,8 @@ export class WriteSet {
   }
 
   /**
-   * A condition on an item the transaction does not write. With `refusal`, its failure throws that
-   * error (not retried) instead of a WriteConflict: the state checked will not change within the request.
+   * A condition on an item the transaction does not write. With `refusal`, its failure throws the
+   * error `refusal` gives instead of a WriteConflict (the caller decides what a retry must do first).
    */
   check(tag: string, key: Key, condition: Condition, refusal?: () => Error): this {
     this.assertNew(key, tag);

@@ -150,7 +150,8 @@ export const buildGeneration = async (
     for (let shard = 0; shard < GENERATION_SHARDS; shard++)
       ws.put(
         'generation',
-        { ...keys.generation(merchantId, shard), generation: to },
+        // The zone too: a write that waited out this build learns from its copy where to count.
+        { ...keys.generation(merchantId, shard), generation: to, timezone: settings.timezone },
         {
           expression: '#b = :to AND #p > :now',
           names: { '#b': 'building', '#p': 'paused_until' },

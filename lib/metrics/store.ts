@@ -18,6 +18,8 @@ import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/wr
 import { COHORT_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
 import { now } from '#lib/clock';
 import { RecountingError } from '#lib/errors';
+import { deadline, RetryableError } from '#lib/db/retry';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { isUnexpired } from '#lib/db/ttl';
 import { formatTimestamp } from '#lib/shared/time';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
@@ -170,7 +172,7 @@ export const addTimelineChange = async (
   lines: Timeline,
   rates: RatesMemo = new Map(),
 ): Promise<TimelineState> => {
-  const { reportingCurrency, timezone: zone, generation } = figures;
+  const { reportingCurrency, timezone: zone, generation } = await currentFigures(merchantId, figures);
   // Points in other currencies take the rates of their months as they are now (checked at the commit).
   const currencies = foreignCurrencies(lines, reportingCurrency);
   const book = await ratesIn(ws, merchantId, currencies, rates);
@@ -275,8 +277,51 @@ export const addGenerationCurrent = (ws: WriteSet, merchantId: string, generatio
       names: { '#g': 'generation', '#p': 'paused_until' },
       values: { ':g': generation, ':now': Date.now() },
     },
-    () => new RecountingError(),
+    () => {
+      // The next attempt reads this copy first: it waits out the build, then writes in the generation switched to.
+      refusedOn.set(merchantId, ws.shard);
+      return new RetryableError('contention', 'the figures generation moved, or a build pauses it', () => new RecountingError());
+    },
   );
+};
+
+/**
+ * What this process has learnt of merchants' generations since their requests read them from
+ * their tokens (generations only go up; the check at each commit stays the judge).
+ */
+const learnt = new Map<string, { generation: number; timezone: string }>();
+/** Merchants one of whose writes a generation copy refused: the copy's shard, read before the next attempt. */
+const refusedOn = new Map<string, number>();
+const POLL_MS = 200;
+
+/**
+ * The figures a write counts in: the request's, or a later generation this process has learnt of.
+ * After a refusal, the copy is read again (strongly consistent) until no build pauses it, within
+ * the invocation's deadline: a write that meets a build waits for its switch, then writes in the
+ * new generation and zone (the copies carry both), instead of failing.
+ */
+const currentFigures = async (merchantId: string, figures: FiguresScope): Promise<FiguresScope> => {
+  const shard = refusedOn.get(merchantId);
+  if (shard !== undefined) {
+    refusedOn.delete(merchantId);
+    for (;;) {
+      const { Item } = await db().send(
+        new GetCommand({ TableName: tableName(), Key: keys.generation(merchantId, shard), ConsistentRead: true }),
+      );
+      const pausedUntil = Number(Item?.paused_until ?? 0);
+      if (pausedUntil <= Date.now()) {
+        if (Item && typeof Item.timezone === 'string' && Number(Item.generation) > (learnt.get(merchantId)?.generation ?? -1))
+          learnt.set(merchantId, { generation: Number(Item.generation), timezone: Item.timezone });
+        break;
+      }
+      // Past the deadline the next attempt is refused again, and the retry gives up with a 409.
+      const wait = Math.min(pausedUntil, deadline()) - Date.now();
+      if (wait <= 0) break;
+      await sleep(Math.min(wait, POLL_MS));
+    }
+  }
+  const known = learnt.get(merchantId);
+  return known && known.generation > figures.generation ? { ...figures, ...known } : figures;
 };
 
 /**

@@ -1,4 +1,9 @@
+import Decimal from 'decimal.js';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { withDeadline } from '#lib/db/retry';
+import { RecountingError } from '#lib/errors';
+import { createSubscription } from '#lib/subscriptions/service';
+import type { SubscriptionCreate } from '#lib/subscriptions/schemas';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
@@ -217,15 +222,16 @@ describe('generations: a settings change recounts every figure before it answers
     expect(a.customers).toHaveLength(8);
   }, 120_000);
 
-  it('writes while a build holds the figures are refused with 409 and Retry-After, and nothing of them is stored', async () => {
+  it('a write that meets a build waits for it and then counts; past its deadline it is refused with 409 and Retry-After, storing nothing', async () => {
     fixedClock('2026-03-10T12:00:00Z');
     const m = await newMerchant();
     await history(m);
     // Customers without a subscription yet (creating one moves no figure).
     const customers: number[] = [];
-    for (const email of ['f1@gen.test', 'f2@gen.test']) customers.push((await ok(api.post('/customers', m.token, { email }), 201)).data.id);
+    for (const email of ['f1@gen.test', 'f2@gen.test', 'f3@gen.test'])
+      customers.push((await ok(api.post('/customers', m.token, { email }), 201)).data.id);
     const figures = await everything(m);
-    // The copies as a build holds them (until a minute from now).
+    // The copies as a build holds them (until `until`), then as its switch leaves them (generation 0 still, no pause).
     const hold = (until: number) =>
       Promise.all(
         Array.from({ length: GENERATION_SHARDS }, (_, shard) =>
@@ -237,38 +243,39 @@ describe('generations: a settings change recounts every figure before it answers
           ),
         ),
       );
+    const scope = { merchantId: m.merchantId, reportingCurrency: 'TWD', timezone: 'UTC', generation: 0 };
+    const create = (customer_id: number) =>
+      createSubscription(scope, { customer_id, plan_name: 'Pro', billing_cycle: 'monthly', mrr: '5' } as SubscriptionCreate);
+    // Held past the deadline (2 s here): refused, nothing stored.
     await hold(Date.now() + 60_000);
-    const refused = await api.post('/subscriptions', m.token, {
-      customer_id: customers[0],
-      plan_name: 'Pro',
-      billing_cycle: 'monthly',
-      mrr: '5',
-      started_at: '2026-03-01T00:00:00Z',
-    });
-    expect([refused.status, refused.headers.get('retry-after'), refused.body.message]).toEqual([
+    await expect(withDeadline(Date.now() + 2_000, () => create(customers[0]))).rejects.toThrow(RecountingError);
+    // A second settings change meanwhile is told to come back, and changes nothing.
+    const second = await setZone(m.merchantId, 'Asia/Tokyo');
+    expect([second.status, second.headers.get('retry-after'), second.body.message]).toEqual([
       409,
       '5',
-      "The merchant's figures are being recounted for its new settings; nothing was stored. Try again in a few seconds.",
+      "The merchant's figures are already being recounted for another settings change. Try again in a few seconds.",
     ]);
-    const batch = await ok(
+    expect((await ok(api.get('/settings', m.token))).data.timezone).toBe('UTC');
+    expect(await everything(m)).toEqual(figures);
+    // Held for 1.5 s more: a write and a batch item wait it out, then count.
+    const started = Date.now();
+    await hold(started + 1_500);
+    const [single, batch] = await Promise.all([
+      api.post('/subscriptions', m.token, { customer_id: customers[1], plan_name: 'Pro', billing_cycle: 'monthly', mrr: '5' }),
       api.post(
         '/subscriptions/batch',
         m.token,
-        { subscriptions: [{ external_id: 'held', customer_id: customers[1], plan_name: 'Pro', billing_cycle: 'monthly', mrr: '5' }] },
+        { subscriptions: [{ external_id: 'held', customer_id: customers[2], plan_name: 'Pro', billing_cycle: 'monthly', mrr: '7' }] },
         { 'idempotency-key': 'held-1' },
       ),
-    );
-    expect((batch.data ?? batch).results.failed).toEqual([
-      expect.objectContaining({ index: 0, reason: 'conflict', message: expect.stringContaining('being recounted') }),
     ]);
-    // A second settings change meanwhile is told to come back too, and changes nothing.
-    const second = await setZone(m.merchantId, 'Asia/Tokyo');
-    expect([second.status, second.headers.get('retry-after')]).toEqual([409, '5']);
-    expect((await ok(api.get('/settings', m.token))).data.timezone).toBe('UTC');
-    expect(await everything(m)).toEqual(figures);
-    // Past the pause (a build that died leaves it to run out), writes go through.
-    await hold(Date.now() - 1);
-    await ok(api.post('/subscriptions', m.token, { customer_id: customers[0], plan_name: 'Pro', billing_cycle: 'monthly', mrr: '5' }), 201);
+    expect([single.status, batch.status]).toEqual([201, 200]);
+    expect((batch.body.data ?? batch.body).results.failed).toEqual([]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+    // Both counted: the MRR now is 12 more than before the hold.
+    const before = (figures['/metrics/summary'] as { data: { current_mrr: string } }).data.current_mrr;
+    expect((await ok(api.get('/metrics/summary', m.token))).data.current_mrr).toBe(new Decimal(before).plus(12).toFixed(2));
   }, 120_000);
 
   it('a build throttled throughout answers 503 with Retry-After, lifts its pause and changes nothing', async () => {
@@ -441,5 +448,39 @@ describe('generations: a settings change recounts every figure before it answers
     expect(await queryAll({ partition: `M#${m.merchantId}#RESTATE` }, [])).toEqual([]);
     expect(await held([`M#${m.merchantId}#MRR#G2`])).toBeGreaterThan(0);
     expect(await everything(m)).toEqual(figures);
+  }, 120_000);
+
+  it('a write sent while a real build runs waits for its switch and counts in the new zone, without being sent again', async () => {
+    fixedClock('2026-03-10T12:00:00Z');
+    const m = await newMerchant();
+    await history(m);
+    const c = (await ok(api.post('/customers', m.token, { email: 'during@gen.test' }), 201)).data.id;
+    // The build's writes held a second each, so the write below meets its pause.
+    const name = `slow-build-${Math.random()}`;
+    db().middlewareStack.add(
+      (next, context) => async (args) => {
+        if ((context as { commandName?: string }).commandName === 'BatchWriteItemCommand') await new Promise((r) => setTimeout(r, 1_000));
+        return next(args);
+      },
+      { step: 'initialize', priority: 'low', name },
+    );
+    try {
+      const change = setZone(m.merchantId, 'Asia/Taipei');
+      await new Promise((r) => setTimeout(r, 400));
+      // 16:30 UTC on 1 March: 2 March in Taipei. Sent once, while the figures are held.
+      const during = await api.post('/subscriptions', m.token, {
+        customer_id: c,
+        plan_name: 'Pro',
+        billing_cycle: 'monthly',
+        mrr: '9',
+        started_at: '2026-03-01T16:30:00Z',
+      });
+      expect((await change).status).toBe(200);
+      expect(during.status, JSON.stringify(during.body)).toBe(201);
+    } finally {
+      db().middlewareStack.remove(name);
+    }
+    const days = (await ok(api.get('/metrics/mrr?start_date=2026-03-01&end_date=2026-03-02&interval=day', m.token))).data;
+    expect(days.map((d: { new: string }) => d.new)).toEqual(['0.00', '9.00']);
   }, 120_000);
 });
