@@ -126,21 +126,18 @@ export const WEBHOOK_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteIt
  * - `indexes`: on each of the table's global secondary indexes, by name (`<table arn>/index/gsi1`, …:
  *              no wildcard resource).
  */
+const WRITE_ACCESS = {
+  table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'] as TableAction[],
+  keyed: [] as KeyedGrant[],
+  indexes: ['Query'] as TableAction[],
+};
 export const TABLE_ACCESS: Record<TableAccess, { table: TableAction[]; keyed: KeyedGrant[]; indexes: TableAction[] }> = {
   pipeline: { table: [], keyed: [TOKEN_LOOKUP, ...PIPELINE_UPDATES], indexes: [] },
   read: { table: ['GetItem', 'BatchGetItem', 'Query'], keyed: PIPELINE_UPDATES, indexes: ['Query'] },
   // Reads the endpoint (GetItem), or it and the delivery state (BatchGetItem); the dashboard's caller reads the merchant.
   webhookSend: { table: ['GetItem', 'BatchGetItem'], keyed: [...PIPELINE_UPDATES, ...WEBHOOK_WRITES], indexes: [] },
-  write: {
-    table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'],
-    keyed: [],
-    indexes: ['Query'],
-  },
-  recount: {
-    table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'],
-    keyed: [GENERATION_BUILD_WRITES],
-    indexes: ['Query'],
-  },
+  write: WRITE_ACCESS,
+  recount: { ...WRITE_ACCESS, keyed: [GENERATION_BUILD_WRITES] },
 };
 
 const dynamodb = (actions: TableAction[]) => actions.map((a) => `dynamodb:${a}`);

@@ -16,15 +16,8 @@ import { addRatesUnchanged, type RatesRead } from '#lib/exchange-rates/store';
 import { BUILD_WCU_PER_KEY, memoryShares, passPacer } from '#lib/metrics/pace';
 import { STORED_ATTR } from '#lib/metrics/rules';
 import { aggregateKey, customerIdRounds, lastCustomerId, timelinesFrom } from '#lib/metrics/store';
-import {
-  addContributions,
-  contributions,
-  type Contributions,
-  type RateBook,
-  type Segment,
-  segmentsOf,
-  withConversions,
-} from '#lib/metrics/timeline';
+import { addToSlices, newSlices, type RateBook, type Slice, withConversions } from '#lib/metrics/timeline';
+import { inTurn } from '#lib/shared/in-turn';
 
 /**
  * A new generation of a merchant's MRR aggregates (docs/metrics.md, "Generations"). The lines of a
@@ -38,7 +31,8 @@ import {
  *    build left half-written are never read);
  * 2. it pauses the merchant's MRR writes: the 16 generation copies every such write checks say
  *    `paused_until` (the invocation's end: a build cannot outlive its pause), so a write meanwhile
- *    is refused (409 with Retry-After) and nothing it would move is missed;
+ *    is refused at its commit and nothing it would move is missed; it then waits for the switch
+ *    (lib/metrics/store.ts `currentFigures`), or answers 409 with Retry-After past its deadline;
  * 3. it reads every customer's timeline head by key (100 a BatchGetItem, 8 at once) and adds up
  *    what each contributes in the new zone at the new rates, in memory;
  * 4. it puts the items with BatchWriteItem, at most BUILD_WCU_PER_KEY write units a second on any
@@ -97,7 +91,7 @@ export type BuildReport = { generation: number; customers: number; items: number
  * `changes` (the merchant's) and `alsoWrite` (the rest of the change, such as a rate table), within
  * `until`. Null: out of time (nothing changed, the pause lifted).
  */
-export const buildGeneration = async (
+const buildGeneration = async (
   merchant: Merchant,
   activeToken: string | null,
   settings: BuildSettings,
@@ -241,8 +235,6 @@ const lift = async (merchantId: string, to: number) => {
   await ws.commit();
 };
 
-type Slice = { segment: Segment | null; target: Contributions };
-
 /**
  * The partitions of generation `generation`'s items: the whole's and each slice's aggregates, and
  * what it was built in. Its segments are those of the timelines, which the new generation's slices are.
@@ -284,45 +276,31 @@ export const retireGeneration = async (
   }
   return { done: true, next: retire.partitions.length };
 };
-const sliceId = (segment: Segment | null) => (segment ? `${segment.dimension}\u0000${segment.value}` : '');
 
 /** Every customer's contributions in the new settings, summed per slice (the whole and each segment); null past `until`. */
 const countAll = async (merchant: Merchant, settings: BuildSettings, until: number) => {
   const merchantId = merchant.merchant_id;
   const reportingCurrency = merchant.reporting_currency;
-  const slices = new Map<string, Slice>([['', { segment: null, target: new Map() }]]);
+  const slices = newSlices();
   const rounds: number[][] = [];
+  // The id sequence read again now that writes are paused: a customer whose first write came since the bound was checked is counted too.
   for await (const ids of customerIdRounds(merchantId, HEADS_PER_READ)) rounds.push(ids);
   let customers = 0;
-  let late = false;
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: READS_IN_FLIGHT }, async () => {
-      while (!late && next < rounds.length) {
-        const ids = rounds[next++];
-        if (Date.now() > until) {
-          late = true;
-          return;
-        }
-        const states = await timelinesFrom(
-          merchantId,
-          await batchGet<Record<string, unknown>>(ids.map((id) => keys.customerTimeline(merchantId, id))),
-          ids,
-        );
-        for (const state of states.values()) {
-          if (state.version === null) continue;
-          customers += 1;
-          const tl = withConversions(state.timeline, reportingCurrency, settings.rates, settings.timezone);
-          for (const segment of [null, ...segmentsOf(tl, reportingCurrency)]) {
-            const slice = slices.get(sliceId(segment)) ?? { segment, target: new Map() };
-            slices.set(sliceId(segment), slice);
-            addContributions(slice.target, contributions(tl, reportingCurrency, segment, settings.timezone));
-          }
-        }
-      }
-    }),
-  );
-  return late ? null : { slices: [...slices.values()], customers };
+  const all = await inTurn(rounds, READS_IN_FLIGHT, async (ids) => {
+    if (Date.now() > until) return false;
+    const states = await timelinesFrom(
+      merchantId,
+      await batchGet<Record<string, unknown>>(ids.map((id) => keys.customerTimeline(merchantId, id))),
+      ids,
+    );
+    for (const state of states.values()) {
+      if (state.version === null) continue;
+      customers += 1;
+      const tl = withConversions(state.timeline, reportingCurrency, settings.rates, settings.timezone);
+      addToSlices(slices, tl, reportingCurrency, settings.timezone);
+    }
+  });
+  return all ? { slices: [...slices.values()], customers } : null;
 };
 
 /** The items of the new generation (shard 0 of each aggregate), without those that sum to nothing. */
@@ -366,24 +344,13 @@ export const writePaced = async (writes: BatchWrite[], wcuPerKey: number, until:
   const requests: BatchWrite[][] = [];
   for (let i = 0; perKey.some((list) => i < list.length); i++) for (const list of perKey) if (i < list.length) requests.push(list[i]);
   const pacers = new Map([...byKey.keys()].map((pk) => [pk, passPacer(wcuPerKey, memoryShares())]));
-  let next = 0;
-  let late = false;
-  await Promise.all(
-    Array.from({ length: WRITES_IN_FLIGHT }, async () => {
-      while (!late && next < requests.length) {
-        const request = requests[next++];
-        const at = await pacers.get(keyOf(request[0]).pk)!.book(
-          request.reduce((n, w) => n + wcuOf(w), 0),
-          until,
-        );
-        if (at > until) {
-          late = true;
-          return;
-        }
-        if (at > Date.now()) await sleep(at - Date.now());
-        await batchWrite(request);
-      }
-    }),
-  );
-  return !late;
+  return inTurn(requests, WRITES_IN_FLIGHT, async (request) => {
+    const at = await pacers.get(keyOf(request[0]).pk)!.book(
+      request.reduce((n, w) => n + wcuOf(w), 0),
+      until,
+    );
+    if (at > until) return false;
+    if (at > Date.now()) await sleep(at - Date.now());
+    await batchWrite(request);
+  });
 };

@@ -1,4 +1,5 @@
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
+import { inTurn } from '#lib/shared/in-turn';
 import type { Key } from '#lib/db/keys';
 import { DEADLINE_MARGIN_MS, deadline, retrying, withDeadline } from '#lib/db/retry';
 import { applyPending, PENDING_MOVES_ENTITY } from '#lib/db/writes';
@@ -80,11 +81,7 @@ export const applyPendingRecords = async (records: DynamoDBRecord[]): Promise<Dy
       });
     }
   };
-  let next = 0;
-  const worker = async () => {
-    while (next < pending.length) await apply(pending[next++]);
-  };
-  await Promise.all(Array.from({ length: Math.min(APPLY_CONCURRENCY, pending.length) }, worker));
+  await inTurn(pending, APPLY_CONCURRENCY, apply);
   // An empty identifier makes Lambda retry the whole batch, the safe reading of a record without one.
   return { batchItemFailures: failed.map((r) => ({ itemIdentifier: r.dynamodb?.SequenceNumber ?? '' })), stats };
 };

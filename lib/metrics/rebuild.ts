@@ -11,14 +11,13 @@ import { ltvPartAmounts, otherLtvCurrencies, type LtvPart } from '#lib/customers
 import { ltvPartsFromOrders } from '#lib/orders/store';
 import {
   addContribution,
-  addContributions,
-  contributions,
+  addToSlices,
   difference,
   firstDifference,
   lineOf,
+  newSlices,
   orderLine,
   replaceLine,
-  segmentsOf,
   type Contributions,
   type OrderFacts,
   type Point,
@@ -58,8 +57,6 @@ const aggregateIdOf = (partition: 'metrics' | 'cohort' | 'reasons', sk: string) 
   const withoutShard = sk.slice(0, sk.lastIndexOf('#'));
   return partition === 'metrics' ? withoutShard : partition === 'reasons' ? `R${withoutShard}` : `C#${withoutShard}`;
 };
-
-const segmentId = (segment: Segment | null) => (segment ? `${segment.dimension}\u0000${segment.value}` : '');
 
 export type RebuildReport = {
   customers_read: number;
@@ -167,7 +164,7 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   const generation = merchant ? generationOf(merchant) : 0;
   const rates = await readAllRates(merchantId);
   // Per slice of the figures ('' the whole, else a segment): what the customers' timelines add up to.
-  const targets = new Map<string, { segment: Segment | null; target: Contributions }>([['', { segment: null, target: new Map() }]]);
+  const targets = newSlices();
   let linesRederived = 0;
   let timelines = 0;
   let searchKeysAdded = 0;
@@ -225,11 +222,7 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
         }
         // Customers with a timeline written before the plan-customers index get their entries.
         await Promise.all([...plansOf(current)].map((plan) => addEntry(keys.planCustomer(merchantId, plan, id), id)));
-        for (const segment of [null, ...segmentsOf(current, reportingCurrency)]) {
-          const slot = targets.get(segmentId(segment)) ?? { segment, target: new Map() };
-          targets.set(segmentId(segment), slot);
-          addContributions(slot.target, contributions(current, reportingCurrency, segment, zone));
-        }
+        addToSlices(targets, current, reportingCurrency, zone);
       }
       const customer = found.get(keyId(keys.customer(merchantId, id)));
       // Customers paid in other currencies: their LTV parts as their orders make them (orders paid before parts existed).

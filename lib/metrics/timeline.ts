@@ -371,6 +371,23 @@ const storedFigures = (
       )
     : sliceFigures(tl, reportingCurrency, filterOf(segment), segment === null, from, zone, lines);
 
+/** What the stored slices of the figures add up to: the whole (id '') and each segment (by dimension and value). */
+export type Slice = { segment: Segment | null; target: Contributions };
+export const newSlices = (): Map<string, Slice> => new Map([['', { segment: null, target: new Map() }]]);
+const sliceId = (segment: Segment | null) => (segment ? `${segment.dimension}\u0000${segment.value}` : '');
+
+/**
+ * Adds one customer's timeline (converted as it counts) to `slices`: to the whole and to every
+ * segment it has points in, in `zone`'s days. What a rebuild or a generation build sums.
+ */
+export const addToSlices = (slices: Map<string, Slice>, tl: Timeline, reportingCurrency: string, zone: string) => {
+  for (const segment of [null, ...segmentsOf(tl, reportingCurrency)]) {
+    const slice = slices.get(sliceId(segment)) ?? { segment, target: new Map() };
+    slices.set(sliceId(segment), slice);
+    addContributions(slice.target, contributions(tl, reportingCurrency, segment, zone));
+  }
+};
+
 /** The segments a timeline has points in (the reporting currency's is the whole). */
 export const segmentsOf = (tl: Timeline, reportingCurrency: string): Segment[] => {
   const seen = new Map<string, Segment>();

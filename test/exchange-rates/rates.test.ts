@@ -344,7 +344,7 @@ describe('exchange rates', () => {
 
   it('rate changes amid concurrent writes: after a pass, the stored figures equal those computed from the timelines', async () => {
     fixedClock('2026-03-10T12:00:00Z');
-    const { token, merchantId } = await newMerchant();
+    const { token } = await newMerchant();
     const ids: number[] = [];
     for (let i = 0; i < 10; i++)
       ids.push((await ok(api.post('/customers', token, { email: `c${i}@rates.test`, metadata: { team: 'core' } }), 201)).data.id);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addContributions, contributions, segmentsOf, type Contributions, type Point, type Timeline } from '#lib/metrics/timeline';
+import { addToSlices, newSlices, type Point, type Timeline } from '#lib/metrics/timeline';
 
 /**
  * The model behind "a new generation of aggregates" (docs/decisions.md, "Open items"): after a zone
@@ -38,23 +38,16 @@ const customers = (n: number): Timeline[] => {
 
 /** Every aggregate item of the whole and of each segment, as a build would compute it. */
 const build = (timelines: Timeline[], zone: string) => {
-  const slices = new Map<string, Contributions>();
+  const slices = newSlices();
   const started = performance.now();
-  for (const tl of timelines) {
-    for (const segment of [null, ...segmentsOf(tl, 'TWD')]) {
-      const id = segment ? `${segment.dimension}=${segment.value}` : 'whole';
-      const target = slices.get(id) ?? new Map();
-      slices.set(id, target);
-      addContributions(target, contributions(tl, 'TWD', segment, zone));
-    }
-  }
+  for (const tl of timelines) addToSlices(slices, tl, 'TWD', zone);
   const ms = performance.now() - started;
-  const items = [...slices.values()].reduce((n, s) => n + s.size, 0);
+  const sizes = [...slices.values()].map((s) => s.target.size);
   return {
     ms,
-    items,
-    whole: slices.get('whole')!.size,
-    largest: Math.max(...[...slices.values()].map((s) => s.size)),
+    items: sizes.reduce((n, s) => n + s, 0),
+    whole: slices.get('')!.target.size,
+    largest: Math.max(...sizes),
     slices: slices.size,
   };
 };
