@@ -117,7 +117,13 @@ export const runRestateJob = async (key: Key, until: number): Promise<JobOutcome
     if (job.chain) ws.delete('restate-marker', keys.restateMarker(job.merchant_id, job.chain, job.generation ?? 0));
   };
   // A merchant gone, or a later generation built (every customer counted afresh): nothing left to move.
-  if (job.retire) {
+  if (job.retire && merchant && generationOf(merchant) === job.retire.generation) {
+    // The generation counts after all (a switch whose answer was lost, its build taken for abandoned): nothing is deleted.
+    logger.warn('retire job names the current generation: nothing deleted', {
+      merchant_id: job.merchant_id,
+      generation: job.retire.generation,
+    });
+  } else if (job.retire) {
     // An older generation's items: deleted whatever happened to the merchant since.
     const retired = await retireGeneration(job.retire, job.from_id, until);
     if (!retired.done) {

@@ -12,7 +12,8 @@ import { changeMerchant } from '#lib/merchants/settings';
 import { regenerateToken } from '#lib/merchants/service';
 import { getMerchant } from '#lib/merchants/store';
 import { ContentionError } from '#lib/errors';
-import { RESTATE_JOB_ENTITY, runRestateJob } from '#lib/metrics/restate-jobs';
+import { addRestateJob, RESTATE_JOB_ENTITY, runRestateJob } from '#lib/metrics/restate-jobs';
+import { WriteSet } from '#lib/db/writes';
 import { queryAll } from '#lib/db/query';
 import { backofficeJwt } from '../backoffice/support.ts';
 import { throttle } from '../support/faults.ts';
@@ -482,5 +483,30 @@ describe('generations: a settings change recounts every figure before it answers
     }
     const days = (await ok(api.get('/metrics/mrr?start_date=2026-03-01&end_date=2026-03-02&interval=day', m.token))).data;
     expect(days.map((d: { new: string }) => d.new)).toEqual(['0.00', '9.00']);
+  }, 120_000);
+
+  it('a retire job naming the generation that counts (a switch whose answer was lost) deletes nothing', async () => {
+    fixedClock('2026-03-10T12:00:00Z');
+    const m = await newMerchant();
+    await history(m);
+    expect((await setZone(m.merchantId, 'Asia/Taipei')).status).toBe(200);
+    const figures = await everything(m);
+    // As a build leaves for what it wrote when its switch failed without an answer, though the switch committed.
+    const ws = new WriteSet();
+    addRestateJob(ws, {
+      merchant_id: m.merchantId,
+      from_id: 0,
+      round: 1,
+      retire: { generation: 1, partitions: [`M#${m.merchantId}#MRR#G1`, `M#${m.merchantId}#COHORT#G1`], after: Date.now() - 1 },
+    });
+    await ws.commit();
+    const jobs = await queryAll<{ pk: string; sk: string; retire?: { generation: number } }>(
+      { partition: `M#${m.merchantId}#RESTATE` },
+      [],
+    );
+    const wrong = jobs.find((j) => j.retire?.generation === 1)!;
+    expect(await runRestateJob({ pk: wrong.pk, sk: wrong.sk }, Date.now() + 60_000)).toBe('done');
+    expect((await queryAll({ partition: `M#${m.merchantId}#MRR#G1` }, [])).length).toBeGreaterThan(0);
+    expect(await everything(m)).toEqual(figures);
   }, 120_000);
 });
