@@ -14,8 +14,9 @@ export default defineConfig({
       'test/**/*.scale.test.ts',
     ],
     globalSetup: ['test/support/global-setup.ts'],
-    // Every test file: writes past AWS's limits (a 64 KB item, a 100-action or 4 MB transaction) fail the test.
-    setupFiles: ['test/support/write-limits.ts', 'test/support/fresh-instance.ts'],
+    // Every test file: writes past AWS's limits (a 64 KB item, a 100-action or 4 MB transaction) and
+    // requests a function's IAM policy would deny on AWS fail the test.
+    setupFiles: ['test/support/write-limits.ts', 'test/support/iam-check.ts', 'test/support/fresh-instance.ts'],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,

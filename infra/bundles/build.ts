@@ -8,6 +8,7 @@ import { brotliCompressSync, constants as zlib } from 'node:zlib';
 import { buildSync, version as esbuildVersion, type BuildOptions, type Metafile } from 'esbuild';
 import { openApiDocument } from '#lib/http/openapi';
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
+import { WORKER_FUNCTIONS as W } from '#lib/shared/invocation';
 import {
   CANCEL_CHECK_HANDLER,
   OUTBOX_RELAY_HANDLER,
@@ -30,14 +31,14 @@ export type FunctionEntry = { name: string; handlerPath: string };
  */
 export const functionEntries = (): FunctionEntry[] => [
   ...routeList.map((route) => ({ name: route.name, handlerPath: route.handler })),
-  { name: 'notFound', handlerPath: NOT_FOUND_HANDLER },
-  { name: 'outboxRelay', handlerPath: OUTBOX_RELAY_HANDLER },
-  { name: 'outboxSweeper', handlerPath: OUTBOX_SWEEPER_HANDLER },
-  { name: 'pendingMovesApplier', handlerPath: PENDING_MOVES_APPLIER_HANDLER },
-  { name: 'restateWorker', handlerPath: RESTATE_WORKER_HANDLER },
-  { name: 'webhookFanOut', handlerPath: WEBHOOK_FAN_OUT_HANDLER },
-  { name: 'webhookDeliver', handlerPath: WEBHOOK_DELIVER_HANDLER },
-  { name: 'cancelCheck', handlerPath: CANCEL_CHECK_HANDLER },
+  { name: W.notFound, handlerPath: NOT_FOUND_HANDLER },
+  { name: W.outboxRelay, handlerPath: OUTBOX_RELAY_HANDLER },
+  { name: W.outboxSweeper, handlerPath: OUTBOX_SWEEPER_HANDLER },
+  { name: W.pendingMovesApplier, handlerPath: PENDING_MOVES_APPLIER_HANDLER },
+  { name: W.restateWorker, handlerPath: RESTATE_WORKER_HANDLER },
+  { name: W.webhookFanOut, handlerPath: WEBHOOK_FAN_OUT_HANDLER },
+  { name: W.webhookDeliver, handlerPath: WEBHOOK_DELIVER_HANDLER },
+  { name: W.cancelCheck, handlerPath: CANCEL_CHECK_HANDLER },
 ];
 
 /** A bundle's module in its folder (`index.mjs`), whose `handler` export Lambda calls. */

@@ -27,6 +27,9 @@ export const TOKEN_PK_PATTERNS = [keys.token('*').pk];
  * customer marker whose external id (free text) holds `#WEBHOOK#`.
  */
 export const MERCHANT_ID_IAM_PATTERN = `mer_${'?'.repeat(20)}`;
+/** Partition keys of a customer's items (`M#<m>#CUSTOMER#<id>`): among them its MRR timeline's head and chunks. */
+export const CUSTOMER_PK_PATTERN = `${keys.customer(MERCHANT_ID_IAM_PATTERN, 0).pk.replace(/0$/, '')}*`;
+
 /**
  * Partition keys of a webhook endpoint's items: the endpoint, its delivery states and health
  * (`M#<m>#WEBHOOK#<id>`), its delivery log (`…#DELIVERIES`), and anything else kept under the

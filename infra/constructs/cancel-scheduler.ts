@@ -17,7 +17,7 @@ import {
 import { LambdaInvoke, StepFunctionsStartExecution } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
 import { CANCEL_CHECK_HANDLER } from '../paths.ts';
-import { ApiFunction, SERVICE_NAME } from './api-function.ts';
+import { ApiFunction, CUSTOMER_PK_PATTERN, SERVICE_NAME } from './api-function.ts';
 
 /**
  * Subscription bus events that carry a scheduled cancellation (`cancel_at` a string, not null):
@@ -55,14 +55,18 @@ export class CancelScheduler extends Construct {
 
   constructor(scope: Construct, id: string, props: CancelSchedulerProps) {
     super(scope, id);
-    // The subscription change path: BatchGetItem/GetItem reads, one TransactWriteItems (puts, updates, deletes, checks).
+    // The subscription change path: BatchGetItem/GetItem reads, the chunks of a long MRR timeline
+    // (Query of the customer's partition), one TransactWriteItems (puts, updates, deletes, checks).
     this.checkFunction = new ApiFunction(this, 'CheckFunction', {
       projectRoot: props.projectRoot,
       handlerPath: CANCEL_CHECK_HANDLER,
       description: `scheduled cancellation: apply when due (${CANCEL_CHECK_HANDLER})`,
       timeout: Duration.seconds(30),
       environment: props.environment,
-    }).grantTableActions(props.table, { table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'] });
+    }).grantTableActions(props.table, {
+      table: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'],
+      keyed: [{ action: 'Query', leadingKeys: [CUSTOMER_PK_PATTERN] }],
+    });
 
     const stateMachineName = `${SERVICE_NAME}-${props.stage}-cancel-scheduler`;
     const selfArn = Stack.of(this).formatArn({

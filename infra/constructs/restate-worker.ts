@@ -13,7 +13,7 @@ import {
 } from '#lib/db/keys';
 import { RESTATE_JOB_ENTITY } from '#lib/metrics/restate-jobs';
 import { RESTATE_WORKER_HANDLER } from '../paths.ts';
-import { ApiFunction, type KeyedGrant, MERCHANT_ID_IAM_PATTERN } from './api-function.ts';
+import { ApiFunction, CUSTOMER_PK_PATTERN, type KeyedGrant, MERCHANT_ID_IAM_PATTERN } from './api-function.ts';
 import { PENDING_MOVES_PK_PATTERNS } from './pending-moves-applier.ts';
 import { consumeTableStream, type StreamMappingSettings } from './stream-consumer.ts';
 
@@ -36,7 +36,7 @@ export const RESTATE_WORKER_PARTITIONS = {
   /** `M#<m>#PACE`: the ledger of write units the merchant's passes share, a second an item. */
   pace: keys.restatePace(M, 0).pk,
   /** `M#<m>#CUSTOMER#<id>`: a customer's timeline head and chunks. */
-  customers: anyEnding(keys.customer(M, 0).pk, '0'),
+  customers: CUSTOMER_PK_PATTERN,
   /** The aggregates and their pending moves (the applier's partitions). */
   metrics: PENDING_MOVES_PK_PATTERNS,
   /** `M#<m>#PLANS` and `M#<m>#PLAN_CUSTOMERS#…`: a plan new to the figures, a customer new to a plan. */
@@ -74,7 +74,8 @@ const RETIRED = [...RESTATE_WORKER_PARTITIONS.metrics, RESTATE_WORKER_PARTITIONS
  */
 const P = RESTATE_WORKER_PARTITIONS;
 export const RESTATE_WORKER_GRANTS: KeyedGrant[] = [
-  { action: 'GetItem', leadingKeys: [P.merchant, P.jobs, P.customers, ...P.metrics] },
+  // The generation copy: a pass refused by a build's pause reads it until the switch (lib/metrics/store.ts).
+  { action: 'GetItem', leadingKeys: [P.merchant, P.jobs, P.customers, ...P.metrics, P.generations] },
   { action: 'BatchGetItem', leadingKeys: [P.customers, P.rates, P.generationSettings] },
   { action: 'Query', leadingKeys: [P.customers, ...RETIRED] },
   { action: 'PutItem', leadingKeys: [P.jobs, P.customers, ...P.metrics, P.planCustomers] },

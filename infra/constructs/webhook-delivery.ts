@@ -11,7 +11,22 @@ import { EVENT_TYPES } from '#lib/outbox/store';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { FAN_OUT_FUNCTION_TIMEOUT_SECONDS, WEBHOOK_QUEUES } from '#lib/webhooks/queue';
 import { WEBHOOK_DELIVER_HANDLER, WEBHOOK_FAN_OUT_HANDLER } from '../paths.ts';
-import { ApiFunction, SERVICE_NAME, WEBHOOK_WRITES } from './api-function.ts';
+import { webhookEndpointListPartition, keys } from '#lib/db/keys';
+import { ApiFunction, type KeyedGrant, MERCHANT_ID_IAM_PATTERN, SERVICE_NAME, WEBHOOK_WRITES } from './api-function.ts';
+
+/**
+ * What the fan-out reads (lib/webhooks/store.ts `endpointsReceiving`): the endpoint list's
+ * partition (`M#<m>#WEBHOOK_LIST`, Query) and the endpoint count's (`M#<m>#TOTALS#000`,
+ * BatchGetItem; the partition also holds shard 0 of the other lists' totals, which IAM cannot tell
+ * apart by sort key).
+ */
+/** The delivery worker's auto-disable also rewrites the endpoint's list entry (`M#<m>#WEBHOOK_LIST`). */
+export const DISABLED_LIST_ENTRY: KeyedGrant = { action: 'PutItem', leadingKeys: [webhookEndpointListPartition(MERCHANT_ID_IAM_PATTERN)] };
+
+export const FAN_OUT_READS: KeyedGrant[] = [
+  { action: 'Query', leadingKeys: [webhookEndpointListPartition(MERCHANT_ID_IAM_PATTERN)] },
+  { action: 'BatchGetItem', leadingKeys: [keys.totals(MERCHANT_ID_IAM_PATTERN, 'WEBHOOK_ENDPOINTS', 0).pk] },
+];
 
 /** The rule's name (unique per bus; the bus is per stage). Fixed, so its metrics can name it. */
 export const WEBHOOK_RULE_NAME = 'webhook-delivery';
@@ -125,10 +140,9 @@ export class WebhookDelivery extends Construct {
         environment: { ...props.environment, ...environment },
       });
 
-    // Fan-out (store.ts endpointsReceiving): strongly consistent Queries of the merchant's endpoint
-    // list and endpoint count, gsi1 for endpoints from before list entries; queues tasks. No write,
-    // nothing on the key. (LeadingKeys patterns are kept to the rate and token prefixes, which no
-    // data key can match: a merchant-prefixed pattern could be matched by free-text ids.)
+    // Fan-out (store.ts endpointsReceiving): a strongly consistent Query of the merchant's endpoint
+    // list, the endpoint count (BatchGetItem of its one item), gsi1 for endpoints from before list
+    // entries; queues tasks. No write. Keyed to those two partitions (`FAN_OUT_READS`).
     this.fanOutFunction = fn(
       'FanOutFunction',
       WEBHOOK_FAN_OUT_HANDLER,
@@ -137,7 +151,7 @@ export class WebhookDelivery extends Construct {
       {
         WEBHOOK_DELIVERY_QUEUE_URL: this.deliveryQueue.queueUrl,
       },
-    ).grantTableActions(props.table, { table: ['Query'], indexes: { gsi1: ['Query'] } });
+    ).grantTableActions(props.table, { keyed: FAN_OUT_READS, indexes: { gsi1: ['Query'] } });
     this.fanOutFunction.addToRolePolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryQueue.queueArn] }));
     // Grants Receive/Delete/ChangeMessageVisibility/GetQueueAttributes/GetQueueUrl on the events queue.
     this.fanOutFunction.addEventSource(
@@ -146,7 +160,7 @@ export class WebhookDelivery extends Construct {
 
     // Delivery (delivery.ts deliverTask): one BatchGetItem (endpoint, state, health), one
     // TransactWriteItems (Put log entry, Update state and health, or Delete health), an UpdateItem
-    // of the endpoint when it auto-disables it: writes on webhook items only (it calls
+    // of the endpoint and a Put of its list entry when it auto-disables it: writes on webhook items only (it calls
     // merchant-chosen URLs). No Query, no index. kms:Decrypt for the secrets.
     this.deliveryFunction = fn(
       'DeliveryFunction',
@@ -158,7 +172,7 @@ export class WebhookDelivery extends Construct {
         WEBHOOK_DELIVERY_DLQ_URL: this.deliveryDeadLetterQueue.queueUrl,
         WEBHOOK_KMS_KEY_ID: props.secretsKey.keyArn,
       },
-    ).grantTableActions(props.table, { table: ['BatchGetItem'], keyed: WEBHOOK_WRITES });
+    ).grantTableActions(props.table, { table: ['BatchGetItem'], keyed: [...WEBHOOK_WRITES, DISABLED_LIST_ENTRY] });
     this.deliveryFunction.addToRolePolicy(new PolicyStatement({ actions: ['kms:Decrypt'], resources: [props.secretsKey.keyArn] }));
     this.deliveryFunction.addToRolePolicy(
       new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [this.deliveryDeadLetterQueue.queueArn] }),

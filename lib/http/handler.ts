@@ -36,6 +36,7 @@ import { captureLambdaHandler, injectLambdaContext, logMetrics } from '#lib/powe
 import { logger } from '#lib/logger';
 import { DEADLINE_MARGIN_MS, retrying, withDeadline } from '#lib/db/retry';
 import { currentTally, withTally } from '#lib/db/client';
+import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 import { addRequestMetrics, metrics, tracer } from '#lib/observability';
 
 export type ApiResult = { status: number; body?: unknown; headers?: Record<string, string> };
@@ -321,6 +322,7 @@ const queryOf = (
  */
 export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>) => Promise<ApiResult>, form?: AnswerForm) =>
   withInvocationDeadline(
+    route.handler,
     pipeline(route)
       .use(form ? [jsonBody(route), form.negotiate] : [jsonBody(route)])
       .handler(async (event, context) => {
@@ -351,6 +353,7 @@ export const apiHandler = <R extends RouteDef>(route: R, fn: (req: ApiRequest<R>
  */
 export const notFoundHandler = (routes: readonly { method: string; path: string }[]) =>
   withInvocationDeadline(
+    WORKER_FUNCTIONS.notFound,
     pipeline(null).handler(async (event) => {
       const path = event.rawPath ?? '';
       const inBase = path === BASE_PATH || path.startsWith(`${BASE_PATH}/`);
@@ -364,7 +367,9 @@ export const notFoundHandler = (routes: readonly { method: string; path: string 
  * the Lambda's remaining time less a margin for the answer and its log line. The invocation keeps
  * its own DynamoDB request tally (lib/db/client.ts), right under concurrency.
  */
-const withInvocationDeadline =
-  (handler: (event: Event, context: Context) => Promise<Result>) =>
-  (event: Event, context: Context): Promise<Result> =>
-    withTally(() => withDeadline(Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS, () => handler(event, context)));
+const withInvocationDeadline = (name: string, handler: (event: Event, context: Context) => Promise<Result>) =>
+  asFunction(
+    name,
+    (event: Event, context: Context): Promise<Result> =>
+      withTally(() => withDeadline(Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS, () => handler(event, context))),
+  );

@@ -4,6 +4,7 @@ import type { Key } from '#lib/db/keys';
 import { DEADLINE_MARGIN_MS, deadline, retrying, withDeadline } from '#lib/db/retry';
 import { applyPending, PENDING_MOVES_ENTITY } from '#lib/db/writes';
 import { logger } from '#lib/logger';
+import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 
 /**
  * The pending-moves applier: the table's stream → `applyPending` for each pending-moves item put.
@@ -58,43 +59,49 @@ const keyOf = (record: DynamoDBRecord): Key => {
  * Runs within the surrounding `withDeadline` (lib/db/retry.ts): a record whose turn comes after
  * the deadline is not tried, and reported.
  */
-export const applyPendingRecords = async (records: DynamoDBRecord[]): Promise<DynamoDBBatchResponse & { stats: ApplierStats }> => {
-  const pending = records.filter(isPendingMovesInsert);
-  const stats: ApplierStats = { records: records.length, pending: pending.length, applied: 0, gone: 0, failed: 0 };
-  const failed: DynamoDBRecord[] = [];
-  const apply = async (record: DynamoDBRecord) => {
-    try {
-      const key = keyOf(record);
-      if (Date.now() >= deadline()) throw new Error('the invocation has no time left');
-      // A re-sent transaction that had landed is harmless: the next attempt finds the item gone.
-      if (await retrying(() => applyPending(key), { resendUnanswered: true })) stats.applied++;
-      else stats.gone++;
-    } catch (err) {
-      stats.failed++;
-      failed.push(record);
-      logger.warn('pending moves not applied', {
-        pk: record.dynamodb?.Keys?.pk?.S,
-        sk: record.dynamodb?.Keys?.sk?.S,
-        sequence_number: record.dynamodb?.SequenceNumber,
-        error: (err as Error).name,
-        error_message: (err as Error).message,
-      });
-    }
-  };
-  await inTurn(pending, APPLY_CONCURRENCY, apply);
-  // An empty identifier makes Lambda retry the whole batch, the safe reading of a record without one.
-  return { batchItemFailures: failed.map((r) => ({ itemIdentifier: r.dynamodb?.SequenceNumber ?? '' })), stats };
-};
+export const applyPendingRecords = asFunction(
+  WORKER_FUNCTIONS.pendingMovesApplier,
+  async (records: DynamoDBRecord[]): Promise<DynamoDBBatchResponse & { stats: ApplierStats }> => {
+    const pending = records.filter(isPendingMovesInsert);
+    const stats: ApplierStats = { records: records.length, pending: pending.length, applied: 0, gone: 0, failed: 0 };
+    const failed: DynamoDBRecord[] = [];
+    const apply = async (record: DynamoDBRecord) => {
+      try {
+        const key = keyOf(record);
+        if (Date.now() >= deadline()) throw new Error('the invocation has no time left');
+        // A re-sent transaction that had landed is harmless: the next attempt finds the item gone.
+        if (await retrying(() => applyPending(key), { resendUnanswered: true })) stats.applied++;
+        else stats.gone++;
+      } catch (err) {
+        stats.failed++;
+        failed.push(record);
+        logger.warn('pending moves not applied', {
+          pk: record.dynamodb?.Keys?.pk?.S,
+          sk: record.dynamodb?.Keys?.sk?.S,
+          sequence_number: record.dynamodb?.SequenceNumber,
+          error: (err as Error).name,
+          error_message: (err as Error).message,
+        });
+      }
+    };
+    await inTurn(pending, APPLY_CONCURRENCY, apply);
+    // An empty identifier makes Lambda retry the whole batch, the safe reading of a record without one.
+    return { batchItemFailures: failed.map((r) => ({ itemIdentifier: r.dynamodb?.SequenceNumber ?? '' })), stats };
+  },
+);
 
 /**
  * The applier as a Lambda handler (DynamoDB stream event → partial batch response): the deployed
  * function (functions/metrics/pending-applier.ts) and `npm start`'s poller (infra/local/outbox-poller.ts)
  * invoke it alike.
  */
-export const handlePendingMoves = async (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> => {
-  logger.addContext(context);
-  const end = Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS;
-  const { batchItemFailures, stats } = await withDeadline(end, () => applyPendingRecords(event.Records ?? []));
-  logger.info('pending moves applier batch', { ...stats, failed_sequence_numbers: batchItemFailures.map((f) => f.itemIdentifier) });
-  return { batchItemFailures };
-};
+export const handlePendingMoves = asFunction(
+  WORKER_FUNCTIONS.pendingMovesApplier,
+  async (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> => {
+    logger.addContext(context);
+    const end = Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS;
+    const { batchItemFailures, stats } = await withDeadline(end, () => applyPendingRecords(event.Records ?? []));
+    logger.info('pending moves applier batch', { ...stats, failed_sequence_numbers: batchItemFailures.map((f) => f.itemIdentifier) });
+    return { batchItemFailures };
+  },
+);

@@ -14,6 +14,7 @@ import { restateCustomers, type RestateReport } from '#lib/metrics/restate';
 import { RESTATE_MARKER_ENTITY } from '#lib/metrics/store';
 import { retireGeneration } from '#lib/metrics/generation';
 import { formatTimestamp } from '#lib/shared/time';
+import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 
 /**
  * A pass after a time zone or rate change that one request could not finish goes on by itself
@@ -167,23 +168,26 @@ export const isRestateJobInsert = (record: DynamoDBRecord): boolean =>
  * The restate worker as a Lambda handler (DynamoDB stream event → partial batch response): each
  * job in turn within the invocation's time; a job that fails is reported, so the mapping retries it.
  */
-export const handleRestateJobs = async (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> => {
-  logger.addContext(context);
-  const end = Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS;
-  const failed: string[] = [];
-  await withDeadline(end, async () => {
-    for (const record of (event.Records ?? []).filter(isRestateJobInsert)) {
-      const pk = record.dynamodb?.Keys?.pk?.S;
-      const sk = record.dynamodb?.Keys?.sk?.S;
-      try {
-        if (!pk || !sk) throw new Error('stream record without its pk and sk');
-        const outcome = await runRestateJob({ pk, sk }, deadline() - JOB_MARGIN_MS);
-        logger.info('restate job run', { pk, sk, outcome });
-      } catch (err) {
-        failed.push(record.dynamodb?.SequenceNumber ?? '');
-        logger.warn('restate job failed', { pk, sk, error: (err as Error).name, error_message: (err as Error).message });
+export const handleRestateJobs = asFunction(
+  WORKER_FUNCTIONS.restateWorker,
+  async (event: DynamoDBStreamEvent, context: Context): Promise<DynamoDBBatchResponse> => {
+    logger.addContext(context);
+    const end = Date.now() + context.getRemainingTimeInMillis() - DEADLINE_MARGIN_MS;
+    const failed: string[] = [];
+    await withDeadline(end, async () => {
+      for (const record of (event.Records ?? []).filter(isRestateJobInsert)) {
+        const pk = record.dynamodb?.Keys?.pk?.S;
+        const sk = record.dynamodb?.Keys?.sk?.S;
+        try {
+          if (!pk || !sk) throw new Error('stream record without its pk and sk');
+          const outcome = await runRestateJob({ pk, sk }, deadline() - JOB_MARGIN_MS);
+          logger.info('restate job run', { pk, sk, outcome });
+        } catch (err) {
+          failed.push(record.dynamodb?.SequenceNumber ?? '');
+          logger.warn('restate job failed', { pk, sk, error: (err as Error).name, error_message: (err as Error).message });
+        }
       }
-    }
-  });
-  return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
-};
+    });
+    return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
+  },
+);

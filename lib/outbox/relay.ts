@@ -8,6 +8,7 @@ import { logger } from '#lib/logger';
 import { chunkBy } from '#lib/shared/chunks';
 import type { Key } from '#lib/db/keys';
 import { OUTBOX_ENTITY, stampPublishedNow } from '#lib/outbox/store';
+import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 
 /**
  * The publishing half of the transactional outbox: the table's stream → EventBridge PutEvents.
@@ -189,41 +190,44 @@ const publishChunk = async (
  * Publishes the outbox INSERTs among `records` (stream order) and reports the first record that
  * must be retried, as a Lambda handler for a DynamoDB stream with ReportBatchItemFailures answers.
  */
-export const relayRecords = async (records: DynamoDBRecord[], publish: Publish, options: RelayOptions = {}): Promise<RelayResult> => {
-  const opts: Required<Omit<RelayOptions, 'markPublished'>> = {
-    source: options.source ?? config.eventSource(),
-    eventBusName: options.eventBusName ?? config.eventBusName() ?? '',
-    maxAttempts: options.maxAttempts ?? PUBLISH_ATTEMPTS,
-    deadline: options.deadline ?? Infinity,
-    sleep: options.sleep ?? sleep,
-  };
-  const stats: RelayStats = { records: records.length, events: 0, published: 0, calls: 0, retried: 0 };
-  // Index (in `records`) of the first record to retry.
-  let firstFailed: number | undefined;
-  const pending: Pending[] = [];
-  for (let index = 0; index < records.length && firstFailed === undefined; index++) {
-    try {
-      if (!isOutboxInsert(records[index])) continue;
-      const item = imageOf(records[index]);
-      const event = eventOfItem(item);
-      pending.push({ index, event, entry: toEntry(event, opts), mark: markOfItem(item) });
-    } catch (err) {
-      // A malformed item cannot be published: it fails (and ends in the on-failure destination).
-      logger.error('outbox record cannot be published', {
-        sequence_number: records[index].dynamodb?.SequenceNumber,
-        error: (err as Error).message,
-      });
-      firstFailed = index;
+export const relayRecords = asFunction(
+  WORKER_FUNCTIONS.outboxRelay,
+  async (records: DynamoDBRecord[], publish: Publish, options: RelayOptions = {}): Promise<RelayResult> => {
+    const opts: Required<Omit<RelayOptions, 'markPublished'>> = {
+      source: options.source ?? config.eventSource(),
+      eventBusName: options.eventBusName ?? config.eventBusName() ?? '',
+      maxAttempts: options.maxAttempts ?? PUBLISH_ATTEMPTS,
+      deadline: options.deadline ?? Infinity,
+      sleep: options.sleep ?? sleep,
+    };
+    const stats: RelayStats = { records: records.length, events: 0, published: 0, calls: 0, retried: 0 };
+    // Index (in `records`) of the first record to retry.
+    let firstFailed: number | undefined;
+    const pending: Pending[] = [];
+    for (let index = 0; index < records.length && firstFailed === undefined; index++) {
+      try {
+        if (!isOutboxInsert(records[index])) continue;
+        const item = imageOf(records[index]);
+        const event = eventOfItem(item);
+        pending.push({ index, event, entry: toEntry(event, opts), mark: markOfItem(item) });
+      } catch (err) {
+        // A malformed item cannot be published: it fails (and ends in the on-failure destination).
+        logger.error('outbox record cannot be published', {
+          sequence_number: records[index].dynamodb?.SequenceNumber,
+          error: (err as Error).message,
+        });
+        firstFailed = index;
+      }
     }
-  }
-  stats.events = pending.length;
-  const { published, failed } = await publishInOrder(pending, publish, opts, stats);
-  if (failed.length) firstFailed = Math.min(firstFailed ?? Infinity, ...failed.map((p) => p.index));
-  // An empty identifier makes Lambda retry the whole batch, the safe reading of a record without one.
-  const batchItemFailures = firstFailed === undefined ? [] : [{ itemIdentifier: records[firstFailed].dynamodb?.SequenceNumber ?? '' }];
-  if (!options.markPublished) return { batchItemFailures, stats };
-  return { batchItemFailures, stats, marks: await stampPublished(published, options.markPublished) };
-};
+    stats.events = pending.length;
+    const { published, failed } = await publishInOrder(pending, publish, opts, stats);
+    if (failed.length) firstFailed = Math.min(firstFailed ?? Infinity, ...failed.map((p) => p.index));
+    // An empty identifier makes Lambda retry the whole batch, the safe reading of a record without one.
+    const batchItemFailures = firstFailed === undefined ? [] : [{ itemIdentifier: records[firstFailed].dynamodb?.SequenceNumber ?? '' }];
+    if (!options.markPublished) return { batchItemFailures, stats };
+    return { batchItemFailures, stats, marks: await stampPublished(published, options.markPublished) };
+  },
+);
 
 /**
  * Publishes `pending` in order, chunk by chunk (PutEvents' limits), each chunk's failures sent

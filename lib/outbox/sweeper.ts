@@ -24,6 +24,7 @@ import {
   type RelayOptions,
   type RelayStats,
 } from '#lib/outbox/relay';
+import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 
 /**
  * The safety net of the outbox: events recorded but never published (the stream record expired
@@ -112,7 +113,7 @@ const pastDeadline = (opts: SweepOptions) => Date.now() >= (opts.deadline ?? Inf
 export const SWEEP_MERCHANT_CONCURRENCY = 4;
 
 /** One run of the sweeper over every merchant (or `opts.merchants`). */
-export const sweepOutbox = async (opts: SweepOptions): Promise<SweepStats> => {
+export const sweepOutbox = asFunction(WORKER_FUNCTIONS.outboxSweeper, async (opts: SweepOptions): Promise<SweepStats> => {
   const stats = emptyStats();
   const at = now().getTime();
   const until = formatTimestamp(new Date(at - (opts.graceMs ?? SWEEP_GRACE_MS)));
@@ -143,7 +144,7 @@ export const sweepOutbox = async (opts: SweepOptions): Promise<SweepStats> => {
     if (stats.stopped || pastDeadline(opts)) return { ...stats, stopped: true };
   }
   return stats;
-};
+});
 
 /** The replay refuses a start the outbox no longer holds (items expire after OUTBOX_TTL_SECONDS). */
 export class ReplayRangeError extends Error {

@@ -3,6 +3,7 @@ import { getMerchant } from '#lib/merchants/store';
 import { generationOf, zoneOf } from '#lib/merchants/rules';
 import { formatTimestamp } from '#lib/shared/time';
 import { applyScheduledCancel } from '#lib/subscriptions/service';
+import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 
 /**
  * Scheduled cancellations. A future `cancelled_at` sets `cancel_at` and publishes
@@ -39,7 +40,7 @@ export type CancelCheck = { due: true; applied: boolean } | { due: false; wake_a
  * for (`applied` false: replaced, cleared, deleted or applied already); before then, says when to
  * look again (`far`: not within one wait, so the scheduler starts a fresh wait).
  */
-export const checkScheduledCancel = async (s: ScheduledCancel): Promise<CancelCheck> => {
+export const checkScheduledCancel = asFunction(WORKER_FUNCTIONS.cancelCheck, async (s: ScheduledCancel): Promise<CancelCheck> => {
   const at = now();
   if (formatTimestamp(at) < s.cancel_at) {
     const limit = formatTimestamp(new Date(at.getTime() + MAX_WAIT_DAYS * 86_400_000));
@@ -58,4 +59,4 @@ export const checkScheduledCancel = async (s: ScheduledCancel): Promise<CancelCh
     s.cancel_at,
   );
   return { due: true, applied: applied !== null && applied.status === 'cancelled' };
-};
+});

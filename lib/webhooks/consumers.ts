@@ -6,6 +6,7 @@ import { EVENT_TYPES, type EventType } from '#lib/outbox/store';
 import { deliverTask, type AttemptOptions, type DeliveryTask, type TaskOutcome } from '#lib/webhooks/delivery';
 import { parseTask, type DeliveryQueue } from '#lib/webhooks/queue';
 import { endpointsReceiving } from '#lib/webhooks/store';
+import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 
 /**
  * The two SQS consumers of webhook delivery:
@@ -90,22 +91,25 @@ const eachRecord = async <P>(
 };
 
 /** The fan-out over a batch of events-queue messages. */
-export const fanOutRecords = (records: SQSRecord[], queue: DeliveryQueue): Promise<SQSBatchResponse> =>
-  eachRecord(
-    records,
-    eventOfMessage,
-    (event) => event.merchant_id,
-    async (_r, event) => {
-      const tasks = await tasksFor(event);
-      if (tasks.length) await queue.send(tasks);
-      logger.info('webhook event fanned out', {
-        event_id: event.id,
-        type: event.type,
-        merchant_id: event.merchant_id,
-        endpoints: tasks.length,
-      });
-    },
-  );
+export const fanOutRecords = asFunction(
+  WORKER_FUNCTIONS.webhookFanOut,
+  (records: SQSRecord[], queue: DeliveryQueue): Promise<SQSBatchResponse> =>
+    eachRecord(
+      records,
+      eventOfMessage,
+      (event) => event.merchant_id,
+      async (_r, event) => {
+        const tasks = await tasksFor(event);
+        if (tasks.length) await queue.send(tasks);
+        logger.info('webhook event fanned out', {
+          event_id: event.id,
+          type: event.type,
+          merchant_id: event.merchant_id,
+          endpoints: tasks.length,
+        });
+      },
+    ),
+);
 
 export type DeliveryOptions = AttemptOptions & {
   random?: () => number;
@@ -121,28 +125,31 @@ export type DeliveryOptions = AttemptOptions & {
  * is a reported failure whose message was postponed to the next attempt's time; the last failed
  * attempt parks the task and deletes the message.
  */
-export const deliverRecords = (records: SQSRecord[], queue: DeliveryQueue, opts: DeliveryOptions = {}): Promise<SQSBatchResponse> =>
-  eachRecord(records, parseTask, undefined, async (r, task) => {
-    const outcome = await deliverTask(task, opts);
-    opts.onOutcome?.(task, outcome);
-    const log = { event_id: task.event.id, type: task.event.type, endpoint_id: task.endpoint_id, merchant_id: task.merchant_id };
-    if (outcome.action === 'done')
-      return logger.info('webhook task done', { ...log, reason: outcome.reason, attempt: outcome.entry?.attempt });
-    const { attempt, status, error } = outcome.entry;
-    if (outcome.action === 'dead-letter') {
-      await queue.deadLetter(task, `attempt ${attempt} failed: ${error ?? `HTTP ${status}`}`);
-      return logger.warn('webhook task dead-lettered', { ...log, attempt, status, error });
-    }
-    await queue.postpone(r.receiptHandle, outcome.delaySeconds);
-    logger.info('webhook attempt failed, retry scheduled', {
-      ...log,
-      attempt,
-      status,
-      error,
-      retry_in_s: Math.round(outcome.delaySeconds),
-    });
-    throw new RetryLater(`attempt ${attempt} failed`);
-  });
+export const deliverRecords = asFunction(
+  WORKER_FUNCTIONS.webhookDeliver,
+  (records: SQSRecord[], queue: DeliveryQueue, opts: DeliveryOptions = {}): Promise<SQSBatchResponse> =>
+    eachRecord(records, parseTask, undefined, async (r, task) => {
+      const outcome = await deliverTask(task, opts);
+      opts.onOutcome?.(task, outcome);
+      const log = { event_id: task.event.id, type: task.event.type, endpoint_id: task.endpoint_id, merchant_id: task.merchant_id };
+      if (outcome.action === 'done')
+        return logger.info('webhook task done', { ...log, reason: outcome.reason, attempt: outcome.entry?.attempt });
+      const { attempt, status, error } = outcome.entry;
+      if (outcome.action === 'dead-letter') {
+        await queue.deadLetter(task, `attempt ${attempt} failed: ${error ?? `HTTP ${status}`}`);
+        return logger.warn('webhook task dead-lettered', { ...log, attempt, status, error });
+      }
+      await queue.postpone(r.receiptHandle, outcome.delaySeconds);
+      logger.info('webhook attempt failed, retry scheduled', {
+        ...log,
+        attempt,
+        status,
+        error,
+        retry_in_s: Math.round(outcome.delaySeconds),
+      });
+      throw new RetryLater(`attempt ${attempt} failed`);
+    }),
+);
 
 /** A consumer as a Lambda handler for an SQS event source with ReportBatchItemFailures. */
 export const sqsHandler =

@@ -2,7 +2,7 @@ import { PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { db, tableName } from '#lib/db/client';
-import { keys } from '#lib/db/keys';
+import { GENERATION_SHARDS, keys } from '#lib/db/keys';
 import { DEADLINE_MARGIN_MS } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
 import { addRateTablePut, readRateTable } from '#lib/exchange-rates/store';
@@ -134,14 +134,20 @@ const expectInsideGrants = (requests: { action: string; pk: string }[]) => {
   for (const { action, pk } of requests) expect(allowed(action as TableAction, pk), `${action} ${pk}`).toBe(true);
 };
 
+/** USD's rate from 2020-01 changed to `rate`, and the pass the change leaves run to its end. */
+const rateChangePass = async (rate: string) => {
+  const ws = new WriteSet();
+  addRateTablePut(ws, merchantId, { ...(await readRateTable(merchantId, 'USD')), rates: { '2020-01': rate, '2021-06': '31' } });
+  await ws.commit();
+  const ran = await runJob({ merchant_id: merchantId, currency: 'USD', from_id: 1, round: 1 });
+  expect(ran.result).toEqual({ batchItemFailures: [] });
+  expect(await jobs(merchantId)).toEqual([]);
+  return ran;
+};
+
 describe("the restate worker's requests stay inside its IAM grants", () => {
   it('a rate change: both customers read whole (one chunked), converted again and written, the rates read and checked, the job ended', async () => {
-    const ws = new WriteSet();
-    addRateTablePut(ws, merchantId, { ...(await readRateTable(merchantId, 'USD')), rates: { '2020-01': '30', '2021-06': '31' } });
-    await ws.commit();
-    const { result, requests } = await runJob({ merchant_id: merchantId, currency: 'USD', from_id: 1, round: 1 });
-    expect(result).toEqual({ batchItemFailures: [] });
-    expect(await jobs(merchantId)).toEqual([]);
+    const { requests } = await rateChangePass('30');
     expectInsideGrants(requests);
     const actions = new Set(requests.map((r) => r.action));
     for (const action of ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'])
@@ -182,6 +188,22 @@ describe("the restate worker's requests stay inside its IAM grants", () => {
     expect(again.result).toEqual({ batchItemFailures: [] });
     expect(again.requests).toEqual([{ action: 'GetItem', pk: keys.restateJob(merchantId, '').pk }]);
     expect(await jobs(merchantId)).toEqual([]);
+  }, 120_000);
+
+  it("a pass that meets a build's pause reads the generation copy until the pause ends, then moves its customers", async () => {
+    const pausedUntil = Date.now() + 1_000;
+    for (let shard = 0; shard < GENERATION_SHARDS; shard++)
+      await db().send(
+        new PutCommand({
+          TableName: tableName(),
+          Item: { ...keys.generation(merchantId, shard), generation: 0, paused_until: pausedUntil },
+        }),
+      );
+    const { requests } = await rateChangePass('29');
+    expect(Date.now()).toBeGreaterThanOrEqual(pausedUntil);
+    expect(requests.some((r) => r.action === 'GetItem' && r.pk.startsWith(keys.generation(merchantId, 0).pk.replace(/\d+$/, '')))).toBe(
+      true,
+    );
   }, 120_000);
 
   it("a retire job: an older generation's items read by partition and deleted, nothing else", async () => {

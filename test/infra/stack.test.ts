@@ -458,16 +458,24 @@ describe('table grants', () => {
       for (const p of condition['ForAllValues:StringLike']['dynamodb:LeadingKeys']) patterns.add(p);
     }
     const webhook = `M#mer_${'?'.repeat(20)}#WEBHOOK#*`;
+    // The fan-out's reads (the endpoint list and count) and the delivery worker's list entry; a customer's partitions (the cancel check's Query).
+    const exact = ['WEBHOOK_LIST', 'TOTALS#000', 'CUSTOMER#*'].map((p) => `M#mer_${'?'.repeat(20)}#${p}`);
     // The pending-moves applier's: a merchant's MRR and cohort partitions (whole or a segment's) and its churn by reason.
     const metrics = [`M#mer_${'?'.repeat(20)}#MRR*`, `M#mer_${'?'.repeat(20)}#COHORT*`, `M#mer_${'?'.repeat(20)}#CHURN_REASONS*`];
     const generations = GENERATIONS.split(',');
     expect([...patterns].sort()).toEqual(
-      [...metrics, ...generations, webhook, 'OUTBOX#*', 'OUTBOX_EVENT#*', 'RATE#IP#*', 'RATE#M#*', 'TOKEN#*'].sort(),
+      [...metrics, ...generations, ...exact, webhook, 'OUTBOX#*', 'OUTBOX_EVENT#*', 'RATE#IP#*', 'RATE#M#*', 'TOKEN#*'].sort(),
     );
     expect(
       [...patterns]
         .filter(
-          (p) => !p.startsWith('TOKEN#') && !p.startsWith('OUTBOX') && p !== webhook && !metrics.includes(p) && !generations.includes(p),
+          (p) =>
+            !p.startsWith('TOKEN#') &&
+            !p.startsWith('OUTBOX') &&
+            p !== webhook &&
+            !exact.includes(p) &&
+            !metrics.includes(p) &&
+            !generations.includes(p),
         )
         .every((p) => p.startsWith(RATE_PREFIX)),
     ).toBe(true);
@@ -546,8 +554,15 @@ describe('table grants', () => {
         keys.activitySequence(tricky),
         keys.activityTotals(tricky, 'RATE#1', '2025-01', 1),
       ];
-      for (const key of dataKeys) expect(matching(key.pk), key.pk).toEqual([]);
+      // A real merchant's customer partitions and its endpoint count's are reached by their exact grants only.
+      for (const key of dataKeys)
+        expect(
+          matching(key.pk).filter((p) => !exact.includes(p)),
+          key.pk,
+        ).toEqual([]);
     }
+    expect(matching(keys.customer(merchant, 1).pk)).toEqual([exact[2]]);
+    expect(matching(keys.totals(merchant, 'WEBHOOK_ENDPOINTS', 0).pk)).toEqual([exact[1]]);
   });
 });
 
@@ -1061,7 +1076,7 @@ describe('restate worker', () => {
       `dynamodb:ConditionCheckItem on table ${m}#RATES_VERSION#*,${m}#GENERATION#*`,
       `dynamodb:DeleteItem on table ${m}#RESTATE,${m}#CUSTOMER#*,${metrics}`,
       'dynamodb:DescribeStream on stream',
-      `dynamodb:GetItem on table ${m},${m}#RESTATE,${m}#CUSTOMER#*,${metrics}`,
+      `dynamodb:GetItem on table ${m},${m}#RESTATE,${m}#CUSTOMER#*,${metrics},${m}#GENERATION#*`,
       'dynamodb:GetRecords on stream',
       'dynamodb:GetShardIterator on stream',
       'dynamodb:ListStreams on stream',

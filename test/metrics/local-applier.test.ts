@@ -52,7 +52,7 @@ const read = async (key: Key) => (await db().send(new GetCommand({ TableName: ta
 
 describe('the local pending-moves applier', () => {
   it('applies a pending-moves item put into the table within seconds: the targets have the ADDs, the item is gone', async () => {
-    const home = pendingHome('mer_local_applier', 'M#2024-03');
+    const home = pendingHome('mer_0000000000000000a001', 'M#2024-03');
     const moves: PendingMoves = [
       ['D#2024-03-05#00', { n: '7', ac: '1' }],
       ['M#2024-03#00', { n: '7', ac: '1' }],
@@ -72,11 +72,11 @@ describe('the local pending-moves applier', () => {
 
 describe('the local restate worker', () => {
   it('runs a restate job put into the table: a job for a merchant that is gone is ended, and the applier and relay keep out', async () => {
-    const key = keys.restateJob('mer_local_restate', '000001#local');
+    const key = keys.restateJob('mer_0000000000000000a002', '000001#local');
     await db().send(
       new PutCommand({
         TableName: tableName(),
-        Item: { ...key, entity: RESTATE_JOB_ENTITY, merchant_id: 'mer_local_restate', from_id: 1, round: 1 },
+        Item: { ...key, entity: RESTATE_JOB_ENTITY, merchant_id: 'mer_0000000000000000a002', from_id: 1, round: 1 },
       }),
     );
     await eventually(async () => (await read(key)) === undefined, 10_000, 'the restate job run and ended');

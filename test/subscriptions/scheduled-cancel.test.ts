@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { checkScheduledCancel } from '#lib/subscriptions/schedule';
+import { readTimeline } from '#lib/metrics/store';
 import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { LocalBus } from '../../infra/local/local-bus.ts';
 import { startLocalCancelScheduler } from '../../infra/local/cancel-scheduler.ts';
@@ -67,6 +68,35 @@ describe('scheduled cancellation (a future cancelled_at)', () => {
     const march = (await api.get('/metrics/mrr?start_date=2026-03-01&end_date=2026-03-10&interval=day', token)).body.data;
     expect(march.at(-1)).toMatchObject({ date: '2026-03-10', churn: '-100.00', mrr: '0.00' });
   });
+
+  it('applies a cancellation to a customer with a long history (the timeline in chunks, read by Query)', async () => {
+    const clock = fixedClock('2026-03-01T00:00:00Z');
+    const { token, merchantId, customer, sub } = await setup();
+    // 300 paid monthly orders a week apart: the customer's timeline no longer fits its head.
+    for (let batch = 0; batch < 3; batch++) {
+      const orders = Array.from({ length: 100 }, (_, i) => {
+        const n = batch * 100 + i;
+        const paidAt = new Date(Date.parse('2020-01-06T10:00:00Z') + n * 7 * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+        return {
+          order_no: `LONG-${n}`,
+          amount: '10',
+          customer_email: customer.email,
+          status: 'paid',
+          billing_cycle: 'monthly',
+          created_at: paidAt,
+          paid_at: paidAt,
+        };
+      });
+      const res = await api.post('/orders/batch', token, { orders });
+      expect(res.body.data.failed, JSON.stringify(res.body.data.results)).toBe(0);
+    }
+    expect((await readTimeline(merchantId, customer.id)).chunks?.size).toBeGreaterThan(1);
+    expect((await api.put(`/subscriptions/${sub.id}/cancel`, token, { cancelled_at: '2026-03-10T12:00:00Z' })).status).toBe(200);
+    clock.set('2026-03-10T12:00:01Z');
+    const armedFor = { merchant_id: merchantId, subscription_id: sub.id, cancel_at: '2026-03-10T12:00:00Z' };
+    expect(await checkScheduledCancel(armedFor)).toEqual({ due: true, applied: true });
+    expect((await events(token, sub.id)).map((e: { event_type: string }) => e.event_type)).toEqual(['cancel', 'created']);
+  }, 60_000);
 
   it('a later cancel replaces the schedule, reactivate or cancel_at: null clears it, and a stale schedule applies nothing', async () => {
     const clock = fixedClock('2026-03-01T00:00:00Z');

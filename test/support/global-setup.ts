@@ -1,4 +1,7 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ensureTable, freePort, startDynamoDbLocal } from '../../infra/local/dynamodb.ts';
+import { writePolicies } from './iam/policies.ts';
 
 /**
  * One DynamoDB Local for the whole run; test files isolate themselves by merchant. The shared table
@@ -15,5 +18,9 @@ export default async function setup() {
   await ensureTable(dynamo.endpoint, tableName, { stream: false });
   process.env.DYNAMODB_ENDPOINT = dynamo.endpoint;
   process.env.TABLE_NAME = tableName;
+  // Every function's IAM policy, from one synth of the stack, for test/support/iam-check.ts.
+  const policies = join(tmpdir(), `ras-iam-policies-${process.pid}.json`);
+  writePolicies(policies);
+  process.env.IAM_POLICIES_FILE = policies;
   return () => dynamo.stop();
 }

@@ -33,11 +33,4 @@ export const recordSentRequests = (name: string) => {
   };
 };
 
-/** IAM StringLike: `*` any run of characters, `?` one. */
-export const iamLike = (pattern: string, value: string) =>
-  new RegExp(
-    `^${pattern
-      .replace(/[.+^$(){}|[\]\\]/g, '\\$&')
-      .replace(/\*/g, '.*')
-      .replace(/\?/g, '.')}$`,
-  ).test(value);
+export { iamLike } from './iam/authorize.ts';
