@@ -94,22 +94,25 @@ export const DEFAULTS = {
 } as const;
 
 /**
- * Table access of a route's function: write routes write (those whose change builds a generation of
- * the figures also put it with BatchWriteItem), except those that send a signed request
+ * Table access of a route's function: write routes write the merchant's items and the outbox (those
+ * whose change builds a generation of the figures also put it with BatchWriteItem and update the
+ * token's copy of the settings; the back office's token routes write token items), except those that send a signed request
  * to a merchant-chosen URL (they decrypt signing secrets: test, manual retry), which write webhook
  * items only; public routes (such as the OpenAPI document) read no data, only the token and
  * rate-window items every request touches.
  */
-export const tableAccessFor = (route: Pick<RouteDef, 'writes' | 'ability' | 'auth' | 'secrets' | 'recounts'>): TableAccess =>
+export const tableAccessFor = (route: Pick<RouteDef, 'writes' | 'ability' | 'auth' | 'secrets' | 'recounts' | 'tokens'>): TableAccess =>
   route.secrets === 'decrypt'
     ? 'webhookSend'
     : route.recounts
       ? 'recount'
-      : route.writes
-        ? 'write'
-        : authKindOf(route) === 'none'
-          ? 'pipeline'
-          : 'read';
+      : route.tokens
+        ? 'tokens'
+        : route.writes
+          ? 'write'
+          : authKindOf(route) === 'none'
+            ? 'pipeline'
+            : 'read';
 
 /** The one KMS action a route's function may take on the webhook secrets key (RouteDef `secrets`). */
 export const KMS_ACTION = { encrypt: 'kms:Encrypt', decrypt: 'kms:Decrypt' } as const;

@@ -4,7 +4,7 @@ import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Function as LambdaFunction, type FunctionProps, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { churnReasonsPartition, cohortPartition, keys, metricsPartition } from '#lib/db/keys';
+import { churnReasonsPartition, cohortPartition, keys, metricsPartition, OUTBOX_EVENT_PREFIX, OUTBOX_PREFIX } from '#lib/db/keys';
 import { GSIS, TABLE_KEYS, type IndexName } from '#lib/db/table';
 import { RATE_WINDOW_ATTRIBUTES } from '#lib/auth/rate-limit';
 import { TOKEN_USE_ATTRIBUTE } from '#lib/auth/tokens';
@@ -44,11 +44,14 @@ export const WEBHOOK_PK_PATTERNS = [`${keys.webhookEndpoint(MERCHANT_ID_IAM_PATT
  * - `read`: read routes (`writes: false`), which still count requests;
  * - `webhookSend`: the routes that send a signed request to a merchant's URL (test, manual retry):
  *   they read like a read route and write webhook items only;
- * - `write`: write routes;
+ * - `write`: write routes: reads, and writes on the merchant's own partitions and the outbox's,
+ *   never on token or rate-window items beyond the pipeline's updates;
  * - `recount`: the write routes whose change builds a new generation of the MRR figures (`recounts`):
- *   a write route's actions, and BatchWriteItem on the keys of later generations only.
+ *   a write route's actions, BatchWriteItem on the keys of later generations only, and the token's
+ *   copy of the settings (zone, generation);
+ * - `tokens`: the back office's token routes (`tokens`): a write route's actions and token items.
  */
-export type TableAccess = 'pipeline' | 'read' | 'webhookSend' | 'write' | 'recount';
+export type TableAccess = 'pipeline' | 'read' | 'webhookSend' | 'write' | 'recount' | 'tokens';
 
 /**
  * What DynamoDB asks KMS for on a caller's behalf when the table is under a customer-managed key:
@@ -94,6 +97,33 @@ export const GENERATION_BUILD_WRITES: KeyedGrant = {
     `${keys.merchant(MERCHANT_ID_IAM_PATTERN).pk}#G*#SETTINGS`,
   ],
 };
+/**
+ * A write route's writes: the merchant's own partitions (`M#<m>`, `M#<m>#…`) and the outbox's
+ * (`OUTBOX#…`, `OUTBOX_EVENT#…`, led by prefixes no data key takes). Token and rate-window items
+ * are out of reach but for the pipeline's two updates (`PIPELINE_UPDATES`).
+ */
+export const DATA_PK_PATTERNS = [
+  keys.merchant(MERCHANT_ID_IAM_PATTERN).pk,
+  `${keys.merchant(MERCHANT_ID_IAM_PATTERN).pk}#*`,
+  `${OUTBOX_PREFIX}*`,
+  `${OUTBOX_EVENT_PREFIX}*`,
+];
+const DATA_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'] as const).map((action) => ({
+  action,
+  leadingKeys: DATA_PK_PATTERNS,
+}));
+/** A settings change's copy of what requests read from their token (lib/merchants/store.ts `addMerchantChanges`), to the attribute. */
+export const TOKEN_SETTINGS_UPDATE: KeyedGrant = {
+  action: 'UpdateItem',
+  leadingKeys: TOKEN_PK_PATTERNS,
+  attributes: [...KEY_ATTRIBUTES, 'timezone', 'metrics_generation'],
+};
+/** Issuing, replacing and revoking a token (lib/merchants/store.ts). */
+const TOKEN_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'] as const).map((action) => ({
+  action,
+  leadingKeys: TOKEN_PK_PATTERNS,
+}));
+
 /** The token lookup of every request (lib/auth/tokens.ts `authenticate`). */
 export const TOKEN_LOOKUP: KeyedGrant = { action: 'GetItem', leadingKeys: TOKEN_PK_PATTERNS };
 /**
@@ -130,8 +160,8 @@ export const WEBHOOK_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteIt
  *              no wildcard resource).
  */
 const WRITE_ACCESS = {
-  table: ['GetItem', 'BatchGetItem', 'Query', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'] as TableAction[],
-  keyed: [] as KeyedGrant[],
+  table: ['GetItem', 'BatchGetItem', 'Query'] as TableAction[],
+  keyed: [...DATA_WRITES, ...PIPELINE_UPDATES],
   indexes: ['Query'] as TableAction[],
 };
 export const TABLE_ACCESS: Record<TableAccess, { table: TableAction[]; keyed: KeyedGrant[]; indexes: TableAction[] }> = {
@@ -140,7 +170,8 @@ export const TABLE_ACCESS: Record<TableAccess, { table: TableAction[]; keyed: Ke
   // Reads the endpoint (GetItem), or it and the delivery state (BatchGetItem); the dashboard's caller reads the merchant.
   webhookSend: { table: ['GetItem', 'BatchGetItem'], keyed: [...PIPELINE_UPDATES, ...WEBHOOK_WRITES], indexes: [] },
   write: WRITE_ACCESS,
-  recount: { ...WRITE_ACCESS, keyed: [GENERATION_BUILD_WRITES] },
+  recount: { ...WRITE_ACCESS, keyed: [...WRITE_ACCESS.keyed, GENERATION_BUILD_WRITES, TOKEN_SETTINGS_UPDATE] },
+  tokens: { ...WRITE_ACCESS, keyed: [...WRITE_ACCESS.keyed, ...TOKEN_WRITES] },
 };
 
 const dynamodb = (actions: TableAction[]) => actions.map((a) => `dynamodb:${a}`);

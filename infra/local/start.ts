@@ -1,14 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import { db, tableName } from '#lib/db/client';
-import { keys } from '#lib/db/keys';
+import { tableName } from '#lib/db/client';
 import { BASE_PATH } from '#lib/http/route';
-import { createToken, regenerateToken, revokeToken } from '#lib/merchants/service';
-import { WriteSet } from '#lib/db/writes';
-import { now } from '#lib/clock';
+import { createToken, ensureMerchant, regenerateToken, revokeToken } from '#lib/merchants/service';
 import { config } from '#lib/config';
-import { formatTimestamp } from '#lib/shared/time';
 import { ensureTable, freePort, isDynamoDbLocalProcess, isPortFree, startDynamoDbLocal, stopDynamoDbLocalProcess } from './dynamodb.ts';
 import { buildDashboard, type DashboardOptions } from './dashboard.ts';
 import { issueLocalBackofficeToken } from './backoffice-jwt.ts';
@@ -31,19 +26,7 @@ import {
 const DEMO_MERCHANT = 'mer_demo';
 
 const seedDemo = async (): Promise<string> => {
-  const existing = await db().send(new GetCommand({ TableName: tableName(), Key: keys.merchant(DEMO_MERCHANT), ConsistentRead: true }));
-  if (!existing.Item) {
-    await new WriteSet()
-      .put('merchant', {
-        ...keys.merchant(DEMO_MERCHANT),
-        merchant_id: DEMO_MERCHANT,
-        name: 'Demo merchant',
-        reporting_currency: 'TWD',
-        created_at: formatTimestamp(now()),
-      })
-      .commit();
-    return (await createToken(DEMO_MERCHANT)).token;
-  }
+  if (await ensureMerchant(DEMO_MERCHANT, 'Demo merchant', 'TWD')) return (await createToken(DEMO_MERCHANT)).token;
   // Persisted data (DATA_DIR): the old plain token is unknown, so issue a fresh one.
   try {
     return (await regenerateToken(DEMO_MERCHANT)).token;

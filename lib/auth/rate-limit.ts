@@ -3,6 +3,7 @@ import { now } from '#lib/clock';
 import { config } from '#lib/config';
 import { db, tableName } from '#lib/db/client';
 import { keys, type Key } from '#lib/db/keys';
+import { isUnanswered } from '#lib/db/retry';
 import { TTL_ATTRIBUTE } from '#lib/db/table';
 
 /**
@@ -32,17 +33,29 @@ export const rateShards = (limit: number, windowSeconds: number): number =>
  */
 const hit = async (key: Key, limit: number, windowSeconds: number, windowStart: number, shards = 1): Promise<RateState> => {
   const reset = windowStart + windowSeconds;
-  const { Attributes } = await db().send(
-    new UpdateCommand({
-      TableName: tableName(),
-      Key: key,
-      UpdateExpression: 'ADD #count :one SET #exp = :exp',
-      ExpressionAttributeNames: { '#count': RATE_WINDOW_ATTRIBUTES.count, '#exp': RATE_WINDOW_ATTRIBUTES.expiresAt },
-      ExpressionAttributeValues: { ':one': 1, ':exp': reset + 3600 },
-      ReturnValues: 'UPDATED_NEW',
-    }),
-  );
-  const count = Number(Attributes?.count ?? 1) * shards;
+  const names = { '#count': RATE_WINDOW_ATTRIBUTES.count, '#exp': RATE_WINDOW_ATTRIBUTES.expiresAt };
+  const update = (expression: string, values: Record<string, number>) =>
+    db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: key,
+        UpdateExpression: expression,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ...values, ':exp': reset + 3600 },
+        ReturnValues: 'UPDATED_NEW',
+      }),
+    );
+  let counted: Record<string, unknown> | undefined;
+  try {
+    counted = (await update('ADD #count :one SET #exp = :exp', { ':one': 1 })).Attributes;
+  } catch (err) {
+    // The count's answer was lost (it may or may not have landed; it is never sent again): the
+    // limiter's hiccup refuses no request. The window's count is read back by an update that
+    // changes nothing already there, safe to send again, so this request is counted at most once.
+    if (!isUnanswered(err)) throw err;
+    counted = (await update('SET #count = if_not_exists(#count, :zero), #exp = :exp', { ':zero': 0 })).Attributes;
+  }
+  const count = Number(counted?.count ?? 1) * shards;
   return { limit, remaining: Math.max(0, limit - count), reset, exceeded: count > limit };
 };
 

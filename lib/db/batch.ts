@@ -1,5 +1,5 @@
-import { deadline, retrying, settledError } from '#lib/db/retry';
-import { ContentionError, DomainError } from '#lib/errors';
+import { deadline, isUnanswered, retrying, settledError } from '#lib/db/retry';
+import { ContentionError, DomainError, ThrottledError } from '#lib/errors';
 import { METRIC_SHARDS } from '#lib/db/keys';
 import { leaseShard, releaseShard } from '#lib/db/shards';
 import { MAX_ACTIONS, MAX_EXPRESSION_BYTES, MAX_TRANSACTION_BYTES, WriteSet } from '#lib/db/writes';
@@ -14,7 +14,8 @@ import { logger } from '#lib/logger';
  * - commit: one TransactWriteItems per chunk, up to IN_FLIGHT at once when they name no common
  *   item (a chunk naming an item of one in flight waits for it, then is packed again from the state
  *   it left); a chunk that loses a race is redone unit by unit from fresh reads under the retry
- *   policy (bounded by the invocation's deadline);
+ *   policy (bounded by the invocation's deadline); a chunk whose answer is lost is sent again as it
+ *   is (its token: applied once), and never redone unit by unit: unconfirmed, its units answer busy;
  * - report: each unit reports itself once its writes are committed, so a later failure never
  *   loses what was already written.
  * Any movement a unit's writes need (figures, aggregates) joins through `write`, never here.
@@ -102,13 +103,30 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
   };
 
   const commitChunk = async (chunk: U[], packed: Packed, shard: number, carriesFinish: boolean): Promise<void> => {
+    // Set once a send of this transaction got no answer: it may have landed, so its units are never written again.
+    let unanswered = false;
     try {
-      await packed.ws.commit();
+      // The same transaction again while its answer is lost: its token makes DynamoDB apply it once.
+      await retrying(
+        () =>
+          packed.ws.commit().catch((err: unknown) => {
+            if (isUnanswered(err)) unanswered = true;
+            throw err;
+          }),
+        { resendUnanswered: true },
+      );
       releaseShard(shard, true);
       packed.onCommit();
     } catch (err) {
       releaseShard(shard, false);
       if (carriesFinish) finished = false;
+      if (unanswered) {
+        // Sent, perhaps applied, never confirmed before the deadline: each unit answers busy (the
+        // client's retry of an upsert finds what landed), none is written a second time here.
+        logger.warn('batch chunk unconfirmed: its units answer busy', { units: chunk.length, error: (err as Error).message });
+        for (const unit of chunk) plan.failed(unit, new ThrottledError());
+        return;
+      }
       logger.debug('batch chunk lost a race; redoing its units one by one', { units: chunk.length, error: (err as Error).message });
       for (const unit of chunk) {
         try {

@@ -90,7 +90,7 @@ const THROTTLE_NAMES = new Set([
   'ServiceUnavailable',
   'ServiceUnavailableException',
 ]);
-const CONTENTION_NAMES = new Set(['TransactionConflictException', 'TransactionInProgressException']);
+const CONTENTION_NAMES = new Set(['TransactionConflictException']);
 
 /** How an error may be retried, or null when it is final. */
 export const retryKind = (err: unknown): 'contention' | 'throttle' | null => {
@@ -108,7 +108,14 @@ export const retryKind = (err: unknown): 'contention' | 'throttle' | null => {
  * and answer as if someone else had made it — but answered 503, so the client retries (an order
  * create with its idempotency key then gets the original answer).
  */
-const UNANSWERED_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'NetworkingError']);
+// TransactionInProgressException: the same transaction (its token) is still being applied: it may land.
+const UNANSWERED_NAMES = new Set([
+  'TimeoutError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+  'NetworkingError',
+  'TransactionInProgressException',
+]);
 const UNANSWERED_CODES = new Set(['ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ECONNREFUSED', 'EAI_AGAIN']);
 export const isUnanswered = (err: unknown): boolean => {
   const e = err as { name?: string; code?: string } | null;

@@ -190,6 +190,8 @@ export class WriteSet {
   private readonly deferMoves: boolean;
   /** Names this transaction's pending-moves items (unique, so their puts never meet another's). */
   private readonly group = randomUUID();
+  /** The transaction's ClientRequestToken: DynamoDB applies a transaction sent again under it once (within 10 minutes). */
+  private readonly requestToken = randomUUID();
   /** Checks whose failure is answered with an error of their own instead of a WriteConflict. */
   private readonly refusals = new Map<string, () => Error>();
 
@@ -360,7 +362,8 @@ export class WriteSet {
       .map((op) => op.tag);
     let committed = false;
     try {
-      await db().send(new TransactWriteCommand({ TransactItems: items }));
+      // One token per write set: sent again (batch.ts), a transaction that landed is not applied twice.
+      await db().send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: this.requestToken }));
       committed = true;
     } catch (err) {
       if (!(err instanceof TransactionCanceledException)) throw err;

@@ -54,6 +54,8 @@ export type RouteDef = {
    * later generations only.
    */
   recounts?: true;
+  /** The route issues, replaces or revokes API tokens: the one kind of write route that may write token items. */
+  tokens?: true;
   request?: {
     params?: z.ZodObject;
     query?: z.ZodObject;

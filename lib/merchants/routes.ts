@@ -47,6 +47,7 @@ export const routes = {
     auth: 'backoffice',
     roles: ['admin'],
     writes: true,
+    tokens: true,
     summary: 'Create the API token (every ability); refused while a valid one exists',
     description:
       "Issues the merchant's API token with every ability. The secret is in this answer only. A merchant has at most one valid token: while one exists the answer is 409 (revoke or regenerate it instead). Admins only.",
@@ -65,6 +66,7 @@ export const routes = {
     auth: 'backoffice',
     roles: ['admin'],
     writes: true,
+    tokens: true,
     summary: 'Replace the valid token: the old one is refused from the next request',
     description:
       'Replaces the valid token with a new one (same abilities); the old one is refused from the next request. The new secret is in this answer only. Admins only.',
@@ -83,6 +85,7 @@ export const routes = {
     auth: 'backoffice',
     roles: ['admin'],
     writes: true,
+    tokens: true,
     summary: 'Revoke the valid token, immediately and irreversibly',
     description: 'Revokes the valid token at once; it cannot be undone. Create a new one afterwards. Admins only.',
     tags: ['backoffice'],

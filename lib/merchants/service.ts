@@ -28,6 +28,19 @@ export const createMerchant = async (name: string, reportingCurrency = config.de
   return merchant;
 };
 
+/**
+ * A merchant of a chosen id (`npm start`'s demo merchant): created when absent, and listed in the
+ * merchant directory either way (the outbox sweeper and `ops merchant list` read it). True when created.
+ */
+export const ensureMerchant = async (merchantId: string, name: string, reportingCurrency: string): Promise<boolean> => {
+  if (!(await store.getMerchantRecord(merchantId))) {
+    await store.putMerchant(newMerchant(merchantId, name, reportingCurrency, formatTimestamp(now())));
+    return true;
+  }
+  await store.listInDirectory(merchantId);
+  return false;
+};
+
 /** The merchant itself, or read by id (404 when unknown); callers that already read it pass it. */
 export const requireMerchant = async (merchantOrId: Merchant | string): Promise<Merchant> => {
   if (typeof merchantOrId !== 'string') return merchantOrId;

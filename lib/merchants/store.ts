@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { hashToken, type TokenItem } from '#lib/auth/tokens';
 import { db, tableName } from '#lib/db/client';
 import { keys, MERCHANT_DIRECTORY, merchantDirectoryIndex } from '#lib/db/keys';
@@ -21,6 +21,20 @@ export const putMerchant = async (merchant: Merchant) => {
   await new WriteSet()
     .put('merchant', { ...keys.merchant(merchant.merchant_id), ...merchant, ...merchantDirectoryIndex(merchant.merchant_id) }, itemAbsent)
     .commit();
+};
+
+/** Lists an existing merchant in the merchant directory (idempotent; for merchants written before it, or by hand). */
+export const listInDirectory = async (merchantId: string) => {
+  const index = merchantDirectoryIndex(merchantId);
+  await db().send(
+    new UpdateCommand({
+      TableName: tableName(),
+      Key: keys.merchant(merchantId),
+      UpdateExpression: 'SET gsi1pk = :p, gsi1sk = :s',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeValues: { ':p': index.gsi1pk, ':s': index.gsi1sk },
+    }),
+  );
 };
 
 /**

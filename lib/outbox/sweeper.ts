@@ -14,6 +14,7 @@ import {
   type OutboxItem,
 } from '#lib/outbox/store';
 import { formatTimestamp } from '#lib/shared/time';
+import { inTurn } from '#lib/shared/in-turn';
 import {
   eventOfItem,
   markOfItem,
@@ -50,6 +51,8 @@ export type SweepOptions = RelayOptions & {
   graceMs?: number;
   /** The merchants to sweep, a page at a time (default: the merchant directory). */
   merchants?: AsyncIterable<string[]>;
+  /** Where in the merchants the run starts: [0, 1) of the way through (default: at random). */
+  random?: () => number;
 };
 
 export type SweepStats = RelayStats & {
@@ -60,7 +63,7 @@ export type SweepStats = RelayStats & {
   marked: number;
   /** Events EventBridge still refused (left pending for the next run). */
   unpublished: number;
-  /** True when the run stopped early (EventBridge failing, or the deadline). */
+  /** True when the run left events pending (EventBridge refusing them, or the deadline). */
   stopped: boolean;
 };
 
@@ -112,37 +115,64 @@ const pastDeadline = (opts: SweepOptions) => Date.now() >= (opts.deadline ?? Inf
 /** Merchants swept at once (each with its shards at once): a run covers thousands of merchants within its timeout. */
 export const SWEEP_MERCHANT_CONCURRENCY = 4;
 
-/** One run of the sweeper over every merchant (or `opts.merchants`). */
+type MarkPages = AsyncIterator<{ pk: string; sk: string; id: string }[]>;
+
+/**
+ * One run of the sweeper over every merchant (or `opts.merchants`), fairly: the run starts at a
+ * random merchant of the directory and goes round it in turns, each merchant's turn one page of
+ * pending marks per shard, so a merchant with a long backlog never keeps the others waiting past
+ * their turn, and no merchant is always first or always last. A shard whose events EventBridge
+ * still refuses (after the relay's retries) is left for the next run; the others go on.
+ */
 export const sweepOutbox = asFunction(WORKER_FUNCTIONS.outboxSweeper, async (opts: SweepOptions): Promise<SweepStats> => {
   const stats = emptyStats();
   const at = now().getTime();
   const until = formatTimestamp(new Date(at - (opts.graceMs ?? SWEEP_GRACE_MS)));
   // Marks past their TTL may linger until DynamoDB deletes them: their events are not published any more.
   const oldest = formatTimestamp(new Date(at - OUTBOX_TTL_SECONDS * 1000));
-  const sweepShard = async (merchantId: string, shard: number) => {
-    for await (const marks of pendingMarkPages(merchantId, shard, oldest, until)) {
-      if (stats.stopped) return;
-      stats.candidates += marks.length;
-      const items = await eventsOfMarks(
-        merchantId,
-        marks.map(({ pk, sk }) => ({ pk, sk })),
-        { unpublished: true },
-      );
-      stats.confirmed += items.length;
-      // EventBridge refusing: the rest of the run would fail the same way; the next run starts over.
-      if (!(await publishItems(items, opts, stats)) || pastDeadline(opts)) stats.stopped = true;
+  const ids: string[] = [];
+  for await (const page of opts.merchants ?? merchantIdPages()) ids.push(...page);
+  const first = Math.floor((opts.random ?? Math.random)() * ids.length);
+  let queue = [...ids.slice(first), ...ids.slice(0, first)];
+  // Each merchant's shards still to read, and where each read has got to.
+  const open = new Map<string, Map<number, MarkPages>>();
+  /** One turn of a merchant: a page of each open shard published. True while some shard has more. */
+  const turn = async (merchantId: string): Promise<boolean> => {
+    let shards = open.get(merchantId);
+    if (!shards) {
+      stats.merchants++;
+      shards = new Map(OUTBOX_SHARD_LIST.map((s) => [s, pendingMarkPages(merchantId, s, oldest, until)[Symbol.asyncIterator]()]));
+      open.set(merchantId, shards);
     }
+    const current = shards;
+    await Promise.all(
+      [...current].map(async ([shard, pages]) => {
+        const next = await pages.next();
+        if (next.done) return current.delete(shard);
+        stats.candidates += next.value.length;
+        const items = await eventsOfMarks(
+          merchantId,
+          next.value.map(({ pk, sk }) => ({ pk, sk })),
+          { unpublished: true },
+        );
+        stats.confirmed += items.length;
+        // Refused: the shard's events stay pending for the next run (in order: nothing after them goes first).
+        if (!(await publishItems(items, opts, stats))) current.delete(shard);
+      }),
+    );
+    if (current.size) return true;
+    open.delete(merchantId);
+    return false;
   };
-  const sweepMerchant = async (merchantId: string) => {
-    stats.merchants++;
-    await Promise.all(OUTBOX_SHARD_LIST.map((shard) => sweepShard(merchantId, shard)));
-  };
-  for await (const merchantIds of opts.merchants ?? merchantIdPages()) {
-    for (let i = 0; i < merchantIds.length && !stats.stopped; i += SWEEP_MERCHANT_CONCURRENCY) {
-      await Promise.all(merchantIds.slice(i, i + SWEEP_MERCHANT_CONCURRENCY).map(sweepMerchant));
-    }
-    if (stats.stopped || pastDeadline(opts)) return { ...stats, stopped: true };
+  while (queue.length && !pastDeadline(opts)) {
+    const again: string[] = [];
+    await inTurn(queue, SWEEP_MERCHANT_CONCURRENCY, async (merchantId) => {
+      if (pastDeadline(opts)) return false;
+      if (await turn(merchantId)) again.push(merchantId);
+    });
+    queue = again;
   }
+  stats.stopped = queue.length > 0 || stats.unpublished > 0;
   return stats;
 });
 

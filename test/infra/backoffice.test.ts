@@ -152,9 +152,9 @@ describe('back-office identity (CDK)', () => {
     expect(kinds).toEqual({
       backofficeMe: 'read',
       backofficeTokenView: 'read',
-      backofficeTokenCreate: 'write',
-      backofficeTokenRegenerate: 'write',
-      backofficeTokenRevoke: 'write',
+      backofficeTokenCreate: 'tokens',
+      backofficeTokenRegenerate: 'tokens',
+      backofficeTokenRevoke: 'tokens',
       // The merchant's time zone, and its copy on the valid token; a new generation of the figures.
       settingsPut: 'recount',
     });

@@ -318,19 +318,22 @@ describe('table grants', () => {
     'UpdateItem on table RATE#M#*,RATE#IP#* [pk,sk,count,expires_at] updated only',
     'UpdateItem on table TOKEN#* [pk,sk,last_used_at] updated only',
   ];
+  /** What write routes write: the merchant's own partitions and the outbox's (never a token or rate-window item). */
+  const DATA = `M#mer_${'?'.repeat(20)},M#mer_${'?'.repeat(20)}#*,OUTBOX#*,OUTBOX_EVENT#*`;
   const WRITE_GRANTS = [
     'BatchGetItem on table',
-    'ConditionCheckItem on table',
-    'DeleteItem on table',
+    `ConditionCheckItem on table ${DATA}`,
+    `DeleteItem on table ${DATA}`,
     'GetItem on table',
-    'PutItem on table',
+    `PutItem on table ${DATA}`,
     'Query on index gsi1',
     'Query on index gsi2',
     'Query on index gsi3',
     'Query on index gsi4',
     'Query on table',
-    'UpdateItem on table',
-  ];
+    `UpdateItem on table ${DATA}`,
+    ...PIPELINE_UPDATES,
+  ].sort();
   /** The exact grants per kind, written out (not derived from api-function.ts) so a change shows here. */
   const expected = {
     // Token lookup and rate counter only: no Query, no index, no data item.
@@ -357,8 +360,15 @@ describe('table grants', () => {
     ],
     // TransactWriteItems is authorised per contained action (no IAM action of its own).
     write: WRITE_GRANTS,
-    // A write route's, and BatchWriteItem on later generations' keys only (PUT /settings, PUT /exchange-rates).
-    recount: [...WRITE_GRANTS, `BatchWriteItem on table ${GENERATIONS}`].sort(),
+    // A write route's, BatchWriteItem on later generations' keys only, and the token's copy of the
+    // zone and generation (PUT /settings, PUT /exchange-rates).
+    recount: [
+      ...WRITE_GRANTS,
+      `BatchWriteItem on table ${GENERATIONS}`,
+      'UpdateItem on table TOKEN#* [pk,sk,timezone,metrics_generation] updated only',
+    ].sort(),
+    // The back office's token routes: a write route's, and token items.
+    tokens: [...WRITE_GRANTS, ...['ConditionCheckItem', 'DeleteItem', 'PutItem', 'UpdateItem'].map((a) => `${a} on table TOKEN#*`)].sort(),
   };
 
   it('every function gets exactly the DynamoDB actions its kind calls, and no more', () => {
@@ -371,11 +381,13 @@ describe('table grants', () => {
           ? 'webhookSend'
           : route.recounts
             ? 'recount'
-            : route.writes
-              ? 'write'
-              : authKindOf(route) === 'none'
-                ? 'pipeline'
-                : 'read';
+            : route.tokens
+              ? 'tokens'
+              : route.writes
+                ? 'write'
+                : authKindOf(route) === 'none'
+                  ? 'pipeline'
+                  : 'read';
       kinds.set(stack.functions[route.name as RouteName], kind);
     }
     // The OpenAPI document and the 404 function only authenticate and count.
@@ -460,11 +472,24 @@ describe('table grants', () => {
     const webhook = `M#mer_${'?'.repeat(20)}#WEBHOOK#*`;
     // The fan-out's reads (the endpoint list and count) and the delivery worker's list entry; a customer's partitions (the cancel check's Query).
     const exact = ['WEBHOOK_LIST', 'TOTALS#000', 'CUSTOMER#*'].map((p) => `M#mer_${'?'.repeat(20)}#${p}`);
+    // Write routes' own: a merchant's partitions, whole (`M#<m>`, `M#<m>#…`), which no other merchant's or non-merchant key can match.
+    const merchantWide = [`M#mer_${'?'.repeat(20)}`, `M#mer_${'?'.repeat(20)}#*`];
     // The pending-moves applier's: a merchant's MRR and cohort partitions (whole or a segment's) and its churn by reason.
     const metrics = [`M#mer_${'?'.repeat(20)}#MRR*`, `M#mer_${'?'.repeat(20)}#COHORT*`, `M#mer_${'?'.repeat(20)}#CHURN_REASONS*`];
     const generations = GENERATIONS.split(',');
     expect([...patterns].sort()).toEqual(
-      [...metrics, ...generations, ...exact, webhook, 'OUTBOX#*', 'OUTBOX_EVENT#*', 'RATE#IP#*', 'RATE#M#*', 'TOKEN#*'].sort(),
+      [
+        ...metrics,
+        ...generations,
+        ...exact,
+        ...merchantWide,
+        webhook,
+        'OUTBOX#*',
+        'OUTBOX_EVENT#*',
+        'RATE#IP#*',
+        'RATE#M#*',
+        'TOKEN#*',
+      ].sort(),
     );
     expect(
       [...patterns]
@@ -474,6 +499,7 @@ describe('table grants', () => {
             !p.startsWith('OUTBOX') &&
             p !== webhook &&
             !exact.includes(p) &&
+            !merchantWide.includes(p) &&
             !metrics.includes(p) &&
             !generations.includes(p),
         )
@@ -488,7 +514,10 @@ describe('table grants', () => {
         .replace(/\?/g, '.');
       return new RegExp(`^${escaped}$`);
     };
-    const matching = (pk: string) => [...patterns].filter((p) => like(p).test(pk));
+    const matchingAll = (pk: string) => [...patterns].filter((p) => like(p).test(pk));
+    // The write routes' merchant-wide patterns reach every partition of a real merchant (checked
+    // below: and of no other key); the narrower grants are told apart without them.
+    const matching = (pk: string) => matchingAll(pk).filter((p) => !merchantWide.includes(p));
     expect(matching(keys.merchantRateWindow('mer_1', 3600).pk)).toEqual(['RATE#M#*']);
     expect(matching(keys.ipRateWindow('203.0.113.9', 60).pk)).toEqual(['RATE#IP#*']);
     expect(matching(keys.token('ab12').pk)).toEqual(['TOKEN#*']);

@@ -3,9 +3,10 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { QueryCommand, DescribeTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../infra/local/dynamodb.ts';
+import { MERCHANT_DIRECTORY } from '#lib/db/keys';
 
 /**
  * `npm start` (tsx infra/local/start.ts) as a child process, stopped with SIGINT (Ctrl-C) or SIGTERM.
@@ -179,6 +180,16 @@ describe('npm start', () => {
 
     // The endpoint it was given is not its to stop.
     expect((await client.send(new DescribeTableCommand({ TableName: table }))).Table?.TableName).toBe(table);
+    // The demo merchant is in the merchant directory (the sweeper's and `ops merchant list`'s), once.
+    const directory = await client.send(
+      new QueryCommand({
+        TableName: table,
+        IndexName: 'gsi1',
+        KeyConditionExpression: 'gsi1pk = :p',
+        ExpressionAttributeValues: { ':p': { S: MERCHANT_DIRECTORY } },
+      }),
+    );
+    expect(directory.Items?.map((i) => i.merchant_id?.S)).toEqual(['mer_demo']);
   });
 
   it('relays outbox events to the local bus, one line each; started again, it resumes after its checkpoint', {
