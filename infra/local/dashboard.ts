@@ -50,7 +50,9 @@ export const dashboardHandler = (options: DashboardOptions) => {
       return true;
     }
     if (url.pathname === '/dev/session') {
-      if (!options.session) return false;
+      // An admin's JWT, for a page on this machine only: a page of another site whose name was
+      // pointed at 127.0.0.1 (DNS rebinding) sends its own name as Host and gets nothing.
+      if (!options.session || !isLoopbackHost(req.headers.host)) return false;
       send(res, 200, TYPES['.json'], JSON.stringify({ id_token: await options.session() }));
       return true;
     }
@@ -63,6 +65,12 @@ export const dashboardHandler = (options: DashboardOptions) => {
     send(res, 200, TYPES[extname(file)] ?? 'application/octet-stream', readFileSync(file), cache);
     return true;
   };
+};
+
+/** A Host header naming this machine's loopback: localhost, 127.x.x.x or [::1], with any port. */
+export const isLoopbackHost = (host: string | undefined): boolean => {
+  const name = (host ?? '').replace(/:\d+$/, '').toLowerCase();
+  return name === 'localhost' || name === '[::1]' || /^127(\.\d{1,3}){3}$/.test(name);
 };
 
 /** The newest modification time under a folder (dist and node_modules left out). */

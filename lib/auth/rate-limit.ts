@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { now } from '#lib/clock';
 import { config } from '#lib/config';
@@ -78,10 +79,29 @@ export const hitBackoffice = (merchantId: string): Promise<RateState> => {
   return hit(keys.backofficeRateWindow(merchantId, start), config.backofficeRateLimitPerMinute(), 60, start);
 };
 
-/** Unauthenticated requests: per source IP, per clock minute. */
+/**
+ * The network a per-IP window counts: the IPv4 address, or an IPv6 address's /64 (one subscriber's
+ * prefix: a client holds 2^64 addresses of it, and would otherwise get as many windows). An
+ * IPv4-mapped IPv6 address is its IPv4 address.
+ */
+export const clientNetwork = (ip: string): string => {
+  if (!isIPv6(ip)) return ip;
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  const hextets = (part: string) => (part ? part.split(':').flatMap((h) => (h.includes('.') ? ['0', '0'] : [h])) : []);
+  const [head = '', tail] = ip.split('::');
+  const left = hextets(head);
+  const full = tail === undefined ? left : [...left, ...Array(8 - left.length - hextets(tail).length).fill('0'), ...hextets(tail)];
+  return `${full
+    .slice(0, 4)
+    .map((h) => Number.parseInt(h, 16).toString(16))
+    .join(':')}::/64`;
+};
+
+/** Unauthenticated requests: per source network (`clientNetwork`), per clock minute. */
 export const hitIp = (ip: string): Promise<RateState> => {
   const start = windowStart(60);
-  return hit(keys.ipRateWindow(ip, start), config.unauthenticatedRateLimitPerMinute(), 60, start);
+  return hit(keys.ipRateWindow(clientNetwork(ip), start), config.unauthenticatedRateLimitPerMinute(), 60, start);
 };
 
 export const rateHeaders = (s: RateState): Record<string, string> => ({

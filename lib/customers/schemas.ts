@@ -1,8 +1,8 @@
 import * as z from 'zod';
 import { batchItems } from '#lib/shared/schemas';
-import { email, isWellFormed, metadata, pageQuery, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
+import { email, isWellFormed, metadata, pageQuery, plainText, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
 
-const optionalText = (max: number) => z.string().max(max).nullish();
+const optionalText = (max: number) => plainText(max).nullish();
 
 /**
  * docs/customers.md: external_id has no set format. Refused are only values no path can address: a

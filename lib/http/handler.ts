@@ -73,6 +73,8 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 const baseHeaders = (s: State | undefined): Record<string, string> => ({
   'Content-Type': 'application/json',
+  // Answers are a merchant's data, some of them tokens and signing secrets: no cache or proxy keeps one.
+  'Cache-Control': 'no-store',
   ...(s ? { 'X-Request-Id': s.requestId } : {}),
   ...(s?.rate ? rateHeaders(s.rate) : {}),
 });

@@ -13,6 +13,7 @@ import {
   pastTimestamp,
   timestamp,
   WELL_FORMED_MESSAGE,
+  plainText,
 } from '#lib/shared/fields';
 
 export const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'] as const;
@@ -40,7 +41,7 @@ export const orderFields = z.object({
   amount: amount(),
   customer_email: email(),
   status: z.enum(ORDER_STATUSES).nullish(),
-  customer_name: z.string().max(255).nullish(),
+  customer_name: plainText(255).nullish(),
   currency: currency().nullish(),
   payment_method: z.enum(PAYMENT_METHODS).nullish(),
   billing_cycle: z.enum(BILLING_CYCLES).nullish(),

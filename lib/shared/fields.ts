@@ -198,5 +198,15 @@ const LONE_SURROGATE = /\p{Cs}/u;
 export const isWellFormed = (v: string): boolean => !LONE_SURROGATE.test(v);
 export const WELL_FORMED_MESSAGE = 'The :field field must be valid Unicode text.';
 
+/** Control characters (C0, DEL, C1): no person's name or phone number holds one, and NUL ends strings elsewhere. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+/** Text a person reads (a name, a phone number): at most `max` characters, valid Unicode, no control character. */
+export const plainText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine(isWellFormed, { message: WELL_FORMED_MESSAGE })
+    .refine((v) => !CONTROL.test(v), { message: 'The :field field must not contain control characters (such as NUL or a line break).' });
+
 /** Optional string field where null means "not given". */
 export const nullish = <T extends z.ZodType>(schema: T) => schema.nullish();

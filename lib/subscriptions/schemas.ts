@@ -12,6 +12,7 @@ import {
   pathId,
   timestamp,
   WELL_FORMED_MESSAGE,
+  plainText,
 } from '#lib/shared/fields';
 import { Decimal } from '#lib/shared/money';
 
@@ -124,7 +125,7 @@ export const subscriptionBatchItem = z
     external_id: externalId(),
     customer_id: bodyId().nullish(),
     customer_email: email().nullish(),
-    customer_name: z.string().max(255).nullish(),
+    customer_name: plainText(255).nullish(),
     plan_name: plan(),
     mrr: mrr(),
     billing_cycle: z.enum(SUBSCRIPTION_CYCLES),

@@ -31,6 +31,9 @@ describe('token lifecycle through the back office', () => {
 
     const created = await backoffice(api, 'create', admin);
     expect(created.status).toBe(201);
+    // The one answer that carries the token in plain text: no cache keeps it (nor any other answer).
+    expect(created.headers.get('cache-control')).toBe('no-store');
+    expect(none.headers.get('cache-control')).toBe('no-store');
     const first = created.body.data.token as string;
     expect(created.body.data).toEqual({
       token: expect.stringMatching(/^ras_[0-9A-Za-z]{40,}$/),

@@ -118,6 +118,19 @@ describe('POST /customers', () => {
       'metadata',
       'The metadata field must not be larger than 16 KiB.',
     ],
+    ['a name with a lone surrogate', { email: 'a@example.com', name: 'Ana\ud800' }, 'name', 'The name field must be valid Unicode text.'],
+    [
+      'a name with NUL',
+      { email: 'a@example.com', name: 'Ana\u0000' },
+      'name',
+      'The name field must not contain control characters (such as NUL or a line break).',
+    ],
+    [
+      'a phone with a line break',
+      { email: 'a@example.com', phone: '555\n0100' },
+      'phone',
+      'The phone field must not contain control characters (such as NUL or a line break).',
+    ],
     // Keys and values become index keys (metadata segments), where a lone surrogate would read as U+FFFD.
     ...(
       [

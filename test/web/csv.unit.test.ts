@@ -17,7 +17,13 @@ describe('toCsv', () => {
         ['a'],
         [['x,y'], ['say "hi"'], ['two\nlines'], ['cr\rlf\r\n'], [' lead'], ['trail '], ['in side'], [''], ['=1+1'], ['ünï©ødé']],
       ),
-    ).toBe('a\r\n"x,y"\r\n"say ""hi"""\r\n"two\nlines"\r\n"cr\rlf\r\n"\r\n" lead"\r\n"trail "\r\nin side\r\n\r\n=1+1\r\nünï©ødé\r\n');
+    ).toBe('a\r\n"x,y"\r\n"say ""hi"""\r\n"two\nlines"\r\n"cr\rlf\r\n"\r\n" lead"\r\n"trail "\r\nin side\r\n\r\n\'=1+1\r\nünï©ødé\r\n');
+  });
+
+  it('neutralises what a spreadsheet would run as a formula (a leading quote), never a number', () => {
+    expect(toCsv(['a'], [['=HYPERLINK("http://x.example","go")'], ['+1'], ['-cmd'], ['@SUM(A1)'], ['\tx'], ['-3.50'], [-2], ['a=b']])).toBe(
+      'a\r\n"\'=HYPERLINK(""http://x.example"",""go"")"\r\n\'+1\r\n\'-cmd\r\n\'@SUM(A1)\r\n\'\tx\r\n-3.50\r\n-2\r\na=b\r\n',
+    );
   });
 
   it('reads back to the same values with csv-parse, whatever they hold', () => {

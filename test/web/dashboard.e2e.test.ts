@@ -1,4 +1,5 @@
 /// <reference lib="dom" />
+import { get } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { parse as parseCsv } from 'csv-parse/sync';
 import Decimal from 'decimal.js';
@@ -45,6 +46,14 @@ describe('the local server serves the dashboard beside the API', () => {
     });
     setSession('a.b.c');
     expect(await (await fetch(`${origin}/dev/session`)).json()).toEqual({ id_token: 'a.b.c' });
+    // Asked under another site's name (DNS rebinding): nothing.
+    const rebound = await new Promise<number>((done, fail) =>
+      get(`${origin}/dev/session`, { headers: { host: 'attacker.example' } }, (res) => done(res.resume() && res.statusCode!)).on(
+        'error',
+        fail,
+      ),
+    );
+    expect(rebound).toBe(404);
     for (const path of ['/%2e%2e/package.json', '/..%2fpackage.json', '/assets/missing.js', '/index.htm']) {
       const res = await fetch(`${origin}${path}`);
       expect(res.status, path).toBe(404);

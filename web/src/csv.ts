@@ -1,10 +1,15 @@
 /**
  * CSV (RFC 4180) for the dashboard's downloads: a field is quoted when it holds a comma, a double
  * quote, a line break, or leading or trailing white space (which spreadsheets would trim), with its
- * quotes doubled; lines end in CRLF. Values are written as they are, never rewritten.
+ * quotes doubled; lines end in CRLF. A text a spreadsheet would run as a formula (starting `=`,
+ * `+`, `-`, `@`, tab or CR, and not a number) gets a leading `'`, as the API's own CSV does: the
+ * failed items carry what an importer sent, `=HYPERLINK(…)` included.
  */
+const FORMULA = /^[=+\-@\t\r]/;
+const NUMBER = /^-?\d+(\.\d+)?$/;
 const field = (value: string | number): string => {
-  const s = String(value);
+  const raw = String(value);
+  const s = typeof value === 'string' && FORMULA.test(raw) && !NUMBER.test(raw) ? `'${raw}` : raw;
   return /[",\r\n]|^\s|\s$/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 };
 
