@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { ABILITIES, type Ability } from '#lib/http/route';
@@ -358,13 +359,17 @@ const buildProgram = (done: (result: unknown) => void): Command => {
     importHistory,
   )
     .option('--url <url>', 'the API root, such as http://localhost:3000/v1 (required)')
-    .option('--token <token>', 'an API token with the write abilities of what is imported (required)')
+    .option(
+      '--token <token>',
+      'an API token with the write abilities of what is imported (visible to other users in ps: prefer RAS_API_TOKEN or --token-file)',
+    )
+    .option('--token-file <file>', 'a file holding the API token (its first line)')
     .option('--customers <file>', 'customers file')
     .option('--subscriptions <file>', 'subscriptions file')
     .option('--orders <file>', 'orders file')
     .option('--events <file>', 'subscription events file')
-    .addOption(withDefault('--checkpoint <file>', 'where progress is kept, so a stopped run resumes', 'import-checkpoint.json'))
-    .addOption(withDefault('--failures <file>', 'where failed rows are written with their line and reason', 'import-failures.jsonl'))
+    .addOption(withDefault('--checkpoint <file>', 'where progress is kept, so a stopped run resumes', IMPORT_CHECKPOINT))
+    .addOption(withDefault('--failures <file>', 'where failed rows are written with their line and reason', IMPORT_FAILURES))
     .addOption(withDefault('--batch-size <n>', 'rows per batch request, 1 to 100', '100'))
     .option('--on-conflict <mode>', 'customers whose e-mail exists: skip or update (default: skip)');
 
@@ -443,13 +448,29 @@ const listenForWebhooks = async (values: Values) => {
   return { stopped: true, received: receiver.received.length };
 };
 
+/** Where `ops import` keeps its state unless told: a folder of its own, which .gitignore leaves out. */
+const IMPORT_STATE_DIR = '.ops-import';
+const IMPORT_CHECKPOINT = `${IMPORT_STATE_DIR}/checkpoint.json`;
+const IMPORT_FAILURES = `${IMPORT_STATE_DIR}/failures.jsonl`;
+/** A state file's path, its folder made. */
+const stateFile = (file: string) => {
+  mkdirSync(dirname(resolve(file)), { recursive: true });
+  return file;
+};
+
 /** `import`: history files through the batch endpoints of a running service (infra/ops/import.ts). */
 const importHistory = async (values: Values) => {
   const opt = (flag: string) => str(values, flag);
   const url = opt('url');
-  const token = opt('token');
+  const tokenFile = opt('token-file');
+  if (tokenFile && !existsSync(tokenFile)) throw new UsageError(`no such file: ${tokenFile} (--token-file)`);
+  const token =
+    opt('token') ?? (tokenFile ? readFileSync(tokenFile, 'utf8').split('\n')[0]!.trim() : undefined) ?? process.env.RAS_API_TOKEN;
   if (!url) throw new UsageError('--url is required (the API root, such as http://localhost:3000/v1)');
-  if (!token) throw new UsageError('--token is required (an API token with the write abilities of what you import)');
+  if (!token)
+    throw new UsageError(
+      'an API token is required (with the write abilities of what you import): set RAS_API_TOKEN, or give --token-file or --token',
+    );
   const batchSize = nonNegativeInt(opt('batch-size'), 'batch-size', 100);
   if (batchSize < 1 || batchSize > 100) throw new UsageError(`--batch-size must be between 1 and 100, got ${batchSize}`);
   const onConflict = opt('on-conflict');
@@ -462,11 +483,12 @@ const importHistory = async (values: Values) => {
     url,
     token,
     files,
-    checkpoint: opt('checkpoint') ?? 'import-checkpoint.json',
-    failures: opt('failures') ?? 'import-failures.jsonl',
+    checkpoint: stateFile(opt('checkpoint') ?? IMPORT_CHECKPOINT),
+    failures: stateFile(opt('failures') ?? IMPORT_FAILURES),
     batchSize,
     onConflict,
     progress: Boolean(process.stderr.isTTY),
+    interruptible: true,
     log: (line) => process.stderr.write(`${line}\n`),
   });
 };

@@ -32,6 +32,8 @@ export type ImportOptions = {
   onConflict?: 'skip' | 'update';
   /** Progress bars (a terminal) or nothing. */
   progress: boolean;
+  /** Ctrl-C stops the run: the progress bar gives the terminal back and the way to resume is printed (the CLI sets it). */
+  interruptible?: boolean;
   /** Longest pause for one Retry-After, and attempts per batch. */
   maxAttempts?: number;
   log?: (line: string) => void;
@@ -152,27 +154,36 @@ type BatchAnswer = {
  * and 504 after Retry-After and a lost answer, `maxAttempts` times in all (every batch carries its
  * idempotency key, so a retry never imports twice).
  */
-const clients = new WeakMap<ImportOptions, ApiClient>();
-const clientFor = (opts: ImportOptions): ApiClient => {
-  let client = clients.get(opts);
-  if (!client) {
-    client = createApiClient({
-      baseUrl: opts.url,
-      token: opts.token,
-      retry: {
-        attempts: opts.maxAttempts ?? 10,
-        statuses: [429, 502, 503, 504],
-        maxDelayMs: MAX_PAUSE_MS,
-        onRetry: ({ status, delayMs }) => {
-          if (status !== null)
-            opts.log?.(`${currentKind.get(opts) ?? 'import'}: ${status}, waiting ${Math.round(delayMs / 1000)} s (Retry-After)`);
+const clients = new WeakMap<ImportOptions, { steady: ApiClient; first: ApiClient }>();
+const clientFor = (opts: ImportOptions, first = false): ApiClient => {
+  let pair = clients.get(opts);
+  if (!pair) {
+    const make = (networkErrors: boolean) =>
+      createApiClient({
+        baseUrl: opts.url,
+        token: opts.token,
+        retry: {
+          attempts: opts.maxAttempts ?? 10,
+          statuses: [429, 502, 503, 504],
+          maxDelayMs: MAX_PAUSE_MS,
+          networkErrors,
+          onRetry: ({ status, delayMs }) => {
+            if (status !== null)
+              opts.log?.(`${currentKind.get(opts) ?? 'import'}: ${status}, waiting ${Math.round(delayMs / 1000)} s (Retry-After)`);
+          },
         },
-      },
-    });
-    clients.set(opts, client);
+      });
+    // The run's first request is not retried for want of a connection: a wrong address fails at once.
+    pair = { steady: make(true), first: make(false) };
+    clients.set(opts, pair);
   }
-  return client;
+  return first ? pair.first : pair.steady;
 };
+/** Runs that have had an answer from the service (their later requests ride out a dropped connection). */
+const answered = new WeakSet<ImportOptions>();
+/** The network error's code (ECONNREFUSED, ENOTFOUND, …), from fetch's `cause`. */
+const networkCode = (err: unknown): string =>
+  String((err as { cause?: { code?: string } })?.cause?.code ?? (err as { code?: string })?.code ?? (err as Error)?.message);
 /** The longest pause before one retry, whatever Retry-After asks. */
 const MAX_PAUSE_MS = 60_000;
 const currentKind = new WeakMap<ImportOptions, Kind>();
@@ -209,18 +220,27 @@ const post = (
 /** One batch, retried on 429/503 (after Retry-After) and on network errors, with the same idempotency key. */
 const send = async (opts: ImportOptions, kind: Kind, items: unknown[], key: string, runId: string): Promise<BatchAnswer> => {
   currentKind.set(opts, kind);
+  const first = !answered.has(opts);
   let answer: Awaited<ReturnType<typeof post>>;
   try {
-    answer = await post(clientFor(opts), opts, kind, items, { 'x-idempotency-key': key, 'x-import-run': runId });
+    answer = await post(clientFor(opts, first), opts, kind, items, { 'x-idempotency-key': key, 'x-import-run': runId });
   } catch (err) {
+    if (first)
+      throw new ImportError(`cannot reach ${opts.url} (${networkCode(err)}): is the service running there? Nothing was sent; check --url`);
     throw new ImportError(`${kind}: the service did not answer (${(err as Error).message}); run the same command again to resume`);
   }
+  answered.add(opts);
   const { data, response } = answer;
   // An answer that is not JSON comes as text: its start is the message.
   const error: unknown = answer.error;
   const body = (data ?? (typeof error === 'string' ? { message: error.slice(0, 200) } : (error ?? {}))) as BatchAnswer['body'];
   if (response.status === 401 || response.status === 403)
     throw new ImportError(`${kind}: ${response.status} ${body.message ?? ''} (check --token and its abilities)`.trim());
+  // No batch endpoint there: the run stops before anything is marked done.
+  if (response.status === 404)
+    throw new ImportError(
+      `${kind}: ${response.url || opts.url} answered 404: is ${opts.url} the API root (such as http://localhost:3000/v1)? Nothing was marked done`,
+    );
   return { status: response.status, body };
 };
 
@@ -258,17 +278,8 @@ const resolveCustomer = async (opts: ImportOptions, row: Row, kind: Kind) => {
   }
 };
 
-/** Runs (or resumes) an import; returns its summary. */
-export const runImport = async (opts: ImportOptions) => {
-  if (!Object.values(opts.files).some(Boolean))
-    throw new ImportError('nothing to import: give at least one of --customers, --orders, --subscriptions, --events');
-  const started = Date.now();
-  const cp = openCheckpoint(opts);
-  const resumed = Object.values(cp.files).some((f) => f!.batches_done > 0);
-  if (!resumed) writeFileSync(opts.failures, ''); // a new run's failures only
-  if (cp.complete) opts.log?.(`run ${cp.run_id} is already complete (${opts.checkpoint}); nothing is sent again`);
-  else if (resumed) opts.log?.(`resuming run ${cp.run_id} from ${opts.checkpoint}`);
-
+/** Every file's batches from where the checkpoint stands; `showing` is told of each progress bar. */
+const importFiles = async (opts: ImportOptions, cp: Checkpoint, showing: (bar: SingleBar | null) => void) => {
   for (const kind of KINDS) {
     const state = cp.files[kind];
     if (!state || cp.complete) continue;
@@ -284,6 +295,7 @@ export const runImport = async (opts: ImportOptions) => {
           Presets.shades_classic,
         )
       : null;
+    showing(bar);
     bar?.start(rows.length, Math.min(rows.length, state.batches_done * opts.batchSize), state.totals);
     for (let b = state.batches_done; b < batches; b++) {
       const slice = rows.slice(b * opts.batchSize, (b + 1) * opts.batchSize);
@@ -330,6 +342,36 @@ export const runImport = async (opts: ImportOptions) => {
       opts.log?.(
         `${kind}: ${state.totals.rows} rows, ${state.totals.created} created, ${state.totals.updated} updated, ${state.totals.skipped} skipped, ${state.totals.failed} failed`,
       );
+  }
+};
+
+/** Runs (or resumes) an import; returns its summary. */
+export const runImport = async (opts: ImportOptions) => {
+  if (!Object.values(opts.files).some(Boolean))
+    throw new ImportError('nothing to import: give at least one of --customers, --orders, --subscriptions, --events');
+  const started = Date.now();
+  const cp = openCheckpoint(opts);
+  const resumed = Object.values(cp.files).some((f) => f!.batches_done > 0);
+  if (!resumed) writeFileSync(opts.failures, ''); // a new run's failures only
+  if (cp.complete) opts.log?.(`run ${cp.run_id} is already complete (${opts.checkpoint}); nothing is sent again`);
+  else if (resumed) opts.log?.(`resuming run ${cp.run_id} from ${opts.checkpoint}`);
+
+  let bar: SingleBar | null = null;
+  const interrupted = () => {
+    bar?.stop();
+    opts.log?.(`\nstopped (Ctrl-C): run the same command again to resume run ${cp.run_id} from ${resolve(opts.checkpoint)}`);
+    process.exit(130);
+  };
+  if (opts.interruptible) process.once('SIGINT', interrupted);
+  try {
+    await importFiles(opts, cp, (b) => {
+      bar = b;
+    });
+  } finally {
+    process.removeListener('SIGINT', interrupted);
+    // A run that stopped on an error gives the terminal back too (the bar hides the cursor).
+    const shown = bar as SingleBar | null;
+    if (shown?.isActive) shown.stop();
   }
   cp.complete = true;
   writeCheckpoint(opts.checkpoint, cp);

@@ -9,6 +9,7 @@ import { runImport } from '../../infra/ops/import.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { eventually } from '../support/eventually.ts';
 import { runCli } from '../support/cli.ts';
+import { freePort } from '../../infra/local/dynamodb.ts';
 
 /** `ops import`, run as a merchant runs it: a child process speaking HTTP to the service. */
 const api = useApi();
@@ -271,6 +272,69 @@ describe('ops import', { timeout: 120_000 }, () => {
         })),
       ),
     ).toEqual(byRequest(applied.map((x) => ({ requestId: x.requestId, run, counts: counts(x.body.data) }))));
+  });
+
+  it('a wrong address fails at once, naming it; a URL that is not the API root stops at its first 404; nothing is marked done', async () => {
+    const { token } = await newMerchant();
+    const dir = mkdtempSync(join(tmpdir(), 'import-'));
+    writeFileSync(join(dir, 'c.csv'), 'email\na@example.com\n');
+    // The token from the environment; state in the folder of its own under the working folder.
+    const env = { ...process.env, RAS_API_TOKEN: token };
+    const closed = `http://127.0.0.1:${await freePort()}/v1`;
+    const started = Date.now();
+    const refused = await runCli(['import', '--url', closed, '--customers', join(dir, 'c.csv')], env, dir);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`cannot reach ${closed} (ECONNREFUSED)`);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    const state = join(dir, '.ops-import/checkpoint.json');
+    expect(existsSync(state) && JSON.parse(readFileSync(state, 'utf8')).complete).toBe(false);
+
+    const root = api.base.replace(/\/v1$/, '');
+    const wrong = await runCli(
+      ['import', '--url', root, '--customers', join(dir, 'c.csv'), '--checkpoint', join(dir, 'cp.json')],
+      env,
+      dir,
+    );
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain(`is ${root} the API root (such as http://localhost:3000/v1)?`);
+    if (existsSync(join(dir, 'cp.json')))
+      expect(JSON.parse(readFileSync(join(dir, 'cp.json'), 'utf8'))).toMatchObject({
+        complete: false,
+        files: { customers: { batches_done: 0 } },
+      });
+    expect(await total(token, '/customers')).toBe(0);
+
+    // The token from a file: the run goes through.
+    writeFileSync(join(dir, 'token'), `${token}\n`);
+    const good = await runCli(
+      ['import', '--url', api.base, '--token-file', join(dir, 'token'), '--customers', join(dir, 'c.csv')],
+      process.env,
+      dir,
+    );
+    expect(good.code, good.stderr).toBe(0);
+    expect(good.json).toMatchObject({ customers: { created: 1 }, checkpoint: join(dir, '.ops-import/checkpoint.json') });
+  });
+
+  it('Ctrl-C stops the run and says how to resume (exit 130); the same command then finishes it', async () => {
+    const { token } = await newMerchant();
+    const dir = mkdtempSync(join(tmpdir(), 'import-'));
+    writeFileSync(join(dir, 'c.csv'), `email\n${Array.from({ length: 30 }, (_, i) => `ctrl${i}@example.com`).join('\n')}\n`);
+    const args = ['import', '--url', api.base, '--customers', join(dir, 'c.csv'), '--batch-size', '1'];
+    const env = { ...process.env, RAS_API_TOKEN: token, NODE_NO_WARNINGS: '1' };
+    const child = spawn(resolve(ROOT, 'node_modules/.bin/tsx'), [resolve(ROOT, 'infra/ops/cli.ts'), ...args], { cwd: dir, env });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    await eventually(async () => (await total(token, '/customers')) > 0, 20_000, 'a first batch');
+    child.kill('SIGINT');
+    const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    expect(code).toBe(130);
+    expect(stderr).toMatch(
+      /stopped \(Ctrl-C\): run the same command again to resume run run_[0-9a-f]{16} from .*\.ops-import\/checkpoint\.json/,
+    );
+    const resumed = await runCli(args, env, dir);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.json).toMatchObject({ resumed: true });
+    expect(await total(token, '/customers')).toBe(30);
   });
 
   it('honours 429 Retry-After, sending the same batch again under the same idempotency key', async () => {

@@ -7,13 +7,13 @@ const TSX = resolve(ROOT, 'node_modules/.bin/tsx');
 
 export type Run = { code: number; stdout: string; stderr: string; json: any };
 
-/** `npm run ops -- …`, run as operators run it: a child process (stdout parsed as JSON when it is). */
-export const runCli = (args: string[], env: NodeJS.ProcessEnv): Promise<Run> =>
+/** `npm run ops -- …`, run as operators run it: a child process (stdout parsed as JSON when it is), in `cwd` (the project's root unless told). */
+export const runCli = (args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Promise<Run> =>
   new Promise((done) => {
     execFile(
       TSX,
-      ['infra/ops/cli.ts', ...args],
-      { cwd: ROOT, env: { ...env, NODE_NO_WARNINGS: '1' }, timeout: 30_000 },
+      [resolve(ROOT, 'infra/ops/cli.ts'), ...args],
+      { cwd, env: { ...env, NODE_NO_WARNINGS: '1' }, timeout: 30_000 },
       (err, stdout, stderr) => {
         let json: unknown;
         try {
