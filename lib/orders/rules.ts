@@ -280,14 +280,16 @@ export const revenueCurrencies = (counters: Counters[], reportingCurrency: strin
 export const stats = (
   day: Counters,
   month: Counters,
-  currency: string,
+  currency: string | undefined,
   reportingCurrency: string,
   rates: ReadonlyMap<string, string> = new Map(),
 ) => {
   const created = day.created?.toNumber() ?? 0;
   const createdPaid = day.created_paid?.toNumber() ?? 0;
-  // Only the reporting currency's revenue takes in the others: converted, or named as left out.
-  const others = currency === reportingCurrency ? revenueCurrencies([day, month], reportingCurrency) : [];
+  // No currency named: the reporting currency with the others converted, or named as left out.
+  // A currency named (the reporting one too): its own money alone.
+  const others = currency === undefined ? revenueCurrencies([day, month], reportingCurrency) : [];
+  currency ??= reportingCurrency;
   const revenue = (counters: Counters) =>
     others.reduce(
       (sum, ccy) => (rates.has(ccy) ? sum.plus((counters[revenueAttr(ccy)] ?? new Decimal(0)).times(rates.get(ccy)!)) : sum),

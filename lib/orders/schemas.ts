@@ -95,7 +95,10 @@ export const orderBatchBody = z.object({ orders: batchItems('OrderBatchItem') })
 export const orderStatsQuery = z.object({
   currency: currency()
     .optional()
-    .meta({ description: 'Revenue of orders in this currency (ISO 4217), in it; default the reporting currency' }),
+    .meta({
+      description:
+        'Revenue of orders in this currency (ISO 4217) alone, in it, the reporting currency included; absent: the reporting currency with the others converted',
+    }),
 });
 
 export const orderSchema = z

@@ -215,10 +215,10 @@ export const orderStats = async (
   const monthTerms = statsTerms(month.from, month.to);
   const counters = await readStatsTerms(merchantId, [...todayTerms, ...monthTerms]);
   const [daily, monthly] = [foldTerms(todayTerms, counters), foldTerms(monthTerms, counters)];
-  const shown = currency ?? reportingCurrency;
-  // The reporting currency's revenue converts the others at this month's rate: one read more, only when there are others.
-  const others = shown === reportingCurrency ? revenueCurrencies([daily, monthly], reportingCurrency) : [];
+  // Without a currency, the reporting currency's revenue converts the others at this month's rate:
+  // one read more, only when there are others. A currency named is its own money alone.
+  const others = currency === undefined ? revenueCurrencies([daily, monthly], reportingCurrency) : [];
   const { book } = await readRates(merchantId, others);
   const rates = new Map(others.flatMap((c) => (book.get(c)?.has(day.slice(0, 7)) ? [[c, book.get(c)!.get(day.slice(0, 7))!]] : [])));
-  return stats(daily, monthly, shown, reportingCurrency, rates);
+  return stats(daily, monthly, currency, reportingCurrency, rates);
 };

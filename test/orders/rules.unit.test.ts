@@ -156,17 +156,21 @@ describe('figures and stats', () => {
     });
   });
 
-  it('the reporting currency counts other currencies at the rate given, exactly, and names those without one', () => {
+  it('without a currency, the reporting currency counts the others at the rate given, exactly, and names those without one', () => {
     const day = { rev_TWD: new Decimal('100'), rev_USD: new Decimal('10.05'), rev_JPY: new Decimal('0') };
     const month = { rev_TWD: new Decimal('1000'), rev_USD: new Decimal('20.05'), rev_EUR: new Decimal('3') };
     // 10.05 × 31.555 = 317.12775 → 417.13 (half up at the end, not per currency); EUR has no rate.
-    const r = stats(day, month, 'TWD', 'TWD', new Map([['USD', '31.555']]));
+    const r = stats(day, month, undefined, 'TWD', new Map([['USD', '31.555']]));
     expect(r.data).toMatchObject({ today_revenue: '417.13', monthly_revenue: '1632.68' });
     expect(r.unconverted).toEqual({ EUR: { today_revenue: '0.00', monthly_revenue: '3.00' } });
     expect(revenueCurrencies([day, month], 'TWD')).toEqual(['EUR', 'USD']);
-    // Another currency's revenue is its own, unconverted, and leaves nothing out.
+    // A currency named is its own money alone, unconverted, leaving nothing out: the reporting one too.
     expect(stats(day, month, 'USD', 'TWD', new Map([['USD', '31.555']]))).toMatchObject({
       data: { today_revenue: '10.05', monthly_revenue: '20.05' },
+      unconverted: {},
+    });
+    expect(stats(day, month, 'TWD', 'TWD', new Map([['USD', '31.555']]))).toMatchObject({
+      data: { today_revenue: '100.00', monthly_revenue: '1000.00' },
       unconverted: {},
     });
   });

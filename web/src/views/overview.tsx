@@ -113,12 +113,19 @@ const SegmentPicker = (props: { value: Filter; onChange: (f: Filter) => void; pl
 };
 
 const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
-  const [currency, setCurrency] = useState(me.reporting_currency);
+  // '' is every currency, in the reporting one (no `currency` sent); a currency is its own money alone.
+  const [currency, setCurrency] = useState('');
   // The zone is a parameter too: the notes name the zone the figures were loaded in.
   const [result, retry] = useAsync({ currency, zone: me.timezone }, (q) =>
-    ok(api.GET('/orders/stats', { params: { query: query({ currency: q.currency }) } })),
+    ok(api.GET('/orders/stats', { params: { query: query({ currency: q.currency || undefined }) } })),
   );
-  const options = CURRENCIES.includes(me.reporting_currency) ? CURRENCIES : [me.reporting_currency, ...CURRENCIES];
+  const options = [
+    { value: '', label: `All (in ${me.reporting_currency})` },
+    ...[...new Set([me.reporting_currency, ...CURRENCIES])].map((c) => ({
+      value: c,
+      label: c === me.reporting_currency ? `${c} only (nothing converted)` : c,
+    })),
+  ];
   return (
     <Panel
       id="stats"
@@ -127,10 +134,10 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
       retry={retry}
       actions={<Choice label="Currency" value={currency} onChange={setCurrency} options={options} testId="stats-currency" />}
     >
-      {({ data, unconverted }, { currency: shown, zone }) => {
-        // The reporting currency's revenue counts the others at this month's rate; another currency's is its own.
-        const which =
-          shown === me.reporting_currency ? `in ${shown} and, at this month's exchange rates, in other currencies` : `in ${shown}`;
+      {({ data, unconverted }, { currency: chosen, zone }) => {
+        // All: the reporting currency's revenue and the others' at this month's rate; a currency chosen: its own.
+        const shown = chosen || me.reporting_currency;
+        const which = chosen ? `in ${shown} only` : `in ${shown} and, at this month's exchange rates, in other currencies`;
         const leftOut = Object.entries(unconverted);
         return (
           <>
