@@ -912,7 +912,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        CustomerInput: {
+        CustomerBatchItem: {
             /** Format: email */
             email: string;
             name?: string | null;
@@ -921,6 +921,8 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             } | null;
+            /** @description When the customer became one (imports: "customer since"; not in the future; default: the time of the import). An existing customer keeps its own. */
+            created_at?: string | null;
         };
         OrderBatchItem: {
             order_no: string;
@@ -2863,7 +2865,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    customers: components["schemas"]["CustomerInput"][];
+                    customers: components["schemas"]["CustomerBatchItem"][];
                     on_conflict?: ("skip" | "update") | null;
                 };
             };
@@ -4100,7 +4102,7 @@ export interface operations {
     ordersStats: {
         parameters: {
             query?: {
-                /** @description Revenue of orders in this currency (ISO 4217), in it; default the reporting currency */
+                /** @description Revenue of orders in this currency (ISO 4217) alone, in it, the reporting currency included; absent: the reporting currency with the others converted */
                 currency?: string;
             };
             header?: never;

@@ -200,7 +200,7 @@ const post = (
     case 'customers':
       return client.POST('/customers/batch', {
         params: { header, query: opts.onConflict ? { on_conflict: opts.onConflict } : {} },
-        body: { customers: items as components['schemas']['CustomerInput'][] },
+        body: { customers: items as components['schemas']['CustomerBatchItem'][] },
       });
     case 'subscriptions':
       return client.POST('/subscriptions/batch', {

@@ -9,7 +9,7 @@ import { RecountingError, ThrottledError } from '#lib/errors';
 import { issueMessage } from '#lib/shared/validation';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
 import { formatTimestamp } from '#lib/shared/time';
-import { customerCreateBody, type CustomerCreate } from '#lib/customers/schemas';
+import { customerBatchItem, type CustomerCreate } from '#lib/customers/schemas';
 import type { CustomerItem } from '#lib/customers/model';
 import {
   EXTERNAL_ID_TAKEN,
@@ -62,7 +62,7 @@ export const importCustomers = async (
       failed(index, `The customers.${index} field must be an object.`, identifier);
       return;
     }
-    const parsed = customerCreateBody.safeParse(raw, { reportInput: true });
+    const parsed = customerBatchItem.safeParse(raw, { reportInput: true });
     if (parsed.success) valid.push({ index, identifier, input: parsed.data });
     else failed(index, issueMessage(parsed.error.issues[0]), identifier);
   });
@@ -123,7 +123,7 @@ export const importCustomers = async (
       write: async (ws, chunk) => {
         for (const plan of chunk) {
           if (plan.kind === 'create') {
-            addCustomerCreate(ws, merchantId, plan.id, plan.input, at);
+            addCustomerCreate(ws, merchantId, plan.id, plan.input, at, plan.input.created_at ?? at);
           } else {
             const changes = profileChanges(plan.current, plan.input);
             if (Object.keys(changes).length) addCustomerUpdate(ws, merchantId, plan.current, changes, at);
@@ -188,7 +188,7 @@ const importAlone = async (
     // An id allocated for a transaction that failed was never written, so it is kept.
     id = plan.kind === 'create' ? plan.id : (await allocateIds(merchantId, { customer: 1 })).customer!;
     const input = plan.kind === 'create' ? plan.input : { ...plan.current, ...plan.input, email };
-    addCustomerCreate(ws, merchantId, id, input as CustomerCreate, at);
+    addCustomerCreate(ws, merchantId, id, input as CustomerCreate, at, plan.kind === 'create' ? (plan.input.created_at ?? at) : at);
   }
   try {
     await ws.commit();

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CustomerItem } from '#lib/customers/model';
-import type { CustomerCreate, CustomerUpdate } from '#lib/customers/schemas';
+import type { CustomerBatchItem, CustomerUpdate } from '#lib/customers/schemas';
 import { pageOfRows } from '#lib/shared/pagination';
 
 /**
@@ -34,14 +34,14 @@ export const profileChanges = (current: CustomerItem, input: CustomerUpdate): Pr
 export type OnConflict = 'skip' | 'update';
 
 /** A valid batch item: its place in the request, its identifier (the email as sent) and its fields. */
-export type ImportItem = { index: number; identifier: string; input: CustomerCreate };
+export type ImportItem = { index: number; identifier: string; input: CustomerBatchItem };
 
 /**
  * Everything the batch does to one customer: the items naming one email are folded into one plan
  * (a later item is applied on top of the earlier one, as if the earlier one already existed).
  */
 export type ImportPlan =
-  | { kind: 'create'; items: ImportItem[]; input: CustomerCreate; id: number }
+  | { kind: 'create'; items: ImportItem[]; input: CustomerBatchItem; id: number }
   | { kind: 'update'; items: ImportItem[]; input: CustomerUpdate; current: CustomerItem };
 
 /** The given (non-undefined) fields of `next` over `base`. */

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { batchItems } from '#lib/shared/schemas';
-import { email, isWellFormed, metadata, pageQuery, plainText, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
+import { email, isWellFormed, metadata, pageQuery, pastTimestamp, plainText, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
 
 const optionalText = (max: number) => plainText(max).nullish();
 
@@ -30,6 +30,17 @@ export const customerCreateBody = z.object({
 });
 export type CustomerCreate = z.output<typeof customerCreateBody>;
 
+/** A batch item: a customer as POST /customers takes it, and, for imported history, when it became one. */
+export const customerBatchItem = customerCreateBody.extend({
+  created_at: pastTimestamp()
+    .nullish()
+    .meta({
+      description:
+        'When the customer became one (imports: "customer since"; not in the future; default: the time of the import). An existing customer keeps its own.',
+    }),
+});
+export type CustomerBatchItem = z.output<typeof customerBatchItem>;
+
 /** PUT updates the given fields; null clears an optional one. */
 export const customerUpdateBody = customerCreateBody.partial();
 export type CustomerUpdate = z.output<typeof customerUpdateBody>;
@@ -49,7 +60,7 @@ export const customerPathParams = z.object({
 
 export const onConflict = z.enum(['skip', 'update']);
 export const customerBatchBody = z.object({
-  customers: batchItems('CustomerInput'),
+  customers: batchItems('CustomerBatchItem'),
   on_conflict: onConflict.nullish(),
 });
 export const customerBatchQuery = z.object({

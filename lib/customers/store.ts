@@ -144,10 +144,18 @@ const holdsMetadata = (metadata: string | null | undefined) =>
       };
 
 /** Adds a new customer (with its unique email marker, its list entry, its external_id marker and the live total) to `ws`. */
-export const addCustomerCreate = (ws: WriteSet, merchantId: string, id: number, input: CustomerCreate, at: string): CustomerItem => {
+/** A new customer, written `at`; `createdAt` is when it became one (an import's own date; default `at`). */
+export const addCustomerCreate = (
+  ws: WriteSet,
+  merchantId: string,
+  id: number,
+  input: CustomerCreate,
+  at: string,
+  createdAt = at,
+): CustomerItem => {
   const item: CustomerItem = {
     ...keys.customer(merchantId, id),
-    ...indexes.customerSearch(merchantId, at, id),
+    ...indexes.customerSearch(merchantId, createdAt, id),
     ...(input.external_id ? indexes.customerByExternalId(merchantId, input.external_id) : {}),
     id,
     email: input.email.toLowerCase(),
@@ -157,11 +165,11 @@ export const addCustomerCreate = (ws: WriteSet, merchantId: string, id: number, 
     metadata: input.metadata ?? null,
     order_count: 0,
     payment_version: 0,
-    created_at: at,
+    created_at: createdAt,
     updated_at: at,
   };
   ws.put('customer', item, itemAbsent);
-  ws.put('email', emailMarker(merchantId, item.email, id, at), itemAbsent);
+  ws.put('email', emailMarker(merchantId, item.email, id, createdAt), itemAbsent);
   addMetadataIndex(ws, merchantId, id, null, item.metadata);
   if (item.external_id) {
     ws.put('external_id', { ...keys.customerExternalId(merchantId, item.external_id), customer_id: id }, itemAbsent);

@@ -1,7 +1,7 @@
 import { createDocument, createSchema, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { routeList } from '#lib/http/routes';
 import { authKindOf, BASE_PATH, type RouteDef } from '#lib/http/route';
-import { customerCreateBody } from '#lib/customers/schemas';
+import { customerBatchItem } from '#lib/customers/schemas';
 import { orderBatchItem } from '#lib/orders/schemas';
 import { messageBody } from '#lib/shared/schemas';
 import { subscriptionBatchItem, subscriptionEventBatchItem } from '#lib/subscriptions/schemas';
@@ -209,7 +209,7 @@ const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObjec
  */
 const batchItemSchemas = () => {
   const items = {
-    CustomerInput: customerCreateBody,
+    CustomerBatchItem: customerBatchItem,
     OrderBatchItem: orderBatchItem,
     SubscriptionBatchItem: subscriptionBatchItem,
     SubscriptionEventBatchItem: subscriptionEventBatchItem,

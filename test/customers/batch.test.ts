@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
 import { db } from '#lib/db/client';
 import { activityRecords } from '../orders/helpers.ts';
@@ -61,6 +62,43 @@ describe('POST /customers/batch', () => {
     expect(log).toHaveLength(1);
     expect(log[0]).toMatchObject({ type: 'customers.batch', total: 7, created: 2, updated: 0, skipped: 1, failed: 4 });
     expect(log[0].created_at).toMatch(/Z$/);
+  });
+
+  it('imported customers keep their own created_at (customer since): shown, listed in its order; a future one fails its item; an existing customer keeps its own', async () => {
+    fixedClock('2026-05-01T00:00:00Z');
+    const { token } = await newMerchant();
+    const r = await batch(token, {
+      customers: [
+        { email: 'since2019@example.com', created_at: '2019-03-04T05:06:07Z' },
+        { email: 'since2021@example.com', created_at: '2021-01-01T00:00:00Z' },
+        { email: 'future@example.com', created_at: '2026-05-01T00:00:01Z' },
+        { email: 'today@example.com' },
+      ],
+    });
+    expect(r.body.data).toMatchObject({ created: 3, failed: 1 });
+    expect(r.body.data.results.failed).toEqual([
+      {
+        index: 2,
+        reason: 'validation_error',
+        identifier: 'future@example.com',
+        message: 'The created at field must be a date before or equal to now.',
+      },
+    ]);
+    const [a, b, c] = r.body.data.results.created.map((x: { id: number }) => x.id);
+    expect((await customer(token, a)).created_at).toBe('2019-03-04T05:06:07Z');
+    expect((await customer(token, b)).created_at).toBe('2021-01-01T00:00:00Z');
+    expect((await customer(token, c)).created_at).toBe('2026-05-01T00:00:00Z');
+    // Newest first, by the dates they carry.
+    expect((await api.get('/customers', token)).body.data.map((x: { id: number }) => x.id)).toEqual([c, b, a]);
+    // Sent again with another date and on_conflict update: the customer keeps the date it has.
+    const again = await batch(
+      token,
+      { customers: [{ email: 'since2019@example.com', name: 'Ana', created_at: '2018-01-01T00:00:00Z' }] },
+      '?on_conflict=update',
+    );
+    expect(again.body.data).toMatchObject({ updated: 1 });
+    expect(await customer(token, a)).toMatchObject({ name: 'Ana', created_at: '2019-03-04T05:06:07Z' });
+    resetClock();
   });
 
   it('on_conflict update: updates the given fields of the existing customer, keeps the rest', async () => {
