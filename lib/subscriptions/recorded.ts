@@ -6,7 +6,7 @@ import { runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { retrying } from '#lib/db/retry';
 import { allocateIds } from '#lib/db/sequences';
-import { WriteSet } from '#lib/db/writes';
+import { versionIs, WriteSet } from '#lib/db/writes';
 import { ContentionError, InvalidError, RecountingError, ThrottledError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
 import { recordedLine } from '#lib/metrics/lines';
@@ -17,7 +17,8 @@ import { IDEMPOTENCY_TTL_SECONDS, isLive, type IdempotencyRecord } from '#lib/sh
 import { formatTimestamp } from '#lib/shared/time';
 import { issueMessage } from '#lib/shared/validation';
 import { addSubscriptionEvent, CUSTOMER_INVALID, importedAfterSubscription, SUBSCRIPTION_INVALID } from '#lib/subscriptions/events';
-import { presentSubscriptionEvent, type SubscriptionEventItem } from '#lib/subscriptions/model';
+import { presentSubscriptionEvent, type SubscriptionEventItem, type SubscriptionItem } from '#lib/subscriptions/model';
+import { latestChangeAt } from '#lib/subscriptions/effective';
 import { subscriptionEventBatchItem, type SubscriptionEventBatchInput } from '#lib/subscriptions/schemas';
 import type { Scope } from '#lib/subscriptions/service';
 
@@ -166,11 +167,19 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
   });
   // The exchange rates the batch's transactions convert with, read once for all of them.
   const rates: RatesMemo = new Map();
+  // The named subscriptions as read (and as each committed chunk left them): what the record shows.
+  const subs = new Map<number, SubscriptionItem>();
+  for (const u of units) {
+    const id = u.event.subscription_id;
+    const sub = id ? found.get(keyId(keys.subscription(merchantId, id))) : undefined;
+    if (id && sub && !subs.has(id)) subs.set(id, sub as unknown as SubscriptionItem);
+  }
   return {
     units,
     write: async (ws: WriteSet, chunk: Unit[]) => {
       const written: [number, SubscriptionEventItem, string][] = [];
       const changed = new Map<number, Timeline>();
+      const shown = new Map<number, SubscriptionItem>();
       for (const { customerId, index, identifier, tag, event } of chunk) {
         ws.update('customer', keys.customer(merchantId, customerId)).when(liveCondition);
         if (event.subscription_id) {
@@ -178,20 +187,57 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
             expression: 'customer_id = :c AND attribute_not_exists(deleted_at)',
             values: { ':c': customerId },
           });
+          const current = shown.get(event.subscription_id) ?? subs.get(event.subscription_id);
+          const present = current && recordShows(current, event);
+          if (present) shown.set(event.subscription_id, present);
         }
         written.push([index, addSubscriptionEvent(ws, merchantId, event, at), identifier]);
         if (idempotencyKey) addItemMarker(ws, merchantId, idempotencyKey, index, event.id);
         const before = changed.get(customerId) ?? timelines.get(customerId)!.timeline;
         changed.set(customerId, applyEvent(before, event.subscription_id, event.new_amount, event.occurred_at, tag));
       }
+      // The latest change of a subscription shows on its record: mrr and plan_name, as of changed_at.
+      for (const [id, present] of shown) {
+        const before = subs.get(id)!;
+        ws.update('subscription', keys.subscription(merchantId, id))
+          .setAll({
+            mrr: present.mrr,
+            plan_name: present.plan_name,
+            changed_at: present.changed_at,
+            updated_at: at,
+            version: before.version + 1,
+          })
+          .when(versionIs(before.version));
+      }
       // One timeline write per customer per transaction, whatever the number of its events.
       const after: [number, TimelineState][] = [];
       for (const [id, tl] of changed) after.push([id, await addTimelineChange(ws, merchantId, scope, id, timelines.get(id)!, tl, rates)]);
       return () => {
+        for (const [id, present] of shown) subs.set(id, { ...present, updated_at: at, version: subs.get(id)!.version + 1 });
         for (const [id, state] of after) timelines.set(id, state);
         for (const [index, event, identifier] of written) report.recorded(index, event, identifier);
       };
     },
+  };
+};
+
+/**
+ * The subscription as its record shows it once `event` is recorded: when the event is (or becomes,
+ * history arriving in any order) its latest change and leaves it an amount, its `mrr` and
+ * `plan_name` are the event's `new_amount` and `new_plan` (the plan unchanged without one), as of
+ * `occurred_at`; null when the record stays as it is (an older event, or one that takes it to 0:
+ * its status changes only through pause and cancel).
+ */
+export const recordShows = (
+  sub: SubscriptionItem,
+  event: Pick<SubscriptionEventItem, 'occurred_at' | 'new_amount' | 'new_plan'>,
+): SubscriptionItem | null => {
+  if (event.occurred_at < latestChangeAt(sub) || !new Decimal(event.new_amount).gt(0)) return null;
+  return {
+    ...sub,
+    mrr: new Decimal(event.new_amount).toFixed(2),
+    plan_name: event.new_plan ?? sub.plan_name,
+    changed_at: event.occurred_at,
   };
 };
 

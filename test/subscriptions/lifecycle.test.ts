@@ -127,6 +127,30 @@ describe('subscription lifecycle', () => {
     ]);
   });
 
+  it('a recorded event that is (or becomes) the latest change shows on the record: mrr and plan_name, whatever order history arrives in', async () => {
+    fixedClock('2026-06-01T00:00:00Z');
+    const { token, customer } = await setup();
+    const sub = (await create(token, customer.id, { started_at: '2026-01-01T00:00:00Z' })).body.data;
+    const record = async (body: Record<string, unknown>) => {
+      const r = await api.post('/subscriptions/events', token, { subscription_id: sub.id, customer_id: customer.id, ...body });
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+    };
+    const shown = async () => (await api.get(`/subscriptions/${sub.id}`, token)).body.data;
+    await record({ event_type: 'upgrade', old_amount: '100', new_amount: '250.50', new_plan: 'Pro', occurred_at: '2026-03-01T00:00:00Z' });
+    expect(await shown()).toMatchObject({ mrr: '250.50', plan_name: 'Pro' });
+    // An older event arriving later is history: the record keeps the latest.
+    await record({ event_type: 'upgrade', old_amount: '100', new_amount: '150', occurred_at: '2026-02-01T00:00:00Z' });
+    expect(await shown()).toMatchObject({ mrr: '250.50', plan_name: 'Pro' });
+    // A later one without a plan keeps the plan; the list's MRR equals the metrics'.
+    await record({ event_type: 'downgrade', old_amount: '250.50', new_amount: '200', occurred_at: '2026-04-01T00:00:00Z' });
+    expect(await shown()).toMatchObject({ mrr: '200.00', plan_name: 'Pro' });
+    expect((await api.get('/metrics/summary', token)).body.data.current_mrr).toBe('200.00');
+    // A change through the API may not be dated before it.
+    const early = await api.put(`/subscriptions/${sub.id}`, token, { mrr: '300', effective_at: '2026-03-15T00:00:00Z' });
+    expect(early.status).toBe(422);
+    expect(Object.keys(early.body.errors)).toEqual(['effective_at']);
+  });
+
   it('a PUT that changes nothing answers the stored subscription and writes nothing (no event, no webhook)', async () => {
     const clock = fixedClock('2026-04-01T00:00:00Z');
     const { token, merchantId, customer } = await setup();

@@ -574,8 +574,13 @@ describe('POST /subscriptions/events (recorded events in the lists)', () => {
     expect((await ids(token, '/subscriptions/events', 'event_type=downgrade&start_date=2026-09-15&end_date=2026-09-15')).ids).toEqual([
       down.body.data.id,
     ]);
-    // recording changes no subscription
-    expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data).toEqual(sub);
+    // The latest change of the subscription shows on its record (its mrr and plan_name, as of the event); nothing else changes.
+    expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data).toEqual({
+      ...sub,
+      mrr: '80.50',
+      plan_name: 'Basic',
+      updated_at: expect.any(String),
+    });
   });
 
   it('refuses an unknown customer, or a subscription of another customer, with a 422 naming the field; nothing is listed', async () => {

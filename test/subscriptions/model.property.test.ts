@@ -469,6 +469,16 @@ describe('subscriptions model property', () => {
             };
             expect(r.body.data, what).toEqual(e);
             events.push(e);
+            // The record shows the present: an event that is (or becomes) the subscription's latest
+            // change and leaves it an amount sets its mrr and plan (the plan kept without a new one).
+            const named = target?.sub;
+            if (named && e.occurred_at >= named.changed && new Decimal(e.new_amount).gt(0)) {
+              named.mrr = e.new_amount;
+              named.plan_name = e.new_plan ?? named.plan_name;
+              named.changed = e.occurred_at;
+              named.updated_at = at;
+              count('201 record (shown on the subscription)');
+            }
             count('201 record');
             return;
           }
