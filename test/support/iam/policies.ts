@@ -1,6 +1,7 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
-import { Stack } from 'aws-cdk-lib';
+import { Stack, Stage } from 'aws-cdk-lib';
 import { ApiFunction } from '../../../infra/constructs/api-function.ts';
 import { functionEntries } from '../../../infra/bundles/build.ts';
 import { fixtureProjectRoot, idOf, resources, synthStack } from '../../infra/support/stack.ts';
@@ -16,8 +17,10 @@ export type StackPolicies = { table: string; functions: Record<string, { name: s
  */
 export const synthPolicies = (): StackPolicies => {
   const fixture = fixtureProjectRoot();
+  let outdir: string | undefined;
   try {
     const { stack, template } = synthStack(fixture.root);
+    outdir = Stage.of(stack)?.outdir;
     const tables = Object.keys(resources(template, 'AWS::DynamoDB::Table'));
     if (tables.length !== 1) throw new Error(`expected one table in the stack, found ${tables.length}`);
     const policies = resources(template, 'AWS::IAM::Policy');
@@ -50,6 +53,8 @@ export const synthPolicies = (): StackPolicies => {
     return { table: arnOf(tables[0]!), functions };
   } finally {
     fixture.remove();
+    // The synth's own temporary cloud assembly (tens of MB), once per test run.
+    if (outdir?.startsWith(tmpdir())) rmSync(outdir, { recursive: true, force: true });
   }
 };
 
