@@ -32,12 +32,10 @@ export type CustomerCreate = z.output<typeof customerCreateBody>;
 
 /** A batch item: a customer as POST /customers takes it, and, for imported history, when it became one. */
 export const customerBatchItem = customerCreateBody.extend({
-  created_at: pastTimestamp()
-    .nullish()
-    .meta({
-      description:
-        'When the customer became one (imports: "customer since"; not in the future; default: the time of the import). An existing customer keeps its own.',
-    }),
+  created_at: pastTimestamp().nullish().meta({
+    description:
+      'When the customer became one (imports: "customer since"; not in the future; default: the time of the import). An existing customer keeps its own.',
+  }),
 });
 export type CustomerBatchItem = z.output<typeof customerBatchItem>;
 

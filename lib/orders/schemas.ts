@@ -93,12 +93,10 @@ export type OrderListQuery = z.output<typeof orderListQuery>;
 export const orderBatchBody = z.object({ orders: batchItems('OrderBatchItem') });
 
 export const orderStatsQuery = z.object({
-  currency: currency()
-    .optional()
-    .meta({
-      description:
-        'Revenue of orders in this currency (ISO 4217) alone, in it, the reporting currency included; absent: the reporting currency with the others converted',
-    }),
+  currency: currency().optional().meta({
+    description:
+      'Revenue of orders in this currency (ISO 4217) alone, in it, the reporting currency included; absent: the reporting currency with the others converted',
+  }),
 });
 
 export const orderSchema = z

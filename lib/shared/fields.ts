@@ -199,7 +199,7 @@ export const isWellFormed = (v: string): boolean => !LONE_SURROGATE.test(v);
 export const WELL_FORMED_MESSAGE = 'The :field field must be valid Unicode text.';
 
 /** Control characters (C0, DEL, C1): no person's name or phone number holds one, and NUL ends strings elsewhere. */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const CONTROL = /\p{Cc}/u;
 /** Text a person reads (a name, a phone number): at most `max` characters, valid Unicode, no control character. */
 export const plainText = (max: number) =>
   z

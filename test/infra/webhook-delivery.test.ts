@@ -247,16 +247,6 @@ describe('least privilege', () => {
       })
       .sort();
   };
-  /** Its own logs, and the table key through DynamoDB for its reads (and writes). */
-  const OWN_LOGS = ['logs:CreateLogStream on own log group', 'logs:PutLogEvents on own log group'];
-  const TABLE_KEY_READ = ['kms:Decrypt on table key via DynamoDB', 'kms:DescribeKey on table key via DynamoDB'];
-  const TABLE_KEY_WRITE = [...TABLE_KEY_READ, 'kms:Encrypt on table key via DynamoDB', 'kms:GenerateDataKey on table key via DynamoDB'];
-  const consume = (queue: string) =>
-    ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:ReceiveMessage'].map(
-      (a) => `${a} on ${queue}`,
-    );
-  const XRAY = ['xray:PutTelemetryRecords on *', 'xray:PutTraceSegments on *'];
-
   // What each consumer may do is proven by use: every request its code sends in the tests is
   // checked against its policy (test/support/iam-check.ts). These are the ceilings on top.
   const TABLE_WRITES = /^dynamodb:(PutItem|UpdateItem|DeleteItem|ConditionCheckItem|BatchWriteItem) /;
