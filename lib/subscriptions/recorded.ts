@@ -20,7 +20,7 @@ import { addSubscriptionEvent, CUSTOMER_INVALID, importedAfterSubscription, SUBS
 import { presentSubscriptionEvent, type SubscriptionEventItem, type SubscriptionItem } from '#lib/subscriptions/model';
 import { latestChangeAt } from '#lib/subscriptions/effective';
 import { subscriptionEventBatchItem, type SubscriptionEventBatchInput } from '#lib/subscriptions/schemas';
-import type { Scope } from '#lib/subscriptions/service';
+import { moveCustomerMrr, type Scope } from '#lib/subscriptions/service';
 
 /**
  * Recorded subscription events (history imported from elsewhere, source `import`), one or a batch:
@@ -199,6 +199,8 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
       // The latest change of a subscription shows on its record: mrr and plan_name, as of changed_at.
       for (const [id, present] of shown) {
         const before = subs.get(id)!;
+        // The customer's current MRR follows its subscriptions' records.
+        moveCustomerMrr(ws, merchantId, before.customer_id, before, present);
         ws.update('subscription', keys.subscription(merchantId, id))
           .setAll({
             mrr: present.mrr,
