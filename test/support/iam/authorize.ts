@@ -49,14 +49,21 @@ export const renderResource = (value: unknown): string => {
   return JSON.stringify(value);
 };
 
-/** IAM's string wildcards: `*` any run of characters, `?` one. */
-export const iamLike = (pattern: string, value: string) =>
-  new RegExp(
-    `^${pattern
-      .replace(/[.+^$(){}|[\]\\]/g, '\\$&')
-      .replace(/\*/g, '.*')
-      .replace(/\?/g, '.')}$`,
-  ).test(value);
+/** IAM's string wildcards: `*` any run of characters, `?` one (each pattern compiled once: every request of every test is checked). */
+const compiled = new Map<string, RegExp>();
+export const iamLike = (pattern: string, value: string) => {
+  let re = compiled.get(pattern);
+  if (!re) {
+    re = new RegExp(
+      `^${pattern
+        .replace(/[.+^$(){}|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '.*')
+        .replace(/\?/g, '.')}$`,
+    );
+    compiled.set(pattern, re);
+  }
+  return re.test(value);
+};
 
 const EXPRESSION_WORDS = new Set(['SET', 'ADD', 'REMOVE', 'DELETE', 'AND', 'OR', 'NOT', 'BETWEEN', 'IN']);
 
