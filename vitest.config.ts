@@ -5,13 +5,14 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The unit tier runs first, on its own (vitest.unit.config.ts); the load, reliability and scale suites run on their own: `npm run test:slow` / `test:reliability` / `test:scale` (vitest.slow.config.ts).
+    // The unit tier runs first, on its own (vitest.unit.config.ts); the load, reliability, scale and bundles suites run on their own: `npm run test:slow` / `test:reliability` / `test:scale` / `test:bundles` (vitest.slow.config.ts).
     exclude: [
       '**/node_modules/**',
       'test/**/*.unit.test.ts',
       'test/**/*.slow.test.ts',
       'test/**/*.reliability.test.ts',
       'test/**/*.scale.test.ts',
+      'test/**/*.bundles.test.ts',
     ],
     globalSetup: ['test/support/global-setup.ts'],
     // Every test file: writes past AWS's limits (a 64 KB item, a 100-action or 4 MB transaction) and

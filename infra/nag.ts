@@ -53,6 +53,8 @@ export const NAG_REASONS = {
     'TLSv1.2_2021 is requested; with the default *.cloudfront.net certificate CloudFront keeps its own TLS floor until a custom domain and ACM certificate are added (docs/deployment-and-protection.md).',
   originSecret:
     "The origin secret only tells CloudFront's requests from direct calls to the execute-api URL (it grants no data access). CloudFormation resolves it into the distribution's origin header and the functions' environment at deploy time, so a Secrets Manager rotation would reach neither end until the next deploy and would refuse every request in between; it is changed by a deploy instead (docs/deployment-and-protection.md).",
+  cursorSecret:
+    "The cursor secret only seals list cursors (it grants no data access: a cursor is still checked against the merchant's own list). CloudFormation resolves it into the functions' environment at deploy time, so a rotation would reach them only at the next deploy; it is changed by a deploy, which only makes outstanding cursors refused (docs/api-conventions.md).",
   schedulerTracing:
     "X-Ray: the cancellation scheduler's state machine traces its executions, and its tracing grants (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, GetSamplingTargets) support no resource-level permissions.",
   schedulerInvoke:
@@ -143,6 +145,8 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
     });
     acknowledge(resourceOf(stack.front.secret), 'AwsSolutions-SMG4', NAG_REASONS.originSecret);
   }
+
+  acknowledge(resourceOf(stack.cursorSecret), 'AwsSolutions-SMG4', NAG_REASONS.cursorSecret);
 
   const sweeper = stack.outboxRelay.sweeper;
   acknowledge(resourceOf(stack.outboxRelay.sweepSchedule), 'Serverless-EventBusDLQ', NAG_REASONS.sweepSchedule);

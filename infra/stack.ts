@@ -16,6 +16,7 @@ import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key } from 'aws-cdk-lib/aws-kms';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct, Node } from 'constructs';
 import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type Ability, type RouteDef } from '#lib/http/route';
@@ -32,7 +33,7 @@ import { PendingMovesApplier } from './constructs/pending-moves-applier.ts';
 import { RestateWorker } from './constructs/restate-worker.ts';
 import { WebhookDelivery } from './constructs/webhook-delivery.ts';
 import { CancelScheduler } from './constructs/cancel-scheduler.ts';
-import { ApiFront } from './constructs/api-front.ts';
+import { ApiFront, type OriginLock } from './constructs/api-front.ts';
 import { EdgeStack, WEB_ACL_ARN_OUTPUT, wafRateLimitFor } from './edge-stack.ts';
 import { ORIGIN_VERIFY_ENV } from '#lib/http/front-door';
 import { PROJECT_ROOT } from './paths.ts';
@@ -41,6 +42,11 @@ export const STACK_BASE_NAME = 'RevenueAnalyticsApi';
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR', 'SILENT'] as const;
 
 export type ApiStackProps = StackProps & {
+  /**
+   * With `edge`: CloudFront reaches the API only on this custom domain, with its client certificate,
+   * and the execute-api endpoint is disabled (infra/constructs/api-front.ts `OriginLock`).
+   */
+  originLock?: OriginLock;
   /** Deployment stage; names the event bus and is passed to the functions as STAGE. */
   stage?: string;
   /** docs/authentication-and-limits.md: 3,600 per merchant per hour. */
@@ -166,6 +172,8 @@ export class ApiStack extends Stack {
   readonly dashboard: DashboardSite;
   /** The CloudFront distribution and origin secret in front of the API (when built with an edge stack). */
   readonly front?: ApiFront;
+  /** The secret list cursors are sealed with (a key derived per merchant, lib/shared/cursor.ts). */
+  readonly cursorSecret: Secret;
   /** The API's public base URL, `…/v1`: the distribution's when fronted, else the execute-api URL. */
   readonly apiUrl: string;
 
@@ -200,11 +208,19 @@ export class ApiStack extends Stack {
     const observability = { STAGE: stage, LOG_LEVEL: props.logLevel ?? DEFAULTS.logLevel, [METRICS_NAMESPACE_ENV]: this.stackName };
     // Behind the edge, every API function refuses requests without CloudFront's origin secret.
     this.front = props.edge ? new ApiFront(this, 'Front') : undefined;
+    // Generated at deploy time and resolved by CloudFormation into the functions' environment (never in
+    // the template). Replacing it only makes the cursors given out before refused (422): lists restart.
+    this.cursorSecret = new Secret(this, 'CursorSecret', {
+      description: 'Seals list cursors (AES-256-GCM, a key derived per merchant): a cursor shows nothing of the keys it names',
+      generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
     const environment = {
       ...observability,
       RATE_LIMIT_PER_HOUR: String(props.rateLimitPerHour ?? DEFAULTS.rateLimitPerHour),
       UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: String(props.unauthenticatedRateLimitPerMinute ?? DEFAULTS.unauthenticatedRateLimitPerMinute),
       ...(this.front ? { [ORIGIN_VERIFY_ENV]: this.front.secretValue } : {}),
+      CURSOR_SECRET: this.cursorSecret.secretValue.unsafeUnwrap(),
     };
     const apiFunction = (
       scope: Construct,
@@ -229,6 +245,8 @@ export class ApiStack extends Stack {
       apiName: `${SERVICE_NAME}-${stage}`,
       description: 'Revenue analytics API',
       createDefaultStage: false,
+      // Locked origin: the execute-api URL answers 403 itself, before any stage (docs/deployment-and-protection.md).
+      disableExecuteApiEndpoint: Boolean(this.front && props.originLock),
       corsPreflight: {
         allowOrigins: [this.dashboard.origin],
         allowHeaders: ['authorization', 'content-type'],
@@ -299,7 +317,14 @@ export class ApiStack extends Stack {
     this.functions = functions as Record<RouteName, ApiFunction>;
     this.routes = routes as Record<RouteName, HttpRoute>;
 
+    if (props.originLock && !this.front) throw new Error('originLock needs the edge (CloudFront is the only client it lets in)');
     if (props.edge && this.front) {
+      if (props.originLock) this.front.lockOrigin(this.api, props.originLock);
+      else
+        Annotations.of(this.front).addWarningV2(
+          'revenue-analytics:originNotLocked',
+          'The execute-api URL stays open: a flood sent there round CloudFront takes from the stage throttle every merchant shares. Set -c originDomain, originCertificateArn, originTruststoreUri and originClientCertificateArn to lock it (docs/deployment-and-protection.md).',
+        );
       // The web ACL's ARN, read from the edge stack's output at deploy time (it is deployed first).
       this.front.fronting(this.api, Fn.getStackOutput(props.edge.stackName, WEB_ACL_ARN_OUTPUT, props.edge.region));
       this.addStackDependency(props.edge, "the API distribution uses the edge stack's web ACL");
@@ -372,6 +397,7 @@ export class ApiStack extends Stack {
       // A route's settings name its route key, which must exist first: the routes are in the nested stacks.
       for (const group of Object.values(this.routeGroups)) apiStage.node.addDependency(group);
     }
+    this.front?.mapOrigin(this.api, apiStage);
 
     // Webhook events (docs/webhook-endpoints.md) are published here by the outbox relay and delivered from here.
     this.eventBus = new EventBus(this, 'EventBus', { eventBusName: `${SERVICE_NAME}-${stage}` });
@@ -528,6 +554,13 @@ export const propsFromContext = (node: Node): AppProps => {
   if (localEndpoint !== undefined && !/^https?:\/\/[^/\s]+\/?$/.test(localEndpoint)) {
     throw new Error(`context localDynamoEndpoint must be an http(s) URL such as http://host.docker.internal:8000, got "${localEndpoint}"`);
   }
+  // The locked origin: all four, or none.
+  const lockKeys = ['originDomain', 'originCertificateArn', 'originTruststoreUri', 'originClientCertificateArn'] as const;
+  const lockValues = lockKeys.map((k) => ctx(k));
+  if (lockValues.some((v) => v !== undefined) && lockValues.some((v) => v === undefined)) {
+    throw new Error(`context ${lockKeys.join(', ')} lock the API's origin together: give all four or none`);
+  }
+  const [originDomain, originCertificateArn, originTruststoreUri, originClientCertificateArn] = lockValues;
   const rateLimit = positiveInt('throttleRateLimit');
   const burstLimit = positiveInt('throttleBurstLimit');
   const orderWrites = positiveInt('orderWritesPerSecond');
@@ -552,6 +585,14 @@ export const propsFromContext = (node: Node): AppProps => {
     localDynamo:
       localEndpoint === undefined ? undefined : { endpoint: localEndpoint, tableName: ctx('localTableName') ?? DEFAULTS.localTableName },
     edgeProtection: edge === undefined ? undefined : edge === 'true',
+    originLock: originDomain
+      ? {
+          domainName: originDomain,
+          certificateArn: originCertificateArn!,
+          truststoreUri: originTruststoreUri!,
+          clientCertificateArn: originClientCertificateArn!,
+        }
+      : undefined,
     wafRateLimit,
     wafManagedRules: wafManagedRules as AppProps['wafManagedRules'],
   };

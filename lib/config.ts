@@ -26,6 +26,11 @@ export const config = {
    */
   originVerifySecret: (): string | undefined => process.env.ORIGIN_VERIFY_SECRET || undefined,
   /**
+   * The secret list cursors are sealed with, per merchant (lib/shared/cursor.ts). Set by the stack
+   * from a generated Secrets Manager secret; unset locally and in tests: a development secret.
+   */
+  cursorSecret: (): string | undefined => process.env.CURSOR_SECRET || undefined,
+  /**
    * How many write units a second a pass after a time zone or rate change may take from any one
    * partition key (lib/metrics/restate.ts): 100 beside a merchant's full load (docs/scale.md). 0:
    * unpaced (DynamoDB Local, which has no partitions to spare).

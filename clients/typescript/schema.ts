@@ -927,7 +927,7 @@ export interface components {
         OrderBatchItem: {
             order_no: string;
             /**
-             * @description Decimal amount as a string ("1200.00"), at most 2 fraction digits
+             * @description Decimal amount: a string of at most 13 integer and 2 fraction digits, or a JSON number from 0 to 9999999999999.99 with at most 2 fraction digits; a whole number in a currency without a minor unit (JPY, KRW, …)
              * @example 1200.00
              */
             amount?: string | number;
@@ -954,7 +954,7 @@ export interface components {
             customer_name?: string | null;
             plan_name: string;
             /**
-             * @description Decimal amount as a string ("1200.00"), at most 2 fraction digits
+             * @description Monthly recurring revenue, above 0 (pause or cancel take it to 0)
              * @example 1200.00
              */
             mrr: string | number;
@@ -974,12 +974,12 @@ export interface components {
             /** @enum {string} */
             event_type: "created" | "upgrade" | "downgrade" | "cancel" | "reactivated";
             /**
-             * @description Decimal amount as a string ("1200.00"), at most 2 fraction digits
+             * @description Decimal amount: a string of at most 13 integer and 2 fraction digits, or a JSON number from 0 to 9999999999999.99 with at most 2 fraction digits; a whole number in a currency without a minor unit (JPY, KRW, …)
              * @example 1200.00
              */
             old_amount: string | number;
             /**
-             * @description Decimal amount as a string ("1200.00"), at most 2 fraction digits
+             * @description Decimal amount: a string of at most 13 integer and 2 fraction digits, or a JSON number from 0 to 9999999999999.99 with at most 2 fraction digits; a whole number in a currency without a minor unit (JPY, KRW, …)
              * @example 1200.00
              */
             new_amount: string | number;
@@ -1273,7 +1273,7 @@ export interface components {
             attempt: number;
             /** @description HTTP status of the answer; null when none arrived */
             status: number | null;
-            /** @description `timeout`, a connection error code or `refused url: …`; null when an answer arrived */
+            /** @description `could not connect` when no HTTP answer came within 10 s (refused, reset, unresolvable, TLS failure and timeout alike), or `refused url: …`; null when an answer arrived */
             error: string | null;
             duration_ms: number;
             /** @description When the attempt started */
@@ -1284,12 +1284,19 @@ export interface components {
              */
             next_attempt_at: string | null;
             /**
-             * @description The body sent, as the exact JSON text that was signed; only its first 6144 bytes (UTF-8) when longer (`payload_truncated`). Null for attempts logged before payloads were kept
+             * @description The body sent, as the exact JSON text that was signed; only its first 6144 bytes (UTF-8) when longer (`payload_truncated`). Null when withheld from this caller (`payload_withheld`) and for attempts logged before payloads were kept
              * @example {"id":"evt_5f0c6d1e9a2b4c7d8e9f0a1b","type":"order.paid","created_at":"2026-03-01T10:00:00Z","data":{"object":{"id":1}}}
              */
             payload: string | null;
             /** @description True when `payload` holds only the body's first 6144 bytes */
             payload_truncated: boolean;
+            /**
+             * @description The `id` of the order or subscription the event carries (its `data.object.id`); null for a test event
+             * @example 42
+             */
+            resource_id: number | null;
+            /** @description True when the body is not shown (`payload` null) because the caller may not read the resource it carries: an order event needs `orders:read`, a subscription event `subscriptions:read` */
+            payload_withheld: boolean;
         };
         MrrEntry: {
             /**
@@ -2543,7 +2550,7 @@ export interface operations {
     customersList: {
         parameters: {
             query?: {
-                /** @description Defaults to 1 */
+                /** @description Defaults to 1. (page − 1) × per_page must stay below 10,000 (at most page 500 at the default per_page of 20, 10000 at per_page 1); deeper pages are read with `cursor` */
                 page?: number;
                 /** @description Defaults to 20 */
                 per_page?: number;
@@ -3452,7 +3459,7 @@ export interface operations {
     customersActivities: {
         parameters: {
             query?: {
-                /** @description Defaults to 1 */
+                /** @description Defaults to 1. (page − 1) × per_page must stay below 10,000 (at most page 500 at the default per_page of 20, 10000 at per_page 1); deeper pages are read with `cursor` */
                 page?: number;
                 /** @description Defaults to 20 */
                 per_page?: number;
@@ -3605,7 +3612,7 @@ export interface operations {
     ordersList: {
         parameters: {
             query?: {
-                /** @description Defaults to 1 */
+                /** @description Defaults to 1. (page − 1) × per_page must stay below 10,000 (at most page 500 at the default per_page of 20, 10000 at per_page 1); deeper pages are read with `cursor` */
                 page?: number;
                 /** @description Defaults to 20 */
                 per_page?: number;
@@ -3762,7 +3769,7 @@ export interface operations {
                 "application/json": {
                     order_no: string;
                     /**
-                     * @description Decimal amount as a string ("1200.00"), at most 2 fraction digits
+                     * @description Decimal amount: a string of at most 13 integer and 2 fraction digits, or a JSON number from 0 to 9999999999999.99 with at most 2 fraction digits; a whole number in a currency without a minor unit (JPY, KRW, …)
                      * @example 1200.00
                      */
                     amount: string | number;
@@ -4542,7 +4549,7 @@ export interface operations {
     subscriptionsList: {
         parameters: {
             query?: {
-                /** @description Defaults to 1 */
+                /** @description Defaults to 1. (page − 1) × per_page must stay below 10,000 (at most page 500 at the default per_page of 20, 10000 at per_page 1); deeper pages are read with `cursor` */
                 page?: number;
                 /** @description Defaults to 20 */
                 per_page?: number;
@@ -4695,7 +4702,7 @@ export interface operations {
                     customer_id: number;
                     plan_name: string;
                     /**
-                     * @description Decimal amount as a string ("1200.00"), at most 2 fraction digits
+                     * @description Monthly recurring revenue, above 0 (pause or cancel take it to 0)
                      * @example 1200.00
                      */
                     mrr: string | number;
@@ -4856,7 +4863,7 @@ export interface operations {
     subscriptionEventsList: {
         parameters: {
             query?: {
-                /** @description Defaults to 1 */
+                /** @description Defaults to 1. (page − 1) × per_page must stay below 10,000 (at most page 500 at the default per_page of 20, 10000 at per_page 1); deeper pages are read with `cursor` */
                 page?: number;
                 /** @description Defaults to 20 */
                 per_page?: number;
@@ -5014,12 +5021,12 @@ export interface operations {
                     /** @enum {string} */
                     event_type: "created" | "upgrade" | "downgrade" | "cancel" | "reactivated";
                     /**
-                     * @description Decimal amount as a string ("1200.00"), at most 2 fraction digits
+                     * @description Decimal amount: a string of at most 13 integer and 2 fraction digits, or a JSON number from 0 to 9999999999999.99 with at most 2 fraction digits; a whole number in a currency without a minor unit (JPY, KRW, …)
                      * @example 1200.00
                      */
                     old_amount: string | number;
                     /**
-                     * @description Decimal amount as a string ("1200.00"), at most 2 fraction digits
+                     * @description Decimal amount: a string of at most 13 integer and 2 fraction digits, or a JSON number from 0 to 9999999999999.99 with at most 2 fraction digits; a whole number in a currency without a minor unit (JPY, KRW, …)
                      * @example 1200.00
                      */
                     new_amount: string | number;
@@ -6479,7 +6486,7 @@ export interface operations {
     webhookEndpointsList: {
         parameters: {
             query?: {
-                /** @description Defaults to 1 */
+                /** @description Defaults to 1. (page − 1) × per_page must stay below 10,000 (at most page 500 at the default per_page of 20, 10000 at per_page 1); deeper pages are read with `cursor` */
                 page?: number;
                 /** @description Defaults to 20 */
                 per_page?: number;
@@ -6629,13 +6636,13 @@ export interface operations {
                      */
                     url: string;
                     /**
-                     * @description Event types to receive, or ["*"] for every type
+                     * @description Event types to receive (a repeated type counts once), or ["*"] alone for every type
                      * @example [
                      *       "order.paid",
                      *       "subscription.cancelled"
                      *     ]
                      */
-                    events: ("order.created" | "order.paid" | "order.failed" | "order.refunded" | "order.cancelled" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.reactivated" | "subscription.cancelled" | "*")[];
+                    events: "*"[] | ("order.created" | "order.paid" | "order.failed" | "order.refunded" | "order.cancelled" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.reactivated" | "subscription.cancelled")[];
                     description?: string | null;
                 };
             };
@@ -7051,13 +7058,13 @@ export interface operations {
                      */
                     url?: string;
                     /**
-                     * @description Event types to receive, or ["*"] for every type
+                     * @description Event types to receive (a repeated type counts once), or ["*"] alone for every type
                      * @example [
                      *       "order.paid",
                      *       "subscription.cancelled"
                      *     ]
                      */
-                    events?: ("order.created" | "order.paid" | "order.failed" | "order.refunded" | "order.cancelled" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.reactivated" | "subscription.cancelled" | "*")[];
+                    events?: "*"[] | ("order.created" | "order.paid" | "order.failed" | "order.refunded" | "order.cancelled" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.reactivated" | "subscription.cancelled")[];
                     description?: string | null;
                     /** @enum {string} */
                     status?: "enabled" | "disabled";
@@ -7491,7 +7498,7 @@ export interface operations {
     webhookEndpointsDeliveries: {
         parameters: {
             query?: {
-                /** @description Defaults to 1 */
+                /** @description Defaults to 1. (page − 1) × per_page must stay below 10,000 (at most page 500 at the default per_page of 20, 10000 at per_page 1); deeper pages are read with `cursor` */
                 page?: number;
                 /** @description Defaults to 20 */
                 per_page?: number;
@@ -8448,7 +8455,7 @@ export interface operations {
                 end_date?: string;
                 /** @description Only this movement (new, expansion, contraction, churn, reactivation). Default: all */
                 type?: "new" | "expansion" | "contraction" | "churn" | "reactivation";
-                /** @description Defaults to 1 */
+                /** @description Defaults to 1. (page − 1) × per_page must stay below 10,000 (at most page 500 at the default per_page of 20, 10000 at per_page 1); deeper pages are read with `cursor` */
                 page?: number;
                 /** @description Defaults to 20 */
                 per_page?: number;
@@ -8700,13 +8707,16 @@ export interface operations {
             content: {
                 "application/json": {
                     rates: {
-                        /** @example 2026-01 */
+                        /**
+                         * @description YYYY-MM, from 1970-01 to 2099-12
+                         * @example 2026-01
+                         */
                         month: string;
                         /**
-                         * @description Reporting-currency units per one unit; null removes the month
+                         * @description Reporting-currency units per one unit, above 0: a decimal string of at most 12 integer and 10 fraction digits, or a JSON number (below 10^12, at least 0.000001, at most 10 fraction digits); null removes the month
                          * @example 31.52
                          */
-                        rate: ((string | number | null) | null) | string | number | null;
+                        rate: string | number | null;
                     }[];
                 };
             };
@@ -8862,7 +8872,7 @@ export interface operations {
     activityList: {
         parameters: {
             query?: {
-                /** @description Defaults to 1 */
+                /** @description Defaults to 1. (page − 1) × per_page must stay below 10,000 (at most page 500 at the default per_page of 20, 10000 at per_page 1); deeper pages are read with `cursor` */
                 page?: number;
                 /** @description Defaults to 20 */
                 per_page?: number;
@@ -8872,9 +8882,9 @@ export interface operations {
                 type?: "customers.batch" | "orders.batch" | "subscriptions.batch" | "subscription_events.batch";
                 /** @description Only entries of this import run (the X-Import-Run header the batches carried) */
                 import_run?: string;
-                /** @description On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time */
+                /** @description On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time. The instant, in UTC, must fall in the years 0001 to 9999. */
                 start_date?: string;
-                /** @description On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time */
+                /** @description On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time, not before start_date. The instant, in UTC, must fall in the years 0001 to 9999. */
                 end_date?: string;
             };
             header?: never;

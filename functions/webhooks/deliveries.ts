@@ -4,5 +4,5 @@ import { listEndpointDeliveries } from '#lib/webhooks/service';
 
 export const handler = csvApiHandler(routes.webhookEndpointsDeliveries, async ({ auth, params, query }) => ({
   status: 200,
-  body: await listEndpointDeliveries(auth.merchantId, params.id, query),
+  body: await listEndpointDeliveries(auth.merchantId, params.id, query, auth.abilities),
 }));

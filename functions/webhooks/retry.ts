@@ -4,5 +4,5 @@ import { retryDelivery } from '#lib/webhooks/service';
 
 export const handler = apiHandler(routes.webhookEndpointsRetryDelivery, async ({ auth, params }) => ({
   status: 200,
-  body: { data: await retryDelivery(auth.merchantId, params.id, params.event_id) },
+  body: { data: await retryDelivery(auth.merchantId, params.id, params.event_id, auth.abilities) },
 }));

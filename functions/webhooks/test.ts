@@ -4,5 +4,5 @@ import { sendTestWebhook } from '#lib/webhooks/service';
 
 export const handler = apiHandler(routes.webhookEndpointsTest, async ({ auth, params }) => ({
   status: 200,
-  body: { data: await sendTestWebhook(auth.merchantId, params.id) },
+  body: { data: await sendTestWebhook(auth.merchantId, params.id, auth.abilities) },
 }));

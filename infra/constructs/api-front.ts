@@ -1,5 +1,8 @@
-import { Duration, Fn, RemovalPolicy } from 'aws-cdk-lib';
-import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
+import { CfnOutput, Duration, Fn, RemovalPolicy } from 'aws-cdk-lib';
+import { ApiMapping, DomainName, EndpointType, SecurityPolicy, type HttpApi, type IHttpStage } from 'aws-cdk-lib/aws-apigatewayv2';
+import { Certificate } from 'aws-cdk-lib/aws-certificatemanager';
+import type { CfnDistribution } from 'aws-cdk-lib/aws-cloudfront';
+import { Bucket } from 'aws-cdk-lib/aws-s3';
 import {
   AllowedMethods,
   CachePolicy,
@@ -31,9 +34,35 @@ export const ORIGIN_READ_TIMEOUT_SECONDS = 35;
  * Secrets Manager at deploy time and resolved by CloudFormation into the origin header and the
  * functions' environment; it never appears in the template.
  */
+/**
+ * The locked origin (docs/deployment-and-protection.md, *The locked origin*): CloudFront reaches the
+ * API on a custom domain of API Gateway that requires CloudFront's client certificate (mutual TLS),
+ * and the execute-api endpoint is disabled, so no request that went round CloudFront reaches the
+ * stage and its throttle buckets.
+ */
+export type OriginLock = {
+  /** The API Gateway custom domain only CloudFront calls, such as `api-origin.example.com`. */
+  domainName: string;
+  /** Its (public) ACM certificate, in the API's region. */
+  certificateArn: string;
+  /** `s3://bucket/key`: the PEM bundle of the CA that issued CloudFront's client certificate. */
+  truststoreUri: string;
+  /** The client certificate CloudFront presents (ACM, us-east-1). */
+  clientCertificateArn: string;
+};
+
+const S3_URI = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\/(.+)$/;
+export const parseTruststoreUri = (uri: string): { bucket: string; key: string } => {
+  const m = S3_URI.exec(uri);
+  if (!m) throw new Error(`the origin truststore must be an s3://bucket/key URI, got "${uri}"`);
+  return { bucket: m[1], key: m[2] };
+};
+
 export class ApiFront extends Construct {
   readonly secret: Secret;
   private distributionValue?: Distribution;
+  /** The custom domain CloudFront calls instead of execute-api (when locked). */
+  private lock?: { lock: OriginLock; domain: DomainName };
 
   constructor(scope: Construct, id: string) {
     super(scope, id);
@@ -59,10 +88,42 @@ export class ApiFront extends Construct {
     return `https://${this.distribution.distributionDomainName}${BASE_PATH}`;
   }
 
+  /**
+   * Locks the origin (call before `fronting`; the API must be built with
+   * `disableExecuteApiEndpoint`): a REGIONAL custom domain demanding a client certificate that the
+   * truststore's CA issued, mapped to the stage by `mapOrigin`. Its DNS record (a CNAME to the
+   * output `OriginDomainTarget`) is the operator's, like the certificates.
+   */
+  lockOrigin(api: HttpApi, lock: OriginLock): DomainName {
+    if (!api.disableExecuteApiEndpoint) throw new Error('ApiFront.lockOrigin: build the HTTP API with disableExecuteApiEndpoint');
+    const truststore = parseTruststoreUri(lock.truststoreUri);
+    const domain = new DomainName(this, 'OriginDomain', {
+      domainName: lock.domainName,
+      certificate: Certificate.fromCertificateArn(this, 'OriginCertificate', lock.certificateArn),
+      endpointType: EndpointType.REGIONAL,
+      securityPolicy: SecurityPolicy.TLS_1_2,
+      mtls: { bucket: Bucket.fromBucketName(this, 'OriginTruststore', truststore.bucket), key: truststore.key },
+    });
+    new CfnOutput(this, 'OriginDomainTarget', {
+      value: domain.regionalDomainName,
+      description: `Point ${lock.domainName} (CNAME) here: the API's only way in, for CloudFront's client certificate alone`,
+    });
+    this.lock = { lock, domain };
+    return domain;
+  }
+
+  /** The locked origin's domain serves `stage` (nothing without a lock). */
+  mapOrigin(api: HttpApi, stage: IHttpStage): void {
+    if (!this.lock) return;
+    const mapping = new ApiMapping(this, 'OriginMapping', { api, domainName: this.lock.domain, stage });
+    // The mapping names the stage by its name only: it must still be created after it.
+    mapping.node.addDependency(stage);
+  }
+
   /** The distribution, in front of `api`, protected by the web ACL `webAclArn` (scope CLOUDFRONT). */
   fronting(api: HttpApi, webAclArn: string): Distribution {
-    // https://<api-id>.execute-api.<region>.amazonaws.com → its host name.
-    const apiHost = Fn.select(2, Fn.split('/', api.apiEndpoint));
+    // https://<api-id>.execute-api.<region>.amazonaws.com → its host name; or the locked origin's domain.
+    const apiHost = this.lock ? this.lock.lock.domainName : Fn.select(2, Fn.split('/', api.apiEndpoint));
     this.distributionValue = new Distribution(this, 'Distribution', {
       comment: 'Revenue analytics API: the HTTP API behind AWS WAF',
       webAclId: webAclArn,
@@ -82,6 +143,13 @@ export class ApiFront extends Construct {
         originRequestPolicy: OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
       },
     });
+    if (this.lock) {
+      // CloudFront presents its client certificate to the origin (origin mutual TLS; no L2 property yet).
+      (this.distributionValue.node.defaultChild as CfnDistribution).addPropertyOverride(
+        'DistributionConfig.Origins.0.CustomOriginConfig.OriginMtlsConfig',
+        { ClientCertificateArn: this.lock.lock.clientCertificateArn },
+      );
+    }
     // Its cdk-nag findings are acknowledged with the stack's others, each on its resource (infra/nag.ts).
     return this.distributionValue;
   }

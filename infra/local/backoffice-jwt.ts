@@ -120,6 +120,20 @@ export const toGatewayClaims = (payload: JWTPayload): Record<string, string> =>
     ]),
   );
 
+/**
+ * Where the local server serves the development key's public half as a JWKS (`{ keys: [...] }`, as
+ * Cognito serves its pool's): the function bundles of `npm start -- --bundles` fetch it as they fetch
+ * Cognito's on AWS (their `BACKOFFICE_JWKS_URL`), since nothing answers at the local issuer's address.
+ */
+export const LOCAL_BACKOFFICE_JWKS_PATH = '/local-backoffice/.well-known/jwks.json';
+
+/** The JWKS of the development key: its public key only. */
+export const localBackofficeJwks = async (): Promise<{ keys: JWK[] }> => {
+  await keyPair();
+  const { kty, n, e } = readStored(keyFile()).public;
+  return { keys: [{ kty, n, e, kid: KID, alg: ALG, use: 'sig' }] };
+};
+
 /** The development key as a key source of the one verifier (lib/auth/backoffice-jwt.ts). */
 export const localBackofficeVerifier = (): BackofficeVerifier => ({
   issuer: LOCAL_BACKOFFICE_ISSUER,

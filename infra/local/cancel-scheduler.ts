@@ -12,7 +12,16 @@ import type { LocalBus } from './local-bus.ts';
  */
 const MAX_TIMER_MS = 2 ** 31 - 1; // setTimeout's limit (about 24.8 days): longer waits re-arm
 
-export const startLocalCancelScheduler = (bus: LocalBus, opts: { log?: (line: string) => void; onError?: (err: unknown) => void } = {}) => {
+export const startLocalCancelScheduler = (
+  bus: Pick<LocalBus, 'subscribe'>,
+  opts: {
+    log?: (line: string) => void;
+    onError?: (err: unknown) => void;
+    /** The check the state machine invokes (`npm start -- --bundles`: the cancelCheck function's bundle). */
+    check?: (s: ScheduledCancel) => Promise<{ due: boolean; applied?: boolean }>;
+  } = {},
+) => {
+  const check = opts.check ?? checkScheduledCancel;
   const timers = new Map<string, NodeJS.Timeout>();
   const onError = opts.onError ?? ((err: unknown) => console.error('cancel scheduler:', err instanceof Error ? err.message : err));
 
@@ -22,9 +31,9 @@ export const startLocalCancelScheduler = (bus: LocalBus, opts: { log?: (line: st
     const fire = async () => {
       timers.delete(id);
       try {
-        const check = await checkScheduledCancel(s);
-        if (!check.due) return arm(s); // early (timer limit or clock): wait again
-        if (check.applied) opts.log?.(`subscription ${s.subscription_id} (${s.merchant_id}) cancelled as scheduled at ${s.cancel_at}`);
+        const checked = await check(s);
+        if (!checked.due) return arm(s); // early (timer limit or clock): wait again
+        if (checked.applied) opts.log?.(`subscription ${s.subscription_id} (${s.merchant_id}) cancelled as scheduled at ${s.cancel_at}`);
       } catch (err) {
         onError(err);
         timers.set(

@@ -338,6 +338,8 @@ export const startLocalRelay = async (opts: {
     : 'local bus (one line per event)';
   return {
     bus,
+    /** Where the relay and the sweeper publish (`ops events replay` against npm start too). */
+    publish,
     poller: {
       streamArn: poller.streamArn,
       stop: async () => {

@@ -9,7 +9,15 @@ import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '
 import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
 import { tallied } from '#lib/db/client';
 import { useBackofficeVerifier } from '#lib/auth/backoffice-jwt';
-import { localBackofficeVerifier, unauthorizedResponse, verifyLocalBackofficeAuthorization } from './backoffice-jwt.ts';
+import { WORKER_FUNCTIONS } from '#lib/shared/invocation';
+import {
+  LOCAL_BACKOFFICE_JWKS_PATH,
+  localBackofficeJwks,
+  localBackofficeVerifier,
+  unauthorizedResponse,
+  verifyLocalBackofficeAuthorization,
+} from './backoffice-jwt.ts';
+import { devReplayHandler, type DevReplayAnswer } from './dev-events.ts';
 import { dashboardHandler, type DashboardOptions } from './dashboard.ts';
 
 /**
@@ -187,23 +195,35 @@ export type LocalServerOptions = {
   exposeRequestTally?: boolean;
   /** Serves the built web bundle outside /v1 (infra/local/dashboard.ts). */
   dashboard?: DashboardOptions;
+  /**
+   * Invokes a function by name (route name, or `notFound`) instead of importing its source: `npm
+   * start -- --bundles` hands the event to the function's bundle under Node 22 (infra/local/bundle-runtime.ts).
+   */
+  invoke?: (name: string, event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+  /** `POST /dev/events/replay` for `ops events replay`, from this machine only (infra/local/dev-events.ts). */
+  devReplay?: (input: unknown) => Promise<DevReplayAnswer>;
 };
 
 /** Builds the server (not yet listening). Handlers are loaded once, up front. */
 export const createLocalServer = async ({
   exposeRequestTally = false,
   dashboard: dashboardOptions,
+  invoke,
+  devReplay,
 }: LocalServerOptions = {}): Promise<Server> => {
   // Dashboard routes verify back-office JWTs in the pipeline: here with the development key.
   useBackofficeVerifier(localBackofficeVerifier());
   const dashboard = dashboardOptions ? dashboardHandler(dashboardOptions) : null;
+  const dev = devReplay ? devReplayHandler(devReplay) : null;
+  const handlerOf = (name: string, file: string): Handler =>
+    invoke ? (event, context) => invoke(name, event, context) : lazyHandler(file);
   const compiled: Compiled[] = routeList.map((route) => ({
     route,
     segments: templateSegments(route.path),
-    handler: lazyHandler(route.handler),
+    handler: handlerOf(route.name, route.handler),
   }));
   compiled.sort((a, b) => specificity(a.segments).localeCompare(specificity(b.segments)));
-  const notFound = lazyHandler(NOT_FOUND_HANDLER);
+  const notFound = handlerOf(WORKER_FUNCTIONS.notFound, NOT_FOUND_HANDLER);
 
   const server = createServer({ maxHeaderSize: MAX_HEADER_SIZE }, async (req, res) => {
     try {
@@ -215,6 +235,11 @@ export const createLocalServer = async ({
       }
       const method = (req.method ?? 'GET').toUpperCase();
       const inBase = url.pathname === BASE_PATH || url.pathname.startsWith(`${BASE_PATH}/`);
+      if (!inBase && method === 'GET' && url.pathname === LOCAL_BACKOFFICE_JWKS_PATH) {
+        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(await localBackofficeJwks()));
+        return;
+      }
+      if (!inBase && dev && (await dev(req, res, url, body.toString('utf8')))) return;
       if (!inBase && dashboard && (await dashboard(req, res, url))) return;
       const found = inBase ? match(compiled, method, url.pathname.slice(BASE_PATH.length)) : null;
       const routeKey = found ? `${found.c.route.method} ${BASE_PATH}${found.c.route.path}` : '$default';

@@ -6,7 +6,7 @@ import { createToken, ensureMerchant, regenerateToken, revokeToken } from '#lib/
 import { config } from '#lib/config';
 import { ensureTable, freePort, isDynamoDbLocalProcess, isPortFree, startDynamoDbLocal, stopDynamoDbLocalProcess } from './dynamodb.ts';
 import { buildDashboard, type DashboardOptions } from './dashboard.ts';
-import { issueLocalBackofficeToken } from './backoffice-jwt.ts';
+import { issueLocalBackofficeToken, LOCAL_BACKOFFICE_JWKS_PATH } from './backoffice-jwt.ts';
 import type { StreamConsumerOptions } from './outbox-poller.ts';
 import {
   LOCAL_STACK_FILE_LABEL,
@@ -21,7 +21,8 @@ import {
  * `npm start`: DynamoDB Local (unless DYNAMODB_ENDPOINT names one), the table, a demo merchant and
  * token, the API at http://localhost:PORT/v1, and the table stream's consumers: the outbox relay
  * the pending-moves applier and the restate worker (infra/local/outbox-poller.ts, the local stand-in for the stream
- * triggers). Ctrl-C stops everything it started.
+ * triggers). Ctrl-C stops everything it started. `npm start -- --bundles`: every function runs
+ * from its deployed bundle under Node 22 instead of its source (infra/local/bundles-mode.ts).
  */
 const DEMO_MERCHANT = 'mer_demo';
 
@@ -73,6 +74,9 @@ let restater: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalR
 let webhooks: ReturnType<typeof import('./webhooks.ts').startLocalWebhooks> | undefined;
 /** Scheduled cancellations (infra/local/cancel-scheduler.ts). */
 let cancels: ReturnType<typeof import('./cancel-scheduler.ts').startLocalCancelScheduler> | undefined;
+/** `--bundles`: every function's bundle under Node 22, with moto_server (infra/local/bundles-mode.ts). */
+let bundlesMode: Awaited<ReturnType<typeof import('./bundles-mode.ts').startBundlesMode>> | undefined;
+const BUNDLES = process.argv.slice(2).includes('--bundles');
 let stopping = false;
 
 /** Stops what this process started (servers, then DynamoDB Local, awaited) and exits. */
@@ -93,6 +97,8 @@ const shutdown = async (code: number) => {
   // Attempts under way finish (10 s at most); queued deliveries are not kept across restarts.
   if (webhooks) await within3s(webhooks.stop());
   cancels?.stop();
+  // The function processes and moto_server are stopped, not left behind.
+  if (bundlesMode) await Promise.race([bundlesMode.stop(), new Promise((r) => setTimeout(r, 10_000))]);
   removeLocalStack();
   if (stopDynamo) await stopDynamo();
   else if (startingDynamo) await stopDynamoDbLocalProcess(startingDynamo.pid, startingDynamo.port).catch(() => undefined);
@@ -101,7 +107,7 @@ const shutdown = async (code: number) => {
 
 const listen = (port: number, host: string, dashboard: DashboardOptions | undefined): Promise<void> =>
   new Promise((resolveListen, reject) => {
-    void createLocalServerLazy(dashboard).then((server) => {
+    void createLocalServerLazy(dashboard, bundlesMode?.invoke).then((server) => {
       server.once('error', (err: NodeJS.ErrnoException) => {
         // No IPv6 loopback on this machine: IPv4 alone is enough.
         if (host === '::1' && (err.code === 'EADDRNOTAVAIL' || err.code === 'EAFNOSUPPORT')) return resolveListen();
@@ -115,8 +121,17 @@ const listen = (port: number, host: string, dashboard: DashboardOptions | undefi
   });
 
 /** The server module is imported after the environment is settled (DYNAMODB_ENDPOINT, TABLE_NAME). */
-const createLocalServerLazy = async (dashboard: DashboardOptions | undefined) =>
-  (await import('./server.ts')).createLocalServer({ dashboard });
+const createLocalServerLazy = async (
+  dashboard: DashboardOptions | undefined,
+  invoke?: (name: string, e: unknown, timeoutMs?: number) => Promise<unknown>,
+) =>
+  (await import('./server.ts')).createLocalServer({
+    dashboard,
+    // `ops events replay` hands the replay to this process, whose relay publishes to the local bus.
+    devReplay: relay && (await import('./dev-events.ts')).localReplay(relay.publish),
+    // Bundles mode: the route's function answers from its bundle, within the invocation's remaining time.
+    invoke: invoke && (async (name, event, context) => (await invoke(name, event, context.getRemainingTimeInMillis())) as never),
+  });
 
 /**
  * The dashboard at `/`: web/ is built with Vite when its sources are newer than web/dist (about a
@@ -172,9 +187,80 @@ const main = async () => {
   const endpoint = process.env.DYNAMODB_ENDPOINT;
   await ensureTable(endpoint, tableName());
   const token = await seedDemo();
+  if (BUNDLES) {
+    const { startBundlesMode } = await import('./bundles-mode.ts');
+    const started = Date.now();
+    console.log('Bundles mode: building the function bundles (reused when nothing changed) …');
+    bundlesMode = await startBundlesMode({
+      dynamodbEndpoint: endpoint!,
+      tableName: tableName(),
+      region: process.env.AWS_REGION!,
+      outdir: localStateFile('bundles'),
+      stateFile: localStateFile,
+      log: (line) => console.log(line),
+      overrides: bundleOverrides(),
+      backofficeJwksUrl: `http://${loopbackOf(process.env.HOST)}:${port}${LOCAL_BACKOFFICE_JWKS_PATH}`,
+    });
+    console.log(`Bundles mode: ${bundlesMode.functions} functions ready in ${Date.now() - started} ms`);
+  } else await startSourceConsumers(endpoint!);
+
+  const storage = !stopDynamo ? '' : process.env.DATA_DIR ? `, data in ${process.env.DATA_DIR}` : ', in memory';
+  const hosts = process.env.HOST ? [process.env.HOST] : ['127.0.0.1', '::1'];
+  const dashboard = await prepareDashboard();
+  for (const host of hosts) await listen(port, host, dashboard);
+
+  writeLocalStack({ dynamodbEndpoint: endpoint!, tableName: tableName(), apiUrl, dynamodbPid });
+  if (dashboard) console.log(`Dashboard               http://localhost:${port}/   (signed in as ${DEMO_MERCHANT}'s admin)`);
+  console.log(`Revenue Analytics API   http://localhost:${port}${BASE_PATH}`);
+  console.log(`OpenAPI document        http://localhost:${port}${BASE_PATH}/openapi.json`);
+  console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);
+  if (bundlesMode)
+    console.log(
+      `Functions               their bundles under Node 22 (one process each, started at first use); EventBridge and SQS: moto_server at ${bundlesMode.motoEndpoint} (bus ${bundlesMode.eventBusName})`,
+    );
+  if (relay) console.log(`Outbox relay            table stream → ${relay.target}; sweeper every 5 minutes (events still pending)`);
+  if (applier) console.log(`Pending-moves applier   table stream → batches' aggregate moves applied`);
+  if (restater) console.log(`Restate worker          table stream → passes after a zone or rate change finished`);
+  if (cancels) console.log(`Scheduled cancellations applied at their cancel_at (${cancels.pending} armed)`);
+  if (webhooks)
+    console.log(
+      `Webhooks                delivered to registered endpoints (one line per attempt); receiver: npm run -s ops -- webhooks listen --port 4000 --secret whsec_…`,
+    );
+  console.log(`Demo merchant           ${DEMO_MERCHANT}`);
+  console.log(`Demo token              ${token}`);
+  console.log(
+    `Back office             npm run -s ops -- backoffice-token --merchant ${DEMO_MERCHANT} --role admin   (a local JWT for ${BASE_PATH}/backoffice/api-token)`,
+  );
+  console.log(`\ncurl -H "Authorization: Bearer ${token}" http://localhost:${port}${BASE_PATH}/customers`);
+};
+
+/** The address the function processes reach this server at: HOST, or 127.0.0.1 when HOST is unset or a wildcard. */
+const loopbackOf = (host: string | undefined): string =>
+  !host || host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+
+/**
+ * The local stack's settings a bundle's function gets on top of the stack's environment: those
+ * `npm start` sets for itself, and any the developer set for this start.
+ */
+const bundleOverrides = (): Record<string, string> => {
+  const passed = [
+    'LOG_LEVEL',
+    'POWERTOOLS_METRICS_DISABLED',
+    'RESTATE_WCU_PER_SECOND',
+    'RATE_LIMIT_PER_HOUR',
+    'UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE',
+    'LOCAL_WEBHOOK_KEY',
+    'WEBHOOK_RETRY_DELAYS_SECONDS',
+    'GENERATION_BUILD_MAX_CUSTOMERS',
+  ];
+  return Object.fromEntries(passed.flatMap((k) => (process.env[k] !== undefined ? [[k, process.env[k]!]] : [])));
+};
+
+/** The source mode's consumers: the handlers' sources in this process, with the in-process bus and queues. */
+const startSourceConsumers = async (endpoint: string) => {
   try {
     relay = await (await import('./outbox-poller.ts')).startLocalRelay({
-      endpoint: endpoint!,
+      endpoint,
       tableName: tableName(),
       checkpointFile: localStateFile('outbox-checkpoint.json'),
       log: (line) => console.log(line),
@@ -197,7 +283,7 @@ const main = async () => {
   ) => {
     try {
       return await start(await import('./outbox-poller.ts'), {
-        endpoint: endpoint!,
+        endpoint,
         tableName: tableName(),
         checkpointFile: localStateFile(file),
       });
@@ -218,31 +304,6 @@ const main = async () => {
     (p, opts) => p.startLocalRestateWorker(opts),
     'restate-checkpoint.json',
   );
-
-  const storage = !stopDynamo ? '' : process.env.DATA_DIR ? `, data in ${process.env.DATA_DIR}` : ', in memory';
-  const hosts = process.env.HOST ? [process.env.HOST] : ['127.0.0.1', '::1'];
-  const dashboard = await prepareDashboard();
-  for (const host of hosts) await listen(port, host, dashboard);
-
-  writeLocalStack({ dynamodbEndpoint: endpoint!, tableName: tableName(), apiUrl, dynamodbPid });
-  if (dashboard) console.log(`Dashboard               http://localhost:${port}/   (signed in as ${DEMO_MERCHANT}'s admin)`);
-  console.log(`Revenue Analytics API   http://localhost:${port}${BASE_PATH}`);
-  console.log(`OpenAPI document        http://localhost:${port}${BASE_PATH}/openapi.json`);
-  console.log(`DynamoDB endpoint       ${endpoint} (table ${tableName()}${storage})`);
-  if (relay) console.log(`Outbox relay            table stream → ${relay.target}; sweeper every 5 minutes (events still pending)`);
-  if (applier) console.log(`Pending-moves applier   table stream → batches' aggregate moves applied`);
-  if (restater) console.log(`Restate worker          table stream → passes after a zone or rate change finished`);
-  if (cancels) console.log(`Scheduled cancellations applied at their cancel_at (${cancels.pending} armed)`);
-  if (webhooks)
-    console.log(
-      `Webhooks                delivered to registered endpoints (one line per attempt); receiver: npm run -s ops -- webhooks listen --port 4000 --secret whsec_…`,
-    );
-  console.log(`Demo merchant           ${DEMO_MERCHANT}`);
-  console.log(`Demo token              ${token}`);
-  console.log(
-    `Back office             npm run -s ops -- backoffice-token --merchant ${DEMO_MERCHANT} --role admin   (a local JWT for ${BASE_PATH}/backoffice/api-token)`,
-  );
-  console.log(`\ncurl -H "Authorization: Bearer ${token}" http://localhost:${port}${BASE_PATH}/customers`);
 };
 
 main().catch((err) => {

@@ -504,11 +504,7 @@ const replayEvents = async (values: Values) => {
   const since = str(values, 'since');
   if (!since) throw new UsageError('--since is required (an ISO time, at most 3 days ago)');
   if (!Number.isFinite(Date.parse(since))) throw new UsageError(`--since must be an ISO time such as 2026-01-31T12:00:00Z, got ${since}`);
-  if (process.env.DYNAMODB_ENDPOINT && !process.env.EVENTBRIDGE_ENDPOINT) {
-    throw new UsageError(
-      "the local stack's bus lives inside npm start: set EVENTBRIDGE_ENDPOINT (and EVENT_BUS_NAME) to replay to an EventBridge emulator",
-    );
-  }
+  if (process.env.DYNAMODB_ENDPOINT && !process.env.EVENTBRIDGE_ENDPOINT) return replayThroughLocalStack(merchantId, since);
   const [{ getMerchant }, { replayOutbox, ReplayRangeError }, { eventBridgePublisher }] = await Promise.all([
     store(),
     import('#lib/outbox/sweeper'),
@@ -522,6 +518,43 @@ const replayEvents = async (values: Values) => {
     if (err instanceof ReplayRangeError) throw new UsageError(err.message);
     throw err;
   }
+};
+
+/**
+ * `events replay` against `npm start`: its bus lives in that process, so the replay runs there, on
+ * its loopback-only `POST /dev/events/replay` (infra/local/dev-events.ts), found through the stack
+ * file. Only when that npm start uses the table this command would (the same DynamoDB endpoint).
+ */
+const replayThroughLocalStack = async (merchantId: string, since: string) => {
+  const found = readLocalStackFile();
+  const elsewhere = 'or set EVENTBRIDGE_ENDPOINT (and EVENT_BUS_NAME) to replay to an EventBridge emulator';
+  if (!found?.running) throw new UsageError(`the local stack's bus lives inside npm start, which is not running: start it, ${elsewhere}`);
+  const { stack } = found;
+  if (stack.dynamodbEndpoint !== process.env.DYNAMODB_ENDPOINT || stack.tableName !== (process.env.TABLE_NAME ?? stack.tableName)) {
+    throw new UsageError(
+      `npm start serves the table ${stack.tableName} at ${stack.dynamodbEndpoint}, not the one named here: replay there with its settings, ${elsewhere}`,
+    );
+  }
+  const { DEV_REPLAY_PATH } = await import('../local/dev-events.ts');
+  const url = new URL(DEV_REPLAY_PATH, stack.apiUrl);
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ merchant: merchantId, since }),
+    });
+  } catch (err) {
+    throw new UsageError(`cannot reach npm start at ${url.origin} (${(err as { cause?: { code?: string } }).cause?.code ?? String(err)})`);
+  }
+  const body = (await res.json().catch(() => ({}))) as { message?: string };
+  if (res.status === 200) return body;
+  if (res.status === 404 && !body.message?.startsWith('Merchant ')) {
+    throw new UsageError(`the npm start at ${url.origin} takes no replays (its relay did not start, or it runs --bundles): ${elsewhere}`);
+  }
+  if (res.status === 404) throw notFound(merchantId);
+  if (res.status === 422) throw new UsageError(body.message ?? 'refused');
+  throw new Error(`npm start answered ${res.status} to the replay: ${body.message ?? ''}`);
 };
 
 /**

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { dateBound, pageQuery, pathId } from '#lib/shared/fields';
+import { cursorParam, dateBound, INSTANT_RANGE, pageQuery, pathId } from '#lib/shared/fields';
 
 /** What wrote an activity entry: one type per batch endpoint. */
 export const ACTIVITY_TYPES = ['customers.batch', 'orders.batch', 'subscriptions.batch', 'subscription_events.batch'] as const;
@@ -22,17 +22,17 @@ export const importRunHeaders = {
 export const activityListQuery = z
   .object({
     ...pageQuery,
-    cursor: z
-      .string()
-      .min(1)
-      .optional()
-      .meta({ description: "`meta.next_cursor` of the previous page (same filters): reads from there at one page's cost" }),
+    cursor: cursorParam("`meta.next_cursor` of the previous page (same filters): reads from there at one page's cost"),
     type: z.enum(ACTIVITY_TYPES).optional().meta({ description: 'Only entries of this kind of batch' }),
     import_run: importRun()
       .optional()
       .meta({ description: 'Only entries of this import run (the X-Import-Run header the batches carried)' }),
-    start_date: dateBound(false).optional().meta({ description: 'On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time' }),
-    end_date: dateBound(true).optional().meta({ description: 'On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time' }),
+    start_date: dateBound(false)
+      .optional()
+      .meta({ description: `On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time. ${INSTANT_RANGE}` }),
+    end_date: dateBound(true)
+      .optional()
+      .meta({ description: `On created_at, inclusive: YYYY-MM-DD or an ISO 8601 date-time, not before start_date. ${INSTANT_RANGE}` }),
   })
   .refine((q) => !q.start_date || !q.end_date || q.start_date <= q.end_date, {
     path: ['end_date'],

@@ -24,7 +24,7 @@ export const listActivity = async (merchantId: string, q: ActivityListQuery) => 
   const count = () => (byTotals ? countActivity(merchantId, q.import_run ?? null, q.type, oldest.slice(0, 7)) : countQuery(query));
   // Cursors name the list by its filters, not by the retention bound that moves each month.
   const identity = { ...query, from: q.start_date ? `${q.start_date}#` : undefined };
-  const { items, meta } = await listPage(query, count, q, identity);
+  const { items, meta } = await listPage(merchantId, query, count, q, identity);
   return { data: items.map(presentEntry), meta };
 };
 

@@ -27,13 +27,11 @@ export const backofficeVerifier = (env = process.env): BackofficeVerifier | null
   const issuer = env.BACKOFFICE_JWT_ISSUER;
   const audience = (env.BACKOFFICE_JWT_AUDIENCE ?? '').split(',').filter(Boolean);
   if (!issuer || !audience.length) return null;
-  const key = `${issuer} ${audience.join(',')}`;
+  // The issuer's JWKS; `BACKOFFICE_JWKS_URL` only where the issuer's address serves none (`npm start -- --bundles`).
+  const jwks = env.BACKOFFICE_JWKS_URL || `${issuer.replace(/\/$/, '')}/.well-known/jwks.json`;
+  const key = `${issuer} ${audience.join(',')} ${jwks}`;
   // One JWKS cache per container: jose fetches the keys once and again only for an unknown kid.
-  if (fromEnv?.key !== key)
-    fromEnv = {
-      key,
-      verifier: { issuer, audience, keys: createRemoteJWKSet(new URL(`${issuer.replace(/\/$/, '')}/.well-known/jwks.json`)) },
-    };
+  if (fromEnv?.key !== key) fromEnv = { key, verifier: { issuer, audience, keys: createRemoteJWKSet(new URL(jwks)) } };
   return fromEnv.verifier;
 };
 

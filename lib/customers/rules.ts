@@ -123,8 +123,8 @@ export const searchTerm = (search: string | undefined) => search?.trim().toLower
  * A page of the rows whose email or name contains `term` (lower case), by page number or cursor;
  * the cursor names the last row shown, so a deletion before it does not shift the next page.
  */
-export const searchPage = <R extends SearchRow>(rows: R[], term: string, q: SearchQuery) => {
+export const searchPage = <R extends SearchRow>(merchantId: string, rows: R[], term: string, q: SearchQuery) => {
   const matches = rows.filter((r) => r.email.includes(term) || (r.name ?? '').toLowerCase().includes(term));
   const list = `search:${createHash('sha256').update(term).digest('base64url').slice(0, 16)}`;
-  return pageOfRows(matches, list, (r) => String(r.id), q);
+  return pageOfRows(merchantId, matches, list, (r) => String(r.id), q);
 };

@@ -11,7 +11,7 @@ import { convertedLtv, otherLtvCurrencies, type CustomerItem } from '#lib/custom
 import type { AuthContext } from '#lib/auth/tokens';
 import { readRates } from '#lib/exchange-rates/store';
 import type Decimal from 'decimal.js';
-import { countedTimelines, readStandings, readTimeline } from '#lib/metrics/store';
+import { countedTimelines, readStandings, readTimeline, standingKey, standingsOf } from '#lib/metrics/store';
 import { movementRow } from '#lib/metrics/rules';
 import { movementsOf, NO_STANDING, type Standing } from '#lib/metrics/timeline';
 import { cursorMeta, pageOfRows } from '#lib/shared/pagination';
@@ -23,6 +23,7 @@ import {
   customersByIds,
   customersList,
   customerTotal,
+  customerWithStanding,
   getCustomerByExternalId,
   getCustomerById,
   readLtvParts,
@@ -95,8 +96,15 @@ export type CustomerListQuery = { page: number; per_page: number; cursor?: strin
  */
 export const listCustomers = async (merchantId: string, q: CustomerListQuery): Promise<CursorPage<CustomerItem>> => {
   const term = searchTerm(q.search);
-  if (!term) return listPage<CustomerItem>(customersList(merchantId), customerTotal(merchantId), q);
-  const { shown, offset, total, next } = searchPage(await customerSearchRows(merchantId), term, q);
+  if (!term)
+    return listPage<CustomerItem>(
+      merchantId,
+      // Each listed customer's timeline head comes in the BatchGetItem of the page's customers.
+      { ...customersList(merchantId), companion: (row) => standingKey(merchantId, Number(row.customer_id ?? row.id)) },
+      customerTotal(merchantId),
+      q,
+    );
+  const { shown, offset, total, next } = searchPage(merchantId, await customerSearchRows(merchantId), term, q);
   const found = shown.length
     ? await customersByIds(
         merchantId,
@@ -120,6 +128,22 @@ export const findCustomer = async (merchantId: string, idOrExternalId: string): 
       ? null
       : getCustomerByExternalId(merchantId, idOrExternalId);
 
+/**
+ * GET /customers/{idOrExternalId} with its figures: by id, the customer and its timeline head in
+ * one BatchGetItem; by external_id, the index read, then the head with the figures.
+ */
+export const readCustomer = async (
+  merchantId: string,
+  figures: Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation'>,
+  idOrExternalId: string,
+): Promise<{ customer: CustomerItem; figures: CustomerFigures } | null> => {
+  const byId = isIdSegment(idOrExternalId) ? await customerWithStanding(merchantId, Number(idOrExternalId)) : null;
+  const customer = byId ? byId.customer : await findCustomer(merchantId, idOrExternalId);
+  if (!customer) return null;
+  const read = await customerFigures(merchantId, figures, [customer], byId?.heads);
+  return { customer, figures: read.get(customer.id)! };
+};
+
 /** What a customer shows beyond its item: its MRR and latest subscription status now, and its `ltv` when converted. */
 export type CustomerFigures = { standing: Standing; ltv?: Decimal };
 
@@ -133,15 +157,14 @@ export const customerFigures = async (
   merchantId: string,
   figures: Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation'>,
   customers: CustomerItem[],
+  /** Their timeline heads when already read (by `keyId`), else read here. */
+  heads?: Map<string, Record<string, unknown>>,
 ): Promise<Map<number, CustomerFigures>> => {
   const { reportingCurrency, timezone } = figures;
   const others = new Map(customers.map((c) => [c.id, otherLtvCurrencies(c, reportingCurrency)]));
+  const ids = customers.map((c) => c.id);
   const [standings, { book }] = await Promise.all([
-    readStandings(
-      merchantId,
-      figures,
-      customers.map((c) => c.id),
-    ),
+    heads ? standingsOf(merchantId, figures, ids, heads) : readStandings(merchantId, figures, ids),
     readRates(merchantId, [...others.values()].flat()),
   ]);
   // Only a customer with a currency that has rates has anything to convert.
@@ -174,7 +197,7 @@ export const customerActivities = async (
   const movements = movementsOf(read.get(customer.id)!.timeline, figures.reportingCurrency)
     .filter((m) => m.at < upTo)
     .reverse();
-  const { shown, offset, total, next } = pageOfRows(movements, `activities:${customer.id}`, (m) => `${m.at}|${m.line}`, q);
+  const { shown, offset, total, next } = pageOfRows(merchantId, movements, `activities:${customer.id}`, (m) => `${m.at}|${m.line}`, q);
   const items = shown.map(movementRow);
   return { items, meta: cursorMeta(offset, q.per_page, total, items.length, next) };
 };

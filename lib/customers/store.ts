@@ -33,6 +33,22 @@ export const getCustomerById = async (merchantId: string, id: number): Promise<C
 };
 
 /**
+ * A live customer by id and, in the same BatchGetItem (strongly consistent), its timeline head,
+ * which its figures are read from (the heads map is keyed by `keyId`).
+ */
+export const customerWithStanding = async (
+  merchantId: string,
+  id: number,
+): Promise<{ customer: CustomerItem; heads: Map<string, Record<string, unknown>> } | null> => {
+  const ck = keys.customer(merchantId, id);
+  const found = await batchGet<Record<string, unknown>>([ck, keys.customerTimeline(merchantId, id)]);
+  const customer = live(found.get(keyId(ck)));
+  if (!customer) return null;
+  found.delete(keyId(ck));
+  return { customer, heads: found };
+};
+
+/**
  * By external_id for reads (GET): the sparse index, one request, eventually consistent on AWS like
  * the lists. Writes never use it: they resolve through the marker (`resolveForWrite`).
  */

@@ -1,9 +1,10 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, TransactGetCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
 import { keys, legacyCounterPartitions, type Key, type TotalsResource } from '#lib/db/keys';
 import { COUNTER_SHARDS } from '#lib/db/writes-constants';
+import { retrying, RetryableError } from '#lib/db/retry';
 import { WriteConflict, WriteSet } from '#lib/db/writes';
 
 /**
@@ -71,22 +72,64 @@ export const readCounterItems = async (pk: string, from: string, to: string): Pr
   return items;
 };
 
-/**
- * Stats items of some days and months, each summed over its shards (filed as `D#<day>` and
- * `M#<month>`): strongly consistent BatchGetItems of 100 keys, sent together.
- */
-export const readStatsPeriods = async (merchantId: string, days: string[], months: string[]) => {
-  const wanted = new Map<string, Key[]>([
-    ...days.map((day): [string, Key[]] => [`D#${day}`, range(COUNTER_SHARDS).map((shard) => keys.statsDay(merchantId, day, shard))]),
-    ...months.map((month): [string, Key[]] => [
-      `M#${month}`,
-      range(COUNTER_SHARDS).map((shard) => keys.statsMonth(merchantId, month, shard)),
-    ]),
-  ]);
-  const items = await batchGet<Record<string, unknown>>([...wanted.values()].flat());
-  const pick = (ks: Key[]): Record<string, unknown>[] => ks.map((k) => items.get(keyId(k))).filter((item) => item !== undefined);
-  return new Map([...wanted].map(([id, ks]) => [id, sumShards(pick(ks))]));
+/** Items one TransactGetItems may name. */
+const TRANSACT_GET_MAX = 100;
+
+/** The cancellation of a TransactGetItems as a retryable error: throttled, or a write in flight on an item. */
+const cancelledRead = (err: unknown): RetryableError | null => {
+  const e = err as { name?: string; CancellationReasons?: { Code?: string }[] } | null;
+  if (e?.name !== 'TransactionCanceledException') return null;
+  const codes = (e.CancellationReasons ?? []).map((r) => r.Code);
+  if (codes.some((c) => c === 'ThrottlingError' || c === 'ProvisionedThroughputExceeded'))
+    return new RetryableError('throttle', 'read throttled');
+  if (codes.includes('TransactionConflict')) return new RetryableError('contention', 'a write is in flight on an item read');
+  return null;
 };
+
+/**
+ * The items of some counter shards, each shard's keys read as of one instant: shards are packed
+ * whole into TransactGetItems of at most 100 items, sent together. A transaction's answer is one
+ * state of its items, and an order write adds to one shard only, so every write is in the answer
+ * wholly or not at all. DynamoDB cancels a TransactGetItems while a write is in flight on one of its
+ * items: the cancelled group is split in two and each half read again, down to one shard, which is
+ * retried with the policy's pauses (`retrying`), so a busy merchant's read costs more requests,
+ * never a torn answer. Missing items are absent from the map.
+ */
+export const readShardSnapshots = async (shards: Key[][]): Promise<Map<string, Record<string, unknown>>> => {
+  const out = new Map<string, Record<string, unknown>>();
+  const groups: Key[][][] = [];
+  for (const shard of shards.filter((ks) => ks.length)) {
+    const last = groups.at(-1);
+    if (last && last.flat().length + shard.length <= TRANSACT_GET_MAX) last.push(shard);
+    else groups.push([shard]);
+  }
+  const readGroup = async (group: Key[][]): Promise<void> => {
+    const list = group.flat();
+    try {
+      const res = await retrying(async () => {
+        try {
+          return await db().send(new TransactGetCommand({ TransactItems: list.map((Key) => ({ Get: { TableName: tableName(), Key } })) }));
+        } catch (err) {
+          const cancelled = cancelledRead(err);
+          // A group of several shards is split at once rather than retried whole.
+          if (cancelled?.kind === 'contention' && group.length > 1) throw new SplitGroup();
+          throw cancelled ?? err;
+        }
+      });
+      (res.Responses ?? []).forEach((r, i) => {
+        if (r?.Item) out.set(keyId(list[i]), r.Item as Record<string, unknown>);
+      });
+    } catch (err) {
+      if (!(err instanceof SplitGroup)) throw err;
+      const half = Math.ceil(group.length / 2);
+      await Promise.all([readGroup(group.slice(0, half)), readGroup(group.slice(half))]);
+    }
+  };
+  await Promise.all(groups.map(readGroup));
+  return out;
+};
+
+class SplitGroup extends Error {}
 
 /**
  * Counters written before each shard had a partition key of its own (`M#<m>#TOTALS`,

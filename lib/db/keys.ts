@@ -41,7 +41,8 @@ import { keyText } from '#lib/shared/key-text';
  * | subscription event        | M#<m>#SUBEVT#<id>                   | EVENT           | gsi1 all; gsi2 by type; gsi3 by customer (occurred_at)  |
  * | idempotency record        | M#<m>#IDEMPOTENCY#<key>             | IDEMPOTENCY     |  (TTL 24 h)                                             |
  * | idempotent batch item     | M#<m>#IDEMPOTENCY#<key>             | ITEM#<index>    |  (TTL 24 h: a recorded event applied under that key)    |
- * | stats (day / month)       | M#<m>#STATS#<yyyy-mm>#<nnn>         | D#<dd>#<nnn> / M#<nnn>  (sharded; one BatchGetItem reads today + month) |
+ * | batch chunk receipt       | M#<m>#BATCH_RECEIPT#<request token> | RECEIPT         |  (state committed, put by the chunk's transaction, or fenced, put by its settling; TTL 24 h) |
+ * | stats (day / hour / month)| M#<m>#STATS#<yyyy-mm>#<nnn>         | D#<dd>#<nnn> / H#<dd>#<hh>#<nnn> / M#<nnn>  (sharded; day: whole + per-hour sums; hour: its quarter-hours; read by TransactGetItems) |
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
  * | customer LTV part         | M#<m>#CUSTOMER#<id>                 | LTV#<CCY>#<yyyy> |  (paid orders in another currency by UTC month, or quarter-hour near a month's ends: ltv converted at read time) |
  * | exchange-rate table       | M#<m>#RATES                         | <CCY>           |  (a currency's monthly rates and version) |
@@ -349,15 +350,25 @@ export const keys = {
     pk: `${m(merchantId)}#IDEMPOTENCY#${key}`,
     sk: 'IDEMPOTENCY',
   }),
+  /** A batch chunk's receipt: put by its transaction, or fenced by its settling (lib/db/batch.ts). */
+  batchReceipt: (merchantId: string, requestToken: string): Key => ({
+    pk: `${m(merchantId)}#BATCH_RECEIPT#${requestToken}`,
+    sk: 'RECEIPT',
+  }),
   /** One item of a batch sent with an idempotency key, applied (recorded events: a retry skips it). */
   idempotentItem: (merchantId: string, key: string, index: number): Key => ({
     pk: `${m(merchantId)}#IDEMPOTENCY#${key}`,
     sk: `ITEM#${String(index).padStart(3, '0')}`,
   }),
-  // Today's day shards and the month's shards come back in one BatchGetItem of their keys.
+  // Today's day shards and the month's shards come back in one TransactGetItems of their keys.
   statsDay: (merchantId: string, day: string, shard: number): Key => ({
     pk: statsPartition(merchantId, day.slice(0, 7), shard),
     sk: `D#${day.slice(8, 10)}#${padShard(shard)}`,
+  }),
+  /** One hour of a UTC day's stats in one shard: its four quarter-hours (a zone's day may start inside it). */
+  statsHour: (merchantId: string, day: string, hour: number, shard: number): Key => ({
+    pk: statsPartition(merchantId, day.slice(0, 7), shard),
+    sk: `H#${day.slice(8, 10)}#${String(hour).padStart(2, '0')}#${padShard(shard)}`,
   }),
   statsMonth: (merchantId: string, month: string, shard: number): Key => ({
     pk: statsPartition(merchantId, month, shard),

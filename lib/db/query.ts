@@ -20,6 +20,11 @@ export type IndexQuery = {
   descending?: boolean;
   /** Whether a listed item is still in the list (one that left it after the index was read, e.g. a soft delete, is skipped). */
   live?: (item: Record<string, unknown>) => boolean;
+  /**
+   * An item read beside each listed row, in the same BatchGetItem as the listed items (e.g. the
+   * customer's timeline head for its figures): one request fewer than reading them after the page.
+   */
+  companion?: (row: Record<string, unknown>) => Key | null;
 };
 
 /** One row of an index or of the table, as the Query returns it: an item, or a list entry naming one. */
@@ -160,23 +165,21 @@ export type ListTotal = (() => Promise<number>) | { keys: Key[]; sum: (items: Re
 const readTotal = async (total: ListTotal): Promise<number> =>
   typeof total === 'function' ? total() : total.sum([...(await batchGet(total.keys)).values()]);
 
+type PageRead<T> = { rows: Row[]; items: T[]; companions: Map<string, Row>; total: number };
+
 /**
  * The rows of one page and their items with the total: a keyed total comes from the items'
  * BatchGetItem, any other is counted beside the page (the budgeted request count of page 1 and of
  * a cursor page, whatever its depth).
  */
-const pageWithTotal = async <T>(
-  q: IndexQuery,
-  rows: () => Promise<Row[]>,
-  total: ListTotal,
-): Promise<{ rows: Row[]; items: T[]; total: number }> => {
+const pageWithTotal = async <T>(q: IndexQuery, rows: () => Promise<Row[]>, total: ListTotal): Promise<PageRead<T>> => {
   if (typeof total === 'function') {
     const [n, page] = await Promise.all([total(), rows().then(async (r) => ({ rows: r, ...(await itemsOf<T>(q, r)) }))]);
-    return { rows: page.rows, items: page.items, total: n };
+    return { rows: page.rows, items: page.items, companions: page.companions, total: n };
   }
   const r = await rows();
-  const { items, extra } = await itemsOf<T>(q, r, total.keys);
-  return { rows: r, items, total: total.sum(extra) };
+  const { items, extra, companions } = await itemsOf<T>(q, r, total.keys);
+  return { rows: r, items, companions, total: total.sum(extra) };
 };
 
 /**
@@ -184,16 +187,11 @@ const pageWithTotal = async <T>(
  * pages read the total first, so a page past the end reads nothing more and a skip is bounded by
  * the total.
  */
-const offsetPage = async <T>(
-  q: IndexQuery,
-  total: ListTotal,
-  page: number,
-  perPage: number,
-): Promise<{ rows: Row[]; items: T[]; total: number }> => {
+const offsetPage = async <T>(q: IndexQuery, total: ListTotal, page: number, perPage: number): Promise<PageRead<T>> => {
   const offset = (page - 1) * perPage;
   if (offset === 0) return pageWithTotal<T>(q, () => rowsAfter(q, undefined, perPage), total);
   const n = await readTotal(total);
-  if (offset >= n) return { rows: [], items: [], total: n };
+  if (offset >= n) return { rows: [], items: [], companions: new Map(), total: n };
   const rows = await rowsAtOffset(q, offset, perPage);
   return { rows, ...(await itemsOf<T>(q, rows)), total: n };
 };
@@ -248,9 +246,14 @@ const listedKey = (row: Row): Key | null => {
  * totals shards; `batchGet` splits past 100 keys into requests sent together). An entry whose item
  * is gone (deleted between the two reads), or has left the list (`q.live`), is skipped.
  */
-const itemsOf = async <T>(q: IndexQuery, rows: Row[], extra: Key[] = []): Promise<{ items: T[]; extra: Record<string, unknown>[] }> => {
+const itemsOf = async <T>(
+  q: IndexQuery,
+  rows: Row[],
+  extra: Key[] = [],
+): Promise<{ items: T[]; extra: Record<string, unknown>[]; companions: Map<string, Row> }> => {
   const named = rows.map(listedKey);
-  const wanted = [...named.filter((k): k is Key => k !== null), ...extra];
+  const companionKeys = q.companion ? rows.flatMap((row) => q.companion!(row) ?? []) : [];
+  const wanted = [...named.filter((k): k is Key => k !== null), ...extra, ...companionKeys];
   const found = wanted.length ? await batchGet<Row>(wanted) : new Map<string, Row>();
   const items = rows.flatMap((row, i) => {
     const k = named[i];
@@ -261,7 +264,10 @@ const itemsOf = async <T>(q: IndexQuery, rows: Row[], extra: Key[] = []): Promis
     const item = found.get(keyId(k));
     return item ? [item] : [];
   });
-  return { items, extra: extraItems };
+  const companions = new Map(
+    companionKeys.flatMap((k): [string, Row][] => (found.has(keyId(k)) ? [[keyId(k), found.get(keyId(k))!]] : [])),
+  );
+  return { items, extra: extraItems, companions };
 };
 
 /**
@@ -291,7 +297,12 @@ export async function* itemRowsOf(q: IndexQuery, limit = 100): AsyncGenerator<Ro
 }
 
 export type PageRequest = { page: number; per_page: number; cursor?: string };
-export type CursorPage<T> = { items: T[]; meta: PageMeta & { next_cursor: string | null } };
+export type CursorPage<T> = {
+  items: T[];
+  meta: PageMeta & { next_cursor: string | null };
+  /** The list's `companion` items found, by `keyId`. */
+  companions?: Map<string, Record<string, unknown>>;
+};
 
 /**
  * One page of a list by number or by cursor, with its total and `next_cursor`. A cursor page reads
@@ -300,6 +311,8 @@ export type CursorPage<T> = { items: T[]; meta: PageMeta & { next_cursor: string
  * rows, list entries replaced by their items (`itemsOf`); the cursor names the last row read.
  */
 export const listPage = async <T extends Record<string, unknown>>(
+  /** Whose list: its cursors are sealed for this merchant (another's cursor is refused). */
+  merchantId: string,
   q: IndexQuery,
   total: ListTotal,
   req: PageRequest,
@@ -308,9 +321,9 @@ export const listPage = async <T extends Record<string, unknown>>(
 ): Promise<CursorPage<T>> => {
   const list = listFingerprint(identity);
   let offset: number;
-  let page: { rows: Row[]; items: T[]; total: number };
+  let page: PageRead<T>;
   if (req.cursor !== undefined) {
-    const cursor = decodeCursor(req.cursor);
+    const cursor = decodeCursor(merchantId, req.cursor);
     if (!cursor || cursor.list !== list || !keyFits(q, cursor.key)) throw InvalidError.field('cursor', CURSOR_INVALID);
     offset = cursor.offset;
     page = await pageWithTotal<T>(q, () => rowsAfter(q, cursor.key, req.per_page), total);
@@ -321,15 +334,27 @@ export const listPage = async <T extends Record<string, unknown>>(
       return { items: [], meta: cursorMeta(offset, req.per_page, 0, 0, null) };
     page = await offsetPage<T>(q, total, req.page, req.per_page);
   }
-  const next = cursorAfter(q, identity, offset, page.rows, req.per_page, page.total);
-  return { items: page.items, meta: cursorMeta(offset, req.per_page, page.total, page.items.length, next) };
+  const next = cursorAfter(merchantId, q, identity, offset, page.rows, req.per_page, page.total);
+  return {
+    items: page.items,
+    meta: cursorMeta(offset, req.per_page, page.total, page.items.length, next),
+    companions: page.companions,
+  };
 };
 
 /** The cursor of the page after `rows` (read at `offset` of a list of `total`), or null when none follows. */
-const cursorAfter = (q: IndexQuery, identity: IndexQuery, offset: number, rows: Row[], perPage: number, total: number): string | null => {
+const cursorAfter = (
+  merchantId: string,
+  q: IndexQuery,
+  identity: IndexQuery,
+  offset: number,
+  rows: Row[],
+  perPage: number,
+  total: number,
+): string | null => {
   const more = rows.length === perPage && offset + rows.length < total;
   return more
-    ? encodeCursor({
+    ? encodeCursor(merchantId, {
         list: listFingerprint(identity),
         offset: offset + rows.length,
         key: keyOf(q, rows[rows.length - 1]) as Record<string, string>,

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { currency } from '#lib/shared/fields';
+import { currency, documentedAs } from '#lib/shared/fields';
 import { dataOf } from '#lib/shared/schemas';
 import {
   FIRST_RATE_MONTH,
@@ -16,7 +16,10 @@ const rateMonth = () =>
     .refine((v) => /^\d{4}-(0[1-9]|1[0-2])$/.test(v) && v >= FIRST_RATE_MONTH && v <= LAST_RATE_MONTH, {
       message: `The :field field must be a month (YYYY-MM) from ${FIRST_RATE_MONTH} to ${LAST_RATE_MONTH}.`,
     })
-    .meta({ example: '2026-01' });
+    .meta({ example: '2026-01', pattern: RATE_MONTH_PATTERN, description: `YYYY-MM, from ${FIRST_RATE_MONTH} to ${LAST_RATE_MONTH}` });
+
+/** The months from 1970-01 to 2099-12, as the document's pattern. */
+const RATE_MONTH_PATTERN = '^(?:19[7-9]\\d|20\\d\\d)-(?:0[1-9]|1[0-2])$';
 
 const RATE_MESSAGE = `The :field field must be a decimal above 0 with at most ${MAX_RATE_INTEGER_DIGITS} integer and ${MAX_RATE_FRACTION_DIGITS} fraction digits, or null to remove the month's rate.`;
 /** A rate: reporting-currency units per one unit, as a decimal string (a JSON number is taken too), or null to remove. */
@@ -30,7 +33,22 @@ const rate = () =>
       ctx.addIssue({ code: 'custom', message: RATE_MESSAGE });
       return z.NEVER;
     })
-    .meta({ type: ['string', 'null'], example: '31.52', description: 'Reporting-currency units per one unit; null removes the month' });
+    .meta({
+      example: '31.52',
+      description: `Reporting-currency units per one unit, above 0: a decimal string of at most ${MAX_RATE_INTEGER_DIGITS} integer and ${MAX_RATE_FRACTION_DIGITS} fraction digits, or a JSON number (below 10^12, at least 0.000001, at most ${MAX_RATE_FRACTION_DIGITS} fraction digits); null removes the month`,
+      override: documentedAs({
+        anyOf: [
+          // Trimmed, then digits with a non-zero one among them.
+          {
+            type: 'string',
+            pattern: `^\\s*(?=[\\d.]*[1-9])\\d{1,${MAX_RATE_INTEGER_DIGITS}}(?:\\.\\d{1,${MAX_RATE_FRACTION_DIGITS}})?\\s*$`,
+          },
+          // A number is read as JavaScript writes it: below 0.000001 that is an exponent, which is refused.
+          { type: 'number', minimum: 0.000001, exclusiveMaximum: 10 ** MAX_RATE_INTEGER_DIGITS },
+          { type: 'null' },
+        ],
+      }),
+    });
 
 export const exchangeRatesPathParams = z.object({
   currency: currency().meta({ description: 'The currency the rates convert from (ISO 4217)', example: 'USD' }),

@@ -8,6 +8,7 @@ import type {
   Context,
 } from 'aws-lambda';
 import type { z } from 'zod';
+import type { Ability } from '#lib/auth/abilities';
 import { authenticate, bearerToken, stampTokenUse, type AuthContext } from '#lib/auth/tokens';
 import { readClaims, type BackofficeIdentity, type BackofficeRole } from '#lib/auth/backoffice';
 import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
@@ -205,15 +206,24 @@ const backofficeAuth = async (route: RouteDef, request: Request, s: State) => {
 };
 
 /**
+ * What every dashboard role reads anyway through routes open to it (`GET /orders`, `GET
+ * /subscriptions`, both `dashboardRead`): a read that carries such a resource inside another (a
+ * webhook delivery's body) shows it to the dashboard as those routes would. The route table is held
+ * to it in `test/webhooks/payload-access.test.ts`.
+ */
+export const DASHBOARD_READS: readonly Ability[] = ['orders:read', 'subscriptions:read'];
+
+/**
  * Token routes open to the dashboard, called with a back-office JWT: the pipeline verifies it (no
  * authorizer on the route), counts it in the merchant's hourly window as for its token, and checks
- * the role in place of the ability. The caller acts as its merchant with this route's ability only.
+ * the role in place of the ability. The caller acts as its merchant with this route's ability only
+ * (and DASHBOARD_READS, which decide what a response shows, never which route may be called).
  */
 const dashboardAuth = async (route: RouteDef, jwt: string, s: State) => {
   const merchant = await backofficeCaller(await backofficeClaimsOf(jwt), route.dashboard?.roles, hitMerchant, s);
   s.auth = {
     merchantId: merchant.merchant_id,
-    abilities: [route.ability!],
+    abilities: [route.ability!, ...DASHBOARD_READS],
     reportingCurrency: merchant.reporting_currency,
     timezone: merchant.timezone ?? DEFAULT_TIMEZONE,
     generation: generationOf(merchant),

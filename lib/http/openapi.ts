@@ -154,6 +154,45 @@ const csvHeaders = {
   'X-Next-Cursor': optionalString('CSV answers of a list: `meta.next_cursor`, when there is a next page'),
 };
 
+/**
+ * OpenAPI links from each create to the read of what it created: the new resource's key, taken from
+ * the 201 body, fills the read's path parameter (tools follow them; test/pipeline/openapi.test.ts
+ * checks each names a real operation, its path parameters and a field of the answer).
+ */
+export const CREATE_LINKS: Record<
+  string,
+  Record<string, { operationId: string; parameters: Record<string, string>; description: string }>
+> = {
+  customersCreate: {
+    GetCustomer: {
+      operationId: 'customersGet',
+      parameters: { idOrExternalId: '$response.body#/data/id' },
+      description: 'The created customer, by its id',
+    },
+  },
+  ordersCreate: {
+    GetOrder: {
+      operationId: 'ordersGet',
+      parameters: { orderNo: '$response.body#/data/order_no' },
+      description: 'The created order, by its order_no',
+    },
+  },
+  subscriptionsCreate: {
+    GetSubscription: {
+      operationId: 'subscriptionsGet',
+      parameters: { id: '$response.body#/data/id' },
+      description: 'The created subscription, by its id',
+    },
+  },
+  webhookEndpointsCreate: {
+    GetWebhookEndpoint: {
+      operationId: 'webhookEndpointsGet',
+      parameters: { id: '$response.body#/data/id' },
+      description: 'The created webhook endpoint, by its id',
+    },
+  },
+};
+
 const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObject => {
   const gateway401 = authKindOf(route) === 'backoffice';
   const declared = Object.fromEntries(
@@ -182,6 +221,7 @@ const operation = (route: RouteDef & { name: string }): ZodOpenApiOperationObjec
         ...(r.schema
           ? { content: { 'application/json': { schema: r.schema }, ...(route.csv && status === '200' ? csvContent : {}) } }
           : {}),
+        ...(status === '201' && CREATE_LINKS[route.name] ? { links: CREATE_LINKS[route.name] } : {}),
       },
     ]),
   );

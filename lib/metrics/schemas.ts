@@ -35,7 +35,10 @@ export const isMonth = (v: string): boolean => {
   return !!m && Number(m[1]) >= 1 && Number(m[2]) >= 1 && Number(m[2]) <= 12;
 };
 const month = () =>
-  z.string().refine(isMonth, { message: 'The :field field must be a valid month (YYYY-MM).' }).meta({ example: '2026-01' });
+  z
+    .string()
+    .refine(isMonth, { message: 'The :field field must be a valid month (YYYY-MM).' })
+    .meta({ example: '2026-01', pattern: '^(?!0000)\\d{4}-(?:0[1-9]|1[0-2])$' });
 
 /** The recurring billing cycles a segment can name. */
 export const SEGMENT_CYCLES = ['monthly', 'quarterly', 'semi-annual', 'yearly'] as const;

@@ -186,7 +186,7 @@ export const mrrMovements = async (merchantId: string, figures: Figures, q: Move
   }
   rows.sort((a, b) => (a.date !== b.date ? (a.date < b.date ? 1 : -1) : a.customer_id - b.customer_id));
   const list = `movements:${start}:${end}:${q.type ?? ''}`;
-  const { shown, offset, total, next } = pageOfRows(rows, list, (r) => `${r.date}|${r.customer_id}|${r.line}`, q);
+  const { shown, offset, total, next } = pageOfRows(merchantId, rows, list, (r) => `${r.date}|${r.customer_id}|${r.line}`, q);
   const items = shown.map(({ line: _, ...row }) => row);
   return { items, meta: cursorMeta(offset, q.per_page, total, items.length, next) };
 };

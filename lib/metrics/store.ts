@@ -360,22 +360,40 @@ export const plansOf = (tl: Timeline, lines: Iterable<string> = Object.keys(tl))
  * steps know (or written before they were stored) is computed from its timeline (one more read).
  */
 export const readStandings = async (merchantId: string, figures: FiguresScope, ids: number[]): Promise<Map<number, Standing>> => {
-  const at = formatTimestamp(now());
   const unique = [...new Set(ids)];
   const found = unique.length
     ? await batchGet<Record<string, unknown>>(
         unique.map((id) => keys.customerTimeline(merchantId, id)),
-        ['standing', 'standing_complete', 'generation', 'currencies'],
+        STANDING_ATTRIBUTES,
       )
     : new Map<string, Record<string, unknown>>();
-  // Steps stored in an older generation by a customer with other currencies may be at rates changed since.
+  return standingsOf(merchantId, figures, unique, found);
+};
+
+const STANDING_ATTRIBUTES = ['standing', 'standing_complete', 'generation', 'currencies'];
+
+/** The key of a customer's standing (its timeline head), for a caller that reads it beside other items. */
+export const standingKey = (merchantId: string, id: number): Key => keys.customerTimeline(merchantId, id);
+
+/**
+ * The customers' standings from their timeline heads already read (`found`, by `keyId`; a
+ * customer without one has none). A head stored in an older generation by a customer with other
+ * currencies is recounted from its timeline (steps stored then may be at rates changed since).
+ */
+export const standingsOf = async (
+  merchantId: string,
+  figures: FiguresScope,
+  ids: number[],
+  found: Map<string, Record<string, unknown>>,
+): Promise<Map<number, Standing>> => {
+  const at = formatTimestamp(now());
   const stale = (head: Record<string, unknown>) =>
     Number(head.generation ?? 0) !== figures.generation && (!Array.isArray(head.currencies) || head.currencies.length > 0);
   const recounted = async (id: number) =>
     (await countedTimelines(merchantId, figures, new Map([[id, await readTimeline(merchantId, id)]]))).get(id)!.timeline;
   const out = new Map<number, Standing>();
   await Promise.all(
-    unique.map(async (id) => {
+    [...new Set(ids)].map(async (id) => {
       const head = found.get(keyId(keys.customerTimeline(merchantId, id)));
       if (!head) return out.set(id, NO_STANDING);
       const stored =

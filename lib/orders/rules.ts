@@ -181,12 +181,29 @@ export const revenueAttr = (currency: string) => `rev_${currency}`;
 const REVENUE_ATTR = /^rev_([A-Z]{3})$/;
 
 /**
- * A day item keeps each counter twice: for the whole UTC day (`created`) and for the quarter-hour
- * of it that moved it (`q37_created`: 09:15–09:30 UTC), so a day of any time zone can be summed
- * from the UTC days it overlaps.
+ * Stats of a UTC day are kept at three grains, so that a day of any time zone can be summed from
+ * the UTC days it overlaps while every item an order write touches stays small: the day item holds
+ * each counter for the whole day (`created`) and for each hour (`h09_created`); the hour's own item
+ * holds its four quarter-hours (`q37_created`: 09:15–09:30 UTC). Items written before hours existed
+ * keep their quarter-hours on the day item (`withLegacyQuarters`).
  */
 export const quarterAttr = (quarter: number, attr: string) => `q${String(quarter).padStart(2, '0')}_${attr}`;
 const QUARTER_ATTR = /^q(\d\d)_(.+)$/;
+export const hourAttr = (hour: number, attr: string) => `h${String(hour).padStart(2, '0')}_${attr}`;
+const HOUR_ATTR = /^h(\d\d)_(.+)$/;
+export const QUARTERS_PER_HOUR = 4;
+
+/** A day item's counters as summed over shards, with quarter-hours an earlier version kept on it also summed into their hours. */
+export const withLegacyQuarters = (day: Record<string, Decimal>): Record<string, Decimal> => {
+  const out = { ...day };
+  for (const [attr, v] of Object.entries(day)) {
+    const q = QUARTER_ATTR.exec(attr);
+    if (!q) continue;
+    const h = hourAttr(Math.floor(Number(q[1]) / QUARTERS_PER_HOUR), q[2]);
+    out[h] = (out[h] ?? new Decimal(0)).plus(v);
+  }
+  return out;
+};
 
 /**
  * What a stats figure over the UTC instants [from, to) adds up: a UTC month's items, a UTC day's
@@ -237,20 +254,39 @@ export const statsTerms = (from: number, to: number): StatsTerm[] => {
 /** Where a term's counters are filed (a month, or a day) once read. */
 export const termId = (t: StatsTerm) => (t.kind === 'month' ? `M#${t.month}` : `D#${t.day}`);
 
-/** The counters of [from, to), from its terms and each term's item (summed over shards). */
+/** The hours of a day term that [first, end) covers only in part: their items hold the quarter-hours it needs. */
+export const partialHours = (t: StatsTerm): number[] => {
+  if (t.kind !== 'day' || !t.quarters) return [];
+  const [first, end] = t.quarters;
+  const out = new Set<number>();
+  if (first % QUARTERS_PER_HOUR) out.add(Math.floor(first / QUARTERS_PER_HOUR));
+  if (end % QUARTERS_PER_HOUR) out.add(Math.floor(end / QUARTERS_PER_HOUR));
+  return [...out];
+};
+
+/**
+ * The counters of [from, to), from its terms and each term's counters (summed over shards; a day's
+ * are its day item's and its hour items'). A part of a day counts each hour it covers whole by the
+ * day item's hour sums, and the quarter-hours of an hour it covers in part.
+ */
 export const foldTerms = (terms: StatsTerm[], counters: Map<string, Record<string, Decimal>>): Record<string, Decimal> => {
   const out: Record<string, Decimal> = {};
   for (const t of terms) {
+    const range = t.kind === 'day' ? t.quarters : null;
+    const wholeHour = (h: number) => !!range && h * QUARTERS_PER_HOUR >= range[0] && (h + 1) * QUARTERS_PER_HOUR <= range[1];
     for (const [attr, v] of Object.entries(counters.get(termId(t)) ?? {})) {
       const quarter = QUARTER_ATTR.exec(attr);
+      const hour = HOUR_ATTR.exec(attr);
       let target: string;
-      if (t.kind === 'day' && t.quarters) {
-        if (!quarter) continue;
-        const q = Number(quarter[1]);
-        if (q < t.quarters[0] || q >= t.quarters[1]) continue;
-        target = quarter[2];
+      if (range) {
+        if (hour && wholeHour(Number(hour[1]))) target = hour[2];
+        else if (quarter) {
+          const q = Number(quarter[1]);
+          if (q < range[0] || q >= range[1] || wholeHour(Math.floor(q / QUARTERS_PER_HOUR))) continue;
+          target = quarter[2];
+        } else continue;
       } else {
-        if (quarter) continue;
+        if (quarter || hour) continue;
         target = attr;
       }
       out[target] = (out[target] ?? new Decimal(0)).plus(t.sign === 1 ? v : v.negated());

@@ -1,15 +1,27 @@
 import { GetCommand, NumberValue, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
-import { addTotal, listTotal, readStatsPeriods } from '#lib/db/counters';
+import { addTotal, listTotal, readShardSnapshots, sumShards } from '#lib/db/counters';
+import { COUNTER_SHARDS } from '#lib/db/writes-constants';
 import { db, tableName } from '#lib/db/client';
-import { createdRange, ENTRY_OF, indexes, indexPartitions, keys, PAYMENT_PREFIX } from '#lib/db/keys';
+import { createdRange, ENTRY_OF, indexes, indexPartitions, keys, PAYMENT_PREFIX, type Key } from '#lib/db/keys';
 import { countQuery, itemRowsOf, listPage, queryAll, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
 import { itemAbsent, versionIs, WriteConflict, WriteSet, type Condition } from '#lib/db/writes';
 import { ltvAttr, ltvPartOf, type CustomerItem, type LtvPart } from '#lib/customers/model';
-import { batchGet } from '#lib/db/batch-get';
+import { batchGet, keyId } from '#lib/db/batch-get';
 import type { OrderItem } from '#lib/orders/model';
-import { changed, newOrder, paymentTime, quarterAttr, revenueAttr, type StatsTerm } from '#lib/orders/rules';
+import {
+  changed,
+  hourAttr,
+  newOrder,
+  partialHours,
+  paymentTime,
+  QUARTERS_PER_HOUR,
+  quarterAttr,
+  revenueAttr,
+  withLegacyQuarters,
+  type StatsTerm,
+} from '#lib/orders/rules';
 import type { OrderListQuery } from '#lib/orders/schemas';
 import type { IdempotencyRecord } from '#lib/shared/idempotency';
 import { utcDay, utcMonth } from '#lib/shared/time';
@@ -137,20 +149,53 @@ export const ordersPage = (merchantId: string, customerId: number | undefined, q
   query = { ...query, from: range.from, to: range.to };
   const countedByTotals = customerId === undefined && range.from === undefined && range.to === undefined;
   const total = countedByTotals ? listTotal(merchantId, 'ORDERS', q.status ? `orders_${q.status}` : 'orders') : () => countQuery(query);
-  return listPage<OrderItem>(query, total, q);
+  return listPage<OrderItem>(merchantId, query, total, q);
 };
 
 /**
- * The stats items `terms` name, each summed over its shards and filed by `termId`: one
- * BatchGetItem of 96 keys in UTC (today's day and month), up to three elsewhere, whatever the
- * number of orders.
+ * The stats items `terms` name, each summed over its shards and filed by `termId`: every shard's
+ * months, days and the hours a part of a day begins or ends in (`partialHours`), read as of one
+ * instant per shard (`readShardSnapshots`). In UTC, 96 items: one TransactGetItems.
  */
-export const readStatsTerms = (merchantId: string, terms: StatsTerm[]) =>
-  readStatsPeriods(
-    merchantId,
-    [...new Set(terms.flatMap((t) => (t.kind === 'day' ? [t.day] : [])))],
-    [...new Set(terms.flatMap((t) => (t.kind === 'month' ? [t.month] : [])))],
+export const readStatsTerms = async (merchantId: string, terms: StatsTerm[]) => {
+  const months = [...new Set(terms.flatMap((t) => (t.kind === 'month' ? [t.month] : [])))];
+  const days = [...new Set(terms.flatMap((t) => (t.kind === 'day' ? [t.day] : [])))];
+  const hours = [...new Set(terms.flatMap((t) => (t.kind === 'day' ? partialHours(t).map((h) => `${t.day}|${h}`) : [])))].map((dh) => {
+    const [day, hour] = dh.split('|');
+    return { day, hour: Number(hour) };
+  });
+  const shardList = Array.from({ length: COUNTER_SHARDS }, (_, shard) => shard);
+  const monthKeys = new Map(months.map((month) => [month, shardList.map((shard) => keys.statsMonth(merchantId, month, shard))]));
+  const dayKeys = new Map(days.map((day) => [day, shardList.map((shard) => keys.statsDay(merchantId, day, shard))]));
+  const hourKeys = new Map(
+    days.map((day) => [
+      day,
+      hours.filter((h) => h.day === day).map((h) => shardList.map((s) => keys.statsHour(merchantId, day, h.hour, s))),
+    ]),
   );
+  const items = await readShardSnapshots(
+    shardList.map((shard) => [
+      ...[...monthKeys.values()].map((ks) => ks[shard]),
+      ...[...dayKeys.values()].map((ks) => ks[shard]),
+      ...[...hourKeys.values()].flat().map((ks) => ks[shard]),
+    ]),
+  );
+  const found = (ks: Key[]): Record<string, unknown>[] =>
+    ks.flatMap((k) => {
+      const item = items.get(keyId(k));
+      return item ? [item] : [];
+    });
+  const out = new Map<string, Record<string, Decimal>>();
+  for (const [month, ks] of monthKeys) out.set(`M#${month}`, sumShards(found(ks)));
+  for (const [day, ks] of dayKeys) {
+    // Quarter-hours an earlier version kept on the day item count in their hours too.
+    const counters = withLegacyQuarters(sumShards(found(ks)));
+    for (const [attr, v] of Object.entries(sumShards(found(hourKeys.get(day)!.flat()))))
+      counters[attr] = (counters[attr] ?? new Decimal(0)).plus(v);
+    out.set(`D#${day}`, counters);
+  }
+  return out;
+};
 
 /**
  * `ops upgrade`: orders written before list entries existed (their list keys on the item) get their
@@ -190,12 +235,16 @@ const sign = (d: Decimal, negative: boolean) => (negative ? d.negated() : d);
 
 /** Stats (per UTC day and month, per currency) and list totals, in this transaction's counter shard. */
 export const addAggregateDeltas = (ws: WriteSet, merchantId: string, before: OrderFigures | null, after: OrderFigures | null) => {
-  // The UTC day's counter and its quarter-hour's (rules.ts `quarterAttr`: time zones regroup them).
-  const day = (at: string, attr: string, amount: Decimal) =>
-    ws
-      .update('stats', keys.statsDay(merchantId, utcDay(at), ws.shard))
+  // The UTC day's counter, its hour's on the day item, and its quarter-hour's on the hour's item
+  // (rules.ts `hourAttr`: time zones regroup them). Each item stays small at any hour of the day.
+  const day = (at: string, attr: string, amount: Decimal) => {
+    const quarter = quarterOf(Date.parse(at));
+    const hour = Math.floor(quarter / QUARTERS_PER_HOUR);
+    ws.update('stats', keys.statsDay(merchantId, utcDay(at), ws.shard))
       .add(attr, amount)
-      .add(quarterAttr(quarterOf(Date.parse(at)), attr), amount);
+      .add(hourAttr(hour, attr), amount);
+    ws.update('stats', keys.statsHour(merchantId, utcDay(at), hour, ws.shard)).add(quarterAttr(quarter, attr), amount);
+  };
   const apply = (o: OrderFigures, negative: boolean) => {
     if (o.status === 'paid' && o.paid_at) {
       const amount = sign(new Decimal(o.amount), negative);

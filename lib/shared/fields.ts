@@ -1,9 +1,43 @@
 import * as z from 'zod';
 import { now } from '#lib/clock';
 import { parseAmount } from '#lib/shared/money';
-import { isCurrency } from '#lib/shared/currency';
+import { CURRENCY_PATTERN, isCurrency } from '#lib/shared/currency';
+import { CURSOR_PATTERN, MAX_CURSOR_LENGTH } from '#lib/shared/cursor';
+import { CURSOR_INVALID, MAX_PAGE_OFFSET } from '#lib/shared/pagination';
 import { idFromPath } from '#lib/shared/ids';
-import { DATE_OR_DATETIME_PATTERN, formatTimestamp, ISO_DATETIME_PATTERN, parseDate, parseTimestamp } from '#lib/shared/time';
+import { DATE_OR_DATETIME_PATTERN, DATETIME_DOC_PATTERN, formatTimestamp, parseDate, parseTimestamp } from '#lib/shared/time';
+
+type JsonSchema = Record<string, unknown>;
+
+/**
+ * The document's schema of a field whose zod form renders looser than what the server accepts (a
+ * transform, a union of string and number): `json` replaces what zod-openapi generated, keeping the
+ * description and example given with `.meta()`.
+ */
+export const documentedAs =
+  (json: JsonSchema) =>
+  ({ jsonSchema }: { jsonSchema: JsonSchema }) => {
+    const kept = Object.fromEntries(
+      Object.entries(jsonSchema).filter(([k, v]) => ['description', 'example'].includes(k) && v !== undefined),
+    );
+    for (const k of Object.keys(jsonSchema)) delete jsonSchema[k];
+    Object.assign(jsonSchema, json, kept);
+  };
+
+/** The largest amount: 13 integer digits, 2 fraction digits. */
+export const MAX_AMOUNT = 9_999_999_999_999.99;
+/** An amount as text: what `parseAmount` takes (the string is trimmed first, as JSON Schema's `\s` reads white space). */
+export const AMOUNT_PATTERN = '^\\s*\\d{1,13}(?:\\.\\d{1,2})?\\s*$';
+/** An amount above zero, as the document says it: a digit other than 0 somewhere, a number above 0. */
+export const positiveAmountDocument = () =>
+  documentedAs({
+    anyOf: [
+      { type: 'string', pattern: '^\\s*(?=[\\d.]*[1-9])\\d{1,13}(?:\\.\\d{1,2})?\\s*$' },
+      { type: 'number', exclusiveMinimum: 0, maximum: MAX_AMOUNT },
+    ],
+  });
+const AMOUNT_NOTE =
+  'a string of at most 13 integer and 2 fraction digits, or a JSON number from 0 to 9999999999999.99 with at most 2 fraction digits; a whole number in a currency without a minor unit (JPY, KRW, …)';
 
 /**
  * Reusable field schemas. Custom messages use `:field`, replaced by the field's name when the
@@ -20,7 +54,19 @@ export const amount = () =>
       ctx.addIssue({ code: 'custom', message: r.message });
       return z.NEVER;
     })
-    .meta({ description: 'Decimal amount as a string ("1200.00"), at most 2 fraction digits', example: '1200.00' });
+    .meta({
+      description: `Decimal amount: ${AMOUNT_NOTE}`,
+      example: '1200.00',
+      override: documentedAs({
+        anyOf: [
+          { type: 'string', pattern: AMOUNT_PATTERN },
+          { type: 'number', minimum: 0, maximum: MAX_AMOUNT },
+        ],
+      }),
+    });
+
+/** What the date-time pattern cannot say. */
+export const INSTANT_RANGE = 'The instant, in UTC, must fall in the years 0001 to 9999.';
 
 /** ISO 8601 date-time with `Z` or an offset → `YYYY-MM-DDTHH:MM:SSZ`. */
 export const timestamp = () =>
@@ -34,9 +80,9 @@ export const timestamp = () =>
     })
     // No `format: date-time` (RFC 3339 wants seconds): the pattern says what is accepted.
     .meta({
-      pattern: ISO_DATETIME_PATTERN,
+      pattern: DATETIME_DOC_PATTERN,
       example: '2026-01-31T12:00:00Z',
-      description: 'ISO 8601 date-time with Z or an offset; seconds optional',
+      description: `ISO 8601 date-time with Z or an offset; seconds optional. ${INSTANT_RANGE}`,
     });
 
 /** A timestamp of something that has happened: not after now (history, not a schedule). */
@@ -55,14 +101,22 @@ export const dateBound = (end: boolean) =>
       ctx.addIssue({ code: 'custom', message: 'The :field field must be a date (YYYY-MM-DD) or an ISO 8601 date-time.' });
       return z.NEVER;
     })
-    .meta({ pattern: DATE_OR_DATETIME_PATTERN, description: 'YYYY-MM-DD or ISO 8601 date-time (inclusive)', example: '2026-01-31' });
+    .meta({
+      pattern: DATE_OR_DATETIME_PATTERN,
+      description: `YYYY-MM-DD or ISO 8601 date-time (inclusive). ${INSTANT_RANGE}`,
+      example: '2026-01-31',
+    });
 
 export const currency = () =>
   z
     .string({ error: 'The :field field must be a string.' })
     .refine(isCurrency, { message: 'The :field field must be a valid ISO 4217 currency code.' })
     .transform((v) => v.toUpperCase())
-    .meta({ example: 'TWD' });
+    .meta({
+      example: 'TWD',
+      description: 'ISO 4217 currency code, in any case (written upper-case)',
+      override: documentedAs({ type: 'string', pattern: CURRENCY_PATTERN }),
+    });
 
 export const email = () =>
   z
@@ -123,7 +177,12 @@ const wellFormedText = (value: unknown) =>
  * (`99999999999999999999`) is above `max`, so it gets the maximum's message, never the minimum's.
  * `between` words both sides with the two bounds (per_page's contract range, docs/api-conventions.md).
  */
-export const intParam = (min: number, max: number, fallback: number, { between = false } = {}) =>
+export const intParam = (
+  min: number,
+  max: number,
+  fallback: number,
+  { between = false, documentedMax, description }: { between?: boolean; documentedMax?: number; description?: string } = {},
+) =>
   z
     .string()
     .optional()
@@ -145,7 +204,21 @@ export const intParam = (min: number, max: number, fallback: number, { between =
       }
       return n;
     })
-    .meta({ type: 'integer', minimum: min, maximum: max, description: `Defaults to ${fallback}` } as never);
+    .meta({ type: 'integer', minimum: min, maximum: documentedMax ?? max, description: description ?? `Defaults to ${fallback}` } as never);
+
+/**
+ * `cursor`: a `meta.next_cursor` of the same list, as it was given (base64url, so a cursor costs as
+ * many bytes in a URL as it has characters, and the longest keeps any request line far below the
+ * 10,240 bytes API Gateway takes). Other characters get the message of a cursor that does not open.
+ */
+export const cursorParam = (description: string) =>
+  z
+    .string()
+    .min(1)
+    .max(MAX_CURSOR_LENGTH)
+    .regex(new RegExp(CURSOR_PATTERN), { message: CURSOR_INVALID.replace('The cursor field', 'The :field field') })
+    .optional()
+    .meta({ description });
 
 /**
  * The deepest page: 2^31 − 1, so the offset (page − 1) × per_page stays an exact integer
@@ -155,11 +228,16 @@ export const MAX_PAGE = 2 ** 31 - 1;
 
 /** `page` and `per_page` (docs/api-conventions.md). */
 export const pageQuery = {
-  page: intParam(1, MAX_PAGE, 1),
-  per_page: intParam(1, 100, 20, { between: true }),
-  cursor: z.string().min(1).max(4096).optional().meta({
-    description: "`meta.next_cursor` of the previous page, with the same filters: reads on from there at one page's cost, however deep",
+  // Parsed up to MAX_PAGE (so a deep page is refused by the offset rule, which points to the cursor);
+  // documented up to the deepest page any per_page allows.
+  page: intParam(1, MAX_PAGE, 1, {
+    documentedMax: MAX_PAGE_OFFSET,
+    description: `Defaults to 1. (page − 1) × per_page must stay below ${MAX_PAGE_OFFSET.toLocaleString('en-US')} (at most page ${MAX_PAGE_OFFSET / 20} at the default per_page of 20, ${MAX_PAGE_OFFSET} at per_page 1); deeper pages are read with \`cursor\``,
   }),
+  per_page: intParam(1, 100, 20, { between: true }),
+  cursor: cursorParam(
+    "`meta.next_cursor` of the previous page, with the same filters: reads on from there at one page's cost, however deep",
+  ),
 };
 
 /**
@@ -200,13 +278,19 @@ export const WELL_FORMED_MESSAGE = 'The :field field must be valid Unicode text.
 
 /** Control characters (C0, DEL, C1): no person's name or phone number holds one, and NUL ends strings elsewhere. */
 const CONTROL = /\p{Cc}/u;
+/** The document's pattern of plain text: no control character (\p{Cc}), no lone surrogate (\p{Cs}). */
+export const PLAIN_TEXT_PATTERN = '^[^\\p{Cc}\\p{Cs}]*$';
+const PLAIN_TEXT_NOTE =
+  'Plain text: valid Unicode (no lone UTF-16 surrogate) without control characters (C0, DEL, C1: no NUL, tab or line break)';
+
 /** Text a person reads (a name, a phone number): at most `max` characters, valid Unicode, no control character. */
 export const plainText = (max: number) =>
   z
     .string()
     .max(max)
     .refine(isWellFormed, { message: WELL_FORMED_MESSAGE })
-    .refine((v) => !CONTROL.test(v), { message: 'The :field field must not contain control characters (such as NUL or a line break).' });
+    .refine((v) => !CONTROL.test(v), { message: 'The :field field must not contain control characters (such as NUL or a line break).' })
+    .meta({ pattern: PLAIN_TEXT_PATTERN, description: `${PLAIN_TEXT_NOTE}; at most ${max} UTF-16 code units` });
 
 /** Optional string field where null means "not given". */
 export const nullish = <T extends z.ZodType>(schema: T) => schema.nullish();

@@ -1,4 +1,5 @@
 import { InvalidError } from '#lib/errors';
+import { openCursor, sealCursor } from '#lib/shared/cursor';
 
 /** The list envelope's meta (docs/api-conventions.md). */
 export type PageMeta = {
@@ -29,7 +30,7 @@ export const paginated = <T>(data: T[], page: number, perPage: number, total: nu
 });
 
 /**
- * Cursor pages: `meta.next_cursor` is an opaque string that names the last item shown (its table
+ * Cursor pages: `meta.next_cursor` is an opaque string, sealed for the merchant, that names the last item shown (its table
  * and index key), how many items came before the next page, and a fingerprint of the list and
  * filters it belongs to. Reading from a cursor costs one page, whatever the depth.
  */
@@ -47,12 +48,19 @@ export const checkPageOffset = (page: number, perPage: number): number => {
   return offset;
 };
 
-export const encodeCursor = (c: CursorState): string => Buffer.from(JSON.stringify([c.list, c.offset, c.key])).toString('base64url');
+/** The cursor of `c` for the merchant: sealed, so it shows nothing of the key it names (lib/shared/cursor.ts). */
+export const encodeCursor = (merchantId: string, c: CursorState): string =>
+  sealCursor(merchantId, JSON.stringify([c.list, c.offset, c.key]));
 
-/** The cursor's state, or null when it is not one this service wrote (never trusted beyond its shape). */
-export const decodeCursor = (raw: string): CursorState | null => {
+/**
+ * The cursor's state, or null when it is not one this service wrote for this merchant (altered,
+ * another merchant's, or not a cursor); even then never trusted beyond its shape.
+ */
+export const decodeCursor = (merchantId: string, raw: string): CursorState | null => {
+  const plain = openCursor(merchantId, raw);
+  if (plain === null) return null;
   try {
-    const [list, offset, key] = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown[];
+    const [list, offset, key] = JSON.parse(plain) as unknown[];
     if (typeof list !== 'string' || !Number.isSafeInteger(offset) || (offset as number) < 0) return null;
     if (!key || typeof key !== 'object' || Array.isArray(key)) return null;
     const entries = Object.entries(key as Record<string, unknown>);
@@ -82,10 +90,16 @@ export const cursorMeta = (offset: number, perPage: number, total: number, count
  * cursor: the cursor names the last row shown (`idOf`), so a row added or removed before it does not
  * shift the next page; a row gone since is passed by its offset.
  */
-export const pageOfRows = <R>(rows: R[], list: string, idOf: (r: R) => string, q: { page: number; per_page: number; cursor?: string }) => {
+export const pageOfRows = <R>(
+  merchantId: string,
+  rows: R[],
+  list: string,
+  idOf: (r: R) => string,
+  q: { page: number; per_page: number; cursor?: string },
+) => {
   let offset: number;
   if (q.cursor !== undefined) {
-    const cursor = decodeCursor(q.cursor);
+    const cursor = decodeCursor(merchantId, q.cursor);
     if (!cursor || cursor.list !== list || typeof cursor.key.id !== 'string') throw InvalidError.field('cursor', CURSOR_INVALID);
     const at = rows.findIndex((r) => idOf(r) === cursor.key.id);
     offset = at >= 0 ? at + 1 : cursor.offset;
@@ -96,7 +110,7 @@ export const pageOfRows = <R>(rows: R[], list: string, idOf: (r: R) => string, q
   const last = shown.at(-1);
   const next =
     last !== undefined && offset + shown.length < rows.length
-      ? encodeCursor({ list, offset: offset + shown.length, key: { id: idOf(last) } })
+      ? encodeCursor(merchantId, { list, offset: offset + shown.length, key: { id: idOf(last) } })
       : null;
   return { shown, offset, total: rows.length, next };
 };

@@ -3,13 +3,30 @@ export const formatTimestamp = (d: Date): string => `${d.toISOString().slice(0, 
 
 /**
  * The date-times accepted on input: ISO 8601 with `Z` or an offset, seconds and their fraction
- * optional (`2026-11-24T08:00Z`). Also the OpenAPI document's pattern, so it accepts what we do.
+ * optional (`2026-11-24T08:00Z`); the parser then checks the calendar.
  */
 export const ISO_DATETIME_PATTERN = '^(\\d{4})-(\\d{2})-(\\d{2})[Tt](\\d{2}):(\\d{2})(?::(\\d{2})(?:\\.\\d+)?)?([Zz]|[+-]\\d{2}:?\\d{2})$';
 const ISO_DATETIME = new RegExp(ISO_DATETIME_PATTERN);
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-/** A day (`YYYY-MM-DD`) or a date-time as above: the OpenAPI pattern of inputs that take either. */
-export const DATE_OR_DATETIME_PATTERN = `^\\d{4}-\\d{2}-\\d{2}$|${ISO_DATETIME_PATTERN}`;
+
+/**
+ * The document's patterns: the same grammar, with only the calendar's days (30 April, 29 February
+ * in leap years), hours 00–23, minutes and seconds 00–59 and offsets below 24 hours, as the parser
+ * checks them. Year 0000 is let through for date-times: an offset may carry such an instant into
+ * year 0001, which is accepted (only the description can say that the instant, in UTC, must fall
+ * in years 0001–9999).
+ */
+const MONTH_DAY = '(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8]))';
+const LEAP_YEAR = '(?:\\d\\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)';
+const CALENDAR_DATE = `(?:\\d{4}-${MONTH_DAY}|${LEAP_YEAR}-02-29)`;
+const CLOCK = '(?:[01]\\d|2[0-3]):[0-5]\\d(?::[0-5]\\d(?:\\.\\d+)?)?';
+const OFFSET = '(?:[Zz]|[+-](?:[01]\\d|2[0-3]):?[0-5]\\d)';
+/** A date-time the server can accept (the OpenAPI `pattern` of date-time inputs). */
+export const DATETIME_DOC_PATTERN = `^${CALENDAR_DATE}[Tt]${CLOCK}${OFFSET}$`;
+/** A day `YYYY-MM-DD`, years 0001–9999 (the OpenAPI `pattern` of date inputs). */
+export const DATE_DOC_PATTERN = `^(?!0000)${CALENDAR_DATE}$`;
+/** A day or a date-time: the OpenAPI pattern of inputs that take either. */
+export const DATE_OR_DATETIME_PATTERN = `${DATE_DOC_PATTERN}|${DATETIME_DOC_PATTERN}`;
 
 /** Date.UTC maps years 0–99 to 1900–1999, so the year is set on its own. */
 const utc = (y: number, mo: number, d: number, h = 0, mi = 0, s = 0): Date => {

@@ -92,6 +92,6 @@ export const listSubscriptionEvents = async (merchantId: string, q: Subscription
     byTotals
       ? ((await readTotals(merchantId, 'SUBSCRIPTION_EVENTS'))[q.event_type ? `events_${q.event_type}` : 'events']?.toNumber() ?? 0)
       : countQuery(query);
-  const { items, meta } = await listPage<SubscriptionEventItem>(query, count, q);
+  const { items, meta } = await listPage<SubscriptionEventItem>(merchantId, query, count, q);
   return { data: items.map(presentSubscriptionEvent), meta };
 };

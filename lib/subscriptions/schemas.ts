@@ -10,6 +10,7 @@ import {
   pageQuery,
   pastTimestamp,
   pathId,
+  positiveAmountDocument,
   timestamp,
   WELL_FORMED_MESSAGE,
   plainText,
@@ -28,7 +29,10 @@ const bodyId = () => z.int({ error: 'The :field field must be an integer.' }).mi
 const plan = () => z.string().min(1).max(255).refine(isWellFormed, { message: WELL_FORMED_MESSAGE });
 const reasonText = () => z.string().max(255).refine(isWellFormed, { message: WELL_FORMED_MESSAGE });
 /** A subscription's MRR is above zero: pause and cancel are what take it to zero. */
-const mrr = () => amount().refine((v) => new Decimal(v).gt(0), { message: 'The :field field must be greater than 0.' });
+const mrr = () =>
+  amount()
+    .refine((v) => new Decimal(v).gt(0), { message: 'The :field field must be greater than 0.' })
+    .meta({ description: 'Monthly recurring revenue, above 0 (pause or cancel take it to 0)', override: positiveAmountDocument() });
 
 /** POST /subscriptions (docs/subscriptions.md). */
 export const subscriptionCreateBody = z.object({

@@ -355,7 +355,7 @@ export const listSubscriptions = async (scope: Scope, q: SubscriptionListQuery) 
     byTotals
       ? ((await readTotals(merchantId, 'SUBSCRIPTIONS'))[q.status ? `subscriptions_${q.status}` : 'subscriptions']?.toNumber() ?? 0)
       : countQuery(query);
-  const { items, meta } = await listPage<SubscriptionItem>(query, count, q);
+  const { items, meta } = await listPage<SubscriptionItem>(merchantId, query, count, q);
   const at = formatTimestamp(now());
   return { data: items.map((s) => presentSubscription(asOf(s, at), scope.reportingCurrency)), meta };
 };

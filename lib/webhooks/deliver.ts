@@ -2,7 +2,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { Webhook } from 'standardwebhooks';
 import { now as clockNow } from '#lib/clock';
-import { checkWebhookUrl, guardedLookup, type Resolver } from '#lib/webhooks/url-safety';
+import { checkWebhookUrl, guardedLookup, URL_MESSAGES, type Resolver } from '#lib/webhooks/url-safety';
 
 /**
  * One webhook delivery attempt (docs/webhook-endpoints.md): the body, the Standard Webhooks signature headers,
@@ -61,10 +61,18 @@ export type DeliveryResult = {
   ok: boolean;
   /** The HTTP status, when a response arrived (a 3xx is a failure: redirects are never followed). */
   status?: number;
-  /** Why no acceptable answer: `timeout`, a connection error code, or `refused url: …`. */
+  /** Why no answer: COULD_NOT_CONNECT, or `refused url: …` (our own rule, no request made). */
   error?: string;
   durationMs: number;
 };
+
+/**
+ * The one failure reported when no HTTP answer came: refused, reset, unreachable, a name that does
+ * not resolve, a TLS failure and a timeout all read the same, so the test and retry answers cannot
+ * tell a closed port from a silent one (the API is no port scanner). Receivers see the cause in
+ * their own logs.
+ */
+export const COULD_NOT_CONNECT = 'could not connect';
 
 /**
  * One POST of a signed event. The URL is checked again (DNS can change since registration); a
@@ -81,6 +89,7 @@ export const attemptDelivery = async (attempt: DeliveryAttempt): Promise<Deliver
 
   const check = await checkWebhookUrl(attempt.url, opts);
   if (!check.ok) {
+    if (check.message === URL_MESSAGES.unresolvable) return { ok: false, error: COULD_NOT_CONNECT, durationMs: elapsed() };
     return { ok: false, error: `refused url: ${check.refused ? `${check.refused} address` : check.message}`, durationMs: elapsed() };
   }
   const url = check.url;
@@ -114,7 +123,7 @@ export const attemptDelivery = async (attempt: DeliveryAttempt): Promise<Deliver
     const timer = setTimeout(() => {
       // Headers arrived in time: the answer stands, only the slow body is cut off.
       if (status !== undefined) finish(outcome(status));
-      else finish({ ok: false, error: 'timeout' });
+      else finish({ ok: false, error: COULD_NOT_CONNECT });
     }, timeoutMs);
 
     req.on('response', (res: IncomingMessage) => {
@@ -130,7 +139,9 @@ export const attemptDelivery = async (attempt: DeliveryAttempt): Promise<Deliver
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (status !== undefined) return finish(outcome(status));
       // guardedLookup refused the resolved address: say which (the message names host and class).
-      finish({ ok: false, error: err.code === 'EWEBHOOKADDR' ? `refused url: ${err.message}` : (err.code ?? err.message) });
+      // Anything else (refused, reset, DNS, TLS) is one category, as a timeout is.
+      const refusedAddress = err.code === 'EWEBHOOKADDR' && !err.message.endsWith(URL_MESSAGES.unresolvable);
+      finish({ ok: false, error: refusedAddress ? `refused url: ${err.message}` : COULD_NOT_CONNECT });
     });
     req.end(payload);
   });

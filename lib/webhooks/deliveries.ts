@@ -40,7 +40,7 @@ export type DeliveryLogEntry = {
   attempt: number;
   /** The HTTP status when a response arrived, else null. */
   status: number | null;
-  /** `timeout`, a connection error code or `refused url: …` when no acceptable answer; else null. */
+  /** `could not connect` (no HTTP answer, whatever the cause) or `refused url: …`; else null. */
   error: string | null;
   duration_ms: number;
   /** When the attempt started (ISO 8601). */
@@ -188,6 +188,6 @@ export const listDeliveries = async (
     if (!exists) throw new NotFoundError();
     return total;
   };
-  const { items, meta } = await listPage<DeliveryLogItem>(attempts, count, req, identity);
+  const { items, meta } = await listPage<DeliveryLogItem>(merchantId, attempts, count, req, identity);
   return { data: items.map(presentDelivery), meta };
 };

@@ -1,3 +1,4 @@
+import type { Ability } from '#lib/auth/abilities';
 import type { EventType } from '#lib/outbox/store';
 import { formatTimestamp } from '#lib/shared/time';
 import type { WebhookEndpointItem } from '#lib/webhooks/model';
@@ -99,3 +100,45 @@ export const testWebhook = (endpointId: number, id: string, at: string) => ({
   created_at: at,
   data: { object: { webhook_endpoint_id: endpointId, message: 'A test event from the revenue analytics API.' } },
 });
+
+/**
+ * Which ability reading an event's body takes: the read ability of the resource it carries (a body
+ * holds the whole order or subscription, customer fields included). The test event carries nothing
+ * of the merchant's: null, anyone may see it. A type not known here is withheld from everyone.
+ */
+export const payloadAbility = (eventType: string): Ability | null | undefined => {
+  if (eventType === TEST_WEBHOOK_TYPE) return null;
+  if (eventType.startsWith('order.')) return 'orders:read';
+  if (eventType.startsWith('subscription.')) return 'subscriptions:read';
+  return undefined;
+};
+
+/**
+ * The carried resource's `id`, from the start of a body as `webhookBody` writes it (its first keys
+ * in this order, the object's `id` first), so a body the log keeps truncated still names it. Null
+ * when there is none (the test event) or the text is not such a body.
+ */
+const RESOURCE_ID = /^\{"id":"[^"\\]*","type":"[^"\\]*","created_at":"[^"\\]*","data":\{"object":\{"id":(\d{1,15})[,}]/;
+export const resourceIdOf = (payload: string | null): number | null => {
+  const m = payload === null ? null : RESOURCE_ID.exec(payload);
+  return m ? Number(m[1]) : null;
+};
+
+type LoggedAttempt = { event_type: string; payload: string | null; payload_truncated: boolean };
+
+/**
+ * A delivery-log entry as a caller holding `abilities` may see it: always the event's id, type and
+ * carried resource id; the body only when the caller may read that resource through its own route
+ * (else `payload` null and `payload_withheld` true), so the log never shows more than `GET /orders`
+ * or `GET /subscriptions` would.
+ */
+export const deliveryFor = <E extends LoggedAttempt>(
+  entry: E,
+  abilities: readonly Ability[],
+): E & { resource_id: number | null; payload_withheld: boolean } => {
+  const needs = payloadAbility(entry.event_type);
+  const visible = needs === null || (needs !== undefined && abilities.includes(needs));
+  const resource_id = resourceIdOf(entry.payload);
+  if (visible || entry.payload === null) return { ...entry, resource_id, payload_withheld: false };
+  return { ...entry, payload: null, payload_truncated: false, resource_id, payload_withheld: true };
+};

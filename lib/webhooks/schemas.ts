@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { config } from '#lib/config';
 import { EVENT_TYPES, type EventType } from '#lib/outbox/store';
-import { pageQuery, pathId } from '#lib/shared/fields';
+import { documentedAs, pageQuery, pathId } from '#lib/shared/fields';
 import { selectedInvalid } from '#lib/shared/validation';
 import { LOGGED_PAYLOAD_MAX_BYTES } from '#lib/webhooks/deliveries';
 import { checkUrlShape } from '#lib/webhooks/url-safety';
@@ -19,8 +19,8 @@ const EVENTS_MAX_ITEMS = 100;
 const KNOWN = new Set<string>([...EVENT_TYPES, ALL_EVENTS]);
 
 /**
- * The webhook URL: a string ≤ 2048 that parses, is https (http to localhost in the local stack
- * only) and has no user info; stored in its normalised form. Where its host resolves is checked by
+ * The webhook URL: a string ≤ 2048 that parses, is https on port 443 (http to localhost in the
+ * local stack only) and has no user info; stored in its normalised form. Where its host resolves is checked by
  * the service (`checkWebhookUrl`), after the body is valid.
  */
 const webhookUrl = () =>
@@ -61,10 +61,16 @@ const eventFilter = () =>
       return unique as EventFilter;
     })
     .meta({
-      description: 'Event types to receive, or ["*"] for every type',
+      description: 'Event types to receive (a repeated type counts once), or ["*"] alone for every type',
       example: ['order.paid', 'subscription.cancelled'],
-      items: { type: 'string', enum: [...EVENT_TYPES, ALL_EVENTS] },
-    } as never);
+      // "*" never mixes with types: one list or the other.
+      override: documentedAs({
+        oneOf: [
+          { type: 'array', items: { const: ALL_EVENTS }, minItems: 1, maxItems: EVENTS_MAX_ITEMS },
+          { type: 'array', items: { type: 'string', enum: [...EVENT_TYPES] }, minItems: 1, maxItems: EVENTS_MAX_ITEMS },
+        ],
+      }),
+    });
 
 /** `description`: free text ≤ 255, null to clear; "" means none as well. */
 const description = () =>
@@ -133,10 +139,10 @@ export const webhookDeliverySchema = z
     event_type: z.string().meta({ example: 'order.paid' }),
     attempt: z.int().meta({ description: '1 for the first attempt, one more per retry (automatic or manual)' }),
     status: z.int().nullable().meta({ description: 'HTTP status of the answer; null when none arrived' }),
-    error: z
-      .string()
-      .nullable()
-      .meta({ description: '`timeout`, a connection error code or `refused url: …`; null when an answer arrived' }),
+    error: z.string().nullable().meta({
+      description:
+        '`could not connect` when no HTTP answer came within 10 s (refused, reset, unresolvable, TLS failure and timeout alike), or `refused url: …`; null when an answer arrived',
+    }),
     duration_ms: z.int(),
     at: z.string().meta({ description: 'When the attempt started' }),
     next_attempt_at: z.string().nullable().meta({
@@ -148,11 +154,19 @@ export const webhookDeliverySchema = z
       .string()
       .nullable()
       .meta({
-        description: `The body sent, as the exact JSON text that was signed; only its first ${LOGGED_PAYLOAD_MAX_BYTES} bytes (UTF-8) when longer (\`payload_truncated\`). Null for attempts logged before payloads were kept`,
+        description: `The body sent, as the exact JSON text that was signed; only its first ${LOGGED_PAYLOAD_MAX_BYTES} bytes (UTF-8) when longer (\`payload_truncated\`). Null when withheld from this caller (\`payload_withheld\`) and for attempts logged before payloads were kept`,
         example: '{"id":"evt_5f0c6d1e9a2b4c7d8e9f0a1b","type":"order.paid","created_at":"2026-03-01T10:00:00Z","data":{"object":{"id":1}}}',
       }),
     payload_truncated: z
       .boolean()
       .meta({ description: `True when \`payload\` holds only the body's first ${LOGGED_PAYLOAD_MAX_BYTES} bytes` }),
+    resource_id: z.int().nullable().meta({
+      description: 'The `id` of the order or subscription the event carries (its `data.object.id`); null for a test event',
+      example: 42,
+    }),
+    payload_withheld: z.boolean().meta({
+      description:
+        'True when the body is not shown (`payload` null) because the caller may not read the resource it carries: an order event needs `orders:read`, a subscription event `subscriptions:read`',
+    }),
   })
   .meta({ id: 'WebhookDelivery' });

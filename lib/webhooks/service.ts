@@ -16,7 +16,8 @@ import { newEventId } from '#lib/outbox/store';
 import type { WebhookEvent } from '#lib/webhooks/deliver';
 import { listDeliveries } from '#lib/webhooks/deliveries';
 import { attemptAndRecord } from '#lib/webhooks/delivery';
-import { decide, LIMIT_REACHED, newEndpoint, testWebhook, type Command } from '#lib/webhooks/rules';
+import { decide, deliveryFor, LIMIT_REACHED, newEndpoint, testWebhook, type Command } from '#lib/webhooks/rules';
+import type { Ability } from '#lib/auth/abilities';
 import { encryptSecret, newWebhookSecret } from '#lib/webhooks/secrets';
 import {
   addEndpointChange,
@@ -139,10 +140,11 @@ export const listWebhookEndpoints = async (merchantId: string, q: WebhookEndpoin
 const EVENT_ID_MAX = 200;
 
 /** POST /webhook-endpoints/{id}/test: one signed test webhook now, enabled or not; answers the attempt. */
-export const sendTestWebhook = async (merchantId: string, id: number) => {
+export const sendTestWebhook = async (merchantId: string, id: number, abilities: readonly Ability[]) => {
   const endpoint = await getWebhookEndpointItem(merchantId, id);
   if (!endpoint) throw new NotFoundError();
-  return (await attemptAndRecord(merchantId, endpoint, testWebhook(endpoint.id, newEventId(), formatTimestamp(now())), undefined)).entry;
+  const sent = await attemptAndRecord(merchantId, endpoint, testWebhook(endpoint.id, newEventId(), formatTimestamp(now())), undefined);
+  return deliveryFor(sent.entry, abilities);
 };
 
 /**
@@ -150,14 +152,24 @@ export const sendTestWebhook = async (merchantId: string, id: number) => {
  * attempt of its delivery (the body is the one first sent; the signature is new). Any event this
  * endpoint was sent in the last 30 days, delivered or not; 404 otherwise.
  */
-export const retryDelivery = async (merchantId: string, id: number, eventId: string) => {
+export const retryDelivery = async (merchantId: string, id: number, eventId: string, abilities: readonly Ability[]) => {
   if (eventId.length > EVENT_ID_MAX || !Number.isSafeInteger(id) || id < 1) throw new NotFoundError();
   const { endpoint, state } = await getDelivery(merchantId, id, eventId);
   if (!endpoint || !state || Number(state.expires_at) <= Math.floor(now().getTime() / 1000)) throw new NotFoundError();
   const event = JSON.parse(state.body) as WebhookEvent;
-  return (await attemptAndRecord(merchantId, endpoint, event, state)).entry;
+  return deliveryFor((await attemptAndRecord(merchantId, endpoint, event, state)).entry, abilities);
 };
 
-/** GET /webhook-endpoints/{id}/deliveries: the endpoint's attempts of the last 30 days, newest first. */
-export const listEndpointDeliveries = async (merchantId: string, id: number, q: WebhookDeliveriesListQuery) =>
-  listDeliveries(merchantId, id, q, Math.floor(now().getTime() / 1000));
+/**
+ * GET /webhook-endpoints/{id}/deliveries: the endpoint's attempts of the last 30 days, newest first;
+ * each body only to a caller that may read the resource it carries (rules: `deliveryFor`).
+ */
+export const listEndpointDeliveries = async (
+  merchantId: string,
+  id: number,
+  q: WebhookDeliveriesListQuery,
+  abilities: readonly Ability[],
+) => {
+  const { data, meta } = await listDeliveries(merchantId, id, q, Math.floor(now().getTime() / 1000));
+  return { data: data.map((entry) => deliveryFor(entry, abilities)), meta };
+};

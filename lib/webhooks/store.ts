@@ -83,7 +83,7 @@ export const addEndpointDelete = (ws: WriteSet, merchantId: string, item: Webhoo
 export const endpointsPage = (merchantId: string, q: WebhookEndpointListQuery) => {
   const query: IndexQuery = { index: 'gsi1', partition: webhookEndpointIndexes.partitions.all(merchantId) };
   const count = async () => (await readTotals(merchantId, 'WEBHOOK_ENDPOINTS'))[ENDPOINT_COUNT_ATTR]?.toNumber() ?? 0;
-  return listPage<WebhookEndpointItem>(query, count, q);
+  return listPage<WebhookEndpointItem>(merchantId, query, count, q);
 };
 
 /** The endpoint and its delivery of one webhook, in one BatchGetItem (for a manual retry). */

@@ -3,8 +3,8 @@ import { BlockList, isIP } from 'node:net';
 
 /**
  * Webhook URL safety (docs/webhook-endpoints.md): no server-side request forgery into the platform's network.
- * A URL must be https (http only to localhost, and only in the local stack), carry no user info,
- * and its host must resolve only to public addresses: checked at registration and again at
+ * A URL must be https on port 443 (http, and any port, only to localhost in the local stack), carry
+ * no user info, and its host must resolve only to public addresses: checked at registration and again at
  * delivery time, since DNS can change (`guardedLookup` re-checks at connection time).
  *
  * Addresses are judged with node:net BlockList. IPv4: the special-purpose ranges below are
@@ -120,6 +120,7 @@ export const URL_MESSAGES = {
   https: 'The url field must be an https URL.',
   httpsLocal: 'The url field must be an https URL (http is allowed only to localhost, 127.0.0.1 or [::1] in the local stack).',
   userinfo: 'The url field must not contain a user name or password.',
+  port: 'The url field must use the https port, 443 (no other port).',
   unresolvable: 'The url field host could not be resolved.',
   refused: 'The url field must not point to a loopback, private, link-local, multicast or otherwise non-public address.',
 } as const;
@@ -127,8 +128,8 @@ export const URL_MESSAGES = {
 export type UrlCheck = { ok: true; url: URL; addresses: string[] } | { ok: false; message: string; refused?: AddressClass };
 
 /**
- * The synchronous part: the URL parses (WHATWG), is https (or http to a loopback host locally) and
- * has no user info. Returns the parsed URL or the 422 message.
+ * The synchronous part: the URL parses (WHATWG), is https on port 443 (or http(s) to a loopback
+ * host on any port, locally) and has no user info. Returns the parsed URL or the 422 message.
  */
 export const checkUrlShape = (
   raw: string,
@@ -145,6 +146,8 @@ export const checkUrlShape = (
   const localLoopback = allowLocal && LOCAL_HOSTS.has(url.hostname);
   if (url.protocol === 'http:' && !localLoopback) return { ok: false, message: allowLocal ? URL_MESSAGES.httpsLocal : URL_MESSAGES.https };
   if (url.username || url.password) return { ok: false, message: URL_MESSAGES.userinfo };
+  // 443 only (the parser drops an explicit :443): the API must not probe other ports of public hosts.
+  if (!localLoopback && url.port !== '') return { ok: false, message: URL_MESSAGES.port };
   return { ok: true, url, localLoopback };
 };
 

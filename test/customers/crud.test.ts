@@ -190,7 +190,7 @@ describe('POST /customers', () => {
 });
 
 describe('GET /customers/{idOrExternalId}', () => {
-  it('finds by id and by external_id; unknown → 404; costs ≤ 3 DynamoDB requests by id', async () => {
+  it('finds by id and by external_id; unknown → 404; costs 3 DynamoDB requests by id', async () => {
     const { token } = await newMerchant();
     const c = await create(token, { email: 'ext@example.com', external_id: 'cus_ABC-1' });
     const byExt = await api.get('/customers/cus_ABC-1', token);
@@ -202,8 +202,12 @@ describe('GET /customers/{idOrExternalId}', () => {
     expect(missing.body).toEqual(NOT_FOUND);
     const { res, requests } = await api.counted('GET', `/customers/${c.id}`, { token });
     expect(res.status).toBe(200);
-    // The pipeline's two, the customer, its timeline head's standing (mrr, subscription_status).
-    expect(requests).toBeLessThanOrEqual(4);
+    // The pipeline's two, then the customer and its timeline head (mrr, subscription_status) in one BatchGetItem.
+    expect(requests).toBe(3);
+    // By external_id: the index read, then the head.
+    const ext = await api.counted('GET', '/customers/cus_ABC-1', { token });
+    expect(ext.res.body.data.id).toBe(c.id);
+    expect(ext.byCommand).toEqual({ GetItemCommand: 1, UpdateItemCommand: 1, QueryCommand: 1, BatchGetItemCommand: 1 });
   });
 
   it('accepts any external_id; an all-digit path segment always means the id', async () => {

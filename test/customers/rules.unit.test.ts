@@ -108,19 +108,22 @@ describe('search', () => {
   it('matches email or name, case-insensitively; an empty term is no search', () => {
     expect(searchTerm('  ANN ')).toBe('ann');
     expect(searchTerm('   ')).toBeUndefined();
-    expect(searchPage(rows, 'ann', { page: 1, per_page: 10 }).shown.map((r) => r.id)).toEqual([3, 1]);
+    expect(searchPage('m1', rows, 'ann', { page: 1, per_page: 10 }).shown.map((r) => r.id)).toEqual([3, 1]);
   });
 
   it("pages by cursor after the last row shown, and refuses another search's cursor", () => {
-    const first = searchPage(rows, 'test', { page: 1, per_page: 2 });
+    const first = searchPage('m1', rows, 'test', { page: 1, per_page: 2 });
     expect(first).toMatchObject({ offset: 0, total: 3 });
     const second = searchPage(
+      'm1',
       rows.filter((r) => r.id !== 3),
       'test',
       { page: 1, per_page: 2, cursor: first.next! },
     );
     expect(second.shown.map((r) => r.id)).toEqual([1]);
     expect(second.next).toBeNull();
-    expect(refusal(() => searchPage(rows, 'ann', { page: 1, per_page: 2, cursor: first.next! }))).toHaveProperty('cursor');
+    expect(refusal(() => searchPage('m1', rows, 'ann', { page: 1, per_page: 2, cursor: first.next! }))).toHaveProperty('cursor');
+    // Sealed for its merchant: the same search of another merchant refuses it.
+    expect(refusal(() => searchPage('m2', rows, 'test', { page: 1, per_page: 2, cursor: first.next! }))).toHaveProperty('cursor');
   });
 });

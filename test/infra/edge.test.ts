@@ -19,9 +19,17 @@ let fixture: ReturnType<typeof fixtureProjectRoot>;
 let fronted: ReturnType<typeof synthStack>;
 let variant: ReturnType<typeof synthStack>;
 let bare: ReturnType<typeof synthStack>;
+let locked: ReturnType<typeof synthStack>;
+const LOCK = {
+  domainName: 'api-origin.example.com',
+  certificateArn: 'arn:aws:acm:eu-west-1:111111111111:certificate/origin',
+  truststoreUri: 's3://origin-truststore-bucket/cloudfront-ca.pem',
+  clientCertificateArn: 'arn:aws:acm:us-east-1:111111111111:certificate/cloudfront-client',
+};
 beforeAll(() => {
   fixture = fixtureProjectRoot();
   fronted = synthStack(fixture.root);
+  locked = synthStack(fixture.root, { originLock: LOCK });
   variant = synthStack(fixture.root, { stage: 'dev', rateLimitPerHour: 120, wafManagedRules: 'count' });
   bare = synthStack(fixture.root, { edgeProtection: false });
 });
@@ -205,8 +213,64 @@ describe('the web ACL (edge stack, us-east-1)', () => {
   });
 });
 
+describe('the locked origin (-c originDomain …): nothing round CloudFront reaches the stage', () => {
+  const api = (s: typeof fronted) => resources(s.template, 'AWS::ApiGatewayV2::Api')[idOf(s.stack, s.stack.api)].Properties;
+
+  it('disables the execute-api endpoint, which API Gateway then refuses itself, before any stage or throttle', () => {
+    expect(api(locked).DisableExecuteApiEndpoint).toBe(true);
+    // Without a lock it stays open (CloudFront's origin), as the synth's warning says.
+    expect(api(fronted).DisableExecuteApiEndpoint).toBeFalsy();
+    expect(api(bare).DisableExecuteApiEndpoint).toBeFalsy();
+  });
+
+  it("serves the stage on a REGIONAL custom domain that demands a client certificate from the truststore's CA", () => {
+    const domains = Object.values(resources(locked.template, 'AWS::ApiGatewayV2::DomainName'));
+    expect(domains).toHaveLength(1);
+    expect(domains[0].Properties).toMatchObject({
+      DomainName: LOCK.domainName,
+      DomainNameConfigurations: [{ CertificateArn: LOCK.certificateArn, EndpointType: 'REGIONAL', SecurityPolicy: 'TLS_1_2' }],
+      MutualTlsAuthentication: { TruststoreUri: LOCK.truststoreUri },
+    });
+    const mappings = Object.values(resources(locked.template, 'AWS::ApiGatewayV2::ApiMapping'));
+    expect(mappings).toHaveLength(1);
+    const stageId = Object.keys(resources(locked.template, 'AWS::ApiGatewayV2::Stage'))[0];
+    expect(mappings[0].Properties).toMatchObject({ ApiId: { Ref: idOf(locked.stack, locked.stack.api) }, Stage: '$default' });
+    expect((mappings[0] as { DependsOn?: string[] }).DependsOn).toContain(stageId);
+    // The DNS record is the operator's: the output names its target.
+    const target = Object.entries(locked.template.findOutputs('*')).find(([k]) => k.includes('OriginDomainTarget'));
+    expect(target?.[1].Value).toEqual({ 'Fn::GetAtt': [expect.stringContaining('OriginDomain'), 'RegionalDomainName'] });
+    expect(Object.keys(resources(fronted.template, 'AWS::ApiGatewayV2::DomainName'))).toEqual([]);
+  });
+
+  it('points CloudFront at that domain, presenting its client certificate (origin mutual TLS), with the origin secret still sent', () => {
+    const { config } = apiDistribution(locked);
+    expect(config.Origins).toHaveLength(1);
+    expect(config.Origins[0]).toMatchObject({
+      DomainName: LOCK.domainName,
+      CustomOriginConfig: { OriginProtocolPolicy: 'https-only', OriginMtlsConfig: { ClientCertificateArn: LOCK.clientCertificateArn } },
+      OriginCustomHeaders: [{ HeaderName: ORIGIN_VERIFY_HEADER, HeaderValue: secretReference(locked) }],
+    });
+    expect(apiDistribution(fronted).config.Origins[0].CustomOriginConfig.OriginMtlsConfig).toBeUndefined();
+  });
+
+  it('reads the four settings from -c, all or none, and needs the edge', () => {
+    const contextProps = (context: Record<string, unknown>) => propsFromContext(new App({ context }).node);
+    const all = {
+      originDomain: LOCK.domainName,
+      originCertificateArn: LOCK.certificateArn,
+      originTruststoreUri: LOCK.truststoreUri,
+      originClientCertificateArn: LOCK.clientCertificateArn,
+    };
+    expect(contextProps(all).originLock).toEqual(LOCK);
+    expect(contextProps({}).originLock).toBeUndefined();
+    expect(() => contextProps({ originDomain: LOCK.domainName })).toThrow(/all four or none/);
+    expect(() => synthStack(fixture.root, { edgeProtection: false, originLock: LOCK })).toThrow(/originLock needs the edge/);
+    expect(() => synthStack(fixture.root, { originLock: { ...LOCK, truststoreUri: 'https://bucket/key' } })).toThrow(/s3:\/\/bucket\/key/);
+  });
+});
+
 describe('without the edge (-c edge=false)', () => {
-  it("builds no edge stack, no API distribution and no secret: the execute-api URL is the API's, as before", () => {
+  it("builds no edge stack, no API distribution and no origin secret: the execute-api URL is the API's, as before", () => {
     expect(bare.edge).toBeUndefined();
     expect(bare.stack.front).toBeUndefined();
     expect(Object.keys(bare.templates)).not.toContain('TestApi-Edge');
@@ -214,7 +278,8 @@ describe('without the edge (-c edge=false)', () => {
     expect(Object.keys(resources(bare.template, 'AWS::CloudFront::Distribution'))).toEqual([
       idOf(bare.stack, bare.stack.dashboard.distribution),
     ]);
-    expect(Object.keys(resources(bare.template, 'AWS::SecretsManager::Secret'))).toEqual([]);
+    // The cursors' key is the only secret without the edge.
+    expect(Object.keys(resources(bare.template, 'AWS::SecretsManager::Secret'))).toEqual([idOf(bare.stack, bare.stack.cursorSecret)]);
     for (const fn of Object.values(resources(bare.template, 'AWS::Lambda::Function')))
       expect(fn.Properties.Environment?.Variables?.[ORIGIN_VERIFY_ENV]).toBeUndefined();
     const apiId = idOf(bare.stack, bare.stack.api);

@@ -220,6 +220,8 @@ describe('functions', () => {
         NODE_OPTIONS: '--enable-source-maps',
         // The front door's secret (asserted in test/infra/edge.test.ts).
         ORIGIN_VERIFY_SECRET: expect.anything(),
+        // The cursor secret, resolved from Secrets Manager at deploy time (never in the template).
+        CURSOR_SECRET: { 'Fn::Join': ['', ['{{resolve:secretsmanager:', expect.anything(), ':SecretString:::}}']] },
         ...(route?.secrets ? { WEBHOOK_KMS_KEY_ID: keyArn } : {}),
         // Values asserted in test/infra/dashboard-site.test.ts.
         ...(route?.dashboard ? { BACKOFFICE_JWT_ISSUER: expect.anything(), BACKOFFICE_JWT_AUDIENCE: expect.anything() } : {}),

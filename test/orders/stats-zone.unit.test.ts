@@ -1,7 +1,7 @@
 import Decimal from 'decimal.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { foldTerms, quarterAttr, statsTerms, termId } from '#lib/orders/rules';
+import { foldTerms, hourAttr, partialHours, quarterAttr, statsTerms, termId, withLegacyQuarters } from '#lib/orders/rules';
 import { localPeriodsAt, quarterOf } from '#lib/shared/zone';
 import { assertWithinBudget } from '../support/property.ts';
 
@@ -25,8 +25,12 @@ const ZONES = [
   'America/Santiago', // DST at local midnight
 ];
 
-/** The counters as the table keeps them: `D#<day>` and `M#<month>`, each summed over shards. */
-const countersOf = (payments: { at: number; amount: string }[]) => {
+/**
+ * The counters as the table keeps them: `D#<day>` (the day item's whole-day and hour sums with its
+ * hour items' quarter-hours) and `M#<month>`, each summed over shards. `legacy`: as an earlier
+ * version kept them, quarter-hours on the day item and no hour sums, read through `withLegacyQuarters`.
+ */
+const countersOf = (payments: { at: number; amount: string }[], layout: 'hours' | 'legacy' = 'hours') => {
   const out = new Map<string, Record<string, Decimal>>();
   const add = (id: string, attr: string, v: string) => {
     const item = out.get(id) ?? {};
@@ -37,8 +41,10 @@ const countersOf = (payments: { at: number; amount: string }[]) => {
     const iso = new Date(at).toISOString();
     add(`D#${iso.slice(0, 10)}`, 'rev_TWD', amount);
     add(`D#${iso.slice(0, 10)}`, quarterAttr(quarterOf(at), 'rev_TWD'), amount);
+    if (layout === 'hours') add(`D#${iso.slice(0, 10)}`, hourAttr(Math.floor(quarterOf(at) / 4), 'rev_TWD'), amount);
     add(`M#${iso.slice(0, 7)}`, 'rev_TWD', amount);
   }
+  if (layout === 'legacy') for (const [id, c] of out) if (id.startsWith('D#')) out.set(id, withLegacyQuarters(c));
   return out;
 };
 
@@ -53,15 +59,16 @@ const reference = (payments: { at: number; amount: string }[], now: number, zone
   return { today: sum((d) => d === today), month: sum((d) => d.slice(0, 7) === today.slice(0, 7)) };
 };
 
-const figures = (payments: { at: number; amount: string }[], now: number, zone: string) => {
+const figures = (payments: { at: number; amount: string }[], now: number, zone: string, layout: 'hours' | 'legacy' = 'hours') => {
   const { today, month } = localPeriodsAt(now, zone);
-  const counters = countersOf(payments);
+  const counters = countersOf(payments, layout);
   const todayTerms = statsTerms(today.from, today.to);
   const monthTerms = statsTerms(month.from, month.to);
   return {
     today: foldTerms(todayTerms, counters).rev_TWD ?? new Decimal(0),
     month: foldTerms(monthTerms, counters).rev_TWD ?? new Decimal(0),
     ids: new Set([...todayTerms, ...monthTerms].map(termId)),
+    hours: [...todayTerms, ...monthTerms].flatMap(partialHours).length,
   };
 };
 
@@ -99,10 +106,15 @@ describe('stats terms', () => {
         ),
         async (zone, now, raw) => {
           const payments = raw.map((p) => ({ at: now + p.offset, amount: String(p.amount) }));
-          const got = figures(payments, now, zone);
           const want = reference(payments, now, zone);
-          expect(got.today.toFixed(2), 'today').toBe(want.today.toFixed(2));
-          expect(got.month.toFixed(2), 'month').toBe(want.month.toFixed(2));
+          for (const layout of ['hours', 'legacy'] as const) {
+            const counted = figures(payments, now, zone, layout);
+            expect(counted.today.toFixed(2), `today (${layout})`).toBe(want.today.toFixed(2));
+            expect(counted.month.toFixed(2), `month (${layout})`).toBe(want.month.toFixed(2));
+          }
+          const got = figures(payments, now, zone);
+          // A part of a day starts or ends inside at most one hour: at most 4 hour items per shard.
+          expect(got.hours).toBeLessThanOrEqual(4);
           expect([...got.ids].filter((id) => id.startsWith('M#')).length).toBeLessThanOrEqual(2);
           expect([...got.ids].filter((id) => id.startsWith('D#')).length).toBeLessThanOrEqual(4);
         },

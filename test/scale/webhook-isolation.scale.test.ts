@@ -161,7 +161,7 @@ describe('one slow endpoint in a batch', () => {
 
     expect(run.slowOutcomes).toHaveLength(4);
     for (const { outcome } of run.slowOutcomes) {
-      expect(outcome).toMatchObject({ action: 'retry', entry: { attempt: 1, status: null, error: 'timeout' } });
+      expect(outcome).toMatchObject({ action: 'retry', entry: { attempt: 1, status: null, error: 'could not connect' } });
       // Its own full limit, whatever its place in the batch.
       expect(outcome.entry!.duration_ms).toBeGreaterThanOrEqual(DELIVERY_TIMEOUT_MS - 50);
     }

@@ -2,7 +2,14 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { amountCurrencyError } from '#lib/shared/currency';
 import { ExactSum, parseAmount } from '#lib/shared/money';
-import { DATE_OR_DATETIME_PATTERN, formatTimestamp, ISO_DATETIME_PATTERN, parseDate, parseTimestamp } from '#lib/shared/time';
+import {
+  DATE_DOC_PATTERN,
+  DATE_OR_DATETIME_PATTERN,
+  DATETIME_DOC_PATTERN,
+  formatTimestamp,
+  parseDate,
+  parseTimestamp,
+} from '#lib/shared/time';
 
 /** Money and time on the wire (docs/api-conventions.md), in memory. */
 describe('amounts', () => {
@@ -61,7 +68,7 @@ describe('time', () => {
   });
 
   it('the OpenAPI patterns accept everything the server accepts', () => {
-    const dateTime = new RegExp(ISO_DATETIME_PATTERN);
+    const dateTime = new RegExp(DATETIME_DOC_PATTERN);
     const either = new RegExp(DATE_OR_DATETIME_PATTERN);
     const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
     const inputs = fc
@@ -87,5 +94,63 @@ describe('time', () => {
     );
     expect(either.test('2026-11-24')).toBe(true);
     expect(dateTime.test('2026-11-24')).toBe(false);
+  });
+
+  it('the OpenAPI patterns refuse impossible months, days and times, as the server does', () => {
+    const dateTime = new RegExp(DATETIME_DOC_PATTERN);
+    const date = new RegExp(DATE_DOC_PATTERN);
+    const impossible = [
+      '2026-13-45T00:00Z',
+      '2026-13-01T00:00Z',
+      '2026-00-01T00:00Z',
+      '2026-01-00T00:00Z',
+      '2026-01-32T00:00Z',
+      '2026-02-29T00:00Z',
+      '1900-02-29T00:00Z',
+      '2026-02-30T00:00Z',
+      '2026-04-31T00:00Z',
+      '2026-06-31T00:00Z',
+      '2026-09-31T00:00Z',
+      '2026-11-31T00:00Z',
+      '2026-01-01T24:00Z',
+      '2026-01-01T23:60Z',
+      '2026-01-01T23:59:60Z',
+      '2026-01-01T00:00+24:00',
+      '2026-01-01T00:00-00:60',
+    ];
+    for (const bad of impossible) {
+      expect(parseTimestamp(bad), bad).toBeNull();
+      expect(dateTime.test(bad), bad).toBe(false);
+      const day = bad.slice(0, 10);
+      if (!parseDate(day)) expect(date.test(day), day).toBe(false);
+    }
+    expect(date.test('0000-01-01')).toBe(false);
+    expect(parseDate('0000-01-01')).toBeNull();
+    for (const leap of ['2000-02-29', '2024-02-29', '0400-02-29', '1600-02-29']) {
+      expect(parseDate(leap), leap).not.toBeNull();
+      expect(date.test(leap), leap).toBe(true);
+    }
+  });
+
+  it('the date-time pattern and the server agree on every shape, away from the years an offset can leave', () => {
+    const dateTime = new RegExp(DATETIME_DOC_PATTERN);
+    const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
+    const inputs = fc
+      .tuple(
+        fc.integer({ min: 2, max: 9998 }),
+        two(13),
+        two(32),
+        two(25),
+        two(60),
+        fc.option(two(61)),
+        fc.constantFrom('Z', '+08:00', '-0130', '+14:00', '+23:59', '+24:00', '-00:60', '+99:99', ''),
+      )
+      .map(([y, mo, d, h, mi, s, zone]) => `${String(y).padStart(4, '0')}-${mo}-${d}T${h}:${mi}${s === null ? '' : `:${s}`}${zone}`);
+    fc.assert(
+      fc.property(inputs, (input) => {
+        expect(dateTime.test(input), input).toBe(parseTimestamp(input) !== null);
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

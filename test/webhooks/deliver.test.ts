@@ -1,7 +1,7 @@
 import { eventually } from '../support/eventually.ts';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { keys } from '#lib/db/keys';
@@ -9,7 +9,7 @@ import { WriteSet } from '#lib/db/writes';
 import { NotFoundError } from '#lib/errors';
 import { newWebhookSecret } from '#lib/webhooks/secrets';
 import { addDeliveryLog, listDeliveries, type DeliveryLogEntry } from '#lib/webhooks/deliveries';
-import { attemptDelivery, signatureHeaders, USER_AGENT, webhookBody } from '#lib/webhooks/deliver';
+import { attemptDelivery, COULD_NOT_CONNECT, signatureHeaders, USER_AGENT, webhookBody } from '#lib/webhooks/deliver';
 
 /**
  * One delivery attempt (docs/webhook-endpoints.md) against a real receiver on 127.0.0.1: Standard Webhooks
@@ -142,10 +142,10 @@ describe('attemptDelivery: failures', () => {
     expect(received.map((x) => x.url)).toEqual(['/hook']);
   });
 
-  it('a receiver slower than the timeout is a timeout', async () => {
+  it('a receiver slower than the timeout could not be reached', async () => {
     handler = (_req, res) => setTimeout(() => res.writeHead(200).end(), 1500).unref();
     const r = await deliver({ timeoutMs: 200 });
-    expect(r).toMatchObject({ ok: false, error: 'timeout' });
+    expect(r).toMatchObject({ ok: false, error: COULD_NOT_CONNECT });
     expect(r.status).toBeUndefined();
     expect(r.durationMs).toBeGreaterThanOrEqual(190);
     expect(r.durationMs).toBeLessThan(1400);
@@ -221,12 +221,53 @@ describe('attemptDelivery: failures', () => {
     expect(received).toEqual([]);
   });
 
-  it('a closed port is a connection error code', async () => {
+  it('a closed port, a reset, a black hole and a name that does not resolve all read "could not connect"', async () => {
     const closedServer = createServer();
     await new Promise<void>((resolve) => closedServer.listen(0, '127.0.0.1', resolve));
-    const port = (closedServer.address() as AddressInfo).port;
+    const closedPort = (closedServer.address() as AddressInfo).port;
     await new Promise((resolve) => closedServer.close(resolve));
-    expect(await deliver({ url: `http://127.0.0.1:${port}/hook` })).toMatchObject({ ok: false, error: 'ECONNREFUSED' });
+    // A black hole accepts the connection and never answers; a resetter drops it at once.
+    const sockets: Socket[] = [];
+    const blackHole = createTcpServer((socket) => void sockets.push(socket));
+    const resetter = createTcpServer((socket) => socket.resetAndDestroy());
+    for (const tcp of [blackHole, resetter]) await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
+    const url = (tcp: ReturnType<typeof createTcpServer>) => `http://127.0.0.1:${(tcp.address() as AddressInfo).port}/hook`;
+    try {
+      const outcomes = {
+        refused: await deliver({ url: `http://127.0.0.1:${closedPort}/hook`, timeoutMs: 500 }),
+        reset: await deliver({ url: url(resetter), timeoutMs: 500 }),
+        silent: await deliver({ url: url(blackHole), timeoutMs: 500 }),
+        unresolvable: await deliver({
+          url: 'https://nowhere.example.com/hook',
+          allowLocal: false,
+          timeoutMs: 500,
+          resolver: async (host) => {
+            throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+          },
+        }),
+      };
+      for (const [cause, r] of Object.entries(outcomes)) {
+        expect({ cause, ...r }).toEqual({ cause, ok: false, error: COULD_NOT_CONNECT, durationMs: expect.any(Number) });
+      }
+      expect(sockets.length).toBe(1); // the black hole was reached, and said nothing
+      expect(received).toEqual([]);
+    } finally {
+      for (const s of sockets) s.destroy();
+      for (const tcp of [blackHole, resetter]) await new Promise((resolve) => tcp.close(resolve));
+    }
+  });
+
+  it('outside the local stack only port 443 is called: a URL with another port is refused before any lookup', async () => {
+    const resolved: string[] = [];
+    const resolver = async (host: string) => {
+      resolved.push(host);
+      return ['93.184.215.14'];
+    };
+    for (const url of ['https://hooks.example.com:8443/hook', 'https://hooks.example.com:22/', 'https://93.184.215.14:80/']) {
+      const r = await deliver({ url, allowLocal: false, resolver });
+      expect(r).toMatchObject({ ok: false, error: 'refused url: The url field must use the https port, 443 (no other port).' });
+    }
+    expect(resolved).toEqual([]);
   });
 });
 
@@ -239,7 +280,7 @@ describe('delivery log', () => {
         event_type: 'order.paid',
         attempt: 1,
         status: null,
-        error: 'timeout',
+        error: COULD_NOT_CONNECT,
         duration_ms: 10_000,
         at: '2026-03-01T10:00:01.000Z',
         next_attempt_at: '2026-03-01T10:00:21Z',

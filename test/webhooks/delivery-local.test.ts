@@ -206,6 +206,8 @@ describe('local delivery end to end', () => {
       next_attempt_at: null,
       payload: expect.any(String),
       payload_truncated: false,
+      resource_id: null,
+      payload_withheld: false,
     });
     // The attempt answered synchronously: the receiver already has it, the body the log keeps.
     expect(receiver.received).toHaveLength(1);

@@ -125,7 +125,10 @@ describe('POST /webhook-endpoints', () => {
   it('the URL is stored in its normalised form (the form that was checked)', async () => {
     expect((await create(m.token, { url: 'HTTPS://Hooks.Example.COM' })).url).toBe('https://hooks.example.com/');
     expect((await create(m.token, { url: 'https://hooks.example.com:443/a/../b' })).url).toBe('https://hooks.example.com/b');
-    expect((await create(m.token, { url: 'https://other.example.com:8443/x' })).url).toBe('https://other.example.com:8443/x');
+    // Any port but 443 is refused: the API calls no other port of a public host.
+    const otherPort = await api.post('/webhook-endpoints', m.token, { url: 'https://other.example.com:8443/x', events: ['*'] });
+    expect(otherPort.status).toBe(422);
+    expect(otherPort.body.errors).toEqual({ url: ['The url field must use the https port, 443 (no other port).'] });
   });
 
   it('the local stack accepts http to localhost, 127.0.0.1 and [::1]', async () => {

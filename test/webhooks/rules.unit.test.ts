@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { decide, newEndpoint, receives, testWebhook, TEST_WEBHOOK_TYPE, type Endpoint } from '#lib/webhooks/rules';
+import {
+  decide,
+  deliveryFor,
+  newEndpoint,
+  payloadAbility,
+  receives,
+  resourceIdOf,
+  testWebhook,
+  TEST_WEBHOOK_TYPE,
+  type Endpoint,
+} from '#lib/webhooks/rules';
 
 /** The webhook endpoints' rules (docs/webhook-endpoints.md), decided in memory: no database, no HTTP. */
 const NOW = '2026-05-01T12:00:00Z';
@@ -80,5 +90,48 @@ describe('who receives what', () => {
       created_at: NOW,
       data: { object: { webhook_endpoint_id: 3, message: 'A test event from the revenue analytics API.' } },
     });
+  });
+});
+
+describe('what the delivery log shows of a body', () => {
+  const body = (type: string, object: object) =>
+    JSON.stringify({ id: 'evt_0123456789abcdef01234567', type, created_at: '2026-03-01T10:00:00Z', data: { object } });
+  const entry = (type: string, payload: string | null, truncated = false) => ({ event_type: type, payload, payload_truncated: truncated });
+
+  it('needs the read ability of the resource carried; the test event needs none; an unknown type is withheld', () => {
+    expect(payloadAbility('order.refunded')).toBe('orders:read');
+    expect(payloadAbility('subscription.paused')).toBe('subscriptions:read');
+    expect(payloadAbility(TEST_WEBHOOK_TYPE)).toBeNull();
+    expect(payloadAbility('customer.created')).toBeUndefined();
+    const unknown = deliveryFor(entry('customer.created', body('customer.created', { id: 5 })), ['orders:read', 'subscriptions:read']);
+    expect(unknown).toMatchObject({ payload: null, payload_withheld: true, resource_id: 5 });
+  });
+
+  it('withholds the body (and its truncation mark) but keeps the resource id, even of a truncated body', () => {
+    const long = body('order.paid', { id: 123456, order_no: 'A-1', metadata: { note: 'x'.repeat(9000) } });
+    const cut = long.slice(0, 6144);
+    expect(deliveryFor(entry('order.paid', cut, true), ['webhooks:read'])).toEqual({
+      event_type: 'order.paid',
+      payload: null,
+      payload_truncated: false,
+      resource_id: 123456,
+      payload_withheld: true,
+    });
+    expect(deliveryFor(entry('order.paid', cut, true), ['orders:read'])).toMatchObject({
+      payload: cut,
+      payload_truncated: true,
+      payload_withheld: false,
+    });
+    expect(deliveryFor(entry('subscription.created', body('subscription.created', { id: 9 })), ['orders:read'])).toMatchObject({
+      payload: null,
+      resource_id: 9,
+    });
+  });
+
+  it('a test event, or an entry logged before bodies were kept, has no resource id and nothing withheld', () => {
+    const test = body(TEST_WEBHOOK_TYPE, testWebhook(3, 'evt_1', NOW).data.object);
+    expect(deliveryFor(entry(TEST_WEBHOOK_TYPE, test), [])).toMatchObject({ payload: test, resource_id: null, payload_withheld: false });
+    expect(deliveryFor(entry('order.paid', null), [])).toMatchObject({ payload: null, resource_id: null, payload_withheld: false });
+    expect(resourceIdOf('{"id":1}')).toBeNull();
   });
 });

@@ -158,7 +158,7 @@ describe('checkWebhookUrl: addresses', () => {
     for (const address of PUBLIC) {
       const literal = address.includes(':') ? `https://[${address}]/h` : `https://${address}/h`;
       expect(await checkWebhookUrl(literal, { ...prod, resolver: table({}) }), literal).toMatchObject({ ok: true });
-      const byName = await checkWebhookUrl('https://hooks.example.com:8443/h?x=1', {
+      const byName = await checkWebhookUrl('https://hooks.example.com/h?x=1', {
         ...prod,
         resolver: table({ 'hooks.example.com': [address] }),
       });
@@ -200,6 +200,23 @@ describe('checkWebhookUrl: shape, production and local stack', () => {
     for (const url of ['https://localhost/x', 'https://127.0.0.1/x', 'https://[::1]/x']) {
       expect(await checkWebhookUrl(url, { ...prod, resolver }), url).toMatchObject({ ok: false, refused: 'loopback' });
     }
+  });
+
+  it('only port 443 (written or not), in production and locally; loopback in the local stack on any port', async () => {
+    for (const opts of [prod, local]) {
+      for (const url of ['https://hooks.example.com:443/x', 'https://hooks.example.com/x']) {
+        expect(await checkWebhookUrl(url, { ...opts, resolver }), url).toMatchObject({ ok: true });
+      }
+      for (const url of [
+        'https://hooks.example.com:8443/x',
+        'https://hooks.example.com:80/',
+        'https://93.184.215.14:22/',
+        'https://hooks.example.com:1/',
+      ]) {
+        expect(await checkWebhookUrl(url, { ...opts, resolver }), url).toEqual({ ok: false, message: URL_MESSAGES.port });
+      }
+    }
+    expect(await checkWebhookUrl('https://localhost:8443/x', { ...local, resolver })).toMatchObject({ ok: true });
   });
 
   it('local stack: exactly localhost, 127.0.0.1 and [::1] are allowed over http or https, unresolved', async () => {

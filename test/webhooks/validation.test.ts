@@ -330,7 +330,7 @@ describe('outside the local stack (STAGE=prod)', () => {
     resetResolver();
     try {
       await withEnv(prod, async () => {
-        expect422(await api.post('/webhook-endpoints', m.token, valid({ url: 'https://localhost:4000/' })), { url: REFUSED });
+        expect422(await api.post('/webhook-endpoints', m.token, valid({ url: 'https://localhost/' })), { url: REFUSED });
       });
     } finally {
       setResolver(async (host) => {
