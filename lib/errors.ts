@@ -53,6 +53,16 @@ export class RecountingError extends ContentionError {
   }
 }
 
+/**
+ * A batch chunk sent, never confirmed, and not settled either way before the deadline: its items
+ * may be stored or not (a batch item answers `unconfirmed`; a retry of an upsert finds what landed).
+ */
+export class UnconfirmedError extends DomainError {
+  constructor() {
+    super('The item may have been stored: its write was not confirmed in time; retry it (a retry finds what was stored).');
+  }
+}
+
 /** DynamoDB kept throttling until the deadline: nothing was written, retry after `retryAfterSeconds`. */
 export class ThrottledError extends DomainError {
   constructor(public readonly retryAfterSeconds = 1) {

@@ -5,7 +5,7 @@ import { allocateIds } from '#lib/db/sequences';
 import { runBatch } from '#lib/db/batch';
 import { retrying } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
-import { RecountingError, ThrottledError } from '#lib/errors';
+import { RecountingError, ThrottledError, UnconfirmedError } from '#lib/errors';
 import { issueMessage } from '#lib/shared/validation';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
 import { formatTimestamp } from '#lib/shared/time';
@@ -133,6 +133,10 @@ export const importCustomers = async (
       },
       alone: (plan) => importAlone(merchantId, plan, onConflict, { outcomes, skipped, failed }),
       failed: (plan, err) => {
+        if (err instanceof UnconfirmedError) {
+          for (const v of plan.items) results.failed(v.index, 'unconfirmed', err.message, v.identifier);
+          return;
+        }
         const message =
           err instanceof ThrottledError
             ? 'The service was busy; retry the item.'
@@ -145,6 +149,7 @@ export const importCustomers = async (
       },
     },
     {
+      merchantId,
       finish: activity(results.result, (pending) => {
         const last = plans.slice(plans.length - pending);
         const created = last.filter((plan) => plan.kind === 'create').length;

@@ -1,8 +1,11 @@
-import { deadline, isUnanswered, retrying, settledError } from '#lib/db/retry';
-import { ContentionError, DomainError, ThrottledError } from '#lib/errors';
-import { METRIC_SHARDS } from '#lib/db/keys';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { db, tableName } from '#lib/db/client';
+import { backoffMs, DEADLINE_MARGIN_MS, deadline, isUnanswered, retrying, retryKind, settledError, withReserve } from '#lib/db/retry';
+import { ContentionError, DomainError, ThrottledError, UnconfirmedError } from '#lib/errors';
+import { type Key, keys, METRIC_SHARDS } from '#lib/db/keys';
 import { leaseShard, releaseShard } from '#lib/db/shards';
-import { MAX_ACTIONS, MAX_EXPRESSION_BYTES, MAX_TRANSACTION_BYTES, WriteSet } from '#lib/db/writes';
+import { epochSeconds } from '#lib/db/ttl';
+import { itemAbsent, MAX_ACTIONS, MAX_EXPRESSION_BYTES, MAX_TRANSACTION_BYTES, WriteConflict, WriteSet } from '#lib/db/writes';
 import { logger } from '#lib/logger';
 
 /**
@@ -15,7 +18,8 @@ import { logger } from '#lib/logger';
  *   item (a chunk naming an item of one in flight waits for it, then is packed again from the state
  *   it left); a chunk that loses a race is redone unit by unit from fresh reads under the retry
  *   policy (bounded by the invocation's deadline); a chunk whose answer is lost is sent again as it
- *   is (its token: applied once), and never redone unit by unit: unconfirmed, its units answer busy;
+ *   is (its token: applied once), and never redone unit by unit; still unconfirmed as the deadline
+ *   nears, it is settled through its receipt (`settleChunk`) and its units answer what it decided;
  * - report: each unit reports itself once its writes are committed, so a later failure never
  *   loses what was already written.
  * Any movement a unit's writes need (figures, aggregates) joins through `write`, never here.
@@ -30,6 +34,8 @@ export type BatchPlan<U> = {
 };
 
 export type BatchOptions = {
+  /** The merchant whose batch this is: it names each chunk's receipt. */
+  merchantId: string;
   /**
    * Adds a closing record (the activity-log entry) to the last transaction when room is left, with
    * the number of units that transaction carries; else to a transaction of its own afterwards (0).
@@ -47,11 +53,62 @@ export const IN_FLIGHT = 4;
  * counted exactly, list entries and every other companion item a unit writes included.
  */
 export const PACKED_BYTES = MAX_TRANSACTION_BYTES - 512 * 1024;
+/**
+ * Time kept back from a chunk's resends for settling it: its last send may run 1 s past the time
+ * it stops at (lib/db/retry.ts `attemptTimeoutMs`), and the settling put needs its own attempts
+ * (on a loaded DynamoDB Local a put may wait behind the chunks still in flight).
+ */
+export const SETTLE_RESERVE_MS = 2500;
+/** Of the deadline margin, what the answer keeps after the last settling attempt. */
+const ANSWER_MS = 500;
+/** Attempts of the settling put: outside the throttle bucket, since the units' truthful answer hangs on it. */
+export const SETTLE_ATTEMPTS = 4;
+/** Receipts outlive every resend of their transaction (DynamoDB keeps a token for 10 minutes). */
+const RECEIPT_TTL_SECONDS = 24 * 3600;
+
+/**
+ * Decides a chunk sent without an answer. Its transaction puts its receipt (state `committed`) on
+ * condition that none exists; this puts the receipt as `fenced` on the same condition. Whichever
+ * comes first wins for good: the fence stored means the transaction never lands (a late resend
+ * fails on its receipt); a `committed` receipt found means it landed. A `fenced` one found is this
+ * settling's own earlier put whose answer was lost. `unknown` when no attempt got an answer.
+ */
+export const settleChunk = async (receipt: Key): Promise<'landed' | 'fenced' | 'unknown'> => {
+  for (let n = 1; n <= SETTLE_ATTEMPTS; n++) {
+    try {
+      await db().send(
+        new PutCommand({
+          TableName: tableName(),
+          Item: { ...receipt, state: 'fenced', expires_at: epochSeconds() + RECEIPT_TTL_SECONDS },
+          ConditionExpression: 'attribute_not_exists(pk)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return 'fenced';
+    } catch (err) {
+      if ((err as Error).name === 'ConditionalCheckFailedException') {
+        // The old item as DynamoDB sent it (lib-dynamodb leaves an error's item marshalled).
+        const old = (err as { Item?: { state?: string | { S?: string } } }).Item?.state;
+        return (typeof old === 'string' ? old : old?.S) === 'fenced' ? 'fenced' : 'landed';
+      }
+      logger.warn('batch chunk settling: no answer', { attempt: n, error: (err as Error).name, left_ms: deadline() - Date.now() });
+      if (!retryKind(err) && !isUnanswered(err)) {
+        logger.error('batch chunk settling failed', err as Error);
+        return 'unknown';
+      }
+      const pause = backoffMs(n);
+      // The answer must still leave before the runtime's end.
+      if (n === SETTLE_ATTEMPTS || Date.now() + pause >= deadline() + DEADLINE_MARGIN_MS - ANSWER_MS) return 'unknown';
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+  return 'unknown';
+};
 
 type Packed = { ws: WriteSet; end: number; onCommit: () => void };
 type Flight = { ids: Set<string>; shard: number; done: Promise<void> };
 
-export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOptions = {}): Promise<void> => {
+export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOptions): Promise<void> => {
   const roomForFinish = opts.finish?.actions ?? 0;
   const limit = MAX_ACTIONS - roomForFinish;
   let finished = false;
@@ -68,6 +125,12 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
       // Aggregate moves go as pending-moves items, applied from the table stream (docs/metrics.md).
       const ws = new WriteSet(shard, { deferMoves: true });
       const onCommit = await plan.write(ws, units.slice(start, end));
+      // The chunk's receipt, counted in its actions and bytes (settling decides an unanswered chunk by it).
+      ws.put(
+        'batch-receipt',
+        { ...keys.batchReceipt(opts.merchantId, ws.requestToken), state: 'committed', expires_at: epochSeconds() + RECEIPT_TTL_SECONDS },
+        itemAbsent,
+      );
       // A condition every unit adds to one item (the customer's, the subscription's) grows with the chunk.
       const over = ws.actions > limit || ws.bytes > PACKED_BYTES || ws.longestExpression > MAX_EXPRESSION_BYTES;
       return { ws, end, onCommit, over };
@@ -105,40 +168,65 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
   const commitChunk = async (chunk: U[], packed: Packed, shard: number, carriesFinish: boolean): Promise<void> => {
     // Set once a send of this transaction got no answer: it may have landed, so its units are never written again.
     let unanswered = false;
-    try {
-      // The same transaction again while its answer is lost: its token makes DynamoDB apply it once.
-      await retrying(
-        () =>
-          packed.ws.commit().catch((err: unknown) => {
-            if (isUnanswered(err)) unanswered = true;
-            throw err;
-          }),
-        { resendUnanswered: true },
-      );
-      releaseShard(shard, true);
-      packed.onCommit();
-    } catch (err) {
+    let outcome: 'landed' | 'fenced' | 'unknown' | 'refused' = 'landed';
+    let error: unknown;
+    if (Date.now() >= deadline() - SETTLE_RESERVE_MS) {
+      // Too late to send it and still settle it: never sent, its units answer busy (nothing stored).
       releaseShard(shard, false);
       if (carriesFinish) finished = false;
-      if (unanswered) {
-        // Sent, perhaps applied, never confirmed before the deadline: each unit answers busy (the
-        // client's retry of an upsert finds what landed), none is written a second time here.
-        logger.warn('batch chunk unconfirmed: its units answer busy', { units: chunk.length, error: (err as Error).message });
-        for (const unit of chunk) plan.failed(unit, new ThrottledError());
-        return;
-      }
-      logger.debug('batch chunk lost a race; redoing its units one by one', { units: chunk.length, error: (err as Error).message });
-      for (const unit of chunk) {
-        try {
-          // Past the deadline no unit gets even a first attempt: the answer must leave in time.
-          if (Date.now() >= deadline()) throw new ContentionError();
-          await retrying(() => plan.alone(unit));
-        } catch (unitErr) {
-          // A throttle, lost race or unanswered call reaches the plan as busy / contention, as a single request would answer it.
-          const settled = settledError(unitErr);
-          if (!(settled instanceof DomainError)) logger.error('batch unit failed', unitErr as Error);
-          plan.failed(unit, settled);
-        }
+      for (const unit of chunk) plan.failed(unit, new ThrottledError());
+      return;
+    }
+    try {
+      // The same transaction again while its answer is lost: its token makes DynamoDB apply it once.
+      // It stops early enough to leave the settling its time.
+      await withReserve(SETTLE_RESERVE_MS, () =>
+        retrying(
+          () =>
+            packed.ws.commit().catch((err: unknown) => {
+              if (isUnanswered(err)) unanswered = true;
+              // A refusal after a lost answer may be our own receipt: only settling tells, not more resends.
+              if (unanswered && err instanceof WriteConflict) throw new Error(err.message);
+              throw err;
+            }),
+          { resendUnanswered: true },
+        ),
+      );
+    } catch (err) {
+      error = err;
+      // Sent, perhaps applied, never confirmed: the receipt decides, for good.
+      outcome = unanswered ? await settleChunk(keys.batchReceipt(opts.merchantId, packed.ws.requestToken)) : 'refused';
+    }
+    releaseShard(shard, outcome === 'landed');
+    if (outcome === 'landed') {
+      if (error) logger.warn('batch chunk unconfirmed, settled: it landed', { units: chunk.length });
+      packed.onCommit();
+      return;
+    }
+    // The closing record it carried goes on its own (when unknown it may have landed: not written twice).
+    if (carriesFinish && outcome !== 'unknown') finished = false;
+    if (outcome === 'fenced' || outcome === 'unknown') {
+      // Fenced: never stored, its units answer busy (retry them); unknown: they answer that they may be stored.
+      logger.warn('batch chunk unconfirmed, settled', {
+        outcome,
+        units: chunk.length,
+        error: (error as Error).message,
+        left_ms: deadline() - Date.now(),
+      });
+      for (const unit of chunk) plan.failed(unit, outcome === 'fenced' ? new ThrottledError() : new UnconfirmedError());
+      return;
+    }
+    logger.debug('batch chunk lost a race; redoing its units one by one', { units: chunk.length, error: (error as Error).message });
+    for (const unit of chunk) {
+      try {
+        // Past the deadline no unit gets even a first attempt: the answer must leave in time.
+        if (Date.now() >= deadline()) throw new ContentionError();
+        await retrying(() => plan.alone(unit));
+      } catch (unitErr) {
+        // A throttle, lost race or unanswered call reaches the plan as busy / contention, as a single request would answer it.
+        const settled = settledError(unitErr);
+        if (!(settled instanceof DomainError)) logger.error('batch unit failed', unitErr as Error);
+        plan.failed(unit, settled);
       }
     }
   };

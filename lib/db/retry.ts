@@ -40,11 +40,19 @@ const refillBucket = (): number => {
   return bucket;
 };
 
-type Invocation = { deadline: number; retries: number };
+type Invocation = { deadline: number; spent: { retries: number } };
 const invocation = new AsyncLocalStorage<Invocation>();
 
 /** Runs `fn` with a deadline (epoch ms); the pipeline passes the Lambda's remaining time. */
-export const withDeadline = <T>(deadline: number, fn: () => Promise<T>): Promise<T> => invocation.run({ deadline, retries: 0 }, fn);
+export const withDeadline = <T>(deadline: number, fn: () => Promise<T>): Promise<T> =>
+  invocation.run({ deadline, spent: { retries: 0 } }, fn);
+
+/**
+ * Runs `fn` with a deadline `reserveMs` before the current one, on the invocation's same retry
+ * budget: what must still be done after `fn` gives up (settling a batch chunk) keeps its time.
+ */
+export const withReserve = <T>(reserveMs: number, fn: () => Promise<T>): Promise<T> =>
+  invocation.run({ deadline: deadline() - reserveMs, spent: invocation.getStore()?.spent ?? { retries: 0 } }, fn);
 
 export const deadline = (): number => invocation.getStore()?.deadline ?? Date.now() + DEFAULT_BUDGET_MS;
 
@@ -61,12 +69,12 @@ export const throttleBucket = {
 const mayRetry = (kind: 'contention' | 'throttle', n: number, pause: number, end: number): boolean => {
   if (n >= MAX_ATTEMPTS[kind] || Date.now() + pause >= end) return false;
   const inv = invocation.getStore();
-  if (inv && inv.retries >= INVOCATION_RETRIES) return false;
+  if (inv && inv.spent.retries >= INVOCATION_RETRIES) return false;
   if (kind === 'throttle') {
     if (refillBucket() < THROTTLE_BUCKET.retryCost) return false;
     bucket -= THROTTLE_BUCKET.retryCost;
   }
-  if (inv) inv.retries++;
+  if (inv) inv.spent.retries++;
   return true;
 };
 

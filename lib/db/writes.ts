@@ -191,7 +191,7 @@ export class WriteSet {
   /** Names this transaction's pending-moves items (unique, so their puts never meet another's). */
   private readonly group = randomUUID();
   /** The transaction's ClientRequestToken: DynamoDB applies a transaction sent again under it once (within 10 minutes). */
-  private readonly requestToken = randomUUID();
+  readonly requestToken = randomUUID();
   /** Checks whose failure is answered with an error of their own instead of a WriteConflict. */
   private readonly refusals = new Map<string, () => Error>();
 

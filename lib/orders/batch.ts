@@ -6,7 +6,7 @@ import { runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { WriteSet } from '#lib/db/writes';
-import { ContentionError, RecountingError, InvalidError, ThrottledError } from '#lib/errors';
+import { ContentionError, RecountingError, InvalidError, ThrottledError, UnconfirmedError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, type RatesMemo, type TimelineState } from '#lib/metrics/store';
 import { lineOf, orderLine, type Timeline } from '#lib/metrics/timeline';
@@ -62,6 +62,7 @@ export const importOrders = async (
     openBatchActivity(auth.merchantId, 'orders.batch', source, at),
   ]);
   await runBatch(plan.units, plan, {
+    merchantId: auth.merchantId,
     finish: activity(collector.result, (pending) => {
       const outcomes = plan.units.slice(plan.units.length - pending).flatMap((u) => u.outcomes);
       return { created: outcomes.filter((o) => o.kind === 'created').length, updated: outcomes.filter((o) => o.kind === 'updated').length };
@@ -229,11 +230,13 @@ const prepare = async (merchantId: string, figures: Figures, items: Item[], coll
       const [reason, message] =
         err instanceof ContentionError
           ? ['conflict', err instanceof RecountingError ? err.message : 'The order was changed concurrently; retry the item.']
-          : err instanceof ThrottledError
-            ? ['throttled', 'The service was busy; retry the item.']
-            : err instanceof InvalidError
-              ? ['validation_error', refusalMessage(err)]
-              : ['error', 'The item could not be written; retry it.'];
+          : err instanceof UnconfirmedError
+            ? ['unconfirmed', err.message]
+            : err instanceof ThrottledError
+              ? ['throttled', 'The service was busy; retry the item.']
+              : err instanceof InvalidError
+                ? ['validation_error', refusalMessage(err)]
+                : ['error', 'The item could not be written; retry it.'];
       for (const o of unit.outcomes) collector.failed(o.index, reason, message, unit.orderNo);
     },
   };

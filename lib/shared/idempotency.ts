@@ -7,6 +7,8 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import type { WriteSet } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
+import { retrying } from '#lib/db/retry';
+import { logger } from '#lib/logger';
 import { formatTimestamp } from '#lib/shared/time';
 
 /**
@@ -124,8 +126,10 @@ export const runIdempotent = async <B>(
   // An answer echoing a huge invalid identifier cannot be an item (DynamoDB's 400 KB; our 64 KB
   // ceiling): it is not recorded, and a retry runs again, its items found by their own keys.
   if (Buffer.byteLength(text) > RECORD_BODY_LIMIT) return { status, body, replayed: false };
-  await db()
-    .send(
+  // The record only replays the answer: its write failing never turns a batch that committed into a
+  // 503 (a retry would find each unit stored and answer it `updated`, and log the batch again).
+  await retrying(() =>
+    db().send(
       new PutCommand({
         TableName: tableName(),
         Item: {
@@ -139,10 +143,10 @@ export const runIdempotent = async <B>(
         ConditionExpression: 'attribute_not_exists(pk) OR expires_at <= :now',
         ExpressionAttributeValues: { ':now': epochSeconds() },
       }),
-    )
-    .catch((err: Error) => {
-      if (err.name !== 'ConditionalCheckFailedException') throw err;
-    });
+    ),
+  ).catch((err: Error) => {
+    if (err.name !== 'ConditionalCheckFailedException') logger.warn('idempotency record not written', { error: err.message });
+  });
   return { status, body, replayed: false };
 };
 

@@ -5,7 +5,7 @@ import { runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { itemAbsent, WriteSet } from '#lib/db/writes';
-import { ContentionError, RecountingError, InvalidError, ThrottledError } from '#lib/errors';
+import { ContentionError, RecountingError, InvalidError, ThrottledError, UnconfirmedError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import { subscriptionTimeline } from '#lib/metrics/lines';
 import { addTimelineChange, EMPTY_TIMELINE, timelinesFrom, type RatesMemo, type TimelineState } from '#lib/metrics/store';
@@ -70,7 +70,10 @@ export const importSubscriptions = async (
     openBatchActivity(scope.merchantId, 'subscriptions.batch', source, at),
   ]);
   // Each unit of the last transaction creates one subscription.
-  await runBatch(plan.units, plan, { finish: activity(collector.result, (pending) => ({ created: pending, updated: 0 })) });
+  await runBatch(plan.units, plan, {
+    merchantId: scope.merchantId,
+    finish: activity(collector.result, (pending) => ({ created: pending, updated: 0 })),
+  });
   return collector.result();
 };
 
@@ -243,11 +246,13 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
       const [reason, message] =
         err instanceof ContentionError
           ? ['conflict', err instanceof RecountingError ? err.message : 'The subscription was changed concurrently; retry the item.']
-          : err instanceof ThrottledError
-            ? ['throttled', 'The service was busy; retry the item.']
-            : err instanceof InvalidError
-              ? ['validation_error', Object.values(err.fields)[0][0]]
-              : ['error', 'The item could not be written; retry it.'];
+          : err instanceof UnconfirmedError
+            ? ['unconfirmed', err.message]
+            : err instanceof ThrottledError
+              ? ['throttled', 'The service was busy; retry the item.']
+              : err instanceof InvalidError
+                ? ['validation_error', Object.values(err.fields)[0][0]]
+                : ['error', 'The item could not be written; retry it.'];
       collector.failed(unit.index, reason, message, unit.sub.external_id!);
     },
   };

@@ -7,7 +7,7 @@ import { keys } from '#lib/db/keys';
 import { retrying } from '#lib/db/retry';
 import { allocateIds } from '#lib/db/sequences';
 import { versionIs, WriteSet } from '#lib/db/writes';
-import { ContentionError, InvalidError, RecountingError, ThrottledError } from '#lib/errors';
+import { ContentionError, InvalidError, RecountingError, ThrottledError, UnconfirmedError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
 import { recordedLine } from '#lib/metrics/lines';
 import { addTimelineChange, timelinesFrom, type RatesMemo, type TimelineState } from '#lib/metrics/store';
@@ -367,16 +367,18 @@ export const importSubscriptionEvents = async (
         const [reason, message] =
           err instanceof ContentionError
             ? ['conflict', err instanceof RecountingError ? err.message : 'The customer was changed concurrently; retry the item.']
-            : err instanceof ThrottledError
-              ? ['throttled', 'The service was busy; retry the item.']
-              : err instanceof InvalidError
-                ? ['validation_error', Object.values(err.fields)[0][0]]
-                : ['error', 'The item could not be written; retry it.'];
+            : err instanceof UnconfirmedError
+              ? ['unconfirmed', err.message]
+              : err instanceof ThrottledError
+                ? ['throttled', 'The service was busy; retry the item.']
+                : err instanceof InvalidError
+                  ? ['validation_error', Object.values(err.fields)[0][0]]
+                  : ['error', 'The item could not be written; retry it.'];
         collector.failed(unit.index, reason, message, unit.identifier);
       },
     },
     // Each unit of the last transaction records one event.
-    { finish: activity(collector.result, (pending) => ({ created: pending, updated: 0 })) },
+    { merchantId: scope.merchantId, finish: activity(collector.result, (pending) => ({ created: pending, updated: 0 })) },
   );
   return collector.result();
 };

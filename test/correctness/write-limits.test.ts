@@ -74,19 +74,23 @@ describe('the batch engine packs within both limits', () => {
     // 100 units of one 60 KB item: 100 actions would fit, 6 MB would not.
     const units = Array.from({ length: 100 }, (_, i) => i);
     const chunks: number[][] = [];
-    await runBatch(units, {
-      write: async (ws, chunk) => {
-        for (const i of chunk) ws.put('big', { ...key(`packed-${i}`), blob: 'x'.repeat(60 * 1024) });
-        expect(ws.bytes).toBeGreaterThan(chunk.length * 60 * 1024);
-        return () => chunks.push(chunk);
+    await runBatch(
+      units,
+      {
+        write: async (ws, chunk) => {
+          for (const i of chunk) ws.put('big', { ...key(`packed-${i}`), blob: 'x'.repeat(60 * 1024) });
+          expect(ws.bytes).toBeGreaterThan(chunk.length * 60 * 1024);
+          return () => chunks.push(chunk);
+        },
+        alone: async () => {
+          throw new Error('no unit is redone alone');
+        },
+        failed: (_, err) => {
+          throw err;
+        },
       },
-      alone: async () => {
-        throw new Error('no unit is redone alone');
-      },
-      failed: (_, err) => {
-        throw err;
-      },
-    });
+      { merchantId: `write-limits-${process.pid}` },
+    );
     expect(takeWriteLimitBreaches()).toEqual([]);
     expect(chunks.length).toBeGreaterThan(1);
     expect(chunks.flat().sort((a, b) => a - b)).toEqual(units);
