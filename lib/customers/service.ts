@@ -137,10 +137,15 @@ export const readCustomer = async (
   figures: Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation'>,
   idOrExternalId: string,
 ): Promise<{ customer: CustomerItem; figures: CustomerFigures } | null> => {
-  const byId = isIdSegment(idOrExternalId) ? await customerWithStanding(merchantId, Number(idOrExternalId)) : null;
-  const customer = byId ? byId.customer : await findCustomer(merchantId, idOrExternalId);
+  if (isIdSegment(idOrExternalId)) {
+    const byId = await customerWithStanding(merchantId, Number(idOrExternalId));
+    if (!byId) return null;
+    const read = await customerFigures(merchantId, figures, [byId.customer], byId.heads);
+    return { customer: byId.customer, figures: read.get(byId.customer.id)! };
+  }
+  const customer = await findCustomer(merchantId, idOrExternalId);
   if (!customer) return null;
-  const read = await customerFigures(merchantId, figures, [customer], byId?.heads);
+  const read = await customerFigures(merchantId, figures, [customer]);
   return { customer, figures: read.get(customer.id)! };
 };
 

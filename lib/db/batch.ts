@@ -59,6 +59,8 @@ export const PACKED_BYTES = MAX_TRANSACTION_BYTES - 512 * 1024;
  * (on a loaded DynamoDB Local a put may wait behind the chunks still in flight).
  */
 export const SETTLE_RESERVE_MS = 2500;
+/** At most this share of the time a batch starts with is kept back (a short-lived invocation still sends its chunks). */
+const SETTLE_RESERVE_SHARE = 0.25;
 /** Of the deadline margin, what the answer keeps after the last settling attempt. */
 const ANSWER_MS = 500;
 /** Attempts of the settling put: outside the throttle bucket, since the units' truthful answer hangs on it. */
@@ -110,6 +112,7 @@ type Flight = { ids: Set<string>; shard: number; done: Promise<void> };
 
 export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOptions): Promise<void> => {
   const roomForFinish = opts.finish?.actions ?? 0;
+  const reserveMs = Math.min(SETTLE_RESERVE_MS, Math.max(0, Math.floor((deadline() - Date.now()) * SETTLE_RESERVE_SHARE)));
   const limit = MAX_ACTIONS - roomForFinish;
   let finished = false;
   const flights = new Set<Flight>();
@@ -170,17 +173,18 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
     let unanswered = false;
     let outcome: 'landed' | 'fenced' | 'unknown' | 'refused' = 'landed';
     let error: unknown;
-    if (Date.now() >= deadline() - SETTLE_RESERVE_MS) {
-      // Too late to send it and still settle it: never sent, its units answer busy (nothing stored).
+    if (Date.now() >= deadline() - reserveMs) {
+      // Too late to send it and still settle it: never sent (nothing stored); its units answer as a
+      // unit the redo loop has no time left for does (conflict: retry the item).
       releaseShard(shard, false);
       if (carriesFinish) finished = false;
-      for (const unit of chunk) plan.failed(unit, new ThrottledError());
+      for (const unit of chunk) plan.failed(unit, new ContentionError());
       return;
     }
     try {
       // The same transaction again while its answer is lost: its token makes DynamoDB apply it once.
       // It stops early enough to leave the settling its time.
-      await withReserve(SETTLE_RESERVE_MS, () =>
+      await withReserve(reserveMs, () =>
         retrying(
           () =>
             packed.ws.commit().catch((err: unknown) => {
