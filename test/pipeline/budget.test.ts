@@ -28,7 +28,7 @@ describe('pipeline request budget', () => {
         { GetItemCommand: 1, UpdateItemCommand: 1 },
       ],
       ['unknown route → 404', ['GET', '/nope', { token }], 404, { GetItemCommand: 1, UpdateItemCommand: 1 }],
-      ['handler read → 404', ['GET', '/customers/1', { token }], 404, { GetItemCommand: 2, UpdateItemCommand: 1 }],
+      ['handler read → 404', ['GET', '/customers/1', { token }], 404, { GetItemCommand: 1, UpdateItemCommand: 1, BatchGetItemCommand: 1 }],
     ];
     for (const [label, args, status, byCommand] of cases) {
       const { res, byCommand: seen } = await api.counted(...args);

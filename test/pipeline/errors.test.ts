@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { newMerchant, useApi } from '../support/api.ts';
 import { captureLogs, failDynamoWhen, isolatedClock } from './support.ts';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { conflict } from '#lib/http/errors';
 import { email, metadata } from '#lib/shared/fields';
 import { apiHandler, MAX_BODY_BYTES } from '#lib/http/handler';
@@ -269,7 +269,8 @@ describe('500', () => {
   it('answers {message: "Server Error"} with no internals, and logs the cause with the request id', async () => {
     const { token } = await newMerchant();
     const fault = failDynamoWhen(
-      (c) => c instanceof GetCommand && String(c.input.Key?.pk).includes('#CUSTOMER#'),
+      // The customer's read (with its timeline head, one BatchGetItem).
+      (c) => c instanceof BatchGetCommand && JSON.stringify(c.input.RequestItems).includes('#CUSTOMER#'),
       new Error('disk on fire at /var/secret'),
     );
     const { result: r, lines } = await captureLogs(() => api.get('/customers/1', token));
