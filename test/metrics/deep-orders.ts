@@ -66,9 +66,26 @@ export const deepOrders = async (api: ReturnType<typeof useApi>, count: number) 
       r = await api.post('/orders/batch', token, { orders: orders.slice(b, b + 100) });
     }
     expect(r.status).toBe(200);
-    expect(r.body.data.failed, JSON.stringify(r.body.data.results.failed.slice(0, 2))).toBe(0);
+    // Items the batch had no time left for answer "retry the item" (conflict, throttled): sent again,
+    // alone in their batch, as a client would; what landed is found unchanged.
+    let failed: { index: number; reason: string }[] = r.body.data.results.failed;
+    for (let attempt = 1; failed.length && attempt <= 3; attempt++) {
+      expect(
+        failed.every((f) => ['conflict', 'throttled', 'unconfirmed'].includes(f.reason)),
+        JSON.stringify(failed.slice(0, 2)),
+      ).toBe(true);
+      retried++;
+      const again = failed.map((f) => orders[b + f.index]);
+      const rr = await api.post('/orders/batch', token, { orders: again });
+      expect(rr.status).toBe(200);
+      failed = rr.body.data.results.failed.map((f: { index: number; reason: string }) => ({ ...f, index: failed[f.index].index }));
+    }
+    expect(failed, JSON.stringify(failed.slice(0, 2))).toEqual([]);
   }
-  if (retried) console.info(`[depth] ${retried} of ${Math.ceil(orders.length / 100)} batches sent again after a 503`);
+  if (retried)
+    console.info(
+      `[depth] ${retried} of ${Math.ceil(orders.length / 100)} batches sent again (after a 503, or their items left without time)`,
+    );
 
   const customerId = (await api.get('/customers?search=deep@example.com', token)).body.data[0].id as number;
   const items = await timelineItems(merchantId, customerId);
