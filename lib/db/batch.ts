@@ -1,7 +1,7 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import { backoffMs, DEADLINE_MARGIN_MS, deadline, isUnanswered, retrying, retryKind, settledError, withReserve } from '#lib/db/retry';
-import { ContentionError, DomainError, ThrottledError, UnconfirmedError } from '#lib/errors';
+import { ContentionError, DomainError, InvalidError, RecountingError, ThrottledError, UnconfirmedError } from '#lib/errors';
 import { type Key, keys, METRIC_SHARDS } from '#lib/db/keys';
 import { leaseShard, releaseShard } from '#lib/db/shards';
 import { epochSeconds } from '#lib/db/ttl';
@@ -24,6 +24,21 @@ import { logger } from '#lib/logger';
  *   loses what was already written.
  * Any movement a unit's writes need (figures, aggregates) joins through `write`, never here.
  */
+/**
+ * The reason and message a batch item answers for the error that failed it (`what`: the record a
+ * lost race changed, as the message names it).
+ */
+export const batchFailure = (err: unknown, what: string): [reason: string, message: string] =>
+  err instanceof ContentionError
+    ? ['conflict', err instanceof RecountingError ? err.message : `The ${what} was changed concurrently; retry the item.`]
+    : err instanceof UnconfirmedError
+      ? ['unconfirmed', err.message]
+      : err instanceof ThrottledError
+        ? ['throttled', 'The service was busy; retry the item.']
+        : err instanceof InvalidError
+          ? ['validation_error', Object.values(err.fields)[0][0]]
+          : ['error', 'The item could not be written; retry it.'];
+
 export type BatchPlan<U> = {
   /** Adds the writes of `units` to `ws`; returns what to record once they are committed. */
   write: (ws: WriteSet, units: U[]) => Promise<() => void>;

@@ -2,11 +2,11 @@ import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { runBatch } from '#lib/db/batch';
+import { batchFailure, runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { WriteSet } from '#lib/db/writes';
-import { ContentionError, RecountingError, InvalidError, ThrottledError, UnconfirmedError } from '#lib/errors';
+import { InvalidError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, type RatesMemo, type TimelineState } from '#lib/metrics/store';
 import { lineOf, orderLine, type Timeline } from '#lib/metrics/timeline';
@@ -227,16 +227,7 @@ const prepare = async (merchantId: string, figures: Figures, items: Item[], coll
       done();
     },
     failed: (unit: Unit, err: unknown) => {
-      const [reason, message] =
-        err instanceof ContentionError
-          ? ['conflict', err instanceof RecountingError ? err.message : 'The order was changed concurrently; retry the item.']
-          : err instanceof UnconfirmedError
-            ? ['unconfirmed', err.message]
-            : err instanceof ThrottledError
-              ? ['throttled', 'The service was busy; retry the item.']
-              : err instanceof InvalidError
-                ? ['validation_error', refusalMessage(err)]
-                : ['error', 'The item could not be written; retry it.'];
+      const [reason, message] = batchFailure(err, 'order');
       for (const o of unit.outcomes) collector.failed(o.index, reason, message, unit.orderNo);
     },
   };

@@ -1,11 +1,10 @@
 import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { runBatch } from '#lib/db/batch';
+import { batchFailure, runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { itemAbsent, WriteSet } from '#lib/db/writes';
-import { ContentionError, RecountingError, InvalidError, ThrottledError, UnconfirmedError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import { subscriptionTimeline } from '#lib/metrics/lines';
 import { addTimelineChange, EMPTY_TIMELINE, timelinesFrom, type RatesMemo, type TimelineState } from '#lib/metrics/store';
@@ -243,16 +242,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
       for (const r of results.created) collector.created(r.index, r.id, r.identifier);
     },
     failed: (unit: Unit, err: unknown) => {
-      const [reason, message] =
-        err instanceof ContentionError
-          ? ['conflict', err instanceof RecountingError ? err.message : 'The subscription was changed concurrently; retry the item.']
-          : err instanceof UnconfirmedError
-            ? ['unconfirmed', err.message]
-            : err instanceof ThrottledError
-              ? ['throttled', 'The service was busy; retry the item.']
-              : err instanceof InvalidError
-                ? ['validation_error', Object.values(err.fields)[0][0]]
-                : ['error', 'The item could not be written; retry it.'];
+      const [reason, message] = batchFailure(err, 'subscription');
       collector.failed(unit.index, reason, message, unit.sub.external_id!);
     },
   };

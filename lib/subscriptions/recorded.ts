@@ -2,12 +2,12 @@ import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import Decimal from 'decimal.js';
 import { now } from '#lib/clock';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { runBatch } from '#lib/db/batch';
+import { batchFailure, runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { retrying } from '#lib/db/retry';
 import { allocateIds } from '#lib/db/sequences';
 import { versionIs, WriteSet } from '#lib/db/writes';
-import { ContentionError, InvalidError, RecountingError, ThrottledError, UnconfirmedError } from '#lib/errors';
+import { InvalidError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
 import { recordedLine } from '#lib/metrics/lines';
 import { addTimelineChange, timelinesFrom, type RatesMemo, type TimelineState } from '#lib/metrics/store';
@@ -364,16 +364,7 @@ export const importSubscriptionEvents = async (
       write: plan.write,
       alone: (unit) => attempt(scope, [byIndex.get(unit.index)!], report, at, idempotencyKey),
       failed: (unit, err) => {
-        const [reason, message] =
-          err instanceof ContentionError
-            ? ['conflict', err instanceof RecountingError ? err.message : 'The customer was changed concurrently; retry the item.']
-            : err instanceof UnconfirmedError
-              ? ['unconfirmed', err.message]
-              : err instanceof ThrottledError
-                ? ['throttled', 'The service was busy; retry the item.']
-                : err instanceof InvalidError
-                  ? ['validation_error', Object.values(err.fields)[0][0]]
-                  : ['error', 'The item could not be written; retry it.'];
+        const [reason, message] = batchFailure(err, 'customer');
         collector.failed(unit.index, reason, message, unit.identifier);
       },
     },
