@@ -53,6 +53,8 @@ export type SweepOptions = RelayOptions & {
   merchants?: AsyncIterable<string[]>;
   /** Where in the merchants the run starts: [0, 1) of the way through (default: at random). */
   random?: () => number;
+  /** Marks a shard publishes in a merchant's turn (default SWEEP_PAGE_SIZE). */
+  pageSize?: number;
 };
 
 export type SweepStats = RelayStats & {
@@ -112,6 +114,9 @@ const publishItems = async (items: OutboxItem[], opts: SweepOptions, stats: Swee
 
 const pastDeadline = (opts: SweepOptions) => Date.now() >= (opts.deadline ?? Infinity);
 
+/** Marks a shard publishes in a merchant's turn: a turn (16 pages) is a sliver of a run's quota on AWS. */
+export const SWEEP_PAGE_SIZE = 100;
+
 /** Merchants swept at once (each with its shards at once): a run covers thousands of merchants within its timeout. */
 export const SWEEP_MERCHANT_CONCURRENCY = 4;
 
@@ -136,12 +141,14 @@ export const sweepOutbox = asFunction(WORKER_FUNCTIONS.outboxSweeper, async (opt
   let queue = [...ids.slice(first), ...ids.slice(0, first)];
   // Each merchant's shards still to read, and where each read has got to.
   const open = new Map<string, Map<number, MarkPages>>();
+  const shardPages = (merchantId: string, shard: number): MarkPages =>
+    pendingMarkPages(merchantId, shard, oldest, until, opts.pageSize ?? SWEEP_PAGE_SIZE)[Symbol.asyncIterator]();
   /** One turn of a merchant: a page of each open shard published. True while some shard has more. */
   const turn = async (merchantId: string): Promise<boolean> => {
     let shards = open.get(merchantId);
     if (!shards) {
       stats.merchants++;
-      shards = new Map(OUTBOX_SHARD_LIST.map((s) => [s, pendingMarkPages(merchantId, s, oldest, until)[Symbol.asyncIterator]()]));
+      shards = new Map(OUTBOX_SHARD_LIST.map((s) => [s, shardPages(merchantId, s)]));
       open.set(merchantId, shards);
     }
     const current = shards;
