@@ -29,11 +29,11 @@ import { keyText } from '#lib/shared/key-text';
  * | customer current MRR      | M#<m>#CUSTOMER#<id>                 | MRR             |  (moved by ADD in every subscription change)            |
  * | customer MRR timeline     | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE    |  (head, put under `version`: the points inline while they fit 32 KB, else `chunked`) |
  * | customer timeline chunk   | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE#<start> | (a long timeline's points from its start to the next chunk's; ≤ 32 KB, split when full) |
- * | pending moves             | M#<m>#MRR[#SEG…] / M#<m>#COHORT[#SEG…] / M#<m>#CHURN_REASONS | M#0000-00#P#<id> / <cohort>#0000-00#P#<id> | (aggregate ADDs a transaction could not hold, and every batch's; entity pending-moves; read in, applied once) |
- * | MRR movements of a day    | M#<m>#MRR                           | D#<yyyy-mm-dd>#<ss> | (ADD deltas, 8 shards: movements, active customers/subscriptions, churned) |
- * | MRR movements of a month  | M#<m>#MRR                           | M#<yyyy-mm>#<ss> |  (the same sums per month, the roll-up: monthly series and levels read months, not days) |
- * | cohort month              | M#<m>#COHORT                        | <cohort yyyy-mm>#<yyyy-mm>#<ss> | (joined; Δ customers with MRR > 0, Δ their MRR) |
- * | one segment's aggregates  | M#<m>#MRR#SEG#<dim>#<value> / M#<m>#COHORT#SEG#<dim>#<value> | as the two above | (plan, billing_cycle or currency: the same items over only that segment's lines) |
+ * | pending moves             | M#<m>#MRR[#SEG…]#<ss> / M#<m>#COHORT[#SEG…]#<ss> / M#<m>#CHURN_REASONS | M#0000-00#P#<id> / <cohort>#0000-00#P#<id> | (aggregate ADDs a transaction could not hold, and every batch's; entity pending-moves; read in, applied once) |
+ * | MRR movements of a day    | M#<m>#MRR#<ss>                      | D#<yyyy-mm-dd>#<ss> | (ADD deltas, 8 shards, each its own partition key: movements, active customers/subscriptions, churned) |
+ * | MRR movements of a month  | M#<m>#MRR#<ss>                      | M#<yyyy-mm>#<ss> |  (the same sums per month, the roll-up: monthly series and levels read months, not days) |
+ * | cohort month              | M#<m>#COHORT#<ss>                   | <cohort yyyy-mm>#<yyyy-mm>#<ss> | (joined; Δ customers with MRR > 0, Δ their MRR) |
+ * | one segment's aggregates  | M#<m>#MRR#SEG#<dim>#<value>#<ss> / M#<m>#COHORT#SEG#<dim>#<value>#<ss> | as the two above | (plan, billing_cycle or currency: the same items over only that segment's lines) |
  * | churn by reason           | M#<m>#CHURN_REASONS                 | D#<day>#<reason>#<ss> / M#<month>#<reason>#<ss> | (churned MRR and customers per cancellation reason, URI-encoded) |
  * | plan name                 | M#<m>#PLANS                         | <plan name>#<ss> |  (one per plan the figures have seen; GET /metrics/plans) |
  * | customer metadata index   | M#<m>#CUSTOMER_META#<s>#<key>=<value> | <customer id, 15 digits> | (one per scalar metadata pair, both URI-encoded; 4 shards by id; written with the metadata; metadata segments) |
@@ -49,10 +49,10 @@ import { keyText } from '#lib/shared/key-text';
  * | rate-table version copy   | M#<m>#RATES_VERSION#<nnn>           | <CCY>           |  (16 copies: a converting write checks its shard's) |
  * | figures generation copy   | M#<m>#GENERATION#<nnn>              | GENERATION      |  (16 copies: generation, paused_until while a build runs; every MRR write checks its shard's) |
  * | a generation's settings   | M#<m>#G<n>#SETTINGS                 | ZONE / RATES#<CCY> |  (the zone and rates generation n was built in; written once, before its switch) |
- * | a later generation's aggregates | M#<m>#MRR#G<n>[#SEG…] / M#<m>#COHORT#G<n>[#SEG…] / M#<m>#CHURN_REASONS#G<n> | as generation 0's | (built whole by a settings change, lib/metrics/generation.ts) |
+ * | a later generation's aggregates | M#<m>#MRR#G<n>[#SEG…]#<ss> / M#<m>#COHORT#G<n>[#SEG…]#<ss> / M#<m>#CHURN_REASONS#G<n> | as generation 0's | (built whole by a settings change, lib/metrics/generation.ts) |
  * | restate job               | M#<m>#RESTATE                       | <round>#<uuid>  |  (a pass to go on with; entity restate-job, only put and deleted: the worker's stream filter; TTL 7 d) |
  * | restate pace              | M#<m>#PACE                          | <epoch second>  |  (write units the merchant's passes took in that second; TTL 1 h) |
- * | restate marker            | M#<m>#MRR                           | M#0000-00#R#<chain> |  (a pass under way in the background: the whole's reads answer Restate-Pending; TTL 7 d) |
+ * | restate marker            | M#<m>#MRR#00                        | M#0000-00#R#<chain> |  (a pass under way in the background: the whole's reads answer Restate-Pending; TTL 7 d) |
  * | outbox event (payload)    | OUTBOX_EVENT#M#<m>#<evt>            | EVENT           |  (entity "outbox": the stream filter; TTL 3 days; unique key per event) |
  * | outbox mark               | OUTBOX#M#<m>#<ss>                   | <created>#<nn>#<evt> | gsi4 pending (OUTBOX_PENDING#M#<m>#<ss>) until published; TTL 3 days |
  * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS)                              |
@@ -161,6 +161,7 @@ export const legacyCounterPartitions = {
   totals: (merchantId: string): string => `${m(merchantId)}#TOTALS`,
   stats: (merchantId: string, month: string): string => `${m(merchantId)}#STATS#${month}`,
 };
+type Segmentish = { dimension: string; value: string } | null;
 /** The partition suffix of one segment's aggregates (one plan, billing cycle or currency): each its own partition key. */
 const segmentSuffix = (segment?: { dimension: string; value: string } | null) =>
   segment ? `#SEG#${segment.dimension}#${segment.value}` : '';
@@ -169,12 +170,26 @@ const segmentSuffix = (segment?: { dimension: string; value: string } | null) =>
  * (every merchant until its first settings change) has none, so its keys are those items always had.
  */
 const generationSuffix = (generation: number) => (generation ? `#G${generation}` : '');
-/** Partition of a merchant's MRR movement items (days `D#<yyyy-mm-dd>`, month roll-ups `M#<yyyy-mm>`), whole or of one segment. */
+/**
+ * The prefix of a merchant's MRR movement partitions (days `D#<yyyy-mm-dd>`, month roll-ups
+ * `M#<yyyy-mm>`), whole or of one segment: each of the METRIC_SHARDS shards is its own partition
+ * key, `<prefix>#<ss>` (`metricsShardPartition`), so the merchant's MRR-moving writes spread their
+ * capacity over 8 keys, not only their conflicts; a read Queries the 8 at once.
+ */
 export const metricsPartition = (merchantId: string, segment?: { dimension: string; value: string } | null, generation = 0): string =>
   `${m(merchantId)}#MRR${generationSuffix(generation)}${segmentSuffix(segment)}`;
-/** Partition of a merchant's cohort items (`<cohort month>#<month>`), whole or of one segment. */
+/** The prefix of a merchant's cohort partitions (`<cohort month>#<month>`), whole or of one segment, sharded like the movements. */
 export const cohortPartition = (merchantId: string, segment?: { dimension: string; value: string } | null, generation = 0): string =>
   `${m(merchantId)}#COHORT${generationSuffix(generation)}${segmentSuffix(segment)}`;
+/** One shard's partition of the movements (`shard` taken modulo METRIC_SHARDS). */
+export const metricsShardPartition = (merchantId: string, segment: Segmentish | undefined, generation: number, shard: number): string =>
+  `${metricsPartition(merchantId, segment, generation)}#${padMetricShard(shard)}`;
+/** One shard's partition of the cohorts (`shard` taken modulo METRIC_SHARDS). */
+export const cohortShardPartition = (merchantId: string, segment: Segmentish | undefined, generation: number, shard: number): string =>
+  `${cohortPartition(merchantId, segment, generation)}#${padMetricShard(shard)}`;
+/** Every shard's partition of a movements or cohort prefix (what a read Queries, a rebuild or retire walks). */
+export const shardPartitions = (prefix: string): string[] =>
+  Array.from({ length: METRIC_SHARDS }, (_, s) => `${prefix}#${padMetricShard(s)}`);
 /** Partition of a merchant's churn by cancellation reason (`D#<day>#<reason>` and `M#<month>#<reason>`, sharded). */
 export const churnReasonsPartition = (merchantId: string, generation = 0): string =>
   `${m(merchantId)}#CHURN_REASONS${generationSuffix(generation)}`;
@@ -224,8 +239,6 @@ export const webhookDeliveryDaysPartition = (merchantId: string, endpointId: num
 /** Partition of an endpoint's delivery log (newest first: Query descending). */
 export const webhookDeliveriesPartition = (merchantId: string, endpointId: number): string =>
   `${m(merchantId)}#WEBHOOK#${endpointId}#DELIVERIES`;
-
-type Segmentish = { dimension: string; value: string } | null;
 
 export const keys = {
   token: (hash: string): Key => ({ pk: `TOKEN#${hash}`, sk: 'TOKEN' }),
@@ -282,16 +295,16 @@ export const keys = {
   }),
   /** MRR movements of one UTC day (`D#`) or month (`M#`, the roll-up) in one of METRIC_SHARDS shards: ADD deltas, read as ranges. */
   metricsDay: (merchantId: string, day: string, shard: number, segment?: Segmentish, generation = 0): Key => ({
-    pk: metricsPartition(merchantId, segment, generation),
+    pk: metricsShardPartition(merchantId, segment, generation, shard),
     sk: `D#${day}#${padMetricShard(shard)}`,
   }),
   metricsMonth: (merchantId: string, month: string, shard: number, segment?: Segmentish, generation = 0): Key => ({
-    pk: metricsPartition(merchantId, segment, generation),
+    pk: metricsShardPartition(merchantId, segment, generation, shard),
     sk: `M#${month}#${padMetricShard(shard)}`,
   }),
   /** One cohort's figures moved in one month (the cohort month's item also counts who joined), in one shard. */
   metricsCohort: (merchantId: string, cohort: string, month: string, shard: number, segment?: Segmentish, generation = 0): Key => ({
-    pk: cohortPartition(merchantId, segment, generation),
+    pk: cohortShardPartition(merchantId, segment, generation, shard),
     sk: `${cohort}#${month}#${padMetricShard(shard)}`,
   }),
   /** Churn of one reason (URI-encoded, empty: none) in a day (`D`) or month (`M`), in one shard. */
@@ -308,7 +321,7 @@ export const keys = {
    * moves, before every month, so the monthly Query every series makes reads it at no cost.
    */
   restateMarker: (merchantId: string, chain: string, generation = 0): Key => ({
-    pk: metricsPartition(merchantId, null, generation),
+    pk: metricsShardPartition(merchantId, null, generation, 0),
     sk: `M#0000-00#R#${chain}`,
   }),
   /**

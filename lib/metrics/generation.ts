@@ -3,7 +3,7 @@ import { NumberValue, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet } from '#lib/db/batch-get';
 import { BATCH_WRITE_LIMIT, type BatchWrite, batchWrite, keyOf } from '#lib/db/batch-write';
 import { db, tableName } from '#lib/db/client';
-import { churnReasonsPartition, cohortPartition, GENERATION_SHARDS, keys, metricsPartition, type Key } from '#lib/db/keys';
+import { churnReasonsPartition, cohortPartition, GENERATION_SHARDS, keys, metricsPartition, shardPartitions, type Key } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { addRestateJob } from '#lib/metrics/restate-jobs';
 import { DEADLINE_MARGIN_MS, deadline } from '#lib/db/retry';
@@ -236,8 +236,8 @@ const lift = async (merchantId: string, to: number) => {
 };
 
 /**
- * The partitions of generation `generation`'s items: the whole's and each slice's aggregates, and
- * what it was built in. Its segments are those of the timelines, which the new generation's slices are.
+ * The partitions of generation `generation`'s items: the whole's and each slice's aggregates (the
+ * prefixes of their shards: the job stays one small item however many plans), and what it was built in. Its segments are those of the timelines, which the new generation's slices are.
  */
 const partitionsOf = (merchantId: string, slices: Slice[], generation: number): string[] => [
   metricsPartition(merchantId, null, generation),
@@ -248,6 +248,12 @@ const partitionsOf = (merchantId: string, slices: Slice[], generation: number): 
   ),
   ...(generation ? [keys.generationZone(merchantId, generation).pk] : []),
 ];
+
+/** A movements or cohort prefix (`M#<m>#MRR…`, `M#<m>#COHORT…`) stands for its shards' partitions. */
+const SHARDED_PREFIX = /^M#[^#]+#(MRR|COHORT)(#|$)/;
+/** The partitions a retire job deletes, in a fixed order (its `next` counts in it). */
+export const retirePartitions = (partitions: string[]): string[] =>
+  partitions.flatMap((p) => (SHARDED_PREFIX.test(p) ? shardPartitions(p) : [p]));
 
 /** How long after a switch the older generation's items stay: longer than any request that read the generation then. */
 export const RETIRE_GRACE_MS = 30_000;
@@ -267,14 +273,15 @@ export const retireGeneration = async (
   // Waited out within this invocation's time: a round is never shorter than the time it was given.
   if (Date.now() < retire.after) await sleep(Math.max(0, Math.min(retire.after, until) - Date.now()));
   if (Date.now() < retire.after) return { done: false, next: from };
-  for (let i = from; i < retire.partitions.length; i += RETIRING_AT_ONCE) {
+  const partitions = retirePartitions(retire.partitions);
+  for (let i = from; i < partitions.length; i += RETIRING_AT_ONCE) {
     const read = await Promise.all(
-      retire.partitions.slice(i, i + RETIRING_AT_ONCE).map((partition) => queryAll<Key>({ partition, descending: false }, ['pk', 'sk'])),
+      partitions.slice(i, i + RETIRING_AT_ONCE).map((partition) => queryAll<Key>({ partition, descending: false }, ['pk', 'sk'])),
     );
     const deletes: BatchWrite[] = read.flat().map((k) => ({ delete: { pk: k.pk, sk: k.sk } }));
     if (!(await writePaced(deletes, BUILD_WCU_PER_KEY, until))) return { done: false, next: i };
   }
-  return { done: true, next: retire.partitions.length };
+  return { done: true, next: partitions.length };
 };
 
 /** Every customer's contributions in the new settings, summed per slice (the whole and each segment); null past `until`. */

@@ -2,7 +2,7 @@ import Decimal from 'decimal.js';
 import { DeleteCommand, GetCommand, NumberValue, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
-import { churnReasonsPartition, cohortPartition, indexes, keys, metricsPartition } from '#lib/db/keys';
+import { churnReasonsPartition, cohortPartition, indexes, keys, metricsPartition, shardPartitions } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { STORED_ATTR } from '#lib/metrics/rules';
 import { addTimelineChange, aggregateKey, plansOf, RESTATE_MARKER_ENTITY, timelinesFrom } from '#lib/metrics/store';
@@ -258,8 +258,8 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   let pendingApplied = 0;
   const partitionsOf = (segment: Segment | null) =>
     [
-      ['metrics', metricsPartition(merchantId, segment, generation)],
-      ['cohort', cohortPartition(merchantId, segment, generation)],
+      ...shardPartitions(metricsPartition(merchantId, segment, generation)).map((p) => ['metrics', p]),
+      ...shardPartitions(cohortPartition(merchantId, segment, generation)).map((p) => ['cohort', p]),
       ...(segment ? [] : [['reasons', churnReasonsPartition(merchantId, generation)]]),
     ] as ['metrics' | 'cohort' | 'reasons', string][];
   for (const { segment } of targets.values()) {

@@ -25,12 +25,12 @@ import {
   customerIdRounds,
   customersOfPlan,
   customersWithMetadata,
-  movementsPartition,
+  movementsPartitions,
   readCohortItems,
   readPlanNames,
   readRangeItems,
   readTimelines,
-  reasonsPartition,
+  reasonsPartitions,
 } from '#lib/metrics/store';
 import {
   addContributions,
@@ -87,7 +87,7 @@ const rangeItems = async (merchantId: string, figures: Figures, slice: Slice, ra
     return { ...itemsInRange((await segmentItems(merchantId, figures, slice)).movements, rangeReads(range)), restating: false };
   const read = await Promise.all(
     storedParts(slice.segment, figures).map((segment) =>
-      readRangeItems(movementsPartition(merchantId, segment, figures.generation), rangeReads(range)),
+      readRangeItems(movementsPartitions(merchantId, segment, figures.generation), rangeReads(range)),
     ),
   );
   return { months: read.flatMap((r) => r.months), days: read.flatMap((r) => r.days), restating: read.some((r) => r.restating) };
@@ -129,7 +129,7 @@ export const cohorts = async (merchantId: string, figures: Figures, q: CohortsQu
   return cohortTable(range, items);
 };
 
-/** GET /metrics/plans: the plan list (one Query), then each plan's segment read to the day (two Queries each, in parallel). */
+/** GET /metrics/plans: the plan list (one Query), then each plan's segment read to the day (two Queries a shard, all in parallel). */
 export const planFigures = async (merchantId: string, { timezone: zone, generation }: Figures, q: PlansQuery) => {
   const day = resolveDay(q.date, today(zone), zone);
   const range = { start: day, end: day, interval: 'day' as const };
@@ -141,7 +141,7 @@ export const planFigures = async (merchantId: string, { timezone: zone, generati
           plan,
           foldRange(
             range,
-            await readRangeItems(movementsPartition(merchantId, { dimension: 'plan', value: plan }, generation), rangeReads(range)),
+            await readRangeItems(movementsPartitions(merchantId, { dimension: 'plan', value: plan }, generation), rangeReads(range)),
           ),
         ] as [string, ReturnType<typeof foldRange>],
     ),
@@ -152,7 +152,7 @@ export const planFigures = async (merchantId: string, { timezone: zone, generati
 /** GET /metrics/churn-reasons: the churn-by-reason items of the range, read month-wise (up to three Queries). */
 export const churnReasons = async (merchantId: string, { timezone: zone, generation }: Figures, q: ChurnReasonsQuery) => {
   const range = { ...resolveRange({ ...q, interval: 'month' }, today(zone), zone), interval: 'month' as const };
-  return reasonTable(range, await readRangeItems(reasonsPartition(merchantId, generation), rangeReads(range)));
+  return reasonTable(range, await readRangeItems(reasonsPartitions(merchantId, generation), rangeReads(range)));
 };
 
 /** Timeline heads read a BatchGetItem each: 100 a request, these many requests at once. */

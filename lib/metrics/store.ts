@@ -4,10 +4,13 @@ import { db, tableName } from '#lib/db/client';
 import {
   churnReasonsPartition,
   cohortPartition,
+  cohortShardPartition,
   CUSTOMER_INDEX_SHARDS,
   customerMetadataPartition,
   keys,
   metricsPartition,
+  metricsShardPartition,
+  shardPartitions,
   planCustomersPartition,
   plansPartition,
   TIMELINE_CHUNK_PREFIX,
@@ -143,12 +146,12 @@ export const aggregateKey = (merchantId: string, id: string, shard: number, segm
  * it looks (before every month of the movement items; inside its cohort's range of cohort items).
  */
 export const PENDING_MONTH = '0000-00';
-export const pendingHome = (merchantId: string, id: string, segment: Segment | null = null, generation = 0): Key =>
+export const pendingHome = (merchantId: string, id: string, shard: number, segment: Segment | null = null, generation = 0): Key =>
   id.startsWith('C#')
-    ? { pk: cohortPartition(merchantId, segment, generation), sk: `${id.split('#')[1]}#${PENDING_MONTH}` }
+    ? { pk: cohortShardPartition(merchantId, segment, generation, shard), sk: `${id.split('#')[1]}#${PENDING_MONTH}` }
     : id.startsWith('R')
       ? { pk: churnReasonsPartition(merchantId, generation), sk: `M#${PENDING_MONTH}` }
-      : { pk: metricsPartition(merchantId, segment, generation), sk: `M#${PENDING_MONTH}` };
+      : { pk: metricsShardPartition(merchantId, segment, generation, shard), sk: `M#${PENDING_MONTH}` };
 
 /**
  * Adds the customer's timeline change to `ws`: the timeline's items and the aggregate moves (those
@@ -224,7 +227,7 @@ export const addTimelineChange = async (
     for (const [id, attrs] of slice) {
       const u = ws
         .update('metrics', aggregateKey(merchantId, id, ws.shard, segment, generation))
-        .spillable(pendingHome(merchantId, id, segment, generation));
+        .spillable(pendingHome(merchantId, id, ws.shard, segment, generation));
       for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr] ?? attr, delta);
     }
     // A plan new to this customer's figures joins the merchant's plan list (sharded like the aggregates).
@@ -430,11 +433,11 @@ const isMarker = (item: AggregateItem) => item.entity === RESTATE_MARKER_ENTITY;
 /** A pending-moves item as the items it is for (their sort keys, the deltas as their attributes). */
 const pendingItems = (item: AggregateItem): AggregateItem[] => pendingMovesOf(item).map(([sk, adds]) => ({ sk, ...adds }));
 
-/** The partition of the movement items of the whole (segment null) or of one segment. */
-export const movementsPartition = (merchantId: string, segment: Segment | null, generation = 0) =>
-  metricsPartition(merchantId, segment, generation);
+/** The partitions (one a shard) of the movement items of the whole (segment null) or of one segment. */
+export const movementsPartitions = (merchantId: string, segment: Segment | null, generation = 0): string[] =>
+  shardPartitions(metricsPartition(merchantId, segment, generation));
 /** The partition of churn by cancellation reason (the same day and month layout, a reason in each sort key). */
-export const reasonsPartition = (merchantId: string, generation = 0) => churnReasonsPartition(merchantId, generation);
+export const reasonsPartitions = (merchantId: string, generation = 0): string[] => [churnReasonsPartition(merchantId, generation)];
 
 /** The plan names the merchant's figures have seen: one Query of their (sharded) items. */
 export const readPlanNames = async (merchantId: string): Promise<string[]> => {
@@ -443,15 +446,23 @@ export const readPlanNames = async (merchantId: string): Promise<string[]> => {
 };
 
 /**
- * The aggregate items `rangeReads` names in `partition` (the whole's, a segment's, or churn by
- * reason): one Query of month roll-ups and up to two of day items, all at once, strongly consistent. Pending moves (sorted before every month, so always read) are
- * returned as the items they are for, where the queries would have read them. `restating`: a marker
- * of a pass still going on in the background was read (one past its TTL, not yet swept, is not).
+ * The aggregate items `rangeReads` names in `partitions` (the whole's or a segment's shards, or churn
+ * by reason): in each, one Query of month roll-ups and up to two of day items, all at once, strongly
+ * consistent. Pending moves (sorted before every month, so always read) are returned as the items
+ * they are for, where the queries would have read them. `restating`: a marker of a pass still going
+ * on in the background was read (one past its TTL, not yet swept, is not).
  */
-export const readRangeItems = async (partition: string, { monthsTo, dayRanges }: RangeReads) => {
+export const readRangeItems = async (partitions: string[], { monthsTo, dayRanges }: RangeReads) => {
   // Every attribute: the levels left unconverted (`uUSD`) are named by currency (a read costs the items' size either way).
-  const query = (lo: string, hi: string) => queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, []);
-  const [read, ...dayItems] = await Promise.all([query('M#', monthsTo), ...dayRanges.map(([lo, hi]) => query(lo, hi))]);
+  const query = (partition: string, lo: string, hi: string) =>
+    queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, []);
+  const reads = await Promise.all(
+    partitions.map((partition) =>
+      Promise.all([query(partition, 'M#', monthsTo), ...dayRanges.map(([lo, hi]) => query(partition, lo, hi))]),
+    ),
+  );
+  const read = reads.flatMap(([monthItems]) => monthItems);
+  const dayItems = reads.flatMap(([, ...days]) => days);
   const restating = read.some((i) => isMarker(i) && isUnexpired(i));
   const readMonths = read.filter((i) => !isMarker(i));
   const months = readMonths.filter((i) => !isPending(i));
@@ -464,13 +475,14 @@ export const readRangeItems = async (partition: string, { monthsTo, dayRanges }:
   return { months, days, restating };
 };
 
-/** The cohort items of cohorts `start`..`end` (`yyyy-mm`): one Query; a cohort's pending moves, which sit in its range, as the items they are for. */
+/** The cohort items of cohorts `start`..`end` (`yyyy-mm`): one Query a shard, at once; a cohort's pending moves, which sit in its range, as the items they are for. */
 export const readCohortItems = async (merchantId: string, start: string, end: string, segment: Segment | null = null, generation = 0) => {
-  const read = await queryAll<AggregateItem>(
-    { partition: cohortPartition(merchantId, segment, generation), from: `${start}#`, to: `${end}#~`, descending: false },
-    ['sk', 'moves', ...COHORT_PROJECTION],
+  const read = await Promise.all(
+    shardPartitions(cohortPartition(merchantId, segment, generation)).map((partition) =>
+      queryAll<AggregateItem>({ partition, from: `${start}#`, to: `${end}#~`, descending: false }, ['sk', 'moves', ...COHORT_PROJECTION]),
+    ),
   );
-  return read.flatMap((i) => (isPending(i) ? pendingItems(i) : [i]));
+  return read.flat().flatMap((i) => (isPending(i) ? pendingItems(i) : [i]));
 };
 
 /** The customer ids of an index (metadata or plan customers): its shards' partitions Queried at once, strongly consistent. */

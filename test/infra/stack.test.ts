@@ -539,11 +539,11 @@ describe('table grants', () => {
     for (const [pk, pattern] of [
       [keys.metricsDay(merchant, '2025-01-01', 0).pk, metrics[0]],
       [keys.metricsMonth(merchant, '2025-01', 3, segment).pk, metrics[0]],
-      [pendingHome(merchant, 'M#2025-01').pk, metrics[0]],
+      [pendingHome(merchant, 'M#2025-01', 0).pk, metrics[0]],
       [keys.metricsCohort(merchant, '2025-01', '2025-02', 0).pk, metrics[1]],
-      [pendingHome(merchant, 'C#2025-01#2025-02', segment).pk, metrics[1]],
+      [pendingHome(merchant, 'C#2025-01#2025-02', 5, segment).pk, metrics[1]],
       [keys.churnReason(merchant, 'M', '2025-01', 'price', 0).pk, metrics[2]],
-      [pendingHome(merchant, 'RM#2025-01#price').pk, metrics[2]],
+      [pendingHome(merchant, 'RM#2025-01#price', 0).pk, metrics[2]],
     ]) {
       expect(matching(pk), pk).toEqual([pattern]);
     }
@@ -948,7 +948,7 @@ describe('pending-moves applier', () => {
   it('its filter lets through exactly the records the applier (and the local poller) apply', () => {
     const pattern = JSON.parse(mappingOf(defaults).FilterCriteria.Filters[0].Pattern);
     expect(pattern).toEqual({ eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: [PENDING_MOVES_ENTITY] } } } });
-    const home = pendingHome('mer_filter', 'M#2025-01');
+    const home = pendingHome('mer_filter', 'M#2025-01', 0);
     const item = { pk: home.pk, sk: `${home.sk}#P#b1#000`, entity: PENDING_MOVES_ENTITY, moves: '[]' };
     const records = [
       streamRecord('INSERT', item),
@@ -1064,7 +1064,7 @@ describe('restate worker', () => {
       from_id: 1,
       round: 1,
     };
-    const home = pendingHome('mer_filter', 'M#2025-01');
+    const home = pendingHome('mer_filter', 'M#2025-01', 0);
     const records = [
       streamRecord('INSERT', item),
       streamRecord('MODIFY', item),
@@ -1152,7 +1152,7 @@ describe('restate worker', () => {
       keys.metricsDay(id, '2025-01-01', 3, segment),
       keys.metricsCohort(id, '2025-01', '2025-02', 0),
       keys.churnReason(id, 'M', '2025-01', 'price', 0),
-      pendingHome(id, 'M#2025-01'),
+      pendingHome(id, 'M#2025-01', 0),
       keys.plan(id, 'Pro', 0),
       keys.planCustomer(id, 'Pro#1', 9),
       keys.exchangeRates(id, 'USD'),

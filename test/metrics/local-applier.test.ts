@@ -52,7 +52,7 @@ const read = async (key: Key) => (await db().send(new GetCommand({ TableName: ta
 
 describe('the local pending-moves applier', () => {
   it('applies a pending-moves item put into the table within seconds: the targets have the ADDs, the item is gone', async () => {
-    const home = pendingHome('mer_0000000000000000a001', 'M#2024-03');
+    const home = pendingHome('mer_0000000000000000a001', 'M#2024-03', 0);
     const moves: PendingMoves = [
       ['D#2024-03-05#00', { n: '7', ac: '1' }],
       ['M#2024-03#00', { n: '7', ac: '1' }],

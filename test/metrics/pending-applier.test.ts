@@ -29,13 +29,13 @@ const merchant = () => `mer_${randomBytes(10).toString('hex')}`;
 let n = 0;
 /** A pending-moves item under the merchant's month home, put as a batch's transaction puts it; its INSERT record. */
 const putPending = async (merchantId: string, moves: PendingMoves) => {
-  const home = pendingHome(merchantId, 'M#2024-03');
+  const home = pendingHome(merchantId, 'M#2024-03', 0);
   const item = { pk: home.pk, sk: `${home.sk}#P#test-${++n}#000`, entity: PENDING_MOVES_ENTITY, moves: JSON.stringify(moves) };
   await db().send(new PutCommand({ TableName: tableName(), Item: item }));
   return { key: { pk: item.pk, sk: item.sk }, record: streamRecord('INSERT', item) };
 };
 const read = async (key: Key) => (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
-const target = (merchantId: string, sk: string): Key => ({ pk: pendingHome(merchantId, 'M#2024-03').pk, sk });
+const target = (merchantId: string, sk: string): Key => ({ pk: pendingHome(merchantId, 'M#2024-03', 0).pk, sk });
 const seq = (r: DynamoDBRecord) => r.dynamodb!.SequenceNumber!;
 
 describe('the pending-moves applier', () => {

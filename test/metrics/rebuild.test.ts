@@ -2,7 +2,7 @@ import { DeleteCommand, NumberValue, UpdateCommand } from '@aws-sdk/lib-dynamodb
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
-import { cohortPartition, keys, metricsPartition } from '#lib/db/keys';
+import { cohortPartition, keys, metricsPartition, shardPartitions } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { rebuildMerchantAggregates } from '#lib/metrics/rebuild';
 import { STORED_ATTR } from '#lib/metrics/rules';
@@ -24,7 +24,13 @@ const MRR_ATTRS = ['pk', 'sk', ...Object.values(STORED_ATTR)];
 
 /** Rewrites the merchant's month roll-ups as the earlier version stored them: year items. */
 const toLegacyShape = async (merchantId: string) => {
-  const months = await queryAll<Record<string, unknown>>({ partition: metricsPartition(merchantId), from: 'M#', to: 'M#~' }, MRR_ATTRS);
+  const months = (
+    await Promise.all(
+      shardPartitions(metricsPartition(merchantId)).map((partition) =>
+        queryAll<Record<string, unknown>>({ partition, from: 'M#', to: 'M#~' }, MRR_ATTRS),
+      ),
+    )
+  ).flat();
   for (const item of months) {
     const [, month, shard] = String(item.sk).split('#');
     const values = Object.values(STORED_ATTR).filter((a) => item[a] !== undefined);
@@ -104,7 +110,8 @@ describe('ops metrics rebuild', () => {
     expect(report.year_items_removed).toBeGreaterThan(0);
     expect(report.aggregates_corrected).toBeGreaterThan(0);
     expect(await reads()).toEqual(before);
-    expect(await queryAll({ partition: metricsPartition(merchantId), from: 'Y#', to: 'Y#~' }, ['sk'])).toEqual([]);
+    for (const partition of shardPartitions(metricsPartition(merchantId)))
+      expect(await queryAll({ partition, from: 'Y#', to: 'Y#~' }, ['sk'])).toEqual([]);
 
     // Nothing left to correct; the cohort and day items were right all along.
     expect(await rebuildMerchantAggregates(merchantId)).toEqual({
@@ -118,7 +125,9 @@ describe('ops metrics rebuild', () => {
       index_entries_added: 0,
       ltv_parts_written: 0,
     });
-    expect((await queryAll({ partition: cohortPartition(merchantId) }, ['sk'])).length).toBeGreaterThan(0);
+    expect(
+      (await Promise.all(shardPartitions(cohortPartition(merchantId)).map((partition) => queryAll({ partition }, ['sk'])))).flat().length,
+    ).toBeGreaterThan(0);
   });
 
   it('is an operator command: `ops metrics rebuild --merchant ID` prints the report; an unknown merchant is a 404 message', {

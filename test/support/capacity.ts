@@ -4,6 +4,7 @@ import { config } from '#lib/config';
 import { db, tableName } from '#lib/db/client';
 import { GSIS, TABLE_KEYS } from '#lib/db/table';
 import { COUNTER_SHARDS } from '#lib/db/writes-constants';
+import { METRIC_SHARDS } from '#lib/db/keys';
 import { writtenKeys, type WrittenKey } from './faults.ts';
 import { itemSize } from './write-limits.ts';
 
@@ -99,8 +100,14 @@ export const recordCapacity = (): CapacityRecorder => {
   };
 };
 
-/** A counter shard's partition key: its family (the key without the shard). */
-const counterFamily = (key: string): string | undefined => /^(table M#[^#]+#(?:TOTALS|STATS#\d{4}-\d{2}))#\d{3}$/.exec(key)?.[1];
+/** A counter shard's partition key: its family (the key without the shard) and how many shards it has. */
+const counterFamily = (key: string): { family: string; shards: number } | undefined => {
+  const counter = /^(table M#[^#]+#(?:TOTALS|STATS#\d{4}-\d{2}))#\d{3}$/.exec(key)?.[1];
+  if (counter) return { family: counter, shards: COUNTER_SHARDS };
+  // The MRR and cohort aggregates of the whole or a segment, one partition key per metric shard.
+  const metric = /^(table M#[^#]+#(?:MRR|COHORT)(?:#.*)?)#\d{2}$/.exec(key)?.[1];
+  return metric ? { family: metric, shards: METRIC_SHARDS } : undefined;
+};
 
 /**
  * WCU per second on each partition key when the recorded load runs `scale` times a second.
@@ -108,14 +115,16 @@ const counterFamily = (key: string): string | undefined => /^(table M#[^#]+#(?:T
  * A load run here goes through one process, which keeps its counter shard from one transaction
  * to the next; at a merchant's full speed many writers run at once, each on a shard of its own
  * (one that meets another conflicts and draws again). So a counter family's writes are priced
- * spread evenly over its COUNTER_SHARDS keys, each reported as `<family>#<each>`.
+ * spread evenly over its COUNTER_SHARDS keys, and the MRR and cohort aggregates' (whose shard is
+ * the transaction's counter shard modulo METRIC_SHARDS) over their METRIC_SHARDS keys, each
+ * reported as `<family>#<each>`.
  */
 export const ratesAt = (records: CapacityRecord[], scale: number): Map<string, number> => {
   const out = new Map<string, number>();
   for (const r of records) {
     const family = counterFamily(r.key);
-    const key = family ? `${family}#<each>` : r.key;
-    out.set(key, (out.get(key) ?? 0) + (r.wcu * scale) / (family ? COUNTER_SHARDS : 1));
+    const key = family ? `${family.family}#<each>` : r.key;
+    out.set(key, (out.get(key) ?? 0) + (r.wcu * scale) / (family?.shards ?? 1));
   }
   return out;
 };
