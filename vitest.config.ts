@@ -36,6 +36,9 @@ export default defineConfig({
       // Behaviour tests share two cores with each other (a synth, a browser): a request starved of CPU
       // must not meet the 10 s production deadline by chance. Tests of the deadline set their own.
       LOCAL_FUNCTION_TIMEOUT_MS: '25000',
+      // As `npm start` runs (infra/local/start.ts); the tests of the pace and the bound set their own.
+      APPLIER_WCU_PER_SECOND: '0',
+      PENDING_BACKLOG_BOUND: '20000',
     },
   },
 });

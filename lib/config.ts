@@ -35,6 +35,24 @@ export const config = {
    * partition key (lib/metrics/restate.ts): 100 beside a merchant's full load (docs/scale.md). 0:
    * unpaced (DynamoDB Local, which has no partitions to spare).
    */
+  /**
+   * Write units a second the pending-moves applier takes from one metric shard's keys of a merchant
+   * (lib/metrics/pending-applier.ts): beside the full live load's 223 on a shard (docs/scale.md) it
+   * stays under 500, and above the 130 an import at its pace needs, so the applier keeps up. 0: unpaced.
+   */
+  /**
+   * Most pending-moves items one metric shard of a merchant may hold waiting (lib/db/writes.ts):
+   * past it a batch is answered `throttled` until the applier catches up. `npm start` raises it:
+   * one local process writes every batch to one shard.
+   */
+  pendingBacklogBound: (): number => {
+    const n = Number(process.env.PENDING_BACKLOG_BOUND ?? '');
+    return process.env.PENDING_BACKLOG_BOUND !== undefined && Number.isInteger(n) && n > 0 ? n : 500;
+  },
+  applierWcuPerSecond: (): number => {
+    const n = Number(process.env.APPLIER_WCU_PER_SECOND ?? '');
+    return process.env.APPLIER_WCU_PER_SECOND !== undefined && Number.isFinite(n) && n >= 0 ? n : 150;
+  },
   restateWcuPerSecond: (): number => {
     const n = Number(process.env.RESTATE_WCU_PER_SECOND ?? '');
     return process.env.RESTATE_WCU_PER_SECOND !== undefined && Number.isFinite(n) && n >= 0 ? n : 100;

@@ -3,7 +3,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { churnReasonsPartition, cohortPartition, metricsPartition } from '#lib/db/keys';
+import { churnReasonsPartition, cohortPartition, keys, metricsPartition } from '#lib/db/keys';
 import { PENDING_MOVES_ENTITY } from '#lib/db/writes';
 import { PENDING_MOVES_APPLIER_HANDLER } from '../paths.ts';
 import { ApiFunction, MERCHANT_ID_IAM_PATTERN, type TableAction } from './api-function.ts';
@@ -26,6 +26,15 @@ export const PENDING_MOVES_PK_PATTERNS = [
  * No ConditionCheckItem: a move carries no condition, so it is never rendered as a check.
  */
 export const PENDING_MOVES_ACTIONS: TableAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
+
+/**
+ * The applier's other updates: one off the item's shard backlog count (`M#<m>#PENDING#<ss>`) in the
+ * apply, and its share of the pace ledger (`M#<m>#PACE`, `A#<ss>#<second>`) before it.
+ */
+export const PENDING_MOVES_COUNTS_PK_PATTERNS = [
+  `${keys.merchant(MERCHANT_ID_IAM_PATTERN).pk}#PENDING#*`,
+  keys.applierPace(MERCHANT_ID_IAM_PATTERN, 0, 0).pk,
+];
 
 /**
  * How Lambda feeds the applier. Up to 50 records or 1 s per invocation (an invocation applies 4
@@ -78,7 +87,10 @@ export class PendingMovesApplier extends Construct {
     });
     // Its key grants also decrypt the stream's records.
     this.function.grantTableActions(props.table, {
-      keyed: PENDING_MOVES_ACTIONS.map((action) => ({ action, leadingKeys: PENDING_MOVES_PK_PATTERNS })),
+      keyed: [
+        ...PENDING_MOVES_ACTIONS.map((action) => ({ action, leadingKeys: PENDING_MOVES_PK_PATTERNS })),
+        { action: 'UpdateItem', leadingKeys: PENDING_MOVES_COUNTS_PK_PATTERNS },
+      ],
     });
     // Stream reads, the dead-letter queue (the shard and sequence range of batches given up on: their
     // items are still pending in the table, read in, and applied by `ops metrics rebuild`) and the

@@ -35,6 +35,8 @@ export const RESTATE_WORKER_PARTITIONS = {
   jobs: keys.restateJob(M, '').pk,
   /** `M#<m>#PACE`: the ledger of write units the merchant's passes share, a second an item. */
   pace: keys.restatePace(M, 0).pk,
+  /** `M#<m>#PENDING#<ss>`: the pending-moves backlog counts a spilled transaction adds to and an apply takes from. */
+  pendingBacklog: anyEnding(keys.pendingBacklog(M, 0).pk, '00'),
   /** `M#<m>#CUSTOMER#<id>`: a customer's timeline head and chunks. */
   customers: CUSTOMER_PK_PATTERN,
   /** The aggregates and their pending moves (the applier's partitions). */
@@ -79,7 +81,7 @@ export const RESTATE_WORKER_GRANTS: KeyedGrant[] = [
   { action: 'BatchGetItem', leadingKeys: [P.customers, P.rates, P.generationSettings] },
   { action: 'Query', leadingKeys: [P.customers, ...RETIRED] },
   { action: 'PutItem', leadingKeys: [P.jobs, P.customers, ...P.metrics, P.planCustomers] },
-  { action: 'UpdateItem', leadingKeys: [...P.metrics, P.plans, P.pace] },
+  { action: 'UpdateItem', leadingKeys: [...P.metrics, P.plans, P.pace, P.pendingBacklog] },
   { action: 'DeleteItem', leadingKeys: [P.jobs, P.customers, ...P.metrics] },
   { action: 'ConditionCheckItem', leadingKeys: [P.rateVersions, P.generations] },
   { action: 'BatchWriteItem', leadingKeys: RETIRED },

@@ -161,6 +161,10 @@ const main = async () => {
   process.env.AWS_REGION ??= 'us-east-1';
   // DynamoDB Local has no partition ceilings to keep a pass's pace for: a pass after a zone or rate change runs flat out.
   process.env.RESTATE_WCU_PER_SECOND ??= '0';
+  // Nor for the pending-moves applier's; and one local process writes every batch to one metric
+  // shard, so the backlog bound that keeps an AWS read small would slow a local import down.
+  process.env.APPLIER_WCU_PER_SECOND ??= '0';
+  process.env.PENDING_BACKLOG_BOUND ??= '20000';
   await cleanUpAfterKilledStart();
   const port = Number(process.env.PORT ?? 3000);
   const apiUrl = `http://localhost:${port}${BASE_PATH}`;
@@ -247,6 +251,8 @@ const bundleOverrides = (): Record<string, string> => {
     'LOG_LEVEL',
     'POWERTOOLS_METRICS_DISABLED',
     'RESTATE_WCU_PER_SECOND',
+    'APPLIER_WCU_PER_SECOND',
+    'PENDING_BACKLOG_BOUND',
     'RATE_LIMIT_PER_HOUR',
     'UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE',
     'LOCAL_WEBHOOK_KEY',

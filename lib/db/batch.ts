@@ -5,7 +5,15 @@ import { ContentionError, DomainError, InvalidError, RecountingError, ThrottledE
 import { type Key, keys, METRIC_SHARDS } from '#lib/db/keys';
 import { leaseShard, releaseShard } from '#lib/db/shards';
 import { epochSeconds } from '#lib/db/ttl';
-import { itemAbsent, MAX_ACTIONS, MAX_EXPRESSION_BYTES, MAX_TRANSACTION_BYTES, WriteConflict, WriteSet } from '#lib/db/writes';
+import {
+  itemAbsent,
+  MAX_ACTIONS,
+  MAX_EXPRESSION_BYTES,
+  MAX_TRANSACTION_BYTES,
+  PendingBacklogFull,
+  WriteConflict,
+  WriteSet,
+} from '#lib/db/writes';
 import { logger } from '#lib/logger';
 
 /**
@@ -224,6 +232,11 @@ export const runBatch = async <U>(units: U[], plan: BatchPlan<U>, opts: BatchOpt
     }
     // The closing record it carried goes on its own (when unknown it may have landed: not written twice).
     if (carriesFinish && outcome !== 'unknown') finished = false;
+    // Refused for a full pending-moves backlog: the applier is behind, so its units wait (throttled).
+    if (error instanceof PendingBacklogFull) {
+      for (const unit of chunk) plan.failed(unit, error);
+      return;
+    }
     if (outcome === 'fenced' || outcome === 'unknown') {
       // Fenced: never stored, its units answer busy (retry them); unknown: they answer that they may be stored.
       logger.warn('batch chunk unconfirmed, settled', {

@@ -52,6 +52,8 @@ import { keyText } from '#lib/shared/key-text';
  * | a later generation's aggregates | M#<m>#MRR#G<n>[#SEG…]#<ss> / M#<m>#COHORT#G<n>[#SEG…]#<ss> / M#<m>#CHURN_REASONS#G<n> | as generation 0's | (built whole by a settings change, lib/metrics/generation.ts) |
  * | restate job               | M#<m>#RESTATE                       | <round>#<uuid>  |  (a pass to go on with; entity restate-job, only put and deleted: the worker's stream filter; TTL 7 d) |
  * | restate pace              | M#<m>#PACE                          | <epoch second>  |  (write units the merchant's passes took in that second; TTL 1 h) |
+ * | applier pace              | M#<m>#PACE                          | A#<ss>#<epoch second> | (write units the pending-moves applier took on metric shard ss in that second; TTL 1 h) |
+ * | pending-moves backlog     | M#<m>#PENDING#<ss>                  | BACKLOG         |  (n: pending-moves items waiting in metric shard ss; bounded by the puts' condition) |
  * | restate marker            | M#<m>#MRR#00                        | M#0000-00#R#<chain> |  (a pass under way in the background: the whole's reads answer Restate-Pending; TTL 7 d) |
  * | outbox event (payload)    | OUTBOX_EVENT#M#<m>#<evt>            | EVENT           |  (entity "outbox": the stream filter; TTL 3 days; unique key per event) |
  * | outbox mark               | OUTBOX#M#<m>#<ss>                   | <created>#<nn>#<evt> | gsi4 pending (OUTBOX_PENDING#M#<m>#<ss>) until published; TTL 3 days |
@@ -151,6 +153,8 @@ export const TIMELINE_CHUNK_PREFIX = 'MRR_TIMELINE#';
  * Each counter shard is its own partition key: a shard is written by one writer at a time (a
  * second one conflicts and draws another), so no counter key takes more than one writer's pace.
  */
+/** The merchant a data key belongs to (`M#<m>#…`), or null for a key led otherwise. */
+export const merchantOfKey = (pk: string): string | null => /^M#([^#]+)(?:#|$)/.exec(pk)?.[1] ?? null;
 /** Partition of one shard of a merchant's list totals. */
 export const totalsPartition = (merchantId: string, shard: number): string => `${m(merchantId)}#TOTALS#${padShard(shard)}`;
 /** Partition of one shard of a merchant's stats of one month (its day items `D#<dd>#<nnn>` and month item `M#<nnn>`). */
@@ -338,6 +342,16 @@ export const keys = {
   generation: (merchantId: string, shard: number): Key => ({ pk: generationPartition(merchantId, shard), sk: 'GENERATION' }),
   /** The write units the merchant's passes have booked in one second (lib/metrics/pace.ts), shared by all of them. */
   restatePace: (merchantId: string, second: number): Key => ({ pk: `${m(merchantId)}#PACE`, sk: String(second) }),
+  /** The write units the pending-moves applier has booked in one second on one metric shard's keys (lib/metrics/pending-applier.ts). */
+  applierPace: (merchantId: string, shard: number, second: number): Key => ({
+    pk: `${m(merchantId)}#PACE`,
+    sk: `A#${padMetricShard(shard)}#${second}`,
+  }),
+  /**
+   * How many pending-moves items of the merchant wait in one metric shard, all partitions alike
+   * (lib/db/writes.ts): a transaction putting some adds them under a bound, an apply takes one off.
+   */
+  pendingBacklog: (merchantId: string, shard: number): Key => ({ pk: `${m(merchantId)}#PENDING#${padMetricShard(shard)}`, sk: 'BACKLOG' }),
   /** One copy of a currency's rate-table version (`shard` taken modulo RATE_VERSION_SHARDS). */
   exchangeRatesVersion: (merchantId: string, currency: string, shard: number): Key => ({
     pk: exchangeRatesVersionPartition(merchantId, shard),

@@ -3,8 +3,10 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, NumberValue, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { db, tableName } from '#lib/db/client';
-import type { Key } from '#lib/db/keys';
+import { type Key, keys, METRIC_SHARDS, merchantOfKey } from '#lib/db/keys';
 import { RetryableError } from '#lib/db/retry';
+import { ThrottledError } from '#lib/errors';
+import { config } from '#lib/config';
 import { leaseShard, releaseShard } from '#lib/db/shards';
 import { COUNTER_SHARDS } from '#lib/db/writes-constants';
 
@@ -102,6 +104,20 @@ export const MOVES_PER_PENDING = 90;
 export const PENDING_MARK = 'P';
 /** `entity` of a pending-moves item: what the table stream's filter picks out for the pending-moves applier. */
 export const PENDING_MOVES_ENTITY = 'pending-moves';
+/**
+ * Most pending-moves items one metric shard of a merchant may hold waiting, every partition of the
+ * shard together (`config.pendingBacklogBound()`, 500 on AWS): a transaction that would pass it is
+ * refused as throttled, so an applier falling behind slows the batches down (they answer
+ * `throttled`, and are sent again) instead of leaving reads ever more items to add in. At most
+ * ~4 KB an item, a read meets at most ~2 MB of them in a shard's partitions however far behind
+ * the applier is.
+ */
+const backlogBound = () => config.pendingBacklogBound();
+const BACKLOG_TAG = 'pending-backlog';
+/** A full backlog, once the retries are spent: a batch's units answer `throttled` (never redone one by one, which would write their moves past the applier's pace). */
+export class PendingBacklogFull extends ThrottledError {}
+const backlogFull = () =>
+  new RetryableError('throttle', 'the pending-moves backlog of a metric shard is full', () => new PendingBacklogFull());
 
 /** The moves of a pending item: target sort key (same partition) → attribute → delta. */
 export type PendingMoves = [sk: string, adds: Record<string, string>][];
@@ -143,7 +159,7 @@ const movable = (op: Op): op is UpdateOp =>
  * The pending-moves items carrying `moved` (grouped by home, at most MOVES_PER_PENDING each), keyed
  * `<home sk>#P#<group>#<nnn>`: puts on condition that the key is new.
  */
-const pendingPuts = (moved: UpdateOp[], group: string): Extract<Op, { kind: 'put' }>[] => {
+const pendingPuts = (moved: UpdateOp[], group: string, shard: number): Extract<Op, { kind: 'put' }>[] => {
   const byHome = new Map<string, { home: Key; ops: UpdateOp[] }>();
   for (const op of moved) {
     if (op.key.pk !== op.spill!.pk)
@@ -165,12 +181,39 @@ const pendingPuts = (moved: UpdateOp[], group: string): Extract<Op, { kind: 'put
         kind: 'put',
         tag: 'pending-moves',
         key,
-        item: { ...key, entity: PENDING_MOVES_ENTITY, moves: JSON.stringify(moves) },
+        item: { ...key, entity: PENDING_MOVES_ENTITY, moves: JSON.stringify(moves), pending_shard: shard % METRIC_SHARDS },
         conditions: [itemAbsent],
       });
     }
   }
   return puts;
+};
+
+/** Room for `n` more items under the bound (none, whatever the count, for more than the bound holds). */
+const backlogRoom = (n: number): Condition => {
+  const room = backlogBound() - n;
+  return room < 0
+    ? { expression: 'attribute_exists(#pbn) AND attribute_not_exists(#pbn)', names: { '#pbn': 'n' } }
+    : { expression: 'attribute_not_exists(#pbn) OR #pbn <= :pbroom', names: { '#pbn': 'n' }, values: { ':pbroom': room } };
+};
+
+/** The backlog counts `puts` add to (one per merchant, in the transaction's metric shard), each under the bound. */
+const backlogUpdates = (puts: Extract<Op, { kind: 'put' }>[], shard: number): UpdateOp[] => {
+  const byMerchant = new Map<string, number>();
+  for (const put of puts) {
+    const merchant = merchantOfKey(put.key.pk);
+    if (merchant) byMerchant.set(merchant, (byMerchant.get(merchant) ?? 0) + 1);
+  }
+  return [...byMerchant].map(([merchant, n]) => ({
+    kind: 'update',
+    tag: BACKLOG_TAG,
+    key: keys.pendingBacklog(merchant, shard),
+    add: new Map([['n', new Decimal(n)]]),
+    set: new Map(),
+    setIfAbsent: new Map(),
+    remove: new Set(),
+    conditions: [backlogRoom(n)],
+  }));
 };
 
 export type WriteSetOptions = {
@@ -200,13 +243,15 @@ export class WriteSet {
     this.leased = shard === undefined;
     this.shard = shard ?? leaseShard();
     this.deferMoves = opts.deferMoves ?? false;
+    this.refusals.set(BACKLOG_TAG, backlogFull);
   }
 
   /** The actions as they will be sent: with `deferMoves`, the spillable updates as pending-moves puts. */
   private effective(): Op[] {
     const all = [...this.ops.values()];
     if (!this.deferMoves) return all;
-    return [...all.filter((op) => !movable(op)), ...pendingPuts(all.filter(movable), this.group)];
+    const puts = pendingPuts(all.filter(movable), this.group, this.shard);
+    return [...all.filter((op) => !movable(op)), ...puts, ...backlogUpdates(puts, this.shard)];
   }
 
   /** The longest condition or update expression of one action (DynamoDB refuses one over 4 KB). */
@@ -398,24 +443,28 @@ export class WriteSet {
     const spillable = [...this.ops.values()].filter(movable);
     // Room for P pending items: the least P such that the moves left over fit in P items.
     const others = total - spillable.length;
+    // Room for P pending items and the backlog count they add to (one action).
     for (let p = 1; ; p++) {
-      const room = MAX_ACTIONS - others - p;
+      const room = MAX_ACTIONS - others - p - 1;
       if (room < 0) return []; // cannot fit: commit refuses it as before
-      const puts = pendingPuts(spillable.slice(room), this.group);
+      const puts = pendingPuts(spillable.slice(room), this.group, this.shard);
       if (puts.length > p) continue;
       for (const op of spillable.slice(room)) this.ops.delete(id(op.key));
       for (const put of puts) this.ops.set(id(put.key), put);
+      for (const count of backlogUpdates(puts, this.shard)) this.ops.set(id(count.key), count);
       return puts.map((put) => put.key);
     }
   }
 }
 
 /**
- * Applies one pending-moves item: its ADDs and its deletion in one transaction, on condition that
- * it still exists, so it is applied exactly once whoever gets there first (a later caller finds it
- * gone and does nothing).
+ * Applies one pending-moves item: its ADDs, its deletion and one off its shard's backlog count in
+ * one transaction, on condition that it still exists, so it is applied exactly once whoever gets
+ * there first (a later caller finds it gone and does nothing). `pace`, given the write units the
+ * transaction takes from its busiest key and the item's metric shard, resolves when it may be sent
+ * (the applier's pace; it throws to leave the item for later).
  */
-export const applyPending = async (key: Key): Promise<boolean> => {
+export const applyPending = async (key: Key, pace?: (wcu: number, shard: number) => Promise<void>): Promise<boolean> => {
   const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }));
   if (!Item) return false;
   const ws = new WriteSet(0);
@@ -424,6 +473,11 @@ export const applyPending = async (key: Key): Promise<boolean> => {
     for (const [attr, delta] of Object.entries(adds)) u.add(attr, new Decimal(delta));
   }
   ws.delete('pending-moves', key, { expression: 'attribute_exists(pk)' });
+  const merchant = merchantOfKey(key.pk);
+  // Items put before the backlog was counted carry no shard: they were never added to a count.
+  const shard = Item.pending_shard === undefined ? null : Number(Item.pending_shard);
+  if (merchant && shard !== null) ws.update(BACKLOG_TAG, keys.pendingBacklog(merchant, shard)).add('n', new Decimal(-1));
+  if (pace) await pace(ws.hottestKeyWcu, shard ?? 0);
   try {
     await ws.commit();
     return true;

@@ -7,7 +7,7 @@ import { churnReasonsPartition, cohortPartition, GENERATION_SHARDS, keys, metric
 import { queryAll } from '#lib/db/query';
 import { addRestateJob } from '#lib/metrics/restate-jobs';
 import { DEADLINE_MARGIN_MS, deadline } from '#lib/db/retry';
-import { WriteConflict, WriteSet } from '#lib/db/writes';
+import { applyPending, PENDING_MOVES_ENTITY, WriteConflict, WriteSet } from '#lib/db/writes';
 import { ContentionError, RecountingError } from '#lib/errors';
 import { generationOf, type Merchant, type MerchantChanges } from '#lib/merchants/rules';
 import { addMerchantChanges, getPointer } from '#lib/merchants/store';
@@ -276,9 +276,15 @@ export const retireGeneration = async (
   const partitions = retirePartitions(retire.partitions);
   for (let i = from; i < partitions.length; i += RETIRING_AT_ONCE) {
     const read = await Promise.all(
-      partitions.slice(i, i + RETIRING_AT_ONCE).map((partition) => queryAll<Key>({ partition, descending: false }, ['pk', 'sk'])),
+      partitions
+        .slice(i, i + RETIRING_AT_ONCE)
+        .map((partition) => queryAll<Key & { entity?: string }>({ partition, descending: false }, ['pk', 'sk', 'entity'])),
     );
-    const deletes: BatchWrite[] = read.flat().map((k) => ({ delete: { pk: k.pk, sk: k.sk } }));
+    // A pending-moves item still waiting is applied (into items deleted just after), not deleted:
+    // its apply takes it off its shard's backlog count, which a plain delete would leave too high.
+    const items = read.flat();
+    for (const k of items) if (k.entity === PENDING_MOVES_ENTITY) await applyPending({ pk: k.pk, sk: k.sk });
+    const deletes: BatchWrite[] = items.filter((k) => k.entity !== PENDING_MOVES_ENTITY).map((k) => ({ delete: { pk: k.pk, sk: k.sk } }));
     if (!(await writePaced(deletes, BUILD_WCU_PER_KEY, until))) return { done: false, next: i };
   }
   return { done: true, next: partitions.length };

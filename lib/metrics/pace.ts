@@ -1,7 +1,7 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { db, tableName } from '#lib/db/client';
-import { keys } from '#lib/db/keys';
+import { type Key, keys } from '#lib/db/keys';
 import { TTL_ATTRIBUTE } from '#lib/db/table';
 
 /**
@@ -72,16 +72,19 @@ export const passPacer = (wcuPerSecond: number, take: TakeShare, clock: () => nu
   }
 };
 
-/** The ledger in the table: `ADD used` under `used + wcu <= limit`; a spent second gives what it has left. */
+/**
+ * The ledger in the table: `ADD used` under `used + wcu <= limit`; a spent second gives what it has
+ * left. Its items are the merchant's passes' (`ledger` default) or another's, such as the applier's.
+ */
 export const tableShares =
-  (merchantId: string): TakeShare =>
+  (merchantId: string, ledger: (second: number) => Key = (second) => keys.restatePace(merchantId, second)): TakeShare =>
   async (second, wcu, limit) => {
     const attempt = async (amount: number): Promise<{ got: number; used?: number }> => {
       try {
         await db().send(
           new UpdateCommand({
             TableName: tableName(),
-            Key: keys.restatePace(merchantId, second),
+            Key: ledger(second),
             UpdateExpression: 'ADD #used :wcu SET #ttl = if_not_exists(#ttl, :ttl)',
             ConditionExpression: 'attribute_not_exists(#used) OR #used <= :room',
             ExpressionAttributeNames: { '#used': 'used', '#ttl': TTL_ATTRIBUTE },

@@ -1,8 +1,10 @@
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { inTurn } from '#lib/shared/in-turn';
-import type { Key } from '#lib/db/keys';
 import { DEADLINE_MARGIN_MS, deadline, retrying, withDeadline } from '#lib/db/retry';
 import { applyPending, PENDING_MOVES_ENTITY } from '#lib/db/writes';
+import { config } from '#lib/config';
+import { type Key, keys, merchantOfKey } from '#lib/db/keys';
+import { passPacer, tableShares } from '#lib/metrics/pace';
 import { logger } from '#lib/logger';
 import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 
@@ -27,6 +29,30 @@ import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 
 /** Items applied at once by one invocation. */
 export const APPLY_CONCURRENCY = 4;
+
+/**
+ * Paced: on each metric shard of a merchant the applier takes at most `config.applierWcuPerSecond()`
+ * write units a second (a ledger per shard and second in the table, shared by every instance), so a
+ * backlog it catches up on never bursts onto a shard's keys. Its backlog is bounded
+ * (`config.pendingBacklogBound()`), so waiting for the pace is bounded too; an item whose turn would come
+ * after the invocation's deadline is left (reported, and delivered again).
+ */
+const pacers = new Map<string, ReturnType<typeof passPacer>>();
+const paceOf = (merchantId: string) => async (wcu: number, shard: number) => {
+  const id = `${merchantId}#${shard}`;
+  let pacer = pacers.get(id);
+  if (!pacer) {
+    pacer = passPacer(
+      config.applierWcuPerSecond(),
+      tableShares(merchantId, (second) => keys.applierPace(merchantId, shard, second)),
+    );
+    pacers.set(id, pacer);
+  }
+  const latest = deadline() - 1_000;
+  const at = await pacer.book(wcu, latest);
+  if (at > latest) throw new Error('no room in the pace before the deadline');
+  if (at > Date.now()) await new Promise((r) => setTimeout(r, at - Date.now()));
+};
 
 /**
  * What the event source mapping's filter lets through (infra/constructs/pending-moves-applier.ts),
@@ -70,7 +96,9 @@ export const applyPendingRecords = asFunction(
         const key = keyOf(record);
         if (Date.now() >= deadline()) throw new Error('the invocation has no time left');
         // A re-sent transaction that had landed is harmless: the next attempt finds the item gone.
-        if (await retrying(() => applyPending(key), { resendUnanswered: true })) stats.applied++;
+        const merchantId = merchantOfKey(key.pk);
+        const pace = merchantId ? paceOf(merchantId) : undefined;
+        if (await retrying(() => applyPending(key, pace), { resendUnanswered: true })) stats.applied++;
         else stats.gone++;
       } catch (err) {
         stats.failed++;

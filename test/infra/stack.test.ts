@@ -478,10 +478,13 @@ describe('table grants', () => {
     const merchantWide = [`M#mer_${'?'.repeat(20)}`, `M#mer_${'?'.repeat(20)}#*`];
     // The pending-moves applier's: a merchant's MRR and cohort partitions (whole or a segment's) and its churn by reason.
     const metrics = [`M#mer_${'?'.repeat(20)}#MRR*`, `M#mer_${'?'.repeat(20)}#COHORT*`, `M#mer_${'?'.repeat(20)}#CHURN_REASONS*`];
+    // The applier's and the restate worker's backlog counts and pace ledger.
+    const counts = [`M#mer_${'?'.repeat(20)}#PENDING#*`, `M#mer_${'?'.repeat(20)}#PACE`];
     const generations = GENERATIONS.split(',');
     expect([...patterns].sort()).toEqual(
       [
         ...metrics,
+        ...counts,
         ...generations,
         ...exact,
         ...merchantWide,
@@ -503,6 +506,7 @@ describe('table grants', () => {
             !exact.includes(p) &&
             !merchantWide.includes(p) &&
             !metrics.includes(p) &&
+            !counts.includes(p) &&
             !generations.includes(p),
         )
         .every((p) => p.startsWith(RATE_PREFIX)),
@@ -534,6 +538,10 @@ describe('table grants', () => {
     ]) {
       expect(matching(pk), pk).toEqual([webhook]);
     }
+    // The backlog counts and the pace ledger match their own patterns, no metrics one.
+    expect(matching(keys.pendingBacklog(merchant, 5).pk)).toEqual([counts[0]]);
+    expect(matching(keys.applierPace(merchant, 5, 1).pk)).toEqual([counts[1]]);
+    expect(matching(keys.restatePace(merchant, 1).pk)).toEqual([counts[1]]);
     // A merchant's aggregate items and the pending-moves items among them match one metrics pattern each.
     const segment = { dimension: 'plan' as const, value: 'Pro#MRR' };
     for (const [pk, pattern] of [
@@ -989,6 +997,7 @@ describe('pending-moves applier', () => {
       'dynamodb:GetShardIterator on stream',
       'dynamodb:ListStreams on stream',
       `dynamodb:UpdateItem on table ${metrics}`,
+      `dynamodb:UpdateItem on table M#mer_${'?'.repeat(20)}#PENDING#*,M#mer_${'?'.repeat(20)}#PACE`,
       'kms:Decrypt on table key',
       'kms:DescribeKey on table key',
       'kms:Encrypt on table key',
@@ -1113,7 +1122,7 @@ describe('restate worker', () => {
       'dynamodb:ListStreams on stream',
       `dynamodb:PutItem on table ${m}#RESTATE,${m}#CUSTOMER#*,${metrics},${m}#PLAN_CUSTOMERS#*`,
       `dynamodb:Query on table ${m}#CUSTOMER#*,${metrics},${m}#G*#SETTINGS`,
-      `dynamodb:UpdateItem on table ${metrics},${m}#PLANS,${m}#PACE`,
+      `dynamodb:UpdateItem on table ${metrics},${m}#PLANS,${m}#PACE,${m}#PENDING#*`,
       'kms:Decrypt on table key',
       'kms:DescribeKey on table key',
       'kms:Encrypt on table key',

@@ -1,10 +1,9 @@
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { db, tableName } from '#lib/db/client';
-import { applyPending, PENDING_MOVES_ENTITY } from '#lib/db/writes';
+import { applyPending } from '#lib/db/writes';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
 import { keyShape, ratesAt, recordCapacity, type CapacityRecorder } from '../support/capacity.ts';
+import { pendingItemsOf } from '../support/pending-items.ts';
 
 /**
  * One merchant at full speed, priced key by key (docs/scale.md, "Limits of one merchant"): a mixed
@@ -200,26 +199,6 @@ const importBatches = (run: string) => {
   return { orders, subscriptions };
 };
 
-/** Every pending-moves item of `merchantId` still in the table (a test's Scan: the applier itself reads them from the stream). */
-const pendingKeys = async (merchantId: string): Promise<{ pk: string; sk: string }[]> => {
-  const out: { pk: string; sk: string }[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await db().send(
-      new ScanCommand({
-        TableName: tableName(),
-        FilterExpression: 'entity = :e AND begins_with(pk, :m)',
-        ExpressionAttributeValues: { ':e': PENDING_MOVES_ENTITY, ':m': `M#${merchantId}#` },
-        ProjectionExpression: 'pk, sk',
-        ExclusiveStartKey: start,
-      }),
-    );
-    out.push(...((page.Items ?? []) as { pk: string; sk: string }[]));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return out;
-};
-
 /**
  * Keys still over the budget with an import beside the full load (docs/scale.md, "Still over the
  * budget"), each at what was measured: it may only go down. The customer search index takes every
@@ -244,8 +223,8 @@ describe('an import at its pace beside the full load, the pending-moves applier 
       expect(sub.body.data.results.failed).toEqual([]);
     }
     // The applier's work: every pending item the batches left (the local applier may have taken some already).
-    for (const key of await pendingKeys(merchantId)) if (await applyPending(key)) pendingWritten++;
-    expect(await pendingKeys(merchantId)).toEqual([]);
+    for (const key of await pendingItemsOf(merchantId)) if (await applyPending(key)) pendingWritten++;
+    expect(await pendingItemsOf(merchantId)).toEqual([]);
     recorder.uninstall();
     // Two merchants here, one on AWS: the live load's keys and the import's are summed by shape (a
     // counter or metric family's `<each>` is one key of its family, already priced at its share).
