@@ -7791,7 +7791,7 @@ export interface operations {
                 end_date?: string;
                 /** @description day, week (Monday to Sunday), month (default), quarter (January, April, July, October) or year, in the merchant's reporting time zone */
                 interval?: "day" | "week" | "month" | "quarter" | "year";
-                /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md) */
+                /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`, at most 20 times) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md). Also `metadata.<key>=<value>`: only the customers whose metadata holds it (at most 10 such filters, repeats included) */
                 plan?: string | string[];
                 /** @description Only the lines of this billing cycle */
                 billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly";
@@ -7930,7 +7930,7 @@ export interface operations {
     metricsSummary: {
         parameters: {
             query?: {
-                /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md) */
+                /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`, at most 20 times) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md). Also `metadata.<key>=<value>`: only the customers whose metadata holds it (at most 10 such filters, repeats included) */
                 plan?: string | string[];
                 /** @description Only the lines of this billing cycle */
                 billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly";
@@ -8072,7 +8072,7 @@ export interface operations {
                 start_month?: string;
                 /** @description Last cohort and last retention month (YYYY-MM), at most 36 months after start_month. Default: the current month */
                 end_month?: string;
-                /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md) */
+                /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`, at most 20 times) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md). Also `metadata.<key>=<value>`: only the customers whose metadata holds it (at most 10 such filters, repeats included) */
                 plan?: string | string[];
                 /** @description Only the lines of this billing cycle */
                 billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly";

@@ -18,7 +18,8 @@ const externalId = () =>
     .min(1)
     .max(EXTERNAL_ID_MAX)
     .refine(isWellFormed, { message: WELL_FORMED_MESSAGE })
-    .refine((v) => v !== '.' && v !== '..', { message: 'The :field field must not be "." or "..".' });
+    .refine((v) => v !== '.' && v !== '..', { message: 'The :field field must not be "." or "..".' })
+    .meta({ pattern: '^(?!\\.{1,2}$)[^\\p{Cs}]+$' });
 
 /** Writable customer fields (docs/customers.md). */
 export const customerCreateBody = z.object({

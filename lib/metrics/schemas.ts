@@ -48,6 +48,13 @@ export const SEGMENT_FILTERS = ['plan', 'billing_cycle', 'currency'] as const;
 /** The query parameters a segmented read may repeat: `plan` (a union) and `metadata.<key>` (ANDed). */
 export const SEGMENT_REPEATABLE = ['plan', 'metadata.'] as const;
 const PLAN_NAME_MAX = 255;
+/**
+ * Most plans a query may name, and most metadata filters (each repeat counts): a segment of the
+ * matching customers reads 4 index partitions for each, and a URL holding more would pass what
+ * API Gateway takes (a 414 no document describes).
+ */
+export const PLANS_MAX = 20;
+export const METADATA_FILTERS_MAX = 10;
 
 /** Segment filters (docs/metrics.md, "Segments"): the figures over only the matching customers' lines. */
 const segmentFields = {
@@ -59,12 +66,14 @@ const segmentFields = {
         .min(2)
         .refine((names) => names.every((n) => n.length >= 1 && n.length <= PLAN_NAME_MAX), {
           message: `Each plan must have 1 to ${PLAN_NAME_MAX} characters.`,
-        }),
+        })
+        .meta({ maxItems: PLANS_MAX }),
     ])
+    // Outside the union, so the excess gets its own message rather than the union's.
+    .refine((v) => !Array.isArray(v) || v.length <= PLANS_MAX, { message: `The plan parameter may be given at most ${PLANS_MAX} times.` })
     .optional()
     .meta({
-      description:
-        "Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md)",
+      description: `Only the lines of this plan (exact name). Repeat it (\`plan=Pro&plan=Team\`, at most ${PLANS_MAX} times) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md). Also \`metadata.<key>=<value>\`: only the customers whose metadata holds it (at most ${METADATA_FILTERS_MAX} such filters, repeats included)`,
       example: 'Pro',
     }),
   billing_cycle: z.enum(SEGMENT_CYCLES).optional().meta({ description: 'Only the lines of this billing cycle' }),
@@ -84,7 +93,19 @@ export const METADATA_PREFIX = 'metadata.';
  */
 const onlyKnown = (own: readonly string[]) => (q: Record<string, unknown>, ctx: z.core.$RefinementCtx<Record<string, unknown>>) => {
   const known = [...own, ...SEGMENT_FILTERS];
-  for (const key of Object.keys(q)) {
+  let metadata = 0;
+  for (const [key, value] of Object.entries(q)) {
+    if (key.startsWith(METADATA_PREFIX) && key !== METADATA_PREFIX) {
+      const before = metadata;
+      metadata += Array.isArray(value) ? value.length : 1;
+      // Named once, on the parameter that passes the bound.
+      if (before <= METADATA_FILTERS_MAX && metadata > METADATA_FILTERS_MAX)
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message: `A query may hold at most ${METADATA_FILTERS_MAX} metadata.<key> filters, repeats included.`,
+        });
+    }
     if (known.includes(key)) continue;
     if (key === METADATA_PREFIX) {
       ctx.addIssue({ code: 'custom', path: [key], message: 'The metadata. parameter must name a metadata key: metadata.<key>=<value>.' });

@@ -33,7 +33,8 @@ export const orderNo = () =>
     // Unreachable by GET /orders/{orderNo}: a lone surrogate has no URL form, "." and ".." are
     // collapsed by URL handling and "stats" is GET /orders/stats.
     .refine(isWellFormed, { message: WELL_FORMED_MESSAGE })
-    .refine((v) => !RESERVED_ORDER_NOS.has(v), { message: 'The :field field must not be ".", ".." or "stats".' });
+    .refine((v) => !RESERVED_ORDER_NOS.has(v), { message: 'The :field field must not be ".", ".." or "stats".' })
+    .meta({ pattern: '^(?!(?:\\.{1,2}|stats)$)[^\\s/\\p{Cs}]+$' });
 
 /** Order creation fields; defaults are applied by the domain (batch upserts must not invent them). */
 export const orderFields = z.object({

@@ -142,7 +142,7 @@ export const metadata = () =>
       message: 'The :field field must not be larger than 16 KiB.',
     })
     // Keys and values become index keys (segments by metadata), where a lone surrogate would read as U+FFFD.
-    .refine((o) => wellFormedText(o), {
+    .refine((o) => wellFormedTree(o), {
       message: 'The :field field must be valid Unicode text (a key or value has a lone UTF-16 surrogate).',
     })
     .transform((o) => JSON.stringify(o));
@@ -169,7 +169,7 @@ const everyNode = (value: unknown, visit: (v: unknown, depth: number, key?: stri
 const withinDepth = (value: unknown) => everyNode(value, (v, depth) => v === null || typeof v !== 'object' || depth <= METADATA_MAX_DEPTH);
 
 /** Every key and string value well-formed Unicode (walked once the depth is known to be bounded). */
-const wellFormedText = (value: unknown) =>
+const wellFormedTree = (value: unknown) =>
   everyNode(value, (v, _depth, key) => (key === undefined || isWellFormed(key)) && (typeof v !== 'string' || isWellFormed(v)));
 
 /**
@@ -275,6 +275,16 @@ export const idParam = () =>
 const LONE_SURROGATE = /\p{Cs}/u;
 export const isWellFormed = (v: string): boolean => !LONE_SURROGATE.test(v);
 export const WELL_FORMED_MESSAGE = 'The :field field must be valid Unicode text.';
+/** The document's pattern of well-formed text (no lone surrogate, \p{Cs}), at least one character. */
+export const WELL_FORMED_PATTERN = '^[^\\p{Cs}]+$';
+/** Text that must only be well-formed Unicode (a plan name, a reason), as the server and the document take it. */
+export const wellFormedText = (min: number, max: number) =>
+  z
+    .string()
+    .min(min)
+    .max(max)
+    .refine(isWellFormed, { message: WELL_FORMED_MESSAGE })
+    .meta({ pattern: min ? WELL_FORMED_PATTERN : WELL_FORMED_PATTERN.replace('+$', '*$') });
 
 /** Control characters (C0, DEL, C1): no person's name or phone number holds one, and NUL ends strings elsewhere. */
 const CONTROL = /\p{Cc}/u;

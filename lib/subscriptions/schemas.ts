@@ -6,13 +6,12 @@ import {
   dateBound,
   email,
   idParam,
-  isWellFormed,
+  wellFormedText,
   pageQuery,
   pastTimestamp,
   pathId,
   positiveAmountDocument,
   timestamp,
-  WELL_FORMED_MESSAGE,
   plainText,
 } from '#lib/shared/fields';
 import { Decimal } from '#lib/shared/money';
@@ -26,8 +25,8 @@ export const SUBSCRIPTION_SOURCES = ['api', 'import'] as const;
 
 /** A positive integer id in a JSON body (a safe integer). */
 const bodyId = () => z.int({ error: 'The :field field must be an integer.' }).min(1).max(Number.MAX_SAFE_INTEGER);
-const plan = () => z.string().min(1).max(255).refine(isWellFormed, { message: WELL_FORMED_MESSAGE });
-const reasonText = () => z.string().max(255).refine(isWellFormed, { message: WELL_FORMED_MESSAGE });
+const plan = () => wellFormedText(1, 255);
+const reasonText = () => wellFormedText(0, 255);
 /** A subscription's MRR is above zero: pause and cancel are what take it to zero. */
 const mrr = () =>
   amount()
@@ -121,7 +120,8 @@ export const EVENT_AMOUNT_RULES: Record<
 };
 
 /** A merchant's own id for a subscription (imports): unique per merchant. */
-const externalId = () => z.string().min(1).max(255);
+/** Part of a key: well-formed, so two ids never meet in one key (docs/subscriptions.md). */
+const externalId = () => wellFormedText(1, 255);
 
 /** POST /subscriptions/batch item: one imported subscription, cancelled when cancelled_at is given. */
 export const subscriptionBatchItem = z

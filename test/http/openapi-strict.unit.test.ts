@@ -232,6 +232,39 @@ const CASES: Case[] = [
     refused: ['', 'A'.repeat(4097), 'abc$', 'a b', 'a%2Fb', 'abc=', 'é'],
   },
   { op: 'GET /activity', where: 'query', field: 'cursor', accepted: ['abc'], refused: ['A'.repeat(4097), 'a/b'] },
+  // Names and ids that become part of a key must be well-formed Unicode; some words are taken.
+  {
+    op: 'POST /subscriptions',
+    where: 'body',
+    field: 'plan_name',
+    base: subscription,
+    accepted: ['Pro', 'Plan #1 / yearly', '專業版'],
+    refused: ['', 'lone \ud800', 'x'.repeat(256)],
+  },
+  {
+    op: 'PUT /subscriptions/{id}/cancel',
+    where: 'body',
+    field: 'reason',
+    base: {},
+    accepted: ['', 'too expensive', null],
+    refused: ['\udfff', 'x'.repeat(256)],
+  },
+  {
+    op: 'POST /customers',
+    where: 'body',
+    field: 'external_id',
+    base: customer,
+    accepted: ['crm-1', '...', '.a'],
+    refused: ['.', '..', '\ud800x', ''],
+  },
+  {
+    op: 'POST /orders',
+    where: 'body',
+    field: 'order_no',
+    base: order,
+    accepted: ['A-1', 'stats2', '...'],
+    refused: ['stats', '.', '..', 'a b', 'a/b', '\udc00', ''],
+  },
 ];
 
 /** The body a case sends: the field set on the base, or the value itself (a whole body). */

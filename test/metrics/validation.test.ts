@@ -82,6 +82,18 @@ describe('GET /metrics/mrr parameters', () => {
     }
   });
 
+  it('repeated filters are bounded: at most 20 plans and 10 metadata filters, the excess a 422 naming the parameter', async () => {
+    const { token } = await newMerchant();
+    const plans = (n: number) => Array.from({ length: n }, (_, i) => `plan=P${i}`).join('&');
+    expect((await api.get(`/metrics/mrr?${plans(20)}`, token)).status).toBe(200);
+    expect(await expect422(token, `/metrics/mrr?${plans(21)}`, 'plan')).toBe('The plan parameter may be given at most 20 times.');
+    const metadata = (n: number) => Array.from({ length: n }, (_, i) => `metadata.k${i % 4}=v${i}`).join('&');
+    expect((await api.get(`/metrics/summary?${metadata(10)}`, token)).status).toBe(200);
+    expect(await expect422(token, `/metrics/cohorts?${metadata(11)}`, 'metadata.k3')).toBe(
+      'A query may hold at most 10 metadata.<key> filters, repeats included.',
+    );
+  });
+
   it('defaults: month interval, the 12 months up to today', async () => {
     fixedClock('2026-03-15T12:00:00Z');
     const { token } = await newMerchant();

@@ -122,10 +122,11 @@ describe('POST /subscriptions/batch', () => {
         sub({ external_id: 'v5', customer_id: 999999 }),
         sub({ external_id: 'v6', customer_id: customer.id, billing_cycle: 'weekly' }),
         'nope',
+        sub({ external_id: 'v8\ud800', customer_id: customer.id }),
       ],
     });
     expect(res.status).toBe(200);
-    expect(res.body.data).toMatchObject({ total: 8, created: 0, failed: 8 });
+    expect(res.body.data).toMatchObject({ total: 9, created: 0, failed: 9 });
     expect(res.body.data.results.failed.map((f: { message: string }) => f.message)).toEqual([
       'The mrr field must be greater than 0.',
       'The customer id field is required when customer email is not present.',
@@ -135,6 +136,7 @@ describe('POST /subscriptions/batch', () => {
       'The selected customer id is invalid.',
       'The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.',
       'The subscriptions.7 field must be an object.',
+      'The external id field must be valid Unicode text.',
     ]);
     expect((await api.get('/subscriptions', token)).body.meta.total).toBe(0);
     expect((await api.post('/subscriptions/batch', token, { subscriptions: [] })).body).toMatchObject({
