@@ -2,7 +2,7 @@ import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import { keys, type Key } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
-import { runBatch } from '#lib/db/batch';
+import { commitUnit, runBatch } from '#lib/db/batch';
 import { retrying } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
 import { RecountingError, ThrottledError, UnconfirmedError } from '#lib/errors';
@@ -196,7 +196,7 @@ const importAlone = async (
     addCustomerCreate(ws, merchantId, id, input as CustomerCreate, at, plan.kind === 'create' ? (plan.input.created_at ?? at) : at);
   }
   try {
-    await ws.commit();
+    await commitUnit(ws, merchantId);
   } catch (err) {
     // The external_id was taken meanwhile: final. Anything else (email taken, customer changed): read again.
     const taken = takenError(err);

@@ -130,6 +130,40 @@ export const settleChunk = async (receipt: Key): Promise<'landed' | 'fenced' | '
   return 'unknown';
 };
 
+/** Resends of a unit's transaction whose answer was lost, before its receipt settles it. */
+const UNIT_RESENDS = 2;
+
+/**
+ * Commits the transaction of a unit redone alone (a plan's `alone`) as truthfully as a chunk: it
+ * carries a receipt, a send without an answer goes again under its token (applied once), and one
+ * still unanswered is settled through the receipt. Landed: returns, so the unit answers what it
+ * did; fenced: ThrottledError (never stored); unknown: UnconfirmedError ("may have been stored").
+ * Any answered error is thrown as it came, for the caller's retry of the whole unit from fresh reads.
+ */
+export const commitUnit = async (ws: WriteSet, merchantId: string): Promise<void> => {
+  const receipt = keys.batchReceipt(merchantId, ws.requestToken);
+  ws.put('batch-receipt', { ...receipt, state: 'committed', expires_at: epochSeconds() + RECEIPT_TTL_SECONDS }, itemAbsent);
+  try {
+    await ws.commit();
+    return;
+  } catch (err) {
+    if (!isUnanswered(err)) throw err;
+  }
+  for (let n = 1; n <= UNIT_RESENDS && Date.now() + backoffMs(n) < deadline() - SETTLE_RESERVE_MS; n++) {
+    await new Promise((r) => setTimeout(r, backoffMs(n)));
+    try {
+      await ws.commit();
+      return;
+    } catch (err) {
+      // A refusal now may be our own receipt (the lost send landed): only the settling tells.
+      if (!isUnanswered(err) && retryKind(err) !== 'throttle') break;
+    }
+  }
+  const outcome = await settleChunk(receipt);
+  if (outcome === 'landed') return;
+  throw outcome === 'fenced' ? new ThrottledError() : new UnconfirmedError();
+};
+
 type Packed = { ws: WriteSet; end: number; onCommit: () => void };
 type Flight = { ids: Set<string>; shard: number; done: Promise<void> };
 

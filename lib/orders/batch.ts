@@ -2,7 +2,7 @@ import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { batchFailure, runBatch } from '#lib/db/batch';
+import { batchFailure, commitUnit, runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { WriteSet } from '#lib/db/writes';
@@ -223,7 +223,7 @@ const prepare = async (merchantId: string, figures: Figures, items: Item[], coll
       const fresh = await prepare(merchantId, figures, unit.items, collector, at);
       const ws = new WriteSet();
       const done = await fresh.write(ws, fresh.units);
-      await ws.commit();
+      await commitUnit(ws, merchantId);
       done();
     },
     failed: (unit: Unit, err: unknown) => {

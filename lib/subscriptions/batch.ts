@@ -1,7 +1,7 @@
 import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { batchFailure, runBatch } from '#lib/db/batch';
+import { batchFailure, commitUnit, runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { itemAbsent, WriteSet } from '#lib/db/writes';
@@ -234,7 +234,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
       const ws = new WriteSet();
       const done = await fresh.write(ws, fresh.units);
       // A marker taken since the read (a concurrent import) fails a condition: the retry sorts the items again.
-      await ws.commit();
+      await commitUnit(ws, scope.merchantId);
       done();
       const { results } = scratch.result();
       for (const r of results.skipped) collector.skipped(r.index, r.reason, r.identifier);

@@ -2,7 +2,7 @@ import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import Decimal from 'decimal.js';
 import { now } from '#lib/clock';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { batchFailure, runBatch } from '#lib/db/batch';
+import { batchFailure, commitUnit, runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { retrying } from '#lib/db/retry';
 import { allocateIds } from '#lib/db/sequences';
@@ -288,13 +288,23 @@ const scratchReport = () => {
   };
 };
 
-/** One unit's items, read, decided and committed on their own (one attempt). */
-const attempt = async (scope: Scope, items: Item[], into: Report, at: string, idempotencyKey?: string) => {
+/**
+ * One unit's items, read, decided and committed on their own (one attempt); `commit` is a batch's
+ * for a unit it redoes alone (settled through a receipt when its answer is lost).
+ */
+const attempt = async (
+  scope: Scope,
+  items: Item[],
+  into: Report,
+  at: string,
+  idempotencyKey?: string,
+  commit: (ws: WriteSet) => Promise<void> = (ws) => ws.commit(),
+) => {
   const scratch = scratchReport();
   const plan = await prepare(scope, items, scratch.report, at, idempotencyKey);
   const ws = new WriteSet();
   const done = await plan.write(ws, plan.units);
-  await ws.commit();
+  await commit(ws);
   done();
   scratch.replay(into);
 };
@@ -362,7 +372,7 @@ export const importSubscriptionEvents = async (
     plan.units,
     {
       write: plan.write,
-      alone: (unit) => attempt(scope, [byIndex.get(unit.index)!], report, at, idempotencyKey),
+      alone: (unit) => attempt(scope, [byIndex.get(unit.index)!], report, at, idempotencyKey, (ws) => commitUnit(ws, scope.merchantId)),
       failed: (unit, err) => {
         const [reason, message] = batchFailure(err, 'customer');
         collector.failed(unit.index, reason, message, unit.identifier);

@@ -97,4 +97,42 @@ describe('a batch chunk never confirmed is settled through its receipt', () => {
     const entries = await activityRecords(merchantId);
     expect(entries.map((e) => ({ created: e.created, failed: e.failed }))).toEqual([{ created: 0, failed: 3 }]);
   });
+
+  it('a unit redone alone whose answer is lost is settled the same way: landed, it answers created and is stored once', async () => {
+    throttleBucket.refill();
+    const { merchantId, token } = await newMerchant();
+    const orders = rows();
+    // The chunk (several orders) is refused outright, so its units are redone one by one; the first
+    // unit's transaction reaches DynamoDB Local and its answer is lost.
+    const stats = { chunks: 0, units: 0 };
+    const name = `batch-settle-alone:${Math.random()}`;
+    db().middlewareStack.add(
+      ((next: any, context: any) => async (args: any) => {
+        if (context.commandName !== 'TransactWriteItemsCommand' || !receiptOf(args.input)) return next(args);
+        const orderPuts = args.input.TransactItems.filter((a: any) => a.Put?.Item?.sk === 'ORDER').length;
+        if (orderPuts > 1) {
+          stats.chunks++;
+          throw Object.assign(new Error('refused for the test'), { name: 'ValidationException' });
+        }
+        stats.units++;
+        if (stats.units === 1) {
+          await next(args);
+          throw sdkTimeout();
+        }
+        return next(args);
+      }) as never,
+      { step: 'initialize', priority: 'low', name },
+    );
+    remove = () => db().middlewareStack.remove(name);
+    const r = await api.post('/orders/batch', token, { orders });
+    remove();
+    expect(stats.chunks).toBeGreaterThan(0);
+    expect(stats.units).toBeGreaterThan(3); // the lost one was sent again (or settled), the others once
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.data).toMatchObject({ total: 3, created: 3, failed: 0 });
+    for (const o of orders) expect((await api.get(`/orders/${o.order_no}`, token)).body.data.amount).toBe(o.amount);
+    expect((await api.get('/orders', token)).body.meta.total).toBe(3);
+    const entries = await activityRecords(merchantId);
+    expect(entries.map((e) => ({ created: e.created, failed: e.failed }))).toEqual([{ created: 3, failed: 0 }]);
+  });
 });
