@@ -275,15 +275,19 @@ export const retireGeneration = async (
   if (Date.now() < retire.after) return { done: false, next: from };
   const partitions = retirePartitions(retire.partitions);
   for (let i = from; i < partitions.length; i += RETIRING_AT_ONCE) {
-    const read = await Promise.all(
-      partitions
-        .slice(i, i + RETIRING_AT_ONCE)
-        .map((partition) => queryAll<Key & { entity?: string }>({ partition, descending: false }, ['pk', 'sk', 'entity'])),
-    );
-    // A pending-moves item still waiting is applied (into items deleted just after), not deleted:
-    // its apply takes it off its shard's backlog count, which a plain delete would leave too high.
-    const items = read.flat();
-    for (const k of items) if (k.entity === PENDING_MOVES_ENTITY) await applyPending({ pk: k.pk, sk: k.sk });
+    const group = partitions.slice(i, i + RETIRING_AT_ONCE);
+    const readGroup = async () =>
+      (
+        await Promise.all(
+          group.map((partition) => queryAll<Key & { entity?: string }>({ partition, descending: false }, ['pk', 'sk', 'entity'])),
+        )
+      ).flat();
+    let items = await readGroup();
+    // A pending-moves item still waiting is applied, not deleted: its apply takes it off its shard's
+    // backlog count, which a plain delete would leave too high. Its moves may create items: read again.
+    const pending = items.filter((k) => k.entity === PENDING_MOVES_ENTITY);
+    for (const k of pending) await applyPending({ pk: k.pk, sk: k.sk });
+    if (pending.length) items = await readGroup();
     const deletes: BatchWrite[] = items.filter((k) => k.entity !== PENDING_MOVES_ENTITY).map((k) => ({ delete: { pk: k.pk, sk: k.sk } }));
     if (!(await writePaced(deletes, BUILD_WCU_PER_KEY, until))) return { done: false, next: i };
   }

@@ -32,13 +32,19 @@ afterEach(() => {
 const read = async (key: { pk: string; sk: string }) =>
   (await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }))).Item;
 
+/** The segments the test's subscriptions move (plan Pro, monthly, in the reporting currency). */
+const SEGMENTS = [
+  { dimension: 'plan', value: 'Pro' },
+  { dimension: 'billing_cycle', value: 'monthly' },
+];
+
 /** The backlog counts of the merchant's metric shards. */
 const counts = async (merchantId: string) =>
   Promise.all(Array.from({ length: METRIC_SHARDS }, async (_, s) => Number((await read(keys.pendingBacklog(merchantId, s)))?.n ?? 0)));
 
 /** Each shard's count equals the pending items waiting in it. */
 const expectCountsExact = async (merchantId: string) => {
-  const items = await pendingItemsOf(merchantId);
+  const items = await pendingItemsOf(merchantId, SEGMENTS);
   const byShard = Array.from({ length: METRIC_SHARDS }, (_, s) => items.filter((i) => Number(i.pending_shard) === s).length);
   expect(await counts(merchantId)).toEqual(byShard);
   return items;

@@ -176,6 +176,12 @@ describe('capacity model: one merchant at 500 order writes/s and 100 subscriptio
  * the batches'). Steady state: what the imports add a second is what the applier writes a second.
  */
 const IMPORT_CYCLES = ['monthly', 'quarterly', 'semi-annual', 'yearly'] as const;
+/** The segments the import moves: its plans, cycles and the other currency. */
+const IMPORT_SEGMENTS = [
+  ...['Pro', 'Basic'].map((value) => ({ dimension: 'plan', value })),
+  ...IMPORT_CYCLES.map((value) => ({ dimension: 'billing_cycle', value })),
+  { dimension: 'currency', value: 'USD' },
+];
 const importBatches = (run: string) => {
   const day = (i: number) => new Date(Date.parse('2024-01-05T10:00:00Z') + i * 7 * 86_400_000).toISOString().replace('.000Z', 'Z');
   const orders = Array.from({ length: 100 }, (_, i) => ({
@@ -217,14 +223,14 @@ describe('an import at its pace beside the full load, the pending-moves applier 
       const { orders, subscriptions } = importBatches(`I${second}`);
       const o = await api.post('/orders/batch', token, { orders }, { 'idempotency-key': `imp-o-${second}` });
       expect(o.status, JSON.stringify(o.body)).toBe(200);
-      expect(o.body.data.results.failed).toEqual([]);
+      expect(o.body.data.results.failed, JSON.stringify(o.body.data.results.failed)).toEqual([]);
       const sub = await api.post('/subscriptions/batch', token, { subscriptions }, { 'idempotency-key': `imp-s-${second}` });
       expect(sub.status, JSON.stringify(sub.body)).toBe(200);
-      expect(sub.body.data.results.failed).toEqual([]);
+      expect(sub.body.data.results.failed, JSON.stringify(sub.body.data.results.failed)).toEqual([]);
     }
     // The applier's work: every pending item the batches left (the local applier may have taken some already).
-    for (const key of await pendingItemsOf(merchantId)) if (await applyPending(key)) pendingWritten++;
-    expect(await pendingItemsOf(merchantId)).toEqual([]);
+    for (const { pk, sk } of await pendingItemsOf(merchantId, IMPORT_SEGMENTS)) if (await applyPending({ pk, sk })) pendingWritten++;
+    expect(await pendingItemsOf(merchantId, IMPORT_SEGMENTS)).toEqual([]);
     recorder.uninstall();
     // Two merchants here, one on AWS: the live load's keys and the import's are summed by shape (a
     // counter or metric family's `<each>` is one key of its family, already priced at its share).

@@ -104,8 +104,9 @@ export const recordCapacity = (): CapacityRecorder => {
 const counterFamily = (key: string): { family: string; shards: number } | undefined => {
   const counter = /^(table M#[^#]+#(?:TOTALS|STATS#\d{4}-\d{2}))#\d{3}$/.exec(key)?.[1];
   if (counter) return { family: counter, shards: COUNTER_SHARDS };
-  // The MRR and cohort aggregates of the whole or a segment, one partition key per metric shard.
-  const metric = /^(table M#[^#]+#(?:MRR|COHORT)(?:#.*)?)#\d{2}$/.exec(key)?.[1];
+  // The MRR and cohort aggregates of the whole or a segment, and the pending-moves backlog counts,
+  // one partition key per metric shard.
+  const metric = /^(table M#[^#]+#(?:MRR|COHORT)(?:#.*)?|table M#[^#]+#PENDING)#\d{2}$/.exec(key)?.[1];
   return metric ? { family: metric, shards: METRIC_SHARDS } : undefined;
 };
 
