@@ -41,7 +41,7 @@ import {
 const api = useApi();
 afterEach(() => resetClock());
 
-const DEFAULT_RUNS = 12;
+const DEFAULT_RUNS = 8;
 const RUNS = Number(process.env.PROP_RUNS ?? DEFAULT_RUNS);
 const BUDGET_MS = Number(process.env.PROP_BUDGET_MS ?? Math.max(240_000, Math.ceil((RUNS * 240_000) / DEFAULT_RUNS)));
 

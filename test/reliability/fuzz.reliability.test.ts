@@ -17,7 +17,7 @@ import { merchantSnapshot, SAMPLE_BODIES, snapshotDiff } from './support.ts';
  * sample body below is fuzzed from `{}`). Every answer is below 500; a 4xx is one of docs/api-conventions.md's
  * with its documented body, and a refused request stores nothing (the merchant's items are read
  * before and after each case: `merchantSnapshot`). Each route gets its own table (TABLE_NAME is read
- * per call), so that read stays small. FUZZ_RUNS (write routes, default 200;
+ * per call), so that read stays small. FUZZ_RUNS (write routes, default 100;
  * 500 or more for a deeper search before a release), FUZZ_READ_RUNS (reads,
  * default 50) and FUZZ_BUDGET_MS (per route) raise or bound the search; running out of time fails.
  *
@@ -28,7 +28,7 @@ import { merchantSnapshot, SAMPLE_BODIES, snapshotDiff } from './support.ts';
 process.env.RATE_LIMIT_PER_HOUR = '100000000';
 const api = useApi();
 
-const WRITE_RUNS = Number(process.env.FUZZ_RUNS ?? 200);
+const WRITE_RUNS = Number(process.env.FUZZ_RUNS ?? 100);
 const READ_RUNS = Number(process.env.FUZZ_READ_RUNS ?? 50);
 const BUDGET_MS = Number(process.env.FUZZ_BUDGET_MS ?? 240_000);
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;

@@ -101,7 +101,13 @@ const mixedLoad = async (token: string, rounds: number, metadata: 'small' | 'lar
   return load;
 };
 
-const measure = async (metadata: 'small' | 'largest') => {
+/** Each load measured once: the import case adds to the small one's. */
+const measured = new Map<'small' | 'largest', ReturnType<typeof measureLoad>>();
+const measure = (metadata: 'small' | 'largest') => {
+  if (!measured.has(metadata)) measured.set(metadata, measureLoad(metadata));
+  return measured.get(metadata)!;
+};
+const measureLoad = async (metadata: 'small' | 'largest') => {
   const { merchantId, token } = await newMerchant();
   // Returning customers exist before the measured load.
   for (let i = 0; i < 2; i++) expect((await api.post('/customers', token, { email: `r-1-c${i}@example.com` })).status).toBe(201);
