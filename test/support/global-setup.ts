@@ -14,7 +14,7 @@ import { writePolicies } from './iam/policies.ts';
  * and every other file's requests waited behind it.
  */
 /** What the synthesized policies depend on: the stack's and the functions' sources and the dependencies. */
-const SYNTH_INPUTS = ['infra', 'lib', 'functions', 'package-lock.json', 'cdk.json'];
+const SYNTH_INPUTS = ['infra', 'lib', 'functions', 'test/infra/support', 'test/support/iam', 'package-lock.json', 'cdk.json'];
 const sourcesHash = (): string => {
   const hash = createHash('sha256');
   for (const input of SYNTH_INPUTS) {
