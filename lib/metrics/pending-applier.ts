@@ -38,10 +38,13 @@ export const APPLY_CONCURRENCY = 4;
  * after the invocation's deadline is left (reported, and delivered again).
  */
 const pacers = new Map<string, ReturnType<typeof passPacer>>();
+const MAX_PACERS = 1024;
 const paceOf = (merchantId: string) => async (wcu: number, shard: number) => {
   const id = `${merchantId}#${shard}`;
   let pacer = pacers.get(id);
   if (!pacer) {
+    // A warm instance meets many merchants: forgetting pacers forgets only shares held for a quarter second.
+    if (pacers.size >= MAX_PACERS) pacers.clear();
     pacer = passPacer(
       config.applierWcuPerSecond(),
       tableShares(merchantId, (second) => keys.applierPace(merchantId, shard, second)),
