@@ -58,11 +58,11 @@ const scenarios = async (api: BenchApi, receiverUrl: string): Promise<Scenario[]
   const jwt = (await issueLocalBackofficeToken({ merchantId: bo.merchantId, role: 'admin' })).token;
   const backoffice = { authorization: `Bearer ${jwt}` };
   let testEventId = '';
-  const s = (route: RouteName, label: string, status: number, call: () => Call | Promise<Call>): Scenario => ({
+  const s = (route: RouteName, label: string, status: number, call: () => Call | Promise<Call>, budget = BUDGETS[route]): Scenario => ({
     route,
     label,
     status,
-    budget: BUDGETS[route],
+    budget,
     call: async () => ({ token, ...(await call()) }),
   });
   const orders = (n: number, prefix: string) =>
@@ -83,7 +83,8 @@ const scenarios = async (api: BenchApi, receiverUrl: string): Promise<Scenario[]
     s('customersGet', 'GET /customers/{id}', 200, () => ({ method: 'GET', path: `/customers/${customer.id}` })),
     s('customersGet', 'GET /customers/{external_id}', 200, () => ({ method: 'GET', path: '/customers/ext-1' })),
     s('customersList', 'GET /customers page 1', 200, () => ({ method: 'GET', path: '/customers' })),
-    s('customersList', 'GET /customers?search=', 200, () => ({ method: 'GET', path: '/customers?search=exist' })),
+    // A search Queries the 4 shards of the search index, then reads the page's customers and their heads.
+    s('customersList', 'GET /customers?search=', 200, () => ({ method: 'GET', path: '/customers?search=exist' }), 8),
     s('customersUpdate', 'PUT /customers/{id}', 200, () => ({ method: 'PUT', path: `/customers/${other.id}`, body: { name: 'Renamed' } })),
     s('customersBatch', 'POST /customers/batch, 100 new', 200, () => ({
       method: 'POST',

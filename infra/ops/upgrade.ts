@@ -1,5 +1,5 @@
 import { foldLegacyCounters } from '#lib/db/counters';
-import { moveCustomerListKeys } from '#lib/customers/store';
+import { moveCustomerListKeys, moveCustomerSearchKeys } from '#lib/customers/store';
 import { moveOrderListKeys } from '#lib/orders/store';
 import { merchantIdPages } from '#lib/merchants/store';
 import { backfillEndpointList } from '#lib/webhooks/store';
@@ -31,6 +31,7 @@ export const UPGRADE_STEPS: Step[] = [
       customers: (await moveCustomerListKeys(merchantId)).moved,
     }),
   },
+  { name: 'customer search shards', run: moveCustomerSearchKeys },
 ];
 
 export const upgradeMerchant = async (merchantId: string): Promise<Record<string, unknown>> => {

@@ -1,12 +1,22 @@
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { addTotal, listTotal } from '#lib/db/counters';
 import { db, tableName } from '#lib/db/client';
-import { ENTRY_OF, indexes, indexPartitions, keys, LTV_PART_PREFIX, type Key } from '#lib/db/keys';
+import {
+  customerSearchPartition,
+  customerSearchPartitions,
+  ENTRY_OF,
+  indexes,
+  indexPartitions,
+  keys,
+  legacyCustomerSearchPartition,
+  LTV_PART_PREFIX,
+  type Key,
+} from '#lib/db/keys';
 import { itemAbsent, WriteConflict, WriteSet } from '#lib/db/writes';
 import { InvalidError, type FieldErrors } from '#lib/errors';
-import { itemRowsOf, queryAll, type IndexQuery } from '#lib/db/query';
+import { itemRowsOf, pagesOf, queryAll, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
 import { EXTERNAL_ID_MAX, type CustomerCreate } from '#lib/customers/schemas';
 import type { CustomerItem, LtvPart } from '#lib/customers/model';
@@ -306,9 +316,21 @@ export const customersList = (merchantId: string): IndexQuery => ({
   live: (item) => !item.deleted_at,
 });
 
-/** id, email and name of every live customer, newest first (for in-memory search), from the search index. */
-export const customerSearchRows = (merchantId: string): Promise<SearchRow[]> =>
-  queryAll<SearchRow>({ index: 'gsi4', partition: indexPartitions.customers(merchantId) }, ['id', 'email', 'name']);
+/**
+ * id, email and name of every live customer, newest first (for in-memory search), from the search
+ * index: its shards Queried at once, each newest first, merged by their sort key (created_at, then id).
+ */
+export const customerSearchRows = async (merchantId: string): Promise<SearchRow[]> => {
+  const shards = await Promise.all(
+    customerSearchPartitions(merchantId).map((partition) =>
+      queryAll<SearchRow & { gsi4sk: string }>({ index: 'gsi4', partition }, ['id', 'email', 'name', 'gsi4sk']),
+    ),
+  );
+  return shards
+    .flat()
+    .sort((a, b) => (a.gsi4sk < b.gsi4sk ? 1 : a.gsi4sk > b.gsi4sk ? -1 : 0))
+    .map(({ gsi4sk: _sk, ...row }) => row);
+};
 
 /**
  * `ops upgrade`: live customers written before list entries existed (their list keys on the item)
@@ -343,6 +365,44 @@ export const moveCustomerListKeys = async (merchantId: string): Promise<{ moved:
         await ws.commit();
         return true;
       });
+      if (wrote) moved++;
+    }
+  }
+  return { moved };
+};
+
+/**
+ * `ops upgrade`: live customers whose search entry is still in the index's one partition of before
+ * its shards get it moved to their shard (the partition key only: the sort key stays), one UpdateItem
+ * each on condition that the customer is still live and still under the old partition (a delete
+ * meanwhile removed the keys; a customer written since has them in its shard). Found through that
+ * partition, a page at a time; a second run moves nothing.
+ */
+export const moveCustomerSearchKeys = async (merchantId: string): Promise<{ moved: number }> => {
+  const old = legacyCustomerSearchPartition(merchantId);
+  let moved = 0;
+  for await (const rows of pagesOf<{ id: number }>({ index: 'gsi4', partition: old, descending: false }, 100)) {
+    for (const row of rows) {
+      const id = Number(row.id);
+      const wrote = await retrying(() =>
+        db()
+          .send(
+            new UpdateCommand({
+              TableName: tableName(),
+              Key: keys.customer(merchantId, id),
+              UpdateExpression: 'SET gsi4pk = :shard',
+              ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(deleted_at) AND gsi4pk = :old',
+              ExpressionAttributeValues: { ':shard': customerSearchPartition(merchantId, id), ':old': old },
+            }),
+          )
+          .then(
+            () => true,
+            (err: Error) => {
+              if (err.name === 'ConditionalCheckFailedException') return false;
+              throw err;
+            },
+          ),
+      );
       if (wrote) moved++;
     }
   }

@@ -17,7 +17,7 @@ import { keyText } from '#lib/shared/key-text';
  * | rate window (merchant)    | RATE#M#<m>[#<shard>]                | <window start>  |  (one item per shard; shards only for limits over 250/s) |
  * | rate window (back office) | RATE#M#<m>                          | BACKOFFICE#<window start> | (per minute; TTL like every rate window)      |
  * | rate window (IP)          | RATE#IP#<ip>                        | <window start>  |                                                         |
- * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi4 search (id, email, name); gsi2 by external_id      |
+ * | customer                  | M#<m>#CUSTOMER#<id>                 | CUSTOMER        | gsi4 search (id, email, name; M#<m>#CUSTOMERS#<s>, 4 shards by id); gsi2 by external_id |
  * | email marker (unique)     | M#<m>#CUSTOMER_EMAIL#<email>        | MARKER          | gsi1 customer list, newest first (the customer's list entry) |
  * | external_id marker        | M#<m>#CUSTOMER_EXT#<external_id>    | MARKER          |                                                         |
  * | order                     | M#<m>#ORDER#<order_no>              | ORDER           | gsi3 by customer                                        |
@@ -230,6 +230,19 @@ export const customerMetadataPartition = (merchantId: string, shard: number, key
 /** Partition of one shard of the customers whose timeline has had a point of `plan`. */
 export const planCustomersPartition = (merchantId: string, shard: number, plan: string): string =>
   `${m(merchantId)}#PLAN_CUSTOMERS#${shard}#${keyText(plan)}`;
+/** Shards of the customer search index (gsi4): on one key it took 656 WCU/s in the capacity model's import beside the full load. */
+export const CUSTOMER_SEARCH_SHARDS = 4;
+/**
+ * Partition (gsi4) of one shard of the customer search index (`shard` taken modulo
+ * CUSTOMER_SEARCH_SHARDS, one digit; a customer's is its id's): a search Queries the four at once.
+ */
+export const customerSearchPartition = (merchantId: string, shard: number): string =>
+  `${m(merchantId)}#CUSTOMERS#${shard % CUSTOMER_SEARCH_SHARDS}`;
+/** Every shard's partition of the customer search index, shard 0 first. */
+export const customerSearchPartitions = (merchantId: string): string[] =>
+  Array.from({ length: CUSTOMER_SEARCH_SHARDS }, (_, shard) => customerSearchPartition(merchantId, shard));
+/** The search index's one partition before it had shards (read only by `ops upgrade`, which moves its rows). */
+export const legacyCustomerSearchPartition = (merchantId: string): string => `${m(merchantId)}#CUSTOMERS`;
 /**
  * Day counts of a delivery log are spread over this many shards: a busy endpoint's attempts rarely
  * meet on one item, and the 30 days' counts (240 small items) stay one Query page.
@@ -493,9 +506,9 @@ export const indexes = {
     gsi1pk: `${m(merchantId)}#CUSTOMERS`,
     gsi1sk: `${createdAt}#${pad(id)}`,
   }),
-  /** The search projection (gsi4: id, email, name) of the live list, same keys: on the customer item. */
+  /** The search projection (gsi4: id, email, name) of the live list, in the customer's shard, same sort key: on the customer item. */
   customerSearch: (merchantId: string, createdAt: string, id: number) => ({
-    gsi4pk: `${m(merchantId)}#CUSTOMERS`,
+    gsi4pk: customerSearchPartition(merchantId, id),
     gsi4sk: `${createdAt}#${pad(id)}`,
   }),
   customerByExternalId: (merchantId: string, externalId: string) => ({

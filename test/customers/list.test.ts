@@ -1,7 +1,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { db, tableName } from '#lib/db/client';
-import { indexPartitions } from '#lib/db/keys';
+import { CUSTOMER_SEARCH_SHARDS, customerSearchPartitions } from '#lib/db/keys';
 import { newMerchant, useApi } from '../support/api.ts';
 import { fixedClock, resetClock } from '#lib/clock';
 
@@ -24,6 +24,22 @@ const seed = async (token: string, items: Record<string, unknown>[]): Promise<nu
   }
   return out;
 };
+/** Every row of the merchant's customer search index (gsi4), shard by shard. */
+const searchIndexRows = async (merchantId: string) =>
+  (
+    await Promise.all(
+      customerSearchPartitions(merchantId).map((p) =>
+        db().send(
+          new QueryCommand({
+            TableName: tableName(),
+            IndexName: 'gsi4',
+            KeyConditionExpression: 'gsi4pk = :p',
+            ExpressionAttributeValues: { ':p': p },
+          }),
+        ),
+      ),
+    )
+  ).flatMap((r) => r.Items ?? []);
 const people = (n: number, prefix = 'p') =>
   Array.from({ length: n }, (_, i) => ({ email: `${prefix}${i}@example.com`, name: `Person ${i}` }));
 
@@ -158,16 +174,54 @@ describe('GET /customers', () => {
       { email: 'gone@shop.example', name: 'Gone' },
     ]);
     expect((await api.del(`/customers/${gone}`, token)).status).toBe(204);
-    const rows = await db().send(
-      new QueryCommand({
-        TableName: tableName(),
-        IndexName: 'gsi4',
-        KeyConditionExpression: 'gsi4pk = :p',
-        ExpressionAttributeValues: { ':p': indexPartitions.customers(merchantId) },
-      }),
+    const rows = await searchIndexRows(merchantId);
+    expect(rows.map((r) => r.id)).toEqual([keep]);
+    expect(Object.keys(rows[0]).sort()).toEqual(['email', 'gsi4pk', 'gsi4sk', 'id', 'name', 'pk', 'sk']);
+  });
+
+  it('the search index is spread over 4 partition keys by customer id; a search merges them newest first', async () => {
+    const { token, merchantId } = await newMerchant();
+    // Imported with their own dates, out of id order: the merge follows created_at, then id.
+    const days = [
+      '2024-03-01',
+      '2024-01-01',
+      '2024-05-01',
+      '2024-01-01',
+      '2024-02-01',
+      '2024-05-01',
+      '2024-04-01',
+      '2024-01-01',
+      '2024-06-01',
+    ];
+    const created = await seed(
+      token,
+      days.map((day, i) => ({ email: `m${i}@merge.example`, name: `Merge ${i}`, created_at: `${day}T00:00:00Z` })),
     );
-    expect(rows.Items!.map((r) => r.id)).toEqual([keep]);
-    expect(Object.keys(rows.Items![0]).sort()).toEqual(['email', 'gsi4pk', 'gsi4sk', 'id', 'name', 'pk', 'sk']);
+    const rows = await searchIndexRows(merchantId);
+    expect(rows).toHaveLength(days.length);
+    for (const row of rows) expect(row.gsi4pk, String(row.id)).toBe(customerSearchPartitions(merchantId)[row.id % CUSTOMER_SEARCH_SHARDS]);
+    expect(new Set(rows.map((r) => r.gsi4pk)).size).toBe(CUSTOMER_SEARCH_SHARDS);
+
+    const newestFirst = created
+      .map((id, i) => ({ id, day: days[i] }))
+      .sort((a, b) => b.day.localeCompare(a.day) || b.id - a.id)
+      .map((c) => c.id);
+    const listed = (await api.get('/customers?per_page=100', token)).body;
+    expect(ids(listed)).toEqual(newestFirst);
+    const found = (await api.get('/customers?search=merge&per_page=100', token)).body;
+    expect(ids(found)).toEqual(newestFirst);
+    expect(found.data).toEqual(listed.data);
+    // Paged by cursor across the shards' rows: every customer once, in the same order.
+    const paged: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { data: Row[]; meta: { next_cursor: string | null } } = (
+        await api.get(`/customers?search=merge&per_page=4${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, token)
+      ).body;
+      paged.push(...ids(page));
+      cursor = page.meta.next_cursor;
+    } while (cursor);
+    expect(paged).toEqual(newestFirst);
   });
 
   it('page 1 costs 4 DynamoDB requests, the same with 150 customers as with 5 (two more for a page of 100)', async () => {
@@ -200,5 +254,24 @@ describe('GET /customers', () => {
     const last = await api.get('/customers?per_page=20&page=8', large.token);
     expect(last.body.data).toHaveLength(10);
     expect(last.body.data.at(-1).email).toBe('p0@example.com');
+  });
+
+  it('a search costs 8 DynamoDB requests (6 when nothing matches): one Query of each of the 4 search index shards, at once', async () => {
+    const { token } = await newMerchant();
+    await seed(token, people(30));
+    // The pipeline's two, a Query of each shard (sent together), then the page's customers and
+    // after them their timeline heads, one BatchGetItem each.
+    const hit = await api.counted('GET', '/customers?search=p1', { token });
+    expect(hit.res.body.meta.total).toBe(11);
+    expect(hit.requests).toBe(8);
+    expect(hit.byCommand).toEqual({
+      GetItemCommand: 1,
+      UpdateItemCommand: 1,
+      QueryCommand: CUSTOMER_SEARCH_SHARDS,
+      BatchGetItemCommand: 2,
+    });
+    const none = await api.counted('GET', '/customers?search=zzz', { token });
+    expect(none.res.body.meta.total).toBe(0);
+    expect(none.requests).toBe(6);
   });
 });

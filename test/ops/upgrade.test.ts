@@ -1,9 +1,9 @@
-import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { batchGet } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
 import { totalsKeys } from '#lib/db/counters';
-import { indexes, keys, legacyCounterPartitions } from '#lib/db/keys';
+import { customerSearchPartition, indexes, keys, legacyCounterPartitions, legacyCustomerSearchPartition } from '#lib/db/keys';
 import { COUNTER_SHARDS } from '#lib/db/writes-constants';
 import { newMerchant, useApi } from '../support/api.ts';
 import { ok } from '../support/cli.ts';
@@ -182,5 +182,61 @@ describe('ops upgrade: orders and customers from before list entries', { timeout
     expect((await api.del(`/customers/${customerIds[0]}`, token)).status).toBe(204);
     expect((await api.get('/customers', token)).body.data.map((c: { id: number }) => c.id)).toEqual(customerIds.slice(1));
     expect(await getItem(keys.customerEmail(merchantId, gone.email))).toBeUndefined();
+  });
+});
+
+describe('ops upgrade: customer search entries from before the search index had shards', { timeout: 90_000 }, () => {
+  it("moves each live customer's entry from the one partition to its shard, sort key kept; a second run moves nothing", async () => {
+    const { merchantId, token } = await newMerchant();
+    const created = await api.post('/customers/batch', token, {
+      customers: Array.from({ length: 6 }, (_, i) => ({ email: `s${i}@search-shards.test`, name: `Shard ${i}` })),
+    });
+    expect(created.status).toBe(200);
+    const ids: number[] = created.body.data.results.created.map((c: { id: number }) => c.id);
+    const search = async () => (await api.get('/customers?search=search-shards', token)).body;
+    const before = await search();
+    expect(before.data).toHaveLength(6);
+
+    // Their search keys as the version before the shards wrote them: one partition for the merchant.
+    const legacy = legacyCustomerSearchPartition(merchantId);
+    const sortKeys = new Map<number, string>();
+    for (const id of ids) {
+      const { Attributes } = await db().send(
+        new UpdateCommand({
+          TableName: tableName(),
+          Key: keys.customer(merchantId, id),
+          UpdateExpression: 'SET gsi4pk = :pk',
+          ExpressionAttributeValues: { ':pk': legacy },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      sortKeys.set(id, Attributes!.gsi4sk);
+    }
+    // The sharded reads do not see the old partition (the upgrade is needed).
+    expect((await search()).meta.total).toBe(0);
+    // A deleted customer still under the old partition is left there (the step moves live customers only).
+    const [deleted, ...live] = ids;
+    await db().send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.customer(merchantId, deleted),
+        UpdateExpression: 'SET deleted_at = :at',
+        ExpressionAttributeValues: { ':at': new Date().toISOString() },
+      }),
+    );
+
+    const first = await ok('upgrade', '--merchant', merchantId);
+    expect(first['customer search shards']).toEqual({ moved: live.length });
+    expect((await search()).data).toEqual(before.data.filter((c: { id: number }) => c.id !== deleted));
+    for (const id of live)
+      expect(await getItem(keys.customer(merchantId, id)), String(id)).toMatchObject({
+        gsi4pk: customerSearchPartition(merchantId, id),
+        gsi4sk: sortKeys.get(id),
+      });
+    expect(await getItem(keys.customer(merchantId, deleted))).toMatchObject({ gsi4pk: legacy });
+
+    const second = await ok('upgrade', '--merchant', merchantId);
+    expect(second['customer search shards']).toEqual({ moved: 0 });
+    expect((await search()).data).toEqual(before.data.filter((c: { id: number }) => c.id !== deleted));
   });
 });

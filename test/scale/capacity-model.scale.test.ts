@@ -213,10 +213,11 @@ const importBatches = (run: string) => {
 
 /**
  * Keys still over the budget with an import beside the full load (docs/scale.md, "Still over the
- * budget"), each at what was measured: it may only go down. The customer search index takes every
- * new customer's entry, the live load's 250 a second and the import's 160.
+ * budget"), each at what was measured: it may only go down. None now: the customer search index,
+ * which takes every new customer's entry (the live load's 250 a second and the import's 160), was
+ * the last (656 WCU/s on one key) until it was spread over 4 keys by customer id.
  */
-const IMPORT_STILL_OVER: Record<string, number> = { 'gsi4 M#<m>#CUSTOMERS': 660 };
+const IMPORT_STILL_OVER: Record<string, number> = {};
 
 describe('an import at its pace beside the full load, the pending-moves applier included', () => {
   it(`no partition key takes more than ${PARTITION_KEY_BUDGET_WCU} WCU`, async () => {

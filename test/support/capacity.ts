@@ -4,7 +4,7 @@ import { config } from '#lib/config';
 import { db, tableName } from '#lib/db/client';
 import { GSIS, TABLE_KEYS } from '#lib/db/table';
 import { COUNTER_SHARDS } from '#lib/db/writes-constants';
-import { METRIC_SHARDS } from '#lib/db/keys';
+import { CUSTOMER_SEARCH_SHARDS, METRIC_SHARDS } from '#lib/db/keys';
 import { writtenKeys, type WrittenKey } from './faults.ts';
 import { itemSize } from './write-limits.ts';
 
@@ -107,7 +107,10 @@ const counterFamily = (key: string): { family: string; shards: number } | undefi
   // The MRR and cohort aggregates of the whole or a segment, and the pending-moves backlog counts,
   // one partition key per metric shard.
   const metric = /^(table M#[^#]+#(?:MRR|COHORT)(?:#.*)?|table M#[^#]+#PENDING)#\d{2}$/.exec(key)?.[1];
-  return metric ? { family: metric, shards: METRIC_SHARDS } : undefined;
+  if (metric) return { family: metric, shards: METRIC_SHARDS };
+  // The customer search index, one partition key per shard of customer ids.
+  const search = /^(gsi4 M#[^#]+#CUSTOMERS)#\d$/.exec(key)?.[1];
+  return search ? { family: search, shards: CUSTOMER_SEARCH_SHARDS } : undefined;
 };
 
 /**
@@ -116,9 +119,11 @@ const counterFamily = (key: string): { family: string; shards: number } | undefi
  * A load run here goes through one process, which keeps its counter shard from one transaction
  * to the next; at a merchant's full speed many writers run at once, each on a shard of its own
  * (one that meets another conflicts and draws again). So a counter family's writes are priced
- * spread evenly over its COUNTER_SHARDS keys, and the MRR and cohort aggregates' (whose shard is
- * the transaction's counter shard modulo METRIC_SHARDS) over their METRIC_SHARDS keys, each
- * reported as `<family>#<each>`.
+ * spread evenly over its COUNTER_SHARDS keys, the MRR and cohort aggregates' (whose shard is
+ * the transaction's counter shard modulo METRIC_SHARDS) over their METRIC_SHARDS keys, and the
+ * customer search index's (whose shard is the customer id modulo CUSTOMER_SEARCH_SHARDS: a
+ * merchant's new customers take them in turn) over its CUSTOMER_SEARCH_SHARDS keys, each reported
+ * as `<family>#<each>`.
  */
 export const ratesAt = (records: CapacityRecord[], scale: number): Map<string, number> => {
   const out = new Map<string, number>();
