@@ -28,11 +28,13 @@ export const PENDING_MOVES_PK_PATTERNS = [
 export const PENDING_MOVES_ACTIONS: TableAction[] = ['GetItem', 'UpdateItem', 'DeleteItem'];
 
 /**
- * The applier's other updates: one off the item's shard backlog count (`M#<m>#PENDING#<ss>`) in the
- * apply, and its share of the pace ledger (`M#<m>#PACE`, `A#<ss>#<second>`) before it.
+ * The applier's other updates: one off the item's shard backlog count (`M#<m>#PENDING#<ss>`) and
+ * one onto its shard's figures version (`M#<m>#FIGURES#<nnn>`) in the apply, and its share of the
+ * pace ledger (`M#<m>#PACE`, `A#<ss>#<second>`) before it.
  */
 export const PENDING_MOVES_COUNTS_PK_PATTERNS = [
   `${keys.merchant(MERCHANT_ID_IAM_PATTERN).pk}#PENDING#*`,
+  `${keys.merchant(MERCHANT_ID_IAM_PATTERN).pk}#FIGURES#*`,
   keys.applierPace(MERCHANT_ID_IAM_PATTERN, 0, 0).pk,
 ];
 

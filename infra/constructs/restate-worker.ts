@@ -4,6 +4,7 @@ import type { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
+  figuresVersionPartition,
   exchangeRatesPartition,
   exchangeRatesVersionPartition,
   generationPartition,
@@ -37,6 +38,8 @@ export const RESTATE_WORKER_PARTITIONS = {
   pace: keys.restatePace(M, 0).pk,
   /** `M#<m>#PENDING#<ss>`: the pending-moves backlog counts a spilled transaction adds to and an apply takes from. */
   pendingBacklog: anyEnding(keys.pendingBacklog(M, 0).pk, '00'),
+  /** `M#<m>#FIGURES#<nnn>`: the figures' versions every transaction writing the aggregates adds to. */
+  figuresVersions: anyEnding(figuresVersionPartition(M, 0), '000'),
   /** `M#<m>#CUSTOMER#<id>`: a customer's timeline head and chunks. */
   customers: CUSTOMER_PK_PATTERN,
   /** The aggregates and their pending moves (the applier's partitions). */
@@ -81,7 +84,7 @@ export const RESTATE_WORKER_GRANTS: KeyedGrant[] = [
   { action: 'BatchGetItem', leadingKeys: [P.customers, P.rates, P.generationSettings] },
   { action: 'Query', leadingKeys: [P.customers, ...RETIRED] },
   { action: 'PutItem', leadingKeys: [P.jobs, P.customers, ...P.metrics, P.planCustomers] },
-  { action: 'UpdateItem', leadingKeys: [...P.metrics, P.plans, P.pace, P.pendingBacklog] },
+  { action: 'UpdateItem', leadingKeys: [...P.metrics, P.plans, P.pace, P.pendingBacklog, P.figuresVersions] },
   { action: 'DeleteItem', leadingKeys: [P.jobs, P.customers, ...P.metrics] },
   { action: 'ConditionCheckItem', leadingKeys: [P.rateVersions, P.generations] },
   { action: 'BatchWriteItem', leadingKeys: RETIRED },

@@ -54,6 +54,7 @@ import { keyText } from '#lib/shared/key-text';
  * | restate pace              | M#<m>#PACE                          | <epoch second>  |  (write units the merchant's passes took in that second; TTL 1 h) |
  * | applier pace              | M#<m>#PACE                          | A#<ss>#<epoch second> | (write units the pending-moves applier took on metric shard ss in that second; TTL 1 h) |
  * | pending-moves backlog     | M#<m>#PENDING#<ss>                  | BACKLOG         |  (n: pending-moves items waiting in metric shard ss; bounded by the puts' condition) |
+ * | figures version           | M#<m>#FIGURES#<nnn>                 | VERSION         |  (v: transactions that wrote the aggregates in lane nnn, a counter shard; read around every metrics read) |
  * | restate marker            | M#<m>#MRR#00                        | M#0000-00#R#<chain> |  (a pass under way in the background: the whole's reads answer Restate-Pending; TTL 7 d) |
  * | outbox event (payload)    | OUTBOX_EVENT#M#<m>#<evt>            | EVENT           |  (entity "outbox": the stream filter; TTL 3 days; unique key per event) |
  * | outbox mark               | OUTBOX#M#<m>#<ss>                   | <created>#<nn>#<evt> | gsi4 pending (OUTBOX_PENDING#M#<m>#<ss>) until published; TTL 3 days |
@@ -109,6 +110,28 @@ const padShard = (shard: number): string => String(shard).padStart(3, '0');
  */
 export const METRIC_SHARDS = 8;
 const padMetricShard = (shard: number): string => String(shard % METRIC_SHARDS).padStart(2, '0');
+
+/**
+ * The metric shard an item of the aggregates belongs to: the shard of its partition (movements,
+ * cohorts, whole or segment, any generation) or, in the unsharded churn-by-reason partition, of its
+ * sort key (`…#<ss>`); -1 for an item of that partition whose sort key names none (a pending-moves
+ * item: its `pending_shard`); null for any other key.
+ */
+export const metricShardOfKey = (key: Key): number | null => {
+  const sharded = /^M#[^#]+#(?:MRR|COHORT)(?:#.*)?#(\d{2})$/.exec(key.pk);
+  if (sharded) return Number(sharded[1]);
+  if (!/^M#[^#]+#CHURN_REASONS(?:#G\d+)?$/.test(key.pk)) return null;
+  const own = /#(\d{2})$/.exec(key.sk);
+  return own ? Number(own[1]) : -1;
+};
+/**
+ * The figures' version of one lane (a counter shard, 0 to COUNTER_SHARDS − 1): every transaction
+ * that writes items of the aggregates adds 1 to its lane's, in the same transaction (lib/db/writes.ts),
+ * and a read of the aggregates reads the versions before and after its Queries (lib/metrics/store.ts
+ * `oneState`). Lane c moves metric shard c mod METRIC_SHARDS only. Each lane its own partition key,
+ * as the counters: concurrent writers hold different lanes.
+ */
+export const figuresVersionPartition = (merchantId: string, lane: number): string => `${m(merchantId)}#FIGURES#${padShard(lane)}`;
 
 /**
  * A merchant's outbox marks (and their pending index entries) are spread over this many partitions
@@ -353,6 +376,8 @@ export const keys = {
   }),
   /** One copy of the merchant's figures generation (`shard` taken modulo GENERATION_SHARDS). */
   generation: (merchantId: string, shard: number): Key => ({ pk: generationPartition(merchantId, shard), sk: 'GENERATION' }),
+  /** The figures' version of one lane (`figuresVersionPartition`): `v`, added to by every transaction writing the aggregates. */
+  figuresVersion: (merchantId: string, lane: number): Key => ({ pk: figuresVersionPartition(merchantId, lane), sk: 'VERSION' }),
   /** The write units the merchant's passes have booked in one second (lib/metrics/pace.ts), shared by all of them. */
   restatePace: (merchantId: string, second: number): Key => ({ pk: `${m(merchantId)}#PACE`, sk: String(second) }),
   /** The write units the pending-moves applier has booked in one second on one metric shard's keys (lib/metrics/pending-applier.ts). */

@@ -3,7 +3,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, NumberValue, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { db, tableName } from '#lib/db/client';
-import { type Key, keys, METRIC_SHARDS, merchantOfKey } from '#lib/db/keys';
+import { type Key, keys, METRIC_SHARDS, merchantOfKey, metricShardOfKey } from '#lib/db/keys';
 import { RetryableError } from '#lib/db/retry';
 import { ThrottledError } from '#lib/errors';
 import { config } from '#lib/config';
@@ -216,6 +216,47 @@ const backlogUpdates = (puts: Extract<Op, { kind: 'put' }>[], shard: number): Up
   }));
 };
 
+const VERSION_TAG = 'figures-version';
+/**
+ * What makes a read of the aggregates see each write whole: every transaction that writes their
+ * items adds 1 to the figures' version of each metric shard it writes, in its lane (its counter
+ * shard when that is the shard's, else one of the shard's), and a read re-reads a shard whose
+ * versions moved while it read (lib/metrics/store.ts `oneState`). Checks change nothing and count
+ * no move.
+ */
+const versionUpdates = (ops: Op[], shard: number, spread: number): UpdateOp[] => {
+  const written = new Map<string, Set<number>>();
+  for (const op of ops) {
+    if (op.kind === 'check' || (op.kind === 'update' && !renderUpdate(op))) continue;
+    const own = metricShardOfKey(op.key);
+    const merchant = merchantOfKey(op.key.pk);
+    if (own === null || !merchant) continue;
+    written.set(merchant, (written.get(merchant) ?? new Set()).add(own));
+  }
+  const lanes = new Map<string, Key>();
+  for (const [merchant, shards] of written) {
+    // A pending-moves item of churn by reason names no shard: its moves are the transaction's (or,
+    // applied, those of the items it moves, which name theirs).
+    const named = [...shards].filter((s) => s >= 0);
+    for (const metric of named.length ? named : [shard % METRIC_SHARDS]) {
+      // Another shard's: one of its lanes, chosen by the transaction, so such writers spread over them too.
+      const lane = shard % METRIC_SHARDS === metric ? shard : metric + METRIC_SHARDS * (spread % (COUNTER_SHARDS / METRIC_SHARDS));
+      const key = keys.figuresVersion(merchant, lane);
+      lanes.set(id(key), key);
+    }
+  }
+  return [...lanes.values()].map((key) => ({
+    kind: 'update',
+    tag: VERSION_TAG,
+    key,
+    add: new Map([['v', new Decimal(1)]]),
+    set: new Map(),
+    setIfAbsent: new Map(),
+    remove: new Set(),
+    conditions: [],
+  }));
+};
+
 export type WriteSetOptions = {
   /**
    * Every spillable update is written as a pending move (a few pending-moves items instead of one
@@ -233,6 +274,8 @@ export class WriteSet {
   private readonly deferMoves: boolean;
   /** Names this transaction's pending-moves items (unique, so their puts never meet another's). */
   private readonly group = randomUUID();
+  /** Picks the figures-version lane of a shard not its counter shard's (fixed for the transaction). */
+  private readonly spread = Number.parseInt(this.group.slice(0, 8), 16);
   /** The transaction's ClientRequestToken: DynamoDB applies a transaction sent again under it once (within 10 minutes). */
   readonly requestToken = randomUUID();
   /** Checks whose failure is answered with an error of their own instead of a WriteConflict. */
@@ -246,12 +289,16 @@ export class WriteSet {
     this.refusals.set(BACKLOG_TAG, backlogFull);
   }
 
-  /** The actions as they will be sent: with `deferMoves`, the spillable updates as pending-moves puts. */
+  /**
+   * The actions as they will be sent: with `deferMoves`, the spillable updates as pending-moves
+   * puts; and one to the figures' version of each metric shard whose aggregates they write.
+   */
   private effective(): Op[] {
     const all = [...this.ops.values()];
-    if (!this.deferMoves) return all;
+    if (!this.deferMoves) return [...all, ...versionUpdates(all, this.shard, this.spread)];
     const puts = pendingPuts(all.filter(movable), this.group, this.shard);
-    return [...all.filter((op) => !movable(op)), ...puts, ...backlogUpdates(puts, this.shard)];
+    const sent = [...all.filter((op) => !movable(op)), ...puts, ...backlogUpdates(puts, this.shard)];
+    return [...sent, ...versionUpdates(sent, this.shard, this.spread)];
   }
 
   /** The longest condition or update expression of one action (DynamoDB refuses one over 4 KB). */

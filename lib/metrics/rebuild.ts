@@ -295,22 +295,11 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
     const corrections = difference(stored, target);
     corrected += corrections.size;
     for (const [id, moves] of corrections) {
-      const names: Record<string, string> = {};
-      const values: Record<string, NumberValue> = {};
-      const adds = [...moves].map(([attr, delta], i) => {
-        names[`#a${i}`] = STORED_ATTR[attr] ?? attr;
-        values[`:d${i}`] = NumberValue.from(delta.toFixed()); // exact: a JS number could round it
-        return `#a${i} :d${i}`;
-      });
-      await db().send(
-        new UpdateCommand({
-          TableName: tableName(),
-          Key: aggregateKey(merchantId, id, 0, segment, generation),
-          UpdateExpression: `ADD ${adds.join(', ')}`,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        }),
-      );
+      // A WriteSet, so the correction adds to the figures' version as every write does (a read sees it whole).
+      const ws = new WriteSet(0);
+      const u = ws.update('metrics', aggregateKey(merchantId, id, 0, segment, generation));
+      for (const [attr, delta] of moves) u.add(STORED_ATTR[attr] ?? attr, delta);
+      await ws.commit();
     }
   }
   for (const key of yearItems) await db().send(new DeleteCommand({ TableName: tableName(), Key: key }));

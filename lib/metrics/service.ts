@@ -25,12 +25,14 @@ import {
   customerIdRounds,
   customersOfPlan,
   customersWithMetadata,
-  movementsPartitions,
+  cohortPrefix,
+  movementsSource,
   readCohortItems,
   readPlanNames,
   readRangeItems,
+  readRangeItemsApart,
   readTimelines,
-  reasonsPartitions,
+  reasonsSource,
 } from '#lib/metrics/store';
 import {
   addContributions,
@@ -85,12 +87,11 @@ const segmentItems = async (merchantId: string, figures: Figures, slice: Extract
 const rangeItems = async (merchantId: string, figures: Figures, slice: Slice, range: Range) => {
   if (slice.kind === 'customers')
     return { ...itemsInRange((await segmentItems(merchantId, figures, slice)).movements, rangeReads(range)), restating: false };
-  const read = await Promise.all(
-    storedParts(slice.segment, figures).map((segment) =>
-      readRangeItems(movementsPartitions(merchantId, segment, figures.generation), rangeReads(range)),
-    ),
+  return readRangeItems(
+    merchantId,
+    rangeReads(range),
+    movementsSource(merchantId, storedParts(slice.segment, figures), figures.generation),
   );
-  return { months: read.flatMap((r) => r.months), days: read.flatMap((r) => r.days), restating: read.some((r) => r.restating) };
 };
 
 /** The stored slices whose items add up to a segment's: its own, and for the reporting currency's (its difference from the whole) the whole's too. */
@@ -120,39 +121,36 @@ export const cohorts = async (merchantId: string, figures: Figures, q: CohortsQu
   const slice = resolveSegment(q);
   const items =
     slice.kind === 'stored'
-      ? (
-          await Promise.all(
-            storedParts(slice.segment, figures).map((g) => readCohortItems(merchantId, range.start, range.end, g, figures.generation)),
-          )
-        ).flat()
+      ? await readCohortItems(
+          merchantId,
+          range.start,
+          range.end,
+          storedParts(slice.segment, figures).map((g) => cohortPrefix(merchantId, g, figures.generation)),
+        )
       : cohortItemsIn((await segmentItems(merchantId, figures, slice)).cohorts, range.start, range.end);
   return cohortTable(range, items);
 };
 
-/** GET /metrics/plans: the plan list (one Query), then each plan's segment read to the day (two Queries a shard, all in parallel). */
+/** GET /metrics/plans: the plan list (one Query), then every plan's segment read to the day in one state (two Queries a shard, all in parallel). */
 export const planFigures = async (merchantId: string, { timezone: zone, generation }: Figures, q: PlansQuery) => {
   const day = resolveDay(q.date, today(zone), zone);
   const range = { start: day, end: day, interval: 'day' as const };
   const plans = await readPlanNames(merchantId);
-  const folded = await Promise.all(
-    plans.map(
-      async (plan) =>
-        [
-          plan,
-          foldRange(
-            range,
-            await readRangeItems(movementsPartitions(merchantId, { dimension: 'plan', value: plan }, generation), rangeReads(range)),
-          ),
-        ] as [string, ReturnType<typeof foldRange>],
-    ),
+  const read = await readRangeItemsApart(
+    merchantId,
+    rangeReads(range),
+    plans.map((plan) => movementsSource(merchantId, [{ dimension: 'plan', value: plan }], generation)),
   );
-  return { date: day, data: planTable(folded) };
+  return {
+    date: day,
+    data: planTable(plans.map((plan, i) => [plan, foldRange(range, read[i])] as [string, ReturnType<typeof foldRange>])),
+  };
 };
 
 /** GET /metrics/churn-reasons: the churn-by-reason items of the range, read month-wise (up to three Queries). */
 export const churnReasons = async (merchantId: string, { timezone: zone, generation }: Figures, q: ChurnReasonsQuery) => {
   const range = { ...resolveRange({ ...q, interval: 'month' }, today(zone), zone), interval: 'month' as const };
-  return reasonTable(range, await readRangeItems(reasonsPartitions(merchantId, generation), rangeReads(range)));
+  return reasonTable(range, await readRangeItems(merchantId, rangeReads(range), reasonsSource(merchantId, generation)));
 };
 
 /** Timeline heads read a BatchGetItem each: 100 a request, these many requests at once. */

@@ -6,6 +6,8 @@ import {
   cohortPartition,
   cohortShardPartition,
   CUSTOMER_INDEX_SHARDS,
+  METRIC_SHARDS,
+  metricShardOfKey,
   customerMetadataPartition,
   keys,
   metricsPartition,
@@ -21,7 +23,8 @@ import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/wr
 import { COHORT_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
 import { now } from '#lib/clock';
 import { RecountingError } from '#lib/errors';
-import { deadline, RetryableError } from '#lib/db/retry';
+import { deadline, retrying, RetryableError } from '#lib/db/retry';
+import { COUNTER_SHARDS } from '#lib/db/writes-constants';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isUnexpired } from '#lib/db/ttl';
 import { formatTimestamp } from '#lib/shared/time';
@@ -433,41 +436,96 @@ const isMarker = (item: AggregateItem) => item.entity === RESTATE_MARKER_ENTITY;
 /** A pending-moves item as the items it is for (their sort keys, the deltas as their attributes). */
 const pendingItems = (item: AggregateItem): AggregateItem[] => pendingMovesOf(item).map(([sk, adds]) => ({ sk, ...adds }));
 
-/** The partitions (one a shard) of the movement items of the whole (segment null) or of one segment. */
-export const movementsPartitions = (merchantId: string, segment: Segment | null, generation = 0): string[] =>
-  shardPartitions(metricsPartition(merchantId, segment, generation));
-/** The partition of churn by cancellation reason (the same day and month layout, a reason in each sort key). */
-export const reasonsPartitions = (merchantId: string, generation = 0): string[] => [churnReasonsPartition(merchantId, generation)];
+/**
+ * Where a read's aggregate items are: `sharded`, prefixes whose METRIC_SHARDS partitions it Queries
+ * (movements or cohorts, whole or of a segment); `unsharded`, partitions whose items name their
+ * shard in the sort key (churn by reason).
+ */
+export type AggregateSource = { sharded: string[]; unsharded?: string[] };
+/** The movement prefix of the whole (segment null) or of one segment. */
+export const movementsSource = (merchantId: string, segments: (Segment | null)[], generation = 0): AggregateSource => ({
+  sharded: segments.map((segment) => metricsPartition(merchantId, segment, generation)),
+});
+/** Churn by cancellation reason (the same day and month layout, a reason and the shard in each sort key). */
+export const reasonsSource = (merchantId: string, generation = 0): AggregateSource => ({
+  sharded: [],
+  unsharded: [churnReasonsPartition(merchantId, generation)],
+});
 
-/** The plan names the merchant's figures have seen: one Query of their (sharded) items. */
-export const readPlanNames = async (merchantId: string): Promise<string[]> => {
-  const items = await queryAll<{ plan: string }>({ partition: plansPartition(merchantId), descending: false }, ['plan']);
-  return [...new Set(items.map((i) => i.plan))].sort();
+/** An item read, with the metric shard it counts in. */
+type ShardItem = { shard: number; item: AggregateItem };
+const shardOfItem = (item: AggregateItem): number => {
+  const own = metricShardOfKey({ pk: String(item.pk), sk: String(item.sk) });
+  return own === null || own < 0 ? Number(item.pending_shard ?? 0) : own;
+};
+/** Each partition `source` names for `shards`, with its shard (null: its items name theirs). */
+const partitionsOf = (source: AggregateSource, shards: number[]) => [
+  ...source.sharded.flatMap((prefix) => shards.map((shard) => ({ partition: shardPartitions(prefix)[shard], shard }))),
+  ...(source.unsharded ?? []).map((partition) => ({ partition, shard: null as number | null })),
+];
+
+/** Every lane's figures version, joined per metric shard: one strongly consistent BatchGetItem. */
+const shardVersions = async (merchantId: string): Promise<string[]> => {
+  const lanes = Array.from({ length: COUNTER_SHARDS }, (_, lane) => keys.figuresVersion(merchantId, lane));
+  const read = await batchGet<{ v?: unknown }>(lanes, ['v']);
+  const out = Array.from({ length: METRIC_SHARDS }, () => [] as string[]);
+  lanes.forEach((key, lane) => out[lane % METRIC_SHARDS].push(String(read.get(keyId(key))?.v ?? 0)));
+  return out.map((v) => v.join(','));
 };
 
 /**
- * The aggregate items `rangeReads` names in `partitions` (the whole's or a segment's shards, or churn
- * by reason): in each, one Query of month roll-ups and up to two of day items, all at once, strongly
- * consistent. Pending moves (sorted before every month, so always read) are returned as the items
- * they are for, where the queries would have read them. `restating`: a marker of a pass still going
- * on in the background was read (one past its TTL, not yet swept, is not).
+ * The items `read` returns, each metric shard's as of one moment, so every write is in the answer
+ * whole or not at all (docs/metrics.md, "What a read sees while writes land"). Every transaction
+ * that writes the aggregates adds to its shard's figures version (lib/db/writes.ts); the versions are
+ * read before and after the Queries (one BatchGetItem each), and a shard whose versions moved
+ * meanwhile is read again, alone, from fresh versions: an attempt of the one retry layer, a lost
+ * race (409 when none is left).
  */
-export const readRangeItems = async (partitions: string[], { monthsTo, dayRanges }: RangeReads) => {
-  // Every attribute: the levels left unconverted (`uUSD`) are named by currency (a read costs the items' size either way).
-  const query = (partition: string, lo: string, hi: string) =>
-    queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, []);
-  const reads = await Promise.all(
-    partitions.map((partition) =>
-      Promise.all([query(partition, 'M#', monthsTo), ...dayRanges.map(([lo, hi]) => query(partition, lo, hi))]),
-    ),
-  );
-  const read = reads.flatMap(([monthItems]) => monthItems);
-  const dayItems = reads.flatMap(([, ...days]) => days);
+export const oneState = async (merchantId: string, read: (shards: number[]) => Promise<ShardItem[]>): Promise<AggregateItem[]> => {
+  const kept: AggregateItem[] = [];
+  let todo = Array.from({ length: METRIC_SHARDS }, (_, shard) => shard);
+  await retrying(async () => {
+    const before = await shardVersions(merchantId);
+    const items = await read(todo);
+    const after = await shardVersions(merchantId);
+    const held = new Set(todo.filter((shard) => before[shard] === after[shard]));
+    for (const { shard, item } of items) if (held.has(shard)) kept.push(item);
+    todo = todo.filter((shard) => !held.has(shard));
+    if (todo.length) throw new RetryableError('contention', `the figures of metric shard ${todo.join(', ')} moved during the read`);
+  });
+  return kept;
+};
+
+/** The range's aggregate items as read (month roll-ups with pending moves and markers, then days), before sorting out. */
+const rangeQueries =
+  ({ monthsTo, dayRanges }: RangeReads, sources: AggregateSource[]) =>
+  async (shards: number[]): Promise<ShardItem[]> => {
+    // Every attribute: the levels left unconverted (`uUSD`) are named by currency (a read costs the items' size either way).
+    const query = (partition: string, lo: string, hi: string) =>
+      queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, []);
+    const reads = await Promise.all(
+      sources
+        .flatMap((source) => partitionsOf(source, shards))
+        .map(async ({ partition, shard }) =>
+          (await Promise.all([query(partition, 'M#', monthsTo), ...dayRanges.map(([lo, hi]) => query(partition, lo, hi))]))
+            .flat()
+            .map((item) => ({ shard: shard ?? shardOfItem(item), item })),
+        ),
+    );
+    return reads.flat();
+  };
+
+/**
+ * The months and days of items read by `rangeQueries`: pending moves (sorted before every month,
+ * so always read) as the items they are for, where the Queries would have read them. `restating`:
+ * a marker of a pass still going on in the background was read (one past its TTL, not yet swept, is not).
+ */
+export const rangeItemsOf = (read: AggregateItem[], { monthsTo, dayRanges }: RangeReads) => {
   const restating = read.some((i) => isMarker(i) && isUnexpired(i));
-  const readMonths = read.filter((i) => !isMarker(i));
-  const months = readMonths.filter((i) => !isPending(i));
-  const days = dayItems.flat();
-  for (const moved of readMonths.filter(isPending).flatMap(pendingItems)) {
+  const months: AggregateItem[] = [];
+  const days: AggregateItem[] = [];
+  for (const item of read.filter((i) => !isMarker(i))) if (!isPending(item)) (String(item.sk).startsWith('D#') ? days : months).push(item);
+  for (const moved of read.filter(isPending).flatMap(pendingItems)) {
     const sk = String(moved.sk);
     if (sk.startsWith('M#') && sk <= monthsTo) months.push(moved);
     else if (sk.startsWith('D#') && dayRanges.some(([lo, hi]) => sk >= lo && sk <= hi)) days.push(moved);
@@ -475,15 +533,65 @@ export const readRangeItems = async (partitions: string[], { monthsTo, dayRanges
   return { months, days, restating };
 };
 
-/** The cohort items of cohorts `start`..`end` (`yyyy-mm`): one Query a shard, at once; a cohort's pending moves, which sit in its range, as the items they are for. */
-export const readCohortItems = async (merchantId: string, start: string, end: string, segment: Segment | null = null, generation = 0) => {
-  const read = await Promise.all(
-    shardPartitions(cohortPartition(merchantId, segment, generation)).map((partition) =>
-      queryAll<AggregateItem>({ partition, from: `${start}#`, to: `${end}#~`, descending: false }, ['sk', 'moves', ...COHORT_PROJECTION]),
+/**
+ * The aggregate items `rangeReads` names in `sources` (each in one state, `oneState`): in each
+ * partition, one Query of month roll-ups and up to two of day items, all at once, strongly consistent.
+ */
+export const readRangeItems = async (merchantId: string, reads: RangeReads, ...sources: AggregateSource[]) =>
+  rangeItemsOf(await oneState(merchantId, rangeQueries(reads, sources)), reads);
+
+/**
+ * The items of several sources read in one state, each source's apart (`GET /metrics/plans`: every
+ * plan's segment): one read of them all, sorted out by partition.
+ */
+export const readRangeItemsApart = async (merchantId: string, reads: RangeReads, sources: AggregateSource[]) => {
+  const read = await oneState(merchantId, rangeQueries(reads, sources));
+  const sourceOf = (item: AggregateItem) => {
+    const pk = String(item.pk);
+    return sources.findIndex(
+      (s) => s.sharded.some((p) => pk.startsWith(`${p}#`) && pk.length === p.length + 3) || s.unsharded?.includes(pk),
+    );
+  };
+  return sources.map((_, i) =>
+    rangeItemsOf(
+      read.filter((item) => sourceOf(item) === i),
+      reads,
     ),
   );
-  return read.flat().flatMap((i) => (isPending(i) ? pendingItems(i) : [i]));
 };
+
+/**
+ * The cohort items of cohorts `start`..`end` (`yyyy-mm`) of each prefix's shards, in one state: one
+ * Query a partition, at once; a cohort's pending moves, which sit in its range, as the items they are for.
+ */
+export const readCohortItems = async (merchantId: string, start: string, end: string, prefixes: string[]) => {
+  const read = await oneState(merchantId, async (shards) =>
+    (
+      await Promise.all(
+        partitionsOf({ sharded: prefixes }, shards).map(async ({ partition, shard }) =>
+          (
+            await queryAll<AggregateItem>({ partition, from: `${start}#`, to: `${end}#~`, descending: false }, [
+              'sk',
+              'moves',
+              ...COHORT_PROJECTION,
+            ])
+          ).map((item) => ({ shard: shard!, item })),
+        ),
+      )
+    ).flat(),
+  );
+  return read.flatMap((i) => (isPending(i) ? pendingItems(i) : [i]));
+};
+
+/** The plan names the merchant's figures have seen: one Query of their (sharded) items. */
+export const readPlanNames = async (merchantId: string): Promise<string[]> => {
+  const items = await queryAll<{ plan: string }>({ partition: plansPartition(merchantId), descending: false }, ['plan']);
+  return [...new Set(items.map((i) => i.plan))].sort();
+};
+
+/** The cohort prefix of the whole (segment null) or of one segment. */
+export const cohortPrefix = (merchantId: string, segment: Segment | null, generation = 0): string =>
+  cohortPartition(merchantId, segment, generation);
 
 /** The customer ids of an index (metadata or plan customers): its shards' partitions Queried at once, strongly consistent. */
 const indexedCustomers = async (partitionOf: (shard: number) => string): Promise<Set<number>> => {

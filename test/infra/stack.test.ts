@@ -478,8 +478,8 @@ describe('table grants', () => {
     const merchantWide = [`M#mer_${'?'.repeat(20)}`, `M#mer_${'?'.repeat(20)}#*`];
     // The pending-moves applier's: a merchant's MRR and cohort partitions (whole or a segment's) and its churn by reason.
     const metrics = [`M#mer_${'?'.repeat(20)}#MRR*`, `M#mer_${'?'.repeat(20)}#COHORT*`, `M#mer_${'?'.repeat(20)}#CHURN_REASONS*`];
-    // The applier's and the restate worker's backlog counts and pace ledger.
-    const counts = [`M#mer_${'?'.repeat(20)}#PENDING#*`, `M#mer_${'?'.repeat(20)}#PACE`];
+    // The applier's and the restate worker's backlog counts, figures versions and pace ledger.
+    const counts = [`M#mer_${'?'.repeat(20)}#PENDING#*`, `M#mer_${'?'.repeat(20)}#FIGURES#*`, `M#mer_${'?'.repeat(20)}#PACE`];
     const generations = GENERATIONS.split(',');
     expect([...patterns].sort()).toEqual(
       [
@@ -538,10 +538,11 @@ describe('table grants', () => {
     ]) {
       expect(matching(pk), pk).toEqual([webhook]);
     }
-    // The backlog counts and the pace ledger match their own patterns, no metrics one.
+    // The backlog counts, the figures versions and the pace ledger match their own patterns, no metrics one.
     expect(matching(keys.pendingBacklog(merchant, 5).pk)).toEqual([counts[0]]);
-    expect(matching(keys.applierPace(merchant, 5, 1).pk)).toEqual([counts[1]]);
-    expect(matching(keys.restatePace(merchant, 1).pk)).toEqual([counts[1]]);
+    expect(matching(keys.figuresVersion(merchant, 47).pk)).toEqual([counts[1]]);
+    expect(matching(keys.applierPace(merchant, 5, 1).pk)).toEqual([counts[2]]);
+    expect(matching(keys.restatePace(merchant, 1).pk)).toEqual([counts[2]]);
     // A merchant's aggregate items and the pending-moves items among them match one metrics pattern each.
     const segment = { dimension: 'plan' as const, value: 'Pro#MRR' };
     for (const [pk, pattern] of [
@@ -997,7 +998,7 @@ describe('pending-moves applier', () => {
       'dynamodb:GetShardIterator on stream',
       'dynamodb:ListStreams on stream',
       `dynamodb:UpdateItem on table ${metrics}`,
-      `dynamodb:UpdateItem on table M#mer_${'?'.repeat(20)}#PENDING#*,M#mer_${'?'.repeat(20)}#PACE`,
+      `dynamodb:UpdateItem on table M#mer_${'?'.repeat(20)}#PENDING#*,M#mer_${'?'.repeat(20)}#FIGURES#*,M#mer_${'?'.repeat(20)}#PACE`,
       'kms:Decrypt on table key',
       'kms:DescribeKey on table key',
       'kms:Encrypt on table key',
@@ -1122,7 +1123,7 @@ describe('restate worker', () => {
       'dynamodb:ListStreams on stream',
       `dynamodb:PutItem on table ${m}#RESTATE,${m}#CUSTOMER#*,${metrics},${m}#PLAN_CUSTOMERS#*`,
       `dynamodb:Query on table ${m}#CUSTOMER#*,${metrics},${m}#G*#SETTINGS`,
-      `dynamodb:UpdateItem on table ${metrics},${m}#PLANS,${m}#PACE,${m}#PENDING#*`,
+      `dynamodb:UpdateItem on table ${metrics},${m}#PLANS,${m}#PACE,${m}#PENDING#*,${m}#FIGURES#*`,
       'kms:Decrypt on table key',
       'kms:DescribeKey on table key',
       'kms:Encrypt on table key',

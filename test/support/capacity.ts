@@ -102,7 +102,7 @@ export const recordCapacity = (): CapacityRecorder => {
 
 /** A counter shard's partition key: its family (the key without the shard) and how many shards it has. */
 const counterFamily = (key: string): { family: string; shards: number } | undefined => {
-  const counter = /^(table M#[^#]+#(?:TOTALS|STATS#\d{4}-\d{2}))#\d{3}$/.exec(key)?.[1];
+  const counter = /^(table M#[^#]+#(?:TOTALS|FIGURES|STATS#\d{4}-\d{2}))#\d{3}$/.exec(key)?.[1];
   if (counter) return { family: counter, shards: COUNTER_SHARDS };
   // The MRR and cohort aggregates of the whole or a segment, and the pending-moves backlog counts,
   // one partition key per metric shard.
