@@ -26,7 +26,6 @@ import { keyText } from '#lib/shared/key-text';
  * | subscription              | M#<m>#SUB#<id>                      | SUB             | gsi1 list; gsi2 by status; gsi3 by customer (live items) |
  * | subscription external_id  | M#<m>#SUB_EXT#<external_id>         | MARKER          |  (unique per merchant: subscription_id, customer_id)   |
  * | live-subscription marker  | M#<m>#CUSTOMER#<id>                 | LIVE_SUB        |  (one per customer: active or paused)                   |
- * | customer current MRR      | M#<m>#CUSTOMER#<id>                 | MRR             |  (moved by ADD in every subscription change)            |
  * | customer MRR timeline     | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE    |  (head, put under `version`: the points inline while they fit 32 KB, else `chunked`) |
  * | customer timeline chunk   | M#<m>#CUSTOMER#<id>                 | MRR_TIMELINE#<start> | (a long timeline's points from its start to the next chunk's; ≤ 32 KB, split when full) |
  * | pending moves             | M#<m>#MRR[#SEG…]#<ss> / M#<m>#COHORT[#SEG…]#<ss> / M#<m>#CHURN_REASONS | M#0000-00#P#<id> / <cohort>#0000-00#P#<id> | (aggregate ADDs a transaction could not hold, and every batch's; entity pending-moves; read in, applied once) |
@@ -321,8 +320,6 @@ export const keys = {
   subscriptionExternalId: (merchantId: string, externalId: string): Key => ({ pk: `${m(merchantId)}#SUB_EXT#${externalId}`, sk: 'MARKER' }),
   /** The customer's one live (active or paused) subscription: a unique item under the customer. */
   liveSubscription: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'LIVE_SUB' }),
-  /** The customer's current total MRR (live, unpaused subscriptions), under the customer. */
-  customerMrr: (merchantId: string, customerId: number): Key => ({ pk: `${m(merchantId)}#CUSTOMER#${customerId}`, sk: 'MRR' }),
   /** The customer's MRR timeline (every line's change points), the base of its metrics classification. */
   customerTimeline: (merchantId: string, customerId: number): Key => ({
     pk: `${m(merchantId)}#CUSTOMER#${customerId}`,

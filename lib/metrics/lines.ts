@@ -31,7 +31,7 @@ const latest = (a: string, b: string) => (a > b ? a : b);
  * paused → 0, reactivated or mrr changed → its mrr, each from the change's effective time (or from
  * started_at when that is still ahead); deleted → no line at all, as if it had never existed.
  * Each point carries the subscription's plan, cycle and currency (a plan change alone is a point:
- * the segments by plan follow it). Returns the timeline unchanged when nothing that counts moved
+ * the segments by plan follow it; it keeps the line's amount, `Tag`'s `stated`). Returns the timeline unchanged when nothing that counts moved
  * (current_period_start, a description). A subscription in another currency than the reporting
  * one has a line too; the figures in the reporting currency leave it out (`viewOf`).
  */
@@ -57,6 +57,10 @@ export const subscriptionTimeline = (
     return tl;
   switch (after.status) {
     case 'active':
+      // A change of plan or cycle alone sets no amount: the line keeps the one it has then (history
+      // recorded before it later moves it too), the record's mrr counting only when there is none.
+      if (before?.status === 'active' && new Decimal(before.mrr).eq(after.mrr))
+        return setFrom(tl, line, effective, after.mrr, 'a', [tag[0], tag[1], tag[2], null, new Decimal(after.mrr).toFixed()]);
       return setFrom(tl, line, before ? effective : after.started_at, after.mrr, 'a', tag);
     case 'paused':
       return setFrom(tl, line, effective, 0, 'p', tag);

@@ -24,9 +24,11 @@ export type Flag = 'a' | 'p' | 'c' | 'o' | 'e' | 'x';
  * What a point counts under in segments (docs/metrics.md, "Segments"): its plan and billing cycle
  * (null: none, such as an order's plan or the imported line's cycle), its currency, and on a
  * cancellation its reason. A point without one (written before points had them) is in the
- * reporting currency, in no plan and no cycle.
+ * reporting currency, in no plan and no cycle. `stated`: the point of a change that set no amount
+ * (a plan or cycle change alone) keeps the line's amount (`keptAmounts`); this is the amount the
+ * record stated, what it counts when there is none to keep.
  */
-export type Tag = [plan: string | null, cycle: string | null, currency: string, reason?: string | null];
+export type Tag = [plan: string | null, cycle: string | null, currency: string, reason?: string | null, stated?: string];
 /**
  * A point: from `at` on the line is `amount` (in its tag's currency). A point in another currency
  * than the reporting one may carry `converted`: its amount in the reporting currency at the rate
@@ -59,9 +61,30 @@ const point = (at: string, amount: Decimal.Value, flag: Flag, tag?: Tag): Point 
 const byTime = (a: Point, b: Point) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 const normalise = (points: Point[]): Point[] => [...points].sort(byTime);
 
+/**
+ * A change that set no amount keeps the line's: its point counts the amount of the point before it
+ * when that one is active in the same currency, else the amount the record stated. Settled on every
+ * change of the line, so history recorded later before it (a downgrade a year back) moves it too,
+ * and the next change is measured from there.
+ */
+const keptAmounts = (points: Point[]): Point[] => {
+  let before: Point | undefined;
+  return points.map((p) => {
+    const stated = p[3]?.[4];
+    let out = p;
+    if (stated !== undefined) {
+      const kept = before && before[2] === 'a' && before[3]?.[2] === p[3]?.[2] ? before[1] : stated;
+      // Its converted amount, if any, was of the old amount: `withConversions` converts it again.
+      if (kept !== p[1]) out = [p[0], kept, p[2], p[3]];
+    }
+    before = out;
+    return out;
+  });
+};
+
 const withLine = (tl: Timeline, line: string, points: Point[]): Timeline => {
   const next = { ...tl };
-  const normal = normalise(points);
+  const normal = keptAmounts(normalise(points));
   if (normal.length) next[line] = normal;
   else delete next[line];
   return next;

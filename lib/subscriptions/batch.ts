@@ -17,7 +17,7 @@ import { CUSTOMER_INVALID } from '#lib/subscriptions/events';
 import { EVENT_ID_BLOCK, type SubscriptionItem } from '#lib/subscriptions/model';
 import { subscriptionBatchItem, type SubscriptionBatchInput } from '#lib/subscriptions/schemas';
 import { cancelEvent, createdEvent } from '#lib/subscriptions/rules';
-import { addChangeEvent, LIVE_TAKEN, moveCustomerMrr, moveTotals, type Scope } from '#lib/subscriptions/service';
+import { addChangeEvent, LIVE_TAKEN, moveTotals, type Scope } from '#lib/subscriptions/service';
 import { subscriptionIndexAttributes } from '#lib/subscriptions/store';
 
 /**
@@ -272,7 +272,6 @@ const writeSubscription = (
       itemAbsent,
     );
   }
-  moveCustomerMrr(ws, merchantId, sub.customer_id, null, sub);
   moveTotals(ws, merchantId, null, sub);
   addChangeEvent(ws, merchantId, eventIds[0], sub, createdEvent(sub), at, 'import');
   let timeline = subscriptionTimeline(before, null, started, sub.started_at, scope.reportingCurrency);

@@ -20,7 +20,7 @@ import { addSubscriptionEvent, CUSTOMER_INVALID, importedAfterSubscription, SUBS
 import { presentSubscriptionEvent, type SubscriptionEventItem, type SubscriptionItem } from '#lib/subscriptions/model';
 import { latestChangeAt } from '#lib/subscriptions/effective';
 import { subscriptionEventBatchItem, type SubscriptionEventBatchInput } from '#lib/subscriptions/schemas';
-import { moveCustomerMrr, type Scope } from '#lib/subscriptions/service';
+import type { Scope } from '#lib/subscriptions/service';
 
 /**
  * Recorded subscription events (history imported from elsewhere, source `import`), one or a batch:
@@ -200,7 +200,6 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
       for (const [id, present] of shown) {
         const before = subs.get(id)!;
         // The customer's current MRR follows its subscriptions' records.
-        moveCustomerMrr(ws, merchantId, before.customer_id, before, present);
         ws.update('subscription', keys.subscription(merchantId, id))
           .setAll({
             mrr: present.mrr,

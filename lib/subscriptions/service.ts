@@ -20,7 +20,6 @@ import {
   afterTaking,
   EVENT_ID_BLOCK,
   heldEventId,
-  mrrContribution,
   presentSubscription,
   type Subscription,
   type SubscriptionItem,
@@ -50,19 +49,6 @@ export const LIVE_TAKEN = 'The customer already has an active or paused subscrip
 /** Who changes a subscription: the merchant, and its reporting currency (what the figures count). */
 export type Scope = Pick<AuthContext, 'merchantId' | 'reportingCurrency' | 'timezone' | 'generation'>;
 const ONE = new Decimal(1);
-
-/** The customer's current MRR moves by the change in this subscription's contribution. */
-export const moveCustomerMrr = (
-  ws: WriteSet,
-  merchantId: string,
-  customerId: number,
-  before: SubscriptionItem | null,
-  after: SubscriptionItem | null,
-) => {
-  const delta = new Decimal(mrrContribution(after)).minus(mrrContribution(before));
-  if (delta.isZero()) return;
-  ws.update('customer-mrr', keys.customerMrr(merchantId, customerId)).add('mrr', delta).add('version', ONE);
-};
 
 /** List totals follow the status (deleted subscriptions leave the lists). */
 export const moveTotals = (ws: WriteSet, merchantId: string, before: SubscriptionItem | null, after: SubscriptionItem | null) => {
@@ -150,7 +136,6 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
       itemAbsent,
     );
     ws.put('subscription', { ...sub, ...subscriptionIndexAttributes(merchantId, sub) }, itemAbsent);
-    moveCustomerMrr(ws, merchantId, sub.customer_id, null, sub);
     moveTotals(ws, merchantId, null, sub);
     addChangeEvent(ws, merchantId, ids.subscription_event!, sub, createdEvent(sub), at);
     const presented = presentSubscription(sub, scope.reportingCurrency);
@@ -244,7 +229,6 @@ const change = async (scope: Scope, id: number, command: Command): Promise<Subsc
     const liveKey = keys.liveSubscription(merchantId, sub.customer_id);
     if (wasLive && !isLive) ws.delete('live', liveKey, holdsLive(sub.id));
     if (!wasLive && isLive) ws.put('live', { ...liveKey, subscription_id: sub.id, customer_id: sub.customer_id }, itemAbsent);
-    moveCustomerMrr(ws, merchantId, sub.customer_id, sub, next);
     moveTotals(ws, merchantId, sub, next);
     if (e) addChangeEvent(ws, merchantId, eventId, next, e, at);
     const presented = presentSubscription(next, scope.reportingCurrency);
@@ -310,7 +294,6 @@ export const deleteSubscription = async (scope: Scope, id: number): Promise<void
     if (sub.status !== 'cancelled') ws.delete('live', keys.liveSubscription(merchantId, sub.customer_id), holdsLive(sub.id));
     // Its external id is free again: the corrected subscription may be imported under it.
     if (sub.external_id) ws.delete('external_id', keys.subscriptionExternalId(merchantId, sub.external_id), holdsLive(sub.id));
-    moveCustomerMrr(ws, merchantId, sub.customer_id, sub, null);
     moveTotals(ws, merchantId, sub, deleted);
     await moveTimeline(ws, scope, sub, deleted, at);
     await ws.commit();

@@ -204,3 +204,45 @@ describe('no double counting', () => {
     ]);
   });
 });
+
+describe('a change of plan alone keeps the line amount', () => {
+  it('history recorded later before it moves it too: the next mrr change is measured from the recorded amount', async () => {
+    const clock = fixedClock('2026-11-20T09:00:00Z');
+    const { token } = await newMerchant();
+    const customer = (await ok(api.post('/customers', token, { email: 'kept@history.test', name: 'Kept' }), 201)).data.id as number;
+    const created = await ok(
+      api.post('/subscriptions', token, {
+        customer_id: customer,
+        plan_name: 'Basic',
+        mrr: '587.53',
+        billing_cycle: 'monthly',
+        started_at: '2025-08-26T00:00:00Z',
+      }),
+      201,
+    );
+    const id = created.data.id as number;
+    await ok(api.put(`/subscriptions/${id}`, token, { plan_name: 'Pro' }));
+    clock.set('2026-11-20T09:00:01Z');
+    await ok(api.put(`/subscriptions/${id}`, token, { mrr: '479.53' }));
+    const today = async () =>
+      (await ok(api.get('/metrics/mrr?start_date=2026-11-20&end_date=2026-11-20&interval=day', token))).data[0] as Record<string, string>;
+    expect([(await today()).expansion, (await today()).contraction]).toEqual(['0.00', '-108.00']);
+    await ok(
+      api.post('/subscriptions/events', token, {
+        subscription_id: id,
+        customer_id: customer,
+        event_type: 'downgrade',
+        old_amount: '587.53',
+        new_amount: '120.00',
+        occurred_at: '2026-10-25T00:00:00Z',
+      }),
+      201,
+    );
+    const point = await today();
+    expect([point.mrr, point.expansion, point.contraction]).toEqual(['479.53', '359.53', '0.00']);
+    // A further change is measured from there too.
+    await ok(api.put(`/subscriptions/${id}`, token, { mrr: '350.53' }));
+    const later = await today();
+    expect([later.mrr, later.expansion, later.contraction]).toEqual(['350.53', '230.53', '0.00']);
+  });
+});

@@ -25,7 +25,7 @@ import {
 
 /**
  * Property (docs/metrics.md, "Freshness and cost"): for random histories sent through the API — subscription
- * creates (some back-dated), updates, pauses, reactivations, cancellations (some back-dated) and
+ * creates (some back-dated), updates (some of the plan alone), pauses, reactivations, cancellations (some back-dated) and
  * deletions, recorded events (back-dated, with or without a subscription), recurring paid orders in
  * the reporting currency or another (some with a past paid_at), refunds, order batches (new orders,
  * status moves, a repeated order_no) and groups of writers for different customers sent
@@ -205,6 +205,16 @@ const tagsOf = (s: Sub, reason?: string | null) => ({
   currency: s.currency ?? 'TWD',
   ...(reason ? { reason } : {}),
 });
+/**
+ * The record shows the present: a recorded event that is (or, arriving late, becomes) its
+ * subscription's latest change and leaves it an amount sets its mrr, as of its time; an older one
+ * or one to 0 leaves the record as it is.
+ */
+const recordShows = (s: Sub, occurred: string, amount: number) => {
+  if (occurred < s.changed || amount <= 0) return;
+  s.mrr = String(amount);
+  s.changed = occurred;
+};
 const REASONS = [null, 'price', 'product'] as const;
 /** The segments checked against the reference after each history. */
 const SEGMENTS: [query: string, seg: RefSegment][] = [
@@ -380,17 +390,20 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 }
                 const line = `S${live.id}`;
                 if (o.variant <= 1) {
-                  const mrr = positive(o.amount);
-                  // Variant 1 also moves the subscription to the other plan (the plan segments follow it).
+                  // Variant 1 also moves the subscription to the other plan (the plan segments follow it),
+                  // every other time with no mrr at all: a plan change alone keeps the line's amount.
+                  const planOnly = o.variant === 1 && o.amount % 2 === 0;
+                  const mrr = planOnly ? live.mrr : positive(o.amount);
                   const plan = o.variant === 1 ? (live.plan === 'P' ? 'Q' : 'P') : live.plan;
-                  const body = { mrr: String(mrr), ...(plan !== live.plan ? { plan_name: plan } : {}) };
+                  const body = { ...(planOnly ? {} : { mrr: String(mrr) }), ...(plan !== live.plan ? { plan_name: plan } : {}) };
                   const effective = await change(live, '', 'effective_at', body, 'update');
                   if (!effective) return;
-                  const moved = !new Decimal(live.mrr).eq(mrr) || plan !== live.plan;
+                  const same = new Decimal(live.mrr).eq(mrr);
+                  const moved = !same || plan !== live.plan;
                   if (moved) live.changed = effective;
                   live.mrr = String(mrr);
                   live.plan = plan;
-                  if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, mrr, 'a', tagsOf(live));
+                  if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, mrr, 'a', tagsOf(live), same);
                   if (moved && live.status === 'paused') refSetFrom(ref[c], line, effective, 0, 'p', tagsOf(live));
                 } else if (o.variant === 2 && live.status === 'active') {
                   const effective = await change(live, '/pause', 'paused_at', {}, 'pause');
@@ -474,6 +487,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                   o.amount > 0 ? 'a' : 'c',
                   s ? tagsOf(s) : { plan: null, cycle: null },
                 );
+                if (s) recordShows(s, occurred, o.amount);
                 return;
               }
               case 'order': {
@@ -614,7 +628,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                   const importedEnd = importedLineEnd(ref[c]);
                   const refused = !s && importedEnd !== null && occurred >= importedEnd;
                   expect(failed.has(index), `events item ${index} refused: ${JSON.stringify(r.body.data.results.failed)}`).toBe(refused);
-                  if (!refused)
+                  if (!refused) {
                     refSetAt(
                       ref[c],
                       s ? `S${s.id}` : 'I',
@@ -623,6 +637,8 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                       amount > 0 ? 'a' : 'c',
                       s ? tagsOf(s) : { plan: null, cycle: null },
                     );
+                    if (s) recordShows(s, occurred, amount);
+                  }
                 }
                 return;
               }

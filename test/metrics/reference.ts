@@ -19,6 +19,11 @@ export type RefPoint = {
   cycle?: string | null;
   currency?: string;
   reason?: string | null;
+  /**
+   * A change that set no amount (a plan or cycle change alone): the point keeps the line's amount
+   * before it (while that is active, in the same currency), else counts this, the amount stated.
+   */
+  stated?: Decimal;
 };
 /**
  * `importedEnd`: set by `refSegment` (the imported line's end as the whole sees it); `unconverted`:
@@ -36,13 +41,37 @@ type Tags = Pick<RefPoint, 'plan' | 'cycle' | 'currency' | 'reason'>;
 
 const sorted = (pts: RefPoint[]) => [...pts].sort((x, y) => x.at.localeCompare(y.at));
 
-/** Subscription changes through the API: the line holds `amount` from `at` on (later points superseded). */
-export const refSetFrom = (c: RefCustomer, line: string, at: string, amount: Decimal.Value, flag: RefPoint['flag'], tags: Tags = {}) => {
-  c.lines.set(line, sorted([...(c.lines.get(line) ?? []).filter((p) => p.at < at), { at, amount: new Decimal(amount), flag, ...tags }]));
+/** Each point that keeps the line's amount, given the amount of the point before it as it now stands. */
+const settled = (pts: RefPoint[]): RefPoint[] => {
+  let before: RefPoint | undefined;
+  for (const p of pts) {
+    if (p.stated) p.amount = before && before.flag === 'a' && (before.currency ?? null) === (p.currency ?? null) ? before.amount : p.stated;
+    before = p;
+  }
+  return pts;
+};
+/**
+ * Subscription changes through the API: the line holds `amount` from `at` on (later points
+ * superseded); `keep`: the change set no amount (a plan change alone), the line keeps its own.
+ */
+export const refSetFrom = (
+  c: RefCustomer,
+  line: string,
+  at: string,
+  amount: Decimal.Value,
+  flag: RefPoint['flag'],
+  tags: Tags = {},
+  keep = false,
+) => {
+  const p: RefPoint = { at, amount: new Decimal(amount), flag, ...tags, ...(keep ? { stated: new Decimal(amount) } : {}) };
+  c.lines.set(line, settled(sorted([...(c.lines.get(line) ?? []).filter((q) => q.at < at), p])));
 };
 /** Recorded events: one point at `at` (replacing one at the same time). */
 export const refSetAt = (c: RefCustomer, line: string, at: string, amount: Decimal.Value, flag: RefPoint['flag'], tags: Tags = {}) => {
-  c.lines.set(line, sorted([...(c.lines.get(line) ?? []).filter((p) => p.at !== at), { at, amount: new Decimal(amount), flag, ...tags }]));
+  c.lines.set(
+    line,
+    settled(sorted([...(c.lines.get(line) ?? []).filter((p) => p.at !== at), { at, amount: new Decimal(amount), flag, ...tags }])),
+  );
 };
 
 /** `plans`: any of them (a union of plans). */

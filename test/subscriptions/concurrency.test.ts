@@ -11,9 +11,9 @@ import { outboxEvents } from '../orders/helpers.ts';
 /**
  * Concurrency guarantees of subscriptions (docs/subscriptions.md, "Concurrency"): every change is
  * one transaction guarded by the subscription's version, the customer's one live subscription is
- * the `LIVE_SUB` marker, and the customer's current MRR item moves by ADD. Concurrent requests go
+ * the `LIVE_SUB` marker, and the customer's current MRR (`GET /customers/{id}`) follows. Concurrent requests go
  * out together through the in-process local server; afterwards what is stored (subscriptions,
- * events, the marker, the MRR item, list totals, outbox) must be what SOME serial order of the
+ * events, the marker, the customer's MRR, list totals, outbox) must be what SOME serial order of the
  * successful requests would have produced, with nothing from the refused ones.
  *
  * Each scenario runs on DynamoDB Local as is (it serialises transactions) and again with
@@ -30,12 +30,11 @@ const statusesOf = (rs: ApiResponse[]) =>
     return acc;
   }, {});
 
-/** The customer's current MRR item, read by key (strongly consistent); absent reads as 0.00. */
-const customerMrr = async (merchantId: string, customerId: number) => {
-  const { Item } = await db().send(
-    new GetCommand({ TableName: tableName(), Key: keys.customerMrr(merchantId, customerId), ConsistentRead: true }),
-  );
-  return money(String(Item?.mrr ?? '0'));
+/** The customer's current MRR as the API shows it (`GET /customers/{id}`). */
+const customerMrr = async (token: string, customerId: number) => {
+  const r = await api.get(`/customers/${customerId}`, token);
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body.data.mrr as string;
 };
 
 /** The customer's live-subscription marker, read by key. */
@@ -150,8 +149,8 @@ const raceCreates = async (n: number, conflicts: boolean) => {
   expect(await totalOf(token, '/subscriptions/events'), 'events total (counters)').toBe(1);
   expect(await totalOf(token, '/subscriptions/events?event_type=created'), 'created events total (counters)').toBe(1);
 
-  // The customer's MRR item and live marker name the winner; one webhook.
-  expect(await customerMrr(merchantId, customerId), summary).toBe(bodies[w].mrr);
+  // The customer's MRR and live marker name the winner; one webhook.
+  expect(await customerMrr(token, customerId), summary).toBe(bodies[w].mrr);
   expect(await liveMarker(merchantId, customerId), summary).toMatchObject({ subscription_id: sub.id });
   const hooks = (await outboxEvents(merchantId)).filter((e) => e.type.startsWith('subscription.'));
   expect(
@@ -222,7 +221,7 @@ const raceUpdates = async (conflicts: boolean) => {
     expect([e.customer_id, e.source, e.old_plan, e.new_plan], label).toEqual([customerId, 'api', 'Basic', 'Basic']);
   }
 
-  expect(await customerMrr(merchantId, customerId), label).toBe(finalMrr);
+  expect(await customerMrr(token, customerId), label).toBe(finalMrr);
   expect(await totalOf(token, '/subscriptions/events'), 'events total (counters)').toBe(1 + ok.length);
   const hooks = (await outboxEvents(merchantId)).filter((e) => e.type === 'subscription.updated');
   expect(hooks.map((h) => h.data.object.mrr).sort(), `one subscription.updated per 200 — ${label}`).toEqual([...ok].sort());
@@ -256,7 +255,7 @@ const send = (token: string, id: number, op: Op, i: number) =>
  * Rounds of [cancel, reactivate, pause] × 2 sent together, each round starting from the state the
  * previous one left. Per round, some serial order of the requests must explain every answer (200 iff
  * allowed at its turn, showing the state it produced; 422 on status iff forbidden at its turn), the
- * final stored status, and the new events in id order; the marker, the MRR item and the totals must
+ * final stored status, and the new events in id order; the marker, the customer's MRR and the totals must
  * follow the final status.
  */
 const raceLifecycle = async (start: Status, rounds: number, conflicts: boolean) => {
@@ -333,11 +332,11 @@ const raceLifecycle = async (start: Status, rounds: number, conflicts: boolean) 
     if (stored.status === 'paused') expect([stored.cancelled_at, typeof stored.paused_at], label).toEqual([null, 'string']);
     if (stored.status === 'cancelled') expect(typeof stored.cancelled_at, label).toBe('string');
 
-    // The marker exists iff the subscription is live; the MRR item is its mrr iff active.
+    // The marker exists iff the subscription is live; the customer's MRR is its mrr iff active.
     const marker = await liveMarker(merchantId, customerId);
     if (stored.status === 'cancelled') expect(marker, `marker — ${label}`).toBeUndefined();
     else expect(marker, `marker — ${label}`).toMatchObject({ subscription_id: sub.id });
-    expect(await customerMrr(merchantId, customerId), `customer MRR — ${label}`).toBe(stored.status === 'active' ? mrr : '0.00');
+    expect(await customerMrr(token, customerId), `customer MRR — ${label}`).toBe(stored.status === 'active' ? mrr : '0.00');
     for (const s of ['active', 'paused', 'cancelled'] as const) {
       expect(await totalOf(token, `/subscriptions?status=${s}`), `${s} total (counters) — ${label}`).toBe(stored.status === s ? 1 : 0);
     }
@@ -355,7 +354,7 @@ const raceLifecycle = async (start: Status, rounds: number, conflicts: boolean) 
 /**
  * Customer with a cancelled subscription A: reactivating A and creating B race for the one live
  * slot. Exactly one wins; the loser gets its 422 (status for the reactivation, customer_id for the
- * create); the marker, the MRR item and the events name the winner only.
+ * create); the marker, the customer's MRR and the events name the winner only.
  */
 const raceSlot = async (rounds: number, conflicts: boolean) => {
   const { merchantId, token } = await newMerchant();
@@ -387,7 +386,7 @@ const raceSlot = async (rounds: number, conflicts: boolean) => {
         after.map((e) => [e.event_type, e.subscription_id, e.new_amount]),
         label,
       ).toEqual([['reactivated', a.id, '10.00']]);
-      expect(await customerMrr(merchantId, customerId), label).toBe('10.00');
+      expect(await customerMrr(token, customerId), label).toBe('10.00');
     } else {
       wins.create++;
       expect(re.status, label).toBe(422);
@@ -397,7 +396,7 @@ const raceSlot = async (rounds: number, conflicts: boolean) => {
         after.map((e) => [e.event_type, e.subscription_id, e.new_amount]),
         label,
       ).toEqual([['created', winner, mrrB]]);
-      expect(await customerMrr(merchantId, customerId), label).toBe(mrrB);
+      expect(await customerMrr(token, customerId), label).toBe(mrrB);
     }
     expect(marker, label).toMatchObject({ subscription_id: winner });
     expect(
@@ -406,7 +405,7 @@ const raceSlot = async (rounds: number, conflicts: boolean) => {
     ).toEqual([winner]);
     // Free the slot again for the next round (A stays the cancelled one to reactivate).
     expect((await api.put(`/subscriptions/${winner}/cancel`, token, {})).status, label).toBe(200);
-    expect(await customerMrr(merchantId, customerId), label).toBe('0.00');
+    expect(await customerMrr(token, customerId), label).toBe('0.00');
     expect(await liveMarker(merchantId, customerId), label).toBeUndefined();
   }
   return wins;

@@ -1,22 +1,17 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import Decimal from 'decimal.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { db, tableName } from '#lib/db/client';
-import { keys } from '#lib/db/keys';
 import { newMerchant, useApi } from '../support/api.ts';
 import { outboxEvents } from '../orders/helpers.ts';
 
 const api = useApi();
 afterEach(() => resetClock());
 
-const customerMrr = async (merchantId: string, customerId: number) =>
-  new Decimal(
-    String(
-      (await db().send(new GetCommand({ TableName: tableName(), Key: keys.customerMrr(merchantId, customerId), ConsistentRead: true })))
-        .Item?.mrr ?? '0',
-    ),
-  ).toFixed(2);
+/** The customer's current MRR as the API shows it (`GET /customers/{id}`). */
+const customerMrr = async (token: string, customerId: number) => {
+  const r = await api.get(`/customers/${customerId}`, token);
+  expect(r.status, JSON.stringify(r.body)).toBe(200);
+  return r.body.data.mrr as string;
+};
 
 const setup = async () => {
   const m = await newMerchant();
@@ -53,7 +48,7 @@ describe('subscription lifecycle', () => {
       created_at: '2026-03-01T10:00:00Z',
       updated_at: '2026-03-01T10:00:00Z',
     });
-    expect(await customerMrr(merchantId, customer.id)).toBe('100.00');
+    expect(await customerMrr(token, customer.id)).toBe('100.00');
 
     clock.set('2026-03-02T10:00:00Z');
     expect((await api.put(`/subscriptions/${sub.id}`, token, { mrr: '150', plan_name: 'Pro' })).body.data).toMatchObject({
@@ -65,12 +60,12 @@ describe('subscription lifecycle', () => {
     clock.set('2026-03-04T10:00:00Z');
     const planOnly = await api.put(`/subscriptions/${sub.id}`, token, { plan_name: 'Pro+', mrr: '120.50' });
     expect(planOnly.body.data).toMatchObject({ plan_name: 'Pro+', mrr: '120.50', updated_at: '2026-03-04T10:00:00Z' });
-    expect(await customerMrr(merchantId, customer.id)).toBe('120.50');
+    expect(await customerMrr(token, customer.id)).toBe('120.50');
 
     clock.set('2026-03-05T10:00:00Z');
     const paused = await api.put(`/subscriptions/${sub.id}/pause`, token, {});
     expect(paused.body.data).toMatchObject({ status: 'paused', paused_at: '2026-03-05T10:00:00Z' });
-    expect(await customerMrr(merchantId, customer.id)).toBe('0.00');
+    expect(await customerMrr(token, customer.id)).toBe('0.00');
     clock.set('2026-03-06T10:00:00Z');
     expect((await api.put(`/subscriptions/${sub.id}/reactivate`, token)).body.data).toMatchObject({ status: 'active', paused_at: null });
     clock.set('2026-03-07T10:00:00Z');
@@ -83,14 +78,14 @@ describe('subscription lifecycle', () => {
       cancelled_at: '2026-03-06T23:00:00Z',
       cancel_reason: 'too expensive',
     });
-    expect(await customerMrr(merchantId, customer.id)).toBe('0.00');
+    expect(await customerMrr(token, customer.id)).toBe('0.00');
     clock.set('2026-03-08T10:00:00Z');
     expect((await api.put(`/subscriptions/${sub.id}/reactivate`, token)).body.data).toMatchObject({
       status: 'active',
       cancelled_at: null,
       cancel_reason: null,
     });
-    expect(await customerMrr(merchantId, customer.id)).toBe('120.50');
+    expect(await customerMrr(token, customer.id)).toBe('120.50');
 
     const events = (await api.get(`/subscriptions/events?subscription_id=${sub.id}&per_page=100`, token)).body;
     expect(events.meta.total).toBe(6);
