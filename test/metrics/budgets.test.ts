@@ -119,6 +119,20 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
     expect(b.quarterly8.res.body.data.at(-1).mrr).toBe(b.monthlyMidMonth.res.body.data.at(-1).mrr);
     expect(a.monthly24.res.body.data.at(-1).mrr).toBe('1000.00');
     expect(a.summary.res.body.data.active_subscriptions).toBe(100);
+
+    // Figures per plan: token, rate, the plan list, the versions before and after, then each plan's
+    // items to the day (two Queries in each of its shards).
+    const plans = await api.counted('GET', '/metrics/plans?date=2025-12-31', { token: small.token });
+    expect(plans.res.status, JSON.stringify(plans.res.body)).toBe(200);
+    expect(plans.res.body.data.map((p: { plan: string }) => p.plan)).toEqual(['Basic']);
+    report('plans (1 plan)', plans.requests, 5 + 2 * METRIC_SHARDS);
+    expect(plans.requests).toBe(5 + 2 * METRIC_SHARDS);
+    // Churn by reason: one partition, its month roll-ups (and the days of a partial month at either end).
+    const reasons = await api.counted('GET', '/metrics/churn-reasons?start_date=2024-01-01&end_date=2025-12-31', { token: small.token });
+    const reasonsMid = await api.counted('GET', '/metrics/churn-reasons?start_date=2024-01-15&end_date=2025-12-20', { token: small.token });
+    expect([reasons.res.status, reasonsMid.res.status]).toEqual([200, 200]);
+    report('churn-reasons (whole months; mid-month)', reasons.requests, 5);
+    expect([reasons.requests, reasonsMid.requests]).toEqual([5, 7]);
   });
 
   it('writes that move MRR stay within their budgets: subscription changes ≤ 5, a recurring paid order ≤ 6, its refund (PATCH) 5', async () => {
