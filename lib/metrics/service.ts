@@ -25,7 +25,6 @@ import {
   customerIdRounds,
   customersOfPlan,
   customersWithMetadata,
-  cohortPrefix,
   movementsSource,
   readCohortItems,
   readPlanNames,
@@ -121,12 +120,7 @@ export const cohorts = async (merchantId: string, figures: Figures, q: CohortsQu
   const slice = resolveSegment(q);
   const items =
     slice.kind === 'stored'
-      ? await readCohortItems(
-          merchantId,
-          range.start,
-          range.end,
-          storedParts(slice.segment, figures).map((g) => cohortPrefix(merchantId, g, figures.generation)),
-        )
+      ? await readCohortItems(merchantId, range.start, range.end, storedParts(slice.segment, figures), figures.generation)
       : cohortItemsIn((await segmentItems(merchantId, figures, slice)).cohorts, range.start, range.end);
   return cohortTable(range, items);
 };

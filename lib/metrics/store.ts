@@ -546,25 +546,23 @@ export const readRangeItems = async (merchantId: string, reads: RangeReads, ...s
  */
 export const readRangeItemsApart = async (merchantId: string, reads: RangeReads, sources: AggregateSource[]) => {
   const read = await oneState(merchantId, rangeQueries(reads, sources));
-  const sourceOf = (item: AggregateItem) => {
-    const pk = String(item.pk);
-    return sources.findIndex(
-      (s) => s.sharded.some((p) => pk.startsWith(`${p}#`) && pk.length === p.length + 3) || s.unsharded?.includes(pk),
-    );
-  };
+  // Each partition read, by the source that names it.
+  const all = Array.from({ length: METRIC_SHARDS }, (_, shard) => shard);
+  const sourceOf = new Map(sources.flatMap((source, i) => partitionsOf(source, all).map(({ partition }) => [partition, i])));
   return sources.map((_, i) =>
     rangeItemsOf(
-      read.filter((item) => sourceOf(item) === i),
+      read.filter((item) => sourceOf.get(String(item.pk)) === i),
       reads,
     ),
   );
 };
 
 /**
- * The cohort items of cohorts `start`..`end` (`yyyy-mm`) of each prefix's shards, in one state: one
+ * The cohort items of cohorts `start`..`end` (`yyyy-mm`) of the whole (null) or each segment, in one state: one
  * Query a partition, at once; a cohort's pending moves, which sit in its range, as the items they are for.
  */
-export const readCohortItems = async (merchantId: string, start: string, end: string, prefixes: string[]) => {
+export const readCohortItems = async (merchantId: string, start: string, end: string, segments: (Segment | null)[], generation = 0) => {
+  const prefixes = segments.map((segment) => cohortPartition(merchantId, segment, generation));
   const read = await oneState(merchantId, async (shards) =>
     (
       await Promise.all(
@@ -588,10 +586,6 @@ export const readPlanNames = async (merchantId: string): Promise<string[]> => {
   const items = await queryAll<{ plan: string }>({ partition: plansPartition(merchantId), descending: false }, ['plan']);
   return [...new Set(items.map((i) => i.plan))].sort();
 };
-
-/** The cohort prefix of the whole (segment null) or of one segment. */
-export const cohortPrefix = (merchantId: string, segment: Segment | null, generation = 0): string =>
-  cohortPartition(merchantId, segment, generation);
 
 /** The customer ids of an index (metadata or plan customers): its shards' partitions Queried at once, strongly consistent. */
 const indexedCustomers = async (partitionOf: (shard: number) => string): Promise<Set<number>> => {
