@@ -1,6 +1,6 @@
 /**
- * Every import of Powertools (Logger, Metrics, Tracer, their middy middlewares) and, through the
- * Tracer, the X-Ray SDK. The source, the local server and the tests load the packages from here;
+ * Every import of Powertools (Logger, Metrics, Tracer, their middy middlewares, batch processing)
+ * and, through the Tracer, the X-Ray SDK. The source, the local server and the tests load the packages from here;
  * a function bundle takes this module from the observability layer instead
  * (infra/constructs/observability-layer.ts, built with infra/bundles/options.ts), so keep every such import here and import this module as
  * `#lib/powertools` only.
@@ -11,6 +11,7 @@ export { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 export { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 export { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 export type { Tracer } from '@aws-lambda-powertools/tracer';
+export { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 
 /**
  * The Tracer class, evaluated (with the X-Ray SDK and its async hooks) on first call only: the

@@ -27,7 +27,7 @@ export const BUNDLE = {
 } as const;
 
 /**
- * The observability layer: Powertools (Logger, Metrics, Tracer, their middlewares) and the X-Ray
+ * The observability layer: Powertools (Logger, Metrics, Tracer, their middlewares, Batch) and the X-Ray
  * SDK, built from `entry` with the settings above as one minified file. A function bundle does
  * not carry them: it imports `module` from `import`, the file Lambda extracts the layer to.
  */

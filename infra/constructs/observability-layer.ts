@@ -7,7 +7,7 @@ import { layerCode } from './bundled-code.ts';
 const ID = 'ObservabilityLayer';
 
 /**
- * Powertools Logger, Metrics, Tracer and the X-Ray SDK as one minified ESM file,
+ * Powertools Logger, Metrics, Tracer, batch processing and the X-Ray SDK as one minified ESM file,
  * `/opt/nodejs/observability.mjs`, which every function bundle imports instead of carrying them
  * (docs/function-bundles.md). Built at synth by esbuild's API from the lockfile's packages with
  * the functions' own settings, in the same build as the functions (infra/bundles/build.ts); never
@@ -23,7 +23,7 @@ export class ObservabilityLayer extends LayerVersion {
 
   private constructor(scope: Construct, id: string, projectRoot: string) {
     super(scope, id, {
-      description: `Powertools Logger, Metrics, Tracer and the X-Ray SDK, one minified file (/opt/${LAYER.file})`,
+      description: `Powertools Logger, Metrics, Tracer, Batch and the X-Ray SDK, one minified file (/opt/${LAYER.file})`,
       compatibleRuntimes: [Runtime.NODEJS_22_X],
       // Plain JavaScript: whichever architecture a function picks.
       compatibleArchitectures: [Architecture.ARM_64, Architecture.X86_64],

@@ -1,5 +1,6 @@
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
-import { inTurn } from '#lib/shared/in-turn';
+import { limiter } from '#lib/shared/in-turn';
+import { processStreamBatch } from '#lib/shared/batch';
 import { DEADLINE_MARGIN_MS, deadline, retrying, withDeadline } from '#lib/db/retry';
 import { applyPending, PENDING_MOVES_ENTITY } from '#lib/db/writes';
 import { config } from '#lib/config';
@@ -17,7 +18,8 @@ import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
  * ADDs and its deletion in one transaction), so the items do not pile up and slow the reads.
  *
  * - Records are independent (each item names its own targets, and ADDs commute): up to
- *   APPLY_CONCURRENCY are applied at once, in no particular order.
+ *   APPLY_CONCURRENCY are applied at once, in no particular order. Powertools' batch processing
+ *   runs the per-record handler and collects the failures (lib/shared/batch.ts).
  * - Each apply runs through the one retry policy (lib/db/retry.ts `retrying`) within the
  *   invocation's deadline. An item already gone (applied by another delivery of its record, a
  *   write's own follow-up or `ops metrics rebuild`) is a success: `applyPending` applies once.
@@ -85,27 +87,33 @@ const keyOf = (record: DynamoDBRecord): Key => {
 /**
  * Applies the pending-moves items the INSERTs among `records` put, and reports those that could
  * not be applied, as a Lambda handler for a DynamoDB stream with ReportBatchItemFailures answers.
- * Runs within the surrounding `withDeadline` (lib/db/retry.ts): a record whose turn comes after
- * the deadline is not tried, and reported.
+ * The record handler applies one item; Powertools runs it on every record and answers the failed
+ * ones (lib/shared/batch.ts), at most APPLY_CONCURRENCY applying at once. Runs within the
+ * surrounding `withDeadline` (lib/db/retry.ts): a record whose turn comes after the deadline is
+ * not tried, and reported.
  */
 export const applyPendingRecords = asFunction(
   WORKER_FUNCTIONS.pendingMovesApplier,
   async (records: DynamoDBRecord[]): Promise<DynamoDBBatchResponse & { stats: ApplierStats }> => {
-    const pending = records.filter(isPendingMovesInsert);
-    const stats: ApplierStats = { records: records.length, pending: pending.length, applied: 0, gone: 0, failed: 0 };
-    const failed: DynamoDBRecord[] = [];
+    const stats: ApplierStats = { records: records.length, pending: 0, applied: 0, gone: 0, failed: 0 };
+    const inTurn = limiter(APPLY_CONCURRENCY);
     const apply = async (record: DynamoDBRecord) => {
+      const key = keyOf(record);
+      if (Date.now() >= deadline()) throw new Error('the invocation has no time left');
+      // A re-sent transaction that had landed is harmless: the next attempt finds the item gone.
+      const merchantId = merchantOfKey(key.pk);
+      const pace = merchantId ? paceOf(merchantId) : undefined;
+      if (await retrying(() => applyPending(key, pace), { resendUnanswered: true })) stats.applied++;
+      else stats.gone++;
+    };
+    const { batchItemFailures } = await processStreamBatch(records, async (record) => {
+      // Anything else (the mapping's filter lets none through) is done with at once.
+      if (!isPendingMovesInsert(record)) return;
+      stats.pending++;
       try {
-        const key = keyOf(record);
-        if (Date.now() >= deadline()) throw new Error('the invocation has no time left');
-        // A re-sent transaction that had landed is harmless: the next attempt finds the item gone.
-        const merchantId = merchantOfKey(key.pk);
-        const pace = merchantId ? paceOf(merchantId) : undefined;
-        if (await retrying(() => applyPending(key, pace), { resendUnanswered: true })) stats.applied++;
-        else stats.gone++;
+        await inTurn(() => apply(record));
       } catch (err) {
         stats.failed++;
-        failed.push(record);
         logger.warn('pending moves not applied', {
           pk: record.dynamodb?.Keys?.pk?.S,
           sk: record.dynamodb?.Keys?.sk?.S,
@@ -113,11 +121,10 @@ export const applyPendingRecords = asFunction(
           error: (err as Error).name,
           error_message: (err as Error).message,
         });
+        throw err;
       }
-    };
-    await inTurn(pending, APPLY_CONCURRENCY, apply);
-    // An empty identifier makes Lambda retry the whole batch, the safe reading of a record without one.
-    return { batchItemFailures: failed.map((r) => ({ itemIdentifier: r.dynamodb?.SequenceNumber ?? '' })), stats };
+    });
+    return { batchItemFailures, stats };
   },
 );
 

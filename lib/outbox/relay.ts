@@ -9,6 +9,7 @@ import { chunkBy } from '#lib/shared/chunks';
 import type { Key } from '#lib/db/keys';
 import { OUTBOX_ENTITY, stampPublishedNow } from '#lib/outbox/store';
 import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
+import { firstFailedRecord, processStreamBatch } from '#lib/shared/batch';
 
 /**
  * The publishing half of the transactional outbox: the table's stream → EventBridge PutEvents.
@@ -187,8 +188,55 @@ const publishChunk = async (
 };
 
 /**
+ * The batch's PutEvents, behind the record handlers: each outbox INSERT's handler hands in its
+ * event (`send`) and waits for its fate, every other record checks in (`skip`, `halt`). Once all
+ * `count` records of the batch have, the events before the first record that failed to parse
+ * are published in stream order (`publishInOrder`: chunks within PutEvents' limits, failures sent
+ * again, no chunk after one still failing), and each handler learns whether EventBridge took its
+ * event.
+ */
+const batchPublication = (count: number, publish: Publish, opts: Required<Omit<RelayOptions, 'markPublished'>>, stats: RelayStats) => {
+  const events: Pending[] = [];
+  let halted = Infinity;
+  let arrived = 0;
+  let allIn!: () => void;
+  const outcome = new Promise<void>((resolve) => (allIn = resolve)).then(async () => {
+    const sendable = events.filter((p) => p.index < halted).sort((a, b) => a.index - b.index);
+    stats.events = sendable.length;
+    const { published, failed } = await publishInOrder(sendable, publish, opts, stats);
+    return { published, accepted: new Set(published.map((p) => p.index)), refused: new Set(failed.map((p) => p.index)) };
+  });
+  const arrive = () => {
+    if (++arrived === count) allIn();
+  };
+  if (count === 0) allIn();
+  return {
+    /** Published events (their marks are stamped), once every record has checked in. */
+    published: async () => (await outcome).published,
+    skip: arrive,
+    /** The record at `index` cannot be published: nothing from it on is. */
+    halt: (index: number) => {
+      halted = Math.min(halted, index);
+      arrive();
+    },
+    send: async (item: Pending): Promise<void> => {
+      events.push(item);
+      arrive();
+      const { accepted, refused } = await outcome;
+      if (accepted.has(item.index)) return;
+      if (refused.has(item.index)) throw new Error(`event ${item.event.id} not accepted by EventBridge`);
+      throw new Error(`event ${item.event.id} not sent: a record before it failed`);
+    },
+  };
+};
+
+/**
  * Publishes the outbox INSERTs among `records` (stream order) and reports the first record that
  * must be retried, as a Lambda handler for a DynamoDB stream with ReportBatchItemFailures answers.
+ * The record handler turns an outbox INSERT into its PutEvents entry (a malformed item fails its
+ * record) and waits for the batch's publication; Powertools runs it on every record at once and
+ * collects the failed ones (lib/shared/batch.ts). Every record from the first failed one on is
+ * sent again by Lambda, so the answer names that one only.
  */
 export const relayRecords = asFunction(
   WORKER_FUNCTIONS.outboxRelay,
@@ -201,31 +249,37 @@ export const relayRecords = asFunction(
       sleep: options.sleep ?? sleep,
     };
     const stats: RelayStats = { records: records.length, events: 0, published: 0, calls: 0, retried: 0 };
-    // Index (in `records`) of the first record to retry.
-    let firstFailed: number | undefined;
-    const pending: Pending[] = [];
-    for (let index = 0; index < records.length && firstFailed === undefined; index++) {
+    const batch = batchPublication(records.length, publish, opts, stats);
+    // Each record's place in the batch (a record object handed in twice takes its places in turn).
+    const places = new Map<DynamoDBRecord, number[]>();
+    records.forEach((record, index) => places.set(record, [...(places.get(record) ?? []), index]));
+    const response = await processStreamBatch(records, async (record) => {
+      const index = places.get(record)?.shift();
+      if (index === undefined) {
+        // Not a record of `records` as handed in: its place, so what may go before it, is unknown.
+        batch.halt(0);
+        throw new Error('a record not of the batch');
+      }
+      if (!isOutboxInsert(record)) return batch.skip();
+      let item: Pending;
       try {
-        if (!isOutboxInsert(records[index])) continue;
-        const item = imageOf(records[index]);
-        const event = eventOfItem(item);
-        pending.push({ index, event, entry: toEntry(event, opts), mark: markOfItem(item) });
+        const image = imageOf(record);
+        const event = eventOfItem(image);
+        item = { index, event, entry: toEntry(event, opts), mark: markOfItem(image) };
       } catch (err) {
         // A malformed item cannot be published: it fails (and ends in the on-failure destination).
         logger.error('outbox record cannot be published', {
-          sequence_number: records[index].dynamodb?.SequenceNumber,
+          sequence_number: record.dynamodb?.SequenceNumber,
           error: (err as Error).message,
         });
-        firstFailed = index;
+        batch.halt(index);
+        throw err;
       }
-    }
-    stats.events = pending.length;
-    const { published, failed } = await publishInOrder(pending, publish, opts, stats);
-    if (failed.length) firstFailed = Math.min(firstFailed ?? Infinity, ...failed.map((p) => p.index));
-    // An empty identifier makes Lambda retry the whole batch, the safe reading of a record without one.
-    const batchItemFailures = firstFailed === undefined ? [] : [{ itemIdentifier: records[firstFailed].dynamodb?.SequenceNumber ?? '' }];
+      return batch.send(item);
+    });
+    const { batchItemFailures } = firstFailedRecord(records, response);
     if (!options.markPublished) return { batchItemFailures, stats };
-    return { batchItemFailures, stats, marks: await stampPublished(published, options.markPublished) };
+    return { batchItemFailures, stats, marks: await stampPublished(await batch.published(), options.markPublished) };
   },
 );
 

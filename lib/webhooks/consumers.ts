@@ -1,4 +1,4 @@
-import type { Context, SQSBatchItemFailure, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DEADLINE_MARGIN_MS, withDeadline } from '#lib/db/retry';
 import type { EventDetail } from '#lib/outbox/relay';
 import { logger } from '#lib/logger';
@@ -7,6 +7,8 @@ import { deliverTask, type AttemptOptions, type DeliveryTask, type TaskOutcome }
 import { parseTask, type DeliveryQueue } from '#lib/webhooks/queue';
 import { endpointsReceiving } from '#lib/webhooks/store';
 import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
+import { processQueueBatch } from '#lib/shared/batch';
+import { inOrderPerKey } from '#lib/shared/in-turn';
 
 /**
  * The two SQS consumers of webhook delivery:
@@ -18,8 +20,8 @@ import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
  * the next attempt of the schedule, or parks it in the dead-letter queue. Each task is its own
  * message (in its endpoint's message group, so SQS fair queues serve a quiet endpoint before a
  * noisy one's backlog), and a batch's tasks run at once, so one slow or failing endpoint never
- * delays or repeats another's deliveries (docs/webhooks.md). Both answer partial batch failures:
- * only the messages that failed come back.
+ * delays or repeats another's deliveries (docs/webhooks.md). Both answer partial batch failures
+ * (Powertools' batch processing: lib/shared/batch.ts): only the messages that failed come back.
  */
 
 const KNOWN_TYPES = new Set<string>(EVENT_TYPES);
@@ -49,45 +51,33 @@ export const tasksFor = async (event: EventDetail): Promise<DeliveryTask[]> => {
 };
 
 /**
- * Parses every record's body once and runs `each` on it; a record that does not parse, or whose
+ * Runs the record handler over an SQS batch with Powertools' batch processing (lib/shared/batch.ts):
+ * it parses the record's body once and runs `each` on it; a record that does not parse, or whose
  * `each` throws, is reported failed. Records of one group (`groupOf`) run one after another in
  * batch order, groups concurrently; without `groupOf` every record runs at once.
  */
-const eachRecord = async <P>(
+const eachRecord = <P>(
   records: SQSRecord[],
   parse: (body: string) => P,
   groupOf: ((parsed: P) => string) | undefined,
   each: (r: SQSRecord, parsed: P) => Promise<void>,
 ): Promise<SQSBatchResponse> => {
-  const failures: SQSBatchItemFailure[] = [];
-  const fail = (r: SQSRecord, err: unknown) => {
+  const fail = (r: SQSRecord, err: unknown): never => {
     if (!(err instanceof RetryLater)) logger.error('webhook message failed', { message_id: r.messageId, error: (err as Error).message });
-    failures.push({ itemIdentifier: r.messageId });
+    throw err;
   };
-  const groups = new Map<string, { r: SQSRecord; parsed: P }[]>();
-  for (const r of records) {
+  const inOrder = inOrderPerKey();
+  return processQueueBatch(records, async (r) => {
     let parsed: P;
     try {
       parsed = parse(r.body);
     } catch (err) {
-      fail(r, err);
-      continue;
+      return fail(r, err);
     }
-    const g = groupOf ? groupOf(parsed) : r.messageId;
-    groups.set(g, [...(groups.get(g) ?? []), { r, parsed }]);
-  }
-  await Promise.all(
-    [...groups.values()].map(async (group) => {
-      for (const { r, parsed } of group) {
-        try {
-          await each(r, parsed);
-        } catch (err) {
-          fail(r, err);
-        }
-      }
-    }),
-  );
-  return { batchItemFailures: failures };
+    // Handlers start in batch order (lib/shared/batch.ts), so a group's records queue up in it.
+    const run = () => each(r, parsed).catch((err) => fail(r, err));
+    return groupOf ? inOrder(groupOf(parsed), run) : run();
+  });
 };
 
 /** The fan-out over a batch of events-queue messages. */

@@ -170,6 +170,7 @@ describe('function bundles', () => {
       '@aws-lambda-powertools/logger/',
       '@aws-lambda-powertools/metrics/',
       '@aws-lambda-powertools/tracer/',
+      '@aws-lambda-powertools/batch/',
       'aws-xray-sdk-core/',
     ])
       expect(
