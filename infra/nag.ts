@@ -162,7 +162,7 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
   for (const dlq of [
     stack.outboxRelay.deadLetterQueue,
     stack.pendingMovesApplier.deadLetterQueue,
-    stack.restateWorker.deadLetterQueue,
+    stack.recountWorker.deadLetterQueue,
     webhooks.ruleDeadLetterQueue,
     scheduler.deadLetterQueue,
   ]) {
@@ -176,7 +176,7 @@ export const acknowledgeNagFindings = (stack: ApiStack) => {
   for (const dlq of [
     stack.outboxRelay.deadLetterQueue,
     stack.pendingMovesApplier.deadLetterQueue,
-    stack.restateWorker.deadLetterQueue,
+    stack.recountWorker.deadLetterQueue,
     webhooks.ruleDeadLetterQueue,
     scheduler.deadLetterQueue,
     webhooks.eventsDeadLetterQueue,

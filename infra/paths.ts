@@ -17,8 +17,8 @@ export const OUTBOX_RELAY_HANDLER = 'functions/outbox/relay.ts';
 export const OUTBOX_SWEEPER_HANDLER = 'functions/outbox/sweeper.ts';
 /** The pending-moves applier (infra/constructs/pending-moves-applier.ts): table stream → aggregate moves applied. */
 export const PENDING_MOVES_APPLIER_HANDLER = 'functions/metrics/pending-applier.ts';
-/** The restate worker (infra/constructs/restate-worker.ts): table stream → a cut-short pass after a zone or rate change goes on. */
-export const RESTATE_WORKER_HANDLER = 'functions/metrics/restate-worker.ts';
+/** The restate worker (infra/constructs/recount-worker.ts): table stream → a cut-short pass after a zone or rate change goes on. */
+export const RECOUNT_WORKER_HANDLER = 'functions/metrics/recount-worker.ts';
 /** Webhook fan-out (infra/constructs/webhook-delivery.ts): events queue → one task per endpoint. */
 export const WEBHOOK_FAN_OUT_HANDLER = 'functions/webhooks/fan-out.ts';
 /** Webhook delivery (infra/constructs/webhook-delivery.ts): one task → one signed request. */

@@ -30,7 +30,7 @@ import { ApiMonitoring } from './constructs/monitoring.ts';
 import { acknowledgeNagFindings } from './nag.ts';
 import { OutboxRelay } from './constructs/outbox-relay.ts';
 import { PendingMovesApplier } from './constructs/pending-moves-applier.ts';
-import { RestateWorker } from './constructs/restate-worker.ts';
+import { RecountWorker } from './constructs/recount-worker.ts';
 import { WebhookDelivery } from './constructs/webhook-delivery.ts';
 import { CancelScheduler } from './constructs/cancel-scheduler.ts';
 import { ApiFront, type OriginLock } from './constructs/api-front.ts';
@@ -157,7 +157,7 @@ export class ApiStack extends Stack {
   /** Applies the pending-moves items batches write, from the table's stream. */
   readonly pendingMovesApplier: PendingMovesApplier;
   /** Goes on with a pass after a zone or rate change that a request left unfinished, from the table's stream. */
-  readonly restateWorker: RestateWorker;
+  readonly recountWorker: RecountWorker;
   readonly webhookDelivery: WebhookDelivery;
   readonly cancelScheduler: CancelScheduler;
   readonly functions: Record<RouteName, ApiFunction>;
@@ -415,7 +415,7 @@ export class ApiStack extends Stack {
       environment: workerEnvironment,
     });
     // A third: goes on with the restate jobs a request leaves when its pass runs out of time.
-    this.restateWorker = new RestateWorker(this, 'RestateWorker', {
+    this.recountWorker = new RecountWorker(this, 'RecountWorker', {
       table: this.table,
       projectRoot,
       environment: workerEnvironment,
@@ -443,7 +443,7 @@ export class ApiStack extends Stack {
       apiFunctions: [...Object.values(this.functions), this.notFoundFunction],
       outboxRelay: this.outboxRelay,
       pendingMovesApplier: this.pendingMovesApplier,
-      restateWorker: this.restateWorker,
+      recountWorker: this.recountWorker,
       webhookDelivery: this.webhookDelivery,
       cancelScheduler: this.cancelScheduler,
       table: this.table,
@@ -462,7 +462,7 @@ export class ApiStack extends Stack {
     new CfnOutput(this, 'EventBusArn', { value: this.eventBus.eventBusArn });
     new CfnOutput(this, 'OutboxDeadLetterQueueUrl', { value: this.outboxRelay.deadLetterQueue.queueUrl });
     new CfnOutput(this, 'PendingMovesDeadLetterQueueUrl', { value: this.pendingMovesApplier.deadLetterQueue.queueUrl });
-    new CfnOutput(this, 'RestateDeadLetterQueueUrl', { value: this.restateWorker.deadLetterQueue.queueUrl });
+    new CfnOutput(this, 'RestateDeadLetterQueueUrl', { value: this.recountWorker.deadLetterQueue.queueUrl });
     const webhooks = this.webhookDelivery;
     new CfnOutput(this, 'WebhookEventsQueueUrl', { value: webhooks.eventsQueue.queueUrl });
     new CfnOutput(this, 'WebhookEventsDeadLetterQueueUrl', { value: webhooks.eventsDeadLetterQueue.queueUrl });

@@ -53,6 +53,13 @@ export class RecountingError extends ContentionError {
   }
 }
 
+/** A merchant started as many recounts as an hour allows (429 with Retry-After; nothing changed). */
+export class TooManyRecountsError extends DomainError {
+  constructor(public readonly retryAfterSeconds: number) {
+    super('Too Many Attempts.');
+  }
+}
+
 /**
  * A batch chunk sent, never confirmed, and not settled either way before the deadline: its items
  * may be stored or not (a batch item answers `unconfirmed`; a retry of an upsert finds what landed).

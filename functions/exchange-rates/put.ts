@@ -1,9 +1,9 @@
 import { routes } from '#lib/exchange-rates/routes';
-import { restatePendingHeader } from '#lib/shared/restate-pending-header';
+import { recountPendingHeader } from '#lib/shared/recount-pending-header';
 import { putExchangeRates } from '#lib/exchange-rates/service';
 import { apiHandler } from '#lib/http/handler';
 
 export const handler = apiHandler(routes.exchangeRatesPut, async ({ auth, params, body }) => {
   const { rates, pending } = await putExchangeRates(auth, params.currency, body.rates);
-  return { status: 200, body: { data: rates }, headers: restatePendingHeader(pending) };
+  return { status: 200, body: { data: rates }, headers: recountPendingHeader(pending) };
 });

@@ -1,10 +1,10 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/merchants/routes';
 import { readSettings } from '#lib/merchants/settings';
-import { restatePendingHeader } from '#lib/shared/restate-pending-header';
+import { recountPendingHeader } from '#lib/shared/recount-pending-header';
 
 // The token lookup (or the back office's merchant read) already carries both settings.
 export const handler = apiHandler(routes.settingsGet, async ({ auth }) => {
   const { settings, pending } = await readSettings(auth);
-  return { status: 200, body: { data: settings }, headers: restatePendingHeader(pending) };
+  return { status: 200, body: { data: settings }, headers: recountPendingHeader(pending) };
 });

@@ -1,9 +1,9 @@
 import { apiHandler } from '#lib/http/handler';
-import { restatePendingHeader } from '#lib/shared/restate-pending-header';
+import { recountPendingHeader } from '#lib/shared/recount-pending-header';
 import { routes } from '#lib/merchants/routes';
 import { putSettings } from '#lib/merchants/settings';
 
 export const handler = apiHandler(routes.settingsPut, async ({ identity, body }) => {
   const { settings, pending } = await putSettings(identity.merchant, body);
-  return { status: 200, body: { data: settings }, headers: restatePendingHeader(pending) };
+  return { status: 200, body: { data: settings }, headers: recountPendingHeader(pending) };
 });

@@ -15,7 +15,7 @@ import {
   OUTBOX_SWEEPER_HANDLER,
   PENDING_MOVES_APPLIER_HANDLER,
   PROJECT_ROOT,
-  RESTATE_WORKER_HANDLER,
+  RECOUNT_WORKER_HANDLER,
   WEBHOOK_DELIVER_HANDLER,
   WEBHOOK_FAN_OUT_HANDLER,
 } from '../paths.ts';
@@ -35,7 +35,7 @@ export const functionEntries = (): FunctionEntry[] => [
   { name: W.outboxRelay, handlerPath: OUTBOX_RELAY_HANDLER },
   { name: W.outboxSweeper, handlerPath: OUTBOX_SWEEPER_HANDLER },
   { name: W.pendingMovesApplier, handlerPath: PENDING_MOVES_APPLIER_HANDLER },
-  { name: W.restateWorker, handlerPath: RESTATE_WORKER_HANDLER },
+  { name: W.recountWorker, handlerPath: RECOUNT_WORKER_HANDLER },
   { name: W.webhookFanOut, handlerPath: WEBHOOK_FAN_OUT_HANDLER },
   { name: W.webhookDeliver, handlerPath: WEBHOOK_DELIVER_HANDLER },
   { name: W.cancelCheck, handlerPath: CANCEL_CHECK_HANDLER },

@@ -46,9 +46,9 @@ export const WEBHOOK_PK_PATTERNS = [`${keys.webhookEndpoint(MERCHANT_ID_IAM_PATT
  *   they read like a read route and write webhook items only;
  * - `write`: write routes: reads, and writes on the merchant's own partitions and the outbox's,
  *   never on token or rate-window items beyond the pipeline's updates;
- * - `recount`: the write routes whose change builds a new generation of the MRR figures (`recounts`):
- *   a write route's actions, BatchWriteItem on the keys of later generations only, and the token's
- *   copy of the settings (zone, generation);
+ * - `recount`: the write routes whose change starts a recount of the figures (`recounts`): a write
+ *   route's actions, BatchWriteItem on generations' settings items only, and the token's copy of
+ *   the figures' state (zone, generation, recount);
  * - `tokens`: the back office's token routes (`tokens`): a write route's actions and token items.
  */
 export type TableAccess = 'pipeline' | 'read' | 'webhookSend' | 'write' | 'recount' | 'tokens';
@@ -85,17 +85,12 @@ export type KeyedGrant = { action: TableAction; leadingKeys: string[]; attribute
 
 const KEY_ATTRIBUTES = [TABLE_KEYS.partitionKey, TABLE_KEYS.sortKey];
 /**
- * A generation build's puts (lib/metrics/generation.ts): BatchWriteItem on the aggregates and the
- * settings of generations after the first (`…#G<n>` keys), never on generation 0's or any other item.
+ * A settings change's puts (lib/metrics/recount.ts `startRecount`): BatchWriteItem on the settings
+ * items of a generation (`M#<m>#G<n>#SETTINGS`), never on any other item.
  */
-export const GENERATION_BUILD_WRITES: KeyedGrant = {
+export const GENERATION_SETTINGS_WRITES: KeyedGrant = {
   action: 'BatchWriteItem',
-  leadingKeys: [
-    `${metricsPartition(MERCHANT_ID_IAM_PATTERN)}#G*`,
-    `${cohortPartition(MERCHANT_ID_IAM_PATTERN)}#G*`,
-    `${churnReasonsPartition(MERCHANT_ID_IAM_PATTERN)}#G*`,
-    `${keys.merchant(MERCHANT_ID_IAM_PATTERN).pk}#G*#SETTINGS`,
-  ],
+  leadingKeys: [`${keys.merchant(MERCHANT_ID_IAM_PATTERN).pk}#G*#SETTINGS`],
 };
 /**
  * A write route's writes: the merchant's own partitions (`M#<m>`, `M#<m>#…`) and the outbox's
@@ -116,7 +111,7 @@ const DATA_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteItem', 'Cond
 export const TOKEN_SETTINGS_UPDATE: KeyedGrant = {
   action: 'UpdateItem',
   leadingKeys: TOKEN_PK_PATTERNS,
-  attributes: [...KEY_ATTRIBUTES, 'timezone', 'metrics_generation'],
+  attributes: [...KEY_ATTRIBUTES, 'timezone', 'metrics_generation', 'metrics_recount'],
 };
 /** Issuing, replacing and revoking a token (lib/merchants/store.ts). */
 const TOKEN_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'] as const).map((action) => ({
@@ -152,7 +147,7 @@ export const WEBHOOK_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteIt
  * functions`: Get, BatchGet, Query, Update, TransactWrite). TransactWriteItems is no IAM action:
  * each Put/Update/Delete/ConditionCheck inside a transaction is authorised as PutItem, UpdateItem,
  * DeleteItem or ConditionCheckItem. No Scan, DescribeTable or stream actions; BatchWriteItem only
- * for a generation build's puts, on its keys (`GENERATION_BUILD_WRITES`).
+ * for a new generation's settings items (`GENERATION_SETTINGS_WRITES`).
  *
  * - `table`:   on any item of the table;
  * - `keyed`:   only on some items (and attributes): `KeyedGrant`;
@@ -170,7 +165,7 @@ export const TABLE_ACCESS: Record<TableAccess, { table: TableAction[]; keyed: Ke
   // Reads the endpoint (GetItem), or it and the delivery state (BatchGetItem); the dashboard's caller reads the merchant.
   webhookSend: { table: ['GetItem', 'BatchGetItem'], keyed: [...PIPELINE_UPDATES, ...WEBHOOK_WRITES], indexes: [] },
   write: WRITE_ACCESS,
-  recount: { ...WRITE_ACCESS, keyed: [...WRITE_ACCESS.keyed, GENERATION_BUILD_WRITES, TOKEN_SETTINGS_UPDATE] },
+  recount: { ...WRITE_ACCESS, keyed: [...WRITE_ACCESS.keyed, GENERATION_SETTINGS_WRITES, TOKEN_SETTINGS_UPDATE] },
   tokens: { ...WRITE_ACCESS, keyed: [...WRITE_ACCESS.keyed, ...TOKEN_WRITES] },
 };
 

@@ -12,7 +12,7 @@ import { Construct } from 'constructs';
 import { SERVICE_NAME, type ApiFunction } from './api-function.ts';
 import type { OutboxRelay } from './outbox-relay.ts';
 import type { PendingMovesApplier } from './pending-moves-applier.ts';
-import type { RestateWorker } from './restate-worker.ts';
+import type { RecountWorker } from './recount-worker.ts';
 import { WEBHOOK_RULE_NAME, type WebhookDelivery } from './webhook-delivery.ts';
 import type { CancelScheduler } from './cancel-scheduler.ts';
 
@@ -48,7 +48,7 @@ export type ApiMonitoringProps = {
   apiFunctions: ApiFunction[];
   outboxRelay: OutboxRelay;
   pendingMovesApplier: PendingMovesApplier;
-  restateWorker: RestateWorker;
+  recountWorker: RecountWorker;
   webhookDelivery: WebhookDelivery;
   cancelScheduler: CancelScheduler;
   table: ITable;
@@ -256,13 +256,13 @@ export class ApiMonitoring extends Construct {
     });
     // No lag alarm: a job may rightly hold its shard for the function's 5 minutes, and one given up
     // on (an hour at most) lands in the dead-letter queue, which is alarmed.
-    const restate = props.restateWorker;
+    const restate = props.recountWorker;
     this.facade.addLargeHeader('Metrics: restate worker');
     streamConsumer({
       fn: restate.function,
       deadLetterQueue: restate.deadLetterQueue,
       name: 'Restate worker',
-      alarmName: 'RestateWorker',
+      alarmName: 'RecountWorker',
       deadLettersAlarmName: 'RestateDeadLetters',
       deadLettersDescription:
         'A restate job the worker gave up on: customers not yet moved stay in the old zone or rates until their next write; run the pass again (docs/operations.md)',

@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
 import { isPendingMovesInsert } from '#lib/metrics/pending-applier';
-import { isRestateJobInsert } from '#lib/metrics/restate-jobs';
+import { isRecountJobInsert } from '#lib/metrics/recount';
 import { eventBridgeClient } from '#lib/outbox/eventbridge';
 import { isOutboxInsert } from '#lib/outbox/relay';
 import { SWEEP_INTERVAL_MINUTES } from '#lib/outbox/sweeper';
@@ -165,7 +165,7 @@ export const startBundlesMode = async (opts: {
     stops.push(() => Promise.all(pollers.map((p) => p.stop())));
     pollers.push(await stream(W.outboxRelay, isOutboxInsert, 'outbox-checkpoint.json'));
     pollers.push(await stream(W.pendingMovesApplier, isPendingMovesInsert, 'pending-moves-checkpoint.json'));
-    pollers.push(await stream(W.restateWorker, isRestateJobInsert, 'restate-checkpoint.json'));
+    pollers.push(await stream(W.recountWorker, isRecountJobInsert, 'recount-checkpoint.json'));
 
     // The SQS event source mappings: batches of up to 10, at most `concurrency` invocations at once;
     // what the function does not report failed is deleted, the rest comes back after its visibility timeout.

@@ -16,7 +16,7 @@ import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEven
 import { config } from '#lib/config';
 import { backoffMs } from '#lib/db/retry';
 import { handlePendingMoves, isPendingMovesInsert } from '#lib/metrics/pending-applier';
-import { handleRestateJobs, isRestateJobInsert } from '#lib/metrics/restate-jobs';
+import { handleRecountJobs, isRecountJobInsert } from '#lib/metrics/recount';
 import { createRelayHandler, isOutboxInsert } from '#lib/outbox/relay';
 import { localClientConfig } from './dynamodb.ts';
 import { LocalBus } from './local-bus.ts';
@@ -299,8 +299,8 @@ export const startLocalPendingApplier = (opts: StreamConsumerOptions) =>
  * `npm start`'s restate worker: a poller of its own invoking the deployed function's handler with
  * the restate jobs' INSERTs, so a pass a request cut short goes on here as it does on AWS.
  */
-export const startLocalRestateWorker = (opts: StreamConsumerOptions) =>
-  startStreamPoller({ ...opts, filter: isRestateJobInsert, handler: handleRestateJobs, functionName: 'restateWorker' });
+export const startLocalRecountWorker = (opts: StreamConsumerOptions) =>
+  startStreamPoller({ ...opts, filter: isRecountJobInsert, handler: handleRecountJobs, functionName: 'recountWorker' });
 
 /**
  * `npm start`'s relay: the poller invoking the relay handler, publishing to the local bus (its

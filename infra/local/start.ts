@@ -69,7 +69,7 @@ let relay: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRela
 /** The pending-moves applier's stream poller (batches' aggregate moves applied). */
 let applier: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalPendingApplier>> | undefined;
 /** The restate worker's stream poller (passes after a zone or rate change that a request cut short). */
-let restater: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRestateWorker>> | undefined;
+let restater: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRecountWorker>> | undefined;
 /** Webhook delivery from the local bus (infra/local/webhooks.ts). */
 let webhooks: ReturnType<typeof import('./webhooks.ts').startLocalWebhooks> | undefined;
 /** Scheduled cancellations (infra/local/cancel-scheduler.ts). */
@@ -307,8 +307,8 @@ const startSourceConsumers = async (endpoint: string) => {
   restater = await consumer(
     'restate worker',
     'a pass after a time zone or rate change ends with its request',
-    (p, opts) => p.startLocalRestateWorker(opts),
-    'restate-checkpoint.json',
+    (p, opts) => p.startLocalRecountWorker(opts),
+    'recount-checkpoint.json',
   );
 };
 

@@ -17,6 +17,8 @@ export type AuthContext = {
   timezone: string;
   /** Which generation of the MRR aggregates counts (lib/metrics/generation.ts; 0 until the first settings change). */
   generation: number;
+  /** The generation a recount is filling, while one runs (lib/metrics/recount.ts): answers say `Recount-Pending: true`. */
+  recount?: number;
 };
 
 export const TOKEN_PREFIX = 'ras_';
@@ -49,6 +51,7 @@ export type TokenItem = {
   reporting_currency?: string;
   timezone?: string;
   metrics_generation?: number;
+  metrics_recount?: number;
   prefix: string;
   last_four: string;
   created_at: string;
@@ -70,6 +73,7 @@ export const authenticate = async (token: string): Promise<(AuthContext & TokenU
     reportingCurrency: item.reporting_currency ?? 'TWD',
     timezone: item.timezone ?? DEFAULT_TIMEZONE,
     generation: Number(item.metrics_generation ?? 0),
+    ...(item.metrics_recount === undefined ? {} : { recount: Number(item.metrics_recount) }),
     tokenHash: hashToken(token),
     lastUsedAt: item.last_used_at ?? null,
   };

@@ -9,7 +9,7 @@ import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/
 import { isIdSegment, profileChanges, searchPage, searchTerm } from '#lib/customers/rules';
 import { convertedLtv, otherLtvCurrencies, type CustomerItem } from '#lib/customers/model';
 import type { AuthContext } from '#lib/auth/tokens';
-import { readRates } from '#lib/exchange-rates/store';
+import { generationSettings } from '#lib/metrics/generation';
 import type Decimal from 'decimal.js';
 import { countedTimelines, readStandings, readTimeline, standingKey, standingsOf } from '#lib/metrics/store';
 import { movementRow } from '#lib/metrics/rules';
@@ -170,7 +170,9 @@ export const customerFigures = async (
   const ids = customers.map((c) => c.id);
   const [standings, { book }] = await Promise.all([
     heads ? standingsOf(merchantId, figures, ids, heads) : readStandings(merchantId, figures, ids),
-    readRates(merchantId, [...others.values()].flat()),
+    generationSettings(merchantId, figures.generation, [...others.values()].flat(), new Map(), figures.timezone).then((s) => ({
+      book: s.rates,
+    })),
   ]);
   // Only a customer with a currency that has rates has anything to convert.
   const converting = customers.filter((c) => others.get(c.id)!.some((ccy) => book.get(ccy)?.size));

@@ -351,8 +351,13 @@ export const keys = {
   }),
   /** One currency's exchange rates into the reporting currency, month by month. */
   exchangeRates: (merchantId: string, currency: string): Key => ({ pk: exchangeRatesPartition(merchantId), sk: currency }),
-  /** A pass over the merchant's customers to go on with (lib/metrics/restate.ts): one item per round, never rewritten. */
-  restateJob: (merchantId: string, id: string): Key => ({ pk: `${m(merchantId)}#RESTATE`, sk: id }),
+  /** A recount to go on with (lib/metrics/recount.ts): one item per round, never rewritten. */
+  recountJob: (merchantId: string, id: string): Key => ({ pk: `${m(merchantId)}#RECOUNT`, sk: id }),
+  /** A segment generation `generation` has items of (registered before them, so its retirement finds them). */
+  generationSegment: (merchantId: string, generation: number, dimension: string, value: string): Key => ({
+    pk: `${m(merchantId)}#G${generation}#SETTINGS`,
+    sk: `SEG#${dimension}#${value}`,
+  }),
   /**
    * A pass going on in the background, as the whole's MRR reads see it: sorted among the pending
    * moves, before every month, so the monthly Query every series makes reads it at no cost.

@@ -448,7 +448,7 @@ export class WriteSet {
       if (this.leased) releaseShard(this.shard, false);
       return;
     }
-    if (items.length > MAX_ACTIONS) throw new Error(`transaction of ${items.length} actions exceeds ${MAX_ACTIONS}`);
+    if (items.length > MAX_ACTIONS) throw new TooManyActions(items.length);
     const tags = this.effective()
       .filter((op) => op.kind !== 'update' || renderUpdate(op) || op.conditions.length)
       .map((op) => op.tag);
@@ -533,6 +533,13 @@ export const applyPending = async (key: Key, pace?: (wcu: number, shard: number)
     throw err;
   }
 };
+
+/** A transaction with more actions than DynamoDB takes, even with its moves spilled: a caller's bug, or a sign to split. */
+export class TooManyActions extends Error {
+  constructor(readonly actions: number) {
+    super(`transaction of ${actions} actions exceeds ${MAX_ACTIONS}`);
+  }
+}
 
 /** DynamoDB's limits of one TransactWriteItems: actions, and bytes. */
 export const MAX_ACTIONS = 100;

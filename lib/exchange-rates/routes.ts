@@ -1,5 +1,5 @@
-import { defineRoute, PASS_FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
-import { RESTATE_PENDING_DOC } from '#lib/shared/restate-pending-header';
+import { defineRoute } from '#lib/http/route';
+import { RECOUNT_PENDING_DOC } from '#lib/shared/recount-pending-header';
 import { dashboardAdmin, dashboardRead, errors, invalid } from '#lib/http/route-parts';
 import { dataOf, messageBody } from '#lib/shared/schemas';
 import {
@@ -27,7 +27,7 @@ export const routes = {
         description: 'The rates',
         schema: exchangeRatesListSchema,
         headers: {
-          'Restate-Pending': RESTATE_PENDING_DOC.read,
+          'Recount-Pending': RECOUNT_PENDING_DOC.read,
         },
       },
       ...errors,
@@ -36,7 +36,6 @@ export const routes = {
   exchangeRatesPut: defineRoute({
     method: 'PUT',
     path: '/exchange-rates/{currency}',
-    timeoutSeconds: PASS_FUNCTION_TIMEOUT_SECONDS,
     recounts: true,
     handler: 'functions/exchange-rates/put.ts',
     ability: 'analytics:write',
@@ -44,7 +43,7 @@ export const routes = {
     writes: true,
     summary: "Set a currency's monthly exchange rates into the reporting currency",
     description:
-      "Sets the rates of the months named (reporting-currency units per one unit of `currency`; `null` removes a month's rate); months not named keep theirs. The metrics in the reporting currency count each point of a subscription or recurring order in `currency` at the rate of its month, and leave it out (reported as `unconverted`) while that month has none. Customers with lines in `currency` are counted again before the answer, as many as its time allows; the rest in the background, and then the answer says `Restate-Pending: true` (docs/exchange-rates.md).",
+      "Sets the rates of the months named (reporting-currency units per one unit of `currency`; `null` removes a month's rate); months not named keep theirs. The metrics in the reporting currency count each point of a subscription or recurring order in `currency` at the rate of its month, and leave it out (reported as `unconverted`) while that month has none. The table is stored at once and a change starts a recount of the figures at the new rates in the background: until it switches, every figure stays at the rates before, whole, and answers say `Recount-Pending: true` (`GET /settings` shows its progress). A PUT that changes no rate starts none; at most 10 recounts start in an hour (429 with `Retry-After` beyond, nothing changed) (docs/exchange-rates.md).",
     tags: ['settings'],
     request: { params: exchangeRatesPathParams, body: exchangeRatesPutBody },
     responses: {
@@ -52,11 +51,11 @@ export const routes = {
         description: "The currency's rates as they now are",
         schema: dataOf(exchangeRateTableSchema),
         headers: {
-          'Restate-Pending': RESTATE_PENDING_DOC.change,
+          'Recount-Pending': RECOUNT_PENDING_DOC.change,
         },
       },
       ...errors,
-      409: { description: 'The rates changed at the same moment: try again', schema: messageBody },
+      409: { description: 'The rates or settings changed at the same moment: try again', schema: messageBody },
       ...invalid,
     },
   }),

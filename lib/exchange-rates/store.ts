@@ -1,18 +1,17 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
-import { exchangeRatesPartition, keys, RATE_VERSION_SHARDS } from '#lib/db/keys';
+import { exchangeRatesPartition, keys } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { itemAbsent, versionIs, type WriteSet } from '#lib/db/writes';
 import type { RateTable } from '#lib/exchange-rates/rules';
 import type { RateBook } from '#lib/metrics/timeline';
 
 /**
- * The merchant's exchange rates in the table: one item per currency in the merchant's rates
- * partition (`rates`: month → rate, at most one entry per month from 1970 to 2099, so bounded),
- * guarded by `version`, which is also copied into 16 small items (`RATES_VERSION#<nnn>`). Writes
- * that convert read the tables of the currencies they meet and check one copy of each version in
- * their own transaction, so a rate change between the read and the commit sends them round again.
+ * The merchant's exchange rates as set: one item per currency in the merchant's rates partition
+ * (`rates`: month → rate, at most one entry per month from 1970 to 2099, so bounded), guarded by
+ * `version`. The figures never convert at these: each generation of the figures has its own copy
+ * of the rates it counts at (lib/metrics/generation.ts), made when a change starts its recount.
  */
 
 type RateItem = { sk: string; rates?: Record<string, string>; version?: number };
@@ -35,7 +34,7 @@ export const listRateTables = async (merchantId: string): Promise<RateTable[]> =
   return items.map((i) => tableOf(i.sk, i));
 };
 
-/** The table as a put under the version read, and every copy of its new version. */
+/** The table as a put under the version read. */
 export const addRateTablePut = (ws: WriteSet, merchantId: string, table: RateTable) => {
   const version = (table.version ?? 0) + 1;
   ws.put(
@@ -43,17 +42,6 @@ export const addRateTablePut = (ws: WriteSet, merchantId: string, table: RateTab
     { ...keys.exchangeRates(merchantId, table.currency), currency: table.currency, rates: table.rates, version },
     table.version === null ? itemAbsent : versionIs(table.version),
   );
-  for (let shard = 0; shard < RATE_VERSION_SHARDS; shard++)
-    ws.put('exchange-rates-version', { ...keys.exchangeRatesVersion(merchantId, table.currency, shard), version });
-};
-
-/**
- * Adds to `ws` the check that a currency's table is still at the version read: on the copy of its
- * version for the transaction's shard (a small item; the table itself is never named by a write).
- */
-export const addRatesUnchanged = (ws: WriteSet, merchantId: string, currency: string, version: number | null) => {
-  const key = keys.exchangeRatesVersion(merchantId, currency, ws.shard);
-  if (!ws.has(key)) ws.check('exchange-rates', key, version === null ? itemAbsent : versionIs(version));
 };
 
 /** Rates as a write read them: the book it converts with, and each table's version to check at commit. */

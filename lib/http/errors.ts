@@ -1,4 +1,12 @@
-import { ConflictError, ContentionError, InvalidError, NotFoundError, ThrottledError, type FieldErrors } from '#lib/errors';
+import {
+  ConflictError,
+  ContentionError,
+  InvalidError,
+  NotFoundError,
+  ThrottledError,
+  TooManyRecountsError,
+  type FieldErrors,
+} from '#lib/errors';
 import { settledError } from '#lib/db/retry';
 
 /** Errors with their exact bodies from docs/api-conventions.md (Errors). Thrown anywhere; rendered once by the pipeline. */
@@ -48,6 +56,7 @@ export const toHttpError = (err: unknown): HttpError | null => {
   if (err instanceof ContentionError) return new HttpError(409, { message: err.message }, { 'Retry-After': String(err.retryAfterSeconds) });
   if (err instanceof ConflictError) return conflict(err.message);
   if (err instanceof ThrottledError) return serviceBusy(err.retryAfterSeconds, err.message);
+  if (err instanceof TooManyRecountsError) return tooManyAttempts(err.retryAfterSeconds);
   // middy's early timeout: the invocation ran out of time (a slow dependency): busy, retry. Whatever
   // was under way either committed (an idempotent retry replays it) or did not.
   if (isInvocationTimeout(err)) return serviceBusy(1, new ThrottledError().message);

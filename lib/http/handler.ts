@@ -1,3 +1,4 @@
+import { RECOUNT_PENDING } from '#lib/shared/recount-pending-header';
 import middy from '@middy/core';
 import httpHeaderNormalizer from '@middy/http-header-normalizer';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
@@ -13,7 +14,7 @@ import { authenticate, bearerToken, stampTokenUse, type AuthContext } from '#lib
 import { readClaims, type BackofficeIdentity, type BackofficeRole } from '#lib/auth/backoffice';
 import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
-import { generationOf, type Merchant } from '#lib/merchants/rules';
+import { figuresZoneOf, generationOf, recountingOf, type Merchant } from '#lib/merchants/rules';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 import { getMerchant } from '#lib/merchants/store';
 import {
@@ -80,6 +81,16 @@ const baseHeaders = (s: State | undefined): Record<string, string> => ({
   ...(s?.rate ? rateHeaders(s.rate) : {}),
 });
 
+/**
+ * `Recount-Pending: true` on the answers of routes that declare it, while the caller's merchant has
+ * a recount running (its token lookup says so): their figures are those of the settings before the
+ * change (lib/metrics/recount.ts). A handler that knows better (the PUT that started one) sets it itself.
+ */
+const recountHeader = (route: RouteDef | null, s: State | undefined, status: number): Record<string, string> =>
+  s?.auth?.recount !== undefined && route?.responses[status as keyof typeof route.responses]?.headers?.[RECOUNT_PENDING] !== undefined
+    ? { [RECOUNT_PENDING]: 'true' }
+    : {};
+
 const routeKey = (route: RouteDef | null) => (route ? `${route.method} ${route.path}` : 'unmatched');
 
 /**
@@ -104,7 +115,10 @@ const responder = (route: RouteDef | null): middy.MiddlewareObj<Event, Result> =
   after: (request) => {
     const s = state(request);
     const res = request.response ?? { statusCode: 204 };
-    request.response = { ...res, headers: { ...baseHeaders(s), ...(res.headers ?? {}) } };
+    request.response = {
+      ...res,
+      headers: { ...baseHeaders(s), ...recountHeader(route, s, res.statusCode ?? 200), ...(res.headers ?? {}) },
+    };
     recordRequest(route, request, request.response);
   },
   onError: (request) => {
@@ -225,8 +239,9 @@ const dashboardAuth = async (route: RouteDef, jwt: string, s: State) => {
     merchantId: merchant.merchant_id,
     abilities: [route.ability!, ...DASHBOARD_READS],
     reportingCurrency: merchant.reporting_currency,
-    timezone: merchant.timezone ?? DEFAULT_TIMEZONE,
+    timezone: figuresZoneOf(merchant),
     generation: generationOf(merchant),
+    ...(recountingOf(merchant) === undefined ? {} : { recount: recountingOf(merchant) }),
   };
 };
 

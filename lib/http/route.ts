@@ -49,9 +49,9 @@ export type RouteDef = {
   /** Function timeout when not FUNCTION_TIMEOUT_SECONDS (routes that call a merchant's webhook URL). */
   timeoutSeconds?: number;
   /**
-   * The route's change counts the merchant's MRR figures afresh as a new generation
-   * (lib/metrics/generation.ts): its function also puts them with BatchWriteItem, on the keys of
-   * later generations only.
+   * The route's change starts a recount of the figures (lib/metrics/recount.ts): its function also
+   * puts the next generation's settings items with BatchWriteItem, and the token's copy of the
+   * figures' state.
    */
   recounts?: true;
   /** The route issues, replaces or revokes API tokens: the one kind of write route that may write token items. */
@@ -94,10 +94,3 @@ export const BASE_PATH = '/v1';
 
 /** Every API function's timeout (CDK) and the deadline the local server gives each invocation. */
 export const FUNCTION_TIMEOUT_SECONDS = 10;
-/**
- * The routes that count the figures again after a zone or rate change before answering (PUT
- * /settings, PUT /exchange-rates/{currency}): as long as API Gateway waits (30 s) less a margin, so
- * a build (or, past its bound, a pass, which stops 2 s before the deadline) does as much as one
- * request can.
- */
-export const PASS_FUNCTION_TIMEOUT_SECONDS = 28;

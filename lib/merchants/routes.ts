@@ -1,6 +1,6 @@
 import { apiTokenIssuedSchema, apiTokenSchema, backofficeSessionSchema, settingsPutBody, settingsSchema } from '#lib/merchants/schemas';
-import { defineRoute, PASS_FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
-import { RESTATE_PENDING_DOC } from '#lib/shared/restate-pending-header';
+import { defineRoute } from '#lib/http/route';
+import { RECOUNT_PENDING_DOC } from '#lib/shared/recount-pending-header';
 import { dataOf, messageBody } from '#lib/shared/schemas';
 import { backofficeErrors, dashboardRead, errors, invalid } from '#lib/http/route-parts';
 
@@ -104,14 +104,15 @@ export const routes = {
     dashboard: dashboardRead,
     writes: false,
     summary: "The merchant's settings: reporting time zone and currency",
-    description: "The merchant's reporting time zone (IANA name; `UTC` unless changed) and reporting currency (docs/settings.md).",
+    description:
+      "The merchant's reporting time zone (IANA name; `UTC` unless changed), reporting currency, and its last recount after a change of zone or rates (docs/settings.md).",
     tags: ['settings'],
     responses: {
       200: {
         description: 'The settings',
         schema: dataOf(settingsSchema),
         headers: {
-          'Restate-Pending': RESTATE_PENDING_DOC.read,
+          'Recount-Pending': RECOUNT_PENDING_DOC.read,
         },
       },
       ...errors,
@@ -121,7 +122,6 @@ export const routes = {
     method: 'PUT',
     path: '/settings',
     handler: 'functions/settings/put.ts',
-    timeoutSeconds: PASS_FUNCTION_TIMEOUT_SECONDS,
     recounts: true,
     ability: null,
     auth: 'backoffice',
@@ -129,7 +129,7 @@ export const routes = {
     writes: true,
     summary: 'Change the reporting time zone (back-office admins)',
     description:
-      "Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. `GET /orders/stats` starts today and this month in it from the next request on, and the metrics' customers move to its days before the answer, as many as its time allows (the rest in the background: `Restate-Pending: true`); timestamps on the wire stay UTC (docs/settings.md). Admins only.",
+      "Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. The zone is stored at once and starts a recount of the figures in it in the background: until it switches (`recount.status` becomes `done`), every figure, `GET /orders/stats` included, stays in the zone before, whole, and answers say `Recount-Pending: true`. Setting the zone already set starts none; at most 10 recounts start in an hour (429 with `Retry-After` beyond, nothing changed). Timestamps on the wire stay UTC (docs/settings.md). Admins only.",
     tags: ['settings'],
     request: { body: settingsPutBody },
     responses: {
@@ -137,7 +137,7 @@ export const routes = {
         description: 'The settings as changed',
         schema: dataOf(settingsSchema),
         headers: {
-          'Restate-Pending': RESTATE_PENDING_DOC.change,
+          'Recount-Pending': RECOUNT_PENDING_DOC.change,
         },
       },
       ...backofficeErrors,

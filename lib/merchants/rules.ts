@@ -9,8 +9,11 @@ import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
  */
 
 /**
- * `timezone`: the reporting time zone (an IANA name; absent means UTC): stats and metrics days follow it.
- * `metrics_generation`: which generation of the MRR aggregates counts (absent: 0).
+ * `timezone`: the reporting time zone as set (an IANA name; absent means UTC).
+ * `metrics_generation`: which generation of the figures counts (absent: 0); `figures_timezone`, the
+ * zone it counts in (absent: `timezone`, as before any recount). They differ while a recount of a
+ * zone change runs (lib/metrics/recount.ts): the figures follow the new zone from its switch.
+ * `recount`: the merchant's last recount; `recount_starts`: when its recounts of the last hour started.
  */
 export type Merchant = {
   merchant_id: string;
@@ -19,6 +22,9 @@ export type Merchant = {
   created_at: string;
   timezone?: string;
   metrics_generation?: number;
+  figures_timezone?: string;
+  recount?: { generation: number; status: 'pending' | 'done'; requested_at: string; switched_at?: string };
+  recount_starts?: string[];
 };
 /** A merchant item as stored: `deleted_at` once deleted (its data is kept). */
 export type MerchantRecord = Merchant & { deleted_at?: string };
@@ -28,6 +34,11 @@ export type MerchantChanges = { name?: string; timezone?: string };
 /** The merchant's reporting time zone. */
 export const zoneOf = (merchant: Merchant): string => merchant.timezone ?? DEFAULT_TIMEZONE;
 export const generationOf = (merchant: Pick<Merchant, 'metrics_generation'>): number => Number(merchant.metrics_generation ?? 0);
+/** The time zone the merchant's figures count in now (the new one only once its recount switched). */
+export const figuresZoneOf = (merchant: Merchant): string => merchant.figures_timezone ?? zoneOf(merchant);
+/** The generation a recount is filling, while one runs. */
+export const recountingOf = (merchant: Pick<Merchant, 'recount'>): number | undefined =>
+  merchant.recount?.status === 'pending' ? merchant.recount.generation : undefined;
 
 /** The settings a merchant's back office reads and changes. */
 export const presentSettings = (merchant: Merchant) => ({ timezone: zoneOf(merchant), reporting_currency: merchant.reporting_currency });
@@ -56,6 +67,9 @@ export const changedMerchant = (merchant: Merchant, changes: MerchantChanges): M
   created_at: merchant.created_at,
   timezone: changes.timezone ?? zoneOf(merchant),
   ...(merchant.metrics_generation ? { metrics_generation: merchant.metrics_generation } : {}),
+  ...(merchant.figures_timezone ? { figures_timezone: merchant.figures_timezone } : {}),
+  ...(merchant.recount ? { recount: merchant.recount } : {}),
+  ...(merchant.recount_starts ? { recount_starts: merchant.recount_starts } : {}),
 });
 
 /** What an operator sees of a merchant: its fields, and whether and when it was deleted. */
@@ -76,9 +90,10 @@ export const issuedDetails = (merchant: Merchant, token: string, abilities: Abil
   last_four: token.slice(-4),
   created_at: at,
   reporting_currency: merchant.reporting_currency,
-  // Copied so that each request knows the zone and the figures generation from its token lookup; a change rewrites them.
-  timezone: zoneOf(merchant),
+  // Copied so that each request knows the figures' zone and generation (and a recount running) from its token lookup; a change rewrites them.
+  timezone: figuresZoneOf(merchant),
   ...(generationOf(merchant) ? { metrics_generation: generationOf(merchant) } : {}),
+  ...(recountingOf(merchant) !== undefined ? { metrics_recount: recountingOf(merchant) } : {}),
 });
 export type IssuedDetails = ReturnType<typeof issuedDetails>;
 

@@ -40,6 +40,22 @@ export const settingsSchema = z
       example: 'Asia/Taipei',
     }),
     reporting_currency: z.string().meta({ description: 'The currency of the metrics and of the default stats (fixed)', example: 'TWD' }),
+    recount: z
+      .object({
+        status: z.enum(['pending', 'done']).meta({
+          description:
+            '`pending` while the figures are being recounted in the background for the last change of zone or rates; `done` once they switched (or when there never was one)',
+        }),
+        requested_at: z
+          .string()
+          .nullable()
+          .meta({ description: 'When the last change was made (UTC); null: never', example: '2026-11-29T08:00:00Z' }),
+        switched_at: z
+          .string()
+          .nullable()
+          .meta({ description: 'When the figures switched to it (UTC); null while pending or never', example: '2026-11-29T08:00:09Z' }),
+      })
+      .meta({ id: 'Recount' }),
   })
   .meta({ id: 'Settings' });
 

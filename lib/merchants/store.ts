@@ -98,16 +98,27 @@ export const issueToken = async (merchant: Merchant, token: string, details: Iss
   );
   if (replaces !== null) ws.delete('old-token', keys.token(replaces));
   ws.put('token', { ...keys.token(hash), merchant_id: merchantId, status: 'active', ...details }, itemAbsent);
-  // The token copies the merchant's time zone and figures generation: a change committed since the merchant was read refuses this issue.
+  // The token copies the figures' generation and recount (the zone goes with them): a change committed since the merchant was read refuses this issue.
   const generation = generationOf(merchant);
+  const recount = merchant.recount?.generation;
   ws.check('merchant', keys.merchant(merchantId), {
     expression: [
       merchantLive.expression,
-      merchant.timezone === undefined ? 'attribute_not_exists(#tz)' : '#tz = :tz',
       generation ? '#gen = :gen' : '(attribute_not_exists(#gen) OR #gen = :gen)',
+      recount === undefined ? 'attribute_not_exists(#rc)' : '#rc.#rg = :rg AND #rc.#st = :st',
+      merchant.timezone === undefined ? 'attribute_not_exists(#tz)' : '#tz = :tz',
     ].join(' AND '),
-    names: { '#tz': 'timezone', '#gen': 'metrics_generation' },
-    values: { ...(merchant.timezone === undefined ? {} : { ':tz': merchant.timezone }), ':gen': generation },
+    names: {
+      '#gen': 'metrics_generation',
+      '#tz': 'timezone',
+      '#rc': 'recount',
+      ...(recount === undefined ? {} : { '#rg': 'generation', '#st': 'status' }),
+    },
+    values: {
+      ':gen': generation,
+      ...(merchant.timezone === undefined ? {} : { ':tz': merchant.timezone }),
+      ...(recount === undefined ? {} : { ':rg': recount, ':st': merchant.recount!.status }),
+    },
   });
   try {
     await ws.commit();
@@ -159,6 +170,36 @@ export const markMerchantDeleted = async (merchantId: string, tokenHash: string 
     if (err instanceof WriteConflict && err.tags.includes('merchant')) throw new NotFoundError();
     if (err instanceof WriteConflict) throw new ConflictError('The token changed while the merchant was being deleted. Try again.');
     throw err;
+  }
+};
+
+/**
+ * What a request reads of the figures from its token (their generation, their zone, the recount
+ * running: null removes it), written to the valid token (`activeToken`) and its pointer on
+ * condition that it is still the valid one; without one, on condition that none is.
+ */
+export const addFiguresCopies = (ws: WriteSet, merchantId: string, activeToken: string | null, copied: Record<string, unknown>) => {
+  const set = Object.entries(copied).filter(([, v]) => v !== null);
+  const removed = Object.entries(copied)
+    .filter(([, v]) => v === null)
+    .map(([k]) => k);
+  if (activeToken) {
+    const pointer = ws.update('pointer', keys.merchantToken(merchantId)).setAll(Object.fromEntries(set));
+    for (const k of removed) pointer.remove(k);
+    pointer.when({
+      expression: 'token_hash = :h AND #st = :active',
+      names: { '#st': 'status' },
+      values: { ':h': activeToken, ':active': 'active' },
+    });
+    const token = ws.update('token', keys.token(activeToken)).setAll(Object.fromEntries(set));
+    for (const k of removed) token.remove(k);
+    token.when({ expression: 'attribute_exists(pk)' });
+  } else {
+    ws.check('pointer', keys.merchantToken(merchantId), {
+      expression: 'attribute_not_exists(pk) OR #st = :revoked',
+      names: { '#st': 'status' },
+      values: { ':revoked': 'revoked' },
+    });
   }
 };
 

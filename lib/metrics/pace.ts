@@ -1,17 +1,16 @@
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { db, tableName } from '#lib/db/client';
-import { type Key, keys } from '#lib/db/keys';
+import type { Key } from '#lib/db/keys';
 import { TTL_ATTRIBUTE } from '#lib/db/table';
 
 /**
- * A merchant's passes after a time zone or rate change (the one a `PUT` runs, and the restate
- * jobs in the background, however many run at once) share one pace: together they take at most
- * `wcuPerSecond` write units a second from the key they write most (docs/scale.md, "Passes").
- * Each second is a ledger item; a pass takes a share of it before its transactions, and when the
- * second is spent it moves on to the next. A share is a quarter of a second's allowance (or what
- * one transaction needs, up to a whole second's), so the ledger costs one small write per few
- * customers, far from any limit.
+ * The pending-moves applier's pace on one metric shard of a merchant (lib/metrics/pending-applier.ts):
+ * every invocation applying that shard's items shares it, taking at most `wcuPerSecond` write
+ * units a second from the key they write most. Each second is a ledger item; an invocation takes a
+ * share of it before its transactions, and when the second is spent it moves on to the next. A
+ * share is a quarter of a second's allowance (or what one transaction needs, up to a whole
+ * second's), so the ledger costs one small write per few transactions, far from any limit.
  */
 
 /** Takes up to `wcu` from `second`'s ledger under `limit`: what it got (0: the second is spent). */
@@ -22,10 +21,10 @@ const SHARES_PER_SECOND = 4;
 /** How long a second's ledger item stays (DynamoDB's TTL deletes it within days after). */
 const LEDGER_TTL_SECONDS = 3_600;
 
-export const passPacer = (wcuPerSecond: number, take: TakeShare, clock: () => number = Date.now) => {
+export const pacer = (wcuPerSecond: number, take: TakeShare, clock: () => number = Date.now) => {
   let second = 0;
   let held = 0;
-  // A pass's lanes book one at a time, in turn: a share is never counted for two of them.
+  // An invocation's lanes book one at a time, in turn: a share is never counted for two of them.
   let queue: Promise<unknown> = Promise.resolve();
   const inTurn = <T>(run: () => Promise<T>): Promise<T> => {
     const turn = queue.then(run);
@@ -72,12 +71,9 @@ export const passPacer = (wcuPerSecond: number, take: TakeShare, clock: () => nu
   }
 };
 
-/**
- * The ledger in the table: `ADD used` under `used + wcu <= limit`; a spent second gives what it has
- * left. Its items are the merchant's passes' (`ledger` default) or another's, such as the applier's.
- */
+/** The ledger in the table (`ledger`: a second's item): `ADD used` under `used + wcu <= limit`; a spent second gives what it has left. */
 export const tableShares =
-  (merchantId: string, ledger: (second: number) => Key = (second) => keys.restatePace(merchantId, second)): TakeShare =>
+  (ledger: (second: number) => Key): TakeShare =>
   async (second, wcu, limit) => {
     const attempt = async (amount: number): Promise<{ got: number; used?: number }> => {
       try {
@@ -106,19 +102,3 @@ export const tableShares =
     const left = Math.floor(limit - first.used);
     return left >= 1 ? (await attempt(left)).got : 0;
   };
-
-/**
- * Write units a second a generation build puts on any one of its new keys: under half of a
- * partition's 1,000, with room for a request sent a little after its second began.
- */
-export const BUILD_WCU_PER_KEY = 400;
-
-/** A ledger in memory, for keys only one pass writes (a generation build's new keys): nothing to share, nothing to store. */
-export const memoryShares = (): TakeShare => {
-  const used = new Map<number, number>();
-  return async (second, wcu, limit) => {
-    const got = Math.max(0, Math.min(wcu, limit - (used.get(second) ?? 0)));
-    used.set(second, (used.get(second) ?? 0) + got);
-    return got;
-  };
-};

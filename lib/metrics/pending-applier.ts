@@ -5,7 +5,7 @@ import { DEADLINE_MARGIN_MS, deadline, retrying, withDeadline } from '#lib/db/re
 import { applyPending, PENDING_MOVES_ENTITY } from '#lib/db/writes';
 import { config } from '#lib/config';
 import { type Key, keys, merchantOfKey } from '#lib/db/keys';
-import { passPacer, tableShares } from '#lib/metrics/pace';
+import { pacer as newPacer, tableShares } from '#lib/metrics/pace';
 import { logger } from '#lib/logger';
 import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 
@@ -39,7 +39,7 @@ export const APPLY_CONCURRENCY = 4;
  * (`config.pendingBacklogBound()`), so waiting for the pace is bounded too; an item whose turn would come
  * after the invocation's deadline is left (reported, and delivered again).
  */
-const pacers = new Map<string, ReturnType<typeof passPacer>>();
+const pacers = new Map<string, ReturnType<typeof newPacer>>();
 const MAX_PACERS = 1024;
 const paceOf = (merchantId: string) => async (wcu: number, shard: number) => {
   const id = `${merchantId}#${shard}`;
@@ -47,9 +47,9 @@ const paceOf = (merchantId: string) => async (wcu: number, shard: number) => {
   if (!pacer) {
     // A warm instance meets many merchants: forgetting pacers forgets only shares held for a quarter second.
     if (pacers.size >= MAX_PACERS) pacers.clear();
-    pacer = passPacer(
+    pacer = newPacer(
       config.applierWcuPerSecond(),
-      tableShares(merchantId, (second) => keys.applierPace(merchantId, shard, second)),
+      tableShares((second) => keys.applierPace(merchantId, shard, second)),
     );
     pacers.set(id, pacer);
   }

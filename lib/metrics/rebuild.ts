@@ -5,7 +5,7 @@ import { db, tableName } from '#lib/db/client';
 import { churnReasonsPartition, cohortPartition, indexes, keys, metricsPartition, shardPartitions } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { STORED_ATTR } from '#lib/metrics/rules';
-import { addTimelineChange, aggregateKey, plansOf, RESTATE_MARKER_ENTITY, timelinesFrom } from '#lib/metrics/store';
+import { addTimelineChange, aggregateKey, plansOf, timelinesFrom } from '#lib/metrics/store';
 import { indexedMetadata, readLtvParts } from '#lib/customers/store';
 import { ltvPartAmounts, otherLtvCurrencies, type LtvPart } from '#lib/customers/model';
 import { ltvPartsFromOrders } from '#lib/orders/store';
@@ -27,12 +27,12 @@ import {
   UNCONVERTED_ATTR,
   withConversions,
 } from '#lib/metrics/timeline';
-import { readAllRates } from '#lib/exchange-rates/store';
+import { readGenerationSettings } from '#lib/metrics/generation';
 import { subscriptionTag, type SubscriptionFacts } from '#lib/metrics/lines';
 import { retrying } from '#lib/db/retry';
 import { applyPending, WriteSet } from '#lib/db/writes';
 import { getMerchant } from '#lib/merchants/store';
-import { generationOf, zoneOf } from '#lib/merchants/rules';
+import { figuresZoneOf, generationOf, recountingOf } from '#lib/merchants/rules';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 
 /**
@@ -158,11 +158,11 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
 
   const merchant = await getMerchant(merchantId);
   const reportingCurrency = merchant?.reporting_currency ?? 'TWD';
-  // The days and months of the merchant's reporting time zone; a customer counted in another zone's is moved to it.
-  const zone = merchant ? zoneOf(merchant) : DEFAULT_TIMEZONE;
-  // The generation of the aggregates that counts (its items are the ones corrected).
+  // The generation of the aggregates that counts (its items are the ones corrected), in its zone and at its rates.
   const generation = merchant ? generationOf(merchant) : 0;
-  const rates = await readAllRates(merchantId);
+  const recount = merchant ? recountingOf(merchant) : undefined;
+  const zone = merchant ? figuresZoneOf(merchant) : DEFAULT_TIMEZONE;
+  const rates = { book: (await readGenerationSettings(merchantId, generation)).rates };
   // Per slice of the figures ('' the whole, else a segment): what the customers' timelines add up to.
   const targets = newSlices();
   let linesRederived = 0;
@@ -211,7 +211,7 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
             await addTimelineChange(
               ws,
               merchantId,
-              { reportingCurrency, timezone: zone, generation },
+              { reportingCurrency, timezone: zone, generation, ...(recount === undefined ? {} : { recount }) },
               id,
               fresh,
               await rederiveLines(merchantId, reportingCurrency, id, fresh.timeline),
@@ -278,8 +278,6 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
     const stored: Contributions = new Map();
     for (const [kind, partition] of partitionsOf(segment)) {
       for (const item of await queryAll<Record<string, unknown>>({ partition }, attrs)) {
-        // A pass's marker counts nothing (it only says a pass goes on).
-        if (item.entity === RESTATE_MARKER_ENTITY) continue;
         const id = aggregateIdOf(kind, String(item.sk));
         if (id.startsWith('Y#')) {
           yearItems.push({ pk: String(item.pk), sk: String(item.sk) });

@@ -17,7 +17,7 @@ import {
 import { defineRoute } from '#lib/http/route';
 import { listOf } from '#lib/shared/schemas';
 import { errors, dashboardRead, invalid } from '#lib/http/route-parts';
-import { RESTATE_PENDING_DOC } from '#lib/shared/restate-pending-header';
+import { RECOUNT_PENDING_DOC } from '#lib/shared/recount-pending-header';
 
 /** What the segmented reads say of their filters (docs/metrics.md, "Segments"). */
 const SEGMENT_FILTERS_NOTE =
@@ -43,7 +43,7 @@ export const routes = {
         description: 'The MRR series',
         schema: mrrSeriesSchema,
         headers: {
-          'Restate-Pending': RESTATE_PENDING_DOC.metrics,
+          'Recount-Pending': RECOUNT_PENDING_DOC.read,
         },
       },
       ...errors,
@@ -67,7 +67,7 @@ export const routes = {
         description: 'The summary',
         schema: metricsSummaryAnswer,
         headers: {
-          'Restate-Pending': RESTATE_PENDING_DOC.metrics,
+          'Recount-Pending': RECOUNT_PENDING_DOC.read,
         },
       },
       ...errors,

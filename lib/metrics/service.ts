@@ -22,6 +22,7 @@ import {
 } from '#lib/metrics/rules';
 import {
   countedTimelines,
+  figuresRead,
   customerIdRounds,
   customersOfPlan,
   customersWithMetadata,
@@ -47,7 +48,7 @@ import type { AuthContext } from '#lib/auth/tokens';
 import { localDateOfIso, localDayOf } from '#lib/shared/zone';
 
 /** What the figures are kept in: the merchant's reporting currency and time zone (days, weeks, months). */
-type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation'>;
+type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation' | 'recount'>;
 
 /**
  * GET /metrics/* (docs/metrics.md), from the pre-aggregated items only — never orders, events or
@@ -84,8 +85,7 @@ const segmentItems = async (merchantId: string, figures: Figures, slice: Extract
 
 /** The movement items a range needs, of the whole, a stored segment, or the matching customers. */
 const rangeItems = async (merchantId: string, figures: Figures, slice: Slice, range: Range) => {
-  if (slice.kind === 'customers')
-    return { ...itemsInRange((await segmentItems(merchantId, figures, slice)).movements, rangeReads(range)), restating: false };
+  if (slice.kind === 'customers') return itemsInRange((await segmentItems(merchantId, figures, slice)).movements, rangeReads(range));
   return readRangeItems(
     merchantId,
     rangeReads(range),
@@ -98,24 +98,27 @@ const storedParts = (segment: Segment | null, figures: Figures): (Segment | null
   isReportingSegment(segment, figures.reportingCurrency) ? [null, segment] : [segment];
 
 /** GET /metrics/mrr: one entry per day, week, month, quarter or year of the range, and the range's summary. */
-export const mrrSeries = async (merchantId: string, figures: Figures, q: MrrQuery) => {
+export const mrrSeries = (merchantId: string, figures: Figures, q: MrrQuery) => figuresRead(figures, (f) => mrrSeriesIn(merchantId, f, q));
+const mrrSeriesIn = async (merchantId: string, figures: Figures, q: MrrQuery) => {
   const range = resolveRange(q, today(figures.timezone), figures.timezone);
   const slice = resolveSegment(q);
   const items = await rangeItems(merchantId, figures, slice, range);
-  // `restating`: read where the whole's items are read (docs/exchange-rates.md, "Passes in the background").
-  return { answer: series(range, foldRange(range, items)), restating: items.restating };
+  return series(range, foldRange(range, items));
 };
 
 /** GET /metrics/summary: now, and the last 30 days (today and the 29 before it, in the merchant's time zone). */
-export const metricsSummary = async (merchantId: string, figures: Figures, q: SummaryQuery) => {
+export const metricsSummary = (merchantId: string, figures: Figures, q: SummaryQuery) =>
+  figuresRead(figures, (f) => metricsSummaryIn(merchantId, f, q));
+const metricsSummaryIn = async (merchantId: string, figures: Figures, q: SummaryQuery) => {
   const range = summaryRange(today(figures.timezone));
   const slice = resolveSegment(q);
   const items = await rangeItems(merchantId, figures, slice, range);
-  return { answer: summaryOf(foldRange(range, items)), restating: items.restating };
+  return summaryOf(foldRange(range, items));
 };
 
 /** GET /metrics/cohorts: one Query over the cohort items of the range's cohorts (or the matching customers' figures). */
-export const cohorts = async (merchantId: string, figures: Figures, q: CohortsQuery) => {
+export const cohorts = (merchantId: string, figures: Figures, q: CohortsQuery) => figuresRead(figures, (f) => cohortsIn(merchantId, f, q));
+const cohortsIn = async (merchantId: string, figures: Figures, q: CohortsQuery) => {
   const range = resolveCohortRange(q, today(figures.timezone).slice(0, 7));
   const slice = resolveSegment(q);
   const items =
@@ -126,7 +129,9 @@ export const cohorts = async (merchantId: string, figures: Figures, q: CohortsQu
 };
 
 /** GET /metrics/plans: the plan list (one Query), then every plan's segment read to the day in one state (two Queries a shard, all in parallel). */
-export const planFigures = async (merchantId: string, { timezone: zone, generation }: Figures, q: PlansQuery) => {
+export const planFigures = (merchantId: string, figures: Figures, q: PlansQuery) =>
+  figuresRead(figures, (f) => planFiguresIn(merchantId, f, q));
+const planFiguresIn = async (merchantId: string, { timezone: zone, generation }: Figures, q: PlansQuery) => {
   const day = resolveDay(q.date, today(zone), zone);
   const range = { start: day, end: day, interval: 'day' as const };
   const plans = await readPlanNames(merchantId);
@@ -142,7 +147,9 @@ export const planFigures = async (merchantId: string, { timezone: zone, generati
 };
 
 /** GET /metrics/churn-reasons: the churn-by-reason items of the range, read month-wise (up to three Queries). */
-export const churnReasons = async (merchantId: string, { timezone: zone, generation }: Figures, q: ChurnReasonsQuery) => {
+export const churnReasons = (merchantId: string, figures: Figures, q: ChurnReasonsQuery) =>
+  figuresRead(figures, (f) => churnReasonsIn(merchantId, f, q));
+const churnReasonsIn = async (merchantId: string, { timezone: zone, generation }: Figures, q: ChurnReasonsQuery) => {
   const range = { ...resolveRange({ ...q, interval: 'month' }, today(zone), zone), interval: 'month' as const };
   return reasonTable(range, await readRangeItems(merchantId, rangeReads(range), reasonsSource(merchantId, generation)));
 };

@@ -42,12 +42,21 @@ import {
   standingAt,
   standingFromSteps,
   standingSteps,
+  segmentsOf,
   foreignCurrencies,
   type RateBook,
   type Timeline,
   withConversions,
 } from '#lib/metrics/timeline';
-import { addRatesUnchanged, readRates } from '#lib/exchange-rates/store';
+import {
+  addGenerationCurrent,
+  copyOf,
+  currentScope,
+  generationSettings,
+  type FiguresScope,
+  type GenerationCopy,
+  type SettingsMemo,
+} from '#lib/metrics/generation';
 
 /**
  * The customer's MRR timeline and the aggregate moves of a change (docs/architecture.md, "Metrics aggregates"). A write
@@ -69,14 +78,15 @@ export type TimelineState = {
   zone: string;
   /** Stored chunks (period → JSON) of a chunked timeline; null while it is inline. */
   chunks: Map<string, string> | null;
-  /** The generation of the aggregates its last write counted it in (lib/metrics/generation.ts). */
+  /** The generation whose settings its stored conversions and standing are in (its last write's). */
   generation: number;
+  /** The generation a recount counted it in (lib/metrics/recount.ts): its writes move that one too while the recount runs. */
+  recounted?: number;
 };
 
 export const EMPTY_TIMELINE: TimelineState = { timeline: {}, version: null, zone: DEFAULT_TIMEZONE, chunks: null, generation: 0 };
 
-/** How a request counts the merchant's figures: the reporting currency, the time zone and the generation of the aggregates. */
-export type FiguresScope = { reportingCurrency: string; timezone: string; generation: number };
+export type { FiguresScope };
 export const INLINE_LIMIT = 32_000;
 export const CHUNK_LIMIT = 32_000;
 
@@ -90,7 +100,8 @@ const stateOf = async (
   const version = Number(head.version);
   const zone = typeof head.zone === 'string' ? head.zone : DEFAULT_TIMEZONE;
   const generation = Number(head.generation ?? 0);
-  if (!head.chunked) return { timeline: JSON.parse(String(head.lines)) as Timeline, version, zone, chunks: null, generation };
+  const recounted = head.recounted === undefined ? {} : { recounted: Number(head.recounted) };
+  if (!head.chunked) return { timeline: JSON.parse(String(head.lines)) as Timeline, version, zone, chunks: null, generation, ...recounted };
   const items = await queryAll<{ sk: string; lines: string }>(
     {
       partition: keys.customer(merchantId, customerId).pk,
@@ -101,8 +112,26 @@ const stateOf = async (
     ['sk', 'lines'],
   );
   const chunks = new Map(items.map((i) => [i.sk.slice(TIMELINE_CHUNK_PREFIX.length), i.lines]));
-  return { timeline: joinChunks(chunks.values()), version, zone, chunks, generation };
+  return { timeline: joinChunks(chunks.values()), version, zone, chunks, generation, ...recounted };
 };
+
+/** The condition that a timeline head is as read: its version, and the recount that counted it (a recount's mark changes no version). */
+export const recountedAsRead = (state: Pick<TimelineState, 'version' | 'recounted'>) =>
+  state.version === null
+    ? itemAbsent
+    : {
+        expression: `version = :v AND ${state.recounted === undefined ? 'attribute_not_exists(#rcd)' : '#rcd = :rcd'}`,
+        names: { '#rcd': 'recounted' },
+        values: { ':v': state.version, ...(state.recounted === undefined ? {} : { ':rcd': state.recounted }) },
+      };
+
+/** The registry items of `segments` in generation `generation` (lib/metrics/recount.ts retires a generation's segments by them). */
+export const segmentRegistryPuts = (merchantId: string, generation: number, segments: Segment[]) =>
+  segments.map((s) => ({
+    ...keys.generationSegment(merchantId, generation, s.dimension, s.value),
+    dimension: s.dimension,
+    value: s.value,
+  }));
 
 export const readTimeline = async (merchantId: string, customerId: number): Promise<TimelineState> => {
   const { Item } = await db().send(
@@ -159,54 +188,50 @@ export const pendingHome = (merchantId: string, id: string, shard: number, segme
 /**
  * Adds the customer's timeline change to `ws`: the timeline's items and the aggregate moves (those
  * beyond what one transaction holds wait as pending moves, see `WriteSet.spillable`), on condition
- * that the request's generation of the aggregates still counts and no build pauses it
- * (`addGenerationCurrent`). Returns the state the transaction leaves. `figures.timezone` is the
- * merchant's reporting time zone as the request knows it: a customer last counted in another zone's
- * days moves all it contributes to this one's (the same lines and a new zone is such a move alone).
- * Points in other currencies are converted at the rates as they now are (read into `rates`, a
- * batch's shared memo, when it lacks them), each table's version checked at the commit: the same
- * lines at new rates are a move too. A customer last written in an older generation is counted in
- * this one as the build counted it (its stored lines, in this zone, at these rates), so its
- * moves start from there.
+ * that the generation copy of its shard still says what the request counts in
+ * (`addGenerationCurrent`). Returns the state the transaction leaves. The moves are counted in the
+ * settings of the generation that counts (its zone, its rates: `generationSettings`); while a
+ * recount runs and has counted this customer (or the customer is new), the same change is counted
+ * in the recount's generation and settings too, in the same transaction: the recount's count of a
+ * customer and its mark commit together, so it is counted there exactly once.
  */
 export const addTimelineChange = async (
   ws: WriteSet,
   merchantId: string,
-  figures: FiguresScope,
+  request: FiguresScope,
   customerId: number,
   stored: TimelineState,
   lines: Timeline,
-  rates: RatesMemo = new Map(),
+  memo: SettingsMemo = new Map(),
 ): Promise<TimelineState> => {
-  const { reportingCurrency, timezone: zone, generation } = await currentFigures(merchantId, figures);
-  // Points in other currencies take the rates of their months as they are now (checked at the commit).
+  const scope = await currentScope(merchantId, request);
+  const { reportingCurrency, timezone: zone, generation, recount } = scope;
   const currencies = foreignCurrencies(lines, reportingCurrency);
-  const book = await ratesIn(ws, merchantId, currencies, rates);
-  const after = withConversions(lines, reportingCurrency, book, zone);
-  // Last counted in an older generation: this one's build counted it in the zone and at the rates it was built in.
-  const built =
-    stored.version !== null && stored.generation !== generation
-      ? await readBuiltSettings(merchantId, generation, foreignCurrencies(stored.timeline, reportingCurrency))
-      : null;
-  const before = built ? withConversions(stored.timeline, reportingCurrency, built.rates, built.zone) : stored.timeline;
-  // A customer with no timeline yet contributes nothing in any zone: it starts in the request's.
-  const fromZone = built ? built.zone : stored.version === null ? zone : stored.zone;
-  const changedFrom = firstDifference(before, after);
-  if (changedFrom === null && fromZone === zone) return stored;
+  const all = new Set([...currencies, ...foreignCurrencies(stored.timeline, reportingCurrency)]);
+  const { rates } = await generationSettings(merchantId, generation, all, memo, zone);
+  const after = withConversions(lines, reportingCurrency, rates, zone);
+  // Stored conversions are the last write's generation's: another's are converted again in this one's settings.
+  const before =
+    stored.version === null || stored.generation === generation
+      ? stored.timeline
+      : withConversions(stored.timeline, reportingCurrency, rates, zone);
+  const counting = recount !== undefined && (stored.version === null || stored.recounted === recount);
+  if (firstDifference(before, after) === null && stored.generation === generation) return stored;
   const key = keys.customerTimeline(merchantId, customerId);
   const version = (stored.version ?? 0) + 1;
-  const guard = stored.version === null ? itemAbsent : versionIs(stored.version);
   let chunks: Map<string, string> | null = null;
   const inline = stored.chunks ? null : JSON.stringify(after);
   // The customer's standing from now on, so reading a customer's MRR and status costs the head only.
   const { steps, complete } = standingSteps(after, reportingCurrency, formatTimestamp(now()));
   const standing = { standing: JSON.stringify(steps), standing_complete: complete };
-  // Its zone, the other currencies it has (a rate change moves only the customers with points in its currency), its generation.
+  // Its zone, the other currencies it has, the generation its conversions are in, the recount that counted it.
   const counted = {
     ...(zone === DEFAULT_TIMEZONE ? {} : { zone }),
     currencies: [...currencies].sort(),
     ...(generation ? { generation } : {}),
+    ...(counting ? { recounted: recount } : {}),
   };
+  const guard = recountedAsRead(stored);
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
     ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing, ...counted }, guard);
   } else {
@@ -221,135 +246,52 @@ export const addTimelineChange = async (
   // Chunks of periods the new layout no longer has (or all of them, back inline) go.
   for (const period of stored.chunks?.keys() ?? [])
     if (!chunks?.has(period)) ws.delete('timeline-chunk', keys.customerTimelineChunk(merchantId, customerId, period));
-  // Checked whenever the timeline is written, moves or not: a build reading it meanwhile counts it in other settings.
-  addGenerationCurrent(ws, merchantId, generation);
-  const moves = contributionChange(before, after, reportingCurrency, { before: fromZone, after: zone });
-  // A change reaching far back may move more aggregates than one transaction holds: the excess
-  // waits in pending-moves items that every read adds in (exact from the next read on).
-  for (const { segment, moves: slice } of moves) {
+  // Checked whenever the timeline is written, moves or not: what the request counts in must still be what counts.
+  addGenerationCurrent(ws, merchantId, scope);
+  addMoves(ws, merchantId, generation, before, after, reportingCurrency, zone);
+  if (counting) {
+    // The recount's settings: the same lines, in its zone and at its rates.
+    const next = await generationSettings(merchantId, recount, all, memo);
+    const raw = stored.version === null ? {} : withConversions(stored.timeline, reportingCurrency, next.rates, next.zone);
+    addMoves(ws, merchantId, recount, raw, withConversions(lines, reportingCurrency, next.rates, next.zone), reportingCurrency, next.zone);
+  }
+  // A plan new to this customer's timeline: the customer joins that plan's customers (never removed).
+  for (const plan of plansOf(after, changedLines(before, after)))
+    if (!hasPlan(before, plan)) ws.put('plan_customer', { ...keys.planCustomer(merchantId, plan, customerId), customer_id: customerId });
+  return { timeline: after, version, zone, chunks, generation, ...(counting ? { recounted: recount } : {}) };
+};
+
+/**
+ * The moves of a change in generation `generation` (the difference of the customer's contributions,
+ * as ADD deltas), and what a segment new to this customer adds: its registry entry in that
+ * generation (its retirement finds its items by it) and, for a plan, the merchant's plan list.
+ */
+const addMoves = (
+  ws: WriteSet,
+  merchantId: string,
+  generation: number,
+  before: Timeline,
+  after: Timeline,
+  reportingCurrency: string,
+  zone: string,
+) => {
+  const had = new Set(segmentsOf(before, reportingCurrency).map((s) => `${s.dimension}#${s.value}`));
+  for (const { segment, moves: slice } of contributionChange(before, after, reportingCurrency, { before: zone, after: zone })) {
+    // A change reaching far back may move more aggregates than one transaction holds: the excess
+    // waits in pending-moves items that every read adds in (exact from the next read on).
     for (const [id, attrs] of slice) {
       const u = ws
         .update('metrics', aggregateKey(merchantId, id, ws.shard, segment, generation))
         .spillable(pendingHome(merchantId, id, ws.shard, segment, generation));
       for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr] ?? attr, delta);
     }
+    if (!segment || had.has(`${segment.dimension}#${segment.value}`)) continue;
+    const [entry] = segmentRegistryPuts(merchantId, generation, [segment]);
+    if (!ws.has(entry)) ws.put('segment', entry);
     // A plan new to this customer's figures joins the merchant's plan list (sharded like the aggregates).
-    if (segment?.dimension === 'plan' && !hasPlan(before, segment.value))
+    if (segment.dimension === 'plan' && !ws.has(keys.plan(merchantId, segment.value, ws.shard)))
       ws.update('plan', keys.plan(merchantId, segment.value, ws.shard)).set('plan', segment.value);
   }
-  // A plan new to this customer's timeline: the customer joins that plan's customers (never removed).
-  for (const plan of plansOf(after, changedLines(before, after)))
-    if (!hasPlan(before, plan)) ws.put('plan_customer', { ...keys.planCustomer(merchantId, plan, customerId), customer_id: customerId });
-  return { timeline: after, version, zone, chunks, generation };
-};
-
-/**
- * The zone and the rates of `currencies` generation `generation` was built in (one BatchGetItem;
- * written before the generation counted and never changed, so read without a check at the commit).
- */
-export const readBuiltSettings = async (
-  merchantId: string,
-  generation: number,
-  currencies: Iterable<string>,
-): Promise<{ zone: string; rates: RateBook }> => {
-  const wanted = [...currencies];
-  const found = await batchGet<{ zone?: string; rates?: Record<string, string> }>([
-    keys.generationZone(merchantId, generation),
-    ...wanted.map((c) => keys.generationRates(merchantId, generation, c)),
-  ]);
-  const zone = found.get(keyId(keys.generationZone(merchantId, generation)))?.zone ?? DEFAULT_TIMEZONE;
-  const rates = new Map(
-    wanted.map((c) => [c, new Map(Object.entries(found.get(keyId(keys.generationRates(merchantId, generation, c)))?.rates ?? {}))]),
-  );
-  return { zone, rates };
-};
-
-/** The tag of the generation check (a write refused by it is answered 409, not retried). */
-export const GENERATION_TAG = 'figures-generation';
-
-/**
- * Adds to `ws` the check that `generation` still counts and no build of the next one pauses its
- * writes, on the generation copy of the transaction's shard. Generation 0 is also the state of a
- * merchant with no copies yet.
- */
-export const addGenerationCurrent = (ws: WriteSet, merchantId: string, generation: number) => {
-  const key = keys.generation(merchantId, ws.shard);
-  if (ws.has(key)) return;
-  ws.check(
-    GENERATION_TAG,
-    key,
-    {
-      expression: `${generation ? '#g = :g' : '(attribute_not_exists(#g) OR #g = :g)'} AND (attribute_not_exists(#p) OR #p < :now)`,
-      names: { '#g': 'generation', '#p': 'paused_until' },
-      values: { ':g': generation, ':now': Date.now() },
-    },
-    () => {
-      // The next attempt reads this copy first: it waits out the build, then writes in the generation switched to.
-      refusedOn.set(merchantId, ws.shard);
-      return new RetryableError('contention', 'the figures generation moved, or a build pauses it', () => new RecountingError());
-    },
-  );
-};
-
-/**
- * What this process has learnt of merchants' generations since their requests read them from
- * their tokens (generations only go up; the check at each commit stays the judge).
- */
-const learnt = new Map<string, { generation: number; timezone: string }>();
-/** Merchants one of whose writes a generation copy refused: the copy's shard, read before the next attempt. */
-const refusedOn = new Map<string, number>();
-const POLL_MS = 200;
-
-/**
- * The figures a write counts in: the request's, or a later generation this process has learnt of.
- * After a refusal, the copy is read again (strongly consistent) until no build pauses it, within
- * the invocation's deadline: a write that meets a build waits for its switch, then writes in the
- * new generation and zone (the copies carry both), instead of failing.
- */
-const currentFigures = async (merchantId: string, figures: FiguresScope): Promise<FiguresScope> => {
-  const shard = refusedOn.get(merchantId);
-  if (shard !== undefined) {
-    refusedOn.delete(merchantId);
-    for (;;) {
-      const { Item } = await db().send(
-        new GetCommand({ TableName: tableName(), Key: keys.generation(merchantId, shard), ConsistentRead: true }),
-      );
-      const pausedUntil = Number(Item?.paused_until ?? 0);
-      if (pausedUntil <= Date.now()) {
-        if (Item && typeof Item.timezone === 'string' && Number(Item.generation) > (learnt.get(merchantId)?.generation ?? -1))
-          learnt.set(merchantId, { generation: Number(Item.generation), timezone: Item.timezone });
-        break;
-      }
-      // Past the deadline the next attempt is refused again, and the retry gives up with a 409.
-      const wait = Math.min(pausedUntil, deadline()) - Date.now();
-      if (wait <= 0) break;
-      await sleep(Math.min(wait, POLL_MS));
-    }
-  }
-  const known = learnt.get(merchantId);
-  return known && known.generation > figures.generation ? { ...figures, ...known } : figures;
-};
-
-/**
- * Exchange-rate tables a write has read (currency → its months and version), shared by the
- * transactions a batch tries while packing so each table is read once per batch attempt.
- */
-export type RatesMemo = Map<string, { rates: ReadonlyMap<string, string>; version: number | null }>;
-
-/** The rates of `currencies` (read if `memo` lacks them), each table's version checked at the commit of `ws`. */
-const ratesIn = async (ws: WriteSet, merchantId: string, currencies: Set<string>, memo: RatesMemo): Promise<RateBook> => {
-  const missing = [...currencies].filter((c) => !memo.has(c));
-  if (missing.length) {
-    const read = await readRates(merchantId, missing);
-    for (const c of missing) memo.set(c, { rates: read.book.get(c)!, version: read.versions.get(c)! });
-  }
-  const book = new Map<string, ReadonlyMap<string, string>>();
-  for (const c of currencies) {
-    const table = memo.get(c)!;
-    book.set(c, table.rates);
-    addRatesUnchanged(ws, merchantId, c, table.version);
-  }
-  return book;
 };
 
 const hasPlan = (tl: Timeline, plan: string) => Object.values(tl).some((pts) => pts.some((p) => p[3]?.[0] === plan));
@@ -430,9 +372,6 @@ export const customersWithTimelines = async <C>(merchantId: string, ids: number[
 };
 
 const isPending = (item: AggregateItem) => item.moves !== undefined;
-/** `entity` of the marker a pass going on in the background keeps in the whole's MRR partition (lib/metrics/restate-jobs.ts). */
-export const RESTATE_MARKER_ENTITY = 'restate-marker';
-const isMarker = (item: AggregateItem) => item.entity === RESTATE_MARKER_ENTITY;
 /** A pending-moves item as the items it is for (their sort keys, the deltas as their attributes). */
 const pendingItems = (item: AggregateItem): AggregateItem[] => pendingMovesOf(item).map(([sk, adds]) => ({ sk, ...adds }));
 
@@ -441,15 +380,17 @@ const pendingItems = (item: AggregateItem): AggregateItem[] => pendingMovesOf(it
  * (movements or cohorts, whole or of a segment); `unsharded`, partitions whose items name their
  * shard in the sort key (churn by reason).
  */
-export type AggregateSource = { sharded: string[]; unsharded?: string[] };
+export type AggregateSource = { sharded: string[]; unsharded?: string[]; generation: number };
 /** The movement prefix of the whole (segment null) or of one segment. */
 export const movementsSource = (merchantId: string, segments: (Segment | null)[], generation = 0): AggregateSource => ({
   sharded: segments.map((segment) => metricsPartition(merchantId, segment, generation)),
+  generation,
 });
 /** Churn by cancellation reason (the same day and month layout, a reason and the shard in each sort key). */
 export const reasonsSource = (merchantId: string, generation = 0): AggregateSource => ({
   sharded: [],
   unsharded: [churnReasonsPartition(merchantId, generation)],
+  generation,
 });
 
 /** An item read, with the metric shard it counts in. */
@@ -464,13 +405,26 @@ const partitionsOf = (source: AggregateSource, shards: number[]) => [
   ...(source.unsharded ?? []).map((partition) => ({ partition, shard: null as number | null })),
 ];
 
-/** Every lane's figures version, joined per metric shard: one strongly consistent BatchGetItem. */
-const shardVersions = async (merchantId: string): Promise<string[]> => {
+/**
+ * A read of a generation no longer counted (a recount switched while it read): its items may be
+ * being deleted, so the read is made again in the generation the copy names (`figuresRead`).
+ */
+export class FiguresMoved extends Error {
+  constructor(readonly copy: GenerationCopy) {
+    super('the figures generation moved during the read');
+  }
+}
+
+/** Every lane's figures version, joined per metric shard, and a generation copy: one strongly consistent BatchGetItem. */
+const shardVersions = async (merchantId: string): Promise<{ versions: string[]; copy: GenerationCopy }> => {
   const lanes = Array.from({ length: COUNTER_SHARDS }, (_, lane) => keys.figuresVersion(merchantId, lane));
-  const read = await batchGet<{ v?: unknown }>(lanes, ['v']);
+  const read = await batchGet<Record<string, unknown>>(
+    [...lanes, keys.generation(merchantId, 0)],
+    ['v', 'generation', 'timezone', 'recount'],
+  );
   const out = Array.from({ length: METRIC_SHARDS }, () => [] as string[]);
   lanes.forEach((key, lane) => out[lane % METRIC_SHARDS].push(String(read.get(keyId(key))?.v ?? 0)));
-  return out.map((v) => v.join(','));
+  return { versions: out.map((v) => v.join(',')), copy: copyOf(read.get(keyId(keys.generation(merchantId, 0)))) };
 };
 
 /**
@@ -479,21 +433,46 @@ const shardVersions = async (merchantId: string): Promise<string[]> => {
  * that writes the aggregates adds to its shard's figures version (lib/db/writes.ts); the versions are
  * read before and after the Queries (one BatchGetItem each), and a shard whose versions moved
  * meanwhile is read again, alone, from fresh versions: an attempt of the one retry layer, a lost
- * race (409 when none is left).
+ * race (409 when none is left). The same read gives a generation copy: generation `generation` no
+ * longer counting after the Queries, the read is made again in the one that does (`FiguresMoved`).
  */
-export const oneState = async (merchantId: string, read: (shards: number[]) => Promise<ShardItem[]>): Promise<AggregateItem[]> => {
+export const oneState = async (
+  merchantId: string,
+  generation: number,
+  read: (shards: number[]) => Promise<ShardItem[]>,
+): Promise<AggregateItem[]> => {
   const kept: AggregateItem[] = [];
   let todo = Array.from({ length: METRIC_SHARDS }, (_, shard) => shard);
   await retrying(async () => {
     const before = await shardVersions(merchantId);
     const items = await read(todo);
     const after = await shardVersions(merchantId);
-    const held = new Set(todo.filter((shard) => before[shard] === after[shard]));
+    if (after.copy.generation !== generation) throw new FiguresMoved(after.copy);
+    const held = new Set(todo.filter((shard) => before.versions[shard] === after.versions[shard]));
     for (const { shard, item } of items) if (held.has(shard)) kept.push(item);
     todo = todo.filter((shard) => !held.has(shard));
     if (todo.length) throw new RetryableError('contention', `the figures of metric shard ${todo.join(', ')} moved during the read`);
   });
   return kept;
+};
+
+/**
+ * `read` in the request's figures, or, when a recount switched while it read, once more in the
+ * generation and zone that count since.
+ */
+export const figuresRead = async <F extends FiguresScope, T>(figures: F, read: (figures: F) => Promise<T>): Promise<T> => {
+  try {
+    return await read(figures);
+  } catch (err) {
+    if (!(err instanceof FiguresMoved)) throw err;
+    const { recount: _r, ...rest } = figures;
+    return read({
+      ...rest,
+      generation: err.copy.generation,
+      timezone: err.copy.timezone,
+      ...(err.copy.recount === undefined ? {} : { recount: err.copy.recount }),
+    } as F);
+  }
 };
 
 /** The range's aggregate items as read (month roll-ups with pending moves and markers, then days), before sorting out. */
@@ -521,16 +500,15 @@ const rangeQueries =
  * a marker of a pass still going on in the background was read (one past its TTL, not yet swept, is not).
  */
 export const rangeItemsOf = (read: AggregateItem[], { monthsTo, dayRanges }: RangeReads) => {
-  const restating = read.some((i) => isMarker(i) && isUnexpired(i));
   const months: AggregateItem[] = [];
   const days: AggregateItem[] = [];
-  for (const item of read.filter((i) => !isMarker(i))) if (!isPending(item)) (String(item.sk).startsWith('D#') ? days : months).push(item);
+  for (const item of read) if (!isPending(item)) (String(item.sk).startsWith('D#') ? days : months).push(item);
   for (const moved of read.filter(isPending).flatMap(pendingItems)) {
     const sk = String(moved.sk);
     if (sk.startsWith('M#') && sk <= monthsTo) months.push(moved);
     else if (sk.startsWith('D#') && dayRanges.some(([lo, hi]) => sk >= lo && sk <= hi)) days.push(moved);
   }
-  return { months, days, restating };
+  return { months, days };
 };
 
 /**
@@ -538,14 +516,14 @@ export const rangeItemsOf = (read: AggregateItem[], { monthsTo, dayRanges }: Ran
  * partition, one Query of month roll-ups and up to two of day items, all at once, strongly consistent.
  */
 export const readRangeItems = async (merchantId: string, reads: RangeReads, ...sources: AggregateSource[]) =>
-  rangeItemsOf(await oneState(merchantId, rangeQueries(reads, sources)), reads);
+  rangeItemsOf(await oneState(merchantId, sources[0].generation, rangeQueries(reads, sources)), reads);
 
 /**
  * The items of several sources read in one state, each source's apart (`GET /metrics/plans`: every
  * plan's segment): one read of them all, sorted out by partition.
  */
 export const readRangeItemsApart = async (merchantId: string, reads: RangeReads, sources: AggregateSource[]) => {
-  const read = await oneState(merchantId, rangeQueries(reads, sources));
+  const read = await oneState(merchantId, sources[0]?.generation ?? 0, rangeQueries(reads, sources));
   // Each partition read, by the source that names it.
   const all = Array.from({ length: METRIC_SHARDS }, (_, shard) => shard);
   const sourceOf = new Map(sources.flatMap((source, i) => partitionsOf(source, all).map(({ partition }) => [partition, i])));
@@ -563,10 +541,10 @@ export const readRangeItemsApart = async (merchantId: string, reads: RangeReads,
  */
 export const readCohortItems = async (merchantId: string, start: string, end: string, segments: (Segment | null)[], generation = 0) => {
   const prefixes = segments.map((segment) => cohortPartition(merchantId, segment, generation));
-  const read = await oneState(merchantId, async (shards) =>
+  const read = await oneState(merchantId, generation, async (shards) =>
     (
       await Promise.all(
-        partitionsOf({ sharded: prefixes }, shards).map(async ({ partition, shard }) =>
+        partitionsOf({ sharded: prefixes, generation }, shards).map(async ({ partition, shard }) =>
           (
             await queryAll<AggregateItem>({ partition, from: `${start}#`, to: `${end}#~`, descending: false }, [
               'sk',
@@ -607,8 +585,8 @@ export const customersOfPlan = (merchantId: string, plan: string) =>
 
 /**
  * Timelines as the request's generation counts them: one last written in an older generation has
- * its points in other currencies converted again at the rates as they now are (its stored
- * conversions may be from before a rate change); one read for the rate tables, only when some are.
+ * its points in other currencies converted again at this generation's rates (its stored
+ * conversions are its last write's generation's); one read for those rates, only when some are.
  */
 export const countedTimelines = async (
   merchantId: string,
@@ -618,7 +596,7 @@ export const countedTimelines = async (
   const stale = [...states].filter(([, s]) => s.version !== null && s.generation !== figures.generation);
   const currencies = new Set(stale.flatMap(([, s]) => [...foreignCurrencies(s.timeline, figures.reportingCurrency)]));
   if (!currencies.size) return states;
-  const { book } = await readRates(merchantId, currencies);
+  const { rates: book } = await generationSettings(merchantId, figures.generation, currencies, new Map(), figures.timezone);
   const out = new Map(states);
   for (const [id, s] of stale)
     out.set(id, { ...s, timeline: withConversions(s.timeline, figures.reportingCurrency, book, figures.timezone), zone: figures.timezone });

@@ -1,3 +1,4 @@
+import type { SettingsMemo } from '#lib/metrics/generation';
 import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
@@ -8,7 +9,7 @@ import { allocateIds } from '#lib/db/sequences';
 import { WriteSet } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
-import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, type RatesMemo, type TimelineState } from '#lib/metrics/store';
+import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, type TimelineState } from '#lib/metrics/store';
 import { lineOf, orderLine, type Timeline } from '#lib/metrics/timeline';
 import type { CustomerItem } from '#lib/customers/model';
 import { issueMessage } from '#lib/shared/validation';
@@ -214,7 +215,7 @@ const prepare = async (merchantId: string, figures: Figures, items: Item[], coll
 
   const unitList = [...units.values()];
   // The exchange rates the batch's transactions convert with, read once for all of them.
-  const rates: RatesMemo = new Map();
+  const rates: SettingsMemo = new Map();
   return {
     units: unitList,
     write: (ws: WriteSet, chunk: Unit[]) =>
@@ -244,7 +245,7 @@ const writeUnits = async (
   linkedByEmail: Set<number>,
   at: string,
   collector: Collector,
-  rates: RatesMemo,
+  rates: SettingsMemo,
 ): Promise<() => void> => {
   const changes = new Map<number, CustomerOrderChange[]>();
   const push = (id: number, change: CustomerOrderChange) => changes.set(id, [...(changes.get(id) ?? []), change]);

@@ -24,7 +24,7 @@ import {
   statsTerms,
   withOrderDefaults,
 } from '#lib/orders/rules';
-import { readRates } from '#lib/exchange-rates/store';
+import { generationSettings } from '#lib/metrics/generation';
 import { localPeriodsAt } from '#lib/shared/zone';
 import type { OrderInput, OrderListQuery, OrderPatch } from '#lib/orders/schemas';
 import {
@@ -208,7 +208,7 @@ export const listOrders = async (merchantId: string, q: OrderListQuery) => {
 export const orderStats = async (
   merchantId: string,
   currency: string | undefined,
-  { reportingCurrency, timezone }: Pick<AuthContext, 'reportingCurrency' | 'timezone'>,
+  { reportingCurrency, timezone, generation }: Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation'>,
 ) => {
   const { day, today, month } = localPeriodsAt(now().getTime(), timezone);
   const todayTerms = statsTerms(today.from, today.to);
@@ -218,7 +218,10 @@ export const orderStats = async (
   // Without a currency, the reporting currency's revenue converts the others at this month's rate:
   // one read more, only when there are others. A currency named is its own money alone.
   const others = currency === undefined ? revenueCurrencies([daily, monthly], reportingCurrency) : [];
-  const { book } = await readRates(merchantId, others);
+  // At the rates of the figures' generation (a rate change counts here from its recount's switch, as everywhere).
+  const { rates: book } = others.length
+    ? await generationSettings(merchantId, generation, others, new Map(), timezone)
+    : { rates: new Map() };
   const rates = new Map(others.flatMap((c) => (book.get(c)?.has(day.slice(0, 7)) ? [[c, book.get(c)!.get(day.slice(0, 7))!]] : [])));
   return stats(daily, monthly, currency, reportingCurrency, rates);
 };

@@ -9,7 +9,7 @@ export const WORKER_FUNCTIONS = {
   outboxRelay: 'outboxRelay',
   outboxSweeper: 'outboxSweeper',
   pendingMovesApplier: 'pendingMovesApplier',
-  restateWorker: 'restateWorker',
+  recountWorker: 'recountWorker',
   webhookFanOut: 'webhookFanOut',
   webhookDeliver: 'webhookDeliver',
   cancelCheck: 'cancelCheck',

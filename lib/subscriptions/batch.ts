@@ -1,3 +1,4 @@
+import type { SettingsMemo } from '#lib/metrics/generation';
 import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import { batchGet, keyId } from '#lib/db/batch-get';
@@ -7,7 +8,7 @@ import { allocateIds } from '#lib/db/sequences';
 import { itemAbsent, WriteSet } from '#lib/db/writes';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
 import { subscriptionTimeline } from '#lib/metrics/lines';
-import { addTimelineChange, EMPTY_TIMELINE, timelinesFrom, type RatesMemo, type TimelineState } from '#lib/metrics/store';
+import { addTimelineChange, EMPTY_TIMELINE, timelinesFrom, type TimelineState } from '#lib/metrics/store';
 import type { Timeline } from '#lib/metrics/timeline';
 import { amountCurrencyError } from '#lib/shared/currency';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
@@ -191,7 +192,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
   const timelines = await timelinesFrom(merchantId, state, known);
   const created = new Set<number>();
   // The exchange rates the batch's transactions convert with, read once for all of them.
-  const rates: RatesMemo = new Map();
+  const rates: SettingsMemo = new Map();
   return {
     units,
     write: async (ws: WriteSet, chunk: Unit[]) => {

@@ -1,3 +1,4 @@
+import type { SettingsMemo } from '#lib/metrics/generation';
 import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import Decimal from 'decimal.js';
 import { now } from '#lib/clock';
@@ -10,7 +11,7 @@ import { versionIs, WriteSet } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
 import { recordedLine } from '#lib/metrics/lines';
-import { addTimelineChange, timelinesFrom, type RatesMemo, type TimelineState } from '#lib/metrics/store';
+import { addTimelineChange, timelinesFrom, type TimelineState } from '#lib/metrics/store';
 import { importedLineEnd, setAt, type Tag, type Timeline } from '#lib/metrics/timeline';
 import { batchCollector, type BatchResult } from '#lib/shared/schemas';
 import { IDEMPOTENCY_TTL_SECONDS, isLive, type IdempotencyRecord } from '#lib/shared/idempotency';
@@ -166,7 +167,7 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
     };
   });
   // The exchange rates the batch's transactions convert with, read once for all of them.
-  const rates: RatesMemo = new Map();
+  const rates: SettingsMemo = new Map();
   // The named subscriptions as read (and as each committed chunk left them): what the record shows.
   const subs = new Map<number, SubscriptionItem>();
   for (const u of units) {

@@ -30,15 +30,32 @@ const zoned = async (zone: string) => {
 describe('GET and PUT /settings', () => {
   it('UTC by default; an admin sets the zone (canonical spelling), read back with the token and by the back office', async () => {
     const { merchantId, token } = await newMerchant();
-    expect((await api.get('/settings', token)).body).toEqual({ data: { timezone: 'UTC', reporting_currency: 'TWD' } });
+    // Never a recount yet: done, with no times.
+    expect((await api.get('/settings', token)).body).toEqual({
+      data: { timezone: 'UTC', reporting_currency: 'TWD', recount: { status: 'done', requested_at: null, switched_at: null } },
+    });
     const admin = await backofficeJwt(merchantId, 'admin');
     const user = await backofficeJwt(merchantId, 'user');
 
     const put = await putSettings(admin, { timezone: 'asia/taipei', reporting_currency: 'USD' });
     expect(put.status).toBe(200);
-    // Unknown fields are ignored: the reporting currency stays fixed.
-    expect(put.body).toEqual({ data: { timezone: 'Asia/Taipei', reporting_currency: 'TWD' } });
-    expect((await api.get('/settings', token)).body.data).toEqual({ timezone: 'Asia/Taipei', reporting_currency: 'TWD' });
+    // Unknown fields are ignored: the reporting currency stays fixed. The zone is stored at once; its recount runs in the background.
+    expect(put.body).toEqual({
+      data: {
+        timezone: 'Asia/Taipei',
+        reporting_currency: 'TWD',
+        recount: { status: 'pending', requested_at: expect.any(String), switched_at: null },
+      },
+    });
+    expect(put.headers.get('recount-pending')).toBe('true');
+    // The test client ran the recount to its switch (the worker's job) before handing the answer over.
+    const read = await api.get('/settings', token);
+    expect(read.body.data).toEqual({
+      timezone: 'Asia/Taipei',
+      reporting_currency: 'TWD',
+      recount: { status: 'done', requested_at: put.body.data.recount.requested_at, switched_at: expect.any(String) },
+    });
+    expect(read.headers.get('recount-pending')).toBeNull();
     expect((await api.get('/settings', user)).body.data.timezone).toBe('Asia/Taipei');
     expect((await api.get('/backoffice/me', user)).body.data).toMatchObject({ timezone: 'Asia/Taipei', role: 'user' });
 
