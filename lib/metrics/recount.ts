@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { now } from '#lib/clock';
-import { BATCH_WRITE_LIMIT, batchWrite } from '#lib/db/batch-write';
+import { BATCH_WRITE_LIMIT, type BatchWrite, batchWrite } from '#lib/db/batch-write';
 import { db, tableName } from '#lib/db/client';
 import { churnReasonsPartition, cohortPartition, keys, metricsPartition, shardPartitions, type Key } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
@@ -106,7 +106,7 @@ export const startRecount = async (
   const to = await nextGenerationNumber(merchantId);
   // The next generation's settings first: nothing names it until the transaction below.
   const items = settingsItems(merchantId, to, settings.timezone, settings.rates);
-  await batchWrite(items.map((put) => ({ put })));
+  await writeAll(items.map((put) => ({ put })));
   const state: RecountState = { generation: to, status: 'pending', requested_at: formatTimestamp(at) };
   const ws = new WriteSet();
   alsoWrite(ws);
@@ -133,13 +133,21 @@ export const startRecount = async (
     await ws.commit();
   } catch (err) {
     // Nothing names the settings items: they go (best effort; a few small items under a number never used).
-    await batchWrite(items.map((i) => ({ delete: { pk: i.pk, sk: i.sk } }))).catch(() => undefined);
+    await writeAll(items.map((i) => ({ delete: { pk: i.pk, sk: i.sk } }))).catch(() => undefined);
     if (err instanceof WriteConflict)
       throw new ContentionError("The merchant's settings changed while this change was being stored; nothing was changed. Try again.");
     throw err;
   }
   logger.info('recount started', { merchant_id: merchantId, generation: to, from, superseded });
   return state;
+};
+
+/** Puts and deletes of small items no other writer names, 25 to a BatchWriteItem, 4 requests at once. */
+const writeAll = async (writes: BatchWrite[]) => {
+  const requests = Array.from({ length: Math.ceil(writes.length / BATCH_WRITE_LIMIT) }, (_, i) =>
+    writes.slice(i * BATCH_WRITE_LIMIT, (i + 1) * BATCH_WRITE_LIMIT),
+  );
+  for (let i = 0; i < requests.length; i += 4) await Promise.all(requests.slice(i, i + 4).map(batchWrite));
 };
 
 /** The merchant's count of generations, plus one: the new generation's number (never reused). */
@@ -221,7 +229,7 @@ const commitCount = async (
   const segments = [...slices.values()].flatMap((s) => (s.segment ? [s.segment] : []));
   const fresh = segments.filter((s) => !seen.has(`${s.dimension}#${s.value}`));
   if (fresh.length) {
-    await batchWrite(segmentRegistryPuts(merchantId, to, fresh).map((put) => ({ put })));
+    await writeAll(segmentRegistryPuts(merchantId, to, fresh).map((put) => ({ put })));
     for (const s of fresh) seen.add(`${s.dimension}#${s.value}`);
   }
   for (const { segment, target } of slices.values())
