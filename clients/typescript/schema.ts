@@ -113,14 +113,14 @@ export interface paths {
         };
         /**
          * The merchant's settings: reporting time zone and currency
-         * @description The merchant's reporting time zone (IANA name; `UTC` unless changed) and reporting currency (docs/settings.md).
+         * @description The merchant's reporting time zone (IANA name; `UTC` unless changed), reporting currency, and its last recount after a change of zone or rates (docs/settings.md).
          *
          *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
          */
         get: operations["settingsGet"];
         /**
          * Change the reporting time zone (back-office admins)
-         * @description Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. `GET /orders/stats` starts today and this month in it from the next request on, and the metrics' customers move to its days before the answer, as many as its time allows (the rest in the background: `Restate-Pending: true`); timestamps on the wire stay UTC (docs/settings.md). Admins only.
+         * @description Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. The zone is stored at once and starts a recount of the figures in it in the background: until it switches (`recount.status` becomes `done`), every figure, `GET /orders/stats` included, stays in the zone before, whole, and answers say `Recount-Pending: true`. Setting the zone already set starts none; at most 10 recounts start in an hour (429 with `Retry-After` beyond, nothing changed). Timestamps on the wire stay UTC (docs/settings.md). Admins only.
          *
          *     Back office: an ID token of role admin.
          */
@@ -852,7 +852,7 @@ export interface paths {
         get?: never;
         /**
          * Set a currency's monthly exchange rates into the reporting currency
-         * @description Sets the rates of the months named (reporting-currency units per one unit of `currency`; `null` removes a month's rate); months not named keep theirs. The metrics in the reporting currency count each point of a subscription or recurring order in `currency` at the rate of its month, and leave it out (reported as `unconverted`) while that month has none. Customers with lines in `currency` are counted again before the answer, as many as its time allows; the rest in the background, and then the answer says `Restate-Pending: true` (docs/exchange-rates.md).
+         * @description Sets the rates of the months named (reporting-currency units per one unit of `currency`; `null` removes a month's rate); months not named keep theirs. The metrics in the reporting currency count each point of a subscription or recurring order in `currency` at the rate of its month, and leave it out (reported as `unconverted`) while that month has none. The table is stored at once and a change starts a recount of the figures at the new rates in the background: until it switches, every figure stays at the rates before, whole, and answers say `Recount-Pending: true` (`GET /settings` shows its progress). A PUT that changes no rate starts none; at most 10 recounts start in an hour (429 with `Retry-After` beyond, nothing changed) (docs/exchange-rates.md).
          *
          *     Requires an API token with the `analytics:write` ability, or a back-office ID token (role admin).
          */
@@ -1061,6 +1061,24 @@ export interface components {
              * @example TWD
              */
             reporting_currency: string;
+            recount: components["schemas"]["Recount"];
+        };
+        Recount: {
+            /**
+             * @description `pending` while the figures are being recounted in the background for the last change of zone or rates; `done` once they switched (or when there never was one)
+             * @enum {string}
+             */
+            status: "pending" | "done";
+            /**
+             * @description When the last change was made (UTC); null: never
+             * @example 2026-11-29T08:00:00Z
+             */
+            requested_at: string | null;
+            /**
+             * @description When the figures switched to it (UTC); null while pending or never
+             * @example 2026-11-29T08:00:09Z
+             */
+            switched_at: string | null;
         };
         ValidationError: {
             message: string;
@@ -2285,8 +2303,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    /** @description "true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates (docs/exchange-rates.md, "Passes in the background") */
-                    "Restate-Pending"?: string;
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2399,8 +2417,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    /** @description "true" when this pass left customers to count again, or an earlier one still runs: they move in the background (docs/exchange-rates.md, "Passes in the background") */
-                    "Restate-Pending"?: string;
+                    /** @description "true": the change is stored and its recount runs in the background (or an earlier one still runs); until it switches, the figures are those of the settings before it (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7811,8 +7829,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    /** @description "true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates. Sent on the whole's figures and the reporting currency's segment (the items that carry the marker), not on other segments (docs/exchange-rates.md, "Passes in the background") */
-                    "Restate-Pending"?: string;
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     /** @description CSV answers of a list: `meta.total` */
                     "X-Total-Count"?: string;
                     /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
@@ -7950,8 +7968,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    /** @description "true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates. Sent on the whole's figures and the reporting currency's segment (the items that carry the marker), not on other segments (docs/exchange-rates.md, "Passes in the background") */
-                    "Restate-Pending"?: string;
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     /** @description CSV answers of a list: `meta.total` */
                     "X-Total-Count"?: string;
                     /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
@@ -8605,8 +8623,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    /** @description "true" while a pass after a zone or rate change still has customers to move in the background: until it ends they count in the old zone or at the old rates (docs/exchange-rates.md, "Passes in the background") */
-                    "Restate-Pending"?: string;
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8729,8 +8747,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
-                    /** @description "true" when this pass left customers to count again, or an earlier one still runs: they move in the background (docs/exchange-rates.md, "Passes in the background") */
-                    "Restate-Pending"?: string;
+                    /** @description "true": the change is stored and its recount runs in the background (or an earlier one still runs); until it switches, the figures are those of the settings before it (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8781,7 +8799,7 @@ export interface operations {
                     "application/json": components["schemas"]["Message"];
                 };
             };
-            /** @description The rates changed at the same moment: try again */
+            /** @description The rates or settings changed at the same moment: try again */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["XRequestId"];
