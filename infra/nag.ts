@@ -23,7 +23,7 @@ export const NAG_REASONS = {
   runtime:
     'nodejs22.x on purpose: the code is built and tested for the Node 22 line (esbuild target node22, SDK bundled); moving to a newer runtime is a deliberate upgrade with its own test run, not a default.',
   noAsyncInvocation:
-    'Never invoked asynchronously, so a function DLQ would never receive anything: API functions are invoked synchronously by API Gateway (the caller gets the answer), the relay, the pending-moves applier and the restate worker by stream mappings with on-failure SQS destinations, the outbox sweeper by its schedule with no retry (a failed run is followed by the next, which finds the same pending events in the table), the webhook consumers by SQS mappings whose queues redrive to dead-letter queues.',
+    'Never invoked asynchronously, so a function DLQ would never receive anything: API functions are invoked synchronously by API Gateway (the caller gets the answer), the relay, the pending-moves applier and the recount worker by stream mappings with on-failure SQS destinations, the outbox sweeper by its schedule with no retry (a failed run is followed by the next, which finds the same pending events in the table), the webhook consumers by SQS mappings whose queues redrive to dead-letter queues.',
   tokenRoute:
     'Authorised by the function, not API Gateway: the API token is looked up in the table on every request (docs/authentication-and-limits.md: a revoked or regenerated token is refused on the very next request, which an authorizer cache would not guarantee) and unauthenticated requests are rate limited per IP.',
   publicRoute:

@@ -17,7 +17,7 @@ export const OUTBOX_RELAY_HANDLER = 'functions/outbox/relay.ts';
 export const OUTBOX_SWEEPER_HANDLER = 'functions/outbox/sweeper.ts';
 /** The pending-moves applier (infra/constructs/pending-moves-applier.ts): table stream → aggregate moves applied. */
 export const PENDING_MOVES_APPLIER_HANDLER = 'functions/metrics/pending-applier.ts';
-/** The restate worker (infra/constructs/recount-worker.ts): table stream → a cut-short pass after a zone or rate change goes on. */
+/** The recount worker (infra/constructs/recount-worker.ts): table stream → the figures recounted after a zone or rate change. */
 export const RECOUNT_WORKER_HANDLER = 'functions/metrics/recount-worker.ts';
 /** Webhook fan-out (infra/constructs/webhook-delivery.ts): events queue → one task per endpoint. */
 export const WEBHOOK_FAN_OUT_HANDLER = 'functions/webhooks/fan-out.ts';

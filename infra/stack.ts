@@ -145,7 +145,7 @@ export const constructIdFor = (routeName: string) => routeName.charAt(0).toUpper
  * The API: one DynamoDB table, one Lambda function per entry of the route table behind an HTTP
  * API at /v1, a catch-all 404 function, the event bus for webhook events, the outbox relay
  * that publishes them to it from the table's stream, and the webhook delivery that consumes them;
- * from the same stream, the applier of the pending moves batches write and the restate worker.
+ * from the same stream, the applier of the pending moves batches write and the recount worker.
  */
 export class ApiStack extends Stack {
   readonly table: DataTable;
@@ -156,7 +156,7 @@ export class ApiStack extends Stack {
   readonly outboxRelay: OutboxRelay;
   /** Applies the pending-moves items batches write, from the table's stream. */
   readonly pendingMovesApplier: PendingMovesApplier;
-  /** Goes on with a pass after a zone or rate change that a request left unfinished, from the table's stream. */
+  /** Recounts the figures after a change of time zone or exchange rates (its jobs from the table's stream), switches, and retires the generation before. */
   readonly recountWorker: RecountWorker;
   readonly webhookDelivery: WebhookDelivery;
   readonly cancelScheduler: CancelScheduler;
@@ -251,7 +251,7 @@ export class ApiStack extends Stack {
         allowOrigins: [this.dashboard.origin],
         allowHeaders: ['authorization', 'content-type'],
         allowMethods: [CorsHttpMethod.GET, CorsHttpMethod.POST, CorsHttpMethod.PUT, CorsHttpMethod.PATCH, CorsHttpMethod.DELETE],
-        // The CSV downloads page by X-Next-Cursor (a CSV answer has no room for meta); Settings reads Restate-Pending.
+        // The CSV downloads page by X-Next-Cursor (a CSV answer has no room for meta); the dashboard reads Recount-Pending.
         exposeHeaders: [
           'x-request-id',
           'x-ratelimit-limit',
@@ -260,7 +260,7 @@ export class ApiStack extends Stack {
           'retry-after',
           'x-total-count',
           'x-next-cursor',
-          'restate-pending',
+          'recount-pending',
         ],
         maxAge: Duration.hours(1),
       },
@@ -414,7 +414,7 @@ export class ApiStack extends Stack {
       projectRoot,
       environment: workerEnvironment,
     });
-    // A third: goes on with the restate jobs a request leaves when its pass runs out of time.
+    // A third: runs the recount jobs a change of time zone or exchange rates puts (the next generation of the figures).
     this.recountWorker = new RecountWorker(this, 'RecountWorker', {
       table: this.table,
       projectRoot,
@@ -462,7 +462,7 @@ export class ApiStack extends Stack {
     new CfnOutput(this, 'EventBusArn', { value: this.eventBus.eventBusArn });
     new CfnOutput(this, 'OutboxDeadLetterQueueUrl', { value: this.outboxRelay.deadLetterQueue.queueUrl });
     new CfnOutput(this, 'PendingMovesDeadLetterQueueUrl', { value: this.pendingMovesApplier.deadLetterQueue.queueUrl });
-    new CfnOutput(this, 'RestateDeadLetterQueueUrl', { value: this.recountWorker.deadLetterQueue.queueUrl });
+    new CfnOutput(this, 'RecountDeadLetterQueueUrl', { value: this.recountWorker.deadLetterQueue.queueUrl });
     const webhooks = this.webhookDelivery;
     new CfnOutput(this, 'WebhookEventsQueueUrl', { value: webhooks.eventsQueue.queueUrl });
     new CfnOutput(this, 'WebhookEventsDeadLetterQueueUrl', { value: webhooks.eventsDeadLetterQueue.queueUrl });

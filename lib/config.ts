@@ -31,16 +31,6 @@ export const config = {
    */
   cursorSecret: (): string | undefined => process.env.CURSOR_SECRET || undefined,
   /**
-   * How many write units a second a pass after a time zone or rate change may take from any one
-   * partition key (lib/metrics/restate.ts): 100 beside a merchant's full load (docs/scale.md). 0:
-   * unpaced (DynamoDB Local, which has no partitions to spare).
-   */
-  /**
-   * Write units a second the pending-moves applier takes from one metric shard's keys of a merchant
-   * (lib/metrics/pending-applier.ts): beside the full live load's 223 on a shard (docs/scale.md) it
-   * stays under 500, and above the 130 an import at its pace needs, so the applier keeps up. 0: unpaced.
-   */
-  /**
    * Most pending-moves items one metric shard of a merchant may hold waiting (lib/db/writes.ts):
    * past it a batch is answered `throttled` until the applier catches up. `npm start` raises it:
    * one local process writes every batch to one shard.
@@ -49,22 +39,14 @@ export const config = {
     const n = Number(process.env.PENDING_BACKLOG_BOUND ?? '');
     return process.env.PENDING_BACKLOG_BOUND !== undefined && Number.isInteger(n) && n > 0 ? n : 500;
   },
+  /**
+   * Write units a second the pending-moves applier takes from one metric shard's keys of a merchant
+   * (lib/metrics/pending-applier.ts): beside the full live load's 223 on a shard (docs/scale.md) it
+   * stays under 500, and above the 130 an import at its pace needs, so the applier keeps up. 0: unpaced.
+   */
   applierWcuPerSecond: (): number => {
     const n = Number(process.env.APPLIER_WCU_PER_SECOND ?? '');
     return process.env.APPLIER_WCU_PER_SECOND !== undefined && Number.isFinite(n) && n >= 0 ? n : 150;
-  },
-  restateWcuPerSecond: (): number => {
-    const n = Number(process.env.RESTATE_WCU_PER_SECOND ?? '');
-    return process.env.RESTATE_WCU_PER_SECOND !== undefined && Number.isFinite(n) && n >= 0 ? n : 100;
-  },
-  /**
-   * The most customers a settings change counts afresh within its request, as a new generation of
-   * the aggregates (lib/metrics/generation.ts, docs/metrics.md "Generations"); a merchant with
-   * more is moved customer by customer (passes, lib/metrics/restate.ts). 0: always passes.
-   */
-  generationBuildMaxCustomers: (): number => {
-    const n = Number(process.env.GENERATION_BUILD_MAX_CUSTOMERS ?? '');
-    return process.env.GENERATION_BUILD_MAX_CUSTOMERS !== undefined && Number.isInteger(n) && n >= 0 ? n : 50_000;
   },
   /** Local stack only: lets webhook endpoints use http://localhost (docs/webhook-endpoints.md). */
   isLocal: (): boolean => process.env.STAGE === 'local',

@@ -256,16 +256,16 @@ export class ApiMonitoring extends Construct {
     });
     // No lag alarm: a job may rightly hold its shard for the function's 5 minutes, and one given up
     // on (an hour at most) lands in the dead-letter queue, which is alarmed.
-    const restate = props.recountWorker;
-    this.facade.addLargeHeader('Metrics: restate worker');
+    const recount = props.recountWorker;
+    this.facade.addLargeHeader('Metrics: recount worker');
     streamConsumer({
-      fn: restate.function,
-      deadLetterQueue: restate.deadLetterQueue,
-      name: 'Restate worker',
+      fn: recount.function,
+      deadLetterQueue: recount.deadLetterQueue,
+      name: 'Recount worker',
       alarmName: 'RecountWorker',
-      deadLettersAlarmName: 'RestateDeadLetters',
+      deadLettersAlarmName: 'RecountDeadLetters',
       deadLettersDescription:
-        'A restate job the worker gave up on: customers not yet moved stay in the old zone or rates until their next write; run the pass again (docs/operations.md)',
+        'A recount job the worker gave up on: the figures stay those of the settings before the change (answers say Recount-Pending) until the recount is run again (docs/operations.md)',
     });
     this.facade.monitorSqsQueue({
       queue: props.cancelScheduler.deadLetterQueue,

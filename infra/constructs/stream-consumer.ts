@@ -26,7 +26,7 @@ export type StreamMappingSettings = {
 
 /**
  * What every consumer of the table's stream has (the outbox relay, the pending-moves applier, the
- * restate worker): the stream reads granted on the stream alone (CDK's `DynamoEventSource` would
+ * recount worker): the stream reads granted on the stream alone (CDK's `DynamoEventSource` would
  * also grant `ListStreams` on `*`), a dead-letter queue for the shard and sequence range of batches
  * given up on (Lambda's on-failure record; encrypted, TLS-only, 14 days), and an event source
  * mapping from TRIM_HORIZON of the INSERTs of `entity` items, with partial batch failures and

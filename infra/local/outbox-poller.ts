@@ -296,8 +296,8 @@ export const startLocalPendingApplier = (opts: StreamConsumerOptions) =>
   startStreamPoller({ ...opts, filter: isPendingMovesInsert, handler: handlePendingMoves, functionName: 'pendingMovesApplier' });
 
 /**
- * `npm start`'s restate worker: a poller of its own invoking the deployed function's handler with
- * the restate jobs' INSERTs, so a pass a request cut short goes on here as it does on AWS.
+ * `npm start`'s recount worker: a poller of its own invoking the deployed function's handler with
+ * the recount jobs' INSERTs, so a zone or rate change is recounted and switched here as it is on AWS.
  */
 export const startLocalRecountWorker = (opts: StreamConsumerOptions) =>
   startStreamPoller({ ...opts, filter: isRecountJobInsert, handler: handleRecountJobs, functionName: 'recountWorker' });

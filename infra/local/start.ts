@@ -20,7 +20,7 @@ import {
 /**
  * `npm start`: DynamoDB Local (unless DYNAMODB_ENDPOINT names one), the table, a demo merchant and
  * token, the API at http://localhost:PORT/v1, and the table stream's consumers: the outbox relay
- * the pending-moves applier and the restate worker (infra/local/outbox-poller.ts, the local stand-in for the stream
+ * the pending-moves applier and the recount worker (infra/local/outbox-poller.ts, the local stand-in for the stream
  * triggers). Ctrl-C stops everything it started. `npm start -- --bundles`: every function runs
  * from its deployed bundle under Node 22 instead of its source (infra/local/bundles-mode.ts).
  */
@@ -68,8 +68,8 @@ const servers: Server[] = [];
 let relay: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRelay>> | undefined;
 /** The pending-moves applier's stream poller (batches' aggregate moves applied). */
 let applier: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalPendingApplier>> | undefined;
-/** The restate worker's stream poller (passes after a zone or rate change that a request cut short). */
-let restater: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRecountWorker>> | undefined;
+/** The recount worker's stream poller (the figures recounted after a zone or rate change). */
+let recounter: Awaited<ReturnType<typeof import('./outbox-poller.ts').startLocalRecountWorker>> | undefined;
 /** Webhook delivery from the local bus (infra/local/webhooks.ts). */
 let webhooks: ReturnType<typeof import('./webhooks.ts').startLocalWebhooks> | undefined;
 /** Scheduled cancellations (infra/local/cancel-scheduler.ts). */
@@ -93,7 +93,7 @@ const shutdown = async (code: number) => {
   // Likewise: items not applied yet are read in meanwhile, and applied at the next start.
   if (applier) await within3s(applier.stop());
   // A job cut short by stopping is read again at the next start (its item stays until it is ended).
-  if (restater) await within3s(restater.stop());
+  if (recounter) await within3s(recounter.stop());
   // Attempts under way finish (10 s at most); queued deliveries are not kept across restarts.
   if (webhooks) await within3s(webhooks.stop());
   cancels?.stop();
@@ -159,10 +159,8 @@ const main = async () => {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   process.env.TABLE_NAME ??= 'revenue-analytics';
   process.env.AWS_REGION ??= 'us-east-1';
-  // DynamoDB Local has no partition ceilings to keep a pass's pace for: a pass after a zone or rate change runs flat out.
-  process.env.RESTATE_WCU_PER_SECOND ??= '0';
-  // Nor for the pending-moves applier's; and one local process writes every batch to one metric
-  // shard, so the backlog bound that keeps an AWS read small would slow a local import down.
+  // DynamoDB Local has no partition ceilings to keep the pending-moves applier's pace for; and one local process writes
+  // every batch to one metric shard, so the backlog bound that keeps an AWS read small would slow a local import down.
   process.env.APPLIER_WCU_PER_SECOND ??= '0';
   process.env.PENDING_BACKLOG_BOUND ??= '20000';
   await cleanUpAfterKilledStart();
@@ -224,7 +222,7 @@ const main = async () => {
     );
   if (relay) console.log(`Outbox relay            table stream → ${relay.target}; sweeper every 5 minutes (events still pending)`);
   if (applier) console.log(`Pending-moves applier   table stream → batches' aggregate moves applied`);
-  if (restater) console.log(`Restate worker          table stream → passes after a zone or rate change finished`);
+  if (recounter) console.log(`Recount worker          table stream → the figures recounted after a zone or rate change`);
   if (cancels) console.log(`Scheduled cancellations applied at their cancel_at (${cancels.pending} armed)`);
   if (webhooks)
     console.log(
@@ -250,14 +248,12 @@ const bundleOverrides = (): Record<string, string> => {
   const passed = [
     'LOG_LEVEL',
     'POWERTOOLS_METRICS_DISABLED',
-    'RESTATE_WCU_PER_SECOND',
     'APPLIER_WCU_PER_SECOND',
     'PENDING_BACKLOG_BOUND',
     'RATE_LIMIT_PER_HOUR',
     'UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE',
     'LOCAL_WEBHOOK_KEY',
     'WEBHOOK_RETRY_DELAYS_SECONDS',
-    'GENERATION_BUILD_MAX_CUSTOMERS',
   ];
   return Object.fromEntries(passed.flatMap((k) => (process.env[k] !== undefined ? [[k, process.env[k]!]] : [])));
 };
@@ -304,9 +300,9 @@ const startSourceConsumers = async (endpoint: string) => {
     (p, opts) => p.startLocalPendingApplier(opts),
     'pending-moves-checkpoint.json',
   );
-  restater = await consumer(
-    'restate worker',
-    'a pass after a time zone or rate change ends with its request',
+  recounter = await consumer(
+    'recount worker',
+    'a time zone or rate change stays pending (its figures those of the settings before it) until the recount worker runs',
     (p, opts) => p.startLocalRecountWorker(opts),
     'recount-checkpoint.json',
   );

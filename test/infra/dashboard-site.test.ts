@@ -90,7 +90,7 @@ describe('dashboard site (CDK)', () => {
     // The dashboard edits webhook endpoints (PATCH), saves the settings (PUT) and pages its CSV downloads by X-Next-Cursor.
     expect(api.props.CorsConfiguration.AllowMethods).toEqual(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
     expect(api.props.CorsConfiguration.ExposeHeaders).toEqual(
-      expect.arrayContaining(['x-next-cursor', 'x-total-count', 'restate-pending']),
+      expect.arrayContaining(['x-next-cursor', 'x-total-count', 'recount-pending']),
     );
     const pool = one(template, 'AWS::Cognito::UserPool').id;
     const dashboardClient = Object.entries(template.findResources('AWS::Cognito::UserPoolClient')).find(

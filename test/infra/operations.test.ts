@@ -181,7 +181,7 @@ describe('observability', () => {
       stack.outboxRelay.function,
       stack.outboxRelay.sweeper,
       stack.pendingMovesApplier.function,
-      stack.restateWorker.function,
+      stack.recountWorker.function,
       stack.webhookDelivery.fanOutFunction,
       stack.webhookDelivery.deliveryFunction,
       stack.cancelScheduler.checkFunction,
@@ -205,7 +205,7 @@ describe('observability', () => {
         }
       }
     }
-    // Alarms stay few (40 today: per worker function, per queue, per stream consumer's lag but the restate worker's, route functions in groups of 10): the root template keeps head-room for more routes.
+    // Alarms stay few (40 today: per worker function, per queue, per stream consumer's lag but the recount worker's, route functions in groups of 10): the root template keeps head-room for more routes.
     expect(alarms.length).toBeLessThanOrEqual(40);
   });
 
@@ -270,7 +270,7 @@ describe('observability', () => {
     for (const dlq of [
       relay.deadLetterQueue,
       applier.deadLetterQueue,
-      prod.stack.restateWorker.deadLetterQueue,
+      prod.stack.recountWorker.deadLetterQueue,
       w.eventsDeadLetterQueue,
       w.ruleDeadLetterQueue,
       w.deliveryDeadLetterQueue,
@@ -307,12 +307,12 @@ describe('observability', () => {
     for (const fn of allFunctions(prod)) expect(names.has(`<Ref:${idOf(prod.stack, fn)}>`), fn.node.path).toBe(true);
     for (const namespace of ['AWS/ApiGateway', 'AWS/DynamoDB', 'AWS/SQS', 'AWS/Events', 'AWS/Lambda'])
       expect(names.has(namespace), namespace).toBe(true);
-    // Iterator age is shown for the stream consumers only: the outbox relay, the pending-moves applier and the restate worker.
+    // Iterator age is shown for the stream consumers only: the outbox relay, the pending-moves applier and the recount worker.
     const iterator = widgets.filter((w) => (w.properties.metrics ?? []).some((m) => m.includes('IteratorAge')));
     expect(iterator.map((w) => w.properties.metrics!.flat().filter((m) => typeof m === 'string' && m.startsWith('<Ref:')))).toEqual([
       [`<Ref:${idOf(prod.stack, prod.stack.outboxRelay.function)}>`],
       [`<Ref:${idOf(prod.stack, prod.stack.pendingMovesApplier.function)}>`],
-      [`<Ref:${idOf(prod.stack, prod.stack.restateWorker.function)}>`],
+      [`<Ref:${idOf(prod.stack, prod.stack.recountWorker.function)}>`],
     ]);
   });
 });

@@ -7,11 +7,11 @@ import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route
 import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
 import { type ApiStack, DEFAULTS, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
-import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER, PENDING_MOVES_APPLIER_HANDLER, RESTATE_WORKER_HANDLER } from '../../infra/paths.ts';
+import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER, PENDING_MOVES_APPLIER_HANDLER, RECOUNT_WORKER_HANDLER } from '../../infra/paths.ts';
 import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/outbox/sweeper';
 import { isOutboxInsert } from '#lib/outbox/relay';
 import { isPendingMovesInsert } from '#lib/metrics/pending-applier';
-import { isRestateJobInsert, RESTATE_JOB_ENTITY } from '#lib/metrics/restate-jobs';
+import { isRecountJobInsert, RECOUNT_JOB_ENTITY } from '#lib/metrics/recount';
 import { pendingHome } from '#lib/metrics/store';
 import { PENDING_MOVES_ENTITY } from '#lib/db/writes';
 import { outboxInsert, outboxItem, streamRecord } from '../outbox/support/records.ts';
@@ -42,14 +42,14 @@ beforeAll(() => {
   });
 });
 
-/** The functions no route reaches: the outbox relay and sweeper, the pending-moves applier, the restate worker and the webhook consumers (test/infra/webhook-delivery.test.ts). */
+/** The functions no route reaches: the outbox relay and sweeper, the pending-moves applier, the recount worker and the webhook consumers (test/infra/webhook-delivery.test.ts). */
 const workerIds = (stack: ApiStack) =>
   new Set(
     [
       stack.outboxRelay.function,
       stack.outboxRelay.sweeper,
       stack.pendingMovesApplier.function,
-      stack.restateWorker.function,
+      stack.recountWorker.function,
       stack.webhookDelivery.fanOutFunction,
       stack.webhookDelivery.deliveryFunction,
       stack.cancelScheduler.checkFunction,
@@ -104,7 +104,7 @@ describe('routes', () => {
     expect(fnId).toBe(logicalId(stack, stack.notFoundFunction));
     expect(fn.Properties.Description).toContain(NOT_FOUND_HANDLER);
     template.resourceCountIs('AWS::ApiGatewayV2::Route', routeList.length + 1);
-    // …and the outbox relay and sweeper, the pending-moves applier, the restate worker, the two webhook consumers and the cancellation check, which no route reaches.
+    // …and the outbox relay and sweeper, the pending-moves applier, the recount worker, the two webhook consumers and the cancellation check, which no route reaches.
     template.resourceCountIs('AWS::Lambda::Function', routeList.length + 8);
   });
 
@@ -313,8 +313,8 @@ describe('table grants', () => {
 
   /** The webhook partitions of a merchant whose id is `mer_` and 20 hex digits. */
   const WEBHOOK = `M#mer_${'?'.repeat(20)}#WEBHOOK#*`;
-  /** The keys of later generations of a merchant's figures: what a generation build puts. */
-  const GENERATIONS = ['MRR#G*', 'COHORT#G*', 'CHURN_REASONS#G*', 'G*#SETTINGS'].map((k) => `M#mer_${'?'.repeat(20)}#${k}`).join(',');
+  /** The settings partitions of a merchant's generations of the figures: what a settings change puts (its next generation's zone and rates). */
+  const GENERATION_SETTINGS = `M#mer_${'?'.repeat(20)}#G*#SETTINGS`;
   /** The request pipeline's two updates: a request count, and the token's use stamp, each to the attribute. */
   const PIPELINE_UPDATES = [
     'UpdateItem on table RATE#M#*,RATE#IP#* [pk,sk,count,expires_at] updated only',
@@ -362,12 +362,12 @@ describe('table grants', () => {
     ],
     // TransactWriteItems is authorised per contained action (no IAM action of its own).
     write: WRITE_GRANTS,
-    // A write route's, BatchWriteItem on later generations' keys only, and the token's copy of the
-    // zone and generation (PUT /settings, PUT /exchange-rates).
+    // A write route's, BatchWriteItem on generations' settings items only, and the token's copy of the
+    // figures' state: zone, generation, recount (PUT /settings, PUT /exchange-rates).
     recount: [
       ...WRITE_GRANTS,
-      `BatchWriteItem on table ${GENERATIONS}`,
-      'UpdateItem on table TOKEN#* [pk,sk,timezone,metrics_generation] updated only',
+      `BatchWriteItem on table ${GENERATION_SETTINGS}`,
+      'UpdateItem on table TOKEN#* [pk,sk,timezone,metrics_generation,metrics_recount] updated only',
     ].sort(),
     // The back office's token routes: a write route's, and token items.
     tokens: [...WRITE_GRANTS, ...['ConditionCheckItem', 'DeleteItem', 'PutItem', 'UpdateItem'].map((a) => `${a} on table TOKEN#*`)].sort(),
@@ -401,7 +401,7 @@ describe('table grants', () => {
         .map((r) => r.name)
         .sort(),
     ).toEqual(['webhookEndpointsRetryDelivery', 'webhookEndpointsTest']);
-    // The routes whose change builds a new generation of the figures.
+    // The routes whose change starts a recount of the figures.
     expect(
       routeList
         .filter((r) => kinds.get(stack.functions[r.name as RouteName]) === 'recount')
@@ -415,9 +415,9 @@ describe('table grants', () => {
     }
   });
 
-  it("no policy in the stack grants Scan, DescribeTable, BatchWriteItem but on later generations' keys, or wildcards; only the stream consumers (outbox relay, pending-moves applier, restate worker) read the stream", () => {
+  it("no policy in the stack grants Scan, DescribeTable, BatchWriteItem but on generations' settings (routes) or their items (recount worker), or wildcards; only the stream consumers (outbox relay, pending-moves applier, recount worker) read the stream", () => {
     const { stack, template } = defaults;
-    const streamRoles = [stack.outboxRelay.function, stack.pendingMovesApplier.function, stack.restateWorker.function].map((fn) =>
+    const streamRoles = [stack.outboxRelay.function, stack.pendingMovesApplier.function, stack.recountWorker.function].map((fn) =>
       stack.getLogicalId(fn.role!.node.defaultChild as never),
     );
     const policies = Object.values(resources(template, 'AWS::IAM::Policy'));
@@ -431,21 +431,21 @@ describe('table grants', () => {
     for (const forbidden of ['dynamodb:Scan', 'dynamodb:DescribeTable', 'dynamodb:TransactWriteItems']) {
       expect(actions).not.toContain(forbidden);
     }
-    // BatchWriteItem only keyed: for the API, to later generations' keys (a generation build's puts);
-    // for the restate worker, to the aggregates and settings of any (an older generation's retirement).
-    const restateRole = stack.getLogicalId(stack.restateWorker.function.role!.node.defaultChild as never);
+    // BatchWriteItem only keyed: for the API, to generations' settings items (a settings change's puts);
+    // for the recount worker, to the aggregates and settings of any (an older generation's retirement).
+    const recountRole = stack.getLogicalId(stack.recountWorker.function.role!.node.defaultChild as never);
     const m = `M#mer_${'?'.repeat(20)}`;
     type Statement = { Action: string | string[]; Condition?: Record<string, Record<string, string[]>> };
     const batchWrites = policies.flatMap((p) =>
       (p.Properties.PolicyDocument.Statement as Statement[])
         .filter((s) => [s.Action].flat().includes('dynamodb:BatchWriteItem'))
-        .map((s) => ({ s, worker: (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === restateRole) })),
+        .map((s) => ({ s, worker: (p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === recountRole) })),
     );
     expect(batchWrites.length).toBeGreaterThan(1);
     for (const { s, worker } of batchWrites) {
       expect([s.Action].flat()).toEqual(['dynamodb:BatchWriteItem']);
       expect(s.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys']?.join(',')).toBe(
-        worker ? `${m}#MRR*,${m}#COHORT*,${m}#CHURN_REASONS*,${m}#G*#SETTINGS` : GENERATIONS,
+        worker ? `${m}#MRR*,${m}#COHORT*,${m}#CHURN_REASONS*,${m}#G*#SETTINGS` : GENERATION_SETTINGS,
       );
     }
     for (const streamRead of ['dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:DescribeStream', 'dynamodb:ListStreams']) {
@@ -455,10 +455,10 @@ describe('table grants', () => {
     expect(actions.filter((a) => a.startsWith('dynamodb:') && a.includes('*'))).toEqual([]);
   });
 
-  it("LeadingKeys conditions name only the rate-window, token, outbox, webhook and metrics prefixes, which no other data key can match (the restate worker's: under 'restate worker')", () => {
-    const restateRole = defaults.stack.getLogicalId(defaults.stack.restateWorker.function.role!.node.defaultChild as never);
+  it("LeadingKeys conditions name only the rate-window, token, outbox, webhook and metrics prefixes, which no other data key can match (the recount worker's: under 'recount worker')", () => {
+    const recountRole = defaults.stack.getLogicalId(defaults.stack.recountWorker.function.role!.node.defaultChild as never);
     const conditions = Object.values(resources(defaults.template, 'AWS::IAM::Policy'))
-      .filter((p) => !(p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === restateRole))
+      .filter((p) => !(p.Properties.Roles as { Ref: string }[]).some((r) => r.Ref === recountRole))
       .flatMap(
         (p) =>
           p.Properties.PolicyDocument.Statement as { Action: string | string[]; Condition?: Record<string, Record<string, string[]>> }[],
@@ -478,14 +478,13 @@ describe('table grants', () => {
     const merchantWide = [`M#mer_${'?'.repeat(20)}`, `M#mer_${'?'.repeat(20)}#*`];
     // The pending-moves applier's: a merchant's MRR and cohort partitions (whole or a segment's) and its churn by reason.
     const metrics = [`M#mer_${'?'.repeat(20)}#MRR*`, `M#mer_${'?'.repeat(20)}#COHORT*`, `M#mer_${'?'.repeat(20)}#CHURN_REASONS*`];
-    // The applier's and the restate worker's backlog counts, figures versions and pace ledger.
+    // The applier's and the recount worker's backlog counts and figures versions, and the applier's pace ledger.
     const counts = [`M#mer_${'?'.repeat(20)}#PENDING#*`, `M#mer_${'?'.repeat(20)}#FIGURES#*`, `M#mer_${'?'.repeat(20)}#PACE`];
-    const generations = GENERATIONS.split(',');
     expect([...patterns].sort()).toEqual(
       [
         ...metrics,
         ...counts,
-        ...generations,
+        GENERATION_SETTINGS,
         ...exact,
         ...merchantWide,
         webhook,
@@ -507,7 +506,7 @@ describe('table grants', () => {
             !merchantWide.includes(p) &&
             !metrics.includes(p) &&
             !counts.includes(p) &&
-            !generations.includes(p),
+            p !== GENERATION_SETTINGS,
         )
         .every((p) => p.startsWith(RATE_PREFIX)),
     ).toBe(true);
@@ -542,7 +541,6 @@ describe('table grants', () => {
     expect(matching(keys.pendingBacklog(merchant, 5).pk)).toEqual([counts[0]]);
     expect(matching(keys.figuresVersion(merchant, 47).pk)).toEqual([counts[1]]);
     expect(matching(keys.applierPace(merchant, 5, 1).pk)).toEqual([counts[2]]);
-    expect(matching(keys.restatePace(merchant, 1).pk)).toEqual([counts[2]]);
     // A merchant's aggregate items and the pending-moves items among them match one metrics pattern each.
     const segment = { dimension: 'plan' as const, value: 'Pro#MRR' };
     for (const [pk, pattern] of [
@@ -556,13 +554,15 @@ describe('table grants', () => {
     ]) {
       expect(matching(pk), pk).toEqual([pattern]);
     }
-    // A later generation's items match its build's pattern too; generation 0's (and a segment named like a generation) do not.
+    // A later generation's items match its metrics pattern only, like generation 0's (and a segment named like a generation);
+    // a generation's settings and segment registry, the settings pattern.
     for (const [pk, pattern] of [
-      [keys.metricsDay(merchant, '2025-01-01', 0, null, 3).pk, [metrics[0], generations[0]]],
-      [keys.metricsMonth(merchant, '2025-01', 3, { dimension: 'plan', value: 'G1' }, 12).pk, [metrics[0], generations[0]]],
-      [keys.metricsCohort(merchant, '2025-01', '2025-02', 0, null, 2).pk, [metrics[1], generations[1]]],
-      [keys.churnReason(merchant, 'M', '2025-01', 'price', 0, 2).pk, [metrics[2], generations[2]]],
-      [keys.generationZone(merchant, 2).pk, [generations[3]]],
+      [keys.metricsDay(merchant, '2025-01-01', 0, null, 3).pk, [metrics[0]]],
+      [keys.metricsMonth(merchant, '2025-01', 3, { dimension: 'plan', value: 'G1' }, 12).pk, [metrics[0]]],
+      [keys.metricsCohort(merchant, '2025-01', '2025-02', 0, null, 2).pk, [metrics[1]]],
+      [keys.churnReason(merchant, 'M', '2025-01', 'price', 0, 2).pk, [metrics[2]]],
+      [keys.generationZone(merchant, 2).pk, [GENERATION_SETTINGS]],
+      [keys.generationSegment(merchant, 2, 'plan', 'Pro').pk, [GENERATION_SETTINGS]],
       [keys.metricsMonth(merchant, '2025-01', 3, { dimension: 'plan', value: 'G1' }).pk, [metrics[0]]],
     ] as const) {
       expect(matching(pk).sort(), pk).toEqual([...pattern].sort());
@@ -1016,9 +1016,9 @@ describe('pending-moves applier', () => {
   });
 });
 
-describe('restate worker', () => {
+describe('recount worker', () => {
   const ids = ({ stack }: { stack: ApiStack }) => {
-    const worker = stack.restateWorker;
+    const worker = stack.recountWorker;
     return {
       fn: logicalId(stack, worker.function),
       table: stack.getLogicalId(stack.table.node.defaultChild as never),
@@ -1035,7 +1035,7 @@ describe('restate worker', () => {
   };
   const merchant = `mer_${'?'.repeat(20)}`;
 
-  it('exists, runs its handler for up to 5 minutes, and is fed by its own stream mapping: restate-job INSERTs one at a time, partial failures, bounded retries, then the DLQ', () => {
+  it('exists, runs its handler for up to 5 minutes, and is fed by its own stream mapping: recount-job INSERTs one at a time, ten batches in flight per shard, partial failures, bounded retries, then the DLQ', () => {
     const { fn, table, queue } = ids(defaults);
     const { Properties: p } = resources(defaults.template, 'AWS::Lambda::Function')[fn];
     expect(p).toMatchObject({
@@ -1044,7 +1044,7 @@ describe('restate worker', () => {
       Timeout: 300,
       Handler: 'index.handler',
     });
-    expect(p.Description).toContain(RESTATE_WORKER_HANDLER);
+    expect(p.Description).toContain(RECOUNT_WORKER_HANDLER);
     expect(p.Environment.Variables).toMatchObject({ TABLE_NAME: { Ref: table }, STAGE: DEFAULTS.stage });
     expect(mappingOf(defaults)).toEqual({
       FunctionName: { Ref: fn },
@@ -1053,10 +1053,11 @@ describe('restate worker', () => {
       // A job takes a whole invocation, and starts at once.
       BatchSize: 1,
       MaximumBatchingWindowInSeconds: 0,
-      ParallelizationFactor: 1,
+      // Ten batches in flight per stream shard: one merchant's jobs stay in order, other merchants' recounts do not wait behind them.
+      ParallelizationFactor: 10,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       BisectBatchOnFunctionError: true,
-      // Bounded: a job given up on is run again by repeating the change or by `ops metrics rebuild`.
+      // Bounded: a job given up on stays in the table; until it is run again the figures stay those of the settings before the change.
       MaximumRetryAttempts: 5,
       MaximumRecordAgeInSeconds: 3600,
       DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queue, 'Arn'] } } },
@@ -1066,10 +1067,10 @@ describe('restate worker', () => {
 
   it('its filter lets through exactly the records the worker runs', () => {
     const pattern = JSON.parse(mappingOf(defaults).FilterCriteria.Filters[0].Pattern);
-    expect(pattern).toEqual({ eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: [RESTATE_JOB_ENTITY] } } } });
+    expect(pattern).toEqual({ eventName: ['INSERT'], dynamodb: { NewImage: { entity: { S: [RECOUNT_JOB_ENTITY] } } } });
     const item = {
-      ...keys.restateJob('mer_filter', '000001#j'),
-      entity: RESTATE_JOB_ENTITY,
+      ...keys.recountJob('mer_filter', '000001#j'),
+      entity: RECOUNT_JOB_ENTITY,
       merchant_id: 'mer_filter',
       from_id: 1,
       round: 1,
@@ -1084,7 +1085,7 @@ describe('restate worker', () => {
       outboxInsert('mer_filter'),
     ];
     expect(records.map((r) => matches(pattern, r))).toEqual([true, false, false, false, false, false]);
-    expect(records.map(isRestateJobInsert)).toEqual(records.map((r) => matches(pattern, r)));
+    expect(records.map(isRecountJobInsert)).toEqual(records.map((r) => matches(pattern, r)));
   });
 
   it("least privilege: stream reads on the stream; each table action on the merchant's partitions it is used on only; its DLQ; the table key", () => {
@@ -1098,45 +1099,58 @@ describe('restate worker', () => {
       if (text === JSON.stringify({ 'Fn::GetAtt': [queue, 'Arn'] })) return 'dlq';
       return text;
     };
-    const grants = roleGrants(stack, template, stack.restateWorker.function)
+    const grants = roleGrants(stack, template, stack.recountWorker.function)
       .filter((g) => !g.action.startsWith('logs:') && !g.action.startsWith('xray:'))
       .map((g) => {
-        const { 'ForAllValues:StringLike': like, ...rest } = (g.condition ?? {}) as Record<string, Record<string, string[]>>;
-        // No table-wide grant: every table action is keyed.
+        const {
+          'ForAllValues:StringLike': like,
+          'ForAllValues:StringEquals': equals,
+          StringEqualsIfExists: ifExists,
+          ...rest
+        } = (g.condition ?? {}) as Record<string, Record<string, string[]>>;
+        // No table-wide grant: every table action is keyed (and, the token's, to the attribute).
         if (g.action.startsWith('dynamodb:') && name(g.resource) === 'table') expect(like).toBeDefined();
         if (g.action.startsWith('dynamodb:') && name(g.resource) === 'table') expect(rest).toEqual({});
-        return `${g.action} on ${name(g.resource)}${like ? ` ${like['dynamodb:LeadingKeys'].join(',')}` : ''}`;
+        // Attributes only with the ReturnValues limit (either alone would leave a way round the list).
+        expect(Boolean(equals)).toBe(Boolean(ifExists));
+        if (ifExists) expect(ifExists).toEqual({ 'dynamodb:ReturnValues': ['NONE', 'UPDATED_OLD', 'UPDATED_NEW'] });
+        const attributes = equals ? ` [${equals['dynamodb:Attributes'].join(',')}] updated only` : '';
+        return `${g.action} on ${name(g.resource)}${like ? ` ${like['dynamodb:LeadingKeys'].join(',')}` : ''}${attributes}`;
       })
       .sort();
     const m = `M#${merchant}`;
     const metrics = `${m}#MRR*,${m}#COHORT*,${m}#CHURN_REASONS*`;
-    expect(grants).toEqual([
-      `dynamodb:BatchGetItem on table ${m}#CUSTOMER#*,${m}#RATES,${m}#G*#SETTINGS`,
-      // An older generation's retirement: its items deleted, and nothing else.
-      `dynamodb:BatchWriteItem on table ${metrics},${m}#G*#SETTINGS`,
-      `dynamodb:ConditionCheckItem on table ${m}#RATES_VERSION#*,${m}#GENERATION#*`,
-      `dynamodb:DeleteItem on table ${m}#RESTATE,${m}#CUSTOMER#*,${metrics}`,
-      'dynamodb:DescribeStream on stream',
-      `dynamodb:GetItem on table ${m},${m}#RESTATE,${m}#CUSTOMER#*,${metrics},${m}#GENERATION#*`,
-      'dynamodb:GetRecords on stream',
-      'dynamodb:GetShardIterator on stream',
-      'dynamodb:ListStreams on stream',
-      `dynamodb:PutItem on table ${m}#RESTATE,${m}#CUSTOMER#*,${metrics},${m}#PLAN_CUSTOMERS#*`,
-      `dynamodb:Query on table ${m}#CUSTOMER#*,${metrics},${m}#G*#SETTINGS`,
-      `dynamodb:UpdateItem on table ${metrics},${m}#PLANS,${m}#PACE,${m}#PENDING#*,${m}#FIGURES#*`,
-      'kms:Decrypt on table key',
-      'kms:DescribeKey on table key',
-      'kms:Encrypt on table key',
-      'kms:GenerateDataKey on table key',
-      'sqs:GetQueueAttributes on dlq',
-      'sqs:GetQueueUrl on dlq',
-      'sqs:SendMessage on dlq',
-    ]);
+    expect(grants).toEqual(
+      [
+        `dynamodb:BatchGetItem on table ${m}#CUSTOMER#*`,
+        // An older generation's retirement: its items deleted, and nothing else.
+        `dynamodb:BatchWriteItem on table ${metrics},${m}#G*#SETTINGS`,
+        `dynamodb:ConditionCheckItem on table ${m}#GENERATION#*`,
+        `dynamodb:DeleteItem on table ${m}#RECOUNT,${metrics}`,
+        'dynamodb:DescribeStream on stream',
+        `dynamodb:GetItem on table ${m},${m}#RECOUNT,${metrics}`,
+        'dynamodb:GetRecords on stream',
+        'dynamodb:GetShardIterator on stream',
+        'dynamodb:ListStreams on stream',
+        `dynamodb:PutItem on table ${m}#RECOUNT,${metrics}`,
+        `dynamodb:Query on table ${m}#CUSTOMER#*,${metrics},${m}#G*#SETTINGS`,
+        `dynamodb:UpdateItem on table ${m},${m}#CUSTOMER#*,${metrics},${m}#PENDING#*,${m}#FIGURES#*,${m}#GENERATION#*`,
+        // The switch: the token's copy of the figures' state, those attributes only.
+        'dynamodb:UpdateItem on table TOKEN#* [pk,sk,timezone,metrics_generation,metrics_recount] updated only',
+        'kms:Decrypt on table key',
+        'kms:DescribeKey on table key',
+        'kms:Encrypt on table key',
+        'kms:GenerateDataKey on table key',
+        'sqs:GetQueueAttributes on dlq',
+        'sqs:GetQueueUrl on dlq',
+        'sqs:SendMessage on dlq',
+      ].sort(),
+    );
   });
 
-  it("its LeadingKeys reach a merchant's own, job, customer, metrics, plan and rate partitions, and no other data key, whatever its free text", () => {
+  it("its LeadingKeys reach a merchant's own, job, customer, metrics, generation and token partitions, and no other data key, whatever its free text", () => {
     const patterns = new Set(
-      roleGrants(defaults.stack, defaults.template, defaults.stack.restateWorker.function).flatMap(
+      roleGrants(defaults.stack, defaults.template, defaults.stack.recountWorker.function).flatMap(
         (g) =>
           (g.condition as Record<string, Record<string, string[]>> | undefined)?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'] ??
           [],
@@ -1156,31 +1170,36 @@ describe('restate worker', () => {
     for (const key of [
       keys.merchant(id),
       keys.sequences(id),
-      keys.restateJob(id, '000002#x'),
+      keys.recountJob(id, '000002#x'),
       keys.customerTimeline(id, 123456),
       keys.customerTimelineChunk(id, 7, '2025-01'),
       keys.metricsDay(id, '2025-01-01', 3, segment),
       keys.metricsCohort(id, '2025-01', '2025-02', 0),
       keys.churnReason(id, 'M', '2025-01', 'price', 0),
       pendingHome(id, 'M#2025-01', 0),
-      keys.plan(id, 'Pro', 0),
-      keys.planCustomer(id, 'Pro#1', 9),
-      keys.exchangeRates(id, 'USD'),
-      keys.exchangeRatesVersion(id, 'USD', 15),
-      // A later generation's items and settings (a customer's write starts from them; a retirement deletes them).
+      keys.pendingBacklog(id, 5),
+      keys.figuresVersion(id, 47),
+      // A later generation's items, settings and segment registry (the recount fills them; a retirement deletes them).
       keys.metricsDay(id, '2025-01-01', 3, segment, 2),
       keys.generationZone(id, 2),
+      keys.generationRates(id, 2, 'USD'),
+      keys.generationSegment(id, 2, 'plan', 'Pro'),
       keys.generation(id, 7),
+      // The switch's copy of the figures' state on the token.
+      keys.token('ab12'),
     ]) {
       expect(reached(key.pk), key.pk).toBe(true);
     }
-    // A merchant id of another shape, and every other kind of item, even with `#CUSTOMER#` or `#RESTATE` in its free text.
+    // A merchant id of another shape, and every other kind of item, even with `#CUSTOMER#` or `#RECOUNT` in its free text:
+    // the plans and the exchange rates too (the recount reads a generation's own rates).
     for (const key of [
       keys.merchant(`${id}0`),
       keys.customer('mer_1', 1),
-      keys.token('ab12'),
       keys.order(id, '#CUSTOMER#1'),
-      keys.customerExternalId(id, '#RESTATE'),
+      keys.customerExternalId(id, '#RECOUNT'),
+      keys.plan(id, 'Pro', 0),
+      keys.planCustomer(id, 'Pro#1', 9),
+      keys.exchangeRates(id, 'USD'),
       keys.customerEmail(id, 'a#customer#1@example.com'),
       keys.customerMetadata(id, 'k', '#CUSTOMER#1', 1),
       keys.subscription(id, 1),
@@ -1201,7 +1220,7 @@ describe('restate worker', () => {
   it('its dead-letter queue is encrypted, TLS-only, alarmed on depth and an output; no lag alarm (a job may hold its shard for 5 minutes)', () => {
     const { fn, queue } = ids(defaults);
     expectStreamConsumerAlarms(fn, queue, { lag: false });
-    expect(defaults.template.findOutputs('RestateDeadLetterQueueUrl').RestateDeadLetterQueueUrl.Value).toEqual({ Ref: queue });
+    expect(defaults.template.findOutputs('RecountDeadLetterQueueUrl').RecountDeadLetterQueueUrl.Value).toEqual({ Ref: queue });
   });
 });
 

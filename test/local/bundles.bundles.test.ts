@@ -192,7 +192,7 @@ describe.skipIf(!hasMoto)('npm start -- --bundles: the deployed bundles under No
         },
       });
       expect(batch.status).toBe(200);
-      // A change of zone builds a new generation and leaves the old one to the restate worker.
+      // A change of zone starts a recount: the recount worker counts the next generation, switches, and retires the old one.
       expect((await bundleCall('PUT', '/settings', { token: admin, body: { timezone: 'Asia/Taipei' } })).status).toBe(200);
       // A cancellation scheduled 8 seconds ahead (a loaded machine's request takes seconds): the rule's stand-in arms it, the check applies it.
       const sub = await bundleCall('POST', '/subscriptions', {

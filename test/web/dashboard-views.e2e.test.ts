@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newEventId } from '#lib/outbox/store';
-import { continueRestate } from '#lib/metrics/restate-jobs';
+import { changeMerchant } from '#lib/merchants/settings';
+import { settleRecounts } from '#lib/metrics/recount';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
 import { prettyJson } from '../../web/src/format.ts';
@@ -632,7 +633,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await ready(page, 'settings');
     expect(await page.getByTestId('settings-timezone').textContent()).toBe('UTC');
     expect(await page.getByTestId('settings-currency').textContent()).toBe((await settings()).reporting_currency);
-    expect(await page.getByTestId('settings-restate-pending').count()).toBe(0);
+    expect(await page.getByTestId('settings-recount-pending').count()).toBe(0);
     await page
       .getByText('Today and this month in the order stats, and every day, week and month of the metrics, start at midnight in this zone.')
       .waitFor();
@@ -655,10 +656,19 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByTestId('settings-notice').filter({ hasText: 'Saved: the reporting time zone is now Asia/Taipei.' }).waitFor();
     await page.locator('[data-panel="settings"][data-state="ready"] [data-timezone="Asia/Taipei"]').waitFor();
-    expect(await settings()).toMatchObject({ timezone: 'Asia/Taipei' });
+    // Stored at once; its recount runs in the background (no worker here), and both the notice and the panel say so.
+    const saved = await settings();
+    expect(saved).toMatchObject({ timezone: 'Asia/Taipei', recount: { status: 'pending' } });
+    expect(await page.getByTestId('settings-notice').textContent()).toContain('Recount pending: the figures are being recounted');
+    const pending = page.getByTestId('settings-recount-pending');
+    expect(await pending.textContent()).toContain('Recount pending');
+    expect(await pending.getAttribute('data-requested-at')).toBe(saved.recount.requested_at);
     expect(await page.getByRole('alert').count()).toBe(0);
     await shoot(page, 'settings-desktop');
     await axe(page, 'settings');
+    // The worker's part: the recount runs to its switch.
+    await settleRecounts(m.merchantId);
+    expect(await settings()).toMatchObject({ timezone: 'Asia/Taipei', recount: { status: 'done' } });
     // The other views use it at once (no reload), and after a reload (from /backoffice/me).
     const statsNotes = async () => {
       await ready(page, 'stats');
@@ -680,6 +690,10 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     expect(await page.getByTestId('summary-window').textContent()).toContain(`to ${taipeiToday} (Asia/Taipei)`);
     await page.reload();
     expect(await statsNotes()).toEqual(notes);
+    // Switched: Settings no longer says a recount is pending.
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await ready(page, 'settings');
+    expect(await page.getByTestId('settings-recount-pending').count()).toBe(0);
     expect(failures).toEqual([]);
 
     // At phone width the page fits.
@@ -688,23 +702,31 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await fitsPhone(phone, 'settings-phone');
   });
 
-  it('settings: a user reads the time zone and currency, without a way to change them; a pass still running in the background is said', async () => {
+  it('settings: a user reads the time zone and currency, without a way to change them; a recount still running in the background is said', async () => {
     const m = await newMerchant();
-    // A pass left to the background (its job and marker; no worker runs here): the reads answer Restate-Pending: true.
-    await continueRestate(m.merchantId, { customers_read: 1, moved: 0, done: false, next: 1 }, 0);
+    // A zone change whose recount is left to the background (its job; no worker runs here): GET /settings says
+    // recount pending, and the reads answer Recount-Pending: true.
+    await changeMerchant(m.merchantId, { timezone: 'Asia/Taipei' });
+    const read = await api.get('/settings', m.token);
+    expect(read.body.data.recount).toMatchObject({ status: 'pending', switched_at: null });
+    expect(read.headers.get('recount-pending')).toBe('true');
     const { page, failures } = await openAs(m.merchantId, 'user', DESKTOP, '#settings');
     await ready(page, 'settings');
-    expect(await page.getByTestId('settings-timezone').textContent()).toBe('UTC');
-    expect(await page.getByTestId('settings-restate-pending').textContent()).toContain('still being counted again in the background');
+    // The zone is stored at once; the figures follow it once the recount switches.
+    expect(await page.getByTestId('settings-timezone').textContent()).toBe('Asia/Taipei');
+    const pending = page.getByTestId('settings-recount-pending');
+    expect(await pending.textContent()).toContain('Recount pending');
+    expect(await pending.textContent()).toContain('every figure stays that of the settings before the change');
+    expect(await pending.getAttribute('data-requested-at')).toBe(read.body.data.recount.requested_at);
     await page.getByText('Only admins can change the time zone.').waitFor();
     expect(await page.getByRole('button', { name: 'Save' }).count()).toBe(0);
     expect(await page.getByLabel('Reporting time zone').count()).toBe(0);
     await shoot(page, 'settings-user-desktop');
     await axe(page, 'settings-user');
-    // The overview says its figures are still settling.
+    // The overview says its figures are being recounted.
     await page.getByRole('link', { name: 'Overview' }).click();
     await ready(page, 'summary');
-    expect(await page.getByTestId('summary-settling').textContent()).toContain('Still settling');
+    expect(await page.getByTestId('summary-settling').textContent()).toContain('Recount pending');
     await axe(page, 'overview-settling');
     expect(failures).toEqual([]);
   });
@@ -815,8 +837,10 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await page.getByRole('button', { name: 'Set rate' }).click();
     await page
       .getByTestId('rate-notice')
-      .filter({ hasText: `Saved: USD in ${month} at 31.5 TWD per USD.` })
+      .filter({ hasText: `Saved: USD in ${month} at 31.5 TWD per USD. Recount pending` })
       .waitFor();
+    // The browser's PUT leaves its recount to the worker: run here.
+    await settleRecounts(m.merchantId);
     expect(await rate.getAttribute('aria-invalid')).toBe('false');
     expect(await page.getByTestId('rate-error').count()).toBe(0);
     const rates = (await api.get('/exchange-rates', t)).body.data;
@@ -863,8 +887,9 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await page.getByRole('button', { name: `Remove the USD rate of ${month}` }).click();
     await page
       .getByTestId('rate-notice')
-      .filter({ hasText: `Removed the USD rate of ${month} (it was 31.5).` })
+      .filter({ hasText: `Removed the USD rate of ${month} (it was 31.5). Recount pending` })
       .waitFor();
+    await settleRecounts(m.merchantId);
     await page.locator('[data-panel="exchange-rates"][data-state="ready"] .state.empty').waitFor();
     // No month has a rate (the API still lists the currency, with no months).
     expect((await api.get('/exchange-rates', t)).body.data.flatMap((c: { rates: unknown[] }) => c.rates)).toEqual([]);

@@ -27,6 +27,12 @@ const otherMessages = (errors: Record<string, string[]>) =>
 
 type Outcome = { notice: string; error: string };
 
+/** After a change, when its answer says `Recount-Pending: true` (docs/exchange-rates.md): the figures follow once their recount ends. */
+const recountNote = (response: Response) =>
+  response.headers.get('recount-pending') === 'true'
+    ? ' Recount pending: the figures are being recounted at the new rates in the background; until that ends they stay at the rates before.'
+    : '';
+
 /** Currency, month and rate: one month's rate, saved with PUT /exchange-rates/{currency}. */
 const RateForm = ({ api, me, onDone }: { api: Api; me: Me; onDone: (o: Outcome) => void }) => {
   const [errors, setErrors] = useState<Record<string, string[]>>({});
@@ -44,14 +50,16 @@ const RateForm = ({ api, me, onDone }: { api: Api; me: Me; onDone: (o: Outcome) 
     }
     setBusy(true);
     try {
-      const { data } = await ok(
-        api.PUT('/exchange-rates/{currency}', {
-          params: { path: { currency: currency.toUpperCase() } },
-          body: { rates: [{ month, rate }] },
-        }),
-      );
+      const answer = await api.PUT('/exchange-rates/{currency}', {
+        params: { path: { currency: currency.toUpperCase() } },
+        body: { rates: [{ month, rate }] },
+      });
+      const { data } = await ok(Promise.resolve(answer));
       const saved = data.rates.find((r) => r.month === month);
-      onDone({ notice: `Saved: ${data.currency} in ${month} at ${saved?.rate ?? rate} ${ccy} per ${data.currency}.`, error: '' });
+      onDone({
+        notice: `Saved: ${data.currency} in ${month} at ${saved?.rate ?? rate} ${ccy} per ${data.currency}.${recountNote(answer.response)}`,
+        error: '',
+      });
     } catch (err) {
       const fields = err instanceof ApiError ? err.errors : {};
       setErrors(fields);
@@ -124,13 +132,12 @@ export const ExchangeRatesSection = ({ api, me }: { api: Api; me: Me }) => {
     setRemoving(rowKey(r));
     setOutcome({ notice: '', error: '' });
     try {
-      await ok(
-        api.PUT('/exchange-rates/{currency}', {
-          params: { path: { currency: r.currency } },
-          body: { rates: [{ month: r.month, rate: null }] },
-        }),
-      );
-      done({ notice: `Removed the ${r.currency} rate of ${r.month} (it was ${r.rate}).`, error: '' });
+      const answer = await api.PUT('/exchange-rates/{currency}', {
+        params: { path: { currency: r.currency } },
+        body: { rates: [{ month: r.month, rate: null }] },
+      });
+      await ok(Promise.resolve(answer));
+      done({ notice: `Removed the ${r.currency} rate of ${r.month} (it was ${r.rate}).${recountNote(answer.response)}`, error: '' });
     } catch (err) {
       done({ notice: '', error: (err as Error).message });
     } finally {

@@ -201,8 +201,8 @@ const leftOut = (e: { unconverted: Record<string, string> }) => Object.keys(e.un
 const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter }) => {
   const [result, retry] = useAsync({ filter }, async (p) => {
     const answer = await api.GET('/metrics/summary', { params: { query: filterQuery(p.filter) } });
-    // Restate-Pending: customers still being counted again after a change of zone or rates.
-    return { ...(await ok(Promise.resolve(answer))), settling: answer.response.headers.get('restate-pending') === 'true' };
+    // Recount-Pending: the figures being recounted after a change of zone or rates (these are those of the settings before it).
+    return { ...(await ok(Promise.resolve(answer))), settling: answer.response.headers.get('recount-pending') === 'true' };
   });
   // The API's window: today and the 29 days before it, in the merchant's time zone.
   const today = todayIn(me.timezone);
@@ -215,8 +215,8 @@ const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter })
         <>
           {settling && (
             <p class="state" role="status" data-testid="summary-settling">
-              Still settling: after a change of time zone or exchange rates, customers are being counted again in the background; those not
-              yet reached count in the old zone or at the old rates.
+              Recount pending: after a change of time zone or exchange rates, the figures are being recounted in the background; until the
+              recount ends, these are the figures of the settings before the change.
             </p>
           )}
           <p class="hint" data-testid="summary-window" {...filterAttrs(loaded.filter)}>

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { type Api, ApiError, type Me, ok } from '../api';
+import { when } from '../format';
 import { Panel, useAsync } from '../ui';
 import { ExchangeRatesSection } from './exchange-rates';
 
@@ -12,9 +13,16 @@ import { ExchangeRatesSection } from './exchange-rates';
 const ZONE_EFFECT =
   'Today and this month in the order stats, and every day, week and month of the metrics, start at midnight in this zone.';
 
-/** What `Restate-Pending: true` means for the figures (docs/exchange-rates.md, "Passes in the background"). */
-const STILL_MOVING =
-  'Customers are still being counted again in the background: until that ends, those not yet reached count in the old time zone or at the old rates.';
+/**
+ * What a pending recount means for the figures (`recount.status` pending, or `Recount-Pending: true`;
+ * docs/settings.md, "Recounts"): every figure stays that of the settings before the change, whole.
+ */
+const RECOUNTING =
+  'the figures are being recounted in the background for the last change of time zone or exchange rates: until the recount ends, every figure stays that of the settings before the change.';
+
+/** Whether an answer of the settings says a recount runs: its `recount`, or its `Recount-Pending` header. */
+const recountPending = (response: Response, data: { recount?: { status: string } }) =>
+  data.recount?.status === 'pending' || response.headers.get('recount-pending') === 'true';
 
 /** The IANA names the browser knows, with UTC (which some browsers leave out of the list). */
 const zoneNames = () => {
@@ -32,7 +40,7 @@ const ZoneForm = ({ api, me, onSaved }: { api: Api; me: Me; onSaved: (timezone: 
     try {
       const answer = await api.PUT('/settings', { body: { timezone } });
       const { data } = await ok(Promise.resolve(answer));
-      const later = answer.response.headers.get('restate-pending') === 'true' ? ` ${STILL_MOVING}` : '';
+      const later = recountPending(answer.response, data) ? ` Recount pending: ${RECOUNTING}` : '';
       setState({ busy: false, error: '', notice: `Saved: the reporting time zone is now ${data.timezone}.${later}` });
       onSaved(data.timezone);
     } catch (err) {
@@ -87,7 +95,8 @@ const ZoneForm = ({ api, me, onSaved }: { api: Api; me: Me; onSaved: (timezone: 
 export const SettingsView = ({ api, me, setMe }: { api: Api; me: Me; setMe: (me: Me) => void }) => {
   const [result, retry] = useAsync(null, async () => {
     const answer = await api.GET('/settings');
-    return { ...(await ok(Promise.resolve(answer))), pending: answer.response.headers.get('restate-pending') === 'true' };
+    const read = await ok(Promise.resolve(answer));
+    return { ...read, pending: recountPending(answer.response, read.data) };
   });
   const admin = me.role === 'admin';
   return (
@@ -96,8 +105,14 @@ export const SettingsView = ({ api, me, setMe }: { api: Api; me: Me; setMe: (me:
         {({ data, pending }) => (
           <>
             {pending && (
-              <p class="state" role="status" data-testid="settings-restate-pending">
-                {STILL_MOVING}
+              <p
+                class="state"
+                role="status"
+                data-testid="settings-recount-pending"
+                data-requested-at={data.recount.requested_at ?? undefined}
+              >
+                <strong>Recount pending</strong>
+                {data.recount.requested_at ? ` (changed ${when(data.recount.requested_at)})` : ''}: {RECOUNTING}
               </p>
             )}
             <dl class="settings" data-testid="settings-view" data-timezone={data.timezone}>
