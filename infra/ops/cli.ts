@@ -101,7 +101,17 @@ const updateMerchant = async (values: Values) => {
   }
   const changes = { ...(name === undefined ? {} : { name: need(name, 'name') }), ...(timezone ? { timezone } : {}) };
   // A new time zone: stored now; the figures follow it once its recount (the worker's) switches.
-  return explainNotFound(merchantId, (await store()).changeMerchant(merchantId, changes));
+  const { changeMerchant, presentRecount, zoneOf } = await store();
+  const m = await explainNotFound(merchantId, changeMerchant(merchantId, changes));
+  const shown = {
+    merchant_id: m.merchant_id,
+    name: m.name,
+    reporting_currency: m.reporting_currency,
+    timezone: zoneOf(m),
+    created_at: m.created_at,
+  };
+  // A zone change is stored at once; the figures follow once its recount switches (the worker's).
+  return timezone ? { ...shown, recount: presentRecount(m) } : shown;
 };
 
 /** `token show`: the token's status, abilities and use, never the token or its hash. */

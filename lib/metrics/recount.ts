@@ -5,7 +5,7 @@ import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEven
 import { now } from '#lib/clock';
 import { BATCH_WRITE_LIMIT, type BatchWrite, batchWrite } from '#lib/db/batch-write';
 import { db, tableName } from '#lib/db/client';
-import { churnReasonsPartition, cohortPartition, keys, metricsPartition, shardPartitions, type Key } from '#lib/db/keys';
+import { churnReasonsPartition, cohortPartition, keys, METRIC_SHARDS, metricsPartition, shardPartitions, type Key } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { DEADLINE_MARGIN_MS, deadline, withDeadline } from '#lib/db/retry';
 import { applyPending, PENDING_MOVES_ENTITY, TooManyActions, WriteConflict, WriteSet } from '#lib/db/writes';
@@ -55,6 +55,27 @@ const JOB_TTL_SECONDS = 7 * 86_400;
 const JOB_MARGIN_MS = 3_000;
 /** Write units a second the retirement of a generation takes from any one key (half a partition's 1,000). */
 const RETIRE_WCU_PER_KEY = 500;
+/**
+ * Write units a second the count takes from any one key of the next generation: with the writes
+ * meanwhile (which also move the next generation once their customer is counted: about 110 WCU/s
+ * a shard's key at a large merchant's full speed) well under a partition's 1,000.
+ */
+export const COUNT_WCU_PER_KEY = 400;
+
+/**
+ * The count's pace on each metric shard's keys, in this invocation (a merchant's recount runs in one
+ * job at a time, and nobody else counts into its next generation): a transaction waits until its
+ * busiest key's write units fit in COUNT_WCU_PER_KEY a second.
+ */
+const countPace = () => {
+  const free = new Map<number, number>();
+  return async (shard: number, wcu: number) => {
+    const at = Math.max(Date.now(), free.get(shard) ?? 0);
+    free.set(shard, at + (wcu * 1000) / COUNT_WCU_PER_KEY);
+    if (at > Date.now()) await sleep(at - Date.now());
+  };
+};
+type Pace = ReturnType<typeof countPace>;
 
 /** A merchant's last recount as `GET /settings` shows it. */
 export type RecountState = { generation: number; status: 'pending' | 'done'; requested_at: string; switched_at?: string };
@@ -191,6 +212,7 @@ const countIds = async (
   settings: NewSettings,
   ids: number[],
   seen: Set<string>,
+  pace: Pace,
 ) => {
   let todo = ids;
   for (let attempt = 0; todo.length; attempt++) {
@@ -199,7 +221,7 @@ const countIds = async (
     const groups: [number, TimelineState][][] = [];
     for (let i = 0; i < states.length; i += HEADS_PER_COMMIT) groups.push(states.slice(i, i + HEADS_PER_COMMIT));
     const again: number[] = [];
-    await Promise.all(groups.map((group) => commitCount(merchantId, reportingCurrency, to, settings, group, seen, again)));
+    await Promise.all(groups.map((group) => commitCount(merchantId, reportingCurrency, to, settings, group, seen, again, pace)));
     todo = again;
   }
 };
@@ -212,6 +234,7 @@ const commitCount = async (
   group: [number, TimelineState][],
   seen: Set<string>,
   again: number[],
+  pace: Pace,
 ): Promise<void> => {
   if (!group.length) return;
   const ws = new WriteSet();
@@ -243,12 +266,14 @@ const commitCount = async (
     }
   ws.check('recount', keys.generation(merchantId, ws.shard), { expression: '#r = :r', names: { '#r': 'recount' }, values: { ':r': to } });
   try {
+    // Its moves spilled or not, they land on its shard's keys now: paced by what the busiest takes.
+    await pace(ws.shard % METRIC_SHARDS, ws.hottestKeyWcu);
     await ws.commit();
   } catch (err) {
     if (err instanceof TooManyActions && group.length > 1) {
       const half = Math.ceil(group.length / 2);
-      await commitCount(merchantId, reportingCurrency, to, settings, group.slice(0, half), seen, again);
-      await commitCount(merchantId, reportingCurrency, to, settings, group.slice(half), seen, again);
+      await commitCount(merchantId, reportingCurrency, to, settings, group.slice(0, half), seen, again, pace);
+      await commitCount(merchantId, reportingCurrency, to, settings, group.slice(half), seen, again, pace);
       return;
     }
     if (err instanceof WriteConflict && err.tags.includes('recount')) throw new Superseded();
@@ -270,6 +295,7 @@ const countFrom = async (
   until: number,
 ) => {
   const seen = new Set<string>();
+  const pace = countPace();
   let first = fromId;
   for (;;) {
     const last = await lastCustomerId(merchantId);
@@ -277,7 +303,7 @@ const countFrom = async (
     for (; first <= last; first += HEADS_PER_READ) {
       if (Date.now() > until) return { done: false, next: first };
       const ids = Array.from({ length: Math.min(HEADS_PER_READ, last - first + 1) }, (_, i) => first + i);
-      await countIds(merchantId, reportingCurrency, to, settings, ids, seen);
+      await countIds(merchantId, reportingCurrency, to, settings, ids, seen, pace);
     }
   }
 };
