@@ -84,7 +84,7 @@ export const RECOUNT_WORKER_TIMEOUT = Duration.minutes(5);
  * and sequence range go to the dead-letter queue, whose depth is alarmed.
  *
  * Giving up loses nothing: the figures of the settings before the change keep answering (with
- * `Recount-Pending: true`), and `ops recount resume` puts the job again (docs/operations.md).
+ * `Recount-Pending: true`), and `ops metrics resume-recount` puts the job again (docs/operations.md).
  */
 export const RECOUNT_WORKER_MAPPING: StreamMappingSettings = {
   batchSize: 1,

@@ -227,7 +227,7 @@ const buildProgram = (done: (result: unknown) => void): Command => {
     },
   ).option('--merchant <id>', 'only this merchant (default: every merchant missing from it, found by a Scan of the table)');
 
-  const metrics = resource('metrics', 'Revenue metrics: rebuild.');
+  const metrics = resource('metrics', 'Revenue metrics: rebuild, and resume a recount.');
   command(
     metrics,
     'rebuild',
@@ -236,6 +236,16 @@ const buildProgram = (done: (result: unknown) => void): Command => {
       const merchantId = need(str(values, 'merchant'), 'merchant');
       await requireExistingMerchant(merchantId);
       return (await import('#lib/metrics/rebuild')).rebuildMerchantAggregates(merchantId);
+    },
+  ).addOption(merchantFlag());
+  command(
+    metrics,
+    'resume-recount',
+    "Put again the job of a merchant's recount still pending (one given up on: its dead-letter queue); the worker goes on from the customers not yet counted. Prints whether one was put.",
+    async (values) => {
+      const merchantId = need(str(values, 'merchant'), 'merchant');
+      await requireExistingMerchant(merchantId);
+      return (await import('#lib/metrics/recount')).resumeRecount(merchantId);
     },
   ).addOption(merchantFlag());
 

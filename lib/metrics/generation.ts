@@ -43,6 +43,13 @@ export type SettingsMemo = Map<string, ReadonlyMap<string, string>>;
 
 const memoKey = (generation: number, currency: string) => `${generation}#${currency}`;
 const ZONE_MEMO = (generation: number) => `${generation}#zone`;
+/**
+ * Generations' zones this process has read (`<merchant>#<generation>`): written once before the
+ * generation is named anywhere and never changed, so a write during a recount reads the next
+ * generation's zone once per process, not once per write.
+ */
+const zones = new Map<string, string>();
+const ZONES_KEPT = 10_000;
 
 /**
  * The settings of `generation` for `currencies`: its zone (from `zone` when the caller knows it, as
@@ -59,6 +66,8 @@ export const generationSettings = async (
 ): Promise<GenerationSettings> => {
   const wanted = [...new Set(currencies)];
   const missing = wanted.filter((c) => !memo.has(memoKey(generation, c)));
+  const known = zones.get(`${merchantId}#${generation}`);
+  if (zone === undefined && known !== undefined) memo.set(ZONE_MEMO(generation), new Map([['zone', known]]));
   const needZone = zone === undefined && !memo.has(ZONE_MEMO(generation));
   if (missing.length || needZone) {
     const found = await batchGet<{ zone?: string; rates?: Record<string, string> }>([

@@ -192,7 +192,14 @@ const addRecountJob = (ws: WriteSet, job: RecountJob) =>
   ws.put('recount-job', {
     ...keys.recountJob(job.merchant_id, `${String(job.round).padStart(6, '0')}#${randomUUID()}`),
     entity: RECOUNT_JOB_ENTITY,
-    ...job,
+    // Its own fields only (a job read back carries its item's keys too).
+    merchant_id: job.merchant_id,
+    generation: job.generation,
+    from_id: job.from_id,
+    round: job.round,
+    ...(job.retire?.length ? { retire: job.retire } : {}),
+    ...(job.retire_from ? { retire_from: job.retire_from } : {}),
+    ...(job.successor === undefined ? {} : { successor: job.successor }),
     created_at: formatTimestamp(now()),
     ...expiresIn(JOB_TTL_SECONDS),
   });
@@ -508,6 +515,20 @@ export const handleRecountJobs = asFunction(
     return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
   },
 );
+
+/**
+ * Puts the job of the merchant's pending recount again (`ops metrics resume-recount`: after its job
+ * was given up on): from the first customer, those already counted being skipped. Nothing pending: nothing put.
+ */
+export const resumeRecount = async (merchantId: string): Promise<{ resumed: boolean; generation?: number }> => {
+  const merchant = await getMerchant(merchantId);
+  const recount = merchant ? recountOf(merchant) : null;
+  if (recount?.status !== 'pending') return { resumed: false };
+  const ws = new WriteSet();
+  addRecountJob(ws, { merchant_id: merchantId, generation: recount.generation, from_id: 1, round: 1 });
+  await ws.commit();
+  return { resumed: true, generation: recount.generation };
+};
 
 /** Runs every job of the merchant's now (oldest first) until none is left: what the worker does, in this process (tests, `ops`). */
 export const settleRecounts = async (merchantId: string, until = Date.now() + 600_000): Promise<number> => {

@@ -1,11 +1,11 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { keys, metricsShardPartition } from '#lib/db/keys';
 import { MAX_ACTIONS, WriteSet } from '#lib/db/writes';
 import { getMerchant } from '#lib/merchants/store';
-import { RECOUNTS_PER_HOUR, runRecountJob, settleRecounts } from '#lib/metrics/recount';
+import { RECOUNTS_PER_HOUR, resumeRecount, runRecountJob, settleRecounts } from '#lib/metrics/recount';
 import { readTimeline } from '#lib/metrics/store';
 import { backofficeJwt } from '../backoffice/support.ts';
 import { newMerchant, ok, useApi } from '../support/api.ts';
@@ -41,7 +41,7 @@ const jobs = async (merchantId: string) =>
         ConsistentRead: true,
       }),
     )
-  ).Items ?? []) as { pk: string; sk: string; from_id: number }[];
+  ).Items ?? []) as { pk: string; sk: string; from_id: number; round: number; retire?: number[]; successor?: number }[];
 
 /** `n` customers on monthly subscriptions started around midnight in Taipei (16:00 UTC), a metadata pair each. */
 const withCustomers = async (n: number) => {
@@ -192,6 +192,52 @@ describe('a settings change is a recount', () => {
     const after = await storedAndComputed(token);
     expect(after.stored.body.data).toEqual(after.computed.data);
     expect((await getMerchant(merchantId))!.recount!.status).toBe('done');
+  }, 120_000);
+
+  it('the generation before is retired by the job after the switch, in rounds when its time runs out', async () => {
+    const { merchantId, token } = await withCustomers(4);
+    await setZone(merchantId, 'Asia/Taipei');
+    const [count] = await jobs(merchantId);
+    expect(await runRecountJob({ pk: count.pk, sk: count.sk }, Date.now() + 60_000)).toBe('continued');
+    expect((await getMerchant(merchantId))!.recount!.status).toBe('done');
+    // The retirement's job, given no time: it puts its next round (a new item) and deletes nothing yet.
+    const [retire] = await jobs(merchantId);
+    expect(retire).toMatchObject({ retire: [0], successor: (await getMerchant(merchantId))!.metrics_generation });
+    expect(await runRecountJob({ pk: retire.pk, sk: retire.sk }, Date.now() - 1)).toBe('continued');
+    const [next] = await jobs(merchantId);
+    expect(next).toMatchObject({ retire: [0], round: 3 });
+    expect(next.sk).not.toBe(retire.sk);
+    await settleRecounts(merchantId);
+    expect(await jobs(merchantId)).toEqual([]);
+    for (let shard = 0; shard < 8; shard++) {
+      const { Items } = await db().send(
+        new QueryCommand({
+          TableName: tableName(),
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': metricsShardPartition(merchantId, null, 0, shard) },
+        }),
+      );
+      expect(Items).toEqual([]);
+    }
+    const after = await storedAndComputed(token);
+    expect(after.stored.body.data).toEqual(after.computed.data);
+  }, 120_000);
+
+  it('a job given up on (its dead-letter queue) is put again by ops metrics resume-recount, and the recount finishes', async () => {
+    const { merchantId, token } = await withCustomers(4);
+    await setZone(merchantId, 'Asia/Taipei');
+    const [job] = await jobs(merchantId);
+    await runRecountJob({ pk: job.pk, sk: job.sk }, Date.now() + 1);
+    // The next round's record given up on: its item stays, unread; here it is gone altogether.
+    for (const left of await jobs(merchantId))
+      await db().send(new DeleteCommand({ TableName: tableName(), Key: { pk: left.pk, sk: left.sk } }));
+    expect((await getMerchant(merchantId))!.recount!.status).toBe('pending');
+    expect(await resumeRecount(merchantId)).toEqual({ resumed: true, generation: (await getMerchant(merchantId))!.recount!.generation });
+    await settleRecounts(merchantId);
+    expect((await getMerchant(merchantId))!.recount!.status).toBe('done');
+    expect(await resumeRecount(merchantId)).toEqual({ resumed: false });
+    const after = await storedAndComputed(token);
+    expect(after.stored.body.data).toEqual(after.computed.data);
   }, 120_000);
 
   it(`at most ${RECOUNTS_PER_HOUR} recounts an hour: the next is 429 with Retry-After and changes nothing; the zone already set starts none`, async () => {
