@@ -45,16 +45,13 @@ import { keyText } from '#lib/shared/key-text';
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
  * | customer LTV part         | M#<m>#CUSTOMER#<id>                 | LTV#<CCY>#<yyyy> |  (paid orders in another currency by UTC month, or quarter-hour near a month's ends: ltv converted at read time) |
  * | exchange-rate table       | M#<m>#RATES                         | <CCY>           |  (a currency's monthly rates and version) |
- * | rate-table version copy   | M#<m>#RATES_VERSION#<nnn>           | <CCY>           |  (16 copies: a converting write checks its shard's) |
- * | figures generation copy   | M#<m>#GENERATION#<nnn>              | GENERATION      |  (16 copies: generation, paused_until while a build runs; every MRR write checks its shard's) |
- * | a generation's settings   | M#<m>#G<n>#SETTINGS                 | ZONE / RATES#<CCY> |  (the zone and rates generation n was built in; written once, before its switch) |
- * | a later generation's aggregates | M#<m>#MRR#G<n>[#SEG…]#<ss> / M#<m>#COHORT#G<n>[#SEG…]#<ss> / M#<m>#CHURN_REASONS#G<n> | as generation 0's | (built whole by a settings change, lib/metrics/generation.ts) |
- * | restate job               | M#<m>#RESTATE                       | <round>#<uuid>  |  (a pass to go on with; entity restate-job, only put and deleted: the worker's stream filter; TTL 7 d) |
- * | restate pace              | M#<m>#PACE                          | <epoch second>  |  (write units the merchant's passes took in that second; TTL 1 h) |
+ * | figures generation copy   | M#<m>#GENERATION#<nnn>              | GENERATION      |  (16 copies: the generation that counts, its zone, the one a recount fills; every MRR write checks its shard's) |
+ * | a generation's settings   | M#<m>#G<n>#SETTINGS                 | ZONE / RATES#<CCY> / SEG#<dim>#<value> |  (the zone and rates generation n counts in, written before anything names it; its segment registry) |
+ * | a later generation's aggregates | M#<m>#MRR#G<n>[#SEG…]#<ss> / M#<m>#COHORT#G<n>[#SEG…]#<ss> / M#<m>#CHURN_REASONS#G<n> | as generation 0's | (filled by a recount, lib/metrics/recount.ts) |
+ * | recount job               | M#<m>#RECOUNT                       | <round>#<uuid>  |  (a recount to go on with; entity recount-job, only put and deleted: the worker's stream filter; TTL 7 d) |
  * | applier pace              | M#<m>#PACE                          | A#<ss>#<epoch second> | (write units the pending-moves applier took on metric shard ss in that second; TTL 1 h) |
  * | pending-moves backlog     | M#<m>#PENDING#<ss>                  | BACKLOG         |  (n: pending-moves items waiting in metric shard ss; bounded by the puts' condition) |
  * | figures version           | M#<m>#FIGURES#<nnn>                 | VERSION         |  (v: transactions that wrote the aggregates in lane nnn, a counter shard; read around every metrics read) |
- * | restate marker            | M#<m>#MRR#00                        | M#0000-00#R#<chain> |  (a pass under way in the background: the whole's reads answer Restate-Pending; TTL 7 d) |
  * | outbox event (payload)    | OUTBOX_EVENT#M#<m>#<evt>            | EVENT           |  (entity "outbox": the stream filter; TTL 3 days; unique key per event) |
  * | outbox mark               | OUTBOX#M#<m>#<ss>                   | <created>#<nn>#<evt> | gsi4 pending (OUTBOX_PENDING#M#<m>#<ss>) until published; TTL 3 days |
  * | webhook endpoint          | M#<m>#WEBHOOK#<id>                  | ENDPOINT        | gsi1 list (M#<m>#WEBHOOKS)                              |
@@ -220,8 +217,8 @@ export const shardPartitions = (prefix: string): string[] =>
 export const churnReasonsPartition = (merchantId: string, generation = 0): string =>
   `${m(merchantId)}#CHURN_REASONS${generationSuffix(generation)}`;
 /**
- * Copies of the merchant's figures generation (which aggregates count, and whether a build pauses
- * their writes), each its own partition key: every write that moves MRR checks one copy (by its
+ * Copies of the merchant's figures generation (which aggregates count, in which zone, and which
+ * one a recount fills), each its own partition key: every write that moves MRR checks one copy (by its
  * counter shard) in its transaction, so those checks spread over 16 keys (docs/scale.md).
  */
 export const GENERATION_SHARDS = 16;
@@ -229,14 +226,6 @@ export const generationPartition = (merchantId: string, shard: number): string =
   `${m(merchantId)}#GENERATION#${padShard(shard % GENERATION_SHARDS)}`;
 /** Partition of a merchant's exchange rates (one item per currency, its months in one map). */
 export const exchangeRatesPartition = (merchantId: string): string => `${m(merchantId)}#RATES`;
-/**
- * Copies of each rate table's version, each its own partition key: a write converting a currency
- * checks one copy (by its counter shard) in its transaction, so those checks spread over 16 keys
- * instead of meeting on the table (docs/scale.md).
- */
-export const RATE_VERSION_SHARDS = 16;
-export const exchangeRatesVersionPartition = (merchantId: string, shard: number): string =>
-  `${m(merchantId)}#RATES_VERSION#${padShard(shard % RATE_VERSION_SHARDS)}`;
 /** Partition of a merchant's plan names (one item per plan ever seen in its figures). */
 export const plansPartition = (merchantId: string): string => `${m(merchantId)}#PLANS`;
 /**
@@ -359,17 +348,9 @@ export const keys = {
     sk: `SEG#${dimension}#${value}`,
   }),
   /**
-   * A pass going on in the background, as the whole's MRR reads see it: sorted among the pending
-   * moves, before every month, so the monthly Query every series makes reads it at no cost.
-   */
-  restateMarker: (merchantId: string, chain: string, generation = 0): Key => ({
-    pk: metricsShardPartition(merchantId, null, generation, 0),
-    sk: `M#0000-00#R#${chain}`,
-  }),
-  /**
-   * What a generation was built in (never changed once built): its time zone (`ZONE`) and each
-   * currency's rates (`RATES#<CCY>`). A write of a customer last counted in an older generation
-   * starts from these (lib/metrics/store.ts `addTimelineChange`).
+   * What a generation counts in (written before anything names it, never changed): its time zone
+   * (`ZONE`) and each currency's rates (`RATES#<CCY>`), read by every write that converts
+   * (lib/metrics/generation.ts `generationSettings`).
    */
   generationZone: (merchantId: string, generation: number): Key => ({ pk: `${m(merchantId)}#G${generation}#SETTINGS`, sk: 'ZONE' }),
   generationRates: (merchantId: string, generation: number, currency: string): Key => ({
@@ -380,8 +361,6 @@ export const keys = {
   generation: (merchantId: string, shard: number): Key => ({ pk: generationPartition(merchantId, shard), sk: 'GENERATION' }),
   /** The figures' version of one lane (`figuresVersionPartition`): `v`, added to by every transaction writing the aggregates. */
   figuresVersion: (merchantId: string, lane: number): Key => ({ pk: figuresVersionPartition(merchantId, lane), sk: 'VERSION' }),
-  /** The write units the merchant's passes have booked in one second (lib/metrics/pace.ts), shared by all of them. */
-  restatePace: (merchantId: string, second: number): Key => ({ pk: `${m(merchantId)}#PACE`, sk: String(second) }),
   /** The write units the pending-moves applier has booked in one second on one metric shard's keys (lib/metrics/pending-applier.ts). */
   applierPace: (merchantId: string, shard: number, second: number): Key => ({
     pk: `${m(merchantId)}#PACE`,
@@ -392,11 +371,6 @@ export const keys = {
    * (lib/db/writes.ts): a transaction putting some adds them under a bound, an apply takes one off.
    */
   pendingBacklog: (merchantId: string, shard: number): Key => ({ pk: `${m(merchantId)}#PENDING#${padMetricShard(shard)}`, sk: 'BACKLOG' }),
-  /** One copy of a currency's rate-table version (`shard` taken modulo RATE_VERSION_SHARDS). */
-  exchangeRatesVersion: (merchantId: string, currency: string, shard: number): Key => ({
-    pk: exchangeRatesVersionPartition(merchantId, shard),
-    sk: currency,
-  }),
   /** A plan name the merchant's figures have seen (GET /metrics/plans lists them). */
   plan: (merchantId: string, plan: string, shard: number): Key => ({
     pk: plansPartition(merchantId),

@@ -26,7 +26,6 @@ import { RecountingError } from '#lib/errors';
 import { deadline, retrying, RetryableError } from '#lib/db/retry';
 import { COUNTER_SHARDS } from '#lib/db/writes-constants';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isUnexpired } from '#lib/db/ttl';
 import { formatTimestamp } from '#lib/shared/time';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 import {
@@ -496,8 +495,7 @@ const rangeQueries =
 
 /**
  * The months and days of items read by `rangeQueries`: pending moves (sorted before every month,
- * so always read) as the items they are for, where the Queries would have read them. `restating`:
- * a marker of a pass still going on in the background was read (one past its TTL, not yet swept, is not).
+ * so always read) as the items they are for, where the Queries would have read them.
  */
 export const rangeItemsOf = (read: AggregateItem[], { monthsTo, dayRanges }: RangeReads) => {
   const months: AggregateItem[] = [];
@@ -618,8 +616,8 @@ export const lastCustomerId = async (merchantId: string): Promise<number> => {
 
 /**
  * Every customer id the merchant has allocated (`from`, by default 1, to its sequence's last, read
- * strongly consistent), `size` at a time: the passes over all customers (`restateCustomers`, `GET
- * /metrics/movements`) read each round's timeline heads by key, never an index.
+ * strongly consistent), `size` at a time: what reads over all customers (`GET /metrics/movements`)
+ * take, round by round, reading the timeline heads by key, never an index.
  */
 export async function* customerIdRounds(merchantId: string, size: number, from = 1): AsyncGenerator<number[]> {
   const last = await lastCustomerId(merchantId);
