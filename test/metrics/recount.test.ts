@@ -7,6 +7,7 @@ import { MAX_ACTIONS, WriteSet } from '#lib/db/writes';
 import { getMerchant } from '#lib/merchants/store';
 import { RECOUNTS_PER_HOUR, resumeRecount, runRecountJob, settleRecounts } from '#lib/metrics/recount';
 import { readTimeline } from '#lib/metrics/store';
+import { mrrSeries } from '#lib/metrics/service';
 import { backofficeJwt } from '../backoffice/support.ts';
 import { newMerchant, ok, useApi } from '../support/api.ts';
 import { recordSentRequests } from '../support/sent-requests.ts';
@@ -221,6 +222,20 @@ describe('a settings change is a recount', () => {
     }
     const after = await storedAndComputed(token);
     expect(after.stored.body.data).toEqual(after.computed.data);
+  }, 120_000);
+
+  it('a read that began before the switch (its generation retired since) reads again in the generation that counts', async () => {
+    const { merchantId, token } = await withCustomers(4);
+    await setZone(merchantId, 'Asia/Taipei');
+    await settleRecounts(merchantId);
+    const now = await ok(api.get(`/metrics/mrr?${RANGE}`, token));
+    // As a request that read its token just before the switch: generation 0, UTC; generation 0 is deleted by now.
+    const stale = await mrrSeries(merchantId, { reportingCurrency: 'TWD', timezone: 'UTC', generation: 0 }, {
+      start_date: '2026-01-01',
+      end_date: '2026-03-10',
+      interval: 'day',
+    } as never);
+    expect(stale.data).toEqual(now.data);
   }, 120_000);
 
   it('a job given up on (its dead-letter queue) is put again by ops metrics resume-recount, and the recount finishes', async () => {

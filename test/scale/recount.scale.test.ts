@@ -35,7 +35,12 @@ const timelines = (n: number): Timeline[] => {
     const cycle = random() < 0.7 ? 'monthly' : 'yearly';
     const points: Point[] = times.map((t, i) => {
       const cancelled = i === times.length - 1 && random() < 0.3;
-      return [new Date(t).toISOString().replace('.000Z', 'Z'), cancelled ? '0' : String(100 + Math.floor(random() * 900)), cancelled ? 'c' : 'a', [plan, cycle, 'TWD']];
+      return [
+        new Date(t).toISOString().replace('.000Z', 'Z'),
+        cancelled ? '0' : String(100 + Math.floor(random() * 900)),
+        cancelled ? 'c' : 'a',
+        [plan, cycle, 'TWD'],
+      ];
     });
     return { S1: points };
   });
@@ -98,22 +103,28 @@ describe('a recount at scale', () => {
     expect(ids).toHaveLength(1_500);
     const all = timelines(1_500);
     for (let b = 0; b < 15; b++) {
-      const res = await ok(
-        api.post('/subscriptions/batch', token, {
-          subscriptions: ids.slice(b * 100, b * 100 + 100).map((customer_id, i) => {
-            const [first] = all[b * 100 + i].S1;
-            return {
-              external_id: `scale-${b * 100 + i}`,
-              customer_id,
-              plan_name: first[3]![0],
-              billing_cycle: first[3]![1],
-              mrr: first[1],
-              started_at: first[0],
-            };
-          }),
-        }),
-      );
-      expect(res.data.failed, JSON.stringify(res.data.results.failed[0])).toBe(0);
+      let items = ids.slice(b * 100, b * 100 + 100).map((customer_id, i) => {
+        const [first] = all[b * 100 + i].S1;
+        return {
+          external_id: `scale-${b * 100 + i}`,
+          customer_id,
+          plan_name: first[3]![0],
+          billing_cycle: first[3]![1],
+          mrr: first[1],
+          started_at: first[0],
+        };
+      });
+      // A batch item lost to contention (its answer says so) is sent again, as an importer does.
+      for (let attempt = 0; items.length && attempt < 5; attempt++) {
+        const res = await ok(api.post('/subscriptions/batch', token, { subscriptions: items }));
+        const failed = res.data.results.failed as { index: number; reason: string }[];
+        expect(
+          failed.filter((f) => f.reason !== 'conflict'),
+          JSON.stringify(failed[0]),
+        ).toEqual([]);
+        items = failed.map((f) => items[f.index]);
+      }
+      expect(items).toEqual([]);
     }
     const subs = (await ok(api.get('/subscriptions?per_page=100', token))).data.map((s: { id: number }) => s.id);
     await changeMerchant(merchantId, { timezone: 'Asia/Taipei' });
@@ -131,7 +142,10 @@ describe('a recount at scale', () => {
     })();
     const started = Date.now();
     for (let round = 0; round < 200; round++) {
-      const jobs = await queryAll<{ pk: string; sk: string }>({ partition: keys.recountJob(merchantId, '').pk, descending: false }, ['pk', 'sk']);
+      const jobs = await queryAll<{ pk: string; sk: string }>({ partition: keys.recountJob(merchantId, '').pk, descending: false }, [
+        'pk',
+        'sk',
+      ]);
       if (!jobs.length) break;
       for (const job of jobs) await runRecountJob(job, Date.now() + 60_000);
     }
