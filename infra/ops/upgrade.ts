@@ -4,6 +4,7 @@ import { moveOrderListKeys } from '#lib/orders/store';
 import { merchantIdPages } from '#lib/merchants/store';
 import { backfillEndpointList } from '#lib/webhooks/store';
 import { now } from '#lib/clock';
+import { plusMonths, utcMonth } from '#lib/shared/time';
 import { addToMerchantDirectory, backfillMerchantDirectory } from './directory.ts';
 
 /**
@@ -15,9 +16,8 @@ type Step = { name: string; run: (merchantId: string) => Promise<unknown> };
 
 /** The months whose stats reads use: this one and the next (a write dated a little ahead lands there). */
 const statsMonths = (): string[] => {
-  const at = now();
-  const next = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1));
-  return [at.toISOString().slice(0, 7), next.toISOString().slice(0, 7)];
+  const month = utcMonth(now().toISOString());
+  return [month, plusMonths(month, 1)];
 };
 
 export const UPGRADE_STEPS: Step[] = [

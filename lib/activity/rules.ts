@@ -1,4 +1,5 @@
 import type { BatchResult } from '#lib/shared/schemas';
+import { plusMonths, utcMonth } from '#lib/shared/time';
 import { ACTIVITY_TYPES, type ActivityType } from '#lib/activity/schemas';
 
 export { ACTIVITY_TYPES, type ActivityType };
@@ -12,10 +13,7 @@ export { ACTIVITY_TYPES, type ActivityType };
 export const RETENTION_MONTHS = 13;
 
 /** `YYYY-MM` of an ISO timestamp, moved by `delta` months. */
-export const monthOf = (iso: string, delta = 0): string => {
-  const d = new Date(Date.UTC(Number(iso.slice(0, 4)), Number(iso.slice(5, 7)) - 1 + delta, 1));
-  return d.toISOString().slice(0, 7);
-};
+export const monthOf = (iso: string, delta = 0): string => plusMonths(utcMonth(iso), delta);
 
 /** The first month whose entries are still listed at `at` (older ones have expired). */
 export const oldestListedMonth = (at: string): string => monthOf(at, -RETENTION_MONTHS);

@@ -1,3 +1,6 @@
+import { UTCDateMini } from '@date-fns/utc';
+import { addMonths } from 'date-fns/addMonths';
+import { startOfMonth } from 'date-fns/startOfMonth';
 import Decimal from 'decimal.js';
 import { NO_STANDING, type Standing } from '#lib/metrics/timeline';
 import { decodeMetadata } from '#lib/shared/metadata';
@@ -56,7 +59,8 @@ export const ltvPartOf = (paidAt: string): { year: string; attr: string } => {
   const d = new Date(t);
   const [y, m] = [d.getUTCFullYear(), d.getUTCMonth()];
   const pad = (n: number) => String(n).padStart(2, '0');
-  const inMonth = t - Date.UTC(y, m, 1) >= LTV_EDGE_MS && Date.UTC(y, m + 1, 1) - t > LTV_EDGE_MS;
+  const month = startOfMonth(new UTCDateMini(t));
+  const inMonth = t - month.getTime() >= LTV_EDGE_MS && addMonths(month, 1).getTime() - t > LTV_EDGE_MS;
   if (inMonth) return { year: String(y), attr: `m${pad(m + 1)}` };
   const q = new Date(Math.floor(t / QUARTER_MS) * QUARTER_MS);
   return { year: String(y), attr: `q${pad(m + 1)}${pad(q.getUTCDate())}${pad(q.getUTCHours())}${pad(q.getUTCMinutes())}` };

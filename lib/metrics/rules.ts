@@ -1,3 +1,18 @@
+import type { UTCDate } from '@date-fns/utc';
+import { addDays } from 'date-fns/addDays';
+import { addMonths } from 'date-fns/addMonths';
+import { addQuarters } from 'date-fns/addQuarters';
+import { addWeeks } from 'date-fns/addWeeks';
+import { addYears } from 'date-fns/addYears';
+import { differenceInCalendarDays } from 'date-fns/differenceInCalendarDays';
+import { differenceInCalendarMonths } from 'date-fns/differenceInCalendarMonths';
+import { eachMonthOfInterval } from 'date-fns/eachMonthOfInterval';
+import { startOfISOWeek } from 'date-fns/startOfISOWeek';
+import { startOfMonth } from 'date-fns/startOfMonth';
+import { startOfQuarter } from 'date-fns/startOfQuarter';
+import { startOfYear } from 'date-fns/startOfYear';
+import { subMonths } from 'date-fns/subMonths';
+import { subYears } from 'date-fns/subYears';
 import Decimal from 'decimal.js';
 import { InvalidError } from '#lib/errors';
 import {
@@ -19,6 +34,7 @@ import {
   type Segment,
 } from '#lib/metrics/timeline';
 import { ExactSum } from '#lib/shared/money';
+import { isoDay, isoWeekStart, monthLastDay, plusDays, plusMonths, utcDate } from '#lib/shared/time';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 
 /**
@@ -28,7 +44,6 @@ import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
  */
 
 const ZERO = new Decimal(0);
-const DAY_MS = 86_400_000;
 
 export const MAX_DAY_POINTS = 731;
 export const MAX_YEARS = 10;
@@ -98,16 +113,6 @@ const unconvertedOf = (s: Sums): Record<string, string> =>
       .map(([c, v]) => [c, v.toFixed(2)]),
   );
 
-export const dayOf = (d: Date) => d.toISOString().slice(0, 10);
-const toDate = (day: string) => new Date(`${day}T00:00:00Z`);
-export const addDays = (day: string, n: number) => dayOf(new Date(toDate(day).getTime() + n * DAY_MS));
-/** The last day of a `yyyy-mm` (setUTCFullYear: Date.UTC would read years below 100 as 19xx). */
-const lastDayOf = (month: string) => {
-  const d = new Date(0);
-  d.setUTCFullYear(Number(month.slice(0, 4)), Number(month.slice(5, 7)), 0);
-  return dayOf(d);
-};
-
 /** Intervals made of whole months: read from the month roll-ups, days only at a partial end. */
 const MONTHS_IN: Partial<Record<Interval, number>> = { month: 1, quarter: 3, year: 12 };
 
@@ -123,22 +128,23 @@ const monthBucket = (month: string, interval: Interval) =>
 export const bucketKey = (day: string, interval: Interval) => {
   if (interval === 'day') return day;
   if (MONTHS_IN[interval]) return monthBucket(day.slice(0, 7), interval);
-  const d = toDate(day);
-  return addDays(day, -((d.getUTCDay() + 6) % 7)); // the Monday of its week (UTC)
+  return isoWeekStart(day);
+};
+
+/** The first day of the bucket after the one `d` falls in. */
+const NEXT_BUCKET: Record<Interval, (d: UTCDate) => UTCDate> = {
+  day: (d) => addDays(d, 1),
+  week: (d) => addWeeks(startOfISOWeek(d), 1),
+  month: (d) => addMonths(startOfMonth(d), 1),
+  quarter: (d) => addQuarters(startOfQuarter(d), 1),
+  year: (d) => addYears(startOfYear(d), 1),
 };
 
 /** The first day of each bucket of [start, end]: the range's start, then each next day, Monday, 1st of a month, quarter or year. */
 export function* bucketStarts(start: string, end: string, interval: Interval) {
   // Compared as times, not text: past 9999-12-31 ISO dates gain a sign and sort first.
-  const last = toDate(end).getTime();
-  const months = MONTHS_IN[interval];
-  for (let t = toDate(start).getTime(); t <= last; ) {
-    yield dayOf(new Date(t));
-    const d = new Date(t);
-    if (interval === 'day') t += DAY_MS;
-    else if (interval === 'week') t += (7 - ((d.getUTCDay() + 6) % 7)) * DAY_MS;
-    else t = d.setUTCMonth(d.getUTCMonth() - (d.getUTCMonth() % months!) + months!, 1);
-  }
+  const last = utcDate(end).getTime();
+  for (let d = utcDate(start); d.getTime() <= last; d = NEXT_BUCKET[interval](d)) yield isoDay(d);
 }
 
 export type Range = { start: string; end: string; interval: Interval };
@@ -154,14 +160,14 @@ export const rangeReads = ({ start, end, interval }: Range) => {
   const fromMonth = start.slice(0, 7);
   const toMonth = end.slice(0, 7);
   const firstDay = `${fromMonth}-01`;
-  const lastDay = lastDayOf(toMonth);
+  const lastDay = monthLastDay(toMonth);
   const monthly = MONTHS_IN[interval] !== undefined;
   // `M#<fromMonth>` sorts before that month's items, so it stops just before them.
   const monthsTo = monthly ? `M#${toMonth}#~` : `M#${fromMonth}`;
   const days: [string, string][] = monthly
     ? [
-        ...(start > firstDay ? [[firstDay, addDays(start, -1)] as [string, string]] : []),
-        ...(end < lastDay ? [[addDays(end, 1), lastDay] as [string, string]] : []),
+        ...(start > firstDay ? [[firstDay, plusDays(start, -1)] as [string, string]] : []),
+        ...(end < lastDay ? [[plusDays(end, 1), lastDay] as [string, string]] : []),
       ]
     : [[firstDay, end]];
   return { monthsTo, dayRanges: days.map(([lo, hi]) => [`D#${lo}`, `D#${hi}#~`] as [string, string]) };
@@ -176,6 +182,9 @@ export const foldRange = ({ start, end, interval }: Range, items: { months: Aggr
   const before = emptyAcc();
   const byBucket = new Map<string, Acc>();
   const into = (key: string) => byBucket.get(key) ?? byBucket.set(key, emptyAcc()).get(key)!;
+  // Each day has an item per shard: its bucket (a week's Monday, date-fns) is worked out once.
+  const buckets = new Map<string, string>();
+  const bucketOf = (day: string) => buckets.get(day) ?? buckets.set(day, bucketKey(day, interval)).get(day)!;
   for (const item of items.months) {
     const month = String(item.sk).slice(2, 9);
     if (month < fromMonth) addItem(before, item);
@@ -188,7 +197,7 @@ export const foldRange = ({ start, end, interval }: Range, items: { months: Aggr
       if (monthly) addItem(into(monthBucket(fromMonth, interval)), item, -1);
     } else if (day > end)
       addItem(into(monthBucket(toMonth, interval)), item, -1); // months only: after the range, in its last month
-    else addItem(into(bucketKey(day, interval)), item);
+    else addItem(into(bucketOf(day)), item);
   }
   return { before, moves: byBucket };
 };
@@ -280,16 +289,17 @@ export const itemsInRange = (items: AggregateItem[], { monthsTo, dayRanges }: Ra
 export const cohortItemsIn = (items: AggregateItem[], start: string, end: string) =>
   items.filter((i) => String(i.sk) >= `${start}#` && String(i.sk) <= `${end}#~`);
 
+/** The first day a range may start on (the default start of a range ending in year 1 stops there). */
+const FIRST_DAY = '0001-01-01';
+
 /** start/end with their defaults and the limits of docs/metrics.md (422 on the parameter at fault); `today` is the day in `zone`. */
 export const resolveRange = (q: MrrQuery, today: string, zone = DEFAULT_TIMEZONE): Range => {
   const interval: Interval = q.interval ?? 'month';
   const end = q.end_date ? utcDayOf(q.end_date, zone)! : today;
   // No projections: the figures after today would only repeat today's.
   if (end > today) throw dateError('end_date', 'The end date field must be a date before or equal to today.');
-  const endMonth = toDate(end);
-  const start = q.start_date
-    ? utcDayOf(q.start_date, zone)!
-    : dayOf(new Date(Date.UTC(endMonth.getUTCFullYear(), endMonth.getUTCMonth() - 11, 1)));
+  const yearBefore = isoDay(subMonths(startOfMonth(utcDate(end)), 11));
+  const start = q.start_date ? utcDayOf(q.start_date, zone)! : yearBefore < FIRST_DAY ? FIRST_DAY : yearBefore;
   const blame = q.end_date ? 'end_date' : 'start_date';
   if (start > end) {
     throw dateError(
@@ -299,14 +309,13 @@ export const resolveRange = (q: MrrQuery, today: string, zone = DEFAULT_TIMEZONE
         : 'The start date field must be a date before or equal to the end date.',
     );
   }
-  const days = (toDate(end).getTime() - toDate(start).getTime()) / DAY_MS + 1;
-  if (interval === 'day' && days > MAX_DAY_POINTS) {
+  if (interval === 'day' && differenceInCalendarDays(utcDate(end), utcDate(start)) + 1 > MAX_DAY_POINTS) {
     throw dateError(blame, `The range must not have more than ${MAX_DAY_POINTS} days for the day interval.`);
   }
-  const s = toDate(start);
-  const limit = new Date(s.getTime());
-  limit.setUTCFullYear(s.getUTCFullYear() + MAX_YEARS);
-  if (toDate(end).getTime() >= limit.getTime()) throw dateError(blame, `The range must not be longer than ${MAX_YEARS} years.`);
+  // `end` at least ten years after `start`, read back from the end: ten years after 29 February is
+  // 1 March here (the end's 28 February is still inside), where addYears would clamp it to the 28th.
+  if (subYears(utcDate(end), MAX_YEARS).getTime() >= utcDate(start).getTime())
+    throw dateError(blame, `The range must not be longer than ${MAX_YEARS} years.`);
   return { start, end, interval };
 };
 
@@ -425,7 +434,7 @@ export const reasonTable = ({ start, end }: Range, items: { months: AggregateIte
 export const SUMMARY_DAYS = 30;
 
 /** The summary's range: today and the 29 days before it, read by day. */
-export const summaryRange = (today: string): Range => ({ start: addDays(today, -(SUMMARY_DAYS - 1)), end: today, interval: 'day' });
+export const summaryRange = (today: string): Range => ({ start: plusDays(today, -(SUMMARY_DAYS - 1)), end: today, interval: 'day' });
 
 /** GET /metrics/summary's answer, from its range folded. */
 export const summaryOf = (range: FoldedRange) => {
@@ -453,13 +462,14 @@ export const summaryOf = (range: FoldedRange) => {
   };
 };
 
-const monthIndex = (m: string) => Number(m.slice(0, 4)) * 12 + Number(m.slice(5, 7)) - 1;
-const monthOf = (i: number) => `${String(Math.floor(i / 12)).padStart(4, '0')}-${String((i % 12) + 1).padStart(2, '0')}`;
+const FIRST_MONTH = '0001-01';
+const monthStart = (month: string) => utcDate(`${month}-01`);
 
 /** The cohort months asked for, with their defaults and limits (422 on the parameter at fault); `currentMonth` is `yyyy-mm`. */
 export const resolveCohortRange = (q: CohortsQuery, currentMonth: string) => {
   const end = q.end_month ?? currentMonth;
-  const start = q.start_month ?? monthOf(Math.max(monthIndex(end) - 11, monthIndex('0001-01')));
+  const yearBefore = plusMonths(end, -11);
+  const start = q.start_month ?? (yearBefore < FIRST_MONTH ? FIRST_MONTH : yearBefore);
   const blame = q.end_month ? 'end_month' : 'start_month';
   if (start > end) {
     throw dateError(
@@ -469,7 +479,7 @@ export const resolveCohortRange = (q: CohortsQuery, currentMonth: string) => {
         : 'The start month field must be a month before or equal to the end month.',
     );
   }
-  if (monthIndex(end) - monthIndex(start) + 1 > MAX_COHORT_MONTHS)
+  if (differenceInCalendarMonths(monthStart(end), monthStart(start)) + 1 > MAX_COHORT_MONTHS)
     throw dateError(blame, `The range must not have more than ${MAX_COHORT_MONTHS} months.`);
   return { start, end, currentMonth };
 };
@@ -495,23 +505,25 @@ export const cohortTable = ({ start, end, currentMonth }: ReturnType<typeof reso
     byCohort.set(cohort, months);
   }
   const last = end < currentMonth ? end : currentMonth;
+  // Each cohort is followed from its own month to the last one (this month at most): all among the range's months.
+  const cohorts = eachMonthOfInterval({ start: monthStart(start), end: monthStart(end) }).map((d) => isoDay(d).slice(0, 7));
   const out = [];
-  for (let c = monthIndex(start); c <= monthIndex(end); c++) {
-    const cohort = monthOf(c);
+  for (let c = 0; c < cohorts.length; c++) {
+    const cohort = cohorts[c];
     const months = byCohort.get(cohort) ?? new Map();
     const joined = months.get(cohort)?.joined ?? ZERO;
     const startMrr = months.get(cohort)?.start ?? ZERO;
     let customers = ZERO;
     let mrr = ZERO;
     const retention = [];
-    for (let m = c; m <= monthIndex(last); m++) {
-      const item = months.get(monthOf(m));
+    for (let m = c; m < cohorts.length && cohorts[m] <= last; m++) {
+      const item = months.get(cohorts[m]);
       customers = customers.plus(item?.customers ?? ZERO);
       mrr = mrr.plus(item?.mrr ?? ZERO);
       // The cohort month is measured right after each member joined (100 %), later months at their end.
       const [n, v] = m === c ? [joined, startMrr] : [customers, mrr];
       retention.push({
-        month: monthOf(m),
+        month: cohorts[m],
         customers: n.toNumber(),
         mrr: money(v),
         customer_retention: pct(n, joined),

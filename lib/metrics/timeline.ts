@@ -1,5 +1,6 @@
 import Decimal from 'decimal.js';
 import { DEFAULT_TIMEZONE, localDateOfIso } from '#lib/shared/zone';
+import { timestampPlusMonths } from '#lib/shared/time';
 import { keyText } from '#lib/shared/key-text';
 
 /**
@@ -646,18 +647,6 @@ export const difference = (before: Contributions, after: Contributions): Contrib
 export const ORDER_SHARE_SCALE = 10;
 export const CYCLE_MONTHS: Record<string, number> = { monthly: 1, quarterly: 3, 'semi-annual': 6, yearly: 12 };
 
-/** `iso` plus `months` calendar months (the day is clamped to the target month's last day: Jan 31 + 1 → Feb 28/29). */
-export const addMonths = (iso: string, months: number): string => {
-  const d = new Date(iso);
-  const day = d.getUTCDate();
-  const target = new Date(d.getTime());
-  target.setUTCDate(1);
-  target.setUTCMonth(target.getUTCMonth() + months);
-  const last = new Date(Date.UTC(target.getUTCFullYear(), target.getUTCMonth() + 1, 0)).getUTCDate();
-  target.setUTCDate(Math.min(day, last));
-  return `${target.toISOString().slice(0, 19)}Z`;
-};
-
 export type OrderFacts = {
   status: string;
   amount: string;
@@ -681,7 +670,7 @@ export const orderLine = (order: OrderFacts | null): Point[] => {
   const tag: Tag = [null, order.billing_cycle, order.currency];
   return [
     [order.paid_at, share, 'o', tag],
-    [addMonths(order.paid_at, months), '0', 'o', tag],
+    [timestampPlusMonths(order.paid_at, months), '0', 'o', tag],
   ];
 };
 

@@ -1,3 +1,8 @@
+import { UTCDateMini } from '@date-fns/utc';
+import { addDays } from 'date-fns/addDays';
+import { addMonths } from 'date-fns/addMonths';
+import { startOfDay } from 'date-fns/startOfDay';
+import { startOfMonth } from 'date-fns/startOfMonth';
 import Decimal from 'decimal.js';
 import { InvalidError } from '#lib/errors';
 import type { EventType } from '#lib/outbox/store';
@@ -5,6 +10,7 @@ import type { OrderItem } from '#lib/orders/model';
 import type { OrderBatchItem, OrderInput, OrderPatch, OrderStatus } from '#lib/orders/schemas';
 import { amountCurrencyError } from '#lib/shared/currency';
 import { money } from '#lib/shared/money';
+import { isoDay } from '#lib/shared/time';
 import { QUARTER_MS, QUARTERS_PER_DAY } from '#lib/shared/zone';
 
 /**
@@ -213,14 +219,12 @@ export type StatsTerm =
   | { kind: 'month'; month: string; sign: 1 | -1 }
   | { kind: 'day'; day: string; sign: 1 | -1; quarters: [number, number] | null };
 
-const DAY_MS = 86_400_000;
-const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-
 const dayTerms = (from: number, to: number, sign: 1 | -1): StatsTerm[] => {
   const out: StatsTerm[] = [];
-  for (let d = Math.floor(from / DAY_MS) * DAY_MS; d < to; d += DAY_MS) {
+  for (let day = startOfDay(new UTCDateMini(from)); day.getTime() < to; day = addDays(day, 1)) {
+    const d = day.getTime();
     const first = Math.floor((Math.max(from, d) - d) / QUARTER_MS);
-    const end = Math.floor((Math.min(to, d + DAY_MS) - d) / QUARTER_MS);
+    const end = Math.floor((Math.min(to, addDays(day, 1).getTime()) - d) / QUARTER_MS);
     if (first === 0 && end === QUARTERS_PER_DAY) out.push({ kind: 'day', day: isoDay(d), sign, quarters: null });
     else if (first < end) out.push({ kind: 'day', day: isoDay(d), sign, quarters: [first, end] });
   }
@@ -235,18 +239,15 @@ const dayTerms = (from: number, to: number, sign: 1 | -1): StatsTerm[] => {
  */
 export const statsTerms = (from: number, to: number): StatsTerm[] => {
   const out: StatsTerm[] = [];
-  const start = new Date(from);
-  let u0 = Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), 1);
-  while (u0 < to) {
-    const d = new Date(u0);
-    const u1 = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  for (let m = startOfMonth(new UTCDateMini(from)); m.getTime() < to; m = addMonths(m, 1)) {
+    const u0 = m.getTime();
+    const u1 = addMonths(m, 1).getTime();
     const a = Math.max(from, u0);
     const b = Math.min(to, u1);
-    const month = d.toISOString().slice(0, 7);
+    const month = isoDay(u0).slice(0, 7);
     if (a === u0 && b === u1) out.push({ kind: 'month', month, sign: 1 });
     else if (b - a > (u1 - u0) / 2) out.push({ kind: 'month', month, sign: 1 }, ...dayTerms(u0, a, -1), ...dayTerms(b, u1, -1));
     else out.push(...dayTerms(a, b, 1));
-    u0 = u1;
   }
   return out;
 };

@@ -1,3 +1,9 @@
+import { type UTCDate, UTCDateMini } from '@date-fns/utc';
+import { addDays } from 'date-fns/addDays';
+import { addMonths } from 'date-fns/addMonths';
+import { lastDayOfMonth } from 'date-fns/lastDayOfMonth';
+import { startOfISOWeek } from 'date-fns/startOfISOWeek';
+
 /** Wire format for time: `YYYY-MM-DDTHH:MM:SSZ`, UTC, no fraction (docs/api-conventions.md). */
 export const formatTimestamp = (d: Date): string => `${d.toISOString().slice(0, 19)}Z`;
 
@@ -73,3 +79,26 @@ export const isDateOnly = (value: string): boolean => ISO_DATE.test(value);
 /** UTC calendar day and month keys used by the pre-aggregated stats. */
 export const utcDay = (iso: string): string => iso.slice(0, 10);
 export const utcMonth = (iso: string): string => iso.slice(0, 7);
+
+/*
+ * Calendar arithmetic on UTC days (`YYYY-MM-DD`), months (`YYYY-MM`) and timestamps: date-fns on
+ * `UTCDateMini`s (@date-fns/utc), whose getters and setters are the UTC ones, so a step is a UTC
+ * calendar step whatever the process's time zone. Not `TZDate` in `UTC`: it asks Intl for the
+ * offset on every operation, 11 to 18 times slower, and these run in loops over a range's days
+ * (docs/decisions.md, "Libraries"). The merchant's reporting zone is `#lib/shared/zone`'s.
+ */
+
+/** The start of UTC day `day` (`YYYY-MM-DD`), for date-fns. */
+export const utcDate = (day: string): UTCDate => new UTCDateMini(Date.parse(`${day}T00:00:00Z`));
+/** The UTC day (`YYYY-MM-DD`) an instant falls in. */
+export const isoDay = (d: Date | number): string => new Date(+d).toISOString().slice(0, 10);
+/** `day` plus `n` calendar days. */
+export const plusDays = (day: string, n: number): string => isoDay(addDays(utcDate(day), n));
+/** `month` (`YYYY-MM`) plus `n` months. */
+export const plusMonths = (month: string, n: number): string => isoDay(addMonths(utcDate(`${month}-01`), n)).slice(0, 7);
+/** The last day of `month` (`YYYY-MM`). */
+export const monthLastDay = (month: string): string => isoDay(lastDayOfMonth(utcDate(`${month}-01`)));
+/** The Monday of the ISO week `day` falls in. */
+export const isoWeekStart = (day: string): string => isoDay(startOfISOWeek(utcDate(day)));
+/** A timestamp plus `n` calendar months, the time of day kept and the day clamped to the month's last (Jan 31 + 1 → Feb 28/29). */
+export const timestampPlusMonths = (iso: string, n: number): string => formatTimestamp(addMonths(new UTCDateMini(Date.parse(iso)), n));

@@ -1,4 +1,5 @@
 import { TZDate } from '@date-fns/tz';
+import { plusDays, plusMonths } from '#lib/shared/time';
 
 /**
  * The merchant's reporting time zone: which names are accepted, and where its days and months start
@@ -22,7 +23,6 @@ export const canonicalZone = (name: string): string | null => {
   }
 };
 
-const DAY_MS = 86_400_000;
 /** Stats keep quarter-hours: every zone in use today starts its days on one (UTC+5:45, +8:45, +12:45 included). */
 export const QUARTER_MS = 900_000;
 export const QUARTERS_PER_DAY = 96;
@@ -39,37 +39,30 @@ export const localDayOf = (ms: number, zone: string): string => {
 export const localDayStart = (day: string, zone: string): number => {
   const [y, m, d] = day.split('-').map(Number);
   if (y >= 100) return new TZDate(y, m - 1, d, zone).getTime();
-  // Date's constructor reads years 0 to 99 as 1900 to 1999.
+  // Date's constructor reads years 0 to 99 as 1900 to 1999. (Not date-fns' parseISO in the zone: it sets the
+  // fields one by one, which misses the midnight by the seconds of an old local-mean-time offset, 1900 in Kathmandu.)
   const t = new TZDate(2000, 0, 1, zone);
   t.setFullYear(y, m - 1, d);
   t.setHours(0, 0, 0, 0);
   return t.getTime();
 };
 
-/** `day` plus `n` calendar days (UTC arithmetic on the date only). */
-export const plusDays = (day: string, n: number): string =>
-  new Date(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS).toISOString().slice(0, 10);
-
-/** The first day of the month after the month of `day`. */
-export const nextMonthStart = (day: string): string => {
-  const d = new Date(`${day.slice(0, 7)}-01T00:00:00Z`);
-  d.setUTCMonth(d.getUTCMonth() + 1);
-  return d.toISOString().slice(0, 10);
-};
-
 /** The local day, and its month, an instant falls in: each as the UTC instants [from, to) it covers. */
 export const localPeriodsAt = (ms: number, zone: string) => {
   const day = localDayOf(ms, zone);
-  const monthStart = `${day.slice(0, 7)}-01`;
+  const month = day.slice(0, 7);
   return {
     day,
     today: { from: localDayStart(day, zone), to: localDayStart(plusDays(day, 1), zone) },
-    month: { from: localDayStart(monthStart, zone), to: localDayStart(nextMonthStart(day), zone) },
+    month: { from: localDayStart(`${month}-01`, zone), to: localDayStart(`${plusMonths(month, 1)}-01`, zone) },
   };
 };
 
 /** The quarter-hour of its UTC day an instant falls in (0 to 95). */
-export const quarterOf = (ms: number): number => Math.floor((((ms % DAY_MS) + DAY_MS) % DAY_MS) / QUARTER_MS);
+export const quarterOf = (ms: number): number => {
+  const d = new Date(ms);
+  return d.getUTCHours() * 4 + Math.floor(d.getUTCMinutes() / 15);
+};
 
 /** The local date (`YYYY-MM-DD`) of a stored UTC timestamp (`…Z`) in `zone`; in UTC, its first ten characters. */
 export const localDateOfIso = (iso: string, zone: string): string =>

@@ -1,6 +1,8 @@
 import { now } from '#lib/clock';
 import { getMerchant } from '#lib/merchants/store';
 import { generationOf, zoneOf } from '#lib/merchants/rules';
+import { UTCDateMini } from '@date-fns/utc';
+import { addDays } from 'date-fns/addDays';
 import { formatTimestamp } from '#lib/shared/time';
 import { applyScheduledCancel } from '#lib/subscriptions/service';
 import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
@@ -43,7 +45,7 @@ export type CancelCheck = { due: true; applied: boolean } | { due: false; wake_a
 export const checkScheduledCancel = asFunction(WORKER_FUNCTIONS.cancelCheck, async (s: ScheduledCancel): Promise<CancelCheck> => {
   const at = now();
   if (formatTimestamp(at) < s.cancel_at) {
-    const limit = formatTimestamp(new Date(at.getTime() + MAX_WAIT_DAYS * 86_400_000));
+    const limit = formatTimestamp(addDays(new UTCDateMini(at), MAX_WAIT_DAYS));
     return s.cancel_at <= limit ? { due: false, wake_at: s.cancel_at, far: false } : { due: false, wake_at: limit, far: true };
   }
   const merchant = await getMerchant(s.merchant_id);

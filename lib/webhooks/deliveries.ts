@@ -5,7 +5,7 @@ import { readCounterItems, sumShards } from '#lib/db/counters';
 import { countQuery, listPage, type CursorPage, type IndexQuery, type PageRequest } from '#lib/db/query';
 import { itemAbsent, type WriteSet } from '#lib/db/writes';
 import { NotFoundError } from '#lib/errors';
-import { utcDay } from '#lib/shared/time';
+import { isoDay, plusDays, utcDay } from '#lib/shared/time';
 
 /**
  * The delivery log: one item per attempt under the endpoint, newest first, kept 30 days (TTL on
@@ -21,7 +21,6 @@ import { utcDay } from '#lib/shared/time';
 export const DELIVERY_LOG_TTL_SECONDS = 30 * 24 * 3600;
 /** The list shows today's attempts and those of the 29 UTC days before: all younger than their 30-day TTL. */
 export const DELIVERY_LIST_DAYS = 30;
-const DAY_MS = 24 * 3600 * 1000;
 const COUNT_ATTR = 'attempts';
 
 /**
@@ -110,7 +109,7 @@ export const addDeliveryLog = (ws: WriteSet, merchantId: string, endpointId: num
   const day = utcDay(entry.at);
   ws.update('delivery-day', keys.webhookDeliveryDay(merchantId, endpointId, day, ws.shard))
     .add(COUNT_ATTR, new Decimal(1))
-    .set('expires_at', Math.floor(Date.parse(day) / 1000) + DELIVERY_LOG_TTL_SECONDS + 24 * 3600);
+    .set('expires_at', Math.floor(Date.parse(plusDays(day, 1)) / 1000) + DELIVERY_LOG_TTL_SECONDS); // the TTL from the day's end
 };
 
 const COMPLETE_FROM = 'complete_from';
@@ -168,7 +167,7 @@ export const listDeliveries = async (
   nowSeconds = Math.floor(Date.now() / 1000),
 ): Promise<{ data: DeliveryLogEntry[]; meta: CursorPage<DeliveryLogItem>['meta'] }> => {
   const partition = webhookDeliveriesPartition(merchantId, endpointId);
-  const firstDay = utcDay(new Date(nowSeconds * 1000 - (DELIVERY_LIST_DAYS - 1) * DAY_MS).toISOString());
+  const firstDay = plusDays(isoDay(nowSeconds * 1000), -(DELIVERY_LIST_DAYS - 1));
   // From the window's first day to just below the log head: '~' < '~ENDPOINT', above every ISO time.
   const attempts: IndexQuery = { partition, from: firstDay, to: '~' };
   // Cursors name the log, not the day its window started at.

@@ -9,7 +9,7 @@ import { retrying } from '#lib/db/retry';
 import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
 import type { EventType } from '#lib/outbox/store';
 import { now } from '#lib/clock';
-import { utcDay } from '#lib/shared/time';
+import { isoDay, plusDays } from '#lib/shared/time';
 import { deleteDeliveryDaysHead, putDeliveryDaysHead } from '#lib/webhooks/deliveries';
 import type { DeliveryStateItem } from '#lib/webhooks/delivery';
 import type { WebhookEndpointItem } from '#lib/webhooks/model';
@@ -167,7 +167,7 @@ export const backfillEndpointList = async (merchantId: string): Promise<{ endpoi
       ws.check('endpoint', endpoint, versionIs(e.version));
       if (!has(entry)) putListEntry(ws, merchantId, e);
       // Today's earlier attempts were not counted: its counts are whole from tomorrow.
-      if (!has(daysHead)) putDeliveryDaysHead(ws, merchantId, id, utcDay(new Date(now().getTime() + 24 * 3600 * 1000).toISOString()));
+      if (!has(daysHead)) putDeliveryDaysHead(ws, merchantId, id, plusDays(isoDay(now()), 1));
       await ws.commit();
       return true;
     });

@@ -154,6 +154,20 @@ describe('ranges asked for', () => {
       start_month: ['The range must not have more than 36 months.'],
     });
   });
+
+  it('are at most 10 years long: ten years after 29 February is 1 March', () => {
+    const tooLong = { end_date: ['The range must not be longer than 10 years.'] };
+    expect(resolveRange({ start_date: '2024-02-29', end_date: '2034-02-28' }, '2040-01-01').end).toBe('2034-02-28');
+    expect(refusal(() => resolveRange({ start_date: '2024-02-29', end_date: '2034-03-01' }, '2040-01-01'))).toEqual(tooLong);
+    expect(resolveRange({ start_date: '2016-03-01', end_date: '2026-02-28', interval: 'week' }, '2040-01-01').end).toBe('2026-02-28');
+    expect(refusal(() => resolveRange({ start_date: '2016-03-01', end_date: '2026-03-01' }, '2040-01-01'))).toEqual(tooLong);
+  });
+
+  it('default back to year 1 at the earliest', () => {
+    expect(resolveRange({ end_date: '0001-05-10' }, '2026-05-17').start).toBe('0001-01-01');
+    expect(resolveCohortRange({ end_month: '0001-05' }, '2026-05').start).toBe('0001-01');
+    expect(resolveCohortRange({ end_month: '2026-02' }, '2026-05').start).toBe('2025-03');
+  });
 });
 
 describe('cohorts', () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { addMonths } from '#lib/metrics/timeline';
+import { timestampPlusMonths } from '#lib/shared/time';
 import { newMerchant, useApi } from '../support/api.ts';
 
 /** Parameters (422 on the one at fault), defaults, interval boundaries, abilities and merchant isolation. */
@@ -239,10 +239,10 @@ describe('interval boundaries (UTC)', () => {
       ['2024-02-05', '0.00', '60.00'],
       ['2024-02-12', '0.00', '60.00'],
     ]);
-    expect(addMonths('2024-01-31T10:00:00Z', 1)).toBe('2024-02-29T10:00:00Z');
-    expect(addMonths('2023-01-31T10:00:00Z', 1)).toBe('2023-02-28T10:00:00Z');
-    expect(addMonths('2024-11-30T10:00:00Z', 3)).toBe('2025-02-28T10:00:00Z');
-    expect(addMonths('2024-02-29T00:00:00Z', 12)).toBe('2025-02-28T00:00:00Z');
+    expect(timestampPlusMonths('2024-01-31T10:00:00Z', 1)).toBe('2024-02-29T10:00:00Z');
+    expect(timestampPlusMonths('2023-01-31T10:00:00Z', 1)).toBe('2023-02-28T10:00:00Z');
+    expect(timestampPlusMonths('2024-11-30T10:00:00Z', 3)).toBe('2025-02-28T10:00:00Z');
+    expect(timestampPlusMonths('2024-02-29T00:00:00Z', 12)).toBe('2025-02-28T00:00:00Z');
   });
 });
 

@@ -7,8 +7,13 @@ import {
   DATE_OR_DATETIME_PATTERN,
   DATETIME_DOC_PATTERN,
   formatTimestamp,
+  isoWeekStart,
+  monthLastDay,
   parseDate,
   parseTimestamp,
+  plusDays,
+  plusMonths,
+  timestampPlusMonths,
 } from '#lib/shared/time';
 
 /** Money and time on the wire (docs/api-conventions.md), in memory. */
@@ -152,5 +157,32 @@ describe('time', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe('calendar arithmetic on UTC days (date-fns)', () => {
+  it('steps days, months and weeks across leap days, years and the ends of the calendar', () => {
+    expect(plusDays('2024-02-28', 1)).toBe('2024-02-29');
+    expect(plusDays('2023-02-28', 1)).toBe('2023-03-01');
+    expect(plusDays('2026-01-01', -1)).toBe('2025-12-31');
+    expect(plusDays('0001-01-02', -1)).toBe('0001-01-01');
+    expect(plusDays('0099-12-31', 1)).toBe('0100-01-01');
+    expect(plusMonths('2026-11', 2)).toBe('2027-01');
+    expect(plusMonths('0050-03', -11)).toBe('0049-04');
+    expect(monthLastDay('2024-02')).toBe('2024-02-29');
+    expect(monthLastDay('1900-02')).toBe('1900-02-28');
+    expect(monthLastDay('0004-02')).toBe('0004-02-29');
+    expect(isoWeekStart('2026-01-01')).toBe('2025-12-29');
+    expect(isoWeekStart('2026-01-05')).toBe('2026-01-05');
+    expect(isoWeekStart('2026-01-11')).toBe('2026-01-05');
+    expect(timestampPlusMonths('2024-01-31T23:59:59Z', 1)).toBe('2024-02-29T23:59:59Z');
+    expect(timestampPlusMonths('0099-12-31T00:00:00Z', 2)).toBe('0100-02-28T00:00:00Z');
+  });
+
+  it('steps UTC days whatever the process time zone (each day of 2026 against the UTC milliseconds)', () => {
+    for (let t = Date.UTC(2026, 0, 1); t < Date.UTC(2027, 0, 1); t += 86_400_000) {
+      const day = new Date(t).toISOString().slice(0, 10);
+      expect(plusDays(day, 1)).toBe(new Date(t + 86_400_000).toISOString().slice(0, 10));
+    }
   });
 });
