@@ -275,7 +275,7 @@ const addMoves = (
   zone: string,
 ) => {
   const had = new Set(segmentsOf(before, reportingCurrency).map((s) => `${s.dimension}#${s.value}`));
-  for (const { segment, moves: slice } of contributionChange(before, after, reportingCurrency, { before: zone, after: zone })) {
+  for (const { segment, moves: slice } of contributionChange(before, after, reportingCurrency, zone)) {
     // A change reaching far back may move more aggregates than one transaction holds: the excess
     // waits in pending-moves items that every read adds in (exact from the next read on).
     for (const [id, attrs] of slice) {

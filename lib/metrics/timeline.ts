@@ -489,28 +489,16 @@ export const contributionChange = (
   before: Timeline,
   after: Timeline,
   reportingCurrency: string,
-  zones: { before: string; after: string } = { before: DEFAULT_TIMEZONE, after: DEFAULT_TIMEZONE },
+  zone: string = DEFAULT_TIMEZONE,
 ): SegmentMoves[] => {
-  const rezoned = zones.before !== zones.after;
-  // A customer moving to another time zone's days moves all it contributes, in every segment it has.
-  const t0 = rezoned ? null : firstDifference(before, after);
-  if (t0 === null && !rezoned) return [];
-  const moved = rezoned ? null : changedLines(before, after);
-  const segments = rezoned
-    ? [
-        ...new Map(
-          [...segmentsOf(before, reportingCurrency), ...segmentsOf(after, reportingCurrency)].map((g) => [
-            `${g.dimension}\u0000${g.value}`,
-            g,
-          ]),
-        ).values(),
-      ]
-    : segmentsMoved(before, after, reportingCurrency);
+  const t0 = firstDifference(before, after);
+  if (t0 === null) return [];
+  const moved = changedLines(before, after);
   const out: SegmentMoves[] = [];
-  for (const segment of [null, ...segments]) {
-    // What is left out for want of a rate, over the lines that moved (the others' cancel out), all of them for a new zone.
-    const was = storedFigures(before, reportingCurrency, segment, t0, zones.before, moved ?? Object.keys(before));
-    const now = storedFigures(after, reportingCurrency, segment, t0, zones.after, moved ?? Object.keys(after));
+  for (const segment of [null, ...segmentsMoved(before, after, reportingCurrency)]) {
+    // What is left out for want of a rate, over the lines that moved (the others' cancel out).
+    const was = storedFigures(before, reportingCurrency, segment, t0, zone, moved);
+    const now = storedFigures(after, reportingCurrency, segment, t0, zone, moved);
     const moves = difference(was, now);
     if (moves.size) out.push({ segment, moves });
   }

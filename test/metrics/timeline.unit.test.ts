@@ -278,24 +278,17 @@ describe('segments', () => {
     );
   });
 
-  it('in a time zone, or moving from one zone to another, each segment moves by the difference of its recomputations in those zones', () => {
+  it('in a time zone, each segment moves by the difference of its recomputations in that zone', () => {
     const ZONES = ['UTC', 'Asia/Taipei', 'America/New_York', 'Asia/Kathmandu', 'Pacific/Kiritimati', 'Pacific/Pago_Pago'];
     fc.assert(
-      fc.property(
-        changed,
-        fc.constantFrom(...ZONES),
-        fc.constantFrom(...ZONES),
-        fc.boolean(),
-        ({ before, after }, from, to, same_lines) => {
-          const next = same_lines ? before : after;
-          const moved = contributionChange(before, next, CCY, { before: from, after: to });
-          for (const segment of [null, ...SEGMENTS]) {
-            const got = moved.find((m) => same(m.segment, segment))?.moves ?? new Map();
-            const expected = difference(contributions(before, CCY, segment, from), contributions(next, CCY, segment, to));
-            expect(asMap(got), `${JSON.stringify(segment)} ${from} → ${to}`).toEqual(asMap(expected));
-          }
-        },
-      ),
+      fc.property(changed, fc.constantFrom(...ZONES), ({ before, after }, zone) => {
+        const moved = contributionChange(before, after, CCY, zone);
+        for (const segment of [null, ...SEGMENTS]) {
+          const got = moved.find((m) => same(m.segment, segment))?.moves ?? new Map();
+          const expected = difference(contributions(before, CCY, segment, zone), contributions(after, CCY, segment, zone));
+          expect(asMap(got), `${JSON.stringify(segment)} ${zone}`).toEqual(asMap(expected));
+        }
+      }),
       { numRuns: 300 },
     );
   });
