@@ -6,6 +6,7 @@ import { backfillEndpointList } from '#lib/webhooks/store';
 import { now } from '#lib/clock';
 import { plusMonths, utcMonth } from '#lib/shared/time';
 import { addToMerchantDirectory, backfillMerchantDirectory } from './directory.ts';
+import { upgradeFiguresSettings } from './figures-upgrade.ts';
 
 /**
  * `ops upgrade`: brings a table written by an earlier version to the current layout, one merchant
@@ -32,6 +33,7 @@ export const UPGRADE_STEPS: Step[] = [
     }),
   },
   { name: 'customer search shards', run: moveCustomerSearchKeys },
+  { name: 'figures settings', run: upgradeFiguresSettings },
 ];
 
 export const upgradeMerchant = async (merchantId: string): Promise<Record<string, unknown>> => {

@@ -26,7 +26,7 @@ export const pacer = (wcuPerSecond: number, take: TakeShare, clock: () => number
   let held = 0;
   // An invocation's lanes book one at a time, in turn: a share is never counted for two of them.
   let queue: Promise<unknown> = Promise.resolve();
-  const inTurn = <T>(run: () => Promise<T>): Promise<T> => {
+  const oneAtATime = <T>(run: () => Promise<T>): Promise<T> => {
     const turn = queue.then(run);
     queue = turn.catch(() => undefined);
     return turn;
@@ -40,7 +40,7 @@ export const pacer = (wcuPerSecond: number, take: TakeShare, clock: () => number
      */
     book(wcu: number, notAfter = Number.POSITIVE_INFINITY): Promise<number> {
       if (wcuPerSecond <= 0) return Promise.resolve(clock());
-      return inTurn(() => booking(wcu, notAfter));
+      return oneAtATime(() => booking(wcu, notAfter));
     },
   };
 

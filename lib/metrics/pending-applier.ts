@@ -96,7 +96,7 @@ export const applyPendingRecords = asFunction(
   WORKER_FUNCTIONS.pendingMovesApplier,
   async (records: DynamoDBRecord[]): Promise<DynamoDBBatchResponse & { stats: ApplierStats }> => {
     const stats: ApplierStats = { records: records.length, pending: 0, applied: 0, gone: 0, failed: 0 };
-    const inTurn = limiter(APPLY_CONCURRENCY);
+    const limited = limiter(APPLY_CONCURRENCY);
     const apply = async (record: DynamoDBRecord) => {
       const key = keyOf(record);
       if (Date.now() >= deadline()) throw new Error('the invocation has no time left');
@@ -111,7 +111,7 @@ export const applyPendingRecords = asFunction(
       if (!isPendingMovesInsert(record)) return;
       stats.pending++;
       try {
-        await inTurn(() => apply(record));
+        await limited(() => apply(record));
       } catch (err) {
         stats.failed++;
         logger.warn('pending moves not applied', {

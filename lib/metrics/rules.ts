@@ -235,11 +235,11 @@ const dateError = (field: string, message: string) => InvalidError.field(field, 
  *   (`metadata`), among those that have had a line of one of `plans` when plans are named, and of
  *   their lines those matching `lines`.
  */
-export type Slice =
+export type Selection =
   | { kind: 'stored'; segment: Segment | null }
   | { kind: 'customers'; metadata: [key: string, value: string][]; plans: string[]; lines: LineFilter };
 
-export const resolveSegment = (q: SegmentQuery): Slice => {
+export const resolveSegment = (q: SegmentQuery): Selection => {
   const plans = planFilters(q);
   const metadata = metadataFilters(q);
   const currency = q.currency;

@@ -18,7 +18,7 @@ import {
   summaryOf,
   summaryRange,
   type Range,
-  type Slice,
+  type Selection,
 } from '#lib/metrics/rules';
 import {
   countedTimelines,
@@ -69,7 +69,7 @@ const today = (zone: string) => localDayOf(now().getTime(), zone);
  * indexes (every index's shards at once), intersected; their timelines read by key; each
  * restricted to the matching lines and mapped by the same pure function the writes use.
  */
-const segmentItems = async (merchantId: string, figures: Figures, slice: Extract<Slice, { kind: 'customers' }>) => {
+const segmentItems = async (merchantId: string, figures: Figures, slice: Extract<Selection, { kind: 'customers' }>) => {
   const [byMetadata, byPlan] = await Promise.all([
     Promise.all(slice.metadata.map(([k, v]) => customersWithMetadata(merchantId, k, v))),
     Promise.all(slice.plans.map((plan) => customersOfPlan(merchantId, plan))),
@@ -84,7 +84,7 @@ const segmentItems = async (merchantId: string, figures: Figures, slice: Extract
 };
 
 /** The movement items a range needs, of the whole, a stored segment, or the matching customers. */
-const rangeItems = async (merchantId: string, figures: Figures, slice: Slice, range: Range) => {
+const rangeItems = async (merchantId: string, figures: Figures, slice: Selection, range: Range) => {
   if (slice.kind === 'customers') return itemsInRange((await segmentItems(merchantId, figures, slice)).movements, rangeReads(range));
   return readRangeItems(
     merchantId,
