@@ -1,6 +1,6 @@
 import { csvApiHandler } from '#lib/http/csv-handler';
+import { churnReasons } from '#lib/metrics';
 import { routes } from '#lib/metrics/routes';
-import { churnReasons } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsChurnReasons, async ({ auth, query }) => ({
   status: 200,

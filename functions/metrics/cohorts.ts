@@ -1,6 +1,6 @@
 import { csvApiHandler } from '#lib/http/csv-handler';
+import { cohorts } from '#lib/metrics';
 import { routes } from '#lib/metrics/routes';
-import { cohorts } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsCohorts, async ({ auth, query }) => ({
   status: 200,

@@ -1,6 +1,6 @@
 import { csvApiHandler } from '#lib/http/csv-handler';
+import { mrrMovements } from '#lib/metrics';
 import { routes } from '#lib/metrics/routes';
-import { mrrMovements } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsMovements, async ({ auth, query }) => {
   const { items, meta } = await mrrMovements(auth.merchantId, auth, query);

@@ -1,6 +1,6 @@
 import { csvApiHandler } from '#lib/http/csv-handler';
+import { mrrSeries } from '#lib/metrics';
 import { routes } from '#lib/metrics/routes';
-import { mrrSeries } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsMrr, async ({ auth, query }) => ({
   status: 200,

@@ -1,6 +1,6 @@
 import { csvApiHandler } from '#lib/http/csv-handler';
+import { planFigures } from '#lib/metrics';
 import { routes } from '#lib/metrics/routes';
-import { planFigures } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsPlans, async ({ auth, query }) => ({
   status: 200,

@@ -1,6 +1,6 @@
 import { csvApiHandler } from '#lib/http/csv-handler';
+import { metricsSummary } from '#lib/metrics';
 import { routes } from '#lib/metrics/routes';
-import { metricsSummary } from '#lib/metrics/service';
 
 export const handler = csvApiHandler(routes.metricsSummary, async ({ auth, query }) => {
   const data = await metricsSummary(auth.merchantId, auth, query);

@@ -5,7 +5,7 @@ import { queryAll } from '#lib/db/query';
 import { listRateTables } from '#lib/exchange-rates/store';
 import { figuresZoneOf, generationOf } from '#lib/merchants/rules';
 import { getMerchant } from '#lib/merchants/store';
-import { settingsItems } from '#lib/metrics/generation';
+import { settingsItems } from '#lib/metrics';
 import { startRecount } from '#lib/metrics/recount';
 
 /** Partitions of what the settings changes before recounts left: restate jobs, the passes' pace ledger, the rate tables' version copies. */

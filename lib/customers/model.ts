@@ -2,7 +2,7 @@ import { UTCDateMini } from '@date-fns/utc';
 import { addMonths } from 'date-fns/addMonths';
 import { startOfMonth } from 'date-fns/startOfMonth';
 import Decimal from 'decimal.js';
-import { NO_STANDING, type Standing } from '#lib/metrics/timeline';
+import { NO_STANDING, type Standing } from '#lib/metrics';
 import { decodeMetadata } from '#lib/shared/metadata';
 import { money } from '#lib/shared/money';
 import { localDateOfIso, QUARTER_MS } from '#lib/shared/zone';

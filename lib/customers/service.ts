@@ -9,11 +9,19 @@ import { EXTERNAL_ID_MAX, type CustomerCreate, type CustomerUpdate } from '#lib/
 import { isIdSegment, profileChanges, searchPage, searchTerm } from '#lib/customers/rules';
 import { convertedLtv, otherLtvCurrencies, type CustomerItem } from '#lib/customers/model';
 import type { AuthContext } from '#lib/auth/tokens';
-import { generationSettings } from '#lib/metrics/generation';
+import {
+  countedTimelines,
+  generationSettings,
+  movementRow,
+  movementsOf,
+  NO_STANDING,
+  readStandings,
+  readTimeline,
+  type Standing,
+  standingKey,
+  standingsOf,
+} from '#lib/metrics';
 import type Decimal from 'decimal.js';
-import { countedTimelines, readStandings, readTimeline, standingKey, standingsOf } from '#lib/metrics/store';
-import { movementRow } from '#lib/metrics/rules';
-import { movementsOf, NO_STANDING, type Standing } from '#lib/metrics/timeline';
 import { cursorMeta, pageOfRows } from '#lib/shared/pagination';
 import {
   addCustomerCreate,

@@ -5,7 +5,7 @@ import { exchangeRatesPartition, keys } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { itemAbsent, versionIs, type WriteSet } from '#lib/db/writes';
 import type { RateTable } from '#lib/exchange-rates/rules';
-import type { RateBook } from '#lib/metrics/timeline';
+import type { RateBook } from '#lib/metrics';
 
 /**
  * The merchant's exchange rates as set: one item per currency in the merchant's rates partition

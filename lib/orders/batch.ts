@@ -1,4 +1,13 @@
-import type { SettingsMemo } from '#lib/metrics/generation';
+import {
+  addTimelineChange,
+  customersWithTimelines,
+  EMPTY_TIMELINE,
+  lineOf,
+  orderLine,
+  type SettingsMemo,
+  type Timeline,
+  type TimelineState,
+} from '#lib/metrics';
 import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
@@ -9,8 +18,6 @@ import { allocateIds } from '#lib/db/sequences';
 import { WriteSet } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
-import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, type TimelineState } from '#lib/metrics/store';
-import { lineOf, orderLine, type Timeline } from '#lib/metrics/timeline';
 import type { CustomerItem } from '#lib/customers/model';
 import { issueMessage } from '#lib/shared/validation';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';

@@ -8,8 +8,7 @@ import { WriteSet } from '#lib/db/writes';
 import { InvalidError, NotFoundError } from '#lib/errors';
 import { addCustomerCreate, customerIdsByEmail, customersByIds, liveCondition } from '#lib/customers/store';
 import type { CustomerItem } from '#lib/customers/model';
-import { orderTimeline } from '#lib/metrics/lines';
-import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE } from '#lib/metrics/store';
+import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, generationSettings, orderTimeline } from '#lib/metrics';
 import { addOutboxEvent } from '#lib/outbox/store';
 import { addIdempotencyRecord, isLive, replay as replayRecord, requestHash, type IdempotencyRecord } from '#lib/shared/idempotency';
 import { emptyPage } from '#lib/shared/pagination';
@@ -24,7 +23,6 @@ import {
   statsTerms,
   withOrderDefaults,
 } from '#lib/orders/rules';
-import { generationSettings } from '#lib/metrics/generation';
 import { localPeriodsAt } from '#lib/shared/zone';
 import type { OrderInput, OrderListQuery, OrderPatch } from '#lib/orders/schemas';
 import {

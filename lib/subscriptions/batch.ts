@@ -1,4 +1,12 @@
-import type { SettingsMemo } from '#lib/metrics/generation';
+import {
+  addTimelineChange,
+  EMPTY_TIMELINE,
+  type SettingsMemo,
+  subscriptionTimeline,
+  type Timeline,
+  timelinesFrom,
+  type TimelineState,
+} from '#lib/metrics';
 import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import { now } from '#lib/clock';
 import { batchGet, keyId } from '#lib/db/batch-get';
@@ -7,9 +15,6 @@ import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { itemAbsent, WriteSet } from '#lib/db/writes';
 import { addCustomerCreate, liveCondition } from '#lib/customers/store';
-import { subscriptionTimeline } from '#lib/metrics/lines';
-import { addTimelineChange, EMPTY_TIMELINE, timelinesFrom, type TimelineState } from '#lib/metrics/store';
-import type { Timeline } from '#lib/metrics/timeline';
 import { amountCurrencyError } from '#lib/shared/currency';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
 import { formatTimestamp } from '#lib/shared/time';

@@ -1,4 +1,14 @@
-import type { SettingsMemo } from '#lib/metrics/generation';
+import {
+  addTimelineChange,
+  importedLineEnd,
+  recordedLine,
+  setAt,
+  type SettingsMemo,
+  type Tag,
+  type Timeline,
+  timelinesFrom,
+  type TimelineState,
+} from '#lib/metrics';
 import { NO_SOURCE, openBatchActivity, sourceOf } from '#lib/activity/store';
 import Decimal from 'decimal.js';
 import { now } from '#lib/clock';
@@ -10,9 +20,6 @@ import { allocateIds } from '#lib/db/sequences';
 import { versionIs, WriteSet } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
-import { recordedLine } from '#lib/metrics/lines';
-import { addTimelineChange, timelinesFrom, type TimelineState } from '#lib/metrics/store';
-import { importedLineEnd, setAt, type Tag, type Timeline } from '#lib/metrics/timeline';
 import { batchCollector, type BatchResult } from '#lib/shared/schemas';
 import { IDEMPOTENCY_TTL_SECONDS, isLive, type IdempotencyRecord } from '#lib/shared/idempotency';
 import { formatTimestamp } from '#lib/shared/time';

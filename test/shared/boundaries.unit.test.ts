@@ -8,13 +8,13 @@ import { describe, expect, it } from 'vitest';
  */
 const ROOT = join(import.meta.dirname, '..', '..');
 
-/** Modules an import names, as paths from the project root (`#lib/x` → `lib/x.ts`, `./y.ts` from the file). */
+/** Modules an import names, as paths from the project root (`#lib/x` → `lib/x.ts`, or `lib/x/index.ts` for a folder's face, `./y.ts` from the file). */
 const importsOf = (file: string): string[] =>
   [...readFileSync(join(ROOT, file), 'utf8').matchAll(/^(?:import|export)\s[^;]*?from\s+'([^']+)'/gms)]
     .filter((m) => !/^import\s+type\s/.test(m[0]))
     .map((m) => m[1])
     .flatMap((spec) => {
-      if (spec.startsWith('#lib/')) return [`lib/${spec.slice(5)}.ts`];
+      if (spec.startsWith('#lib/')) return [existsSync(join(ROOT, `lib/${spec.slice(5)}.ts`)) ? `lib/${spec.slice(5)}.ts` : `lib/${spec.slice(5)}/index.ts`];
       if (spec.startsWith('.')) return [resolveLocal(join(file, '..', spec).replace(/\\/g, '/'))];
       return [];
     });
