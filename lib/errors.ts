@@ -4,19 +4,26 @@
  */
 export type FieldErrors = Record<string, string[]>;
 
+/** The messages of docs/api-conventions.md (Errors) that several answers share (tests import them rather than retype them). */
+export const INVALID_DATA = 'The given data was invalid.';
+export const NOT_FOUND = 'Resource not found';
+export const UNAUTHENTICATED = 'Unauthenticated.';
+export const FORBIDDEN = 'This action is unauthorized.';
+export const TOO_MANY_ATTEMPTS = 'Too Many Attempts.';
+
 export class DomainError extends Error {}
 
 /** The resource does not exist for this merchant (or is deleted). */
 export class NotFoundError extends DomainError {
   constructor() {
-    super('Resource not found');
+    super(NOT_FOUND);
   }
 }
 
 /** Invalid input, per field (dot paths for nested fields). */
 export class InvalidError extends DomainError {
   constructor(public readonly fields: FieldErrors) {
-    super('The given data was invalid.');
+    super(INVALID_DATA);
   }
   static field(field: string, message: string): InvalidError {
     return new InvalidError({ [field]: [message] });
@@ -56,7 +63,7 @@ export class RecountingError extends ContentionError {
 /** A merchant started as many recounts as an hour allows (429 with Retry-After; nothing changed). */
 export class TooManyRecountsError extends DomainError {
   constructor(public readonly retryAfterSeconds: number) {
-    super('Too Many Attempts.');
+    super(TOO_MANY_ATTEMPTS);
   }
 }
 

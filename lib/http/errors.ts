@@ -1,10 +1,15 @@
 import {
   ConflictError,
   ContentionError,
+  FORBIDDEN,
+  INVALID_DATA,
+  NOT_FOUND,
   InvalidError,
   NotFoundError,
   ThrottledError,
+  TOO_MANY_ATTEMPTS,
   TooManyRecountsError,
+  UNAUTHENTICATED,
   type FieldErrors,
 } from '#lib/errors';
 import { settledError } from '#lib/db/retry';
@@ -22,17 +27,17 @@ export class HttpError extends Error {
 
 export type { FieldErrors };
 
-export const unauthenticated = () => new HttpError(401, { message: 'Unauthenticated.' });
-export const forbidden = () => new HttpError(403, { message: 'This action is unauthorized.' });
-export const notFound = () => new HttpError(404, { message: 'Resource not found' });
+export const unauthenticated = () => new HttpError(401, { message: UNAUTHENTICATED });
+export const forbidden = () => new HttpError(403, { message: FORBIDDEN });
+export const notFound = () => new HttpError(404, { message: NOT_FOUND });
 /** A known path asked with a method it does not serve. */
 export const methodNotAllowed = (allow: string[]) => new HttpError(405, { message: 'Method not allowed.' }, { Allow: allow.join(', ') });
 export const invalidJson = () => new HttpError(400, { message: 'The request body is not valid JSON.' });
 export const tooLarge = () => new HttpError(413, { message: 'The request body is too large.' });
 export const conflict = (message: string) => new HttpError(409, { message });
 export const tooManyAttempts = (retryAfterSeconds: number) =>
-  new HttpError(429, { message: 'Too Many Attempts.' }, { 'Retry-After': String(retryAfterSeconds) });
-export const validationFailed = (errors: FieldErrors) => new HttpError(422, { message: 'The given data was invalid.', errors });
+  new HttpError(429, { message: TOO_MANY_ATTEMPTS }, { 'Retry-After': String(retryAfterSeconds) });
+export const validationFailed = (errors: FieldErrors) => new HttpError(422, { message: INVALID_DATA, errors });
 /** A 422 on one field. */
 export const invalidField = (field: string, message: string) => validationFailed({ [field]: [message] });
 export const serverError = () => new HttpError(500, { message: 'Server Error' });

@@ -1,3 +1,4 @@
+import { INVALID_DATA as INVALID } from '#lib/errors';
 import { describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
@@ -6,7 +7,6 @@ import { activityRecords } from '../orders/helpers.ts';
 import { createCustomer } from '#lib/customers/service';
 
 const api = useApi();
-const INVALID = 'The given data was invalid.';
 const EXT_TAKEN = 'The external id has already been taken.';
 
 const batch = (token: string, body: unknown, qs = '') => api.post(`/customers/batch${qs}`, token, body);

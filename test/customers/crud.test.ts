@@ -1,3 +1,4 @@
+import { INVALID_DATA as INVALID } from '#lib/errors';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { newMerchant, useApi } from '../support/api.ts';
@@ -5,7 +6,6 @@ import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 
 const api = useApi();
-const INVALID = 'The given data was invalid.';
 const NOT_FOUND = { message: 'Resource not found' };
 
 const create = async (token: string, body: Record<string, unknown>) => {

@@ -1,3 +1,4 @@
+import { INVALID_DATA as INVALID } from '#lib/errors';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { db, tableName } from '#lib/db/client';
@@ -6,7 +7,6 @@ import { newMerchant, useApi } from '../support/api.ts';
 import { fixedClock, resetClock } from '#lib/clock';
 
 const api = useApi();
-const INVALID = 'The given data was invalid.';
 
 afterEach(() => resetClock());
 

@@ -1,3 +1,4 @@
+import { INVALID_DATA } from '#lib/errors';
 import { describe, expect, it } from 'vitest';
 import { HttpError } from '#lib/http/errors';
 import { parseOr422 } from '#lib/http/validation';
@@ -21,7 +22,7 @@ describe('request validation', () => {
     expect(refusal(() => parseOr422(mrrQuery, { interval: 'fortnight' }))).toMatchObject({
       status: 422,
       body: {
-        message: 'The given data was invalid.',
+        message: INVALID_DATA,
         errors: { interval: [expect.stringMatching(/^The selected interval is invalid\. Allowed: day, week, month, quarter, year/)] },
       },
     });

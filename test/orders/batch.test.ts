@@ -1,3 +1,4 @@
+import { INVALID_DATA } from '#lib/errors';
 import Decimal from 'decimal.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
@@ -397,7 +398,7 @@ describe('money per currency: zero-decimal currencies take whole amounts', () =>
       customer_email: 'yen@example.com',
     });
     expect(refused.status).toBe(422);
-    expect(refused.body).toEqual({ message: 'The given data was invalid.', errors: { amount: [whole] } });
+    expect(refused.body).toEqual({ message: INVALID_DATA, errors: { amount: [whole] } });
     expect((await api.get('/orders/JPY-1', token)).status).toBe(404);
     for (const [currency, amount] of [
       ['KRW', 10.5],

@@ -1,3 +1,4 @@
+import { INVALID_DATA } from '#lib/errors';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
@@ -184,7 +185,7 @@ describe('POST /orders: validation', () => {
     );
     for (const { name, field, res } of results) {
       expect(res.status, name).toBe(422);
-      expect(res.body, name).toEqual({ message: 'The given data was invalid.', errors: { [field]: expect.any(Array) } });
+      expect(res.body, name).toEqual({ message: INVALID_DATA, errors: { [field]: expect.any(Array) } });
       expect422(res, field);
     }
     expect(await storedCounts(merchantId)).toEqual({ orders: 0, customers: 0, outbox: 0 });

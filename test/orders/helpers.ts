@@ -1,3 +1,4 @@
+import { INVALID_DATA, NOT_FOUND as NOT_FOUND_MESSAGE } from '#lib/errors';
 import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { expect } from 'vitest';
@@ -12,8 +13,8 @@ import { allPages } from '../support/pages.ts';
 
 export type Api = ReturnType<typeof useApi>;
 
-export const INVALID = 'The given data was invalid.';
-export const NOT_FOUND = { message: 'Resource not found' };
+export const INVALID = INVALID_DATA;
+export const NOT_FOUND = { message: NOT_FOUND_MESSAGE };
 
 let seq = 0;
 export const uniqueNo = (prefix = 'ORD') => `${prefix}-${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 7)}`;

@@ -1,3 +1,4 @@
+import { INVALID_DATA as INVALID } from '#lib/errors';
 import { randomUUID } from 'node:crypto';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -16,7 +17,6 @@ isolatedClock();
 const api = useApi();
 afterEach(() => vi.restoreAllMocks());
 
-const INVALID = 'The given data was invalid.';
 const NOT_FOUND = { message: 'Resource not found' };
 const expectEnvelope = (r: { headers: Headers }) => {
   expect(r.headers.get('content-type')).toBe('application/json');

@@ -1,3 +1,4 @@
+import { INVALID_DATA } from '#lib/errors';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { newMerchant, useApi } from '../support/api.ts';
@@ -116,7 +117,7 @@ describe('over HTTP', () => {
     const bad = await api.get('/customers?page=0&per_page=abc', token);
     expect(bad.status).toBe(422);
     expect(bad.body).toEqual({
-      message: 'The given data was invalid.',
+      message: INVALID_DATA,
       errors: { page: ['The page field must be at least 1.'], per_page: ['The per page field must be an integer.'] },
     });
     // A repeated parameter arrives joined ("1,2"), as API Gateway sends it, and is refused.

@@ -1,3 +1,4 @@
+import { INVALID_DATA } from '#lib/errors';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
@@ -222,7 +223,7 @@ const expectDocumented = (r: ApiResponse, label: string) => {
   expect([400, 404, 409, 413, 422], label).toContain(r.status);
   if (r.status === 422) {
     expect(Object.keys(r.body).sort(), label).toEqual(['errors', 'message']);
-    expect(r.body.message, label).toBe('The given data was invalid.');
+    expect(r.body.message, label).toBe(INVALID_DATA);
     const fields = Object.entries(r.body.errors as Record<string, unknown>);
     expect(fields.length, label).toBeGreaterThan(0);
     for (const [, messages] of fields) {

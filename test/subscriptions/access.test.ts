@@ -1,7 +1,16 @@
+import {
+  FORBIDDEN as FORBIDDEN_MESSAGE,
+  INVALID_DATA,
+  NOT_FOUND as NOT_FOUND_MESSAGE,
+  UNAUTHENTICATED as UNAUTHENTICATED_MESSAGE,
+} from '#lib/errors';
+import { CUSTOMER_INVALID, SUBSCRIPTION_INVALID } from '#lib/subscriptions/events';
+import { LIVE_TAKEN } from '#lib/subscriptions/service';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ABILITIES, type Ability } from '#lib/auth/abilities';
 import { createToken, revokeToken } from '#lib/merchants/service';
 import { newMerchant, useApi } from '../support/api.ts';
+import { factoriesFor } from '../support/factories.ts';
 import { outboxEvents } from '../orders/helpers.ts';
 
 /**
@@ -10,39 +19,15 @@ import { outboxEvents } from '../orders/helpers.ts';
  */
 
 const api = useApi();
+const { newCustomer, createSubscription } = factoriesFor(api);
 
-const INVALID = 'The given data was invalid.';
-const UNAUTHENTICATED = { message: 'Unauthenticated.' };
-const FORBIDDEN = { message: 'This action is unauthorized.' };
-const NOT_FOUND = { message: 'Resource not found' };
-const LIVE_TAKEN = 'The customer already has an active or paused subscription.';
-const CUSTOMER_INVALID = 'The selected customer id is invalid.';
-const SUBSCRIPTION_INVALID = 'The selected subscription id is invalid.';
-let seq = 0;
+const INVALID = INVALID_DATA;
+const UNAUTHENTICATED = { message: UNAUTHENTICATED_MESSAGE };
+const FORBIDDEN = { message: FORBIDDEN_MESSAGE };
+const NOT_FOUND = { message: NOT_FOUND_MESSAGE };
 
 type Merchant = { merchantId: string; token: string };
 type Body = Record<string, unknown>;
-
-const newCustomer = async (token: string) => {
-  const r = await api.post('/customers', token, {
-    email: `a${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 7)}@example.com`,
-    name: 'Acc',
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body.data as { id: number };
-};
-
-const createSub = async (token: string, customerId: number, over: Body = {}) => {
-  const r = await api.post('/subscriptions', token, {
-    customer_id: customerId,
-    plan_name: 'Basic',
-    mrr: '100.00',
-    billing_cycle: 'monthly',
-    ...over,
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body.data;
-};
 
 const ok = async (res: Promise<{ status: number; body: any }>, status = 200) => {
   const r = await res;
@@ -143,9 +128,9 @@ describe('authentication and abilities', () => {
   beforeAll(async () => {
     m = await newMerchant();
     customerId = (await newCustomer(m.token)).id;
-    subId = (await createSub(m.token, customerId)).id;
+    subId = (await createSubscription(m.token, customerId)).id;
     const c2 = (await newCustomer(m.token)).id;
-    pausedId = (await createSub(m.token, c2)).id;
+    pausedId = (await createSubscription(m.token, c2)).id;
     await ok(api.put(`/subscriptions/${pausedId}/pause`, m.token, {}));
   });
 
@@ -190,9 +175,9 @@ describe('authentication and abilities', () => {
   it("403 on the merchant's own subscriptions: a read-only token changes nothing, a write-only token reads nothing; a revoked token is 401", async () => {
     const owner = await newMerchant();
     const c = (await newCustomer(owner.token)).id;
-    const s = (await createSub(owner.token, c)).id;
+    const s = (await createSubscription(owner.token, c)).id;
     const c2 = (await newCustomer(owner.token)).id;
-    const paused = (await createSub(owner.token, c2)).id;
+    const paused = (await createSubscription(owner.token, c2)).id;
     await ok(api.put(`/subscriptions/${paused}/pause`, owner.token, {}));
     const before = await snapshot(owner);
     const fresh = (await newCustomer(owner.token)).id;
@@ -236,7 +221,7 @@ describe('404 for subscriptions that are not there', () => {
   beforeAll(async () => {
     m = await newMerchant();
     customerId = (await newCustomer(m.token)).id;
-    live = await createSub(m.token, customerId);
+    live = await createSubscription(m.token, customerId);
   });
 
   const byId = targets.filter((t) => t.path(7).includes('7'));
@@ -257,7 +242,7 @@ describe('404 for subscriptions that are not there', () => {
 
   it('a deleted subscription: DELETE 204 with no body, then 404 on every route by id; its events stay; the customer may subscribe again', async () => {
     const c = (await newCustomer(m.token)).id;
-    const sub = await createSub(m.token, c);
+    const sub = await createSubscription(m.token, c);
     await ok(api.put(`/subscriptions/${sub.id}`, m.token, { mrr: '120.00' }));
     const eventsBefore = (await api.get(`/subscriptions/events?subscription_id=${sub.id}`, m.token)).body;
     expect(eventsBefore.meta.total).toBe(2);
@@ -276,14 +261,14 @@ describe('404 for subscriptions that are not there', () => {
     expect((await api.get(`/subscriptions/events?subscription_id=${sub.id}`, m.token)).body).toEqual(eventsBefore);
     expect(await customerMrr(m.token, c)).toBe('0.00');
     // Deleting released the one-live slot.
-    await createSub(m.token, c);
+    await createSubscription(m.token, c);
     // The live subscription of this file's other customer was never touched.
     expect((await api.get(`/subscriptions/${live.id}`, m.token)).body.data).toEqual(live);
   });
 
   it('a deleted subscription leaves every list (unfiltered, by status, by customer): data and total agree', async () => {
     const c = (await newCustomer(m.token)).id;
-    const sub = await createSub(m.token, c);
+    const sub = await createSubscription(m.token, c);
     const queries = [
       '/subscriptions?per_page=100',
       '/subscriptions?status=active&per_page=100',
@@ -324,9 +309,9 @@ describe('merchant isolation', () => {
     b = await newMerchant();
     // A: customers 1..3 and subscriptions 1..3 (active, paused, cancelled). B: customer 1, subscription 1.
     aCustomers = [(await newCustomer(a.token)).id, (await newCustomer(a.token)).id, (await newCustomer(a.token)).id];
-    aSubs = [await createSub(a.token, aCustomers[0], { plan_name: 'A-active' })];
-    aSubs.push(await createSub(a.token, aCustomers[1], { plan_name: 'A-paused', mrr: '250.00' }));
-    aSubs.push(await createSub(a.token, aCustomers[2], { plan_name: 'A-cancelled', mrr: '75.00' }));
+    aSubs = [await createSubscription(a.token, aCustomers[0], { plan_name: 'A-active' })];
+    aSubs.push(await createSubscription(a.token, aCustomers[1], { plan_name: 'A-paused', mrr: '250.00' }));
+    aSubs.push(await createSubscription(a.token, aCustomers[2], { plan_name: 'A-cancelled', mrr: '75.00' }));
     await ok(api.put(`/subscriptions/${aSubs[1].id}/pause`, a.token, {}));
     await ok(api.put(`/subscriptions/${aSubs[2].id}/cancel`, a.token, {}));
     await ok(
@@ -340,7 +325,7 @@ describe('merchant isolation', () => {
       201,
     );
     bCustomer = (await newCustomer(b.token)).id;
-    bSub = await createSub(b.token, bCustomer, { plan_name: 'B-plan' });
+    bSub = await createSubscription(b.token, bCustomer, { plan_name: 'B-plan' });
     expect(aSubs.map((s) => s.id)).toEqual([1, 2, 3]);
     expect(bSub.id).toBe(1);
     expect(bCustomer).toBe(1);
@@ -458,7 +443,7 @@ describe('forbidden state moves (docs/subscriptions.md): 422 on status, nothing 
   /** A subscription of a fresh customer, brought to `status`. */
   const subIn = async (status: 'active' | 'paused' | 'cancelled') => {
     const c = (await newCustomer(m.token)).id;
-    const sub = await createSub(m.token, c);
+    const sub = await createSubscription(m.token, c);
     if (status === 'paused') await ok(api.put(`/subscriptions/${sub.id}/pause`, m.token, {}));
     if (status === 'cancelled') await ok(api.put(`/subscriptions/${sub.id}/cancel`, m.token, {}));
     return { customerId: c, id: sub.id as number };
@@ -518,7 +503,7 @@ describe('forbidden state moves (docs/subscriptions.md): 422 on status, nothing 
   it('reactivate a cancelled subscription while the customer has another active or paused one', async () => {
     for (const otherState of ['active', 'paused'] as const) {
       const { customerId, id: old } = await subIn('cancelled');
-      const other = await createSub(m.token, customerId, { plan_name: 'Second', mrr: '40.00' });
+      const other = await createSubscription(m.token, customerId, { plan_name: 'Second', mrr: '40.00' });
       if (otherState === 'paused') await ok(api.put(`/subscriptions/${other.id}/pause`, m.token, {}));
       const oldBefore = (await api.get(`/subscriptions/${old}`, m.token)).body.data;
       const otherBefore = (await api.get(`/subscriptions/${other.id}`, m.token)).body.data;
@@ -559,7 +544,7 @@ describe('one live subscription per customer', () => {
 
   it('a second POST while the customer has an active or a paused subscription → 422 customer_id; after cancel a new one is created', async () => {
     const c = (await newCustomer(m.token)).id;
-    const first = await createSub(m.token, c);
+    const first = await createSubscription(m.token, c);
     const second = { customer_id: c, plan_name: 'Second', mrr: '50.00', billing_cycle: 'yearly' };
 
     let before = await snapshot(m);
@@ -572,7 +557,7 @@ describe('one live subscription per customer', () => {
     expect(await snapshot(m)).toEqual(before);
 
     await ok(api.put(`/subscriptions/${first.id}/cancel`, m.token, {}));
-    const created = await createSub(m.token, c, second);
+    const created = await createSubscription(m.token, c, second);
     expect(created).toMatchObject({ customer_id: c, status: 'active', plan_name: 'Second', mrr: '50.00' });
     expect(await customerMrr(m.token, c)).toBe('50.00');
     // And the rule holds again for the new one.
@@ -585,8 +570,8 @@ describe('one live subscription per customer', () => {
   it('another customer is not affected by the rule', async () => {
     const c1 = (await newCustomer(m.token)).id;
     const c2 = (await newCustomer(m.token)).id;
-    await createSub(m.token, c1);
-    await createSub(m.token, c2);
+    await createSubscription(m.token, c1);
+    await createSubscription(m.token, c2);
   });
 
   it('concurrent creates for one customer: exactly one 201, the others 422 customer_id', async () => {
@@ -611,7 +596,7 @@ describe('a customer soft-deleted while holding a live subscription', () => {
   it('keeps it: GET and the lists still show it, it can be updated, paused, resumed and cancelled; the deleted customer cannot get a new one', async () => {
     const m = await newMerchant();
     const c = (await newCustomer(m.token)).id;
-    const sub = await createSub(m.token, c, { mrr: '80.00' });
+    const sub = await createSubscription(m.token, c, { mrr: '80.00' });
     expect((await api.del(`/customers/${c}`, m.token)).status).toBe(204);
     expect((await api.get(`/customers/${c}`, m.token)).status).toBe(404);
 

@@ -1,16 +1,14 @@
+import { CUSTOMER_INVALID } from '#lib/subscriptions/events';
+import { LIVE_TAKEN } from '#lib/subscriptions/service';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { newMerchant, useApi } from '../support/api.ts';
+import { useApi } from '../support/api.ts';
+import { factoriesFor } from '../support/factories.ts';
 import { activityRecords, outboxEvents } from '../orders/helpers.ts';
 
 const api = useApi();
+const { merchantWithCustomer } = factoriesFor(api);
 afterEach(() => resetClock());
-
-const setup = async () => {
-  const m = await newMerchant();
-  const customer = (await api.post('/customers', m.token, { email: `b${Math.random()}@example.com`, name: 'Batch' })).body.data;
-  return { ...m, customer };
-};
 
 const sub = (over: Record<string, unknown> = {}) => ({ plan_name: 'Basic', mrr: '100', billing_cycle: 'monthly', ...over });
 const summary = async (token: string) => (await api.get('/metrics/summary', token)).body.data;
@@ -19,7 +17,7 @@ const series = async (token: string) => (await api.get('/metrics/mrr?start_date=
 describe('POST /subscriptions/batch', () => {
   it('creates subscriptions by customer id or email (creating the customer), cancelled ones with both events; no webhook; figures as if made through the API', async () => {
     fixedClock('2026-03-15T00:00:00Z');
-    const { token, merchantId, customer } = await setup();
+    const { token, merchantId, customer } = await merchantWithCustomer();
     const res = await api.post('/subscriptions/batch', token, {
       subscriptions: [
         sub({ external_id: 'sub_a', customer_id: customer.id, started_at: '2025-06-01T00:00:00Z' }),
@@ -80,7 +78,7 @@ describe('POST /subscriptions/batch', () => {
   });
 
   it('an external id already taken (stored or earlier in the batch) is skipped; a second live subscription fails on customer_id; deleting frees the external id', async () => {
-    const { token, customer } = await setup();
+    const { token, customer } = await merchantWithCustomer();
     const first = await api.post('/subscriptions/batch', token, { subscriptions: [sub({ external_id: 'x1', customer_id: customer.id })] });
     expect(first.body.data.created).toBe(1);
     const res = await api.post('/subscriptions/batch', token, {
@@ -96,9 +94,7 @@ describe('POST /subscriptions/batch', () => {
       { index: 0, reason: 'duplicate_external_id', identifier: 'x1' },
       { index: 2, reason: 'duplicate_external_id', identifier: 'x2' },
     ]);
-    expect(res.body.data.results.failed).toEqual([
-      { index: 3, reason: 'validation_error', message: 'The customer already has an active or paused subscription.', identifier: 'x3' },
-    ]);
+    expect(res.body.data.results.failed).toEqual([{ index: 3, reason: 'validation_error', message: LIVE_TAKEN, identifier: 'x3' }]);
     // Nothing was stored for the refused ones.
     expect((await api.get('/customers?search=three@example.com', token)).body.meta.total).toBe(0);
     expect((await api.get('/subscriptions', token)).body.meta.total).toBe(2);
@@ -111,7 +107,7 @@ describe('POST /subscriptions/batch', () => {
 
   it('refuses bad items with messages that help, and stores nothing for them', async () => {
     fixedClock('2026-03-15T00:00:00Z');
-    const { token, customer } = await setup();
+    const { token, customer } = await merchantWithCustomer();
     const res = await api.post('/subscriptions/batch', token, {
       subscriptions: [
         sub({ external_id: 'v0', customer_id: customer.id, mrr: '0' }),
@@ -133,7 +129,7 @@ describe('POST /subscriptions/batch', () => {
       'The cancelled at field must be a date after or equal to started at.',
       'The mrr field must be a whole number in JPY, which has no minor unit.',
       'The cancelled at field must be a date before or equal to now.',
-      'The selected customer id is invalid.',
+      CUSTOMER_INVALID,
       'The selected billing cycle is invalid. Allowed: monthly, quarterly, semi-annual, yearly.',
       'The subscriptions.7 field must be an object.',
       'The external id field must be valid Unicode text.',
@@ -145,7 +141,7 @@ describe('POST /subscriptions/batch', () => {
   });
 
   it('a subscription in another currency is listed with it and left out of the figures', async () => {
-    const { token, customer } = await setup();
+    const { token, customer } = await merchantWithCustomer();
     const res = await api.post('/subscriptions/batch', token, {
       subscriptions: [sub({ external_id: 'usd', customer_id: customer.id, currency: 'usd', started_at: '2026-01-01T00:00:00Z' })],
     });
@@ -161,7 +157,7 @@ describe('POST /subscriptions/batch', () => {
 describe('POST /subscriptions/events/batch', () => {
   it('records events in array order, naming subscriptions by id or external id; identifier is the external id, else the customer id', async () => {
     fixedClock('2026-03-15T00:00:00Z');
-    const { token, customer } = await setup();
+    const { token, customer } = await merchantWithCustomer();
     const imported = await api.post('/subscriptions/batch', token, {
       subscriptions: [sub({ external_id: 'ext', customer_id: customer.id, started_at: '2025-03-01T00:00:00Z' })],
     });
@@ -227,7 +223,7 @@ describe('POST /subscriptions/events/batch', () => {
   });
 
   it('POST /subscriptions/events also takes subscription_external_id; an unknown one is a 422 on it', async () => {
-    const { token, customer } = await setup();
+    const { token, customer } = await merchantWithCustomer();
     await api.post('/subscriptions/batch', token, {
       subscriptions: [sub({ external_id: 'one', customer_id: customer.id, started_at: '2025-03-01T00:00:00Z' })],
     });
@@ -278,7 +274,7 @@ describe('POST /subscriptions/events/batch', () => {
 
 describe('X-Idempotency-Key on the batch endpoints', () => {
   it('a repeat with the same key and body replays the first answer and applies nothing; another body under the key is a 422', async () => {
-    const { token, customer } = await setup();
+    const { token, customer } = await merchantWithCustomer();
     const body = { subscriptions: [sub({ external_id: 'idem_1', customer_id: customer.id, started_at: '2025-01-01T00:00:00Z' })] };
     const first = await api.request('POST', '/subscriptions/batch', {
       token,
@@ -313,7 +309,7 @@ describe('X-Idempotency-Key on the batch endpoints', () => {
   });
 
   it('recorded events applied by an attempt that never answered are skipped when the batch is sent again under its key', async () => {
-    const { token, merchantId, customer } = await setup();
+    const { token, merchantId, customer } = await merchantWithCustomer();
     const events = [1, 2, 3].map((n) => ({
       customer_id: customer.id,
       event_type: n === 1 ? 'created' : 'upgrade',
@@ -342,7 +338,7 @@ describe('X-Idempotency-Key on the batch endpoints', () => {
   });
 
   it('a body nested past the call stack is still hashed: 200 with failed items, and the repeat replays', async () => {
-    const { token } = await setup();
+    const { token } = await merchantWithCustomer();
     const rawBody = `{"subscriptions":[${'['.repeat(5_000)}${']'.repeat(5_000)}]}`;
     const headers = { 'x-idempotency-key': 'deep-1', 'content-type': 'application/json' };
     const first = await api.request('POST', '/subscriptions/batch', { token, rawBody, headers });

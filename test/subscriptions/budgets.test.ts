@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cursorAt } from '../support/pages.ts';
 import { newMerchant, useApi } from '../support/api.ts';
+import { factoriesFor } from '../support/factories.ts';
 import { seededTypeCounts, seedSubscriptionEvents } from '../support/seed-subscriptions.ts';
 
 /**
@@ -10,15 +11,10 @@ import { seededTypeCounts, seedSubscriptionEvents } from '../support/seed-subscr
  * (console.info) for the table in docs/benchmarks.md.
  */
 const api = useApi();
+const { newCustomer } = factoriesFor(api);
 
 const report = (call: string, requests: number, budget: number) => {
   console.info(`[budget] ${call}: ${requests} requests (budget ≤ ${budget})`);
-};
-
-const newCustomer = async (token: string) => {
-  const r = await api.post('/customers', token, { email: `b${Math.random().toString(36).slice(2)}@example.com`, name: 'Budget' });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body.data as { id: number };
 };
 
 const subscriptionBody = (customerId: number) => ({ customer_id: customerId, plan_name: 'Basic', mrr: '100.00', billing_cycle: 'monthly' });

@@ -1,3 +1,4 @@
+import { INVALID_DATA } from '#lib/errors';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { describe, expect, it } from 'vitest';
@@ -5,6 +6,7 @@ import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { LIVE_TAKEN } from '#lib/subscriptions/service';
 import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
+import { factoriesFor } from '../support/factories.ts';
 import { transactionConflictModel, type TransactionConflictModel } from '../support/faults.ts';
 import { outboxEvents } from '../orders/helpers.ts';
 
@@ -21,6 +23,7 @@ import { outboxEvents } from '../orders/helpers.ts';
  * the retry layer has to redo them.
  */
 const api = useApi();
+const { newCustomerId, createSubscription } = factoriesFor(api);
 
 const show = (r: ApiResponse) => `${r.status} ${JSON.stringify(r.body)}`;
 const money = (v: Decimal.Value) => new Decimal(v).toFixed(2);
@@ -68,24 +71,6 @@ const totalOf = async (token: string, path: string) => {
   return r.body.meta.total as number;
 };
 
-const newCustomer = async (token: string) => {
-  const r = await api.post('/customers', token, { email: `c${Math.random().toString(36).slice(2)}@example.com`, name: 'Racer' });
-  expect(r.status, show(r)).toBe(201);
-  return r.body.data.id as number;
-};
-
-const createSub = async (token: string, customerId: number, over: Record<string, unknown> = {}) => {
-  const r = await api.post('/subscriptions', token, {
-    customer_id: customerId,
-    plan_name: 'Basic',
-    mrr: '100.00',
-    billing_cycle: 'monthly',
-    ...over,
-  });
-  expect(r.status, show(r)).toBe(201);
-  return r.body.data;
-};
-
 /** Runs `fn` with the conflict model installed (uninstalled in finally), or without when `conflicts` is false. */
 const withModel = async <T>(conflicts: boolean, fn: (model: TransactionConflictModel | null) => Promise<T>): Promise<T> => {
   const model = conflicts ? transactionConflictModel({ holdMs: 50 }) : null;
@@ -102,7 +87,7 @@ const withModel = async <T>(conflicts: boolean, fn: (model: TransactionConflictM
 
 const raceCreates = async (n: number, conflicts: boolean) => {
   const { merchantId, token } = await newMerchant();
-  const customerId = await newCustomer(token);
+  const customerId = await newCustomerId(token);
   // Each request is recognisable by its mrr and plan.
   const bodies = Array.from({ length: n }, (_, i) => ({
     customer_id: customerId,
@@ -130,7 +115,7 @@ const raceCreates = async (n: number, conflicts: boolean) => {
   responses.forEach((r, i) => {
     if (i === w) return;
     expect(r.status, `request ${i}: ${show(r)}`).toBe(422);
-    expect(r.body, `request ${i}`).toEqual({ message: 'The given data was invalid.', errors: { customer_id: [LIVE_TAKEN] } });
+    expect(r.body, `request ${i}`).toEqual({ message: INVALID_DATA, errors: { customer_id: [LIVE_TAKEN] } });
   });
 
   // Exactly one subscription for the customer, and it is the winner's.
@@ -170,8 +155,8 @@ const UPDATE_VALUES: (string | number)[] = ['150.00', '90.00', 200.5, '75.25', '
 
 const raceUpdates = async (conflicts: boolean) => {
   const { merchantId, token } = await newMerchant();
-  const customerId = await newCustomer(token);
-  const sub = await createSub(token, customerId, { mrr: INITIAL_MRR, plan_name: 'Basic' });
+  const customerId = await newCustomerId(token);
+  const sub = await createSubscription(token, customerId, { mrr: INITIAL_MRR, plan_name: 'Basic' });
   const { responses, stats } = await withModel(conflicts, async (model) => ({
     responses: await Promise.all(UPDATE_VALUES.map((mrr) => api.put(`/subscriptions/${sub.id}`, token, { mrr }))),
     stats: model ? { ...model.stats } : null,
@@ -260,9 +245,9 @@ const send = (token: string, id: number, op: Op, i: number) =>
  */
 const raceLifecycle = async (start: Status, rounds: number, conflicts: boolean) => {
   const { merchantId, token } = await newMerchant();
-  const customerId = await newCustomer(token);
+  const customerId = await newCustomerId(token);
   const mrr = '123.45';
-  const sub = await createSub(token, customerId, { mrr });
+  const sub = await createSubscription(token, customerId, { mrr });
   if (start === 'paused') expect((await api.put(`/subscriptions/${sub.id}/pause`, token, {})).status).toBe(200);
   if (start === 'cancelled') expect((await api.put(`/subscriptions/${sub.id}/cancel`, token, {})).status).toBe(200);
   let state: Status = start;
@@ -358,8 +343,8 @@ const raceLifecycle = async (start: Status, rounds: number, conflicts: boolean) 
  */
 const raceSlot = async (rounds: number, conflicts: boolean) => {
   const { merchantId, token } = await newMerchant();
-  const customerId = await newCustomer(token);
-  const a = await createSub(token, customerId, { mrr: '10.00', plan_name: 'A' });
+  const customerId = await newCustomerId(token);
+  const a = await createSubscription(token, customerId, { mrr: '10.00', plan_name: 'A' });
   expect((await api.put(`/subscriptions/${a.id}/cancel`, token, {})).status).toBe(200);
   const wins = { reactivate: 0, create: 0 };
   for (let round = 0; round < rounds; round++) {

@@ -1,6 +1,8 @@
+import { INVALID_DATA as INVALID } from '#lib/errors';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { newMerchant, useApi } from '../support/api.ts';
+import { useApi } from '../support/api.ts';
+import { factoriesFor } from '../support/factories.ts';
 
 /**
  * Changes take an effective time: update (`effective_at`), pause (`paused_at`), reactivate
@@ -9,28 +11,21 @@ import { newMerchant, useApi } from '../support/api.ts';
  * dated then and the figures move from then.
  */
 const api = useApi();
+const { merchantWithSubscription } = factoriesFor(api);
 afterEach(() => resetClock());
 
-const INVALID = 'The given data was invalid.';
 const ok = async (p: Promise<{ status: number; body: any }>, status = 200) => {
   const r = await p;
   expect(r.status, JSON.stringify(r.body)).toBe(status);
   return r.body.data;
 };
 
+// Its own: sets the clock first and returns the subscription's event and month readers.
 const setup = async () => {
   fixedClock('2026-05-01T12:00:00Z');
-  const { token } = await newMerchant();
-  const customer = (await ok(api.post('/customers', token, { email: 'eff@example.com', name: 'E' }), 201)).id;
-  const sub = await ok(
-    api.post('/subscriptions', token, {
-      customer_id: customer,
-      plan_name: 'Basic',
-      mrr: '100',
-      billing_cycle: 'monthly',
-      started_at: '2026-01-15T00:00:00Z',
-    }),
-    201,
+  const { token, sub } = await merchantWithSubscription(
+    { mrr: '100', started_at: '2026-01-15T00:00:00Z' },
+    { email: 'eff@example.com', name: 'E' },
   );
   const events = async () =>
     (await ok(api.get(`/subscriptions/events?subscription_id=${sub.id}`, token))) as {

@@ -1,9 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { newMerchant, useApi } from '../support/api.ts';
+import { useApi } from '../support/api.ts';
+import { factoriesFor } from '../support/factories.ts';
 import { outboxEvents } from '../orders/helpers.ts';
 
 const api = useApi();
+const { merchantWithCustomer } = factoriesFor(api);
 afterEach(() => resetClock());
 
 /** The customer's current MRR as the API shows it (`GET /customers/{id}`). */
@@ -13,19 +15,13 @@ const customerMrr = async (token: string, customerId: number) => {
   return r.body.data.mrr as string;
 };
 
-const setup = async () => {
-  const m = await newMerchant();
-  const customer = (await api.post('/customers', m.token, { email: `s${Math.random()}@example.com`, name: 'Sub' })).body.data;
-  return { ...m, customer };
-};
-
 const create = async (token: string, customerId: number, over: Record<string, unknown> = {}) =>
   api.post('/subscriptions', token, { customer_id: customerId, plan_name: 'Basic', mrr: '100.00', billing_cycle: 'monthly', ...over });
 
 describe('subscription lifecycle', () => {
   it('create → upgrade → downgrade → plan-only → pause → reactivate → cancel → reactivate: states, events, MRR, webhooks', async () => {
     const clock = fixedClock('2026-03-01T10:00:00Z');
-    const { token, merchantId, customer } = await setup();
+    const { token, merchantId, customer } = await merchantWithCustomer();
     const created = await create(token, customer.id, { started_at: '2026-02-15T00:00:00+08:00' });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const sub = created.body.data;
@@ -124,7 +120,7 @@ describe('subscription lifecycle', () => {
 
   it('a recorded event that is (or becomes) the latest change shows on the record: mrr and plan_name, whatever order history arrives in', async () => {
     fixedClock('2026-06-01T00:00:00Z');
-    const { token, customer } = await setup();
+    const { token, customer } = await merchantWithCustomer();
     const sub = (await create(token, customer.id, { started_at: '2026-01-01T00:00:00Z' })).body.data;
     const record = async (body: Record<string, unknown>) => {
       const r = await api.post('/subscriptions/events', token, { subscription_id: sub.id, customer_id: customer.id, ...body });
@@ -148,7 +144,7 @@ describe('subscription lifecycle', () => {
 
   it('a PUT that changes nothing answers the stored subscription and writes nothing (no event, no webhook)', async () => {
     const clock = fixedClock('2026-04-01T00:00:00Z');
-    const { token, merchantId, customer } = await setup();
+    const { token, merchantId, customer } = await merchantWithCustomer();
     const sub = (await create(token, customer.id)).body.data;
     clock.set('2026-04-02T00:00:00Z');
     const same = await api.put(`/subscriptions/${sub.id}`, token, { mrr: 100, plan_name: 'Basic' });

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
+import { factoriesFor } from '../support/factories.ts';
 import { expect422 } from '../orders/helpers.ts';
 
 /**
@@ -8,6 +9,7 @@ import { expect422 } from '../orders/helpers.ts';
  * combinations, pagination meta, soft deletes; POST /subscriptions/events as seen in the lists.
  */
 const api = useApi();
+const { newCustomerId, createSubscription } = factoriesFor(api);
 afterEach(() => resetClock());
 
 type Sub = { id: number; customer_id: number; status: string; plan_name: string; created_at: string; [k: string]: unknown };
@@ -18,24 +20,6 @@ type Evt = {
   event_type: string;
   occurred_at: string;
   [k: string]: unknown;
-};
-
-const newCustomer = async (token: string) => {
-  const r = await api.post('/customers', token, { email: `l${Math.random().toString(36).slice(2)}@example.com`, name: 'List' });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body.data.id as number;
-};
-
-const createSub = async (token: string, customerId: number, over: Record<string, unknown> = {}): Promise<Sub> => {
-  const r = await api.post('/subscriptions', token, {
-    customer_id: customerId,
-    plan_name: 'Basic',
-    mrr: '100.00',
-    billing_cycle: 'monthly',
-    ...over,
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body.data;
 };
 
 const ok = async (method: 'PUT' | 'DELETE', path: string, token: string, body?: unknown) => {
@@ -78,15 +62,15 @@ describe('GET /subscriptions', () => {
   it('newest first: created_at desc, then id desc', async () => {
     const clock = fixedClock('2026-04-01T10:00:00Z');
     const { token } = await newMerchant();
-    const c = [await newCustomer(token), await newCustomer(token), await newCustomer(token), await newCustomer(token)];
+    const c = [await newCustomerId(token), await newCustomerId(token), await newCustomerId(token), await newCustomerId(token)];
     clock.set('2026-04-01T10:00:00Z');
-    const a = await createSub(token, c[0]);
+    const a = await createSubscription<Sub>(token, c[0]);
     clock.set('2026-04-03T10:00:00Z');
-    const b = await createSub(token, c[1]);
+    const b = await createSubscription<Sub>(token, c[1]);
     clock.set('2026-04-02T10:00:00Z');
-    const mid = await createSub(token, c[2]);
+    const mid = await createSubscription<Sub>(token, c[2]);
     clock.set('2026-04-03T10:00:00Z'); // same created_at as b, larger id
-    const d = await createSub(token, c[3]);
+    const d = await createSubscription<Sub>(token, c[3]);
     expect(d.id).toBeGreaterThan(b.id);
     expect([a, b, mid, d].map((s) => s.created_at)).toEqual([
       '2026-04-01T10:00:00Z',
@@ -102,8 +86,8 @@ describe('GET /subscriptions', () => {
     expect(list.data[3]).toEqual((await api.get(`/subscriptions/${a.id}`, token)).body.data);
     // created_at, not started_at, orders the list
     clock.set('2026-04-04T10:00:00Z');
-    const c5 = await newCustomer(token);
-    const backdated = await createSub(token, c5, { started_at: '2020-01-01T00:00:00Z' });
+    const c5 = await newCustomerId(token);
+    const backdated = await createSubscription<Sub>(token, c5, { started_at: '2020-01-01T00:00:00Z' });
     expect((await ids(token, '/subscriptions')).ids[0]).toBe(backdated.id);
   });
 
@@ -111,28 +95,28 @@ describe('GET /subscriptions', () => {
     const clock = fixedClock('2026-05-01T00:00:00Z');
     const { token } = await newMerchant();
     const [c1, c2, c3, c4, c5] = [
-      await newCustomer(token),
-      await newCustomer(token),
-      await newCustomer(token),
-      await newCustomer(token),
-      await newCustomer(token),
+      await newCustomerId(token),
+      await newCustomerId(token),
+      await newCustomerId(token),
+      await newCustomerId(token),
+      await newCustomerId(token),
     ];
     const at = (day: number) => clock.set(`2026-05-${String(day).padStart(2, '0')}T00:00:00Z`);
     at(1);
-    const s1 = await createSub(token, c1, { plan_name: 'Basic' });
+    const s1 = await createSubscription<Sub>(token, c1, { plan_name: 'Basic' });
     at(2);
     await ok('PUT', `/subscriptions/${s1.id}/cancel`, token, {});
-    const s2 = await createSub(token, c1, { plan_name: 'Pro' }); // c1's live slot is free again
+    const s2 = await createSubscription<Sub>(token, c1, { plan_name: 'Pro' }); // c1's live slot is free again
     at(3);
-    const s3 = await createSub(token, c2, { plan_name: 'Basic' });
+    const s3 = await createSubscription<Sub>(token, c2, { plan_name: 'Basic' });
     await ok('PUT', `/subscriptions/${s3.id}/pause`, token, {});
     at(4);
-    const s4 = await createSub(token, c3, { plan_name: 'Pro' });
+    const s4 = await createSubscription<Sub>(token, c3, { plan_name: 'Pro' });
     at(5);
-    const s5 = await createSub(token, c4, { plan_name: 'Basic' });
+    const s5 = await createSubscription<Sub>(token, c4, { plan_name: 'Basic' });
     await ok('PUT', `/subscriptions/${s5.id}/cancel`, token, { reason: 'moved' });
     at(6);
-    const s6 = await createSub(token, c5, { plan_name: 'Pro Annual' });
+    const s6 = await createSubscription<Sub>(token, c5, { plan_name: 'Pro Annual' });
     // a plan change moves the subscription between plan_name results; a pause and reactivation return it to active
     await ok('PUT', `/subscriptions/${s6.id}`, token, { plan_name: 'Pro Yearly' });
     await ok('PUT', `/subscriptions/${s6.id}/pause`, token, {});
@@ -201,11 +185,13 @@ describe('GET /subscriptions', () => {
     expect(empty).toEqual({ data: [], meta: meta(1, 20, 0, null, null) });
     expect((await page(token, '/subscriptions?page=3&status=paused')).meta).toEqual(meta(3, 20, 0, null, null));
 
-    const customer = await newCustomer(token);
+    const customer = await newCustomerId(token);
     const subs: Sub[] = [];
     for (let i = 0; i < 5; i++) {
       clock.set(`2026-06-0${i + 1}T00:00:00Z`);
-      const s = await createSub(token, i === 4 ? await newCustomer(token) : customer, { plan_name: i % 2 ? 'Odd' : 'Even' });
+      const s = await createSubscription<Sub>(token, i === 4 ? await newCustomerId(token) : customer, {
+        plan_name: i % 2 ? 'Odd' : 'Even',
+      });
       if (i < 3) await ok('PUT', `/subscriptions/${s.id}/cancel`, token, {}); // one customer: keep its slot free
       subs.push(s);
     }
@@ -248,14 +234,14 @@ describe('GET /subscriptions', () => {
   it('a soft-deleted subscription leaves the list, every filter and the totals (GET 404); its events stay listed', async () => {
     const clock = fixedClock('2026-07-01T00:00:00Z');
     const { token } = await newMerchant();
-    const [c1, c2, c3] = [await newCustomer(token), await newCustomer(token), await newCustomer(token)];
-    const gone = await createSub(token, c1, { plan_name: 'Gone' });
+    const [c1, c2, c3] = [await newCustomerId(token), await newCustomerId(token), await newCustomerId(token)];
+    const gone = await createSubscription<Sub>(token, c1, { plan_name: 'Gone' });
     clock.set('2026-07-02T00:00:00Z');
     await ok('PUT', `/subscriptions/${gone.id}`, token, { mrr: '200.00' });
     clock.set('2026-07-03T00:00:00Z');
-    const kept = await createSub(token, c2, { plan_name: 'Gone' });
+    const kept = await createSubscription<Sub>(token, c2, { plan_name: 'Gone' });
     clock.set('2026-07-04T00:00:00Z');
-    const cancelledGone = await createSub(token, c3, { plan_name: 'Gone' });
+    const cancelledGone = await createSubscription<Sub>(token, c3, { plan_name: 'Gone' });
     await ok('PUT', `/subscriptions/${cancelledGone.id}/cancel`, token, {});
     const eventsBefore = await ids(token, '/subscriptions/events');
     expect(eventsBefore.total).toBe(5); // created, upgrade, created, created, cancel
@@ -297,7 +283,7 @@ describe('GET /subscriptions', () => {
     expect((await ids(token, '/subscriptions/events', 'event_type=cancel')).total).toBe(1);
 
     // the deleted subscription's live slot is free: the customer may subscribe again
-    const again = await createSub(token, c1);
+    const again = await createSubscription<Sub>(token, c1);
     expect.soft((await ids(token, '/subscriptions', `customer_id=${c1}`)).ids).toEqual([again.id]);
   });
 });
@@ -306,8 +292,8 @@ describe('GET /subscriptions/events', () => {
   it('newest first by occurred_at, then id desc; API events have source api', async () => {
     fixedClock('2026-08-10T00:00:00Z');
     const { token } = await newMerchant();
-    const c = await newCustomer(token);
-    const sub = await createSub(token, c, { started_at: '2026-08-05T00:00:00Z' });
+    const c = await newCustomerId(token);
+    const sub = await createSubscription<Sub>(token, c, { started_at: '2026-08-05T00:00:00Z' });
     const base = { customer_id: c, subscription_id: sub.id, event_type: 'upgrade', old_amount: '1', new_amount: '2' };
     const later = await record(token, { ...base, occurred_at: '2026-08-07T00:00:00Z' });
     const tieA = await record(token, { ...base, occurred_at: '2026-08-06T00:00:00Z' });
@@ -339,13 +325,13 @@ describe('GET /subscriptions/events', () => {
   it('filters by customer_id, subscription_id, event_type and an inclusive occurred_at range (dates or date-times), and their combinations', async () => {
     const clock = fixedClock('2026-01-20T00:00:00Z');
     const { token } = await newMerchant();
-    const [c1, c2, c3] = [await newCustomer(token), await newCustomer(token), await newCustomer(token)];
-    const s1 = await createSub(token, c1, { started_at: '2026-01-10T00:00:00Z', mrr: '100' }); // created 01-10
+    const [c1, c2, c3] = [await newCustomerId(token), await newCustomerId(token), await newCustomerId(token)];
+    const s1 = await createSubscription<Sub>(token, c1, { started_at: '2026-01-10T00:00:00Z', mrr: '100' }); // created 01-10
     clock.set('2026-02-01T12:00:00Z');
     await ok('PUT', `/subscriptions/${s1.id}`, token, { mrr: '150', plan_name: 'Pro' }); // upgrade 02-01T12:00
     clock.set('2026-02-20T00:00:00Z');
     await ok('PUT', `/subscriptions/${s1.id}/cancel`, token, { cancelled_at: '2026-02-15T23:59:59Z' }); // cancel 02-15T23:59:59
-    const s2 = await createSub(token, c2, { started_at: '2026-01-31T00:00:00Z', mrr: '90' }); // created 01-31
+    const s2 = await createSubscription<Sub>(token, c2, { started_at: '2026-01-31T00:00:00Z', mrr: '90' }); // created 01-31
     clock.set('2026-02-01T00:00:00Z');
     await ok('PUT', `/subscriptions/${s2.id}`, token, { mrr: '60' }); // downgrade 02-01T00:00
     clock.set('2026-03-01T00:00:00Z');
@@ -449,7 +435,7 @@ describe('GET /subscriptions/events', () => {
     expect(await page(token, '/subscriptions/events')).toEqual({ data: [], meta: meta(1, 20, 0, null, null) });
     expect((await page(token, '/subscriptions/events?event_type=cancel&page=2')).meta).toEqual(meta(2, 20, 0, null, null));
 
-    const [c1, c2] = [await newCustomer(token), await newCustomer(token)];
+    const [c1, c2] = [await newCustomerId(token), await newCustomerId(token)];
     const evts: Evt[] = [];
     for (let i = 0; i < 7; i++) {
       evts.push(
@@ -495,8 +481,8 @@ describe('POST /subscriptions/events (recorded events in the lists)', () => {
   it('records with source import, amount_change computed with its sign, subscription_id null when not given; listed as returned', async () => {
     const clock = fixedClock('2026-10-01T08:00:00Z');
     const { token } = await newMerchant();
-    const c = await newCustomer(token);
-    const sub = await createSub(token, c, { started_at: '2026-09-01T00:00:00Z' });
+    const c = await newCustomerId(token);
+    const sub = await createSubscription<Sub>(token, c, { started_at: '2026-09-01T00:00:00Z' });
 
     clock.set('2026-10-02T08:00:00Z');
     const down = await api.post('/subscriptions/events', token, {
@@ -585,8 +571,8 @@ describe('POST /subscriptions/events (recorded events in the lists)', () => {
 
   it('refuses an unknown customer, or a subscription of another customer, with a 422 naming the field; nothing is listed', async () => {
     const { token } = await newMerchant();
-    const [c1, c2] = [await newCustomer(token), await newCustomer(token)];
-    const sub = await createSub(token, c1);
+    const [c1, c2] = [await newCustomerId(token), await newCustomerId(token)];
+    const sub = await createSubscription<Sub>(token, c1);
     const base = { event_type: 'upgrade', old_amount: '1', new_amount: '2' };
     expect422(await api.post('/subscriptions/events', token, { ...base, customer_id: 999999 }), 'customer_id');
     expect422(await api.post('/subscriptions/events', token, { ...base, customer_id: c2, subscription_id: sub.id }), 'subscription_id');

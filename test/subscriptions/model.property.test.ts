@@ -1,3 +1,4 @@
+import { INVALID_DATA as INVALID } from '#lib/errors';
 import canonicalize from 'canonicalize';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
@@ -53,7 +54,6 @@ const TEST_TIMEOUT_MS = BUDGET_MS + 30_000;
 const START = '2026-04-01T00:00:00Z';
 const UNKNOWN_CUSTOMER = 999_999;
 const UNKNOWN_SUBSCRIPTION = 999_999_999;
-const INVALID = 'The given data was invalid.';
 const NOT_FOUND = { message: 'Resource not found' };
 
 /** Times as sent → as stored (offsets normalised to Z). Some before, some after the clock. */

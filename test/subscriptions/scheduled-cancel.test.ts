@@ -5,27 +5,16 @@ import { readTimeline } from '#lib/metrics/store';
 import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { LocalBus } from '../../infra/local/local-bus.ts';
 import { startLocalCancelScheduler } from '../../infra/local/cancel-scheduler.ts';
-import { newMerchant, useApi } from '../support/api.ts';
+import { useApi } from '../support/api.ts';
+import { factoriesFor } from '../support/factories.ts';
 import { eventually } from '../support/eventually.ts';
 import { outboxEvents } from '../orders/helpers.ts';
 
 const api = useApi();
+const { merchantWithSubscription } = factoriesFor(api);
 afterEach(() => resetClock());
 
-const setup = async (startedAt = '2026-01-01T00:00:00Z') => {
-  const m = await newMerchant();
-  const customer = (await api.post('/customers', m.token, { email: `c${Math.random()}@example.com`, name: 'Sched' })).body.data;
-  const sub = (
-    await api.post('/subscriptions', m.token, {
-      customer_id: customer.id,
-      plan_name: 'Basic',
-      mrr: '100',
-      billing_cycle: 'monthly',
-      started_at: startedAt,
-    })
-  ).body.data;
-  return { ...m, customer, sub };
-};
+const setup = (startedAt = '2026-01-01T00:00:00Z') => merchantWithSubscription({ mrr: '100', started_at: startedAt });
 const summary = async (token: string) => (await api.get('/metrics/summary', token)).body.data;
 const events = async (token: string, subId: number) => (await api.get(`/subscriptions/events?subscription_id=${subId}`, token)).body.data;
 

@@ -1,6 +1,9 @@
+import { INVALID_DATA as INVALID } from '#lib/errors';
+import { CUSTOMER_INVALID, SUBSCRIPTION_INVALID } from '#lib/subscriptions/events';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
+import { factoriesFor, subscriptionBody } from '../support/factories.ts';
 import { outboxEvents } from '../orders/helpers.ts';
 
 /**
@@ -9,43 +12,19 @@ import { outboxEvents } from '../orders/helpers.ts';
  */
 
 const api = useApi();
+const { newCustomer, createSubscription } = factoriesFor(api);
 afterEach(() => resetClock());
 
-const INVALID = 'The given data was invalid.';
 const NOW = '2026-03-01T10:00:00Z';
 const long = (n: number) => 'p'.repeat(n);
-let seq = 0;
 
 type Merchant = { merchantId: string; token: string };
 type Body = Record<string, unknown>;
-
-const newCustomer = async (token: string) => {
-  const r = await api.post('/customers', token, {
-    email: `v${process.pid}-${++seq}-${Math.random().toString(36).slice(2, 7)}@example.com`,
-    name: 'Val',
-  });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body.data as { id: number };
-};
 
 const deletedCustomer = async (token: string) => {
   const c = await newCustomer(token);
   expect((await api.del(`/customers/${c.id}`, token)).status).toBe(204);
   return c;
-};
-
-const subBody = (customerId: number, over: Body = {}): Body => ({
-  customer_id: customerId,
-  plan_name: 'Basic',
-  mrr: '100.00',
-  billing_cycle: 'monthly',
-  ...over,
-});
-
-const createSub = async (token: string, customerId: number, over: Body = {}) => {
-  const r = await api.post('/subscriptions', token, subBody(customerId, over));
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body.data;
 };
 
 /** Everything a merchant can see of its subscriptions and events, plus its webhook outbox. */
@@ -90,8 +69,8 @@ describe('POST /subscriptions: validation', () => {
     expect(fx.otherMerchantsCustomerId).toBeGreaterThan(deleted.id);
   });
 
-  const valid = (f: Fx, over: Body = {}) => subBody(f.customerId, over);
-  const customerInvalid = { customer_id: ['The selected customer id is invalid.'] };
+  const valid = (f: Fx, over: Body = {}) => subscriptionBody(f.customerId, over);
+  const customerInvalid = { customer_id: [CUSTOMER_INVALID] };
   const dateTime = (field: string) => [`The ${field} field must be a valid ISO 8601 date-time with a time zone.`];
 
   const cases: Case<Fx>[] = [
@@ -219,7 +198,7 @@ describe('POST /subscriptions: validation', () => {
     ];
     for (const [mrr, written] of cases) {
       const c = await newCustomer(m.token);
-      const sub = await createSub(m.token, c.id, { mrr });
+      const sub = await createSubscription(m.token, c.id, { mrr });
       expect(sub.mrr, String(mrr)).toBe(written);
       expect((await api.get(`/subscriptions/${sub.id}`, m.token)).body.data.mrr).toBe(written);
     }
@@ -228,14 +207,14 @@ describe('POST /subscriptions: validation', () => {
   it('accepts every subscription billing cycle and a 255-character plan name', async () => {
     for (const billing_cycle of ['monthly', 'quarterly', 'semi-annual', 'yearly']) {
       const c = await newCustomer(m.token);
-      expect((await createSub(m.token, c.id, { billing_cycle, plan_name: long(255) })).billing_cycle).toBe(billing_cycle);
+      expect((await createSubscription(m.token, c.id, { billing_cycle, plan_name: long(255) })).billing_cycle).toBe(billing_cycle);
     }
   });
 
   it('timestamps with an offset or a fraction are stored in UTC; defaults: started_at now, current_period_start = started_at', async () => {
     fixedClock(NOW);
     const c1 = await newCustomer(m.token);
-    const both = await createSub(m.token, c1.id, {
+    const both = await createSubscription(m.token, c1.id, {
       started_at: '2026-02-15T08:30:00+08:00',
       current_period_start: '2026-02-20T12:00:00.750-0500',
     });
@@ -247,18 +226,18 @@ describe('POST /subscriptions: validation', () => {
     });
 
     const c2 = await newCustomer(m.token);
-    expect(await createSub(m.token, c2.id)).toMatchObject({ started_at: NOW, current_period_start: NOW });
+    expect(await createSubscription(m.token, c2.id)).toMatchObject({ started_at: NOW, current_period_start: NOW });
 
     const c3 = await newCustomer(m.token);
-    const startedOnly = await createSub(m.token, c3.id, { started_at: '2026-01-31T23:00:00-01:00' });
+    const startedOnly = await createSubscription(m.token, c3.id, { started_at: '2026-01-31T23:00:00-01:00' });
     expect(startedOnly).toMatchObject({ started_at: '2026-02-01T00:00:00Z', current_period_start: '2026-02-01T00:00:00Z' });
 
     const c4 = await newCustomer(m.token);
-    const periodOnly = await createSub(m.token, c4.id, { current_period_start: '2026-02-10T00:00:00Z' });
+    const periodOnly = await createSubscription(m.token, c4.id, { current_period_start: '2026-02-10T00:00:00Z' });
     expect(periodOnly).toMatchObject({ started_at: NOW, current_period_start: '2026-02-10T00:00:00Z' });
 
     const c5 = await newCustomer(m.token);
-    expect(await createSub(m.token, c5.id, { started_at: null, current_period_start: null })).toMatchObject({
+    expect(await createSubscription(m.token, c5.id, { started_at: null, current_period_start: null })).toMatchObject({
       started_at: NOW,
       current_period_start: NOW,
     });
@@ -272,7 +251,12 @@ describe('POST /subscriptions: validation', () => {
 
   it('unknown body fields are ignored (status and source cannot be chosen)', async () => {
     const c = await newCustomer(m.token);
-    const sub = await createSub(m.token, c.id, { status: 'cancelled', source: 'import', id: 777, cancelled_at: '2026-01-01T00:00:00Z' });
+    const sub = await createSubscription(m.token, c.id, {
+      status: 'cancelled',
+      source: 'import',
+      id: 777,
+      cancelled_at: '2026-01-01T00:00:00Z',
+    });
     expect(sub).toMatchObject({ status: 'active', source: 'api', cancelled_at: null });
     expect(sub.id).not.toBe(777);
   });
@@ -286,7 +270,7 @@ describe('PUT /subscriptions/{id}: validation', () => {
   beforeAll(async () => {
     m = await newMerchant();
     const c = await newCustomer(m.token);
-    sub = await createSub(m.token, c.id, { plan_name: 'Basic', mrr: '100.00', started_at: '2026-01-01T00:00:00Z' });
+    sub = await createSubscription(m.token, c.id, { plan_name: 'Basic', mrr: '100.00', started_at: '2026-01-01T00:00:00Z' });
   });
 
   const cases: Case<null>[] = [
@@ -385,7 +369,7 @@ describe('PUT /subscriptions/{id}/cancel: validation', () => {
   let sub: any;
   beforeAll(async () => {
     m = await newMerchant();
-    sub = await createSub(m.token, (await newCustomer(m.token)).id);
+    sub = await createSubscription(m.token, (await newCustomer(m.token)).id);
   });
 
   const cases: Case<null>[] = [
@@ -418,7 +402,7 @@ describe('PUT /subscriptions/{id}/cancel: validation', () => {
 
   it('accepts a 255-character reason and cancelled_at with an offset (stored in UTC, the event at that instant)', async () => {
     fixedClock(NOW);
-    const other = await createSub(m.token, (await newCustomer(m.token)).id, { started_at: '2026-02-01T00:00:00Z' });
+    const other = await createSubscription(m.token, (await newCustomer(m.token)).id, { started_at: '2026-02-01T00:00:00Z' });
     const r = await api.put(`/subscriptions/${other.id}/cancel`, m.token, { reason: long(255), cancelled_at: '2026-02-28T20:00:00-05:00' });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data).toMatchObject({ status: 'cancelled', cancelled_at: '2026-03-01T01:00:00Z', cancel_reason: long(255) });
@@ -434,7 +418,7 @@ describe('PUT /subscriptions/{id}/cancel: validation', () => {
 
   it('without a body: cancelled_at defaults to now and reason to null', async () => {
     fixedClock(NOW);
-    const other = await createSub(m.token, (await newCustomer(m.token)).id);
+    const other = await createSubscription(m.token, (await newCustomer(m.token)).id);
     const r = await api.request('PUT', `/subscriptions/${other.id}/cancel`, { token: m.token });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.data).toMatchObject({ status: 'cancelled', cancelled_at: NOW, cancel_reason: null });
@@ -461,10 +445,10 @@ describe('POST /subscriptions/events: validation', () => {
     const bLast = await newCustomer(b.token);
     const c1 = await newCustomer(m.token);
     const c2 = await newCustomer(m.token);
-    const s1 = await createSub(m.token, c1.id);
-    const s2 = await createSub(m.token, c2.id);
+    const s1 = await createSubscription(m.token, c1.id);
+    const s2 = await createSubscription(m.token, c2.id);
     const c3 = await newCustomer(m.token);
-    const s3 = await createSub(m.token, c3.id);
+    const s3 = await createSubscription(m.token, c3.id);
     expect((await api.del(`/subscriptions/${s3.id}`, m.token)).status).toBe(204);
     const deleted = await deletedCustomer(m.token);
     fx = {
@@ -485,8 +469,8 @@ describe('POST /subscriptions/events: validation', () => {
     new_amount: '150.00',
     ...over,
   });
-  const subInvalid = { subscription_id: ['The selected subscription id is invalid.'] };
-  const customerInvalid = { customer_id: ['The selected customer id is invalid.'] };
+  const subInvalid = { subscription_id: [SUBSCRIPTION_INVALID] };
+  const customerInvalid = { customer_id: [CUSTOMER_INVALID] };
 
   const cases: Case<Fx>[] = [
     [
@@ -702,7 +686,7 @@ describe('GET /subscriptions and GET /subscriptions/events: query validation', (
   let m: Merchant;
   beforeAll(async () => {
     m = await newMerchant();
-    await createSub(m.token, (await newCustomer(m.token)).id);
+    await createSubscription(m.token, (await newCustomer(m.token)).id);
   });
 
   const pageCases: [string, Record<string, string[]>][] = [
@@ -791,7 +775,7 @@ describe('malformed JSON bodies', () => {
   it('400 {message: "The request body is not valid JSON."} on every subscription write with a body; nothing stored', async () => {
     const m = await newMerchant();
     const c = await newCustomer(m.token);
-    const sub = await createSub(m.token, c.id);
+    const sub = await createSubscription(m.token, c.id);
     const before = await snapshot(m);
     const stored = (await api.get(`/subscriptions/${sub.id}`, m.token)).body.data;
     const targets: [string, string][] = [

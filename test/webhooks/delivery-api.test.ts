@@ -1,3 +1,4 @@
+import { NOT_FOUND as NOT_FOUND_MESSAGE } from '#lib/errors';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { parse } from 'csv-parse/sync';
@@ -38,6 +39,7 @@ const receiver = async (respond?: (n: number) => number | Promise<number>) => {
 };
 
 /** A merchant with one endpoint pointing at a fresh receiver that verifies with its secret. */
+// Its own: a merchant with an endpoint on this file's receiver (its responses scripted), not a customer.
 const setup = async (opts: { events?: string[]; respond?: (n: number) => number | Promise<number> } = {}) => {
   const m = await newMerchant();
   const r = await receiver(opts.respond);
@@ -46,7 +48,7 @@ const setup = async (opts: { events?: string[]; respond?: (n: number) => number 
   return { ...m, r, endpoint };
 };
 
-const NOT_FOUND = { message: 'Resource not found' };
+const NOT_FOUND = { message: NOT_FOUND_MESSAGE };
 const ATTEMPT_FIELDS = [
   'event_id',
   'event_type',

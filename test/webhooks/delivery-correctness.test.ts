@@ -29,6 +29,7 @@ afterEach(async () => {
   for (const r of receivers.splice(0)) await r.close();
 });
 
+// Its own: a merchant with an endpoint on a receiver answering `status`, not a customer.
 const setup = async (status = 204) => {
   const m = await newMerchant();
   const r = await startWebhookReceiver({ respond: () => status });

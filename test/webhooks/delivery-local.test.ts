@@ -1,5 +1,7 @@
+import { NOT_FOUND } from '#lib/errors';
 import { describe, expect, it } from 'vitest';
 import { newMerchant, useApi } from '../support/api.ts';
+import { factoriesFor } from '../support/factories.ts';
 import { createOrder, orderBody, uniqueNo } from '../orders/helpers.ts';
 import {
   deliveryLog,
@@ -18,12 +20,7 @@ import {
  */
 const pipe = useDeliveryPipeline('wh-local');
 const api = useApi();
-
-const newCustomer = async (token: string) => {
-  const r = await api.post('/customers', token, { email: `c-${uniqueNo('C')}@example.com`, name: 'Subscriber' });
-  expect(r.status, JSON.stringify(r.body)).toBe(201);
-  return r.body.data as { id: number };
-};
+const { newCustomer } = factoriesFor(api);
 
 /** A pending order whose order.created marks "everything committed before it has been published and fanned out". */
 const marker = async (token: string, receiver: { received: { event: { data: { object: any } } | null }[] }) => {
@@ -260,7 +257,7 @@ describe('local delivery end to end', () => {
     expect(strangerEndpoint.id).toBe(endpoint.id);
     const foreign = await api.post(`/webhook-endpoints/${endpoint.id}/deliveries/${first.id}/retry`, stranger.token);
     expect(foreign.status).toBe(404);
-    expect(foreign.body).toEqual({ message: 'Resource not found' });
+    expect(foreign.body).toEqual({ message: NOT_FOUND });
     expect(receiver.received).toHaveLength(3);
   });
 });

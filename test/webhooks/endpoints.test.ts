@@ -1,3 +1,4 @@
+import { INVALID_DATA } from '#lib/errors';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -234,7 +235,7 @@ describe('GET /webhook-endpoints/{id} and the list', () => {
     ] as const) {
       const r = await api.get(`/webhook-endpoints?${q}`, m.token);
       expect(r.status, q).toBe(422);
-      expect(r.body).toEqual({ message: 'The given data was invalid.', errors });
+      expect(r.body).toEqual({ message: INVALID_DATA, errors });
     }
   });
 });
@@ -311,7 +312,7 @@ describe('PATCH /webhook-endpoints/{id}', () => {
     });
     expect(r.status).toBe(422);
     expect(r.body).toEqual({
-      message: 'The given data was invalid.',
+      message: INVALID_DATA,
       errors: { url: ['The url field must not point to a loopback, private, link-local, multicast or otherwise non-public address.'] },
     });
     expect(await storedItem(m.merchantId, created.id)).toEqual(before);

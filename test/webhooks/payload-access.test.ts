@@ -25,6 +25,7 @@ afterAll(async () => {
 
 const EMAIL = 'private.buyer@example.com';
 
+// Its own: a merchant with an endpoint and deliveries of private payloads made, not a customer.
 const setup = async () => {
   const m = await newMerchant();
   const secrets: string[] = [];

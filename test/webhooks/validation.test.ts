@@ -1,3 +1,4 @@
+import { INVALID_DATA as INVALID } from '#lib/errors';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resetResolver, setResolver, URL_MESSAGES } from '#lib/webhooks/url-safety';
@@ -45,7 +46,6 @@ beforeAll(() =>
 );
 afterAll(() => resetResolver());
 
-const INVALID = 'The given data was invalid.';
 type Body = Record<string, unknown>;
 type Merchant = { merchantId: string; token: string };
 
