@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { keys } from '#lib/db/keys';
 import { authKindOf } from '#lib/http/route';
-import { routeList } from '#lib/http/routes';
+import { routeList } from '#lib/api/routes';
 import { resetResolver, setResolver } from '#lib/webhooks/url-safety';
 import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';

@@ -12,13 +12,16 @@ import { newMerchant, ok, useApi } from '../support/api.ts';
  * A recount at a large merchant's scale (docs/benchmarks.md, "Recounts"): the model prices the
  * count of 10,000 and 50,000 customers as the worker does it (groups of 25 customers, their summed
  * moves on one metric shard's keys, paced at COUNT_WCU_PER_KEY on the busiest, 4 groups at once);
- * the run counts 1,500 customers on DynamoDB Local while writes land at a steady rate, and checks
+ * the run counts RUN_CUSTOMERS customers on DynamoDB Local (600 in CI; 1,500 measured for docs/benchmarks.md with RECOUNT_RUN_CUSTOMERS=1500) while writes land at a steady rate, and checks
  * that none waits or is refused and that the switch is exact.
  */
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';
 process.env.RATE_LIMIT_PER_HOUR = '1000000';
+// No applier runs here: the batches' pending moves wait (every read adds them in), so the bound is raised past the seeding's.
+process.env.PENDING_BACKLOG_BOUND = '100000';
 const api = useApi();
 
+const RUN_CUSTOMERS = Number(process.env.RECOUNT_RUN_CUSTOMERS ?? 600);
 const PLANS = ['Basic', 'Pro', 'Team', 'Enterprise', 'Starter'];
 const FROM = Date.parse('2023-01-01T00:00:00Z');
 const SPAN_MS = 3 * 365 * 86_400_000;
@@ -89,10 +92,10 @@ describe('a recount at scale', () => {
     expect(ten.seconds).toBeLessThan(300);
   });
 
-  it('1,500 customers on DynamoDB Local: writes at a steady rate meanwhile answer at their first try, and the switch is exact', async () => {
+  it(`${RUN_CUSTOMERS} customers on DynamoDB Local: writes at a steady rate meanwhile answer at their first try, and the switch is exact`, async () => {
     const { merchantId, token } = await newMerchant();
     const ids: number[] = [];
-    for (let b = 0; b < 15; b++) {
+    for (let b = 0; b < RUN_CUSTOMERS / 100; b++) {
       const created = await ok(
         api.post('/customers/batch', token, {
           customers: Array.from({ length: 100 }, (_, i) => ({ email: `s${b * 100 + i}@scale.test`, metadata: { team: 'core' } })),
@@ -100,9 +103,9 @@ describe('a recount at scale', () => {
       );
       ids.push(...created.data.results.created.map((c: { id: number }) => c.id));
     }
-    expect(ids).toHaveLength(1_500);
-    const all = timelines(1_500);
-    for (let b = 0; b < 15; b++) {
+    expect(ids).toHaveLength(RUN_CUSTOMERS);
+    const all = timelines(RUN_CUSTOMERS);
+    for (let b = 0; b < RUN_CUSTOMERS / 100; b++) {
       let items = ids.slice(b * 100, b * 100 + 100).map((customer_id, i) => {
         const [first] = all[b * 100 + i].S1;
         return {
@@ -156,7 +159,7 @@ describe('a recount at scale', () => {
     expect(merchant.recount?.status).toBe('done');
     const sorted = writes.map((w) => w.ms).sort((a, b) => a - b);
     console.info(
-      `recount of 1,500 customers on DynamoDB Local: ${seconds.toFixed(1)} s (${((seconds * 1000) / 1_500).toFixed(1)} s per 1,000 customers); ` +
+      `recount of ${RUN_CUSTOMERS} customers on DynamoDB Local: ${seconds.toFixed(1)} s (${((seconds * 1000) / RUN_CUSTOMERS).toFixed(1)} s per 1,000 customers); ` +
         `${writes.length} writes meanwhile, p50 ${sorted[Math.floor(sorted.length / 2)]} ms, p99 ${sorted[Math.floor(sorted.length * 0.99)]} ms`,
     );
     expect(writes.length).toBeGreaterThan(5);
