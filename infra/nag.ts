@@ -3,7 +3,7 @@ import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks, ServerlessChecks } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
 import { authKindOf } from '#lib/http/route';
-import type { RouteName } from '#lib/http/routes';
+import type { RouteName } from '#lib/api/routes';
 import { ApiFunction } from './constructs/api-function.ts';
 import type { ApiStack } from './stack.ts';
 

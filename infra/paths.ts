@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * Where the project is, and the handler module of each function outside the route table (the
- * route table's and the 404's are in lib/http/routes.ts). Free of constructs, so the bundler
+ * route table's and the 404's are in lib/api/routes.ts). Free of constructs, so the bundler
  * (infra/bundles/build.ts), which every function construct asks for its code, can list every
  * function without importing the constructs that create them.
  */

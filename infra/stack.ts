@@ -20,7 +20,7 @@ import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct, Node } from 'constructs';
 import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type Ability, type RouteDef } from '#lib/http/route';
-import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
+import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/api/routes';
 import { RouteGroup, routeGroupOf } from './constructs/route-group.ts';
 import { ApiFunction, METRICS_NAMESPACE_ENV, SERVICE_NAME, type TableAccess } from './constructs/api-function.ts';
 import { BackofficeIdentity } from './constructs/backoffice-identity.ts';

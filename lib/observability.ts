@@ -1,5 +1,7 @@
 import { loadTracer, Metrics, MetricUnit, type Tracer } from '#lib/powertools';
-import type { RequestTally } from '#lib/db/client';
+
+/** DynamoDB requests (one per command, whatever the SDK re-sends) and the capacity units they consumed (kept by lib/db/client.ts). */
+export type RequestTally = { total: number; byCommand: Record<string, number>; capacityUnits: number };
 
 /** The service name on every log line, metric and trace (Powertools' `service`). */
 export const SERVICE_NAME = 'revenue-analytics-api';

@@ -1,5 +1,5 @@
 import { hashToken, stampTokenUse } from '#lib/auth/tokens';
-import { routeList, type routes } from '#lib/http/routes';
+import { routeList, type routes } from '#lib/api/routes';
 import { issueLocalBackofficeToken } from '../../infra/local/backoffice-jwt.ts';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
 import { benchMerchant, startApi, type BenchApi, type BenchResponse } from '../support/api.ts';

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { fixedClock, resetClock } from '#lib/clock';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/api/routes';
 import { lambdaContext } from '../../infra/local/server.ts';
 import { benchMerchant } from '../support/api.ts';
 import { capturing, rebind, type Sent } from '../support/capture.ts';

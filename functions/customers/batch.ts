@@ -1,7 +1,7 @@
 import { importCustomers } from '#lib/customers/batch';
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/customers/routes';
-import { idempotentBatch } from '#lib/shared/idempotency';
+import { idempotentBatch } from '#lib/db/idempotency';
 
 export const handler = apiHandler(routes.customersBatch, async (req) => {
   const { auth, body, query, headers } = req;

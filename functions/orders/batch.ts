@@ -1,7 +1,7 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/orders/routes';
 import { importOrders } from '#lib/orders/batch';
-import { idempotentBatch } from '#lib/shared/idempotency';
+import { idempotentBatch } from '#lib/db/idempotency';
 
 export const handler = apiHandler(routes.ordersBatch, async (req) =>
   idempotentBatch(req.auth.merchantId, req.headers['x-idempotency-key'], req.body, () => importOrders(req.auth, req.body.orders, req)),

@@ -1,6 +1,6 @@
 import { apiHandler } from '#lib/http/handler';
 import { routes } from '#lib/subscriptions/routes';
-import { idempotentBatch } from '#lib/shared/idempotency';
+import { idempotentBatch } from '#lib/db/idempotency';
 import { importSubscriptions } from '#lib/subscriptions/batch';
 
 export const handler = apiHandler(routes.subscriptionsBatch, async (req) =>

@@ -1,6 +1,6 @@
 import { apiHandler } from '#lib/http/handler';
-import { openApiDocument } from '#lib/http/openapi';
-import { routes } from '#lib/http/system-routes';
+import { openApiDocument } from '#lib/api/openapi';
+import { routes } from '#lib/api/system-routes';
 
 let cached: unknown;
 export const handler = apiHandler(routes.openapi, async () => ({ status: 200, body: (cached ??= openApiDocument()) }));

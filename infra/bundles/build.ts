@@ -6,8 +6,8 @@ import { join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { brotliCompressSync, constants as zlib } from 'node:zlib';
 import { buildSync, version as esbuildVersion, type BuildOptions, type Metafile } from 'esbuild';
-import { openApiDocument } from '#lib/http/openapi';
-import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
+import { openApiDocument } from '#lib/api/openapi';
+import { NOT_FOUND_HANDLER, routeList } from '#lib/api/routes';
 import { WORKER_FUNCTIONS as W } from '#lib/shared/invocation';
 import {
   CANCEL_CHECK_HANDLER,
@@ -112,12 +112,12 @@ export const buildBundles = (entries: FunctionEntry[], options: { outdir: string
 };
 
 /** What the OpenAPI function imports its document from. */
-const OPENAPI_MODULE = '#lib/http/openapi';
+const OPENAPI_MODULE = '#lib/api/openapi';
 const OPENAPI_FILE = 'openapi-document.mjs';
 
 /**
  * The OpenAPI document, generated here from the route table, compressed into a module that the
- * `openapi` function bundles in place of `#lib/http/openapi`: the function then carries neither
+ * `openapi` function bundles in place of `#lib/api/openapi`: the function then carries neither
  * zod-openapi nor every route's schemas, and a new route adds its compressed bytes only
  * (docs/function-bundles.md). Written only when its bytes change, so a build can still be reused.
  */

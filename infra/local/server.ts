@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { matchSegments, templateSegments } from '#lib/http/paths';
 import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS, type RouteDef } from '#lib/http/route';
-import { NOT_FOUND_HANDLER, routeList } from '#lib/http/routes';
+import { NOT_FOUND_HANDLER, routeList } from '#lib/api/routes';
 import { tallied } from '#lib/db/client';
 import { useBackofficeVerifier } from '#lib/auth/backoffice-jwt';
 import { WORKER_FUNCTIONS } from '#lib/shared/invocation';

@@ -3,7 +3,7 @@ import { defineRoute } from '#lib/http/route';
 import { dataOf, listOf } from '#lib/shared/schemas';
 import { errors, dashboardRead, notFound, invalid } from '#lib/http/route-parts';
 
-/** The activity routes (their handlers import only these; lib/http/routes.ts is the union). */
+/** The activity routes (their handlers import only these; lib/api/routes.ts is the union). */
 export const routes = {
   activityList: defineRoute({
     method: 'GET',

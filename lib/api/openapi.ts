@@ -1,5 +1,5 @@
 import { createDocument, createSchema, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
-import { routeList } from '#lib/http/routes';
+import { routeList } from '#lib/api/routes';
 import { authKindOf, BASE_PATH, type RouteDef } from '#lib/http/route';
 import { customerBatchItem } from '#lib/customers/schemas';
 import { orderBatchItem } from '#lib/orders/schemas';

@@ -1,5 +1,5 @@
 import type { RouteDef } from '#lib/http/route';
-import { routes as systemRoutes } from '#lib/http/system-routes';
+import { routes as systemRoutes } from '#lib/api/system-routes';
 import { routes as activityRoutes } from '#lib/activity/routes';
 import { routes as customerRoutes } from '#lib/customers/routes';
 import { routes as exchangeRateRoutes } from '#lib/exchange-rates/routes';

@@ -10,7 +10,7 @@ const openApiDocumentBody = z
   })
   .meta({ id: 'OpenApiDocument', description: 'An OpenAPI 3.1 document' });
 
-/** The system routes (their handlers import only these; lib/http/routes.ts is the union). */
+/** The system routes (their handlers import only these; lib/api/routes.ts is the union). */
 export const routes = {
   openapi: defineRoute({
     method: 'GET',

@@ -5,10 +5,10 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { HttpHandlerOptions, RetryErrorInfo, RetryStrategyV2, RetryToken } from '@smithy/types';
 import { config } from '#lib/config';
 import { attemptTimeoutMs } from '#lib/db/retry';
-import { traced } from '#lib/observability';
+import { type RequestTally, traced } from '#lib/observability';
 
-/** DynamoDB requests (one per command, whatever the SDK re-sends) and the capacity units they consumed. */
-export type RequestTally = { total: number; byCommand: Record<string, number>; capacityUnits: number };
+/** DynamoDB requests and the capacity units they consumed (its type in lib/observability.ts, which reads it: no import back). */
+export type { RequestTally };
 
 const newTally = (): RequestTally => ({ total: 0, byCommand: {}, capacityUnits: 0 });
 const tallies = new AsyncLocalStorage<RequestTally>();

@@ -9,7 +9,7 @@ import {
   exchangeRateTableSchema,
 } from '#lib/exchange-rates/schemas';
 
-/** The exchange-rates routes (their handlers import only these; lib/http/routes.ts is the union). */
+/** The exchange-rates routes (their handlers import only these; lib/api/routes.ts is the union). */
 export const routes = {
   exchangeRatesList: defineRoute({
     method: 'GET',

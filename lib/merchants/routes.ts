@@ -4,7 +4,7 @@ import { RECOUNT_PENDING_DOC } from '#lib/shared/recount-pending-header';
 import { dataOf, messageBody } from '#lib/shared/schemas';
 import { backofficeErrors, dashboardRead, errors, invalid } from '#lib/http/route-parts';
 
-/** The backoffice routes (their handlers import only these; lib/http/routes.ts is the union). */
+/** The backoffice routes (their handlers import only these; lib/api/routes.ts is the union). */
 export const routes = {
   // The back office (docs/authentication-and-limits.md): the merchant's API token, for back-office users (Cognito).
   backofficeTokenView: defineRoute({

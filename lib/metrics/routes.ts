@@ -23,7 +23,7 @@ import { RECOUNT_PENDING_DOC } from '#lib/shared/recount-pending-header';
 const SEGMENT_FILTERS_NOTE =
   'Segment filters: `plan` (repeatable: the lines of any of the plans), `billing_cycle`, `currency`, and `metadata.<key>=<value>` (customer metadata, the value compared exactly as a string; repeatable, ANDed): the figures over only the matching customers\' lines. One plan, cycle or currency reads its own aggregates; any other segment reads the matching customers\' timelines, at a cost that grows with the customers it matches (docs/metrics.md, "Segments").';
 
-/** The metrics routes (their handlers import only these; lib/http/routes.ts is the union). */
+/** The metrics routes (their handlers import only these; lib/api/routes.ts is the union). */
 export const routes = {
   metricsMrr: defineRoute({
     method: 'GET',

@@ -13,7 +13,7 @@ import { defineRoute } from '#lib/http/route';
 import { batchAnswer, dataOf, listOf } from '#lib/shared/schemas';
 import { errors, dashboardRead, batchHeaders, notFound, invalid } from '#lib/http/route-parts';
 
-/** The orders routes (their handlers import only these; lib/http/routes.ts is the union). */
+/** The orders routes (their handlers import only these; lib/api/routes.ts is the union). */
 export const routes = {
   ordersList: defineRoute({
     method: 'GET',

@@ -10,7 +10,7 @@ import { addCustomerCreate, customerIdsByEmail, customersByIds, liveCondition } 
 import type { CustomerItem } from '#lib/customers/model';
 import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, generationSettings, orderTimeline } from '#lib/metrics';
 import { addOutboxEvent } from '#lib/outbox/store';
-import { addIdempotencyRecord, isLive, replay as replayRecord, requestHash, type IdempotencyRecord } from '#lib/shared/idempotency';
+import { addIdempotencyRecord, isLive, replay as replayRecord, requestHash, type IdempotencyRecord } from '#lib/db/idempotency';
 import { emptyPage } from '#lib/shared/pagination';
 import { presentOrder, type Order, type OrderItem } from '#lib/orders/model';
 import {

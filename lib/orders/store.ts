@@ -23,7 +23,7 @@ import {
   type StatsTerm,
 } from '#lib/orders/rules';
 import type { OrderListQuery } from '#lib/orders/schemas';
-import type { IdempotencyRecord } from '#lib/shared/idempotency';
+import type { IdempotencyRecord } from '#lib/db/idempotency';
 import { utcDay, utcMonth } from '#lib/shared/time';
 import { quarterOf } from '#lib/shared/zone';
 

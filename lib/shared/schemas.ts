@@ -30,7 +30,7 @@ export const dataOf = <T extends z.ZodType>(item: T) => z.object({ data: item })
 /**
  * The items of a batch body: 1 to 100 of anything here, because the batch validates each item on
  * its own and answers per item. The document types them as `component` (a schema of that name in
- * the document's components: `lib/http/openapi.ts` registers it).
+ * the document's components: `lib/api/openapi.ts` registers it).
  */
 export const batchItems = (component: string) =>
   z

@@ -21,7 +21,7 @@ import { versionIs, WriteSet } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
 import { batchCollector, type BatchResult } from '#lib/shared/schemas';
-import { IDEMPOTENCY_TTL_SECONDS, isLive, type IdempotencyRecord } from '#lib/shared/idempotency';
+import { IDEMPOTENCY_TTL_SECONDS, isLive, type IdempotencyRecord } from '#lib/db/idempotency';
 import { formatTimestamp } from '#lib/shared/time';
 import { issueMessage } from '#lib/shared/validation';
 import { addSubscriptionEvent, CUSTOMER_INVALID, importedAfterSubscription, SUBSCRIPTION_INVALID } from '#lib/subscriptions/events';

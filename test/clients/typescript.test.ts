@@ -11,7 +11,7 @@ import {
   retryingFetch,
   type ApiClientOptions,
 } from '../../clients/typescript/index.ts';
-import { openApiDocument } from '#lib/http/openapi';
+import { openApiDocument } from '#lib/api/openapi';
 
 /** The typed client (clients/typescript, docs/typed-client.md): in step with the document, and its own layer. */
 const api = useApi();

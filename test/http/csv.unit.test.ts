@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { csvPagingHeaders, toCsv } from '#lib/http/csv';
-import { routeList } from '#lib/http/routes';
+import { routeList } from '#lib/api/routes';
 
 const read = (text: string) => parse(text, { bom: true }) as string[][];
 

@@ -2,8 +2,8 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
 import type * as z from 'zod';
-import { CREATE_LINKS, openApiDocument } from '#lib/http/openapi';
-import { routeList } from '#lib/http/routes';
+import { CREATE_LINKS, openApiDocument } from '#lib/api/openapi';
+import { routeList } from '#lib/api/routes';
 import { isCurrency } from '#lib/shared/currency';
 import { checkPageOffset } from '#lib/shared/pagination';
 

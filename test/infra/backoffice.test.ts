@@ -1,7 +1,7 @@
 import type { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_PATH, authKindOf } from '#lib/http/route';
-import { routeList } from '#lib/http/routes';
+import { routeList } from '#lib/api/routes';
 import { tableAccessFor, type ApiStackProps } from '../../infra/stack.ts';
 import { fixtureProjectRoot, synthStack } from './support/stack.ts';
 

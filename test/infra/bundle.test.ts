@@ -10,7 +10,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCustomer } from '#lib/customers/service';
 import { createMerchant, createToken } from '#lib/merchants/service';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/api/routes';
 import { handler as sourceHandler } from '../../functions/customers/get.ts';
 import { registerLayerHooks } from '../../infra/bundles/build.ts';
 import { LAYER } from '../../infra/bundles/options.ts';

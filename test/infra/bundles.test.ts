@@ -19,8 +19,8 @@ import { measureColdStart } from '../../infra/bundles/cold-start.ts';
 import { BUNDLE_BUDGET_BYTES, BUNDLE_LIMIT_BYTES, LAYER } from '../../infra/bundles/options.ts';
 import { ApiFunction } from '../../infra/constructs/api-function.ts';
 import { PROJECT_ROOT } from '../../infra/paths.ts';
-import { openApiDocument } from '#lib/http/openapi';
-import { routeList } from '#lib/http/routes';
+import { openApiDocument } from '#lib/api/openapi';
+import { routeList } from '#lib/api/routes';
 
 /**
  * Every function bundled once, all together (infra/bundles/build.ts), and the observability layer:
@@ -217,13 +217,13 @@ describe('function bundles', () => {
 
   it("a route function carries its own resource's route entries only, never the whole route table", () => {
     const routeFiles = (b: FunctionBundle) =>
-      inputsOf(b).filter((input) => /^lib\/(?:[a-z-]+\/routes|http\/(?:system-)?routes)\.ts$/.test(input));
+      inputsOf(b).filter((input) => /^lib\/(?:[a-z-]+\/routes|api\/system-routes)\.ts$/.test(input));
     const whole = ['openapi', 'notFound'];
     const checked = bundles.filter((b) => routeList.some((r) => r.name === b.name) && !whole.includes(b.name));
     expect(checked.length).toBeGreaterThan(40);
     for (const b of checked) {
       expect(routeFiles(b), b.name).toHaveLength(1);
-      expect(routeFiles(b)[0], b.name).not.toBe('lib/http/routes.ts');
+      expect(routeFiles(b)[0], b.name).not.toBe('lib/api/routes.ts');
     }
   });
 

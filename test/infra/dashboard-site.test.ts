@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { routeList } from '#lib/http/routes';
+import { routeList } from '#lib/api/routes';
 import { DASHBOARD_CSP } from '../../web/security-headers.ts';
 import { fixtureProjectRoot, idOf, synthStack } from './support/stack.ts';
 

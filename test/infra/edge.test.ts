@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tooManyAttempts, forbidden } from '#lib/http/errors';
 import { ORIGIN_VERIFY_ENV, ORIGIN_VERIFY_HEADER } from '#lib/http/front-door';
 import { BASE_PATH } from '#lib/http/route';
-import { routeList, type RouteName } from '#lib/http/routes';
+import { routeList, type RouteName } from '#lib/api/routes';
 import { ORIGIN_READ_TIMEOUT_SECONDS } from '../../infra/constructs/api-front.ts';
 import { EDGE_REGION, WAF_RETRY_AFTER_SECONDS, WAF_WINDOW_SECONDS, WEB_ACL_ARN_OUTPUT, wafRateLimitFor } from '../../infra/edge-stack.ts';
 import { DEFAULTS, propsFromContext } from '../../infra/stack.ts';

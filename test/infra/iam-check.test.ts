@@ -59,7 +59,7 @@ describe('requests are checked against the sending function’s policy', () => {
   });
 
   it('every function the code runs as is a function of the stack, with its policy', async () => {
-    const { routeList } = await import('#lib/http/routes');
+    const { routeList } = await import('#lib/api/routes');
     const names = [...Object.values(WORKER_FUNCTIONS), ...routeList.map((r) => r.handler)];
     expect(names.filter((n) => !checkedFunctions().includes(n))).toEqual([]);
   });

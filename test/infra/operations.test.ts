@@ -4,7 +4,7 @@ import { ApiFunction, TABLE_KEY_ACTIONS } from '../../infra/constructs/api-funct
 import { ALARM_THRESHOLDS, MAX_METRICS_PER_ALARM } from '../../infra/constructs/monitoring.ts';
 import { ApiStack, DEFAULTS } from '../../infra/stack.ts';
 import { routeGroupOf } from '../../infra/constructs/route-group.ts';
-import { routeList } from '#lib/http/routes';
+import { routeList } from '#lib/api/routes';
 import { alarmViews, fixtureProjectRoot, idOf, resources, roleGrants, synthStack, type Resource } from './support/stack.ts';
 
 /**

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys, RATE_PREFIX } from '#lib/db/keys';
 import { createTableInput, TTL_ATTRIBUTE } from '#lib/db/table';
 import { authKindOf, BASE_PATH, FUNCTION_TIMEOUT_SECONDS } from '#lib/http/route';
-import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/http/routes';
+import { NOT_FOUND_HANDLER, routeList, type RouteName } from '#lib/api/routes';
 import { type ApiStack, DEFAULTS, propsFromContext, stackNameFor, type ApiStackProps } from '../../infra/stack.ts';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';
 import { OUTBOX_RELAY_HANDLER, OUTBOX_SWEEPER_HANDLER, PENDING_MOVES_APPLIER_HANDLER, RECOUNT_WORKER_HANDLER } from '../../infra/paths.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_TYPES } from '#lib/outbox/store';
-import { routes } from '#lib/http/routes';
+import { routes } from '#lib/api/routes';
 import { MAX_VISIBILITY_SECONDS } from '#lib/webhooks/queue';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS, MAX_ATTEMPTS, RETRY_DELAYS_SECONDS, RETRY_JITTER } from '#lib/webhooks/schedule';
 import type { ApiFunction } from '../../infra/constructs/api-function.ts';

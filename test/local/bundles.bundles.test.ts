@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { routeList } from '#lib/http/routes';
+import { routeList } from '#lib/api/routes';
 import { authKindOf } from '#lib/http/route';
 import { WORKER_FUNCTIONS } from '#lib/shared/invocation';
 import { functionEntries } from '../../infra/bundles/build.ts';

@@ -2,9 +2,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { useApi } from '../support/api.ts';
 import { isolatedClock } from './support.ts';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { openApiDocument } from '#lib/http/openapi';
+import { openApiDocument } from '#lib/api/openapi';
 import { authKindOf, type RouteDef } from '#lib/http/route';
-import { routeList } from '#lib/http/routes';
+import { routeList } from '#lib/api/routes';
 
 /** GET /v1/openapi.json: an OpenAPI 3.1 document that matches the route table. Checked by walking it. */
 process.env.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE = '100000';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { authKindOf } from '#lib/http/route';
-import { routeList } from '#lib/http/routes';
+import { routeList } from '#lib/api/routes';
 import { runOps } from '../../infra/ops/cli.ts';
 import { backofficeJwt, backoffice } from '../backoffice/support.ts';
 import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';

@@ -14,7 +14,8 @@ const importsOf = (file: string): string[] =>
     .filter((m) => !/^import\s+type\s/.test(m[0]))
     .map((m) => m[1])
     .flatMap((spec) => {
-      if (spec.startsWith('#lib/')) return [existsSync(join(ROOT, `lib/${spec.slice(5)}.ts`)) ? `lib/${spec.slice(5)}.ts` : `lib/${spec.slice(5)}/index.ts`];
+      if (spec.startsWith('#lib/'))
+        return [existsSync(join(ROOT, `lib/${spec.slice(5)}.ts`)) ? `lib/${spec.slice(5)}.ts` : `lib/${spec.slice(5)}/index.ts`];
       if (spec.startsWith('.')) return [resolveLocal(join(file, '..', spec).replace(/\\/g, '/'))];
       return [];
     });
@@ -49,9 +50,9 @@ const PURE_RULES = [
 ];
 
 /** The lib/ folder a handler folder serves (functions/<folder>/), where the two names differ. */
-const RESOURCE_OF: Record<string, string> = { backoffice: 'merchants', settings: 'merchants', system: 'http' };
-/** What every handler may load besides its own resource: the pipeline (JSON, or JSON and CSV), the domain errors, shared fields. */
-const COMMON = /^lib\/(http\/(csv-)?handler|errors|shared\/[a-z-]+)\.ts$/;
+const RESOURCE_OF: Record<string, string> = { backoffice: 'merchants', settings: 'merchants', system: '(?:http|api)' };
+/** What every handler may load besides its own resource: the pipeline (JSON, or JSON and CSV), the domain errors, shared fields, a batch's idempotency. */
+const COMMON = /^lib\/(http\/(csv-)?handler|errors|shared\/[a-z-]+|db\/idempotency)\.ts$/;
 
 describe('boundaries', () => {
   it('every resource has its rules, in the unit tier', () => {

@@ -2,7 +2,7 @@ import { appendFileSync } from 'node:fs';
 import { OpenAPIBackend, type Operation } from 'openapi-backend';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { openApiDocument } from '#lib/http/openapi';
+import { openApiDocument } from '#lib/api/openapi';
 
 /**
  * Every answer a behaviour test receives through `useApi` (test/support/api.ts) is checked against

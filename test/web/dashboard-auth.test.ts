@@ -3,7 +3,7 @@ import { newMerchant, useApi } from '../support/api.ts';
 import { isolatedClock } from '../pipeline/support.ts';
 import { backofficeJwt, forgedJwt } from '../backoffice/support.ts';
 import { signLocalJwt } from '../../infra/local/backoffice-jwt.ts';
-import { routeList } from '#lib/http/routes';
+import { routeList } from '#lib/api/routes';
 
 /**
  * Token routes open to the dashboard (RouteDef `dashboard`) also take a back-office JWT, verified by
