@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, ok, useApi } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
-import { updateMerchant } from '#lib/merchants/service';
 
 /**
  * Metrics in the merchant's reporting time zone (docs/settings.md, docs/metrics.md): every bucket is
