@@ -15,7 +15,7 @@ import { defineRoute } from '#lib/http/route';
 import { dataOf, listOf, messageBody } from '#lib/shared/schemas';
 import { errors, dashboardRead, dashboardAdmin, notFound, invalid } from '#lib/http/route-parts';
 
-/** The webhooks routes (their handlers import only these; lib/http/routes.ts is the union). */
+/** The webhooks routes (their handlers import only these; lib/api/routes.ts is the union). */
 export const routes = {
   webhookEndpointsList: defineRoute({
     method: 'GET',
