@@ -2590,6 +2590,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     /** @description CSV answers of a list: `meta.total` */
                     "X-Total-Count"?: string;
                     /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
@@ -3063,6 +3065,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4143,6 +4147,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     /** @description CSV answers of a list: `meta.total` */
                     "X-Total-Count"?: string;
                     /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
@@ -8110,6 +8116,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     /** @description CSV answers of a list: `meta.total` */
                     "X-Total-Count"?: string;
                     /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
@@ -8233,6 +8241,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     /** @description CSV answers of a list: `meta.total` */
                     "X-Total-Count"?: string;
                     /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
@@ -8360,6 +8370,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     /** @description CSV answers of a list: `meta.total` */
                     "X-Total-Count"?: string;
                     /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
@@ -8493,6 +8505,8 @@ export interface operations {
                     "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
                     "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
                     "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
                     /** @description CSV answers of a list: `meta.total` */
                     "X-Total-Count"?: string;
                     /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */

@@ -1,3 +1,4 @@
+import { RECOUNT_PENDING_DOC } from '#lib/shared/recount-pending-header';
 import {
   customerActivitiesQuery,
   customerActivitySchema,
@@ -28,7 +29,11 @@ export const routes = {
       'Lists live customers, newest first (created_at, then id). With `search`, the customers whose email or name contains the term, case-insensitively. Pages by number or by cursor (docs/api-conventions.md); `meta.total` counts every match (docs/customers.md).',
     tags: ['customers'],
     request: { query: customerListQuery },
-    responses: { 200: { description: 'A page of customers', schema: listOf(customerSchema) }, ...errors, ...invalid },
+    responses: {
+      200: { description: 'A page of customers', schema: listOf(customerSchema), headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read } },
+      ...errors,
+      ...invalid,
+    },
   }),
   customersCreate: defineRoute({
     method: 'POST',
@@ -68,7 +73,11 @@ export const routes = {
       'One customer, by its numeric id or by its `external_id` (a path segment of digits only is an id). Deleted customers are not found (docs/customers.md).',
     tags: ['customers'],
     request: { params: customerPathParams },
-    responses: { 200: { description: 'The customer', schema: dataOf(customerSchema) }, ...errors, ...notFound },
+    responses: {
+      200: { description: 'The customer', schema: dataOf(customerSchema), headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read } },
+      ...errors,
+      ...notFound,
+    },
   }),
   customersActivities: defineRoute({
     method: 'GET',

@@ -86,7 +86,15 @@ export const routes = {
     description: `Customers grouped by the month their MRR first went above zero, with customer and MRR retention at the end of each later month; the first element is 100 / 100 (docs/metrics.md). ${SEGMENT_FILTERS_NOTE}`,
     tags: ['metrics'],
     request: { query: cohortsQuery, repeatable: SEGMENT_REPEATABLE },
-    responses: { 200: { description: 'Cohorts', schema: z.object({ data: z.array(cohortSchema) }) }, ...errors, ...invalid },
+    responses: {
+      200: {
+        description: 'Cohorts',
+        schema: z.object({ data: z.array(cohortSchema) }),
+        headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read },
+      },
+      ...errors,
+      ...invalid,
+    },
   }),
   metricsPlans: defineRoute({
     method: 'GET',
@@ -105,6 +113,7 @@ export const routes = {
       200: {
         description: 'Figures per plan',
         schema: z.object({ date: z.string().meta({ format: 'date' }), data: z.array(planRowSchema) }),
+        headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read },
       },
       ...errors,
       ...invalid,
@@ -124,7 +133,11 @@ export const routes = {
     tags: ['metrics'],
     request: { query: churnReasonsQuery },
     responses: {
-      200: { description: 'Churn per reason', schema: z.object({ data: z.array(churnReasonRowSchema) }) },
+      200: {
+        description: 'Churn per reason',
+        schema: z.object({ data: z.array(churnReasonRowSchema) }),
+        headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read },
+      },
       ...errors,
       ...invalid,
     },
@@ -142,6 +155,14 @@ export const routes = {
       "Each MRR movement between `start_date` and `end_date` (days of the merchant's reporting time zone, inclusive; the defaults and limits of `GET /metrics/mrr`), of one `type` or all: the customer, when, how much, its MRR before and after, and the subscription or recurring order behind it, newest first. The rows of one type in one bucket are the movements that bucket's figure in `GET /metrics/mrr` sums (the drill-down of a bar; each row rounded to the cent). Reads every customer's timeline: the cost grows with the merchant's customers (docs/metrics.md). Pages by number or by cursor.",
     tags: ['metrics'],
     request: { query: movementsQuery },
-    responses: { 200: { description: 'A page of movements', schema: listOf(metricsMovementSchema) }, ...errors, ...invalid },
+    responses: {
+      200: {
+        description: 'A page of movements',
+        schema: listOf(metricsMovementSchema),
+        headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read },
+      },
+      ...errors,
+      ...invalid,
+    },
   }),
 };

@@ -1,3 +1,4 @@
+import { RECOUNT_PENDING_DOC } from '#lib/shared/recount-pending-header';
 import {
   orderBatchBody,
   orderCreateBody,
@@ -77,7 +78,11 @@ export const routes = {
       "Today's and this month's figures in the merchant's reporting time zone (`GET /settings`; UTC unless changed): revenue of paid orders in the reporting currency, other currencies converted at this month's exchange rate (or in `currency` alone, in it), the number of orders created today and the share of them paid. Read from counters: the same number of requests however many orders there are (docs/orders.md).",
     tags: ['orders'],
     request: { query: orderStatsQuery },
-    responses: { 200: { description: 'Stats', schema: orderStatsAnswer }, ...errors, ...invalid },
+    responses: {
+      200: { description: 'Stats', schema: orderStatsAnswer, headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read } },
+      ...errors,
+      ...invalid,
+    },
   }),
   ordersGet: defineRoute({
     method: 'GET',

@@ -89,6 +89,16 @@ describe('a settings change is a recount', () => {
     expect(during1.headers.get('recount-pending')).toBe('true');
     expect(during1.body.data).toEqual(before.data);
     expect((await api.get('/settings', token)).headers.get('recount-pending')).toBe('true');
+    // Every read of figures says so: the customers' MRR, the stats, cohorts, plans, churn by reason.
+    for (const path of [
+      `/customers/${ids[0]}`,
+      '/customers',
+      '/orders/stats',
+      '/metrics/cohorts',
+      '/metrics/plans',
+      '/metrics/churn-reasons',
+    ])
+      expect((await api.get(path, token)).headers.get('recount-pending'), path).toBe('true');
 
     // The worker counts the first customers only (its time runs out), and leaves the next job.
     const [job] = await jobs(merchantId);
@@ -122,6 +132,7 @@ describe('a settings change is a recount', () => {
     expect(settings.data.recount).toEqual({ status: 'done', requested_at: '2026-03-10T12:00:00Z', switched_at: '2026-03-10T12:00:00Z' });
     const after = await storedAndComputed(token);
     expect(after.stored.headers.get('recount-pending')).toBeNull();
+    expect((await api.get(`/customers/${ids[0]}`, token)).headers.get('recount-pending')).toBeNull();
     expect(after.stored.body.data).toEqual(after.computed.data);
     // 12 January 16:01 UTC is the 13th in Taipei.
     expect(newDays(after.stored.body.data)).toContain('2026-01-13');
