@@ -36,12 +36,18 @@ export const RECOUNT_WORKER_PARTITIONS = {
   metrics: PENDING_MOVES_PK_PATTERNS,
   /** `M#<m>#GENERATION#<nnn>`: the copies of the figures generation every write checks. */
   generations: anyEnding(generationPartition(M, 0), '000'),
-  /** `M#<m>#G<n>#SETTINGS`: a generation's zone, rates and segment registry. */
+  /** `M#<m>#G<n>#SETTINGS`: a generation's zone and rates. */
   generationSettings: `${keys.merchant(M).pk}#G*#SETTINGS`,
+  /** `M#<m>#G<n>#SEGMENTS#<ss>`: a generation's segment registry (8 shards). */
+  generationSegments: `${keys.merchant(M).pk}#G*#SEGMENTS#*`,
 };
 
 /** A generation's items: deleted when it is retired (Queried for their keys, deleted 25 to a BatchWriteItem). */
-const RETIRED = [...RECOUNT_WORKER_PARTITIONS.metrics, RECOUNT_WORKER_PARTITIONS.generationSettings];
+const RETIRED = [
+  ...RECOUNT_WORKER_PARTITIONS.metrics,
+  RECOUNT_WORKER_PARTITIONS.generationSettings,
+  RECOUNT_WORKER_PARTITIONS.generationSegments,
+];
 
 /**
  * What one job takes (lib/metrics/recount.ts `runRecountJob`), each action on the partitions it is

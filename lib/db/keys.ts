@@ -46,7 +46,8 @@ import { keyText } from '#lib/shared/key-text';
  * | customer LTV part         | M#<m>#CUSTOMER#<id>                 | LTV#<CCY>#<yyyy> |  (paid orders in another currency by UTC month, or quarter-hour near a month's ends: ltv converted at read time) |
  * | exchange-rate table       | M#<m>#RATES                         | <CCY>           |  (a currency's monthly rates and version) |
  * | figures generation copy   | M#<m>#GENERATION#<nnn>              | GENERATION      |  (16 copies: the generation that counts, its zone, the one a recount fills; every MRR write checks its shard's) |
- * | a generation's settings   | M#<m>#G<n>#SETTINGS                 | ZONE / RATES#<CCY> / SEG#<dim>#<value> |  (the zone and rates generation n counts in, written before anything names it; its segment registry) |
+ * | a generation's settings   | M#<m>#G<n>#SETTINGS                 | ZONE / RATES#<CCY> |  (the zone and rates generation n counts in, written before anything names it) |
+ * | a generation's segments   | M#<m>#G<n>#SEGMENTS#<ss>            | <dim>#<value>   |  (its segment registry, 8 shards by the writer's metric shard: a generation's retirement finds its segments' items by it) |
  * | a later generation's aggregates | M#<m>#MRR#G<n>[#SEG…]#<ss> / M#<m>#COHORT#G<n>[#SEG…]#<ss> / M#<m>#CHURN_REASONS#G<n> | as generation 0's | (filled by a recount, lib/metrics/recount.ts) |
  * | recount job               | M#<m>#RECOUNT                       | <round>#<uuid>  |  (a recount to go on with; entity recount-job, only put and deleted: the worker's stream filter; TTL 7 d) |
  * | applier pace              | M#<m>#PACE                          | A#<ss>#<epoch second> | (write units the pending-moves applier took on metric shard ss in that second; TTL 1 h) |
@@ -226,6 +227,12 @@ export const generationPartition = (merchantId: string, shard: number): string =
   `${m(merchantId)}#GENERATION#${padShard(shard % GENERATION_SHARDS)}`;
 /** Partition of a merchant's exchange rates (one item per currency, its months in one map). */
 export const exchangeRatesPartition = (merchantId: string): string => `${m(merchantId)}#RATES`;
+/**
+ * One shard of generation `generation`'s segment registry: a write putting a segment new to its
+ * customer writes its own metric shard's, so an import of new customers spreads over 8 keys.
+ */
+export const generationSegmentsPartition = (merchantId: string, generation: number, shard: number): string =>
+  `${m(merchantId)}#G${generation}#SEGMENTS#${padMetricShard(shard)}`;
 /** Partition of a merchant's plan names (one item per plan ever seen in its figures). */
 export const plansPartition = (merchantId: string): string => `${m(merchantId)}#PLANS`;
 /**
@@ -343,9 +350,9 @@ export const keys = {
   /** A recount to go on with (lib/metrics/recount.ts): one item per round, never rewritten. */
   recountJob: (merchantId: string, id: string): Key => ({ pk: `${m(merchantId)}#RECOUNT`, sk: id }),
   /** A segment generation `generation` has items of (registered before them, so its retirement finds them). */
-  generationSegment: (merchantId: string, generation: number, dimension: string, value: string): Key => ({
-    pk: `${m(merchantId)}#G${generation}#SETTINGS`,
-    sk: `SEG#${dimension}#${value}`,
+  generationSegment: (merchantId: string, generation: number, dimension: string, value: string, shard: number): Key => ({
+    pk: generationSegmentsPartition(merchantId, generation, shard),
+    sk: `${dimension}#${value}`,
   }),
   /**
    * What a generation counts in (written before anything names it, never changed): its time zone

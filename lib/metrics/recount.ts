@@ -5,7 +5,16 @@ import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEven
 import { now } from '#lib/clock';
 import { BATCH_WRITE_LIMIT, type BatchWrite, batchWrite } from '#lib/db/batch-write';
 import { db, tableName } from '#lib/db/client';
-import { churnReasonsPartition, cohortPartition, keys, METRIC_SHARDS, metricsPartition, shardPartitions, type Key } from '#lib/db/keys';
+import {
+  churnReasonsPartition,
+  cohortPartition,
+  generationSegmentsPartition,
+  keys,
+  METRIC_SHARDS,
+  metricsPartition,
+  shardPartitions,
+  type Key,
+} from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { DEADLINE_MARGIN_MS, deadline, withDeadline } from '#lib/db/retry';
 import { applyPending, PENDING_MOVES_ENTITY, TooManyActions, WriteConflict, WriteSet } from '#lib/db/writes';
@@ -259,7 +268,7 @@ const commitCount = async (
   const segments = [...slices.values()].flatMap((s) => (s.segment ? [s.segment] : []));
   const fresh = segments.filter((s) => !seen.has(`${s.dimension}#${s.value}`));
   if (fresh.length) {
-    await writeAll(segmentRegistryPuts(merchantId, to, fresh).map((put) => ({ put })));
+    await writeAll(segmentRegistryPuts(merchantId, to, fresh, ws.shard).map((put) => ({ put })));
     for (const s of fresh) seen.add(`${s.dimension}#${s.value}`);
   }
   for (const { segment, target } of slices.values())
@@ -367,10 +376,16 @@ const switchTo = async (merchant: Merchant, to: number, zone: string): Promise<b
  */
 const partitionsOf = async (merchantId: string, generation: number, successor?: number): Promise<string[]> => {
   const registry = async (g: number) =>
-    queryAll<{ sk: string }>({ partition: keys.generationZone(merchantId, g).pk, from: 'SEG#', to: 'SEG#~', descending: false }, ['sk']);
+    (
+      await Promise.all(
+        Array.from({ length: METRIC_SHARDS }, (_, shard) =>
+          queryAll<{ sk: string }>({ partition: generationSegmentsPartition(merchantId, g, shard), descending: false }, ['sk']),
+        ),
+      )
+    ).flat();
   const registered = [...(await registry(generation)), ...(successor === undefined ? [] : await registry(successor))];
   const segments = [...new Set(registered.map((r) => r.sk))].sort().map((sk): Segment => {
-    const [, dimension, ...value] = sk.split('#');
+    const [dimension, ...value] = sk.split('#');
     return { dimension: dimension as Segment['dimension'], value: value.join('#') };
   });
   return [
@@ -381,6 +396,7 @@ const partitionsOf = async (merchantId: string, generation: number, successor?: 
       ...shardPartitions(metricsPartition(merchantId, s, generation)),
       ...shardPartitions(cohortPartition(merchantId, s, generation)),
     ]),
+    ...Array.from({ length: METRIC_SHARDS }, (_, shard) => generationSegmentsPartition(merchantId, generation, shard)),
     keys.generationZone(merchantId, generation).pk,
   ];
 };

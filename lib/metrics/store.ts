@@ -125,9 +125,9 @@ export const recountedAsRead = (state: Pick<TimelineState, 'version' | 'recounte
       };
 
 /** The registry items of `segments` in generation `generation` (lib/metrics/recount.ts retires a generation's segments by them). */
-export const segmentRegistryPuts = (merchantId: string, generation: number, segments: Segment[]) =>
+export const segmentRegistryPuts = (merchantId: string, generation: number, segments: Segment[], shard: number) =>
   segments.map((s) => ({
-    ...keys.generationSegment(merchantId, generation, s.dimension, s.value),
+    ...keys.generationSegment(merchantId, generation, s.dimension, s.value, shard),
     dimension: s.dimension,
     value: s.value,
   }));
@@ -285,7 +285,7 @@ const addMoves = (
       for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr] ?? attr, delta);
     }
     if (!segment || had.has(`${segment.dimension}#${segment.value}`)) continue;
-    const [entry] = segmentRegistryPuts(merchantId, generation, [segment]);
+    const [entry] = segmentRegistryPuts(merchantId, generation, [segment], ws.shard);
     if (!ws.has(entry)) ws.put('segment', entry);
     // A plan new to this customer's figures joins the merchant's plan list (sharded like the aggregates).
     if (segment.dimension === 'plan' && !ws.has(keys.plan(merchantId, segment.value, ws.shard)))

@@ -445,7 +445,7 @@ describe('table grants', () => {
     for (const { s, worker } of batchWrites) {
       expect([s.Action].flat()).toEqual(['dynamodb:BatchWriteItem']);
       expect(s.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys']?.join(',')).toBe(
-        worker ? `${m}#MRR*,${m}#COHORT*,${m}#CHURN_REASONS*,${m}#G*#SETTINGS` : GENERATION_SETTINGS,
+        worker ? `${m}#MRR*,${m}#COHORT*,${m}#CHURN_REASONS*,${m}#G*#SETTINGS,${m}#G*#SEGMENTS#*` : GENERATION_SETTINGS,
       );
     }
     for (const streamRead of ['dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:DescribeStream', 'dynamodb:ListStreams']) {
@@ -562,7 +562,6 @@ describe('table grants', () => {
       [keys.metricsCohort(merchant, '2025-01', '2025-02', 0, null, 2).pk, [metrics[1]]],
       [keys.churnReason(merchant, 'M', '2025-01', 'price', 0, 2).pk, [metrics[2]]],
       [keys.generationZone(merchant, 2).pk, [GENERATION_SETTINGS]],
-      [keys.generationSegment(merchant, 2, 'plan', 'Pro').pk, [GENERATION_SETTINGS]],
       [keys.metricsMonth(merchant, '2025-01', 3, { dimension: 'plan', value: 'G1' }).pk, [metrics[0]]],
     ] as const) {
       expect(matching(pk).sort(), pk).toEqual([...pattern].sort());
@@ -1124,7 +1123,7 @@ describe('recount worker', () => {
       [
         `dynamodb:BatchGetItem on table ${m}#CUSTOMER#*`,
         // An older generation's retirement: its items deleted, and nothing else.
-        `dynamodb:BatchWriteItem on table ${metrics},${m}#G*#SETTINGS`,
+        `dynamodb:BatchWriteItem on table ${metrics},${m}#G*#SETTINGS,${m}#G*#SEGMENTS#*`,
         `dynamodb:ConditionCheckItem on table ${m}#GENERATION#*`,
         `dynamodb:DeleteItem on table ${m}#RECOUNT,${metrics}`,
         'dynamodb:DescribeStream on stream',
@@ -1133,7 +1132,7 @@ describe('recount worker', () => {
         'dynamodb:GetShardIterator on stream',
         'dynamodb:ListStreams on stream',
         `dynamodb:PutItem on table ${m}#RECOUNT,${metrics}`,
-        `dynamodb:Query on table ${m}#CUSTOMER#*,${metrics},${m}#G*#SETTINGS`,
+        `dynamodb:Query on table ${m}#CUSTOMER#*,${metrics},${m}#G*#SETTINGS,${m}#G*#SEGMENTS#*`,
         `dynamodb:UpdateItem on table ${m},${m}#CUSTOMER#*,${metrics},${m}#PENDING#*,${m}#FIGURES#*,${m}#GENERATION#*`,
         // The switch: the token's copy of the figures' state, those attributes only.
         'dynamodb:UpdateItem on table TOKEN#* [pk,sk,timezone,metrics_generation,metrics_recount] updated only',
@@ -1183,7 +1182,7 @@ describe('recount worker', () => {
       keys.metricsDay(id, '2025-01-01', 3, segment, 2),
       keys.generationZone(id, 2),
       keys.generationRates(id, 2, 'USD'),
-      keys.generationSegment(id, 2, 'plan', 'Pro'),
+      keys.generationSegment(id, 2, 'plan', 'Pro', 5),
       keys.generation(id, 7),
       // The switch's copy of the figures' state on the token.
       keys.token('ab12'),
