@@ -369,8 +369,8 @@ const switchTo = async (merchant: Merchant, to: number, zone: string): Promise<b
 
 /**
  * The partitions of generation `generation`'s items, in a fixed order: the whole's movements and
- * cohorts (each shard), churn by reason, each segment's movements and cohorts, and last its
- * settings partition (which holds its segment registry). Its segments are those it registered and
+ * cohorts (each shard), churn by reason, each segment's movements and cohorts, then its segment
+ * registry (8 shards) and last its settings partition. Its segments are those it registered and
  * those `successor` (the generation that replaced it, whose recount registered every segment it
  * counted) did: a generation counted before segments were registered is covered so.
  */
