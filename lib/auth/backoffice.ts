@@ -1,5 +1,3 @@
-import type { Merchant } from '#lib/merchants/rules';
-
 /**
  * Back-office callers (docs/authentication-and-limits.md): a user of the platform's identity provider whose group gives
  * the role and whose `merchant_id` attribute gives the merchant. In AWS the HTTP API's JWT
@@ -12,9 +10,6 @@ export type BackofficeRole = (typeof BACKOFFICE_ROLES)[number];
 
 /** Claim names of a Cognito ID token (access tokens carry no custom attributes). */
 export const CLAIMS = { merchant: 'custom:merchant_id', groups: 'cognito:groups' } as const;
-
-/** What the pipeline hands a back-office handler: the caller's merchant (read by key) and role. */
-export type BackofficeIdentity = { merchant: Merchant; role: BackofficeRole };
 
 /** The claims as found in the event, before the merchant is looked up. */
 export type BackofficeClaims = { merchantId: string | null; role: BackofficeRole | null };

@@ -11,7 +11,7 @@ import type {
 import type { z } from 'zod';
 import type { Ability } from '#lib/auth/abilities';
 import { authenticate, bearerToken, stampTokenUse, type AuthContext } from '#lib/auth/tokens';
-import { readClaims, type BackofficeIdentity, type BackofficeRole } from '#lib/auth/backoffice';
+import { readClaims, type BackofficeRole } from '#lib/auth/backoffice';
 import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
 import { figuresZoneOf, generationOf, recountingOf, type Merchant } from '#lib/merchants/rules';
@@ -40,6 +40,9 @@ import { DEADLINE_MARGIN_MS, retrying, withDeadline } from '#lib/db/retry';
 import { currentTally, withTally } from '#lib/db/client';
 import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 import { addRequestMetrics, metrics, tracer } from '#lib/observability';
+
+/** What the pipeline hands a back-office handler: the caller's merchant (read by key) and role. */
+export type BackofficeIdentity = { merchant: Merchant; role: BackofficeRole };
 
 export type ApiResult = { status: number; body?: unknown; headers?: Record<string, string> };
 
