@@ -1,23 +1,10 @@
 import * as z from 'zod';
 import { cursorParam, dateBound, INSTANT_RANGE, pageQuery, pathId } from '#lib/shared/fields';
+import { importRun } from '#lib/http/route-parts';
 
 /** What wrote an activity entry: one type per batch endpoint. */
 export const ACTIVITY_TYPES = ['customers.batch', 'orders.batch', 'subscriptions.batch', 'subscription_events.batch'] as const;
 export type ActivityType = (typeof ACTIVITY_TYPES)[number];
-
-/** An import run's id: what `ops import` sends as `X-Import-Run` on every batch of one run. */
-const importRun = () =>
-  z.string().regex(/^[A-Za-z0-9._:-]{1,100}$/, {
-    message: 'The :field field must be 1 to 100 letters, digits, dots, underscores, colons or hyphens.',
-  });
-
-/** `X-Import-Run` on the batch endpoints: the entry of the batch names this run. */
-export const importRunHeaders = {
-  'x-import-run': importRun().optional().meta({
-    description:
-      'An import run id (1 to 100 of `A-Za-z0-9._:-`): the activity entry records it, and `GET /activity?import_run=` lists the run',
-  }),
-};
 
 export const activityListQuery = z
   .object({
