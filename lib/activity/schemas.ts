@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { cursorParam, dateBound, INSTANT_RANGE, pageQuery, pathId } from '#lib/shared/fields';
-import { importRun } from '#lib/http/route-parts';
+import { importRun } from '#lib/shared/schemas';
 
 /** What wrote an activity entry: one type per batch endpoint. */
 export const ACTIVITY_TYPES = ['customers.batch', 'orders.batch', 'subscriptions.batch', 'subscription_events.batch'] as const;

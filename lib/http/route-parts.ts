@@ -1,19 +1,4 @@
-import * as z from 'zod';
-import { idempotencyHeaders, messageBody, validationBody } from '#lib/shared/schemas';
-
-/** An import run's id: what `ops import` sends as `X-Import-Run` on every batch of one run. */
-export const importRun = () =>
-  z.string().regex(/^[A-Za-z0-9._:-]{1,100}$/, {
-    message: 'The :field field must be 1 to 100 letters, digits, dots, underscores, colons or hyphens.',
-  });
-
-/** `X-Import-Run` on the batch endpoints: the entry of the batch names this run. */
-export const importRunHeaders = {
-  'x-import-run': importRun().optional().meta({
-    description:
-      'An import run id (1 to 100 of `A-Za-z0-9._:-`): the activity entry records it, and `GET /activity?import_run=` lists the run',
-  }),
-};
+import { idempotencyHeaders, importRunHeaders, messageBody, validationBody } from '#lib/shared/schemas';
 
 /** Responses and settings several resources' routes share. */
 export const errors = {

@@ -93,6 +93,20 @@ export const idempotencyHeaders = z.object({
   'x-idempotency-key': z.string().min(1).max(255).optional().meta({ description: 'Replays the first response for 24 hours' }),
 });
 
+/** An import run's id: what `ops import` sends as `X-Import-Run` on every batch of one run. */
+export const importRun = () =>
+  z.string().regex(/^[A-Za-z0-9._:-]{1,100}$/, {
+    message: 'The :field field must be 1 to 100 letters, digits, dots, underscores, colons or hyphens.',
+  });
+
+/** `X-Import-Run` on the batch endpoints: the entry of the batch names this run. */
+export const importRunHeaders = {
+  'x-import-run': importRun().optional().meta({
+    description:
+      'An import run id (1 to 100 of `A-Za-z0-9._:-`): the activity entry records it, and `GET /activity?import_run=` lists the run',
+  }),
+};
+
 /** The 200 of a batch endpoint (idempotent with X-Idempotency-Key). */
 export const batchAnswer = (description = 'Batch result') => ({
   description: `${description} (or, with a repeated X-Idempotency-Key, the first one replayed)`,
