@@ -235,7 +235,11 @@ const buildProgram = (done: (result: unknown) => void): Command => {
     async (values) => {
       const merchantId = need(str(values, 'merchant'), 'merchant');
       await requireExistingMerchant(merchantId);
-      return (await import('#lib/metrics/rebuild')).rebuildMerchantAggregates(merchantId);
+      const [{ rebuildMerchantAggregates }, { repairCustomer }] = await Promise.all([
+        import('#lib/metrics/rebuild'),
+        import('#lib/customers/repair'),
+      ]);
+      return rebuildMerchantAggregates(merchantId, repairCustomer);
     },
   ).addOption(merchantFlag());
   command(

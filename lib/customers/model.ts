@@ -73,6 +73,26 @@ const LTV_ATTR = /^(?:m(\d{2})|q(\d{2})(\d{2})(\d{2})(\d{2}))$/;
 export type LtvPart = { currency: string; year: string } & Record<string, unknown>;
 
 /**
+ * The LTV parts a set of payments in other currencies than `reportingCurrency` makes (a negative
+ * amount takes one back): each payment in its `ltvPartOf` attribute, summed exactly. What an order
+ * write ADDs and what a rebuild puts are this one sum.
+ */
+export const ltvPartsOf = (
+  payments: { currency: string; paid_at: string; amount: Decimal.Value }[],
+  reportingCurrency: string,
+): LtvPart[] => {
+  const parts = new Map<string, LtvPart>();
+  for (const p of payments) {
+    if (p.currency === reportingCurrency) continue;
+    const { year, attr } = ltvPartOf(p.paid_at);
+    const part = parts.get(`${p.currency}#${year}`) ?? { currency: p.currency, year };
+    part[attr] = new Decimal(String(part[attr] ?? 0)).plus(p.amount).toFixed();
+    parts.set(`${p.currency}#${year}`, part);
+  }
+  return [...parts.values()];
+};
+
+/**
  * The customer's `ltv` in the reporting currency: its paid orders in it, plus each other currency's
  * paid orders at the rate of their month in `zone` (`rates`: currency → `yyyy-mm` → rate). A month
  * without a rate leaves its orders out (`ltv_by_currency` still shows them). Exact; rounded once.

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { GetCommand, NumberValue, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, NumberValue, PutCommand, TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { db, tableName } from '#lib/db/client';
 import { type Key, keys, METRIC_SHARDS, merchantOfKey, metricShardOfKey } from '#lib/db/keys';
@@ -139,6 +139,18 @@ export class WriteConflict extends RetryableError {
 /** Condition for a put that creates: the item must not exist yet (uniqueness by key). */
 export const itemAbsent: Condition = { expression: 'attribute_not_exists(pk)' };
 /** Condition for an update guarded by the version it was computed from (optimistic concurrency). */
+/** Puts `item` unless its key is already there (what is there stays): whether it was put. For repairs that fill what is missing. */
+export const putIfAbsent = (item: Record<string, unknown> & Key): Promise<boolean> =>
+  db()
+    .send(new PutCommand({ TableName: tableName(), Item: item, ConditionExpression: itemAbsent.expression }))
+    .then(
+      () => true,
+      (err: Error) => {
+        if (err.name !== 'ConditionalCheckFailedException') throw err;
+        return false;
+      },
+    );
+
 export const versionIs = (version: number): Condition => ({ expression: 'version = :v', values: { ':v': version } });
 
 export { COUNTER_SHARDS };

@@ -1,14 +1,11 @@
 import Decimal from 'decimal.js';
-import { DeleteCommand, GetCommand, NumberValue, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
-import { churnReasonsPartition, cohortPartition, indexes, keys, metricsPartition, shardPartitions } from '#lib/db/keys';
+import { churnReasonsPartition, cohortPartition, keys, metricsPartition, shardPartitions } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { STORED_ATTR } from '#lib/metrics/rules';
 import { addTimelineChange, aggregateKey, plansOf, timelinesFrom } from '#lib/metrics/store';
-import { indexedMetadata, readLtvParts } from '#lib/customers/store';
-import { ltvPartAmounts, otherLtvCurrencies, type LtvPart } from '#lib/customers/model';
-import { ltvPartsFromOrders } from '#lib/orders/store';
 import {
   addContribution,
   addToSlices,
@@ -30,7 +27,7 @@ import {
 import { readGenerationSettings } from '#lib/metrics/generation';
 import { subscriptionTag, type SubscriptionFacts } from '#lib/metrics/lines';
 import { retrying } from '#lib/db/retry';
-import { applyPending, WriteSet } from '#lib/db/writes';
+import { applyPending, putIfAbsent, WriteSet } from '#lib/db/writes';
 import { getMerchant } from '#lib/merchants/store';
 import { figuresZoneOf, generationOf, recountingOf } from '#lib/merchants/rules';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
@@ -38,9 +35,10 @@ import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 /**
  * `ops metrics rebuild`: makes a merchant's stored aggregates equal the sum of its customers'
  * timelines (what every write keeps them equal to), for data written by an earlier version of the
- * item shapes (year items before the month roll-ups) or repaired by hand. It also gives live
- * customers written before the search index (gsi4) its keys, and customers written before the
- * customer metadata and plan-customers indexes their missing entries. Everything is read by key or from the
+ * item shapes (year items before the month roll-ups) or repaired by hand. It gives customers with a
+ * timeline written before the plan-customers index their entries, and has each customer's own items
+ * repaired by the customers module (`repairCustomer`: LTV parts, metadata entries, search keys).
+ * Everything is read by key or from the
  * table (strongly consistent); corrections are `ADD`s of the difference on shard 0, so running it
  * twice changes nothing the second time. Run it while the merchant's writes are paused: a write
  * between the timeline reads and the aggregate reads would be counted twice.
@@ -116,43 +114,17 @@ const rederiveLines = async (merchantId: string, reportingCurrency: string, cust
   return next;
 };
 
-/** Puts the customer's LTV parts its orders make where the stored ones differ, and deletes those no order makes: how many. */
-const repairLtvParts = async (merchantId: string, reportingCurrency: string, customerId: number): Promise<number> => {
-  const [want, have] = await Promise.all([
-    ltvPartsFromOrders(merchantId, reportingCurrency, customerId),
-    readLtvParts(merchantId, customerId),
-  ]);
-  const idOf = (p: LtvPart) => `${p.currency}#${p.year}`;
-  const stored = new Map(have.map((p) => [idOf(p), p]));
-  let written = 0;
-  for (const part of want) {
-    const was = stored.get(idOf(part));
-    stored.delete(idOf(part));
-    if (was && JSON.stringify(ltvPartAmounts(was)) === JSON.stringify(ltvPartAmounts(part))) continue;
-    const amounts = Object.fromEntries(ltvPartAmounts(part).map(([attr, v]) => [attr, NumberValue.from(v)]));
-    await db().send(
-      new PutCommand({
-        TableName: tableName(),
-        Item: {
-          ...keys.customerLtvPart(merchantId, customerId, part.currency, part.year),
-          currency: part.currency,
-          year: part.year,
-          ...amounts,
-        },
-      }),
-    );
-    written += 1;
-  }
-  for (const stray of stored.values()) {
-    await db().send(
-      new DeleteCommand({ TableName: tableName(), Key: keys.customerLtvPart(merchantId, customerId, stray.currency, stray.year) }),
-    );
-    written += 1;
-  }
-  return written;
-};
+/**
+ * Brings one customer's own items (its item, its partition, its index entries) up to the present
+ * shapes: the customers module's, given by the caller, as metrics does not write customers.
+ */
+export type RepairCustomer = (
+  merchantId: string,
+  reportingCurrency: string,
+  customer: Record<string, unknown>,
+) => Promise<{ ltv_parts_written: number; search_keys_added: number; index_entries_added: number }>;
 
-export const rebuildMerchantAggregates = async (merchantId: string): Promise<RebuildReport> => {
+export const rebuildMerchantAggregates = async (merchantId: string, repairCustomer: RepairCustomer): Promise<RebuildReport> => {
   const { Item: seq } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sequences(merchantId), ConsistentRead: true }));
   const lastCustomerId = Number(seq?.customer ?? 0);
 
@@ -171,21 +143,9 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
   let indexEntriesAdded = 0;
   let ltvPartsWritten = 0;
   /** Puts an index entry (metadata or plan customers) that is missing; one already there is left as it is. */
-  const addEntry = (key: { pk: string; sk: string }, customerId: number) =>
-    db()
-      .send(
-        new PutCommand({
-          TableName: tableName(),
-          Item: { ...key, customer_id: customerId },
-          ConditionExpression: 'attribute_not_exists(pk)',
-        }),
-      )
-      .then(
-        () => (indexEntriesAdded += 1),
-        (err: Error) => {
-          if (err.name !== 'ConditionalCheckFailedException') throw err;
-        },
-      );
+  const addEntry = async (key: { pk: string; sk: string }, customerId: number) => {
+    if (await putIfAbsent({ ...key, customer_id: customerId })) indexEntriesAdded += 1;
+  };
   for (let first = 1; first <= lastCustomerId; first += CUSTOMERS_PER_READ) {
     const ids = Array.from({ length: Math.min(CUSTOMERS_PER_READ, lastCustomerId - first + 1) }, (_, i) => first + i);
     const found = await batchGet<Record<string, unknown>>(
@@ -225,31 +185,11 @@ export const rebuildMerchantAggregates = async (merchantId: string): Promise<Reb
         addToSlices(targets, current, reportingCurrency, zone);
       }
       const customer = found.get(keyId(keys.customer(merchantId, id)));
-      // Customers paid in other currencies: their LTV parts as their orders make them (orders paid before parts existed).
-      if (customer && otherLtvCurrencies(customer, reportingCurrency).length)
-        ltvPartsWritten += await repairLtvParts(merchantId, reportingCurrency, id);
-      // Customers written before the metadata index (deleted ones too: their lines still count) get their entries.
-      if (customer)
-        await Promise.all(indexedMetadata(customer.metadata).map(([k, v]) => addEntry(keys.customerMetadata(merchantId, k, v, id), id)));
-      if (customer && !customer.deleted_at && !customer.gsi4pk) {
-        const search = indexes.customerSearch(merchantId, String(customer.created_at), id);
-        await db()
-          .send(
-            new UpdateCommand({
-              TableName: tableName(),
-              Key: keys.customer(merchantId, id),
-              UpdateExpression: 'SET gsi4pk = :pk, gsi4sk = :sk',
-              // Still live and still without the keys (a delete or a newer write decides otherwise).
-              ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(deleted_at) AND attribute_not_exists(gsi4pk)',
-              ExpressionAttributeValues: { ':pk': search.gsi4pk, ':sk': search.gsi4sk },
-            }),
-          )
-          .then(
-            () => (searchKeysAdded += 1),
-            (err: Error) => {
-              if (err.name !== 'ConditionalCheckFailedException') throw err;
-            },
-          );
+      if (customer) {
+        const repaired = await repairCustomer(merchantId, reportingCurrency, customer);
+        ltvPartsWritten += repaired.ltv_parts_written;
+        searchKeysAdded += repaired.search_keys_added;
+        indexEntriesAdded += repaired.index_entries_added;
       }
     }
   }

@@ -17,21 +17,15 @@ import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { WriteSet } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
-import { addCustomerCreate, liveCondition } from '#lib/customers/store';
+import { addCustomerCreate } from '#lib/customers/store';
+import { addCustomerFigures, type CustomerOrderChange, requireLiveCustomer } from '#lib/customers/figures';
 import type { CustomerItem } from '#lib/customers/model';
 import { issueMessage } from '#lib/shared/validation';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
 import type { OrderItem } from '#lib/orders/model';
 import { dropEmpty, foldImportItem, importUnchanged, missingForNew } from '#lib/orders/rules';
 import { orderBatchItem, type OrderBatchItem } from '#lib/orders/schemas';
-import {
-  addAggregateDeltas,
-  addCustomerFigures,
-  addOrderWrite,
-  newOrderItem,
-  rewriteOrder,
-  type CustomerOrderChange,
-} from '#lib/orders/store';
+import { addAggregateDeltas, addOrderWrite, newOrderItem, rewriteOrder } from '#lib/orders/store';
 import { formatTimestamp } from '#lib/shared/time';
 
 /**
@@ -299,7 +293,7 @@ const writeUnits = async (
       after.set(id, { item: created, exists: true, name: state.name, timeline });
     } else {
       const payment = cs.length ? await addCustomerFigures(ws, merchantId, figures.reportingCurrency, state.item, cs) : null;
-      if (linkedByEmail.has(id)) ws.update('customer-figures', keys.customer(merchantId, id)).when(liveCondition);
+      if (linkedByEmail.has(id)) requireLiveCustomer(ws, merchantId, id);
       after.set(id, { ...state, item: { ...state.item, ...(payment ?? {}) }, timeline });
     }
   }

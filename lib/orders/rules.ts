@@ -175,10 +175,6 @@ export const foldImportItem = (order: OrderItem, input: OrderBatchItem, at: stri
 export const importUnchanged = (stored: OrderItem, folded: OrderItem, customerId: number) =>
   stored.customer_id === customerId && IMPORT_FIELDS.every((f) => JSON.stringify(folded[f]) === JSON.stringify(stored[f]));
 
-/** The order's payment time for first/last_payment_at: orders that have been paid (paid or refunded). */
-export const paymentTime = (o: Pick<OrderItem, 'status' | 'paid_at'> | null): string | null =>
-  o && (o.status === 'paid' || o.status === 'refunded') && o.paid_at ? o.paid_at : null;
-
 /** The counters a day and a month of stats hold, by attribute. */
 type Counters = Record<string, Decimal | undefined>;
 

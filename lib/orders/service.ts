@@ -6,7 +6,8 @@ import { batchGet, keyId } from '#lib/db/batch-get';
 import { retrying, RetryableError } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
 import { InvalidError, NotFoundError } from '#lib/errors';
-import { addCustomerCreate, customerIdsByEmail, customersByIds, liveCondition } from '#lib/customers/store';
+import { addCustomerCreate, customerIdsByEmail, customersByIds } from '#lib/customers/store';
+import { addCustomerFigures, requireLiveCustomer } from '#lib/customers/figures';
 import type { CustomerItem } from '#lib/customers/model';
 import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, generationSettings, orderTimeline } from '#lib/metrics';
 import { addOutboxEvent } from '#lib/outbox/store';
@@ -27,7 +28,6 @@ import { localPeriodsAt } from '#lib/shared/zone';
 import type { OrderInput, OrderListQuery, OrderPatch } from '#lib/orders/schemas';
 import {
   addAggregateDeltas,
-  addCustomerFigures,
   addOrderWrite,
   getIdempotencyRecord,
   getOrder,
@@ -105,7 +105,7 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
       addOrderWrite(ws, merchantId, null, order);
       await addCustomerFigures(ws, merchantId, auth.reportingCurrency, existing, [{ before: null, after: order }]);
       // Still live at commit: a customer deleted meanwhile sends us round again.
-      ws.update('customer-figures', keys.customer(merchantId, existing.id)).when(liveCondition);
+      requireLiveCustomer(ws, merchantId, existing.id);
     } else {
       const created = addCustomerCreate(
         ws,

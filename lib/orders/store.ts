@@ -1,21 +1,19 @@
-import { GetCommand, NumberValue, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import Decimal from 'decimal.js';
 import { addTotal, listTotal, readShardSnapshots, sumShards } from '#lib/db/counters';
 import { COUNTER_SHARDS } from '#lib/db/writes-constants';
 import { db, tableName } from '#lib/db/client';
-import { createdRange, ENTRY_OF, indexes, indexPartitions, keys, PAYMENT_PREFIX, type Key } from '#lib/db/keys';
-import { countQuery, itemRowsOf, listPage, queryAll, type IndexQuery } from '#lib/db/query';
+import { createdRange, ENTRY_OF, indexes, indexPartitions, keys, type Key } from '#lib/db/keys';
+import { countQuery, itemRowsOf, listPage, type IndexQuery } from '#lib/db/query';
 import { retrying } from '#lib/db/retry';
-import { itemAbsent, versionIs, WriteConflict, WriteSet, type Condition } from '#lib/db/writes';
-import { ltvAttr, ltvPartOf, type CustomerItem, type LtvPart } from '#lib/customers/model';
-import { batchGet, keyId } from '#lib/db/batch-get';
+import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
+import { keyId } from '#lib/db/batch-get';
 import type { OrderItem } from '#lib/orders/model';
 import {
   changed,
   hourAttr,
   newOrder,
   partialHours,
-  paymentTime,
   QUARTERS_PER_HOUR,
   quarterAttr,
   revenueAttr,
@@ -264,208 +262,4 @@ export const addAggregateDeltas = (ws: WriteSet, merchantId: string, before: Ord
     day(before.created_at, 'created', ONE.negated());
     day(after.created_at, 'created', ONE);
   }
-};
-
-/** A change of one order as seen by one customer (null: not this customer's order before/after). */
-export type CustomerOrderChange = { before: OrderFigures | null; after: OrderFigures | null };
-
-/** The payment-time fields of a customer, as read (or as a transaction leaves them). */
-export type PaymentState = Pick<CustomerItem, 'first_payment_at' | 'last_payment_at' | 'payment_version'>;
-
-const minOf = (times: string[]) => (times.length ? times.reduce((a, b) => (b < a ? b : a)) : null);
-const maxOf = (times: string[]) => (times.length ? times.reduce((a, b) => (b > a ? b : a)) : null);
-
-/**
- * Payment times of the customer's paid orders other than the `excluded` payment items, nearest
- * each end: a strongly consistent Query on the customer's own partition (never an index, which
- * can be stale on AWS). `k` items from each end are enough when at most k − 1 are excluded.
- */
-const paymentExtremes = async (merchantId: string, customerId: number, excluded: Set<string>) => {
-  const k = excluded.size + 1;
-  const ends = await Promise.all(
-    [true, false].map((forward) =>
-      db().send(
-        new QueryCommand({
-          TableName: tableName(),
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :pay)',
-          ExpressionAttributeValues: { ':pk': keys.customer(merchantId, customerId).pk, ':pay': PAYMENT_PREFIX },
-          ConsistentRead: true,
-          ScanIndexForward: forward,
-          Limit: k,
-        }),
-      ),
-    ),
-  );
-  const times = (items: Record<string, unknown>[] | undefined) =>
-    (items ?? []).filter((i) => !excluded.has(String(i.sk))).map((i) => String(i.paid_at));
-  return { first: times(ends[0].Items)[0] ?? null, last: times(ends[1].Items)[0] ?? null };
-};
-
-const exists = (attr: string): Condition => ({ expression: `attribute_exists(${attr})` });
-
-/**
- * Moves one customer's figures for a set of order changes inside `ws`: ltv and order_count by ADD,
- * payment-time items put/deleted under the customer's key, and first/last_payment_at:
- * - only additions (or removals strictly inside the range): monotone guards — the stored first is
- *   still ≤ what we keep (or ≥ what we lower it to), likewise the last — so concurrent payers of
- *   one customer never invalidate each other;
- * - a removal of the first or last: recomputed from the payment items (consistent Query), guarded
- *   by `payment_version`, which every payment change bumps.
- * `created` is the customer item being put in the same transaction (figures applied to it).
- * Returns the payment state the transaction leaves, for callers carrying state between transactions.
- */
-export const addCustomerFigures = async (
-  ws: WriteSet,
-  merchantId: string,
-  reportingCurrency: string,
-  customer: CustomerItem,
-  changes: CustomerOrderChange[],
-  created?: CustomerItem,
-): Promise<PaymentState> => {
-  const ltv = new Map<string, Decimal>();
-  /** `<currency>#<year>#<attr>` → delta: what moves in the LTV parts (docs/customers.md, "Lifetime value"). */
-  const parts = new Map<string, Decimal>();
-  let orderCount = new Decimal(0);
-  const removed: { at: string; sk: string }[] = [];
-  const added: { at: string; sk: string; order_no: string }[] = [];
-  for (const { before, after } of changes) {
-    for (const [o, negative] of [
-      [before, true],
-      [after, false],
-    ] as const) {
-      if (o?.status === 'paid') {
-        const amount = sign(new Decimal(o.amount), negative);
-        ltv.set(o.currency, (ltv.get(o.currency) ?? new Decimal(0)).plus(amount));
-        orderCount = orderCount.plus(sign(ONE, negative));
-        // Another currency's payment also goes to its month's part, which converts `ltv` at read time.
-        if (o.currency !== reportingCurrency && o.paid_at) {
-          const { year, attr } = ltvPartOf(o.paid_at);
-          const at = `${o.currency}#${year}#${attr}`;
-          parts.set(at, (parts.get(at) ?? new Decimal(0)).plus(amount));
-        }
-      }
-    }
-    const b = paymentTime(before);
-    const a = paymentTime(after);
-    if (b === a && before?.order_no === after?.order_no) continue;
-    if (b) removed.push({ at: b, sk: keys.customerPayment(merchantId, customer.id, b, before!.order_no).sk });
-    if (a) added.push({ at: a, sk: keys.customerPayment(merchantId, customer.id, a, after!.order_no).sk, order_no: after!.order_no });
-  }
-  for (const [at, delta] of parts) {
-    if (delta.isZero()) continue;
-    const [currency, year, attr] = at.split('#');
-    ws.update('ltv-part', keys.customerLtvPart(merchantId, customer.id, currency, year))
-      .set('currency', currency)
-      .set('year', year)
-      .add(attr, delta);
-  }
-  const key = keys.customer(merchantId, customer.id);
-  for (const r of removed) ws.delete('payment', { pk: key.pk, sk: r.sk }, exists('pk'));
-  for (const a of added) ws.put('payment', { pk: key.pk, sk: a.sk, paid_at: a.at, order_no: a.order_no });
-
-  const state: PaymentState = {
-    first_payment_at: customer.first_payment_at ?? null,
-    last_payment_at: customer.last_payment_at ?? null,
-    payment_version: customer.payment_version ?? 0,
-  };
-  const paymentsMove = removed.length > 0 || added.length > 0;
-  const addedTimes = added.map((a) => a.at);
-
-  if (created) {
-    for (const [currency, delta] of ltv) {
-      if (delta.isZero()) continue;
-      const sum = new Decimal(String(created[ltvAttr(currency) as `ltv_${string}`] ?? 0)).plus(delta);
-      (created as Record<string, unknown>)[ltvAttr(currency)] = NumberValue.from(sum.toFixed());
-    }
-    created.order_count = Number(new Decimal(created.order_count ?? 0).plus(orderCount));
-    if (paymentsMove) {
-      created.first_payment_at = minOf(addedTimes) ?? undefined;
-      created.last_payment_at = maxOf(addedTimes) ?? undefined;
-      created.payment_version = (created.payment_version ?? 0) + 1;
-    }
-    return {
-      first_payment_at: created.first_payment_at ?? null,
-      last_payment_at: created.last_payment_at ?? null,
-      payment_version: created.payment_version,
-    };
-  }
-
-  const u = ws.update('customer-figures', key);
-  for (const [currency, delta] of ltv) u.add(ltvAttr(currency), delta);
-  u.add('order_count', orderCount);
-  if (!paymentsMove) return state;
-  u.add('payment_version', ONE);
-  const next: PaymentState = { ...state, payment_version: (state.payment_version ?? 0) + 1 };
-  const first = state.first_payment_at ?? null;
-  const last = state.last_payment_at ?? null;
-
-  if (removed.some((r) => r.at === first || r.at === last)) {
-    const others = await paymentExtremes(merchantId, customer.id, new Set(removed.map((r) => r.sk)));
-    next.first_payment_at = minOf([...(others.first ? [others.first] : []), ...addedTimes]);
-    next.last_payment_at = maxOf([...(others.last ? [others.last] : []), ...addedTimes]);
-    u.when(
-      customer.payment_version === undefined
-        ? { expression: 'attribute_not_exists(payment_version)' }
-        : { expression: 'payment_version = :pv', values: { ':pv': customer.payment_version } },
-    );
-    for (const [attr, value] of [
-      ['first_payment_at', next.first_payment_at],
-      ['last_payment_at', next.last_payment_at],
-    ] as const) {
-      if (value === null || value === undefined) u.remove(attr);
-      else u.set(attr, value);
-    }
-    return next;
-  }
-
-  // Monotone guards: additions can only lower the first and raise the last.
-  const minAdded = minOf(addedTimes);
-  const maxAdded = maxOf(addedTimes);
-  for (const [attr, read, cand, better] of [
-    ['first_payment_at', first, minAdded, (x: string, y: string) => x < y],
-    ['last_payment_at', last, maxAdded, (x: string, y: string) => x > y],
-  ] as const) {
-    const op = attr === 'first_payment_at' ? '>=' : '<=';
-    const keep = attr === 'first_payment_at' ? '<=' : '>=';
-    if (cand !== null && (read === null || better(cand, read))) {
-      // Ours becomes the extreme unless a concurrent writer already went past it.
-      u.set(attr, cand);
-      u.when({
-        expression: `attribute_not_exists(#a) OR attribute_type(#a, :null) OR #a ${op} :t`,
-        names: { '#a': attr },
-        values: { ':t': cand, ':null': 'NULL' },
-      });
-      next[attr] = cand;
-    } else if (read !== null) {
-      // The stored extreme stays: it must not have moved inwards (only a recomputation can do that).
-      u.when({ expression: `#a ${keep} :t`, names: { '#a': attr }, values: { ':t': read } });
-    } else {
-      // Nothing stored and nothing added on this side (only removals of unknown times): stay empty.
-      u.when({ expression: 'attribute_not_exists(#a) OR attribute_type(#a, :null)', names: { '#a': attr }, values: { ':null': 'NULL' } });
-    }
-  }
-  return next;
-};
-
-/**
- * The LTV parts a customer's paid orders in other currencies make (docs/customers.md, "Lifetime
- * value in other currencies"), recomputed from the table alone: its payment items (every order it
- * has paid, by key), then those orders by key. For `ops metrics rebuild`: orders paid before the
- * parts existed get theirs.
- */
-export const ltvPartsFromOrders = async (merchantId: string, reportingCurrency: string, customerId: number): Promise<LtvPart[]> => {
-  const payments = await queryAll<{ order_no: string }>(
-    { partition: keys.customer(merchantId, customerId).pk, from: PAYMENT_PREFIX, to: `${PAYMENT_PREFIX}~`, descending: false },
-    ['order_no'],
-  );
-  const orders = await batchGet<OrderItem>([...new Set(payments.map((p) => p.order_no))].map((no) => keys.order(merchantId, no)));
-  const parts = new Map<string, LtvPart>();
-  for (const o of orders.values()) {
-    if (o.status !== 'paid' || o.currency === reportingCurrency || !o.paid_at || Number(o.customer_id) !== customerId) continue;
-    const { year, attr } = ltvPartOf(o.paid_at);
-    const part = parts.get(`${o.currency}#${year}`) ?? { currency: o.currency, year };
-    part[attr] = new Decimal(String(part[attr] ?? 0)).plus(o.amount).toFixed();
-    parts.set(`${o.currency}#${year}`, part);
-  }
-  return [...parts.values()];
 };

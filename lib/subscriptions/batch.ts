@@ -14,7 +14,8 @@ import { batchFailure, commitUnit, runBatch } from '#lib/db/batch';
 import { keys } from '#lib/db/keys';
 import { allocateIds } from '#lib/db/sequences';
 import { itemAbsent, WriteSet } from '#lib/db/writes';
-import { addCustomerCreate, liveCondition } from '#lib/customers/store';
+import { addCustomerCreate } from '#lib/customers/store';
+import { requireLiveCustomer } from '#lib/customers/figures';
 import { amountCurrencyError } from '#lib/shared/currency';
 import { batchCollector, identifierOf, type BatchResult } from '#lib/shared/schemas';
 import { formatTimestamp } from '#lib/shared/time';
@@ -207,7 +208,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
         if (!changed.has(customerId)) {
           // The customer, once per transaction: created by the first unit that commits, else still live.
           if (unit.create && !created.has(customerId)) addCustomerCreate(ws, scope.merchantId, customerId, unit.create, at);
-          else ws.update('customer', keys.customer(scope.merchantId, customerId)).when(liveCondition);
+          else requireLiveCustomer(ws, scope.merchantId, customerId);
         }
         changed.set(
           customerId,

@@ -19,7 +19,7 @@ import { retrying } from '#lib/db/retry';
 import { allocateIds } from '#lib/db/sequences';
 import { versionIs, WriteSet } from '#lib/db/writes';
 import { InvalidError } from '#lib/errors';
-import { liveCondition } from '#lib/customers/store';
+import { requireLiveCustomer } from '#lib/customers/figures';
 import { batchCollector, type BatchResult } from '#lib/shared/schemas';
 import { IDEMPOTENCY_TTL_SECONDS, isLive, type IdempotencyRecord } from '#lib/db/idempotency';
 import { formatTimestamp } from '#lib/shared/time';
@@ -189,7 +189,7 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
       const changed = new Map<number, Timeline>();
       const shown = new Map<number, SubscriptionItem>();
       for (const { customerId, index, identifier, tag, event } of chunk) {
-        ws.update('customer', keys.customer(merchantId, customerId)).when(liveCondition);
+        requireLiveCustomer(ws, merchantId, customerId);
         if (event.subscription_id) {
           ws.update('subscription', keys.subscription(merchantId, event.subscription_id)).when({
             expression: 'customer_id = :c AND attribute_not_exists(deleted_at)',

@@ -7,6 +7,7 @@ import { addRateTablePut, readRateTable } from '#lib/exchange-rates/store';
 import { keys } from '#lib/db/keys';
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
+import { repairCustomer } from '#lib/customers/repair';
 import { rebuildMerchantAggregates } from '#lib/metrics/rebuild';
 import { addTimelineChange, readTimeline } from '#lib/metrics/store';
 import { setFrom } from '#lib/metrics/timeline';
@@ -264,9 +265,9 @@ describe('exchange rates', () => {
       }),
     );
     expect(await ltv()).toBe('1000.00');
-    expect((await rebuildMerchantAggregates(merchantId)).ltv_parts_written).toBe(3);
+    expect((await rebuildMerchantAggregates(merchantId, repairCustomer)).ltv_parts_written).toBe(3);
     expect(await ltv()).toBe('1921.50');
-    expect((await rebuildMerchantAggregates(merchantId)).ltv_parts_written).toBe(0);
+    expect((await rebuildMerchantAggregates(merchantId, repairCustomer)).ltv_parts_written).toBe(0);
   });
 
   it("a change in a month without a rate is left out until that month has one; then it counts at that month's rate", async () => {

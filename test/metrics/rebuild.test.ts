@@ -4,6 +4,7 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { cohortPartition, keys, metricsPartition, shardPartitions } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
+import { repairCustomer } from '#lib/customers/repair';
 import { rebuildMerchantAggregates } from '#lib/metrics/rebuild';
 import { STORED_ATTR } from '#lib/metrics/rules';
 import { addTimelineChange, readTimeline } from '#lib/metrics/store';
@@ -99,7 +100,7 @@ describe('ops metrics rebuild', () => {
     expect(broken.monthly).not.toEqual(before.monthly);
     expect(broken.search).toEqual([c, a]);
 
-    const report = await rebuildMerchantAggregates(merchantId);
+    const report = await rebuildMerchantAggregates(merchantId, repairCustomer);
     expect(report).toMatchObject({
       customers_read: 3,
       timelines: 3,
@@ -114,7 +115,7 @@ describe('ops metrics rebuild', () => {
       expect(await queryAll({ partition, from: 'Y#', to: 'Y#~' }, ['sk'])).toEqual([]);
 
     // Nothing left to correct; the cohort and day items were right all along.
-    expect(await rebuildMerchantAggregates(merchantId)).toEqual({
+    expect(await rebuildMerchantAggregates(merchantId, repairCustomer)).toEqual({
       customers_read: 3,
       timelines: 3,
       aggregates_corrected: 0,
@@ -202,9 +203,9 @@ describe('ops metrics rebuild', () => {
     await ws.commit();
     expect((await ok(api.get('/metrics/mrr?start_date=2025-01-01&end_date=2025-05-31', token))).data[1].mrr).toBe('150.00');
 
-    const report = await rebuildMerchantAggregates(merchantId);
+    const report = await rebuildMerchantAggregates(merchantId, repairCustomer);
     expect(report).toMatchObject({ timelines_rederived: 1 });
     expect((await ok(api.get('/metrics/mrr?start_date=2025-01-01&end_date=2025-05-31', token))).data).toEqual(now.data);
-    expect(await rebuildMerchantAggregates(merchantId)).toMatchObject({ timelines_rederived: 0, aggregates_corrected: 0 });
+    expect(await rebuildMerchantAggregates(merchantId, repairCustomer)).toMatchObject({ timelines_rederived: 0, aggregates_corrected: 0 });
   });
 });

@@ -14,7 +14,6 @@ import {
   importUnchanged,
   missingForNew,
   newOrder,
-  paymentTime,
   stats,
   revenueCurrencies,
   withOrderDefaults,
@@ -137,13 +136,6 @@ describe('an import item', () => {
 });
 
 describe('figures and stats', () => {
-  it('a payment time is that of a paid or refunded order', () => {
-    expect(paymentTime({ status: 'paid', paid_at: NOW })).toBe(NOW);
-    expect(paymentTime({ status: 'refunded', paid_at: NOW })).toBe(NOW);
-    expect(paymentTime({ status: 'failed', paid_at: NOW })).toBeNull();
-    expect(paymentTime(null)).toBeNull();
-  });
-
   it("reads today's revenue, the month's and the success rate to one decimal, half up", () => {
     const day = { created: new Decimal(3), created_paid: new Decimal(2), rev_TWD: new Decimal('150.5') };
     expect(stats(day, { rev_TWD: new Decimal('900') }, 'TWD', 'TWD')).toEqual({
