@@ -1,5 +1,5 @@
 import { getActivity } from '#lib/activity/service';
-import { apiHandler } from '#lib/http/handler';
+import { apiHandler } from '#lib/api/handler';
 import { routes } from '#lib/activity/routes';
 
 export const handler = apiHandler(routes.activityGet, async ({ auth, params }) => ({

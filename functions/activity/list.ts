@@ -1,5 +1,5 @@
 import { listActivity } from '#lib/activity/service';
-import { csvApiHandler } from '#lib/http/csv-handler';
+import { csvApiHandler } from '#lib/api/csv-handler';
 import { routes } from '#lib/activity/routes';
 
 export const handler = csvApiHandler(routes.activityList, async ({ auth, query }) => ({

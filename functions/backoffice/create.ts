@@ -1,4 +1,4 @@
-import { apiHandler } from '#lib/http/handler';
+import { apiHandler } from '#lib/api/handler';
 import { routes } from '#lib/merchants/routes';
 import { presentIssued } from '#lib/merchants/rules';
 import { createToken } from '#lib/merchants/service';

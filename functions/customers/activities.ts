@@ -1,5 +1,5 @@
 import { customerActivities } from '#lib/customers/service';
-import { csvApiHandler } from '#lib/http/csv-handler';
+import { csvApiHandler } from '#lib/api/csv-handler';
 import { routes } from '#lib/customers/routes';
 
 export const handler = csvApiHandler(routes.customersActivities, async ({ auth, params, query }) => {

@@ -1,5 +1,5 @@
 import { importCustomers } from '#lib/customers/batch';
-import { apiHandler } from '#lib/http/handler';
+import { apiHandler } from '#lib/api/handler';
 import { routes } from '#lib/customers/routes';
 import { idempotentBatch } from '#lib/db/idempotency';
 

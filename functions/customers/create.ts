@@ -1,6 +1,6 @@
 import { createCustomer } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
-import { apiHandler } from '#lib/http/handler';
+import { apiHandler } from '#lib/api/handler';
 import { routes } from '#lib/customers/routes';
 
 export const handler = apiHandler(routes.customersCreate, async ({ auth, body }) => {

@@ -1,5 +1,5 @@
 import { deleteCustomer } from '#lib/customers/service';
-import { apiHandler } from '#lib/http/handler';
+import { apiHandler } from '#lib/api/handler';
 import { routes } from '#lib/customers/routes';
 
 export const handler = apiHandler(routes.customersDelete, async ({ auth, params }) => {

@@ -1,7 +1,7 @@
 import { readCustomer } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
 import { NotFoundError } from '#lib/errors';
-import { apiHandler } from '#lib/http/handler';
+import { apiHandler } from '#lib/api/handler';
 import { routes } from '#lib/customers/routes';
 
 export const handler = apiHandler(routes.customersGet, async ({ auth, params }) => {

@@ -1,6 +1,6 @@
 import { listCustomers, customerFigures } from '#lib/customers/service';
 import { presentCustomer } from '#lib/customers/model';
-import { csvApiHandler } from '#lib/http/csv-handler';
+import { csvApiHandler } from '#lib/api/csv-handler';
 import { routes } from '#lib/customers/routes';
 
 export const handler = csvApiHandler(routes.customersList, async ({ auth, query }) => {

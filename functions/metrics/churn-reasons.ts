@@ -1,4 +1,4 @@
-import { csvApiHandler } from '#lib/http/csv-handler';
+import { csvApiHandler } from '#lib/api/csv-handler';
 import { churnReasons } from '#lib/metrics';
 import { routes } from '#lib/metrics/routes';
 

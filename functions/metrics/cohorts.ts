@@ -1,4 +1,4 @@
-import { csvApiHandler } from '#lib/http/csv-handler';
+import { csvApiHandler } from '#lib/api/csv-handler';
 import { cohorts } from '#lib/metrics';
 import { routes } from '#lib/metrics/routes';
 

@@ -1,5 +1,5 @@
 import { NotFoundError } from '#lib/errors';
-import { apiHandler } from '#lib/http/handler';
+import { apiHandler } from '#lib/api/handler';
 import { routes } from '#lib/orders/routes';
 import { findOrder } from '#lib/orders/service';
 

@@ -1,4 +1,4 @@
-import { apiHandler } from '#lib/http/handler';
+import { apiHandler } from '#lib/api/handler';
 import { recountPendingHeader } from '#lib/shared/recount-pending-header';
 import { routes } from '#lib/merchants/routes';
 import { putSettings } from '#lib/merchants/settings';

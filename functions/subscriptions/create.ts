@@ -1,4 +1,4 @@
-import { apiHandler } from '#lib/http/handler';
+import { apiHandler } from '#lib/api/handler';
 import { routes } from '#lib/subscriptions/routes';
 import { createSubscription } from '#lib/subscriptions/service';
 

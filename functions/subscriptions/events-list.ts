@@ -1,4 +1,4 @@
-import { csvApiHandler } from '#lib/http/csv-handler';
+import { csvApiHandler } from '#lib/api/csv-handler';
 import { routes } from '#lib/subscriptions/routes';
 import { listSubscriptionEvents } from '#lib/subscriptions/events';
 

@@ -1,4 +1,4 @@
-import { notFoundHandler } from '#lib/http/handler';
+import { notFoundHandler } from '#lib/api/handler';
 import { routeList } from '#lib/api/routes';
 
 export const handler = notFoundHandler(routeList);

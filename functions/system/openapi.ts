@@ -1,4 +1,4 @@
-import { apiHandler } from '#lib/http/handler';
+import { apiHandler } from '#lib/api/handler';
 import { openApiDocument } from '#lib/api/openapi';
 import { routes } from '#lib/api/system-routes';
 

@@ -1,4 +1,4 @@
-import { csvApiHandler } from '#lib/http/csv-handler';
+import { csvApiHandler } from '#lib/api/csv-handler';
 import { routes } from '#lib/webhooks/routes';
 import { listEndpointDeliveries } from '#lib/webhooks/service';
 

@@ -1,7 +1,7 @@
 /**
  * The header an answer carries while the merchant's figures are being recounted after a settings
  * change (lib/metrics/recount.ts): its figures are those of the settings before the change, whole.
- * The pipeline sets it on every route that declares it (lib/http/handler.ts).
+ * The pipeline sets it on every route that declares it (lib/api/handler.ts).
  */
 export const RECOUNT_PENDING = 'Recount-Pending';
 

@@ -8,7 +8,7 @@ import { captureLogs, failDynamoWhen, isolatedClock } from './support.ts';
 import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
 import { conflict } from '#lib/http/errors';
 import { email, metadata } from '#lib/shared/fields';
-import { apiHandler, MAX_BODY_BYTES } from '#lib/http/handler';
+import { apiHandler, MAX_BODY_BYTES } from '#lib/api/handler';
 import { defineRoute } from '#lib/http/route';
 
 /** docs/api-conventions.md: the error bodies and the headers every response carries. */

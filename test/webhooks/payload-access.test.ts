@@ -1,7 +1,7 @@
 import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ABILITIES, type Ability } from '#lib/auth/abilities';
-import { DASHBOARD_READS } from '#lib/http/handler';
+import { DASHBOARD_READS } from '#lib/api/handler';
 import { routeList } from '#lib/api/routes';
 import { createToken, revokeToken } from '#lib/merchants/service';
 import { newEventId } from '#lib/outbox/store';

@@ -1,5 +1,5 @@
 import httpContentNegotiation from '@middy/http-content-negotiation';
-import { apiHandler, type AnswerForm, type ApiRequest, type ApiResult } from '#lib/http/handler';
+import { apiHandler, type AnswerForm, type ApiRequest, type ApiResult } from '#lib/api/handler';
 import { CSV_MEDIA_TYPE, csvPagingHeaders, toCsv } from '#lib/http/csv';
 import type { RouteDef } from '#lib/http/route';
 

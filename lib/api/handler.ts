@@ -15,7 +15,6 @@ import { readClaims, type BackofficeRole } from '#lib/auth/backoffice';
 import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
 import { figuresZoneOf, generationOf, recountingOf, type Merchant } from '#lib/merchants/rules';
-import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
 import { getMerchant } from '#lib/merchants/store';
 import {
   toHttpError,
@@ -320,7 +319,7 @@ const pipeline = (route: RouteDef | null) => {
 };
 
 /**
- * Another form of a route's answer than JSON (lib/http/csv-handler.ts): a middleware that reads what
+ * Another form of a route's answer than JSON (lib/api/csv-handler.ts): a middleware that reads what
  * the caller asks for, and the answer in that form (null: JSON as usual). Only the routes that
  * offer it carry its code.
  */
