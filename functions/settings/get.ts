@@ -1,6 +1,6 @@
 import { apiHandler } from '#lib/api/handler';
-import { routes } from '#lib/merchants/routes';
-import { readSettings } from '#lib/merchants/settings';
+import { routes } from '#lib/settings/routes';
+import { readSettings } from '#lib/settings/service';
 import { recountPendingHeader } from '#lib/shared/recount-pending-header';
 
 // The token lookup (or the back office's merchant read) already carries both settings.

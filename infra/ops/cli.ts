@@ -15,7 +15,7 @@ const store = async () => ({
   ...(await import('#lib/merchants/store')),
   ...(await import('#lib/merchants/rules')),
   ...(await import('#lib/merchants/service')),
-  ...(await import('#lib/merchants/settings')),
+  ...(await import('#lib/settings/service')),
 });
 
 /**

@@ -6,6 +6,7 @@ import { routes as exchangeRateRoutes } from '#lib/exchange-rates/routes';
 import { routes as backofficeRoutes } from '#lib/merchants/routes';
 import { routes as metricsRoutes } from '#lib/metrics/routes';
 import { routes as orderRoutes } from '#lib/orders/routes';
+import { routes as settingsRoutes } from '#lib/settings/routes';
 import { routes as subscriptionRoutes } from '#lib/subscriptions/routes';
 import { routes as webhookRoutes } from '#lib/webhooks/routes';
 
@@ -18,6 +19,7 @@ import { routes as webhookRoutes } from '#lib/webhooks/routes';
 export const routes = {
   ...systemRoutes,
   ...backofficeRoutes,
+  ...settingsRoutes,
   ...customerRoutes,
   ...orderRoutes,
   ...subscriptionRoutes,

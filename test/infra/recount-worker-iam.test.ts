@@ -7,7 +7,7 @@ import { DEADLINE_MARGIN_MS } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
 import { putExchangeRates } from '#lib/exchange-rates/service';
 import { createMerchant, createToken } from '#lib/merchants/service';
-import { changeMerchant } from '#lib/merchants/settings';
+import { changeMerchant } from '#lib/settings/service';
 import { getMerchant } from '#lib/merchants/store';
 import { handleRecountJobs, RECOUNT_JOB_ENTITY } from '#lib/metrics/recount';
 import { addTimelineChange, EMPTY_TIMELINE, readTimeline } from '#lib/metrics/store';

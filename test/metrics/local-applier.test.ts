@@ -5,7 +5,7 @@ import { type Key, keys, metricsPartition, shardPartitions } from '#lib/db/keys'
 import { queryAll } from '#lib/db/query';
 import { PENDING_MOVES_ENTITY, type PendingMoves, WriteSet } from '#lib/db/writes';
 import { createMerchant, createToken } from '#lib/merchants/service';
-import { changeMerchant } from '#lib/merchants/settings';
+import { changeMerchant } from '#lib/settings/service';
 import { getMerchant } from '#lib/merchants/store';
 import { RECOUNT_JOB_ENTITY } from '#lib/metrics/recount';
 import { addTimelineChange, EMPTY_TIMELINE, pendingHome, readTimeline } from '#lib/metrics/store';

@@ -396,7 +396,7 @@ describe('the recount after a zone or rate change', () => {
     }));
     await api.post('/subscriptions/batch', token, { subscriptions: imported }, { 'idempotency-key': `recount-${Math.random()}` });
     const customers = CUSTOMERS + CUSTOMERS / 2;
-    const { changeMerchant } = await import('#lib/merchants/settings');
+    const { changeMerchant } = await import('#lib/settings/service');
     const { getMerchant } = await import('#lib/merchants/store');
     const { runRecountJob, settleRecounts } = await import('#lib/metrics/recount');
     const { requestCounter } = await import('#lib/db/client');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_ACTIONS, MOVES_PER_PENDING } from '#lib/db/writes';
 import { getMerchant } from '#lib/merchants/store';
-import { changeMerchant } from '#lib/merchants/settings';
+import { changeMerchant } from '#lib/settings/service';
 import { COUNT_WCU_PER_KEY, runRecountJob } from '#lib/metrics/recount';
 import { keys } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';

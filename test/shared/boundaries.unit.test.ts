@@ -50,7 +50,7 @@ const PURE_RULES = [
 ];
 
 /** The lib/ folder a handler folder serves (functions/<folder>/), where the two names differ. */
-const RESOURCE_OF: Record<string, string> = { backoffice: 'merchants', settings: 'merchants', system: '(?:http|api)' };
+const RESOURCE_OF: Record<string, string> = { backoffice: 'merchants', system: '(?:http|api)' };
 /** What every handler may load besides its own resource: the pipeline (JSON, or JSON and CSV), the domain errors, shared fields, a batch's idempotency. */
 const COMMON = /^lib\/(api\/(csv-)?handler|errors|shared\/[a-z-]+|db\/idempotency)\.ts$/;
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newEventId } from '#lib/outbox/store';
-import { changeMerchant } from '#lib/merchants/settings';
+import { changeMerchant } from '#lib/settings/service';
 import { settleRecounts } from '#lib/metrics/recount';
 import { deliverTask, type DeliveryTask } from '#lib/webhooks/delivery';
 import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
