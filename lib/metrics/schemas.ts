@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { DATE_OR_DATETIME_PATTERN, isDateOnly, parseDate, parseTimestamp } from '#lib/shared/time';
 import { currency, pageQuery } from '#lib/shared/fields';
-import { customerActivitySchema } from '#lib/customers/schemas';
+import { customerActivitySchema } from '#lib/shared/mrr-movement';
 import { MOVEMENTS } from '#lib/metrics/timeline';
 import { DEFAULT_TIMEZONE, localDayOf } from '#lib/shared/zone';
 
