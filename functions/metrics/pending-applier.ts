@@ -1,4 +1,4 @@
-import { handlePendingMoves } from '#lib/metrics/pending-applier';
+import { handlePendingMoves } from '#lib/metrics';
 
 /**
  * The pending-moves applier: the table's stream (INSERTs of pending-moves items, filtered by the

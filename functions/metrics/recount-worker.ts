@@ -1,4 +1,4 @@
-import { handleRecountJobs } from '#lib/metrics/recount';
+import { handleRecountJobs } from '#lib/metrics';
 
 /**
  * The recount worker: the table's stream (INSERTs of recount jobs, filtered by the event source

@@ -4,7 +4,7 @@ import type { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { figuresVersionPartition, generationPartition, keys } from '#lib/db/keys';
-import { RECOUNT_JOB_ENTITY } from '#lib/metrics/recount';
+import { RECOUNT_JOB_ENTITY } from '#lib/metrics';
 import { RECOUNT_WORKER_HANDLER } from '../paths.ts';
 import { ApiFunction, CUSTOMER_PK_PATTERN, type KeyedGrant, MERCHANT_ID_IAM_PATTERN, TOKEN_SETTINGS_UPDATE } from './api-function.ts';
 import { PENDING_MOVES_PK_PATTERNS } from './pending-moves-applier.ts';

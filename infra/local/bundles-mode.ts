@@ -8,8 +8,7 @@ import {
   ReceiveMessageCommand,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import { isPendingMovesInsert } from '#lib/metrics/pending-applier';
-import { isRecountJobInsert } from '#lib/metrics/recount';
+import { isPendingMovesInsert, isRecountJobInsert } from '#lib/metrics';
 import { eventBridgeClient } from '#lib/outbox/eventbridge';
 import { isOutboxInsert } from '#lib/outbox/relay';
 import { SWEEP_INTERVAL_MINUTES } from '#lib/outbox/sweeper';

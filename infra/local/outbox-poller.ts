@@ -15,8 +15,7 @@ import {
 import type { Context, DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent } from 'aws-lambda';
 import { config } from '#lib/config';
 import { backoffMs } from '#lib/db/retry';
-import { handlePendingMoves, isPendingMovesInsert } from '#lib/metrics/pending-applier';
-import { handleRecountJobs, isRecountJobInsert } from '#lib/metrics/recount';
+import { handlePendingMoves, handleRecountJobs, isPendingMovesInsert, isRecountJobInsert } from '#lib/metrics';
 import { createRelayHandler, isOutboxInsert } from '#lib/outbox/relay';
 import { localClientConfig } from './dynamodb.ts';
 import { LocalBus } from './local-bus.ts';

@@ -236,7 +236,7 @@ const buildProgram = (done: (result: unknown) => void): Command => {
       const merchantId = need(str(values, 'merchant'), 'merchant');
       await requireExistingMerchant(merchantId);
       const [{ rebuildMerchantAggregates }, { repairCustomer }] = await Promise.all([
-        import('#lib/metrics/rebuild'),
+        import('#lib/metrics'),
         import('#lib/customers/repair'),
       ]);
       return rebuildMerchantAggregates(merchantId, repairCustomer);
@@ -249,7 +249,7 @@ const buildProgram = (done: (result: unknown) => void): Command => {
     async (values) => {
       const merchantId = need(str(values, 'merchant'), 'merchant');
       await requireExistingMerchant(merchantId);
-      return (await import('#lib/metrics/recount')).resumeRecount(merchantId);
+      return (await import('#lib/metrics')).resumeRecount(merchantId);
     },
   ).addOption(merchantFlag());
 

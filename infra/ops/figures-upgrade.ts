@@ -6,7 +6,7 @@ import { listRateTables } from '#lib/exchange-rates/store';
 import { figuresZoneOf, generationOf } from '#lib/merchants/rules';
 import { getMerchant } from '#lib/merchants/store';
 import { settingsItems } from '#lib/metrics';
-import { startRecount } from '#lib/metrics/recount';
+import { startRecount } from '#lib/metrics';
 
 /** Partitions of what the settings changes before recounts left: restate jobs, the passes' pace ledger, the rate tables' version copies. */
 const LEGACY_PARTITIONS = (merchantId: string) => [

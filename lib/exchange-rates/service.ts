@@ -3,7 +3,7 @@ import { decide, presentRates, type RatesChange } from '#lib/exchange-rates/rule
 import { addRateTablePut, listRateTables, readAllRates, readRateTable } from '#lib/exchange-rates/store';
 import { zoneOf } from '#lib/merchants/rules';
 import { requireMerchant } from '#lib/merchants/service';
-import { startRecount } from '#lib/metrics/recount';
+import { startRecount } from '#lib/metrics';
 
 /**
  * PUT /exchange-rates/{currency}: the table as changed is stored at once, and starts a recount of

@@ -1,13 +1,13 @@
 /**
- * The metrics module's one face: every other folder (lib/, functions/, infra/) imports the MRR
+ * The metrics module's face: every other folder (lib/, functions/, infra/) imports the MRR
  * aggregates from here (`#lib/metrics`), never a module inside lib/metrics
  * (test/shared/imports.unit.test.ts). Modules inside lib/metrics import each other directly.
+ * Its route entries (routes.ts) are the other face, for the route table and the metrics' handlers,
+ * as every module's are: a function's bundle carries its own routes only.
  *
- * Doors besides this face, each for the modules test/shared/imports.unit.test.ts names (known
- * debts: their module-level handlers are kept by esbuild in every bundle that reaches this face,
- * over the bundle budget, test/infra/bundles.test.ts): the route definitions (routes.ts: the API's
- * route table and the metrics handlers), the recount (recount.ts: a settings or rate change starts
- * one; its worker), the pending-moves applier (pending-applier.ts) and the rebuild (rebuild.ts, ops).
+ * What only a worker or ops runs (the recount, the pending-moves applier, the rebuild) is here too:
+ * their module-level handlers are marked pure, so a bundle that does not call them drops them
+ * (test/infra/bundles.test.ts holds every bundle to its budget).
  */
 export { generationSettings, type SettingsMemo, settingsItems } from '#lib/metrics/generation';
 export { orderTimeline, recordedLine, subscriptionTimeline } from '#lib/metrics/lines';
@@ -37,3 +37,21 @@ export {
   type Tag,
   type Timeline,
 } from '#lib/metrics/timeline';
+export {
+  applyPendingRecords,
+  type ApplierStats,
+  handlePendingMoves,
+  isPendingMovesInsert,
+} from '#lib/metrics/pending-applier';
+export { type RebuildReport, type RepairCustomer, rebuildMerchantAggregates } from '#lib/metrics/rebuild';
+export {
+  handleRecountJobs,
+  isRecountJobInsert,
+  type NewSettings,
+  RECOUNT_JOB_ENTITY,
+  RECOUNTS_PER_HOUR,
+  type RecountState,
+  resumeRecount,
+  settleRecounts,
+  startRecount,
+} from '#lib/metrics/recount';

@@ -44,7 +44,7 @@ import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
  * between the timeline reads and the aggregate reads would be counted twice.
  */
 
-const ATTR_OF_STORED = Object.fromEntries(Object.entries(STORED_ATTR).map(([logical, stored]) => [stored, logical]));
+const ATTR_OF_STORED = /* @__PURE__ */ Object.fromEntries(Object.entries(STORED_ATTR).map(([logical, stored]) => [stored, logical]));
 const CUSTOMERS_PER_READ = 50; // customer + timeline: 100 keys, one BatchGetItem
 
 /**

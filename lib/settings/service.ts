@@ -1,7 +1,7 @@
 import { readAllRates } from '#lib/exchange-rates/store';
 import { changedMerchant, presentSettings, zoneOf, type Merchant, type MerchantChanges } from '#lib/merchants/rules';
 import { requireMerchant, updateMerchant } from '#lib/merchants/service';
-import { startRecount } from '#lib/metrics/recount';
+import { startRecount } from '#lib/metrics';
 
 /**
  * A change of a merchant (PUT /settings, `ops merchant update`). A new time zone is stored at once

@@ -73,6 +73,9 @@ const CURSOR = new RegExp(CURSOR_PATTERN);
 export const openCursor = (merchantId: string, raw: string): string | null => {
   if (raw.length > MAX_CURSOR_LENGTH || !CURSOR.test(raw)) return null;
   const bytes = Buffer.from(raw, 'base64url');
+  // Only the one text a cursor is written as: Node's decoder ignores a dangling last character and
+  // the unused low bits of the last one, so another text could open the same bytes.
+  if (bytes.toString('base64url') !== raw) return null;
   if (bytes.length < 1 + NONCE_BYTES + TAG_BYTES || bytes[0] !== VERSION) return null;
   try {
     const decipher = createDecipheriv('aes-256-gcm', keysOf(merchantId).enc, bytes.subarray(1, 1 + NONCE_BYTES), {

@@ -15,6 +15,9 @@ export const WORKER_FUNCTIONS = {
   cancelCheck: 'cancelCheck',
 } as const;
 
+/** A worker function's name. */
+export type WorkerFunction = keyof typeof WORKER_FUNCTIONS;
+
 const running = new AsyncLocalStorage<string>();
 
 /**

@@ -272,7 +272,7 @@ describe('ops import', { timeout: 120_000 }, () => {
         })),
       ),
     ).toEqual(byRequest(applied.map((x) => ({ requestId: x.requestId, run, counts: counts(x.body.data) }))));
-  });
+  }, 180_000);
 
   it('a wrong address fails at once, naming it; a URL that is not the API root stops at its first 404; nothing is marked done', async () => {
     const { token } = await newMerchant();

@@ -228,7 +228,7 @@ describe('POST /orders/batch', () => {
       expect(activity).toHaveLength(3);
       for (const a of activity) expect(a.created + a.updated + a.failed).toBe(9);
     }
-  });
+  }, 120_000);
 
   it('refuses 101 items, an empty list, or no list, with 422 on orders; stores nothing', async () => {
     const { merchantId, token } = await newMerchant();

@@ -92,17 +92,11 @@ for (const file of LIB) {
 const LIB_GRAPH = graphOf([...LIB_EDGES.keys()].map((k) => k.split(' → ') as [string, string]));
 
 /**
- * The doors into lib/metrics besides its face, and who may use them: known debts. Each module
- * exports a handler wrapped at module level (asFunction), which esbuild keeps in any bundle that
- * loads the module: re-exported from the face, it would be in every orders, subscriptions and
- * customers function, over the bundle budget (test/infra/bundles.test.ts). The route definitions
- * stay out of the face for the same reason (a route function carries its own routes only).
+ * The one way into lib/metrics besides its face: its route entries, for the route table and the
+ * metrics' handlers (a function's bundle carries its own routes only, as every module's routes.ts).
  */
 const METRICS_DOORS: Record<string, RegExp> = {
   '#lib/metrics/routes': /^(lib\/api\/routes\.ts|functions\/metrics\/[a-z-]+\.ts)$/,
-  '#lib/metrics/recount': /^(lib\/(settings|exchange-rates)\/service\.ts|functions\/metrics\/recount-worker\.ts|infra\/.*)$/,
-  '#lib/metrics/pending-applier': /^(functions\/metrics\/pending-applier\.ts|infra\/.*)$/,
-  '#lib/metrics/rebuild': /^infra\/ops\/cli\.ts$/,
 };
 
 /**

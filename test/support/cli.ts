@@ -13,7 +13,8 @@ export const runCli = (args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Prom
     execFile(
       TSX,
       [resolve(ROOT, 'infra/ops/cli.ts'), ...args],
-      { cwd, env: { ...env, NODE_NO_WARNINGS: '1' }, timeout: 30_000 },
+      // Killed past this (a hang); an import on a loaded machine may take a minute.
+      { cwd, env: { ...env, NODE_NO_WARNINGS: '1' }, timeout: 120_000 },
       (err, stdout, stderr) => {
         let json: unknown;
         try {
