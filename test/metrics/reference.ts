@@ -257,7 +257,7 @@ export const refMovements = (customers: RefCustomer[], start: string, end: strin
 };
 
 const DAY_MS = 86_400_000;
-const addDays = (day: string, n: number) => new Date(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS).toISOString().slice(0, 10);
+export const addDays = (day: string, n: number) => new Date(Date.parse(`${day}T00:00:00Z`) + n * DAY_MS).toISOString().slice(0, 10);
 const money = (d: Decimal) => d.toFixed(2);
 /** A number as the JSON answer carries it: a negative rounding to zero (-0) is written 0. */
 const onWire = (n: number) => (n === 0 ? 0 : n);
@@ -296,7 +296,7 @@ const unconvertedAt = (customers: RefCustomer[], t: string) => {
 
 export type RefInterval = 'day' | 'week' | 'month' | 'quarter' | 'year';
 
-const bucketOf = (day: string, interval: RefInterval) => {
+export const bucketOf = (day: string, interval: RefInterval) => {
   if (interval === 'day') return day;
   if (interval === 'month') return day.slice(0, 7);
   if (interval === 'year') return day.slice(0, 4);
