@@ -820,6 +820,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics/sales": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Gross revenue, refunds, net revenue, orders, AOV, first-time and returning revenue and new buyers per interval
+         * @description Sales per interval (day, week from Monday, month, calendar quarter or year, in the merchant's reporting time zone) between `start_date` and `end_date`, with a summary of the range: every order counts, whatever its billing cycle. Gross revenue is booked at `paid_at`, refunds at `refunded_at`, failures at `failed_at`, created orders at `created_at`; money in other currencies converts at the rate of its booking's month, and what cannot be converted is left out and reported in `unconverted` (docs/sales.md). Segment filters: `payment_method`, `currency`, `source`, `billing_cycle` and `metadata.<key>=<value>`; a customer's first paid order is always judged over all its orders. `Accept: text/csv` gives the points as CSV.
+         *
+         *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
+         */
+        get: operations["metricsSales"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics/payment-methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Orders created in a range per payment method, as they stand now: success rate, revenue, time to pay
+         * @description One row per payment method (`none`: orders without one) that has orders created between `start_date` and `end_date` (days of the merchant's reporting time zone, inclusive; the defaults of `GET /metrics/mrr`): how many, how many are now paid (or refunded), failed, pending or cancelled, the success rate, the paid ones' gross revenue and their mean time to pay. A later status change moves its order's row (docs/sales.md).
+         *
+         *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
+         */
+        get: operations["metricsPaymentMethods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics/purchase-cohorts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Customers by the month of their first paid order, with buyers, revenue per customer and repeat rate month by month
+         * @description Each month from `start_month` to `end_month` (at most 36, in the merchant's reporting time zone) as a cohort: the customers whose first paid order was paid in it, then, month by month to `end_month` (the current month at most), the cohort's buyers, paid orders and gross revenue, its revenue per customer so far (realized LTV) and its repeat rate (docs/sales.md). A back-dated first order moves its customer, with all their orders, into the earlier cohort.
+         *
+         *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
+         */
+        get: operations["metricsPurchaseCohorts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/exchange-rates": {
         parameters: {
             query?: never;
@@ -1507,6 +1573,147 @@ export interface components {
             order_no: string | null;
             /** @description The customer whose MRR moved */
             customer_id: number;
+        };
+        SalesPoint: {
+            /**
+             * Format: date
+             * @description First day of the interval (clamped to start_date)
+             */
+            date: string;
+            /**
+             * @description Money of the orders paid in the period (by paid_at), refunded since or not
+             * @example 1200.00
+             */
+            gross_revenue: string;
+            /**
+             * @description Money of the orders refunded in the period (by refunded_at)
+             * @example 1200.00
+             */
+            refunds: string;
+            /**
+             * @description gross_revenue − refunds
+             * @example 1200.00
+             */
+            net_revenue: string;
+            /** @description Orders created in the period (by created_at), any status */
+            orders: number;
+            /** @description Orders paid in the period (status now paid or refunded) */
+            paid_orders: number;
+            /** @description Orders refunded in the period */
+            refunded_orders: number;
+            /** @description Orders failed in the period (by failed_at) */
+            failed_orders: number;
+            /** @description Average order value: gross_revenue ÷ paid_orders; null when no order was paid */
+            aov: string | null;
+            /**
+             * @description The gross of orders that are their customer's first paid order
+             * @example 1200.00
+             */
+            first_order_revenue: string;
+            /**
+             * @description The gross of the other paid orders
+             * @example 1200.00
+             */
+            returning_revenue: string;
+            /** @description Customers whose first paid order was paid in the period */
+            new_buyers: number;
+        };
+        /** @description The same figures over the whole range */
+        SalesSummary: {
+            /**
+             * @description Money of the orders paid in the period (by paid_at), refunded since or not
+             * @example 1200.00
+             */
+            gross_revenue: string;
+            /**
+             * @description Money of the orders refunded in the period (by refunded_at)
+             * @example 1200.00
+             */
+            refunds: string;
+            /**
+             * @description gross_revenue − refunds
+             * @example 1200.00
+             */
+            net_revenue: string;
+            /** @description Orders created in the period (by created_at), any status */
+            orders: number;
+            /** @description Orders paid in the period (status now paid or refunded) */
+            paid_orders: number;
+            /** @description Orders refunded in the period */
+            refunded_orders: number;
+            /** @description Orders failed in the period (by failed_at) */
+            failed_orders: number;
+            /** @description Average order value: gross_revenue ÷ paid_orders; null when no order was paid */
+            aov: string | null;
+            /**
+             * @description The gross of orders that are their customer's first paid order
+             * @example 1200.00
+             */
+            first_order_revenue: string;
+            /**
+             * @description The gross of the other paid orders
+             * @example 1200.00
+             */
+            returning_revenue: string;
+            /** @description Customers whose first paid order was paid in the period */
+            new_buyers: number;
+        };
+        PaymentMethodRow: {
+            /** @enum {string} */
+            payment_method: "credit_card" | "atm" | "cvs" | "wallet_a_pay" | "wallet_b_pay" | "wallet_c_pay" | "none";
+            /** @description Orders created in the range with this payment method */
+            orders: number;
+            /** @description Of them, those now paid or refunded */
+            paid: number;
+            /** @description Of them, those now failed */
+            failed: number;
+            /** @description Of them, those still pending */
+            pending: number;
+            /** @description Of them, those now cancelled */
+            cancelled: number;
+            /**
+             * @description paid ÷ (paid + failed) × 100, one decimal; null when both are 0
+             * @example 92.5
+             */
+            success_rate: number | null;
+            /**
+             * @description Money of the paid ones, converted at the rate of the month each was paid
+             * @example 1200.00
+             */
+            gross_revenue: string;
+            /** @description Mean of paid_at − created_at over the paid ones, in whole seconds; null when none was paid */
+            avg_seconds_to_pay: number | null;
+        };
+        PurchaseCohort: {
+            /**
+             * @description The month of the customers' first paid order (YYYY-MM)
+             * @example 2026-01
+             */
+            cohort: string;
+            /** @description Customers whose first paid order was paid in that month */
+            customers: number;
+            /** @description One per month from the cohort month to end_month (the current month at most) */
+            periods: components["schemas"]["PurchaseCohortPeriod"][];
+        };
+        PurchaseCohortPeriod: {
+            /** @example 2026-03 */
+            month: string;
+            /** @description Cohort customers with a paid order in this month */
+            buyers: number;
+            /** @description The cohort's orders paid in this month */
+            orders: number;
+            /**
+             * @description The cohort's money paid in this month
+             * @example 1200.00
+             */
+            gross_revenue: string;
+            /** @description The cohort's gross from its month to this one ÷ its customers (realized lifetime value); null for an empty cohort */
+            revenue_per_customer: string | null;
+            /**
+             * @description Cohort customers with 2 or more paid orders by the end of this month ÷ its customers × 100, 2 decimals; null for an empty cohort
+             * @example 18.75
+             */
+            repeat_rate: number | null;
         };
         /** @description One currency's monthly rates into the reporting currency, oldest month first */
         ExchangeRates: {
@@ -8525,6 +8732,464 @@ export interface operations {
                             total: number;
                             /** @description Pass as `cursor` for the next page; null on the last page */
                             next_cursor: string | null;
+                        };
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    metricsSales: {
+        parameters: {
+            query?: {
+                /** @description First day (in the merchant's reporting time zone, inclusive). Default: the 1st of the month 11 months before end_date */
+                start_date?: string;
+                /** @description Last day (in the merchant's reporting time zone, inclusive), today at the latest. Default: today there */
+                end_date?: string;
+                /** @description day, week (Monday to Sunday), month (default), quarter (January, April, July, October) or year, in the merchant's reporting time zone */
+                interval?: "day" | "week" | "month" | "quarter" | "year";
+                /** @description Only the orders paid this way (`none`: without a payment method) */
+                payment_method?: "credit_card" | "atm" | "cvs" | "wallet_a_pay" | "wallet_b_pay" | "wallet_c_pay" | "none";
+                /** @description Only the orders in this currency, in it, unconverted (without it: every order, other currencies converted into the reporting currency) */
+                currency?: string;
+                /** @description Only the orders from this source */
+                source?: "api" | "import" | "manual" | "webhook";
+                /** @description Only the orders of this billing cycle (`one-time` or a recurring one) */
+                billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly" | "one-time";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sales series */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SalesPoint"][];
+                        summary: components["schemas"]["SalesSummary"];
+                        /**
+                         * @description Orders in other currencies left out of these figures because their booking's month has no exchange rate; {} when nothing is left out. Set rates with PUT /exchange-rates/{currency}
+                         * @example {
+                         *       "USD": {
+                         *         "gross_revenue": "120.00",
+                         *         "refunds": "0.00",
+                         *         "orders": 2
+                         *       }
+                         *     }
+                         */
+                        unconverted: {
+                            [key: string]: {
+                                /**
+                                 * @description Paid money left out, in that currency
+                                 * @example 1200.00
+                                 */
+                                gross_revenue: string;
+                                /**
+                                 * @description Refunded money left out, in that currency
+                                 * @example 1200.00
+                                 */
+                                refunds: string;
+                                /** @description Created orders left out */
+                                orders: number;
+                            };
+                        };
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    metricsPaymentMethods: {
+        parameters: {
+            query?: {
+                /** @description First day (in the merchant's reporting time zone, inclusive). Default: the 1st of the month 11 months before end_date */
+                start_date?: string;
+                /** @description Last day (in the merchant's reporting time zone, inclusive), today at the latest. Default: today there */
+                end_date?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Rows per payment method, most orders first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PaymentMethodRow"][];
+                        /**
+                         * @description Orders in other currencies left out of these figures because their month has no exchange rate; {} when nothing is left out. Set rates with PUT /exchange-rates/{currency}
+                         * @example {
+                         *       "USD": {
+                         *         "gross_revenue": "120.00",
+                         *         "orders": 2
+                         *       }
+                         *     }
+                         */
+                        unconverted: {
+                            [key: string]: {
+                                /**
+                                 * @description Paid money left out, in that currency
+                                 * @example 1200.00
+                                 */
+                                gross_revenue: string;
+                                /** @description Orders left out */
+                                orders: number;
+                            };
+                        };
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    metricsPurchaseCohorts: {
+        parameters: {
+            query?: {
+                /** @description First cohort (YYYY-MM). Default: 11 months before end_month */
+                start_month?: string;
+                /** @description Last cohort and last month followed (YYYY-MM); at most 36 months from start_month to it. Default: the current month */
+                end_month?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Purchase cohorts */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PurchaseCohort"][];
+                        /**
+                         * @description Orders in other currencies left out of these figures because their month has no exchange rate; {} when nothing is left out. Set rates with PUT /exchange-rates/{currency}
+                         * @example {
+                         *       "USD": {
+                         *         "gross_revenue": "120.00",
+                         *         "orders": 2
+                         *       }
+                         *     }
+                         */
+                        unconverted: {
+                            [key: string]: {
+                                /**
+                                 * @description Paid money left out, in that currency
+                                 * @example 1200.00
+                                 */
+                                gross_revenue: string;
+                                /** @description Orders left out */
+                                orders: number;
+                            };
                         };
                     };
                     "text/csv": string;

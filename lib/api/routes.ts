@@ -6,6 +6,7 @@ import { routes as exchangeRateRoutes } from '#lib/exchange-rates/routes';
 import { routes as backofficeRoutes } from '#lib/merchants/routes';
 import { routes as metricsRoutes } from '#lib/metrics/routes';
 import { routes as orderRoutes } from '#lib/orders/routes';
+import { routes as salesRoutes } from '#lib/sales/routes';
 import { routes as settingsRoutes } from '#lib/settings/routes';
 import { routes as subscriptionRoutes } from '#lib/subscriptions/routes';
 import { routes as webhookRoutes } from '#lib/webhooks/routes';
@@ -25,6 +26,7 @@ export const routes = {
   ...subscriptionRoutes,
   ...webhookRoutes,
   ...metricsRoutes,
+  ...salesRoutes,
   ...exchangeRateRoutes,
   ...activityRoutes,
 };

@@ -286,6 +286,17 @@ export async function* pagesOf<T extends Record<string, unknown>>(q: IndexQuery,
 }
 
 /**
+ * Every item of a list, `limit` rows at a time: each page of index rows with its list entries
+ * replaced by the items they name (one BatchGetItem a page, strongly consistent), in bounded memory.
+ */
+export async function* listedItemsOf<T>(q: IndexQuery, limit = 100): AsyncGenerator<T[]> {
+  for await (const rows of pagesOf(q, limit)) {
+    const { items } = await itemsOf<T>(q, rows);
+    if (items.length) yield items;
+  }
+}
+
+/**
  * The rows of a list index that are items carrying their own list keys (written before list
  * entries existed), a page at a time, for `ops upgrade` to move their keys to entries.
  */

@@ -11,11 +11,21 @@
  */
 export { generationSettings, type SettingsMemo, settingsItems } from '#lib/metrics/generation';
 export { orderTimeline, recordedLine, subscriptionTimeline } from '#lib/metrics/lines';
-export { movementRow } from '#lib/metrics/rules';
+export { movementRow, resolveCohortRange, resolveRange } from '#lib/metrics/rules';
+export {
+  dayParam,
+  INTERVALS,
+  METADATA_FILTERS_MAX,
+  METADATA_PREFIX,
+  metadataFilters,
+  monthParam,
+  onlyKnown,
+} from '#lib/metrics/schemas';
 export { churnReasons, cohorts, metricsSummary, mrrMovements, mrrSeries, planFigures } from '#lib/metrics/service';
 export {
   addTimelineChange,
   countedTimelines,
+  customersWithMetadata,
   customersWithTimelines,
   EMPTY_TIMELINE,
   readStandings,

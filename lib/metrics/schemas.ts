@@ -5,8 +5,8 @@ import { customerActivitySchema } from '#lib/shared/mrr-movement';
 import { MOVEMENTS } from '#lib/metrics/timeline';
 import { DEFAULT_TIMEZONE, localDayOf } from '#lib/shared/zone';
 
-export const INTERVALS = ['day', 'week', 'month', 'quarter', 'year'] as const;
-export type Interval = (typeof INTERVALS)[number];
+import { INTERVALS, type Interval } from '#lib/shared/buckets';
+export { INTERVALS, type Interval };
 
 /**
  * A day `YYYY-MM-DD`; a date-time (ISO 8601 with `Z` or an offset, docs/api-conventions.md) names
@@ -18,7 +18,8 @@ export const utcDayOf = (v: string, zone = DEFAULT_TIMEZONE): string | null => {
   return isDateOnly(v) ? d.toISOString().slice(0, 10) : localDayOf(d.getTime(), zone);
 };
 
-const date = () =>
+/** A day parameter (`start_date`, `end_date`, `date`). */
+export const dayParam = () =>
   z
     .string()
     .refine((v) => utcDayOf(v) !== null, { message: 'The :field field must be a valid date (YYYY-MM-DD).' })
@@ -34,7 +35,8 @@ export const isMonth = (v: string): boolean => {
   const m = MONTH.exec(v);
   return !!m && Number(m[1]) >= 1 && Number(m[2]) >= 1 && Number(m[2]) <= 12;
 };
-const month = () =>
+/** A month parameter (`start_month`, `end_month`). */
+export const monthParam = () =>
   z
     .string()
     .refine(isMonth, { message: 'The :field field must be a valid month (YYYY-MM).' })
@@ -91,34 +93,36 @@ export const METADATA_PREFIX = 'metadata.';
  * other name is a 422 on it, naming what is allowed (a misspelt filter must not answer the whole).
  * A metadata filter must name its key and give a value (repeated: each value must match).
  */
-const onlyKnown = (own: readonly string[]) => (q: Record<string, unknown>, ctx: z.core.$RefinementCtx<Record<string, unknown>>) => {
-  const known = [...own, ...SEGMENT_FILTERS];
-  let metadata = 0;
-  for (const [key, value] of Object.entries(q)) {
-    if (key.startsWith(METADATA_PREFIX) && key !== METADATA_PREFIX) {
-      const before = metadata;
-      metadata += Array.isArray(value) ? value.length : 1;
-      // Named once, on the parameter that passes the bound.
-      if (before <= METADATA_FILTERS_MAX && metadata > METADATA_FILTERS_MAX)
-        ctx.addIssue({
-          code: 'custom',
-          path: [key],
-          message: `A query may hold at most ${METADATA_FILTERS_MAX} metadata.<key> filters, repeats included.`,
-        });
+export const onlyKnown =
+  (own: readonly string[], filters: readonly string[] = SEGMENT_FILTERS) =>
+  (q: Record<string, unknown>, ctx: z.core.$RefinementCtx<Record<string, unknown>>) => {
+    const known = [...own, ...filters];
+    let metadata = 0;
+    for (const [key, value] of Object.entries(q)) {
+      if (key.startsWith(METADATA_PREFIX) && key !== METADATA_PREFIX) {
+        const before = metadata;
+        metadata += Array.isArray(value) ? value.length : 1;
+        // Named once, on the parameter that passes the bound.
+        if (before <= METADATA_FILTERS_MAX && metadata > METADATA_FILTERS_MAX)
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `A query may hold at most ${METADATA_FILTERS_MAX} metadata.<key> filters, repeats included.`,
+          });
+      }
+      if (known.includes(key)) continue;
+      if (key === METADATA_PREFIX) {
+        ctx.addIssue({ code: 'custom', path: [key], message: 'The metadata. parameter must name a metadata key: metadata.<key>=<value>.' });
+        continue;
+      }
+      if (key.startsWith(METADATA_PREFIX)) continue;
+      ctx.addIssue({
+        code: 'custom',
+        path: [key],
+        message: `The ${key} parameter is not supported. Allowed: ${[...known, 'metadata.<key>'].join(', ')}.`,
+      });
     }
-    if (known.includes(key)) continue;
-    if (key === METADATA_PREFIX) {
-      ctx.addIssue({ code: 'custom', path: [key], message: 'The metadata. parameter must name a metadata key: metadata.<key>=<value>.' });
-      continue;
-    }
-    if (key.startsWith(METADATA_PREFIX)) continue;
-    ctx.addIssue({
-      code: 'custom',
-      path: [key],
-      message: `The ${key} parameter is not supported. Allowed: ${[...known, 'metadata.<key>'].join(', ')}.`,
-    });
-  }
-};
+  };
 
 /** The metadata filters of a query (`metadata.<key>=<value>`, each repeat its own), as [key, value] pairs: all must match. */
 export const metadataFilters = (q: Record<string, unknown>): [key: string, value: string][] =>
@@ -136,10 +140,12 @@ export const planFilters = (q: { plan?: string | string[] }): string[] =>
 
 /** GET /metrics/mrr: dates (days of the merchant's time zone, inclusive); the range checks need the clock's defaults (service). */
 const mrrFields = {
-  start_date: date().optional().meta({
+  start_date: dayParam().optional().meta({
     description: "First day (in the merchant's reporting time zone, inclusive). Default: the 1st of the month 11 months before end_date",
   }),
-  end_date: date().optional().meta({ description: "Last day (in the merchant's reporting time zone, inclusive). Default: today there" }),
+  end_date: dayParam()
+    .optional()
+    .meta({ description: "Last day (in the merchant's reporting time zone, inclusive). Default: today there" }),
   interval: z.enum(INTERVALS).optional().meta({
     description:
       "day, week (Monday to Sunday), month (default), quarter (January, April, July, October) or year, in the merchant's reporting time zone",
@@ -153,8 +159,8 @@ export const summaryQuery = z.looseObject({ ...segmentFields }).superRefine(only
 export type SummaryQuery = z.output<typeof summaryQuery>;
 
 const cohortFields = {
-  start_month: month().optional().meta({ description: 'First cohort (YYYY-MM). Default: 11 months before end_month' }),
-  end_month: month().optional().meta({
+  start_month: monthParam().optional().meta({ description: 'First cohort (YYYY-MM). Default: 11 months before end_month' }),
+  end_month: monthParam().optional().meta({
     description: 'Last cohort and last retention month (YYYY-MM), at most 36 months after start_month. Default: the current month',
   }),
 };
@@ -257,7 +263,7 @@ export const cohortSchema = z
 
 /** GET /metrics/plans: the day the figures are read at. */
 export const plansQuery = z.object({
-  date: date()
+  date: dayParam()
     .optional()
     .meta({ description: "The day (in the merchant's reporting time zone) whose end the figures are read at. Default: today there" }),
 });

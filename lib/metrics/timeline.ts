@@ -162,13 +162,8 @@ const withImportedEnd = (tl: Timeline): Timeline => {
 /** A point in another currency as the reporting currency's figures count it: converted, or 0 outside them without a rate. */
 const inReportingCurrency = (p: Point): Point => (p[4] !== undefined ? [p[0], p[4], p[2], p[3]] : [p[0], '0', 'x', p[3]]);
 
-/**
- * Exchange rates as a write knows them (docs/metrics.md, "Currency conversion"): currency → month
- * (`yyyy-mm`) → reporting-currency units per one unit.
- */
-export type RateBook = ReadonlyMap<string, ReadonlyMap<string, string>>;
-/** Fraction digits a converted amount keeps (half up): sums of them stay exact in DynamoDB numbers (38 digits). */
-export const CONVERSION_SCALE = 10;
+import { CONVERSION_SCALE, type RateBook } from '#lib/shared/money';
+export { CONVERSION_SCALE, type RateBook };
 
 /** The other currencies than the reporting one that points of `tl` are in. */
 export const foreignCurrencies = (tl: Timeline, reportingCurrency: string): Set<string> => {

@@ -99,3 +99,11 @@ export class ExactSum {
     return new Decimal(this.rest ? this.rest.plus(whole).toFixed() : whole);
   }
 }
+
+/**
+ * Exchange rates as a write knows them (docs/metrics.md, "Currency conversion"): currency → month
+ * (`yyyy-mm`) → reporting-currency units per one unit.
+ */
+export type RateBook = ReadonlyMap<string, ReadonlyMap<string, string>>;
+/** Fraction digits a converted amount keeps (half up): sums of them stay exact in DynamoDB numbers (38 digits). */
+export const CONVERSION_SCALE = 10;

@@ -109,13 +109,14 @@ export const refSales = (orders: RefOrder[], q: RefSalesQuery) => {
     o: RefOrder,
     at: string | null,
     apply: (s: Sums, amount: Decimal) => void,
-    leave: (u: ReturnType<typeof leftOut>) => void,
+    leave: ((u: ReturnType<typeof leftOut>) => void) | null,
   ) => {
     if (at === null) return;
     const day = refLocalDate(at, q.zone);
     if (day < q.start || day > q.end) return;
     const amount = inReadMoney(o, at, q);
-    if (amount === null) return leave(leftOut(o));
+    // A failed booking carries no money: left out without a trace in `unconverted`.
+    if (amount === null) return leave?.(leftOut(o));
     const s = days.get(day) ?? zeroSums();
     days.set(day, s);
     apply(s, amount);
@@ -166,7 +167,7 @@ export const refSales = (orders: RefOrder[], q: RefSalesQuery) => {
         (s) => {
           s.failed += 1;
         },
-        () => {},
+        null,
       );
   }
   const add = (a: Sums, b: Sums): Sums => ({
@@ -195,6 +196,130 @@ export const refSales = (orders: RefOrder[], q: RefSalesQuery) => {
       [...unconverted]
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([ccy, u]) => [ccy, { gross_revenue: money(u.gross), refunds: money(u.refunds), orders: u.orders }]),
+    ),
+  };
+};
+
+/** The read's money of an order's paid amount (at `paid_at`'s month), or null when it cannot be converted. */
+const paidMoney = (o: RefOrder, q: Pick<RefSalesQuery, 'zone' | 'reporting' | 'rates'>) =>
+  inReadMoney(o, o.paid_at!, { ...q, start: '', end: '', interval: 'day' });
+
+/**
+ * GET /metrics/payment-methods from scratch: orders created in [start, end] (days of the zone) as
+ * they stand now, by payment method (`none` without one), most orders first then by name. An order
+ * whose created month has no rate is left out with its paid money; a paid one whose paid month has
+ * none keeps its counts and leaves its money out.
+ */
+export const refPaymentMethods = (orders: RefOrder[], q: Pick<RefSalesQuery, 'start' | 'end' | 'zone' | 'reporting' | 'rates'>) => {
+  const rows = new Map<
+    string,
+    { orders: number; paid: number; failed: number; pending: number; cancelled: number; gross: Decimal; secs: number }
+  >();
+  const out = new Map<string, { gross: Decimal; orders: number }>();
+  const lost = (ccy: string) => out.get(ccy) ?? out.set(ccy, { gross: ZERO, orders: 0 }).get(ccy)!;
+  for (const o of orders) {
+    const day = refLocalDate(o.created_at, q.zone);
+    if (day < q.start || day > q.end) continue;
+    if (inReadMoney(o, o.created_at, { ...q, interval: 'day' }) === null) {
+      lost(o.currency).orders += 1;
+      if (wasPaid(o)) lost(o.currency).gross = lost(o.currency).gross.plus(o.amount);
+      continue;
+    }
+    const key = o.payment_method ?? 'none';
+    const r = rows.get(key) ?? { orders: 0, paid: 0, failed: 0, pending: 0, cancelled: 0, gross: ZERO, secs: 0 };
+    rows.set(key, r);
+    r.orders += 1;
+    if (wasPaid(o)) {
+      r.paid += 1;
+      r.secs += (new Date(o.paid_at!).getTime() - new Date(o.created_at).getTime()) / 1000;
+      const m = paidMoney(o, q);
+      if (m === null) lost(o.currency).gross = lost(o.currency).gross.plus(o.amount);
+      else r.gross = r.gross.plus(m);
+    }
+    if (o.status === 'failed') r.failed += 1;
+    if (o.status === 'pending') r.pending += 1;
+    if (o.status === 'cancelled') r.cancelled += 1;
+  }
+  const round1 = (n: number, d: number) =>
+    d === 0 ? null : new Decimal(n).div(d).times(100).toDecimalPlaces(1, Decimal.ROUND_HALF_UP).toNumber();
+  return {
+    data: [...rows.entries()]
+      .sort((a, b) => b[1].orders - a[1].orders || a[0].localeCompare(b[0]))
+      .map(([method, r]) => ({
+        payment_method: method,
+        orders: r.orders,
+        paid: r.paid,
+        failed: r.failed,
+        pending: r.pending,
+        cancelled: r.cancelled,
+        success_rate: round1(r.paid, r.paid + r.failed),
+        gross_revenue: money(r.gross),
+        avg_seconds_to_pay: r.paid === 0 ? null : new Decimal(r.secs).div(r.paid).toDecimalPlaces(0, Decimal.ROUND_HALF_UP).toNumber(),
+      })),
+    unconverted: Object.fromEntries(
+      [...out].sort(([a], [b]) => a.localeCompare(b)).map(([c, u]) => [c, { gross_revenue: money(u.gross), orders: u.orders }]),
+    ),
+  };
+};
+
+const nextMonth = (m: string) => {
+  const [y, mm] = m.split('-').map(Number);
+  return mm === 12 ? `${String(y + 1).padStart(4, '0')}-01` : `${String(y).padStart(4, '0')}-${String(mm + 1).padStart(2, '0')}`;
+};
+
+/**
+ * GET /metrics/purchase-cohorts from scratch: a customer's cohort is the zone month of its first
+ * paid order (over all its orders), counted only when that order can be converted; each cohort
+ * month of [start, end] followed to min(end, current); paid orders that cannot be converted are
+ * left out (and summed per currency).
+ */
+export const refPurchaseCohorts = (
+  orders: RefOrder[],
+  q: { start: string; end: string; current: string; zone: string; reporting: string; rates: RefRateBook },
+) => {
+  const first = refFirstOrders(orders);
+  const month = (t: string) => refLocalDate(t, q.zone).slice(0, 7);
+  const cohortOf = new Map<number, string>();
+  for (const [id, o] of first) {
+    const m = month(o.paid_at!);
+    if (m >= q.start && m <= q.end && paidMoney(o, q) !== null) cohortOf.set(id, m);
+  }
+  const last = q.end < q.current ? q.end : q.current;
+  const out = new Map<string, { gross: Decimal; orders: number }>();
+  const kept = orders.filter((o) => {
+    if (!wasPaid(o) || !cohortOf.has(o.customer_id) || month(o.paid_at!) > last) return false;
+    if (paidMoney(o, q) !== null) return true;
+    const u = out.get(o.currency) ?? { gross: ZERO, orders: 0 };
+    out.set(o.currency, { gross: u.gross.plus(o.amount), orders: u.orders + 1 });
+    return false;
+  });
+  const data = [];
+  for (let c = q.start; c <= q.end; c = nextMonth(c)) {
+    const members = [...cohortOf].filter(([, m]) => m === c).map(([id]) => id);
+    const periods = [];
+    let total = ZERO;
+    for (let m = c; m <= last; m = nextMonth(m)) {
+      const inMonth = kept.filter((o) => cohortOf.get(o.customer_id) === c && month(o.paid_at!) === m);
+      const gross = inMonth.reduce((s, o) => s.plus(paidMoney(o, q)!), ZERO);
+      total = total.plus(gross);
+      const repeaters = members.filter((id) => kept.filter((o) => o.customer_id === id && month(o.paid_at!) <= m).length >= 2).length;
+      periods.push({
+        month: m,
+        buyers: new Set(inMonth.map((o) => o.customer_id)).size,
+        orders: inMonth.length,
+        gross_revenue: money(gross),
+        revenue_per_customer: members.length ? money(total.div(members.length)) : null,
+        repeat_rate: members.length
+          ? new Decimal(repeaters).times(100).div(members.length).toDecimalPlaces(2, Decimal.ROUND_HALF_UP).toNumber()
+          : null,
+      });
+    }
+    data.push({ cohort: c, customers: members.length, periods });
+  }
+  return {
+    data,
+    unconverted: Object.fromEntries(
+      [...out].sort(([a], [b]) => a.localeCompare(b)).map(([c, u]) => [c, { gross_revenue: money(u.gross), orders: u.orders }]),
     ),
   };
 };

@@ -21,11 +21,13 @@ const specifiersOf = (source: string): string[] => [
   ...[...source.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1]),
 ];
 
+/** The folders with a face (`lib/<folder>/index.ts`, imported as `#lib/<folder>`). */
+const FACES = ['metrics', 'sales'];
 /** A lib/ module's node in the folders' graph: its folder (`metrics`), or the file itself for lib/'s loose files (`config.ts`). */
 const nodeOfSpecifier = (spec: string): string | undefined => {
   if (!spec.startsWith('#lib/')) return undefined;
   const parts = spec.slice(5).split('/');
-  return parts.length === 1 ? (parts[0] === 'metrics' ? 'metrics' : `${parts[0]}.ts`) : parts[0];
+  return parts.length === 1 ? (FACES.includes(parts[0]) ? parts[0] : `${parts[0]}.ts`) : parts[0];
 };
 const nodeOfFile = (file: string): string => file.split('/')[1];
 
