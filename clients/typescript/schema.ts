@@ -1265,6 +1265,39 @@ export interface components {
             today_count: number;
             today_success_rate: number;
         };
+        SubscriptionListItem: {
+            id: number;
+            customer_id: number;
+            /** @description The merchant's own id (set by imports), null when none */
+            external_id: string | null;
+            /** @enum {string} */
+            status: "active" | "paused" | "cancelled";
+            plan_name: string;
+            /** @example 990.00 */
+            mrr: string;
+            /**
+             * @description ISO 4217; figures count only subscriptions in the reporting currency
+             * @example TWD
+             */
+            currency: string;
+            /** @enum {string} */
+            billing_cycle: "monthly" | "quarterly" | "semi-annual" | "yearly";
+            /** @enum {string} */
+            source: "api" | "import";
+            started_at: string;
+            current_period_start: string;
+            cancelled_at: string | null;
+            /** @description A scheduled cancellation (a future cancelled_at): counted until then, cancelled from then */
+            cancel_at: string | null;
+            paused_at: string | null;
+            cancel_reason: string | null;
+            created_at: string;
+            updated_at: string;
+            /** @description The customer's email (a deleted customer's too) */
+            customer_email: string | null;
+            /** @description The customer's name; null when it has none */
+            customer_name: string | null;
+        };
         Subscription: {
             id: number;
             customer_id: number;
@@ -1573,6 +1606,10 @@ export interface components {
             order_no: string | null;
             /** @description The customer whose MRR moved */
             customer_id: number;
+            /** @description The customer's email (a deleted customer's too) */
+            customer_email: string | null;
+            /** @description The customer's name; null when it has none */
+            customer_name: string | null;
         };
         SalesPoint: {
             /**
@@ -4814,7 +4851,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: components["schemas"]["Subscription"][];
+                        data: components["schemas"]["SubscriptionListItem"][];
                         meta: {
                             current_page: number;
                             from: number | null;

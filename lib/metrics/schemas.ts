@@ -306,5 +306,9 @@ export const movementsQuery = z.object({
 export type MovementsQuery = z.output<typeof movementsQuery>;
 
 export const metricsMovementSchema = customerActivitySchema
-  .extend({ customer_id: z.int().meta({ description: 'The customer whose MRR moved' }) })
+  .extend({
+    customer_id: z.int().meta({ description: 'The customer whose MRR moved' }),
+    customer_email: z.string().nullable().meta({ description: "The customer's email (a deleted customer's too)" }),
+    customer_name: z.string().nullable().meta({ description: "The customer's name; null when it has none" }),
+  })
   .meta({ id: 'MetricsMovement' });

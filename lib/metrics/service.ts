@@ -22,6 +22,7 @@ import {
 } from '#lib/metrics/rules';
 import {
   countedTimelines,
+  customerNames,
   figuresRead,
   customerIdRounds,
   customersOfPlan,
@@ -186,6 +187,15 @@ export const mrrMovements = async (merchantId: string, figures: Figures, q: Move
   rows.sort((a, b) => (a.date !== b.date ? (a.date < b.date ? 1 : -1) : a.customer_id - b.customer_id));
   const list = `movements:${start}:${end}:${q.type ?? ''}`;
   const { shown, offset, total, next } = pageOfRows(merchantId, rows, list, (r) => `${r.date}|${r.customer_id}|${r.line}`, q);
-  const items = shown.map(({ line: _, ...row }) => row);
+  // The page's customers named in one BatchGetItem (a dashboard names people, never "Customer #12").
+  const names = await customerNames(
+    merchantId,
+    shown.map((r) => r.customer_id),
+  );
+  const items = shown.map(({ line: _, ...row }) => ({
+    ...row,
+    customer_email: names.get(row.customer_id)?.email ?? null,
+    customer_name: names.get(row.customer_id)?.name ?? null,
+  }));
   return { items, meta: cursorMeta(offset, q.per_page, total, items.length, next) };
 };

@@ -623,3 +623,12 @@ export async function* customerIdRounds(merchantId: string, size: number, from =
   const last = await lastCustomerId(merchantId);
   for (let first = from; first <= last; first += size) yield Array.from({ length: Math.min(size, last - first + 1) }, (_, i) => first + i);
 }
+
+/** The email and name of customers (deleted ones too) by id: one BatchGetItem of their items, projected. */
+export const customerNames = async (merchantId: string, ids: number[]): Promise<Map<number, { email: string; name: string | null }>> => {
+  const found = await batchGet<{ id: number; email: string; name?: string | null }>(
+    [...new Set(ids)].map((id) => keys.customer(merchantId, id)),
+    ['id', 'email', 'name'],
+  );
+  return new Map([...found.values()].map((c) => [Number(c.id), { email: c.email, name: c.name ?? null }]));
+};

@@ -10,6 +10,7 @@ import {
   subscriptionEventSchema,
   subscriptionListQuery,
   subscriptionPathParams,
+  subscriptionListItemSchema,
   subscriptionSchema,
   subscriptionUpdateBody,
 } from '#lib/subscriptions/schemas';
@@ -32,7 +33,7 @@ export const routes = {
       'Lists subscriptions newest first, optionally by customer, status or plan name. Pages by number or cursor (docs/subscriptions.md).',
     tags: ['subscriptions'],
     request: { query: subscriptionListQuery },
-    responses: { 200: { description: 'A page of subscriptions', schema: listOf(subscriptionSchema) }, ...errors, ...invalid },
+    responses: { 200: { description: 'A page of subscriptions', schema: listOf(subscriptionListItemSchema) }, ...errors, ...invalid },
   }),
   subscriptionsCreate: defineRoute({
     method: 'POST',

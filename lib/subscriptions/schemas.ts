@@ -232,6 +232,14 @@ export const subscriptionSchema = z
   })
   .meta({ id: 'Subscription' });
 
+/** A subscription as GET /subscriptions lists it: with its customer's email and name (deleted customers' too), as orders are. */
+export const subscriptionListItemSchema = subscriptionSchema
+  .extend({
+    customer_email: z.string().nullable().meta({ description: "The customer's email (a deleted customer's too)" }),
+    customer_name: z.string().nullable().meta({ description: "The customer's name; null when it has none" }),
+  })
+  .meta({ id: 'SubscriptionListItem' });
+
 export const subscriptionEventSchema = z
   .object({
     id: z.int(),

@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 import { now } from '#lib/clock';
-import { addTotal, readTotals } from '#lib/db/counters';
+import { addTotal, listTotal, readTotals } from '#lib/db/counters';
 import { keys, subscriptionIndexes } from '#lib/db/keys';
 import { countQuery, listPage, type IndexQuery } from '#lib/db/query';
 import { RetryableError, retrying } from '#lib/db/retry';
@@ -332,12 +332,26 @@ export const listSubscriptions = async (scope: Scope, q: SubscriptionListQuery) 
   }
   if (q.plan_name) filterOn('plan_name', q.plan_name);
   if (filters.length) query = { ...query, filter: { expression: filters.join(' AND '), names, values } };
+  // Each row's customer is read with the page (the same BatchGetItem), so the list names it.
+  query = { ...query, companion: (row) => keys.customer(merchantId, Number(row.customer_id)) };
   const byTotals = q.customer_id === undefined && !q.plan_name;
-  const count = async () =>
-    byTotals
-      ? ((await readTotals(merchantId, 'SUBSCRIPTIONS'))[q.status ? `subscriptions_${q.status}` : 'subscriptions']?.toNumber() ?? 0)
-      : countQuery(query);
-  const { items, meta } = await listPage<SubscriptionItem>(merchantId, query, count, q);
+  // The totals shards come in the BatchGetItem that reads the page's customers.
+  const count = byTotals
+    ? listTotal(merchantId, 'SUBSCRIPTIONS', q.status ? `subscriptions_${q.status}` : 'subscriptions')
+    : () => countQuery(query);
+  const { items, meta, companions } = await listPage<SubscriptionItem>(merchantId, query, count, q);
   const at = formatTimestamp(now());
-  return { data: items.map((s) => presentSubscription(asOf(s, at), scope.reportingCurrency)), meta };
+  return {
+    data: items.map((s) => {
+      const customer = companions?.get(keyId(keys.customer(merchantId, Number(s.customer_id)))) as
+        | { email?: string; name?: string | null }
+        | undefined;
+      return {
+        ...presentSubscription(asOf(s, at), scope.reportingCurrency),
+        customer_email: customer?.email ?? null,
+        customer_name: customer?.name ?? null,
+      };
+    }),
+    meta,
+  };
 };

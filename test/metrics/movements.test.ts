@@ -85,6 +85,8 @@ describe('GET /metrics/movements', () => {
     const all = await ok(api.get('/metrics/movements?start_date=2026-01-01&end_date=2026-03-10&per_page=50', token));
     expect([...first.data, ...rest]).toEqual(all.data);
     expect(all.data.at(-1)).toMatchObject({ customer_id: c1, type: 'new', date: '2026-01-05T09:00:00Z' });
+    // Each row names its customer (one BatchGetItem a page), as the dashboard shows it.
+    for (const row of all.data) expect(row.customer_email, JSON.stringify(row)).toMatch(/@/);
     // 5 January 09:00 UTC is 4 January in Honolulu (UTC−10).
     await ok(
       api.request('PUT', '/settings', {
@@ -108,11 +110,11 @@ describe('GET /metrics/movements', () => {
     const csv = await api.get('/metrics/movements?start_date=2026-02-01&end_date=2026-02-28', token, { accept: 'text/csv' });
     expect(csv.status).toBe(200);
     const lines = String(csv.body).trim().split(/\r?\n/);
-    expect(lines[0]).toBe('date,type,amount,mrr_before,mrr_after,subscription_id,order_no,customer_id');
+    expect(lines[0]).toBe('date,type,amount,mrr_before,mrr_after,subscription_id,order_no,customer_id,customer_email,customer_name');
     expect(lines).toHaveLength(5);
   });
 
-  it('costs 3 requests and one BatchGetItem per 100 customers', async () => {
+  it('costs 3 requests, one BatchGetItem per 100 customers, and one naming the customers of a page with rows', async () => {
     fixedClock('2026-03-10T12:00:00Z');
     const counts: number[] = [];
     for (const n of [3, 150]) {
@@ -122,10 +124,13 @@ describe('GET /metrics/movements', () => {
         const batch = Array.from({ length: size }, (_, j) => ({ email: `m${i + j}@cost.test` }));
         expect((await ok(api.post('/customers/batch', token, { customers: batch }))).data.results.created).toHaveLength(size);
       }
+      const first = (await ok(api.get('/customers?per_page=1', token))).data[0].id;
+      await ok(api.post('/subscriptions', token, { customer_id: first, plan_name: 'Pro', mrr: '10', billing_cycle: 'monthly' }), 201);
       const r = await api.counted('GET', '/metrics/movements', { token });
       expect(r.res.status).toBe(200);
+      expect(r.res.body.data).toHaveLength(1);
       counts.push(r.requests);
     }
-    expect(counts).toEqual([3 + 1, 3 + 2]);
+    expect(counts).toEqual([3 + 1 + 1, 3 + 2 + 1]);
   });
 });

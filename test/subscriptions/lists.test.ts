@@ -62,7 +62,12 @@ describe('GET /subscriptions', () => {
   it('newest first: created_at desc, then id desc', async () => {
     const clock = fixedClock('2026-04-01T10:00:00Z');
     const { token } = await newMerchant();
-    const c = [await newCustomerId(token), await newCustomerId(token), await newCustomerId(token), await newCustomerId(token)];
+    const c = [
+      await newCustomerId(token),
+      await newCustomerId(token),
+      await newCustomerId(token),
+      await newCustomerId(token, { email: 'dee@lists.test', name: 'Dee' }),
+    ];
     clock.set('2026-04-01T10:00:00Z');
     const a = await createSubscription<Sub>(token, c[0]);
     clock.set('2026-04-03T10:00:00Z');
@@ -81,9 +86,10 @@ describe('GET /subscriptions', () => {
 
     const list = await page(token, '/subscriptions');
     expect(list.data.map((s) => s.id)).toEqual([d.id, b.id, mid.id, a.id]);
-    // list items have the same shape as GET /subscriptions/{id}
-    expect(list.data[0]).toEqual(d);
-    expect(list.data[3]).toEqual((await api.get(`/subscriptions/${a.id}`, token)).body.data);
+    // list items are GET /subscriptions/{id}'s shape with the customer named, as orders are
+    expect(list.data[0]).toEqual({ ...d, customer_email: 'dee@lists.test', customer_name: 'Dee' });
+    const { customer_email: _e, customer_name: _n, ...listed } = list.data[3] as Sub & Record<string, unknown>;
+    expect(listed).toEqual((await api.get(`/subscriptions/${a.id}`, token)).body.data);
     // created_at, not started_at, orders the list
     clock.set('2026-04-04T10:00:00Z');
     const c5 = await newCustomerId(token);
