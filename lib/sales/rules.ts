@@ -265,7 +265,8 @@ const monthsOf = (start: string, end: string) =>
  * orders), each cohort followed month by month from its own to `end` (the current month at most).
  * A paid order counts in the month of the zone it was paid, at that month's rate; one that cannot
  * be converted is left out (summed as unconverted), and a customer whose first paid order is left
- * out is in no cohort, as it is no new buyer in GET /metrics/sales.
+ * out is in no cohort, as it is no new buyer in GET /metrics/sales: its paid orders are summed as
+ * unconverted too.
  */
 export const purchaseCohortTable = (
   orders: Iterable<SaleOrder>,
@@ -277,9 +278,13 @@ export const purchaseCohortTable = (
   const last = range.end < range.currentMonth ? range.end : range.currentMonth;
   // Each counted customer's cohort, and per cohort and month: buyers, orders, gross; each customer's paid months.
   const cohortOf = new Map<number, string>();
+  /** Customers of the range's cohorts left out, with all their orders, for want of their first paid order's rate. */
+  const unconvertedFirst = new Set<number>();
   for (const [customer, o] of first) {
     const month = localDateOfIso(o.paid_at!, money.zone).slice(0, 7);
-    if (month >= range.start && month <= range.end && amountAt(o, o.paid_at!, money) !== null) cohortOf.set(customer, month);
+    if (month < range.start || month > range.end) continue;
+    if (amountAt(o, o.paid_at!, money) === null) unconvertedFirst.add(customer);
+    else cohortOf.set(customer, month);
   }
   const leftOut = new LeftOut();
   type Cell = { buyers: Set<number>; orders: number; gross: Decimal };
@@ -290,9 +295,9 @@ export const purchaseCohortTable = (
     if (!wasPaid(o)) continue;
     const cohort = cohortOf.get(o.customer_id);
     const month = localDateOfIso(o.paid_at!, money.zone).slice(0, 7);
-    if (cohort === undefined || month > last) continue;
+    if (month > last || (cohort === undefined && !unconvertedFirst.has(o.customer_id))) continue;
     const amount = amountAt(o, o.paid_at!, money);
-    if (amount === null) {
+    if (amount === null || cohort === undefined) {
       const u = leftOut.of(o.currency);
       u.orders++;
       u.gross = u.gross.plus(o.amount);

@@ -269,7 +269,8 @@ const nextMonth = (m: string) => {
 
 /**
  * GET /metrics/purchase-cohorts from scratch: a customer's cohort is the zone month of its first
- * paid order (over all its orders), counted only when that order can be converted; each cohort
+ * paid order (over all its orders), counted only when that order can be converted (else all its
+ * paid orders are left out and summed per currency); each cohort
  * month of [start, end] followed to min(end, current); paid orders that cannot be converted are
  * left out (and summed per currency).
  */
@@ -280,15 +281,20 @@ export const refPurchaseCohorts = (
   const first = refFirstOrders(orders);
   const month = (t: string) => refLocalDate(t, q.zone).slice(0, 7);
   const cohortOf = new Map<number, string>();
+  const lostWithFirst = new Set<number>();
   for (const [id, o] of first) {
     const m = month(o.paid_at!);
-    if (m >= q.start && m <= q.end && paidMoney(o, q) !== null) cohortOf.set(id, m);
+    if (m < q.start || m > q.end) continue;
+    if (paidMoney(o, q) === null) lostWithFirst.add(id);
+    else cohortOf.set(id, m);
   }
   const last = q.end < q.current ? q.end : q.current;
   const out = new Map<string, { gross: Decimal; orders: number }>();
   const kept = orders.filter((o) => {
-    if (!wasPaid(o) || !cohortOf.has(o.customer_id) || month(o.paid_at!) > last) return false;
-    if (paidMoney(o, q) !== null) return true;
+    if (!wasPaid(o) || month(o.paid_at!) > last) return false;
+    if (!cohortOf.has(o.customer_id) && !lostWithFirst.has(o.customer_id)) return false;
+    // A customer whose first paid order cannot be converted is left out with all its orders.
+    if (cohortOf.has(o.customer_id) && paidMoney(o, q) !== null) return true;
     const u = out.get(o.currency) ?? { gross: ZERO, orders: 0 };
     out.set(o.currency, { gross: u.gross.plus(o.amount), orders: u.orders + 1 });
     return false;

@@ -170,9 +170,50 @@ describe('sales reads', () => {
     const { token } = await shop();
     const before = await expectAllAsReference(token);
     expect(before).toHaveLength(7);
-    const month = (await ok(api.get('/metrics/sales?start_date=2026-01-01&end_date=2026-01-31', token))).data[0];
-    // Worked by hand: S-1 (100.00) is gold's first paid order; S-2 pays in Taipei's February.
-    expect(month).toMatchObject({ gross_revenue: '100.00', first_order_revenue: '100.00', new_buyers: 1, orders: 1, paid_orders: 1 });
+    // docs/sales.md's worked example, worked by hand.
+    const sales = await ok(api.get('/metrics/sales?start_date=2026-01-01&end_date=2026-03-20', token));
+    const row = (p: Record<string, unknown>) => [
+      p.gross_revenue,
+      p.refunds,
+      p.orders,
+      p.paid_orders,
+      p.failed_orders,
+      p.aov,
+      p.first_order_revenue,
+      p.returning_revenue,
+      p.new_buyers,
+    ];
+    expect([...sales.data, sales.summary].map(row)).toEqual([
+      ['100.00', '0.00', 1, 1, 0, '100.00', '100.00', '0.00', 1],
+      ['355.83', '0.00', 3, 2, 1, '177.92', '33.33', '322.50', 1],
+      ['0.00', '0.00', 2, 0, 0, null, '0.00', '0.00', 0],
+      ['455.83', '0.00', 6, 3, 1, '151.94', '133.33', '322.50', 2],
+    ]);
+    expect(sales.unconverted).toEqual({ USD: { gross_revenue: '7.77', refunds: '10.00', orders: 1 } });
+    const methods = await ok(api.get('/metrics/payment-methods?start_date=2026-01-01&end_date=2026-03-20', token));
+    expect(
+      methods.data.map((r: Record<string, unknown>) => [r.payment_method, r.orders, r.success_rate, r.gross_revenue, r.avg_seconds_to_pay]),
+    ).toEqual([
+      ['credit_card', 3, 100, '422.50', 2700],
+      ['atm', 1, null, '0.00', null],
+      ['cvs', 1, 0, '0.00', null],
+      ['none', 1, 100, '33.33', 86400],
+    ]);
+    const cohorts = await ok(api.get('/metrics/purchase-cohorts?start_month=2026-01&end_month=2026-03', token));
+    expect(cohorts.data.map((c: { cohort: string; customers: number }) => [c.cohort, c.customers])).toEqual([
+      ['2026-01', 1],
+      ['2026-02', 1],
+      ['2026-03', 0],
+    ]);
+    expect(cohorts.data[0].periods[1]).toEqual({
+      month: '2026-02',
+      buyers: 1,
+      orders: 1,
+      gross_revenue: '322.50',
+      revenue_per_customer: '422.50',
+      repeat_rate: 100,
+    });
+    expect(cohorts.unconverted).toEqual({ USD: { gross_revenue: '7.77', orders: 1 } });
 
     // A back-dated import makes a new first order for b, a refund lands, an upsert moves S-1's money and currency.
     await batch(token, [
@@ -196,10 +237,12 @@ describe('sales reads', () => {
     await ok(api.request('PATCH', '/orders/S-4', { token, body: { status: 'refunded', refunded_at: '2026-03-10T00:00:00Z' } }));
     const after = await expectAllAsReference(token);
     expect(after.find((o) => o.order_no === 'S-1')).toMatchObject({ amount: '20.00', currency: 'USD' });
-    // b's first paid order is now December's: its cohort moved there with all its orders.
-    const cohorts = await ok(api.get('/metrics/purchase-cohorts?start_month=2025-12&end_month=2026-03', token));
-    expect(cohorts.data[0]).toMatchObject({ cohort: '2025-12', customers: 1 });
-    expect(cohorts.data[0].periods[2]).toMatchObject({ month: '2026-02', buyers: 1, orders: 1, gross_revenue: '33.33', repeat_rate: 100 });
+    // b's first paid order is now December's: S-4 turns returning, and b's cohort moved there with all its orders.
+    const feb = (await ok(api.get('/metrics/sales?start_date=2026-02-01&end_date=2026-02-28', token))).data[0];
+    expect(feb).toMatchObject({ first_order_revenue: '0.00', new_buyers: 0 });
+    const moved = await ok(api.get('/metrics/purchase-cohorts?start_month=2025-12&end_month=2026-03', token));
+    expect(moved.data[0]).toMatchObject({ cohort: '2025-12', customers: 1 });
+    expect(moved.data[0].periods[2]).toMatchObject({ month: '2026-02', buyers: 1, orders: 1, gross_revenue: '33.33', repeat_rate: 100 });
 
     // Deleting a customer changes no figure.
     const gold = after.find((o) => o.customer_email === 'gold@sales.test')!.customer_id;
