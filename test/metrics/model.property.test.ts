@@ -22,6 +22,7 @@ import {
   type RefPoint,
   type RefSegment,
 } from './reference.ts';
+import { type RefOrder, type RefRateBook, refPaymentMethods, refPurchaseCohorts, refSales } from './sales-reference.ts';
 
 /**
  * Property (docs/metrics.md, "Freshness and cost"): for random histories sent through the API — subscription
@@ -36,7 +37,9 @@ import {
  * union of two plans, each against the reference over only the matching customers' lines. The
  * merchant's reporting time zone is random (UTC, ahead, behind, DST, a quarter-hour off) and may
  * change between two steps: every bucket is the zone's days, weeks and months, what was written
- * before the change included.
+ * before the change included. The sales reads (GET /metrics/sales whole, by day and week, segmented by
+ * currency, cycle and metadata; payment methods; purchase cohorts) equal the sales reference over
+ * the orders as GET /orders lists them.
  */
 const api = useApi();
 afterEach(() => resetClock());
@@ -782,6 +785,43 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             expect(reasons.status, JSON.stringify(reasons.body)).toBe(200);
             expect(reasons.body.data, `churn reasons ${start}..${end}`).toEqual(expectedChurnReasons(whole, start, end, zone));
           }
+          // Sales (docs/sales.md): the reads equal the sales reference over the orders as the API lists them.
+          const listed: RefOrder[] = [];
+          for (let page = 1; ; page++) {
+            const r = await api.get(`/orders?per_page=100&page=${page}`, token);
+            expect(r.status, JSON.stringify(r.body)).toBe(200);
+            listed.push(...r.body.data);
+            if (page >= r.body.meta.last_page) break;
+          }
+          const salesRates: RefRateBook = new Map([['USD', usdRates]]);
+          const money = { zone, reporting: 'TWD', rates: salesRates };
+          for (const [start, end, interval] of [
+            ['2024-07-01', today, 'month'],
+            [from, to, 'day'],
+            [from, to, 'week'],
+          ] as const) {
+            if (start > end) continue;
+            const sales = await api.get(`/metrics/sales?start_date=${start}&end_date=${end}&interval=${interval}`, token);
+            expect(sales.status, JSON.stringify(sales.body)).toBe(200);
+            expect(sales.body, `sales ${interval} ${start}..${end}`).toEqual(refSales(listed, { start, end, interval, ...money }));
+          }
+          const tierA = new Set(ids.filter((_, i) => metas[i].tier === 'a'));
+          for (const [query, q] of [
+            ['currency=USD', { currency: 'USD' }],
+            ['billing_cycle=monthly', { billing_cycle: 'monthly' }],
+            ['metadata.tier=a', { customers: tierA }],
+          ] as const) {
+            const seg = await api.get(`/metrics/sales?start_date=2024-07-01&end_date=${today}&interval=month&${query}`, token);
+            expect(seg.body, `sales ${query}`).toEqual(
+              refSales(listed, { start: '2024-07-01', end: today, interval: 'month', ...money, ...q }),
+            );
+          }
+          const methods = await api.get(`/metrics/payment-methods?start_date=2024-07-01&end_date=${today}`, token);
+          expect(methods.body, 'payment methods').toEqual(refPaymentMethods(listed, { start: '2024-07-01', end: today, ...money }));
+          const purchase = await api.get('/metrics/purchase-cohorts?start_month=2024-07&end_month=2026-06', token);
+          expect(purchase.body, 'purchase cohorts').toEqual(
+            refPurchaseCohorts(listed, { start: '2024-07', end: '2026-06', current: today.slice(0, 7), ...money }),
+          );
         },
       ),
       RUNS,
