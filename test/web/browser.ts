@@ -95,10 +95,30 @@ export const useDashboard = (test: string, distName: string) => {
 export const ready = (page: Page, panel: string) =>
   page.locator(`[data-panel="${panel}"][data-state="ready"]`).waitFor({ timeout: 20_000 });
 
+/**
+ * A figure as shown: its API value (`data-value`) and its text. A large amount written short
+ * (`NT$1.53M`) gives its exact text (the title and the screen readers' text) as `shown`, and the
+ * short form as `short`.
+ */
 export const figure = async (page: Page, id: string) => {
   const el = page.locator(`[data-figure="${id}"]`);
-  return { raw: await el.getAttribute('data-value'), shown: (await el.locator('dd.value').textContent()) ?? '' };
+  const value = el.locator('dd.value');
+  const exact = await value.getAttribute('data-exact');
+  return {
+    raw: await el.getAttribute('data-value'),
+    shown: exact ?? (await value.textContent()) ?? '',
+    short: exact === null ? null : await value.locator('[aria-hidden="true"]').textContent(),
+    title: await value.getAttribute('title'),
+  };
 };
+
+/** The number a short form stands for (`NT$18.36M` → 18360000), to the precision it shows. */
+export const shortNumber = (text: string) => {
+  const [, num, unit] = /([\d.,]+)\s*([KMBT])/.exec(text) ?? [];
+  if (!num) throw new Error(`not a short amount: ${text}`);
+  return Number(num.replace(/,/g, '')) * { K: 1e3, M: 1e6, B: 1e9, T: 1e12 }[unit as 'K' | 'M' | 'B' | 'T'];
+};
+
 /**
  * Each figure's exact value (`data-value`) and the digits it shows equal the API's. Amounts per
  * currency (`unconverted`) compare as their JSON text; shown, each names its currency with its
@@ -122,6 +142,14 @@ export const expectFigures = async (page: Page, expected: Record<string, string 
     }
     expect(raw, id).toBe(value === null ? '' : String(value));
     if (typeof value === 'string') expect(digits(shown), `${id} shown as ${shown}`).toBe(digits(value));
+    const { short, title } = await figure(page, id);
+    if (short !== null) {
+      // Written short: the exact text on hover, and the short form within 1 % of the value.
+      expect(title, id).toBe(shown);
+      expect(Math.abs(shortNumber(short) - Math.abs(Number(value))), `${id} shown short as ${short}`).toBeLessThanOrEqual(
+        Math.abs(Number(value)) * 0.01,
+      );
+    }
     if (value === null) expect(shown, id).toBe('—');
   }
 };
@@ -150,3 +178,33 @@ export const axe = async (page: Page, name: string) => {
 
 export const noSideScroll = async (page: Page) =>
   expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+
+/**
+ * The figures whose text runs past their card: a label or value wider than its box (scrollWidth),
+ * or whose text's box reaches past the card's edges. Empty when every figure fits.
+ */
+export const overflowingFigures = (page: Page) =>
+  page.evaluate(() => {
+    /** The boxes of an element's visible text (a visually hidden text is clipped to 1 px and left out). */
+    const textBoxes = (el: HTMLElement) => {
+      const boxes: DOMRect[] = [];
+      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (node.parentElement?.closest('.visually-hidden, [hidden]')) continue;
+        const range = document.createRange();
+        range.selectNodeContents(node);
+        boxes.push(...Array.from(range.getClientRects()));
+      }
+      return boxes.filter((b) => b.width > 0);
+    };
+    return Array.from(document.querySelectorAll<HTMLElement>('[data-figure]'))
+      .filter((card) => card.getClientRects().length > 0)
+      .flatMap((card) => {
+        const box = card.getBoundingClientRect();
+        return Array.from(card.querySelectorAll<HTMLElement>('dt, dd.value'))
+          .filter(
+            (el) => el.scrollWidth > el.clientWidth + 1 || textBoxes(el).some((t) => t.right > box.right + 0.5 || t.left < box.left - 0.5),
+          )
+          .map((el) => `${card.dataset.figure}: ${el.textContent} (${Math.round(el.scrollWidth)} px in ${Math.round(box.width)} px)`);
+      });
+  });

@@ -308,7 +308,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
           Plan: s.plan_name,
           Status: s.status,
           MRR: expect.any(String),
-          Customer: `Customer #${s.customer_id}`,
+          Customer: s.customer_name ?? s.customer_email ?? `#${s.customer_id}`,
           Billing: s.billing_cycle,
           Started: shown(s.started_at),
           Cancellation: s.cancelled_at ? `cancelled ${shown(s.cancelled_at)}` : s.cancel_at ? `cancels ${shown(s.cancel_at)}` : '—',
@@ -337,7 +337,10 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await shoot(page, 'subscriptions-desktop');
     await axe(page, 'subscriptions');
     // A subscription's customer opens its page.
-    await page.getByRole('link', { name: `Customer #${ids.di}` }).click();
+    // Named by name (else email), as the API names it.
+    const di = all.find((s: any) => s.id === ids.diSub);
+    expect(di.customer_name ?? di.customer_email).toBeTruthy();
+    await page.getByRole('link', { name: di.customer_name ?? di.customer_email }).click();
     await ready(page, 'customer');
     await expectFigures(page, { customer_status: 'cancelled', customer_mrr: '0.00' });
     expect(failures).toEqual([]);
@@ -1093,7 +1096,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
         'data-amount': r.amount,
         'data-before': r.mrr_before,
         'data-after': r.mrr_after,
-        Customer: `Customer #${r.customer_id}`,
+        Customer: r.customer_name ?? r.customer_email ?? `#${r.customer_id}`,
         Date: shown(r.date),
         Amount: expect.any(String),
         'MRR before → after': expect.any(String),

@@ -37,6 +37,24 @@ const stacks = (entries: MrrEntry[]) => {
 
 type Box = { left: number; top: number; width: number; height: number };
 
+/** An axis value written short (`1.5M`). */
+const short = (v: number) => new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 }).format(v);
+
+/** A uPlot chart in `el`, as wide as it is (280 px at least) and following its width; returns what removes it. */
+const plotIn = (el: HTMLElement, height: number, opts: Omit<uPlot.Options, 'width' | 'height'>, data: uPlot.AlignedData) => {
+  const width = () => Math.max(280, el.clientWidth);
+  const plot = new uPlot({ ...opts, width: width(), height }, data, el);
+  const resize = new ResizeObserver(() => plot.setSize({ width: width(), height }));
+  resize.observe(el);
+  return {
+    plot,
+    remove: () => {
+      resize.disconnect();
+      plot.destroy();
+    },
+  };
+};
+
 export const MrrChart = (props: {
   entries: MrrEntry[];
   currency: string;
@@ -75,10 +93,7 @@ export const MrrChart = (props: {
       }
       return null;
     };
-    const short = (v: number) => new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 }).format(v);
-    const opts: uPlot.Options = {
-      width: Math.max(280, el.clientWidth),
-      height: 280,
+    const opts: Omit<uPlot.Options, 'width' | 'height'> = {
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
       hooks: {
@@ -118,18 +133,13 @@ export const MrrChart = (props: {
       ],
     };
     const data: uPlot.AlignedData = [entries.map((_, i) => i), ...layers.map((l) => l.values), entries.map((e) => Number(e.mrr))];
-    const plot = new uPlot(opts, data, el);
+    const { plot, remove } = plotIn(el, 280, opts, data);
     plot.over.addEventListener('click', (e) => {
       const at = plot.over.getBoundingClientRect();
       const hit = movementAt(plot, e.clientX - at.left, e.clientY - at.top);
       if (hit) onBarRef.current?.(hit.index, hit.movement);
     });
-    const resize = new ResizeObserver(() => plot.setSize({ width: Math.max(280, el.clientWidth), height: 280 }));
-    resize.observe(el);
-    return () => {
-      resize.disconnect();
-      plot.destroy();
-    };
+    return remove;
   }, [entries, interval]);
 
   const first = entries[0];
@@ -159,3 +169,82 @@ export const MrrChart = (props: {
     </figure>
   );
 };
+
+/**
+ * A small trend line (SVG, no axes) of a figure's last values, oldest first; nulls are gaps left
+ * out. Decorative beside its figure: the figure's change names the same trend in words.
+ */
+export const Sparkline = ({ values }: { values: (number | null)[] }) => {
+  const points = values.map((v, i) => [i, v] as const).filter((p): p is readonly [number, number] => p[1] !== null);
+  if (points.length < 2) return null;
+  const ys = points.map(([, v]) => v);
+  const [min, max] = [Math.min(...ys), Math.max(...ys)];
+  const [w, h] = [120, 28];
+  const x = (i: number) => (i / Math.max(1, values.length - 1)) * w;
+  const y = (v: number) => (max === min ? h / 2 : h - 2 - ((v - min) / (max - min)) * (h - 4));
+  return (
+    <svg class="spark" viewBox={`0 0 ${w} ${h}`} preserveAspectRatio="none" aria-hidden="true" focusable="false">
+      <polyline points={points.map(([i, v]) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(' ')} />
+    </svg>
+  );
+};
+
+/** One line of a LineChart: its name, colour and values (one per label). */
+export type Line = { label: string; color: string; values: number[]; dash?: number[] };
+
+/**
+ * Lines over periods (uPlot, as the MRR chart), with a legend that names each line. The canvas is
+ * one picture: `summary` is its text, and the same figures are in a table next to it.
+ */
+export const LineChart = (props: { labels: string[]; lines: Line[]; summary: string; testId: string; currency?: string }) => {
+  const { labels, lines } = props;
+  const box = useRef<HTMLDivElement>(null);
+  const key = JSON.stringify([labels, lines]);
+  useEffect(
+    () =>
+      plotIn(
+        box.current!,
+        240,
+        {
+          legend: { show: false },
+          cursor: { drag: { x: false, y: false } },
+          scales: {
+            x: { time: false, range: (_u, min, max) => [min - 0.25, max + 0.25] },
+            y: { range: (_u, min, max) => [Math.min(0, min), max * 1.1 || 1] },
+          },
+          axes: [
+            { values: (_u, splits) => splits.map((i) => labels[i] ?? ''), space: 60, gap: 4 },
+            { values: (_u, splits) => splits.map(short), size: 56 },
+          ],
+          series: [
+            {},
+            ...lines.map((l) => ({
+              label: l.label,
+              stroke: l.color,
+              width: 2,
+              dash: l.dash,
+              points: { show: true, size: 5, fill: l.color },
+            })),
+          ],
+        },
+        [labels.map((_, i) => i), ...lines.map((l) => l.values)],
+      ).remove,
+    [key],
+  );
+  return (
+    <figure class="chart">
+      <div class="legend" aria-hidden="true">
+        {lines.map((l) => (
+          <span key={l.label}>
+            <i class="line" style={{ background: l.color }} /> {l.label}
+          </span>
+        ))}
+      </div>
+      <div ref={box} class="chart-canvas short" role="img" aria-label={props.summary} data-testid={props.testId} />
+      <figcaption class="visually-hidden">{props.summary}</figcaption>
+    </figure>
+  );
+};
+
+/** A heat map's colour: it follows a percentage (0–100), which is also written in each cell (colour is never the only sign). */
+export const heat = (pct: number | null) => (pct === null ? 'transparent' : `hsl(205 70% ${96 - Math.max(0, Math.min(100, pct)) * 0.36}%)`);

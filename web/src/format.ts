@@ -88,3 +88,37 @@ export const prettyJson = (text: string): string => {
 
 /** The currencies the stats switch offers (any ISO 4217 code works with the API). */
 export const CURRENCIES = ['TWD', 'USD', 'EUR', 'JPY', 'GBP', 'AUD', 'CAD', 'SGD', 'HKD'];
+
+/** From this size (in absolute value) an amount in a card is written short (`NT$1.53M`), its exact value beside it for hover and screen readers. */
+export const COMPACT_FROM = 1_000_000;
+const compactFormats = new Map<string, Intl.NumberFormat>();
+/** An amount written short when it is large (`NT$18.36M`), else null (write it whole). */
+export const compactMoney = (amount: string | null | undefined, currency: string): string | null => {
+  if (amount === null || amount === undefined || Math.abs(Number(amount)) < COMPACT_FROM) return null;
+  let f = compactFormats.get(currency);
+  if (!f) {
+    f = new Intl.NumberFormat(undefined, { style: 'currency', currency, notation: 'compact', maximumFractionDigits: 2 });
+    compactFormats.set(currency, f);
+  }
+  return f.format(Number(amount));
+};
+
+/** A count written short when it is large (`1.2M`), else null. */
+export const compactCount = (value: number): string | null =>
+  Math.abs(value) < COMPACT_FROM ? null : new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 2 }).format(value);
+
+/** Seconds as a reader says them: `45 s`, `12 min`, `2 h 5 min`, `3 d 4 h`; `—` for none. */
+export const duration = (seconds: number | null | undefined): string => {
+  if (seconds === null || seconds === undefined) return '—';
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 24) return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
+  const days = Math.floor(hours / 24);
+  return hours % 24 ? `${days} d ${hours % 24} h` : `${days} d`;
+};
+
+/** A customer as the lists name them: name, else email, else `#id`. */
+export const customerLabel = (c: { customer_id: number; customer_name?: string | null; customer_email?: string | null }) =>
+  c.customer_name ?? c.customer_email ?? `#${c.customer_id}`;

@@ -6,6 +6,7 @@ import { Activity } from './views/activity';
 import { Customers } from './views/customers';
 import { Imports } from './views/imports';
 import { Overview } from './views/overview';
+import { Sales } from './views/sales';
 import { SettingsView } from './views/settings';
 import { Subscriptions } from './views/subscriptions';
 import { TokenView } from './views/token';
@@ -14,6 +15,7 @@ import './styles.css';
 
 const VIEWS = [
   { id: 'overview', label: 'Overview', View: Overview },
+  { id: 'sales', label: 'Sales', View: Sales },
   { id: 'customers', label: 'Customers', View: Customers },
   { id: 'subscriptions', label: 'Subscriptions', View: Subscriptions },
   { id: 'activity', label: 'Orders & events', View: Activity },

@@ -2,7 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { Meta, Page } from './api';
 import { allPagesCsv, CSV_MAX_PAGES, CSV_PAGE_SIZE, type CsvPage, saveFile } from './csv';
-import { amounts, count, money, percent, ratio } from './format';
+import { amounts, compactMoney, count, customerLabel, money, percent, ratio } from './format';
 
 /** A load's state, always naming the parameters it belongs to. */
 export type Async<T, P = null> = { params: P } & ({ state: 'loading' } | { state: 'error'; error: Error } | { state: 'ready'; data: T });
@@ -320,8 +320,10 @@ export const ListPanel = <T, P>(props: {
   </Panel>
 );
 
-/** A customer named by its id, a link to its page (the lists that carry only `customer_id`). */
-export const CustomerLink = ({ id }: { id: number }) => <a href={`#customers/${id}`}>Customer #{id}</a>;
+/** A customer, a link to its page, named by name or email (`#id` only when it has neither). */
+export const CustomerLink = (props: { id: number; name?: string | null; email?: string | null }) => (
+  <a href={`#customers/${props.id}`}>{customerLabel({ customer_id: props.id, customer_name: props.name, customer_email: props.email })}</a>
+);
 
 /** A status as a coloured badge that also writes it (colour is never the only sign). */
 export const Badge = ({ status, tone }: { status: string; tone?: 'good' | 'warn' | 'bad' | 'off' }) => (
@@ -329,23 +331,62 @@ export const Badge = ({ status, tone }: { status: string; tone?: 'good' | 'warn'
 );
 
 /** A figure's value as the API gives it: a decimal string, a number, null, or amounts per currency (`unconverted`). */
-type Raw = string | number | null | Record<string, string>;
+export type Raw = string | number | null | Record<string, string>;
+
+/**
+ * A figure's value: as written, or, when it is written short (`NT$1.53M`), the short form on
+ * screen with the exact one as its title (hover) and for screen readers (`data-exact` for tests).
+ */
+export const FigureValue = ({ value, short }: { value: string; short?: string | null }) =>
+  short ? (
+    <dd class="value" title={value} data-exact={value}>
+      <span aria-hidden="true">{short}</span>
+      <span class="visually-hidden">{value}</span>
+    </dd>
+  ) : (
+    <dd class="value">{value}</dd>
+  );
+
+export const rawText = (raw: Raw) => (raw === null ? '' : typeof raw === 'object' ? JSON.stringify(raw) : String(raw));
 
 /**
  * A figure with its exact API value kept in `data-value` (what the end-to-end test compares; an
  * object as its JSON text) and, under it, what it is: its definition and the period it covers.
  */
-export const Figure = (props: { label: string; value: string; raw: Raw; id: string; note?: string }) => (
-  <div
-    class="figure"
-    data-figure={props.id}
-    data-value={props.raw === null ? '' : typeof props.raw === 'object' ? JSON.stringify(props.raw) : String(props.raw)}
-  >
+export const Figure = (props: { label: string; value: string; short?: string | null; raw: Raw; id: string; note?: string }) => (
+  <div class="figure" data-figure={props.id} data-value={rawText(props.raw)}>
     <dt>{props.label}</dt>
-    <dd class="value">{props.value}</dd>
+    <FigureValue value={props.value} short={props.short} />
     {props.note && <dd class="note">{props.note}</dd>}
   </div>
 );
+
+/**
+ * A figure's definition behind an ⓘ button (a disclosure: aria-expanded, the text shown under the
+ * figure while open; Escape closes it and focus stays on the button).
+ */
+export const Info = ({ id, label, children }: { id: string; label: string; children: ComponentChildren }) => {
+  const [open, setOpen] = useState(false);
+  return (
+    <>
+      <button
+        type="button"
+        class="info"
+        aria-expanded={open}
+        aria-controls={`${id}-info`}
+        onClick={() => setOpen(!open)}
+        onKeyDown={(e) => e.key === 'Escape' && setOpen(false)}
+        data-testid={`${id}-info`}
+      >
+        <span aria-hidden="true">i</span>
+        <span class="visually-hidden">What is {label}?</span>
+      </button>
+      <div id={`${id}-info`} class="info-pop" hidden={!open}>
+        {children}
+      </div>
+    </>
+  );
+};
 
 /**
  * How a figure is written: an amount in the currency, a count, a percentage, a ratio, the text as it
@@ -383,6 +424,7 @@ export const Figures = <D,>(props: {
           id={f.id ?? f.key}
           label={f.label}
           value={written(f.kind, raw, props.currency, f.digits)}
+          short={f.kind === 'money' && typeof raw === 'string' ? compactMoney(raw, props.currency) : null}
           raw={raw}
           note={f.note}
         />
@@ -475,3 +517,36 @@ export const DownloadCsv = (props: {
     </div>
   );
 };
+
+/**
+ * Cohorts as a heat map: a row per cohort (its month, its customers), then `width` cells, M0 (the
+ * cohort's month) onwards, each a `<td>` from `cell` (keyed by its index), which colours it and
+ * writes its value (colour is never the only sign).
+ */
+export const CohortTable = <C,>(props: {
+  label: string;
+  caption: string;
+  testId: string;
+  className?: string;
+  cohorts: C[];
+  name: (c: C) => string;
+  customers: (c: C) => number;
+  width: number;
+  cell: (c: C, i: number) => ComponentChildren;
+}) => (
+  <TableScroll label={props.label}>
+    <table class={`heatmap${props.className ? ` ${props.className}` : ''}`} data-testid={props.testId}>
+      <caption class="visually-hidden">{props.caption}</caption>
+      <Head cols={['Cohort', 'Customers', ...Array.from({ length: props.width }, (_, i) => `M${i}`)]} />
+      <tbody>
+        {props.cohorts.map((c) => (
+          <tr key={props.name(c)} data-cohort={props.name(c)}>
+            <th scope="row">{props.name(c)}</th>
+            <td class="num">{count(props.customers(c))}</td>
+            {Array.from({ length: props.width }, (_, i) => props.cell(c, i))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  </TableScroll>
+);

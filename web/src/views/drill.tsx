@@ -21,7 +21,7 @@ const movementKey = (m: MetricsMovement) =>
   [m.date, m.customer_id, m.type, m.mrr_before, m.mrr_after, m.subscription_id ?? m.order_no].join('|');
 
 const drillColumns = (ccy: string): Column<MetricsMovement>[] => [
-  { label: 'Customer', cell: (m) => <CustomerLink id={m.customer_id} /> },
+  { label: 'Customer', cell: (m) => <CustomerLink id={m.customer_id} name={m.customer_name} email={m.customer_email} /> },
   // The type is the panel's own (its title names it).
   ...activityColumns(ccy).filter((c) => c.label !== 'Movement'),
 ];

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { AS_CSV, type Api, csvPage, type Me, ok, query } from '../api';
-import { MOVEMENTS, type MovementKey, MrrChart } from '../chart';
+import { heat, MOVEMENTS, type MovementKey, MrrChart } from '../chart';
 import { amounts, count, CURRENCIES, money, percent } from '../format';
 import {
   CYCLES,
@@ -13,30 +13,10 @@ import {
   segmentQuery,
   withFilter,
 } from '../segment';
-import { type Async, Choice, DownloadCsv, Figures, Head, ListTable, Panel, TableScroll, useAsync } from '../ui';
+import { type Async, Choice, CohortTable, DownloadCsv, Figures, Head, ListTable, Panel, TableScroll, useAsync } from '../ui';
+import { dayBefore, INTERVALS, RANGES, rangeStart, todayIn } from '../dates';
 import { type Drill, DrillPanel } from './drill';
-
-const RANGES = [
-  { id: '30d', label: 'Last 30 days', days: 29 },
-  { id: '90d', label: 'Last 90 days', days: 89 },
-  { id: '6m', label: 'Last 6 months', months: 5 },
-  { id: '12m', label: 'Last 12 months', months: 11 },
-  { id: '24m', label: 'Last 24 months', months: 23 },
-] as const;
-const INTERVALS = ['day', 'week', 'month', 'quarter', 'year'] as const;
-
-const isoDay = (d: Date) => d.toISOString().slice(0, 10);
-const dayBefore = (day: string) => isoDay(new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000));
-/** Today in the merchant's reporting time zone, where the API's metrics days are (`YYYY-MM-DD`). */
-const todayIn = (zone: string) =>
-  new Intl.DateTimeFormat('en-CA', { timeZone: zone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date());
-/** The range's first day (in the zone of `today`): N days back, or the 1st of the month N months back. */
-const rangeStart = (id: string, today: string) => {
-  const r = RANGES.find((x) => x.id === id)!;
-  const [y, m, d] = today.split('-').map(Number);
-  if ('days' in r) return isoDay(new Date(Date.UTC(y, m - 1, d - r.days)));
-  return isoDay(new Date(Date.UTC(y, m - 1 - r.months, 1)));
-};
+import { Headline } from './headline';
 
 type PlanRow = { plan: string; mrr: string; subscriptions: number; customers: number };
 type PlansAnswer = { date: string; data: PlanRow[] };
@@ -459,9 +439,6 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
   );
 };
 
-/** Retention as a heat map: the colour follows the percentage, which is also written in each cell. */
-const heat = (pct: number | null) => (pct === null ? 'transparent' : `hsl(205 70% ${96 - Math.min(100, pct) * 0.36}%)`);
-
 const CohortsPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter }) => {
   const [result, retry] = useAsync({ filter }, (p) => ok(api.GET('/metrics/cohorts', { params: { query: filterQuery(p.filter) } })));
   return (
@@ -482,35 +459,28 @@ const CohortsPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter })
               Customers by the month their MRR first went above 0, and the share still paying each month after. Segment:{' '}
               {filterWords(loaded.filter, me.reporting_currency)}.
             </p>
-            <TableScroll label="Cohort retention">
-              <table class="heatmap" data-testid="cohorts">
-                <caption class="visually-hidden">Share of each monthly cohort's customers still paying, by months since joining</caption>
-                <Head cols={['Cohort', 'Customers', ...Array.from({ length: width }, (_, i) => `M${i}`)]} />
-                <tbody>
-                  {data
-                    .filter((c) => c.customers > 0)
-                    .map((c) => (
-                      <tr key={c.cohort}>
-                        <th scope="row">{c.cohort}</th>
-                        <td class="num">{c.customers}</td>
-                        {Array.from({ length: width }, (_, i) => {
-                          const r = c.retention[i];
-                          return (
-                            <td
-                              key={i}
-                              class="num cell"
-                              style={{ background: heat(r?.customer_retention ?? null) }}
-                              title={r ? `${r.month}: ${r.customers} customers` : undefined}
-                            >
-                              {r ? percent(r.customer_retention, 0) : ''}
-                            </td>
-                          );
-                        })}
-                      </tr>
-                    ))}
-                </tbody>
-              </table>
-            </TableScroll>
+            <CohortTable
+              label="Cohort retention"
+              caption="Share of each monthly cohort's customers still paying, by months since joining"
+              testId="cohorts"
+              cohorts={data.filter((c) => c.customers > 0)}
+              name={(c) => c.cohort}
+              customers={(c) => c.customers}
+              width={width}
+              cell={(c, i) => {
+                const r = c.retention[i];
+                return (
+                  <td
+                    key={i}
+                    class="num cell"
+                    style={{ background: heat(r?.customer_retention ?? null) }}
+                    title={r ? `${r.month}: ${r.customers} customers` : undefined}
+                  >
+                    {r ? percent(r.customer_retention, 0) : ''}
+                  </td>
+                );
+              }}
+            />
           </>
         );
       }}
@@ -615,6 +585,7 @@ export const Overview = ({ api, me }: { api: Api; me: Me }) => {
   }, [filter]);
   return (
     <div class="grid">
+      <Headline api={api} me={me} />
       <StatsPanel api={api} me={me} />
       <SegmentPicker value={filter} onChange={setFilter} plans={plans} me={me} />
       <SummaryPanel api={api} me={me} filter={filter} />

@@ -14,12 +14,17 @@ export const subscriptionTone = (status: SubscriptionStatus | null) =>
 const ending = (s: Subscription) =>
   s.cancelled_at ? `cancelled ${when(s.cancelled_at)}` : s.cancel_at ? `cancels ${when(s.cancel_at)}` : '—';
 
+/** A subscription as the list gives it, named by its customer's name and email (the customer's own page has neither). */
+type Named = Subscription & { customer_name?: string | null; customer_email?: string | null };
+
 /** A subscription's columns (the customer's own page leaves out the customer). */
-export const subscriptionColumns = (withCustomer: boolean): Column<Subscription>[] => [
+export const subscriptionColumns = (withCustomer: boolean): Column<Named>[] => [
   { label: 'Plan', cell: (s) => s.plan_name },
   { label: 'Status', cell: (s) => <Badge status={s.status} tone={subscriptionTone(s.status)} /> },
   { label: 'MRR', num: true, cell: (s) => <span data-value={s.mrr}>{money(s.mrr, s.currency)}</span> },
-  ...(withCustomer ? [{ label: 'Customer', cell: (s: Subscription) => <CustomerLink id={s.customer_id} /> }] : []),
+  ...(withCustomer
+    ? [{ label: 'Customer', cell: (s: Named) => <CustomerLink id={s.customer_id} name={s.customer_name} email={s.customer_email} /> }]
+    : []),
   { label: 'Billing', cell: (s) => s.billing_cycle },
   { label: 'Started', cell: (s) => when(s.started_at) },
   { label: 'Cancellation', cell: ending },
