@@ -7,7 +7,10 @@ import type { OrderItem } from '#lib/orders/model';
 import { localDateOfIso } from '#lib/shared/zone';
 
 /**
- * The sales figures (docs/sales.md), pure: raw orders in, the answer out. Each order is a set of
+ * The sales figures (docs/sales.md), pure. Each customer's orders turn into **figures**: amounts on
+ * aggregate items (day, month, payment-method day, cohort month), the same shape the stored
+ * aggregates have, so the figures of many customers add up item by item; a read folds the items of
+ * its range into its answer. Each order is a set of
  * **bookings**: created (at `created_at`), paid (at `paid_at`, when its status is paid or refunded),
  * refunded (at `refunded_at`, when refunded) and failed (at `failed_at`, when failed), each on its
  * own day of the reporting time zone and, in the reporting currency, converted at the rate of its
@@ -80,258 +83,344 @@ export const amountAt = (o: SaleOrder, at: string, money: Money): Decimal | null
   return rate === undefined ? null : new Decimal(o.amount).times(rate).toDecimalPlaces(CONVERSION_SCALE, Decimal.ROUND_HALF_UP);
 };
 
-/** Money and orders left out for want of a rate, per currency. */
+/** Aggregate item id → attribute → amount: what customers add to the sales aggregates. */
+export type SalesFigures = Map<string, Map<string, Decimal>>;
+
+/** The items: a day and a month of bookings, a day of orders created (payment methods), a cohort's month. */
+export const salesItem = {
+  day: (day: string) => `D#${day}`,
+  month: (month: string) => `M#${month}`,
+  methodDay: (day: string) => `Y#${day}`,
+  cohort: (cohort: string, month: string) => `C#${cohort}#${month}`,
+};
+/** What a booking left out for want of a rate adds, per currency, in that currency. */
+const leftOutAttr = (currency: string, what: 'gross_revenue' | 'refunds' | 'orders') => `u#${currency}#${what}`;
+const LEFT_OUT_ATTR = /^u#([A-Z]{3})#(gross_revenue|refunds|orders)$/;
+/** A payment method's figure on a day of orders created. */
+const methodAttr = (method: string, what: 'orders' | 'paid' | 'failed' | 'pending' | 'cancelled' | 'seconds' | 'gross') =>
+  `m#${method}#${what}`;
+const METHOD_ATTR = /^m#([^#]+)#(orders|paid|failed|pending|cancelled|seconds|gross)$/;
+
+const addTo = (out: SalesFigures, item: string, attr: string, v: Decimal.Value) => {
+  const d = new Decimal(v);
+  if (d.isZero()) return;
+  let attrs = out.get(item);
+  if (!attrs) out.set(item, (attrs = new Map()));
+  attrs.set(attr, (attrs.get(attr) ?? ZERO).plus(d));
+};
+
+/** Adds every figure of `from` into `into` (a merchant's total of its customers' figures). */
+export const addSalesFigures = (into: SalesFigures, from: SalesFigures) => {
+  for (const [item, attrs] of from) for (const [attr, v] of attrs) addTo(into, item, attr, v);
+};
+
+const monthOf = (at: string, zone: string) => localDateOfIso(at, zone).slice(0, 7);
+
+/**
+ * What one customer's orders add to the sales figures, in `money` (the reporting currency at the
+ * rates of each booking's month, or one currency's own money). `select` picks the orders of a
+ * segment (the first paid order is still judged over all of them); without it, the whole, which
+ * also carries the payment-method days and the purchase cohorts.
+ */
+export const customerSales = (orders: readonly SaleOrder[], money: Money, select?: (o: SaleOrder) => boolean): SalesFigures => {
+  const out: SalesFigures = new Map();
+  const first = firstPaidOrders(orders).values().next().value as SaleOrder | undefined;
+  /** A booking at `at`: on its day and its month, or, left out, into `unconverted` there. */
+  const book = (
+    o: SaleOrder,
+    at: string,
+    counted: (add: (attr: string, v: Decimal.Value) => void, amount: Decimal) => void,
+    leftOut?: 'gross_revenue' | 'refunds' | 'orders',
+  ) => {
+    const day = localDateOfIso(at, money.zone);
+    const items = [salesItem.day(day), salesItem.month(day.slice(0, 7))];
+    const amount = amountAt(o, at, money);
+    for (const item of items) {
+      if (amount !== null) counted((attr, v) => addTo(out, item, attr, v), amount);
+      else if (leftOut) addTo(out, item, leftOutAttr(o.currency, leftOut), leftOut === 'orders' ? 1 : o.amount);
+    }
+  };
+  for (const o of select ? orders.filter(select) : orders) {
+    book(o, o.created_at, (add) => add('orders', 1), 'orders');
+    if (wasPaid(o))
+      book(
+        o,
+        o.paid_at!,
+        (add, amount) => {
+          add('gross_revenue', amount);
+          add('paid_orders', 1);
+          if (o === first) {
+            add('first_order_revenue', amount);
+            add('new_buyers', 1);
+          }
+        },
+        'gross_revenue',
+      );
+    if (wasRefunded(o))
+      book(
+        o,
+        o.refunded_at!,
+        (add, amount) => {
+          add('refunds', amount);
+          add('refunded_orders', 1);
+        },
+        'refunds',
+      );
+    if (hasFailed(o)) book(o, o.failed_at!, (add) => add('failed_orders', 1));
+  }
+  if (!select) {
+    addMethodDays(out, orders, money);
+    addCohortMonths(out, orders, first, money);
+  }
+  return out;
+};
+
+/**
+ * The merchant's figures summed from each customer's, as the aggregates hold them (`select`: a
+ * segment's orders; `customers`: only theirs).
+ */
+export const merchantSales = (
+  orders: SaleOrder[],
+  money: Money,
+  select?: (o: SaleOrder) => boolean,
+  customers: ReadonlySet<number> | null = null,
+) => {
+  const byCustomer = new Map<number, SaleOrder[]>();
+  for (const o of orders) {
+    if (customers && !customers.has(o.customer_id)) continue;
+    const list = byCustomer.get(o.customer_id) ?? [];
+    list.push(o);
+    byCustomer.set(o.customer_id, list);
+  }
+  const sum: SalesFigures = new Map();
+  for (const list of byCustomer.values()) addSalesFigures(sum, customerSales(list, money, select));
+  return sum;
+};
+
+/**
+ * Payment methods: each order on the day it was created, by its status now. Left out (with its paid
+ * money) when its created month has no rate; its paid money alone when only its paid month has none.
+ */
+const addMethodDays = (out: SalesFigures, orders: readonly SaleOrder[], money: Money) => {
+  for (const o of orders) {
+    const item = salesItem.methodDay(localDateOfIso(o.created_at, money.zone));
+    const add = (attr: string, v: Decimal.Value) => addTo(out, item, attr, v);
+    if (amountAt(o, o.created_at, money) === null) {
+      add(leftOutAttr(o.currency, 'orders'), 1);
+      if (wasPaid(o)) add(leftOutAttr(o.currency, 'gross_revenue'), o.amount);
+      continue;
+    }
+    const method = paymentMethodOf(o);
+    add(methodAttr(method, 'orders'), 1);
+    if (wasPaid(o)) {
+      add(methodAttr(method, 'paid'), 1);
+      add(methodAttr(method, 'seconds'), (Date.parse(o.paid_at!) - Date.parse(o.created_at)) / 1000);
+      const amount = amountAt(o, o.paid_at!, money);
+      if (amount === null) add(leftOutAttr(o.currency, 'gross_revenue'), o.amount);
+      else add(methodAttr(method, 'gross'), amount);
+    } else if (o.status === 'failed' || o.status === 'pending' || o.status === 'cancelled') add(methodAttr(method, o.status), 1);
+  }
+};
+
+/**
+ * Purchase cohorts: the customer joins the cohort of its first paid order's month (counted only when
+ * that order can be converted), and each of its paid orders adds to the cohort's month it was paid
+ * in; its second counted paid order makes it a repeater from that month on. A customer whose first
+ * paid order cannot be converted leaves all its paid orders to `unconverted`.
+ */
+const addCohortMonths = (out: SalesFigures, orders: readonly SaleOrder[], first: SaleOrder | undefined, money: Money) => {
+  if (!first) return;
+  const cohort = monthOf(first.paid_at!, money.zone);
+  const counted = amountAt(first, first.paid_at!, money) !== null;
+  if (counted) addTo(out, salesItem.cohort(cohort, cohort), 'customers', 1);
+  const paid = orders.filter(wasPaid).sort((a, b) => (earlier(a, b) ? -1 : earlier(b, a) ? 1 : 0));
+  const buyerMonths = new Set<string>();
+  let countedOrders = 0;
+  for (const o of paid) {
+    const month = monthOf(o.paid_at!, money.zone);
+    const item = salesItem.cohort(cohort, month);
+    const amount = counted ? amountAt(o, o.paid_at!, money) : null;
+    if (amount === null) {
+      addTo(out, item, leftOutAttr(o.currency, 'orders'), 1);
+      addTo(out, item, leftOutAttr(o.currency, 'gross_revenue'), o.amount);
+      continue;
+    }
+    addTo(out, item, 'orders', 1);
+    addTo(out, item, 'gross_revenue', amount);
+    if (!buyerMonths.has(month)) {
+      buyerMonths.add(month);
+      addTo(out, item, 'buyers', 1);
+    }
+    if (++countedOrders === 2) addTo(out, item, 'repeaters', 1);
+  }
+};
+
+/** Money and orders left out, per currency, from the `u#…` attributes of the items read. */
 class LeftOut {
-  private readonly byCurrency = new Map<string, { gross: Decimal; refunds: Decimal; orders: number }>();
-  of(currency: string) {
-    let u = this.byCurrency.get(currency);
-    if (!u) this.byCurrency.set(currency, (u = { gross: ZERO, refunds: ZERO, orders: 0 }));
-    return u;
+  private readonly byCurrency = new Map<string, { gross_revenue: Decimal; refunds: Decimal; orders: Decimal }>();
+  add(attrs: ReadonlyMap<string, Decimal> | undefined) {
+    for (const [attr, v] of attrs ?? []) {
+      const m = LEFT_OUT_ATTR.exec(attr);
+      if (!m) continue;
+      let u = this.byCurrency.get(m[1]);
+      if (!u) this.byCurrency.set(m[1], (u = { gross_revenue: ZERO, refunds: ZERO, orders: ZERO }));
+      u[m[2] as 'gross_revenue'] = u[m[2] as 'gross_revenue'].plus(v);
+    }
   }
   shown<K extends 'gross_revenue' | 'refunds' | 'orders'>(fields: readonly K[]) {
     return Object.fromEntries(
       [...this.byCurrency]
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
         .map(([ccy, u]) => {
-          const all = { gross_revenue: cents(u.gross), refunds: cents(u.refunds), orders: u.orders };
+          const all = { gross_revenue: cents(u.gross_revenue), refunds: cents(u.refunds), orders: u.orders.toNumber() };
           return [ccy, Object.fromEntries(fields.map((f) => [f, all[f]])) as Pick<typeof all, K>];
         }),
     );
   }
 }
 
-type Sums = {
-  gross: Decimal;
-  refunds: Decimal;
-  orders: number;
-  paid: number;
-  refunded: number;
-  failed: number;
-  first: Decimal;
-  buyers: number;
+const SALES_ATTRS = [
+  'gross_revenue',
+  'refunds',
+  'orders',
+  'paid_orders',
+  'refunded_orders',
+  'failed_orders',
+  'first_order_revenue',
+  'new_buyers',
+] as const;
+type Sums = Record<(typeof SALES_ATTRS)[number], Decimal>;
+const zeroSums = (): Sums => Object.fromEntries(SALES_ATTRS.map((a) => [a, ZERO])) as Sums;
+const addSums = (into: Sums, attrs: ReadonlyMap<string, Decimal> | undefined) => {
+  for (const a of SALES_ATTRS) into[a] = into[a].plus(attrs?.get(a) ?? ZERO);
 };
-const zeroSums = (): Sums => ({ gross: ZERO, refunds: ZERO, orders: 0, paid: 0, refunded: 0, failed: 0, first: ZERO, buyers: 0 });
-const plus = (a: Sums, b: Sums): Sums => ({
-  gross: a.gross.plus(b.gross),
-  refunds: a.refunds.plus(b.refunds),
-  orders: a.orders + b.orders,
-  paid: a.paid + b.paid,
-  refunded: a.refunded + b.refunded,
-  failed: a.failed + b.failed,
-  first: a.first.plus(b.first),
-  buyers: a.buyers + b.buyers,
-});
 
 /** A point's (or the summary's) figures as the API shows them: money rounded half-up once, here. */
-const salesFigures = (s: Sums) => ({
-  gross_revenue: cents(s.gross),
+const shownSales = (s: Sums) => ({
+  gross_revenue: cents(s.gross_revenue),
   refunds: cents(s.refunds),
-  net_revenue: cents(s.gross.minus(s.refunds)),
-  orders: s.orders,
-  paid_orders: s.paid,
-  refunded_orders: s.refunded,
-  failed_orders: s.failed,
-  aov: s.paid === 0 ? null : cents(s.gross.div(s.paid)),
-  first_order_revenue: cents(s.first),
-  returning_revenue: cents(s.gross.minus(s.first)),
-  new_buyers: s.buyers,
+  net_revenue: cents(s.gross_revenue.minus(s.refunds)),
+  orders: s.orders.toNumber(),
+  paid_orders: s.paid_orders.toNumber(),
+  refunded_orders: s.refunded_orders.toNumber(),
+  failed_orders: s.failed_orders.toNumber(),
+  aov: s.paid_orders.isZero() ? null : cents(s.gross_revenue.div(s.paid_orders)),
+  first_order_revenue: cents(s.first_order_revenue),
+  returning_revenue: cents(s.gross_revenue.minus(s.first_order_revenue)),
+  new_buyers: s.new_buyers.toNumber(),
 });
-
-/**
- * GET /metrics/sales over `orders` (those the read's filters select) with `first` (every customer's
- * first paid order, over all its orders): one point per bucket of the range, the summary, and what
- * was left out.
- */
-export const salesSeries = (orders: Iterable<SaleOrder>, first: ReadonlyMap<number, SaleOrder>, range: Range, money: Money) => {
-  const days = new Map<string, Sums>();
-  const leftOut = new LeftOut();
-  const on = (at: string) => {
-    const day = localDateOfIso(at, money.zone);
-    if (day < range.start || day > range.end) return null;
-    let s = days.get(day);
-    if (!s) days.set(day, (s = zeroSums()));
-    return s;
-  };
-  for (const o of orders) {
-    const created = on(o.created_at);
-    if (created) {
-      if (amountAt(o, o.created_at, money) === null) leftOut.of(o.currency).orders++;
-      else created.orders++;
-    }
-    if (wasPaid(o)) {
-      const paid = on(o.paid_at!);
-      const amount = paid && amountAt(o, o.paid_at!, money);
-      if (paid && amount === null) leftOut.of(o.currency).gross = leftOut.of(o.currency).gross.plus(o.amount);
-      else if (paid && amount) {
-        paid.gross = paid.gross.plus(amount);
-        paid.paid++;
-        if (first.get(o.customer_id)?.order_no === o.order_no) {
-          paid.first = paid.first.plus(amount);
-          paid.buyers++;
-        }
-      }
-    }
-    if (wasRefunded(o)) {
-      const refunded = on(o.refunded_at!);
-      const amount = refunded && amountAt(o, o.refunded_at!, money);
-      if (refunded && amount === null) leftOut.of(o.currency).refunds = leftOut.of(o.currency).refunds.plus(o.amount);
-      else if (refunded && amount) {
-        refunded.refunds = refunded.refunds.plus(amount);
-        refunded.refunded++;
-      }
-    }
-    if (hasFailed(o)) {
-      const failed = on(o.failed_at!);
-      if (failed && amountAt(o, o.failed_at!, money) !== null) failed.failed++;
-    }
-  }
-  const points: { date: string; sums: Sums }[] = [];
-  const starts = [...bucketStarts(range.start, range.end, range.interval)];
-  const index = new Map(starts.map((d, i) => [bucketKey(d, range.interval), i]));
-  for (const d of starts) points.push({ date: d, sums: zeroSums() });
-  let summary = zeroSums();
-  for (const [day, s] of days) {
-    const p = points[index.get(bucketKey(day, range.interval))!];
-    p.sums = plus(p.sums, s);
-    summary = plus(summary, s);
-  }
-  return {
-    data: points.map((p) => ({ date: p.date, ...salesFigures(p.sums) })),
-    summary: salesFigures(summary),
-    unconverted: leftOut.shown(['gross_revenue', 'refunds', 'orders'] as const),
-  };
-};
-
-/** `part` ÷ `whole` × 100, half-up to `places`; null on a zero base. */
-const percent = (part: number, whole: number, places: number) =>
-  whole === 0 ? null : new Decimal(part).times(HUNDRED).div(whole).toDecimalPlaces(places, Decimal.ROUND_HALF_UP).toNumber();
-
-/**
- * GET /metrics/payment-methods: the orders created in [start, end] (days of the zone) as they stand
- * now, one row per payment method that has any, most orders first (ties by name). An order counts
- * by its created booking (left out, with its paid money, when its created month has no rate); its
- * paid money converts at the rate of the month it was paid (left out alone when that has none).
- */
-export const paymentMethodTable = (orders: Iterable<SaleOrder>, start: string, end: string, money: Money) => {
-  type Row = { orders: number; paid: number; failed: number; pending: number; cancelled: number; gross: Decimal; seconds: Decimal };
-  const rows = new Map<string, Row>();
-  const leftOut = new LeftOut();
-  for (const o of orders) {
-    const day = localDateOfIso(o.created_at, money.zone);
-    if (day < start || day > end) continue;
-    if (amountAt(o, o.created_at, money) === null) {
-      const u = leftOut.of(o.currency);
-      u.orders++;
-      if (wasPaid(o)) u.gross = u.gross.plus(o.amount);
-      continue;
-    }
-    const method = paymentMethodOf(o);
-    let r = rows.get(method);
-    if (!r) rows.set(method, (r = { orders: 0, paid: 0, failed: 0, pending: 0, cancelled: 0, gross: ZERO, seconds: ZERO }));
-    r.orders++;
-    if (wasPaid(o)) {
-      r.paid++;
-      r.seconds = r.seconds.plus((Date.parse(o.paid_at!) - Date.parse(o.created_at)) / 1000);
-      const amount = amountAt(o, o.paid_at!, money);
-      if (amount === null) leftOut.of(o.currency).gross = leftOut.of(o.currency).gross.plus(o.amount);
-      else r.gross = r.gross.plus(amount);
-    } else if (o.status === 'failed') r.failed++;
-    else if (o.status === 'pending') r.pending++;
-    else if (o.status === 'cancelled') r.cancelled++;
-  }
-  const data = [...rows]
-    .sort(([a, x], [b, y]) => y.orders - x.orders || (a < b ? -1 : a > b ? 1 : 0))
-    .map(([method, r]) => ({
-      payment_method: method,
-      orders: r.orders,
-      paid: r.paid,
-      failed: r.failed,
-      pending: r.pending,
-      cancelled: r.cancelled,
-      success_rate: percent(r.paid, r.paid + r.failed, 1),
-      gross_revenue: cents(r.gross),
-      avg_seconds_to_pay: r.paid === 0 ? null : r.seconds.div(r.paid).toDecimalPlaces(0, Decimal.ROUND_HALF_UP).toNumber(),
-    }));
-  return { data, unconverted: leftOut.shown(['gross_revenue', 'orders'] as const) };
-};
 
 const monthsOf = (start: string, end: string) =>
   eachMonthOfInterval({ start: new UTCDate(`${start}-01T00:00:00Z`), end: new UTCDate(`${end}-01T00:00:00Z`) }).map((d) =>
     d.toISOString().slice(0, 7),
   );
+const nextDay = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+const lastDayOf = (month: string) => {
+  const [y, m] = month.split('-').map(Number);
+  return new Date(Date.UTC(y, m, 0)).toISOString().slice(0, 10);
+};
 
 /**
- * GET /metrics/purchase-cohorts: customers by the month of their first paid order (over all their
- * orders), each cohort followed month by month from its own to `end` (the current month at most).
- * A paid order counts in the month of the zone it was paid, at that month's rate; one that cannot
- * be converted is left out (summed as unconverted), and a customer whose first paid order is left
- * out is in no cohort, as it is no new buyer in GET /metrics/sales: its paid orders are summed as
- * unconverted too.
+ * The items a range of days is made of: each month wholly inside [from, to] as its month item, the
+ * days of a month it only touches as day items (so a monthly read of years reads months, not days).
  */
-export const purchaseCohortTable = (
-  orders: Iterable<SaleOrder>,
-  first: ReadonlyMap<number, SaleOrder>,
-  range: { start: string; end: string; currentMonth: string },
-  money: Money,
-) => {
-  const cohorts = monthsOf(range.start, range.end);
-  const last = range.end < range.currentMonth ? range.end : range.currentMonth;
-  // Each counted customer's cohort, and per cohort and month: buyers, orders, gross; each customer's paid months.
-  const cohortOf = new Map<number, string>();
-  /** Customers of the range's cohorts left out, with all their orders, for want of their first paid order's rate. */
-  const unconvertedFirst = new Set<number>();
-  for (const [customer, o] of first) {
-    const month = localDateOfIso(o.paid_at!, money.zone).slice(0, 7);
-    if (month < range.start || month > range.end) continue;
-    if (amountAt(o, o.paid_at!, money) === null) unconvertedFirst.add(customer);
-    else cohortOf.set(customer, month);
+export const salesItemsOf = (from: string, to: string): string[] => {
+  const out: string[] = [];
+  for (const month of monthsOf(from.slice(0, 7), to.slice(0, 7))) {
+    const first = `${month}-01`;
+    const last = lastDayOf(month);
+    if (first >= from && last <= to) out.push(salesItem.month(month));
+    else for (let d = first < from ? from : first; d <= (last > to ? to : last); d = nextDay(d)) out.push(salesItem.day(d));
   }
+  return out;
+};
+
+/** GET /metrics/sales from the figures' items: one point per bucket of the range, the summary, what was left out. */
+export const salesSeries = (figures: SalesFigures, range: Range) => {
+  const starts = [...bucketStarts(range.start, range.end, range.interval)];
+  const summary = zeroSums();
   const leftOut = new LeftOut();
-  type Cell = { buyers: Set<number>; orders: number; gross: Decimal };
-  const cells = new Map<string, Cell>();
-  /** Per customer, the months (≤ last) of its counted paid orders, one entry per order. */
-  const paidMonths = new Map<number, string[]>();
-  for (const o of orders) {
-    if (!wasPaid(o)) continue;
-    const cohort = cohortOf.get(o.customer_id);
-    const month = localDateOfIso(o.paid_at!, money.zone).slice(0, 7);
-    if (month > last || (cohort === undefined && !unconvertedFirst.has(o.customer_id))) continue;
-    const amount = amountAt(o, o.paid_at!, money);
-    if (amount === null || cohort === undefined) {
-      const u = leftOut.of(o.currency);
-      u.orders++;
-      u.gross = u.gross.plus(o.amount);
-      continue;
+  const data = starts.map((start, i) => {
+    const end = i + 1 < starts.length ? localPrevDay(starts[i + 1]) : range.end;
+    const sums = zeroSums();
+    for (const item of salesItemsOf(start, end)) {
+      const attrs = figures.get(item);
+      addSums(sums, attrs);
+      addSums(summary, attrs);
+      leftOut.add(attrs);
     }
-    const key = `${cohort}#${month}`;
-    let c = cells.get(key);
-    if (!c) cells.set(key, (c = { buyers: new Set(), orders: 0, gross: ZERO }));
-    c.buyers.add(o.customer_id);
-    c.orders++;
-    c.gross = c.gross.plus(amount);
-    const ms = paidMonths.get(o.customer_id) ?? [];
-    ms.push(month);
-    paidMonths.set(o.customer_id, ms);
+    return { date: start, ...shownSales(sums) };
+  });
+  return { data, summary: shownSales(summary), unconverted: leftOut.shown(['gross_revenue', 'refunds', 'orders'] as const) };
+};
+const localPrevDay = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+
+/** `part` ÷ `whole` × 100, half-up to `places`; null on a zero base. */
+const percent = (part: Decimal, whole: Decimal, places: number) =>
+  whole.isZero() ? null : part.times(HUNDRED).div(whole).toDecimalPlaces(places, Decimal.ROUND_HALF_UP).toNumber();
+
+/** GET /metrics/payment-methods from the payment-method days of [start, end]: most orders first, ties by name. */
+export const paymentMethodTable = (figures: SalesFigures, start: string, end: string) => {
+  const rows = new Map<string, Record<string, Decimal>>();
+  const leftOut = new LeftOut();
+  for (let d = start; d <= end; d = nextDay(d)) {
+    const attrs = figures.get(salesItem.methodDay(d));
+    leftOut.add(attrs);
+    for (const [attr, v] of attrs ?? []) {
+      const m = METHOD_ATTR.exec(attr);
+      if (!m) continue;
+      const row = rows.get(m[1]) ?? {};
+      rows.set(m[1], row);
+      row[m[2]] = (row[m[2]] ?? ZERO).plus(v);
+    }
   }
-  const data = cohorts.map((cohort) => {
-    const members = [...cohortOf].filter(([, c]) => c === cohort).map(([id]) => id);
-    const customers = members.length;
+  const n = (r: Record<string, Decimal>, k: string) => r[k] ?? ZERO;
+  const data = [...rows]
+    .filter(([, r]) => !n(r, 'orders').isZero())
+    .sort(([a, x], [b, y]) => n(y, 'orders').comparedTo(n(x, 'orders')) || (a < b ? -1 : a > b ? 1 : 0))
+    .map(([method, r]) => ({
+      payment_method: method,
+      orders: n(r, 'orders').toNumber(),
+      paid: n(r, 'paid').toNumber(),
+      failed: n(r, 'failed').toNumber(),
+      pending: n(r, 'pending').toNumber(),
+      cancelled: n(r, 'cancelled').toNumber(),
+      success_rate: percent(n(r, 'paid'), n(r, 'paid').plus(n(r, 'failed')), 1),
+      gross_revenue: cents(n(r, 'gross')),
+      avg_seconds_to_pay: n(r, 'paid').isZero()
+        ? null
+        : n(r, 'seconds').div(n(r, 'paid')).toDecimalPlaces(0, Decimal.ROUND_HALF_UP).toNumber(),
+    }));
+  return { data, unconverted: leftOut.shown(['gross_revenue', 'orders'] as const) };
+};
+
+/** GET /metrics/purchase-cohorts from the cohort items: each cohort month of the range followed to `end` (the current month at most). */
+export const purchaseCohortTable = (figures: SalesFigures, range: { start: string; end: string; currentMonth: string }) => {
+  const last = range.end < range.currentMonth ? range.end : range.currentMonth;
+  const months = monthsOf(range.start, range.end);
+  const leftOut = new LeftOut();
+  const data = months.map((cohort) => {
+    const customers = figures.get(salesItem.cohort(cohort, cohort))?.get('customers') ?? ZERO;
     let gross = ZERO;
-    const periods = [];
-    for (const month of cohorts.filter((m) => m >= cohort && m <= last)) {
-      const c = cells.get(`${cohort}#${month}`);
-      gross = gross.plus(c?.gross ?? ZERO);
-      const repeaters = members.filter((id) => (paidMonths.get(id) ?? []).filter((m) => m <= month).length >= 2).length;
-      periods.push({
-        month,
-        buyers: c?.buyers.size ?? 0,
-        orders: c?.orders ?? 0,
-        gross_revenue: cents(c?.gross ?? ZERO),
-        revenue_per_customer: customers === 0 ? null : cents(gross.div(customers)),
-        repeat_rate: percent(repeaters, customers, 2),
+    let repeaters = ZERO;
+    const periods = months
+      .filter((m) => m >= cohort && m <= last)
+      .map((month) => {
+        const attrs = figures.get(salesItem.cohort(cohort, month));
+        leftOut.add(attrs);
+        const monthGross = attrs?.get('gross_revenue') ?? ZERO;
+        gross = gross.plus(monthGross);
+        repeaters = repeaters.plus(attrs?.get('repeaters') ?? ZERO);
+        return {
+          month,
+          buyers: (attrs?.get('buyers') ?? ZERO).toNumber(),
+          orders: (attrs?.get('orders') ?? ZERO).toNumber(),
+          gross_revenue: cents(monthGross),
+          revenue_per_customer: customers.isZero() ? null : cents(gross.div(customers)),
+          repeat_rate: percent(repeaters, customers, 2),
+        };
       });
-    }
-    return { cohort, customers, periods };
+    return { cohort, customers: customers.toNumber(), periods };
   });
   return { data, unconverted: leftOut.shown(['gross_revenue', 'orders'] as const) };
 };

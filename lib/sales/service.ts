@@ -2,14 +2,15 @@ import { now } from '#lib/clock';
 import type { AuthContext } from '#lib/auth/tokens';
 import { customersWithMetadata, generationSettings, metadataFilters, resolveCohortRange, resolveRange } from '#lib/metrics';
 import { localDayOf } from '#lib/shared/zone';
-import { firstPaidOrders, type Money, paymentMethodTable, purchaseCohortTable, inSegment, salesSeries } from '#lib/sales/rules';
+import { inSegment, type Money, merchantSales, paymentMethodTable, purchaseCohortTable, salesSeries } from '#lib/sales/rules';
 import type { PaymentMethodsQuery, PurchaseCohortsQuery, SalesQuery } from '#lib/sales/schemas';
 import { readSaleOrders } from '#lib/sales/store';
 
 /**
  * GET /metrics/sales, /metrics/payment-methods and /metrics/purchase-cohorts (docs/sales.md): the
- * merchant's orders read, then the figures computed from them (rules.ts) in the zone and at the
- * rates of the generation that counts, as every other figure.
+ * merchant's orders read, each customer's figures computed from its orders (rules.ts) in the zone
+ * and at the rates of the generation that counts, as every other figure, summed item by item, and
+ * the range's items folded into the answer.
  */
 type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation'>;
 
@@ -46,7 +47,8 @@ export const salesFigures = async (merchantId: string, figures: Figures, q: Sale
     ordersAndMoney(merchantId, figures, q.currency),
     metadataCustomers(merchantId, q),
   ]);
-  return salesSeries(orders.filter(inSegment(q, customers)), firstPaidOrders(orders), range, money);
+  const filtered = q.currency !== undefined || q.payment_method !== undefined || q.source !== undefined || q.billing_cycle !== undefined;
+  return salesSeries(merchantSales(orders, money, filtered ? inSegment(q, null) : undefined, customers), range);
 };
 
 export const paymentMethods = async (merchantId: string, figures: Figures, q: PaymentMethodsQuery) => {
@@ -57,11 +59,11 @@ export const paymentMethods = async (merchantId: string, figures: Figures, q: Pa
     figures.timezone,
   );
   const { orders, money } = await ordersAndMoney(merchantId, figures);
-  return paymentMethodTable(orders, start, end, money);
+  return paymentMethodTable(merchantSales(orders, money), start, end);
 };
 
 export const purchaseCohorts = async (merchantId: string, figures: Figures, q: PurchaseCohortsQuery) => {
   const range = resolveCohortRange(q, today(figures.timezone).slice(0, 7));
   const { orders, money } = await ordersAndMoney(merchantId, figures);
-  return purchaseCohortTable(orders, firstPaidOrders(orders), range, money);
+  return purchaseCohortTable(merchantSales(orders, money), range);
 };

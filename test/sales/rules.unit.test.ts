@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  firstPaidOrders,
   inSegment,
+  merchantSales,
   type Money,
   paymentMethodTable,
   purchaseCohortTable,
@@ -102,13 +102,13 @@ describe('GET /metrics/sales rules', () => {
           const customers = filters.customers ? new Set(filters.customers) : undefined;
           const q = { start, end, interval, zone: z, reporting: 'TWD', rates, ...filters, customers };
           const expected = refSales(orders as RefOrder[], q);
-          const selected = orders.map(asSale).filter(inSegment(filters, customers ?? null));
-          const got = salesSeries(
-            selected,
-            firstPaidOrders(orders.map(asSale)),
-            { start, end, interval },
-            moneyOf(z, rates, filters.currency),
-          );
+          const { customers: _, ...segment } = filters;
+          const select = Object.keys(segment).length ? inSegment(segment, null) : undefined;
+          const got = salesSeries(merchantSales(orders.map(asSale), moneyOf(z, rates, filters.currency), select, customers), {
+            start,
+            end,
+            interval,
+          });
           expect(got).toEqual(expected);
         },
       ),
@@ -140,12 +140,11 @@ describe('GET /metrics/sales rules', () => {
       }),
       o({ order_no: 'C', customer_id: 2, amount: '10.00', currency: 'USD', created_at: '2026-01-21T00:00:00Z' }),
     ];
-    const got = salesSeries(
-      orders,
-      firstPaidOrders(orders),
-      { start: '2026-01-01', end: '2026-02-28', interval: 'month' },
-      moneyOf('UTC', new Map()),
-    );
+    const got = salesSeries(merchantSales(orders, moneyOf('UTC', new Map())), {
+      start: '2026-01-01',
+      end: '2026-02-28',
+      interval: 'month',
+    });
     expect(got.data[0]).toMatchObject({
       gross_revenue: '150.00',
       refunds: '0.00',
@@ -173,7 +172,7 @@ describe('GET /metrics/payment-methods rules', () => {
     fc.assert(
       fc.property(history, rateBook, zone, (orders, rates, z) => {
         const q = { start: '2025-12-01', end: '2026-02-28', zone: z, reporting: 'TWD', rates };
-        expect(paymentMethodTable(orders.map(asSale), q.start, q.end, moneyOf(z, rates))).toEqual(
+        expect(paymentMethodTable(merchantSales(orders.map(asSale), moneyOf(z, rates)), q.start, q.end)).toEqual(
           refPaymentMethods(orders as RefOrder[], q),
         );
       }),
@@ -191,12 +190,7 @@ describe('GET /metrics/purchase-cohorts rules', () => {
         zone,
         fc.constantFrom(['2025-11', '2026-03', '2026-02'], ['2025-12', '2026-01', '2026-03']),
         (orders, rates, z, [start, end, current]) => {
-          const got = purchaseCohortTable(
-            orders.map(asSale),
-            firstPaidOrders(orders.map(asSale)),
-            { start, end, currentMonth: current },
-            moneyOf(z, rates),
-          );
+          const got = purchaseCohortTable(merchantSales(orders.map(asSale), moneyOf(z, rates)), { start, end, currentMonth: current });
           expect(got).toEqual(refPurchaseCohorts(orders as RefOrder[], { start, end, current, zone: z, reporting: 'TWD', rates }));
         },
       ),
