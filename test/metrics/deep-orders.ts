@@ -6,6 +6,7 @@ import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { CHUNK_LIMIT, INLINE_LIMIT } from '#lib/metrics/store';
 import { newMerchant, type useApi } from '../support/api.ts';
+import { type RefOrder, refPurchaseCohorts, refSales } from './sales-reference.ts';
 
 /** The customer's stored timeline items: head and chunks, with their sizes. */
 const timelineItems = async (merchantId: string, customerId: number) => {
@@ -37,7 +38,7 @@ export const addMonths = (at: string, n: number) => {
 /**
  * One customer with `count` paid monthly orders over 20 years, imported 100 at a time: its
  * timeline is stored in chunks of bounded size, it stays writable (today and back-dated), and
- * every month's MRR equals the recomputation straight from the orders.
+ * every month's MRR equals the recomputation straight from the orders; so do its sales figures.
  */
 export const deepOrders = async (api: ReturnType<typeof useApi>, count: number) => {
   fixedClock('2026-06-01T00:00:00Z');
@@ -131,4 +132,35 @@ export const deepOrders = async (api: ReturnType<typeof useApi>, count: number) 
       expect(p.mrr, p.date).toBe(want.toFixed(2));
     }
   }
+
+  // Sales (docs/sales.md): an import paid before all of them becomes the customer's first paid
+  // order (its cohort moves back, every other order turns returning); each read is the reference's
+  // over the orders as listed.
+  const early = {
+    order_no: 'LONG-EARLY',
+    amount: '5',
+    customer_email: 'deep@example.com',
+    status: 'paid',
+    paid_at: '2005-12-15T00:00:00Z',
+    created_at: '2005-12-15T00:00:00Z',
+  };
+  expect((await api.post('/orders/batch', token, { orders: [early] })).body.data.results.failed).toEqual([]);
+  const listed: RefOrder[] = [];
+  for (let page = 1; ; page++) {
+    const r = await api.get(`/orders?per_page=100&page=${page}`, token);
+    listed.push(...r.body.data);
+    if (page >= r.body.meta.last_page) break;
+  }
+  expect(listed).toHaveLength(count + 2);
+  const money = { zone: 'UTC', reporting: 'TWD', rates: new Map() };
+  for (const [start, end, interval] of [
+    ['2005-12-01', '2015-11-30', 'year'],
+    ['2016-06-02', '2026-06-01', 'month'],
+  ] as const) {
+    const got = await api.get(`/metrics/sales?start_date=${start}&end_date=${end}&interval=${interval}`, token);
+    expect(got.body, `sales ${start}..${end}`).toEqual(refSales(listed, { start, end, interval, ...money }));
+  }
+  const cohorts = await api.get('/metrics/purchase-cohorts?start_month=2005-12&end_month=2008-11', token);
+  expect(cohorts.body.data[0]).toMatchObject({ cohort: '2005-12', customers: 1 });
+  expect(cohorts.body).toEqual(refPurchaseCohorts(listed, { start: '2005-12', end: '2008-11', current: '2026-06', ...money }));
 };
