@@ -599,8 +599,20 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
 
   it('overview: each figure says what it is and over which days; customer churn and MRR churn are told apart', async () => {
     const { page, failures } = await open('user', '#overview');
-    for (const panel of ['stats', 'summary', 'mrr']) await ready(page, panel);
-    const figures = await page.locator('[data-panel] [data-figure]').evaluateAll((els) =>
+    for (const panel of ['headline', 'stats', 'summary', 'mrr']) await ready(page, panel);
+    // The headline figures keep their definitions behind a button each (a disclosure), not under the number.
+    const headline = await page.locator('[data-panel="headline"] [data-figure]').evaluateAll((els) =>
+      els.map((el) => ({
+        id: el.getAttribute('data-figure'),
+        expanded: el.querySelector('button.info')?.getAttribute('aria-expanded'),
+        info: document.getElementById(el.querySelector('button.info')?.getAttribute('aria-controls') ?? '')?.textContent ?? '',
+        note: el.querySelector('dd.note'),
+      })),
+    );
+    expect(headline.map((h) => h.id)).toEqual(['headline_mrr', 'headline_net_revenue', 'headline_new_buyers', 'headline_mrr_churn']);
+    for (const h of headline)
+      expect([h.expanded, h.info.length > 10, h.note], `${h.id} explains itself on demand`).toEqual(['false', true, null]);
+    const figures = await page.locator('[data-panel]:not([data-panel="headline"]) [data-figure]').evaluateAll((els) =>
       els.map((el) => ({
         id: el.getAttribute('data-figure'),
         label: el.querySelector('dt')?.textContent,
