@@ -317,7 +317,7 @@ describe.skipIf(!hasChromium)('the headline row and the Sales view in Chromium',
     expect(failures).toEqual([]);
   }, 90_000);
 
-  it('subscriptions and the drill-down name each customer by name, else email', async () => {
+  it('subscriptions name each customer by name, else email; so does the heading of its page', async () => {
     const { page, failures } = await open(undefined, '#subscriptions');
     await ready(page, 'subscriptions');
     const subs = (await get('/subscriptions?per_page=20')).data;
@@ -325,6 +325,10 @@ describe.skipIf(!hasChromium)('the headline row and the Sales view in Chromium',
     expect(names).toEqual(subs.map((s: any) => s.customer_name ?? s.customer_email ?? `#${s.customer_id}`));
     expect(names).toContain('sub2@example.com');
     expect(names.some((n) => n.startsWith('Customer #'))).toBe(false);
+    await page.getByRole('link', { name: 'sub2@example.com' }).first().click();
+    await ready(page, 'customer');
+    await page.locator('#view-title', { hasText: 'sub2@example.com' }).waitFor();
+    expect(await page.title()).toContain('sub2@example.com');
     expect(failures).toEqual([]);
   });
 });

@@ -44,14 +44,18 @@ const Dashboard = ({ config, api, me, setMe }: { config: DashboardConfig; api: A
     return () => removeEventListener('hashchange', onHash);
   }, []);
   const { View, label } = VIEWS.find((v) => v.id === view)!;
-  const title = arg ? `Customer #${arg}` : label;
+  // A customer's page is titled by its name (else email) once loaded: the page tells it (`onName`).
+  const [named, setNamed] = useState<{ arg: string; name: string } | null>(null);
+  const title = arg ? (named?.arg === arg ? named.name : 'Customer') : label;
   // On a view change (not the first load, which starts at the skip link) focus moves to its heading.
   const firstView = useRef(true);
   useEffect(() => {
-    document.title = `${title} · ${me.name} · Revenue dashboard`;
     if (firstView.current) firstView.current = false;
     else document.getElementById('view-title')?.focus();
   }, [view, arg]);
+  useEffect(() => {
+    document.title = `${title} · ${me.name} · Revenue dashboard`;
+  }, [title, me.name]);
   return (
     <>
       <a class="skip" href="#main">
@@ -79,7 +83,7 @@ const Dashboard = ({ config, api, me, setMe }: { config: DashboardConfig; api: A
         <h1 id="view-title" tabIndex={-1}>
           {title}
         </h1>
-        <View api={api} me={me} arg={arg} setMe={setMe} />
+        <View api={api} me={me} arg={arg} setMe={setMe} onName={(name: string) => arg && setNamed({ arg, name })} />
       </main>
     </>
   );

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { AS_CSV, type Api, type Customer, type CustomerActivity, csvPage, type Me, ok, query } from '../api';
 import { CSV_PAGE_SIZE } from '../csv';
 import { money, when } from '../format';
@@ -113,10 +113,15 @@ const usePaged = <T,>(id: string, load: (page: number) => Promise<T>) => {
   return { page, setPage, result, retry };
 };
 
-const CustomerPage = ({ api, me, id }: { api: Api; me: Me; id: string }) => {
+const CustomerPage = ({ api, me, id, onName }: { api: Api; me: Me; id: string; onName?: (name: string) => void }) => {
   const ccy = me.reporting_currency;
   const path = { idOrExternalId: id };
   const [customer, retryCustomer] = useAsync({ id }, () => ok(api.GET('/customers/{idOrExternalId}', { params: { path } })));
+  // The view's heading names the customer as the lists do.
+  const loaded = customer.state === 'ready' ? customer.data.data : null;
+  useEffect(() => {
+    if (loaded) onName?.(loaded.name ?? loaded.email);
+  }, [loaded?.name, loaded?.email]);
   const customerId = Number(id);
   const subs = usePaged(id, (page) =>
     ok(api.GET('/subscriptions', { params: { query: { customer_id: customerId, page, per_page: PAGE_OF_ONE } } })),
@@ -239,5 +244,5 @@ const CustomerPage = ({ api, me, id }: { api: Api; me: Me; id: string }) => {
 };
 
 /** `#customers` lists and searches; `#customers/<id>` is one customer's page. */
-export const Customers = ({ api, me, arg }: { api: Api; me: Me; arg?: string }) =>
-  arg ? <CustomerPage key={arg} api={api} me={me} id={arg} /> : <CustomerList api={api} me={me} />;
+export const Customers = ({ api, me, arg, onName }: { api: Api; me: Me; arg?: string; onName?: (name: string) => void }) =>
+  arg ? <CustomerPage key={arg} api={api} me={me} id={arg} onName={onName} /> : <CustomerList api={api} me={me} />;
