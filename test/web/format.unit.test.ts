@@ -1,6 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { amounts, money, prettyJson, whenExact } from '../../web/src/format.ts';
+import {
+  amounts,
+  change,
+  COMPACT_FROM,
+  compactMoney,
+  customerLabel,
+  duration,
+  money,
+  prettyJson,
+  whenExact,
+} from '../../web/src/format.ts';
 
 /** How the dashboard shows a webhook delivery's payload, its next retry time and amounts per currency (web/src/format.ts). */
 describe('prettyJson', () => {
@@ -55,5 +65,50 @@ describe('amounts', () => {
     expect(eur).toContain('EUR');
     // The code form of a currency is cached apart from its symbol form (money).
     expect(money('3.00', 'EUR')).toBe(new Intl.NumberFormat(undefined, { style: 'currency', currency: 'EUR' }).format(3));
+  });
+});
+
+describe('compactMoney', () => {
+  it('writes an amount from a million short, with its currency, and leaves smaller ones whole (null)', () => {
+    expect(compactMoney('999999.99', 'TWD')).toBeNull();
+    expect(compactMoney('-999999.99', 'TWD')).toBeNull();
+    expect(compactMoney(null, 'TWD')).toBeNull();
+    const short = compactMoney('18363514.37', 'USD')!;
+    expect(short).toMatch(/18[.,]36\s?M/);
+    expect(short).toContain('$');
+    expect(compactMoney('-2500000000.00', 'USD')).toMatch(/-.*2[.,]5\s?B|−.*2[.,]5\s?B/);
+    expect(compactMoney(String(COMPACT_FROM), 'EUR')).toMatch(/1\s?M/);
+  });
+});
+
+describe('duration', () => {
+  it('says seconds as a reader does', () => {
+    expect(duration(null)).toBe('—');
+    expect(duration(0)).toBe('0 s');
+    expect(duration(59)).toBe('59 s');
+    expect(duration(60)).toBe('1 min');
+    expect(duration(7_500)).toBe('2 h 5 min');
+    expect(duration(7_200)).toBe('2 h');
+    expect(duration(86_400 * 3 + 3_600 * 4 + 59)).toBe('3 d 4 h');
+    expect(duration(86_400)).toBe('1 d');
+  });
+});
+
+describe('customerLabel', () => {
+  it('names a customer by name, else email, else #id', () => {
+    expect(customerLabel({ customer_id: 12, customer_name: 'Ana', customer_email: 'ana@example.com' })).toBe('Ana');
+    expect(customerLabel({ customer_id: 12, customer_name: null, customer_email: 'ana@example.com' })).toBe('ana@example.com');
+    expect(customerLabel({ customer_id: 12, customer_name: null, customer_email: null })).toBe('#12');
+  });
+});
+
+describe("a headline figure's change from last month", () => {
+  it('in per cent of last month, in points for a rate, and in words when there is nothing to compare', () => {
+    expect(change({ kind: 'money', raw: '110.00', previous: '100.00' })).toEqual({ text: 'up 10.0 % from last month', direction: 'up' });
+    expect(change({ kind: 'count', raw: 3, previous: 4 })).toEqual({ text: 'down 25.0 % from last month', direction: 'down' });
+    expect(change({ kind: 'money', raw: '5.00', previous: '0.00' })).toEqual({ text: 'up from 0 last month', direction: 'up' });
+    expect(change({ kind: 'percent', raw: 4.5, previous: 2 })).toEqual({ text: 'up 2.50 points from last month', direction: 'up' });
+    expect(change({ kind: 'percent', raw: null, previous: 2 }).direction).toBe('none');
+    expect(change({ kind: 'count', raw: 2, previous: 2 })).toEqual({ text: 'no change from last month', direction: 'flat' });
   });
 });

@@ -97,7 +97,13 @@ export const compactMoney = (amount: string | null | undefined, currency: string
   if (amount === null || amount === undefined || Math.abs(Number(amount)) < COMPACT_FROM) return null;
   let f = compactFormats.get(currency);
   if (!f) {
-    f = new Intl.NumberFormat(undefined, { style: 'currency', currency, notation: 'compact', maximumFractionDigits: 2 });
+    f = new Intl.NumberFormat(undefined, {
+      style: 'currency',
+      currency,
+      notation: 'compact',
+      minimumFractionDigits: 0,
+      maximumFractionDigits: 2,
+    });
     compactFormats.set(currency, f);
   }
   return f.format(Number(amount));
@@ -122,3 +128,22 @@ export const duration = (seconds: number | null | undefined): string => {
 /** A customer as the lists name them: name, else email, else `#id`. */
 export const customerLabel = (c: { customer_id: number; customer_name?: string | null; customer_email?: string | null }) =>
   c.customer_name ?? c.customer_email ?? `#${c.customer_id}`;
+
+/** A headline figure's change from last month in words: a percentage of last month's value, or points for a rate. */
+export const change = (h: {
+  kind: 'money' | 'count' | 'percent';
+  raw: string | number | null;
+  previous: string | number | null;
+}): { text: string; direction: 'up' | 'down' | 'flat' | 'none' } => {
+  if (h.raw === null || h.previous === null) return { text: 'no figure last month to compare', direction: 'none' };
+  const [now, before] = [Number(h.raw), Number(h.previous)];
+  const direction = now > before ? 'up' : now < before ? 'down' : 'flat';
+  if (direction === 'flat') return { text: 'no change from last month', direction };
+  const word = direction === 'up' ? 'up' : 'down';
+  if (h.kind === 'percent') {
+    const points = Math.abs(now - before).toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+    return { text: `${word} ${points} points from last month`, direction };
+  }
+  if (before === 0) return { text: `${word} from 0 last month`, direction };
+  return { text: `${word} ${percent((Math.abs(now - before) / Math.abs(before)) * 100, 1)} from last month`, direction };
+};

@@ -1,7 +1,7 @@
 import { type Api, type Me, ok } from '../api';
 import { Sparkline } from '../chart';
 import { monthBefore, rangeStart, todayIn } from '../dates';
-import { amounts, compactCount, compactMoney, count, money, percent } from '../format';
+import { amounts, change, compactCount, compactMoney, count, money, percent } from '../format';
 import { FigureValue, Info, Panel, rawText, useAsync } from '../ui';
 
 /**
@@ -30,21 +30,6 @@ const written = (kind: Kind, raw: string | number | null, currency: string) =>
 
 const shortOf = (kind: Kind, raw: string | number | null, currency: string) =>
   raw === null ? null : kind === 'money' ? compactMoney(String(raw), currency) : kind === 'count' ? compactCount(Number(raw)) : null;
-
-/** The change from last month in words: a percentage of last month's value, or points for a rate. */
-export const change = (h: Pick<Headline, 'kind' | 'raw' | 'previous'>): { text: string; direction: 'up' | 'down' | 'flat' | 'none' } => {
-  if (h.raw === null || h.previous === null) return { text: 'no figure last month to compare', direction: 'none' };
-  const [now, before] = [Number(h.raw), Number(h.previous)];
-  const direction = now > before ? 'up' : now < before ? 'down' : 'flat';
-  if (direction === 'flat') return { text: 'no change from last month', direction };
-  const word = direction === 'up' ? 'up' : 'down';
-  if (h.kind === 'percent') {
-    const points = Math.abs(now - before).toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
-    return { text: `${word} ${points} points from last month`, direction };
-  }
-  if (before === 0) return { text: `${word} from 0 last month`, direction };
-  return { text: `${word} ${percent((Math.abs(now - before) / Math.abs(before)) * 100, 1)} from last month`, direction };
-};
 
 const ARROWS = { up: '▲', down: '▼', flat: '■', none: '·' };
 
