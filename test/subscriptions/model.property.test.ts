@@ -9,6 +9,7 @@ import { checkScheduledCancel } from '#lib/subscriptions/schedule';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { newMerchant, useApi, type ApiResponse } from '../support/api.ts';
+import { unnamed } from '../support/factories.ts';
 import { outboxEvents } from '../orders/helpers.ts';
 import { assertWithinBudget } from '../support/property.ts';
 
@@ -628,7 +629,7 @@ describe('subscriptions model property', () => {
             visible.filter((s) => s.customer_id === customerId),
             (s) => s.created_at,
           ).map(present);
-          expect(listed.data, `subscriptions of customer ${customerId}${where}`).toEqual(want);
+          expect(listed.data.map(unnamed), `subscriptions of customer ${customerId}${where}`).toEqual(want);
           expect(listed.total, `total of customer ${customerId}${where}`).toBe(want.length);
           const holders = liveOf(customerId);
           expect(holders.length, 'model: at most one live subscription').toBeLessThanOrEqual(1);

@@ -53,3 +53,6 @@ export const factoriesFor = (api: Api) => {
   };
   return { newCustomer, newCustomerId, createSubscription, merchantWithCustomer, merchantWithSubscription };
 };
+
+/** A subscription as GET /subscriptions lists it, without its customer's email and name: the shape GET /subscriptions/{id} answers. */
+export const unnamed = <T extends Record<string, unknown>>({ customer_email: _e, customer_name: _n, ...rest }: T) => rest;
