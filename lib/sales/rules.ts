@@ -2,7 +2,7 @@ import Decimal from 'decimal.js';
 import { eachMonthOfInterval } from 'date-fns/eachMonthOfInterval';
 import { UTCDate } from '@date-fns/utc';
 import { bucketKey, bucketStarts, type Interval } from '#lib/shared/buckets';
-import { CONVERSION_SCALE, type RateBook } from '#lib/shared/money';
+import { CONVERSION_SCALE, ExactDecimal, type RateBook } from '#lib/shared/money';
 import type { OrderItem } from '#lib/orders/model';
 import { localDateOfIso } from '#lib/shared/zone';
 
@@ -40,8 +40,9 @@ export type Range = { start: string; end: string; interval: Interval };
 /** What money is read in: the reporting currency (others converted by `rates`), or one currency's own money (`only`). */
 export type Money = { zone: string; reporting: string; rates: RateBook; only?: string };
 
-const ZERO = new Decimal(0);
-const HUNDRED = new Decimal(100);
+// Every amount is made wide (ExactDecimal), so sums and quotients never round before the end.
+const ZERO = new ExactDecimal(0);
+const HUNDRED = new ExactDecimal(100);
 const cents = (d: Decimal) => d.toDecimalPlaces(2, Decimal.ROUND_HALF_UP).toFixed(2);
 
 export const wasPaid = (o: SaleOrder) => (o.status === 'paid' || o.status === 'refunded') && !!o.paid_at;
@@ -78,9 +79,9 @@ export const firstPaidOrders = (orders: Iterable<SaleOrder>): Map<number, SaleOr
 
 /** An order's amount in the read's money at `at` (its booking time), or null when its month has no rate. */
 export const amountAt = (o: SaleOrder, at: string, money: Money): Decimal | null => {
-  if (money.only !== undefined || o.currency === money.reporting) return new Decimal(o.amount);
+  if (money.only !== undefined || o.currency === money.reporting) return new ExactDecimal(o.amount);
   const rate = money.rates.get(o.currency)?.get(localDateOfIso(at, money.zone).slice(0, 7));
-  return rate === undefined ? null : new Decimal(o.amount).times(rate).toDecimalPlaces(CONVERSION_SCALE, Decimal.ROUND_HALF_UP);
+  return rate === undefined ? null : new ExactDecimal(o.amount).times(rate).toDecimalPlaces(CONVERSION_SCALE, Decimal.ROUND_HALF_UP);
 };
 
 /** Aggregate item id → attribute → amount: what customers add to the sales aggregates. */
@@ -102,7 +103,7 @@ const methodAttr = (method: string, what: 'orders' | 'paid' | 'failed' | 'pendin
 const METHOD_ATTR = /^m#([^#]+)#(orders|paid|failed|pending|cancelled|seconds|gross)$/;
 
 const addTo = (out: SalesFigures, item: string, attr: string, v: Decimal.Value) => {
-  const d = new Decimal(v);
+  const d = new ExactDecimal(v);
   if (d.isZero()) return;
   let attrs = out.get(item);
   if (!attrs) out.set(item, (attrs = new Map()));

@@ -41,8 +41,13 @@ export const signedMoney = (value: Decimal.Value): string => new Decimal(value).
 export const EXACT_SUM_SCALE = 10;
 const FRACTION_UNIT = 10 ** EXACT_SUM_SCALE;
 const PLAIN = /^(-?)(\d{1,15})(?:\.(\d{1,10}))?$/;
-/** Decimal arithmetic rounds to 20 significant digits by default; a sum of stored amounts may need more. */
-const Wide = Decimal.clone({ precision: 100 });
+/**
+ * Decimal arithmetic rounds to 20 significant digits by default; a sum of stored amounts may need
+ * more (13 integer digits and 10 fraction digits of a converted amount are 23): values made with
+ * this constructor keep 100, and so does every result computed from them.
+ */
+export const ExactDecimal = Decimal.clone({ precision: 100 });
+const Wide = ExactDecimal;
 /** Beyond this a Number accumulator could lose a unit: it is moved into the BigInt first. */
 const FLUSH_AT = 2 ** 52;
 

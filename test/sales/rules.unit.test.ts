@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  customerSales,
   inSegment,
   merchantSales,
   type Money,
@@ -164,6 +165,31 @@ describe('GET /metrics/sales rules', () => {
       aov: null,
     });
     expect(got.unconverted).toEqual({ USD: { gross_revenue: '10.00', refunds: '0.00', orders: 1 } });
+  });
+});
+
+describe('money in the sales figures', () => {
+  it('keeps every digit of a converted amount (23 significant digits: more than Decimal rounds to by default)', () => {
+    const order: SaleOrder = {
+      order_no: 'BIG',
+      customer_id: 1,
+      amount: '1234567890123.45',
+      currency: 'USD',
+      status: 'paid',
+      payment_method: null,
+      source: 'api',
+      billing_cycle: 'one-time',
+      created_at: '2026-01-05T00:00:00Z',
+      paid_at: '2026-01-05T00:00:00Z',
+      refunded_at: null,
+      failed_at: null,
+    };
+    const figures = customerSales(
+      [order, { ...order, order_no: 'BIG2' }],
+      moneyOf('UTC', new Map([['USD', new Map([['2026-01', '1.0000000001']])]])),
+    );
+    // 1,234,567,890,123.45 × 1.0000000001 = 1,234,567,890,246.906789012345, kept to 10 decimals, twice.
+    expect(figures.get('D#2026-01-05')?.get('gross_revenue')?.toFixed()).toBe('2469135780493.8135780246');
   });
 });
 
