@@ -1,4 +1,4 @@
-import Decimal from 'decimal.js';
+import Base from 'decimal.js';
 import { addDays, bucketOf, type RefInterval, refLocalDate } from './reference.ts';
 
 /**
@@ -39,6 +39,9 @@ export type RefSalesQuery = {
   customers?: Set<number>;
 };
 
+/** 100 significant digits: sums of converted amounts (23 digits each) stay exact. */
+const Decimal = Base.clone({ precision: 100 });
+type Decimal = Base;
 const ZERO = new Decimal(0);
 const money = (d: Decimal) => d.toDecimalPlaces(2, Decimal.ROUND_HALF_UP).toFixed(2);
 const wasPaid = (o: RefOrder) => (o.status === 'paid' || o.status === 'refunded') && o.paid_at !== null;
