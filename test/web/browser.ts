@@ -112,6 +112,77 @@ export const figure = async (page: Page, id: string) => {
   };
 };
 
+/**
+ * The figures in a part of the page (`scope`, a selector) with their definitions as the page holds
+ * them: the label, the ⓘ button's `aria-expanded`, the text of the popover its `aria-controls`
+ * names, whether that popover is visible, and whether the definition shows in the card while
+ * closed (a `dd` other than the value, change and trend line, or the definition in the card's
+ * rendered text, which leaves out what is hidden).
+ */
+export const figureDefinitions = (page: Page, scope: string) =>
+  page.locator(`${scope} [data-figure]`).evaluateAll((els) =>
+    (els as HTMLElement[]).map((el) => {
+      const button = el.querySelector('button.info');
+      const controls = button?.getAttribute('aria-controls') ?? '';
+      const pop = controls ? document.getElementById(controls) : null;
+      const definition = pop?.textContent?.trim() ?? '';
+      return {
+        id: el.dataset.figure ?? '',
+        label: el.querySelector('dt .label')?.textContent ?? '',
+        expanded: button?.getAttribute('aria-expanded') ?? null,
+        controls,
+        definition,
+        visible: pop?.checkVisibility() ?? false,
+        underNumber:
+          el.querySelector('dd:not(.value, .change, .trend)') !== null ||
+          // biome-ignore lint/performance/useDomNodeTextContent: the text as rendered, which leaves out what is hidden, is the point
+          (definition !== '' && el.innerText.includes(definition)),
+      };
+    }),
+  );
+
+/** A figure's definition: the text of the popover its ⓘ button controls. */
+export const definitionOf = async (page: Page, id: string) => {
+  const controls = await page.locator(`[data-figure="${id}"] button.info`).getAttribute('aria-controls');
+  return ((await page.locator(`[id="${controls}"]`).textContent()) ?? '').trim();
+};
+
+/**
+ * Every figure in `scope` shows its label and number only: its definition (more than a few words)
+ * is behind its ⓘ button, closed and hidden, not under the number. Each opens on a click (the
+ * popover shown, with that text) and closes with Escape, focus staying on the button. Gives the
+ * figures (figureDefinitions).
+ */
+export const expectDefinitionsOnDemand = async (page: Page, scope: string) => {
+  const figures = await figureDefinitions(page, scope);
+  expect(figures.length, `figures in ${scope}`).toBeGreaterThan(0);
+  for (const f of figures) {
+    expect(
+      {
+        label: f.label.length > 0,
+        expanded: f.expanded,
+        defined: f.definition.length > 10,
+        visible: f.visible,
+        underNumber: f.underNumber,
+      },
+      `${f.id}: its definition on demand, not under the number`,
+    ).toEqual({ label: true, expanded: 'false', defined: true, visible: false, underNumber: false });
+    const button = page.locator(`${scope} [data-figure="${f.id}"] button.info`);
+    const pop = page.locator(`[id="${f.controls}"]`);
+    await button.click();
+    await expect.poll(() => button.getAttribute('aria-expanded'), { message: f.id }).toBe('true');
+    expect(await pop.isVisible(), `${f.id} open`).toBe(true);
+    expect((await pop.textContent())?.trim(), f.id).toBe(f.definition);
+    await page.keyboard.press('Escape');
+    await expect.poll(() => button.getAttribute('aria-expanded'), { message: f.id }).toBe('false');
+    expect(await pop.isVisible(), `${f.id} closed`).toBe(false);
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-controls')), `${f.id}: focus on its button`).toBe(
+      f.controls,
+    );
+  }
+  return figures;
+};
+
 /** The number a short form stands for (`NT$18.36M` → 18360000), to the precision it shows. */
 export const shortNumber = (text: string) => {
   const [, num, unit] = /([\d.,]+)\s*([KMBT])/.exec(text) ?? [];

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { newMerchant } from '../support/api.ts';
 import {
   axe,
+  expectDefinitionsOnDemand,
   expectFigures,
   hasChromium,
   noSideScroll,
@@ -233,6 +234,7 @@ describe.skipIf(!hasChromium)('the headline row and the Sales view in Chromium',
     const sales = await get(salesQuery());
     expect(Number(sales.summary.gross_revenue)).toBeGreaterThan(1_000_000_000);
     await expectFigures(page, summaryFigures(sales.summary));
+    await expectDefinitionsOnDemand(page, '[data-panel="sales"]');
     const salesRows = () =>
       page
         .locator('[data-testid="sales-table"] tbody tr')
@@ -341,6 +343,16 @@ describe.skipIf(!hasChromium)('the headline row and the Sales view in Chromium',
     await noSideScroll(page);
     await shoot(page, 'sales-phone');
     await axe(page, 'sales-phone');
+    // A definition opened in the right-hand column stays within its card and the screen.
+    const info = page.locator('[data-panel="sales"] [data-figure] button.info').nth(1);
+    await info.click();
+    await expect.poll(() => info.getAttribute('aria-expanded')).toBe('true');
+    await noOverflow(page);
+    await noSideScroll(page);
+    await shoot(page, 'sales-phone-open-info');
+    await axe(page, 'sales-phone-open-info');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => info.getAttribute('aria-expanded')).toBe('false');
     expect(failures).toEqual([]);
   }, 90_000);
 

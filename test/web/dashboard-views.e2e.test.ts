@@ -12,9 +12,12 @@ import { newMerchant } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
 import {
   axe,
+  definitionOf,
   DESKTOP,
   digits,
+  expectDefinitionsOnDemand,
   expectFigures,
+  figureDefinitions,
   hasChromium,
   noSideScroll,
   PHONE,
@@ -230,6 +233,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
       customer_ltv: customer.ltv,
       customer_orders: customer.order_count,
     });
+    await expectDefinitionsOnDemand(page, '[data-panel="customer"]');
     expect(await page.getByTestId('customer-name').textContent()).toBe('Ana');
 
     const subs = (await get(`/subscriptions?customer_id=${ids.ana}&per_page=10`)).data;
@@ -600,37 +604,21 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
   it('overview: each figure says what it is and over which days; customer churn and MRR churn are told apart', async () => {
     const { page, failures } = await open('user', '#overview');
     for (const panel of ['headline', 'stats', 'summary', 'mrr']) await ready(page, panel);
-    // The headline figures keep their definitions behind a button each (a disclosure), not under the number.
-    const headline = await page.locator('[data-panel="headline"] [data-figure]').evaluateAll((els) =>
-      els.map((el) => ({
-        id: el.getAttribute('data-figure'),
-        expanded: el.querySelector('button.info')?.getAttribute('aria-expanded'),
-        info: document.getElementById(el.querySelector('button.info')?.getAttribute('aria-controls') ?? '')?.textContent ?? '',
-        note: el.querySelector('dd.note'),
-      })),
-    );
+    // Every figure shows its label and number; its definition is behind its ⓘ button (a disclosure), not under the number.
+    const headline = await expectDefinitionsOnDemand(page, '[data-panel="headline"]');
     expect(headline.map((h) => h.id)).toEqual(['headline_mrr', 'headline_net_revenue', 'headline_new_buyers', 'headline_mrr_churn']);
-    for (const h of headline)
-      expect([h.expanded, h.info.length > 10, h.note], `${h.id} explains itself on demand`).toEqual(['false', true, null]);
-    const figures = await page.locator('[data-panel]:not([data-panel="headline"]) [data-figure]').evaluateAll((els) =>
-      els.map((el) => ({
-        id: el.getAttribute('data-figure'),
-        label: el.querySelector('dt')?.textContent,
-        note: el.querySelector('dd.note')?.textContent ?? '',
-      })),
-    );
+    const figures = await expectDefinitionsOnDemand(page, '[data-panel]:not([data-panel="headline"])');
     expect(figures.length).toBe(4 + 11 + 5);
-    for (const f of figures) expect(f.note.length, `${f.id} explains itself`).toBeGreaterThan(10);
     const byId = Object.fromEntries(figures.map((f) => [f.id, f]));
     expect(byId.customer_churn_rate.label).toBe('Customer churn rate');
     expect(byId.mrr_churn_rate.label).toBe('MRR churn rate');
     expect(byId.range_customer_churn.label).toBe('Customer churn rate');
     expect(byId.range_mrr_churn.label).toBe('MRR churn rate');
-    expect(byId.customer_churn_rate.note).toMatch(/customers lost/i);
-    expect(byId.mrr_churn_rate.note).toMatch(/MRR lost/);
+    expect(byId.customer_churn_rate.definition).toMatch(/customers lost/i);
+    expect(byId.mrr_churn_rate.definition).toMatch(/MRR lost/);
     const start30 = new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10);
     for (const id of ['customer_churn_rate', 'mrr_churn_rate', 'net_mrr_churn_rate', 'quick_ratio'])
-      expect(byId[id].note, id).toContain(`${start30} to ${today()}`);
+      expect(byId[id].definition, id).toContain(`${start30} to ${today()}`);
     expect(await page.getByTestId('summary-window').textContent()).toContain(`${start30} to ${today()}`);
     const now = new Date();
     const start12 = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 11, 1)).toISOString().slice(0, 10);
@@ -640,7 +628,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     expect(failures).toEqual([]);
   });
 
-  it('settings: an admin changes the time zone (a bad name first: the API’s message), saved and shown; the stats notes name it', async () => {
+  it('settings: an admin changes the time zone (a bad name first: the API’s message), saved and shown; the stats figures’ definitions name it', async () => {
     const m = await newMerchant();
     const settings = async () => (await api.get('/settings', m.token)).body.data;
     expect(await settings()).toMatchObject({ timezone: 'UTC' });
@@ -685,16 +673,16 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await settleRecounts(m.merchantId);
     expect(await settings()).toMatchObject({ timezone: 'Asia/Taipei', recount: { status: 'done' } });
     // The other views use it at once (no reload), and after a reload (from /backoffice/me).
-    const statsNotes = async () => {
+    const statsDefinitions = async () => {
       await ready(page, 'stats');
-      return page.locator('[data-panel="stats"] dd.note').allTextContents();
+      return (await figureDefinitions(page, '[data-panel="stats"]')).map((f) => f.definition);
     };
     await page.getByRole('link', { name: 'Overview' }).click();
-    const notes = await statsNotes();
+    const definitions = await statsDefinitions();
     await ready(page, 'summary');
     expect(await page.getByTestId('summary-settling').count()).toBe(0);
-    expect(notes.filter((n) => n.includes('today (Asia/Taipei)') || n.includes('this month (Asia/Taipei)'))).toHaveLength(3);
-    expect(notes.join(' ')).not.toContain('UTC');
+    expect(definitions.filter((n) => n.includes('today (Asia/Taipei)') || n.includes('this month (Asia/Taipei)'))).toHaveLength(3);
+    expect(definitions.join(' ')).not.toContain('UTC');
     // The metrics follow it too, and say so: the windows end on today in Taipei.
     const taipeiToday = new Intl.DateTimeFormat('en-CA', {
       timeZone: 'Asia/Taipei',
@@ -704,7 +692,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     }).format(new Date());
     expect(await page.getByTestId('summary-window').textContent()).toContain(`to ${taipeiToday} (Asia/Taipei)`);
     await page.reload();
-    expect(await statsNotes()).toEqual(notes);
+    expect(await statsDefinitions()).toEqual(definitions);
     // Switched: Settings no longer says a recount is pending.
     await page.getByRole('link', { name: 'Settings' }).click();
     await ready(page, 'settings');
@@ -811,7 +799,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     const { page, failures } = await openAs(m.merchantId, 'admin', DESKTOP, '#overview');
     await ready(page, 'summary');
     await expectFigures(page, before);
-    expect(await page.locator('[data-figure="unconverted"] dd.note').textContent()).toBe(
+    expect(await definitionOf(page, 'unconverted')).toBe(
       'MRR in other currencies left out for want of an exchange rate; set rates in Settings',
     );
     await ready(page, 'mrr');
@@ -946,7 +934,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     const listed = () =>
       page
         .locator('[data-testid="exchange-rates"] tbody tr')
-        .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-currency') + ' ' + r.getAttribute('data-month')));
+        .evaluateAll((rows) => rows.map((r) => `${r.getAttribute('data-currency')} ${r.getAttribute('data-month')}`));
     // EUR's last 12 (March 2025 to February 2026) and USD's 2.
     expect(await listed()).toEqual([
       ...months(2025, 14)

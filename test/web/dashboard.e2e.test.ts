@@ -9,7 +9,19 @@ import { startWebhookReceiver } from '../../infra/local/webhook-receiver.ts';
 import { newMerchant } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
 import { DASHBOARD_CSP } from '../../web/security-headers.ts';
-import { axe, expectFigures, hasChromium, noSideScroll, PHONE, ready, shoot, today, useDashboard, type Viewport } from './browser.ts';
+import {
+  axe,
+  expectDefinitionsOnDemand,
+  expectFigures,
+  hasChromium,
+  noSideScroll,
+  PHONE,
+  ready,
+  shoot,
+  today,
+  useDashboard,
+  type Viewport,
+} from './browser.ts';
 
 /**
  * The merchant dashboard end to end: the production bundle (built here with Vite), served by the
@@ -154,9 +166,13 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', { timeout: 60_000 }, 
     const usd = (await api.get('/orders/stats?currency=USD', t)).body.data;
     expect(usd.today_revenue).toBe('39.98');
     await expectFigures(page, usd);
+    // Each figure's definition is behind its ⓘ button, and names what the figure counts now: USD only.
+    const stats = await expectDefinitionsOnDemand(page, '[data-panel="stats"]');
+    expect(stats.filter((f) => f.definition.includes('in USD only')).map((f) => f.id)).toEqual(['today_revenue', 'monthly_revenue']);
 
     await ready(page, 'summary');
     await expectFigures(page, (await api.get('/metrics/summary', t)).body.data);
+    await expectDefinitionsOnDemand(page, '[data-panel="summary"]');
 
     await ready(page, 'mrr');
     const now = new Date();

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Meta, Page } from './api';
 import { allPagesCsv, CSV_MAX_PAGES, CSV_PAGE_SIZE, type CsvPage, saveFile } from './csv';
 import { amounts, compactMoney, count, customerLabel, money, percent, ratio } from './format';
@@ -337,7 +337,7 @@ export type Raw = string | number | null | Record<string, string>;
  * A figure's value: as written, or, when it is written short (`NT$1.53M`), the short form on
  * screen with the exact one as its title (hover) and for screen readers (`data-exact` for tests).
  */
-export const FigureValue = ({ value, short }: { value: string; short?: string | null }) =>
+const FigureValue = ({ value, short }: { value: string; short?: string | null }) =>
   short ? (
     <dd class="value" title={value} data-exact={value}>
       <span aria-hidden="true">{short}</span>
@@ -350,38 +350,48 @@ export const FigureValue = ({ value, short }: { value: string; short?: string | 
 export const rawText = (raw: Raw) => (raw === null ? '' : typeof raw === 'object' ? JSON.stringify(raw) : String(raw));
 
 /**
- * A figure with its exact API value kept in `data-value` (what the end-to-end test compares; an
- * object as its JSON text) and, under it, what it is: its definition and the period it covers.
+ * A figure's definition behind an ⓘ button: a disclosure (`aria-expanded`, `aria-controls`) whose
+ * popover holds the text, in the DOM but hidden while closed. Escape closes it (focus back on the
+ * button), and so does a click anywhere else.
  */
-export const Figure = (props: { label: string; value: string; short?: string | null; raw: Raw; id: string; note?: string }) => (
-  <div class="figure" data-figure={props.id} data-value={rawText(props.raw)}>
-    <dt>{props.label}</dt>
-    <FigureValue value={props.value} short={props.short} />
-    {props.note && <dd class="note">{props.note}</dd>}
-  </div>
-);
-
-/**
- * A figure's definition behind an ⓘ button (a disclosure: aria-expanded, the text shown under the
- * figure while open; Escape closes it and focus stays on the button).
- */
-export const Info = ({ id, label, children }: { id: string; label: string; children: ComponentChildren }) => {
+const Info = ({ id, label, children }: { id: string; label: string; children: ComponentChildren }) => {
   const [open, setOpen] = useState(false);
+  const button = useRef<HTMLButtonElement>(null);
+  const pop = useRef<HTMLDivElement>(null);
+  // Listening from the render that opens it (a layout effect), so an Escape right after the click is heard.
+  useLayoutEffect(() => {
+    if (!open) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'Escape') return;
+      setOpen(false);
+      button.current?.focus();
+    };
+    const onPointer = (e: PointerEvent) => {
+      const target = e.target as Node;
+      if (!button.current?.contains(target) && !pop.current?.contains(target)) setOpen(false);
+    };
+    document.addEventListener('keydown', onKey);
+    document.addEventListener('pointerdown', onPointer);
+    return () => {
+      document.removeEventListener('keydown', onKey);
+      document.removeEventListener('pointerdown', onPointer);
+    };
+  }, [open]);
   return (
     <>
       <button
+        ref={button}
         type="button"
         class="info"
         aria-expanded={open}
         aria-controls={`${id}-info`}
         onClick={() => setOpen(!open)}
-        onKeyDown={(e) => e.key === 'Escape' && setOpen(false)}
         data-testid={`${id}-info`}
       >
         <span aria-hidden="true">i</span>
         <span class="visually-hidden">What is {label}?</span>
       </button>
-      <div id={`${id}-info`} class="info-pop" hidden={!open}>
+      <div ref={pop} id={`${id}-info`} class="info-pop" hidden={!open}>
         {children}
       </div>
     </>
@@ -389,12 +399,44 @@ export const Info = ({ id, label, children }: { id: string; label: string; child
 };
 
 /**
+ * A figure: its label (with its definition behind an ⓘ button when it has one, `info`), its value,
+ * and whatever the card adds under it (`children`: a change, a trend line). Its exact API value is
+ * kept in `data-value` (what the end-to-end test compares; an object as its JSON text).
+ */
+export const Figure = (props: {
+  label: string;
+  value: string;
+  short?: string | null;
+  raw: Raw;
+  id: string;
+  info?: ComponentChildren;
+  /** Classes added to the card's (`kpi`). */
+  class?: string;
+  /** More attributes of the card (`data-previous`). */
+  attrs?: Record<string, string>;
+  children?: ComponentChildren;
+}) => (
+  <div class={`figure${props.class ? ` ${props.class}` : ''}`} data-figure={props.id} data-value={rawText(props.raw)} {...props.attrs}>
+    <dt>
+      <span class="label">{props.label}</span>
+      {props.info && (
+        <Info id={props.id} label={props.label}>
+          {props.info}
+        </Info>
+      )}
+    </dt>
+    <FigureValue value={props.value} short={props.short} />
+    {props.children}
+  </div>
+);
+
+/**
  * How a figure is written: an amount in the currency, a count, a percentage, a ratio, the text as it
  * is, or amounts per currency (`USD 120.00`, `none` when empty).
  */
 type FigureKind = 'money' | 'count' | 'percent' | 'ratio' | 'text' | 'amounts';
-/** A figure of an answer: its field, what it is called and what it means (`id`: its name on the page, default the field). */
-export type FigureSpec<D> = { key: keyof D & string; id?: string; label: string; kind: FigureKind; note: string; digits?: number };
+/** A figure of an answer: its field, what it is called and what it means (`info`; `id`: its name on the page, default the field). */
+export type FigureSpec<D> = { key: keyof D & string; id?: string; label: string; kind: FigureKind; info: string; digits?: number };
 
 const written = (kind: FigureKind, raw: Raw, currency: string, digits?: number): string => {
   if (raw === null) return kind === 'text' ? 'none' : '—';
@@ -406,7 +448,7 @@ const written = (kind: FigureKind, raw: Raw, currency: string, digits?: number):
   return String(raw);
 };
 
-/** An answer's figures as a list, each written by its kind and explained by its note. */
+/** An answer's figures as a list, each written by its kind, its definition behind its ⓘ button. */
 export const Figures = <D,>(props: {
   data: D;
   currency: string;
@@ -426,7 +468,7 @@ export const Figures = <D,>(props: {
           value={written(f.kind, raw, props.currency, f.digits)}
           short={f.kind === 'money' && typeof raw === 'string' ? compactMoney(raw, props.currency) : null}
           raw={raw}
-          note={f.note}
+          info={f.info}
         />
       );
     })}

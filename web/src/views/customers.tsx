@@ -152,23 +152,23 @@ const CustomerPage = ({ api, me, id, onName }: { api: Api; me: Me; id: string; o
                   id: 'customer_mrr',
                   label: 'MRR',
                   kind: 'money',
-                  note: `Now, in ${ccy}: its subscriptions and running recurring orders`,
+                  info: `Now, in ${ccy}: its subscriptions and running recurring orders`,
                 },
                 {
                   key: 'subscription_status',
                   id: 'customer_status',
                   label: 'Subscription',
                   kind: 'text',
-                  note: 'Status now of its latest subscription',
+                  info: 'Status now of its latest subscription',
                 },
                 {
                   key: 'ltv',
                   id: 'customer_ltv',
                   label: 'Lifetime value',
                   kind: 'money',
-                  note: `Its paid orders in ${ccy}, refunds taken out`,
+                  info: `Its paid orders in ${ccy}, refunds taken out`,
                 },
-                { key: 'order_count', id: 'customer_orders', label: 'Paid orders', kind: 'count', note: 'Orders paid now' },
+                { key: 'order_count', id: 'customer_orders', label: 'Paid orders', kind: 'count', info: 'Orders paid now' },
               ]}
             />
             <dl class="token" data-testid="customer-details">

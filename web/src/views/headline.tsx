@@ -2,12 +2,12 @@ import { type Api, type Me, ok } from '../api';
 import { Sparkline } from '../chart';
 import { monthBefore, rangeStart, todayIn } from '../dates';
 import { amounts, change, compactCount, compactMoney, count, money, percent } from '../format';
-import { FigureValue, Info, Panel, rawText, useAsync } from '../ui';
+import { Figure, Panel, rawText, useAsync } from '../ui';
 
 /**
  * The overview's first row: four headline figures of this month (MRR, net revenue, new buyers, MRR
  * churn rate), each with its change against last month and a trend line over the last 12 months.
- * Their definitions sit behind an ⓘ button on each. Large amounts are written short (`NT$1.53M`)
+ * Their definitions sit behind an ⓘ button on each, as every figure's do (Figure). Large amounts are written short (`NT$1.53M`)
  * with the exact value on hover and for screen readers.
  */
 type Kind = 'money' | 'count' | 'percent';
@@ -36,16 +36,17 @@ const ARROWS = { up: '▲', down: '▼', flat: '■', none: '·' };
 const HeadlineFigure = ({ h, currency }: { h: Headline; currency: string }) => {
   const c = change(h);
   const tone = c.direction === 'up' || c.direction === 'down' ? ((c.direction === 'up') === h.upIsGood ? 'good' : 'bad') : '';
-  const value = written(h.kind, h.raw, currency);
   return (
-    <div class="figure kpi" data-figure={h.id} data-value={rawText(h.raw)} data-previous={rawText(h.previous)}>
-      <dt>
-        {h.label}
-        <Info id={h.id} label={h.label}>
-          {h.info}
-        </Info>
-      </dt>
-      <FigureValue value={value} short={shortOf(h.kind, h.raw, currency)} />
+    <Figure
+      id={h.id}
+      class="kpi"
+      label={h.label}
+      value={written(h.kind, h.raw, currency)}
+      short={shortOf(h.kind, h.raw, currency)}
+      raw={h.raw}
+      attrs={{ 'data-previous': rawText(h.previous) }}
+      info={h.info}
+    >
       <dd class={`change ${tone}`} data-testid={`${h.id}-change`}>
         <span aria-hidden="true">{ARROWS[c.direction]} </span>
         {c.text}
@@ -53,7 +54,7 @@ const HeadlineFigure = ({ h, currency }: { h: Headline; currency: string }) => {
       <dd class="trend">
         <Sparkline values={h.trend} />
       </dd>
-    </div>
+    </Figure>
   );
 };
 

@@ -130,26 +130,26 @@ const StatsPanel = ({ api, me }: { api: Api; me: Me }) => {
                   key: 'today_revenue',
                   label: "Today's revenue",
                   kind: 'money',
-                  note: `Orders ${which} paid today (${zone}), by payment time; refunds taken out`,
+                  info: `Orders ${which} paid today (${zone}), by payment time; refunds taken out`,
                 },
                 {
                   key: 'monthly_revenue',
                   label: "This month's revenue",
                   kind: 'money',
-                  note: `Orders ${which} paid from the 1st of this month (${zone}) to now`,
+                  info: `Orders ${which} paid from the 1st of this month (${zone}) to now`,
                 },
                 {
                   key: 'today_count',
                   label: "Today's orders",
                   kind: 'count',
-                  note: `Orders created today (${zone}), in any currency and status`,
+                  info: `Orders created today (${zone}), in any currency and status`,
                 },
                 {
                   key: 'today_success_rate',
                   label: 'Success rate today',
                   kind: 'percent',
                   digits: 1,
-                  note: "Of today's orders, the share paid now",
+                  info: "Of today's orders, the share paid now",
                 },
               ]}
             />
@@ -174,7 +174,7 @@ const customerChurn = (over: string, base: string) =>
   `Customers lost (their last live subscription cancelled) ${over} ÷ active customers ${base}`;
 const mrrChurn = (over: string, base: string) => `MRR lost to churn and contraction ${over} ÷ MRR ${base} (gross)`;
 
-/** What `unconverted` is (docs/exchange-rates.md), under its figure. */
+/** What `unconverted` is (docs/exchange-rates.md), behind its figure's ⓘ button. */
 const UNCONVERTED_NOTE = 'MRR in other currencies left out for want of an exchange rate; set rates in Settings';
 const leftOut = (e: { unconverted: Record<string, string> }) => Object.keys(e.unconverted).length > 0;
 
@@ -212,28 +212,28 @@ const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter })
                 key: 'current_mrr',
                 label: 'MRR',
                 kind: 'money',
-                note: 'Monthly recurring revenue now: subscriptions and running recurring orders',
+                info: 'Monthly recurring revenue now: subscriptions and running recurring orders',
               },
-              { key: 'arr', label: 'ARR', kind: 'money', note: '12 × MRR now' },
-              { key: 'arpa', label: 'ARPA', kind: 'money', note: 'MRR now ÷ active customers' },
-              { key: 'active_customers', label: 'Active customers', kind: 'count', note: 'Customers with MRR above 0 now' },
-              { key: 'active_subscriptions', label: 'Active subscriptions', kind: 'count', note: 'Started, not paused or cancelled, now' },
-              { key: 'customer_churn_rate', label: 'Customer churn rate', kind: 'percent', note: customerChurn(over, before) },
-              { key: 'mrr_churn_rate', label: 'MRR churn rate', kind: 'percent', note: mrrChurn(over, before) },
+              { key: 'arr', label: 'ARR', kind: 'money', info: '12 × MRR now' },
+              { key: 'arpa', label: 'ARPA', kind: 'money', info: 'MRR now ÷ active customers' },
+              { key: 'active_customers', label: 'Active customers', kind: 'count', info: 'Customers with MRR above 0 now' },
+              { key: 'active_subscriptions', label: 'Active subscriptions', kind: 'count', info: 'Started, not paused or cancelled, now' },
+              { key: 'customer_churn_rate', label: 'Customer churn rate', kind: 'percent', info: customerChurn(over, before) },
+              { key: 'mrr_churn_rate', label: 'MRR churn rate', kind: 'percent', info: mrrChurn(over, before) },
               {
                 key: 'net_mrr_churn_rate',
                 label: 'Net MRR churn rate',
                 kind: 'percent',
-                note: `MRR lost less expansion and reactivation ${over} ÷ MRR ${before}`,
+                info: `MRR lost less expansion and reactivation ${over} ÷ MRR ${before}`,
               },
               {
                 key: 'quick_ratio',
                 label: 'Quick ratio',
                 kind: 'ratio',
-                note: `MRR gained (new, expansion, reactivation) ÷ MRR lost, ${over}`,
+                info: `MRR gained (new, expansion, reactivation) ÷ MRR lost, ${over}`,
               },
-              { key: 'ltv', label: 'LTV', kind: 'money', note: 'ARPA ÷ the customer churn rate above' },
-              { key: 'unconverted', label: 'Unconverted MRR', kind: 'amounts', note: UNCONVERTED_NOTE },
+              { key: 'ltv', label: 'LTV', kind: 'money', info: 'ARPA ÷ the customer churn rate above' },
+              { key: 'unconverted', label: 'Unconverted MRR', kind: 'amounts', info: UNCONVERTED_NOTE },
             ]}
           />
         </>
@@ -340,23 +340,23 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
                     id: 'range_mrr',
                     label: 'MRR at the end',
                     kind: 'money',
-                    note: "MRR at the end of the range's last day",
+                    info: "MRR at the end of the range's last day",
                   },
-                  { key: 'arr', id: 'range_arr', label: 'ARR', kind: 'money', note: '12 × MRR at the end' },
-                  { key: 'arpa', id: 'range_arpa', label: 'ARPA', kind: 'money', note: 'MRR at the end ÷ active customers then' },
+                  { key: 'arr', id: 'range_arr', label: 'ARR', kind: 'money', info: '12 × MRR at the end' },
+                  { key: 'arpa', id: 'range_arpa', label: 'ARPA', kind: 'money', info: 'MRR at the end ÷ active customers then' },
                   {
                     key: 'customer_churn_rate',
                     id: 'range_customer_churn',
                     label: 'Customer churn rate',
                     kind: 'percent',
-                    note: customerChurn('in the range', 'just before it'),
+                    info: customerChurn('in the range', 'just before it'),
                   },
                   {
                     key: 'mrr_churn_rate',
                     id: 'range_mrr_churn',
                     label: 'MRR churn rate',
                     kind: 'percent',
-                    note: mrrChurn('in the range', 'just before it'),
+                    info: mrrChurn('in the range', 'just before it'),
                   },
                 ]}
               />

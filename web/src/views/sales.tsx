@@ -139,21 +139,21 @@ const SalesPanel = ({ api, me, range }: { api: Api; me: Me; range: string }) => 
               currency={ccy}
               compact
               specs={[
-                { key: 'gross_revenue', id: 'sales_gross', label: 'Gross revenue', kind: 'money', note: 'Orders paid in the range' },
-                { key: 'refunds', id: 'sales_refunds', label: 'Refunds', kind: 'money', note: 'Refunded in the range' },
-                { key: 'net_revenue', id: 'sales_net', label: 'Net revenue', kind: 'money', note: 'Gross less refunds' },
-                { key: 'orders', id: 'sales_orders', label: 'Orders', kind: 'count', note: 'Created in the range, any status' },
-                { key: 'paid_orders', id: 'sales_paid_orders', label: 'Paid orders', kind: 'count', note: 'Paid in the range' },
-                { key: 'aov', id: 'sales_aov', label: 'Average order value', kind: 'money', note: 'Gross ÷ paid orders' },
+                { key: 'gross_revenue', id: 'sales_gross', label: 'Gross revenue', kind: 'money', info: 'Orders paid in the range' },
+                { key: 'refunds', id: 'sales_refunds', label: 'Refunds', kind: 'money', info: 'Refunded in the range' },
+                { key: 'net_revenue', id: 'sales_net', label: 'Net revenue', kind: 'money', info: 'Gross less refunds' },
+                { key: 'orders', id: 'sales_orders', label: 'Orders', kind: 'count', info: 'Created in the range, any status' },
+                { key: 'paid_orders', id: 'sales_paid_orders', label: 'Paid orders', kind: 'count', info: 'Paid in the range' },
+                { key: 'aov', id: 'sales_aov', label: 'Average order value', kind: 'money', info: 'Gross ÷ paid orders' },
                 {
                   key: 'first_order_revenue',
                   id: 'sales_first',
                   label: 'First-time revenue',
                   kind: 'money',
-                  note: "Customers' first paid orders",
+                  info: "Customers' first paid orders",
                 },
-                { key: 'returning_revenue', id: 'sales_returning', label: 'Returning revenue', kind: 'money', note: 'Their later orders' },
-                { key: 'new_buyers', id: 'sales_new_buyers', label: 'New buyers', kind: 'count', note: 'First paid order in the range' },
+                { key: 'returning_revenue', id: 'sales_returning', label: 'Returning revenue', kind: 'money', info: 'Their later orders' },
+                { key: 'new_buyers', id: 'sales_new_buyers', label: 'New buyers', kind: 'count', info: 'First paid order in the range' },
               ]}
             />
             <Unconverted testId="sales-unconverted" unconverted={answer.unconverted} />
