@@ -3,6 +3,7 @@ import { eachMonthOfInterval } from 'date-fns/eachMonthOfInterval';
 import { UTCDate } from '@date-fns/utc';
 import { bucketKey, bucketStarts, type Interval } from '#lib/shared/buckets';
 import { CONVERSION_SCALE, ExactDecimal, type RateBook } from '#lib/shared/money';
+import { monthLastDay, plusDays } from '#lib/shared/time';
 import type { OrderItem } from '#lib/orders/model';
 import { localDateOfIso } from '#lib/shared/zone';
 
@@ -315,11 +316,6 @@ const monthsOf = (start: string, end: string) =>
   eachMonthOfInterval({ start: new UTCDate(`${start}-01T00:00:00Z`), end: new UTCDate(`${end}-01T00:00:00Z`) }).map((d) =>
     d.toISOString().slice(0, 7),
   );
-const nextDay = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
-const lastDayOf = (month: string) => {
-  const [y, m] = month.split('-').map(Number);
-  return new Date(Date.UTC(y, m, 0)).toISOString().slice(0, 10);
-};
 
 /**
  * The items a range of days is made of: each month wholly inside [from, to] as its month item, the
@@ -329,9 +325,9 @@ export const salesItemsOf = (from: string, to: string): string[] => {
   const out: string[] = [];
   for (const month of monthsOf(from.slice(0, 7), to.slice(0, 7))) {
     const first = `${month}-01`;
-    const last = lastDayOf(month);
+    const last = monthLastDay(month);
     if (first >= from && last <= to) out.push(salesItem.month(month));
-    else for (let d = first < from ? from : first; d <= (last > to ? to : last); d = nextDay(d)) out.push(salesItem.day(d));
+    else for (let d = first < from ? from : first; d <= (last > to ? to : last); d = plusDays(d, 1)) out.push(salesItem.day(d));
   }
   return out;
 };
@@ -342,7 +338,7 @@ export const salesSeries = (figures: SalesFigures, range: Range) => {
   const summary = zeroSums();
   const leftOut = new LeftOut();
   const data = starts.map((start, i) => {
-    const end = i + 1 < starts.length ? localPrevDay(starts[i + 1]) : range.end;
+    const end = i + 1 < starts.length ? plusDays(starts[i + 1], -1) : range.end;
     const sums = zeroSums();
     for (const item of salesItemsOf(start, end)) {
       const attrs = figures.get(item);
@@ -354,7 +350,6 @@ export const salesSeries = (figures: SalesFigures, range: Range) => {
   });
   return { data, summary: shownSales(summary), unconverted: leftOut.shown(['gross_revenue', 'refunds', 'orders'] as const) };
 };
-const localPrevDay = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
 
 /** `part` ÷ `whole` × 100, half-up to `places`; null on a zero base. */
 const percent = (part: Decimal, whole: Decimal, places: number) =>
@@ -364,7 +359,7 @@ const percent = (part: Decimal, whole: Decimal, places: number) =>
 export const paymentMethodTable = (figures: SalesFigures, start: string, end: string) => {
   const rows = new Map<string, Record<string, Decimal>>();
   const leftOut = new LeftOut();
-  for (let d = start; d <= end; d = nextDay(d)) {
+  for (let d = start; d <= end; d = plusDays(d, 1)) {
     const attrs = figures.get(salesItem.methodDay(d));
     leftOut.add(attrs);
     for (const [attr, v] of attrs ?? []) {
