@@ -115,7 +115,7 @@ const padMetricShard = (shard: number): string => String(shard % METRIC_SHARDS).
  * item: its `pending_shard`); null for any other key.
  */
 export const metricShardOfKey = (key: Key): number | null => {
-  const sharded = /^M#[^#]+#(?:MRR|COHORT)(?:#.*)?#(\d{2})$/.exec(key.pk);
+  const sharded = /^M#[^#]+#(?:MRR|COHORT|SALES)(?:#.*)?#(\d{2})$/.exec(key.pk);
   if (sharded) return Number(sharded[1]);
   if (!/^M#[^#]+#CHURN_REASONS(?:#G\d+)?$/.test(key.pk)) return null;
   const own = /#(\d{2})$/.exec(key.sk);
@@ -205,6 +205,16 @@ export const metricsPartition = (merchantId: string, segment?: { dimension: stri
 /** The prefix of a merchant's cohort partitions (`<cohort month>#<month>`), whole or of one segment, sharded like the movements. */
 export const cohortPartition = (merchantId: string, segment?: { dimension: string; value: string } | null, generation = 0): string =>
   `${m(merchantId)}#COHORT${generationSuffix(generation)}${segmentSuffix(segment)}`;
+/**
+ * The prefix of a merchant's sales partitions (lib/metrics/bookings.ts: booking days `D#<day>`,
+ * months `M#<month>`, payment-method days `Y#<day>`, cohort months `C#<cohort>#<month>`), whole or of
+ * one segment, sharded like the movements.
+ */
+export const salesPartition = (merchantId: string, segment?: { dimension: string; value: string } | null, generation = 0): string =>
+  `${m(merchantId)}#SALES${generationSuffix(generation)}${segmentSuffix(segment)}`;
+/** One shard's partition of the sales figures (`shard` taken modulo METRIC_SHARDS). */
+export const salesShardPartition = (merchantId: string, segment: Segmentish | undefined, generation: number, shard: number): string =>
+  `${salesPartition(merchantId, segment, generation)}#${padMetricShard(shard)}`;
 /** One shard's partition of the movements (`shard` taken modulo METRIC_SHARDS). */
 export const metricsShardPartition = (merchantId: string, segment: Segmentish | undefined, generation: number, shard: number): string =>
   `${metricsPartition(merchantId, segment, generation)}#${padMetricShard(shard)}`;

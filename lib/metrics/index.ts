@@ -9,6 +9,30 @@
  * their module-level handlers are marked pure, so a bundle that does not call them drops them
  * (test/infra/bundles.test.ts holds every bundle to its budget).
  */
+export {
+  addSalesFigures,
+  amountAt,
+  type BookingLines,
+  customerSales,
+  firstPaidOrders,
+  inSegment,
+  LEFT_OUT_ATTR,
+  METHOD_ATTR,
+  type Money,
+  merchantSales,
+  NO_PAYMENT_METHOD,
+  paymentMethodOf,
+  SALES_DIMENSIONS,
+  type SaleOrder,
+  type SalesDimension,
+  type SalesFigures,
+  type SalesFilters,
+  type SalesSegment,
+  saleOf,
+  salesItem,
+  wasPaid,
+  withBooking,
+} from '#lib/metrics/bookings';
 export { generationSettings, type SettingsMemo, settingsItems } from '#lib/metrics/generation';
 export { orderTimeline, recordedLine, subscriptionTimeline } from '#lib/metrics/lines';
 export { movementRow, resolveCohortRange, resolveRange } from '#lib/metrics/rules';
@@ -25,8 +49,13 @@ export { churnReasons, cohorts, metricsSummary, mrrMovements, mrrSeries, planFig
 export {
   addTimelineChange,
   countedTimelines,
+  customersOrders,
   customersWithMetadata,
   customersWithTimelines,
+  figuresRead,
+  lastCustomerId,
+  readSalesFigures,
+  type SalesRanges,
   EMPTY_TIMELINE,
   readStandings,
   readTimeline,

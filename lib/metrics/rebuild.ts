@@ -2,12 +2,23 @@ import Decimal from 'decimal.js';
 import { DeleteCommand, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
-import { churnReasonsPartition, cohortPartition, keys, metricsPartition, shardPartitions } from '#lib/db/keys';
-import { queryAll } from '#lib/db/query';
+import {
+  churnReasonsPartition,
+  cohortPartition,
+  indexPartitions,
+  keys,
+  metricsPartition,
+  salesPartition,
+  shardPartitions,
+} from '#lib/db/keys';
+import { pagesOf, queryAll } from '#lib/db/query';
+import { ExactDecimal } from '#lib/shared/money';
+import { type BookingLines, bookingsOf, isSalesAttr, ordersOfBookings, saleOf, salesSlices, sameBookings } from '#lib/metrics/bookings';
 import { STORED_ATTR } from '#lib/metrics/rules';
-import { addTimelineChange, aggregateKey, plansOf, timelinesFrom } from '#lib/metrics/store';
+import { addTimelineChange, aggregateKey, plansOf, SALES_ID, salesIds, storedAttr, timelinesFrom } from '#lib/metrics/store';
 import {
   addContribution,
+  addToSlice,
   addToSlices,
   difference,
   firstDifference,
@@ -115,6 +126,23 @@ const rederiveLines = async (merchantId: string, reportingCurrency: string, cust
 };
 
 /**
+ * The customer's bookings from its orders as they now are: the order numbers its index lists, each
+ * order then read by key (strongly consistent; an order moved to another customer meanwhile is not
+ * its own). Run while writes are paused, as the whole rebuild is.
+ */
+const customerBookings = async (merchantId: string, customerId: number): Promise<BookingLines> => {
+  const nos: string[] = [];
+  for await (const rows of pagesOf<{ order_no: string }>(
+    { index: 'gsi3', partition: indexPartitions.ordersByCustomer(merchantId, customerId) },
+    1000,
+  ))
+    nos.push(...rows.map((r) => String(r.order_no)));
+  if (!nos.length) return {};
+  const found = await batchGet<Record<string, unknown>>(nos.map((n) => keys.order(merchantId, n)));
+  return bookingsOf([...found.values()].filter((o) => Number(o.customer_id) === customerId).map((o) => saleOf(o)));
+};
+
+/**
  * Brings one customer's own items (its item, its partition, its index entries) up to the present
  * shapes: the customers module's, given by the caller, as metrics does not write customers.
  */
@@ -153,8 +181,11 @@ export const rebuildMerchantAggregates = async (merchantId: string, repairCustom
     );
     const read = await timelinesFrom(merchantId, found, ids);
     for (const id of ids) {
-      if (found.has(keyId(keys.customerTimeline(merchantId, id)))) {
-        timelines += 1;
+      const hasHead = found.has(keyId(keys.customerTimeline(merchantId, id)));
+      // Every customer's bookings, from its orders as they now are (customers written before bookings were stored get theirs).
+      const booked = found.has(keyId(keys.customer(merchantId, id))) ? await customerBookings(merchantId, id) : {};
+      if (hasHead || Object.keys(booked).length) {
+        if (hasHead) timelines += 1;
         const state = read.get(id)!;
         // Lines written by earlier rules are derived again from their orders and subscriptions as they now are.
         // …and converted at the rates as they now are.
@@ -164,7 +195,7 @@ export const rebuildMerchantAggregates = async (merchantId: string, repairCustom
           rates.book,
           zone,
         );
-        if (firstDifference(state.timeline, current) !== null || state.zone !== zone) {
+        if (firstDifference(state.timeline, current) !== null || state.zone !== zone || !sameBookings(state.bookings, booked)) {
           await retrying(async () => {
             const fresh = (await timelinesFrom(merchantId, await batchGet([keys.customerTimeline(merchantId, id)]), [id])).get(id)!;
             const ws = new WriteSet();
@@ -175,6 +206,8 @@ export const rebuildMerchantAggregates = async (merchantId: string, repairCustom
               id,
               fresh,
               await rederiveLines(merchantId, reportingCurrency, id, fresh.timeline),
+              undefined,
+              sameBookings(fresh.bookings, booked) ? fresh.bookings : booked,
             );
             await ws.commit();
           });
@@ -183,6 +216,9 @@ export const rebuildMerchantAggregates = async (merchantId: string, repairCustom
         // Customers with a timeline written before the plan-customers index get their entries.
         await Promise.all([...plansOf(current)].map((plan) => addEntry(keys.planCustomer(merchantId, plan, id), id)));
         addToSlices(targets, current, reportingCurrency, zone);
+        const money = { zone, reporting: reportingCurrency, rates: rates.book };
+        for (const { segment, figures } of salesSlices([...ordersOfBookings(booked, id).values()], money))
+          addToSlice(targets, segment, salesIds(figures));
       }
       const customer = found.get(keyId(keys.customer(merchantId, id)));
       if (customer) {
@@ -200,8 +236,9 @@ export const rebuildMerchantAggregates = async (merchantId: string, repairCustom
     [
       ...shardPartitions(metricsPartition(merchantId, segment, generation)).map((p) => ['metrics', p]),
       ...shardPartitions(cohortPartition(merchantId, segment, generation)).map((p) => ['cohort', p]),
+      ...shardPartitions(salesPartition(merchantId, segment, generation)).map((p) => ['sales', p]),
       ...(segment ? [] : [['reasons', churnReasonsPartition(merchantId, generation)]]),
-    ] as ['metrics' | 'cohort' | 'reasons', string][];
+    ] as ['metrics' | 'cohort' | 'reasons' | 'sales', string][];
   for (const { segment } of targets.values()) {
     for (const [, partition] of partitionsOf(segment)) {
       for (const item of await queryAll<{ pk: string; sk: string; moves?: string }>({ partition }, ['pk', 'sk', 'moves'])) {
@@ -218,6 +255,12 @@ export const rebuildMerchantAggregates = async (merchantId: string, repairCustom
     const stored: Contributions = new Map();
     for (const [kind, partition] of partitionsOf(segment)) {
       for (const item of await queryAll<Record<string, unknown>>({ partition }, attrs)) {
+        if (kind === 'sales') {
+          // The sales figures' items keep their attributes' own names.
+          for (const [attr, v] of Object.entries(item))
+            if (isSalesAttr(attr)) addContribution(stored, `${SALES_ID}${String(item.sk)}`, attr, new ExactDecimal(String(v)));
+          continue;
+        }
         const id = aggregateIdOf(kind, String(item.sk));
         if (id.startsWith('Y#')) {
           yearItems.push({ pk: String(item.pk), sk: String(item.sk) });
@@ -236,7 +279,7 @@ export const rebuildMerchantAggregates = async (merchantId: string, repairCustom
       // A WriteSet, so the correction adds to the figures' version as every write does (a read sees it whole).
       const ws = new WriteSet(0);
       const u = ws.update('metrics', aggregateKey(merchantId, id, 0, segment, generation));
-      for (const [attr, delta] of moves) u.add(STORED_ATTR[attr] ?? attr, delta);
+      for (const [attr, delta] of moves) u.add(storedAttr(id, attr), delta);
       await ws.commit();
     }
   }

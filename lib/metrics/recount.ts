@@ -12,6 +12,7 @@ import {
   keys,
   METRIC_SHARDS,
   metricsPartition,
+  salesPartition,
   shardPartitions,
   type Key,
 } from '#lib/db/keys';
@@ -23,17 +24,19 @@ import { logger } from '#lib/logger';
 import { figuresZoneOf, generationOf, type Merchant } from '#lib/merchants/rules';
 import { addFiguresCopies, getMerchant, getPointer } from '#lib/merchants/store';
 import { copySays, onEveryCopy, readGenerationSettings, settingsItems } from '#lib/metrics/generation';
-import { STORED_ATTR } from '#lib/metrics/rules';
 import {
   aggregateKey,
   lastCustomerId,
   pendingHome,
   readTimelines,
   recountedAsRead,
+  salesIds,
   segmentRegistryPuts,
+  storedAttr,
   type TimelineState,
 } from '#lib/metrics/store';
-import { addToSlices, newSlices, type RateBook, type Segment, withConversions } from '#lib/metrics/timeline';
+import { addToSlice, addToSlices, newSlices, type RateBook, type Segment, withConversions } from '#lib/metrics/timeline';
+import { ordersOfBookings, salesSlices } from '#lib/metrics/bookings';
 import { formatTimestamp } from '#lib/shared/time';
 import { asFunction, type WorkerFunction } from '#lib/shared/invocation';
 import { expiresIn } from '#lib/db/ttl';
@@ -263,6 +266,10 @@ const commitCount = async (
       reportingCurrency,
       settings.timezone,
     );
+    // …and its sales figures, from its bookings, in the same settings.
+    const money = { zone: settings.timezone, reporting: reportingCurrency, rates: settings.rates };
+    for (const { segment, figures } of salesSlices([...ordersOfBookings(state.bookings, id).values()], money))
+      addToSlice(slices, segment, salesIds(figures));
   }
   // Each segment the next generation has is registered before any of its items (its retirement finds them so).
   const segments = [...slices.values()].flatMap((s) => (s.segment ? [s.segment] : []));
@@ -278,7 +285,7 @@ const commitCount = async (
       const u = ws
         .update('metrics', aggregateKey(merchantId, id, ws.shard, segment, to))
         .spillable(pendingHome(merchantId, id, ws.shard, segment, to));
-      for (const [attr, v] of values) u.add(STORED_ATTR[attr] ?? attr, v);
+      for (const [attr, v] of values) u.add(storedAttr(id, attr), v);
     }
   ws.check('recount', keys.generation(merchantId, ws.shard), { expression: '#r = :r', names: { '#r': 'recount' }, values: { ':r': to } });
   try {
@@ -391,10 +398,12 @@ const partitionsOf = async (merchantId: string, generation: number, successor?: 
   return [
     ...shardPartitions(metricsPartition(merchantId, null, generation)),
     ...shardPartitions(cohortPartition(merchantId, null, generation)),
+    ...shardPartitions(salesPartition(merchantId, null, generation)),
     churnReasonsPartition(merchantId, generation),
     ...segments.flatMap((s) => [
       ...shardPartitions(metricsPartition(merchantId, s, generation)),
       ...shardPartitions(cohortPartition(merchantId, s, generation)),
+      ...shardPartitions(salesPartition(merchantId, s, generation)),
     ]),
     ...Array.from({ length: METRIC_SHARDS }, (_, shard) => generationSegmentsPartition(merchantId, generation, shard)),
     keys.generationZone(merchantId, generation).pk,

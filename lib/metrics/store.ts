@@ -15,6 +15,7 @@ import {
   shardPartitions,
   planCustomersPartition,
   plansPartition,
+  salesShardPartition,
   TIMELINE_CHUNK_PREFIX,
   type Key,
 } from '#lib/db/keys';
@@ -44,9 +45,25 @@ import {
   segmentsOf,
   foreignCurrencies,
   type RateBook,
+  type Contributions,
+  type SegmentMoves,
   type Timeline,
   withConversions,
 } from '#lib/metrics/timeline';
+import {
+  BOOKING_LINE,
+  type BookingLines,
+  bookingCurrencies,
+  isBookingLine,
+  isSalesAttr,
+  type Money,
+  orderSegments,
+  ordersOfBookings,
+  type SaleOrder,
+  salesChange,
+} from '#lib/metrics/bookings';
+import { ExactDecimal } from '#lib/shared/money';
+import type Decimal from 'decimal.js';
 import {
   addGenerationCurrent,
   copyOf,
@@ -81,9 +98,35 @@ export type TimelineState = {
   generation: number;
   /** The generation a recount counted it in (lib/metrics/recount.ts): its writes move that one too while the recount runs. */
   recounted?: number;
+  /**
+   * The customer's bookings (lib/metrics/bookings.ts): one line `B<order_no>` per order, stored with
+   * the timeline's lines (inline or in its chunks) under the same version, so the sales figures have
+   * the same raw record, generations and recounts as the MRR ones.
+   */
+  bookings: BookingLines;
 };
 
-export const EMPTY_TIMELINE: TimelineState = { timeline: {}, version: null, zone: DEFAULT_TIMEZONE, chunks: null, generation: 0 };
+export const EMPTY_TIMELINE: TimelineState = {
+  timeline: {},
+  version: null,
+  zone: DEFAULT_TIMEZONE,
+  chunks: null,
+  generation: 0,
+  bookings: {},
+};
+
+/** The stored lines split: the MRR timeline and the bookings. */
+const splitStored = (stored: Timeline): { timeline: Timeline; bookings: BookingLines } => {
+  const timeline: Timeline = {};
+  const bookings: Record<string, unknown> = {};
+  for (const [line, pts] of Object.entries(stored)) {
+    if (isBookingLine(line)) bookings[line] = pts;
+    else timeline[line] = pts;
+  }
+  return { timeline, bookings: bookings as BookingLines };
+};
+/** The lines as stored: the bookings' lines beside the timeline's (chunked by their first element, a time, as points are). */
+const joinStored = (timeline: Timeline, bookings: BookingLines): Timeline => ({ ...timeline, ...(bookings as unknown as Timeline) });
 
 export type { FiguresScope };
 export const INLINE_LIMIT = 32_000;
@@ -100,7 +143,8 @@ const stateOf = async (
   const zone = typeof head.zone === 'string' ? head.zone : DEFAULT_TIMEZONE;
   const generation = Number(head.generation ?? 0);
   const recounted = head.recounted === undefined ? {} : { recounted: Number(head.recounted) };
-  if (!head.chunked) return { timeline: JSON.parse(String(head.lines)) as Timeline, version, zone, chunks: null, generation, ...recounted };
+  if (!head.chunked)
+    return { ...splitStored(JSON.parse(String(head.lines)) as Timeline), version, zone, chunks: null, generation, ...recounted };
   const items = await queryAll<{ sk: string; lines: string }>(
     {
       partition: keys.customer(merchantId, customerId).pk,
@@ -111,7 +155,7 @@ const stateOf = async (
     ['sk', 'lines'],
   );
   const chunks = new Map(items.map((i) => [i.sk.slice(TIMELINE_CHUNK_PREFIX.length), i.lines]));
-  return { timeline: joinChunks(chunks.values()), version, zone, chunks, generation, ...recounted };
+  return { ...splitStored(joinChunks(chunks.values())), version, zone, chunks, generation, ...recounted };
 };
 
 /** The condition that a timeline head is as read: its version, and the recount that counted it (a recount's mark changes no version). */
@@ -162,6 +206,8 @@ export const timelinesFrom = async (
  * `M#<month>`, `C#<cohort>#<month>`, churn by reason `RD#<day>#<reason>` / `RM#<month>#<reason>`).
  */
 export const aggregateKey = (merchantId: string, id: string, shard: number, segment: Segment | null = null, generation = 0): Key => {
+  // The sales figures' ids (`S` and the item's sort key: lib/metrics/bookings.ts).
+  if (id.startsWith(SALES_ID)) return { pk: salesShardPartition(merchantId, segment, generation, shard), sk: id.slice(SALES_ID.length) };
   if (id.startsWith('D#')) return keys.metricsDay(merchantId, id.slice(2), shard, segment, generation);
   if (id.startsWith('M#')) return keys.metricsMonth(merchantId, id.slice(2), shard, segment, generation);
   if (id.startsWith('R')) {
@@ -177,12 +223,16 @@ export const aggregateKey = (merchantId: string, id: string, shard: number, segm
  * it looks (before every month of the movement items; inside its cohort's range of cohort items).
  */
 export const PENDING_MONTH = '0000-00';
+/** The prefix of a sales figure's id among a change's moves (the MRR ones start `D#`, `M#`, `C#`, `R`). */
+export const SALES_ID = 'S';
 export const pendingHome = (merchantId: string, id: string, shard: number, segment: Segment | null = null, generation = 0): Key =>
-  id.startsWith('C#')
-    ? { pk: cohortShardPartition(merchantId, segment, generation, shard), sk: `${id.split('#')[1]}#${PENDING_MONTH}` }
-    : id.startsWith('R')
-      ? { pk: churnReasonsPartition(merchantId, generation), sk: `M#${PENDING_MONTH}` }
-      : { pk: metricsShardPartition(merchantId, segment, generation, shard), sk: `M#${PENDING_MONTH}` };
+  id.startsWith(SALES_ID)
+    ? { pk: salesShardPartition(merchantId, segment, generation, shard), sk: `M#${PENDING_MONTH}` }
+    : id.startsWith('C#')
+      ? { pk: cohortShardPartition(merchantId, segment, generation, shard), sk: `${id.split('#')[1]}#${PENDING_MONTH}` }
+      : id.startsWith('R')
+        ? { pk: churnReasonsPartition(merchantId, generation), sk: `M#${PENDING_MONTH}` }
+        : { pk: metricsShardPartition(merchantId, segment, generation, shard), sk: `M#${PENDING_MONTH}` };
 
 /**
  * Adds the customer's timeline change to `ws`: the timeline's items and the aggregate moves (those
@@ -202,11 +252,17 @@ export const addTimelineChange = async (
   stored: TimelineState,
   lines: Timeline,
   memo: SettingsMemo = new Map(),
+  bookings: BookingLines = stored.bookings,
 ): Promise<TimelineState> => {
   const scope = await currentScope(merchantId, request);
   const { reportingCurrency, timezone: zone, generation, recount } = scope;
   const currencies = foreignCurrencies(lines, reportingCurrency);
-  const all = new Set([...currencies, ...foreignCurrencies(stored.timeline, reportingCurrency)]);
+  const all = new Set([
+    ...currencies,
+    ...foreignCurrencies(stored.timeline, reportingCurrency),
+    ...bookingCurrencies(bookings, reportingCurrency),
+    ...bookingCurrencies(stored.bookings, reportingCurrency),
+  ]);
   const { rates } = await generationSettings(merchantId, generation, all, memo, zone);
   const after = withConversions(lines, reportingCurrency, rates, zone);
   // Stored conversions are the last write's generation's: another's are converted again in this one's settings.
@@ -215,11 +271,11 @@ export const addTimelineChange = async (
       ? stored.timeline
       : withConversions(stored.timeline, reportingCurrency, rates, zone);
   const counting = recount !== undefined && (stored.version === null || stored.recounted === recount);
-  if (firstDifference(before, after) === null && stored.generation === generation) return stored;
+  if (firstDifference(before, after) === null && bookings === stored.bookings && stored.generation === generation) return stored;
   const key = keys.customerTimeline(merchantId, customerId);
   const version = (stored.version ?? 0) + 1;
   let chunks: Map<string, string> | null = null;
-  const inline = stored.chunks ? null : JSON.stringify(after);
+  const inline = stored.chunks ? null : JSON.stringify(joinStored(after, bookings));
   // The customer's standing from now on, so reading a customer's MRR and status costs the head only.
   const { steps, complete } = standingSteps(after, reportingCurrency, formatTimestamp(now()));
   const standing = { standing: JSON.stringify(steps), standing_complete: complete };
@@ -235,7 +291,12 @@ export const addTimelineChange = async (
     ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing, ...counted }, guard);
   } else {
     // Only the chunks whose points moved are written; one outgrowing its limit is split.
-    chunks = chunkTimeline(after, CHUNK_LIMIT, stored.chunks ?? undefined, stored.timeline);
+    chunks = chunkTimeline(
+      joinStored(after, bookings),
+      CHUNK_LIMIT,
+      stored.chunks ?? undefined,
+      joinStored(stored.timeline, stored.bookings),
+    );
     ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version, ...standing, ...counted }, guard);
     for (const [period, json] of chunks) {
       if (stored.chunks?.get(period) !== json)
@@ -248,23 +309,25 @@ export const addTimelineChange = async (
   // Checked whenever the timeline is written, moves or not: what the request counts in must still be what counts.
   addGenerationCurrent(ws, merchantId, scope);
   addMoves(ws, merchantId, generation, before, after, reportingCurrency, zone);
+  addSalesMoves(ws, merchantId, generation, customerId, stored.bookings, bookings, { zone, reporting: reportingCurrency, rates });
   if (counting) {
     // The recount's settings: the same lines, in its zone and at its rates.
     const next = await generationSettings(merchantId, recount, all, memo);
     const raw = stored.version === null ? {} : withConversions(stored.timeline, reportingCurrency, next.rates, next.zone);
     addMoves(ws, merchantId, recount, raw, withConversions(lines, reportingCurrency, next.rates, next.zone), reportingCurrency, next.zone);
+    addSalesMoves(ws, merchantId, recount, customerId, stored.version === null ? {} : stored.bookings, bookings, {
+      zone: next.zone,
+      reporting: reportingCurrency,
+      rates: next.rates,
+    });
   }
   // A plan new to this customer's timeline: the customer joins that plan's customers (never removed).
   for (const plan of plansOf(after, changedLines(before, after)))
     if (!hasPlan(before, plan)) ws.put('plan_customer', { ...keys.planCustomer(merchantId, plan, customerId), customer_id: customerId });
-  return { timeline: after, version, zone, chunks, generation, ...(counting ? { recounted: recount } : {}) };
+  return { timeline: after, version, zone, chunks, generation, bookings, ...(counting ? { recounted: recount } : {}) };
 };
 
-/**
- * The moves of a change in generation `generation` (the difference of the customer's contributions,
- * as ADD deltas), and what a segment new to this customer adds: its registry entry in that
- * generation (its retirement finds its items by it) and, for a plan, the merchant's plan list.
- */
+/** The MRR moves of a change in generation `generation` (the difference of the customer's contributions). */
 const addMoves = (
   ws: WriteSet,
   merchantId: string,
@@ -273,18 +336,57 @@ const addMoves = (
   after: Timeline,
   reportingCurrency: string,
   zone: string,
+) =>
+  addSliceMoves(
+    ws,
+    merchantId,
+    generation,
+    contributionChange(before, after, reportingCurrency, zone),
+    segmentsOf(before, reportingCurrency),
+  );
+
+/** The sales moves of a change of the customer's bookings, in `money` (a generation's settings). */
+const addSalesMoves = (
+  ws: WriteSet,
+  merchantId: string,
+  generation: number,
+  customerId: number,
+  before: BookingLines,
+  after: BookingLines,
+  money: Money,
 ) => {
-  const had = new Set(segmentsOf(before, reportingCurrency).map((s) => `${s.dimension}#${s.value}`));
-  for (const { segment, moves: slice } of contributionChange(before, after, reportingCurrency, zone)) {
+  if (before === after) return;
+  const was = ordersOfBookings(before, customerId);
+  const moved = salesChange(was, ordersOfBookings(after, customerId), money);
+  addSliceMoves(
+    ws,
+    merchantId,
+    generation,
+    moved.map(({ segment, moves }) => ({ segment, moves: salesIds(moves) })),
+    [...new Map([...was.values()].flatMap(orderSegments).map((g) => [`${g.dimension}#${g.value}`, g])).values()],
+  );
+};
+
+/** Sales figures as moves among the MRR ones: each item's id prefixed (`aggregateKey` routes it to the sales partitions). */
+export const salesIds = (figures: Contributions): Contributions => new Map([...figures].map(([id, attrs]) => [`${SALES_ID}${id}`, attrs]));
+
+/**
+ * Moves of a change in generation `generation` (ADD deltas per slice), and what a segment new to
+ * this customer (not among `had`) adds: its registry entry in that generation (its retirement finds
+ * its items by it) and, for a plan, the merchant's plan list.
+ */
+const addSliceMoves = (ws: WriteSet, merchantId: string, generation: number, moved: SegmentMoves[], had: Segment[]) => {
+  const known = new Set(had.map((s) => `${s.dimension}#${s.value}`));
+  for (const { segment, moves: slice } of moved) {
     // A change reaching far back may move more aggregates than one transaction holds: the excess
     // waits in pending-moves items that every read adds in (exact from the next read on).
     for (const [id, attrs] of slice) {
       const u = ws
         .update('metrics', aggregateKey(merchantId, id, ws.shard, segment, generation))
         .spillable(pendingHome(merchantId, id, ws.shard, segment, generation));
-      for (const [attr, delta] of attrs) u.add(STORED_ATTR[attr] ?? attr, delta);
+      for (const [attr, delta] of attrs) u.add(storedAttr(id, attr), delta);
     }
-    if (!segment || had.has(`${segment.dimension}#${segment.value}`)) continue;
+    if (!segment || known.has(`${segment.dimension}#${segment.value}`)) continue;
     const [entry] = segmentRegistryPuts(merchantId, generation, [segment], ws.shard);
     if (!ws.has(entry)) ws.put('segment', entry);
     // A plan new to this customer's figures joins the merchant's plan list (sharded like the aggregates).
@@ -292,6 +394,9 @@ const addMoves = (
       ws.update('plan', keys.plan(merchantId, segment.value, ws.shard)).set('plan', segment.value);
   }
 };
+
+/** The attribute a figure is stored under: the MRR figures' short names (`STORED_ATTR`); the sales figures' as they are. */
+export const storedAttr = (id: string, attr: string) => (id.startsWith(SALES_ID) ? attr : (STORED_ATTR[attr] ?? attr));
 
 const hasPlan = (tl: Timeline, plan: string) => Object.values(tl).some((pts) => pts.some((p) => p[3]?.[0] === plan));
 /** The plans the points of `lines` (all of them by default) of a timeline are tagged with. */
@@ -631,4 +736,61 @@ export const customerNames = async (merchantId: string, ids: number[]): Promise<
     ['id', 'email', 'name'],
   );
   return new Map([...found.values()].map((c) => [Number(c.id), { email: c.email, name: c.name ?? null }]));
+};
+
+/** Sort-key ranges `[lo, hi]` of a sales read (booking days or months, payment-method days, cohort months). */
+export type SalesRanges = [lo: string, hi: string][];
+
+/**
+ * The sales items of one stored slice (the whole: null) in `ranges`, summed over the 8 shards, as
+ * of one state (`oneState`): in each shard's partition one Query a range and one of its pending
+ * moves (kept before every month, `M#0000-00#P#…`), all at once, strongly consistent. Pending moves
+ * count as the items they are for.
+ */
+export const readSalesFigures = async (
+  merchantId: string,
+  generation: number,
+  segment: Segment | null,
+  ranges: SalesRanges,
+): Promise<Map<string, Map<string, Decimal>>> => {
+  const prefix = salesShardPartition(merchantId, segment, generation, 0).slice(0, -3);
+  const read = await oneState(merchantId, generation, async (shards) =>
+    (
+      await Promise.all(
+        partitionsOf({ sharded: [prefix], generation }, shards).flatMap(({ partition, shard }) =>
+          [[`M#${PENDING_MONTH}#`, `M#${PENDING_MONTH}#~`] as [string, string], ...ranges].map(async ([lo, hi]) =>
+            (
+              await queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, [])
+            ).map((item) => ({ shard: shard!, item })),
+          ),
+        ),
+      )
+    ).flat(),
+  );
+  const out = new Map<string, Map<string, Decimal>>();
+  const add = (sk: string, attrs: Record<string, unknown>) => {
+    for (const [attr, v] of Object.entries(attrs)) {
+      if (!isSalesAttr(attr) || v === undefined || v === null) continue;
+      let m = out.get(sk);
+      if (!m) out.set(sk, (m = new Map()));
+      const d = new ExactDecimal(String(v));
+      const was = m.get(attr);
+      m.set(attr, was ? was.plus(d) : d);
+    }
+  };
+  for (const item of read) {
+    if (isPending(item)) for (const [sk, adds] of pendingMovesOf(item)) add(sk, adds);
+    else add(String(item.sk), item);
+  }
+  return out;
+};
+
+/** The orders of customers as their bookings (stored with their timelines) say: their heads 100 a BatchGetItem, chunked ones a Query more. */
+export const customersOrders = async (merchantId: string, ids: number[]): Promise<SaleOrder[]> => {
+  const out: SaleOrder[] = [];
+  for (let i = 0; i < ids.length; i += 100) {
+    const states = await readTimelines(merchantId, ids.slice(i, i + 100));
+    for (const [id, state] of states) out.push(...ordersOfBookings(state.bookings, id).values());
+  }
+  return out;
 };

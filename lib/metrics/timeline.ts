@@ -2,6 +2,7 @@ import Decimal from 'decimal.js';
 import { DEFAULT_TIMEZONE, localDateOfIso } from '#lib/shared/zone';
 import { timestampPlusMonths } from '#lib/shared/time';
 import { keyText } from '#lib/shared/key-text';
+import type { SalesDimension } from '#lib/metrics/bookings';
 
 /**
  * A customer's MRR timeline (docs/metrics.md), pure. The customer's MRR is the sum of its lines; each
@@ -125,7 +126,9 @@ export type Contributions = Map<string, Map<string, Decimal>>;
 export const addContribution = (out: Contributions, item: string, attr: string, v: Decimal) => {
   if (v.isZero()) return;
   const attrs = out.get(item) ?? new Map<string, Decimal>();
-  attrs.set(attr, (attrs.get(attr) ?? ZERO).plus(v));
+  // The first amount sets the precision of the sum (the sales figures' are 100-digit: lib/metrics/bookings.ts).
+  const was = attrs.get(attr);
+  attrs.set(attr, was ? was.plus(v) : v);
   out.set(item, attrs);
 };
 
@@ -236,7 +239,8 @@ export const UNCONVERTED_ATTR = /^u([A-Z]{3})$/;
 /** A slice of the figures (docs/metrics.md, "Segments"): one plan, one billing cycle or one currency. */
 export const SEGMENT_DIMENSIONS = ['plan', 'billing_cycle', 'currency'] as const;
 export type SegmentDimension = (typeof SEGMENT_DIMENSIONS)[number];
-export type Segment = { dimension: SegmentDimension; value: string };
+/** A stored slice's segment: the MRR figures' dimensions, or the sales figures' (lib/metrics/bookings.ts). */
+export type Segment = { dimension: SegmentDimension | SalesDimension; value: string };
 
 /**
  * The timeline a figure reads: the lines in the figure's currency (a currency segment's, in it;
@@ -405,6 +409,13 @@ export const addToSlices = (slices: Map<string, Slice>, tl: Timeline, reportingC
     slices.set(sliceId(segment), slice);
     addContributions(slice.target, contributions(tl, reportingCurrency, segment, zone));
   }
+};
+
+/** Adds figures to one slice of `slices` (the whole: segment null), made when first named. */
+export const addToSlice = (slices: Map<string, Slice>, segment: Segment | null, figures: Contributions) => {
+  const slice = slices.get(sliceId(segment)) ?? { segment, target: new Map() };
+  slices.set(sliceId(segment), slice);
+  addContributions(slice.target, figures);
 };
 
 /** The segments a timeline has points in (the reporting currency's is the whole). */

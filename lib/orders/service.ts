@@ -9,7 +9,15 @@ import { InvalidError, NotFoundError } from '#lib/errors';
 import { addCustomerCreate, customerIdsByEmail, customersByIds } from '#lib/customers/store';
 import { addCustomerFigures, requireLiveCustomer } from '#lib/customers/figures';
 import type { CustomerItem } from '#lib/customers/model';
-import { addTimelineChange, customersWithTimelines, EMPTY_TIMELINE, generationSettings, orderTimeline } from '#lib/metrics';
+import {
+  addTimelineChange,
+  customersWithTimelines,
+  EMPTY_TIMELINE,
+  generationSettings,
+  orderTimeline,
+  saleOf,
+  withBooking,
+} from '#lib/metrics';
 import { addOutboxEvent } from '#lib/outbox/store';
 import { addIdempotencyRecord, isLive, replay as replayRecord, requestHash, type IdempotencyRecord } from '#lib/db/idempotency';
 import { emptyPage } from '#lib/shared/pagination';
@@ -131,7 +139,16 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
         created_at: at,
       });
     }
-    await addTimelineChange(ws, merchantId, auth, customer.id, timeline, orderTimeline(timeline.timeline, order.order_no, order));
+    await addTimelineChange(
+      ws,
+      merchantId,
+      auth,
+      customer.id,
+      timeline,
+      orderTimeline(timeline.timeline, order.order_no, order),
+      undefined,
+      withBooking(timeline.bookings, order.order_no, saleOf(order)),
+    );
     try {
       await ws.commit();
       return { status: 201, body, replayed: false };
@@ -168,7 +185,16 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
     addAggregateDeltas(ws, merchantId, order, after);
     const presented = presentOrder(after, customer);
     addOutboxEvent(ws, merchantId, webhook, presented, at);
-    await addTimelineChange(ws, merchantId, auth, order.customer_id, timeline, orderTimeline(timeline.timeline, order.order_no, after));
+    await addTimelineChange(
+      ws,
+      merchantId,
+      auth,
+      order.customer_id,
+      timeline,
+      orderTimeline(timeline.timeline, order.order_no, after),
+      undefined,
+      withBooking(timeline.bookings, order.order_no, saleOf(after)),
+    );
     await ws.commit();
     return presented;
   });

@@ -1,8 +1,7 @@
 import * as z from 'zod';
 import { currency } from '#lib/shared/fields';
-import { dayParam, INTERVALS, METADATA_FILTERS_MAX, monthParam, onlyKnown } from '#lib/metrics';
+import { dayParam, INTERVALS, METADATA_FILTERS_MAX, monthParam, NO_PAYMENT_METHOD, onlyKnown } from '#lib/metrics';
 import { BILLING_CYCLES, ORDER_SOURCES, PAYMENT_METHODS } from '#lib/orders/schemas';
-import { NO_PAYMENT_METHOD } from '#lib/sales/rules';
 
 export const SALES_PAYMENT_METHODS = [...PAYMENT_METHODS, NO_PAYMENT_METHOD] as const;
 

@@ -1,15 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  customerSales,
-  inSegment,
-  merchantSales,
-  type Money,
-  paymentMethodTable,
-  purchaseCohortTable,
-  type SaleOrder,
-  salesSeries,
-} from '#lib/sales/rules';
+import { customerSales, inSegment, merchantSales, type Money, type SaleOrder } from '#lib/metrics/bookings';
+import { paymentMethodTable, purchaseCohortTable, salesSeries } from '#lib/sales/rules';
 import type { RefInterval } from '../metrics/reference.ts';
 import { type RefOrder, type RefRateBook, refPaymentMethods, refPurchaseCohorts, refSales } from '../metrics/sales-reference.ts';
 
