@@ -3,7 +3,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { EventSourceMapping } from 'aws-cdk-lib/aws-lambda';
 import type { Queue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { churnReasonsPartition, cohortPartition, keys, metricsPartition } from '#lib/db/keys';
+import { churnReasonsPartition, cohortPartition, keys, metricsPartition, salesPartition } from '#lib/db/keys';
 import { PENDING_MOVES_ENTITY } from '#lib/db/writes';
 import { PENDING_MOVES_APPLIER_HANDLER } from '../paths.ts';
 import { ApiFunction, MERCHANT_ID_IAM_PATTERN, type TableAction } from './api-function.ts';
@@ -12,11 +12,13 @@ import { consumeTableStream, type StreamMappingSettings } from './stream-consume
 /**
  * The partitions pending-moves items live in, and whose aggregate items they move (a move stays in
  * its item's partition: lib/db/writes.ts), as `LeadingKeys` patterns: a merchant's MRR movements and
- * cohorts, whole or of one segment (`…#MRR#SEG#…`), and its churn by reason (lib/db/keys.ts).
+ * cohorts and its sales figures, whole or of one segment (`…#MRR#SEG#…`), and its churn by reason
+ * (lib/db/keys.ts).
  */
 export const PENDING_MOVES_PK_PATTERNS = [
   `${metricsPartition(MERCHANT_ID_IAM_PATTERN)}*`,
   `${cohortPartition(MERCHANT_ID_IAM_PATTERN)}*`,
+  `${salesPartition(MERCHANT_ID_IAM_PATTERN)}*`,
   `${churnReasonsPartition(MERCHANT_ID_IAM_PATTERN)}*`,
 ];
 
