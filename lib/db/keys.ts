@@ -212,9 +212,22 @@ export const cohortPartition = (merchantId: string, segment?: { dimension: strin
  */
 export const salesPartition = (merchantId: string, segment?: { dimension: string; value: string } | null, generation = 0): string =>
   `${m(merchantId)}#SALES${generationSuffix(generation)}${segmentSuffix(segment)}`;
-/** One shard's partition of the sales figures (`shard` taken modulo METRIC_SHARDS). */
-export const salesShardPartition = (merchantId: string, segment: Segmentish | undefined, generation: number, shard: number): string =>
-  `${salesPartition(merchantId, segment, generation)}#${padMetricShard(shard)}`;
+/**
+ * The kinds of sales items, each its own partitions, so every order write's items spread over three
+ * keys a shard: `B` the booking days and months, `Y` the payment-method days, `C` the cohort months.
+ */
+export const SALES_KINDS = ['B', 'Y', 'C'] as const;
+export type SalesKind = (typeof SALES_KINDS)[number];
+/** One shard's partition of one kind of the sales figures (`shard` taken modulo METRIC_SHARDS). */
+export const salesShardPartition = (
+  merchantId: string,
+  segment: Segmentish | undefined,
+  generation: number,
+  kind: SalesKind,
+  shard: number,
+): string => `${salesPartition(merchantId, segment, generation)}#${kind}#${padMetricShard(shard)}`;
+/** Every partition of a sales prefix: each kind's shards (what a rebuild or retire walks). */
+export const salesPartitions = (prefix: string): string[] => SALES_KINDS.flatMap((kind) => shardPartitions(`${prefix}#${kind}`));
 /** One shard's partition of the movements (`shard` taken modulo METRIC_SHARDS). */
 export const metricsShardPartition = (merchantId: string, segment: Segmentish | undefined, generation: number, shard: number): string =>
   `${metricsPartition(merchantId, segment, generation)}#${padMetricShard(shard)}`;

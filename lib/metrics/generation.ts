@@ -91,6 +91,24 @@ export const generationSettings = async (
   };
 };
 
+/**
+ * The rates item of one currency in `generation`, for a caller that reads it with its own first
+ * items (an order write knows its currency before it reads anything); `rememberRates` files what was
+ * found in the memo `generationSettings` then takes it from.
+ */
+export const ratesKey = (merchantId: string, generation: number, currency: string): Key =>
+  keys.generationRates(merchantId, generation, currency);
+export const rememberRates = (
+  memo: SettingsMemo,
+  merchantId: string,
+  generation: number,
+  currency: string,
+  found: Map<string, Record<string, unknown>>,
+) => {
+  const item = found.get(keyId(keys.generationRates(merchantId, generation, currency))) as { rates?: Record<string, string> } | undefined;
+  memo.set(memoKey(generation, currency), new Map(Object.entries(item?.rates ?? {})));
+};
+
 /** Every setting of `generation` (its settings partition, one Query): what a recount counts it in, what a rebuild corrects it in. */
 export const readGenerationSettings = async (merchantId: string, generation: number): Promise<GenerationSettings> => {
   const items = await queryAll<{ sk: string; zone?: string; rates?: Record<string, string> }>(

@@ -33,7 +33,7 @@ export {
   wasPaid,
   withBooking,
 } from '#lib/metrics/bookings';
-export { generationSettings, type SettingsMemo, settingsItems } from '#lib/metrics/generation';
+export { generationSettings, ratesKey, rememberRates, type SettingsMemo, settingsItems } from '#lib/metrics/generation';
 export { orderTimeline, recordedLine, subscriptionTimeline } from '#lib/metrics/lines';
 export { movementRow, resolveCohortRange, resolveRange } from '#lib/metrics/rules';
 export {

@@ -9,6 +9,7 @@ import {
   keys,
   metricsPartition,
   salesPartition,
+  salesPartitions,
   shardPartitions,
 } from '#lib/db/keys';
 import { pagesOf, queryAll } from '#lib/db/query';
@@ -236,7 +237,7 @@ export const rebuildMerchantAggregates = async (merchantId: string, repairCustom
     [
       ...shardPartitions(metricsPartition(merchantId, segment, generation)).map((p) => ['metrics', p]),
       ...shardPartitions(cohortPartition(merchantId, segment, generation)).map((p) => ['cohort', p]),
-      ...shardPartitions(salesPartition(merchantId, segment, generation)).map((p) => ['sales', p]),
+      ...salesPartitions(salesPartition(merchantId, segment, generation)).map((p) => ['sales', p]),
       ...(segment ? [] : [['reasons', churnReasonsPartition(merchantId, generation)]]),
     ] as ['metrics' | 'cohort' | 'reasons' | 'sales', string][];
   for (const { segment } of targets.values()) {

@@ -13,6 +13,7 @@ import {
   METRIC_SHARDS,
   metricsPartition,
   salesPartition,
+  salesPartitions,
   shardPartitions,
   type Key,
 } from '#lib/db/keys';
@@ -30,6 +31,8 @@ import {
   pendingHome,
   readTimelines,
   recountedAsRead,
+  SALES_ID,
+  SALES_REGISTRY,
   salesIds,
   segmentRegistryPuts,
   storedAttr,
@@ -272,11 +275,16 @@ const commitCount = async (
       addToSlice(slices, segment, salesIds(figures));
   }
   // Each segment the next generation has is registered before any of its items (its retirement finds them so).
-  const segments = [...slices.values()].flatMap((s) => (s.segment ? [s.segment] : []));
-  const fresh = segments.filter((s) => !seen.has(`${s.dimension}#${s.value}`));
-  if (fresh.length) {
-    await writeAll(segmentRegistryPuts(merchantId, to, fresh, ws.shard).map((put) => ({ put })));
-    for (const s of fresh) seen.add(`${s.dimension}#${s.value}`);
+  // A slice holding sales items is registered as a sales segment, one holding MRR items as an MRR one (or both).
+  for (const sales of [false, true]) {
+    const segments = [...slices.values()].flatMap((s) =>
+      s.segment && [...s.target.keys()].some((id) => id.startsWith(SALES_ID) === sales) ? [s.segment] : [],
+    );
+    const named = (s: Segment) => `${sales ? SALES_REGISTRY : ''}${s.dimension}#${s.value}`;
+    const fresh = segments.filter((s) => !seen.has(named(s)));
+    if (!fresh.length) continue;
+    await writeAll(segmentRegistryPuts(merchantId, to, fresh, ws.shard, sales).map((put) => ({ put })));
+    for (const s of fresh) seen.add(named(s));
   }
   for (const { segment, target } of slices.values())
     for (const [id, attrs] of target) {
@@ -391,20 +399,21 @@ const partitionsOf = async (merchantId: string, generation: number, successor?: 
       )
     ).flat();
   const registered = [...(await registry(generation)), ...(successor === undefined ? [] : await registry(successor))];
-  const segments = [...new Set(registered.map((r) => r.sk))].sort().map((sk): Segment => {
+  const named = [...new Set(registered.map((r) => r.sk))].sort().map((sk) => {
     const [dimension, ...value] = sk.split('#');
-    return { dimension: dimension as Segment['dimension'], value: value.join('#') };
+    const sales = dimension.startsWith(SALES_REGISTRY);
+    return { sales, segment: { dimension: dimension.slice(sales ? SALES_REGISTRY.length : 0), value: value.join('#') } as Segment };
   });
   return [
     ...shardPartitions(metricsPartition(merchantId, null, generation)),
     ...shardPartitions(cohortPartition(merchantId, null, generation)),
-    ...shardPartitions(salesPartition(merchantId, null, generation)),
+    ...salesPartitions(salesPartition(merchantId, null, generation)),
     churnReasonsPartition(merchantId, generation),
-    ...segments.flatMap((s) => [
-      ...shardPartitions(metricsPartition(merchantId, s, generation)),
-      ...shardPartitions(cohortPartition(merchantId, s, generation)),
-      ...shardPartitions(salesPartition(merchantId, s, generation)),
-    ]),
+    ...named.flatMap(({ sales, segment: s }) =>
+      sales
+        ? salesPartitions(salesPartition(merchantId, s, generation))
+        : [...shardPartitions(metricsPartition(merchantId, s, generation)), ...shardPartitions(cohortPartition(merchantId, s, generation))],
+    ),
     ...Array.from({ length: METRIC_SHARDS }, (_, shard) => generationSegmentsPartition(merchantId, generation, shard)),
     keys.generationZone(merchantId, generation).pk,
   ];

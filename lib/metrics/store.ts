@@ -16,6 +16,7 @@ import {
   planCustomersPartition,
   plansPartition,
   salesShardPartition,
+  type SalesKind,
   TIMELINE_CHUNK_PREFIX,
   type Key,
 } from '#lib/db/keys';
@@ -168,11 +169,16 @@ export const recountedAsRead = (state: Pick<TimelineState, 'version' | 'recounte
         values: { ':v': state.version, ...(state.recounted === undefined ? {} : { ':rcd': state.recounted }) },
       };
 
-/** The registry items of `segments` in generation `generation` (lib/metrics/recount.ts retires a generation's segments by them). */
-export const segmentRegistryPuts = (merchantId: string, generation: number, segments: Segment[], shard: number) =>
+/**
+ * The registry items of `segments` in generation `generation` (lib/metrics/recount.ts retires a
+ * generation's segments by them): an MRR slice's by its dimension, a sales slice's by its dimension
+ * after `SALES_REGISTRY` (`sales.currency#USD`), so retiring reads only the partitions a slice has.
+ */
+export const SALES_REGISTRY = 'sales.';
+export const segmentRegistryPuts = (merchantId: string, generation: number, segments: Segment[], shard: number, sales = false) =>
   segments.map((s) => ({
-    ...keys.generationSegment(merchantId, generation, s.dimension, s.value, shard),
-    dimension: s.dimension,
+    ...keys.generationSegment(merchantId, generation, `${sales ? SALES_REGISTRY : ''}${s.dimension}`, s.value, shard),
+    dimension: `${sales ? SALES_REGISTRY : ''}${s.dimension}`,
     value: s.value,
   }));
 
@@ -207,7 +213,8 @@ export const timelinesFrom = async (
  */
 export const aggregateKey = (merchantId: string, id: string, shard: number, segment: Segment | null = null, generation = 0): Key => {
   // The sales figures' ids (`S` and the item's sort key: lib/metrics/bookings.ts).
-  if (id.startsWith(SALES_ID)) return { pk: salesShardPartition(merchantId, segment, generation, shard), sk: id.slice(SALES_ID.length) };
+  if (id.startsWith(SALES_ID))
+    return { pk: salesShardPartition(merchantId, segment, generation, salesKindOf(id), shard), sk: id.slice(SALES_ID.length) };
   if (id.startsWith('D#')) return keys.metricsDay(merchantId, id.slice(2), shard, segment, generation);
   if (id.startsWith('M#')) return keys.metricsMonth(merchantId, id.slice(2), shard, segment, generation);
   if (id.startsWith('R')) {
@@ -225,9 +232,16 @@ export const aggregateKey = (merchantId: string, id: string, shard: number, segm
 export const PENDING_MONTH = '0000-00';
 /** The prefix of a sales figure's id among a change's moves (the MRR ones start `D#`, `M#`, `C#`, `R`). */
 export const SALES_ID = 'S';
+/** The partition kind of a sales item (by its sort key's first letter: booking days and months, payment-method days, cohorts). */
+const salesKindOf = (id: string): SalesKind => {
+  const first = id.startsWith(SALES_ID) ? id[SALES_ID.length] : id[0];
+  return first === 'Y' ? 'Y' : first === 'C' ? 'C' : 'B';
+};
+/** Where a kind's pending moves are kept: before every item of its partition (the bookings', before every month). */
+const salesHome = (kind: SalesKind) => (kind === 'B' ? `M#${PENDING_MONTH}` : `${kind}#0000`);
 export const pendingHome = (merchantId: string, id: string, shard: number, segment: Segment | null = null, generation = 0): Key =>
   id.startsWith(SALES_ID)
-    ? { pk: salesShardPartition(merchantId, segment, generation, shard), sk: `M#${PENDING_MONTH}` }
+    ? { pk: salesShardPartition(merchantId, segment, generation, salesKindOf(id), shard), sk: salesHome(salesKindOf(id)) }
     : id.startsWith('C#')
       ? { pk: cohortShardPartition(merchantId, segment, generation, shard), sk: `${id.split('#')[1]}#${PENDING_MONTH}` }
       : id.startsWith('R')
@@ -364,6 +378,7 @@ const addSalesMoves = (
     generation,
     moved.map(({ segment, moves }) => ({ segment, moves: salesIds(moves) })),
     [...new Map([...was.values()].flatMap(orderSegments).map((g) => [`${g.dimension}#${g.value}`, g])).values()],
+    true,
   );
 };
 
@@ -375,7 +390,7 @@ export const salesIds = (figures: Contributions): Contributions => new Map([...f
  * this customer (not among `had`) adds: its registry entry in that generation (its retirement finds
  * its items by it) and, for a plan, the merchant's plan list.
  */
-const addSliceMoves = (ws: WriteSet, merchantId: string, generation: number, moved: SegmentMoves[], had: Segment[]) => {
+const addSliceMoves = (ws: WriteSet, merchantId: string, generation: number, moved: SegmentMoves[], had: Segment[], sales = false) => {
   const known = new Set(had.map((s) => `${s.dimension}#${s.value}`));
   for (const { segment, moves: slice } of moved) {
     // A change reaching far back may move more aggregates than one transaction holds: the excess
@@ -387,7 +402,7 @@ const addSliceMoves = (ws: WriteSet, merchantId: string, generation: number, mov
       for (const [attr, delta] of attrs) u.add(storedAttr(id, attr), delta);
     }
     if (!segment || known.has(`${segment.dimension}#${segment.value}`)) continue;
-    const [entry] = segmentRegistryPuts(merchantId, generation, [segment], ws.shard);
+    const [entry] = segmentRegistryPuts(merchantId, generation, [segment], ws.shard, sales);
     if (!ws.has(entry)) ws.put('segment', entry);
     // A plan new to this customer's figures joins the merchant's plan list (sharded like the aggregates).
     if (segment.dimension === 'plan' && !ws.has(keys.plan(merchantId, segment.value, ws.shard)))
@@ -460,19 +475,21 @@ export const standingsOf = async (
 
 /**
  * Customers (deleted ones included) and their timelines by id, in one BatchGetItem per 50
- * customers: order writes read the timeline with the customer they already read.
+ * customers: order writes read the timeline with the customer they already read (and `extra`
+ * items beside them, in `found`).
  */
-export const customersWithTimelines = async <C>(merchantId: string, ids: number[]) => {
+export const customersWithTimelines = async <C>(merchantId: string, ids: number[], extra: Key[] = []) => {
   const unique = [...new Set(ids)];
-  const found = await batchGet<Record<string, unknown>>(
-    unique.flatMap((id) => [keys.customer(merchantId, id), keys.customerTimeline(merchantId, id)]),
-  );
+  const found = await batchGet<Record<string, unknown>>([
+    ...unique.flatMap((id) => [keys.customer(merchantId, id), keys.customerTimeline(merchantId, id)]),
+    ...extra,
+  ]);
   const customers = new Map<number, C>();
   for (const id of unique) {
     const customer = found.get(keyId(keys.customer(merchantId, id)));
     if (customer) customers.set(id, customer as C);
   }
-  return { customers, timelines: await timelinesFrom(merchantId, found, unique) };
+  return { customers, timelines: await timelinesFrom(merchantId, found, unique), found };
 };
 
 const isPending = (item: AggregateItem) => item.moves !== undefined;
@@ -753,15 +770,18 @@ export const readSalesFigures = async (
   segment: Segment | null,
   ranges: SalesRanges,
 ): Promise<Map<string, Map<string, Decimal>>> => {
-  const prefix = salesShardPartition(merchantId, segment, generation, 0).slice(0, -3);
+  const queries = withPendingHomes(ranges);
   const read = await oneState(merchantId, generation, async (shards) =>
     (
       await Promise.all(
-        partitionsOf({ sharded: [prefix], generation }, shards).flatMap(({ partition, shard }) =>
-          withPendingHome(ranges).map(async ([lo, hi]) =>
+        shards.flatMap((shard) =>
+          queries.map(async ({ kind, range: [lo, hi] }) =>
             (
-              await queryAll<AggregateItem>({ partition, from: lo, to: hi, descending: false }, [])
-            ).map((item) => ({ shard: shard!, item })),
+              await queryAll<AggregateItem>(
+                { partition: salesShardPartition(merchantId, segment, generation, kind, shard), from: lo, to: hi, descending: false },
+                [],
+              )
+            ).map((item) => ({ shard, item })),
           ),
         ),
       )
@@ -789,11 +809,16 @@ export const readSalesFigures = async (
  * The ranges and the pending moves' home: a range of months is read from the home on (it sorts
  * before every month; the months before the range cost little), else the home is one Query more.
  */
-const withPendingHome = (ranges: SalesRanges): SalesRanges => {
-  const home = `M#${PENDING_MONTH}#`;
-  const months = ranges.findIndex(([lo]) => lo.startsWith('M#'));
-  if (months < 0) return [[home, `${home}~`], ...ranges];
-  return ranges.map(([lo, hi], i) => (i === months ? [home, hi] : [lo, hi]));
+const withPendingHomes = (ranges: SalesRanges): { kind: SalesKind; range: [string, string] }[] => {
+  const out: { kind: SalesKind; range: [string, string] }[] = [];
+  for (const kind of new Set(ranges.map(([lo]) => salesKindOf(lo)))) {
+    const home = `${salesHome(kind)}#`;
+    const own = ranges.filter(([lo]) => salesKindOf(lo) === kind);
+    const months = own.findIndex(([lo]) => lo.startsWith('M#'));
+    if (months < 0) out.push({ kind, range: [home, `${home}~`] });
+    for (const [i, [lo, hi]] of own.entries()) out.push({ kind, range: i === months ? [home, hi] : [lo, hi] });
+  }
+  return out;
 };
 
 /** The orders of customers as their bookings (stored with their timelines) say: their heads 100 a BatchGetItem, chunked ones a Query more. */

@@ -15,6 +15,9 @@ import {
   EMPTY_TIMELINE,
   generationSettings,
   orderTimeline,
+  ratesKey,
+  rememberRates,
+  type SettingsMemo,
   saleOf,
   withBooking,
 } from '#lib/metrics';
@@ -71,6 +74,9 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
   const emailKey = keys.customerEmail(merchantId, input.customer_email);
   const orderKey = keys.order(merchantId, input.order_no);
   const idemKey = opts.idempotencyKey ? keys.idempotency(merchantId, opts.idempotencyKey) : null;
+  // An order in another currency is converted when its figures are written: its rates come with the first read.
+  const currency = input.currency ?? 'TWD';
+  const rates = currency === auth.reportingCurrency ? null : ratesKey(merchantId, auth.generation, currency);
   let orderId: number | undefined;
 
   /**
@@ -87,7 +93,9 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
   };
 
   return retrying(async () => {
-    const found = await batchGet([...(idemKey ? [idemKey] : []), emailKey, orderKey]);
+    const found = await batchGet([...(idemKey ? [idemKey] : []), emailKey, orderKey, ...(rates ? [rates] : [])]);
+    const memo: SettingsMemo = new Map();
+    if (rates) rememberRates(memo, merchantId, auth.generation, currency, found);
     const at = formatTimestamp(now());
     const record = idemKey ? (found.get(keyId(idemKey)) as IdempotencyRecord | undefined) : undefined;
     if (isLive(record)) return replay(record, hash);
@@ -146,7 +154,7 @@ export const createOrder = async (auth: AuthContext, input: OrderInput, opts: { 
       customer.id,
       timeline,
       orderTimeline(timeline.timeline, order.order_no, order),
-      undefined,
+      memo,
       withBooking(timeline.bookings, order.order_no, saleOf(order)),
     );
     try {
@@ -175,8 +183,11 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
     const at = formatTimestamp(now());
     const after = rewriteOrder(merchantId, order, changes, at);
 
-    // The customer and its MRR timeline in one request.
-    const read = await customersWithTimelines<CustomerItem>(merchantId, [order.customer_id]);
+    // The customer and its MRR timeline in one request, with the rates of the order's currency when it is another.
+    const rates = order.currency === auth.reportingCurrency ? null : ratesKey(merchantId, auth.generation, order.currency);
+    const read = await customersWithTimelines<CustomerItem>(merchantId, [order.customer_id], rates ? [rates] : []);
+    const memo: SettingsMemo = new Map();
+    if (rates) rememberRates(memo, merchantId, auth.generation, order.currency, read.found);
     const customer = read.customers.get(order.customer_id);
     const timeline = read.timelines.get(order.customer_id)!;
     const ws = new WriteSet();
@@ -192,7 +203,7 @@ export const changeOrderStatus = async (auth: AuthContext, orderNo: string, patc
       order.customer_id,
       timeline,
       orderTimeline(timeline.timeline, order.order_no, after),
-      undefined,
+      memo,
       withBooking(timeline.bookings, order.order_no, saleOf(after)),
     );
     await ws.commit();

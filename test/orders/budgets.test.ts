@@ -48,6 +48,16 @@ describe('request budgets (DynamoDB requests per API call)', () => {
     });
     expect(replay.res.headers.get('idempotent-replayed')).toBe('true');
     expect(replay.requests).toBeLessThanOrEqual(3);
+    // An order in another currency is converted when written (its sales figures): its rates come with the first read.
+    const foreign = await api.counted('POST', '/orders', {
+      token,
+      body: { order_no: 'P-3', amount: '5', currency: 'USD', customer_email: 'new@example.com', status: 'paid' },
+    });
+    expect(foreign.res.status).toBe(201);
+    expect(foreign.requests).toBeLessThanOrEqual(6);
+    const refund = await api.counted('PATCH', '/orders/P-3', { token, body: { status: 'refunded' } });
+    expect(refund.res.status).toBe(200);
+    expect(refund.requests).toBeLessThanOrEqual(5);
   });
 
   it('POST /orders/batch of 100 new orders for 100 new customers ≤ 25', async () => {

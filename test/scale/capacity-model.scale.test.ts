@@ -550,3 +550,100 @@ describe('stats items late in the day, in 10 currencies', () => {
     expect(perKey).toBeLessThanOrEqual(PARTITION_KEY_BUDGET_WCU);
   }, 300_000);
 });
+
+/**
+ * Sales items late in a busy day (docs/scale.md, "Sales items"): a day of orders in 10 currencies,
+ * none with a rate (so each booking also leaves its currency's `u#` attributes), every payment method
+ * and status, then an order written at 23:59 and refunded, each priced on the sales keys it writes.
+ * Every sales item stays under its bound in bytes, and at full speed (500 order writes a second over
+ * the 8 shards) no sales key of the whole takes more than the budget.
+ */
+const SALES_ITEM_MAX_BYTES = 4_096;
+describe('sales items late in the day, in 10 currencies', () => {
+  it('every sales item stays bounded, and a late order write keeps each sales key within the budget', async () => {
+    const { db: client, tableName } = await import('#lib/db/client');
+    const { QueryCommand } = await import('@aws-sdk/lib-dynamodb');
+    const { METRIC_SHARDS, salesPartition, salesPartitions } = await import('#lib/db/keys');
+    const { itemSize } = await import('../support/write-limits.ts');
+    const { marshall } = await import('@aws-sdk/util-dynamodb');
+    const { merchantId, token } = await newMerchant();
+    const CURRENCIES = ['TWD', 'USD', 'EUR', 'JPY', 'GBP', 'AUD', 'CAD', 'SGD', 'HKD', 'CNY'];
+    const METHODS = ['credit_card', 'atm', 'cvs', 'wallet_a_pay', 'wallet_b_pay', 'wallet_c_pay', null];
+    const clock = fixedClock('2026-11-26T23:50:00Z');
+    // 960 orders over the day: every quarter-hour in every currency, methods and statuses in turn.
+    const orders = Array.from({ length: 960 }, (_, n) => {
+      const at = new Date(Date.parse('2026-11-26T00:00:00Z') + Math.floor(n / 10) * 900_000 + 60_000).toISOString().replace('.000Z', 'Z');
+      const status = (['paid', 'paid', 'refunded', 'failed', 'pending', 'cancelled'] as const)[n % 6];
+      return {
+        order_no: `day-${n}`,
+        amount: '1234.00',
+        currency: CURRENCIES[n % 10],
+        customer_email: `d${n % 97}@late.test`,
+        status,
+        payment_method: METHODS[n % METHODS.length],
+        created_at: at,
+        ...(status === 'paid' || status === 'refunded' ? { paid_at: at } : {}),
+        ...(status === 'refunded' ? { refunded_at: at } : {}),
+        ...(status === 'failed' ? { failed_at: at } : {}),
+      };
+    });
+    for (let i = 0; i < orders.length; i += 100) {
+      const r = await api.post('/orders/batch', token, { orders: orders.slice(i, i + 100) });
+      expect(r.status).toBe(200);
+      expect(r.body.data.results.failed).toEqual([]);
+    }
+    // The late order and its refund, priced.
+    clock.set('2026-11-26T23:59:00Z');
+    recorder = recordCapacity();
+    const late = await api.post('/orders', token, {
+      order_no: 'late-1',
+      amount: '99.00',
+      currency: 'EUR',
+      customer_email: 'late@late.test',
+      status: 'paid',
+      payment_method: 'wallet_c_pay',
+    });
+    expect(late.status).toBe(201);
+    const writes = [recorder.records.splice(0)];
+    expect((await api.patch('/orders/late-1', token, { status: 'refunded' })).status).toBe(200);
+    writes.push(recorder.records.splice(0));
+    recorder.uninstall();
+    recorder = undefined;
+    const prefix = salesPartition(merchantId);
+    const perWrite = writes.map((records) => {
+      const byKey = new Map<string, number>();
+      for (const r of records) if (r.key.startsWith(`table ${prefix}#`)) byKey.set(r.key, (byKey.get(r.key) ?? 0) + r.wcu);
+      return byKey;
+    });
+    const hottest = Math.max(...perWrite.flatMap((m) => [...m.values()]));
+    const sizes = (
+      await Promise.all(
+        salesPartitions(prefix).map(async (pk) => {
+          const { Items } = await client().send(
+            new QueryCommand({
+              TableName: tableName(),
+              KeyConditionExpression: 'pk = :pk',
+              ExpressionAttributeValues: { ':pk': pk },
+              ConsistentRead: true,
+            }),
+          );
+          return (Items ?? []).map((i) => [`${pk.slice(prefix.length)} ${String(i.sk)}`, itemSize(marshall(i) as never)] as const);
+        }),
+      )
+    ).flat();
+    console.info(
+      `sales items late in the day, 10 currencies: per write WCU on each sales key ${perWrite.map((m) => JSON.stringify(Object.fromEntries([...m].map(([k, v]) => [k.slice(`table ${prefix}`.length), v])))).join(' / ')}; largest items: ${[
+        ...sizes,
+      ]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 4)
+        .map(([sk, b]) => `${sk} ${b}`)
+        .join(', ')}`,
+    );
+    expect(sizes.length).toBeGreaterThan(3);
+    expect(sizes.filter(([, bytes]) => bytes > SALES_ITEM_MAX_BYTES)).toEqual([]);
+    // At full speed each shard takes 1/8 of the merchant's order writes, each at most the hottest write's WCU on one key.
+    const perKey = (TARGET.orderWritesPerSecond / METRIC_SHARDS) * hottest;
+    expect(perKey).toBeLessThanOrEqual(PARTITION_KEY_BUDGET_WCU);
+  }, 300_000);
+});

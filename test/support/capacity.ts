@@ -104,9 +104,9 @@ export const recordCapacity = (): CapacityRecorder => {
 const counterFamily = (key: string): { family: string; shards: number } | undefined => {
   const counter = /^(table M#[^#]+#(?:TOTALS|FIGURES|STATS#\d{4}-\d{2}))#\d{3}$/.exec(key)?.[1];
   if (counter) return { family: counter, shards: COUNTER_SHARDS };
-  // The MRR and cohort aggregates of the whole or a segment, the pending-moves backlog counts and a
+  // The MRR, cohort and sales aggregates of the whole or a segment, the pending-moves backlog counts and a
   // generation's segment registry, one partition key per metric shard.
-  const metric = /^(table M#[^#]+#(?:MRR|COHORT)(?:#.*)?|table M#[^#]+#PENDING|table M#[^#]+#G\d+#SEGMENTS)#\d{2}$/.exec(key)?.[1];
+  const metric = /^(table M#[^#]+#(?:MRR|COHORT|SALES)(?:#.*)?|table M#[^#]+#PENDING|table M#[^#]+#G\d+#SEGMENTS)#\d{2}$/.exec(key)?.[1];
   if (metric) return { family: metric, shards: METRIC_SHARDS };
   // The customer search index, one partition key per shard of customer ids.
   const search = /^(gsi4 M#[^#]+#CUSTOMERS)#\d$/.exec(key)?.[1];

@@ -1,6 +1,6 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
-import { churnReasonsPartition, cohortPartition, metricsPartition, salesPartition, shardPartitions } from '#lib/db/keys';
+import { churnReasonsPartition, cohortPartition, metricsPartition, salesPartition, salesPartitions, shardPartitions } from '#lib/db/keys';
 import { PENDING_MOVES_ENTITY } from '#lib/db/writes';
 
 type Segment = { dimension: string; value: string };
@@ -17,7 +17,7 @@ export const pendingItemsOf = async (merchantId: string, segments: Segment[] = [
     ...[null, ...segments].flatMap((s) => [
       ...shardPartitions(metricsPartition(merchantId, s)),
       ...shardPartitions(cohortPartition(merchantId, s)),
-      ...shardPartitions(salesPartition(merchantId, s)),
+      ...salesPartitions(salesPartition(merchantId, s)),
     ]),
     churnReasonsPartition(merchantId),
   ];
