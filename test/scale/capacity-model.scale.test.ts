@@ -592,6 +592,15 @@ describe('sales items late in the day, in 10 currencies', () => {
       expect(r.status).toBe(200);
       expect(r.body.data.results.failed).toEqual([]);
     }
+    // The day's moves applied (the applier's work), so the late write meets the day's items full.
+    const segments = [
+      ...METHODS.map((m) => ({ dimension: 'payment_method', value: m ?? 'none' })),
+      ...['api', 'import'].map((value) => ({ dimension: 'source', value })),
+      { dimension: 'billing_cycle', value: 'one-time' },
+      ...CURRENCIES.map((value) => ({ dimension: 'currency', value })),
+    ];
+    for (const item of await pendingItemsOf(merchantId, segments)) await applyPending({ pk: item.pk, sk: item.sk });
+    expect(await pendingItemsOf(merchantId, segments)).toEqual([]);
     // The late order and its refund, priced.
     clock.set('2026-11-26T23:59:00Z');
     recorder = recordCapacity();
@@ -645,5 +654,33 @@ describe('sales items late in the day, in 10 currencies', () => {
     // At full speed each shard takes 1/8 of the merchant's order writes, each at most the hottest write's WCU on one key.
     const perKey = (TARGET.orderWritesPerSecond / METRIC_SHARDS) * hottest;
     expect(perKey).toBeLessThanOrEqual(PARTITION_KEY_BUDGET_WCU);
+    // Here the day's orders spread over the shards; at full speed every shard meets every currency and
+    // method. An item holding every shard's attributes at once prices that: the late write's two
+    // booking items (day and month) on its key, inside a transaction, must still fit the budget.
+    const union = await Promise.all(
+      ['D#2026-11-26', 'M#2026-11', 'Y#2026-11-26'].map(async (sk) => {
+        const kind = sk.startsWith('Y') ? 'Y' : 'B';
+        const attrs: Record<string, unknown> = {};
+        for (const pk of salesPartitions(prefix).filter((p) => p.includes(`#${kind}#`))) {
+          const { Items } = await client().send(
+            new QueryCommand({
+              TableName: tableName(),
+              KeyConditionExpression: 'pk = :pk AND sk = :sk',
+              ExpressionAttributeValues: { ':pk': pk, ':sk': sk },
+              ConsistentRead: true,
+            }),
+          );
+          Object.assign(attrs, Items?.[0] ?? {});
+        }
+        return [sk, itemSize(marshall(attrs) as never)] as const;
+      }),
+    );
+    const units = (bytes: number) => Math.ceil(bytes / 1024);
+    const bookingKeyWcu = 2 * (units(union[0][1]) + units(union[1][1]));
+    console.info(
+      `sales items with every shard's attributes: ${union.map(([sk, b]) => `${sk} ${b} B`).join(', ')}; booking key ${bookingKeyWcu} WCU a write, ${(TARGET.orderWritesPerSecond / METRIC_SHARDS) * bookingKeyWcu} WCU/s at full speed`,
+    );
+    expect(union.filter(([, bytes]) => bytes > SALES_ITEM_MAX_BYTES)).toEqual([]);
+    expect((TARGET.orderWritesPerSecond / METRIC_SHARDS) * bookingKeyWcu).toBeLessThanOrEqual(PARTITION_KEY_BUDGET_WCU);
   }, 300_000);
 });
