@@ -1,6 +1,15 @@
 import { parse } from 'csv-parse/sync';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { fixedClock, resetClock } from '#lib/clock';
+import { db, tableName } from '#lib/db/client';
+import { generationSegmentsPartition, keys, METRIC_SHARDS, salesPartition, salesPartitions } from '#lib/db/keys';
+import { queryAll } from '#lib/db/query';
+import { repairCustomer } from '#lib/customers/repair';
+import { getMerchant } from '#lib/merchants/store';
+import { generationOf } from '#lib/merchants/rules';
+import { rebuildMerchantAggregates } from '#lib/metrics/rebuild';
+import { lastCustomerId } from '#lib/metrics/store';
 import { newMerchant, ok, useApi } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
 import type { RefInterval } from '../metrics/reference.ts';
@@ -301,4 +310,55 @@ describe('sales reads', () => {
     await refused('/metrics/purchase-cohorts?start_month=2023-01&end_month=2026-01', 'end_month', /36 months/);
     await refused('/metrics/purchase-cohorts?start_month=2026-13', 'start_month', /YYYY-MM/);
   });
+});
+
+/**
+ * The shop as an earlier version left it: orders with no bookings kept with their customers (a
+ * customer with one-time orders only had no timeline head at all) and no sales items.
+ */
+const forgetSales = async (merchantId: string) => {
+  const merchant = await getMerchant(merchantId);
+  const generation = merchant ? generationOf(merchant) : 0;
+  for (let id = 1; id <= (await lastCustomerId(merchantId)); id++) {
+    const key = keys.customerTimeline(merchantId, id);
+    const { Item } = await db().send(new GetCommand({ TableName: tableName(), Key: key, ConsistentRead: true }));
+    if (!Item) continue;
+    const lines = Object.fromEntries(Object.entries(JSON.parse(String(Item.lines))).filter(([line]) => !line.startsWith('B')));
+    if (!Object.keys(lines).length) await db().send(new DeleteCommand({ TableName: tableName(), Key: key }));
+    else await db().send(new PutCommand({ TableName: tableName(), Item: { ...Item, lines: JSON.stringify(lines) } }));
+  }
+  const registry = (
+    await Promise.all(
+      Array.from({ length: METRIC_SHARDS }, (_, s) =>
+        queryAll<{ dimension: string; value: string }>({ partition: generationSegmentsPartition(merchantId, generation, s) }, [
+          'dimension',
+          'value',
+        ]),
+      ),
+    )
+  ).flat();
+  const segments = [
+    null,
+    ...registry.filter((r) => r.dimension.startsWith('sales.')).map((r) => ({ dimension: r.dimension.slice(6), value: r.value })),
+  ];
+  expect(segments.length).toBeGreaterThan(4);
+  for (const segment of segments)
+    for (const partition of salesPartitions(salesPartition(merchantId, segment, generation)))
+      for (const item of await queryAll<{ pk: string; sk: string }>({ partition }, ['pk', 'sk']))
+        await db().send(new DeleteCommand({ TableName: tableName(), Key: { pk: item.pk, sk: item.sk } }));
+};
+
+describe('sales figures of orders written before bookings were kept', () => {
+  it('ops metrics rebuild gives every customer its bookings from its orders, and the figures are the reference again', async () => {
+    const { token, merchantId } = await shop();
+    const orders = await expectAllAsReference(token);
+    await forgetSales(merchantId);
+    const forgotten = await ok(api.get('/metrics/sales?start_date=2026-01-01&end_date=2026-03-20', token));
+    expect(forgotten.summary.orders).toBe(0);
+    const report = await rebuildMerchantAggregates(merchantId, repairCustomer);
+    // Every customer with orders is written again: its bookings.
+    expect(report.timelines_rederived).toBe(new Set(orders.map((o) => o.customer_id)).size);
+    await expectAllAsReference(token);
+    expect(await rebuildMerchantAggregates(merchantId, repairCustomer)).toMatchObject({ timelines_rederived: 0, aggregates_corrected: 0 });
+  }, 120_000);
 });
