@@ -126,6 +126,25 @@ const rederiveLines = async (merchantId: string, reportingCurrency: string, cust
   return next;
 };
 
+/** Orders whose bookings one rebuild write sets at most (about 260 KB of entries, 8 chunks). */
+const BOOKINGS_PER_WRITE = 2_000;
+
+/** `current` with up to `n` of the lines that differ from `target` made as there (the same object when none differ). */
+const towards = (current: BookingLines, target: BookingLines, n: number): BookingLines => {
+  const differing = [
+    ...Object.keys(target).filter((line) => !sameBookings({ [line]: target[line] }, current[line] ? { [line]: current[line] } : {})),
+    ...Object.keys(current).filter((line) => target[line] === undefined),
+  ];
+  if (!differing.length) return current;
+  if (differing.length <= n && Object.keys(current).length === 0) return target;
+  const next = { ...current };
+  for (const line of differing.slice(0, n)) {
+    if (target[line]) next[line] = target[line];
+    else delete next[line];
+  }
+  return next;
+};
+
 /**
  * The customer's bookings from its orders as they now are: the order numbers its index lists, each
  * order then read by key (strongly consistent; an order moved to another customer meanwhile is not
@@ -153,7 +172,11 @@ export type RepairCustomer = (
   customer: Record<string, unknown>,
 ) => Promise<{ ltv_parts_written: number; search_keys_added: number; index_entries_added: number }>;
 
-export const rebuildMerchantAggregates = async (merchantId: string, repairCustomer: RepairCustomer): Promise<RebuildReport> => {
+export const rebuildMerchantAggregates = async (
+  merchantId: string,
+  repairCustomer: RepairCustomer,
+  { bookingsPerWrite = BOOKINGS_PER_WRITE }: { bookingsPerWrite?: number } = {},
+): Promise<RebuildReport> => {
   const { Item: seq } = await db().send(new GetCommand({ TableName: tableName(), Key: keys.sequences(merchantId), ConsistentRead: true }));
   const lastCustomerId = Number(seq?.customer ?? 0);
 
@@ -197,20 +220,25 @@ export const rebuildMerchantAggregates = async (merchantId: string, repairCustom
           zone,
         );
         if (firstDifference(state.timeline, current) !== null || state.zone !== zone || !sameBookings(state.bookings, booked)) {
+          // The bookings go BOOKINGS_PER_WRITE at a time (a customer of 100,000 orders too: each write holds its chunks).
           await retrying(async () => {
-            const fresh = (await timelinesFrom(merchantId, await batchGet([keys.customerTimeline(merchantId, id)]), [id])).get(id)!;
-            const ws = new WriteSet();
-            await addTimelineChange(
-              ws,
-              merchantId,
-              { reportingCurrency, timezone: zone, generation, ...(recount === undefined ? {} : { recount }) },
-              id,
-              fresh,
-              await rederiveLines(merchantId, reportingCurrency, id, fresh.timeline),
-              undefined,
-              sameBookings(fresh.bookings, booked) ? fresh.bookings : booked,
-            );
-            await ws.commit();
+            for (;;) {
+              const fresh = (await timelinesFrom(merchantId, await batchGet([keys.customerTimeline(merchantId, id)]), [id])).get(id)!;
+              const next = towards(fresh.bookings, booked, bookingsPerWrite);
+              const ws = new WriteSet();
+              await addTimelineChange(
+                ws,
+                merchantId,
+                { reportingCurrency, timezone: zone, generation, ...(recount === undefined ? {} : { recount }) },
+                id,
+                fresh,
+                await rederiveLines(merchantId, reportingCurrency, id, fresh.timeline),
+                undefined,
+                next,
+              );
+              await ws.commit();
+              if (next === booked || sameBookings(next, booked)) return;
+            }
           });
           linesRederived += 1;
         }
