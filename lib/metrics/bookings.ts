@@ -217,7 +217,13 @@ const addMethodDay = (out: SalesFigures, o: SaleOrder, money: Money) => {
  * in; its second counted paid order makes it a repeater from that month on. A customer whose first
  * paid order cannot be converted leaves all its paid orders to `unconverted`.
  */
-const addCohortMonths = (out: SalesFigures, orders: readonly SaleOrder[], first: SaleOrder | undefined, money: Money) => {
+const addCohortMonths = (
+  out: SalesFigures,
+  orders: readonly SaleOrder[],
+  first: SaleOrder | undefined,
+  money: Money,
+  months?: ReadonlySet<string>,
+) => {
   if (!first) return;
   const cohort = monthOf(first.paid_at!, money.zone);
   const counted = amountAt(first, first.paid_at!, money) !== null;
@@ -228,21 +234,27 @@ const addCohortMonths = (out: SalesFigures, orders: readonly SaleOrder[], first:
   for (const o of paid) {
     const month = monthOf(o.paid_at!, money.zone);
     const item = salesItem.cohort(cohort, month);
-    const amount = counted ? amountAt(o, o.paid_at!, money) : null;
-    if (amount === null) {
+    // Outside `months` only what decides the repeaters' month is followed (no amount is made).
+    const shown = !months || months.has(month);
+    if (!counted || !convertible(o, o.paid_at!, money)) {
+      if (!shown) continue;
       addTo(out, item, leftOutAttr(o.currency, 'orders'), 1);
       addTo(out, item, leftOutAttr(o.currency, 'gross_revenue'), o.amount);
       continue;
     }
-    addTo(out, item, 'orders', 1);
-    addTo(out, item, 'gross_revenue', amount);
-    if (!buyerMonths.has(month)) {
-      buyerMonths.add(month);
-      addTo(out, item, 'buyers', 1);
+    if (shown) {
+      addTo(out, item, 'orders', 1);
+      addTo(out, item, 'gross_revenue', amountAt(o, o.paid_at!, money)!);
+      if (!buyerMonths.has(month)) addTo(out, item, 'buyers', 1);
     }
+    buyerMonths.add(month);
     if (++countedOrders === 2) addTo(out, item, 'repeaters', 1);
   }
 };
+
+/** Whether an order's amount at `at` can be read in `money` (its month has a rate, or it needs none). */
+const convertible = (o: SaleOrder, at: string, money: Money) =>
+  money.only !== undefined || o.currency === money.reporting || money.rates.get(o.currency)?.has(monthOf(at, money.zone)) === true;
 
 /**
  * The stored slices of the sales figures: the whole, and one segment per value of an order's
@@ -323,10 +335,24 @@ export const salesChange = (
     if ((b && wasPaid(b)) || (a && wasPaid(a))) paidMoved = true;
   }
   if (paidMoved) {
+    // The customer's cohort as it was and is: when it stays (the same first order, as counted), only the
+    // months of the orders that changed move, and the repeaters' month; else every month moves.
+    const kept =
+      firstBefore !== undefined &&
+      firstAfter !== undefined &&
+      sameOrder(firstBefore, firstAfter) &&
+      convertible(firstAfter, firstAfter.paid_at!, money);
+    const months = kept
+      ? new Set(
+          [...touched].flatMap((no) =>
+            [before.get(no), after.get(no)].flatMap((o) => (o && wasPaid(o) ? [monthOf(o.paid_at!, money.zone)] : [])),
+          ),
+        )
+      : undefined;
     const cohorts: SalesFigures = new Map();
-    addCohortMonths(cohorts, [...after.values()], firstAfter, money);
+    addCohortMonths(cohorts, [...after.values()], firstAfter, money, months);
     const was: SalesFigures = new Map();
-    addCohortMonths(was, [...before.values()], firstBefore, money);
+    addCohortMonths(was, [...before.values()], firstBefore, money, months);
     addSalesFigures(cohorts, was, -1);
     addSalesFigures(sliceOf(null), cohorts);
   }
