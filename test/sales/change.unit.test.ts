@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { saleOrder } from './arbitraries.ts';
 import {
   addSalesFigures,
   bookingsOf,
@@ -23,35 +24,7 @@ const time = fc
   .map(({ month, day, minutes }) =>
     new Date(Date.parse(`${month}-${String(day).padStart(2, '0')}T00:00:00Z`) + minutes * 60_000).toISOString().replace('.000Z', 'Z'),
   );
-const version = fc
-  .record({
-    customer_id: fc.integer({ min: 1, max: 3 }),
-    amount: fc.integer({ min: 1, max: 500_000 }).map((c) => (c / 100).toFixed(2)),
-    currency: fc.constantFrom('TWD', 'TWD', 'USD'),
-    status: fc.constantFrom('pending', 'paid', 'paid', 'failed', 'refunded', 'cancelled'),
-    payment_method: fc.constantFrom('credit_card', 'atm', null),
-    source: fc.constantFrom('api', 'import'),
-    billing_cycle: fc.constantFrom('one-time', 'monthly'),
-    created: time,
-    paid: time,
-    later: time,
-  })
-  .map((o) => {
-    const paid = o.status === 'paid' || o.status === 'refunded' ? (o.paid < o.created ? o.created : o.paid) : null;
-    return {
-      customer_id: o.customer_id,
-      amount: o.amount,
-      currency: o.currency,
-      status: o.status,
-      payment_method: o.payment_method,
-      source: o.source,
-      billing_cycle: o.billing_cycle,
-      created_at: o.created,
-      paid_at: paid,
-      refunded_at: o.status === 'refunded' ? (o.later < paid! ? paid : o.later) : null,
-      failed_at: o.status === 'failed' ? o.later : null,
-    };
-  });
+const version = saleOrder(time, { customers: 3, currencies: ['TWD', 'TWD', 'USD'], methods: ['credit_card', 'atm', null] });
 /** Writes: each the new version of one of 8 order numbers (its customer may change: the order moves). */
 const writes = fc.array(fc.tuple(fc.integer({ min: 0, max: 7 }), version), { maxLength: 30 });
 const money = fc
