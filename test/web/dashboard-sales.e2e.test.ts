@@ -98,6 +98,12 @@ describe.skipIf(!hasChromium)('the headline row and the Sales view in Chromium',
     });
     const batch = await created('/orders/batch', { orders }, 200);
     expect(batch.created, JSON.stringify(batch.results.failed)).toBe(orders.length);
+    // Three buyers in the north (customer metadata): the Sales view's metadata filter selects their orders.
+    for (const n of [0, 1, 2]) {
+      const found = await api.get(`/customers?search=${encodeURIComponent(`buyer${n}@example.com`)}`, t);
+      const r = await api.put(`/customers/${found.body.data[0].id}`, t, { metadata: { region: 'north' } });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+    }
     // Subscriptions of tens of millions a month; one churned this month, one last month.
     const subs = [];
     for (const [i, mrr] of ['18363514.37', '42000000.00', '9876543.21', '123456789.99'].entries()) {
@@ -257,6 +263,20 @@ describe.skipIf(!hasChromium)('the headline row and the Sales view in Chromium',
     expect(await salesRows()).toEqual(quarterly.data.map((e: any) => [e.date, e.gross_revenue, e.net_revenue]));
     const salesCsv = await download(page, 'sales-csv');
     expect(salesCsv.text).toBe(await csvOf(salesQuery('&payment_method=credit_card').replace('interval=month', 'interval=quarter')));
+    // And of the customers in the north only (customer metadata, with the payment method).
+    await page.getByTestId('sales-metadata-key').fill('region');
+    await page.getByTestId('sales-metadata-value').fill('north');
+    await page.getByTestId('sales-metadata-value').press('Enter');
+    await page.locator('[data-panel="sales"][data-state="ready"] [data-metadata="region=north"]').waitFor();
+    const north = await get(salesQuery('&payment_method=credit_card&metadata.region=north').replace('interval=month', 'interval=quarter'));
+    expect(north.summary.gross_revenue).not.toBe(quarterly.summary.gross_revenue);
+    expect(Number(north.summary.orders)).toBeGreaterThan(0);
+    expect(await salesRows()).toEqual(north.data.map((e: any) => [e.date, e.gross_revenue, e.net_revenue]));
+    expect(await page.getByTestId('sales-window').textContent()).toContain('metadata region is “north”');
+    // Cleared, the panel is all buyers' again.
+    await page.getByRole('button', { name: 'Clear' }).click();
+    await page.locator('[data-panel="sales"][data-state="ready"] [data-testid="sales-window"][data-metadata=""]').waitFor();
+    expect(await salesRows()).toEqual(quarterly.data.map((e: any) => [e.date, e.gross_revenue, e.net_revenue]));
 
     // Payment methods, with success rates and the time to pay in words.
     await ready(page, 'payment-methods');

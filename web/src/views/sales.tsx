@@ -3,7 +3,7 @@ import { AS_CSV, type Api, csvPage, type Me, ok, query } from '../api';
 import { heat, LineChart } from '../chart';
 import { INTERVALS, monthBefore, RANGES, rangeStart, todayIn } from '../dates';
 import { amounts, compactMoney, count, CURRENCIES, duration, money, percent } from '../format';
-import { CYCLES } from '../segment';
+import { CYCLES, type MetadataPair } from '../segment';
 import { Choice, CohortTable, DownloadCsv, Figures, ListTable, Panel, useAsync } from '../ui';
 
 /**
@@ -63,11 +63,51 @@ const Unconverted = ({ testId, unconverted }: { testId: string; unconverted: Rec
   );
 };
 
+/**
+ * One customer-metadata pair (key and exact value), applied on submit: only the orders of the
+ * customers whose metadata holds it (the API's `metadata.<key>=<value>`).
+ */
+const MetadataFilter = ({ value, onChange }: { value: MetadataPair | null; onChange: (m: MetadataPair | null) => void }) => {
+  const apply = (e: Event) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget as HTMLFormElement);
+    const [key, v] = [String(form.get('key') ?? ''), String(form.get('value') ?? '')];
+    if (key && v) onChange({ key, value: v });
+  };
+  return (
+    // Keyed by the pair applied, so Clear resets the fields.
+    <form class="filters" onSubmit={apply} aria-label="Sales customer metadata filter" key={value ? `${value.key}=${value.value}` : ''}>
+      <label class="control">
+        Metadata key
+        <input name="key" type="text" defaultValue={value?.key} required autoComplete="off" data-testid="sales-metadata-key" />
+      </label>
+      <label class="control">
+        Value (exact)
+        <input name="value" type="text" defaultValue={value?.value} required autoComplete="off" data-testid="sales-metadata-value" />
+      </label>
+      <button type="submit">Apply</button>
+      {value && (
+        <button type="button" class="secondary" onClick={() => onChange(null)}>
+          Clear
+        </button>
+      )}
+    </form>
+  );
+};
+
 const SalesPanel = ({ api, me, range }: { api: Api; me: Me; range: string }) => {
   const [interval, setSalesInterval] = useState<(typeof INTERVALS)[number]>('month');
   const [segment, setSegment] = useState<Segment>(NO_SEGMENT);
-  const params = { interval, range, segment, zone: me.timezone };
-  const salesQuery = (p: typeof params) => query({ interval: p.interval, ...window(p.range, p.zone), ...p.segment });
+  const [metadata, setMetadata] = useState<MetadataPair | null>(null);
+  const params = { interval, range, segment, metadata, zone: me.timezone };
+  const salesQuery = (p: typeof params) =>
+    query({
+      interval: p.interval,
+      ...window(p.range, p.zone),
+      ...p.segment,
+      // The client escapes values but writes parameter names as given.
+      ...(p.metadata ? { [`metadata.${encodeURIComponent(p.metadata.key)}`]: p.metadata.value } : {}),
+    });
   const [result, retry] = useAsync(params, (p) => ok(api.GET('/metrics/sales', { params: { query: salesQuery(p) } })));
   const set = (k: keyof Segment) => (v: string) => setSegment({ ...segment, [k]: v });
   return (
@@ -110,6 +150,7 @@ const SalesPanel = ({ api, me, range }: { api: Api; me: Me; range: string }) => 
             options={[any(`All (in ${me.reporting_currency})`), ...new Set([me.reporting_currency, ...CURRENCIES])]}
             testId="sales-currency"
           />
+          <MetadataFilter value={metadata} onChange={setMetadata} />
           <DownloadCsv
             fileName={`sales-${interval}-${range}.csv`}
             testId="sales-csv"
@@ -130,9 +171,12 @@ const SalesPanel = ({ api, me, range }: { api: Api; me: Me; range: string }) => 
               data-interval={loaded.interval}
               data-range={loaded.range}
               data-segment={JSON.stringify(loaded.segment)}
+              data-metadata={loaded.metadata ? `${loaded.metadata.key}=${loaded.metadata.value}` : ''}
             >
               Orders paid from {span.start_date} to {span.end_date} ({loaded.zone}), by {loaded.interval}, by payment time:{' '}
-              {segmentWords(loaded.segment, me.reporting_currency)}. Refunds count on the day they were made.
+              {segmentWords(loaded.segment, me.reporting_currency)}
+              {loaded.metadata ? `, of the customers whose metadata ${loaded.metadata.key} is “${loaded.metadata.value}”` : ''}. Refunds
+              count on the day they were made.
             </p>
             <Figures
               data={answer.summary}
