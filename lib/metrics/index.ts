@@ -36,15 +36,15 @@ export {
 export { generationSettings, ratesKey, rememberRates, type SettingsMemo, settingsItems } from '#lib/metrics/generation';
 export { orderTimeline, recordedLine, subscriptionTimeline } from '#lib/metrics/lines';
 export { movementRow, resolveCohortRange, resolveRange } from '#lib/metrics/rules';
+export { INTERVALS } from '#lib/shared/buckets';
 export {
   dayParam,
-  INTERVALS,
   METADATA_FILTERS_MAX,
   METADATA_PREFIX,
   metadataFilters,
   monthParam,
   onlyKnown,
-} from '#lib/metrics/schemas';
+} from '#lib/metrics/params';
 export { churnReasons, cohorts, metricsSummary, mrrMovements, mrrSeries, planFigures } from '#lib/metrics/service';
 export {
   addTimelineChange,

@@ -15,15 +15,8 @@ import { subMonths } from 'date-fns/subMonths';
 import { subYears } from 'date-fns/subYears';
 import Decimal from 'decimal.js';
 import { InvalidError } from '#lib/errors';
-import {
-  metadataFilters,
-  planFilters,
-  utcDayOf,
-  type CohortsQuery,
-  type Interval,
-  type MrrQuery,
-  type SegmentQuery,
-} from '#lib/metrics/schemas';
+import { metadataFilters, planFilters, utcDayOf } from '#lib/metrics/params';
+import type { CohortsQuery, Interval, MrrQuery, SegmentQuery } from '#lib/metrics/schemas';
 import {
   lineOf,
   MOVEMENTS,
