@@ -1,6 +1,8 @@
 import Decimal from 'decimal.js';
 import { CONVERSION_SCALE, ExactDecimal, type RateBook } from '#lib/shared/money';
 import { localDateOfIso } from '#lib/shared/zone';
+import { LEFT_OUT_ATTR, leftOutAttr, METHOD_ATTR, methodAttr, type SalesFigures, salesItem } from '#lib/shared/sales-items';
+export { LEFT_OUT_ATTR, METHOD_ATTR, type SalesFigures, salesItem };
 
 /**
  * The sales figures of a customer (docs/sales.md), pure. The customer's **bookings** are the raw
@@ -73,24 +75,6 @@ export const amountAt = (o: SaleOrder, at: string, money: Money): Decimal | null
   const rate = money.rates.get(o.currency)?.get(localDateOfIso(at, money.zone).slice(0, 7));
   return rate === undefined ? null : new ExactDecimal(o.amount).times(rate).toDecimalPlaces(CONVERSION_SCALE, Decimal.ROUND_HALF_UP);
 };
-
-/** Aggregate item id → attribute → amount: what customers add to the sales aggregates. */
-export type SalesFigures = Map<string, Map<string, Decimal>>;
-
-/** The items: a day and a month of bookings, a day of orders created (payment methods), a cohort's month. */
-export const salesItem = {
-  day: (day: string) => `D#${day}`,
-  month: (month: string) => `M#${month}`,
-  methodDay: (day: string) => `Y#${day}`,
-  cohort: (cohort: string, month: string) => `C#${cohort}#${month}`,
-};
-/** What a booking left out for want of a rate adds, per currency, in that currency. */
-const leftOutAttr = (currency: string, what: 'gross_revenue' | 'refunds' | 'orders') => `u#${currency}#${what}`;
-export const LEFT_OUT_ATTR = /^u#([A-Z]{3})#(gross_revenue|refunds|orders)$/;
-/** A payment method's figure on a day of orders created. */
-const methodAttr = (method: string, what: 'orders' | 'paid' | 'failed' | 'pending' | 'cancelled' | 'seconds' | 'gross') =>
-  `m#${method}#${what}`;
-export const METHOD_ATTR = /^m#([^#]+)#(orders|paid|failed|pending|cancelled|seconds|gross)$/;
 
 const addTo = (out: SalesFigures, item: string, attr: string, v: Decimal.Value) => {
   const d = new ExactDecimal(v);

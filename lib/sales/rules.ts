@@ -4,7 +4,7 @@ import { UTCDate } from '@date-fns/utc';
 import { bucketStarts, type Interval } from '#lib/shared/buckets';
 import { ExactDecimal } from '#lib/shared/money';
 import { monthLastDay, plusDays } from '#lib/shared/time';
-import { LEFT_OUT_ATTR, METHOD_ATTR, type SalesFigures, salesItem } from '#lib/metrics';
+import { LEFT_OUT_ATTR, METHOD_ATTR, type SalesFigures, salesItem } from '#lib/shared/sales-items';
 
 /**
  * The sales reads (docs/sales.md), pure: each folds the items of its range, as the merchant's
