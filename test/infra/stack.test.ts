@@ -12,7 +12,7 @@ import { SWEEP_FUNCTION_TIMEOUT_SECONDS, SWEEP_INTERVAL_MINUTES } from '#lib/out
 import { isOutboxInsert } from '#lib/outbox/relay';
 import { isPendingMovesInsert } from '#lib/metrics/pending-applier';
 import { isRecountJobInsert, RECOUNT_JOB_ENTITY } from '#lib/metrics/recount';
-import { pendingHome } from '#lib/metrics/store';
+import { aggregateKey, pendingHome } from '#lib/metrics/store';
 import { PENDING_MOVES_ENTITY } from '#lib/db/writes';
 import { outboxInsert, outboxItem, streamRecord } from '../outbox/support/records.ts';
 import { alarmsOn, fixtureProjectRoot, logicalId, resources, roleGrants, synthStack, type Grant, type Resource } from './support/stack.ts';
@@ -445,7 +445,7 @@ describe('table grants', () => {
     for (const { s, worker } of batchWrites) {
       expect([s.Action].flat()).toEqual(['dynamodb:BatchWriteItem']);
       expect(s.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys']?.join(',')).toBe(
-        worker ? `${m}#MRR*,${m}#COHORT*,${m}#CHURN_REASONS*,${m}#G*#SETTINGS,${m}#G*#SEGMENTS#*` : GENERATION_SETTINGS,
+        worker ? `${m}#MRR*,${m}#COHORT*,${m}#SALES*,${m}#CHURN_REASONS*,${m}#G*#SETTINGS,${m}#G*#SEGMENTS#*` : GENERATION_SETTINGS,
       );
     }
     for (const streamRead of ['dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:DescribeStream', 'dynamodb:ListStreams']) {
@@ -477,7 +477,12 @@ describe('table grants', () => {
     // Write routes' own: a merchant's partitions, whole (`M#<m>`, `M#<m>#…`), which no other merchant's or non-merchant key can match.
     const merchantWide = [`M#mer_${'?'.repeat(20)}`, `M#mer_${'?'.repeat(20)}#*`];
     // The pending-moves applier's: a merchant's MRR and cohort partitions (whole or a segment's) and its churn by reason.
-    const metrics = [`M#mer_${'?'.repeat(20)}#MRR*`, `M#mer_${'?'.repeat(20)}#COHORT*`, `M#mer_${'?'.repeat(20)}#CHURN_REASONS*`];
+    const metrics = [
+      `M#mer_${'?'.repeat(20)}#MRR*`,
+      `M#mer_${'?'.repeat(20)}#COHORT*`,
+      `M#mer_${'?'.repeat(20)}#SALES*`,
+      `M#mer_${'?'.repeat(20)}#CHURN_REASONS*`,
+    ];
     // The applier's and the recount worker's backlog counts and figures versions, and the applier's pace ledger.
     const counts = [`M#mer_${'?'.repeat(20)}#PENDING#*`, `M#mer_${'?'.repeat(20)}#FIGURES#*`, `M#mer_${'?'.repeat(20)}#PACE`];
     expect([...patterns].sort()).toEqual(
@@ -549,8 +554,11 @@ describe('table grants', () => {
       [pendingHome(merchant, 'M#2025-01', 0).pk, metrics[0]],
       [keys.metricsCohort(merchant, '2025-01', '2025-02', 0).pk, metrics[1]],
       [pendingHome(merchant, 'C#2025-01#2025-02', 5, segment).pk, metrics[1]],
-      [keys.churnReason(merchant, 'M', '2025-01', 'price', 0).pk, metrics[2]],
-      [pendingHome(merchant, 'RM#2025-01#price', 0).pk, metrics[2]],
+      [aggregateKey(merchant, 'SD#2025-01-01', 0).pk, metrics[2]],
+      [pendingHome(merchant, 'SY#2025-01-01', 4, { dimension: 'payment_method', value: 'atm' }).pk, metrics[2]],
+      [aggregateKey(merchant, 'SC#2025-01#2025-02', 7, { dimension: 'currency', value: 'USD' }, 3).pk, metrics[2]],
+      [keys.churnReason(merchant, 'M', '2025-01', 'price', 0).pk, metrics[3]],
+      [pendingHome(merchant, 'RM#2025-01#price', 0).pk, metrics[3]],
     ]) {
       expect(matching(pk), pk).toEqual([pattern]);
     }
@@ -560,7 +568,7 @@ describe('table grants', () => {
       [keys.metricsDay(merchant, '2025-01-01', 0, null, 3).pk, [metrics[0]]],
       [keys.metricsMonth(merchant, '2025-01', 3, { dimension: 'plan', value: 'G1' }, 12).pk, [metrics[0]]],
       [keys.metricsCohort(merchant, '2025-01', '2025-02', 0, null, 2).pk, [metrics[1]]],
-      [keys.churnReason(merchant, 'M', '2025-01', 'price', 0, 2).pk, [metrics[2]]],
+      [keys.churnReason(merchant, 'M', '2025-01', 'price', 0, 2).pk, [metrics[3]]],
       [keys.generationZone(merchant, 2).pk, [GENERATION_SETTINGS]],
       [keys.metricsMonth(merchant, '2025-01', 3, { dimension: 'plan', value: 'G1' }).pk, [metrics[0]]],
     ] as const) {
@@ -988,7 +996,7 @@ describe('pending-moves applier', () => {
         return `${g.action} on ${name(g.resource)}${like ? ` ${like['dynamodb:LeadingKeys'].join(',')}` : ''}`;
       })
       .sort();
-    const metrics = `M#mer_${'?'.repeat(20)}#MRR*,M#mer_${'?'.repeat(20)}#COHORT*,M#mer_${'?'.repeat(20)}#CHURN_REASONS*`;
+    const metrics = `M#mer_${'?'.repeat(20)}#MRR*,M#mer_${'?'.repeat(20)}#COHORT*,M#mer_${'?'.repeat(20)}#SALES*,M#mer_${'?'.repeat(20)}#CHURN_REASONS*`;
     expect(grants).toEqual([
       `dynamodb:DeleteItem on table ${metrics}`,
       'dynamodb:DescribeStream on stream',
@@ -1118,7 +1126,7 @@ describe('recount worker', () => {
       })
       .sort();
     const m = `M#${merchant}`;
-    const metrics = `${m}#MRR*,${m}#COHORT*,${m}#CHURN_REASONS*`;
+    const metrics = `${m}#MRR*,${m}#COHORT*,${m}#SALES*,${m}#CHURN_REASONS*`;
     expect(grants).toEqual(
       [
         `dynamodb:BatchGetItem on table ${m}#CUSTOMER#*`,
