@@ -4,11 +4,11 @@ import { useApi } from '../support/api.ts';
 import { deepOrders } from './deep-orders.ts';
 
 /**
- * The depth case at size: 4,000 orders in CI (CI's 45 minutes hold no more since every order write
+ * The depth case at size: 3,000 orders in CI (CI's 45 minutes hold no more since every order write
  * also keeps the customer's bookings), `DEPTH_ORDERS=10000` for the full size (docs/benchmarks.md);
  * test/metrics/depth.test.ts runs it with 800 orders in `npm test`.
  */
-const ORDERS = Number(process.env.DEPTH_ORDERS ?? 4_000);
+const ORDERS = Number(process.env.DEPTH_ORDERS ?? 3_000);
 const api = useApi();
 afterEach(() => resetClock());
 

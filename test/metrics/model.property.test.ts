@@ -44,7 +44,7 @@ import { type RefOrder, type RefRateBook, refPaymentMethods, refPurchaseCohorts,
 const api = useApi();
 afterEach(() => resetClock());
 
-const DEFAULT_RUNS = 8;
+const DEFAULT_RUNS = 6;
 const RUNS = Number(process.env.PROP_RUNS ?? DEFAULT_RUNS);
 const BUDGET_MS = Number(process.env.PROP_BUDGET_MS ?? Math.max(240_000, Math.ceil((RUNS * 240_000) / DEFAULT_RUNS)));
 

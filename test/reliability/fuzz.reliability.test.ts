@@ -29,7 +29,7 @@ import { merchantSnapshot, SAMPLE_BODIES, snapshotDiff } from './support.ts';
 process.env.RATE_LIMIT_PER_HOUR = '100000000';
 const api = useApi();
 
-const WRITE_RUNS = Number(process.env.FUZZ_RUNS ?? 100);
+const WRITE_RUNS = Number(process.env.FUZZ_RUNS ?? 60);
 const READ_RUNS = Number(process.env.FUZZ_READ_RUNS ?? 50);
 const BUDGET_MS = Number(process.env.FUZZ_BUDGET_MS ?? 240_000);
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
