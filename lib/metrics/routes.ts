@@ -11,9 +11,9 @@ import {
   mrrSeriesSchema,
   planRowSchema,
   plansQuery,
-  SEGMENT_REPEATABLE,
   summaryQuery,
 } from '#lib/metrics/schemas';
+import { SEGMENT_REPEATABLE } from '#lib/metrics/params';
 import { defineRoute } from '#lib/http/route';
 import { listOf } from '#lib/shared/schemas';
 import { errors, dashboardRead, invalid } from '#lib/http/route-parts';

@@ -1,41 +1,11 @@
 import * as z from 'zod';
-import { DATE_OR_DATETIME_PATTERN, isDateOnly, parseDate, parseTimestamp } from '#lib/shared/time';
 import { currency, pageQuery } from '#lib/shared/fields';
 import { customerActivitySchema } from '#lib/shared/mrr-movement';
 import { MOVEMENTS } from '#lib/metrics/timeline';
-import { DEFAULT_TIMEZONE, localDayOf } from '#lib/shared/zone';
-
 import { INTERVALS, type Interval } from '#lib/shared/buckets';
-export { INTERVALS, type Interval };
+import { dayParam, METADATA_FILTERS_MAX, monthParam, onlyKnown, PLANS_MAX, SEGMENT_CYCLES } from '#lib/metrics/params';
 
-import {
-  dayParam,
-  METADATA_FILTERS_MAX,
-  METADATA_PREFIX,
-  metadataFilters,
-  monthParam,
-  onlyKnown,
-  PLANS_MAX,
-  planFilters,
-  SEGMENT_CYCLES,
-  SEGMENT_FILTERS,
-  SEGMENT_REPEATABLE,
-  utcDayOf,
-} from '#lib/metrics/params';
-export {
-  dayParam,
-  METADATA_FILTERS_MAX,
-  METADATA_PREFIX,
-  metadataFilters,
-  monthParam,
-  onlyKnown,
-  PLANS_MAX,
-  planFilters,
-  SEGMENT_CYCLES,
-  SEGMENT_FILTERS,
-  SEGMENT_REPEATABLE,
-  utcDayOf,
-};
+export { INTERVALS, type Interval };
 
 const PLAN_NAME_MAX = 255;
 /** Segment filters (docs/metrics.md, "Segments"): the figures over only the matching customers' lines. */
