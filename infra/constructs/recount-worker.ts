@@ -38,7 +38,7 @@ export const RECOUNT_WORKER_PARTITIONS = {
   generations: anyEnding(generationPartition(M, 0), '000'),
   /** `M#<m>#G<n>#SETTINGS`: a generation's zone and rates. */
   generationSettings: `${keys.merchant(M).pk}#G*#SETTINGS`,
-  /** `M#<m>#G<n>#SEGMENTS#<ss>`: a generation's segment registry (8 shards). */
+  /** `M#<m>#G<n>#SEGMENTS#<ss>`: a generation's segment registry (48 shards). */
   generationSegments: `${keys.merchant(M).pk}#G*#SEGMENTS#*`,
 };
 

@@ -1,4 +1,4 @@
-import { DeleteCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import { GENERATION_SHARDS, keys, metricsShardPartition } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
@@ -17,13 +17,14 @@ const LEGACY_PARTITIONS = (merchantId: string) => [
 /**
  * `ops upgrade` step for tables written before recounts (docs/metrics-design.md): the generation
  * that counts gets its settings items (the zone it counts in, every rate table as it is: what its
- * writes converted at), written only where missing; the generation copies lose a build's pause;
+ * writes converted at), written only where missing; the generation copies lose a build's pause and
+ * the copies a table of 16 lacks are written as copy 0 says;
  * restate jobs and markers, the passes' pace seconds and the rate-version copies go; where a pass
  * was left unfinished, a recount starts. Run twice, it changes nothing more.
  */
 export const upgradeFiguresSettings = async (merchantId: string) => {
   const merchant = await getMerchant(merchantId);
-  if (!merchant) return { settings: 0, removed: 0 };
+  if (!merchant) return { settings: 0, copies: 0, removed: 0 };
   const generation = generationOf(merchant);
   let settings = 0;
   const tables = await listRateTables(merchantId);
@@ -49,6 +50,28 @@ export const upgradeFiguresSettings = async (merchantId: string) => {
       .catch((err: Error) => {
         if (err.name !== 'ConditionalCheckFailedException') throw err;
       });
+  // Copies added since (one a counter shard, where there were 16) start as copy 0 says, written only where missing.
+  const { Item: first } = await db().send(
+    new GetCommand({ TableName: tableName(), Key: keys.generation(merchantId, 0), ConsistentRead: true }),
+  );
+  let copies = 0;
+  if (first)
+    for (let shard = 1; shard < GENERATION_SHARDS; shard++)
+      copies += await db()
+        .send(
+          new PutCommand({
+            TableName: tableName(),
+            Item: { ...first, ...keys.generation(merchantId, shard) },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        )
+        .then(
+          () => 1,
+          (err: Error) => {
+            if (err.name !== 'ConditionalCheckFailedException') throw err;
+            return 0;
+          },
+        );
   let removed = 0;
   const stale = [
     ...(
@@ -75,5 +98,5 @@ export const upgradeFiguresSettings = async (merchantId: string) => {
   // older rates: a recount in the settings as they are counts every customer afresh.
   const unfinished = stale.some((k) => k.pk.endsWith('#RESTATE') || k.sk.startsWith('M#0000-00#R#'));
   const recount = unfinished ? await startRecount(merchant, { timezone: figuresZoneOf(merchant), rates }, {}, () => undefined) : null;
-  return { settings, removed, recount_started: recount !== null };
+  return { settings, copies, removed, recount_started: recount !== null };
 };

@@ -1,4 +1,5 @@
 import { keyText } from '#lib/shared/key-text';
+import { COUNTER_SHARDS } from '#lib/db/writes-constants';
 
 /**
  * The table design, in one place. One table, every key prefixed by the merchant (`M#<id>`),
@@ -45,9 +46,10 @@ import { keyText } from '#lib/shared/key-text';
  * | customer payment time     | M#<m>#CUSTOMER#<id>                 | PAY#<paid_at>#<order_no>  (first/last_payment_at recomputation)   |
  * | customer LTV part         | M#<m>#CUSTOMER#<id>                 | LTV#<CCY>#<yyyy> |  (paid orders in another currency by UTC month, or quarter-hour near a month's ends: ltv converted at read time) |
  * | exchange-rate table       | M#<m>#RATES                         | <CCY>           |  (a currency's monthly rates and version) |
- * | figures generation copy   | M#<m>#GENERATION#<nnn>              | GENERATION      |  (16 copies: the generation that counts, its zone, the one a recount fills; every MRR write checks its shard's) |
+ * | figures generation copy   | M#<m>#GENERATION#<nnn>              | GENERATION      |  (48 copies, one a counter shard: the generation that counts, its zone, the one a recount fills; every figures write checks its shard's) |
  * | a generation's settings   | M#<m>#G<n>#SETTINGS                 | ZONE / RATES#<CCY> |  (the zone and rates generation n counts in, written before anything names it) |
- * | a generation's segments   | M#<m>#G<n>#SEGMENTS#<ss>            | <dim>#<value>   |  (its segment registry, 8 shards by the writer's metric shard: a generation's retirement finds its segments' items by it) |
+ * | a generation's segments   | M#<m>#G<n>#SEGMENTS#<cs>            | <dim>#<value> / sales.<dim>#<value> |  (its segment registry, 48 shards by the writer's counter shard: a generation's retirement finds its segments' items by it) |
+ * | sales figures             | M#<m>#SALES[#G<n>][#SEG…]#<B|Y|C>#<ss> | D#<day>#<l> / M#<month>#<l> / Y#<day>#<l> / C#<cohort>#<month>#<l> |  (booking days and months, payment-method days, cohort months; `<l>` the writer's lane in its shard, 0–5: reads sum the lanes) |
  * | a later generation's aggregates | M#<m>#MRR#G<n>[#SEG…]#<ss> / M#<m>#COHORT#G<n>[#SEG…]#<ss> / M#<m>#CHURN_REASONS#G<n> | as generation 0's | (filled by a recount, lib/metrics/recount.ts) |
  * | recount job               | M#<m>#RECOUNT                       | <round>#<uuid>  |  (a recount to go on with; entity recount-job, only put and deleted: the worker's stream filter; TTL 7 d) |
  * | applier pace              | M#<m>#PACE                          | A#<ss>#<epoch second> | (write units the pending-moves applier took on metric shard ss in that second; TTL 1 h) |
@@ -226,6 +228,17 @@ export const salesShardPartition = (
   kind: SalesKind,
   shard: number,
 ): string => `${salesPartition(merchantId, segment, generation)}#${kind}#${padMetricShard(shard)}`;
+/**
+ * A sales item's sort key as one writer keeps it: `<item>#<lane>`, the lane its counter shard's
+ * place among those sharing its metric shard (0 to COUNTER_SHARDS / METRIC_SHARDS − 1). Every order
+ * write moves the sales items, so concurrent writers meet on them only where they meet on the
+ * counters; a read sums an item's lanes (`salesItemOfSk`).
+ */
+export const salesItemSk = (item: string, shard: number): string => `${item}#${Math.floor((shard % COUNTER_SHARDS) / METRIC_SHARDS)}`;
+/** The item a stored sales sort key is a lane of (`salesItemSk`'s inverse; an item's own sort key never ends `#<digit>`). */
+export const salesItemOfSk = (sk: string): string => sk.replace(/#\d$/, '');
+/** The sort key past every lane of an item (a range's upper end). */
+export const salesLanesEnd = (item: string): string => `${item}#~`;
 /** Every partition of a sales prefix: each kind's shards (what a rebuild or retire walks). */
 export const salesPartitions = (prefix: string): string[] => SALES_KINDS.flatMap((kind) => shardPartitions(`${prefix}#${kind}`));
 /** One shard's partition of the movements (`shard` taken modulo METRIC_SHARDS). */
@@ -242,20 +255,22 @@ export const churnReasonsPartition = (merchantId: string, generation = 0): strin
   `${m(merchantId)}#CHURN_REASONS${generationSuffix(generation)}`;
 /**
  * Copies of the merchant's figures generation (which aggregates count, in which zone, and which
- * one a recount fills), each its own partition key: every write that moves MRR checks one copy (by its
- * counter shard) in its transaction, so those checks spread over 16 keys (docs/scale.md).
+ * one a recount fills), each its own partition key: every write of the figures (each order's
+ * sales, each MRR move) checks its counter shard's copy in its transaction, so concurrent writers
+ * meet on a copy only where they meet on the counters (docs/scale.md).
  */
-export const GENERATION_SHARDS = 16;
+export const GENERATION_SHARDS = COUNTER_SHARDS;
 export const generationPartition = (merchantId: string, shard: number): string =>
   `${m(merchantId)}#GENERATION#${padShard(shard % GENERATION_SHARDS)}`;
 /** Partition of a merchant's exchange rates (one item per currency, its months in one map). */
 export const exchangeRatesPartition = (merchantId: string): string => `${m(merchantId)}#RATES`;
 /**
  * One shard of generation `generation`'s segment registry: a write putting a segment new to its
- * customer writes its own metric shard's, so an import of new customers spreads over 8 keys.
+ * customer writes its own counter shard's, so new customers' writes meet there only where they
+ * meet on the counters (a retirement reads all COUNTER_SHARDS).
  */
 export const generationSegmentsPartition = (merchantId: string, generation: number, shard: number): string =>
-  `${m(merchantId)}#G${generation}#SEGMENTS#${padMetricShard(shard)}`;
+  `${m(merchantId)}#G${generation}#SEGMENTS#${String(shard % COUNTER_SHARDS).padStart(2, '0')}`;
 /** Partition of a merchant's plan names (one item per plan ever seen in its figures). */
 export const plansPartition = (merchantId: string): string => `${m(merchantId)}#PLANS`;
 /**

@@ -9,6 +9,7 @@ import {
   keys,
   metricsPartition,
   salesPartition,
+  salesItemOfSk,
   salesPartitions,
   shardPartitions,
 } from '#lib/db/keys';
@@ -287,7 +288,8 @@ export const rebuildMerchantAggregates = async (
         if (kind === 'sales') {
           // The sales figures' items keep their attributes' own names.
           for (const [attr, v] of Object.entries(item))
-            if (isSalesAttr(attr)) addContribution(stored, `${SALES_ID}${String(item.sk)}`, attr, new ExactDecimal(String(v)));
+            if (isSalesAttr(attr))
+              addContribution(stored, `${SALES_ID}${salesItemOfSk(String(item.sk))}`, attr, new ExactDecimal(String(v)));
           continue;
         }
         const id = aggregateIdOf(kind, String(item.sk));

@@ -1,3 +1,4 @@
+import { COUNTER_SHARDS } from '#lib/db/writes-constants';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -385,7 +386,7 @@ const switchTo = async (merchant: Merchant, to: number, zone: string): Promise<b
 /**
  * The partitions of generation `generation`'s items, in a fixed order: the whole's movements and
  * cohorts (each shard), churn by reason, each segment's movements and cohorts, then its segment
- * registry (8 shards) and last its settings partition. Its segments are those it registered and
+ * registry (48 shards) and last its settings partition. Its segments are those it registered and
  * those `successor` (the generation that replaced it, whose recount registered every segment it
  * counted) did: a generation counted before segments were registered is covered so.
  */
@@ -393,7 +394,7 @@ const partitionsOf = async (merchantId: string, generation: number, successor?: 
   const registry = async (g: number) =>
     (
       await Promise.all(
-        Array.from({ length: METRIC_SHARDS }, (_, shard) =>
+        Array.from({ length: COUNTER_SHARDS }, (_, shard) =>
           queryAll<{ sk: string }>({ partition: generationSegmentsPartition(merchantId, g, shard), descending: false }, ['sk']),
         ),
       )
@@ -414,7 +415,7 @@ const partitionsOf = async (merchantId: string, generation: number, successor?: 
         ? salesPartitions(salesPartition(merchantId, s, generation))
         : [...shardPartitions(metricsPartition(merchantId, s, generation)), ...shardPartitions(cohortPartition(merchantId, s, generation))],
     ),
-    ...Array.from({ length: METRIC_SHARDS }, (_, shard) => generationSegmentsPartition(merchantId, generation, shard)),
+    ...Array.from({ length: COUNTER_SHARDS }, (_, shard) => generationSegmentsPartition(merchantId, generation, shard)),
     keys.generationZone(merchantId, generation).pk,
   ];
 };

@@ -16,6 +16,9 @@ import {
   planCustomersPartition,
   plansPartition,
   salesShardPartition,
+  salesItemOfSk,
+  salesItemSk,
+  salesLanesEnd,
   type SalesKind,
   TIMELINE_CHUNK_PREFIX,
   type Key,
@@ -214,7 +217,10 @@ export const timelinesFrom = async (
 export const aggregateKey = (merchantId: string, id: string, shard: number, segment: Segment | null = null, generation = 0): Key => {
   // The sales figures' ids (`S` and the item's sort key: lib/metrics/bookings.ts).
   if (id.startsWith(SALES_ID))
-    return { pk: salesShardPartition(merchantId, segment, generation, salesKindOf(id), shard), sk: id.slice(SALES_ID.length) };
+    return {
+      pk: salesShardPartition(merchantId, segment, generation, salesKindOf(id), shard),
+      sk: salesItemSk(id.slice(SALES_ID.length), shard),
+    };
   if (id.startsWith('D#')) return keys.metricsDay(merchantId, id.slice(2), shard, segment, generation);
   if (id.startsWith('M#')) return keys.metricsMonth(merchantId, id.slice(2), shard, segment, generation);
   if (id.startsWith('R')) {
@@ -788,7 +794,8 @@ export const readSalesFigures = async (
     ).flat(),
   );
   const out = new Map<string, Map<string, Decimal>>();
-  const add = (sk: string, attrs: Record<string, unknown>) => {
+  const add = (stored: string, attrs: Record<string, unknown>) => {
+    const sk = salesItemOfSk(stored);
     for (const [attr, v] of Object.entries(attrs)) {
       if (!isSalesAttr(attr) || v === undefined || v === null) continue;
       let m = out.get(sk);
@@ -816,7 +823,7 @@ const withPendingHomes = (ranges: SalesRanges): { kind: SalesKind; range: [strin
     const own = ranges.filter(([lo]) => salesKindOf(lo) === kind);
     const months = own.findIndex(([lo]) => lo.startsWith('M#'));
     if (months < 0) out.push({ kind, range: [home, `${home}~`] });
-    for (const [i, [lo, hi]] of own.entries()) out.push({ kind, range: i === months ? [home, hi] : [lo, hi] });
+    for (const [i, [lo, hi]] of own.entries()) out.push({ kind, range: [i === months ? home : lo, salesLanesEnd(hi)] });
   }
   return out;
 };

@@ -82,14 +82,14 @@ describe('hot merchant under the transaction conflict model', () => {
     expect(spread.non201).toBe(0);
     await checkFigures(hot.token, ORDERS);
     await checkFigures(many[0].token, ORDERS / CLIENTS);
-    // KNOWN REGRESSION (docs/benchmarks.md, "Hot merchant"): every order write now also moves the
-    // sales aggregates (one item a kind per metric shard: 8, not the counters' 48), registers its
-    // new customer's sales slices and checks a generation copy (16), so one merchant's 50 writers
-    // meet there: about 2.3 conflict retries an order (0.05 before), and about 1 % of orders
-    // answered 409 (nothing stored) after the retry budget, each then sent again by its client.
-    // Bounded here at the level measured, until those items are kept per counter shard.
-    expect(one.retries / ORDERS).toBeLessThan(3);
-    expect(random.retries / ORDERS).toBeLessThan(3.5);
-    for (const run of [one, random, spread]) expect(run.contended / ORDERS).toBeLessThanOrEqual(0.03);
+    // Every order write also moves the sales items, checks a generation copy and, for a new
+    // customer, registers its slices: each kept per counter shard (an item's lane, a copy, a
+    // registry shard), so writers meet there only where they meet on the counters. Conflict
+    // retries per order stay close to the spread-out load's (a few per thousand orders measured).
+    expect(one.retries / ORDERS).toBeLessThanOrEqual(spread.retries / ORDERS + 0.02);
+    // Drawing at random (fresh containers), 50 transactions in flight on 48 shards meet often
+    // (about 0.36 retries an order measured), all absorbed by retries: no answer but 201.
+    expect(random.retries / ORDERS).toBeLessThan(0.5);
+    for (const run of [one, random, spread]) expect(run.contended).toBe(0);
   }, 600_000);
 });

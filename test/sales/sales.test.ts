@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { fixedClock, resetClock } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
+import { COUNTER_SHARDS } from '#lib/db/writes-constants';
 import { generationSegmentsPartition, keys, METRIC_SHARDS, salesPartition, salesPartitions } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { repairCustomer } from '#lib/customers/repair';
@@ -329,7 +330,7 @@ const forgetSales = async (merchantId: string) => {
   }
   const registry = (
     await Promise.all(
-      Array.from({ length: METRIC_SHARDS }, (_, s) =>
+      Array.from({ length: COUNTER_SHARDS }, (_, s) =>
         queryAll<{ dimension: string; value: string }>({ partition: generationSegmentsPartition(merchantId, generation, s) }, [
           'dimension',
           'value',

@@ -102,11 +102,13 @@ export const recordCapacity = (): CapacityRecorder => {
 
 /** A counter shard's partition key: its family (the key without the shard) and how many shards it has. */
 const counterFamily = (key: string): { family: string; shards: number } | undefined => {
-  const counter = /^(table M#[^#]+#(?:TOTALS|FIGURES|STATS#\d{4}-\d{2}))#\d{3}$/.exec(key)?.[1];
+  // The counters, the figures' versions and generation copies, and a generation's segment registry: one key a counter shard.
+  const counter =
+    /^(table M#[^#]+#(?:TOTALS|FIGURES|GENERATION|STATS#\d{4}-\d{2}))#\d{3}$/.exec(key)?.[1] ??
+    /^(table M#[^#]+#G\d+#SEGMENTS)#\d{2}$/.exec(key)?.[1];
   if (counter) return { family: counter, shards: COUNTER_SHARDS };
-  // The MRR, cohort and sales aggregates of the whole or a segment, the pending-moves backlog counts and a
-  // generation's segment registry, one partition key per metric shard.
-  const metric = /^(table M#[^#]+#(?:MRR|COHORT|SALES)(?:#.*)?|table M#[^#]+#PENDING|table M#[^#]+#G\d+#SEGMENTS)#\d{2}$/.exec(key)?.[1];
+  // The MRR, cohort and sales aggregates of the whole or a segment and the pending-moves backlog counts, one partition key per metric shard.
+  const metric = /^(table M#[^#]+#(?:MRR|COHORT|SALES)(?:#.*)?|table M#[^#]+#PENDING)#\d{2}$/.exec(key)?.[1];
   if (metric) return { family: metric, shards: METRIC_SHARDS };
   // The customer search index, one partition key per shard of customer ids.
   const search = /^(gsi4 M#[^#]+#CUSTOMERS)#\d$/.exec(key)?.[1];
@@ -120,8 +122,8 @@ const counterFamily = (key: string): { family: string; shards: number } | undefi
  * to the next; at a merchant's full speed many writers run at once, each on a shard of its own
  * (one that meets another conflicts and draws again). So a counter family's writes are priced
  * spread evenly over its COUNTER_SHARDS keys, the MRR and cohort aggregates' (whose shard is
- * the transaction's counter shard modulo METRIC_SHARDS) and a generation's segment registry's over
- * their METRIC_SHARDS keys, and the
+ * the transaction's counter shard modulo METRIC_SHARDS) over their METRIC_SHARDS keys (a generation's
+ * copies and segment registry, one a counter shard, over COUNTER_SHARDS), and the
  * customer search index's (whose shard is the customer id modulo CUSTOMER_SEARCH_SHARDS: a
  * merchant's new customers take them in turn) over its CUSTOMER_SEARCH_SHARDS keys, each reported
  * as `<family>#<each>`.
