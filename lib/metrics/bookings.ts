@@ -406,17 +406,26 @@ const entryOf = (o: SaleOrder): BookingEntry => [
 ];
 
 /** The bookings with `orderNo`'s entry set to the order as it now is (null: gone, as moved to another customer). Other lines stay the same arrays. */
-export const withBooking = (lines: BookingLines, orderNo: string, order: SaleOrder | null): BookingLines => {
-  const line = `${BOOKING_LINE}${orderNo}`;
-  const next = { ...lines };
-  if (!order) delete next[line];
-  else {
-    const entry = entryOf(order);
-    const was = lines[line]?.[0];
-    if (was && was.every((v, i) => v === entry[i])) return lines;
-    next[line] = [entry];
+export const withBooking = (lines: BookingLines, orderNo: string, order: SaleOrder | null): BookingLines =>
+  withBookings(lines, [[orderNo, order]]);
+
+/**
+ * `withBooking` for several orders in turn (a later one of the same order wins), copying the
+ * customer's bookings once (a batch's hundred orders of a customer with thousands): `lines`
+ * itself when nothing changes.
+ */
+export const withBookings = (lines: BookingLines, changes: Iterable<[orderNo: string, order: SaleOrder | null]>): BookingLines => {
+  let next: BookingLines | null = null;
+  for (const [orderNo, order] of changes) {
+    const line = `${BOOKING_LINE}${orderNo}`;
+    const was = (next ?? lines)[line]?.[0];
+    const entry = order && entryOf(order);
+    if (entry ? was && was.every((v, i) => v === entry[i]) : !was) continue;
+    next ??= { ...lines };
+    if (entry) next[line] = [entry];
+    else delete next[line];
   }
-  return next;
+  return next ?? lines;
 };
 
 /** The bookings of a customer's orders, built at once. */

@@ -32,6 +32,7 @@ export {
   salesItem,
   wasPaid,
   withBooking,
+  withBookings,
 } from '#lib/metrics/bookings';
 export { generationSettings, ratesKey, rememberRates, type SettingsMemo, settingsItems } from '#lib/metrics/generation';
 export { orderTimeline, recordedLine, subscriptionTimeline } from '#lib/metrics/lines';

@@ -129,6 +129,24 @@ const splitStored = (stored: Timeline): { timeline: Timeline; bookings: BookingL
   }
   return { timeline, bookings: bookings as BookingLines };
 };
+/**
+ * Of the lines as stored (`timeline` and `bookings`), those that differ between the stored state
+ * and the new one (`after`, `afterBookings`; by default `timeline` and `bookings` are the new ones).
+ */
+const movedOf = (
+  timeline: Timeline,
+  bookings: BookingLines,
+  stored: TimelineState,
+  after: Timeline = timeline,
+  afterBookings: BookingLines = bookings,
+): Timeline => {
+  const out: Timeline = {};
+  for (const line of changedLines(stored.timeline, after)) if (timeline[line]) out[line] = timeline[line];
+  const booked = bookings as unknown as Timeline;
+  for (const line of changedLines(stored.bookings as unknown as Timeline, afterBookings as unknown as Timeline))
+    if (booked[line]) out[line] = booked[line];
+  return out;
+};
 /** The lines as stored: the bookings' lines beside the timeline's (chunked by their first element, a time, as points are). */
 const joinStored = (timeline: Timeline, bookings: BookingLines): Timeline => ({ ...timeline, ...(bookings as unknown as Timeline) });
 
@@ -310,13 +328,16 @@ export const addTimelineChange = async (
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
     ws.put('timeline', { ...key, customer_id: customerId, lines: inline, version, ...standing, ...counted }, guard);
   } else {
-    // Only the chunks whose points moved are written; one outgrowing its limit is split.
-    chunks = chunkTimeline(
-      joinStored(after, bookings),
-      CHUNK_LIMIT,
-      stored.chunks ?? undefined,
-      joinStored(stored.timeline, stored.bookings),
-    );
+    // Only the chunks whose points moved are written; one outgrowing its limit is split. From
+    // chunks, only the lines that moved are handed over (the others are taken from their chunks).
+    chunks = stored.chunks
+      ? chunkTimeline(
+          movedOf(after, bookings, stored),
+          CHUNK_LIMIT,
+          stored.chunks,
+          movedOf(stored.timeline, stored.bookings, stored, after, bookings),
+        )
+      : chunkTimeline(joinStored(after, bookings), CHUNK_LIMIT);
     ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version, ...standing, ...counted }, guard);
     for (const [period, json] of chunks) {
       if (stored.chunks?.get(period) !== json)

@@ -39,10 +39,12 @@ export type Tag = [plan: string | null, cycle: string | null, currency: string, 
 export type Point = [at: string, amount: string, flag: Flag, tag?: Tag, converted?: string];
 export type Timeline = Record<string, Point[]>;
 
+/** The prefix of a recurring order's line. */
+const ORDER_LINE = 'O';
 export const lineOf = {
   subscription: (id: number) => `S${id}`,
   imported: 'I',
-  order: (orderNo: string) => `O${orderNo}`,
+  order: (orderNo: string) => `${ORDER_LINE}${orderNo}`,
 };
 
 const ZERO = new Decimal(0);
@@ -500,15 +502,69 @@ export const contributionChange = (
   const t0 = firstDifference(before, after);
   if (t0 === null) return [];
   const moved = changedLines(before, after);
+  const [was0, now0] = withoutDormant(before, after, t0, new Set(moved));
   const out: SegmentMoves[] = [];
   for (const segment of [null, ...segmentsMoved(before, after, reportingCurrency)]) {
     // What is left out for want of a rate, over the lines that moved (the others' cancel out).
-    const was = storedFigures(before, reportingCurrency, segment, t0, zone, moved);
-    const now = storedFigures(after, reportingCurrency, segment, t0, zone, moved);
+    const was = storedFigures(was0, reportingCurrency, segment, t0, zone, moved);
+    const now = storedFigures(now0, reportingCurrency, segment, t0, zone, moved);
     const moves = difference(was, now);
     if (moves.size) out.push({ segment, moves });
   }
   return out;
+};
+
+/** Whether a line is an order's that ended at 0 before `upTo` (raw and converted): it adds nothing from then on. */
+const endedOrderLine = (line: string, pts: Point[], upTo: string) => {
+  if (!line.startsWith(ORDER_LINE) || !pts.length) return false;
+  const last = pts[pts.length - 1];
+  return last[0] < upTo && last[1] === '0' && (last[4] === undefined || last[4] === '0') && last[2] !== 'a' && last[2] !== 'p';
+};
+
+/** `tl` without the order lines ended at 0 before `upTo`: a customer's standing from then on costs its open lines. */
+const withoutEndedOrders = (tl: Timeline, upTo: string): Timeline => {
+  const out: Timeline = {};
+  for (const line of Object.keys(tl)) if (!endedOrderLine(line, tl[line], upTo)) out[line] = tl[line];
+  return out;
+};
+
+/**
+ * `before` and `after` without the order lines that can move nothing from `t0` on: unchanged, every
+ * point before `t0`, ended at 0 (an order line is never live nor a subscription), so they add
+ * nothing to the running totals there. Only an earliest positive point can still matter (it sets
+ * the cohort), so of those lines the earliest in each cycle and currency stays, raw and converted
+ * (every view's earliest positive point is among them). A customer with thousands of past orders
+ * so costs its changed and open lines, not its history; the figures are the same.
+ */
+const withoutDormant = (before: Timeline, after: Timeline, t0: string, moved: ReadonlySet<string>): [Timeline, Timeline] => {
+  const kept = new Map<string, { line: string; at: string }>();
+  const dormant = new Set<string>();
+  const keep = (key: string, line: string, at: string | undefined) => {
+    if (at === undefined) return;
+    const was = kept.get(key);
+    if (!was || at < was.at) kept.set(key, { line, at });
+  };
+  // Amounts are canonical decimal strings (`toFixed`): positive when unsigned and not all zeros.
+  const positive = (v: string | undefined) => v !== undefined && v[0] !== '-' && /[1-9]/.test(v);
+  for (const [line, pts] of Object.entries(before)) {
+    if (moved.has(line) || !endedOrderLine(line, pts, t0)) continue;
+    // Two points at one instant: kept whole (which of them counts there is the scan's business).
+    if (pts.some((p, j) => j > 0 && p[0] === pts[j - 1][0])) continue;
+    dormant.add(line);
+    const group = `${pts[0][3]?.[1] ?? ''}\u0000${pts[0][3]?.[2] ?? ''}`;
+    keep(`${group}\u0000raw`, line, pts.find((p) => positive(p[1]))?.[0]);
+    keep(`${group}\u0000converted`, line, pts.find((p) => positive(p[4]))?.[0]);
+  }
+  if (dormant.size < 2) return [before, after];
+  for (const { line } of kept.values()) dormant.delete(line);
+  // The lines left: the others of `before`, and those of `after` (its lines not in `before` moved).
+  const open = [...Object.keys(before).filter((line) => !dormant.has(line)), ...moved];
+  const without = (tl: Timeline) => {
+    const out: Timeline = {};
+    for (const line of open) if (tl[line]) out[line] = tl[line];
+    return out;
+  };
+  return [without(before), without(after)];
 };
 
 /**
@@ -820,12 +876,12 @@ export const standingSteps = (
   from: string,
   limit = STANDING_STEPS,
 ): { steps: StandingStep[]; complete: boolean } => {
-  const tl = viewOf(stored, reportingCurrency);
+  // "At or before `from`": every point time has the same length, so `from` + '~' sorts after all of them.
+  const upTo = `${from}~`;
+  const tl = viewOf(withoutEndedOrders(stored, upTo), reportingCurrency);
   const current = new Map<string, Point>();
   const ahead: { line: string; p: Point }[] = [];
   let mrr = ZERO;
-  // "At or before `from`": every point time has the same length, so `from` + '~' sorts after all of them.
-  const upTo = `${from}~`;
   for (const [line, pts] of Object.entries(tl)) {
     const i = lastBefore(pts, upTo);
     if (i >= 0) {

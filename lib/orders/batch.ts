@@ -1,8 +1,8 @@
 import {
   addTimelineChange,
-  type BookingLines,
+  type SaleOrder,
   saleOf,
-  withBooking,
+  withBookings,
   customersWithTimelines,
   EMPTY_TIMELINE,
   lineOf,
@@ -257,8 +257,8 @@ const writeUnits = async (
   // Each customer's timeline as the chunk's units leave it, one order change at a time, in order:
   // copied once per customer (a long history has thousands of lines), then each order's line replaced.
   const timelines = new Map<number, Timeline>();
-  // …and its bookings (the sales figures' record), one entry per order.
-  const bookings = new Map<number, BookingLines>();
+  // …and its bookings' changes (the sales figures' record, one entry per order), applied at once.
+  const bookingChanges = new Map<number, [string, SaleOrder | null][]>();
   const moveLine = (id: number, orderNo: string, after: OrderItem | null) => {
     const state = customers.get(id);
     if (!state) return;
@@ -267,7 +267,7 @@ const writeUnits = async (
     const points = orderLine(after);
     if (points.length) tl[lineOf.order(orderNo)] = points;
     else delete tl[lineOf.order(orderNo)];
-    bookings.set(id, withBooking(bookings.get(id) ?? state.timeline.bookings, orderNo, after && saleOf(after)));
+    bookingChanges.set(id, [...(bookingChanges.get(id) ?? []), [orderNo, after && saleOf(after)]]);
   };
   for (const u of chunk) {
     if (u.order === u.stored) continue; // nothing changes
@@ -291,7 +291,16 @@ const writeUnits = async (
     if (!state) continue; // an order whose customer item is missing: no figures to keep
     const cs = changes.get(id) ?? [];
     const timeline = timelines.has(id)
-      ? await addTimelineChange(ws, merchantId, figures, id, state.timeline, timelines.get(id)!, rates, bookings.get(id))
+      ? await addTimelineChange(
+          ws,
+          merchantId,
+          figures,
+          id,
+          state.timeline,
+          timelines.get(id)!,
+          rates,
+          withBookings(state.timeline.bookings, bookingChanges.get(id) ?? []),
+        )
       : state.timeline;
     if (!state.exists) {
       const created = addCustomerCreate(ws, merchantId, id, { email: state.item.email, name: state.name }, at);

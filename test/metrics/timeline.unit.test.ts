@@ -278,6 +278,56 @@ describe('segments', () => {
     );
   });
 
+  // A customer with many past recurring orders: a change after them is computed without the order
+  // lines that ended before it (only each cycle and currency's earliest positive line is kept, raw
+  // and converted, for the cohort). Lines tagged in two cycles and currencies, some converted, some
+  // not (no rate), the change at any time (before, among or after them), every slice exact.
+  it('many past order lines: each segment still moves by the difference of its whole recomputation', () => {
+    const orderLine = fc.tuple(
+      fc.integer({ min: 0, max: 300 }),
+      fc.integer({ min: 1, max: 60 }),
+      fc.constantFrom('0', '5', '10'),
+      fc.constantFrom('monthly', 'yearly'),
+      fc.constantFrom('TWD', 'USD'),
+      fc.constantFrom<string | undefined>(undefined, '0', '150', '300'),
+    );
+    const toPoints = ([start, length, amount, cycle, currency, converted]: [
+      number,
+      number,
+      string,
+      string,
+      string,
+      string | undefined,
+    ]) => {
+      const tag: Tag = [null, cycle, currency];
+      const foreign = currency !== CCY && converted !== undefined;
+      const at = (d: number, v: string, c: string): Point => (foreign ? [day(d), v, 'o', tag, c] : [day(d), v, 'o', tag]);
+      return [at(start, amount, amount === '0' ? '0' : (converted ?? '0')), at(start + length, '0', '0')];
+    };
+    const history = fc.tuple(
+      fc.array(orderLine, { minLength: 2, maxLength: 14 }),
+      fc.option(fc.array(point, { minLength: 1, maxLength: 4 }), { nil: undefined }),
+    );
+    fc.assert(
+      fc.property(history, orderLine, fc.integer({ min: 0, max: 13 }), ([orders, sub], change, which) => {
+        const before: Timeline = {};
+        orders.forEach((o, i) => {
+          before[`O${i}`] = toPoints(o);
+        });
+        if (sub) before.S1 = lineOf(sub);
+        // One order line changed (or a new one), as a write makes it: the others the same arrays.
+        const after = { ...before, [`O${which}`]: toPoints(change) };
+        const moved = contributionChange(before, after, CCY);
+        for (const segment of [null, ...SEGMENTS]) {
+          const got = moved.find((m) => same(m.segment, segment))?.moves ?? new Map();
+          const expected = difference(contributions(before, CCY, segment), contributions(after, CCY, segment));
+          expect(asMap(got), JSON.stringify(segment)).toEqual(asMap(expected));
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+
   it('in a time zone, each segment moves by the difference of its recomputations in that zone', () => {
     const ZONES = ['UTC', 'Asia/Taipei', 'America/New_York', 'Asia/Kathmandu', 'Pacific/Kiritimati', 'Pacific/Pago_Pago'];
     fc.assert(
