@@ -3,6 +3,7 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preac
 import type { Meta, Page } from './api';
 import { allPagesCsv, CSV_MAX_PAGES, CSV_PAGE_SIZE, type CsvPage, saveFile } from './csv';
 import { amounts, compactMoney, count, customerLabel, money, percent, ratio } from './format';
+import type { MetadataPair } from './segment';
 
 /** A load's state, always naming the parameters it belongs to. */
 export type Async<T, P = null> = { params: P } & ({ state: 'loading' } | { state: 'error'; error: Error } | { state: 'ready'; data: T });
@@ -592,3 +593,41 @@ export const CohortTable = <C,>(props: {
     </table>
   </TableScroll>
 );
+
+/**
+ * One customer-metadata pair (key and exact value), applied on submit (the API's
+ * `metadata.<key>=<value>`); Clear when one is applied. `testId` prefixes its fields' test ids.
+ */
+export const MetadataFilter = (props: {
+  value: MetadataPair | null;
+  onChange: (m: MetadataPair | null) => void;
+  label: string;
+  testId: string;
+}) => {
+  const apply = (e: Event) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget as HTMLFormElement);
+    const [key, value] = [String(form.get('key') ?? ''), String(form.get('value') ?? '')];
+    if (key && value) props.onChange({ key, value });
+  };
+  const { value } = props;
+  return (
+    // Keyed by the pair applied, so Clear (or the address) resets the fields.
+    <form class="filters" onSubmit={apply} aria-label={props.label} key={value ? `${value.key}=${value.value}` : ''}>
+      <label class="control">
+        Metadata key
+        <input name="key" type="text" defaultValue={value?.key} required autoComplete="off" data-testid={`${props.testId}-key`} />
+      </label>
+      <label class="control">
+        Value (exact)
+        <input name="value" type="text" defaultValue={value?.value} required autoComplete="off" data-testid={`${props.testId}-value`} />
+      </label>
+      <button type="submit">Apply</button>
+      {value && (
+        <button type="button" class="secondary" onClick={() => props.onChange(null)}>
+          Clear
+        </button>
+      )}
+    </form>
+  );
+};

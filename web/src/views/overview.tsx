@@ -13,7 +13,19 @@ import {
   segmentQuery,
   withFilter,
 } from '../segment';
-import { type Async, Choice, CohortTable, DownloadCsv, Figures, Head, ListTable, Panel, TableScroll, useAsync } from '../ui';
+import {
+  type Async,
+  Choice,
+  CohortTable,
+  DownloadCsv,
+  Figures,
+  Head,
+  ListTable,
+  MetadataFilter,
+  Panel,
+  TableScroll,
+  useAsync,
+} from '../ui';
 import { dayBefore, INTERVALS, RANGES, rangeStart, todayIn } from '../dates';
 import { type Drill, DrillPanel } from './drill';
 import { Headline } from './headline';
@@ -40,12 +52,6 @@ const SegmentPicker = (props: { value: Filter; onChange: (f: Filter) => void; pl
     // The reporting currency's own lines too: "All" converts the other currencies into it.
     { kind: 'currency', label: 'Currency', options: [...new Set([props.me.reporting_currency, ...CURRENCIES])] },
   ];
-  const applyMetadata = (e: Event) => {
-    e.preventDefault();
-    const form = new FormData(e.currentTarget as HTMLFormElement);
-    const [key, value] = [String(form.get('key') ?? ''), String(form.get('value') ?? '')];
-    if (key && value) props.onChange({ segment, metadata: { key, value } });
-  };
   return (
     <div class="segment-bar">
       <label class="control">
@@ -66,23 +72,12 @@ const SegmentPicker = (props: { value: Filter; onChange: (f: Filter) => void; pl
             ))}
         </select>
       </label>
-      {/* Keyed by the pair applied, so Clear (or the address) resets the fields. */}
-      <form class="filters" onSubmit={applyMetadata} aria-label="Customer metadata filter" key={metadataLabel(props.value)}>
-        <label class="control">
-          Metadata key
-          <input name="key" type="text" defaultValue={metadata?.key} required autoComplete="off" data-testid="metadata-key" />
-        </label>
-        <label class="control">
-          Value (exact)
-          <input name="value" type="text" defaultValue={metadata?.value} required autoComplete="off" data-testid="metadata-value" />
-        </label>
-        <button type="submit">Apply</button>
-        {metadata && (
-          <button type="button" class="secondary" onClick={() => props.onChange({ segment, metadata: null })}>
-            Clear
-          </button>
-        )}
-      </form>
+      <MetadataFilter
+        value={metadata}
+        onChange={(m) => props.onChange({ segment, metadata: m })}
+        label="Customer metadata filter"
+        testId="metadata"
+      />
       <p class="hint segment-note" data-testid="segment-words" {...filterAttrs(props.value)}>
         The recurring-revenue figures, the MRR chart and the cohorts below cover {filterWords(props.value, props.me.reporting_currency)}. A
         metadata filter matches the value exactly (case-sensitive) and reads the matching customers' histories, so it is slower on large

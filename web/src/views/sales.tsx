@@ -4,7 +4,7 @@ import { heat, LineChart } from '../chart';
 import { INTERVALS, monthBefore, RANGES, rangeStart, todayIn } from '../dates';
 import { amounts, compactMoney, count, CURRENCIES, duration, money, percent } from '../format';
 import { CYCLES, type MetadataPair } from '../segment';
-import { Choice, CohortTable, DownloadCsv, Figures, ListTable, Panel, useAsync } from '../ui';
+import { Choice, CohortTable, DownloadCsv, Figures, ListTable, MetadataFilter, Panel, useAsync } from '../ui';
 
 /**
  * Sales: what orders brought in (GET /metrics/sales) by interval and segment, how each payment
@@ -63,38 +63,6 @@ const Unconverted = ({ testId, unconverted }: { testId: string; unconverted: Rec
   );
 };
 
-/**
- * One customer-metadata pair (key and exact value), applied on submit: only the orders of the
- * customers whose metadata holds it (the API's `metadata.<key>=<value>`).
- */
-const MetadataFilter = ({ value, onChange }: { value: MetadataPair | null; onChange: (m: MetadataPair | null) => void }) => {
-  const apply = (e: Event) => {
-    e.preventDefault();
-    const form = new FormData(e.currentTarget as HTMLFormElement);
-    const [key, v] = [String(form.get('key') ?? ''), String(form.get('value') ?? '')];
-    if (key && v) onChange({ key, value: v });
-  };
-  return (
-    // Keyed by the pair applied, so Clear resets the fields.
-    <form class="filters" onSubmit={apply} aria-label="Sales customer metadata filter" key={value ? `${value.key}=${value.value}` : ''}>
-      <label class="control">
-        Metadata key
-        <input name="key" type="text" defaultValue={value?.key} required autoComplete="off" data-testid="sales-metadata-key" />
-      </label>
-      <label class="control">
-        Value (exact)
-        <input name="value" type="text" defaultValue={value?.value} required autoComplete="off" data-testid="sales-metadata-value" />
-      </label>
-      <button type="submit">Apply</button>
-      {value && (
-        <button type="button" class="secondary" onClick={() => onChange(null)}>
-          Clear
-        </button>
-      )}
-    </form>
-  );
-};
-
 const SalesPanel = ({ api, me, range }: { api: Api; me: Me; range: string }) => {
   const [interval, setSalesInterval] = useState<(typeof INTERVALS)[number]>('month');
   const [segment, setSegment] = useState<Segment>(NO_SEGMENT);
@@ -150,7 +118,7 @@ const SalesPanel = ({ api, me, range }: { api: Api; me: Me; range: string }) => 
             options={[any(`All (in ${me.reporting_currency})`), ...new Set([me.reporting_currency, ...CURRENCIES])]}
             testId="sales-currency"
           />
-          <MetadataFilter value={metadata} onChange={setMetadata} />
+          <MetadataFilter value={metadata} onChange={setMetadata} label="Sales customer metadata filter" testId="sales-metadata" />
           <DownloadCsv
             fileName={`sales-${interval}-${range}.csv`}
             testId="sales-csv"
