@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The unit tier runs first, on its own (vitest.unit.config.ts); the load, reliability, scale and bundles suites run on their own: `npm run test:slow` / `test:reliability` / `test:scale` / `test:bundles` (vitest.slow.config.ts).
+    // The unit tier runs first, on its own (vitest.unit.config.ts); the load, reliability, scale, bundles and dashboard end-to-end suites run on their own: `npm run test:slow` / `test:reliability` / `test:scale` / `test:bundles` / `test:e2e` (vitest.slow.config.ts).
     exclude: [
       '**/node_modules/**',
       'test/**/*.unit.test.ts',
@@ -13,6 +13,7 @@ export default defineConfig({
       'test/**/*.reliability.test.ts',
       'test/**/*.scale.test.ts',
       'test/**/*.bundles.test.ts',
+      'test/**/*.e2e.test.ts',
     ],
     globalSetup: ['test/support/global-setup.ts'],
     // Every test file: writes past AWS's limits (a 64 KB item, a 100-action or 4 MB transaction) and

@@ -420,7 +420,7 @@ export const withBookings = (lines: BookingLines, changes: Iterable<[orderNo: st
     const line = `${BOOKING_LINE}${orderNo}`;
     const was = (next ?? lines)[line]?.[0];
     const entry = order && entryOf(order);
-    if (entry ? was && was.every((v, i) => v === entry[i]) : !was) continue;
+    if (entry ? was?.every((v, i) => v === entry[i]) : !was) continue;
     next ??= { ...lines };
     if (entry) next[line] = [entry];
     else delete next[line];

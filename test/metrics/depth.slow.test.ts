@@ -4,11 +4,11 @@ import { useApi } from '../support/api.ts';
 import { deepOrders } from './deep-orders.ts';
 
 /**
- * The depth case at size: 3,000 orders in CI (about 90 s), `DEPTH_ORDERS=10000` for the full size
+ * The depth case at size: 2,000 orders in CI (about a minute), `DEPTH_ORDERS=10000` for the full size
  * (305 s here, docs/benchmarks.md: more than CI's 45 minutes leave room for); test/metrics/depth.test.ts
  * runs it with 800 orders in `npm test`.
  */
-const ORDERS = Number(process.env.DEPTH_ORDERS ?? 3_000);
+const ORDERS = Number(process.env.DEPTH_ORDERS ?? 2_000);
 const api = useApi();
 afterEach(() => resetClock());
 

@@ -71,7 +71,7 @@ const STAMP: Partial<Record<Status, 'paid_at' | 'failed_at' | 'refunded_at'>> = 
  * Runs by default (PROP_RUNS overrides; 1–2 s each here) and the wall-clock budget they must all
  * finish in, or the test FAILS (PROP_BUDGET_MS overrides; it grows with PROP_RUNS).
  */
-const DEFAULT_RUNS = 16;
+const DEFAULT_RUNS = 10;
 const RUNS = Number(process.env.PROP_RUNS ?? DEFAULT_RUNS);
 const BUDGET_MS = Number(process.env.PROP_BUDGET_MS ?? Math.max(360_000, Math.ceil((RUNS * 360_000) / DEFAULT_RUNS)));
 /** The vitest timeout leaves room for the last run's checks and fast-check's report after the budget. */

@@ -4,7 +4,7 @@ import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { fixedClock, resetClock } from '#lib/clock';
 import { db, tableName } from '#lib/db/client';
 import { COUNTER_SHARDS } from '#lib/db/writes-constants';
-import { generationSegmentsPartition, keys, METRIC_SHARDS, salesPartition, salesPartitions } from '#lib/db/keys';
+import { generationSegmentsPartition, keys, salesPartition, salesPartitions } from '#lib/db/keys';
 import { queryAll } from '#lib/db/query';
 import { repairCustomer } from '#lib/customers/repair';
 import { getMerchant } from '#lib/merchants/store';

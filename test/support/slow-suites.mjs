@@ -6,7 +6,7 @@ import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const kind = process.argv[2] ?? 'slow';
-if (!/^[a-z]+$/.test(kind)) throw new Error(`suite kind must be a word, got ${kind}`);
+if (!/^[a-z][a-z0-9]*$/.test(kind)) throw new Error(`suite kind must be a word, got ${kind}`);
 const suffix = `.${kind}.test.ts`;
 const root = join(import.meta.dirname, '..', '..');
 const find = (dir) =>
