@@ -129,22 +129,19 @@ const splitStored = (stored: Timeline): { timeline: Timeline; bookings: BookingL
   }
   return { timeline, bookings: bookings as BookingLines };
 };
-/**
- * Of the lines as stored (`timeline` and `bookings`), those that differ between the stored state
- * and the new one (`after`, `afterBookings`; by default `timeline` and `bookings` are the new ones).
- */
-const movedOf = (
-  timeline: Timeline,
-  bookings: BookingLines,
-  stored: TimelineState,
-  after: Timeline = timeline,
-  afterBookings: BookingLines = bookings,
-): Timeline => {
-  const out: Timeline = {};
-  for (const line of changedLines(stored.timeline, after)) if (timeline[line]) out[line] = timeline[line];
+/** The stored lines (timeline's and bookings') that differ between `stored` and the new state. */
+const movedLines = (stored: TimelineState, after: Timeline, bookings: BookingLines): string[] => [
+  ...changedLines(stored.timeline, after),
+  ...changedLines(stored.bookings as unknown as Timeline, bookings as unknown as Timeline),
+];
+/** Of the lines as stored (`timeline` and `bookings`), those named in `lines`. */
+const pickStored = (timeline: Timeline, bookings: BookingLines, lines: string[]): Timeline => {
   const booked = bookings as unknown as Timeline;
-  for (const line of changedLines(stored.bookings as unknown as Timeline, afterBookings as unknown as Timeline))
-    if (booked[line]) out[line] = booked[line];
+  const out: Timeline = {};
+  for (const line of lines) {
+    const pts = isBookingLine(line) ? booked[line] : timeline[line];
+    if (pts) out[line] = pts;
+  }
   return out;
 };
 /** The lines as stored: the bookings' lines beside the timeline's (chunked by their first element, a time, as points are). */
@@ -330,13 +327,9 @@ export const addTimelineChange = async (
   } else {
     // Only the chunks whose points moved are written; one outgrowing its limit is split. From
     // chunks, only the lines that moved are handed over (the others are taken from their chunks).
+    const moved = stored.chunks ? movedLines(stored, after, bookings) : [];
     chunks = stored.chunks
-      ? chunkTimeline(
-          movedOf(after, bookings, stored),
-          CHUNK_LIMIT,
-          stored.chunks,
-          movedOf(stored.timeline, stored.bookings, stored, after, bookings),
-        )
+      ? chunkTimeline(pickStored(after, bookings, moved), CHUNK_LIMIT, stored.chunks, pickStored(stored.timeline, stored.bookings, moved))
       : chunkTimeline(joinStored(after, bookings), CHUNK_LIMIT);
     ws.put('timeline', { ...key, customer_id: customerId, chunked: true, version, ...standing, ...counted }, guard);
     for (const [period, json] of chunks) {
