@@ -112,15 +112,15 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The merchant's settings: reporting time zone and currency
-         * @description The merchant's reporting time zone (IANA name; `UTC` unless changed), reporting currency, and its last recount after a change of zone or rates (docs/settings.md).
+         * The merchant's settings: reporting time zone, currency and delinquency days
+         * @description The merchant's reporting time zone (IANA name; `UTC` unless changed), reporting currency, `delinquency_days` (30 unless changed), and its last recount after a change of zone or rates (docs/settings.md).
          *
          *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
          */
         get: operations["settingsGet"];
         /**
-         * Change the reporting time zone (back-office admins)
-         * @description Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. The zone is stored at once and starts a recount of the figures in it in the background: until it switches (`recount.status` becomes `done`), every figure, `GET /orders/stats` included, stays in the zone before, whole, and answers say `Recount-Pending: true`. Setting the zone already set starts none; at most 10 recounts start in an hour (429 with `Retry-After` beyond, nothing changed). Timestamps on the wire stay UTC (docs/settings.md). Admins only.
+         * Change the reporting time zone or the delinquency days (back-office admins)
+         * @description Sets the merchant's `delinquency_days` (1–90: how long a subscription may stay past due before it is cancelled as delinquent; applied to the subscriptions past due now as well), its reporting time zone, or both. The time zone is an IANA name such as `Asia/Taipei`. The zone is stored at once and starts a recount of the figures in it in the background: until it switches (`recount.status` becomes `done`), every figure, `GET /orders/stats` included, stays in the zone before, whole, and answers say `Recount-Pending: true`. Setting the zone already set starts none; at most 10 recounts start in an hour (429 with `Retry-After` beyond, nothing changed). Timestamps on the wire stay UTC (docs/settings.md). Admins only.
          *
          *     Back office: an ID token of role admin.
          */
@@ -516,6 +516,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/subscriptions/{id}/past-due": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Mark an active subscription past due: its renewal failed (past_due event)
+         * @description Marks an active subscription `past_due` from `failed_at` (default now): its renewal payment failed. Its MRR still counts (and shows in `past_due_mrr`); recover it with `/recover`, or it is cancelled on its own `delinquency_days` (`GET /settings`) after `failed_at`, reason `delinquent`. Records a past_due event. A body is optional (docs/subscriptions.md).
+         *
+         *     Requires an API token with the `subscriptions:write` ability.
+         */
+        put: operations["subscriptionsPastDue"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/subscriptions/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Recover a past-due subscription: the failed renewal was paid (recovered event)
+         * @description Returns a past-due subscription to `active` at `recovered_at` (default now) and records a recovered event; its scheduled delinquent cancellation no longer applies. A body is optional (docs/subscriptions.md).
+         *
+         *     Requires an API token with the `subscriptions:write` ability.
+         */
+        put: operations["subscriptionsRecover"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/subscriptions/{id}/reactivate": {
         parameters: {
             query?: never;
@@ -702,6 +746,28 @@ export interface paths {
          *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
          */
         get: operations["metricsMrr"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics/trials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Trials started per day, week, month, quarter or year, and what became of them: converted, cancelled, still trialing
+         * @description Per interval of the range (as `GET /metrics/mrr`), the trials whose subscription started in it (`trial_ends_at` given) and, of them by now: converted, cancelled during the trial, still trialing, the conversion rate of those that ended and the mean days to convert; and the same over the range (`summary`). `Accept: text/csv` gives the points as CSV. Segment filters: `plan` (repeatable: the lines of any of the plans), `billing_cycle`, `currency`, and `metadata.<key>=<value>` (customer metadata, the value compared exactly as a string; repeatable, ANDed): the figures over only the matching customers' lines. One plan, cycle or currency reads its own aggregates; any other segment reads the matching customers' timelines, at a cost that grows with the customers it matches (docs/metrics.md, "Segments").
+         *
+         *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
+         */
+        get: operations["metricsTrials"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1031,6 +1097,8 @@ export interface components {
             current_period_start?: string | null;
             cancelled_at?: string | null;
             cancel_reason?: string | null;
+            /** @description A trial: the subscription is trialing (counting in no figure) until this time, after started_at, and then converts */
+            trial_ends_at?: string | null;
         };
         SubscriptionEventBatchItem: {
             /** @description Required unless subscription_external_id names the subscription (its customer is then the subscription's) */
@@ -1127,6 +1195,11 @@ export interface components {
              * @example TWD
              */
             reporting_currency: string;
+            /**
+             * @description Days a subscription may stay past due (a failed renewal not recovered) before it is cancelled on its own, reason `delinquent`; also the grace a late renewal of a recurring order has. 1–90, default 30
+             * @example 30
+             */
+            delinquency_days: number;
             recount: components["schemas"]["Recount"];
         };
         Recount: {
@@ -1167,7 +1240,7 @@ export interface components {
              */
             mrr: string;
             /** @description Its latest subscription's status now (the one started last); null when it never had one */
-            subscription_status: ("active" | "paused" | "cancelled") | null;
+            subscription_status: ("trialing" | "active" | "past_due" | "paused" | "cancelled") | null;
             /** @example 1200.00 */
             ltv: string;
             ltv_by_currency: {
@@ -1271,7 +1344,7 @@ export interface components {
             /** @description The merchant's own id (set by imports), null when none */
             external_id: string | null;
             /** @enum {string} */
-            status: "active" | "paused" | "cancelled";
+            status: "trialing" | "active" | "past_due" | "paused" | "cancelled";
             plan_name: string;
             /** @example 990.00 */
             mrr: string;
@@ -1291,6 +1364,10 @@ export interface components {
             cancel_at: string | null;
             paused_at: string | null;
             cancel_reason: string | null;
+            /** @description The end of its trial (null: none): trialing until then, counting from then */
+            trial_ends_at: string | null;
+            /** @description While past due: when the renewal failed */
+            failed_at: string | null;
             created_at: string;
             updated_at: string;
             /** @description The customer's email (a deleted customer's too) */
@@ -1304,7 +1381,7 @@ export interface components {
             /** @description The merchant's own id (set by imports), null when none */
             external_id: string | null;
             /** @enum {string} */
-            status: "active" | "paused" | "cancelled";
+            status: "trialing" | "active" | "past_due" | "paused" | "cancelled";
             plan_name: string;
             /** @example 990.00 */
             mrr: string;
@@ -1324,6 +1401,10 @@ export interface components {
             cancel_at: string | null;
             paused_at: string | null;
             cancel_reason: string | null;
+            /** @description The end of its trial (null: none): trialing until then, counting from then */
+            trial_ends_at: string | null;
+            /** @description While past due: when the renewal failed */
+            failed_at: string | null;
             created_at: string;
             updated_at: string;
         };
@@ -1332,7 +1413,7 @@ export interface components {
             customer_id: number;
             subscription_id: number | null;
             /** @enum {string} */
-            event_type: "created" | "upgrade" | "downgrade" | "cancel" | "reactivated";
+            event_type: "created" | "upgrade" | "downgrade" | "cancel" | "reactivated" | "trial_converted" | "trial_cancelled" | "past_due" | "recovered";
             /** @enum {string} */
             source: "api" | "import";
             old_amount: string;
@@ -1434,10 +1515,25 @@ export interface components {
             contraction: string;
             /** @example -50.00 */
             churn: string;
+            /**
+             * @description The churn not caused by a failed renewal (churn − delinquent_churn)
+             * @example -50.00
+             */
+            voluntary_churn: string;
+            /**
+             * @description The churn of subscriptions cancelled as delinquent: past due longer than `delinquency_days` (involuntary churn)
+             * @example -50.00
+             */
+            delinquent_churn: string;
             /** @example 1200.00 */
             reactivation: string;
             /** @example -50.00 */
             net_change: string;
+            /**
+             * @description The MRR past due (a failed renewal not yet recovered) at the end of the interval; counted in mrr
+             * @example 1200.00
+             */
+            past_due_mrr: string;
             active_subscriptions: number;
             active_customers: number;
             /** @description mrr ÷ active_customers at the end of the interval; null without any */
@@ -1497,6 +1593,52 @@ export interface components {
             unconverted: {
                 [key: string]: string;
             };
+        };
+        TrialEntry: {
+            /**
+             * Format: date
+             * @description First day of the interval (clamped to start_date)
+             */
+            date: string;
+            /** @description Trials that started in the interval (by started_at) */
+            trials_started: number;
+            /** @description Of those, the ones converted by now */
+            converted: number;
+            /** @description Of those, the ones cancelled during their trial */
+            cancelled: number;
+            /** @description Of those, the ones still trialing now */
+            still_trialing: number;
+            /**
+             * @description converted ÷ (trials_started − still_trialing) × 100, 2 decimals; null when none of them has ended
+             * @example 4.17
+             */
+            conversion_rate: number | null;
+            /**
+             * @description Mean days from started_at to conversion of the converted ones, 2 decimals; null when none
+             * @example 14
+             */
+            avg_days_to_convert: number | null;
+        };
+        /** @description The same over the whole range */
+        TrialSummary: {
+            /** @description Trials that started in the interval (by started_at) */
+            trials_started: number;
+            /** @description Of those, the ones converted by now */
+            converted: number;
+            /** @description Of those, the ones cancelled during their trial */
+            cancelled: number;
+            /** @description Of those, the ones still trialing now */
+            still_trialing: number;
+            /**
+             * @description converted ÷ (trials_started − still_trialing) × 100, 2 decimals; null when none of them has ended
+             * @example 4.17
+             */
+            conversion_rate: number | null;
+            /**
+             * @description Mean days from started_at to conversion of the converted ones, 2 decimals; null when none
+             * @example 14
+             */
+            avg_days_to_convert: number | null;
         };
         MetricsSummary: {
             /** @example 1200.00 */
@@ -2645,11 +2787,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Days a subscription may stay past due before it is cancelled as delinquent: 1–90 (default 30) */
+                    delinquency_days?: number;
                     /**
                      * @description An IANA time zone name, such as `UTC`, `Asia/Taipei` or `America/New_York`
                      * @example Asia/Taipei
                      */
-                    timezone: string;
+                    timezone?: string;
                 };
             };
         };
@@ -4826,7 +4970,7 @@ export interface operations {
                 /** @description Only this customer's subscriptions */
                 customer_id?: number;
                 /** @description Only subscriptions in this status (as stored; a due scheduled cancellation is applied within a minute) */
-                status?: "active" | "paused" | "cancelled";
+                status?: "trialing" | "active" | "past_due" | "paused" | "cancelled";
                 /** @description Only subscriptions of this plan (exact name) */
                 plan_name?: string;
             };
@@ -4978,6 +5122,8 @@ export interface operations {
                     billing_cycle: "monthly" | "quarterly" | "semi-annual" | "yearly";
                     started_at?: string | null;
                     current_period_start?: string | null;
+                    /** @description A trial: the subscription is trialing (counting in no figure) until this time, after started_at, and then converts */
+                    trial_ends_at?: string | null;
                 };
             };
         };
@@ -5142,7 +5288,7 @@ export interface operations {
                 /** @description Only this subscription's events */
                 subscription_id?: number;
                 /** @description Only events of this type */
-                event_type?: "created" | "upgrade" | "downgrade" | "cancel" | "reactivated";
+                event_type?: "created" | "upgrade" | "downgrade" | "cancel" | "reactivated" | "trial_converted" | "trial_cancelled" | "past_due" | "recovered";
                 start_date?: string;
                 end_date?: string;
             };
@@ -5925,6 +6071,8 @@ export interface operations {
                     effective_at?: string | null;
                     /** @description Schedules the cancellation at this future time; null clears a schedule */
                     cancel_at?: string | null;
+                    /** @description While trialing: moves the end of the trial (a future time) */
+                    trial_ends_at?: string | null;
                 };
             };
         };
@@ -6573,6 +6721,362 @@ export interface operations {
             };
         };
     };
+    subscriptionsPastDue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Subscription id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description When the renewal failed (default now); not before the start or the latest change */
+                    failed_at?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Subscription"];
+                    };
+                };
+            };
+            /** @description The request body is not valid JSON */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Resource not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    subscriptionsRecover: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Subscription id */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description When the payment was recovered (default now); not before the failure */
+                    recovered_at?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The subscription */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Subscription"];
+                    };
+                };
+            };
+            /** @description The request body is not valid JSON */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Resource not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Concurrent requests kept changing the resource until the deadline, or the merchant's figures are being recounted for a settings change; nothing was stored, retry after Retry-After seconds (conflicts of state, such as a valid token existing, carry no Retry-After) */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description The request body is larger than 1 MiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
     subscriptionsReactivate: {
         parameters: {
             query?: never;
@@ -6910,7 +7414,7 @@ export interface operations {
                      *       "subscription.cancelled"
                      *     ]
                      */
-                    events: "*"[] | ("order.created" | "order.paid" | "order.failed" | "order.refunded" | "order.cancelled" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.reactivated" | "subscription.cancelled")[];
+                    events: "*"[] | ("order.created" | "order.paid" | "order.failed" | "order.refunded" | "order.cancelled" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.reactivated" | "subscription.cancelled" | "subscription.trial_converted" | "subscription.trial_cancelled" | "subscription.past_due" | "subscription.recovered")[];
                     description?: string | null;
                 };
             };
@@ -7332,7 +7836,7 @@ export interface operations {
                      *       "subscription.cancelled"
                      *     ]
                      */
-                    events?: "*"[] | ("order.created" | "order.paid" | "order.failed" | "order.refunded" | "order.cancelled" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.reactivated" | "subscription.cancelled")[];
+                    events?: "*"[] | ("order.created" | "order.paid" | "order.failed" | "order.refunded" | "order.cancelled" | "subscription.created" | "subscription.updated" | "subscription.paused" | "subscription.reactivated" | "subscription.cancelled" | "subscription.trial_converted" | "subscription.trial_cancelled" | "subscription.past_due" | "subscription.recovered")[];
                     description?: string | null;
                     /** @enum {string} */
                     status?: "enabled" | "disabled";
@@ -8100,6 +8604,142 @@ export interface operations {
                         unconverted: {
                             [key: string]: string;
                         };
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    metricsTrials: {
+        parameters: {
+            query?: {
+                /** @description First day (in the merchant's reporting time zone, inclusive). Default: the 1st of the month 11 months before end_date */
+                start_date?: string;
+                /** @description Last day (in the merchant's reporting time zone, inclusive). Default: today there */
+                end_date?: string;
+                /** @description day, week (Monday to Sunday), month (default), quarter (January, April, July, October) or year, in the merchant's reporting time zone */
+                interval?: "day" | "week" | "month" | "quarter" | "year";
+                /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`, at most 20 times) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md). Also `metadata.<key>=<value>`: only the customers whose metadata holds it (at most 10 such filters, repeats included) */
+                plan?: string | string[];
+                /** @description Only the lines of this billing cycle */
+                billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly";
+                /** @description Only the subscriptions and orders in this currency, in it, the reporting currency included (without it: every line, other currencies converted into the reporting currency) */
+                currency?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The trials series */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TrialEntry"][];
+                        summary: components["schemas"]["TrialSummary"];
                     };
                     "text/csv": string;
                 };

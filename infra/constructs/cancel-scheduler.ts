@@ -30,6 +30,36 @@ export const CANCEL_SCHEDULE_PATTERN = {
   detail: { data: { object: { cancel_at: [{ prefix: '' }] } } },
 };
 
+/**
+ * The other scheduled changes (lib/subscriptions/schedule.ts, `SCHEDULE_FIELDS`): a trialing
+ * subscription's conversion at `trial_ends_at`, a past-due one's delinquent cancellation (armed
+ * with `failed_at`; the check works out its time from the merchant's `delinquency_days`). One rule
+ * each, into the same state machine, with the kind in the input.
+ */
+export const SCHEDULE_RULES = [
+  { id: 'Rule', pattern: CANCEL_SCHEDULE_PATTERN, field: 'cancel_at', kind: null },
+  {
+    id: 'TrialRule',
+    pattern: {
+      source: [SERVICE_NAME],
+      'detail-type': [{ prefix: 'subscription.' }],
+      detail: { data: { object: { status: ['trialing'], trial_ends_at: [{ prefix: '' }] } } },
+    },
+    field: 'trial_ends_at',
+    kind: 'convert',
+  },
+  {
+    id: 'PastDueRule',
+    pattern: {
+      source: [SERVICE_NAME],
+      'detail-type': [{ prefix: 'subscription.' }],
+      detail: { data: { object: { status: ['past_due'], failed_at: [{ prefix: '' }] } } },
+    },
+    field: 'failed_at',
+    kind: 'delinquent',
+  },
+] as const;
+
 type CancelSchedulerProps = {
   eventBus: IEventBus;
   table: ITable;
@@ -39,16 +69,18 @@ type CancelSchedulerProps = {
 };
 
 /**
- * Scheduled cancellations on AWS (lib/subscriptions/schedule.ts is the code):
+ * Scheduled changes on AWS (lib/subscriptions/schedule.ts is the code): cancellations, trial
+ * conversions, delinquent cancellations.
  *
- *   bus ─rule─▶ state machine: check ─▶ wait until cancel_at ─▶ check (applies it) ─▶ done
+ *   bus ─rules─▶ state machine: check ─▶ wait until wake_at ─▶ check (applies it) ─▶ done
  *
- * The check function applies a due cancellation or answers when to look again; a wait longer
- * than one execution may last (a year) ends by starting a fresh execution with the same input.
- * The rule retries for 24 hours and parks what it could not start in its dead-letter queue.
+ * The check function applies a due change or answers when to look again; a wait longer than one
+ * execution may last (a year) ends by starting a fresh execution with the same input. Each rule
+ * retries for 24 hours and parks what it could not start in the dead-letter queue.
  */
 export class CancelScheduler extends Construct {
   readonly rule: Rule;
+  readonly rules: Rule[];
   readonly stateMachine: StateMachine;
   readonly checkFunction: ApiFunction;
   readonly deadLetterQueue: Queue;
@@ -75,16 +107,13 @@ export class CancelScheduler extends Construct {
       resourceName: stateMachineName,
       arnFormat: ArnFormat.COLON_RESOURCE_NAME,
     });
-    const input = {
-      merchant_id: JsonPath.stringAt('$.merchant_id'),
-      subscription_id: JsonPath.numberAt('$.subscription_id'),
-      cancel_at: JsonPath.stringAt('$.cancel_at'),
-    };
+    // The execution's input as it came (with `kind`, or without it as armed before there were kinds).
+    const input = TaskInput.fromJsonPathAt('$');
 
     const check = (name: string) =>
       new LambdaInvoke(this, name, {
         lambdaFunction: this.checkFunction,
-        payload: TaskInput.fromObject(input),
+        payload: input,
         payloadResponseOnly: true,
         resultPath: '$.check',
       }).addRetry({ errors: ['States.ALL'], interval: Duration.seconds(2), backoffRate: 2, maxAttempts: 8, maxDelay: Duration.minutes(2) });
@@ -92,7 +121,7 @@ export class CancelScheduler extends Construct {
     // Fire and forget: the fresh execution carries the same schedule on (by name, not by reference: a machine cannot name itself).
     const restart = new StepFunctionsStartExecution(this, 'StartFreshWait', {
       stateMachine: StateMachine.fromStateMachineArn(this, 'Self', selfArn),
-      input: TaskInput.fromObject(input),
+      input,
       resultPath: JsonPath.DISCARD,
     }).next(done);
     const first = check('Check');
@@ -120,26 +149,27 @@ export class CancelScheduler extends Construct {
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
     });
-    this.rule = new Rule(this, 'Rule', {
-      description: 'Subscription events carrying a scheduled cancellation → the cancellation scheduler',
-      eventBus: props.eventBus,
-      eventPattern: {
-        source: CANCEL_SCHEDULE_PATTERN.source,
-        detailType: CANCEL_SCHEDULE_PATTERN['detail-type'] as never,
-        detail: CANCEL_SCHEDULE_PATTERN.detail,
-      },
-    });
-    this.rule.addTarget(
-      new SfnStateMachine(this.stateMachine, {
-        input: RuleTargetInput.fromObject({
-          merchant_id: EventField.fromPath('$.detail.merchant_id'),
-          subscription_id: EventField.fromPath('$.detail.data.object.id'),
-          cancel_at: EventField.fromPath('$.detail.data.object.cancel_at'),
+    this.rules = SCHEDULE_RULES.map(({ id, pattern, field, kind }) => {
+      const rule = new Rule(this, id, {
+        description: `Subscription events carrying a scheduled ${kind ?? 'cancellation'} → the scheduler`,
+        eventBus: props.eventBus,
+        eventPattern: { source: [...pattern.source], detailType: pattern['detail-type'] as never, detail: pattern.detail },
+      });
+      rule.addTarget(
+        new SfnStateMachine(this.stateMachine, {
+          input: RuleTargetInput.fromObject({
+            merchant_id: EventField.fromPath('$.detail.merchant_id'),
+            subscription_id: EventField.fromPath('$.detail.data.object.id'),
+            cancel_at: EventField.fromPath(`$.detail.data.object.${field}`),
+            ...(kind ? { kind } : {}),
+          }),
+          deadLetterQueue: this.deadLetterQueue,
+          retryAttempts: 185,
+          maxEventAge: Duration.hours(24),
         }),
-        deadLetterQueue: this.deadLetterQueue,
-        retryAttempts: 185,
-        maxEventAge: Duration.hours(24),
-      }),
-    );
+      );
+      return rule;
+    });
+    this.rule = this.rules[0];
   }
 }

@@ -17,7 +17,7 @@ import type { ScheduledCancel } from '#lib/subscriptions/schedule';
 import { scheduleOf } from '#lib/subscriptions/schedule';
 import { sqsClient, WEBHOOK_QUEUES } from '#lib/webhooks/queue';
 import { SERVICE_NAME } from '../constructs/api-function.ts';
-import { CANCEL_SCHEDULE_PATTERN } from '../constructs/cancel-scheduler.ts';
+import { SCHEDULE_RULES } from '../constructs/cancel-scheduler.ts';
 import {
   WEBHOOK_CONSUMER_MAX_CONCURRENCY,
   WEBHOOK_CONSUMER_SOURCE,
@@ -129,7 +129,8 @@ export const startBundlesMode = async (opts: {
       await events.send(new PutTargetsCommand({ Rule: name, EventBusName: EVENT_BUS, Targets: [{ Id: 'queue', Arn: target.arn }] }));
     };
     await rule(WEBHOOK_RULE_NAME, WEBHOOK_EVENT_PATTERN, eventsQueue);
-    await rule('cancel-scheduler', CANCEL_SCHEDULE_PATTERN, cancelQueue);
+    for (const { id, pattern } of SCHEDULE_RULES)
+      await rule(id === 'Rule' ? 'cancel-scheduler' : `cancel-scheduler-${id}`, pattern, cancelQueue);
 
     const runtime = startBundleRuntime({
       outdir: opts.outdir,
@@ -234,7 +235,8 @@ export const startBundlesMode = async (opts: {
       {
         log: opts.log,
         onError: (err) => opts.log(`cancel scheduler: ${err instanceof Error ? err.message : err}`),
-        check: async (s: ScheduledCancel) => (await runtime.invoke(W.cancelCheck, s)) as { due: boolean; applied?: boolean },
+        check: async (s: ScheduledCancel) =>
+          (await runtime.invoke(W.cancelCheck, s)) as { due: boolean; applied?: boolean; wake_at?: string },
       },
     );
     await cancels.rearm();
@@ -247,7 +249,7 @@ export const startBundlesMode = async (opts: {
           );
           for (const m of Messages) {
             const event = JSON.parse(m.Body ?? '{}') as BusEvent;
-            if (scheduleOf(event.detail ?? {})) for (const fn of subscribers) fn(event);
+            if (scheduleOf(event.detail ?? {}).length) for (const fn of subscribers) fn(event);
           }
           if (Messages.length)
             await sqs.send(

@@ -92,22 +92,31 @@ const updateMerchant = async (values: Values) => {
   }
   const name = str(values, 'name');
   const zone = str(values, 'timezone');
-  if (name === undefined && zone === undefined) throw new UsageError('nothing to update: give --name or --timezone');
+  const days = str(values, 'delinquencyDays');
+  if (name === undefined && zone === undefined && days === undefined)
+    throw new UsageError('nothing to update: give --name, --timezone or --delinquency-days');
+  if (days !== undefined && !/^(?:[1-9]|[1-8][0-9]|90)$/.test(days))
+    throw new UsageError(`--delinquency-days must be a whole number of days from 1 to 90, got ${days}`);
   let timezone: string | undefined;
   if (zone !== undefined) {
     timezone = canonicalZone(zone) ?? undefined;
     if (timezone === undefined)
       throw new UsageError(`--timezone must be an IANA time zone name, such as UTC, Asia/Taipei or America/New_York, got ${zone}`);
   }
-  const changes = { ...(name === undefined ? {} : { name: need(name, 'name') }), ...(timezone ? { timezone } : {}) };
+  const changes = {
+    ...(name === undefined ? {} : { name: need(name, 'name') }),
+    ...(timezone ? { timezone } : {}),
+    ...(days === undefined ? {} : { delinquency_days: Number(days) }),
+  };
   // A new time zone: stored now; the figures follow it once its recount (the worker's) switches.
-  const { changeMerchant, presentRecount, zoneOf } = await store();
+  const { changeMerchant, presentRecount, zoneOf, delinquencyDaysOf } = await store();
   const m = await explainNotFound(merchantId, changeMerchant(merchantId, changes));
   const shown = {
     merchant_id: m.merchant_id,
     name: m.name,
     reporting_currency: m.reporting_currency,
     timezone: zoneOf(m),
+    delinquency_days: delinquencyDaysOf(m),
     created_at: m.created_at,
   };
   // A zone change is stored at once; the figures follow once its recount switches (the worker's).
@@ -201,12 +210,13 @@ const buildProgram = (done: (result: unknown) => void): Command => {
   command(
     merchant,
     'update',
-    "Change a merchant's name or reporting time zone (the reporting currency is fixed at creation); prints the merchant.",
+    "Change a merchant's name, reporting time zone or delinquency days (the reporting currency is fixed at creation); prints the merchant.",
     updateMerchant,
   )
     .addOption(merchantFlag())
     .option('--name <name>', 'the new name')
     .option('--timezone <zone>', 'the reporting time zone, an IANA name (UTC, Asia/Taipei…): stats start today and this month in it')
+    .option('--delinquency-days <days>', 'days (1–90) a subscription may stay past due before it is cancelled as delinquent')
     .addOption(new Option('--currency <code>').hideHelp());
   command(
     merchant,

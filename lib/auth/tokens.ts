@@ -19,6 +19,8 @@ export type AuthContext = {
   generation: number;
   /** The generation a recount is filling, while one runs (lib/metrics/recount.ts): answers say `Recount-Pending: true`. */
   recount?: number;
+  /** Days a renewal may stay past due before the subscription is cancelled as delinquent (absent: 30). */
+  delinquencyDays?: number;
 };
 
 export const TOKEN_PREFIX = 'ras_';
@@ -52,6 +54,7 @@ export type TokenItem = {
   timezone?: string;
   metrics_generation?: number;
   metrics_recount?: number;
+  delinquency_days?: number;
   prefix: string;
   last_four: string;
   created_at: string;
@@ -74,6 +77,7 @@ export const authenticate = async (token: string): Promise<(AuthContext & TokenU
     timezone: item.timezone ?? DEFAULT_TIMEZONE,
     generation: Number(item.metrics_generation ?? 0),
     ...(item.metrics_recount === undefined ? {} : { recount: Number(item.metrics_recount) }),
+    ...(item.delinquency_days === undefined ? {} : { delinquencyDays: Number(item.delinquency_days) }),
     tokenHash: hashToken(token),
     lastUsedAt: item.last_used_at ?? null,
   };

@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { SUBSCRIPTION_STANDINGS } from '#lib/metrics';
 import { batchItems } from '#lib/shared/schemas';
 import { email, isWellFormed, metadata, pageQuery, pastTimestamp, plainText, WELL_FORMED_MESSAGE } from '#lib/shared/fields';
 
@@ -80,7 +81,7 @@ export const customerSchema = z
       example: '99.00',
       description: "The customer's MRR now, in the reporting currency: its subscriptions and recurring orders' monthly shares",
     }),
-    subscription_status: z.enum(['active', 'paused', 'cancelled']).nullable().meta({
+    subscription_status: z.enum(SUBSCRIPTION_STANDINGS).nullable().meta({
       description: "Its latest subscription's status now (the one started last); null when it never had one",
     }),
     ltv: z.string().meta({ example: '1200.00' }),

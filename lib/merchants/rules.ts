@@ -25,12 +25,19 @@ export type Merchant = {
   figures_timezone?: string;
   recount?: { generation: number; status: 'pending' | 'done'; requested_at: string; switched_at?: string };
   recount_starts?: string[];
+  /** Days a renewal may stay past due before the subscription is cancelled as delinquent (absent: 30). */
+  delinquency_days?: number;
 };
 /** A merchant item as stored: `deleted_at` once deleted (its data is kept). */
 export type MerchantRecord = Merchant & { deleted_at?: string };
 /** What an operator may change of a merchant. The reporting currency is not: metrics are recorded in it as data is written. */
-export type MerchantChanges = { name?: string; timezone?: string };
+export type MerchantChanges = { name?: string; timezone?: string; delinquency_days?: number };
 
+/** `delinquency_days` when the merchant has set none. */
+export const DEFAULT_DELINQUENCY_DAYS = 30;
+/** The merchant's `delinquency_days`. */
+export const delinquencyDaysOf = (merchant: Pick<Merchant, 'delinquency_days'>): number =>
+  Number(merchant.delinquency_days ?? DEFAULT_DELINQUENCY_DAYS);
 /** The merchant's reporting time zone. */
 export const zoneOf = (merchant: Merchant): string => merchant.timezone ?? DEFAULT_TIMEZONE;
 export const generationOf = (merchant: Pick<Merchant, 'metrics_generation'>): number => Number(merchant.metrics_generation ?? 0);
@@ -41,7 +48,11 @@ export const recountingOf = (merchant: Pick<Merchant, 'recount'>): number | unde
   merchant.recount?.status === 'pending' ? merchant.recount.generation : undefined;
 
 /** The settings a merchant's back office reads and changes. */
-export const presentSettings = (merchant: Merchant) => ({ timezone: zoneOf(merchant), reporting_currency: merchant.reporting_currency });
+export const presentSettings = (merchant: Merchant) => ({
+  timezone: zoneOf(merchant),
+  reporting_currency: merchant.reporting_currency,
+  delinquency_days: delinquencyDaysOf(merchant),
+});
 
 /** The merchant's pointer to its token: which one is valid (or was, until revoked), and what it may do. */
 export type TokenPointer = { token_hash: string; status: 'active' | 'revoked'; revoked_at?: string } & Omit<
@@ -66,6 +77,9 @@ export const changedMerchant = (merchant: Merchant, changes: MerchantChanges): M
   reporting_currency: merchant.reporting_currency,
   created_at: merchant.created_at,
   timezone: changes.timezone ?? zoneOf(merchant),
+  ...((changes.delinquency_days ?? merchant.delinquency_days) === undefined
+    ? {}
+    : { delinquency_days: changes.delinquency_days ?? merchant.delinquency_days }),
   ...(merchant.metrics_generation ? { metrics_generation: merchant.metrics_generation } : {}),
   ...(merchant.figures_timezone ? { figures_timezone: merchant.figures_timezone } : {}),
   ...(merchant.recount ? { recount: merchant.recount } : {}),
@@ -73,14 +87,15 @@ export const changedMerchant = (merchant: Merchant, changes: MerchantChanges): M
 });
 
 /** What an operator sees of a merchant: its fields, and whether and when it was deleted. */
-export const presentMerchantRecord = ({ merchant_id, name, reporting_currency, created_at, deleted_at, timezone }: MerchantRecord) => ({
-  merchant_id,
-  name,
-  reporting_currency,
-  timezone: timezone ?? DEFAULT_TIMEZONE,
-  created_at,
-  deleted: Boolean(deleted_at),
-  deleted_at: deleted_at ?? null,
+export const presentMerchantRecord = (merchant: MerchantRecord) => ({
+  merchant_id: merchant.merchant_id,
+  name: merchant.name,
+  reporting_currency: merchant.reporting_currency,
+  timezone: merchant.timezone ?? DEFAULT_TIMEZONE,
+  delinquency_days: delinquencyDaysOf(merchant),
+  created_at: merchant.created_at,
+  deleted: Boolean(merchant.deleted_at),
+  deleted_at: merchant.deleted_at ?? null,
 });
 
 /** What the token item and the pointer share for a token just issued: never the token, only how to recognise it. */
@@ -94,6 +109,7 @@ export const issuedDetails = (merchant: Merchant, token: string, abilities: Abil
   timezone: figuresZoneOf(merchant),
   ...(generationOf(merchant) ? { metrics_generation: generationOf(merchant) } : {}),
   ...(recountingOf(merchant) !== undefined ? { metrics_recount: recountingOf(merchant) } : {}),
+  ...(merchant.delinquency_days === undefined ? {} : { delinquency_days: merchant.delinquency_days }),
 });
 export type IssuedDetails = ReturnType<typeof issuedDetails>;
 

@@ -106,7 +106,8 @@ export const deleteMerchant = async (merchantId: string) => {
 export const updateMerchant = async (merchantOrId: Merchant | string, changes: MerchantChanges): Promise<Merchant> => {
   const merchant = await requireMerchant(merchantOrId);
   const merchantId = merchant.merchant_id;
-  const pointer = changes.timezone === undefined ? null : await store.getPointer(merchantId);
+  // The token copies the zone and the delinquency days: a change of either rewrites it.
+  const pointer = changes.timezone === undefined && changes.delinquency_days === undefined ? null : await store.getPointer(merchantId);
   await store.updateMerchantItem(merchantId, changes, pointer?.status === 'active' ? pointer.token_hash : null);
   return changedMerchant(merchant, changes);
 };

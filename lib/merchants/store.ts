@@ -107,16 +107,19 @@ export const issueToken = async (merchant: Merchant, token: string, details: Iss
       generation ? '#gen = :gen' : '(attribute_not_exists(#gen) OR #gen = :gen)',
       recount === undefined ? 'attribute_not_exists(#rc)' : '#rc.#rg = :rg AND #rc.#st = :st',
       merchant.timezone === undefined ? 'attribute_not_exists(#tz)' : '#tz = :tz',
+      merchant.delinquency_days === undefined ? 'attribute_not_exists(#dd)' : '#dd = :dd',
     ].join(' AND '),
     names: {
       '#gen': 'metrics_generation',
       '#tz': 'timezone',
+      '#dd': 'delinquency_days',
       '#rc': 'recount',
       ...(recount === undefined ? {} : { '#rg': 'generation', '#st': 'status' }),
     },
     values: {
       ':gen': generation,
       ...(merchant.timezone === undefined ? {} : { ':tz': merchant.timezone }),
+      ...(merchant.delinquency_days === undefined ? {} : { ':dd': merchant.delinquency_days }),
       ...(recount === undefined ? {} : { ':rg': recount, ':st': merchant.recount!.status }),
     },
   });
@@ -220,6 +223,7 @@ export const addMerchantChanges = (
   const copied: Record<string, unknown> = {};
   if (changes.name !== undefined) update.set('name', changes.name);
   if (changes.timezone !== undefined) copied.timezone = changes.timezone;
+  if (changes.delinquency_days !== undefined) copied.delinquency_days = changes.delinquency_days;
   if (generation) copied.metrics_generation = generation.to;
   update.setAll(copied);
   update.when(

@@ -46,7 +46,7 @@ export {
   monthParam,
   onlyKnown,
 } from '#lib/metrics/params';
-export { churnReasons, cohorts, metricsSummary, mrrMovements, mrrSeries, planFigures } from '#lib/metrics/service';
+export { churnReasons, cohorts, metricsSummary, mrrMovements, mrrSeries, planFigures, trialsSeries } from '#lib/metrics/service';
 export {
   addTimelineChange,
   countedTimelines,
@@ -70,6 +70,7 @@ export {
   lineOf,
   movementsOf,
   NO_STANDING,
+  SUBSCRIPTION_STANDINGS,
   orderLine,
   type RateBook,
   type Standing,

@@ -1,10 +1,10 @@
 import Decimal from 'decimal.js';
-import { lineOf, orderLine, replaceLine, setFrom, type OrderFacts, type Tag, type Timeline } from '#lib/metrics/timeline';
+import { lineOf, orderLine, replaceLine, setFrom, type OrderFacts, type Point, type Tag, type Timeline } from '#lib/metrics/timeline';
 
 /** What a subscription's line needs to know of it. */
 export type SubscriptionFacts = {
   id: number;
-  status: 'active' | 'paused' | 'cancelled';
+  status: 'trialing' | 'active' | 'past_due' | 'paused' | 'cancelled';
   mrr: string;
   started_at: string;
   cancelled_at: string | null;
@@ -30,6 +30,8 @@ const latest = (a: string, b: string) => (a > b ? a : b);
  * created → its mrr from started_at; cancelled → 0 from cancelled_at (back-dating reclassifies);
  * paused → 0, reactivated or mrr changed → its mrr, each from the change's effective time (or from
  * started_at when that is still ahead); deleted → no line at all, as if it had never existed.
+ * A trial is 0 from started_at (`t`) and its mrr from its conversion (`trial_ends_at`); past due
+ * keeps the mrr, flagged `d`, from `failed_at` until recovered or cancelled.
  * Each point carries the subscription's plan, cycle and currency (a plan change alone is a point:
  * the segments by plan follow it; it keeps the line's amount, `Tag`'s `stated`). Returns the timeline unchanged when nothing that counts moved
  * (current_period_start, a description). A subscription in another currency than the reporting
@@ -55,16 +57,30 @@ export const subscriptionTimeline = (
     JSON.stringify(subscriptionTag(before, reportingCurrency)) === JSON.stringify(tag)
   )
     return tl;
+  // A plan or cycle change alone keeps the line's amount (`Tag`'s `stated`).
+  const kept = (): Tag => [tag[0], tag[1], tag[2], null, new Decimal(after.mrr).toFixed()];
   switch (after.status) {
+    case 'trialing':
+      // A trial is the line's start: one point at 0 (`t`), its tag following the subscription until it converts.
+      return replaceLine(tl, line, [[after.started_at, '0', 't', tag]]);
+    case 'past_due':
+      // A failed renewal: the mrr still counts (`d`), from the failure on.
+      if (before?.status === 'past_due' && new Decimal(before.mrr).eq(after.mrr))
+        return setFrom(tl, line, effective, after.mrr, 'd', kept());
+      return setFrom(tl, line, effective, after.mrr, 'd', tag);
     case 'active':
       // A change of plan or cycle alone sets no amount: the line keeps the one it has then (history
       // recorded before it later moves it too), the record's mrr counting only when there is none.
-      if (before?.status === 'active' && new Decimal(before.mrr).eq(after.mrr))
-        return setFrom(tl, line, effective, after.mrr, 'a', [tag[0], tag[1], tag[2], null, new Decimal(after.mrr).toFixed()]);
+      if (before?.status === 'active' && new Decimal(before.mrr).eq(after.mrr)) return setFrom(tl, line, effective, after.mrr, 'a', kept());
       return setFrom(tl, line, before ? effective : after.started_at, after.mrr, 'a', tag);
     case 'paused':
       return setFrom(tl, line, effective, 0, 'p', tag);
     case 'cancelled':
+      // A trial cancelled, even at its first instant, keeps its start: it counts as a trial that ended unconverted.
+      if (before?.status === 'trialing') {
+        const [start] = tl[line] ?? [[before.started_at, '0', 't', subscriptionTag(before, reportingCurrency)] as Point];
+        return replaceLine(tl, line, [start, [after.cancelled_at ?? at, '0', 'c', tag]]);
+      }
       return setFrom(tl, line, after.cancelled_at ?? at, 0, 'c', tag);
   }
 };

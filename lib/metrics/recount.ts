@@ -157,7 +157,9 @@ export const startRecount = async (
       values: { ':gen': from, ...(previous ? { ':rg': previous.generation } : {}) },
     });
   const pointer = await getPointer(merchantId);
-  addFiguresCopies(ws, merchantId, pointer?.status === 'active' ? pointer.token_hash : null, { metrics_recount: to });
+  // A setting the token copies, changed with the zone (`delinquency_days`), goes to it in the same write.
+  const copied = record.delinquency_days === undefined ? {} : { delinquency_days: record.delinquency_days };
+  addFiguresCopies(ws, merchantId, pointer?.status === 'active' ? pointer.token_hash : null, { metrics_recount: to, ...copied });
   onEveryCopy(ws, merchantId, (u) =>
     u
       .set('generation', from)

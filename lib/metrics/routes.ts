@@ -12,6 +12,7 @@ import {
   planRowSchema,
   plansQuery,
   summaryQuery,
+  trialSeriesSchema,
 } from '#lib/metrics/schemas';
 import { SEGMENT_REPEATABLE } from '#lib/metrics/params';
 import { defineRoute } from '#lib/http/route';
@@ -46,6 +47,24 @@ export const routes = {
           'Recount-Pending': RECOUNT_PENDING_DOC.read,
         },
       },
+      ...errors,
+      ...invalid,
+    },
+  }),
+  metricsTrials: defineRoute({
+    method: 'GET',
+    path: '/metrics/trials',
+    handler: 'functions/metrics/trials.ts',
+    ability: 'analytics:read',
+    dashboard: dashboardRead,
+    writes: false,
+    csv: true,
+    summary: 'Trials started per day, week, month, quarter or year, and what became of them: converted, cancelled, still trialing',
+    description: `Per interval of the range (as \`GET /metrics/mrr\`), the trials whose subscription started in it (\`trial_ends_at\` given) and, of them by now: converted, cancelled during the trial, still trialing, the conversion rate of those that ended and the mean days to convert; and the same over the range (\`summary\`). \`Accept: text/csv\` gives the points as CSV. ${SEGMENT_FILTERS_NOTE}`,
+    tags: ['metrics'],
+    request: { query: mrrQuery, repeatable: SEGMENT_REPEATABLE },
+    responses: {
+      200: { description: 'The trials series', schema: trialSeriesSchema, headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read } },
       ...errors,
       ...invalid,
     },

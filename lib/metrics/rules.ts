@@ -57,11 +57,33 @@ export const STORED_ATTR: Record<string, string> = {
   joined: 'j',
   start: 'sm',
   mrr: 'm',
+  past_due: 'pd',
+  delinquent_churn: 'dc',
+  trials: 'ts',
+  trials_converted: 'tv',
+  trials_cancelled: 'tx',
+  trial_seconds: 'tt',
 };
 
 export type AggregateItem = Record<string, unknown>;
 
-const LEVEL_ATTRS = [...MOVEMENTS, 'customers', 'subscriptions', 'churned'] as const;
+/**
+ * What a range read folds: the movements and levels, the MRR past due and the churn that was
+ * delinquent, and the trials by the day they started (`trials`, `trials_converted`,
+ * `trials_cancelled`, `trial_seconds`: summed per bucket, never a level).
+ */
+const LEVEL_ATTRS = [
+  ...MOVEMENTS,
+  'customers',
+  'subscriptions',
+  'churned',
+  'past_due',
+  'delinquent_churn',
+  'trials',
+  'trials_converted',
+  'trials_cancelled',
+  'trial_seconds',
+] as const;
 type LevelAttr = (typeof LEVEL_ATTRS)[number];
 /** The levels and movements, and per currency the MRR left out of them for want of an exchange rate. */
 export type Sums = Record<LevelAttr, Decimal> & { unconverted: Map<string, Decimal> };
@@ -292,8 +314,11 @@ const entryOf = (date: string, start: Sums, moves: Sums, end: Sums) => {
     expansion: money(moves.expansion),
     contraction: money(moves.contraction),
     churn: money(moves.churn),
+    voluntary_churn: money(moves.churn.minus(moves.delinquent_churn)),
+    delinquent_churn: money(moves.delinquent_churn),
     reactivation: money(moves.reactivation),
     net_change: money(net(moves)),
+    past_due_mrr: money(end.past_due),
     active_subscriptions: end.subscriptions.toNumber(),
     active_customers: end.customers.toNumber(),
     arpa: end.customers.isZero() ? null : money(mrr.div(end.customers)),
@@ -326,6 +351,37 @@ export const series = (range: Range, { before, moves }: FoldedRange) => {
   const summary = rangeSummary({ start: sumsOf(before), moves: sumsOf(all), end: sumsOf(level) });
   // What the answer leaves out at its end, also at its top level (each point and the summary say it too).
   return { data, summary, unconverted: summary.unconverted };
+};
+
+/**
+ * GET /metrics/trials' answer: per bucket the trials that started in it and what became of them by
+ * now (converted, cancelled, still trialing), the conversion rate of those that ended and the mean
+ * days a conversion took; and the same over the range.
+ */
+export const trialSeries = (range: Range, { moves }: FoldedRange) => {
+  const all = emptyAcc();
+  const data = [];
+  for (const day of bucketStarts(range.start, range.end, range.interval)) {
+    const m = moves.get(bucketKey(day, range.interval));
+    if (m) addAcc(all, m);
+    data.push({ date: day, ...trialFigures(m ? sumsOf(m) : emptySums()) });
+  }
+  return { data, summary: trialFigures(sumsOf(all)) };
+};
+
+const SECONDS_A_DAY = 86_400;
+const trialFigures = (s: Sums) => {
+  const still = s.trials.minus(s.trials_converted).minus(s.trials_cancelled);
+  return {
+    trials_started: s.trials.toNumber(),
+    converted: s.trials_converted.toNumber(),
+    cancelled: s.trials_cancelled.toNumber(),
+    still_trialing: still.toNumber(),
+    conversion_rate: pct(s.trials_converted, s.trials.minus(still)),
+    avg_days_to_convert: s.trials_converted.isZero()
+      ? null
+      : Number(s.trial_seconds.div(s.trials_converted).div(SECONDS_A_DAY).toDecimalPlaces(2, Decimal.ROUND_HALF_UP).toFixed(2)),
+  };
 };
 
 /** A day the figures are read at (GET /metrics/plans): default today, never after it. */

@@ -85,8 +85,15 @@ export const mrrEntrySchema = z
     expansion: amount(),
     contraction: signed(),
     churn: signed(),
+    voluntary_churn: signed().meta({ description: 'The churn not caused by a failed renewal (churn − delinquent_churn)' }),
+    delinquent_churn: signed().meta({
+      description: 'The churn of subscriptions cancelled as delinquent: past due longer than `delinquency_days` (involuntary churn)',
+    }),
     reactivation: amount(),
     net_change: signed(),
+    past_due_mrr: amount().meta({
+      description: 'The MRR past due (a failed renewal not yet recovered) at the end of the interval; counted in mrr',
+    }),
     active_subscriptions: z.int(),
     active_customers: z.int(),
     arpa: amount().nullable().meta({ description: 'mrr ÷ active_customers at the end of the interval; null without any' }),
@@ -208,3 +215,25 @@ export const metricsMovementSchema = customerActivitySchema
     customer_name: z.string().nullable().meta({ description: "The customer's name; null when it has none" }),
   })
   .meta({ id: 'MetricsMovement' });
+
+/** GET /metrics/trials: one entry per bucket of the trials that started in it. */
+const trialFields = {
+  trials_started: z.int().meta({ description: 'Trials that started in the interval (by started_at)' }),
+  converted: z.int().meta({ description: 'Of those, the ones converted by now' }),
+  cancelled: z.int().meta({ description: 'Of those, the ones cancelled during their trial' }),
+  still_trialing: z.int().meta({ description: 'Of those, the ones still trialing now' }),
+  conversion_rate: rate().meta({
+    description: 'converted ÷ (trials_started − still_trialing) × 100, 2 decimals; null when none of them has ended',
+  }),
+  avg_days_to_convert: z
+    .number()
+    .nullable()
+    .meta({ description: 'Mean days from started_at to conversion of the converted ones, 2 decimals; null when none', example: 14 }),
+};
+export const trialEntrySchema = z
+  .object({ date: z.string().meta({ format: 'date', description: 'First day of the interval (clamped to start_date)' }), ...trialFields })
+  .meta({ id: 'TrialEntry' });
+export const trialSeriesSchema = z.object({
+  data: z.array(trialEntrySchema),
+  summary: z.object(trialFields).meta({ id: 'TrialSummary', description: 'The same over the whole range' }),
+});

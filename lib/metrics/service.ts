@@ -17,6 +17,7 @@ import {
   series,
   summaryOf,
   summaryRange,
+  trialSeries,
   type Range,
   type Selection,
 } from '#lib/metrics/rules';
@@ -106,6 +107,13 @@ const mrrSeriesIn = async (merchantId: string, figures: Figures, q: MrrQuery) =>
   const items = await rangeItems(merchantId, figures, slice, range);
   return series(range, foldRange(range, items));
 };
+
+/** GET /metrics/trials: the trials started in each bucket (and segment) and what became of them. */
+export const trialsSeries = (merchantId: string, figures: Figures, q: MrrQuery) =>
+  figuresRead(figures, async (f) => {
+    const range = resolveRange(q, today(f.timezone), f.timezone);
+    return trialSeries(range, foldRange(range, await rangeItems(merchantId, f, resolveSegment(q), range)));
+  });
 
 /** GET /metrics/summary: now, and the last 30 days (today and the 29 before it, in the merchant's time zone). */
 export const metricsSummary = (merchantId: string, figures: Figures, q: SummaryQuery) =>

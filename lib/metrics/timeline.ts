@@ -10,10 +10,11 @@ import type { SalesDimension } from '#lib/metrics/bookings';
  * - `S<id>`: a subscription (API changes and recorded events naming it);
  * - `I`: the customer's imported line (recorded events without a subscription);
  * - `O<order_no>`: a paid recurring order's monthly share, from paid_at to the end of its cycle.
- * Flags: `a` active subscription, `p` paused, `c` cancelled, `o` an order share (not a
- * subscription), `e` the imported line's end where the customer's first subscription starts
- * (`withImportedEnd`), `x` (views only, never stored) a point outside the segment read. `a`/`p` lines make the customer live (customer churn counts the moment a
- * cancellation leaves no live line).
+ * Flags: `a` active subscription, `p` paused, `c` cancelled, `t` trialing (0, a subscription's
+ * first point), `d` past due (its mrr still counts), `o` an order share (not a subscription), `e`
+ * the imported line's end where the customer's first subscription starts (`withImportedEnd`), `x`
+ * (views only, never stored) a point outside the segment read. `a`/`p`/`d` lines make the customer
+ * live (customer churn counts the moment a cancellation leaves no live line); a trial does not.
  *
  * Every write turns the stored timeline into a new one; `contributions` maps a timeline to what it
  * adds to the merchant's aggregate items (classified movements per day and month, cohort figures),
@@ -21,7 +22,7 @@ import type { SalesDimension } from '#lib/metrics/bookings';
  * every customer's contributions, i.e. a from-scratch recomputation, whatever order the changes
  * (back-dated or not) arrived in.
  */
-export type Flag = 'a' | 'p' | 'c' | 'o' | 'e' | 'x';
+export type Flag = 'a' | 'p' | 'c' | 't' | 'd' | 'o' | 'e' | 'x';
 /**
  * What a point counts under in segments (docs/metrics.md, "Segments"): its plan and billing cycle
  * (null: none, such as an order's plan or the imported line's cycle), its currency, and on a
@@ -77,7 +78,7 @@ const keptAmounts = (points: Point[]): Point[] => {
     const stated = p[3]?.[4];
     let out = p;
     if (stated !== undefined) {
-      const kept = before && before[2] === 'a' && before[3]?.[2] === p[3]?.[2] ? before[1] : stated;
+      const kept = before && (before[2] === 'a' || before[2] === 'd') && before[3]?.[2] === p[3]?.[2] ? before[1] : stated;
       // Its converted amount, if any, was of the old amount: `withConversions` converts it again.
       if (kept !== p[1]) out = [p[0], kept, p[2], p[3]];
     }
@@ -165,7 +166,8 @@ const withImportedEnd = (tl: Timeline): Timeline => {
 };
 
 /** A point in another currency as the reporting currency's figures count it: converted, or 0 outside them without a rate. */
-const inReportingCurrency = (p: Point): Point => (p[4] !== undefined ? [p[0], p[4], p[2], p[3]] : [p[0], '0', 'x', p[3]]);
+const inReportingCurrency = (p: Point): Point =>
+  p[4] !== undefined || p[2] === 't' ? [p[0], p[4] ?? '0', p[2], p[3]] : [p[0], '0', 'x', p[3]]; // a trial's 0 needs no rate
 
 import { CONVERSION_SCALE, type RateBook } from '#lib/shared/money';
 export { CONVERSION_SCALE, type RateBook };
@@ -581,8 +583,10 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
   let mrr = ZERO;
   let liveLines = 0;
   let subs = 0;
+  let pastDue = ZERO;
   let cohort: string | null = null;
-  const isLive = (p: Point | undefined) => p !== undefined && (p[2] === 'a' || p[2] === 'p');
+  const isLive = (p: Point | undefined) => p !== undefined && (p[2] === 'a' || p[2] === 'p' || p[2] === 'd');
+  const pastDueOf = (p: Point | undefined) => (p !== undefined && p[2] === 'd' && p[1] !== '0' ? p[1] : 0);
   const isActiveSub = (line: string, p: Point | undefined) => p !== undefined && p[2] === 'a' && isSubscriptionLine(line);
   let firstPositive: string | null = null;
   for (const [line, pts] of Object.entries(tl)) {
@@ -592,6 +596,7 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
       // Only a line with points from `from` on is looked up again.
       if (i < pts.length - 1) current.set(line, p);
       if (p[1] !== '0') mrr = mrr.plus(p[1]);
+      if (p[2] === 'd') pastDue = pastDue.plus(pastDueOf(p));
       liveLines += Number(isLive(p));
       subs += Number(isActiveSub(line, p));
       // Only a line starting before the earliest positive point found so far can move it.
@@ -615,6 +620,7 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
     let nextMrr = mrr;
     let nextLive = liveLines;
     let nextSubs = subs;
+    let nextPastDue = pastDue;
     let cancelled = false;
     // The reason of the cancellation that took the most MRR at this instant (by line name on a tie).
     let reason: { of: string | null; took: Decimal; line: string } | null = null;
@@ -624,6 +630,8 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
       nextMrr = nextMrr.plus(p[1]).minus(prev ? prev[1] : 0);
       nextLive += Number(isLive(p)) - Number(isLive(prev));
       nextSubs += Number(isActiveSub(line, p)) - Number(isActiveSub(line, prev));
+      if (p[2] === 'd' || prev?.[2] === 'd') nextPastDue = nextPastDue.plus(pastDueOf(p)).minus(pastDueOf(prev));
+      if (p[2] === 't' || prev?.[2] === 't') addTrial(out, p, prev, dayOf);
       if (p[2] === 'c') {
         cancelled = true;
         const took = new Decimal(prev ? prev[1] : 0);
@@ -647,7 +655,10 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
       if (movement) addContribution(out, period, movement.kind, movement.amount);
       addContribution(out, period, 'customers', activeChange);
       addContribution(out, period, 'subscriptions', new Decimal(nextSubs - subs));
+      addContribution(out, period, 'past_due', nextPastDue.minus(pastDue));
       if (churned) addContribution(out, period, 'churned', new Decimal(1));
+      // Churn whose cancellation was a failed renewal's (reason `delinquent`): involuntary.
+      if (movement?.kind === 'churn' && reason?.of === DELINQUENT) addContribution(out, period, 'delinquent_churn', movement.amount);
     }
     // Churn by reason: the MRR a cancellation took to 0 and the customers it churned.
     if (reasons && reason && (churned || movement?.kind === 'churn')) {
@@ -663,8 +674,33 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
     mrr = nextMrr;
     liveLines = nextLive;
     subs = nextSubs;
+    pastDue = nextPastDue;
   }
   return out;
+};
+
+/** The cancellation reason of a past-due subscription cancelled on its own (lib/subscriptions). */
+const DELINQUENT = 'delinquent';
+const ONE = new Decimal(1);
+
+/**
+ * A trial's figures, in the day and month its trial started (its `t` point): `trials` when it
+ * starts; when its line leaves `t`, `trials_cancelled` (a cancellation) or `trials_converted` and
+ * the seconds it took (`trial_seconds`). A trial still running is started less the other two.
+ */
+const addTrial = (out: Contributions, p: Point, prev: Point | undefined, dayOf: (t: string) => string) => {
+  const started = prev?.[2] === 't' ? prev : p[2] === 't' ? p : null;
+  if (!started || (p[2] === 't' && prev?.[2] === 't')) return;
+  const day = dayOf(started[0]);
+  const periods = [`D#${day}`, `M#${day.slice(0, 7)}`];
+  for (const period of periods) {
+    if (p === started) addContribution(out, period, 'trials', ONE);
+    else if (p[2] === 'c') addContribution(out, period, 'trials_cancelled', ONE);
+    else {
+      addContribution(out, period, 'trials_converted', ONE);
+      addContribution(out, period, 'trial_seconds', new Decimal((Date.parse(p[0]) - Date.parse(started[0])) / 1000));
+    }
+  }
 };
 
 /**
@@ -851,7 +887,9 @@ export const suffixOf = (tl: Timeline, from: string): Timeline => {
 };
 
 /** A subscription's status as its line's flag says it. */
-export type SubscriptionStanding = 'active' | 'paused' | 'cancelled';
+/** A customer's latest subscription's status, as its timeline shows it (the subscriptions' statuses). */
+export const SUBSCRIPTION_STANDINGS = ['trialing', 'active', 'past_due', 'paused', 'cancelled'] as const;
+export type SubscriptionStanding = (typeof SUBSCRIPTION_STANDINGS)[number];
 /** A customer's MRR and its latest subscription's status at one instant. */
 export type Standing = { mrr: string; subscription_status: SubscriptionStanding | null };
 /** A customer without any MRR history. */
@@ -859,7 +897,16 @@ export const NO_STANDING: Standing = { mrr: '0', subscription_status: null };
 /** `[at, mrr, status]`: the standing from `at` on, until the next step. */
 export type StandingStep = [at: string, mrr: string, status: SubscriptionStanding | null];
 
-const STATUS_OF: Record<Flag, SubscriptionStanding | null> = { a: 'active', p: 'paused', c: 'cancelled', o: null, e: null, x: null };
+const STATUS_OF: Record<Flag, SubscriptionStanding | null> = {
+  a: 'active',
+  p: 'paused',
+  c: 'cancelled',
+  t: 'trialing',
+  d: 'past_due',
+  o: null,
+  e: null,
+  x: null,
+};
 /** Steps kept ahead of a write: past them a read computes from the timeline itself. */
 export const STANDING_STEPS = 24;
 

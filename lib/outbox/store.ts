@@ -33,6 +33,10 @@ export const EVENT_TYPES = [
   'subscription.paused',
   'subscription.reactivated',
   'subscription.cancelled',
+  'subscription.trial_converted',
+  'subscription.trial_cancelled',
+  'subscription.past_due',
+  'subscription.recovered',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

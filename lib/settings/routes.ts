@@ -14,9 +14,9 @@ export const routes = {
     ability: 'analytics:read',
     dashboard: dashboardRead,
     writes: false,
-    summary: "The merchant's settings: reporting time zone and currency",
+    summary: "The merchant's settings: reporting time zone, currency and delinquency days",
     description:
-      "The merchant's reporting time zone (IANA name; `UTC` unless changed), reporting currency, and its last recount after a change of zone or rates (docs/settings.md).",
+      "The merchant's reporting time zone (IANA name; `UTC` unless changed), reporting currency, `delinquency_days` (30 unless changed), and its last recount after a change of zone or rates (docs/settings.md).",
     tags: ['settings'],
     responses: {
       200: {
@@ -38,9 +38,9 @@ export const routes = {
     auth: 'backoffice',
     roles: ['admin'],
     writes: true,
-    summary: 'Change the reporting time zone (back-office admins)',
+    summary: 'Change the reporting time zone or the delinquency days (back-office admins)',
     description:
-      "Sets the merchant's reporting time zone, an IANA name such as `Asia/Taipei`. The zone is stored at once and starts a recount of the figures in it in the background: until it switches (`recount.status` becomes `done`), every figure, `GET /orders/stats` included, stays in the zone before, whole, and answers say `Recount-Pending: true`. Setting the zone already set starts none; at most 10 recounts start in an hour (429 with `Retry-After` beyond, nothing changed). Timestamps on the wire stay UTC (docs/settings.md). Admins only.",
+      "Sets the merchant's `delinquency_days` (1–90: how long a subscription may stay past due before it is cancelled as delinquent; applied to the subscriptions past due now as well), its reporting time zone, or both. The time zone is an IANA name such as `Asia/Taipei`. The zone is stored at once and starts a recount of the figures in it in the background: until it switches (`recount.status` becomes `done`), every figure, `GET /orders/stats` included, stays in the zone before, whole, and answers say `Recount-Pending: true`. Setting the zone already set starts none; at most 10 recounts start in an hour (429 with `Retry-After` beyond, nothing changed). Timestamps on the wire stay UTC (docs/settings.md). Admins only.",
     tags: ['settings'],
     request: { body: settingsPutBody },
     responses: {

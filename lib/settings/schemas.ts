@@ -9,6 +9,11 @@ export const settingsSchema = z
       example: 'Asia/Taipei',
     }),
     reporting_currency: z.string().meta({ description: 'The currency of the metrics and of the default stats (fixed)', example: 'TWD' }),
+    delinquency_days: z.int().meta({
+      description:
+        'Days a subscription may stay past due (a failed renewal not recovered) before it is cancelled on its own, reason `delinquent`; also the grace a late renewal of a recurring order has. 1–90, default 30',
+      example: 30,
+    }),
     recount: z
       .object({
         status: z.enum(['pending', 'done']).meta({
@@ -28,22 +33,37 @@ export const settingsSchema = z
   })
   .meta({ id: 'Settings' });
 
-/** PUT /settings: the time zone, an IANA name (any case; stored in its canonical spelling). */
-export const settingsPutBody = z.object({
-  timezone: z
-    .string({ error: 'The :field field must be a string.' })
-    .transform((v, ctx) => {
-      const zone = canonicalZone(v);
-      if (zone === null) {
-        ctx.addIssue({ code: 'custom', message: TIMEZONE_MESSAGE });
-        return z.NEVER;
-      }
-      return zone;
-    })
-    .meta({
-      type: 'string',
-      description: 'An IANA time zone name, such as `UTC`, `Asia/Taipei` or `America/New_York`',
-      example: 'Asia/Taipei',
-    }),
-});
+/** The days a renewal may stay past due: a whole number from 1 to 90. */
+export const DELINQUENCY_DAYS = { min: 1, max: 90 } as const;
+
+/** PUT /settings: the time zone, an IANA name (any case; stored in its canonical spelling), and the delinquency days; either or both. */
+export const settingsPutBody = z
+  .object({
+    delinquency_days: z
+      .int({ error: 'The delinquency days field must be an integer between 1 and 90.' })
+      .min(DELINQUENCY_DAYS.min, { error: 'The delinquency days field must be an integer between 1 and 90.' })
+      .max(DELINQUENCY_DAYS.max, { error: 'The delinquency days field must be an integer between 1 and 90.' })
+      .optional()
+      .meta({ description: 'Days a subscription may stay past due before it is cancelled as delinquent: 1–90 (default 30)' }),
+    timezone: z
+      .string({ error: 'The :field field must be a string.' })
+      .transform((v, ctx) => {
+        const zone = canonicalZone(v);
+        if (zone === null) {
+          ctx.addIssue({ code: 'custom', message: TIMEZONE_MESSAGE });
+          return z.NEVER;
+        }
+        return zone;
+      })
+      .meta({
+        type: 'string',
+        description: 'An IANA time zone name, such as `UTC`, `Asia/Taipei` or `America/New_York`',
+        example: 'Asia/Taipei',
+      })
+      .optional(),
+  })
+  .superRefine((s, ctx) => {
+    if (s.timezone === undefined && s.delinquency_days === undefined)
+      ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'The timezone field is required when delinquency days is not present.' });
+  });
 export type SettingsPut = z.output<typeof settingsPutBody>;

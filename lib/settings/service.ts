@@ -1,7 +1,8 @@
 import { readAllRates } from '#lib/exchange-rates/store';
-import { changedMerchant, presentSettings, zoneOf, type Merchant, type MerchantChanges } from '#lib/merchants/rules';
+import { changedMerchant, delinquencyDaysOf, presentSettings, zoneOf, type Merchant, type MerchantChanges } from '#lib/merchants/rules';
 import { requireMerchant, updateMerchant } from '#lib/merchants/service';
 import { startRecount } from '#lib/metrics';
+import type { SettingsPut } from '#lib/settings/schemas';
 
 /**
  * A change of a merchant (PUT /settings, `ops merchant update`). A new time zone is stored at once
@@ -11,13 +12,16 @@ import { startRecount } from '#lib/metrics';
  */
 export const changeMerchant = async (merchantOrId: Merchant | string, changes: MerchantChanges): Promise<Merchant> => {
   const current = await requireMerchant(typeof merchantOrId === 'string' ? merchantOrId : merchantOrId.merchant_id);
-  if (changes.timezone === undefined || changes.timezone === zoneOf(current)) {
-    const { timezone: _same, ...rest } = changes;
-    return Object.keys(rest).length ? updateMerchant(current, rest) : current;
-  }
+  // Setting what is set changes nothing.
+  const { timezone, delinquency_days, ...named } = changes;
+  const other: MerchantChanges = {
+    ...named,
+    ...(delinquency_days === undefined || delinquency_days === delinquencyDaysOf(current) ? {} : { delinquency_days }),
+  };
+  if (timezone === undefined || timezone === zoneOf(current)) return Object.keys(other).length ? updateMerchant(current, other) : current;
   const { book } = await readAllRates(current.merchant_id);
-  const record = { timezone: changes.timezone, ...(changes.name === undefined ? {} : { name: changes.name }) };
-  const recount = await startRecount(current, { timezone: changes.timezone, rates: book }, record, () => undefined);
+  const record = { timezone, ...other };
+  const recount = await startRecount(current, { timezone, rates: book }, record, () => undefined);
   return { ...changedMerchant(current, changes), figures_timezone: current.figures_timezone ?? zoneOf(current), recount };
 };
 
@@ -34,9 +38,8 @@ const shown = (merchant: Merchant) => ({
   pending: merchant.recount?.status === 'pending',
 });
 
-/** PUT /settings. */
-export const putSettings = async (merchant: Merchant, settings: { timezone: string }) =>
-  shown(await changeMerchant(merchant, { timezone: settings.timezone }));
+/** PUT /settings: the time zone, the delinquency days, or both. */
+export const putSettings = async (merchant: Merchant, settings: SettingsPut) => shown(await changeMerchant(merchant, settings));
 
 /** GET /settings: the merchant read afresh (its recount moves in the background). */
 export const readSettings = async (auth: { merchantId: string }) => shown(await requireMerchant(auth.merchantId));

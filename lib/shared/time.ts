@@ -102,3 +102,5 @@ export const monthLastDay = (month: string): string => isoDay(lastDayOfMonth(utc
 export const isoWeekStart = (day: string): string => isoDay(startOfISOWeek(utcDate(day)));
 /** A timestamp plus `n` calendar months, the time of day kept and the day clamped to the month's last (Jan 31 + 1 → Feb 28/29). */
 export const timestampPlusMonths = (iso: string, n: number): string => formatTimestamp(addMonths(new UTCDateMini(Date.parse(iso)), n));
+/** A timestamp `n` whole days (of 24 hours, UTC) later. */
+export const timestampPlusDays = (iso: string, n: number): string => formatTimestamp(addDays(new UTCDateMini(Date.parse(iso)), n));

@@ -23,8 +23,8 @@ import { issueMessage } from '#lib/shared/validation';
 import { CUSTOMER_INVALID } from '#lib/subscriptions/events';
 import { EVENT_ID_BLOCK, type SubscriptionItem } from '#lib/subscriptions/model';
 import { subscriptionBatchItem, type SubscriptionBatchInput } from '#lib/subscriptions/schemas';
-import { cancelEvent, createdEvent } from '#lib/subscriptions/rules';
-import { addChangeEvent, LIVE_TAKEN, moveTotals, type Scope } from '#lib/subscriptions/service';
+import { creationSteps, newSubscription, type Step } from '#lib/subscriptions/rules';
+import { addChangeEvent, LIVE_TAKEN, moveTotals, stepsTimeline, type Scope } from '#lib/subscriptions/service';
 import { subscriptionIndexAttributes } from '#lib/subscriptions/store';
 
 /**
@@ -48,6 +48,8 @@ type Unit = {
   create: { email: string; name: string | null } | null;
   sub: SubscriptionItem;
   eventIds: number[];
+  /** Its history as imported (created, converted, cancelled: `creationSteps`), one event each. */
+  steps: Step[];
 };
 
 export const DUPLICATE_EXTERNAL_ID = 'duplicate_external_id';
@@ -110,7 +112,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
   // Sort the items: skipped (external id taken), failed (customer, live slot, currency), kept.
   const taken = new Set<string>();
   const live = new Set(known.filter((id) => state.has(keyId(keys.liveSubscription(merchantId, id)))).map(String));
-  const kept: { item: Item; customer: number | string; cancelled: boolean }[] = [];
+  const kept: { item: Item; customer: number | string; cancelled: boolean; steps: Step[] }[] = [];
   for (const item of items) {
     const { index, input } = item;
     const fail = (message: string) => collector.failed(index, 'validation_error', message, input.external_id);
@@ -136,20 +138,24 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
       customer = byEmail.get(input.customer_email!) ?? input.customer_email!;
     }
     const cancelled = Boolean(input.cancelled_at);
+    if (input.trial_ends_at && input.trial_ends_at <= (input.started_at ?? at)) {
+      fail('The trial ends at field must be a date after started at.');
+      continue;
+    }
     if (!cancelled && live.has(String(customer))) {
       fail(LIVE_TAKEN);
       continue;
     }
     if (!cancelled) live.add(String(customer));
     taken.add(input.external_id);
-    kept.push({ item, customer, cancelled });
+    kept.push({ item, customer, cancelled, steps: [] });
   }
 
   const newCustomers = newEmails.filter((e) => kept.some((k) => k.customer === e));
   const ids = await allocateIds(merchantId, {
     subscription: kept.length,
     // Its own events, then a block it holds for its next changes (as a subscription created one by one does).
-    subscription_event: kept.reduce((n, k) => n + (k.cancelled ? 2 : 1) + EVENT_ID_BLOCK, 0),
+    subscription_event: kept.reduce((n, k) => n + stepsOf(k.item.input, at).length + EVENT_ID_BLOCK, 0),
     customer: newCustomers.length,
   });
   let nextSub = ids.subscription ?? 0;
@@ -158,7 +164,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
   const newIdOf = new Map(newCustomers.map((e) => [e, nextCustomer++]));
 
   const units: Unit[] = [];
-  for (const { item, customer, cancelled } of kept) {
+  for (const { item, customer } of kept) {
     const { input, index } = item;
     const customerId = typeof customer === 'number' ? customer : newIdOf.get(customer)!;
     // A new customer is named by the first item naming its email.
@@ -166,33 +172,19 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
     const create = typeof customer === 'string' ? { email: customer, name: namedBy ?? null } : null;
     const startedAt = input.started_at ?? at;
     const id = nextSub++;
-    const sub: SubscriptionItem = {
+    const steps = stepsOf(input, at, {
       ...keys.subscription(merchantId, id),
       id,
       customer_id: customerId,
-      external_id: input.external_id,
-      status: cancelled ? 'cancelled' : 'active',
-      plan_name: input.plan_name,
-      mrr: input.mrr,
       currency: input.currency ?? scope.reportingCurrency,
-      billing_cycle: input.billing_cycle,
-      source: 'import',
-      started_at: startedAt,
-      current_period_start: input.current_period_start ?? startedAt,
-      cancelled_at: input.cancelled_at ?? null,
-      paused_at: null,
-      cancel_reason: cancelled ? (input.cancel_reason ?? null) : null,
-      created_at: at,
-      updated_at: at,
-      changed_at: input.cancelled_at ?? startedAt,
-      version: 1,
-    };
-    const eventIds = cancelled ? [nextEvent++, nextEvent++] : [nextEvent++];
+    });
+    const sub = { ...steps[steps.length - 1].state };
+    const eventIds = steps.map(() => nextEvent++);
     // The held block: a later change takes its event's id from it, without allocating.
     sub.event_ids_next = nextEvent;
     sub.event_ids_end = nextEvent + EVENT_ID_BLOCK;
     nextEvent += EVENT_ID_BLOCK;
-    units.push({ index, customerId, create, sub, eventIds });
+    units.push({ index, customerId, create, sub, eventIds, steps });
   }
 
   const timelines = await timelinesFrom(merchantId, state, known);
@@ -212,14 +204,7 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
         }
         changed.set(
           customerId,
-          writeSubscription(
-            ws,
-            scope,
-            unit.sub,
-            unit.eventIds,
-            changed.get(customerId) ?? (timelines.get(customerId) ?? EMPTY_TIMELINE).timeline,
-            at,
-          ),
+          writeSubscription(ws, scope, unit, changed.get(customerId) ?? (timelines.get(customerId) ?? EMPTY_TIMELINE).timeline, at),
         );
       }
       // One timeline write per customer per transaction, whatever the number of its subscriptions.
@@ -255,24 +240,47 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
   };
 };
 
-/** The writes of one imported subscription; returns its customer's timeline with its line added. */
-const writeSubscription = (
-  ws: WriteSet,
-  scope: Scope,
-  sub: SubscriptionItem,
-  eventIds: number[],
-  before: Timeline,
+/**
+ * An imported subscription's history (`creationSteps`): created at started_at (trialing while a
+ * trial runs), converted at trial_ends_at once that has come, cancelled at cancelled_at.
+ */
+const stepsOf = (
+  input: SubscriptionBatchInput,
   at: string,
-): Timeline => {
+  ids: Pick<SubscriptionItem, 'pk' | 'sk' | 'id' | 'customer_id' | 'currency'> = PLACEHOLDER,
+) => {
+  return creationSteps(
+    newSubscription(
+      {
+        ...ids,
+        external_id: input.external_id,
+        plan_name: input.plan_name,
+        mrr: input.mrr,
+        billing_cycle: input.billing_cycle,
+        source: 'import',
+        started_at: input.started_at,
+        current_period_start: input.current_period_start,
+        trial_ends_at: input.trial_ends_at,
+      },
+      at,
+    ),
+    at,
+    input.cancelled_at ? { at: input.cancelled_at, reason: input.cancel_reason ?? null } : undefined,
+  );
+};
+/** Ids for counting an item's steps before it has any. */
+const PLACEHOLDER = { pk: '', sk: '', id: 0, customer_id: 0 };
+
+/** The writes of one imported subscription; returns its customer's timeline with its line added. */
+const writeSubscription = (ws: WriteSet, scope: Scope, { sub, eventIds, steps }: Unit, before: Timeline, at: string): Timeline => {
   const { merchantId } = scope;
-  const started: SubscriptionItem = { ...sub, status: 'active', cancelled_at: null, cancel_reason: null };
   ws.put(
     'external_id',
     { ...keys.subscriptionExternalId(merchantId, sub.external_id!), subscription_id: sub.id, customer_id: sub.customer_id },
     itemAbsent,
   );
   ws.put('subscription', { ...sub, ...subscriptionIndexAttributes(merchantId, sub) }, itemAbsent);
-  if (sub.status === 'active') {
+  if (sub.status !== 'cancelled') {
     ws.put(
       'live',
       { ...keys.liveSubscription(merchantId, sub.customer_id), subscription_id: sub.id, customer_id: sub.customer_id },
@@ -280,11 +288,6 @@ const writeSubscription = (
     );
   }
   moveTotals(ws, merchantId, null, sub);
-  addChangeEvent(ws, merchantId, eventIds[0], sub, createdEvent(sub), at, 'import');
-  let timeline = subscriptionTimeline(before, null, started, sub.started_at, scope.reportingCurrency);
-  if (sub.cancelled_at) {
-    addChangeEvent(ws, merchantId, eventIds[1], sub, cancelEvent(sub, sub.cancelled_at), at, 'import');
-    timeline = subscriptionTimeline(timeline, started, sub, sub.cancelled_at, scope.reportingCurrency);
-  }
-  return timeline;
+  steps.forEach((step, i) => addChangeEvent(ws, merchantId, eventIds[i], sub, step.event, at, 'import'));
+  return stepsTimeline(before, steps, scope.reportingCurrency);
 };

@@ -1,5 +1,8 @@
 import { InvalidError } from '#lib/errors';
 import type { SubscriptionItem } from '#lib/subscriptions/model';
+import { timestampPlusDays } from '#lib/shared/time';
+import { DEFAULT_DELINQUENCY_DAYS } from '#lib/merchants/rules';
+export { DEFAULT_DELINQUENCY_DAYS };
 
 /**
  * When a subscription change takes effect (pure). A change is dated at or after the subscription's
@@ -28,10 +31,75 @@ export const effectiveTime = (sub: SubscriptionItem, given: string | null | unde
   return at < sub.started_at ? sub.started_at : at;
 };
 
-/** A scheduled cancellation whose time has come (applied by its scheduler within a minute, or by the next change). */
-export const isDue = (sub: Pick<SubscriptionItem, 'cancel_at' | 'status' | 'deleted_at'>, at: string): boolean =>
-  Boolean(sub.cancel_at && sub.cancel_at <= at && sub.status !== 'cancelled' && !sub.deleted_at);
+/**
+ * A change the subscription has scheduled: a trial's conversion at `trial_ends_at`, a cancellation
+ * at `cancel_at`, a past-due subscription's delinquent cancellation `delinquencyDays` after
+ * `failed_at`. Each is applied by the scheduler within a minute, or by the next change first.
+ */
+export type ScheduledKind = 'convert' | 'cancel' | 'delinquent';
+export type Scheduled = { kind: ScheduledKind; at: string };
 
-/** The subscription as every read shows it at `at`: cancelled at `cancel_at` once that has come. */
-export const asOf = (sub: SubscriptionItem, at: string): SubscriptionItem =>
-  isDue(sub, at) ? { ...sub, status: 'cancelled', cancelled_at: sub.cancel_at!, cancel_at: null, paused_at: null } : sub;
+/** When a past-due subscription becomes delinquent (its cancellation), `delinquencyDays` after the failure. */
+export const delinquentAt = (failedAt: string, delinquencyDays: number) => timestampPlusDays(failedAt, delinquencyDays);
+
+/** The subscription's scheduled changes not yet applied, earliest first. */
+export const scheduledChanges = (
+  sub: Pick<SubscriptionItem, 'cancel_at' | 'status' | 'deleted_at' | 'trial_ends_at' | 'failed_at'>,
+  delinquencyDays: number,
+): Scheduled[] => {
+  if (sub.deleted_at || sub.status === 'cancelled') return [];
+  const out: Scheduled[] = [];
+  if (sub.status === 'trialing' && sub.trial_ends_at) out.push({ kind: 'convert', at: sub.trial_ends_at });
+  if (sub.status === 'past_due' && sub.failed_at) out.push({ kind: 'delinquent', at: delinquentAt(sub.failed_at, delinquencyDays) });
+  if (sub.cancel_at) out.push({ kind: 'cancel', at: sub.cancel_at });
+  // At one instant a cancellation comes first: a trial cancelled as it ends never converts.
+  const order: Record<ScheduledKind, number> = { cancel: 0, delinquent: 1, convert: 2 };
+  return out.sort((a, b) => (a.at !== b.at ? (a.at < b.at ? -1 : 1) : order[a.kind] - order[b.kind]));
+};
+
+/** The earliest scheduled change whose time has come by `at`, or null. */
+export const dueChange = (
+  sub: Pick<SubscriptionItem, 'cancel_at' | 'status' | 'deleted_at' | 'trial_ends_at' | 'failed_at'>,
+  at: string,
+  delinquencyDays: number,
+): Scheduled | null => {
+  const [first] = scheduledChanges(sub, delinquencyDays);
+  return first && first.at <= at ? first : null;
+};
+
+/** Whether some scheduled change has come by `at`. */
+export const isDue = (
+  sub: Pick<SubscriptionItem, 'cancel_at' | 'status' | 'deleted_at' | 'trial_ends_at' | 'failed_at'>,
+  at: string,
+  delinquencyDays: number,
+): boolean => dueChange(sub, at, delinquencyDays) !== null;
+
+/** The state a due scheduled change leads to (its time `due.at`). */
+export const applyScheduled = (sub: SubscriptionItem, due: Scheduled): SubscriptionItem => {
+  switch (due.kind) {
+    case 'convert':
+      return { ...sub, status: 'active' };
+    case 'cancel':
+      return { ...sub, status: 'cancelled', cancelled_at: due.at, cancel_at: null, paused_at: null, failed_at: null };
+    case 'delinquent':
+      return {
+        ...sub,
+        status: 'cancelled',
+        cancelled_at: due.at,
+        cancel_at: null,
+        paused_at: null,
+        failed_at: null,
+        cancel_reason: DELINQUENT_REASON,
+      };
+  }
+};
+
+/** The cancellation reason of a past-due subscription cancelled on its own. */
+export const DELINQUENT_REASON = 'delinquent';
+
+/** The subscription as every read shows it at `at`: every scheduled change whose time has come applied. */
+export const asOf = (sub: SubscriptionItem, at: string, delinquencyDays: number): SubscriptionItem => {
+  let out = sub;
+  for (let due = dueChange(out, at, delinquencyDays); due; due = dueChange(out, at, delinquencyDays)) out = applyScheduled(out, due);
+  return out;
+};

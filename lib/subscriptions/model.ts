@@ -24,6 +24,10 @@ export type SubscriptionItem = {
   cancel_reason: string | null;
   /** A scheduled cancellation: the subscription counts until then and reads as cancelled from then. */
   cancel_at?: string | null;
+  /** A trial's end: `trialing` until then (no MRR), converted on its own then. Kept after conversion. */
+  trial_ends_at?: string | null;
+  /** While `past_due`: when the renewal failed (the delinquent cancellation falls `delinquency_days` later). */
+  failed_at?: string | null;
   created_at: string;
   updated_at: string;
   deleted_at?: string;
@@ -84,6 +88,8 @@ export const presentSubscription = (s: SubscriptionItem, reportingCurrency: stri
   cancel_at: s.cancel_at ?? null,
   paused_at: s.paused_at ?? null,
   cancel_reason: s.cancel_reason ?? null,
+  trial_ends_at: s.trial_ends_at ?? null,
+  failed_at: s.failed_at ?? null,
   created_at: s.created_at,
   updated_at: s.updated_at,
 });
@@ -104,5 +110,5 @@ export const presentSubscriptionEvent = (e: SubscriptionEventItem) => ({
   created_at: e.created_at,
 });
 
-/** What a subscription adds to its customer's current MRR: its mrr while active, nothing otherwise. */
-export const mrrContribution = (s: Pick<SubscriptionItem, 'status' | 'mrr'> | null): string => (s && s.status === 'active' ? s.mrr : '0');
+/** Whether a subscription's mrr counts: active, or past due (a failed renewal still counts until it is delinquent). */
+export const counts = (status: SubscriptionStatus) => status === 'active' || status === 'past_due';

@@ -135,6 +135,12 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
     }
     const timeline = planned.get(input.customer_id) ?? timelines.get(input.customer_id)!.timeline;
     const occurredAt = input.occurred_at ?? at;
+    // A trial counts nothing until it converts: no recorded change of its amount before then.
+    const trialEnd = subscriptionId ? found.get(keyId(keys.subscription(merchantId, subscriptionId)))?.trial_ends_at : null;
+    if (typeof trialEnd === 'string' && occurredAt < trialEnd) {
+      fail('occurred_at', `The occurred at field must be a date after or equal to ${trialEnd}, when the subscription's trial ends.`);
+      continue;
+    }
     // Without a subscription an event is history from before the customer's first subscription here.
     const importedEnd = importedLineEnd(timeline, scope.reportingCurrency);
     if (!subscriptionId && importedEnd && occurredAt >= importedEnd) {

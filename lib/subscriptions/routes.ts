@@ -1,6 +1,8 @@
 import {
   subscriptionPauseBody,
   subscriptionReactivateBody,
+  subscriptionPastDueBody,
+  subscriptionRecoverBody,
   subscriptionCancelBody,
   subscriptionCreateBody,
   subscriptionEventCreateBody,
@@ -156,6 +158,32 @@ export const routes = {
       'Pauses an active subscription at `paused_at` (default now): its MRR stops counting. No event is recorded. A body is optional (docs/subscriptions.md).',
     tags: ['subscriptions'],
     request: { params: subscriptionPathParams, body: subscriptionPauseBody },
+    responses: { 200: { description: 'The subscription', schema: dataOf(subscriptionSchema) }, ...errors, ...notFound, ...invalid },
+  }),
+  subscriptionsPastDue: defineRoute({
+    method: 'PUT',
+    path: '/subscriptions/{id}/past-due',
+    handler: 'functions/subscriptions/past-due.ts',
+    ability: 'subscriptions:write',
+    writes: true,
+    summary: 'Mark an active subscription past due: its renewal failed (past_due event)',
+    description:
+      'Marks an active subscription `past_due` from `failed_at` (default now): its renewal payment failed. Its MRR still counts (and shows in `past_due_mrr`); recover it with `/recover`, or it is cancelled on its own `delinquency_days` (`GET /settings`) after `failed_at`, reason `delinquent`. Records a past_due event. A body is optional (docs/subscriptions.md).',
+    tags: ['subscriptions'],
+    request: { params: subscriptionPathParams, body: subscriptionPastDueBody },
+    responses: { 200: { description: 'The subscription', schema: dataOf(subscriptionSchema) }, ...errors, ...notFound, ...invalid },
+  }),
+  subscriptionsRecover: defineRoute({
+    method: 'PUT',
+    path: '/subscriptions/{id}/recover',
+    handler: 'functions/subscriptions/recover.ts',
+    ability: 'subscriptions:write',
+    writes: true,
+    summary: 'Recover a past-due subscription: the failed renewal was paid (recovered event)',
+    description:
+      'Returns a past-due subscription to `active` at `recovered_at` (default now) and records a recovered event; its scheduled delinquent cancellation no longer applies. A body is optional (docs/subscriptions.md).',
+    tags: ['subscriptions'],
+    request: { params: subscriptionPathParams, body: subscriptionRecoverBody },
     responses: { 200: { description: 'The subscription', schema: dataOf(subscriptionSchema) }, ...errors, ...notFound, ...invalid },
   }),
   subscriptionsReactivate: defineRoute({

@@ -1,64 +1,102 @@
 import { now } from '#lib/clock';
 import { getMerchant } from '#lib/merchants/store';
-import { generationOf, zoneOf } from '#lib/merchants/rules';
+import { delinquencyDaysOf, generationOf, zoneOf } from '#lib/merchants/rules';
 import { UTCDateMini } from '@date-fns/utc';
 import { addDays } from 'date-fns/addDays';
 import { formatTimestamp } from '#lib/shared/time';
-import { applyScheduledCancel } from '#lib/subscriptions/service';
+import { applyScheduledChange } from '#lib/subscriptions/service';
+import { delinquentAt, type ScheduledKind } from '#lib/subscriptions/effective';
 import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
 
 /**
- * Scheduled cancellations. A future `cancelled_at` sets `cancel_at` and publishes
- * `subscription.updated` (through the outbox, so the schedule is never lost with a failed
- * function); the scheduler arms a timer for every subscription event that carries a `cancel_at`
- * and, at that time, calls `applyDueCancellation` with what it was armed for. On AWS the timer is
- * a Step Functions wait (infra/constructs/cancel-scheduler.ts); under `npm start` an in-process
- * timer (infra/local/cancel-scheduler.ts). Reads show the subscription cancelled from `cancel_at`
- * on even before the scheduler has run, and any change applies a due cancellation first.
+ * Scheduled changes: a trial's conversion at `trial_ends_at`, a cancellation at `cancel_at`, a
+ * past-due subscription's delinquent cancellation `delinquency_days` after `failed_at`. The change
+ * that sets one publishes its subscription event (through the outbox, so the schedule is never lost
+ * with a failed function); the scheduler arms a timer for every subscription event that carries
+ * one and, at that time, calls `checkScheduledCancel` with what it was armed for. On AWS the timer
+ * is a Step Functions wait (infra/constructs/cancel-scheduler.ts); under `npm start` an in-process
+ * timer (infra/local/cancel-scheduler.ts). Reads show the change from its time on even before the
+ * scheduler has run, and any change applies a due one first.
  */
-export type ScheduledCancel = { merchant_id: string; subscription_id: number; cancel_at: string };
+export type ScheduledCancel = {
+  merchant_id: string;
+  subscription_id: number;
+  /** The time it was armed with: `cancel_at`, `trial_ends_at`, or (delinquent) `failed_at`. */
+  cancel_at: string;
+  /** What was scheduled (absent: a cancellation, as armed before trials and failed renewals). */
+  kind?: ScheduledKind;
+};
 
-/** What a subscription bus event arms, or null (no schedule on it). */
+/** Where each kind of schedule is on a subscription as presented. */
+export const SCHEDULE_FIELDS: Record<ScheduledKind, { field: 'cancel_at' | 'trial_ends_at' | 'failed_at'; status?: string }> = {
+  cancel: { field: 'cancel_at' },
+  convert: { field: 'trial_ends_at', status: 'trialing' },
+  delinquent: { field: 'failed_at', status: 'past_due' },
+};
+
+/** What a subscription bus event arms (none, one or more schedules). */
 export const scheduleOf = (detail: {
   merchant_id?: string;
   type?: string;
   data?: { object?: Record<string, unknown> };
-}): ScheduledCancel | null => {
+}): ScheduledCancel[] => {
   const object = detail.data?.object;
-  if (!detail.merchant_id || !detail.type?.startsWith('subscription.') || typeof object?.cancel_at !== 'string') return null;
-  return { merchant_id: detail.merchant_id, subscription_id: Number(object.id), cancel_at: object.cancel_at };
+  if (!detail.merchant_id || !detail.type?.startsWith('subscription.') || !object) return [];
+  const out: ScheduledCancel[] = [];
+  for (const [kind, { field, status }] of Object.entries(SCHEDULE_FIELDS) as [ScheduledKind, (typeof SCHEDULE_FIELDS)['cancel']][]) {
+    const at = object[field];
+    if (typeof at !== 'string' || (status && object.status !== status)) continue;
+    out.push({
+      merchant_id: detail.merchant_id,
+      subscription_id: Number(object.id),
+      cancel_at: at,
+      ...(kind === 'cancel' ? {} : { kind }),
+    });
+  }
+  return out;
 };
 
 /**
  * Longest single wait of a scheduler (a Step Functions execution lasts at most a year): a
- * cancellation further ahead is waited for in steps.
+ * change further ahead is waited for in steps.
  */
 export const MAX_WAIT_DAYS = 300;
 
 export type CancelCheck = { due: true; applied: boolean } | { due: false; wake_at: string; far: boolean };
 
+/** When to look again for a change due at `dueAt` (not within one wait: `far`, a fresh wait). */
+const wake = (at: Date, dueAt: string): CancelCheck => {
+  const limit = formatTimestamp(addDays(new UTCDateMini(at), MAX_WAIT_DAYS));
+  return dueAt <= limit ? { due: false, wake_at: dueAt, far: false } : { due: false, wake_at: limit, far: true };
+};
+
 /**
- * The scheduler's call: once `cancel_at` has come, applies the scheduled cancellation `s` was armed
- * for (`applied` false: replaced, cleared, deleted or applied already); before then, says when to
- * look again (`far`: not within one wait, so the scheduler starts a fresh wait).
+ * The scheduler's call: once its time has come, applies the scheduled change `s` was armed for
+ * (`applied` false: replaced, cleared, deleted or applied already); before then, says when to look
+ * again (`far`: not within one wait, so the scheduler starts a fresh wait). A delinquent
+ * cancellation's time follows the merchant's `delinquency_days` as it is when checked.
  */
 export const checkScheduledCancel = asFunction(WORKER_FUNCTIONS.cancelCheck, async (s: ScheduledCancel): Promise<CancelCheck> => {
   const at = now();
-  if (formatTimestamp(at) < s.cancel_at) {
-    const limit = formatTimestamp(addDays(new UTCDateMini(at), MAX_WAIT_DAYS));
-    return s.cancel_at <= limit ? { due: false, wake_at: s.cancel_at, far: false } : { due: false, wake_at: limit, far: true };
-  }
+  const kind = s.kind ?? 'cancel';
+  if (kind !== 'delinquent' && formatTimestamp(at) < s.cancel_at) return wake(at, s.cancel_at);
   const merchant = await getMerchant(s.merchant_id);
   if (!merchant) return { due: true, applied: false };
-  const applied = await applyScheduledCancel(
+  const days = delinquencyDaysOf(merchant);
+  if (kind === 'delinquent') {
+    const dueAt = delinquentAt(s.cancel_at, days);
+    if (formatTimestamp(at) < dueAt) return wake(at, dueAt);
+  }
+  const applied = await applyScheduledChange(
     {
       merchantId: s.merchant_id,
       reportingCurrency: merchant.reporting_currency,
       timezone: zoneOf(merchant),
       generation: generationOf(merchant),
+      delinquencyDays: days,
     },
     s.subscription_id,
-    s.cancel_at,
+    { kind, armedAt: s.cancel_at },
   );
-  return { due: true, applied: applied !== null && applied.status === 'cancelled' };
+  return { due: true, applied };
 });

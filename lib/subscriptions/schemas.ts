@@ -16,10 +16,14 @@ import {
 } from '#lib/shared/fields';
 import { Decimal } from '#lib/shared/money';
 
-export const SUBSCRIPTION_STATUSES = ['active', 'paused', 'cancelled'] as const;
+export const SUBSCRIPTION_STATUSES = ['trialing', 'active', 'past_due', 'paused', 'cancelled'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 export const SUBSCRIPTION_CYCLES = ['monthly', 'quarterly', 'semi-annual', 'yearly'] as const;
-export const EVENT_TYPES = ['created', 'upgrade', 'downgrade', 'cancel', 'reactivated'] as const;
+/** The event types a merchant may record (POST /subscriptions/events): each moves the MRR. */
+export const RECORDED_EVENT_TYPES = ['created', 'upgrade', 'downgrade', 'cancel', 'reactivated'] as const;
+export type RecordedEventType = (typeof RECORDED_EVENT_TYPES)[number];
+/** Every event type a subscription's own changes record (trials and failed renewals add theirs). */
+export const EVENT_TYPES = [...RECORDED_EVENT_TYPES, 'trial_converted', 'trial_cancelled', 'past_due', 'recovered'] as const;
 export type SubscriptionEventType = (typeof EVENT_TYPES)[number];
 export const SUBSCRIPTION_SOURCES = ['api', 'import'] as const;
 
@@ -33,15 +37,29 @@ const mrr = () =>
     .refine((v) => new Decimal(v).gt(0), { message: 'The :field field must be greater than 0.' })
     .meta({ description: 'Monthly recurring revenue, above 0 (pause or cancel take it to 0)', override: positiveAmountDocument() });
 
+/** A trial's end: the subscription is `trialing` (no MRR) until then and converts on its own then. */
+const trialEndsAt = () =>
+  timestamp().nullish().meta({
+    description: 'A trial: the subscription is trialing (counting in no figure) until this time, after started_at, and then converts',
+  });
+/** `trial_ends_at` is after `started_at` (when both are given; a default start is checked by the rules). */
+const trialAfterStart = (s: { started_at?: string | null; trial_ends_at?: string | null }, ctx: z.RefinementCtx) => {
+  if (s.trial_ends_at && s.started_at && s.trial_ends_at <= s.started_at)
+    ctx.addIssue({ code: 'custom', path: ['trial_ends_at'], message: 'The trial ends at field must be a date after started at.' });
+};
+
 /** POST /subscriptions (docs/subscriptions.md). */
-export const subscriptionCreateBody = z.object({
-  customer_id: bodyId(),
-  plan_name: plan(),
-  mrr: mrr(),
-  billing_cycle: z.enum(SUBSCRIPTION_CYCLES),
-  started_at: timestamp().nullish(),
-  current_period_start: timestamp().nullish(),
-});
+export const subscriptionCreateBody = z
+  .object({
+    customer_id: bodyId(),
+    plan_name: plan(),
+    mrr: mrr(),
+    billing_cycle: z.enum(SUBSCRIPTION_CYCLES),
+    started_at: timestamp().nullish(),
+    current_period_start: timestamp().nullish(),
+    trial_ends_at: trialEndsAt(),
+  })
+  .superRefine(trialAfterStart);
 export type SubscriptionCreate = z.output<typeof subscriptionCreateBody>;
 
 /** PUT /subscriptions/{id}: the given fields change. */
@@ -56,6 +74,7 @@ export const subscriptionUpdateBody = z.object({
     .nullable()
     .optional()
     .meta({ description: 'Schedules the cancellation at this future time; null clears a schedule' }),
+  trial_ends_at: timestamp().nullish().meta({ description: 'While trialing: moves the end of the trial (a future time)' }),
 });
 export type SubscriptionUpdate = z.output<typeof subscriptionUpdateBody>;
 
@@ -78,6 +97,19 @@ export const subscriptionReactivateBody = z.object({
     .meta({ description: 'When the subscription is active again (default now); not before the start or the latest change' }),
 });
 export type SubscriptionReactivate = z.output<typeof subscriptionReactivateBody>;
+
+/** PUT /subscriptions/{id}/past-due: a renewal failed (from active). */
+export const subscriptionPastDueBody = z.object({
+  failed_at: pastTimestamp()
+    .nullish()
+    .meta({ description: 'When the renewal failed (default now); not before the start or the latest change' }),
+});
+export type SubscriptionPastDue = z.output<typeof subscriptionPastDueBody>;
+/** PUT /subscriptions/{id}/recover: the failed renewal was paid (from past_due). */
+export const subscriptionRecoverBody = z.object({
+  recovered_at: pastTimestamp().nullish().meta({ description: 'When the payment was recovered (default now); not before the failure' }),
+});
+export type SubscriptionRecover = z.output<typeof subscriptionRecoverBody>;
 
 export const subscriptionPathParams = z.object({ id: pathId('Subscription id') });
 
@@ -108,10 +140,7 @@ export const subscriptionEventListQuery = z
 export type SubscriptionEventListQuery = z.output<typeof subscriptionEventListQuery>;
 
 /** What each recorded event type says of its amounts; the 422 on `event_type` quotes the rule. */
-export const EVENT_AMOUNT_RULES: Record<
-  SubscriptionEventType,
-  { rule: string; holds: (oldAmount: Decimal, newAmount: Decimal) => boolean }
-> = {
+export const EVENT_AMOUNT_RULES: Record<RecordedEventType, { rule: string; holds: (oldAmount: Decimal, newAmount: Decimal) => boolean }> = {
   created: { rule: 'old amount 0 and new amount above 0', holds: (o, n) => o.isZero() && n.gt(0) },
   upgrade: { rule: 'new amount greater than old amount', holds: (o, n) => n.gt(o) },
   downgrade: { rule: 'new amount above 0 and less than old amount', holds: (o, n) => n.gt(0) && n.lt(o) },
@@ -138,8 +167,10 @@ export const subscriptionBatchItem = z
     current_period_start: timestamp().nullish(),
     cancelled_at: pastTimestamp().nullish(),
     cancel_reason: reasonText().nullish(),
+    trial_ends_at: trialEndsAt(),
   })
   .superRefine((s, ctx) => {
+    trialAfterStart(s, ctx);
     if (!s.customer_id && !s.customer_email) {
       ctx.addIssue({
         code: 'custom',
@@ -172,7 +203,7 @@ const recordedEvent = (customerRequired: boolean) =>
           }),
       subscription_id: bodyId().nullish(),
       subscription_external_id: externalId().nullish(),
-      event_type: z.enum(EVENT_TYPES),
+      event_type: z.enum(RECORDED_EVENT_TYPES),
       old_amount: amount(),
       new_amount: amount(),
       old_plan: plan().nullish(),
@@ -227,6 +258,11 @@ export const subscriptionSchema = z
       .meta({ description: 'A scheduled cancellation (a future cancelled_at): counted until then, cancelled from then' }),
     paused_at: z.string().nullable(),
     cancel_reason: z.string().nullable(),
+    trial_ends_at: z
+      .string()
+      .nullable()
+      .meta({ description: 'The end of its trial (null: none): trialing until then, counting from then' }),
+    failed_at: z.string().nullable().meta({ description: 'While past due: when the renewal failed' }),
     created_at: z.string(),
     updated_at: z.string(),
   })

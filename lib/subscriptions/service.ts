@@ -8,7 +8,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import { allocateIds } from '#lib/db/sequences';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { addTimelineChange, readTimeline, subscriptionTimeline } from '#lib/metrics';
+import { addTimelineChange, readTimeline, subscriptionTimeline, type Timeline } from '#lib/metrics';
 import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
 import { InvalidError, NotFoundError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
@@ -27,12 +27,22 @@ import type {
   SubscriptionCancel,
   SubscriptionCreate,
   SubscriptionListQuery,
+  SubscriptionPastDue,
   SubscriptionPause,
   SubscriptionReactivate,
+  SubscriptionRecover,
   SubscriptionUpdate,
 } from '#lib/subscriptions/schemas';
-import { asOf, isDue } from '#lib/subscriptions/effective';
-import { createdEvent, decide, reactivationRefused, type ChangeEvent, type Command } from '#lib/subscriptions/rules';
+import { asOf, DEFAULT_DELINQUENCY_DAYS, isDue, type ScheduledKind } from '#lib/subscriptions/effective';
+import {
+  creationSteps,
+  decide,
+  newSubscription,
+  reactivationRefused,
+  type ChangeEvent,
+  type Command,
+  type Step,
+} from '#lib/subscriptions/rules';
 import { getSubscriptionItem, subscriptionIndexAttributes } from '#lib/subscriptions/store';
 import type { AuthContext } from '#lib/auth/tokens';
 
@@ -46,7 +56,9 @@ import type { AuthContext } from '#lib/auth/tokens';
 
 export const LIVE_TAKEN = 'The customer already has an active or paused subscription.';
 /** Who changes a subscription: the merchant, and its reporting currency (what the figures count). */
-export type Scope = Pick<AuthContext, 'merchantId' | 'reportingCurrency' | 'timezone' | 'generation'>;
+export type Scope = Pick<AuthContext, 'merchantId' | 'reportingCurrency' | 'timezone' | 'generation' | 'delinquencyDays'>;
+/** The merchant's `delinquency_days`. */
+const delinquencyOf = (scope: Scope) => scope.delinquencyDays ?? DEFAULT_DELINQUENCY_DAYS;
 const ONE = new Decimal(1);
 
 /** List totals follow the status (deleted subscriptions leave the lists). */
@@ -79,6 +91,15 @@ const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem
   );
 };
 
+/** The customer's timeline after a new subscription's steps (each from the state before it). */
+export const stepsTimeline = (tl: Timeline, steps: Step[], reportingCurrency: string): Timeline => {
+  let out = tl;
+  steps.forEach((step, i) => {
+    out = subscriptionTimeline(out, i ? steps[i - 1].state : null, step.state, step.effective, reportingCurrency);
+  });
+  return out;
+};
+
 /**
  * When the customer's live slot is held by a subscription whose scheduled cancellation is due,
  * applies it (the slot is free from then, as every read already shows) and says so.
@@ -88,8 +109,8 @@ const settleLiveHolder = async (scope: Scope, customerId: number): Promise<boole
     new GetCommand({ TableName: tableName(), Key: keys.liveSubscription(scope.merchantId, customerId), ConsistentRead: true }),
   );
   const holder = Item ? await getSubscriptionItem(scope.merchantId, Number(Item.subscription_id)) : null;
-  if (!holder || !isDue(holder, formatTimestamp(now()))) return false;
-  await applyScheduledCancel(scope, holder.id, holder.cancel_at!);
+  if (!holder || !isDue(holder, formatTimestamp(now()), delinquencyOf(scope))) return false;
+  await settleScheduled(scope, holder.id);
   return true;
 };
 
@@ -98,34 +119,33 @@ const holdsLive = (id: number) => ({ expression: 'subscription_id = :sid', value
 /** POST /subscriptions: customer live and without a live subscription, both decided inside the transaction. */
 export const createSubscription = async (scope: Scope, input: SubscriptionCreate) => {
   const { merchantId } = scope;
-  // Its created event's id, and a block held for its later changes.
-  const ids = await retrying(() => allocateIds(merchantId, { subscription: 1, subscription_event: 1 + EVENT_ID_BLOCK }));
+  // Its created event's id (and a trial's conversion's, when it has ended already), and a block held for its later changes.
+  const ids = await retrying(() => allocateIds(merchantId, { subscription: 1, subscription_event: 2 + EVENT_ID_BLOCK }));
   return retrying(async () => {
     const at = formatTimestamp(now());
-    const startedAt = input.started_at ?? at;
-    const sub: SubscriptionItem = {
-      ...keys.subscription(merchantId, ids.subscription!),
-      id: ids.subscription!,
-      customer_id: input.customer_id,
-      external_id: null,
-      status: 'active',
-      plan_name: input.plan_name,
-      mrr: input.mrr,
-      currency: scope.reportingCurrency,
-      billing_cycle: input.billing_cycle,
-      source: 'api',
-      started_at: startedAt,
-      current_period_start: input.current_period_start ?? startedAt,
-      cancelled_at: null,
-      paused_at: null,
-      cancel_reason: null,
-      created_at: at,
-      updated_at: at,
-      changed_at: startedAt,
-      event_ids_next: ids.subscription_event! + 1,
-      event_ids_end: ids.subscription_event! + 1 + EVENT_ID_BLOCK,
-      version: 1,
+    const created: SubscriptionItem = {
+      ...newSubscription(
+        {
+          ...keys.subscription(merchantId, ids.subscription!),
+          id: ids.subscription!,
+          customer_id: input.customer_id,
+          plan_name: input.plan_name,
+          mrr: input.mrr,
+          billing_cycle: input.billing_cycle,
+          started_at: input.started_at,
+          current_period_start: input.current_period_start,
+          trial_ends_at: input.trial_ends_at,
+          currency: scope.reportingCurrency,
+          source: 'api',
+        },
+        at,
+      ),
+      event_ids_next: ids.subscription_event! + 2,
+      event_ids_end: ids.subscription_event! + 2 + EVENT_ID_BLOCK,
     };
+    // Created, and converted already when a back-dated trial has ended.
+    const steps = creationSteps(created, at);
+    const sub = steps[steps.length - 1].state;
     const timeline = await readTimeline(merchantId, input.customer_id);
     const ws = new WriteSet();
     ws.check('customer', keys.customer(merchantId, input.customer_id), liveCondition);
@@ -136,7 +156,7 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
     );
     ws.put('subscription', { ...sub, ...subscriptionIndexAttributes(merchantId, sub) }, itemAbsent);
     moveTotals(ws, merchantId, null, sub);
-    addChangeEvent(ws, merchantId, ids.subscription_event!, sub, createdEvent(sub), at);
+    steps.forEach((step, i) => addChangeEvent(ws, merchantId, ids.subscription_event! + i, sub, step.event, at));
     const presented = presentSubscription(sub, scope.reportingCurrency);
     addOutboxEvent(ws, merchantId, 'subscription.created', presented, at);
     await addTimelineChange(
@@ -145,7 +165,7 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
       scope,
       sub.customer_id,
       timeline,
-      subscriptionTimeline(timeline.timeline, null, sub, at, scope.reportingCurrency),
+      stepsTimeline(timeline.timeline, steps, scope.reportingCurrency),
     );
     try {
       await ws.commit();
@@ -208,11 +228,11 @@ const change = async (scope: Scope, id: number, command: Command): Promise<Subsc
     const at = formatTimestamp(now());
     // A cancellation that has fallen due is applied first (if its scheduler has not run yet), so
     // every change starts from what every read already shows: a cancelled subscription.
-    if (command.kind !== 'settleDue' && isDue(sub, at)) {
+    if (command.kind !== 'settleDue' && isDue(sub, at, delinquencyOf(scope))) {
       await change(scope, id, { kind: 'settleDue' });
       return change(scope, id, command);
     }
-    const { next: planned, effective, event: e, webhook, unchanged } = decide(sub, command, at);
+    const { next: planned, effective, event: e, webhook, unchanged } = decide(sub, command, at, delinquencyOf(scope));
     if (unchanged) return presentSubscription(sub, scope.reportingCurrency);
     // The event's id: from the subscription's held block, else from a fresh block (a standalone
     // ADD before the transaction, so the merchant's sequence is never held by it).
@@ -247,14 +267,39 @@ const change = async (scope: Scope, id: number, command: Command): Promise<Subsc
 };
 
 /**
- * The scheduler's call at a cancellation's time (AWS: the state machine; locally: `npm start`'s
- * timer). `cancelAt` is the schedule it was armed for: a schedule replaced or cleared since then
- * does nothing, and a second call for one schedule finds it applied and does nothing.
+ * The scheduler's call at a scheduled change's time (AWS: the state machine; locally: `npm
+ * start`'s timer): a trial's conversion, a cancellation, a delinquent cancellation. `dueAt` is the
+ * time it was armed for: a schedule replaced or cleared since then does nothing, and a second call
+ * for one schedule finds it applied and does nothing. Every change due by now is applied, in order.
  */
-export const applyScheduledCancel = async (scope: Scope, subscriptionId: number, cancelAt: string) => {
+export const applyScheduledChange = async (
+  scope: Scope,
+  subscriptionId: number,
+  armed: { kind: ScheduledKind; armedAt: string },
+): Promise<boolean> => {
   const sub = await getSubscriptionItem(scope.merchantId, subscriptionId);
-  if (!sub || sub.deleted_at || sub.cancel_at !== cancelAt) return null;
-  return change(scope, subscriptionId, { kind: 'settleDue' });
+  if (!sub || !isArmedFor(sub, armed.kind, armed.armedAt) || !isDue(sub, formatTimestamp(now()), delinquencyOf(scope))) return false;
+  await settleScheduled(scope, subscriptionId);
+  return true;
+};
+
+/** Whether the subscription still has the schedule a timer was armed for. */
+const isArmedFor = (sub: SubscriptionItem, kind: ScheduledKind, armedAt: string) => {
+  if (sub.deleted_at || sub.status === 'cancelled') return false;
+  if (kind === 'cancel') return sub.cancel_at === armedAt;
+  if (kind === 'convert') return sub.status === 'trialing' && sub.trial_ends_at === armedAt;
+  return sub.status === 'past_due' && sub.failed_at === armedAt;
+};
+
+/** Applies the subscription's scheduled changes due by now, earliest first; the subscription after them. */
+const settleScheduled = async (scope: Scope, subscriptionId: number): Promise<Subscription> => {
+  let out = await change(scope, subscriptionId, { kind: 'settleDue' });
+  for (let i = 0; i < 3; i++) {
+    const sub = await getSubscriptionItem(scope.merchantId, subscriptionId);
+    if (!sub || !isDue(sub, formatTimestamp(now()), delinquencyOf(scope))) break;
+    out = await change(scope, subscriptionId, { kind: 'settleDue' });
+  }
+  return out;
 };
 
 /** PUT /subscriptions/{id}: plan, mrr, period, or a scheduled cancellation (rules: `decide`). */
@@ -266,6 +311,10 @@ export const pauseSubscription = (scope: Scope, id: number, input: SubscriptionP
 /** PUT /subscriptions/{id}/reactivate (the customer's live slot is decided by the transaction's marker put). */
 export const reactivateSubscription = (scope: Scope, id: number, input: SubscriptionReactivate) =>
   change(scope, id, { kind: 'reactivate', input });
+/** PUT /subscriptions/{id}/past-due: a failed renewal (its mrr counts until recovered or delinquent). */
+export const pastDueSubscription = (scope: Scope, id: number, input: SubscriptionPastDue) => change(scope, id, { kind: 'pastDue', input });
+/** PUT /subscriptions/{id}/recover: the failed renewal was paid. */
+export const recoverSubscription = (scope: Scope, id: number, input: SubscriptionRecover) => change(scope, id, { kind: 'recover', input });
 
 /**
  * DELETE /subscriptions/{id}: soft. It leaves the lists, releases the customer's live slot and
@@ -303,7 +352,7 @@ export const deleteSubscription = async (scope: Scope, id: number): Promise<void
 export const getSubscription = async (scope: Scope, id: number) => {
   const sub = await getSubscriptionItem(scope.merchantId, id);
   if (!sub || sub.deleted_at) throw new NotFoundError();
-  return presentSubscription(asOf(sub, formatTimestamp(now())), scope.reportingCurrency);
+  return presentSubscription(asOf(sub, formatTimestamp(now()), delinquencyOf(scope)), scope.reportingCurrency);
 };
 
 /**
@@ -347,7 +396,7 @@ export const listSubscriptions = async (scope: Scope, q: SubscriptionListQuery) 
         | { email?: string; name?: string | null }
         | undefined;
       return {
-        ...presentSubscription(asOf(s, at), scope.reportingCurrency),
+        ...presentSubscription(asOf(s, at, delinquencyOf(scope)), scope.reportingCurrency),
         customer_email: customer?.email ?? null,
         customer_name: customer?.name ?? null,
       };

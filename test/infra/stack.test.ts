@@ -156,12 +156,12 @@ describe('routes', () => {
     const busId = stack.getLogicalId(stack.eventBus.node.defaultChild as never);
     expect(outputs.EventBusName.Value).toEqual({ Ref: busId });
     template.hasResourceProperties('AWS::Events::EventBus', { Name: `revenue-analytics-api-${DEFAULTS.stage}` });
-    // The bus's rules: webhook delivery (test/infra/webhook-delivery.test.ts) and the cancellation scheduler;
-    // the outbox sweeper's schedule is on the default bus.
+    // The bus's rules: webhook delivery (test/infra/webhook-delivery.test.ts) and the scheduler's three (cancellations,
+    // trial conversions, delinquent cancellations); the outbox sweeper's schedule is on the default bus.
     const rules = Object.values(resources(template, 'AWS::Events::Rule'));
-    expect(rules.filter((r) => JSON.stringify(r.Properties.EventBusName) === JSON.stringify({ Ref: busId }))).toHaveLength(2);
+    expect(rules.filter((r) => JSON.stringify(r.Properties.EventBusName) === JSON.stringify({ Ref: busId }))).toHaveLength(4);
     expect(rules.filter((r) => r.Properties.ScheduleExpression)).toHaveLength(1);
-    expect(rules).toHaveLength(3);
+    expect(rules).toHaveLength(5);
   });
 });
 

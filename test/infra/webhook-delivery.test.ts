@@ -59,7 +59,7 @@ describe('rule', () => {
     expect(rules[0].Properties.EventPattern).toEqual(WEBHOOK_EVENT_PATTERN);
     // Written out, so a change of the shared object shows here.
     expect(WEBHOOK_EVENT_PATTERN).toEqual({ source: ['revenue-analytics-api'], 'detail-type': [...EVENT_TYPES] });
-    expect(EVENT_TYPES).toHaveLength(10);
+    expect(EVENT_TYPES).toHaveLength(14);
   });
 
   it('targets the events queue, retries 24 h, then parks events in its own dead-letter queue', () => {

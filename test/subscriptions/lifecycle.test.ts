@@ -41,6 +41,8 @@ describe('subscription lifecycle', () => {
       cancel_at: null,
       paused_at: null,
       cancel_reason: null,
+      trial_ends_at: null,
+      failed_at: null,
       created_at: '2026-03-01T10:00:00Z',
       updated_at: '2026-03-01T10:00:00Z',
     });

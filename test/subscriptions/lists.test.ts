@@ -170,7 +170,7 @@ describe('GET /subscriptions', () => {
   it('refuses invalid filter values with a 422 on that parameter', async () => {
     const { token } = await newMerchant();
     for (const [query, field] of [
-      ['status=trialing', 'status'],
+      ['status=trial', 'status'],
       ['status=Active', 'status'],
       ['customer_id=abc', 'customer_id'],
       ['customer_id=0', 'customer_id'],

@@ -236,7 +236,7 @@ const money = (v: Decimal.Value) => new Decimal(String(v)).toFixed(2);
 const show = (r: ApiResponse) => `${r.status} ${JSON.stringify(r.body)}`;
 const present = (s: ModelSub) => {
   const { deleted: _d, changed: _c, ...rest } = s;
-  return { ...rest, external_id: null, currency: 'TWD', source: 'api' };
+  return { ...rest, external_id: null, currency: 'TWD', source: 'api', trial_ends_at: null, failed_at: null };
 };
 const isLive = (s: ModelSub) => !s.deleted && s.status !== 'cancelled';
 /** Newest first: the key, then the model's order (= id order) descending. */

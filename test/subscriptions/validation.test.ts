@@ -703,9 +703,9 @@ describe('GET /subscriptions and GET /subscriptions/events: query validation', (
 
   const listCases: [string, Record<string, string[]>][] = [
     ...pageCases,
-    ['status=trialing', { status: ['The selected status is invalid. Allowed: active, paused, cancelled.'] }],
-    ['status=ACTIVE', { status: ['The selected status is invalid. Allowed: active, paused, cancelled.'] }],
-    ['status=', { status: ['The selected status is invalid. Allowed: active, paused, cancelled.'] }],
+    ['status=trial', { status: ['The selected status is invalid. Allowed: trialing, active, past_due, paused, cancelled.'] }],
+    ['status=ACTIVE', { status: ['The selected status is invalid. Allowed: trialing, active, past_due, paused, cancelled.'] }],
+    ['status=', { status: ['The selected status is invalid. Allowed: trialing, active, past_due, paused, cancelled.'] }],
     ['customer_id=abc', { customer_id: ['The customer id field must be a positive integer.'] }],
     ['customer_id=0', { customer_id: ['The customer id field must be a positive integer.'] }],
     ['customer_id=-2', { customer_id: ['The customer id field must be a positive integer.'] }],
@@ -721,11 +721,19 @@ describe('GET /subscriptions and GET /subscriptions/events: query validation', (
     ...pageCases,
     [
       'event_type=upgraded',
-      { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] },
+      {
+        event_type: [
+          'The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated, trial_converted, trial_cancelled, past_due, recovered.',
+        ],
+      },
     ],
     [
       'event_type=subscription.created',
-      { event_type: ['The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated.'] },
+      {
+        event_type: [
+          'The selected event type is invalid. Allowed: created, upgrade, downgrade, cancel, reactivated, trial_converted, trial_cancelled, past_due, recovered.',
+        ],
+      },
     ],
     ['customer_id=x', { customer_id: ['The customer id field must be a positive integer.'] }],
     ['customer_id=0', { customer_id: ['The customer id field must be a positive integer.'] }],

@@ -126,7 +126,7 @@ const eventCases = (base: (over: Body) => Body): Case[] => [
     base({ events: ['order.paid', 'order.shipped'] }),
     {
       'events.1': [
-        'The selected events.1 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+        'The selected events.1 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, subscription.trial_converted, subscription.trial_cancelled, subscription.past_due, subscription.recovered, *.',
       ],
     },
   ],
@@ -135,10 +135,10 @@ const eventCases = (base: (over: Body) => Body): Case[] => [
     base({ events: ['nope', 'order.paid', 'Order.Paid'] }),
     {
       'events.0': [
-        'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+        'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, subscription.trial_converted, subscription.trial_cancelled, subscription.past_due, subscription.recovered, *.',
       ],
       'events.2': [
-        'The selected events.2 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+        'The selected events.2 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, subscription.trial_converted, subscription.trial_cancelled, subscription.past_due, subscription.recovered, *.',
       ],
     },
   ],
@@ -147,7 +147,7 @@ const eventCases = (base: (over: Body) => Body): Case[] => [
     base({ events: [5] }),
     {
       'events.0': [
-        'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+        'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, subscription.trial_converted, subscription.trial_cancelled, subscription.past_due, subscription.recovered, *.',
       ],
     },
   ],
@@ -156,7 +156,7 @@ const eventCases = (base: (over: Body) => Body): Case[] => [
     base({ events: ['order.paid', null] }),
     {
       'events.1': [
-        'The selected events.1 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+        'The selected events.1 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, subscription.trial_converted, subscription.trial_cancelled, subscription.past_due, subscription.recovered, *.',
       ],
     },
   ],
@@ -165,7 +165,7 @@ const eventCases = (base: (over: Body) => Body): Case[] => [
     base({ events: ['order.*'] }),
     {
       'events.0': [
-        'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+        'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, subscription.trial_converted, subscription.trial_cancelled, subscription.past_due, subscription.recovered, *.',
       ],
     },
   ],
@@ -216,7 +216,7 @@ describe('POST /webhook-endpoints: validation', () => {
       {
         url: [URL_MESSAGES.invalid],
         'events.0': [
-          'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+          'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, subscription.trial_converted, subscription.trial_cancelled, subscription.past_due, subscription.recovered, *.',
         ],
       },
     ],
@@ -291,7 +291,7 @@ describe('PATCH /webhook-endpoints/{id}: validation', () => {
       { description: 'changed', events: ['bogus'] },
       {
         'events.0': [
-          'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, *.',
+          'The selected events.0 is invalid. Allowed: order.created, order.paid, order.failed, order.refunded, order.cancelled, subscription.created, subscription.updated, subscription.paused, subscription.reactivated, subscription.cancelled, subscription.trial_converted, subscription.trial_cancelled, subscription.past_due, subscription.recovered, *.',
         ],
       },
     ],

@@ -21,6 +21,10 @@ const EVENT_TYPES: Record<EventType, string> = {
   'subscription.paused': 'Subscription paused',
   'subscription.reactivated': 'Subscription reactivated',
   'subscription.cancelled': 'Subscription cancelled',
+  'subscription.trial_converted': 'Trial converted',
+  'subscription.trial_cancelled': 'Trial cancelled',
+  'subscription.past_due': 'Subscription past due',
+  'subscription.recovered': 'Subscription recovered',
 };
 const ALL = '*';
 const eventsText = (events: string[]) => (events.includes(ALL) ? 'All events' : events.join(', '));
