@@ -776,6 +776,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics/recovery": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Failed renewals per day, week, month, quarter or year: gone past due, recovered, churned as delinquent, and the recovery rate
+         * @description Per interval of the range (as `GET /metrics/mrr`): the subscriptions that went past due (`PUT /subscriptions/{id}/past-due`) and their MRR, those recovered (`/recover`), those cancelled as delinquent (past due longer than `delinquency_days`), and the recovery rate of the past-due episodes that ended in it; and the same over the range (`summary`). `Accept: text/csv` gives the points as CSV. Segment filters: `plan` (repeatable: the lines of any of the plans), `billing_cycle`, `currency`, and `metadata.<key>=<value>` (customer metadata, the value compared exactly as a string; repeatable, ANDed): the figures over only the matching customers' lines. One plan, cycle or currency reads its own aggregates; any other segment reads the matching customers' timelines, at a cost that grows with the customers it matches (docs/metrics.md, "Segments").
+         *
+         *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
+         */
+        get: operations["metricsRecovery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics/summary": {
         parameters: {
             query?: never;
@@ -1639,6 +1661,80 @@ export interface components {
              * @example 14
              */
             avg_days_to_convert: number | null;
+        };
+        RecoveryEntry: {
+            /**
+             * Format: date
+             * @description First day of the interval (clamped to start_date)
+             */
+            date: string;
+            /** @description Subscriptions that went past due in the interval (a failed renewal), and their MRR */
+            past_due_started: {
+                /**
+                 * @description Their MRR (at the time), in the reporting currency
+                 * @example 1200.00
+                 */
+                mrr: string;
+                subscriptions: number;
+            };
+            /** @description Past-due subscriptions recovered in the interval, and their MRR */
+            recovered: {
+                /**
+                 * @description Their MRR (at the time), in the reporting currency
+                 * @example 1200.00
+                 */
+                mrr: string;
+                subscriptions: number;
+            };
+            /** @description Past-due subscriptions cancelled as delinquent in the interval (involuntary churn), and their MRR */
+            churned: {
+                /**
+                 * @description Their MRR (at the time), in the reporting currency
+                 * @example 1200.00
+                 */
+                mrr: string;
+                subscriptions: number;
+            };
+            /**
+             * @description Of the past-due episodes that ended in the interval: recovered ÷ (recovered + churned) × 100, 2 decimals; null when none ended
+             * @example 4.17
+             */
+            recovery_rate: number | null;
+        };
+        /** @description The same over the whole range */
+        RecoverySummary: {
+            /** @description Subscriptions that went past due in the interval (a failed renewal), and their MRR */
+            past_due_started: {
+                /**
+                 * @description Their MRR (at the time), in the reporting currency
+                 * @example 1200.00
+                 */
+                mrr: string;
+                subscriptions: number;
+            };
+            /** @description Past-due subscriptions recovered in the interval, and their MRR */
+            recovered: {
+                /**
+                 * @description Their MRR (at the time), in the reporting currency
+                 * @example 1200.00
+                 */
+                mrr: string;
+                subscriptions: number;
+            };
+            /** @description Past-due subscriptions cancelled as delinquent in the interval (involuntary churn), and their MRR */
+            churned: {
+                /**
+                 * @description Their MRR (at the time), in the reporting currency
+                 * @example 1200.00
+                 */
+                mrr: string;
+                subscriptions: number;
+            };
+            /**
+             * @description Of the past-due episodes that ended in the interval: recovered ÷ (recovered + churned) × 100, 2 decimals; null when none ended
+             * @example 4.17
+             */
+            recovery_rate: number | null;
         };
         MetricsSummary: {
             /** @example 1200.00 */
@@ -8740,6 +8836,142 @@ export interface operations {
                     "application/json": {
                         data: components["schemas"]["TrialEntry"][];
                         summary: components["schemas"]["TrialSummary"];
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    metricsRecovery: {
+        parameters: {
+            query?: {
+                /** @description First day (in the merchant's reporting time zone, inclusive). Default: the 1st of the month 11 months before end_date */
+                start_date?: string;
+                /** @description Last day (in the merchant's reporting time zone, inclusive). Default: today there */
+                end_date?: string;
+                /** @description day, week (Monday to Sunday), month (default), quarter (January, April, July, October) or year, in the merchant's reporting time zone */
+                interval?: "day" | "week" | "month" | "quarter" | "year";
+                /** @description Only the lines of this plan (exact name). Repeat it (`plan=Pro&plan=Team`, at most 20 times) for the lines of any of the plans: read from the matching customers' timelines (docs/metrics.md). Also `metadata.<key>=<value>`: only the customers whose metadata holds it (at most 10 such filters, repeats included) */
+                plan?: string | string[];
+                /** @description Only the lines of this billing cycle */
+                billing_cycle?: "monthly" | "quarterly" | "semi-annual" | "yearly";
+                /** @description Only the subscriptions and orders in this currency, in it, the reporting currency included (without it: every line, other currencies converted into the reporting currency) */
+                currency?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recovery series */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["RecoveryEntry"][];
+                        summary: components["schemas"]["RecoverySummary"];
                     };
                     "text/csv": string;
                 };

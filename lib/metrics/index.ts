@@ -46,7 +46,16 @@ export {
   monthParam,
   onlyKnown,
 } from '#lib/metrics/params';
-export { churnReasons, cohorts, metricsSummary, mrrMovements, mrrSeries, planFigures, trialsSeries } from '#lib/metrics/service';
+export {
+  churnReasons,
+  cohorts,
+  metricsSummary,
+  mrrMovements,
+  mrrSeries,
+  planFigures,
+  recoverySeriesOf,
+  trialsSeries,
+} from '#lib/metrics/service';
 export {
   addTimelineChange,
   countedTimelines,

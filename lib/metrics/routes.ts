@@ -13,6 +13,7 @@ import {
   plansQuery,
   summaryQuery,
   trialSeriesSchema,
+  recoverySeriesSchema,
 } from '#lib/metrics/schemas';
 import { SEGMENT_REPEATABLE } from '#lib/metrics/params';
 import { defineRoute } from '#lib/http/route';
@@ -65,6 +66,25 @@ export const routes = {
     request: { query: mrrQuery, repeatable: SEGMENT_REPEATABLE },
     responses: {
       200: { description: 'The trials series', schema: trialSeriesSchema, headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read } },
+      ...errors,
+      ...invalid,
+    },
+  }),
+  metricsRecovery: defineRoute({
+    method: 'GET',
+    path: '/metrics/recovery',
+    handler: 'functions/metrics/recovery.ts',
+    ability: 'analytics:read',
+    dashboard: dashboardRead,
+    writes: false,
+    csv: true,
+    summary:
+      'Failed renewals per day, week, month, quarter or year: gone past due, recovered, churned as delinquent, and the recovery rate',
+    description: `Per interval of the range (as \`GET /metrics/mrr\`): the subscriptions that went past due (\`PUT /subscriptions/{id}/past-due\`) and their MRR, those recovered (\`/recover\`), those cancelled as delinquent (past due longer than \`delinquency_days\`), and the recovery rate of the past-due episodes that ended in it; and the same over the range (\`summary\`). \`Accept: text/csv\` gives the points as CSV. ${SEGMENT_FILTERS_NOTE}`,
+    tags: ['metrics'],
+    request: { query: mrrQuery, repeatable: SEGMENT_REPEATABLE },
+    responses: {
+      200: { description: 'The recovery series', schema: recoverySeriesSchema, headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read } },
       ...errors,
       ...invalid,
     },

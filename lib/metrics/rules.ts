@@ -63,6 +63,12 @@ export const STORED_ATTR: Record<string, string> = {
   trials_converted: 'tv',
   trials_cancelled: 'tx',
   trial_seconds: 'tt',
+  past_due_started: 'ps',
+  past_due_started_mrr: 'psm',
+  recovered: 'rv',
+  recovered_mrr: 'rvm',
+  delinquent: 'dl',
+  delinquent_mrr: 'dlm',
 };
 
 export type AggregateItem = Record<string, unknown>;
@@ -83,6 +89,12 @@ const LEVEL_ATTRS = [
   'trials_converted',
   'trials_cancelled',
   'trial_seconds',
+  'past_due_started',
+  'past_due_started_mrr',
+  'recovered',
+  'recovered_mrr',
+  'delinquent',
+  'delinquent_mrr',
 ] as const;
 type LevelAttr = (typeof LEVEL_ATTRS)[number];
 /** The levels and movements, and per currency the MRR left out of them for want of an exchange rate. */
@@ -368,6 +380,29 @@ export const trialSeries = (range: Range, { moves }: FoldedRange) => {
   }
   return { data, summary: trialFigures(sumsOf(all)) };
 };
+
+/**
+ * GET /metrics/recovery's answer: per bucket the subscriptions (and their MRR) that went past due,
+ * were recovered, and were cancelled as delinquent, and the recovery rate of the episodes that
+ * ended in it; and the same over the range.
+ */
+export const recoverySeries = (range: Range, { moves }: FoldedRange) => {
+  const all = emptyAcc();
+  const data = [];
+  for (const day of bucketStarts(range.start, range.end, range.interval)) {
+    const m = moves.get(bucketKey(day, range.interval));
+    if (m) addAcc(all, m);
+    data.push({ date: day, ...recoveryFigures(m ? sumsOf(m) : emptySums()) });
+  }
+  return { data, summary: recoveryFigures(sumsOf(all)) };
+};
+
+const recoveryFigures = (s: Sums) => ({
+  past_due_started: { mrr: money(s.past_due_started_mrr), subscriptions: s.past_due_started.toNumber() },
+  recovered: { mrr: money(s.recovered_mrr), subscriptions: s.recovered.toNumber() },
+  churned: { mrr: money(s.delinquent_mrr), subscriptions: s.delinquent.toNumber() },
+  recovery_rate: pct(s.recovered, s.recovered.plus(s.delinquent)),
+});
 
 const SECONDS_A_DAY = 86_400;
 const trialFigures = (s: Sums) => {

@@ -237,3 +237,31 @@ export const trialSeriesSchema = z.object({
   data: z.array(trialEntrySchema),
   summary: z.object(trialFields).meta({ id: 'TrialSummary', description: 'The same over the whole range' }),
 });
+
+/** GET /metrics/recovery: a count of subscriptions and their MRR. */
+const episodes = (description: string) =>
+  z
+    .object({
+      mrr: amount().meta({ description: 'Their MRR (at the time), in the reporting currency' }),
+      subscriptions: z.int(),
+    })
+    .meta({ description });
+const recoveryFields = {
+  past_due_started: episodes('Subscriptions that went past due in the interval (a failed renewal), and their MRR'),
+  recovered: episodes('Past-due subscriptions recovered in the interval, and their MRR'),
+  churned: episodes('Past-due subscriptions cancelled as delinquent in the interval (involuntary churn), and their MRR'),
+  recovery_rate: rate().meta({
+    description:
+      'Of the past-due episodes that ended in the interval: recovered ÷ (recovered + churned) × 100, 2 decimals; null when none ended',
+  }),
+};
+export const recoveryEntrySchema = z
+  .object({
+    date: z.string().meta({ format: 'date', description: 'First day of the interval (clamped to start_date)' }),
+    ...recoveryFields,
+  })
+  .meta({ id: 'RecoveryEntry' });
+export const recoverySeriesSchema = z.object({
+  data: z.array(recoveryEntrySchema),
+  summary: z.object(recoveryFields).meta({ id: 'RecoverySummary', description: 'The same over the whole range' }),
+});

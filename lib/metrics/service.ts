@@ -18,6 +18,7 @@ import {
   summaryOf,
   summaryRange,
   trialSeries,
+  recoverySeries,
   type Range,
   type Selection,
 } from '#lib/metrics/rules';
@@ -113,6 +114,13 @@ export const trialsSeries = (merchantId: string, figures: Figures, q: MrrQuery) 
   figuresRead(figures, async (f) => {
     const range = resolveRange(q, today(f.timezone), f.timezone);
     return trialSeries(range, foldRange(range, await rangeItems(merchantId, f, resolveSegment(q), range)));
+  });
+
+/** GET /metrics/recovery: failed renewals per bucket (and segment): started, recovered, churned as delinquent. */
+export const recoverySeriesOf = (merchantId: string, figures: Figures, q: MrrQuery) =>
+  figuresRead(figures, async (f) => {
+    const range = resolveRange(q, today(f.timezone), f.timezone);
+    return recoverySeries(range, foldRange(range, await rangeItems(merchantId, f, resolveSegment(q), range)));
   });
 
 /** GET /metrics/summary: now, and the last 30 days (today and the 29 before it, in the merchant's time zone). */

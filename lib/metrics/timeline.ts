@@ -632,6 +632,7 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
       nextSubs += Number(isActiveSub(line, p)) - Number(isActiveSub(line, prev));
       if (p[2] === 'd' || prev?.[2] === 'd') nextPastDue = nextPastDue.plus(pastDueOf(p)).minus(pastDueOf(prev));
       if (p[2] === 't' || prev?.[2] === 't') addTrial(out, p, prev, dayOf);
+      if ((p[2] === 'd') !== (prev?.[2] === 'd')) addPastDue(out, p, prev, dayOf);
       if (p[2] === 'c') {
         cancelled = true;
         const took = new Decimal(prev ? prev[1] : 0);
@@ -682,6 +683,23 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
 /** The cancellation reason of a past-due subscription cancelled on its own (lib/subscriptions). */
 const DELINQUENT = 'delinquent';
 const ONE = new Decimal(1);
+
+/**
+ * A past-due episode's figures (GET /metrics/recovery), in the day and month they happen: it starts
+ * when a line turns `d` (`past_due_started`, its MRR); it ends recovered when the line is active
+ * again (`recovered`), or churned when a delinquent cancellation ends it (`delinquent`), each with
+ * the MRR it had. Leaving a segment or the line otherwise ends it neither way.
+ */
+const addPastDue = (out: Contributions, p: Point, prev: Point | undefined, dayOf: (t: string) => string) => {
+  const day = dayOf(p[0]);
+  const ended = prev?.[2] === 'd' ? (p[2] === 'a' ? 'recovered' : p[2] === 'c' && p[3]?.[3] === DELINQUENT ? 'delinquent' : null) : null;
+  const [what, amount] = p[2] === 'd' ? ['past_due_started', p[1]] : [ended, prev![1]];
+  if (!what) return;
+  for (const period of [`D#${day}`, `M#${day.slice(0, 7)}`]) {
+    addContribution(out, period, what, ONE);
+    if (amount !== '0') addContribution(out, period, `${what}_mrr`, new Decimal(amount));
+  }
+};
 
 /**
  * A trial's figures, in the day and month its trial started (its `t` point): `trials` when it

@@ -285,5 +285,28 @@ describe('failed renewals', () => {
     expect((await outboxEvents(merchantId)).map((e) => e.type)).toEqual(
       expect.arrayContaining(['subscription.past_due', 'subscription.recovered', 'subscription.cancelled']),
     );
+    const recovery = (await api.get('/metrics/recovery?start_date=2026-02-01&end_date=2026-03-27&interval=month', token)).body;
+    expect(recovery.data).toEqual([
+      {
+        date: '2026-02-01',
+        past_due_started: { mrr: '200.00', subscriptions: 2 },
+        recovered: { mrr: '100.00', subscriptions: 1 },
+        churned: { mrr: '0.00', subscriptions: 0 },
+        recovery_rate: 100,
+      },
+      {
+        date: '2026-03-01',
+        past_due_started: { mrr: '0.00', subscriptions: 0 },
+        recovered: { mrr: '0.00', subscriptions: 0 },
+        churned: { mrr: '100.00', subscriptions: 1 },
+        recovery_rate: 0,
+      },
+    ]);
+    expect(recovery.summary).toEqual({
+      past_due_started: { mrr: '200.00', subscriptions: 2 },
+      recovered: { mrr: '100.00', subscriptions: 1 },
+      churned: { mrr: '100.00', subscriptions: 1 },
+      recovery_rate: 50,
+    });
   });
 });
