@@ -798,6 +798,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics/forecast": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Committed MRR: today's MRR moved by the changes already scheduled, at each month end
+         * @description One point per month end in the merchant's reporting time zone, the current month's first (`months=3` on 28 November: 30 November, 31 December, 31 January): `committed_mrr`, today's MRR moved by every change already scheduled up to that day (trial conversions at `trial_ends_at`, scheduled cancellations at `cancel_at`, past-due subscriptions' delinquent cancellations at `failed_at` + `delinquency_days`), with that month's scheduled `new`, `churn` and `delinquent_churn`. A separate read: the actual series (`GET /metrics/mrr`) never look past today. `Accept: text/csv` gives the points as CSV (docs/metrics.md).
+         *
+         *     Requires an API token with the `analytics:read` ability, or a back-office ID token (role admin or user).
+         */
+        get: operations["metricsForecast"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics/summary": {
         parameters: {
             query?: never;
@@ -1735,6 +1757,61 @@ export interface components {
              * @example 4.17
              */
             recovery_rate: number | null;
+        };
+        ForecastEntry: {
+            /**
+             * Format: date
+             * @description The month's last day (in the merchant's reporting time zone)
+             */
+            date: string;
+            /**
+             * @description Today's MRR moved by every change already scheduled up to the end of that day (trial conversions, scheduled and delinquent cancellations)
+             * @example 1200.00
+             */
+            committed_mrr: string;
+            /**
+             * @description Trial conversions scheduled in the month (their MRR)
+             * @example 1200.00
+             */
+            new: string;
+            /**
+             * @description Cancellations scheduled in the month, delinquent ones included (the MRR they take, negative)
+             * @example -50.00
+             */
+            churn: string;
+            /**
+             * @description Of the churn, the past-due subscriptions that will be cancelled as delinquent by then unless recovered
+             * @example -50.00
+             */
+            delinquent_churn: string;
+            /**
+             * @description Scheduled moves in other currencies left out for want of an exchange rate for their month, per currency; {} when none
+             * @example {}
+             */
+            unconverted: {
+                [key: string]: string;
+            };
+        };
+        ForecastSummary: {
+            /**
+             * @description MRR now: the actuals, where the forecast starts
+             * @example 1200.00
+             */
+            current_mrr: string;
+            /**
+             * @description The last point's committed MRR
+             * @example 1200.00
+             */
+            committed_mrr: string;
+            /**
+             * @description MRR in other currencies left out of these figures because their month has no exchange rate, per currency, in that currency (2 decimals); {} when nothing is left out. Set rates with PUT /exchange-rates/{currency}
+             * @example {
+             *       "USD": "120.00"
+             *     }
+             */
+            unconverted: {
+                [key: string]: string;
+            };
         };
         MetricsSummary: {
             /** @example 1200.00 */
@@ -8972,6 +9049,132 @@ export interface operations {
                     "application/json": {
                         data: components["schemas"]["RecoveryEntry"][];
                         summary: components["schemas"]["RecoverySummary"];
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Unauthenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Missing ability. Or: Behind CloudFront, a request sent round it (to the execute-api address) is refused first, uncounted. */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationError"];
+                };
+            };
+            /** @description Too many requests */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description Server error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+            /** @description DynamoDB kept throttling until the deadline (nothing was stored), or did not answer (a timeout: the outcome is unknown, retry idempotently); retry after Retry-After seconds */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    /** @description Requests allowed in the current window; absent if the request was not counted */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window; absent if the request was not counted */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time at which the current window ends; absent if the request was not counted */
+                    "X-RateLimit-Reset"?: number;
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Message"];
+                };
+            };
+        };
+    };
+    metricsForecast: {
+        parameters: {
+            query?: {
+                /** @description Month ends to forecast, the current month's first: 1–24 (default 12) */
+                months?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The committed MRR forecast */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-RateLimit-Limit": components["headers"]["XRateLimitLimit"];
+                    "X-RateLimit-Remaining": components["headers"]["XRateLimitRemaining"];
+                    "X-RateLimit-Reset": components["headers"]["XRateLimitReset"];
+                    /** @description "true" while a change of time zone or exchange rates is being recounted in the background: until it switches, every figure is that of the settings before the change, whole (docs/settings.md, "Recounts") */
+                    "Recount-Pending"?: string;
+                    /** @description CSV answers of a list: `meta.total` */
+                    "X-Total-Count"?: string;
+                    /** @description CSV answers of a list: `meta.next_cursor`, when there is a next page */
+                    "X-Next-Cursor"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ForecastEntry"][];
+                        summary: components["schemas"]["ForecastSummary"];
                     };
                     "text/csv": string;
                 };

@@ -373,6 +373,11 @@ export const keys = {
     pk: metricsShardPartition(merchantId, segment, generation, shard),
     sk: `M#${month}#${padMetricShard(shard)}`,
   }),
+  /** The forecast's scheduled moves of one month (`F#<month>`: trial conversions, scheduled and delinquent cancellations), in one shard. */
+  metricsForecast: (merchantId: string, month: string, shard: number, generation = 0): Key => ({
+    pk: metricsShardPartition(merchantId, undefined, generation, shard),
+    sk: `F#${month}#${padMetricShard(shard)}`,
+  }),
   /** One cohort's figures moved in one month (the cohort month's item also counts who joined), in one shard. */
   metricsCohort: (merchantId: string, cohort: string, month: string, shard: number, segment?: Segmentish, generation = 0): Key => ({
     pk: cohortShardPartition(merchantId, segment, generation, shard),

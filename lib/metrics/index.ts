@@ -35,7 +35,7 @@ export {
   withBookings,
 } from '#lib/metrics/bookings';
 export { generationSettings, ratesKey, rememberRates, type SettingsMemo, settingsItems } from '#lib/metrics/generation';
-export { orderTimeline, recordedLine, subscriptionTimeline } from '#lib/metrics/lines';
+export { orderTimeline, recordedLine, scheduleTimeline, subscriptionTimeline } from '#lib/metrics/lines';
 export { movementRow, resolveCohortRange, resolveRange } from '#lib/metrics/rules';
 export { INTERVALS } from '#lib/shared/buckets';
 export {
@@ -49,6 +49,7 @@ export {
 export {
   churnReasons,
   cohorts,
+  forecast,
   metricsSummary,
   mrrMovements,
   mrrSeries,

@@ -85,6 +85,20 @@ export const subscriptionTimeline = (
   }
 };
 
+/**
+ * A subscription's schedule line after a write: one point per scheduled move of its MRR (`moves`,
+ * in its currency, tagged as its line), none once deleted. Only the forecast counts it.
+ */
+export const scheduleTimeline = (
+  tl: Timeline,
+  sub: SubscriptionFacts,
+  moves: { at: string; amount: string; kind: 'a' | 'c' | 'd' }[],
+  reportingCurrency: string,
+): Timeline => {
+  const tag = subscriptionTag({ ...sub, status: 'active' }, reportingCurrency);
+  return replaceLine(tl, lineOf.schedule(sub.id), sub.deleted_at ? [] : moves.map((m): Point => [m.at, m.amount, m.kind, tag]));
+};
+
 /** A recorded event's point: its line (the named subscription, or the imported line) is new_amount from occurred_at. */
 export const recordedLine = (subscriptionId: number | null | undefined) =>
   subscriptionId ? lineOf.subscription(subscriptionId) : lineOf.imported;

@@ -13,6 +13,8 @@ import {
   plansQuery,
   summaryQuery,
   trialSeriesSchema,
+  forecastQuery,
+  forecastSchema,
   recoverySeriesSchema,
 } from '#lib/metrics/schemas';
 import { SEGMENT_REPEATABLE } from '#lib/metrics/params';
@@ -85,6 +87,25 @@ export const routes = {
     request: { query: mrrQuery, repeatable: SEGMENT_REPEATABLE },
     responses: {
       200: { description: 'The recovery series', schema: recoverySeriesSchema, headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read } },
+      ...errors,
+      ...invalid,
+    },
+  }),
+  metricsForecast: defineRoute({
+    method: 'GET',
+    path: '/metrics/forecast',
+    handler: 'functions/metrics/forecast.ts',
+    ability: 'analytics:read',
+    dashboard: dashboardRead,
+    writes: false,
+    csv: true,
+    summary: "Committed MRR: today's MRR moved by the changes already scheduled, at each month end",
+    description:
+      "One point per month end in the merchant's reporting time zone, the current month's first (`months=3` on 28 November: 30 November, 31 December, 31 January): `committed_mrr`, today's MRR moved by every change already scheduled up to that day (trial conversions at `trial_ends_at`, scheduled cancellations at `cancel_at`, past-due subscriptions' delinquent cancellations at `failed_at` + `delinquency_days`), with that month's scheduled `new`, `churn` and `delinquent_churn`. A separate read: the actual series (`GET /metrics/mrr`) never look past today. `Accept: text/csv` gives the points as CSV (docs/metrics.md).",
+    tags: ['metrics'],
+    request: { query: forecastQuery },
+    responses: {
+      200: { description: 'The committed MRR forecast', schema: forecastSchema, headers: { 'Recount-Pending': RECOUNT_PENDING_DOC.read } },
       ...errors,
       ...invalid,
     },

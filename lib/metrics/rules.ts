@@ -404,6 +404,43 @@ const recoveryFigures = (s: Sums) => ({
   recovery_rate: pct(s.recovered, s.recovered.plus(s.delinquent)),
 });
 
+/**
+ * GET /metrics/forecast's answer: from the level now (`range`: today, and the items it needs), each
+ * month end from the current month's on, the level moved by the scheduled moves up to it.
+ */
+export const forecastSeries = (
+  range: Range,
+  items: { months: AggregateItem[]; days: AggregateItem[]; forecast: AggregateItem[] },
+  months: number,
+) => {
+  const { before, moves } = foldRange(range, items);
+  const level = emptyAcc();
+  addAcc(level, before);
+  for (const m of moves.values()) addAcc(level, m);
+  const now = sumsOf(level);
+  const byMonth = new Map<string, Acc>();
+  for (const item of items.forecast) {
+    const month = String(item.sk).slice(2, 9);
+    addItem(byMonth.get(month) ?? byMonth.set(month, emptyAcc()).get(month)!, item);
+  }
+  let committed = net(now);
+  const data = [];
+  let month = range.end.slice(0, 7);
+  for (let i = 0; i < months; i++, month = plusMonths(month, 1)) {
+    const m = sumsOf(byMonth.get(month) ?? emptyAcc());
+    committed = committed.plus(m.new).plus(m.churn);
+    data.push({
+      date: monthLastDay(month),
+      committed_mrr: money(committed),
+      new: money(m.new),
+      churn: money(m.churn),
+      delinquent_churn: money(m.delinquent_churn),
+      unconverted: unconvertedOf(m),
+    });
+  }
+  return { data, summary: { current_mrr: money(net(now)), committed_mrr: money(committed), unconverted: unconvertedOf(now) } };
+};
+
 const SECONDS_A_DAY = 86_400;
 const trialFigures = (s: Sums) => {
   const still = s.trials.minus(s.trials_converted).minus(s.trials_cancelled);

@@ -265,3 +265,52 @@ export const recoverySeriesSchema = z.object({
   data: z.array(recoveryEntrySchema),
   summary: z.object(recoveryFields).meta({ id: 'RecoverySummary', description: 'The same over the whole range' }),
 });
+
+/** GET /metrics/forecast: how many month ends, the current month's first. */
+export const FORECAST_MONTHS = { min: 1, max: 24, default: 12 } as const;
+const MONTHS_MESSAGE = `The months field must be an integer between ${FORECAST_MONTHS.min} and ${FORECAST_MONTHS.max}.`;
+const forecastFields = {
+  months: z
+    .string()
+    .regex(/^\d+$/, { message: MONTHS_MESSAGE })
+    .transform(Number)
+    .refine((n) => n >= FORECAST_MONTHS.min && n <= FORECAST_MONTHS.max, { message: MONTHS_MESSAGE })
+    .optional()
+    .meta({
+      type: 'integer',
+      minimum: FORECAST_MONTHS.min,
+      maximum: FORECAST_MONTHS.max,
+      description: `Month ends to forecast, the current month's first: ${FORECAST_MONTHS.min}–${FORECAST_MONTHS.max} (default ${FORECAST_MONTHS.default})`,
+    }),
+};
+export const forecastQuery = z.looseObject(forecastFields).superRefine(onlyKnown(Object.keys(forecastFields), []));
+export type ForecastQuery = z.output<typeof forecastQuery>;
+
+export const forecastEntrySchema = z
+  .object({
+    date: z.string().meta({ format: 'date', description: "The month's last day (in the merchant's reporting time zone)" }),
+    committed_mrr: amount().meta({
+      description:
+        "Today's MRR moved by every change already scheduled up to the end of that day (trial conversions, scheduled and delinquent cancellations)",
+    }),
+    new: amount().meta({ description: 'Trial conversions scheduled in the month (their MRR)' }),
+    churn: signed().meta({ description: 'Cancellations scheduled in the month, delinquent ones included (the MRR they take, negative)' }),
+    delinquent_churn: signed().meta({
+      description: 'Of the churn, the past-due subscriptions that will be cancelled as delinquent by then unless recovered',
+    }),
+    unconverted: z.record(z.string(), z.string()).meta({
+      description: 'Scheduled moves in other currencies left out for want of an exchange rate for their month, per currency; {} when none',
+      example: {},
+    }),
+  })
+  .meta({ id: 'ForecastEntry' });
+export const forecastSchema = z.object({
+  data: z.array(forecastEntrySchema),
+  summary: z
+    .object({
+      current_mrr: amount().meta({ description: 'MRR now: the actuals, where the forecast starts' }),
+      committed_mrr: amount().meta({ description: "The last point's committed MRR" }),
+      unconverted: unconverted(),
+    })
+    .meta({ id: 'ForecastSummary' }),
+});

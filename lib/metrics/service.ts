@@ -1,4 +1,5 @@
 import { now } from '#lib/clock';
+import { FORECAST_MONTHS, type ForecastQuery } from '#lib/metrics/schemas';
 import type { ChurnReasonsQuery, CohortsQuery, MovementsQuery, MrrQuery, PlansQuery, SummaryQuery } from '#lib/metrics/schemas';
 import {
   aggregateItemsOf,
@@ -18,6 +19,7 @@ import {
   summaryOf,
   summaryRange,
   trialSeries,
+  forecastSeries,
   recoverySeries,
   type Range,
   type Selection,
@@ -31,6 +33,7 @@ import {
   customersWithMetadata,
   movementsSource,
   readCohortItems,
+  readForecastItems,
   readPlanNames,
   readRangeItems,
   readRangeItemsApart,
@@ -45,7 +48,7 @@ import {
   type Contributions,
   type Segment,
 } from '#lib/metrics/timeline';
-import { formatTimestamp } from '#lib/shared/time';
+import { formatTimestamp, plusMonths } from '#lib/shared/time';
 import { cursorMeta, pageOfRows } from '#lib/shared/pagination';
 import type { AuthContext } from '#lib/auth/tokens';
 import { localDateOfIso, localDayOf } from '#lib/shared/zone';
@@ -121,6 +124,20 @@ export const recoverySeriesOf = (merchantId: string, figures: Figures, q: MrrQue
   figuresRead(figures, async (f) => {
     const range = resolveRange(q, today(f.timezone), f.timezone);
     return recoverySeries(range, foldRange(range, await rangeItems(merchantId, f, resolveSegment(q), range)));
+  });
+
+/**
+ * GET /metrics/forecast: MRR now and, at each month end from the current month's, as the changes
+ * already scheduled move it (trial conversions, scheduled and delinquent cancellations): the level
+ * of today's items, and the forecast's month items. Apart from the actuals, which never look past today.
+ */
+export const forecast = (merchantId: string, figures: Figures, q: ForecastQuery) =>
+  figuresRead(figures, async (f) => {
+    const day = today(f.timezone);
+    const range: Range = { start: day, end: day, interval: 'day' };
+    const months = q.months ?? FORECAST_MONTHS.default;
+    const last = plusMonths(day.slice(0, 7), months - 1);
+    return forecastSeries(range, await readForecastItems(merchantId, rangeReads(range), f.generation, day.slice(0, 7), last), months);
   });
 
 /** GET /metrics/summary: now, and the last 30 days (today and the 29 before it, in the merchant's time zone). */

@@ -238,6 +238,7 @@ export const aggregateKey = (merchantId: string, id: string, shard: number, segm
     };
   if (id.startsWith('D#')) return keys.metricsDay(merchantId, id.slice(2), shard, segment, generation);
   if (id.startsWith('M#')) return keys.metricsMonth(merchantId, id.slice(2), shard, segment, generation);
+  if (id.startsWith('F#')) return keys.metricsForecast(merchantId, id.slice(2), shard, generation);
   if (id.startsWith('R')) {
     const [kind, period, reason] = id.split('#');
     return keys.churnReason(merchantId, kind.slice(1) as 'D' | 'M', period, reason, shard, generation);
@@ -657,6 +658,38 @@ export const rangeItemsOf = (read: AggregateItem[], { monthsTo, dayRanges }: Ran
  */
 export const readRangeItems = async (merchantId: string, reads: RangeReads, ...sources: AggregateSource[]) =>
   rangeItemsOf(await oneState(merchantId, sources[0].generation, rangeQueries(reads, sources)), reads);
+
+/**
+ * What GET /metrics/forecast reads of the whole, in one state: the items of `reads` (the level now)
+ * and the forecast's month items `F#<from>` to `F#<to>`, pending moves included as the items they
+ * are for. One Query more a shard than a range read.
+ */
+export const readForecastItems = async (merchantId: string, reads: RangeReads, generation: number, from: string, to: string) => {
+  const source = movementsSource(merchantId, [null], generation);
+  const levels = rangeQueries(reads, [source]);
+  const read = await oneState(merchantId, generation, async (shards) => {
+    const forecast = partitionsOf(source, shards).map(async ({ partition, shard }) =>
+      (await queryAll<AggregateItem>({ partition, from: `F#${from}`, to: `F#${to}#~`, descending: false }, [])).map((item) => ({
+        shard: shard!,
+        item,
+      })),
+    );
+    return [...(await levels(shards)), ...(await Promise.all(forecast)).flat()];
+  });
+  const isForecast = (item: AggregateItem) => String(item.sk).startsWith('F#');
+  const forecast = read.filter((item) => !isPending(item) && isForecast(item));
+  for (const moved of read.filter(isPending).flatMap(pendingItems)) {
+    const sk = String(moved.sk);
+    if (isForecast(moved) && sk >= `F#${from}` && sk <= `F#${to}#~`) forecast.push(moved);
+  }
+  return {
+    ...rangeItemsOf(
+      read.filter((item) => !isForecast(item)),
+      reads,
+    ),
+    forecast,
+  };
+};
 
 /**
  * The items of several sources read in one state, each source's apart (`GET /metrics/plans`: every

@@ -46,7 +46,12 @@ export const lineOf = {
   subscription: (id: number) => `S${id}`,
   imported: 'I',
   order: (orderNo: string) => `${ORDER_LINE}${orderNo}`,
+  /** A subscription's scheduled moves (`F<id>`): what its schedules will move, never counted in the actuals. */
+  schedule: (id: number) => `${SCHEDULE_LINE}${id}`,
 };
+/** The prefix of a subscription's schedule line: points `[at, signed move, a|c|d, tag]` (a conversion, a cancellation, a delinquent one). */
+const SCHEDULE_LINE = 'F';
+export const isScheduleLine = (line: string) => line.startsWith(SCHEDULE_LINE);
 
 const ZERO = new Decimal(0);
 const canon = (amount: Decimal.Value) => new Decimal(amount).toFixed();
@@ -220,6 +225,7 @@ const unconvertedLevels = (
   if (filter.currency !== undefined) return out;
   const matches = lineMatcher(filter);
   for (const line of lines) {
+    if (isScheduleLine(line)) continue;
     const pts = stored[line] ?? [];
     let was: { ccy: string; amount: Decimal } | null = null;
     for (const p of pts) {
@@ -274,6 +280,7 @@ export const viewWhere = (stored: Timeline, reportingCurrency: string, filter: L
   const inCurrency: Timeline = {};
   const converted: Timeline = {};
   for (const [line, pts] of Object.entries(stored)) {
+    if (isScheduleLine(line)) continue; // the future: only the forecast counts it
     const kept = pts.every((p) => currencyOf(p, reportingCurrency) === currency)
       ? pts
       : pts.filter((p) => currencyOf(p, reportingCurrency) === currency);
@@ -319,7 +326,7 @@ const filterOf = (segment: Segment | null): LineFilter =>
 
 /** The segments whose figures a change from `before` to `after` can move (the reporting currency's is the whole). */
 const segmentsMoved = (before: Timeline, after: Timeline, reportingCurrency: string): Segment[] => {
-  const lines = changedLines(before, after);
+  const lines = changedLines(before, after).filter((line) => !isScheduleLine(line));
   // A subscription line moving can move the imported line's end, and with it that line's segments.
   if (lines.some(isSubscriptionLine) && (before[lineOf.imported] || after[lineOf.imported])) lines.push(lineOf.imported);
   const seen = new Map<string, Segment>();
@@ -357,7 +364,37 @@ export const contributions = (
   reportingCurrency: string,
   segment: Segment | null = null,
   zone = DEFAULT_TIMEZONE,
-): Contributions => storedFigures(stored, reportingCurrency, segment, null, zone);
+): Contributions => {
+  const out = storedFigures(stored, reportingCurrency, segment, null, zone);
+  if (segment === null) addContributions(out, forecastFigures(stored, reportingCurrency, zone));
+  return out;
+};
+
+/**
+ * What a customer's schedule lines add to the forecast (GET /metrics/forecast): per month of the
+ * scheduled time (in `zone`), `new` (trial conversions), `churn` (scheduled and delinquent
+ * cancellations, negative) and of it `delinquent_churn`, in the reporting currency (another
+ * currency converted at its month's rate, or left out as `u<CCY>` without one). The whole only.
+ */
+export const forecastFigures = (tl: Timeline, reportingCurrency: string, zone: string): Contributions => {
+  const out: Contributions = new Map();
+  for (const [line, pts] of Object.entries(tl)) {
+    if (!isScheduleLine(line)) continue;
+    for (const p of pts) {
+      const id = `F#${localDateOfIso(p[0], zone).slice(0, 7)}`;
+      const currency = currencyOf(p, reportingCurrency);
+      const amount = currency === reportingCurrency ? p[1] : p[4];
+      if (amount === undefined) {
+        addContribution(out, id, unconvertedAttr(currency), new Decimal(p[1]));
+        continue;
+      }
+      const move = new Decimal(amount);
+      addContribution(out, id, p[2] === 'a' ? 'new' : 'churn', move);
+      if (p[2] === 'd') addContribution(out, id, 'delinquent_churn', move);
+    }
+  }
+  return out;
+};
 
 /**
  * Whether a segment is the reporting currency's own lines. It is stored as its difference from the
@@ -425,7 +462,8 @@ export const addToSlice = (slices: Map<string, Slice>, segment: Segment | null, 
 /** The segments a timeline has points in (the reporting currency's is the whole). */
 export const segmentsOf = (tl: Timeline, reportingCurrency: string): Segment[] => {
   const seen = new Map<string, Segment>();
-  for (const pts of Object.values(tl)) {
+  for (const [line, pts] of Object.entries(tl)) {
+    if (isScheduleLine(line)) continue;
     for (const p of pts) {
       if (!p[3]) continue;
       const [plan, cycle, currency] = p[3];
@@ -511,6 +549,12 @@ export const contributionChange = (
     const was = storedFigures(was0, reportingCurrency, segment, t0, zone, moved);
     const now = storedFigures(now0, reportingCurrency, segment, t0, zone, moved);
     const moves = difference(was, now);
+    // The schedules' forecast, in the whole only (their lines are few: a customer's live subscription's).
+    if (segment === null)
+      addContributions(
+        moves,
+        difference(forecastFigures(before, reportingCurrency, zone), forecastFigures(after, reportingCurrency, zone)),
+      );
     if (moves.size) out.push({ segment, moves });
   }
   return out;

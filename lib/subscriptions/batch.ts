@@ -24,7 +24,7 @@ import { CUSTOMER_INVALID } from '#lib/subscriptions/events';
 import { EVENT_ID_BLOCK, type SubscriptionItem } from '#lib/subscriptions/model';
 import { subscriptionBatchItem, type SubscriptionBatchInput } from '#lib/subscriptions/schemas';
 import { creationSteps, newSubscription, type Step } from '#lib/subscriptions/rules';
-import { addChangeEvent, LIVE_TAKEN, moveTotals, stepsTimeline, type Scope } from '#lib/subscriptions/service';
+import { addChangeEvent, LIVE_TAKEN, moveTotals, stepsTimeline, withSchedule, type Scope } from '#lib/subscriptions/service';
 import { subscriptionIndexAttributes } from '#lib/subscriptions/store';
 
 /**
@@ -289,5 +289,5 @@ const writeSubscription = (ws: WriteSet, scope: Scope, { sub, eventIds, steps }:
   }
   moveTotals(ws, merchantId, null, sub);
   steps.forEach((step, i) => addChangeEvent(ws, merchantId, eventIds[i], sub, step.event, at, 'import'));
-  return stepsTimeline(before, steps, scope.reportingCurrency);
+  return withSchedule(stepsTimeline(before, steps, scope.reportingCurrency), sub, scope);
 };

@@ -1,4 +1,5 @@
 import { InvalidError } from '#lib/errors';
+import Decimal from 'decimal.js';
 import type { SubscriptionItem } from '#lib/subscriptions/model';
 import { timestampPlusDays } from '#lib/shared/time';
 import { DEFAULT_DELINQUENCY_DAYS } from '#lib/merchants/rules';
@@ -96,6 +97,29 @@ export const applyScheduled = (sub: SubscriptionItem, due: Scheduled): Subscript
 
 /** The cancellation reason of a past-due subscription cancelled on its own. */
 export const DELINQUENT_REASON = 'delinquent';
+
+/** A scheduled move of the subscription's MRR: its time, the signed change, and what it is (`a` conversion, `c` cancellation, `d` delinquent cancellation). */
+export type ScheduledMove = { at: string; amount: string; kind: 'a' | 'c' | 'd' };
+const FLAG_OF: Record<ScheduledKind, ScheduledMove['kind']> = { convert: 'a', cancel: 'c', delinquent: 'd' };
+const countedMrr = (sub: Pick<SubscriptionItem, 'status' | 'mrr'>) =>
+  sub.status === 'active' || sub.status === 'past_due' ? sub.mrr : '0';
+
+/**
+ * What the subscription's schedules will move, in order (GET /metrics/forecast): each scheduled
+ * change applied in turn, and the change of the MRR it counts (a trial cancelled at its end moves
+ * nothing; a paused subscription's cancellation neither). Deleted or cancelled: none.
+ */
+export const scheduledMoves = (sub: SubscriptionItem, delinquencyDays: number): ScheduledMove[] => {
+  const out: ScheduledMove[] = [];
+  let state = sub;
+  for (let due = scheduledChanges(state, delinquencyDays)[0]; due; due = scheduledChanges(state, delinquencyDays)[0]) {
+    const next = applyScheduled(state, due);
+    const moved = new Decimal(countedMrr(next)).minus(countedMrr(state));
+    if (!moved.isZero()) out.push({ at: due.at, amount: moved.toFixed(), kind: FLAG_OF[due.kind] });
+    state = next;
+  }
+  return out;
+};
 
 /** The subscription as every read shows it at `at`: every scheduled change whose time has come applied. */
 export const asOf = (sub: SubscriptionItem, at: string, delinquencyDays: number): SubscriptionItem => {

@@ -28,7 +28,7 @@ import { addSubscriptionEvent, CUSTOMER_INVALID, importedAfterSubscription, SUBS
 import { presentSubscriptionEvent, type SubscriptionEventItem, type SubscriptionItem } from '#lib/subscriptions/model';
 import { latestChangeAt } from '#lib/subscriptions/effective';
 import { subscriptionEventBatchItem, type SubscriptionEventBatchInput } from '#lib/subscriptions/schemas';
-import type { Scope } from '#lib/subscriptions/service';
+import { type Scope, withSchedule } from '#lib/subscriptions/service';
 
 /**
  * Recorded subscription events (history imported from elsewhere, source `import`), one or a batch:
@@ -213,6 +213,9 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
       // The latest change of a subscription shows on its record: mrr and plan_name, as of changed_at.
       for (const [id, present] of shown) {
         const before = subs.get(id)!;
+        // What its schedules will move follows its mrr (the forecast).
+        const customerId = Number(present.customer_id);
+        changed.set(customerId, withSchedule(changed.get(customerId) ?? timelines.get(customerId)!.timeline, present, scope));
         // The customer's current MRR follows its subscriptions' records.
         ws.update('subscription', keys.subscription(merchantId, id))
           .setAll({

@@ -8,7 +8,7 @@ import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { db, tableName } from '#lib/db/client';
 import { allocateIds } from '#lib/db/sequences';
 import { batchGet, keyId } from '#lib/db/batch-get';
-import { addTimelineChange, readTimeline, subscriptionTimeline, type Timeline } from '#lib/metrics';
+import { addTimelineChange, readTimeline, scheduleTimeline, subscriptionTimeline, type Timeline } from '#lib/metrics';
 import { itemAbsent, versionIs, WriteConflict, WriteSet } from '#lib/db/writes';
 import { InvalidError, NotFoundError } from '#lib/errors';
 import { liveCondition } from '#lib/customers/store';
@@ -33,7 +33,7 @@ import type {
   SubscriptionRecover,
   SubscriptionUpdate,
 } from '#lib/subscriptions/schemas';
-import { asOf, DEFAULT_DELINQUENCY_DAYS, isDue, type ScheduledKind } from '#lib/subscriptions/effective';
+import { asOf, DEFAULT_DELINQUENCY_DAYS, isDue, scheduledMoves, type ScheduledKind } from '#lib/subscriptions/effective';
 import {
   creationSteps,
   decide,
@@ -79,17 +79,22 @@ export const moveTotals = (ws: WriteSet, merchantId: string, before: Subscriptio
 const moveTimeline = async (ws: WriteSet, scope: Scope, before: SubscriptionItem, after: SubscriptionItem, effective: string) => {
   const customerId = Number(before.customer_id);
   const unchanged = {};
-  if (subscriptionTimeline(unchanged, before, after, effective, scope.reportingCurrency) === unchanged) return;
+  const schedule = (s: SubscriptionItem) => JSON.stringify([s.currency, s.plan_name, s.billing_cycle, s.deleted_at, movesOf(scope, s)]);
+  if (
+    subscriptionTimeline(unchanged, before, after, effective, scope.reportingCurrency) === unchanged &&
+    schedule(before) === schedule(after)
+  )
+    return;
   const timeline = await readTimeline(scope.merchantId, customerId);
-  await addTimelineChange(
-    ws,
-    scope.merchantId,
-    scope,
-    customerId,
-    timeline,
-    subscriptionTimeline(timeline.timeline, before, after, effective, scope.reportingCurrency),
-  );
+  const lines = subscriptionTimeline(timeline.timeline, before, after, effective, scope.reportingCurrency);
+  await addTimelineChange(ws, scope.merchantId, scope, customerId, timeline, withSchedule(lines, after, scope));
 };
+
+/** What the subscription's schedules will move (the forecast's), with the merchant's delinquency days. */
+const movesOf = (scope: Scope, sub: SubscriptionItem) => scheduledMoves(sub, delinquencyOf(scope));
+/** The customer's lines with the subscription's schedule line as it now is. */
+export const withSchedule = (tl: Timeline, sub: SubscriptionItem, scope: Scope): Timeline =>
+  scheduleTimeline(tl, sub, movesOf(scope, sub), scope.reportingCurrency);
 
 /** The customer's timeline after a new subscription's steps (each from the state before it). */
 export const stepsTimeline = (tl: Timeline, steps: Step[], reportingCurrency: string): Timeline => {
@@ -165,7 +170,7 @@ export const createSubscription = async (scope: Scope, input: SubscriptionCreate
       scope,
       sub.customer_id,
       timeline,
-      stepsTimeline(timeline.timeline, steps, scope.reportingCurrency),
+      withSchedule(stepsTimeline(timeline.timeline, steps, scope.reportingCurrency), sub, scope),
     );
     try {
       await ws.commit();

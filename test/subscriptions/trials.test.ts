@@ -310,3 +310,67 @@ describe('failed renewals', () => {
     });
   });
 });
+
+describe('committed MRR (GET /metrics/forecast)', () => {
+  it("today's MRR moved by the scheduled conversions, cancellations and delinquent cancellations, at each month end", async () => {
+    const clock = fixedClock('2026-11-28T10:00:00Z');
+    const { token, merchantId, customer } = await merchantWithCustomer();
+    const sub = async (customerId: number, body: Record<string, unknown>) => {
+      const res = await api.post('/subscriptions', token, { ...trial, customer_id: customerId, ...body });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      return res.body.data.id as number;
+    };
+    const cancelling = await sub(customer.id, { mrr: '100', started_at: '2026-01-01T00:00:00Z' });
+    await api.put(`/subscriptions/${cancelling}/cancel`, token, { cancelled_at: '2026-12-15T00:00:00Z' });
+    const trialing = await sub(await newCustomerId(token), {
+      mrr: '50',
+      started_at: '2026-11-20T00:00:00Z',
+      trial_ends_at: '2027-01-05T00:00:00Z',
+    });
+    const failing = await sub(await newCustomerId(token), { mrr: '80', started_at: '2026-02-01T00:00:00Z' });
+    await api.put(`/subscriptions/${failing}/past-due`, token, { failed_at: '2026-11-20T00:00:00Z' });
+    await sub(await newCustomerId(token), { mrr: '30', started_at: '2026-03-01T00:00:00Z' });
+
+    const forecast = async (query: string) => {
+      const res = await api.get(`/metrics/forecast?${query}`, token);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return res.body;
+    };
+    const three = await forecast('months=3');
+    expect(three.data).toEqual([
+      { date: '2026-11-30', committed_mrr: '210.00', new: '0.00', churn: '0.00', delinquent_churn: '0.00', unconverted: {} },
+      { date: '2026-12-31', committed_mrr: '30.00', new: '0.00', churn: '-180.00', delinquent_churn: '-80.00', unconverted: {} },
+      { date: '2027-01-31', committed_mrr: '80.00', new: '50.00', churn: '0.00', delinquent_churn: '0.00', unconverted: {} },
+    ]);
+    expect(three.summary).toEqual({ current_mrr: '210.00', committed_mrr: '80.00', unconverted: {} });
+    expect((await forecast('')).data).toHaveLength(12);
+
+    // Recovered: no delinquent cancellation any more; the schedule cleared: no churn.
+    await api.put(`/subscriptions/${failing}/recover`, token, {});
+    await api.put(`/subscriptions/${cancelling}`, token, { cancel_at: null });
+    expect((await forecast('months=2')).data.map((p: { committed_mrr: string }) => p.committed_mrr)).toEqual(['210.00', '210.00']);
+
+    // Due but not applied yet (the scheduler has a minute): still scheduled; once applied, in the actuals instead.
+    clock.set('2027-01-05T00:00:01Z');
+    expect((await forecast('months=1')).summary).toEqual({ current_mrr: '210.00', committed_mrr: '260.00', unconverted: {} });
+    expect(
+      await checkScheduledCancel({
+        merchant_id: merchantId,
+        subscription_id: trialing,
+        cancel_at: '2027-01-05T00:00:00Z',
+        kind: 'convert',
+      }),
+    ).toEqual({ due: true, applied: true });
+    const after = await forecast('months=1');
+    expect(after.summary).toEqual({ current_mrr: '260.00', committed_mrr: '260.00', unconverted: {} });
+    expect(after.data[0]).toMatchObject({ date: '2027-01-31', new: '0.00' });
+
+    for (const bad of ['months=0', 'months=25', 'months=x', 'start_date=2026-01-01']) {
+      const res = await api.get(`/metrics/forecast?${bad}`, token);
+      expect(res.status, bad).toBe(422);
+    }
+    expect((await api.get('/metrics/forecast?months=25', token)).body.errors).toEqual({
+      months: ['The months field must be an integer between 1 and 24.'],
+    });
+  });
+});
