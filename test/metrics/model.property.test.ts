@@ -9,8 +9,11 @@ import { assertWithinBudget } from '../support/property.ts';
 import {
   expectedChurnReasons,
   expectedCohorts,
+  expectedRecovery,
   expectedSeries,
   expectedSummary,
+  expectedTrials,
+  refEndTrial,
   refImportedEnd,
   refLocalDate,
   refMovements,
@@ -26,14 +29,18 @@ import { type RefOrder, type RefRateBook, refPaymentMethods, refPurchaseCohorts,
 
 /**
  * Property (docs/metrics.md, "Freshness and cost"): for random histories sent through the API — subscription
- * creates (some back-dated), updates (some of the plan alone), pauses, reactivations, cancellations (some back-dated) and
- * deletions, recorded events (back-dated, with or without a subscription), recurring paid orders in
- * the reporting currency or another (some with a past paid_at), refunds, order batches (new orders,
- * status moves, a repeated order_no) and groups of writers for different customers sent
- * concurrently — the pre-aggregated daily, weekly and monthly series, the summary and the cohorts
- * equal a from-scratch recomputation over the raw records (`reference.ts`, which shares no code
- * with lib/metrics). Customers carry metadata (replaced now and then), and the segments checked
- * include ones read from the matching customers' timelines: a metadata filter, two ANDed, and a
+ * creates (some back-dated), updates (some of the plan alone), pauses, reactivations, cancellations (some
+ * back-dated) and deletions; trials (back-dated or not, ended at creation or not, imported in batches too, their
+ * end moved, cancelled during them or after, converted by the scheduler); failed renewals (some back-dated,
+ * some delinquent at once), recoveries (refused once the delinquent cancellation has come) and delinquent
+ * cancellations applied by the scheduler; recorded events (back-dated, with or without a subscription),
+ * recurring paid orders in the reporting currency or another (some with a past paid_at), refunds, order batches
+ * (new orders, status moves, a repeated order_no) and groups of writers for different customers sent
+ * concurrently — the pre-aggregated daily, weekly and monthly series (the MRR past due and the churn split into
+ * voluntary and delinquent included), the summary, the cohorts, the trials and the failed renewals (GET
+ * /metrics/trials, /metrics/recovery) equal a from-scratch recomputation over the raw records (`reference.ts`,
+ * which shares no code with lib/metrics). Customers carry metadata (replaced now and then), and the segments
+ * checked include ones read from the matching customers' timelines: a metadata filter, two ANDed, and a
  * union of two plans, each against the reference over only the matching customers' lines. The
  * merchant's reporting time zone is random (UTC, ahead, behind, DST, a quarter-hour off) and may
  * change between two steps: every bucket is the zone's days, weeks and months, what was written
@@ -73,7 +80,9 @@ type Op =
       }[];
       repeat: boolean;
     }
-  | { kind: 'import'; c: number; amount: number; back: number; cancelAfter: number; usd: boolean }
+  | { kind: 'import'; c: number; amount: number; back: number; cancelAfter: number; usd: boolean; trial: number }
+  | { kind: 'trial'; c: number; variant: number; amount: number; back: number; hours: number; cancel: number }
+  | { kind: 'due'; c: number; variant: number; back: number; recover: number }
   | { kind: 'events'; c: number; items: { withSub: boolean; amount: number; back: number }[] }
   | { kind: 'schedule'; c: number; ahead: number }
   | { kind: 'meta'; c: number; meta: Meta };
@@ -132,7 +141,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       repeat: fc.boolean(),
     }),
   },
-  // Imported history: a subscription (cancelled `cancelAfter` days after its start when that has passed), recorded events in bulk.
+  // Imported history: a subscription (cancelled `cancelAfter` days after its start when that has passed; a trial
+  // `trial` hours long when not 0, ended or not), recorded events in bulk.
   {
     weight: 1,
     arbitrary: fc.record({
@@ -142,6 +152,33 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       back,
       cancelAfter: fc.integer({ min: 0, max: 120 }),
       usd: fc.boolean(),
+      trial: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 60 * 24 })),
+    }),
+  },
+  // A trial `hours` long started `back` days ago (ended already or not), cancelled `cancel` % of its length after its
+  // start when not 0 (during it or after, now, back-dated or scheduled); while one runs, its end moved (or refused).
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('trial' as const),
+      c: customer,
+      variant: fc.nat(5),
+      amount,
+      back: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 40 })),
+      hours: fc.integer({ min: 1, max: 45 * 24 }),
+      cancel: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 150 })),
+    }),
+  },
+  // A failed renewal (`back` days ago, delinquent at once when over 30), recovered `recover` % of the way from then to
+  // now when not 0 (refused once delinquent); while past due, its recovery.
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('due' as const),
+      c: customer,
+      variant: fc.nat(5),
+      back: fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.integer({ min: 1, max: 45 }) }),
+      recover: fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.integer({ min: 1, max: 100 }) }),
     }),
   },
   {
@@ -196,7 +233,7 @@ type Sub = {
   id: number;
   plan: string;
   cycle: 'monthly' | 'yearly';
-  status: 'active' | 'paused' | 'cancelled';
+  status: 'trialing' | 'active' | 'past_due' | 'paused' | 'cancelled';
   mrr: string;
   started_at: string;
   changed: string;
@@ -204,6 +241,12 @@ type Sub = {
   /** Absent: the reporting currency (only imports name another). */
   currency?: string;
   cancel_at?: string | null;
+  /** The reason a scheduled cancellation was given. */
+  cancel_reason?: string | null;
+  /** Its trial's end (kept once it has converted or been cancelled: recorded history before it is refused). */
+  trial_ends_at?: string | null;
+  /** While past due: when the renewal failed (cancelled as delinquent `DELINQUENCY` later). */
+  failed_at?: string | null;
 };
 type Order = {
   no: string;
@@ -242,6 +285,20 @@ const recordShows = (s: Sub, occurred: string, amount: number) => {
   s.changed = occurred;
 };
 const REASONS = [null, 'price', 'product'] as const;
+/** The merchant's delinquency_days (the default): a past-due subscription is cancelled this long after failed_at. */
+const DELINQUENCY = 30 * DAY;
+type ScheduledKind = 'convert' | 'cancel' | 'delinquent';
+/** At one instant a cancellation comes first, then a delinquent one, then a trial's conversion. */
+const KIND_ORDER: Record<ScheduledKind, number> = { cancel: 0, delinquent: 1, convert: 2 };
+/** A subscription's scheduled changes not applied yet, earliest first (`armed`: the time the scheduler is called with). */
+const scheduledOf = (s: Sub) => {
+  if (s.deleted || s.status === 'cancelled') return [];
+  const out: { kind: ScheduledKind; at: string; armed: string }[] = [];
+  if (s.status === 'trialing') out.push({ kind: 'convert', at: s.trial_ends_at!, armed: s.trial_ends_at! });
+  if (s.status === 'past_due') out.push({ kind: 'delinquent', at: iso(Date.parse(s.failed_at!) + DELINQUENCY), armed: s.failed_at! });
+  if (s.cancel_at) out.push({ kind: 'cancel', at: s.cancel_at, armed: s.cancel_at });
+  return out.sort((a, b) => a.at.localeCompare(b.at) || KIND_ORDER[a.kind] - KIND_ORDER[b.kind]);
+};
 /** The segments checked against the reference after each history. */
 const SEGMENTS: [query: string, seg: RefSegment][] = [
   ['plan=P', { plan: 'P' }],
@@ -266,6 +323,12 @@ const CUSTOMER_SEGMENTS: [query: string, seg: RefSegment, pairs: [keyof Meta, st
   ['plan=P&plan=Q', { plans: ['P', 'Q'] }, []],
   ['metadata.tier=a&currency=TWD', { currency: 'TWD' }, [['tier', 'a']]],
 ];
+
+/** GET /metrics/trials and /metrics/recovery, and their references. */
+const TRIAL_READS = [
+  ['trials', expectedTrials],
+  ['recovery', expectedRecovery],
+] as const;
 
 describe('metrics equal a from-scratch recomputation (property)', () => {
   it(`random histories (${RUNS} runs)`, { timeout: BUDGET_MS + 60_000 }, async () => {
@@ -313,19 +376,41 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
           let orderSeq = 0;
           let importSeq = 0;
           const max = (a: string, b: string) => (a > b ? a : b);
-          /** The scheduler's run at the current time: every due schedule is applied at its cancel_at (the reference: 0 from then). */
+          /**
+           * The scheduler's run at the current time: the check a subscription's earliest due change was
+           * armed for applies every change due by now, in order (the reference: a trial's conversion is its
+           * mrr from trial_ends_at; a scheduled cancellation 0 from cancel_at, a trial's ending it
+           * unconverted; a delinquent one 0 from DELINQUENCY after failed_at). A check for a change applied
+           * with it finds nothing left to apply.
+           */
+          const settle = (c: number, s: Sub) => {
+            const applied: { kind: ScheduledKind; armed: string }[] = [];
+            for (let [due] = scheduledOf(s); due && due.at <= iso(now); [due] = scheduledOf(s)) {
+              const line = `S${s.id}`;
+              const reason = due.kind === 'cancel' ? s.cancel_reason : 'delinquent';
+              if (due.kind === 'convert') refSetFrom(ref[c], line, due.at, s.mrr, 'a', tagsOf(s));
+              else if (s.status === 'trialing') refEndTrial(ref[c], line, due.at, tagsOf(s, reason));
+              else refSetFrom(ref[c], line, due.at, 0, 'c', tagsOf(s, reason));
+              s.status = due.kind === 'convert' ? 'active' : 'cancelled';
+              s.changed = due.at;
+              if (due.kind !== 'convert') [s.cancel_at, s.failed_at] = [null, null];
+              applied.push(due);
+            }
+            return applied;
+          };
           const runScheduler = async () => {
             for (const [c, list] of subs.entries()) {
               for (const s of list) {
-                if (s.deleted || s.status === 'cancelled' || !s.cancel_at || s.cancel_at > iso(now)) continue;
-                expect(await checkScheduledCancel({ merchant_id: merchantId, subscription_id: s.id, cancel_at: s.cancel_at })).toEqual({
-                  due: true,
-                  applied: true,
-                });
-                s.status = 'cancelled';
-                s.changed = s.cancel_at;
-                refSetFrom(ref[c], `S${s.id}`, s.cancel_at, 0, 'c', tagsOf(s, 'scheduled'));
-                s.cancel_at = null;
+                const applied = settle(c, s);
+                for (const [i, { kind, armed }] of applied.slice(0, 2).entries()) {
+                  const check = {
+                    merchant_id: merchantId,
+                    subscription_id: s.id,
+                    cancel_at: armed,
+                    ...(kind === 'cancel' ? {} : { kind }),
+                  };
+                  expect(await checkScheduledCancel(check), `${kind} ${armed} of ${s.id}`).toEqual({ due: true, applied: i === 0 });
+                }
               }
             }
           };
@@ -415,6 +500,12 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                   return;
                 }
                 const line = `S${live.id}`;
+                if ((o.variant === 2 || o.variant === 3) && (live.status === 'trialing' || live.status === 'past_due')) {
+                  // A trial becomes active when it ends, a failed renewal when recovered: neither pauses nor reactivates.
+                  const r = await api.put(`/subscriptions/${live.id}/${o.variant === 2 ? 'pause' : 'reactivate'}`, token, {});
+                  expect(r.status, JSON.stringify(r.body)).toBe(422);
+                  return;
+                }
                 if (o.variant <= 1) {
                   // Variant 1 also moves the subscription to the other plan (the plan segments follow it),
                   // every other time with no mrr at all: a plan change alone keeps the line's amount.
@@ -430,7 +521,10 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                   live.mrr = String(mrr);
                   live.plan = plan;
                   if (moved && live.status === 'active') refSetFrom(ref[c], line, effective, mrr, 'a', tagsOf(live), same);
+                  if (moved && live.status === 'past_due') refSetFrom(ref[c], line, effective, mrr, 'd', tagsOf(live), same);
                   if (moved && live.status === 'paused') refSetFrom(ref[c], line, effective, 0, 'p', tagsOf(live));
+                  // A trial counts nothing yet: its start follows the plan (the trials' segments), its mrr counts once converted.
+                  if (moved && live.status === 'trialing') refSetFrom(ref[c], line, live.started_at, 0, 't', tagsOf(live));
                 } else if (o.variant === 2 && live.status === 'active') {
                   const effective = await change(live, '/pause', 'paused_at', {}, 'pause');
                   if (!effective) return;
@@ -460,10 +554,13 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                     return;
                   }
                   ok(r, 'cancel');
+                  // A trial cancelled ends unconverted (no churn); its start stays, even at the same instant.
+                  if (live.status === 'trialing') refEndTrial(ref[c], line, cancelledAt, tagsOf(live, reason));
+                  else refSetFrom(ref[c], line, cancelledAt, 0, 'c', tagsOf(live, reason));
                   live.status = 'cancelled';
                   live.changed = cancelledAt;
                   live.cancel_at = null;
-                  refSetFrom(ref[c], line, cancelledAt, 0, 'c', tagsOf(live, reason));
+                  live.failed_at = null;
                 }
                 return;
               }
@@ -481,6 +578,20 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 // `between`: halfway from its start to its latest change (when it has one), to the second.
                 const mid = s && o.between && s.changed > s.started_at ? (Date.parse(s.started_at) + Date.parse(s.changed)) / 2 : null;
                 const occurred = mid === null ? iso(now - o.back * DAY) : iso(Math.floor(mid / 1000) * 1000);
+                if (s?.trial_ends_at && occurred < s.trial_ends_at) {
+                  // A trial counts nothing until it ends: no history recorded before then.
+                  const r = await api.post('/subscriptions/events', token, {
+                    customer_id: ids[c],
+                    subscription_id: s.id,
+                    event_type: o.amount > 0 ? 'upgrade' : 'cancel',
+                    old_amount: o.amount > 0 ? '0' : '1',
+                    new_amount: String(o.amount),
+                    occurred_at: occurred,
+                  });
+                  expect(r.status, JSON.stringify(r.body)).toBe(422);
+                  expect(r.body.errors.occurred_at[0]).toContain(s.trial_ends_at);
+                  return;
+                }
                 const importedEnd = importedLineEnd(ref[c]);
                 if (!s && importedEnd !== null && occurred >= importedEnd) {
                   // Imported history ends where the first subscription starts: later events name theirs.
@@ -598,6 +709,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 const cancelled =
                   o.cancelAfter && Date.parse(started) + o.cancelAfter * DAY <= now ? iso(Date.parse(started) + o.cancelAfter * DAY) : null;
                 const mrr = positive(o.amount);
+                const trialEnd = o.trial ? iso(Date.parse(started) + o.trial * HOUR) : null;
                 const item = {
                   external_id: `imp-${++importSeq}`,
                   customer_id: ids[c],
@@ -607,6 +719,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                   started_at: started,
                   ...(o.usd ? { currency: 'USD' } : {}),
                   ...(cancelled ? { cancelled_at: cancelled, cancel_reason: 'imported' } : {}),
+                  ...(trialEnd ? { trial_ends_at: trialEnd } : {}),
                 };
                 const r = await api.post('/subscriptions/batch', token, { subscriptions: [item] });
                 ok(r, 'import');
@@ -619,19 +732,25 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 }
                 expect(r.body.data.created, JSON.stringify(r.body.data)).toBe(1);
                 const id = r.body.data.results.created[0].id as number;
-                subs[c].push({
+                // Its history as imported: a trial converts at its end once that has come (unless cancelled by then).
+                const converted = trialEnd !== null && trialEnd <= at && (!cancelled || trialEnd < cancelled);
+                const sub: Sub = {
                   id,
                   plan: 'P',
                   cycle: 'monthly',
-                  status: cancelled ? 'cancelled' : 'active',
+                  status: cancelled ? 'cancelled' : trialEnd && !converted ? 'trialing' : 'active',
                   mrr: String(mrr),
                   started_at: started,
-                  changed: cancelled ?? started,
+                  changed: cancelled ?? (converted ? trialEnd : started),
                   deleted: false,
                   ...(o.usd ? { currency: 'USD' } : {}),
-                });
-                refSetFrom(ref[c], `S${id}`, started, mrr, 'a', tagsOf(subs[c].at(-1)!));
-                if (cancelled) refSetFrom(ref[c], `S${id}`, cancelled, 0, 'c', tagsOf(subs[c].at(-1)!, 'imported'));
+                  trial_ends_at: trialEnd,
+                };
+                subs[c].push(sub);
+                refSetFrom(ref[c], `S${id}`, started, trialEnd ? 0 : mrr, trialEnd ? 't' : 'a', tagsOf(sub));
+                if (converted) refSetFrom(ref[c], `S${id}`, trialEnd, mrr, 'a', tagsOf(sub));
+                if (cancelled && trialEnd && !converted) refEndTrial(ref[c], `S${id}`, cancelled, tagsOf(sub, 'imported'));
+                else if (cancelled) refSetFrom(ref[c], `S${id}`, cancelled, 0, 'c', tagsOf(sub, 'imported'));
                 return;
               }
               case 'events': {
@@ -654,7 +773,8 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 const failed = new Set(r.body.data.results.failed.map((f: { index: number }) => f.index));
                 for (const [index, { s, occurred, amount }] of items.entries()) {
                   const importedEnd = importedLineEnd(ref[c]);
-                  const refused = !s && importedEnd !== null && occurred >= importedEnd;
+                  const refused =
+                    (!s && importedEnd !== null && occurred >= importedEnd) || Boolean(s?.trial_ends_at && occurred < s.trial_ends_at);
                   expect(failed.has(index), `events item ${index} refused: ${JSON.stringify(r.body.data.results.failed)}`).toBe(refused);
                   if (!refused) {
                     refSetAt(
@@ -670,6 +790,156 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 }
                 return;
               }
+              case 'trial': {
+                if (live) {
+                  // While trialing its end moves (to a future time only); any other subscription has no trial to move.
+                  const trialing = live.status === 'trialing';
+                  const past = o.variant % 3 === 0;
+                  const end = iso(past ? now - o.hours * HOUR : now + o.hours * HOUR);
+                  const r = await api.put(`/subscriptions/${live.id}`, token, { trial_ends_at: end });
+                  if (!trialing || past) {
+                    expect(r.status, JSON.stringify(r.body)).toBe(422);
+                    expect(Object.keys(r.body.errors)).toEqual(['trial_ends_at']);
+                    return;
+                  }
+                  ok(r, 'trial end');
+                  expect(r.body.data).toMatchObject({ status: 'trialing', trial_ends_at: end });
+                  live.trial_ends_at = end;
+                  live.changed = max(at, live.started_at);
+                  return;
+                }
+                // A trial: back-dated or now (started_at left out), ended already (created converted) or not.
+                const started = iso(now - o.back * DAY);
+                const end = iso(Date.parse(started) + o.hours * HOUR);
+                const mrr = positive(o.amount);
+                const plan = o.variant % 2 ? 'Q' : 'P';
+                const billing = o.amount % 2 ? 'yearly' : 'monthly';
+                const r = await api.post('/subscriptions', token, {
+                  customer_id: ids[c],
+                  plan_name: plan,
+                  mrr: String(mrr),
+                  billing_cycle: billing,
+                  ...(o.back ? { started_at: started } : {}),
+                  trial_ends_at: end,
+                });
+                ok(r, 'trial');
+                const converted = end <= at;
+                expect(r.body.data).toMatchObject({ status: converted ? 'active' : 'trialing', trial_ends_at: end, started_at: started });
+                const sub: Sub = {
+                  id: r.body.data.id,
+                  plan,
+                  cycle: billing,
+                  status: converted ? 'active' : 'trialing',
+                  mrr: String(mrr),
+                  started_at: started,
+                  changed: converted ? end : started,
+                  deleted: false,
+                  trial_ends_at: end,
+                };
+                subs[c].push(sub);
+                refSetFrom(ref[c], `S${sub.id}`, started, 0, 't', tagsOf(sub));
+                if (converted) refSetFrom(ref[c], `S${sub.id}`, end, mrr, 'a', tagsOf(sub));
+                if (!o.cancel) return;
+                // Cancelled `cancel` % of its length after its start: a future time schedules it (the scheduler applies it).
+                const cancelledAt = iso(Date.parse(started) + Math.ceil((o.hours * o.cancel) / 100) * HOUR);
+                const reason = REASONS[o.variant % REASONS.length];
+                const cancelled = await api.put(`/subscriptions/${sub.id}/cancel`, token, {
+                  cancelled_at: cancelledAt,
+                  ...(reason ? { reason } : {}),
+                });
+                if (cancelledAt < sub.changed) {
+                  expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(422);
+                  expect(cancelled.body.errors.cancelled_at[0]).toContain(sub.changed);
+                  return;
+                }
+                ok(cancelled, 'trial cancel');
+                if (cancelledAt > at) {
+                  expect(cancelled.body.data).toMatchObject({ status: sub.status, cancel_at: cancelledAt });
+                  [sub.cancel_at, sub.cancel_reason] = [cancelledAt, reason];
+                  return;
+                }
+                // During the trial it ends unconverted (no churn); once converted, a cancellation as any other.
+                expect(cancelled.body.data).toMatchObject({ status: 'cancelled', cancelled_at: cancelledAt });
+                if (sub.status === 'trialing') refEndTrial(ref[c], `S${sub.id}`, cancelledAt, tagsOf(sub, reason));
+                else refSetFrom(ref[c], `S${sub.id}`, cancelledAt, 0, 'c', tagsOf(sub, reason));
+                sub.status = 'cancelled';
+                sub.changed = cancelledAt;
+                return;
+              }
+              case 'due': {
+                let sub = live;
+                if (!sub) {
+                  // None yet: one started `back` + 20 days ago, whose renewal then fails.
+                  const started = iso(now - (o.back + 20) * DAY);
+                  const [plan, cycle] = [o.variant % 2 ? 'Q' : 'P', o.variant % 3 ? 'monthly' : 'yearly'] as const;
+                  const mrr = 40 * (o.variant + 1) + o.variant;
+                  const r = await api.post('/subscriptions', token, {
+                    customer_id: ids[c],
+                    plan_name: plan,
+                    mrr: String(mrr),
+                    billing_cycle: cycle,
+                    started_at: started,
+                  });
+                  ok(r, 'create');
+                  sub = {
+                    id: r.body.data.id,
+                    plan,
+                    cycle,
+                    status: 'active',
+                    mrr: String(mrr),
+                    started_at: started,
+                    changed: started,
+                    deleted: false,
+                  };
+                  subs[c].push(sub);
+                  refSetFrom(ref[c], `S${sub.id}`, started, mrr, 'a', tagsOf(sub));
+                }
+                // An active subscription's renewal fails (`back` days ago, or now); a past-due one is recovered.
+                const path = sub.status === 'past_due' ? 'recover' : 'past-due';
+                const field = sub.status === 'past_due' ? 'recovered_at' : 'failed_at';
+                if (sub.status !== 'active' && sub.status !== 'past_due') {
+                  // Neither a trial nor a paused subscription can fail a renewal; only a past-due one recovers.
+                  const r = await api.put(`/subscriptions/${sub.id}/${o.variant % 2 ? 'recover' : 'past-due'}`, token, {});
+                  expect(r.status, JSON.stringify(r.body)).toBe(422);
+                  expect(Object.keys(r.body.errors)).toEqual(['status']);
+                  return;
+                }
+                const given = o.back > 0 ? iso(now - o.back * DAY) : null;
+                const floor = max(sub.started_at, sub.changed);
+                const r = await api.put(`/subscriptions/${sub.id}/${path}`, token, given ? { [field]: given } : {});
+                if (given && given < floor) {
+                  expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(422);
+                  expect(r.body.errors[field][0]).toContain(floor);
+                  return;
+                }
+                ok(r, path);
+                const effective = given ?? at;
+                expect(r.body.data).toMatchObject({
+                  status: path === 'recover' ? 'active' : 'past_due',
+                  failed_at: path === 'recover' ? null : effective,
+                });
+                sub.status = path === 'recover' ? 'active' : 'past_due';
+                sub.failed_at = path === 'recover' ? null : effective;
+                sub.changed = effective;
+                // Past due, its MRR still counts (flag `d`); recovered, it is active again.
+                refSetFrom(ref[c], `S${sub.id}`, effective, sub.mrr, path === 'recover' ? 'a' : 'd', tagsOf(sub));
+                if (path === 'recover' || !o.recover) return;
+                // Recovered `recover` % of the way from the failure to now (to the second): once delinquent by now, the change
+                // applies that first and is refused.
+                const recoveredAt = iso(Date.parse(effective) + Math.floor(((now - Date.parse(effective)) * o.recover) / 100_000) * 1000);
+                const recovered = await api.put(`/subscriptions/${sub.id}/recover`, token, { recovered_at: recoveredAt });
+                if (settle(c, sub).length) {
+                  expect(recovered.status, JSON.stringify(recovered.body)).toBe(422);
+                  expect(Object.keys(recovered.body.errors)).toEqual(['status']);
+                  return;
+                }
+                ok(recovered, 'recover');
+                sub.status = 'active';
+                sub.failed_at = null;
+                sub.changed = recoveredAt;
+                refSetFrom(ref[c], `S${sub.id}`, recoveredAt, sub.mrr, 'a', tagsOf(sub));
+                return;
+              }
               case 'schedule': {
                 if (!live) return;
                 const cancelAt = iso(now + o.ahead * HOUR);
@@ -677,6 +947,7 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 ok(r, 'schedule');
                 expect(r.body.data).toMatchObject({ status: live.status, cancel_at: cancelAt, cancelled_at: null });
                 live.cancel_at = cancelAt; // counted until then: nothing moves yet
+                live.cancel_reason = 'scheduled';
                 return;
               }
               case 'meta': {
@@ -698,6 +969,8 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             await runScheduler();
             await Promise.all(s.ops.map(run));
           }
+          // What fell due with the last step (a renewal failed over 30 days back) is applied before the reads.
+          await runScheduler();
           // A rate change past the last step: only the pass it runs moves what was written before it.
           if (fx.firstAt >= steps.length) await setRates(fx.first);
           if (fx.secondAt >= steps.length) await setRates(fx.second);
@@ -759,6 +1032,11 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             expect((await api.get(`/metrics/summary?${query}`, token)).body.data, query).toEqual(expectedSummary(part, today, zone));
             const segCohorts = await api.get(`/metrics/cohorts?start_month=2024-07&end_month=2026-06&${query}`, token);
             expect(segCohorts.body.data, query).toEqual(expectedCohorts(part, '2024-07', '2026-06', today.slice(0, 7), zone));
+            for (const [path, expected] of TRIAL_READS) {
+              const r = await api.get(`/metrics/${path}?start_date=2024-07-01&end_date=${today}&interval=month&${query}`, token);
+              expect(r.status, JSON.stringify(r.body)).toBe(200);
+              expect(r.body, `${path} ${query}`).toEqual(expected(part, '2024-07-01', today, 'month', zone));
+            }
           }
           // The drill-down: every movement of the random range, each customer's, as the reference classifies it.
           if (from <= to) {
@@ -784,6 +1062,19 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             const reasons = await api.get(`/metrics/churn-reasons?start_date=${start}&end_date=${end}`, token);
             expect(reasons.status, JSON.stringify(reasons.body)).toBe(200);
             expect(reasons.body.data, `churn reasons ${start}..${end}`).toEqual(expectedChurnReasons(whole, start, end, zone));
+          }
+          // Trials (by the day they started, what became of them by now) and failed renewals: the reference over the raw lines.
+          for (const [start, end, interval] of [
+            ['2024-07-01', today, 'month'],
+            [from, to, 'day'],
+            [from, to, 'week'],
+          ] as const) {
+            if (start > end) continue;
+            for (const [path, expected] of TRIAL_READS) {
+              const r = await api.get(`/metrics/${path}?start_date=${start}&end_date=${end}&interval=${interval}`, token);
+              expect(r.status, JSON.stringify(r.body)).toBe(200);
+              expect(r.body, `${path} ${interval} ${start}..${end}`).toEqual(expected(whole, start, end, interval, zone));
+            }
           }
           // Sales (docs/sales.md): the reads equal the sales reference over the orders as the API lists them.
           const listed: RefOrder[] = [];

@@ -9,12 +9,15 @@ import Decimal from 'decimal.js';
  */
 /**
  * A point and what it counts under: its plan and cycle (null: none), its currency (absent: the
- * reporting currency) and, on a cancellation, its reason. `x` marks a point outside the segment read.
+ * reporting currency) and, on a cancellation, its reason. `x` marks a point outside the segment read
+ * (`was`: the flag it had). `t`: a trial (0, not live, no subscription), a subscription line's first
+ * point; `d`: past due (its amount counts, the customer is live, not an active subscription).
  */
 export type RefPoint = {
   at: string;
   amount: Decimal;
-  flag: 'a' | 'p' | 'c' | 'o' | 'x';
+  flag: 'a' | 'p' | 'c' | 't' | 'd' | 'o' | 'x';
+  was?: RefPoint['flag'];
   plan?: string | null;
   cycle?: string | null;
   currency?: string;
@@ -41,11 +44,15 @@ type Tags = Pick<RefPoint, 'plan' | 'cycle' | 'currency' | 'reason'>;
 
 const sorted = (pts: RefPoint[]) => [...pts].sort((x, y) => x.at.localeCompare(y.at));
 
-/** Each point that keeps the line's amount, given the amount of the point before it as it now stands. */
+/**
+ * Each point that keeps the line's amount, given the amount of the point before it as it now stands
+ * (an amount that counts: active or past due).
+ */
 const settled = (pts: RefPoint[]): RefPoint[] => {
   let before: RefPoint | undefined;
   for (const p of pts) {
-    if (p.stated) p.amount = before && before.flag === 'a' && (before.currency ?? null) === (p.currency ?? null) ? before.amount : p.stated;
+    const counting = before !== undefined && (before.flag === 'a' || before.flag === 'd');
+    if (p.stated) p.amount = counting && (before!.currency ?? null) === (p.currency ?? null) ? before!.amount : p.stated;
     before = p;
   }
   return pts;
@@ -65,6 +72,14 @@ export const refSetFrom = (
 ) => {
   const p: RefPoint = { at, amount: new Decimal(amount), flag, ...tags, ...(keep ? { stated: new Decimal(amount) } : {}) };
   c.lines.set(line, settled(sorted([...(c.lines.get(line) ?? []).filter((q) => q.at < at), p])));
+};
+/**
+ * A trial ended by a cancellation at `at`: the line keeps its trial point (even at the same instant)
+ * and is 0 from then on.
+ */
+export const refEndTrial = (c: RefCustomer, line: string, at: string, tags: Tags = {}) => {
+  const [start] = c.lines.get(line) ?? [];
+  c.lines.set(line, [...(start ? [start] : []), { at, amount: new Decimal(0), flag: 'c', ...tags }]);
 };
 /** Recorded events: one point at `at` (replacing one at the same time). */
 export const refSetAt = (c: RefCustomer, line: string, at: string, amount: Decimal.Value, flag: RefPoint['flag'], tags: Tags = {}) => {
@@ -105,8 +120,10 @@ export const refSegment = (customers: RefCustomer[], seg: RefSegment, reporting 
         line,
         foreign.map((p) => {
           const rate = rateOf(p);
+          // A trial point is 0 in any currency: it needs no rate.
+          if (p.flag === 't') return p;
           return rate === undefined
-            ? { ...p, amount: new Decimal(0), flag: 'x' as const }
+            ? { ...p, amount: new Decimal(0), flag: 'x' as const, was: p.flag }
             : { ...p, amount: p.amount.times(rate).toDecimalPlaces(10, Decimal.ROUND_HALF_UP) };
         }),
       );
@@ -129,7 +146,7 @@ export const refSegment = (customers: RefCustomer[], seg: RefSegment, reporting 
           : pts;
       out.set(
         line,
-        withEnd.map((p) => (matches(p) ? p : { ...p, amount: new Decimal(0), flag: 'x' as const })),
+        withEnd.map((p) => (matches(p) ? p : { ...p, amount: new Decimal(0), flag: 'x' as const, was: p.was ?? p.flag })),
       );
     }
     return { lines: out, importedEnd: null, unconverted };
@@ -149,33 +166,62 @@ export const refImportedEnd = (c: RefCustomer): string | null => {
   return starts.length ? starts.sort()[0] : null;
 };
 
+/** A customer at `t`: its MRR, whether a line makes it live (active, paused, past due), its active subscriptions, its MRR past due. */
 export const customerAt = (c: RefCustomer, t: string, strict = false) => {
   let mrr = new Decimal(0);
   let live = false;
   let subs = 0;
+  let pastDue = new Decimal(0);
   const importedEnd = refImportedEnd(c);
   for (const [line, pts] of c.lines) {
     if (line === 'I' && importedEnd !== null && (strict ? t > importedEnd : t >= importedEnd)) continue;
     const p = pointAt(pts, t, strict);
     if (!p) continue;
     mrr = mrr.plus(p.amount);
-    if (p.flag === 'a' || p.flag === 'p') live = true;
+    if (p.flag === 'a' || p.flag === 'p' || p.flag === 'd') live = true;
     if (p.flag === 'a' && line.startsWith('S')) subs++;
+    if (p.flag === 'd') pastDue = pastDue.plus(p.amount);
   }
-  return { mrr, live, subs };
+  return { mrr, live, subs, pastDue };
 };
+
+/**
+ * The cancellations at `t` (lines with a `c` point then), the one that took the most MRR (the amount
+ * just before) first, then by line name; each with its reason.
+ */
+const cancellationsAt = (c: RefCustomer, t: string) =>
+  [...c.lines]
+    .filter(([, pts]) => pts.some((p) => p.at === t && p.flag === 'c'))
+    .map(([line, pts]) => ({
+      line,
+      took: pointAt(pts, t, true)?.amount ?? new Decimal(0),
+      reason: pts.filter((p) => p.at === t).at(-1)!.reason ?? null,
+    }))
+    .sort((a, b) => b.took.comparedTo(a.took) || (a.line < b.line ? -1 : 1));
 
 const changeTimes = (c: RefCustomer) => [...new Set([...c.lines.values()].flat().map((p) => p.at))].sort();
 
-export type DayMoves = { new: Decimal; expansion: Decimal; contraction: Decimal; churn: Decimal; reactivation: Decimal; churned: number };
+/** `delinquent`: the part of `churn` whose cancellation (the one taking the most) was a delinquent one. */
+export type DayMoves = {
+  new: Decimal;
+  expansion: Decimal;
+  contraction: Decimal;
+  churn: Decimal;
+  reactivation: Decimal;
+  delinquent: Decimal;
+  churned: number;
+};
 const zeroMoves = (): DayMoves => ({
   new: new Decimal(0),
   expansion: new Decimal(0),
   contraction: new Decimal(0),
   churn: new Decimal(0),
   reactivation: new Decimal(0),
+  delinquent: new Decimal(0),
   churned: 0,
 });
+/** The reason of a past-due subscription's own cancellation. */
+export const DELINQUENT = 'delinquent';
 
 /**
  * The local date of a UTC instant in `zone`, as Intl formats it; and a local day's last second, found
@@ -213,8 +259,10 @@ export const dayMoves = (customers: RefCustomer[], zone = 'UTC') => {
       const delta = after.mrr.minus(before.mrr);
       if (!delta.isZero()) {
         if (before.mrr.isZero()) m[seenPositive ? 'reactivation' : 'new'] = m[seenPositive ? 'reactivation' : 'new'].plus(delta);
-        else if (after.mrr.isZero()) m.churn = m.churn.plus(delta);
-        else if (delta.gt(0)) m.expansion = m.expansion.plus(delta);
+        else if (after.mrr.isZero()) {
+          m.churn = m.churn.plus(delta);
+          if (cancellationsAt(c, t)[0]?.reason === DELINQUENT) m.delinquent = m.delinquent.plus(delta);
+        } else if (delta.gt(0)) m.expansion = m.expansion.plus(delta);
         else m.contraction = m.contraction.plus(delta);
       }
       const cancelledNow = [...c.lines.values()].some((pts) => pts.some((p) => p.at === t && p.flag === 'c'));
@@ -268,13 +316,15 @@ const levelAt = (customers: RefCustomer[], t: string) => {
   let mrr = new Decimal(0);
   let active = 0;
   let subs = 0;
+  let pastDue = new Decimal(0);
   for (const c of customers) {
     const s = customerAt(c, t);
     mrr = mrr.plus(s.mrr);
     if (s.mrr.gt(0)) active++;
     subs += s.subs;
+    pastDue = pastDue.plus(s.pastDue);
   }
-  return { mrr, active, subs };
+  return { mrr, active, subs, pastDue };
 };
 
 /** What the figures leave out for want of a rate at `t` (inclusive), per currency, 2 decimals; none left out: not named. */
@@ -306,20 +356,28 @@ export const bucketOf = (day: string, interval: RefInterval) => {
   return addDays(day, -((dow + 6) % 7));
 };
 
+/** The buckets of [start, end]: each's first and last day in the range, and its days' figures added up. */
+const bucketsOf = <T>(start: string, end: string, interval: RefInterval, zero: () => T, add: (into: T, day: string) => void) => {
+  const buckets: { key: string; date: string; last: string; m: T }[] = [];
+  for (let d = start; d <= end; d = addDays(d, 1)) {
+    const key = bucketOf(d, interval);
+    if (buckets.at(-1)?.key !== key) buckets.push({ key, date: d, last: d, m: zero() });
+    const b = buckets.at(-1)!;
+    b.last = d;
+    add(b.m, d);
+  }
+  return buckets;
+};
+
 /** GET /metrics/mrr as docs/metrics.md defines it, from scratch. */
 export const expectedSeries = (customers: RefCustomer[], start: string, end: string, interval: RefInterval, zone = 'UTC') => {
   const moves = dayMoves(customers, zone);
-  const buckets: { key: string; date: string; last: string; m: DayMoves }[] = [];
-  for (let d = start; d <= end; d = addDays(d, 1)) {
-    const key = bucketOf(d, interval);
-    if (buckets.at(-1)?.key !== key) buckets.push({ key, date: d, last: d, m: zeroMoves() });
-    const b = buckets.at(-1)!;
-    b.last = d;
+  const buckets = bucketsOf(start, end, interval, zeroMoves, (m, d) => {
     const dm = moves.get(d);
     if (dm)
       for (const k of Object.keys(dm) as (keyof DayMoves)[])
-        (b.m as any)[k] = k === 'churned' ? b.m.churned + dm.churned : (b.m[k] as Decimal).plus(dm[k] as Decimal);
-  }
+        (m as any)[k] = k === 'churned' ? m.churned + dm.churned : (m[k] as Decimal).plus(dm[k] as Decimal);
+  });
   const data = buckets.map((b) => {
     const level = levelAt(customers, endOf(b.last, zone));
     // The bucket's rates are against the levels at the end of the day before its first.
@@ -333,8 +391,11 @@ export const expectedSeries = (customers: RefCustomer[], start: string, end: str
       expansion: money(b.m.expansion),
       contraction: money(b.m.contraction),
       churn: money(b.m.churn),
+      voluntary_churn: money(b.m.churn.minus(b.m.delinquent)),
+      delinquent_churn: money(b.m.delinquent),
       reactivation: money(b.m.reactivation),
       net_change: money(net),
+      past_due_mrr: money(level.pastDue),
       active_subscriptions: level.subs,
       active_customers: level.active,
       arpa: level.active ? money(level.mrr.div(level.active)) : null,
@@ -438,14 +499,7 @@ export const expectedChurnReasons = (customers: RefCustomer[], start: string, en
     for (const t of changeTimes(c)) {
       const day = refLocalDate(t, zone);
       if (day < start || day > end) continue;
-      const cancelled = [...c.lines]
-        .filter(([, pts]) => pts.some((p) => p.at === t && p.flag === 'c'))
-        .map(([line, pts]) => ({
-          line,
-          took: pointAt(pts, t, true)?.amount ?? new Decimal(0),
-          reason: pts.filter((p) => p.at === t).at(-1)!.reason ?? null,
-        }))
-        .sort((a, b) => b.took.comparedTo(a.took) || (a.line < b.line ? -1 : 1));
+      const cancelled = cancellationsAt(c, t);
       if (!cancelled.length) continue;
       const before = customerAt(c, t, true);
       const after = customerAt(c, t);
@@ -468,4 +522,105 @@ export const expectedChurnReasons = (customers: RefCustomer[], start: string, en
         b.churned_customers - a.churned_customers ||
         String(a.reason).localeCompare(String(b.reason)),
     );
+};
+
+/**
+ * GET /metrics/trials from scratch: each trial (a subscription line whose first point is `t`, in the
+ * segment read) counts in the bucket of the local day it started; what became of it by now is the
+ * line's next point as written (`was`, whatever the segment or a missing rate made of it): a
+ * cancellation ends it unconverted, anything else is its conversion; no next point, still trialing.
+ */
+export const expectedTrials = (customers: RefCustomer[], start: string, end: string, interval: RefInterval, zone = 'UTC') => {
+  type Acc = { started: number; converted: number; cancelled: number; seconds: Decimal };
+  const zero = (): Acc => ({ started: 0, converted: 0, cancelled: 0, seconds: new Decimal(0) });
+  const byDay = new Map<string, Acc>();
+  for (const c of customers)
+    for (const [line, pts] of c.lines) {
+      const [first, next] = pts;
+      if (!line.startsWith('S') || first?.flag !== 't') continue;
+      const day = refLocalDate(first.at, zone);
+      const acc = byDay.get(day) ?? zero();
+      acc.started++;
+      if (next && (next.was ?? next.flag) === 'c') acc.cancelled++;
+      else if (next) {
+        acc.converted++;
+        acc.seconds = acc.seconds.plus((Date.parse(next.at) - Date.parse(first.at)) / 1000);
+      }
+      byDay.set(day, acc);
+    }
+  const add = (into: Acc, a: Acc | undefined) => {
+    if (!a) return;
+    into.started += a.started;
+    into.converted += a.converted;
+    into.cancelled += a.cancelled;
+    into.seconds = into.seconds.plus(a.seconds);
+  };
+  const figures = (a: Acc) => {
+    const still = a.started - a.converted - a.cancelled;
+    return {
+      trials_started: a.started,
+      converted: a.converted,
+      cancelled: a.cancelled,
+      still_trialing: still,
+      conversion_rate: pct(new Decimal(a.converted), new Decimal(a.started - still)),
+      avg_days_to_convert: a.converted
+        ? Number(a.seconds.div(a.converted).div(86_400).toDecimalPlaces(2, Decimal.ROUND_HALF_UP).toFixed(2))
+        : null,
+    };
+  };
+  const buckets = bucketsOf(start, end, interval, zero, (m, d) => add(m, byDay.get(d)));
+  const all = zero();
+  for (const b of buckets) add(all, b.m);
+  return { data: buckets.map((b) => ({ date: b.date, ...figures(b.m) })), summary: figures(all) };
+};
+
+/**
+ * GET /metrics/recovery from scratch, line by line as the segment sees it: a past-due episode starts
+ * where a line turns `d` (its amount then); it ends recovered where the line goes from `d` to active,
+ * churned where a delinquent cancellation follows `d` (each with the amount it had past due); any
+ * other end (a cancellation of another reason, leaving the segment) is neither. Each in the bucket
+ * of its local day.
+ */
+export const expectedRecovery = (customers: RefCustomer[], start: string, end: string, interval: RefInterval, zone = 'UTC') => {
+  type Episodes = { mrr: Decimal; subscriptions: number };
+  type Acc = { started: Episodes; recovered: Episodes; churned: Episodes };
+  const none = (): Episodes => ({ mrr: new Decimal(0), subscriptions: 0 });
+  const zero = (): Acc => ({ started: none(), recovered: none(), churned: none() });
+  const byDay = new Map<string, Acc>();
+  const count = (at: string, what: keyof Acc, amount: Decimal) => {
+    const day = refLocalDate(at, zone);
+    const acc = byDay.get(day) ?? zero();
+    acc[what].mrr = acc[what].mrr.plus(amount);
+    acc[what].subscriptions++;
+    byDay.set(day, acc);
+  };
+  for (const c of customers)
+    for (const [line, pts] of c.lines) {
+      if (!line.startsWith('S')) continue;
+      pts.forEach((p, i) => {
+        const prev = pts[i - 1];
+        if (p.flag === 'd' && prev?.flag !== 'd') count(p.at, 'started', p.amount);
+        if (prev?.flag !== 'd') return;
+        if (p.flag === 'a') count(p.at, 'recovered', prev.amount);
+        if (p.flag === 'c' && p.reason === DELINQUENT) count(p.at, 'churned', prev.amount);
+      });
+    }
+  const add = (into: Acc, a: Acc | undefined) => {
+    if (!a) return;
+    for (const k of ['started', 'recovered', 'churned'] as const) {
+      into[k].mrr = into[k].mrr.plus(a[k].mrr);
+      into[k].subscriptions += a[k].subscriptions;
+    }
+  };
+  const out = (e: Episodes) => ({ mrr: money(e.mrr), subscriptions: e.subscriptions });
+  const figures = (a: Acc) => ({
+    past_due_started: out(a.started),
+    recovered: out(a.recovered),
+    churned: out(a.churned),
+    recovery_rate: pct(new Decimal(a.recovered.subscriptions), new Decimal(a.recovered.subscriptions + a.churned.subscriptions)),
+  });
+  const buckets = bucketsOf(start, end, interval, zero, (m, d) => add(m, byDay.get(d)));
+  const all = zero();
+  for (const b of buckets) add(all, b.m);
+  return { data: buckets.map((b) => ({ date: b.date, ...figures(b.m) })), summary: figures(all) };
 };
