@@ -111,7 +111,7 @@ const DATA_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteItem', 'Cond
 export const TOKEN_SETTINGS_UPDATE: KeyedGrant = {
   action: 'UpdateItem',
   leadingKeys: TOKEN_PK_PATTERNS,
-  attributes: [...KEY_ATTRIBUTES, 'timezone', 'metrics_generation', 'metrics_recount'],
+  attributes: [...KEY_ATTRIBUTES, 'timezone', 'metrics_generation', 'metrics_recount', 'delinquency_days'],
 };
 /** Issuing, replacing and revoking a token (lib/merchants/store.ts). */
 const TOKEN_WRITES: KeyedGrant[] = (['PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem'] as const).map((action) => ({

@@ -172,7 +172,8 @@ const withImportedEnd = (tl: Timeline): Timeline => {
 
 /** A point in another currency as the reporting currency's figures count it: converted, or 0 outside them without a rate. */
 const inReportingCurrency = (p: Point): Point =>
-  p[4] !== undefined || p[2] === 't' ? [p[0], p[4] ?? '0', p[2], p[3]] : [p[0], '0', 'x', p[3]]; // a trial's 0 needs no rate
+  // 0 is 0 at any rate: a cancellation, a pause or a trial needs none to count as what it is.
+  p[4] !== undefined || p[1] === '0' ? [p[0], p[4] ?? '0', p[2], p[3]] : [p[0], '0', 'x', p[3]];
 
 import { CONVERSION_SCALE, type RateBook } from '#lib/shared/money';
 export { CONVERSION_SCALE, type RateBook };

@@ -39,12 +39,22 @@ export const DELINQUENCY_DAYS = { min: 1, max: 90 } as const;
 /** PUT /settings: the time zone, an IANA name (any case; stored in its canonical spelling), and the delinquency days; either or both. */
 export const settingsPutBody = z
   .object({
+    // Any other value, of any type, gets the one message that names the allowed values.
     delinquency_days: z
-      .int({ error: 'The delinquency days field must be an integer between 1 and 90.' })
-      .min(DELINQUENCY_DAYS.min, { error: 'The delinquency days field must be an integer between 1 and 90.' })
-      .max(DELINQUENCY_DAYS.max, { error: 'The delinquency days field must be an integer between 1 and 90.' })
-      .optional()
-      .meta({ description: 'Days a subscription may stay past due before it is cancelled as delinquent: 1–90 (default 30)' }),
+      .unknown()
+      .refine(
+        (n) => n === undefined || (Number.isInteger(n) && (n as number) >= DELINQUENCY_DAYS.min && (n as number) <= DELINQUENCY_DAYS.max),
+        {
+          message: 'The delinquency days field must be an integer between 1 and 90.',
+        },
+      )
+      .transform((n) => n as number | undefined)
+      .meta({
+        type: 'integer',
+        minimum: DELINQUENCY_DAYS.min,
+        maximum: DELINQUENCY_DAYS.max,
+        description: 'Days a subscription may stay past due before it is cancelled as delinquent: 1–90 (default 30)',
+      }),
     timezone: z
       .string({ error: 'The :field field must be a string.' })
       .transform((v, ctx) => {
@@ -60,10 +70,11 @@ export const settingsPutBody = z
         description: 'An IANA time zone name, such as `UTC`, `Asia/Taipei` or `America/New_York`',
         example: 'Asia/Taipei',
       })
-      .optional(),
+      .nullish(),
   })
   .superRefine((s, ctx) => {
-    if (s.timezone === undefined && s.delinquency_days === undefined)
-      ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'The timezone field is required when delinquency days is not present.' });
+    // A null zone is none; the message is the one a body without a zone had when the zone was the only setting.
+    if (s.timezone == null && s.delinquency_days === undefined)
+      ctx.addIssue({ code: 'custom', path: ['timezone'], message: 'The timezone field is required.' });
   });
 export type SettingsPut = z.output<typeof settingsPutBody>;

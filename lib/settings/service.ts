@@ -39,7 +39,10 @@ const shown = (merchant: Merchant) => ({
 });
 
 /** PUT /settings: the time zone, the delinquency days, or both. */
-export const putSettings = async (merchant: Merchant, settings: SettingsPut) => shown(await changeMerchant(merchant, settings));
+export const putSettings = async (merchant: Merchant, { timezone, delinquency_days }: SettingsPut) =>
+  shown(
+    await changeMerchant(merchant, { ...(timezone ? { timezone } : {}), ...(delinquency_days === undefined ? {} : { delinquency_days }) }),
+  );
 
 /** GET /settings: the merchant read afresh (its recount moves in the background). */
 export const readSettings = async (auth: { merchantId: string }) => shown(await requireMerchant(auth.merchantId));

@@ -299,11 +299,9 @@ const isArmedFor = (sub: SubscriptionItem, kind: ScheduledKind, armedAt: string)
 /** Applies the subscription's scheduled changes due by now, earliest first; the subscription after them. */
 const settleScheduled = async (scope: Scope, subscriptionId: number): Promise<Subscription> => {
   let out = await change(scope, subscriptionId, { kind: 'settleDue' });
-  for (let i = 0; i < 3; i++) {
-    const sub = await getSubscriptionItem(scope.merchantId, subscriptionId);
-    if (!sub || !isDue(sub, formatTimestamp(now()), delinquencyOf(scope))) break;
+  // Each change applies one (a conversion, then a cancellation due as well): at most three are scheduled.
+  for (let i = 0; i < 2 && isDue(out, formatTimestamp(now()), delinquencyOf(scope)); i++)
     out = await change(scope, subscriptionId, { kind: 'settleDue' });
-  }
   return out;
 };
 

@@ -48,6 +48,13 @@ const reads = async (token: string) => ({
     token,
   }),
   ownCurrencyCohorts24: await api.counted('GET', '/metrics/cohorts?start_month=2024-01&end_month=2025-12&currency=TWD', { token }),
+  trials24: await api.counted('GET', '/metrics/trials?start_date=2024-01-01&end_date=2025-12-31&interval=month', { token }),
+  trialsDaily731: await api.counted('GET', '/metrics/trials?start_date=2024-01-01&end_date=2025-12-31&interval=day', { token }),
+  recovery24: await api.counted('GET', '/metrics/recovery?start_date=2024-01-01&end_date=2025-12-31&interval=month', { token }),
+  planRecovery24: await api.counted('GET', '/metrics/recovery?start_date=2024-01-01&end_date=2025-12-31&interval=month&plan=Basic', {
+    token,
+  }),
+  forecast24: await api.counted('GET', '/metrics/forecast?months=24', { token }),
 });
 
 /**
@@ -71,6 +78,12 @@ const BUDGETS = [
   ['planCohorts24', perShard(1)],
   ['ownCurrencyMonthly24', perShard(2)],
   ['ownCurrencyCohorts24', perShard(2)],
+  ['trials24', perShard(1)],
+  ['trialsDaily731', perShard(2)],
+  ['recovery24', perShard(1)],
+  ['planRecovery24', perShard(1)],
+  // The level today (months, and this month's days) and the forecast's months.
+  ['forecast24', perShard(3)],
 ] as const;
 
 describe('metrics request budgets (DynamoDB requests per API call)', () => {
@@ -119,6 +132,12 @@ describe('metrics request budgets (DynamoDB requests per API call)', () => {
     expect(b.quarterly8.res.body.data.at(-1).mrr).toBe(b.monthlyMidMonth.res.body.data.at(-1).mrr);
     expect(a.monthly24.res.body.data.at(-1).mrr).toBe('1000.00');
     expect(a.summary.res.body.data.active_subscriptions).toBe(100);
+    // The large merchant's seeded trials, past-due episodes and schedules are what those reads fold.
+    expect(b.trials24.res.body.summary.trials_started).toBeGreaterThan(0);
+    expect(b.recovery24.res.body.summary.past_due_started.subscriptions).toBeGreaterThan(0);
+    expect(b.recovery24.res.body.summary.churned.subscriptions).toBeGreaterThan(0);
+    expect(b.forecast24.res.body.data).toHaveLength(24);
+    expect(b.forecast24.res.body.data.filter((p: { churn: string }) => p.churn !== '0.00').length).toBeGreaterThan(12);
 
     // Figures per plan: token, rate, the plan list, the versions before and after, then each plan's
     // items to the day (two Queries in each of its shards).

@@ -55,7 +55,11 @@ const entry = (
     date,
     mrr,
     ...m,
+    // No failed renewals here: all churn is voluntary, nothing past due.
+    voluntary_churn: m.churn,
+    delinquent_churn: '0.00',
     net_change: net.toFixed(2),
+    past_due_mrr: '0.00',
     active_subscriptions: subs,
     active_customers: customers,
     arpa,

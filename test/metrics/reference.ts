@@ -120,8 +120,8 @@ export const refSegment = (customers: RefCustomer[], seg: RefSegment, reporting 
         line,
         foreign.map((p) => {
           const rate = rateOf(p);
-          // A trial point is 0 in any currency: it needs no rate.
-          if (p.flag === 't') return p;
+          // A point at 0 (a trial, a pause, a cancellation) is 0 in any currency: it needs no rate.
+          if (p.flag === 't' || p.amount.isZero()) return p;
           return rate === undefined
             ? { ...p, amount: new Decimal(0), flag: 'x' as const, was: p.flag }
             : { ...p, amount: p.amount.times(rate).toDecimalPlaces(10, Decimal.ROUND_HALF_UP) };

@@ -52,7 +52,7 @@ describe('ops merchant list', { timeout: 90_000 }, () => {
 
     const all = await cli('merchant', 'list');
     const expected = created
-      .map((m) => ({ ...m, deleted: m === created[1], deleted_at: m === created[1] ? deleted.deleted_at : null }))
+      .map((m) => ({ ...m, delinquency_days: 30, deleted: m === created[1], deleted_at: m === created[1] ? deleted.deleted_at : null }))
       .sort((a, b) => a.merchant_id.localeCompare(b.merchant_id));
     expect(all).toEqual({ data: expected, meta: { count: 3, more: false } });
     expect(expected.find((m) => m.name === 'Two')).toMatchObject({ reporting_currency: 'USD', deleted: true });
@@ -79,6 +79,7 @@ describe('ops merchant show and token show', { timeout: 90_000 }, () => {
       name: 'Show shop',
       reporting_currency: expect.stringMatching(/^[A-Z]{3}$/),
       timezone: 'UTC',
+      delinquency_days: 30,
       created_at: expect.any(String),
       deleted: false,
       deleted_at: null,
@@ -154,8 +155,17 @@ describe('ops merchant update', { timeout: 90_000 }, () => {
       name: 'New name',
       reporting_currency: expect.any(String),
       timezone: 'UTC',
+      delinquency_days: 30,
       created_at: expect.any(String),
     });
+    // The delinquency days: 1–90, shown by the merchant, its settings and its token's requests.
+    expect(await ok('merchant', 'update', '--merchant', id, '--delinquency-days', '45')).toMatchObject({ delinquency_days: 45 });
+    expect(await ok('merchant', 'show', '--merchant', id)).toMatchObject({ delinquency_days: 45 });
+    for (const bad of ['0', '91', 'x', '7.5'])
+      expectUsage(
+        await ops('merchant', 'update', '--merchant', id, '--delinquency-days', bad),
+        `--delinquency-days must be a whole number of days from 1 to 90, got ${bad}`,
+      );
     expect(await ok('merchant', 'show', '--merchant', id)).toMatchObject({
       name: 'New name',
       reporting_currency: renamed.reporting_currency,
@@ -172,7 +182,7 @@ describe('ops merchant update', { timeout: 90_000 }, () => {
       ops('merchant', 'update', '--name', 'x'),
     ]);
     expectUsage(currency, '--currency cannot be changed');
-    expectUsage(nothing, 'nothing to update: give --name or --timezone');
+    expectUsage(nothing, 'nothing to update: give --name, --timezone or --delinquency-days');
     expectUsage(empty, '--name is required');
     expectUsage(noMerchant, '--merchant is required');
     expectMissing(missing);

@@ -32,7 +32,12 @@ describe('GET and PUT /settings', () => {
     const { merchantId, token } = await newMerchant();
     // Never a recount yet: done, with no times.
     expect((await api.get('/settings', token)).body).toEqual({
-      data: { timezone: 'UTC', reporting_currency: 'TWD', recount: { status: 'done', requested_at: null, switched_at: null } },
+      data: {
+        timezone: 'UTC',
+        reporting_currency: 'TWD',
+        delinquency_days: 30,
+        recount: { status: 'done', requested_at: null, switched_at: null },
+      },
     });
     const admin = await backofficeJwt(merchantId, 'admin');
     const user = await backofficeJwt(merchantId, 'user');
@@ -44,6 +49,7 @@ describe('GET and PUT /settings', () => {
       data: {
         timezone: 'Asia/Taipei',
         reporting_currency: 'TWD',
+        delinquency_days: 30,
         recount: { status: 'pending', requested_at: expect.any(String), switched_at: null },
       },
     });
@@ -53,6 +59,7 @@ describe('GET and PUT /settings', () => {
     expect(read.body.data).toEqual({
       timezone: 'Asia/Taipei',
       reporting_currency: 'TWD',
+      delinquency_days: 30,
       recount: { status: 'done', requested_at: put.body.data.recount.requested_at, switched_at: expect.any(String) },
     });
     expect(read.headers.get('recount-pending')).toBeNull();
@@ -92,6 +99,35 @@ describe('GET and PUT /settings', () => {
     expect((await api.request('PUT', '/settings', { token, body: { timezone: 'UTC' } })).status).toBe(401);
     const reader = await newMerchant(['orders:read']);
     expect((await api.get('/settings', reader.token)).status).toBe(403);
+  });
+});
+
+describe('delinquency_days', () => {
+  it('an admin sets it (1–90) at once, without a recount; the token carries it: a past-due subscription reads as delinquent from the new deadline', async () => {
+    const clock = fixedClock('2026-03-01T00:00:00Z');
+    const { merchantId, token } = await newMerchant();
+    const admin = await backofficeJwt(merchantId, 'admin');
+    const customer = (await api.post('/customers', token, { email: 'late@settings.test' })).body.data;
+    const sub = (
+      await api.post('/subscriptions', token, { customer_id: customer.id, plan_name: 'Pro', mrr: '50', billing_cycle: 'monthly' })
+    ).body.data;
+    await api.put(`/subscriptions/${sub.id}/past-due`, token, { failed_at: '2026-03-01T00:00:00Z' });
+    for (const bad of [0, 91, 1.5, '10', null]) {
+      const r = await putSettings(admin, { delinquency_days: bad });
+      expect(r.status, JSON.stringify(bad)).toBe(422);
+      expect(r.body.errors).toEqual({ delinquency_days: ['The delinquency days field must be an integer between 1 and 90.'] });
+    }
+    const put = await putSettings(admin, { delinquency_days: 7 });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body.data).toMatchObject({ timezone: 'UTC', delinquency_days: 7, recount: { status: 'done' } });
+    expect(put.headers.get('recount-pending')).toBeNull();
+    expect((await api.get('/settings', token)).body.data.delinquency_days).toBe(7);
+    clock.set('2026-03-08T00:00:01Z');
+    expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data).toMatchObject({
+      status: 'cancelled',
+      cancelled_at: '2026-03-08T00:00:00Z',
+      cancel_reason: 'delinquent',
+    });
   });
 });
 

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { fixedClock, resetClock } from '#lib/clock';
+import { tallied } from '#lib/db/client';
+import { checkScheduledCancel } from '#lib/subscriptions/schedule';
 import { cursorAt } from '../support/pages.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 import { factoriesFor } from '../support/factories.ts';
@@ -80,6 +83,56 @@ describe('subscription request budgets (DynamoDB requests per API call)', () => 
     report('GET /subscriptions/{id}', get.requests, 3);
     expect(get.requests).toBeLessThanOrEqual(3);
   });
+
+  it('trials and failed renewals: POST with trial_ends_at, moving it, /past-due, /recover ≤ 5 each; the scheduler applying a conversion or a delinquent cancellation ≤ 5 (its checks of when included)', async () => {
+    const clock = fixedClock('2026-03-01T00:00:00Z');
+    try {
+      const { token, merchantId } = await newMerchant();
+      const trialCustomer = await newCustomer(token);
+      const trial = await api.counted('POST', '/subscriptions', {
+        token,
+        body: { ...subscriptionBody(trialCustomer.id), trial_ends_at: '2026-03-15T00:00:00Z' },
+      });
+      expect(trial.res.status, JSON.stringify(trial.res.body)).toBe(201);
+      report('POST /subscriptions (a trial)', trial.requests, 5);
+      expect(trial.requests).toBeLessThanOrEqual(5);
+      const trialId = trial.res.body.data.id;
+      const moved = await api.counted('PUT', `/subscriptions/${trialId}`, { token, body: { trial_ends_at: '2026-03-20T00:00:00Z' } });
+      expect(moved.res.status, JSON.stringify(moved.res.body)).toBe(200);
+      report('PUT /subscriptions/{id} (trial_ends_at)', moved.requests, 5);
+      expect(moved.requests).toBeLessThanOrEqual(5);
+
+      const customer = await newCustomer(token);
+      const sub = (await api.post('/subscriptions', token, subscriptionBody(customer.id))).body.data;
+      const pastDue = await api.counted('PUT', `/subscriptions/${sub.id}/past-due`, { token, body: {} });
+      expect(pastDue.res.status, JSON.stringify(pastDue.res.body)).toBe(200);
+      report('PUT /subscriptions/{id}/past-due', pastDue.requests, 5);
+      expect(pastDue.requests).toBeLessThanOrEqual(5);
+      const recover = await api.counted('PUT', `/subscriptions/${sub.id}/recover`, { token, body: {} });
+      expect(recover.res.status, JSON.stringify(recover.res.body)).toBe(200);
+      report('PUT /subscriptions/{id}/recover', recover.requests, 5);
+      expect(recover.requests).toBeLessThanOrEqual(5);
+      const { failed_at: failedAt } = (await api.put(`/subscriptions/${sub.id}/past-due`, token, {})).body.data;
+
+      // The scheduler's calls: each a function invocation of its own, counted alone.
+      clock.set('2026-03-20T00:00:05Z');
+      const converted = await tallied(() =>
+        checkScheduledCancel({ merchant_id: merchantId, subscription_id: trialId, cancel_at: '2026-03-20T00:00:00Z', kind: 'convert' }),
+      );
+      expect(converted.result).toEqual({ due: true, applied: true });
+      report('scheduler: a trial conversion', converted.tally.total, 5);
+      expect(converted.tally.total).toBeLessThanOrEqual(5);
+      clock.set('2026-03-31T00:00:05Z'); // 30 days after it failed
+      const delinquent = await tallied(() =>
+        checkScheduledCancel({ merchant_id: merchantId, subscription_id: sub.id, cancel_at: failedAt, kind: 'delinquent' }),
+      );
+      expect(delinquent.result).toEqual({ due: true, applied: true });
+      report('scheduler: a delinquent cancellation', delinquent.tally.total, 5);
+      expect(delinquent.tally.total).toBeLessThanOrEqual(5);
+    } finally {
+      resetClock();
+    }
+  }, 120_000);
 
   it('GET /subscriptions page 1 ≤ 4 (unfiltered and by status)', async () => {
     const { token } = await newMerchant();

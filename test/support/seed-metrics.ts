@@ -22,15 +22,29 @@ export const seedMetricsAggregates = async (merchantId: string, customers: numbe
   const start = Date.parse('2019-01-01T00:00:00Z');
   for (let i = 0; i < customers; i++) {
     const created = start + ((i * 7919) % 2900) * DAY + (i % 86_400) * 1000;
-    let tl: Timeline = setFrom({}, 'S1', iso(created), 10 + (i % 90), 'a', TAG);
+    // Every fifth starts with a trial (converted two weeks later); every seventh goes past due and is
+    // recovered or cancelled as delinquent; every eleventh has a cancellation scheduled in 2026–2027.
+    let tl: Timeline = i % 5 === 0 ? setFrom({}, 'S1', iso(created - 14 * DAY), 0, 't', TAG) : {};
+    tl = setFrom(tl, 'S1', iso(created), 10 + (i % 90), 'a', TAG);
     tl = setFrom(tl, 'S1', iso(created + (30 + (i % 200)) * DAY), 20 + (i % 50), 'a', TAG);
+    if (i % 7 === 0) {
+      tl = setFrom(tl, 'S1', iso(created + (40 + (i % 200)) * DAY), 20 + (i % 50), 'd', TAG);
+      tl = setFrom(tl, 'S1', iso(created + (50 + (i % 200)) * DAY), i % 2 ? 20 + (i % 50) : 0, i % 2 ? 'a' : 'c', [
+        TAG[0],
+        TAG[1],
+        TAG[2],
+        i % 2 ? null : 'delinquent',
+      ]);
+    }
     if (i % 3 === 0) tl = setFrom(tl, 'S1', iso(created + (60 + (i % 400)) * DAY), 0, 'c', TAG);
+    else if (i % 11 === 0) tl = setFrom(tl, 'F1', iso(Date.parse('2026-01-01T00:00:00Z') + (i % 700) * DAY), -(20 + (i % 50)), 'c', TAG);
     addContributions(total, contributions(tl, 'TWD', segment));
   }
   // Every shard of every item the reads below touch holds every attribute (the largest reads): the
   // sums in shard 0, zeros elsewhere. Items outside those ranges get shard 0 only (fewer to seed).
   const read = (id: string) =>
     id.startsWith('M#') ||
+    id.startsWith('F#') ||
     (id.startsWith('D#')
       ? id.slice(2, 6) >= '2024' && id.slice(2, 6) <= '2025'
       : id.split('#')[1] >= '2024-01' && id.split('#')[1] <= '2025-12');
