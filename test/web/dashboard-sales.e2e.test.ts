@@ -155,7 +155,9 @@ describe.skipIf(!hasChromium)('the headline row and the Sales view in Chromium',
     for (const [id, value] of Object.entries(before))
       expect(await page.locator(`[data-figure="${id}"]`).getAttribute('data-previous'), id).toBe(value === null ? '' : String(value));
     // The four are one row, the first thing in the view, across its width.
-    const boxes = await page.locator('.headline > [data-figure]').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().top));
+    const boxes = await page
+      .locator('[data-panel="headline"] .headline > [data-figure]')
+      .evaluateAll((els) => els.map((e) => e.getBoundingClientRect().top));
     expect(boxes).toHaveLength(4);
     expect(new Set(boxes).size).toBe(1);
     expect(await page.locator('main .grid > *').first().getAttribute('data-panel')).toBe('headline');
@@ -163,7 +165,7 @@ describe.skipIf(!hasChromium)('the headline row and the Sales view in Chromium',
     for (const id of Object.keys(now)) {
       expect(await page.getByTestId(`${id}-change`).textContent(), id).toMatch(/(up|down|no change|no figure)/);
     }
-    expect(await page.locator('.headline svg.spark').count()).toBe(4);
+    expect(await page.locator('[data-panel="headline"] .headline svg.spark').count()).toBe(4);
     const sales = await get(`/metrics/sales?interval=month&start_date=${firstOfMonth(11)}&end_date=${today()}`);
     expect(Object.keys(sales.unconverted)).toEqual(['USD']);
     expect(await page.getByTestId('headline-unconverted').getAttribute('data-unconverted')).toBe(JSON.stringify(sales.unconverted));

@@ -56,11 +56,22 @@ const rowsOf = (page: Page, testId: string, attrs: string[]) =>
     attrs,
   ) as Promise<Row[]>;
 
-/** The MRR chart's stacks, from the axis out: new, expansion, reactivation above; contraction, churn below (web/src/chart.tsx). */
+/**
+ * The MRR chart's stacks, from the axis out: new, expansion, reactivation above; contraction,
+ * voluntary and delinquent churn below (web/src/chart.tsx), with their legend's words.
+ */
 const STACKS = [
   ['new', 'expansion', 'reactivation'],
-  ['contraction', 'churn'],
+  ['contraction', 'voluntary_churn', 'delinquent_churn'],
 ];
+const LEGEND: Record<string, string> = {
+  new: 'New',
+  expansion: 'Expansion',
+  reactivation: 'Reactivation',
+  contraction: 'Contraction',
+  voluntary_churn: 'Voluntary churn',
+  delinquent_churn: 'Delinquent churn (failed payments)',
+};
 /**
  * Where the MRR chart draws a point's movement (the table's `data-value`s, the API's): the middle
  * of its segment of the stack, placed on the plot area (uPlot's `.u-over`, in the viewport) by the
@@ -97,7 +108,7 @@ const barSpot = async (page: Page, date: string, type: string, above = false) =>
       const swatch = Array.from(document.querySelectorAll('.chart .legend span')).find((s) => s.textContent?.trim() === label)!;
       return { canvas: `rgb(${red}, ${green}, ${blue})`, legend: getComputedStyle(swatch.querySelector('i')!).backgroundColor };
     },
-    { x, y, label: type[0].toUpperCase() + type.slice(1) },
+    { x, y, label: LEGEND[type] },
   );
   return { x, y, height: Math.abs(yOf(to) - yOf(from)), ...colours };
 };
@@ -608,7 +619,8 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     const headline = await expectDefinitionsOnDemand(page, '[data-panel="headline"]');
     expect(headline.map((h) => h.id)).toEqual(['headline_mrr', 'headline_net_revenue', 'headline_new_buyers', 'headline_mrr_churn']);
     const figures = await expectDefinitionsOnDemand(page, '[data-panel]:not([data-panel="headline"])');
-    expect(figures.length).toBe(4 + 11 + 5);
+    // Trials and failed payments, today's stats, the 30-day summary, the MRR range's.
+    expect(figures.length).toBe(4 + 4 + 11 + 5);
     const byId = Object.fromEntries(figures.map((f) => [f.id, f]));
     expect(byId.customer_churn_rate.label).toBe('Customer churn rate');
     expect(byId.mrr_churn_rate.label).toBe('MRR churn rate');
@@ -810,7 +822,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
       .getByTestId('mrr-unconverted-hint')
       .filter({ hasText: /for want of an exchange rate for its month: USD\s100\.00 at the end/ })
       .waitFor();
-    await page.locator('[data-panel="mrr"] summary').click();
+    await page.locator('[data-panel="mrr"] summary', { hasText: 'MRR movements as a table' }).click();
     await page.getByRole('columnheader', { name: 'Unconverted' }).waitFor();
     // The stats panel names the revenue it leaves out, as the API says.
     await ready(page, 'stats');
@@ -909,7 +921,7 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     await ready(phone.page, 'exchange-rates');
     await phone.page.locator('[data-testid="exchange-rates"] tbody tr').waitFor();
     await fitsPhone(phone, 'settings-rates-phone');
-  });
+  }, 90_000);
 
   it('exchange rates: the last 12 months of each currency are listed until all are asked for; the CSV has every rate', async () => {
     const m = await newMerchant();
@@ -1176,13 +1188,14 @@ describe.skipIf(!hasChromium)('the customers, subscriptions and webhook views in
     expect(await drillRows()).toEqual(expected(news.slice(0, 20)));
     expect(await page.getByTestId('drill-count').textContent()).toBe('Showing 20 of 22');
     expect(await page.locator(`[data-drill="${lastMonth}:new"]`).getAttribute('aria-pressed')).toBe('true');
-    await clickBar(page, lastMonth, 'churn');
+    // The voluntary churn's bar (no churn here is delinquent) opens the churn figure's list.
+    await clickBar(page, lastMonth, 'voluntary_churn');
     await drillOpened(page, lastMonth, 'churn');
     expect(await page.locator('#drill-title').textContent()).toBe(`Customers behind churn in ${lastMonth} to ${lastMonthEnd}`);
     expect(await drillRows()).toEqual(expected(churns));
     await shoot(page, 'overview-drill-bar-desktop');
     await axe(page, 'overview-drill-bar');
-    await clickBar(page, lastMonth, 'churn');
+    await clickBar(page, lastMonth, 'voluntary_churn');
     await page.locator('[data-panel="drill"]').waitFor({ state: 'detached' });
     const firstMonth = (await page.locator('[data-testid="mrr-table"] tbody tr').first().getAttribute('data-date'))!;
     expect(await page.locator(`[data-testid="mrr-table"] tr[data-date="${firstMonth}"] button`).count()).toBe(0);

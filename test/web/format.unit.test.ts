@@ -6,11 +6,15 @@ import {
   COMPACT_FROM,
   compactMoney,
   customerLabel,
+  daysUntil,
   duration,
   money,
+  plusDays,
   prettyJson,
   whenExact,
+  words,
 } from '../../web/src/format.ts';
+import { previousRange, previousWords } from '../../web/src/dates.ts';
 
 /** How the dashboard shows a webhook delivery's payload, its next retry time and amounts per currency (web/src/format.ts). */
 describe('prettyJson', () => {
@@ -110,5 +114,38 @@ describe("a headline figure's change from last month", () => {
     expect(change({ kind: 'percent', raw: 4.5, previous: 2 })).toEqual({ text: 'up 2.50 points from last month', direction: 'up' });
     expect(change({ kind: 'percent', raw: null, previous: 2 }).direction).toBe('none');
     expect(change({ kind: 'count', raw: 2, previous: 2 })).toEqual({ text: 'no change from last month', direction: 'flat' });
+  });
+
+  it('against the range before, for the trials and recovery figures', () => {
+    const than = { from: 'the previous 12 months', in: 'in the previous 12 months' };
+    expect(change({ kind: 'count', raw: 4, previous: 1 }, than)).toEqual({
+      text: 'up 300.0 % from the previous 12 months',
+      direction: 'up',
+    });
+    expect(change({ kind: 'percent', raw: 50, previous: null }, than)).toEqual({
+      text: 'no figure in the previous 12 months to compare',
+      direction: 'none',
+    });
+    expect(change({ kind: 'count', raw: 2, previous: 0 }, than).text).toBe('up from 0 in the previous 12 months');
+  });
+});
+
+describe('the range before a range, past-due days and statuses in words', () => {
+  it('the same length just before: days back from the first day, or whole months', () => {
+    expect(previousRange('30d', '2026-11-30')).toEqual({ start_date: '2026-10-02', end_date: '2026-10-31' });
+    expect(previousRange('12m', '2026-11-30')).toEqual({ start_date: '2024-12-01', end_date: '2025-11-30' });
+    expect(previousRange('6m', '2026-03-15')).toEqual({ start_date: '2025-04-01', end_date: '2025-09-30' });
+    expect(previousWords('90d')).toBe('the previous 90 days');
+    expect(previousWords('24m')).toBe('the previous 24 months');
+  });
+
+  it('the delinquent cancellation delinquency_days after the failure, in whole days left (a part of a day counts)', () => {
+    expect(plusDays('2026-11-25T02:08:00Z', 30)).toBe('2026-12-25T02:08:00Z');
+    const now = Date.parse('2026-11-30T02:00:00Z');
+    expect(daysUntil('2026-12-25T02:08:00Z', now)).toBe(26);
+    expect(daysUntil('2026-12-25T02:00:00Z', now)).toBe(25);
+    expect(daysUntil('2026-11-30T01:00:00Z', now)).toBe(0);
+    expect(words('past_due')).toBe('past due');
+    expect(words('trial_converted')).toBe('trial converted');
   });
 });

@@ -14,6 +14,8 @@ export type Meta = Omit<ActivityPage['meta'], 'next_cursor'>;
 export type Page<T> = { data: T[]; meta: Meta };
 export type Me = Schemas['BackofficeSession'];
 export type MrrEntry = Schemas['MrrEntry'];
+/** GET /metrics/forecast: the committed MRR at each month end ahead, apart from the actuals. */
+export type Forecast = paths['/metrics/forecast']['get']['responses'][200]['content']['application/json'];
 export type OrderStatus = Schemas['Order']['status'];
 export type SubscriptionEvent = Schemas['SubscriptionEvent'];
 export type EventType = SubscriptionEvent['event_type'];
@@ -29,6 +31,8 @@ export type MetricsMovement = Schemas['MetricsMovement'];
 export type MovementType = MetricsMovement['type'];
 export type Subscription = Schemas['Subscription'];
 export type SubscriptionStatus = Subscription['status'];
+/** A subscription as GET /subscriptions lists it, with its customer's name and email. */
+export type SubscriptionListItem = Schemas['SubscriptionListItem'];
 export type ActivityEntry = Schemas['ActivityEntry'];
 /** One currency's monthly rates into the reporting currency, oldest month first. */
 export type ExchangeRates = Schemas['ExchangeRates'];

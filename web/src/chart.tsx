@@ -1,17 +1,20 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import type { MrrEntry } from './api';
+import type { Forecast, MrrEntry } from './api';
 import { money } from './format';
 
 /**
  * MRR over time with its movements stacked: new, expansion and reactivation above the axis,
- * contraction and churn below, and the MRR level as a line on its own (right) axis. uPlot (canvas,
- * ~50 KB) draws the bars with its bars path builder: each layer is drawn as the running total of the
- * layers beneath it, tallest first, so the shorter ones paint over it — a stack without a plugin.
- * The canvas is one picture: screen readers get a summary label and the table below it. With
- * `onBar`, a click on a movement's bar calls it with the point and the movement (the table's figures
- * are the keyboard's way to the same thing).
+ * contraction and churn below — churn in two layers, voluntary and delinquent (failed renewals,
+ * hatched) — and the MRR level as a line on its own (right) axis. With `committed` (GET
+ * /metrics/forecast), the committed MRR follows today as a dashed line of its own, at each month
+ * end, after a marked line for today: scheduled changes, never mixed with the actuals. uPlot
+ * (canvas, ~50 KB) draws the bars with its bars path builder: each layer is drawn as the running
+ * total of the layers beneath it, tallest first, so the shorter ones paint over it — a stack
+ * without a plugin. The canvas is one picture: screen readers get a summary label and the tables
+ * below it. With `onBar`, a click on a movement's bar calls it with the point and the movement
+ * (the table's figures are the keyboard's way to the same thing).
  */
 export const MOVEMENTS = [
   { key: 'new', label: 'New', color: '#1d6fb8', sign: 1 },
@@ -20,19 +23,51 @@ export const MOVEMENTS = [
   { key: 'contraction', label: 'Contraction', color: '#e08a1e', sign: -1 },
   { key: 'churn', label: 'Churn', color: '#c23b3b', sign: -1 },
 ] as const;
-const MRR_COLOR = '#1b1f24';
 export type MovementKey = (typeof MOVEMENTS)[number]['key'];
+/** The chart's layers, from the axis out on each side: the movements, churn split in two. `figure`: the table's figure its bar opens. */
+export const LAYERS: { key: keyof MrrEntry & string; label: string; color: string; sign: 1 | -1; figure: MovementKey; hatch?: boolean }[] =
+  [
+    ...MOVEMENTS.filter((m) => m.key !== 'churn').map((m) => ({ ...m, figure: m.key })),
+    { key: 'voluntary_churn', label: 'Voluntary churn', color: '#c23b3b', sign: -1, figure: 'churn' },
+    // Hatched, in the chart and its legend: told apart from voluntary churn without its colour.
+    { key: 'delinquent_churn', label: 'Delinquent churn (failed payments)', color: '#6e1a1a', sign: -1, figure: 'churn', hatch: true },
+  ];
+const MRR_COLOR = '#1b1f24';
+export const COMMITTED_COLOR = '#0b7a75';
 
-/** Running totals per side, outermost layer first (the drawing order). */
-const stacks = (entries: MrrEntry[]) => {
-  const layers: { key: MovementKey; label: string; color: string; values: number[] }[] = [];
+/** Running totals per side, outermost layer first (the drawing order); `extra` points (the forecast's) have none. */
+const stacks = (entries: MrrEntry[], extra: number) => {
+  const layers: ((typeof LAYERS)[number] & { values: (number | null)[] })[] = [];
   for (const sign of [1, -1]) {
-    const side = MOVEMENTS.filter((m) => m.sign === sign);
-    const totals = side.map((_, i) => entries.map((e) => side.slice(0, i + 1).reduce((sum, m) => sum + Number(e[m.key]), 0)));
-    side.forEach((m, i) => layers.push({ key: m.key, label: m.label, color: m.color, values: totals[i] }));
+    const side = LAYERS.filter((m) => m.sign === sign);
+    const totals = side.map((_, i) => [
+      ...entries.map((e) => side.slice(0, i + 1).reduce((sum, m) => sum + Number(e[m.key]), 0)),
+      ...Array<null>(extra).fill(null),
+    ]);
+    // Within each side, the largest running total (the last layer) is drawn first.
+    layers.push(...side.map((m, i) => ({ ...m, values: totals[i] })).reverse());
   }
-  // Within each side, the largest running total (the last layer) is drawn first.
-  return [...layers.slice(0, 3).reverse(), ...layers.slice(3).reverse()];
+  return layers;
+};
+
+/** A canvas fill of diagonal white stripes over `color` (the delinquent churn's bars). */
+const hatchOf = (color: string): CanvasPattern | string => {
+  const k = Math.max(6, Math.round(6 * uPlot.pxRatio));
+  const tile = document.createElement('canvas');
+  tile.width = tile.height = k;
+  const g = tile.getContext('2d');
+  if (!g) return color;
+  g.fillStyle = color;
+  g.fillRect(0, 0, k, k);
+  g.strokeStyle = 'rgb(255 255 255 / 80%)';
+  g.lineWidth = k / 4;
+  g.beginPath();
+  for (const o of [-k, 0, k]) {
+    g.moveTo(o, k);
+    g.lineTo(o + k, 0);
+  }
+  g.stroke();
+  return g.createPattern(tile, 'repeat') ?? color;
 };
 
 type Box = { left: number; top: number; width: number; height: number };
@@ -61,16 +96,21 @@ export const MrrChart = (props: {
   interval: string;
   /** Called on a click on a movement's bar, with the point's index; none: the bars are not clickable. */
   onBar?: (index: number, movement: MovementKey) => void;
+  /** The committed MRR (GET /metrics/forecast), drawn after today; none: not shown (under a filter). */
+  committed?: Forecast;
 }) => {
-  const { entries, currency, interval, onBar } = props;
+  const { entries, currency, interval, onBar, committed } = props;
   const box = useRef<HTMLDivElement>(null);
   // The chart is built once per data; the handler it calls is the latest one.
   const onBarRef = useRef(onBar);
   onBarRef.current = onBar;
   useEffect(() => {
     const el = box.current!;
-    const labels = entries.map((e) => (interval === 'month' ? e.date.slice(0, 7) : e.date));
-    const layers = stacks(entries);
+    const future = committed && entries.length > 0 ? committed.data : [];
+    const n = entries.length;
+    // The actual points by their first day (a month as YYYY-MM), then the committed ones by their month end.
+    const labels = [...entries.map((e) => (interval === 'month' ? e.date.slice(0, 7) : e.date)), ...future.map((f) => f.date)];
+    const layers = stacks(entries, future.length);
     // Each bar as drawn (canvas pixels), by series then point: what a click is tested against.
     const drawn: Box[][] = layers.map(() => []);
     const bars = uPlot.paths.bars!({
@@ -89,9 +129,32 @@ export const MrrChart = (props: {
       const [x, y] = [left * uPlot.pxRatio + u.bbox.left, top * uPlot.pxRatio + u.bbox.top];
       for (let s = layers.length - 1; s >= 0; s--) {
         const b = drawn[s][index];
-        if (b && x >= b.left && x < b.left + b.width && y >= b.top && y < b.top + b.height) return { index, movement: layers[s].key };
+        if (b && x >= b.left && x < b.left + b.width && y >= b.top && y < b.top + b.height) return { index, movement: layers[s].figure };
       }
       return null;
+    };
+    /** Today: a dotted line between the last actual point and the first committed one, and what follows it. */
+    const markToday = (u: uPlot) => {
+      if (future.length === 0) return;
+      const ctx = u.ctx;
+      const x = Math.round(u.valToPos(n - 0.5, 'x', true));
+      const px = uPlot.pxRatio;
+      ctx.save();
+      ctx.strokeStyle = '#59636e';
+      ctx.lineWidth = px;
+      ctx.setLineDash([3 * px, 3 * px]);
+      ctx.beginPath();
+      ctx.moveTo(x, u.bbox.top);
+      ctx.lineTo(x, u.bbox.top + u.bbox.height);
+      ctx.stroke();
+      ctx.fillStyle = '#3d4652';
+      ctx.font = `${11 * px}px system-ui, sans-serif`;
+      // Right of the line where the words fit in the plot, else left of it.
+      const words = 'today';
+      const room = u.bbox.left + u.bbox.width - x - 4 * px;
+      ctx.textAlign = ctx.measureText(words).width <= room ? 'left' : 'right';
+      ctx.fillText(words, ctx.textAlign === 'left' ? x + 4 * px : x - 4 * px, u.bbox.top + 12 * px);
+      ctx.restore();
     };
     const opts: Omit<uPlot.Options, 'width' | 'height'> = {
       legend: { show: false },
@@ -100,10 +163,13 @@ export const MrrChart = (props: {
         // A pointer over a bar that opens something.
         setCursor: [(u) => (u.over.style.cursor = onBarRef.current && movementAt(u, u.cursor.left!, u.cursor.top!) ? 'pointer' : '')],
         // The scales' ranges on the plot area: where a point of the chart is, for a test or a tool.
+        // Today's line under the series (the committed line's first point paints over its words).
+        drawClear: [markToday],
         draw: [
           (u) => {
-            for (const key of ['x', 'moves'])
+            for (const key of ['x', 'moves', 'mrr'])
               Object.assign(u.over.dataset, { [`${key}Min`]: String(u.scales[key].min), [`${key}Max`]: String(u.scales[key].max) });
+            Object.assign(u.over.dataset, { actualPoints: String(n), committedPoints: String(future.length) });
           },
         ],
       },
@@ -113,26 +179,50 @@ export const MrrChart = (props: {
         mrr: { range: (_u, _min, max) => [0, max * 1.1 || 1] },
       },
       axes: [
-        { values: (_u, splits) => splits.map((i) => labels[i] ?? ''), space: 60, gap: 4 },
+        // Room for the longest label (a month end's date is longer than a month), so none overlaps the next.
+        {
+          values: (_u, splits) => splits.map((i) => labels[i] ?? ''),
+          space: Math.max(60, 8 * Math.max(...labels.map((l) => l.length))),
+          gap: 4,
+        },
         { scale: 'moves', values: (_u, splits) => splits.map(short), size: 56 },
         { scale: 'mrr', side: 1, values: (_u, splits) => splits.map(short), grid: { show: false }, size: 56 },
       ],
       series: [
         {},
-        ...layers.map((l) => ({
-          label: l.label,
-          scale: 'moves',
-          fill: l.color,
-          stroke: l.color,
-          width: 0,
-          paths: bars,
-          fillTo: 0,
-          points: { show: false },
-        })),
+        ...layers.map((l) => {
+          const fill = l.hatch ? hatchOf(l.color) : l.color;
+          return { label: l.label, scale: 'moves', fill, stroke: l.color, width: 0, paths: bars, fillTo: 0, points: { show: false } };
+        }),
         { label: 'MRR', scale: 'mrr', stroke: MRR_COLOR, width: 2, points: { show: true, size: 5, fill: MRR_COLOR } },
+        ...(future.length
+          ? [
+              {
+                label: 'Committed MRR',
+                scale: 'mrr',
+                stroke: COMMITTED_COLOR,
+                width: 2,
+                dash: [6, 4],
+                points: { show: true, size: 6, fill: COMMITTED_COLOR },
+              },
+            ]
+          : []),
       ],
     };
-    const data: uPlot.AlignedData = [entries.map((_, i) => i), ...layers.map((l) => l.values), entries.map((e) => Number(e.mrr))];
+    const data: uPlot.AlignedData = [
+      labels.map((_, i) => i),
+      ...layers.map((l) => l.values),
+      [...entries.map((e) => Number(e.mrr)), ...future.map(() => null)],
+      // From today's MRR (where the forecast starts) through each month end; nothing before today.
+      ...(future.length
+        ? [
+            [
+              ...entries.map((_, i) => (i === n - 1 ? Number(committed!.summary.current_mrr) : null)),
+              ...future.map((f) => Number(f.committed_mrr)),
+            ],
+          ]
+        : []),
+    ];
     const { plot, remove } = plotIn(el, 280, opts, data);
     plot.over.addEventListener('click', (e) => {
       const at = plot.over.getBoundingClientRect();
@@ -140,24 +230,30 @@ export const MrrChart = (props: {
       if (hit) onBarRef.current?.(hit.index, hit.movement);
     });
     return remove;
-  }, [entries, interval]);
+  }, [entries, interval, committed]);
 
   const first = entries[0];
   const last = entries[entries.length - 1];
+  const ahead = committed?.data.at(-1);
   const summary = first
-    ? `Chart: MRR from ${money(first.mrr, currency)} (${first.date}) to ${money(last.mrr, currency)} (${last.date}) over ${entries.length} ${interval}s, with the movements of each ${interval}. The same figures are in the table below.`
+    ? `Chart: MRR from ${money(first.mrr, currency)} (${first.date}) to ${money(last.mrr, currency)} (${last.date}) over ${entries.length} ${interval}s, with the movements of each ${interval}, churn split into voluntary and delinquent.${ahead ? ` After today, a dashed line: the committed MRR, today's MRR moved by the changes already scheduled, ${money(ahead.committed_mrr, currency)} at the end of ${ahead.date}.` : ''} The same figures are in the tables below.`
     : 'Chart: no data';
   return (
     <figure class="chart">
       <div class="legend" aria-hidden="true">
-        {MOVEMENTS.map((m) => (
+        {LAYERS.map((m) => (
           <span key={m.key}>
-            <i style={{ background: m.color }} /> {m.label}
+            <i class={m.hatch ? 'hatch' : undefined} style={{ backgroundColor: m.color }} /> {m.label}
           </span>
         ))}
         <span>
           <i class="line" style={{ background: MRR_COLOR }} /> MRR (right axis)
         </span>
+        {committed && (
+          <span data-testid="committed-legend">
+            <i class="line dashed" style={{ color: COMMITTED_COLOR }} /> Committed MRR, scheduled (after today)
+          </span>
+        )}
       </div>
       <div ref={box} class="chart-canvas" role="img" aria-label={summary} data-testid="mrr-chart" />
       {onBar && (

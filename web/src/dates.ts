@@ -26,3 +26,21 @@ export const monthBefore = (day: string, n: number) => {
   const [y, m] = day.split('-').map(Number);
   return isoDay(new Date(Date.UTC(y, m - 1 - n, 1))).slice(0, 7);
 };
+
+/**
+ * The range of the same length just before a range (`id`, ending `today`): as many days before its
+ * first day, or as many whole months before its first month. What a range's figure is compared with.
+ */
+export const previousRange = (id: string, today: string) => {
+  const r = RANGES.find((x) => x.id === id)!;
+  const start = rangeStart(id, today);
+  const end = dayBefore(start);
+  if ('days' in r) return { start_date: isoDay(new Date(Date.parse(`${end}T00:00:00Z`) - r.days * 86_400_000)), end_date: end };
+  return { start_date: `${monthBefore(start, r.months + 1)}-01`, end_date: end };
+};
+
+/** How a range is named in a figure's change: `the previous 12 months`. */
+export const previousWords = (id: string) => {
+  const r = RANGES.find((x) => x.id === id)!;
+  return 'days' in r ? `the previous ${r.days + 1} days` : `the previous ${r.months + 1} months`;
+};

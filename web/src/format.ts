@@ -129,21 +129,37 @@ export const duration = (seconds: number | null | undefined): string => {
 export const customerLabel = (c: { customer_id: number; customer_name?: string | null; customer_email?: string | null }) =>
   c.customer_name ?? c.customer_email ?? `#${c.customer_id}`;
 
-/** A headline figure's change from last month in words: a percentage of last month's value, or points for a rate. */
-export const change = (h: {
-  kind: 'money' | 'count' | 'percent';
-  raw: string | number | null;
-  previous: string | number | null;
-}): { text: string; direction: 'up' | 'down' | 'flat' | 'none' } => {
-  if (h.raw === null || h.previous === null) return { text: 'no figure last month to compare', direction: 'none' };
+/** What a headline figure's change compares with: `from` after a number (`up 4 % from …`), `in` alone (`no figure … to compare`). */
+export type Compared = { from: string; in: string };
+const LAST_MONTH: Compared = { from: 'last month', in: 'last month' };
+
+/** A headline figure's change in words: a percentage of the earlier value (last month's by default), or points for a rate. */
+export const change = (
+  h: {
+    kind: 'money' | 'count' | 'percent';
+    raw: string | number | null;
+    previous: string | number | null;
+  },
+  than: Compared = LAST_MONTH,
+): { text: string; direction: 'up' | 'down' | 'flat' | 'none' } => {
+  if (h.raw === null || h.previous === null) return { text: `no figure ${than.in} to compare`, direction: 'none' };
   const [now, before] = [Number(h.raw), Number(h.previous)];
   const direction = now > before ? 'up' : now < before ? 'down' : 'flat';
-  if (direction === 'flat') return { text: 'no change from last month', direction };
+  if (direction === 'flat') return { text: `no change from ${than.from}`, direction };
   const word = direction === 'up' ? 'up' : 'down';
   if (h.kind === 'percent') {
     const points = Math.abs(now - before).toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 });
-    return { text: `${word} ${points} points from last month`, direction };
+    return { text: `${word} ${points} points from ${than.from}`, direction };
   }
-  if (before === 0) return { text: `${word} from 0 last month`, direction };
-  return { text: `${word} ${percent((Math.abs(now - before) / Math.abs(before)) * 100, 1)} from last month`, direction };
+  if (before === 0) return { text: `${word} from 0 ${than.in}`, direction };
+  return { text: `${word} ${percent((Math.abs(now - before) / Math.abs(before)) * 100, 1)} from ${than.from}`, direction };
 };
+
+/** A status or event type as words (`past_due` → `past due`). */
+export const words = (value: string) => value.replace(/_/g, ' ');
+
+/** Whole days from `now` to `at` (ISO times), rounded up: a part of a day left counts as a day; 0 or less when it has passed. */
+export const daysUntil = (at: string, now = Date.now()) => Math.ceil((Date.parse(at) - now) / 86_400_000) || 0;
+
+/** An ISO time `days` whole days later (`2026-03-01T10:00:00Z` + 30 → `2026-03-31T10:00:00Z`), as the API writes times. */
+export const plusDays = (ts: string, days: number) => new Date(Date.parse(ts) + days * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');

@@ -327,7 +327,7 @@ export const CustomerLink = (props: { id: number; name?: string | null; email?: 
 );
 
 /** A status as a coloured badge that also writes it (colour is never the only sign). */
-export const Badge = ({ status, tone }: { status: string; tone?: 'good' | 'warn' | 'bad' | 'off' }) => (
+export const Badge = ({ status, tone }: { status: string; tone?: 'good' | 'warn' | 'bad' | 'off' | 'info' }) => (
   <span class={`badge${tone ? ` ${tone}` : ''}`}>{status}</span>
 );
 

@@ -1,10 +1,21 @@
 import { useState } from 'preact/hooks';
 import { type EventType, ok, type Order, type OrderStatus, query, type Api, type Me, type SubscriptionEvent } from '../api';
-import { money, when } from '../format';
+import { money, when, words } from '../format';
 import { Choice, type Column, ListPanel, useAsync } from '../ui';
 
 const ORDER_STATUSES = ['pending', 'paid', 'failed', 'refunded', 'cancelled'];
-const EVENT_TYPES = ['created', 'upgrade', 'downgrade', 'cancel', 'reactivated'];
+/** Every event type: the five a merchant records, and those of trials and failed renewals. */
+const EVENT_TYPES: EventType[] = [
+  'created',
+  'upgrade',
+  'downgrade',
+  'cancel',
+  'reactivated',
+  'trial_converted',
+  'trial_cancelled',
+  'past_due',
+  'recovered',
+];
 const PER_PAGE = 10;
 
 /** An order's columns (the customer's own page leaves out the customer). */
@@ -20,7 +31,7 @@ export const orderColumns = (withCustomer: boolean): Column<Order>[] => [
 
 const eventColumns = (ccy: string): Column<SubscriptionEvent>[] => [
   { label: 'When', cell: (e) => when(e.occurred_at) },
-  { label: 'Type', cell: (e) => e.event_type },
+  { label: 'Type', cell: (e) => words(e.event_type) },
   { label: 'Customer', cell: (e) => <a href={`#customers/${e.customer_id}`}>#{e.customer_id}</a> },
   { label: 'Plan', cell: (e) => e.new_plan ?? '—' },
   {
@@ -103,7 +114,8 @@ const EventsPanel = ({ api, me }: { api: Api; me: Me }) => {
             setEventType(v as EventType | '');
             setPage(1);
           }}
-          options={[{ value: '', label: 'any' }, ...EVENT_TYPES]}
+          options={[{ value: '', label: 'any' }, ...EVENT_TYPES.map((v) => ({ value: v, label: words(v) }))]}
+          testId="event-type"
         />
       }
       table={{

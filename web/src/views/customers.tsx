@@ -2,9 +2,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { AS_CSV, type Api, type Customer, type CustomerActivity, csvPage, type Me, ok, query } from '../api';
 import { CSV_PAGE_SIZE } from '../csv';
 import { money, when } from '../format';
-import { Badge, type Column, DownloadCsv, Figures, ListPanel, Panel, useAsync } from '../ui';
+import { type Column, DownloadCsv, Figures, ListPanel, Panel, useAsync } from '../ui';
 import { orderColumns } from './activity';
-import { subscriptionColumns, subscriptionTone } from './subscriptions';
+import { StatusBadge, subscriptionColumns } from './subscriptions';
 
 /**
  * Customers: a search over name and email with each customer's MRR and subscription status, and a
@@ -13,8 +13,7 @@ import { subscriptionColumns, subscriptionTone } from './subscriptions';
 const PER_PAGE = 20;
 const PAGE_OF_ONE = 10;
 
-const status = (c: Customer) =>
-  c.subscription_status ? <Badge status={c.subscription_status} tone={subscriptionTone(c.subscription_status)} /> : 'no subscription';
+const status = (c: Customer) => (c.subscription_status ? <StatusBadge status={c.subscription_status} /> : 'no subscription');
 
 const customerColumns = (ccy: string): Column<Customer>[] => [
   {

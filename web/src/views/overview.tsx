@@ -237,6 +237,14 @@ const SummaryPanel = ({ api, me, filter }: { api: Api; me: Me; filter: Filter })
   );
 };
 
+/** How many month ends of committed MRR the chart shows after a range: about half its length. */
+const FORECAST_MONTHS: Record<string, number> = { '30d': 2, '90d': 3, '6m': 3, '12m': 6, '24m': 12 };
+/** The chart's churn split, as columns of its table after Churn. */
+const CHURN_SPLIT = [
+  { key: 'voluntary_churn', label: 'Voluntary churn' },
+  { key: 'delinquent_churn', label: 'Delinquent churn' },
+] as const;
+
 /** A movement figure of the MRR table, and the cell's button that opens its drill-down (`data-drill`), or its bar in the chart. */
 const drillId = (d: { start: string; type: string }) => `${d.start}:${d.type}`;
 
@@ -253,8 +261,8 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
     // Back to the figure that opened it.
     requestAnimationFrame(() => document.querySelector<HTMLElement>(`[data-drill="${opener}"]`)?.focus());
   };
-  const [result, retry] = useAsync({ interval, range, filter }, (p) =>
-    ok(
+  const [result, retry] = useAsync({ interval, range, filter }, async (p) => {
+    const mrr = ok(
       api.GET('/metrics/mrr', {
         params: {
           query: {
@@ -265,8 +273,12 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
           },
         },
       }),
-    ),
-  );
+    );
+    // The committed MRR after today: the whole business only (the forecast takes no filter).
+    const whole = Object.keys(filterQuery(p.filter)).length === 0;
+    const forecast = whole ? ok(api.GET('/metrics/forecast', { params: { query: { months: FORECAST_MONTHS[p.range] ?? 6 } } })) : null;
+    return Object.assign(await mrr, { forecast: await forecast });
+  });
   return (
     <>
       <Panel
@@ -275,7 +287,10 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
         wide
         result={result}
         retry={retry}
-        isEmpty={(s) => s.data.every((e) => e.mrr === '0.00' && MOVEMENTS.every((m) => e[m.key] === '0.00') && !leftOut(e))}
+        isEmpty={(s) =>
+          s.data.every((e) => e.mrr === '0.00' && MOVEMENTS.every((m) => e[m.key] === '0.00') && !leftOut(e)) &&
+          (s.forecast?.data ?? []).every((f) => f.committed_mrr === '0.00' && f.new === '0.00')
+        }
         empty="No recurring revenue in this range."
         actions={
           <div class="controls">
@@ -362,7 +377,28 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
                   table below lists it per period (Unconverted); set rates in Settings.
                 </p>
               )}
-              <MrrChart entries={series.data} currency={ccy} interval={loaded.interval} onBar={drillable ? toggleDrill : undefined} />
+              <MrrChart
+                entries={series.data}
+                currency={ccy}
+                interval={loaded.interval}
+                onBar={drillable ? toggleDrill : undefined}
+                committed={series.forecast ?? undefined}
+              />
+              {series.forecast ? (
+                <p class="hint" data-testid="committed-note" data-committed={series.forecast.summary.committed_mrr}>
+                  The dashed line after today is the committed MRR at each month end: today's MRR (
+                  {money(series.forecast.summary.current_mrr, ccy)}) moved only by what is already scheduled — trial conversions, scheduled
+                  cancellations, and past-due subscriptions cancelled as delinquent unless recovered; no new sales.{' '}
+                  {money(series.forecast.summary.committed_mrr, ccy)} at the end of {series.forecast.data.at(-1)?.date}.
+                  {Object.keys(series.forecast.summary.unconverted).length > 0 &&
+                    ` Left out for want of an exchange rate: ${amounts(series.forecast.summary.unconverted)}.`}
+                </p>
+              ) : (
+                <p class="hint" data-testid="committed-note">
+                  The committed MRR (what is already scheduled) is shown for All only, without a metadata filter: it covers the whole
+                  business.
+                </p>
+              )}
               <details class="data-table">
                 <summary>MRR movements as a table</summary>
                 <p class="hint" data-testid="drill-hint" data-drillable={String(drillable)}>
@@ -377,6 +413,8 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
                         'Period from',
                         'MRR',
                         ...MOVEMENTS.map((m) => m.label),
+                        ...CHURN_SPLIT.map((c) => c.label),
+                        'Past-due MRR',
                         'Net change',
                         'Customers',
                         ...(anyLeftOut ? ['Unconverted'] : []),
@@ -410,6 +448,14 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
                               </td>
                             );
                           })}
+                          {CHURN_SPLIT.map((c) => (
+                            <td class="num" key={c.key} data-type={c.key} data-value={e[c.key]}>
+                              {money(e[c.key], ccy)}
+                            </td>
+                          ))}
+                          <td class="num" data-type="past_due_mrr" data-value={e.past_due_mrr}>
+                            {money(e.past_due_mrr, ccy)}
+                          </td>
                           <td class="num">{money(e.net_change, ccy)}</td>
                           <td class="num">{e.active_customers}</td>
                           {anyLeftOut && (
@@ -423,6 +469,34 @@ const MrrPanel = (props: { api: Api; me: Me; filter: Filter; range: string; setR
                   </table>
                 </TableScroll>
               </details>
+              {series.forecast && (
+                <details class="data-table">
+                  <summary>Committed MRR as a table</summary>
+                  <TableScroll label="Committed MRR by month end">
+                    <table data-testid="committed-table">
+                      <Head cols={['Month end', 'Committed MRR', 'Trial conversions', 'Scheduled churn', 'Of which delinquent']} />
+                      <tbody>
+                        {series.forecast.data.map((f) => (
+                          <tr
+                            key={f.date}
+                            data-date={f.date}
+                            data-committed={f.committed_mrr}
+                            data-new={f.new}
+                            data-churn={f.churn}
+                            data-delinquent={f.delinquent_churn}
+                          >
+                            <th scope="row">{f.date}</th>
+                            <td class="num">{money(f.committed_mrr, ccy)}</td>
+                            <td class="num">{money(f.new, ccy)}</td>
+                            <td class="num">{money(f.churn, ccy)}</td>
+                            <td class="num">{money(f.delinquent_churn, ccy)}</td>
+                          </tr>
+                        ))}
+                      </tbody>
+                    </table>
+                  </TableScroll>
+                </details>
+              )}
             </>
           );
         }}
@@ -580,7 +654,7 @@ export const Overview = ({ api, me }: { api: Api; me: Me }) => {
   }, [filter]);
   return (
     <div class="grid">
-      <Headline api={api} me={me} />
+      <Headline api={api} me={me} range={range} setRange={setRange} />
       <StatsPanel api={api} me={me} />
       <SegmentPicker value={filter} onChange={setFilter} plans={plans} me={me} />
       <SummaryPanel api={api} me={me} filter={filter} />
