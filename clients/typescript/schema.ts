@@ -2962,11 +2962,7 @@ export interface operations {
                 "application/json": {
                     /** @description Days a subscription may stay past due before it is cancelled as delinquent: 1–90 (default 30) */
                     delinquency_days?: number;
-                    /**
-                     * @description An IANA time zone name, such as `UTC`, `Asia/Taipei` or `America/New_York`
-                     * @example Asia/Taipei
-                     */
-                    timezone?: string;
+                    timezone?: string | null;
                 };
             };
         };

@@ -49,6 +49,7 @@ export const settingsPutBody = z
         },
       )
       .transform((n) => n as number | undefined)
+      .optional()
       .meta({
         type: 'integer',
         minimum: DELINQUENCY_DAYS.min,
