@@ -404,6 +404,9 @@ const recoveryFigures = (s: Sums) => ({
   recovery_rate: pct(s.recovered, s.recovered.plus(s.delinquent)),
 });
 
+/** GET /metrics/forecast: how many month ends, the current month's first. */
+export const FORECAST_MONTHS = { min: 1, max: 24, default: 12 } as const;
+
 /**
  * GET /metrics/forecast's answer: from the level now (`range`: today, and the items it needs), each
  * month end from the current month's on, the level moved by the scheduled moves up to it.

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { currency, pageQuery } from '#lib/shared/fields';
 import { customerActivitySchema } from '#lib/shared/mrr-movement';
 import { MOVEMENTS } from '#lib/metrics/timeline';
+import { FORECAST_MONTHS } from '#lib/metrics/rules';
 import { INTERVALS, type Interval } from '#lib/shared/buckets';
 import { dayParam, METADATA_FILTERS_MAX, monthParam, onlyKnown, PLANS_MAX, SEGMENT_CYCLES } from '#lib/metrics/params';
 
@@ -266,8 +267,6 @@ export const recoverySeriesSchema = z.object({
   summary: z.object(recoveryFields).meta({ id: 'RecoverySummary', description: 'The same over the whole range' }),
 });
 
-/** GET /metrics/forecast: how many month ends, the current month's first. */
-export const FORECAST_MONTHS = { min: 1, max: 24, default: 12 } as const;
 const MONTHS_MESSAGE = `The months field must be an integer between ${FORECAST_MONTHS.min} and ${FORECAST_MONTHS.max}.`;
 const forecastFields = {
   months: z

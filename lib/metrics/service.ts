@@ -1,6 +1,13 @@
 import { now } from '#lib/clock';
-import { FORECAST_MONTHS, type ForecastQuery } from '#lib/metrics/schemas';
-import type { ChurnReasonsQuery, CohortsQuery, MovementsQuery, MrrQuery, PlansQuery, SummaryQuery } from '#lib/metrics/schemas';
+import type {
+  ForecastQuery,
+  ChurnReasonsQuery,
+  CohortsQuery,
+  MovementsQuery,
+  MrrQuery,
+  PlansQuery,
+  SummaryQuery,
+} from '#lib/metrics/schemas';
 import {
   aggregateItemsOf,
   cohortItemsIn,
@@ -20,6 +27,7 @@ import {
   summaryRange,
   trialSeries,
   forecastSeries,
+  FORECAST_MONTHS,
   recoverySeries,
   type Range,
   type Selection,

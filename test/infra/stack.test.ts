@@ -367,7 +367,7 @@ describe('table grants', () => {
     recount: [
       ...WRITE_GRANTS,
       `BatchWriteItem on table ${GENERATION_SETTINGS}`,
-      'UpdateItem on table TOKEN#* [pk,sk,timezone,metrics_generation,metrics_recount] updated only',
+      'UpdateItem on table TOKEN#* [pk,sk,timezone,metrics_generation,metrics_recount,delinquency_days] updated only',
     ].sort(),
     // The back office's token routes: a write route's, and token items.
     tokens: [...WRITE_GRANTS, ...['ConditionCheckItem', 'DeleteItem', 'PutItem', 'UpdateItem'].map((a) => `${a} on table TOKEN#*`)].sort(),
@@ -1143,7 +1143,7 @@ describe('recount worker', () => {
         `dynamodb:Query on table ${m}#CUSTOMER#*,${metrics},${m}#G*#SETTINGS,${m}#G*#SEGMENTS#*`,
         `dynamodb:UpdateItem on table ${m},${m}#CUSTOMER#*,${metrics},${m}#PENDING#*,${m}#FIGURES#*,${m}#GENERATION#*`,
         // The switch: the token's copy of the figures' state, those attributes only.
-        'dynamodb:UpdateItem on table TOKEN#* [pk,sk,timezone,metrics_generation,metrics_recount] updated only',
+        'dynamodb:UpdateItem on table TOKEN#* [pk,sk,timezone,metrics_generation,metrics_recount,delinquency_days] updated only',
         'kms:Decrypt on table key',
         'kms:DescribeKey on table key',
         'kms:Encrypt on table key',
