@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { checkScheduledCancel } from '#lib/subscriptions/schedule';
 import { readTimeline } from '#lib/metrics/store';
+import { toEntry } from '#lib/outbox/relay';
 import { ensureTable } from '../../infra/local/dynamodb.ts';
 import { LocalBus } from '../../infra/local/local-bus.ts';
 import { startLocalCancelScheduler } from '../../infra/local/cancel-scheduler.ts';
@@ -11,7 +12,7 @@ import { eventually } from '../support/eventually.ts';
 import { outboxEvents } from '../orders/helpers.ts';
 
 const api = useApi();
-const { merchantWithSubscription } = factoriesFor(api);
+const { merchantWithSubscription, merchantWithCustomer, newCustomerId } = factoriesFor(api);
 afterEach(() => resetClock());
 
 const setup = (startedAt = '2026-01-01T00:00:00Z') => merchantWithSubscription({ mrr: '100', started_at: startedAt });
@@ -199,4 +200,106 @@ describe('scheduled cancellation (a future cancelled_at)', () => {
       process.env.TABLE_NAME = sharedTable;
     }
   });
+  it("npm start's scheduler converts a trial at its end and cancels a delinquent subscription at its time, armed from the bus or from the table, once each", async () => {
+    const sharedTable = process.env.TABLE_NAME;
+    process.env.TABLE_NAME = `sched-scan-${process.pid}`;
+    await ensureTable(process.env.DYNAMODB_ENDPOINT, process.env.TABLE_NAME, { stream: false });
+    const DAY = 86_400_000;
+    const stamp = (ms: number) => new Date(Math.ceil(ms / 1000) * 1000).toISOString().replace('.000', '');
+    const body = { plan_name: 'Pro', mrr: '100', billing_cycle: 'monthly' };
+    /** A merchant with a trial ending in 4 s, and a subscription past due since 30 days (delinquency_days) less 4 s. */
+    const trialAndPastDue = async () => {
+      const { token, merchantId, customer } = await merchantWithCustomer();
+      const dueAt = stamp(Date.now() + 4000);
+      const trial = await api.post('/subscriptions', token, {
+        ...body,
+        customer_id: customer.id,
+        started_at: stamp(Date.now() - DAY),
+        trial_ends_at: dueAt,
+      });
+      expect(trial.body.data, JSON.stringify(trial.body)).toMatchObject({ status: 'trialing', trial_ends_at: dueAt });
+      const created = await api.post('/subscriptions', token, {
+        ...body,
+        customer_id: await newCustomerId(token),
+        started_at: stamp(Date.now() - 40 * DAY),
+      });
+      const failedAt = stamp(Date.parse(dueAt) - 30 * DAY);
+      const failed = await api.put(`/subscriptions/${created.body.data.id}/past-due`, token, { failed_at: failedAt });
+      expect(failed.body.data, JSON.stringify(failed.body)).toMatchObject({ status: 'past_due', failed_at: failedAt });
+      return { token, merchantId, trialId: trial.body.data.id as number, pastDueId: failed.body.data.id as number, dueAt };
+    };
+    const typesOf = async (token: string, subId: number) =>
+      (await events(token, subId)).map((e: { event_type: string; occurred_at: string }) => [e.event_type, e.occurred_at]);
+    /** Both applied at their time: converted (trial_converted at its end), cancelled as delinquent; one webhook each. */
+    const appliedOnce = async (m: Awaited<ReturnType<typeof trialAndPastDue>>) => {
+      expect(await typesOf(m.token, m.trialId)).toEqual([
+        ['trial_converted', m.dueAt],
+        ['created', expect.any(String)],
+      ]);
+      expect(await typesOf(m.token, m.pastDueId)).toEqual([
+        ['cancel', m.dueAt],
+        ['past_due', expect.any(String)],
+        ['created', expect.any(String)],
+      ]);
+      expect((await api.get(`/subscriptions/${m.trialId}`, m.token)).body.data).toMatchObject({ status: 'active', trial_ends_at: m.dueAt });
+      expect((await api.get(`/subscriptions/${m.pastDueId}`, m.token)).body.data).toMatchObject({
+        status: 'cancelled',
+        cancelled_at: m.dueAt,
+        cancel_reason: 'delinquent',
+        failed_at: null,
+      });
+      const hooks = (await outboxEvents(m.merchantId)).map((e) => [e.type, e.data.object.id]);
+      expect(hooks.filter(([type]) => type === 'subscription.trial_converted')).toEqual([['subscription.trial_converted', m.trialId]]);
+      expect(hooks.filter(([type]) => type === 'subscription.cancelled')).toEqual([['subscription.cancelled', m.pastDueId]]);
+    };
+    /** What the outbox relay publishes: the merchant's webhooks so far. */
+    const publishWebhooks = async (merchantId: string) =>
+      bus.publish((await outboxEvents(merchantId)).map((e) => toEntry(e as never, { source: 'revenue-analytics-api' })));
+    const bothApplied = (m: Awaited<ReturnType<typeof trialAndPastDue>>) =>
+      eventually(
+        async () =>
+          (await typesOf(m.token, m.trialId))[0]?.[0] === 'trial_converted' && (await typesOf(m.token, m.pastDueId))[0]?.[0] === 'cancel',
+        15_000,
+        'the conversion and the delinquent cancellation',
+      );
+
+    const bus = new LocalBus();
+    const applied: string[] = [];
+    const scheduler = startLocalCancelScheduler(bus, { log: (line) => applied.push(line) });
+    const appliedTo = (m: { merchantId: string }) => applied.filter((line) => line.includes(`(${m.merchantId})`)).sort();
+    try {
+      // Armed from the bus: the trial's subscription.created carries its end, subscription.past_due its failure.
+      const fromBus = await trialAndPastDue();
+      await publishWebhooks(fromBus.merchantId);
+      await eventually(() => scheduler.pending === 2, 2_000, 'both schedules armed');
+      await bothApplied(fromBus);
+      await appliedOnce(fromBus);
+      expect(appliedTo(fromBus)).toEqual(
+        [
+          `subscription ${fromBus.trialId} (${fromBus.merchantId}): scheduled convert of ${fromBus.dueAt} applied`,
+          `subscription ${fromBus.pastDueId} (${fromBus.merchantId}): scheduled delinquent of ${stamp(Date.parse(fromBus.dueAt) - 30 * DAY)} applied`,
+        ].sort(),
+      );
+      // The same events delivered again (an at-least-once bus): armed again, due at once, nothing applied twice.
+      await publishWebhooks(fromBus.merchantId);
+      await eventually(() => scheduler.pending === 0, 10_000, 'the repeated schedules checked');
+      await appliedOnce(fromBus);
+      expect(appliedTo(fromBus)).toHaveLength(2);
+
+      // Stored before a start: armed from the table (twice: still one timer each), applied once.
+      const stored = await trialAndPastDue();
+      expect(await scheduler.rearm(stored.merchantId)).toBe(2);
+      expect(await scheduler.rearm(stored.merchantId)).toBe(2);
+      expect(scheduler.pending).toBe(2);
+      await bothApplied(stored);
+      await eventually(() => scheduler.pending === 0, 10_000, 'the stored schedules checked');
+      await appliedOnce(stored);
+      expect(appliedTo(stored)).toHaveLength(2);
+      // Nothing left to arm once applied.
+      expect(await scheduler.rearm(stored.merchantId)).toBe(0);
+    } finally {
+      scheduler.stop();
+      process.env.TABLE_NAME = sharedTable;
+    }
+  }, 60_000);
 });
