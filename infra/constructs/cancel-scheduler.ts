@@ -17,6 +17,7 @@ import {
 import { LambdaInvoke, StepFunctionsStartExecution } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
 import { CANCEL_CHECK_HANDLER } from '../paths.ts';
+import { RENEWAL_EVENT } from '#lib/outbox/store';
 import { ApiFunction, CUSTOMER_PK_PATTERN, SERVICE_NAME } from './api-function.ts';
 
 /**
@@ -57,6 +58,17 @@ export const SCHEDULE_RULES = [
     },
     field: 'failed_at',
     kind: 'delinquent',
+  },
+  {
+    // A customer's renewal grace (an internal event, never a webhook): armed with its end.
+    id: 'RenewalRule',
+    pattern: {
+      source: [SERVICE_NAME],
+      'detail-type': [RENEWAL_EVENT],
+      detail: { data: { object: { grace_ends_at: [{ prefix: '' }] } } },
+    },
+    field: 'grace_ends_at',
+    kind: 'renewal',
   },
 ] as const;
 
@@ -151,7 +163,10 @@ export class CancelScheduler extends Construct {
     });
     this.rules = SCHEDULE_RULES.map(({ id, pattern, field, kind }) => {
       const rule = new Rule(this, id, {
-        description: `Subscription events carrying a scheduled ${kind ?? 'cancellation'} → the scheduler`,
+        description:
+          kind === 'renewal'
+            ? 'Renewal graces of recurring orders → the scheduler'
+            : `Subscription events carrying a scheduled ${kind ?? 'cancellation'} → the scheduler`,
         eventBus: props.eventBus,
         eventPattern: { source: [...pattern.source], detailType: pattern['detail-type'] as never, detail: pattern.detail },
       });
@@ -159,7 +174,9 @@ export class CancelScheduler extends Construct {
         new SfnStateMachine(this.stateMachine, {
           input: RuleTargetInput.fromObject({
             merchant_id: EventField.fromPath('$.detail.merchant_id'),
-            subscription_id: EventField.fromPath('$.detail.data.object.id'),
+            ...(kind === 'renewal'
+              ? { customer_id: EventField.fromPath('$.detail.data.object.customer_id') }
+              : { subscription_id: EventField.fromPath('$.detail.data.object.id') }),
             cancel_at: EventField.fromPath(`$.detail.data.object.${field}`),
             ...(kind ? { kind } : {}),
           }),

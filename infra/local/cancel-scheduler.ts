@@ -28,7 +28,7 @@ export const startLocalCancelScheduler = (
   const onError = opts.onError ?? ((err: unknown) => console.error('cancel scheduler:', err instanceof Error ? err.message : err));
 
   const arm = (s: ScheduledCancel, wakeAt = s.cancel_at) => {
-    const id = `${s.merchant_id}#${s.subscription_id}#${s.kind ?? 'cancel'}#${s.cancel_at}`;
+    const id = `${s.merchant_id}#${s.subscription_id ?? `C${s.customer_id}`}#${s.kind ?? 'cancel'}#${s.cancel_at}`;
     if (timers.has(id)) return;
     const fire = async () => {
       timers.delete(id);
@@ -36,7 +36,11 @@ export const startLocalCancelScheduler = (
         const checked = await check(s);
         if (!checked.due) return arm(s, checked.wake_at ?? wakeAt); // not yet (timer limit, clock, a delinquency still running): wait again
         if (checked.applied)
-          opts.log?.(`subscription ${s.subscription_id} (${s.merchant_id}): scheduled ${s.kind ?? 'cancel'} of ${s.cancel_at} applied`);
+          opts.log?.(
+            s.kind === 'renewal'
+              ? `customer ${s.customer_id} (${s.merchant_id}): renewal grace of ${s.cancel_at} ran out, figures restated`
+              : `subscription ${s.subscription_id} (${s.merchant_id}): scheduled ${s.kind ?? 'cancel'} of ${s.cancel_at} applied`,
+          );
       } catch (err) {
         onError(err);
         timers.set(
@@ -77,6 +81,20 @@ export const startLocalCancelScheduler = (
           arm(s);
           armed++;
         }
+      }
+    }
+    // Customers with recurring orders (a timeline settled for renewals): each is checked once now, and
+    // again when a grace still running ends.
+    const heads = paginateScan(
+      { client: db() },
+      { TableName: tableName(), FilterExpression: 'attribute_type(settled_at, :s)', ExpressionAttributeValues: { ':s': 'S' } },
+    );
+    for await (const page of heads) {
+      for (const item of page.Items ?? []) {
+        const merchant = String(item.pk).split('#')[1];
+        if (merchantId && merchant !== merchantId) continue;
+        arm({ merchant_id: merchant, customer_id: Number(item.customer_id), cancel_at: String(item.settled_at), kind: 'renewal' });
+        armed++;
       }
     }
     return armed;

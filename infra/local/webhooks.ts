@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { deliverRecords, fanOutRecords, sqsHandler, type DeliveryOptions } from '#lib/webhooks/consumers';
 import { DELIVERY_FUNCTION_TIMEOUT_SECONDS } from '#lib/webhooks/schedule';
 import { taskBody, WEBHOOK_QUEUES, type DeliveryQueue } from '#lib/webhooks/queue';
+import { EVENT_TYPES } from '#lib/outbox/store';
 import type { LocalBus } from './local-bus.ts';
 import { LocalQueue } from './local-queue.ts';
 import { lambdaContext } from './server.ts';
@@ -55,8 +56,11 @@ export const startLocalWebhooks = (bus: LocalBus, opts: { log?: (line: string) =
       }),
     ),
   );
-  // The bus rule: every event of the service goes to the events queue, as the EventBridge → SQS target does.
-  const unsubscribe = bus.subscribe((event) => void events.send(JSON.stringify(event)));
+  // The bus rule: every webhook event of the service goes to the events queue, as the EventBridge → SQS target does.
+  const WEBHOOK_TYPES = new Set<string>(EVENT_TYPES);
+  const unsubscribe = bus.subscribe((event) => {
+    if (WEBHOOK_TYPES.has(String(event['detail-type']))) void events.send(JSON.stringify(event));
+  });
   return {
     events,
     deliveries,

@@ -14,7 +14,7 @@ import { authenticate, bearerToken, stampTokenUse, type AuthContext } from '#lib
 import { readClaims, type BackofficeRole } from '#lib/auth/backoffice';
 import { backofficeClaimsOf, looksLikeJwt } from '#lib/auth/backoffice-jwt';
 import { hitBackoffice, hitIp, hitMerchant, rateHeaders, retryAfter, type RateState } from '#lib/auth/rate-limit';
-import { figuresZoneOf, generationOf, recountingOf, type Merchant } from '#lib/merchants/rules';
+import { delinquencyDaysOf, figuresZoneOf, generationOf, recountingOf, type Merchant } from '#lib/merchants/rules';
 import { getMerchant } from '#lib/merchants/store';
 import {
   toHttpError,
@@ -244,6 +244,7 @@ const dashboardAuth = async (route: RouteDef, jwt: string, s: State) => {
     timezone: figuresZoneOf(merchant),
     generation: generationOf(merchant),
     ...(recountingOf(merchant) === undefined ? {} : { recount: recountingOf(merchant) }),
+    delinquencyDays: delinquencyDaysOf(merchant),
   };
 };
 

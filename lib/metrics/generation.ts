@@ -30,6 +30,8 @@ export type FiguresScope = {
   generation: number;
   /** The generation a recount is filling, while one runs. */
   recount?: number;
+  /** The merchant's delinquency days: an order renewal's grace (absent: the default, 30). */
+  delinquencyDays?: number;
 };
 
 /** A generation's settings: its time zone and the rates of the currencies asked for. */

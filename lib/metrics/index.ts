@@ -37,6 +37,7 @@ export {
 export { generationSettings, ratesKey, rememberRates, type SettingsMemo, settingsItems } from '#lib/metrics/generation';
 export { orderTimeline, recordedLine, scheduleTimeline, subscriptionTimeline } from '#lib/metrics/lines';
 export { movementRow, resolveCohortRange, resolveRange } from '#lib/metrics/rules';
+export { settleRenewals } from '#lib/metrics/renewals';
 export { INTERVALS } from '#lib/shared/buckets';
 export {
   dayParam,

@@ -27,6 +27,7 @@ import {
   lineOf,
   newSlices,
   orderLine,
+  withRenewals,
   replaceLine,
   type Contributions,
   type OrderFacts,
@@ -42,8 +43,10 @@ import { subscriptionTag, type SubscriptionFacts } from '#lib/metrics/lines';
 import { retrying } from '#lib/db/retry';
 import { applyPending, putIfAbsent, WriteSet } from '#lib/db/writes';
 import { getMerchant } from '#lib/merchants/store';
-import { figuresZoneOf, generationOf, recountingOf } from '#lib/merchants/rules';
+import { delinquencyDaysOf, figuresZoneOf, generationOf, recountingOf } from '#lib/merchants/rules';
 import { DEFAULT_TIMEZONE } from '#lib/shared/zone';
+import { formatTimestamp } from '#lib/shared/time';
+import { now } from '#lib/clock';
 
 /**
  * `ops metrics rebuild`: makes a merchant's stored aggregates equal the sum of its customers'
@@ -187,6 +190,7 @@ export const rebuildMerchantAggregates = async (
   const generation = merchant ? generationOf(merchant) : 0;
   const recount = merchant ? recountingOf(merchant) : undefined;
   const zone = merchant ? figuresZoneOf(merchant) : DEFAULT_TIMEZONE;
+  const delinquencyDays = delinquencyDaysOf(merchant ?? {});
   const rates = { book: (await readGenerationSettings(merchantId, generation)).rates };
   // Per slice of the figures ('' the whole, else a segment): what the customers' timelines add up to.
   const targets = newSlices();
@@ -215,7 +219,7 @@ export const rebuildMerchantAggregates = async (
         // Lines written by earlier rules are derived again from their orders and subscriptions as they now are.
         // …and converted at the rates as they now are.
         const current = withConversions(
-          await rederiveLines(merchantId, reportingCurrency, id, state.timeline),
+          withRenewals(await rederiveLines(merchantId, reportingCurrency, id, state.timeline), delinquencyDays, formatTimestamp(now())),
           reportingCurrency,
           rates.book,
           zone,
@@ -230,7 +234,7 @@ export const rebuildMerchantAggregates = async (
               await addTimelineChange(
                 ws,
                 merchantId,
-                { reportingCurrency, timezone: zone, generation, ...(recount === undefined ? {} : { recount }) },
+                { reportingCurrency, timezone: zone, generation, ...(recount === undefined ? {} : { recount }), delinquencyDays },
                 id,
                 fresh,
                 await rederiveLines(merchantId, reportingCurrency, id, fresh.timeline),

@@ -23,7 +23,7 @@ import { DEADLINE_MARGIN_MS, deadline, withDeadline } from '#lib/db/retry';
 import { applyPending, PENDING_MOVES_ENTITY, TooManyActions, WriteConflict, WriteSet } from '#lib/db/writes';
 import { ContentionError, TooManyRecountsError } from '#lib/errors';
 import { logger } from '#lib/logger';
-import { figuresZoneOf, generationOf, type Merchant } from '#lib/merchants/rules';
+import { delinquencyDaysOf, figuresZoneOf, generationOf, type Merchant } from '#lib/merchants/rules';
 import { addFiguresCopies, getMerchant, getPointer } from '#lib/merchants/store';
 import { copySays, onEveryCopy, readGenerationSettings, settingsItems } from '#lib/metrics/generation';
 import {
@@ -38,6 +38,7 @@ import {
   segmentRegistryPuts,
   storedAttr,
   type TimelineState,
+  asCounted,
 } from '#lib/metrics/store';
 import { addToSlice, addToSlices, newSlices, type RateBook, type Segment, withConversions } from '#lib/metrics/timeline';
 import { ordersOfBookings, salesSlices } from '#lib/metrics/bookings';
@@ -108,7 +109,8 @@ export type RecountJob = {
 };
 
 /** The settings a recount counts the next generation in. */
-export type NewSettings = { timezone: string; rates: RateBook };
+/** A recount's settings: its zone and rates (stored as its generation's), and the order renewals' grace (the merchant's). */
+export type NewSettings = { timezone: string; rates: RateBook; delinquencyDays?: number };
 
 /** The recount a merchant item records (absent: none ever). */
 export const recountOf = (merchant: Pick<Merchant, 'recount'>): RecountState | null =>
@@ -268,7 +270,12 @@ const commitCount = async (
     ws.update('timeline', keys.customerTimeline(merchantId, id)).set('recounted', to).when(recountedAsRead(state));
     addToSlices(
       slices,
-      withConversions(state.timeline, reportingCurrency, settings.rates, settings.timezone),
+      withConversions(
+        asCounted(state, delinquencyDaysOf({ delinquency_days: settings.delinquencyDays })),
+        reportingCurrency,
+        settings.rates,
+        settings.timezone,
+      ),
       reportingCurrency,
       settings.timezone,
     );
@@ -495,7 +502,7 @@ export const runRecountJob = async (key: Key, until: number): Promise<JobOutcome
   // Superseded, already switched, or the merchant gone: nothing left to count.
   if (!merchant || recount?.generation !== job.generation || recount.status !== 'pending') return commitEnd('done');
   const read = await readGenerationSettings(merchantId, job.generation);
-  const settings = { timezone: read.zone, rates: read.rates };
+  const settings = { timezone: read.zone, rates: read.rates, delinquencyDays: delinquencyDaysOf(merchant) };
   try {
     const counted = await countFrom(merchantId, merchant.reporting_currency, job.generation, settings, job.from_id, until);
     if (!counted.done) {

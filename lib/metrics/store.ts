@@ -27,6 +27,8 @@ import { queryAll } from '#lib/db/query';
 import { itemAbsent, pendingMovesOf, versionIs, type WriteSet } from '#lib/db/writes';
 import { COHORT_PROJECTION, STORED_ATTR, type AggregateItem, type RangeReads } from '#lib/metrics/rules';
 import { now } from '#lib/clock';
+import { addOutboxEvent, RENEWAL_EVENT } from '#lib/outbox/store';
+import { delinquencyDaysOf } from '#lib/merchants/rules';
 import { RecountingError } from '#lib/errors';
 import { deadline, retrying, RetryableError } from '#lib/db/retry';
 import { COUNTER_SHARDS } from '#lib/db/writes-constants';
@@ -52,7 +54,10 @@ import {
   type Contributions,
   type SegmentMoves,
   type Timeline,
+  isOrderLine,
   withConversions,
+  withRenewals,
+  renewalGraceEnd,
 } from '#lib/metrics/timeline';
 import {
   BOOKING_LINE,
@@ -108,6 +113,11 @@ export type TimelineState = {
    * the same raw record, generations and recounts as the MRR ones.
    */
   bookings: BookingLines;
+  /**
+   * When its order lines' renewals were last settled (`withRenewals`): a grace that ran out before
+   * then is over in the stored lines. Absent: written before renewals were chained (lines as made).
+   */
+  settledAt?: string;
 };
 
 export const EMPTY_TIMELINE: TimelineState = {
@@ -161,7 +171,10 @@ const stateOf = async (
   const version = Number(head.version);
   const zone = typeof head.zone === 'string' ? head.zone : DEFAULT_TIMEZONE;
   const generation = Number(head.generation ?? 0);
-  const recounted = head.recounted === undefined ? {} : { recounted: Number(head.recounted) };
+  const recounted = {
+    ...(head.recounted === undefined ? {} : { recounted: Number(head.recounted) }),
+    ...(typeof head.settled_at === 'string' ? { settledAt: head.settled_at } : {}),
+  };
   if (!head.chunked)
     return { ...splitStored(JSON.parse(String(head.lines)) as Timeline), version, zone, chunks: null, generation, ...recounted };
   const items = await queryAll<{ sk: string; lines: string }>(
@@ -300,12 +313,16 @@ export const addTimelineChange = async (
     ...bookingCurrencies(stored.bookings, reportingCurrency),
   ]);
   const { rates } = await generationSettings(merchantId, generation, all, memo, zone);
-  const after = withConversions(lines, reportingCurrency, rates, zone);
+  // Order renewals are settled at every write: a grace that ran out since is over from now on.
+  const at = formatTimestamp(now());
+  const grace = delinquencyDaysOf({ delinquency_days: scope.delinquencyDays });
+  const settled = withRenewals(lines, grace, at);
+  const after = withConversions(settled, reportingCurrency, rates, zone);
   // Stored conversions are the last write's generation's: another's are converted again in this one's settings.
   const before =
     stored.version === null || stored.generation === generation
       ? stored.timeline
-      : withConversions(stored.timeline, reportingCurrency, rates, zone);
+      : withConversions(asCounted(stored, grace), reportingCurrency, rates, zone);
   const counting = recount !== undefined && (stored.version === null || stored.recounted === recount);
   if (firstDifference(before, after) === null && bookings === stored.bookings && stored.generation === generation) return stored;
   const key = keys.customerTimeline(merchantId, customerId);
@@ -313,7 +330,7 @@ export const addTimelineChange = async (
   let chunks: Map<string, string> | null = null;
   const inline = stored.chunks ? null : JSON.stringify(joinStored(after, bookings));
   // The customer's standing from now on, so reading a customer's MRR and status costs the head only.
-  const { steps, complete } = standingSteps(after, reportingCurrency, formatTimestamp(now()));
+  const { steps, complete } = standingSteps(after, reportingCurrency, at);
   const standing = { standing: JSON.stringify(steps), standing_complete: complete };
   // Its zone, the other currencies it has, the generation its conversions are in, the recount that counted it.
   const counted = {
@@ -321,6 +338,7 @@ export const addTimelineChange = async (
     currencies: [...currencies].sort(),
     ...(generation ? { generation } : {}),
     ...(counting ? { recounted: recount } : {}),
+    ...(Object.keys(after).some(isOrderLine) ? { settled_at: at } : {}),
   };
   const guard = recountedAsRead(stored);
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
@@ -341,6 +359,10 @@ export const addTimelineChange = async (
   // Chunks of periods the new layout no longer has (or all of them, back inline) go.
   for (const period of stored.chunks?.keys() ?? [])
     if (!chunks?.has(period)) ws.delete('timeline-chunk', keys.customerTimelineChunk(merchantId, customerId, period));
+  // A renewal grace the write starts or moves: the scheduler is armed for its end (an internal bus event, never a webhook).
+  const graceEnd = renewalGraceEnd(settled, grace, at);
+  if (graceEnd !== null && graceEnd !== renewalGraceEnd(stored.timeline, grace, at))
+    addOutboxEvent(ws, merchantId, RENEWAL_EVENT, { customer_id: customerId, grace_ends_at: graceEnd }, at);
   // Checked whenever the timeline is written, moves or not: what the request counts in must still be what counts.
   addGenerationCurrent(ws, merchantId, scope);
   addMoves(ws, merchantId, generation, before, after, reportingCurrency, zone);
@@ -348,8 +370,16 @@ export const addTimelineChange = async (
   if (counting) {
     // The recount's settings: the same lines, in its zone and at its rates.
     const next = await generationSettings(merchantId, recount, all, memo);
-    const raw = stored.version === null ? {} : withConversions(stored.timeline, reportingCurrency, next.rates, next.zone);
-    addMoves(ws, merchantId, recount, raw, withConversions(lines, reportingCurrency, next.rates, next.zone), reportingCurrency, next.zone);
+    const raw = stored.version === null ? {} : withConversions(asCounted(stored, grace), reportingCurrency, next.rates, next.zone);
+    addMoves(
+      ws,
+      merchantId,
+      recount,
+      raw,
+      withConversions(settled, reportingCurrency, next.rates, next.zone),
+      reportingCurrency,
+      next.zone,
+    );
     addSalesMoves(ws, merchantId, recount, customerId, stored.version === null ? {} : stored.bookings, bookings, {
       zone: next.zone,
       reporting: reportingCurrency,
@@ -359,8 +389,24 @@ export const addTimelineChange = async (
   // A plan new to this customer's timeline: the customer joins that plan's customers (never removed).
   for (const plan of plansOf(after, changedLines(before, after)))
     if (!hasPlan(before, plan)) ws.put('plan_customer', { ...keys.planCustomer(merchantId, plan, customerId), customer_id: customerId });
-  return { timeline: after, version, zone, chunks, generation, bookings, ...(counting ? { recounted: recount } : {}) };
+  return {
+    timeline: after,
+    version,
+    zone,
+    chunks,
+    generation,
+    bookings,
+    ...(counting ? { recounted: recount } : {}),
+    ...(counted.settled_at ? { settledAt: at } : {}),
+  };
 };
+
+/**
+ * A stored timeline as another generation counted it (a recount, lib/metrics/recount.ts): its
+ * renewals settled at the time they were stored, with that generation's grace (`grace`).
+ */
+export const asCounted = (stored: Pick<TimelineState, 'timeline' | 'settledAt'>, grace: number): Timeline =>
+  stored.settledAt === undefined ? stored.timeline : withRenewals(stored.timeline, grace, stored.settledAt);
 
 /** The MRR moves of a change in generation `generation` (the difference of the customer's contributions). */
 const addMoves = (

@@ -1,6 +1,6 @@
 import Decimal from 'decimal.js';
 import { DEFAULT_TIMEZONE, localDateOfIso } from '#lib/shared/zone';
-import { timestampPlusMonths } from '#lib/shared/time';
+import { timestampPlusDays, timestampPlusMonths } from '#lib/shared/time';
 import { keyText } from '#lib/shared/key-text';
 import type { SalesDimension } from '#lib/metrics/bookings';
 
@@ -11,7 +11,8 @@ import type { SalesDimension } from '#lib/metrics/bookings';
  * - `I`: the customer's imported line (recorded events without a subscription);
  * - `O<order_no>`: a paid recurring order's monthly share, from paid_at to the end of its cycle.
  * Flags: `a` active subscription, `p` paused, `c` cancelled, `t` trialing (0, a subscription's
- * first point), `d` past due (its mrr still counts), `o` an order share (not a subscription), `e`
+ * first point), `d` past due (its mrr still counts), `o` an order share (not a subscription), `g`
+ * an order's renewal grace (its share still counts, past due, `withRenewals`), `e`
  * the imported line's end where the customer's first subscription starts (`withImportedEnd`), `x`
  * (views only, never stored) a point outside the segment read. `a`/`p`/`d` lines make the customer
  * live (customer churn counts the moment a cancellation leaves no live line); a trial does not.
@@ -22,7 +23,7 @@ import type { SalesDimension } from '#lib/metrics/bookings';
  * every customer's contributions, i.e. a from-scratch recomputation, whatever order the changes
  * (back-dated or not) arrived in.
  */
-export type Flag = 'a' | 'p' | 'c' | 't' | 'd' | 'o' | 'e' | 'x';
+export type Flag = 'a' | 'p' | 'c' | 't' | 'd' | 'o' | 'g' | 'e' | 'x';
 /**
  * What a point counts under in segments (docs/metrics.md, "Segments"): its plan and billing cycle
  * (null: none, such as an order's plan or the imported line's cycle), its currency, and on a
@@ -631,7 +632,8 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
   let pastDue = ZERO;
   let cohort: string | null = null;
   const isLive = (p: Point | undefined) => p !== undefined && (p[2] === 'a' || p[2] === 'p' || p[2] === 'd');
-  const pastDueOf = (p: Point | undefined) => (p !== undefined && p[2] === 'd' && p[1] !== '0' ? p[1] : 0);
+  // A past-due subscription's MRR and an order line in its renewal grace are both past due.
+  const pastDueOf = (p: Point | undefined) => (p !== undefined && isPastDue(p) && p[1] !== '0' ? p[1] : 0);
   const isActiveSub = (line: string, p: Point | undefined) => p !== undefined && p[2] === 'a' && isSubscriptionLine(line);
   let firstPositive: string | null = null;
   for (const [line, pts] of Object.entries(tl)) {
@@ -641,7 +643,7 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
       // Only a line with points from `from` on is looked up again.
       if (i < pts.length - 1) current.set(line, p);
       if (p[1] !== '0') mrr = mrr.plus(p[1]);
-      if (p[2] === 'd') pastDue = pastDue.plus(pastDueOf(p));
+      if (isPastDue(p)) pastDue = pastDue.plus(pastDueOf(p));
       liveLines += Number(isLive(p));
       subs += Number(isActiveSub(line, p));
       // Only a line starting before the earliest positive point found so far can move it.
@@ -675,7 +677,7 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
       nextMrr = nextMrr.plus(p[1]).minus(prev ? prev[1] : 0);
       nextLive += Number(isLive(p)) - Number(isLive(prev));
       nextSubs += Number(isActiveSub(line, p)) - Number(isActiveSub(line, prev));
-      if (p[2] === 'd' || prev?.[2] === 'd') nextPastDue = nextPastDue.plus(pastDueOf(p)).minus(pastDueOf(prev));
+      if (isPastDue(p) || (prev && isPastDue(prev))) nextPastDue = nextPastDue.plus(pastDueOf(p)).minus(pastDueOf(prev));
       if (p[2] === 't' || prev?.[2] === 't') addTrial(out, p, prev, dayOf);
       if ((p[2] === 'd') !== (prev?.[2] === 'd')) addPastDue(out, p, prev, dayOf);
       if (p[2] === 'c') {
@@ -724,6 +726,8 @@ const scan = (tl: Timeline, from: string | null, reasons = false, zone = DEFAULT
   }
   return out;
 };
+
+const isPastDue = (p: Point) => p[2] === 'd' || p[2] === 'g';
 
 /** The cancellation reason of a past-due subscription cancelled on its own (lib/subscriptions). */
 const DELINQUENT = 'delinquent';
@@ -821,6 +825,71 @@ export const orderLine = (order: OrderFacts | null): Point[] => {
     [order.paid_at, share, 'o', tag],
     [timestampPlusMonths(order.paid_at, months), '0', 'o', tag],
   ];
+};
+
+/** Whether a line is a recurring order's. */
+export const isOrderLine = (line: string) => line.startsWith(ORDER_LINE);
+
+/** An order line as `orderLine` made it, from its first point: its start, share, tag and the end of its paid period. */
+const paidPeriod = (line: string, pts: Point[]) => {
+  const first = pts[0];
+  const months = CYCLE_MONTHS[first[3]?.[1] ?? ''] ?? 1;
+  return { line, first, start: first[0], end: timestampPlusMonths(first[0], months) };
+};
+
+/**
+ * Renewals of recurring orders (docs/metrics.md, "Renewals"): a customer's order lines chained, in
+ * order of payment (ties by order number). An order paid within `graceDays` after the end of the
+ * period the order before it covered continues it: that order's share still counts over the gap,
+ * flagged `g` (past due), and stops when the renewal starts, so the gap is neither churn nor
+ * reactivation (a renewal at another amount is an expansion or a contraction). The last order's
+ * period, once over, is in its grace until `graceDays` after its end; once that is before `asOf`
+ * (the time the timeline was last settled) the grace has run out and the line ends at the end of
+ * its paid period, the figures from then on restated. Every other order line is as `orderLine`
+ * made it. Pure and idempotent: each line is derived again from its first point.
+ */
+export const withRenewals = (tl: Timeline, graceDays: number, asOf: string): Timeline => {
+  const periods = Object.entries(tl)
+    .filter(([line, pts]) => isOrderLine(line) && pts.length > 0)
+    .map(([line, pts]) => paidPeriod(line, pts))
+    .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.line < b.line ? -1 : a.line > b.line ? 1 : 0));
+  if (!periods.length) return tl;
+  let out: Timeline | null = null;
+  for (let i = 0; i < periods.length; i++) {
+    const { line, first, end } = periods[i];
+    const next = periods[i + 1];
+    const graceEnd = timestampPlusDays(end, graceDays);
+    const tag = first[3];
+    const at = (t: string, amount: string, flag: Flag): Point => (tag ? [t, amount, flag, tag] : [t, amount, flag]);
+    const ended: Point[] = [first, at(end, '0', 'o')];
+    const want: Point[] = next
+      ? next.start > end && next.start <= graceEnd
+        ? [first, at(end, first[1], 'g'), at(next.start, '0', 'o')]
+        : ended
+      : asOf > graceEnd
+        ? ended
+        : [first, at(end, first[1], 'g')];
+    const have = tl[line];
+    if (have.length === want.length && have.every((p, j) => p[0] === want[j][0] && p[1] === want[j][1] && p[2] === want[j][2])) continue;
+    (out ??= { ...tl })[line] = want;
+  }
+  return out ?? tl;
+};
+
+/**
+ * When the renewal grace of `tl`'s last order runs out (the scheduler settles the timeline then),
+ * or null when none is running at `asOf`.
+ */
+export const renewalGraceEnd = (tl: Timeline, graceDays: number, asOf: string): string | null => {
+  const lines = Object.entries(tl).filter(([line, pts]) => isOrderLine(line) && pts.length > 0);
+  let last: ReturnType<typeof paidPeriod> | null = null;
+  for (const [line, pts] of lines) {
+    const p = paidPeriod(line, pts);
+    if (!last || p.start > last.start || (p.start === last.start && p.line > last.line)) last = p;
+  }
+  if (!last) return null;
+  const graceEnd = timestampPlusDays(last.end, graceDays);
+  return asOf > graceEnd ? null : graceEnd;
 };
 
 /**
@@ -967,6 +1036,7 @@ const STATUS_OF: Record<Flag, SubscriptionStanding | null> = {
   t: 'trialing',
   d: 'past_due',
   o: null,
+  g: null,
   e: null,
   x: null,
 };

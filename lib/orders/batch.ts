@@ -39,7 +39,7 @@ import { formatTimestamp } from '#lib/shared/time';
  */
 type Item = { index: number; input: OrderBatchItem };
 type Collector = ReturnType<typeof batchCollector>;
-type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation'>;
+type Figures = Pick<AuthContext, 'reportingCurrency' | 'timezone' | 'generation' | 'delinquencyDays'>;
 
 /** `request`: the HTTP request the batch came in (its id and import run name its activity entry). */
 export const importOrders = async (

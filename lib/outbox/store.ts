@@ -39,6 +39,18 @@ export const EVENT_TYPES = [
   'subscription.recovered',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+/**
+ * Events for the service's own workers, never a webhook (the webhook rule matches EVENT_TYPES only):
+ * `customer.renewal_grace`, a customer's last recurring order in its renewal grace, which the
+ * scheduler settles when the grace runs out (lib/metrics/renewals.ts); `subscription.trial_imported`,
+ * a trial imported by a batch and still running, whose conversion the scheduler applies.
+ */
+export const INTERNAL_EVENT_TYPES = ['customer.renewal_grace', 'subscription.trial_imported'] as const;
+export type InternalEventType = (typeof INTERNAL_EVENT_TYPES)[number];
+/** The bus event that arms a renewal check. */
+export const RENEWAL_EVENT: InternalEventType = 'customer.renewal_grace';
+/** The bus event that arms an imported trial's conversion (its object: id, status, trial_ends_at). */
+export const TRIAL_EVENT: InternalEventType = 'subscription.trial_imported';
 
 export const OUTBOX_ENTITY = 'outbox';
 export const OUTBOX_MARK_ENTITY = 'outbox_mark';
@@ -77,7 +89,13 @@ const pendingIndex = (merchantId: string, eventId: string, sk: string) => ({
 });
 
 /** Adds an outbox event carrying `object` exactly as the API returns it (two puts: the event and its mark). */
-export const addOutboxEvent = (ws: WriteSet, merchantId: string, type: EventType, object: unknown, at: string): string => {
+export const addOutboxEvent = (
+  ws: WriteSet,
+  merchantId: string,
+  type: EventType | InternalEventType,
+  object: unknown,
+  at: string,
+): string => {
   const id = newEventId();
   const ordinal = ws.tags().filter((t) => t === 'outbox').length;
   const mark = keys.outbox(merchantId, at, id, ordinal);

@@ -5,10 +5,10 @@ import { startRecount } from '#lib/metrics';
 import type { SettingsPut } from '#lib/settings/schemas';
 
 /**
- * A change of a merchant (PUT /settings, `ops merchant update`). A new time zone is stored at once
- * and starts a recount of the figures in it (lib/metrics/recount.ts): until it switches, every
- * figure stays in the zone before, whole, and answers say `Recount-Pending: true`. A name alone,
- * or the zone already set, starts none.
+ * A change of a merchant (PUT /settings, `ops merchant update`). A new time zone or a new number of
+ * delinquency days is stored at once and starts a recount of the figures in it
+ * (lib/metrics/recount.ts): until it switches, every figure stays as counted before, whole, and
+ * answers say `Recount-Pending: true`. A name alone, or what is already set, starts none.
  */
 export const changeMerchant = async (merchantOrId: Merchant | string, changes: MerchantChanges): Promise<Merchant> => {
   const current = await requireMerchant(typeof merchantOrId === 'string' ? merchantOrId : merchantOrId.merchant_id);
@@ -18,11 +18,23 @@ export const changeMerchant = async (merchantOrId: Merchant | string, changes: M
     ...named,
     ...(delinquency_days === undefined || delinquency_days === delinquencyDaysOf(current) ? {} : { delinquency_days }),
   };
-  if (timezone === undefined || timezone === zoneOf(current)) return Object.keys(other).length ? updateMerchant(current, other) : current;
+  const newZone = timezone !== undefined && timezone !== zoneOf(current);
+  // The delinquency days are the order renewals' grace too: a change restates the figures, so it is counted again as a zone is.
+  if (!newZone && other.delinquency_days === undefined) return Object.keys(other).length ? updateMerchant(current, other) : current;
+  const zone = newZone ? timezone : zoneOf(current);
   const { book } = await readAllRates(current.merchant_id);
-  const record = { timezone, ...other };
-  const recount = await startRecount(current, { timezone, rates: book }, record, () => undefined);
-  return { ...changedMerchant(current, changes), figures_timezone: current.figures_timezone ?? zoneOf(current), recount };
+  const record = { timezone: zone, ...other };
+  const recount = await startRecount(
+    current,
+    { timezone: zone, rates: book, delinquencyDays: other.delinquency_days ?? delinquencyDaysOf(current) },
+    record,
+    () => undefined,
+  );
+  return {
+    ...changedMerchant(current, { ...changes, timezone: zone }),
+    figures_timezone: current.figures_timezone ?? zoneOf(current),
+    recount,
+  };
 };
 
 /** What `GET /settings` shows of the merchant's last recount (never one: done, with no times). */

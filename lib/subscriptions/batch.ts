@@ -26,11 +26,13 @@ import { subscriptionBatchItem, type SubscriptionBatchInput } from '#lib/subscri
 import { creationSteps, newSubscription, type Step } from '#lib/subscriptions/rules';
 import { addChangeEvent, LIVE_TAKEN, moveTotals, stepsTimeline, withSchedule, type Scope } from '#lib/subscriptions/service';
 import { subscriptionIndexAttributes } from '#lib/subscriptions/store';
+import { addOutboxEvent, TRIAL_EVENT } from '#lib/outbox/store';
 
 /**
  * POST /subscriptions/batch: imported subscriptions, created in array order through the batch
  * engine. Each item creates a subscription (source `import`) with its `created` event at
- * started_at and, when cancelled_at is given, its `cancel` event there; no webhooks. Items of one
+ * started_at and, when cancelled_at is given, its `cancel` event there; no webhooks (a trial still
+ * running records the internal event that arms its conversion). Items of one
  * customer form one unit, so its MRR timeline is written once per transaction. Uniqueness is
  * decided by the transaction (the external id marker, the customer's live marker); the reads
  * before it only sort items into skipped and failed early.
@@ -206,6 +208,15 @@ const prepare = async (scope: Scope, items: Item[], collector: Collector, at: st
           customerId,
           writeSubscription(ws, scope, unit, changed.get(customerId) ?? (timelines.get(customerId) ?? EMPTY_TIMELINE).timeline, at),
         );
+        // A trial still running: an internal bus event arms the scheduler for its conversion (an import sends no webhooks).
+        if (unit.sub.status === 'trialing' && unit.sub.trial_ends_at)
+          addOutboxEvent(
+            ws,
+            scope.merchantId,
+            TRIAL_EVENT,
+            { id: unit.sub.id, status: 'trialing', trial_ends_at: unit.sub.trial_ends_at },
+            at,
+          );
       }
       // One timeline write per customer per transaction, whatever the number of its subscriptions.
       const after: [number, TimelineState][] = [];

@@ -1,6 +1,8 @@
 import { now } from '#lib/clock';
 import { getMerchant } from '#lib/merchants/store';
-import { delinquencyDaysOf, generationOf, zoneOf } from '#lib/merchants/rules';
+import { delinquencyDaysOf, figuresZoneOf, generationOf, recountingOf } from '#lib/merchants/rules';
+import { settleRenewals } from '#lib/metrics';
+import { RENEWAL_EVENT } from '#lib/outbox/store';
 import { UTCDateMini } from '@date-fns/utc';
 import { addDays } from 'date-fns/addDays';
 import { formatTimestamp } from '#lib/shared/time';
@@ -20,11 +22,14 @@ import { asFunction, WORKER_FUNCTIONS } from '#lib/shared/invocation';
  */
 export type ScheduledCancel = {
   merchant_id: string;
-  subscription_id: number;
-  /** The time it was armed with: `cancel_at`, `trial_ends_at`, or (delinquent) `failed_at`. */
+  /** The subscription (a renewal: none). */
+  subscription_id?: number;
+  /** The time it was armed with: `cancel_at`, `trial_ends_at`, (delinquent) `failed_at`, or (renewal) when the grace runs out. */
   cancel_at: string;
   /** What was scheduled (absent: a cancellation, as armed before trials and failed renewals). */
-  kind?: ScheduledKind;
+  kind?: ScheduledKind | 'renewal';
+  /** A renewal's customer. */
+  customer_id?: number;
 };
 
 /** Where each kind of schedule is on a subscription as presented. */
@@ -34,13 +39,16 @@ export const SCHEDULE_FIELDS: Record<ScheduledKind, { field: 'cancel_at' | 'tria
   delinquent: { field: 'failed_at', status: 'past_due' },
 };
 
-/** What a subscription bus event arms (none, one or more schedules). */
+/** What a bus event arms (none, one or more schedules): a subscription's scheduled changes, a paid recurring order's renewal. */
 export const scheduleOf = (detail: {
   merchant_id?: string;
   type?: string;
   data?: { object?: Record<string, unknown> };
 }): ScheduledCancel[] => {
   const object = detail.data?.object;
+  // A customer's renewal grace (lib/metrics/renewals.ts): armed with the time it runs out.
+  if (detail.merchant_id && detail.type === RENEWAL_EVENT && object && typeof object.grace_ends_at === 'string')
+    return [{ merchant_id: detail.merchant_id, customer_id: Number(object.customer_id), cancel_at: object.grace_ends_at, kind: 'renewal' }];
   if (!detail.merchant_id || !detail.type?.startsWith('subscription.') || !object) return [];
   const out: ScheduledCancel[] = [];
   for (const [kind, { field, status }] of Object.entries(SCHEDULE_FIELDS) as [ScheduledKind, (typeof SCHEDULE_FIELDS)['cancel']][]) {
@@ -55,6 +63,9 @@ export const scheduleOf = (detail: {
   }
   return out;
 };
+
+/** A second after `at`: a grace runs out once its end has passed. */
+const afterSecond = (at: string) => formatTimestamp(new Date(Date.parse(at) + 1000));
 
 /**
  * Longest single wait of a scheduler (a Step Functions execution lasts at most a year): a
@@ -79,24 +90,30 @@ const wake = (at: Date, dueAt: string): CancelCheck => {
 export const checkScheduledCancel = asFunction(WORKER_FUNCTIONS.cancelCheck, async (s: ScheduledCancel): Promise<CancelCheck> => {
   const at = now();
   const kind = s.kind ?? 'cancel';
-  if (kind !== 'delinquent' && formatTimestamp(at) < s.cancel_at) return wake(at, s.cancel_at);
+  if (kind !== 'delinquent' && kind !== 'renewal' && formatTimestamp(at) < s.cancel_at) return wake(at, s.cancel_at);
   const merchant = await getMerchant(s.merchant_id);
   if (!merchant) return { due: true, applied: false };
   const days = delinquencyDaysOf(merchant);
+  const scope = {
+    merchantId: s.merchant_id,
+    reportingCurrency: merchant.reporting_currency,
+    timezone: figuresZoneOf(merchant),
+    generation: generationOf(merchant),
+    ...(recountingOf(merchant) === undefined ? {} : { recount: recountingOf(merchant) }),
+    delinquencyDays: days,
+  };
+  if (kind === 'renewal') {
+    // A customer's renewal grace ran out: its timeline is settled (nothing moves if the renewal came);
+    // a grace still running (a later order's, or a longer delinquency) is waited for again.
+    if (s.customer_id === undefined) return { due: true, applied: false };
+    if (formatTimestamp(at) <= s.cancel_at) return wake(at, afterSecond(s.cancel_at));
+    const { applied, next } = await settleRenewals(scope, s.customer_id);
+    return next ? wake(at, afterSecond(next)) : { due: true, applied };
+  }
   if (kind === 'delinquent') {
     const dueAt = delinquentAt(s.cancel_at, days);
     if (formatTimestamp(at) < dueAt) return wake(at, dueAt);
   }
-  const applied = await applyScheduledChange(
-    {
-      merchantId: s.merchant_id,
-      reportingCurrency: merchant.reporting_currency,
-      timezone: zoneOf(merchant),
-      generation: generationOf(merchant),
-      delinquencyDays: days,
-    },
-    s.subscription_id,
-    { kind, armedAt: s.cancel_at },
-  );
+  const applied = await applyScheduledChange(scope, s.subscription_id!, { kind, armedAt: s.cancel_at });
   return { due: true, applied };
 });

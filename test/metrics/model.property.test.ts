@@ -17,6 +17,7 @@ import {
   refImportedEnd,
   refLocalDate,
   refMovements,
+  refRenewals,
   refSegment,
   refSetAt,
   refSetFrom,
@@ -34,7 +35,9 @@ import { type RefOrder, type RefRateBook, refPaymentMethods, refPurchaseCohorts,
  * end moved, cancelled during them or after, converted by the scheduler); failed renewals (some back-dated,
  * some delinquent at once), recoveries (refused once the delinquent cancellation has come) and delinquent
  * cancellations applied by the scheduler; recorded events (back-dated, with or without a subscription),
- * recurring paid orders in the reporting currency or another (some with a past paid_at), refunds, order batches
+ * recurring paid orders in the reporting currency or another (some with a past paid_at), renewals of them on
+ * time, within the 30-day renewal grace or past it (at the same amount or another, their graces run out and
+ * settled by the scheduler: the reference chains the order lines as docs/metrics.md "Renewals" says), refunds, order batches
  * (new orders, status moves, a repeated order_no) and groups of writers for different customers sent
  * concurrently — the pre-aggregated daily, weekly and monthly series (the MRR past due and the churn split into
  * voluntary and delinquent included), the summary, the cohorts, the trials and the failed renewals (GET
@@ -66,7 +69,8 @@ type Op =
   | { kind: 'sub'; c: number; variant: number; amount: number; back: number }
   | { kind: 'delete'; c: number }
   | { kind: 'event'; c: number; withSub: boolean; amount: number; back: number; between?: boolean }
-  | { kind: 'order'; c: number; cycle: keyof typeof CYCLES; usd: boolean; amount: number; back: number }
+  | { kind: 'order'; c: number; cycle: keyof typeof CYCLES; usd: boolean; amount: number; back: number; renewals: number[] }
+  | { kind: 'renew'; c: number; gap: number; amount: number; usd: boolean }
   | { kind: 'refund'; c: number }
   | {
       kind: 'batch';
@@ -127,7 +131,31 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       between: fc.constant(true),
     }),
   },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('order' as const), c: customer, cycle, usd: fc.boolean(), amount, back }) },
+  // A paid recurring order, and renewals of it each `gap` days after the period before it ended (those already come).
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('order' as const),
+      c: customer,
+      cycle,
+      usd: fc.boolean(),
+      amount,
+      back,
+      renewals: fc.array(fc.integer({ min: 0, max: 45 }), { maxLength: 3 }),
+    }),
+  },
+  // A renewal of the customer's latest paid order `gap` days after its period ended (within the 30-day grace or
+  // past it), at the same amount or another, in the same currency or not: sent when that time has come.
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      kind: fc.constant('renew' as const),
+      c: customer,
+      gap: fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 4, arbitrary: fc.integer({ min: 1, max: 45 }) }),
+      amount,
+      usd: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('refund' as const), c: customer }) },
   {
     weight: 1,
@@ -413,6 +441,20 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 }
               }
             }
+            // Renewal graces that ran out by now: each customer with orders is settled (the check armed for its grace's end).
+            for (const [c, list] of orders.entries()) {
+              if (!list.length) continue;
+              const checked = await checkScheduledCancel({
+                merchant_id: merchantId,
+                customer_id: ids[c],
+                cancel_at: iso(START),
+                kind: 'renewal',
+              });
+              const open = refRenewals([ref[c]], 30, iso(now))[0];
+              // A grace still running is waited for (to a second after its end); none: done.
+              const running = [...open.lines.values()].flatMap((pts) => (pts.at(-1)?.flag === 'g' ? [pts.at(-1)!.at] : []));
+              expect(checked.due, `renewal check of customer ${c}`).toBe(running.length === 0);
+            }
           };
 
           /** The imported line (in the reporting currency) ends where the customer's first subscription in it starts. */
@@ -439,6 +481,40 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
             }
             if (o.line.length) ref[c].lines.set(`O${o.no}`, o.line);
             else ref[c].lines.delete(`O${o.no}`);
+          };
+
+          /** A paid recurring order sent through the API, and its line in the reference. */
+          const placeOrder = async (
+            c: number,
+            amount: string,
+            currency: string,
+            cycle: keyof typeof CYCLES,
+            paidAt: string,
+            what: string,
+          ) => {
+            const order: Order = {
+              no: `O${++orderSeq}`,
+              amount,
+              currency,
+              cycle,
+              status: 'paid',
+              paid_at: paidAt,
+              refunded_at: null,
+              line: [],
+            };
+            const body = {
+              order_no: order.no,
+              amount,
+              customer_email: emails[c],
+              status: 'paid',
+              billing_cycle: cycle,
+              currency,
+              paid_at: paidAt,
+            };
+            ok(await api.post('/orders', token, body), what);
+            orders[c].push(order);
+            relineOrder(c, order);
+            return order;
           };
 
           const run = async (o: Op) => {
@@ -630,30 +706,23 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
                 return;
               }
               case 'order': {
-                const no = `O${++orderSeq}`;
-                const paidAt = iso(now - o.back * DAY);
-                const body = {
-                  order_no: no,
-                  amount: String(o.amount),
-                  customer_email: emails[c],
-                  status: 'paid',
-                  billing_cycle: o.cycle,
-                  currency: o.usd ? 'USD' : 'TWD',
-                  paid_at: paidAt,
-                };
-                ok(await api.post('/orders', token, body), 'order');
-                const order: Order = {
-                  no,
-                  amount: String(o.amount),
-                  currency: body.currency,
-                  cycle: o.cycle,
-                  status: 'paid',
-                  paid_at: paidAt,
-                  refunded_at: null,
-                  line: [],
-                };
-                orders[c].push(order);
-                relineOrder(c, order);
+                let last = await placeOrder(c, String(o.amount), o.usd ? 'USD' : 'TWD', o.cycle, iso(now - o.back * DAY), 'order');
+                // Its renewals, in order, each once its time has come.
+                for (const gap of o.renewals) {
+                  const renewedAt = iso(Date.parse(addMonths(last.paid_at!, CYCLES[last.cycle])) + gap * DAY);
+                  if (renewedAt > at) break;
+                  last = await placeOrder(c, last.amount, last.currency, last.cycle, renewedAt, 'renewal');
+                }
+                return;
+              }
+              case 'renew': {
+                const latest = orders[c]
+                  .filter((x) => x.status === 'paid' && x.paid_at)
+                  .sort((a, b) => (a.paid_at! < b.paid_at! ? -1 : 1))
+                  .at(-1);
+                if (!latest) return;
+                const paidAt = iso(Date.parse(addMonths(latest.paid_at!, CYCLES[latest.cycle])) + o.gap * DAY);
+                if (paidAt <= at) await placeOrder(c, String(o.amount), o.usd ? 'USD' : latest.currency, latest.cycle, paidAt, 'renewal');
                 return;
               }
               case 'refund': {
@@ -978,7 +1047,9 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
           const today = refLocalDate(iso(now), zone);
           // The whole: the reporting currency's lines and USD's converted (left out of months without a rate).
           const rates: RefRates = { rates: new Map([['USD', usdRates]]), zone };
-          const whole = refSegment(ref, {}, 'TWD', rates);
+          // Order renewals as they stand now (every grace that ran out settled by the scheduler's run).
+          const settledRef = refRenewals(ref, 30, iso(now));
+          const whole = refSegment(settledRef, {}, 'TWD', rates);
           // Whole months, and a random range: its partial first and last months are read from day items.
           const day = (days: number) => iso(START + days * 24 * HOUR).slice(0, 10);
           for (const [from, asked] of [
@@ -1006,11 +1077,11 @@ describe('metrics equal a from-scratch recomputation (property)', () => {
           const to = asked > today ? today : asked;
           // Metadata and plan-union segments: the reference over only the matching customers' lines.
           const parts: [string, RefCustomer[]][] = [
-            ...SEGMENTS.map(([query, seg]): [string, RefCustomer[]] => [query, refSegment(ref, seg, 'TWD', rates)]),
+            ...SEGMENTS.map(([query, seg]): [string, RefCustomer[]] => [query, refSegment(settledRef, seg, 'TWD', rates)]),
             ...CUSTOMER_SEGMENTS.map(([query, seg, pairs]): [string, RefCustomer[]] => [
               query,
               refSegment(
-                ref.filter((_, i) => pairs.every(([k, v]) => metas[i][k] === v)),
+                settledRef.filter((_, i) => pairs.every(([k, v]) => metas[i][k] === v)),
                 seg,
                 'TWD',
                 rates,

@@ -16,7 +16,7 @@ import Decimal from 'decimal.js';
 export type RefPoint = {
   at: string;
   amount: Decimal;
-  flag: 'a' | 'p' | 'c' | 't' | 'd' | 'o' | 'x';
+  flag: 'a' | 'p' | 'c' | 't' | 'd' | 'o' | 'g' | 'x';
   was?: RefPoint['flag'];
   plan?: string | null;
   cycle?: string | null;
@@ -96,6 +96,38 @@ export type RefSegment = { plan?: string; plans?: string[]; cycle?: string; curr
  * currency (default the reporting one); the imported line's end taken there; in a plan or cycle
  * segment each point outside it as 0 and neither live nor active nor a cancellation.
  */
+/**
+ * Renewals of recurring orders, as docs/metrics.md words them: a customer's orders in order of
+ * payment (ties by line name); one paid at most `graceDays` days after the end of the previous one's
+ * period, and after that end, continues it: the previous share goes on over the gap as past due
+ * (`g`) until the renewal starts. The last order's share goes on past its end as past due unless its
+ * grace ended before `asOf`, when it ends at the end of its period. Order lines are `O…` lines of two
+ * points (its share from paid_at, 0 from the end of its period).
+ */
+export const refRenewals = (customers: RefCustomer[], graceDays: number, asOf: string): RefCustomer[] =>
+  customers.map((c) => {
+    const orders = [...c.lines]
+      .filter(([line, pts]) => line.startsWith('O') && pts.length === 2)
+      .map(([line, [start, end]]) => ({ line, start, end }))
+      .sort((a, b) => a.start.at.localeCompare(b.start.at) || (a.line < b.line ? -1 : 1));
+    if (!orders.length) return c;
+    const lines = new Map(c.lines);
+    const plusDays = (t: string, n: number) => `${new Date(Date.parse(t) + n * 86_400_000).toISOString().slice(0, 19)}Z`;
+    orders.forEach(({ line, start, end }, i) => {
+      const next = orders[i + 1];
+      const graceEnd = plusDays(end.at, graceDays);
+      const gap = (to?: string): RefPoint[] => [
+        start,
+        { ...end, amount: start.amount, flag: 'g' },
+        ...(to ? [{ ...end, at: to, amount: new Decimal(0), flag: 'o' as const }] : []),
+      ];
+      if (next) {
+        if (next.start.at > end.at && next.start.at <= graceEnd) lines.set(line, gap(next.start.at));
+      } else if (!(asOf > graceEnd)) lines.set(line, gap());
+    });
+    return { ...c, lines };
+  });
+
 export const refSegment = (customers: RefCustomer[], seg: RefSegment, reporting = 'TWD', fx: RefRates = NO_FX): RefCustomer[] =>
   customers.map((c) => {
     const currency = seg.currency ?? reporting;
@@ -180,7 +212,7 @@ export const customerAt = (c: RefCustomer, t: string, strict = false) => {
     mrr = mrr.plus(p.amount);
     if (p.flag === 'a' || p.flag === 'p' || p.flag === 'd') live = true;
     if (p.flag === 'a' && line.startsWith('S')) subs++;
-    if (p.flag === 'd') pastDue = pastDue.plus(p.amount);
+    if (p.flag === 'd' || p.flag === 'g') pastDue = pastDue.plus(p.amount);
   }
   return { mrr, live, subs, pastDue };
 };

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
-import { checkScheduledCancel } from '#lib/subscriptions/schedule';
+import { checkScheduledCancel, scheduleOf } from '#lib/subscriptions/schedule';
 import { useApi } from '../support/api.ts';
 import { factoriesFor } from '../support/factories.ts';
 import { outboxEvents } from '../orders/helpers.ts';
@@ -154,8 +154,8 @@ describe('trials', () => {
   });
 
   it('a back-dated trial that has ended is created converted; a batch imports trials with their history; bad trial ends are 422', async () => {
-    fixedClock('2026-06-01T00:00:00Z');
-    const { token, customer } = await merchantWithCustomer();
+    const clock = fixedClock('2026-06-01T00:00:00Z');
+    const { token, merchantId, customer } = await merchantWithCustomer();
     const past = await api.post('/subscriptions', token, {
       ...trial,
       customer_id: customer.id,
@@ -237,6 +237,21 @@ describe('trials', () => {
     });
     const feb = (await api.get('/metrics/mrr?start_date=2026-02-01&end_date=2026-02-28&interval=month', token)).body.data[0];
     expect(feb).toMatchObject({ new: '100.00', churn: '0.00', mrr: '200.00' });
+    // The running trial armed the scheduler (an internal bus event: an import sends no webhooks), which converts it at its end.
+    const armed = (await outboxEvents(merchantId)).filter((e) => e.type === 'subscription.trial_imported');
+    expect(armed.map((e) => [e.type, e.data.object.status, e.data.object.trial_ends_at])).toEqual([
+      ['subscription.trial_imported', 'trialing', '2026-06-08T00:00:00Z'],
+    ]);
+    const [schedule] = scheduleOf({ ...armed[0], merchant_id: merchantId });
+    expect(schedule).toEqual({
+      merchant_id: merchantId,
+      subscription_id: armed[0].data.object.id,
+      cancel_at: '2026-06-08T00:00:00Z',
+      kind: 'convert',
+    });
+    clock.set('2026-06-08T00:00:00Z');
+    expect(await checkScheduledCancel(schedule)).toEqual({ due: true, applied: true });
+    expect((await api.get(`/subscriptions/${armed[0].data.object.id}`, token)).body.data).toMatchObject({ status: 'active' });
   });
 });
 
