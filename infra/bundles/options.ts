@@ -46,7 +46,7 @@ const FUNCTION_ALIAS: Record<string, string> = { ...BUNDLE.alias, [LAYER.module]
 /** The original budget for a function's bundle (`index.mjs`): not reached yet (docs/function-bundles.md). */
 export const BUNDLE_BUDGET_BYTES = 300 * 1024;
 /** What test/infra/bundles.test.ts enforces meanwhile, with Powertools and the X-Ray SDK in the layer. */
-export const BUNDLE_LIMIT_BYTES = 460 * 1024;
+export const BUNDLE_LIMIT_BYTES = 470 * 1024;
 
 function shim(file: string): string {
   return fileURLToPath(new URL(`./shims/${file}`, import.meta.url));

@@ -26,9 +26,9 @@ import { formatTimestamp } from '#lib/shared/time';
 import { issueMessage } from '#lib/shared/validation';
 import { addSubscriptionEvent, CUSTOMER_INVALID, importedAfterSubscription, SUBSCRIPTION_INVALID } from '#lib/subscriptions/events';
 import { presentSubscriptionEvent, type SubscriptionEventItem, type SubscriptionItem } from '#lib/subscriptions/model';
-import { latestChangeAt } from '#lib/subscriptions/effective';
+import { dueChange, latestChangeAt } from '#lib/subscriptions/effective';
 import { subscriptionEventBatchItem, type SubscriptionEventBatchInput } from '#lib/subscriptions/schemas';
-import { type Scope, withSchedule } from '#lib/subscriptions/service';
+import { delinquencyOf, type Scope, settleDueChanges, withSchedule } from '#lib/subscriptions/service';
 
 /**
  * Recorded subscription events (history imported from elsewhere, source `import`), one or a batch:
@@ -56,6 +56,19 @@ export const EXTERNAL_ID_INVALID = 'The selected subscription external id is inv
 export const ALREADY_RECORDED = 'already_recorded';
 
 const prepare = async (scope: Scope, items: Item[], report: Report, at: string, idempotencyKey?: string) => {
+  // Read again once due changes were applied (a second pass finds none left to apply).
+  const prepared = await prepareOnce(scope, items, report, at, idempotencyKey, true);
+  return prepared ?? (await prepareOnce(scope, items, report, at, idempotencyKey, false))!;
+};
+
+const prepareOnce = async (
+  scope: Scope,
+  items: Item[],
+  report: Report,
+  at: string,
+  idempotencyKey: string | undefined,
+  settle: boolean,
+) => {
   const { merchantId } = scope;
   const externalKey = (i: Item) => keys.subscriptionExternalId(merchantId, i.input.subscription_external_id!);
   const customerKeys = (id: number) => [keys.customer(merchantId, id), keys.customerTimeline(merchantId, id)];
@@ -83,6 +96,15 @@ const prepare = async (scope: Scope, items: Item[], report: Report, at: string, 
       ...unreadSubs.map((id) => keys.subscription(merchantId, id)),
     ]);
     for (const [k, v] of more) found.set(k, v);
+  }
+  // A named subscription with a change due (a trial's conversion, a scheduled or delinquent cancellation the
+  // scheduler has not applied yet) has it applied first, as any change does, and everything is read again.
+  const due = [...found.values()].filter(
+    (v) => v.sk === 'SUB' && !v.deleted_at && dueChange(v as unknown as SubscriptionItem, at, delinquencyOf(scope)),
+  );
+  if (settle && due.length) {
+    for (const sub of due) await settleDueChanges(scope, Number(sub.id));
+    return null;
   }
   const timelines: Map<number, TimelineState> = await timelinesFrom(
     merchantId,

@@ -58,7 +58,7 @@ export const LIVE_TAKEN = 'The customer already has an active or paused subscrip
 /** Who changes a subscription: the merchant, and its reporting currency (what the figures count). */
 export type Scope = Pick<AuthContext, 'merchantId' | 'reportingCurrency' | 'timezone' | 'generation' | 'delinquencyDays'>;
 /** The merchant's `delinquency_days`. */
-const delinquencyOf = (scope: Scope) => scope.delinquencyDays ?? DEFAULT_DELINQUENCY_DAYS;
+export const delinquencyOf = (scope: Scope) => scope.delinquencyDays ?? DEFAULT_DELINQUENCY_DAYS;
 const ONE = new Decimal(1);
 
 /** List totals follow the status (deleted subscriptions leave the lists). */
@@ -115,7 +115,7 @@ const settleLiveHolder = async (scope: Scope, customerId: number): Promise<boole
   );
   const holder = Item ? await getSubscriptionItem(scope.merchantId, Number(Item.subscription_id)) : null;
   if (!holder || !isDue(holder, formatTimestamp(now()), delinquencyOf(scope))) return false;
-  await settleScheduled(scope, holder.id);
+  await settleDueChanges(scope, holder.id);
   return true;
 };
 
@@ -284,7 +284,7 @@ export const applyScheduledChange = async (
 ): Promise<boolean> => {
   const sub = await getSubscriptionItem(scope.merchantId, subscriptionId);
   if (!sub || !isArmedFor(sub, armed.kind, armed.armedAt) || !isDue(sub, formatTimestamp(now()), delinquencyOf(scope))) return false;
-  await settleScheduled(scope, subscriptionId);
+  await settleDueChanges(scope, subscriptionId);
   return true;
 };
 
@@ -297,7 +297,7 @@ const isArmedFor = (sub: SubscriptionItem, kind: ScheduledKind, armedAt: string)
 };
 
 /** Applies the subscription's scheduled changes due by now, earliest first; the subscription after them. */
-const settleScheduled = async (scope: Scope, subscriptionId: number): Promise<Subscription> => {
+export const settleDueChanges = async (scope: Scope, subscriptionId: number): Promise<Subscription> => {
   let out = await change(scope, subscriptionId, { kind: 'settleDue' });
   // Each change applies one (a conversion, then a cancellation due as well): at most three are scheduled.
   for (let i = 0; i < 2 && isDue(out, formatTimestamp(now()), delinquencyOf(scope)); i++)

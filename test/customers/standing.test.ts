@@ -5,6 +5,7 @@ import { checkScheduledCancel } from '#lib/subscriptions/schedule';
 import { db, tableName } from '#lib/db/client';
 import { keys } from '#lib/db/keys';
 import { newMerchant, useApi } from '../support/api.ts';
+import { runRenewalChecks } from '../support/renewals.ts';
 
 /** Customers' `mrr` and `subscription_status`, and GET /customers/{id}/activities (docs/customers.md). */
 const api = useApi();
@@ -54,9 +55,9 @@ describe('a customer shows its MRR and subscription status now', () => {
     expect(await shown(token, c.id)).toEqual(['80.00', 'active']);
   });
 
-  it("counts a recurring order's monthly share until its cycle ends; one-time orders count nothing", async () => {
+  it("counts a recurring order's monthly share until its cycle ends and its renewal grace runs out; one-time orders count nothing", async () => {
     fixedClock('2026-03-10T00:00:00Z');
-    const { token } = await newMerchant();
+    const { token, merchantId } = await newMerchant();
     const order = (no: string, amount: string, cycle: string) =>
       api.post('/orders', token, {
         order_no: no,
@@ -70,7 +71,12 @@ describe('a customer shows its MRR and subscription status now', () => {
     expect((await order('ONE-1', '500.00', 'one-time')).status).toBe(201);
     const id = (await api.get('/customers?search=orders@example.com', token)).body.data[0].id as number;
     expect(await shown(token, id)).toEqual(['33.33', null]);
+    // Its cycle ended on 06-01: it still counts while its renewal grace (30 days) runs…
     fixedClock('2026-06-02T00:00:00Z');
+    expect(await shown(token, id)).toEqual(['33.33', null]);
+    // …and once that ran out and the scheduler settled it, it ended with its cycle.
+    fixedClock('2026-07-01T00:00:01Z');
+    await runRenewalChecks(merchantId, [id]);
     expect(await shown(token, id)).toEqual(['0.00', null]);
   });
 
@@ -90,7 +96,11 @@ describe('a customer shows its MRR and subscription status now', () => {
       }),
     );
     expect(await shown(token, c.id)).toEqual(['80.00', 'active']);
+    // The order's quarter ended on 05-01: within its renewal grace it still counts.
     fixedClock('2026-05-02T00:00:00Z');
+    expect(await shown(token, c.id)).toEqual(['80.00', 'active']);
+    fixedClock('2026-06-01T00:00:00Z');
+    await runRenewalChecks(merchantId, [c.id]);
     expect(await shown(token, c.id)).toEqual(['40.00', 'active']);
     // Steps cut short (as for a customer with more changes ahead than a head keeps): the same figures.
     await db().send(
@@ -119,7 +129,7 @@ describe('a customer shows its MRR and subscription status now', () => {
 describe('GET /customers/{id}/activities', () => {
   it("lists the customer's movements newest first, with the subscription or order behind each, by page or cursor", async () => {
     fixedClock('2026-01-10T00:00:00Z');
-    const { token } = await newMerchant();
+    const { token, merchantId } = await newMerchant();
     const c = await customer(token, 'moves@example.com');
     const sub = (await api.post('/subscriptions', token, { customer_id: c.id, plan_name: 'B', mrr: '100', billing_cycle: 'monthly' })).body
       .data;
@@ -182,8 +192,12 @@ describe('GET /customers/{id}/activities', () => {
       },
     ]);
     expect(r.body.meta).toMatchObject({ total: 4, current_page: 1, next_cursor: null });
-    // The order's month ends on 2026-03-20: listed once that has happened.
+    // The order's month ends on 2026-03-20: its renewal grace runs 30 days, and the churn is listed
+    // (at the end of the month it paid for) once that ran out and the scheduler settled it.
     fixedClock('2026-03-20T00:00:00Z');
+    expect((await api.get(`/customers/${c.id}/activities`, token)).body.data).toEqual(r.body.data);
+    fixedClock('2026-04-19T00:00:01Z');
+    await runRenewalChecks(merchantId, [c.id]);
     const later = (await api.get(`/customers/${c.id}/activities`, token)).body;
     expect(later.data[0]).toEqual({
       date: '2026-03-20T00:00:00Z',

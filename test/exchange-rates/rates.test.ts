@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
+import { runRenewalChecks } from '../support/renewals.ts';
 import { honouringRetryAfter, newMerchant, ok, useApi } from '../support/api.ts';
 import { backofficeJwt } from '../backoffice/support.ts';
 import { WriteSet } from '#lib/db/writes';
@@ -125,7 +126,7 @@ describe('exchange rates', () => {
   });
 
   it('currency=<the reporting currency> counts its own lines only, in it: converted lines stay out, and nothing is left unconverted', async () => {
-    const { token, customer } = await inDollars();
+    const { token, customer, merchantId } = await inDollars();
     await ok(putRates(token, 'USD', [{ month: '2026-01', rate: '30' }]));
     // The dollar customer also pays a monthly TWD order in February; a second customer pays in TWD only.
     fixedClock('2026-02-10T00:00:00Z');
@@ -133,7 +134,9 @@ describe('exchange rates', () => {
       ok(api.post('/orders', token, { order_no, amount, currency: 'TWD', billing_cycle: 'monthly', status: 'paid', customer_email }), 201);
     await paid('TWD-1', '500', customer.email);
     await paid('TWD-2', '200', 'twd@rates.test');
-    fixedClock('2026-03-10T12:00:00Z');
+    // Read once the orders' month (to 03-10) and their renewal grace have passed, settled by the scheduler.
+    fixedClock('2026-04-10T12:00:00Z');
+    await runRenewalChecks(merchantId);
 
     // The whole: 3,000 converted from January, and both orders for February.
     expect((await months(token)).data.map((e) => [e.mrr, e.new, e.expansion])).toEqual([

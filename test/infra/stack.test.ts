@@ -156,12 +156,20 @@ describe('routes', () => {
     const busId = stack.getLogicalId(stack.eventBus.node.defaultChild as never);
     expect(outputs.EventBusName.Value).toEqual({ Ref: busId });
     template.hasResourceProperties('AWS::Events::EventBus', { Name: `revenue-analytics-api-${DEFAULTS.stage}` });
-    // The bus's rules: webhook delivery (test/infra/webhook-delivery.test.ts) and the scheduler's three (cancellations,
-    // trial conversions, delinquent cancellations); the outbox sweeper's schedule is on the default bus.
+    // The bus's rules: webhook delivery (test/infra/webhook-delivery.test.ts) and the scheduler's four (cancellations,
+    // trial conversions, delinquent cancellations, renewal graces); the outbox sweeper's schedule is on the default bus.
     const rules = Object.values(resources(template, 'AWS::Events::Rule'));
-    expect(rules.filter((r) => JSON.stringify(r.Properties.EventBusName) === JSON.stringify({ Ref: busId }))).toHaveLength(4);
+    expect(rules.filter((r) => JSON.stringify(r.Properties.EventBusName) === JSON.stringify({ Ref: busId }))).toHaveLength(5);
     expect(rules.filter((r) => r.Properties.ScheduleExpression)).toHaveLength(1);
-    expect(rules).toHaveLength(5);
+    expect(rules).toHaveLength(6);
+    // The renewal rule matches its internal event only, and hands the state machine the customer and the grace's end.
+    const renewal = rules.find((r) => JSON.stringify(r.Properties.EventPattern ?? {}).includes('customer.renewal_grace'))!;
+    expect(renewal.Properties.EventPattern['detail-type']).toEqual(['customer.renewal_grace']);
+    expect(JSON.stringify(renewal.Properties.Targets[0].InputTransformer)).toContain('$.detail.data.object.customer_id');
+    // …and no webhook rule matches an internal event.
+    const webhook = rules.filter((r) => JSON.stringify(r.Properties.EventPattern ?? {}).includes('order.paid'));
+    expect(webhook).toHaveLength(1);
+    expect(webhook[0].Properties.EventPattern['detail-type']).not.toContain('customer.renewal_grace');
   });
 });
 

@@ -2,7 +2,8 @@ import Decimal from 'decimal.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
-import { expectedSeries, refSetAt, type RefCustomer } from './reference.ts';
+import { expectedSeries, refRenewals, refSetAt, type RefCustomer } from './reference.ts';
+import { runRenewalChecks } from '../support/renewals.ts';
 
 /**
  * Concurrent writers of ONE customer meet on its timeline's version: each loser re-reads and
@@ -20,7 +21,7 @@ describe('concurrent writes for one customer', () => {
     timeout: 120_000,
   }, async () => {
     fixedClock('2025-06-30T12:00:00Z');
-    const { token } = await newMerchant();
+    const { token, merchantId } = await newMerchant();
     const customer = (await api.post('/customers', token, { email: 'same@concurrency.test', name: 'S' })).body.data.id;
     const ref: RefCustomer = { lines: new Map() };
     const events = Array.from({ length: 8 }, (_, i) => ({
@@ -85,12 +86,14 @@ describe('concurrent writes for one customer', () => {
         { at: `${end.toISOString().slice(0, 19)}Z`, amount: new Decimal(0), flag: 'o' },
       ]);
     }
-    // Read once the orders' cycles have ended (no projections).
+    // Read once the orders' cycles and their renewal grace have ended (no projections), the scheduler's check run.
     fixedClock('2026-01-01T00:00:00Z');
+    await runRenewalChecks(merchantId, [customer]);
+    const settled = refRenewals([ref], 30, '2026-01-01T00:00:00Z');
     for (const interval of ['day', 'month'] as const) {
       const r = await api.get(`/metrics/mrr?start_date=2024-12-01&end_date=2025-12-31&interval=${interval}`, token);
       expect(r.status).toBe(200);
-      const expected = expectedSeries([ref], '2024-12-01', '2025-12-31', interval);
+      const expected = expectedSeries(settled, '2024-12-01', '2025-12-31', interval);
       expect(r.body.data).toEqual(expected.data);
       expect(r.body.summary).toEqual(expected.summary);
     }

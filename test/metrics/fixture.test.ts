@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
+import { runRenewalChecks } from '../support/renewals.ts';
 import { newMerchant, ok, useApi } from '../support/api.ts';
 
 /**
@@ -15,14 +16,15 @@ import { newMerchant, ok, useApi } from '../support/api.ts';
  * | 03-01 / 03-20     | A pauses / resumes                                            | churn −150 / reactivation +150      |
  * | 04-10             | B cancels                                                     | churn −120, customer churn (B)      |
  * | 05-05             | B's subscription reactivated                                  | reactivation +120                   |
- * | 05-10             | C (new customer) pays a quarterly order of 300 TWD            | new +100; churn −100 on 08-10 (its cycle ends) |
+ * | 05-10             | C (new customer) pays a quarterly order of 300 TWD            | new +100; churn −100 on 08-10 (its cycle ends), once its 30-day renewal grace ran out (09-09) |
  * | 06-01 / 06-15     | D pays a yearly order of 1200 TWD / it is refunded            | none: a refunded order never counted |
- * | 06-20             | G imports a monthly USD order and a one-time TWD order (batch)| none (another currency; one-time)   |
+ * | 06-20             | G imports a monthly USD order and a one-time TWD order (batch)| none (another currency; one-time); the USD order unconverted until its grace ran out (08-19) |
  * | 07-01 / 07-20     | E subscribes 50 / cancels back-dated to 07-05                 | new +50 / churn −50 on 07-05, customer churn (E) |
  * | 07-25             | A's history imported: 0 → 30 on 2024-12-01, 30 → 0 on 2024-12-31 | new +30, churn −30 (Dec 2024), customer churn (A); A's 01-10 becomes a reactivation |
  */
 const api = useApi();
 let token = '';
+let merchant = '';
 const ids: Record<string, number> = {};
 
 const series = async (query: string) => ok(api.get(`/metrics/mrr?${query}`, token));
@@ -78,7 +80,7 @@ let janBeforeImport: any;
 
 beforeAll(async () => {
   const clock = fixedClock('2025-01-10T09:00:00Z');
-  ({ token } = await newMerchant());
+  ({ token, merchantId: merchant } = await newMerchant());
   for (const name of ['A', 'B', 'D', 'E']) {
     ids[name] = (await ok(api.post('/customers', token, { email: `${name.toLowerCase()}@fixture.test`, name }), 201)).data.id;
   }
@@ -165,13 +167,19 @@ beforeAll(async () => {
     201,
   );
 });
-/** The reading day of each test below: series reaching past July 25 are read once August has passed (no projections). */
-const readOn = (iso: string) => fixedClock(iso);
+/**
+ * The reading day of each test below: series reaching past July 25 are read once August and C's
+ * renewal grace have passed (no projections); the scheduler has settled every grace run out by then.
+ */
+const readOn = async (iso: string) => {
+  fixedClock(iso);
+  await runRenewalChecks(merchant);
+};
 afterAll(() => resetClock());
 
 describe('the scripted merchant (figures worked by hand)', () => {
   it('monthly series Dec 2024 – Aug 2025: every movement per change, never netted; the end of an order cycle included', async () => {
-    readOn('2025-09-01T09:00:00Z');
+    await readOn('2025-09-10T09:00:00Z');
     const r = await series('start_date=2024-12-01&end_date=2025-08-31&interval=month');
     expect(r.data).toEqual([
       entry('2024-12-01', '0.00', { new: '30.00', churn: '-30.00' }, 0, 0, noBase(null)),
@@ -196,7 +204,7 @@ describe('the scripted merchant (figures worked by hand)', () => {
   });
 
   it('quarterly and yearly series: calendar quarters and years, clamped to the range; rates against the level before each', async () => {
-    readOn('2025-09-01T09:00:00Z');
+    await readOn('2025-09-10T09:00:00Z');
     const quarters = await series('start_date=2024-12-01&end_date=2025-08-31&interval=quarter');
     expect(quarters.data).toEqual([
       entry('2024-12-01', '0.00', { new: '30.00', churn: '-30.00' }, 0, 0, noBase(null)),
@@ -241,7 +249,7 @@ describe('the scripted merchant (figures worked by hand)', () => {
   });
 
   it('range summary Feb – Jul 2025: churn rates over the MRR and customers at its start', async () => {
-    readOn('2025-08-01T09:00:00Z');
+    await readOn('2025-08-01T09:00:00Z');
     const r = await series('start_date=2025-02-01&end_date=2025-07-31');
     // Start: MRR 300, 2 customers. Churned customers: B (Apr) and E (Jul); A's pause is not a cancellation.
     // MRR churn: (150 + 120 + 50) churn + 80 contraction = 400 of 300 (D's refunded order never counted).
@@ -251,19 +259,21 @@ describe('the scripted merchant (figures worked by hand)', () => {
       arpa: '123.33',
       customer_churn_rate: 100,
       mrr_churn_rate: 133.33,
-      unconverted: {},
+      // G's USD month ended on 07-20 and is in its renewal grace until 08-19: it still counts, without a rate.
+      unconverted: G_USD,
     });
     expect(r.data).toHaveLength(6);
   });
 
   it('daily and weekly series add up to the same movements', async () => {
-    readOn('2025-07-25T09:00:00Z');
+    await readOn('2025-07-25T09:00:00Z');
     const daily = await series('start_date=2025-06-26&end_date=2025-07-25&interval=day');
     expect(daily.data).toHaveLength(30);
     const byDate = Object.fromEntries(daily.data.map((e: any) => [e.date, e]));
     expect(byDate['2025-07-01']).toEqual(entry('2025-07-01', '420.00', { new: '50.00' }, 3, 4, ['105.00', 0, 0, 100, 100], G_USD));
     expect(byDate['2025-07-05']).toEqual(entry('2025-07-05', '370.00', { churn: '-50.00' }, 2, 3, ['123.33', 25, 11.9, 88.1, 88.1], G_USD));
-    expect(byDate['2025-07-20'].unconverted).toEqual({});
+    // G's USD month ended on 07-20: in its renewal grace it still counts (past due), still without a rate.
+    expect(byDate['2025-07-20'].unconverted).toEqual(G_USD);
     const weekly = await series('start_date=2025-06-26&end_date=2025-07-25&interval=week');
     // Thursday 06-26 (clamped start), then Mondays 06-30, 07-07, 07-14, 07-21.
     expect(weekly.data.map((e: any) => e.date)).toEqual(['2025-06-26', '2025-06-30', '2025-07-07', '2025-07-14', '2025-07-21']);
@@ -274,7 +284,7 @@ describe('the scripted merchant (figures worked by hand)', () => {
   });
 
   it('GET /metrics/summary on 2025-07-25: the last 30 days (06-26 … 07-25)', async () => {
-    readOn('2025-07-25T09:00:00Z');
+    await readOn('2025-07-25T09:00:00Z');
     const s = await ok(api.get('/metrics/summary', token));
     // 30 days ago: MRR 370, customers A, B, C. In the window: E new +50 and churned −50 (a cancellation).
     expect(s.data).toEqual({
@@ -288,12 +298,12 @@ describe('the scripted merchant (figures worked by hand)', () => {
       net_mrr_churn_rate: 13.51,
       quick_ratio: 1,
       ltv: '370.00',
-      unconverted: {},
+      unconverted: G_USD, // G's USD order in its renewal grace
     });
   });
 
   it('cohorts Dec 2024 – Aug 2025 (retention up to the current month, July)', async () => {
-    readOn('2025-07-25T09:00:00Z');
+    await readOn('2025-07-25T09:00:00Z');
     const r = await ok(api.get('/metrics/cohorts?start_month=2024-12&end_month=2025-08', token));
     const ret = (month: string, customers: number, mrr: string, cr: number | null, mr: number | null) => ({
       month,

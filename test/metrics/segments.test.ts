@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
+import { runRenewalChecks } from '../support/renewals.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 
 /**
@@ -64,6 +65,8 @@ const history = async () => {
   clock.set('2026-03-05T00:00:00Z');
   expect((await api.put(`/subscriptions/${subA}/cancel`, token, { reason: 'Too expensive' })).status).toBe(200);
   clock.set('2026-03-31T12:00:00Z');
+  // The USD order's renewal grace ran out on 03-17: the scheduler has settled it by now.
+  await runRenewalChecks(merchantId);
   return { token, merchantId };
 };
 

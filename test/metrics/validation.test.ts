@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { timestampPlusMonths } from '#lib/shared/time';
+import { runRenewalChecks } from '../support/renewals.ts';
 import { newMerchant, useApi } from '../support/api.ts';
 
 /** Parameters (422 on the one at fault), defaults, interval boundaries, abilities and merchant isolation. */
@@ -192,7 +193,7 @@ describe('abilities and isolation', () => {
 describe('interval boundaries (UTC)', () => {
   it('weeks start on Monday; month ends and leap days split where they should', async () => {
     const clock = fixedClock('2024-01-31T23:59:59Z');
-    const { token } = await newMerchant();
+    const { token, merchantId } = await newMerchant();
     const customer = async (email: string) => (await api.post('/customers', token, { email, name: email })).body.data.id as number;
     const [c1, c2] = [await customer('b1@metrics.test'), await customer('b2@metrics.test')];
     // The last second of January, and the first of February.
@@ -216,8 +217,9 @@ describe('interval boundaries (UTC)', () => {
         })
       ).status,
     ).toBe(201);
-    // Read once the range has passed (no projections).
+    // Read once the range has passed (no projections), and the order's renewal grace (to 03-30) with it.
     clock.set('2024-04-01T00:00:00Z');
+    await runRenewalChecks(merchantId);
 
     const months = (await get(token, '/metrics/mrr?start_date=2024-01-01&end_date=2024-03-31')).data;
     expect(months.map((e: any) => [e.date, e.new, e.churn, e.mrr])).toEqual([

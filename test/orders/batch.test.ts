@@ -1,5 +1,6 @@
 import { INVALID_DATA } from '#lib/errors';
 import Decimal from 'decimal.js';
+import { EVENT_TYPES } from '#lib/outbox/store';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
@@ -134,8 +135,10 @@ describe('POST /orders/batch', () => {
     expect((await api.get('/orders/N-2', token)).body.data).toMatchObject({ amount: '5.00', status: 'pending', source: 'import' });
     for (const missing of ['N-3', 'N-4', 'N-6', 'N-7', 'N-8']) expect((await api.get(`/orders/${missing}`, token)).status).toBe(404);
 
-    // No webhook events; one activity record.
-    expect((await outboxEvents(merchantId)).map((e) => e.type)).toEqual(['order.created']);
+    // No webhook events (the one internal event arms the renewal check of a paid recurring order); one activity record.
+    const recorded = (await outboxEvents(merchantId)).map((e) => e.type);
+    expect(recorded.filter((t) => (EVENT_TYPES as readonly string[]).includes(t))).toEqual(['order.created']);
+    expect(recorded.filter((t) => !(EVENT_TYPES as readonly string[]).includes(t))).toEqual(['customer.renewal_grace']);
     const activity = await activityRecords(merchantId);
     expect(activity).toHaveLength(1);
     expect(activity[0]).toMatchObject({ type: 'orders.batch', total: 16, created: 3, updated: 3, failed: 10, created_at: T1 });

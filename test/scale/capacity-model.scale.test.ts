@@ -4,6 +4,7 @@ import { fixedClock, resetClock } from '#lib/clock';
 import { newMerchant, useApi } from '../support/api.ts';
 import { keyShape, ratesAt, recordCapacity, type CapacityRecorder } from '../support/capacity.ts';
 import { pendingItemsOf } from '../support/pending-items.ts';
+import { checkScheduledCancel, type ScheduledCancel } from '#lib/subscriptions/schedule';
 
 /**
  * One merchant at full speed, priced key by key (docs/scale.md, "Limits of one merchant"): a mixed
@@ -45,6 +46,21 @@ const ENTITY_WRITES_PER_SECOND = 10;
  */
 const isEntityKey = (shape: string) =>
   /(?:^| |#)(CUSTOMER|CUSTOMER_EMAIL|CUSTOMER_EXT|ORDER|SUB|SUB_EXT|SUBEVT|WEBHOOK|ACTIVITY|OUTBOX_EVENT|IDEMPOTENCY)#/.test(shape);
+
+/**
+ * A load's shared keys by shape, the merchant's id left out, so two merchants' loads add up key by
+ * key as one merchant's would on AWS (a counter or metric family's `<each>` is one key of its
+ * family, already priced at its share). Entity keys (one order, one customer…) are not shared: two
+ * loads' never meet.
+ */
+const byShape = (rates: Map<string, number>, merchantId: string) => {
+  const out = new Map<string, number>();
+  for (const [k, wcu] of rates) {
+    const shape = keyShape(k, merchantId);
+    if (!isEntityKey(shape)) out.set(shape, Math.max(out.get(shape) ?? 0, wcu));
+  }
+  return out;
+};
 
 /** Metadata of the largest size an order may carry (16 KiB as JSON), or a typical small one. */
 const metadataOf = (kind: 'small' | 'largest') =>
@@ -255,17 +271,7 @@ describe('an import at its pace beside the full load, the pending-moves applier 
     for (const { pk, sk } of await pendingItemsOf(merchantId, IMPORT_SEGMENTS)) if (await applyPending({ pk, sk })) pendingWritten++;
     expect(await pendingItemsOf(merchantId, IMPORT_SEGMENTS)).toEqual([]);
     recorder.uninstall();
-    // Two merchants here, one on AWS: the live load's keys and the import's are summed by shape (a
-    // counter or metric family's `<each>` is one key of its family, already priced at its share).
-    const byShape = (rates: Map<string, number>, m: string) => {
-      const out = new Map<string, number>();
-      for (const [k, wcu] of rates) {
-        const shape = keyShape(k, m);
-        // Entity keys (one order, one customer…) are not shared: the live and imported ones never meet.
-        if (!isEntityKey(shape)) out.set(shape, Math.max(out.get(shape) ?? 0, wcu));
-      }
-      return out;
-    };
+    // Two merchants here, one on AWS: the live load's keys and the import's are summed by shape.
     const imported = byShape(ratesAt(recorder.records, 1 / SECONDS), merchantId);
     const together = byShape(live.rates, live.merchantId);
     for (const [k, wcu] of imported) together.set(k, (together.get(k) ?? 0) + wcu);
@@ -291,6 +297,87 @@ describe('an import at its pace beside the full load, the pending-moves applier 
       over.filter(([k, wcu]) => wcu > IMPORT_STILL_OVER[k]),
       'listed keys that went up',
     ).toEqual([]);
+  }, 300_000);
+});
+
+/**
+ * Scheduled changes at 100 a second beside the full load (docs/scale.md, "Scheduled changes"): the
+ * scheduler's checks converting trials at their end, cancelling past-due subscriptions as delinquent
+ * and settling recurring orders whose renewal grace ran out, in equal parts, each priced as it runs
+ * (its reads of when included), and scaled to 100 a second; added key by key to the live load's.
+ */
+const SCHEDULED_PER_SECOND = 100;
+describe('scheduled conversions, delinquent cancellations and renewal settles at 100/s beside the full load', () => {
+  it(`no partition key takes more than ${PARTITION_KEY_BUDGET_WCU} WCU`, async () => {
+    const live = await measure('small');
+    const clock = fixedClock('2026-03-01T00:00:00Z');
+    const { merchantId, token } = await newMerchant();
+    const N = 12;
+    const checks: ScheduledCancel[] = [];
+    for (let i = 0; i < N; i++) {
+      const trialist = (await api.post('/customers', token, { email: `t${i}@example.com` })).body.data.id;
+      const trial = await api.post('/subscriptions', token, {
+        customer_id: trialist,
+        plan_name: i % 2 ? 'Pro' : 'Basic',
+        mrr: '49.00',
+        billing_cycle: 'monthly',
+        started_at: '2026-03-01T00:00:00Z',
+        trial_ends_at: '2026-03-15T00:00:00Z',
+      });
+      expect(trial.status, JSON.stringify(trial.body)).toBe(201);
+      checks.push({ merchant_id: merchantId, subscription_id: trial.body.data.id, cancel_at: '2026-03-15T00:00:00Z', kind: 'convert' });
+      const payer = (await api.post('/customers', token, { email: `d${i}@example.com` })).body.data.id;
+      const sub = await api.post('/subscriptions', token, {
+        customer_id: payer,
+        plan_name: 'Pro',
+        mrr: '99.00',
+        billing_cycle: 'monthly',
+        started_at: '2026-01-01T00:00:00Z',
+      });
+      expect((await api.put(`/subscriptions/${sub.body.data.id}/past-due`, token, { failed_at: '2026-03-01T00:00:00Z' })).status).toBe(200);
+      checks.push({ merchant_id: merchantId, subscription_id: sub.body.data.id, cancel_at: '2026-03-01T00:00:00Z', kind: 'delinquent' });
+      const buyer = await api.post('/orders', token, {
+        order_no: `G${i}`,
+        amount: '120.00',
+        status: 'paid',
+        billing_cycle: i % 3 ? 'monthly' : 'quarterly',
+        currency: i % 4 ? 'TWD' : 'USD',
+        customer_email: `g${i}@example.com`,
+        paid_at: '2026-01-20T00:00:00Z',
+      });
+      expect(buyer.status, JSON.stringify(buyer.body)).toBe(201);
+      checks.push({
+        merchant_id: merchantId,
+        customer_id: buyer.body.data.customer_id,
+        cancel_at: '2026-03-01T00:00:00Z',
+        kind: 'renewal',
+      });
+    }
+    // Every change due: past the trials' end, the delinquency (30 days) and the monthly orders' graces.
+    clock.set('2026-06-01T00:00:00Z');
+    recorder = recordCapacity();
+    for (const check of checks)
+      expect(await checkScheduledCancel(check), JSON.stringify(check)).toMatchObject({ due: true, applied: true });
+    recorder.uninstall();
+    const scheduled = byShape(ratesAt(recorder.records, SCHEDULED_PER_SECOND / checks.length), merchantId);
+    const together = byShape(live.rates, live.merchantId);
+    for (const [k, wcu] of scheduled) together.set(k, (together.get(k) ?? 0) + wcu);
+    const hottest = [...together].sort((a, b) => b[1] - a[1]);
+    console.info(
+      `capacity model, ${SCHEDULED_PER_SECOND} scheduled changes a second (conversions, delinquent cancellations, renewal settles) beside the full load:\n` +
+        `  the scheduled changes alone (WCU/s): ${[...scheduled]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 8)
+          .map(([k, w]) => `${k} ${w.toFixed(0)}`)
+          .join(', ')}\n` +
+        hottest
+          .slice(0, 12)
+          .map(([k, wcu]) => `  ${wcu.toFixed(0).padStart(6)}  ${k}`)
+          .join('\n'),
+    );
+    // The changes reached the MRR aggregates (the check is not vacuous).
+    expect([...scheduled.keys()].some((k) => /#MRR/.test(k))).toBe(true);
+    expect(hottest.filter(([, wcu]) => wcu > PARTITION_KEY_BUDGET_WCU).map(([k, wcu]) => [k, Math.round(wcu)])).toEqual([]);
   }, 300_000);
 });
 

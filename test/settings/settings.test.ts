@@ -103,7 +103,7 @@ describe('GET and PUT /settings', () => {
 });
 
 describe('delinquency_days', () => {
-  it('an admin sets it (1–90) at once, without a recount; the token carries it: a past-due subscription reads as delinquent from the new deadline', async () => {
+  it('an admin sets it (1–90); the token carries it at once: a past-due subscription reads as delinquent from the new deadline; the figures are recounted (order renewals)', async () => {
     const clock = fixedClock('2026-03-01T00:00:00Z');
     const { merchantId, token } = await newMerchant();
     const admin = await backofficeJwt(merchantId, 'admin');
@@ -119,9 +119,14 @@ describe('delinquency_days', () => {
     }
     const put = await putSettings(admin, { delinquency_days: 7 });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
-    expect(put.body.data).toMatchObject({ timezone: 'UTC', delinquency_days: 7, recount: { status: 'done' } });
-    expect(put.headers.get('recount-pending')).toBeNull();
-    expect((await api.get('/settings', token)).body.data.delinquency_days).toBe(7);
+    // Answered at once, the recount of the order renewals under way (the test's client runs it to its switch after the answer).
+    expect(put.body.data).toMatchObject({ timezone: 'UTC', delinquency_days: 7, recount: { status: 'pending' } });
+    expect(put.headers.get('recount-pending')).toBe('true');
+    expect((await api.get('/settings', token)).body.data).toMatchObject({ delinquency_days: 7, recount: { status: 'done' } });
+    // The same number again changes nothing and starts no recount.
+    const again = await putSettings(admin, { delinquency_days: 7 });
+    expect(again.headers.get('recount-pending')).toBeNull();
+    expect(again.body.data.recount.requested_at).toBe(put.body.data.recount.requested_at);
     clock.set('2026-03-08T00:00:01Z');
     expect((await api.get(`/subscriptions/${sub.id}`, token)).body.data).toMatchObject({
       status: 'cancelled',

@@ -729,6 +729,11 @@ describe('subscriptions model property', () => {
                 : ['event_type']),
             ];
             if (bodyErrors.length) return expectInvalid(r, bodyErrors, what);
+            // The named subscription's due changes are applied first, as any change applies them (whatever the item's outcome).
+            if (target?.sub && !target.sub.deleted && dueOf(target.sub, at)) {
+              settle(target.sub);
+              count('settled before a recorded event');
+            }
             if (cmd.customer === -1) return expectInvalid(r, 'customer_id', what);
             if (target && (!target.sub || target.sub.deleted || target.sub.customer_id !== customerId))
               return expectInvalid(r, 'subscription_id', what);
