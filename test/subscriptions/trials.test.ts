@@ -255,6 +255,65 @@ describe('trials', () => {
   });
 });
 
+describe('a recorded event meets a change the scheduler has not applied yet', () => {
+  it("applies the trial's conversion first: the same figures, record and events as when the scheduler ran before it", async () => {
+    const run = async (schedulerFirst: boolean) => {
+      const clock = fixedClock('2026-03-01T00:00:00Z');
+      const { token, merchantId, customer } = await merchantWithCustomer();
+      const id = (
+        await api.post('/subscriptions', token, {
+          ...trial,
+          customer_id: customer.id,
+          started_at: '2026-03-01T00:00:00Z',
+          trial_ends_at: '2026-03-15T00:00:00Z',
+        })
+      ).body.data.id;
+      clock.set('2026-03-20T00:00:00Z');
+      if (schedulerFirst)
+        expect(
+          await checkScheduledCancel({ merchant_id: merchantId, subscription_id: id, cancel_at: '2026-03-15T00:00:00Z', kind: 'convert' }),
+        ).toEqual({ due: true, applied: true });
+      const recorded = await api.post('/subscriptions/events', token, {
+        customer_id: customer.id,
+        subscription_id: id,
+        event_type: 'upgrade',
+        old_amount: '100',
+        new_amount: '150',
+        occurred_at: '2026-03-18T00:00:00Z',
+      });
+      expect(recorded.status, JSON.stringify(recorded.body)).toBe(201);
+      const sub = (await api.get(`/subscriptions/${id}`, token)).body.data;
+      const days = (await api.get('/metrics/mrr?start_date=2026-03-14&end_date=2026-03-19&interval=day', token)).body.data;
+      return {
+        sub: [sub.status, sub.mrr],
+        events: (await events(token, id)).map((e: unknown[]) => e.slice(0, 2)),
+        days: days.map((d: { date: string; mrr: string; new: string; expansion: string }) => [d.date, d.mrr, d.new, d.expansion]),
+        webhooks: (await outboxEvents(merchantId)).filter((e) => e.type === 'subscription.trial_converted').length,
+      };
+    };
+    const first = await run(true);
+    expect(first).toEqual({
+      sub: ['active', '150.00'],
+      // Newest first.
+      events: [
+        ['upgrade', '2026-03-18T00:00:00Z'],
+        ['trial_converted', '2026-03-15T00:00:00Z'],
+        ['created', '2026-03-01T00:00:00Z'],
+      ],
+      days: [
+        ['2026-03-14', '0.00', '0.00', '0.00'],
+        ['2026-03-15', '100.00', '100.00', '0.00'],
+        ['2026-03-16', '100.00', '0.00', '0.00'],
+        ['2026-03-17', '100.00', '0.00', '0.00'],
+        ['2026-03-18', '150.00', '0.00', '50.00'],
+        ['2026-03-19', '150.00', '0.00', '0.00'],
+      ],
+      webhooks: 1,
+    });
+    expect(await run(false)).toEqual(first);
+  });
+});
+
 describe('failed renewals', () => {
   it('past due keeps the MRR (past_due_mrr), recover returns it to active, and a subscription past due delinquency_days is cancelled as delinquent', async () => {
     const clock = fixedClock('2026-03-01T00:00:00Z');
