@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fixedClock, resetClock } from '#lib/clock';
 import { tallied } from '#lib/db/client';
 import { checkScheduledCancel } from '#lib/subscriptions/schedule';
+import { rebuildMerchantAggregates } from '#lib/metrics';
+import { repairCustomer } from '#lib/customers/repair';
 import { backofficeJwt } from '../backoffice/support.ts';
 import { outboxEvents } from '../orders/helpers.ts';
 import { newMerchant, useApi } from '../support/api.ts';
@@ -130,6 +132,27 @@ describe('renewals of recurring orders', () => {
       ['2026-04-01', '0.00', '300.00'],
       ['2026-05-01', '0.00', '0.00'],
       ['2026-06-01', '0.00', '0.00'],
+    ]);
+  });
+
+  it('ops metrics rebuild finds nothing to correct where renewals are settled, and settles a grace that ran out unsettled', async () => {
+    const clock = fixedClock('2026-02-10T00:00:00Z');
+    const { token, merchantId } = await newMerchant();
+    for (const o of LATE.slice(0, 2)) expect((await api.post('/orders', token, o)).status).toBe(201);
+    expect(
+      (await api.post('/orders', token, order('L1', '2026-01-05T00:00:00Z', '90', { customer_email: 'lapse@example.test' }))).status,
+    ).toBe(201);
+    const settledBefore = await months(token, '2026-01-01', '2026-02-09');
+    expect(await rebuildMerchantAggregates(merchantId, repairCustomer)).toMatchObject({ aggregates_corrected: 0, timelines_rederived: 0 });
+    expect(await months(token, '2026-01-01', '2026-02-09')).toEqual(settledBefore);
+    // L1's month ended on 02-05; its grace ran out on 03-07 and no scheduler ran: the rebuild settles it
+    // (R2's month ended on 03-04: its grace still runs, past due).
+    clock.set('2026-03-08T00:00:00Z');
+    expect(await rebuildMerchantAggregates(merchantId, repairCustomer)).toMatchObject({ timelines_rederived: 1 });
+    const after = await months(token, '2026-02-01', '2026-03-07');
+    expect(after.map((p) => [p.date, p.mrr, p.churn, p.past_due_mrr])).toEqual([
+      ['2026-02-01', '300.00', '-90.00', '0.00'],
+      ['2026-03-01', '300.00', '0.00', '300.00'],
     ]);
   });
 

@@ -302,4 +302,61 @@ describe('scheduled cancellation (a future cancelled_at)', () => {
       process.env.TABLE_NAME = sharedTable;
     }
   }, 60_000);
+
+  it("npm start's scheduler settles a customer whose order renewal grace runs out: armed from the bus (the internal event) or from the table", async () => {
+    const sharedTable = process.env.TABLE_NAME;
+    process.env.TABLE_NAME = `sched-scan-${process.pid}`;
+    await ensureTable(process.env.DYNAMODB_ENDPOINT, process.env.TABLE_NAME, { stream: false });
+    const stamp = (ms: number) => new Date(Math.ceil(ms / 1000) * 1000).toISOString().replace('.000', '');
+    /** A merchant whose customer's yearly order ended 30 days (its grace) less 4 s ago: the grace runs out in 4 s. */
+    const lapsing = async () => {
+      const { token, merchantId } = await merchantWithCustomer();
+      const ended = new Date(Date.parse(stamp(Date.now() + 4000)) - 30 * 86_400_000);
+      const paid = new Date(ended);
+      paid.setUTCFullYear(paid.getUTCFullYear() - 1);
+      const order = await api.post('/orders', token, {
+        order_no: 'Y-1',
+        amount: '1200',
+        status: 'paid',
+        billing_cycle: 'yearly',
+        customer_email: 'lapse@scheduler.test',
+        paid_at: stamp(paid.getTime()),
+      });
+      expect(order.status, JSON.stringify(order.body)).toBe(201);
+      const customerId = order.body.data.customer_id as number;
+      const [armed] = (await outboxEvents(merchantId)).filter((e) => e.type === 'customer.renewal_grace');
+      expect(armed.data.object).toEqual({ customer_id: customerId, grace_ends_at: stamp(ended.getTime() + 30 * 86_400_000) });
+      // In its grace the order still counts.
+      expect((await api.get(`/customers/${customerId}`, token)).body.data.mrr).toBe('100.00');
+      return { token, merchantId, customerId, armed };
+    };
+    const settled = (m: Awaited<ReturnType<typeof lapsing>>) =>
+      eventually(async () => (await api.get(`/customers/${m.customerId}`, m.token)).body.data.mrr === '0.00', 15_000, 'the grace settled');
+    const bus = new LocalBus();
+    const applied: string[] = [];
+    const scheduler = startLocalCancelScheduler(bus, { log: (line) => applied.push(line) });
+    try {
+      const fromBus = await lapsing();
+      await bus.publish([toEntry(fromBus.armed as never, { source: 'revenue-analytics-api' })]);
+      await eventually(() => scheduler.pending === 1, 2_000, 'the renewal check armed');
+      await settled(fromBus);
+      expect(applied.filter((line) => line.includes(`(${fromBus.merchantId})`))).toEqual([
+        `customer ${fromBus.customerId} (${fromBus.merchantId}): renewal grace of ${fromBus.armed.data.object.grace_ends_at} ran out, figures restated`,
+      ]);
+      // Restated: churn at the end of the year it paid for, not when the grace ran out.
+      const [latest] = (await api.get(`/customers/${fromBus.customerId}/activities`, fromBus.token)).body.data;
+      expect(latest).toMatchObject({
+        type: 'churn',
+        amount: '-100.00',
+        date: stamp(Date.parse(fromBus.armed.data.object.grace_ends_at) - 30 * 86_400_000),
+      });
+      // From the table: every customer with recurring orders is checked at start.
+      const stored = await lapsing();
+      expect(await scheduler.rearm(stored.merchantId)).toBe(1);
+      await settled(stored);
+    } finally {
+      scheduler.stop();
+      process.env.TABLE_NAME = sharedTable;
+    }
+  }, 60_000);
 });
