@@ -1,7 +1,7 @@
 import { retrying } from '#lib/db/retry';
 import { WriteSet } from '#lib/db/writes';
 import { delinquencyDaysOf } from '#lib/merchants/rules';
-import { type FiguresScope, addTimelineChange, readTimeline } from '#lib/metrics/store';
+import { type FiguresScope, addTimelineChange, noteRenewalWait, readTimeline } from '#lib/metrics/store';
 import { renewalGraceEnd } from '#lib/metrics/timeline';
 import { now } from '#lib/clock';
 import { formatTimestamp } from '#lib/shared/time';
@@ -25,5 +25,9 @@ export const settleRenewals = async (
     const after = await addTimelineChange(ws, scope.merchantId, scope, customerId, stored, stored.timeline);
     if (after !== stored) await ws.commit();
     const grace = delinquencyDaysOf({ delinquency_days: scope.delinquencyDays });
-    return { applied: after !== stored, next: renewalGraceEnd(after.timeline, grace, formatTimestamp(now())) };
+    const next = renewalGraceEnd(after.timeline, grace, formatTimestamp(now()));
+    // The check waits on to a grace still running: later writes need not arm a wait of their own.
+    if (next !== null && (after.renewalArmed === undefined || after.renewalArmed < next))
+      await noteRenewalWait(scope.merchantId, customerId, next);
+    return { applied: after !== stored, next };
   });

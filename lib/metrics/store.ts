@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { batchGet, keyId } from '#lib/db/batch-get';
 import { db, tableName } from '#lib/db/client';
 import {
@@ -118,6 +118,11 @@ export type TimelineState = {
    * then is over in the stored lines. Absent: written before renewals were chained (lines as made).
    */
   settledAt?: string;
+  /**
+   * The time the scheduler's renewal check of this customer is armed for (its wait is open until
+   * then): a grace ending at or after it needs no other wait, the check waits on to it.
+   */
+  renewalArmed?: string;
 };
 
 export const EMPTY_TIMELINE: TimelineState = {
@@ -174,6 +179,7 @@ const stateOf = async (
   const recounted = {
     ...(head.recounted === undefined ? {} : { recounted: Number(head.recounted) }),
     ...(typeof head.settled_at === 'string' ? { settledAt: head.settled_at } : {}),
+    ...(typeof head.renewal_armed === 'string' ? { renewalArmed: head.renewal_armed } : {}),
   };
   if (!head.chunked)
     return { ...splitStored(JSON.parse(String(head.lines)) as Timeline), version, zone, chunks: null, generation, ...recounted };
@@ -327,6 +333,13 @@ export const addTimelineChange = async (
   if (firstDifference(before, after) === null && bookings === stored.bookings && stored.generation === generation) return stored;
   const key = keys.customerTimeline(merchantId, customerId);
   const version = (stored.version ?? 0) + 1;
+  // A renewal grace running after this write: the scheduler is armed for its end unless a wait of
+  // this customer's is open until then or earlier (its check waits on to the grace's end). So a
+  // customer has one open wait, not one per order.
+  const graceEnd = renewalGraceEnd(settled, grace, at);
+  const armed = stored.renewalArmed !== undefined && stored.renewalArmed >= at ? stored.renewalArmed : undefined;
+  const arm = graceEnd !== null && (armed === undefined || graceEnd < armed);
+  const renewalArmed = arm ? graceEnd : armed;
   let chunks: Map<string, string> | null = null;
   const inline = stored.chunks ? null : JSON.stringify(joinStored(after, bookings));
   // The customer's standing from now on, so reading a customer's MRR and status costs the head only.
@@ -339,6 +352,7 @@ export const addTimelineChange = async (
     ...(generation ? { generation } : {}),
     ...(counting ? { recounted: recount } : {}),
     ...(Object.keys(after).some(isOrderLine) ? { settled_at: at } : {}),
+    ...(renewalArmed === undefined ? {} : { renewal_armed: renewalArmed }),
   };
   const guard = recountedAsRead(stored);
   if (inline !== null && Buffer.byteLength(inline) <= INLINE_LIMIT) {
@@ -359,10 +373,8 @@ export const addTimelineChange = async (
   // Chunks of periods the new layout no longer has (or all of them, back inline) go.
   for (const period of stored.chunks?.keys() ?? [])
     if (!chunks?.has(period)) ws.delete('timeline-chunk', keys.customerTimelineChunk(merchantId, customerId, period));
-  // A renewal grace the write starts or moves: the scheduler is armed for its end (an internal bus event, never a webhook).
-  const graceEnd = renewalGraceEnd(settled, grace, at);
-  if (graceEnd !== null && graceEnd !== renewalGraceEnd(stored.timeline, grace, at))
-    addOutboxEvent(ws, merchantId, RENEWAL_EVENT, { customer_id: customerId, grace_ends_at: graceEnd }, at);
+  // The scheduler armed through an internal bus event (never a webhook).
+  if (arm) addOutboxEvent(ws, merchantId, RENEWAL_EVENT, { customer_id: customerId, grace_ends_at: graceEnd }, at);
   // Checked whenever the timeline is written, moves or not: what the request counts in must still be what counts.
   addGenerationCurrent(ws, merchantId, scope);
   addMoves(ws, merchantId, generation, before, after, reportingCurrency, zone);
@@ -398,6 +410,7 @@ export const addTimelineChange = async (
     bookings,
     ...(counting ? { recounted: recount } : {}),
     ...(counted.settled_at ? { settledAt: at } : {}),
+    ...(renewalArmed === undefined ? {} : { renewalArmed }),
   };
 };
 
@@ -405,6 +418,27 @@ export const addTimelineChange = async (
  * A stored timeline as another generation counted it (a recount, lib/metrics/recount.ts): its
  * renewals settled at the time they were stored, with that generation's grace (`grace`).
  */
+/**
+ * Records that a customer's renewal check waits on until `at` (the scheduler's check found a grace
+ * still running): later writes then arm no other wait for a grace ending by then. A hint only: lost
+ * to a concurrent write, a later write arms one wait more.
+ */
+export const noteRenewalWait = async (merchantId: string, customerId: number, at: string) => {
+  await db()
+    .send(
+      new UpdateCommand({
+        TableName: tableName(),
+        Key: keys.customerTimeline(merchantId, customerId),
+        UpdateExpression: 'SET renewal_armed = :at',
+        ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(renewal_armed) OR renewal_armed < :at)',
+        ExpressionAttributeValues: { ':at': at },
+      }),
+    )
+    .catch((err: unknown) => {
+      if ((err as { name?: string }).name !== 'ConditionalCheckFailedException') throw err;
+    });
+};
+
 export const asCounted = (stored: Pick<TimelineState, 'timeline' | 'settledAt'>, grace: number): Timeline =>
   stored.settledAt === undefined ? stored.timeline : withRenewals(stored.timeline, grace, stored.settledAt);
 

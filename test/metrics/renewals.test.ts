@@ -41,7 +41,7 @@ const sum = (pts: Point[], field: string) => pts.reduce((t, p) => t + Number(p[f
 describe('renewals of recurring orders', () => {
   it('monthly orders renewed 3 days late: no churn, no reactivation; the gaps are past due; a renewal at another amount moves it', async () => {
     fixedClock('2026-06-20T00:00:00Z');
-    const { token } = await newMerchant();
+    const { token, merchantId } = await newMerchant();
     for (const o of LATE) expect((await api.post('/orders', token, o)).status).toBe(201);
     const series = await months(token, '2026-01-01', '2026-06-19');
     expect(series.map((p) => [p.date, p.mrr, p.new, p.churn, p.reactivation])).toEqual([
@@ -60,12 +60,31 @@ describe('renewals of recurring orders', () => {
       ['2026-02-03', '300.00', '300.00'],
       ['2026-02-04', '300.00', '0.00'],
     ]);
-    // A renewal at 450, 3 days late again: an expansion on the day it is paid.
+    // One open wait per customer. R5, written last with a grace running, armed the check for its end
+    // (07-13); R6 moved the grace later (08-15) and armed nothing: the open wait goes on to it.
+    const graces = async () => (await outboxEvents(merchantId)).filter((e) => e.type === 'customer.renewal_grace');
+    const [armed] = await graces();
+    expect((await graces()).map((e) => e.data.object.grace_ends_at)).toEqual(['2026-07-13T00:00:00Z']);
+    const check = {
+      merchant_id: merchantId,
+      customer_id: armed.data.object.customer_id,
+      cancel_at: '2026-07-13T00:00:00Z',
+      kind: 'renewal' as const,
+    };
+    fixedClock('2026-07-13T00:00:01Z');
+    expect(await checkScheduledCancel(check)).toEqual({ due: false, wake_at: '2026-08-15T00:00:01Z', far: false });
+    // A renewal at 450, 3 days late again: an expansion on the day it is paid; it arms nothing (the wait is open until 08-15).
     fixedClock('2026-07-22T00:00:00Z');
     expect((await api.post('/orders', token, order('R7', '2026-07-19T00:00:00Z', '450'))).status).toBe(201);
     const july = await months(token, '2026-07-01', '2026-07-21');
     expect(july[0]).toMatchObject({ mrr: '450.00', expansion: '150.00', churn: '0.00', reactivation: '0.00', past_due_mrr: '0.00' });
     expect((await api.get('/metrics/summary', token)).body.data).toMatchObject({ current_mrr: '450.00', active_customers: 1 });
+    fixedClock('2026-08-15T00:00:01Z');
+    expect(await checkScheduledCancel(check)).toEqual({ due: false, wake_at: '2026-09-18T00:00:01Z', far: false });
+    // The next renewal (09-01, within the grace of R7's month) arms nothing either: the wait is open until 09-18.
+    fixedClock('2026-09-02T00:00:00Z');
+    expect((await api.post('/orders', token, order('R8', '2026-09-01T00:00:00Z', '450'))).status).toBe(201);
+    expect(await graces()).toHaveLength(1);
   });
 
   it('a renewal that never comes: past due while the grace runs, then churn at the end of the last paid period, restated by the scheduler', async () => {
