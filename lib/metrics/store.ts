@@ -176,13 +176,14 @@ const stateOf = async (
   const version = Number(head.version);
   const zone = typeof head.zone === 'string' ? head.zone : DEFAULT_TIMEZONE;
   const generation = Number(head.generation ?? 0);
-  const recounted = {
+  // What the head notes beside its lines: the recount that counted it, when renewals were settled and armed.
+  const marks = {
     ...(head.recounted === undefined ? {} : { recounted: Number(head.recounted) }),
     ...(typeof head.settled_at === 'string' ? { settledAt: head.settled_at } : {}),
     ...(typeof head.renewal_armed === 'string' ? { renewalArmed: head.renewal_armed } : {}),
   };
   if (!head.chunked)
-    return { ...splitStored(JSON.parse(String(head.lines)) as Timeline), version, zone, chunks: null, generation, ...recounted };
+    return { ...splitStored(JSON.parse(String(head.lines)) as Timeline), version, zone, chunks: null, generation, ...marks };
   const items = await queryAll<{ sk: string; lines: string }>(
     {
       partition: keys.customer(merchantId, customerId).pk,
@@ -193,7 +194,7 @@ const stateOf = async (
     ['sk', 'lines'],
   );
   const chunks = new Map(items.map((i) => [i.sk.slice(TIMELINE_CHUNK_PREFIX.length), i.lines]));
-  return { ...splitStored(joinChunks(chunks.values())), version, zone, chunks, generation, ...recounted };
+  return { ...splitStored(joinChunks(chunks.values())), version, zone, chunks, generation, ...marks };
 };
 
 /** The condition that a timeline head is as read: its version, and the recount that counted it (a recount's mark changes no version). */
@@ -415,10 +416,6 @@ export const addTimelineChange = async (
 };
 
 /**
- * A stored timeline as another generation counted it (a recount, lib/metrics/recount.ts): its
- * renewals settled at the time they were stored, with that generation's grace (`grace`).
- */
-/**
  * Records that a customer's renewal check waits on until `at` (the scheduler's check found a grace
  * still running): later writes then arm no other wait for a grace ending by then. A hint only: lost
  * to a concurrent write, a later write arms one wait more.
@@ -439,6 +436,10 @@ export const noteRenewalWait = async (merchantId: string, customerId: number, at
     });
 };
 
+/**
+ * A stored timeline as another generation counted it (a recount, lib/metrics/recount.ts): its
+ * renewals settled at the time they were stored, with that generation's grace (`grace`).
+ */
 export const asCounted = (stored: Pick<TimelineState, 'timeline' | 'settledAt'>, grace: number): Timeline =>
   stored.settledAt === undefined ? stored.timeline : withRenewals(stored.timeline, grace, stored.settledAt);
 

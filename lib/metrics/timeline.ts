@@ -837,6 +837,13 @@ const paidPeriod = (line: string, pts: Point[]) => {
   return { line, first, start: first[0], end: timestampPlusMonths(first[0], months) };
 };
 
+/** A timeline's order lines as paid periods, in the order of the chain: by payment, ties by line name. */
+const paidPeriods = (tl: Timeline) =>
+  Object.entries(tl)
+    .filter(([line, pts]) => isOrderLine(line) && pts.length > 0)
+    .map(([line, pts]) => paidPeriod(line, pts))
+    .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.line < b.line ? -1 : a.line > b.line ? 1 : 0));
+
 /**
  * Renewals of recurring orders (docs/metrics.md, "Renewals"): a customer's order lines chained, in
  * order of payment (ties by order number). An order paid within `graceDays` after the end of the
@@ -849,10 +856,7 @@ const paidPeriod = (line: string, pts: Point[]) => {
  * made it. Pure and idempotent: each line is derived again from its first point.
  */
 export const withRenewals = (tl: Timeline, graceDays: number, asOf: string): Timeline => {
-  const periods = Object.entries(tl)
-    .filter(([line, pts]) => isOrderLine(line) && pts.length > 0)
-    .map(([line, pts]) => paidPeriod(line, pts))
-    .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.line < b.line ? -1 : a.line > b.line ? 1 : 0));
+  const periods = paidPeriods(tl);
   if (!periods.length) return tl;
   let out: Timeline | null = null;
   for (let i = 0; i < periods.length; i++) {
@@ -881,12 +885,7 @@ export const withRenewals = (tl: Timeline, graceDays: number, asOf: string): Tim
  * or null when none is running at `asOf`.
  */
 export const renewalGraceEnd = (tl: Timeline, graceDays: number, asOf: string): string | null => {
-  const lines = Object.entries(tl).filter(([line, pts]) => isOrderLine(line) && pts.length > 0);
-  let last: ReturnType<typeof paidPeriod> | null = null;
-  for (const [line, pts] of lines) {
-    const p = paidPeriod(line, pts);
-    if (!last || p.start > last.start || (p.start === last.start && p.line > last.line)) last = p;
-  }
+  const last = paidPeriods(tl).at(-1);
   if (!last) return null;
   const graceEnd = timestampPlusDays(last.end, graceDays);
   return asOf > graceEnd ? null : graceEnd;
