@@ -279,3 +279,21 @@ export const overflowingFigures = (page: Page) =>
           .map((el) => `${card.dataset.figure}: ${el.textContent} (${Math.round(el.scrollWidth)} px in ${Math.round(box.width)} px)`);
       });
   });
+
+/** A time as the dashboard writes it (UTC, to the minute). */
+export const shown = (ts: string | null) => (ts ? `${ts.slice(0, 10)} ${ts.slice(11, 16)} UTC` : '—');
+export type Row = Record<string, string | null>;
+/** Each row's attributes and cells (by column name, from the cells' data-label) of a table. */
+export const rowsOf = (page: Page, testId: string, attrs: string[]) =>
+  page.locator(`[data-testid="${testId}"] tbody tr`).evaluateAll(
+    (trs, names) =>
+      trs.map((tr) => {
+        const row: Record<string, string | null> = Object.fromEntries(names.map((n) => [n, tr.getAttribute(n)]));
+        for (const cell of Array.from(tr.children)) {
+          const label = cell.getAttribute('data-label');
+          if (label) row[label] = (cell.textContent ?? '').trim();
+        }
+        return row;
+      }),
+    attrs,
+  ) as Promise<Row[]>;

@@ -11,6 +11,8 @@ import {
   hasChromium,
   noSideScroll,
   overflowingFigures,
+  rowsOf,
+  shown,
   PHONE,
   ready,
   shoot,
@@ -38,23 +40,6 @@ const monthsAgo = (n: number, day = 3) => {
 const daysAgo = (n: number) => iso(Date.now() - n * 86_400_000);
 const firstOfMonth = (n: number) => `${monthsAgo(n).slice(0, 7)}-01`;
 const dayBefore = (day: string) => iso(Date.parse(`${day}T00:00:00Z`) - 86_400_000).slice(0, 10);
-/** A time as the dashboard writes it (UTC, to the minute). */
-const shown = (ts: string | null) => (ts ? `${ts.slice(0, 10)} ${ts.slice(11, 16)} UTC` : '—');
-type Row = Record<string, string | null>;
-/** Each row's attributes and cells (by column name, from the cells' data-label) of a table. */
-const rowsOf = (page: Page, testId: string, attrs: string[]) =>
-  page.locator(`[data-testid="${testId}"] tbody tr`).evaluateAll(
-    (trs, names) =>
-      trs.map((tr) => {
-        const row: Record<string, string | null> = Object.fromEntries(names.map((n) => [n, tr.getAttribute(n)]));
-        for (const cell of Array.from(tr.children)) {
-          const label = cell.getAttribute('data-label');
-          if (label) row[label] = (cell.textContent ?? '').trim();
-        }
-        return row;
-      }),
-    attrs,
-  ) as Promise<Row[]>;
 const noOverflow = async (page: Page) => expect(await overflowingFigures(page)).toEqual([]);
 
 describe.skipIf(!hasChromium)('trials, failed renewals and committed MRR in Chromium', { timeout: 60_000 }, () => {

@@ -22,7 +22,9 @@ import {
   noSideScroll,
   PHONE,
   ready,
+  rowsOf,
   shoot,
+  shown,
   today,
   useDashboard,
   type Viewport,
@@ -38,23 +40,6 @@ const { api, origin, open: openAs, setSession, newPage } = useDashboard('test/we
 
 const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().replace(/\.\d+Z$/, 'Z');
 const daysAhead = (n: number) => daysAgo(-n);
-/** A time as the dashboard writes it (UTC, to the minute). */
-const shown = (ts: string | null) => (ts ? `${ts.slice(0, 10)} ${ts.slice(11, 16)} UTC` : '—');
-type Row = Record<string, string | null>;
-/** Each row's attributes and cells (by column name, from the cells' data-label) of a table. */
-const rowsOf = (page: Page, testId: string, attrs: string[]) =>
-  page.locator(`[data-testid="${testId}"] tbody tr`).evaluateAll(
-    (trs, names) =>
-      trs.map((tr) => {
-        const row: Record<string, string | null> = Object.fromEntries(names.map((n) => [n, tr.getAttribute(n)]));
-        for (const cell of Array.from(tr.children)) {
-          const label = cell.getAttribute('data-label');
-          if (label) row[label] = (cell.textContent ?? '').trim();
-        }
-        return row;
-      }),
-    attrs,
-  ) as Promise<Row[]>;
 
 /**
  * The MRR chart's stacks, from the axis out: new, expansion, reactivation above; contraction,
