@@ -83,17 +83,17 @@ export const startLocalCancelScheduler = (
         }
       }
     }
-    // Customers with recurring orders (a timeline settled for renewals): each is checked once now, and
-    // again when a grace still running ends.
+    // Customers' renewal waits (the time each timeline head says its check is armed for): armed again
+    // for that time; one already past is checked at once.
     const heads = paginateScan(
       { client: db() },
-      { TableName: tableName(), FilterExpression: 'attribute_type(settled_at, :s)', ExpressionAttributeValues: { ':s': 'S' } },
+      { TableName: tableName(), FilterExpression: 'attribute_type(renewal_armed, :s)', ExpressionAttributeValues: { ':s': 'S' } },
     );
     for await (const page of heads) {
       for (const item of page.Items ?? []) {
         const merchant = String(item.pk).split('#')[1];
         if (merchantId && merchant !== merchantId) continue;
-        arm({ merchant_id: merchant, customer_id: Number(item.customer_id), cancel_at: String(item.settled_at), kind: 'renewal' });
+        arm({ merchant_id: merchant, customer_id: Number(item.customer_id), cancel_at: String(item.renewal_armed), kind: 'renewal' });
         armed++;
       }
     }
